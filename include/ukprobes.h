@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ukprobes.h - the Linux Kprobes API for probing the calling process.
+ *
+ * Names and semantics follow the kernel's Documentation/trace/kprobes.rst.
+ * "Kernel" there means "this process" here, "CPU" means "thread", "module"
+ * means "loaded ELF object", and the debugfs/sysctl knobs are functions.
+ *
+ * Handler context: pre_handler, post_handler and fault_handler run inside
+ * the library's SIGTRAP handler (breakpoint path). They must be
+ * async-signal-safe: no malloc, no stdio, no locks the probed code may
+ * hold. Asynchronous signals are blocked while they run.
+ */
+#ifndef UKPROBES_H
+#define UKPROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef UKPROBES_API
+#define UKPROBES_API __attribute__((visibility("default")))
+#endif
+
+/*
+ * Register state at a probe hit, with the kernel's x86-64 field names and
+ * order. At a breakpoint hit, ip is the probed address + 1 (as the kernel
+ * shows it); in a post_handler it is the address of the next instruction
+ * to run. Handlers may change any field; the change takes effect.
+ */
+struct pt_regs {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
+	unsigned long bp;
+	unsigned long bx;
+	unsigned long r11;
+	unsigned long r10;
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long ax;
+	unsigned long cx;
+	unsigned long dx;
+	unsigned long si;
+	unsigned long di;
+	unsigned long orig_ax;
+	unsigned long ip;
+	unsigned long cs;
+	unsigned long flags;
+	unsigned long sp;
+	unsigned long ss;
+};
+
+static inline unsigned long instruction_pointer(const struct pt_regs *regs)
+{
+	return regs->ip;
+}
+
+static inline unsigned long regs_return_value(const struct pt_regs *regs)
+{
+	return regs->ax;
+}
+
+/*
+ * The n-th word above the stack pointer (n = 0 is *sp), read without
+ * faulting; 0 when the address cannot be read.
+ */
+UKPROBES_API unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs,
+						      unsigned int n);
+
+/*
+ * SysV x86-64 integer argument n (0-based) of a function, valid at its
+ * entry: di, si, dx, cx, r8, r9, then the stack above the return address.
+ */
+static inline unsigned long regs_get_kernel_argument(const struct pt_regs *regs,
+						     unsigned int n)
+{
+	switch (n) {
+	case 0: return regs->di;
+	case 1: return regs->si;
+	case 2: return regs->dx;
+	case 3: return regs->cx;
+	case 4: return regs->r8;
+	case 5: return regs->r9;
+	default: return regs_get_kernel_stack_nth(regs, n - 5);
+	}
+}
+
+typedef unsigned char kprobe_opcode_t;
+struct kprobe;
+
+typedef int (*kprobe_pre_handler_t)(struct kprobe *, struct pt_regs *);
+typedef void (*kprobe_post_handler_t)(struct kprobe *, struct pt_regs *,
+				      unsigned long flags);
+/*
+ * Called when a pre or post handler of this probe faults (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL). trapnr is the x86 trap number (14 page fault, 13 general
+ * protection, 0 divide error, 6 invalid opcode, ...); regs are the
+ * registers of the faulting handler. The faulting handler is abandoned in
+ * every case and the program carries on; the return value is ignored.
+ */
+typedef int (*kprobe_fault_handler_t)(struct kprobe *, struct pt_regs *,
+				      int trapnr);
+
+struct kprobe {
+	/* Hits missed because they came while a handler or an out-of-line
+	 * step of this thread was running, plus handler faults. */
+	unsigned long nmissed;
+	/* Probe point: set it, or set symbol_name (+ offset). */
+	kprobe_opcode_t *addr;
+	/* "sym" (any loaded object) or "object:sym", e.g. "libz.so.1:deflate" */
+	const char *symbol_name;
+	unsigned int offset;
+	kprobe_pre_handler_t pre_handler;
+	kprobe_post_handler_t post_handler;
+	kprobe_fault_handler_t fault_handler;
+	/* Saved first byte of the probed instruction (set on registration). */
+	kprobe_opcode_t opcode;
+	/* KPROBE_FLAG_*; only KPROBE_FLAG_DISABLED may be passed in. */
+	unsigned int flags;
+};
+
+#define KPROBE_FLAG_GONE          1  /* the probed object was unloaded */
+#define KPROBE_FLAG_DISABLED      2  /* probe is temporarily disabled */
+#define KPROBE_FLAG_OPTIMIZED     4  /* probe uses a jump (optprobe) */
+#define KPROBE_FLAG_FTRACE        8  /* probe uses a patchable NOP entry */
+#define KPROBE_FLAG_ON_FUNC_ENTRY 16 /* probe is on a function entry */
+
+static inline bool kprobe_gone(const struct kprobe *p)
+{
+	return p->flags & KPROBE_FLAG_GONE;
+}
+
+static inline bool kprobe_disabled(const struct kprobe *p)
+{
+	return p->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE);
+}
+
+static inline bool kprobe_optimized(const struct kprobe *p)
+{
+	return p->flags & KPROBE_FLAG_OPTIMIZED;
+}
+
+static inline bool kprobe_ftrace(const struct kprobe *p)
+{
+	return p->flags & KPROBE_FLAG_FTRACE;
+}
+
+/*
+ * Registration. Returns 0 or a negative errno:
+ *  -EINVAL   both or neither of addr/symbol_name; the struct is already
+ *            registered; blacklisted address; not executable code;
+ *            the instruction cannot be copied (e.g. a rip-relative
+ *            displacement that does not reach the out-of-line slot)
+ *  -ENOENT   unknown symbol or object; address inside no symbol
+ *  -EILSEQ   not on an instruction boundary of its function, or an
+ *            exception instruction (int3, int n, ud2, ...)
+ *  -EOPNOTSUPP an instruction that can be neither run out of line nor
+ *            emulated (far transfers, iret, ...)
+ *  -ENOMEM   no memory, or no executable memory within reach (+-2 GiB)
+ *  -EBUSY    called from inside a probe handler
+ * These functions may be called from any thread, but not from a handler
+ * or from a signal handler.
+ */
+UKPROBES_API int register_kprobe(struct kprobe *p);
+UKPROBES_API void unregister_kprobe(struct kprobe *p);
+UKPROBES_API int register_kprobes(struct kprobe **kps, int num);
+UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num);
+UKPROBES_API int disable_kprobe(struct kprobe *kp);
+UKPROBES_API int enable_kprobe(struct kprobe *kp);
+
+/*
+ * The probe whose handler this thread is running, or NULL. Outside
+ * handlers it is NULL. (The kernel returns its internal aggregate probe
+ * for a site with several probes; we return the user's probe whose
+ * handler is running.)
+ */
+UKPROBES_API struct kprobe *kprobe_running(void);
+
+/*
+ * Copy size bytes from src without faulting: 0, or -EFAULT if any byte is
+ * unreadable (dst may then be partly written). Async-signal-safe; usable in
+ * handlers and anywhere else.
+ */
+UKPROBES_API long copy_from_user_nofault(void *dst, const void *src, size_t size);
+
+/* The debugfs analogs (kprobes.rst, Appendix A). */
+/* One line per probe: "ADDR  TYPE  SYM+0xOFF  OBJECT [GONE][DISABLED]..." */
+UKPROBES_API int kprobes_show_list(FILE *out);
+/* One line per range: "0xSTART-0xEND\tSYMBOL" */
+UKPROBES_API int kprobes_show_blacklist(FILE *out);
+/* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
+ * are kept. Returns 0 or the last arming error. */
+UKPROBES_API int kprobes_set_enabled(bool enable);
+UKPROBES_API bool kprobes_enabled(void);
+
+/* Faults raised inside probe handlers since start-up (each one abandoned
+ * the handler and was counted in that probe's nmissed too). */
+UKPROBES_API unsigned long kprobes_handler_faults(void);
+
+/*
+ * Library diagnostics (the kernel's pr_err/pr_warn/pr_info). The library
+ * never prints on its own: messages go to the callback set here, or are
+ * dropped when it is NULL (the default). Returns the previous callback.
+ */
+enum ukprobes_print_level {
+	UKPROBES_WARN,
+	UKPROBES_INFO,
+	UKPROBES_DEBUG,
+};
+typedef int (*ukprobes_print_fn_t)(enum ukprobes_print_level level,
+				   const char *fmt, va_list ap);
+UKPROBES_API ukprobes_print_fn_t ukprobes_set_print(ukprobes_print_fn_t fn);
+
+/*
+ * NOKPROBE_SYMBOL(fn): refuse probes anywhere in fn (register_kprobe
+ * returns -EINVAL). Use it at file scope in the object that defines fn.
+ * The library finds these entries in every loaded object's
+ * "ukprobes_blacklist" section.
+ */
+#define __UKP_CONCAT2(a, b) a##b
+#define __UKP_CONCAT(a, b) __UKP_CONCAT2(a, b)
+#define NOKPROBE_SYMBOL(fname)                                              \
+	static const void *const __UKP_CONCAT(__ukp_blacklist_, fname)          \
+	__attribute__((used, section("ukprobes_blacklist"), aligned(8))) =       \
+		(const void *)&fname
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UKPROBES_H */

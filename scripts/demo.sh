@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs the main job: samples/kprobe_example probing
+# zlib's deflate during a real compression, then the probe list.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ ! -d build ]; then meson setup build >/dev/null; fi
+meson compile -C build >/dev/null
+./build/samples/kprobe_example libz.so.1:deflate 2

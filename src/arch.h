@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch.h - the narrow interface between the arch-independent core and the
+ * architecture code (src/arch/<arch>/). The core never looks at opcodes;
+ * the arch code never touches the probe table.
+ *
+ * Conventions:
+ *  - "code" buffers hold the *original* bytes of the probed text (the core
+ *    has already put back the bytes its own breakpoints replaced).
+ *  - Functions marked [trap] run in the SIGTRAP/SIGSEGV handler: they must
+ *    be async-signal-safe, allocation-free and call no libc function.
+ *  - Functions marked [reg] run at registration time under the registry
+ *    mutex; they may allocate.
+ */
+#ifndef UKP_ARCH_H
+#define UKP_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include "ukprobes.h"
+#include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
+
+/*
+ * [reg] Walk instructions from the start of a function to decide whether
+ * the byte at code[off] starts an instruction. code[0] is the function's
+ * first byte; avail bytes of code are readable (avail > off).
+ * Returns 0 (on a boundary) or -EILSEQ (not on a boundary, or a byte
+ * sequence before it does not decode).
+ */
+int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
+
+/*
+ * [reg] Decode and prepare the instruction at addr for probing.
+ *   code/avail: the original bytes starting at addr (avail >= 1; up to
+ *               UKP_MAX_INSN_SIZE bytes are used).
+ *   slot:       the address of the out-of-line slot the instruction will
+ *               run from (needed to re-base rip-relative displacements).
+ * Fills *ai, including ai->len, ai->ool and, when ai->ool, the slot image
+ * (ai->slot_image, ai->slot_len bytes: the relocated instruction followed
+ * by a trailing int3 at offset ai->len).
+ * Returns 0 or:
+ *   -EILSEQ     undecodable, or an exception instruction (int3, int n,
+ *               into, int1, ud0, ud1, ud2)
+ *   -EINVAL     mov/pop ss; a rip-relative displacement that does not fit
+ *               in 32 bits from the slot (then also set *ai->why)
+ *   -EOPNOTSUPP neither executable out of line nor emulatable (far
+ *               call/jmp/ret, iret, branches with a 0x66 prefix, xbegin,
+ *               memory-indirect branches through fs/gs, ...)
+ */
+int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail,
+		      uintptr_t addr, uintptr_t slot);
+
+/*
+ * [trap] Emulate a prepared instruction that has !ai->ool. On entry
+ * regs->ip == addr + 1 (as at the breakpoint). On success set regs as the
+ * instruction would (ip, sp, pushed/popped memory, cx for loop) and
+ * return 0. If a memory access faults (stack push/pop, reading an indirect
+ * target), leave regs unchanged, store the faulting address in
+ * *fault_addr and return -EFAULT.
+ */
+int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr, struct pt_regs *regs,
+		 uintptr_t *fault_addr);
+
+/*
+ * [trap] After the out-of-line copy ran and hit its trailing int3:
+ * regs->ip == slot + ai->len + 1. Make regs look as if the instruction
+ * had run at addr: ip = addr + len, and any register the copy left with a
+ * slot-relative value (e.g. rcx after syscall) is corrected.
+ */
+void arch_resume_ool(const struct ukp_arch_insn *ai, uintptr_t addr, uintptr_t slot,
+		     struct pt_regs *regs);
+
+/* [trap] Signal context <-> pt_regs. */
+void arch_regs_from_ucontext(struct pt_regs *regs, const ucontext_t *uc);
+void arch_regs_to_ucontext(ucontext_t *uc, const struct pt_regs *regs);
+/* [trap] Instruction pointer of a signal context, read and set. */
+uintptr_t arch_uc_ip(const ucontext_t *uc);
+void arch_uc_set_ip(ucontext_t *uc, uintptr_t ip);
+/* [trap] The hardware trap number the kernel recorded in the context. */
+int arch_uc_trapnr(const ucontext_t *uc);
+
+/* [trap] Copy without faulting (assembly with a fixup, see nofault.S).
+ * Returns 0 or -EFAULT. */
+long arch_copy_nofault(void *dst, const void *src, size_t n);
+/* [trap] True when a fault at ip is inside arch_copy_nofault; then
+ * *fixup_ip is where execution must resume to return -EFAULT. */
+bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
+
+/* The breakpoint instruction and its length. */
+#define UKP_BREAKPOINT_INSN 0xcc
+#define UKP_BREAKPOINT_SIZE 1
+
+#endif /* UKP_ARCH_H */

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+/*
+ * insn.c - x86-64 instruction analysis for probing, on top of Zydis 4.
+ *
+ * Decides, for the instruction at a probe point, whether it can be probed
+ * at all (and with which errno it is refused), whether the trap handler
+ * emulates it (every instruction that changes ip or pushes a return
+ * address, see core.c) or whether it runs out of line from a slot, and
+ * builds the slot image in that case.
+ *
+ * Every function here runs at registration time ([reg]): under the
+ * registry mutex, never in a signal handler. Zydis types stay in this
+ * file; the rest of the library only sees struct ukp_arch_insn.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+#include "arch.h"
+#include "emu_ops.h"
+
+/* The decoder is immutable once set up; decoding only reads it. */
+static ZydisDecoder decoder;
+static bool decoder_ok;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+
+static void decoder_init(void)
+{
+	decoder_ok = ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
+						   ZYDIS_STACK_WIDTH_64));
+}
+
+/* [reg] The 64-bit decoder, or NULL if Zydis refused to set it up. */
+static const ZydisDecoder *get_decoder(void)
+{
+	pthread_once(&decoder_once, decoder_init);
+	return decoder_ok ? &decoder : NULL;
+}
+
+/* [reg] */
+int arch_check_boundary(const uint8_t *code, size_t off, size_t avail)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+	size_t pos = 0;
+
+	if (!dec || off >= avail)
+		return -EILSEQ;
+
+	/* Lengths are all we need: skip operand decoding (NULL context). */
+	while (pos < off) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos,
+								avail - pos, &insn)))
+			return -EILSEQ;
+		pos += insn.length;
+	}
+	return pos == off ? 0 : -EILSEQ;
+}
+
+static int refuse(struct ukp_arch_insn *ai, int err, const char *why)
+{
+	ai->why = why;
+	return err;
+}
+
+static bool is_legacy_prefix(uint8_t b)
+{
+	switch (b) {
+	case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+	case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * [reg] Zydis decodes in 64-bit mode, where pop ss (17) and the absolute
+ * far call/jmp (9a, ea) are invalid opcodes. They are still what the
+ * bytes say, and arch.h gives them their own errno (the kernel's
+ * mov/pop ss and far transfer rules), so look at the opcode byte before
+ * calling the bytes plain garbage.
+ */
+static int refuse_undecodable(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail)
+{
+	size_t i = 0;
+
+	while (i < avail && is_legacy_prefix(code[i]))
+		i++;
+	if (i < avail && (code[i] & 0xf0) == 0x40)	/* REX */
+		i++;
+	if (i < avail) {
+		switch (code[i]) {
+		case 0x17:
+			return refuse(ai, -EINVAL, "pop ss masks exceptions");
+		case 0x9a:
+		case 0xea:
+			return refuse(ai, -EOPNOTSUPP, "far call/jmp");
+		}
+	}
+	return refuse(ai, -EILSEQ, "undecodable instruction");
+}
+
+/* Instructions that raise an exception by design (breakpoints, traps). */
+static bool is_exception_insn(const ZydisDecodedInstruction *insn)
+{
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_INT3:
+	case ZYDIS_MNEMONIC_INT:
+	case ZYDIS_MNEMONIC_INTO:
+	case ZYDIS_MNEMONIC_INT1:
+	case ZYDIS_MNEMONIC_UD0:
+	case ZYDIS_MNEMONIC_UD1:
+	case ZYDIS_MNEMONIC_UD2:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * mov ss / pop ss hold off interrupts and debug traps until after the
+ * next instruction: our trailing int3 would be swallowed.
+ */
+static bool loads_ss(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	if (insn->mnemonic != ZYDIS_MNEMONIC_MOV && insn->mnemonic != ZYDIS_MNEMONIC_POP)
+		return false;
+	return insn->operand_count > 0 && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+	       ops[0].reg.value == ZYDIS_REGISTER_SS;
+}
+
+/*
+ * In 64-bit mode Intel ignores 0x66 on near branches and AMD honours it
+ * (16-bit ip): the two disagree, so such a branch is refused (as uprobes
+ * does).
+ */
+static bool has_opsize_prefix(const ZydisDecodedInstruction *insn)
+{
+	unsigned int i;
+
+	for (i = 0; i < insn->raw.prefix_count; i++)
+		if (insn->raw.prefixes[i].value == 0x66)
+			return true;
+	return false;
+}
+
+static bool writes_ip(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	unsigned int i;
+
+	for (i = 0; i < insn->operand_count; i++) {
+		if (ops[i].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    !(ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		if (ops[i].reg.value == ZYDIS_REGISTER_RIP || ops[i].reg.value == ZYDIS_REGISTER_EIP)
+			return true;
+	}
+	return false;
+}
+
+/* pt_regs word of a general-purpose register of any width, or NONE. */
+static uint8_t gpr_word(ZydisRegister reg)
+{
+	if (reg == ZYDIS_REGISTER_RIP || reg == ZYDIS_REGISTER_EIP)
+		return UKP_EMU_REG_RIP;
+
+	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg)) {
+	case ZYDIS_REGISTER_RAX: return UKP_PT_REGS_WORD(ax);
+	case ZYDIS_REGISTER_RCX: return UKP_PT_REGS_WORD(cx);
+	case ZYDIS_REGISTER_RDX: return UKP_PT_REGS_WORD(dx);
+	case ZYDIS_REGISTER_RBX: return UKP_PT_REGS_WORD(bx);
+	case ZYDIS_REGISTER_RSP: return UKP_PT_REGS_WORD(sp);
+	case ZYDIS_REGISTER_RBP: return UKP_PT_REGS_WORD(bp);
+	case ZYDIS_REGISTER_RSI: return UKP_PT_REGS_WORD(si);
+	case ZYDIS_REGISTER_RDI: return UKP_PT_REGS_WORD(di);
+	case ZYDIS_REGISTER_R8:  return UKP_PT_REGS_WORD(r8);
+	case ZYDIS_REGISTER_R9:  return UKP_PT_REGS_WORD(r9);
+	case ZYDIS_REGISTER_R10: return UKP_PT_REGS_WORD(r10);
+	case ZYDIS_REGISTER_R11: return UKP_PT_REGS_WORD(r11);
+	case ZYDIS_REGISTER_R12: return UKP_PT_REGS_WORD(r12);
+	case ZYDIS_REGISTER_R13: return UKP_PT_REGS_WORD(r13);
+	case ZYDIS_REGISTER_R14: return UKP_PT_REGS_WORD(r14);
+	case ZYDIS_REGISTER_R15: return UKP_PT_REGS_WORD(r15);
+	default:                 return UKP_EMU_REG_NONE;
+	}
+}
+
+/* jmp/jcc/call/loop with an immediate displacement from the next ip. */
+static int prepare_relative(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn,
+			    enum ukp_emu_op op, uint8_t cond)
+{
+	if (has_opsize_prefix(insn))
+		return refuse(ai, -EOPNOTSUPP, "relative branch with a 0x66 prefix");
+	ai->emu = op;
+	ai->cond = cond;
+	ai->rel = insn->raw.imm[0].value.s;	/* sign-extended by Zydis */
+	ai->addr_size = insn->address_width;	/* loop/jrcxz: the cx width */
+	return 0;
+}
+
+static int prepare_ret(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn)
+{
+	if (has_opsize_prefix(insn))
+		return refuse(ai, -EOPNOTSUPP, "ret with a 0x66 prefix");
+	ai->emu = UKP_EMU_RET;
+	ai->imm = insn->opcode == 0xc2 ? (uint16_t)insn->raw.imm[0].value.u : 0;
+	return 0;
+}
+
+/*
+ * ff /2 and ff /4. The kernel refuses the memory form ("TODO: support
+ * memory addressing"); we record the operand as pt_regs word indices so
+ * the trap handler can compute the address and read the target.
+ */
+static int prepare_indirect(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn,
+			    const ZydisDecodedOperand *ops, enum ukp_emu_op op)
+{
+	const ZydisDecodedOperand *o = &ops[0];
+
+	if (has_opsize_prefix(insn))
+		return refuse(ai, -EOPNOTSUPP, "indirect branch with a 0x66 prefix");
+
+	ai->emu = op;
+	ai->addr_size = insn->address_width;
+	if (o->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+		ai->ind_mem = 0;
+		ai->ind_base = gpr_word(o->reg.value);
+		if (ai->ind_base >= UKP_PT_REGS_NWORDS)
+			return refuse(ai, -EOPNOTSUPP, "indirect branch through an odd register");
+		return 0;
+	}
+	if (o->type != ZYDIS_OPERAND_TYPE_MEMORY)
+		return refuse(ai, -EOPNOTSUPP, "indirect branch with an odd operand");
+	/* We cannot read another thread's fs/gs base from a signal handler
+	 * cheaply; other segment overrides are ignored in 64-bit mode. */
+	if (o->mem.segment == ZYDIS_REGISTER_FS || o->mem.segment == ZYDIS_REGISTER_GS)
+		return refuse(ai, -EOPNOTSUPP, "indirect branch through fs/gs");
+
+	ai->ind_mem = 1;
+	ai->ind_base = gpr_word(o->mem.base);
+	ai->ind_index = gpr_word(o->mem.index);
+	if ((o->mem.base != ZYDIS_REGISTER_NONE && ai->ind_base == UKP_EMU_REG_NONE) ||
+	    (o->mem.index != ZYDIS_REGISTER_NONE && ai->ind_index >= UKP_PT_REGS_NWORDS))
+		return refuse(ai, -EOPNOTSUPP, "indirect branch with an odd address");
+	ai->ind_scale = ai->ind_index == UKP_EMU_REG_NONE ? 0 : o->mem.scale;
+	ai->ind_disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+	return 0;
+}
+
+/*
+ * [reg] Control transfers. Returns 0 when the instruction was prepared
+ * for emulation, a negative errno when it cannot be probed, or 1 when it
+ * is none of the transfers handled here.
+ */
+static int prepare_branch(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn,
+			  const ZydisDecodedOperand *ops)
+{
+	uint8_t op = insn->opcode;
+
+	if (insn->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY)
+		return 1;
+
+	if (insn->opcode_map == ZYDIS_OPCODE_MAP_0F) {
+		if (op >= 0x80 && op <= 0x8f)
+			return prepare_relative(ai, insn, UKP_EMU_JCC, op & 0xf);
+		return 1;
+	}
+	if (insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT)
+		return 1;
+
+	switch (op) {
+	case 0x70 ... 0x7f:
+		return prepare_relative(ai, insn, UKP_EMU_JCC, op & 0xf);
+	case 0xe0:
+		return prepare_relative(ai, insn, UKP_EMU_LOOPNE, 0);
+	case 0xe1:
+		return prepare_relative(ai, insn, UKP_EMU_LOOPE, 0);
+	case 0xe2:
+		return prepare_relative(ai, insn, UKP_EMU_LOOP, 0);
+	case 0xe3:
+		return prepare_relative(ai, insn, UKP_EMU_JRCXZ, 0);
+	case 0xe8:
+		return prepare_relative(ai, insn, UKP_EMU_CALL, 0);
+	case 0xe9:
+	case 0xeb:
+		return prepare_relative(ai, insn, UKP_EMU_JMP, 0);
+	case 0xc2:
+	case 0xc3:
+		return prepare_ret(ai, insn);
+	case 0xca:
+	case 0xcb:
+		return refuse(ai, -EOPNOTSUPP, "far ret");
+	case 0xff:
+		switch (insn->raw.modrm.reg) {
+		case 2:
+			return prepare_indirect(ai, insn, ops, UKP_EMU_CALL_IND);
+		case 4:
+			return prepare_indirect(ai, insn, ops, UKP_EMU_JMP_IND);
+		case 3:
+		case 5:
+			return refuse(ai, -EOPNOTSUPP, "far call/jmp");
+		}
+		return 1;
+	}
+	return 1;
+}
+
+static const ZydisDecodedOperand *find_rip_operand(const ZydisDecodedInstruction *insn,
+						   const ZydisDecodedOperand *ops)
+{
+	unsigned int i;
+
+	for (i = 0; i < insn->operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    (ops[i].mem.base == ZYDIS_REGISTER_RIP || ops[i].mem.base == ZYDIS_REGISTER_EIP))
+			return &ops[i];
+	return NULL;
+}
+
+/*
+ * Rewrite the disp32 of a rip-relative operand so that, run from slot,
+ * the instruction addresses the same byte as at addr. The length does
+ * not change, so the next ip moves by exactly addr - slot.
+ */
+static int rebase_rip_disp(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn,
+			   uintptr_t addr, uintptr_t slot)
+{
+	int64_t moved = (int64_t)(addr - slot);
+	int64_t disp;
+	uint8_t *p;
+
+	/* rip-relative is always mod=00 rm=101 with a 4-byte displacement
+	 * (never disp8*N, even in EVEX). */
+	if (insn->raw.disp.size != 32 || insn->raw.disp.offset + 4u > insn->length)
+		return refuse(ai, -EINVAL, "unexpected rip-relative encoding");
+
+	if (__builtin_add_overflow(insn->raw.disp.value, moved, &disp))
+		return refuse(ai, -EINVAL, "new displacement does not fit into s32");
+	if (insn->address_width == 32)
+		disp = (int32_t)(uint32_t)disp;	/* eip-relative wraps at 4 GiB */
+	else if (disp != (int32_t)disp)
+		return refuse(ai, -EINVAL, "new displacement does not fit into s32");
+
+	p = ai->slot_image + insn->raw.disp.offset;
+	p[0] = (uint8_t)disp;
+	p[1] = (uint8_t)(disp >> 8);
+	p[2] = (uint8_t)(disp >> 16);
+	p[3] = (uint8_t)(disp >> 24);
+	return 0;
+}
+
+static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
+		       const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
+		       uintptr_t addr, uintptr_t slot)
+{
+	int ret;
+
+	memcpy(ai->slot_image, code, insn->length);
+	if (find_rip_operand(insn, ops)) {
+		ret = rebase_rip_disp(ai, insn, addr, slot);
+		if (ret)
+			return ret;
+	}
+	ai->slot_image[insn->length] = UKP_BREAKPOINT_INSN;
+	ai->slot_len = insn->length + UKP_BREAKPOINT_SIZE;
+	ai->ool = true;
+	/* syscall leaves the slot address in rcx; arch_resume_ool fixes it. */
+	ai->is_syscall = insn->mnemonic == ZYDIS_MNEMONIC_SYSCALL;
+	return 0;
+}
+
+/* [reg] */
+int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail,
+		      uintptr_t addr, uintptr_t slot)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	int ret;
+
+	memset(ai, 0, sizeof(*ai));
+	ai->ind_base = UKP_EMU_REG_NONE;
+	ai->ind_index = UKP_EMU_REG_NONE;
+
+	if (avail > UKP_MAX_INSN_SIZE)
+		avail = UKP_MAX_INSN_SIZE;
+	if (!dec)
+		return refuse(ai, -EILSEQ, "no decoder");
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops)))
+		return refuse_undecodable(ai, code, avail);
+	ai->len = insn.length;
+
+	if (is_exception_insn(&insn))
+		return refuse(ai, -EILSEQ, "exception instruction");
+	if (loads_ss(&insn, ops))
+		return refuse(ai, -EINVAL, "mov/pop ss masks exceptions");
+
+	switch (insn.mnemonic) {
+	case ZYDIS_MNEMONIC_IRET:
+	case ZYDIS_MNEMONIC_IRETD:
+	case ZYDIS_MNEMONIC_IRETQ:
+	case ZYDIS_MNEMONIC_UIRET:
+		return refuse(ai, -EOPNOTSUPP, "iret");
+	case ZYDIS_MNEMONIC_XBEGIN:
+		/* The abort path would resume relative to the slot. */
+		return refuse(ai, -EOPNOTSUPP, "xbegin");
+	case ZYDIS_MNEMONIC_ENCLU:
+		/* EENTER/ERESUME/EEXIT transfer control (Zydis does not say so). */
+		return refuse(ai, -EOPNOTSUPP, "enclu");
+	default:
+		break;
+	}
+
+	ret = prepare_branch(ai, &insn, ops);
+	if (ret <= 0)
+		return ret;
+
+	/*
+	 * Anything else that sets ip would leave from the slot and never
+	 * reach the trailing int3 (sysenter, rsm, ...). syscall comes back
+	 * to the slot; privileged ones fault there and the core maps the
+	 * fault back to addr.
+	 */
+	if (writes_ip(&insn, ops) && insn.mnemonic != ZYDIS_MNEMONIC_SYSCALL &&
+	    !(insn.attributes & ZYDIS_ATTRIB_IS_PRIVILEGED))
+		return refuse(ai, -EOPNOTSUPP, "changes ip and is not emulated");
+
+	return prepare_ool(ai, code, &insn, ops, addr, slot);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nofault.S - copy memory without faulting (the kernel's
+ * copy_from_kernel_nofault with an exception-table fixup).
+ *
+ * long arch_copy_nofault(void *dst, const void *src, size_t n)
+ *   returns 0, or -EFAULT (-14) when a byte of src or dst is not
+ *   accessible. The only instruction that may fault is the rep movsb at
+ *   ukp_nofault_insn; the library's SIGSEGV/SIGBUS handler sees the fault
+ *   there (arch_nofault_fixup) and resumes at ukp_nofault_fixup.
+ * [trap] async-signal-safe; clobbers only rax, rcx, rsi, rdi.
+ */
+	.section ukprobes_text, "ax", @progbits
+	.globl arch_copy_nofault
+	.hidden arch_copy_nofault
+	.type arch_copy_nofault, @function
+arch_copy_nofault:
+	.cfi_startproc
+	movq %rdx, %rcx
+	.globl ukp_nofault_insn
+	.hidden ukp_nofault_insn
+ukp_nofault_insn:
+	rep movsb
+	xorl %eax, %eax
+	ret
+	.globl ukp_nofault_fixup
+	.hidden ukp_nofault_fixup
+ukp_nofault_fixup:
+	movq $-14, %rax
+	ret
+	.cfi_endproc
+	.size arch_copy_nofault, .-arch_copy_nofault
+
+/*
+ * The signal return trampoline for the library's own handlers
+ * (sa_restorer): rt_sigreturn. Kept here so that it is blacklisted with
+ * the rest of the trap path.
+ */
+	.globl ukp_restore_rt
+	.hidden ukp_restore_rt
+	.type ukp_restore_rt, @function
+	.align 16
+ukp_restore_rt:
+	movq $15, %rax
+	syscall
+	hlt
+	.size ukp_restore_rt, .-ukp_restore_rt
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blacklist.c - addresses that cannot be probed (the kernel's
+ * kprobe_blacklist): the library itself, the code the trap path runs
+ * through (glibc's signal return trampoline), and every function a loaded
+ * object marks with NOKPROBE_SYMBOL().
+ *
+ * [reg] everything here runs under ukp_mutex.
+ */
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct bl_range {
+	uintptr_t start, end;
+	char *name;
+};
+
+static struct bl_range *ranges;
+static size_t nranges, cap;
+static uint64_t built_gen = (uint64_t)-1;
+
+/* The trap path's own section (see UKP_TRAP_TEXT). */
+extern char __start_ukprobes_text[] __attribute__((weak, visibility("hidden")));
+extern char __stop_ukprobes_text[] __attribute__((weak, visibility("hidden")));
+
+static void add_range(uintptr_t start, uintptr_t end, const char *name, void *arg)
+{
+	struct bl_range *r;
+
+	(void)arg;
+	if (end <= start)
+		return;
+	if (nranges == cap) {
+		size_t ncap = cap ? cap * 2 : 32;
+		struct bl_range *n = realloc(ranges, ncap * sizeof(*n));
+
+		if (!n)
+			return;
+		ranges = n;
+		cap = ncap;
+	}
+	r = &ranges[nranges];
+	r->name = strdup(name ? name : "?");
+	if (!r->name)
+		return;
+	r->start = start;
+	r->end = end;
+	nranges++;
+}
+
+struct self_search {
+	uintptr_t probe;
+};
+
+/* When the library is a shared object, all of its code is off limits. */
+static int self_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct self_search *ss = arg;
+	bool mine = false;
+	const char *name;
+	int i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && ss->probe >= a && ss->probe < a + ph->p_memsz)
+			mine = true;
+	}
+	if (!mine || !info->dlpi_name || !info->dlpi_name[0])
+		return 0; /* linked statically into the main program */
+	name = strrchr(info->dlpi_name, '/');
+	name = name ? name + 1 : info->dlpi_name;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			add_range(a, a + ph->p_memsz, name, NULL);
+	}
+	return 1;
+}
+
+static void rebuild(void)
+{
+	struct self_search ss = { (uintptr_t)&register_kprobe };
+	uintptr_t restorer;
+	size_t i;
+
+	for (i = 0; i < nranges; i++)
+		free(ranges[i].name);
+	nranges = 0;
+	if (__start_ukprobes_text && __stop_ukprobes_text)
+		add_range((uintptr_t)__start_ukprobes_text, (uintptr_t)__stop_ukprobes_text,
+			  "ukprobes_text", NULL);
+	dl_iterate_phdr(self_segments, &ss);
+	restorer = ukp_libc_restorer();
+	if (restorer)
+		add_range(restorer, restorer + 16, "__restore_rt", NULL);
+	ukp_for_each_nokprobe(add_range, NULL);
+	built_gen = ukp_objects_generation();
+}
+
+/* [reg] Build the list the first time and whenever objects changed. */
+int ukp_blacklist_init(void)
+{
+	if (built_gen != ukp_objects_generation())
+		rebuild();
+	return 0;
+}
+
+void ukp_blacklist_refresh(void)
+{
+	built_gen = (uint64_t)-1;
+}
+
+/* [reg] */
+bool ukp_blacklisted(uintptr_t addr)
+{
+	size_t i;
+
+	ukp_blacklist_init();
+	for (i = 0; i < nranges; i++)
+		if (addr >= ranges[i].start && addr < ranges[i].end)
+			return true;
+	return false;
+}
+
+UKPROBES_API int kprobes_show_blacklist(FILE *out)
+{
+	int ukp_lock_for_show(void);
+	void ukp_unlock_for_show(void);
+	size_t i;
+
+	if (!out)
+		return -EINVAL;
+	if (ukp_lock_for_show())
+		return -EINVAL;
+	ukp_blacklist_init();
+	for (i = 0; i < nranges; i++)
+		fprintf(out, "0x%016lx-0x%016lx\t%s\n", (unsigned long)ranges[i].start,
+			(unsigned long)ranges[i].end, ranges[i].name);
+	ukp_unlock_for_show();
+	return 0;
+}

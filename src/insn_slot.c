@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * insn_slot.c - executable slots for out-of-line copies of probed
+ * instructions (the kernel's get_insn_slot()).
+ *
+ * A copy with a rip-relative operand only works if its slot lies within
+ * +-2 GiB of the original, so slots come in 64 KiB chunks mapped into a
+ * free gap of the address space near the probe (read from
+ * /proc/self/maps). Chunks are r-x; their contents are written through
+ * ukp_text_poke(). Unused slot bytes are int3, so a stray jump traps.
+ *
+ * The trap path maps an address back to its slot's site through a
+ * lock-free open-addressing table of chunks. Chunks are never unmapped, so
+ * the table only grows.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define CHUNK_SIZE (64 * 1024UL)
+#define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)
+#define CHUNK_TABLE 4096 /* power of two; 256 GiB of slots at most */
+/* Keep a margin so that addr +- displacement stays inside 32 bits. */
+#define REACH ((1UL << 31) - (1UL << 20))
+
+struct slot_chunk {
+	uintptr_t base;
+	unsigned int nused;
+	uint8_t used[SLOTS_PER_CHUNK];
+	struct ukp_site *_Atomic owner[SLOTS_PER_CHUNK];
+};
+
+static struct slot_chunk *_Atomic chunk_table[CHUNK_TABLE];
+static struct slot_chunk *chunk_list[CHUNK_TABLE];
+static unsigned int nchunks;
+
+static UKP_TRAP_TEXT unsigned int chunk_hash(uintptr_t base)
+{
+	return (unsigned int)((base >> 16) * 0x9E3779B1u) & (CHUNK_TABLE - 1);
+}
+
+/* [trap] The chunk containing addr, or NULL. */
+static UKP_TRAP_TEXT struct slot_chunk *chunk_of(uintptr_t addr)
+{
+	uintptr_t base = addr & ~(CHUNK_SIZE - 1);
+	unsigned int h = chunk_hash(base), i;
+
+	for (i = 0; i < CHUNK_TABLE; i++) {
+		struct slot_chunk *c = atomic_load_explicit(&chunk_table[(h + i) & (CHUNK_TABLE - 1)],
+							    memory_order_acquire);
+		if (!c)
+			return NULL;
+		if (c->base == base)
+			return c;
+	}
+	return NULL;
+}
+
+/* [trap] The site whose slot holds addr; *slot gets the slot's start. */
+UKP_TRAP_TEXT struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot)
+{
+	struct slot_chunk *c = chunk_of(addr);
+	size_t idx;
+
+	if (!c)
+		return NULL;
+	idx = (addr - c->base) / UKP_SLOT_SIZE;
+	*slot = c->base + idx * UKP_SLOT_SIZE;
+	return atomic_load_explicit(&c->owner[idx], memory_order_acquire);
+}
+
+static bool in_reach(uintptr_t a, uintptr_t near)
+{
+	uintptr_t d = a > near ? a - near : near - a;
+
+	return d < REACH;
+}
+
+/* [reg] Map a new chunk in the free gap closest to near. */
+static struct slot_chunk *chunk_new(uintptr_t near)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	uintptr_t prev_end = 0x10000, best = 0, bestd = UINTPTR_MAX;
+	uintptr_t lo = near > REACH ? near - REACH : 0x10000;
+	uintptr_t hi = near + REACH < near ? UINTPTR_MAX : near + REACH;
+	unsigned long start, end;
+	char line[512];
+	struct slot_chunk *c;
+	void *p;
+
+	if (hi > 0x7fff00000000UL)
+		hi = 0x7fff00000000UL; /* stay in canonical user space */
+	if (!f)
+		return NULL;
+	for (;;) {
+		bool last = !fgets(line, sizeof(line), f);
+
+		if (last)
+			start = end = 0x7ffffffff000UL;
+		else if (sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		/* gap [prev_end, start): candidates are chunk-aligned */
+		if (start > prev_end) {
+			uintptr_t g0 = (prev_end + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1);
+			uintptr_t g1 = (start & ~(CHUNK_SIZE - 1));
+
+			/* leave one chunk of guard above and below */
+			if (g1 >= g0 + 3 * CHUNK_SIZE) {
+				uintptr_t cand;
+
+				g0 += CHUNK_SIZE;
+				g1 -= 2 * CHUNK_SIZE;
+				cand = near < g0 ? g0 : near > g1 ? g1 : (near & ~(CHUNK_SIZE - 1));
+				if (cand >= lo && cand + CHUNK_SIZE <= hi && in_reach(cand, near) &&
+				    in_reach(cand + CHUNK_SIZE, near)) {
+					uintptr_t d = cand > near ? cand - near : near - cand;
+
+					if (d < bestd) {
+						bestd = d;
+						best = cand;
+					}
+				}
+			}
+		}
+		if (end > prev_end)
+			prev_end = end;
+		if (last)
+			break;
+	}
+	fclose(f);
+	if (!best)
+		return NULL;
+	p = mmap((void *)best, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uintptr_t)p != best) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	memset(p, UKP_BREAKPOINT_INSN, CHUNK_SIZE);
+	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	c->base = best;
+	return c;
+}
+
+/* [reg] Publish a chunk to the trap path. */
+static void chunk_publish(struct slot_chunk *c)
+{
+	unsigned int h = chunk_hash(c->base), i;
+
+	for (i = 0; i < CHUNK_TABLE; i++) {
+		unsigned int k = (h + i) & (CHUNK_TABLE - 1);
+
+		if (!atomic_load(&chunk_table[k])) {
+			atomic_store_explicit(&chunk_table[k], c, memory_order_release);
+			break;
+		}
+	}
+	chunk_list[nchunks++] = c;
+}
+
+static uintptr_t chunk_take(struct slot_chunk *c)
+{
+	size_t i;
+
+	for (i = 0; i < SLOTS_PER_CHUNK; i++) {
+		if (!c->used[i]) {
+			c->used[i] = 1;
+			c->nused++;
+			return c->base + i * UKP_SLOT_SIZE;
+		}
+	}
+	return 0;
+}
+
+/* [reg] A free slot within reach of near, or 0. */
+uintptr_t ukp_slot_alloc(uintptr_t near)
+{
+	struct slot_chunk *c;
+	unsigned int i;
+
+	for (i = 0; i < nchunks; i++) {
+		c = chunk_list[i];
+		if (c->nused < SLOTS_PER_CHUNK && in_reach(c->base, near) &&
+		    in_reach(c->base + CHUNK_SIZE, near))
+			return chunk_take(c);
+	}
+	if (nchunks >= CHUNK_TABLE / 2)
+		return 0;
+	for (i = 0; i < 4; i++) {
+		c = chunk_new(near);
+		if (c) {
+			chunk_publish(c);
+			return chunk_take(c);
+		}
+	}
+	return 0;
+}
+
+/* [reg] The site that owns a slot (NULL to clear). */
+void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s)
+{
+	struct slot_chunk *c = chunk_of(slot);
+
+	if (c)
+		atomic_store_explicit(&c->owner[(slot - c->base) / UKP_SLOT_SIZE], s,
+				      memory_order_release);
+}
+
+/* [reg] Give a slot back. The caller has waited until no thread can be
+ * inside it; its bytes go back to int3. */
+void ukp_slot_free(uintptr_t slot)
+{
+	struct slot_chunk *c = chunk_of(slot);
+	uint8_t fill[UKP_SLOT_SIZE];
+	size_t idx;
+
+	if (!c)
+		return;
+	idx = (slot - c->base) / UKP_SLOT_SIZE;
+	memset(fill, UKP_BREAKPOINT_INSN, sizeof(fill));
+	ukp_text_poke(slot, fill, sizeof(fill));
+	atomic_store(&c->owner[idx], NULL);
+	if (c->used[idx]) {
+		c->used[idx] = 0;
+		c->nused--;
+	}
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - the arch-independent core's private types and interfaces.
+ *
+ * Contexts named in comments:
+ *  [trap]  runs in the library's signal handlers (SIGTRAP and the fault
+ *          signals): async-signal-safe, allocation-free, no libc calls, no
+ *          locks; per-thread state lives in initial-exec TLS.
+ *  [reg]   runs in registration/unregistration/knob calls, from ordinary
+ *          context, with ukp_mutex held unless said otherwise.
+ *  [any]   either.
+ */
+#ifndef UKP_INTERNAL_H
+#define UKP_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ukprobes.h"
+#include "arch.h"
+#include "symbols.h"
+
+/*
+ * Code on the trap path goes into its own section so that it can be
+ * blacklisted as a whole even when the library is linked statically.
+ */
+#define UKP_TRAP_TEXT __attribute__((section("ukprobes_text"), noinline))
+
+#define UKP_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* ---------------------------------------------------------------- probes */
+
+/* One registered struct kprobe (a child of a site). */
+struct ukp_child {
+	struct kprobe *kp;
+	struct ukp_site *site;
+	struct ukp_child *_Atomic next; /* site's list, newest first; read on hits */
+	struct ukp_child *idx_next;     /* kprobe-pointer index chain [reg] */
+};
+
+/* One probed address (the kernel's aggregate probe). */
+struct ukp_site {
+	uintptr_t addr;
+	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
+	struct ukp_child *_Atomic children;  /* newest first */
+	struct ukp_site *all_next;           /* every site, for the list [reg] */
+	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
+	_Atomic unsigned long inflight;      /* threads between step and trailing trap */
+	_Atomic bool armed;                  /* breakpoint written */
+	bool hashed;                         /* reachable from the hit hash */
+	bool gone;                           /* its object was unloaded */
+	uint8_t opcode;                      /* original first byte */
+	const struct ukp_object *obj;
+	char *symname;                       /* containing symbol, for the list */
+	unsigned long symoff;
+	struct ukp_arch_insn ainsn;
+};
+
+/* kprobe_status values (the kernel's) */
+#define KPROBE_HIT_ACTIVE 0x1
+#define KPROBE_HIT_SS     0x2
+#define KPROBE_REENTER    0x4
+#define KPROBE_HIT_SSDONE 0x8
+
+struct ukp_thread_rec;
+
+/* The per-thread control block (the kernel's per-CPU kprobe_ctlblk). */
+struct ukp_ctlblk {
+	unsigned int status;
+	struct ukp_site *cur_site;       /* current_kprobe */
+	struct kprobe *cur_kp;           /* child whose handler runs (kprobe_running) */
+	struct {
+		struct ukp_site *site;
+		unsigned int status;
+	} prev;                          /* one level, as the kernel */
+	uint64_t step_mask;              /* signal mask to restore after a step */
+	bool step_masked;                /* we blocked signals for the step */
+	unsigned int depth;              /* read-side nesting */
+	struct ukp_thread_rec *rec;      /* grace-period record */
+	int in_handler;                  /* >0 while a user handler runs */
+	struct kprobe *fault_kp;         /* probe whose handler runs */
+	void *jb[5];                     /* __builtin_setjmp buffer */
+};
+
+extern UKP_TLS struct ukp_ctlblk ukp_ctl;
+
+/* Registry (kprobes.c). */
+extern pthread_mutex_t ukp_mutex;
+extern bool ukp_all_disarmed;                 /* kprobes_set_enabled(false) */
+struct ukp_site *ukp_site_lookup(uintptr_t addr);   /* [trap] */
+extern struct ukp_site *ukp_all_sites;        /* [reg] */
+int ukp_site_arm(struct ukp_site *s);         /* [reg] */
+int ukp_site_disarm(struct ukp_site *s);      /* [reg] */
+bool ukp_site_wants_armed(const struct ukp_site *s); /* [reg] */
+void ukp_gone_sweep(void);                    /* [reg] */
+bool ukp_in_probe_context(void);              /* [any] */
+int ukp_init(void);                           /* [reg] once */
+
+/* ------------------------------------------------------ grace periods */
+/* sync.c: a thread is "inside" from trap entry to trap exit. */
+void ukp_read_lock(struct ukp_ctlblk *c);     /* [trap] */
+void ukp_read_unlock(struct ukp_ctlblk *c);   /* [trap] */
+void ukp_synchronize(void);                   /* [reg] wait for every thread inside */
+void ukp_sync_after_fork_child(void);         /* [reg] */
+
+/* ------------------------------------------------------------- text */
+/* text_patch.c */
+int ukp_text_poke(uintptr_t addr, const void *buf, size_t len); /* [reg] */
+void ukp_text_sync(void);                     /* [reg] serialize every thread */
+int ukp_text_init(void);                      /* [reg] */
+void ukp_text_after_fork(void);               /* [any] */
+
+/* insn_slot.c */
+uintptr_t ukp_slot_alloc(uintptr_t near);     /* [reg] 0 when none in reach */
+void ukp_slot_free(uintptr_t slot);           /* [reg] no thread may be inside */
+void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s); /* [reg] */
+struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot); /* [trap] */
+
+/* ------------------------------------------------------------ signals */
+/* signals.c */
+int ukp_signals_install(void);                /* [reg] */
+void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc); /* [trap] */
+void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc); /* [trap] */
+uintptr_t ukp_libc_restorer(void);            /* glibc's __restore_rt, or 0 */
+void ukp_restore_rt(void);                    /* our own restorer (asm) */
+extern const uint64_t ukp_async_mask;         /* signals blocked during steps */
+extern const uint64_t ukp_fault_mask;         /* SIGSEGV|SIGBUS|SIGFPE|SIGILL|SIGTRAP */
+/* raw syscalls usable in [trap] */
+long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old);
+int ukp_sys_gettid(void);
+int ukp_sys_getpid(void);
+long ukp_sys_tgkill(int pid, int tid, int sig);
+
+/* trap.c */
+void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */
+void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
+extern _Atomic unsigned long ukp_handler_fault_count;
+
+/* blacklist.c */
+int ukp_blacklist_init(void);                 /* [reg] */
+bool ukp_blacklisted(uintptr_t addr);         /* [reg] */
+void ukp_blacklist_refresh(void);             /* [reg] after dlopen */
+
+/* log.c */
+void ukp_pr(enum ukprobes_print_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define pr_warn(...) ukp_pr(UKPROBES_WARN, __VA_ARGS__)
+#define pr_info(...) ukp_pr(UKPROBES_INFO, __VA_ARGS__)
+#define pr_debug(...) ukp_pr(UKPROBES_DEBUG, __VA_ARGS__)
+
+#endif /* UKP_INTERNAL_H */

@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kprobes.c - the probe registry: registration, aggregate probes,
+ * enable/disable, [GONE] (the kernel's kernel/kprobes.c).
+ *
+ * Sites (probed addresses) live in a hash that the trap path reads without
+ * locks; writers hold ukp_mutex, publish with release stores, and free
+ * only after ukp_synchronize() and once no thread is inside the site's
+ * out-of-line slot (->inflight). The user's struct kprobe carries no
+ * private state: a separate index maps a struct kprobe to its child
+ * record, which is how "already registered" is decided.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SITE_TABLE_BITS 12
+#define SITE_TABLE (1u << SITE_TABLE_BITS)
+#define KP_INDEX 4096
+
+pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
+bool ukp_all_disarmed;
+struct ukp_site *ukp_all_sites;
+
+static struct ukp_site *_Atomic site_table[SITE_TABLE];
+static struct ukp_child *kp_index[KP_INDEX];
+static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+static pid_t owner_pid;
+
+static UKP_TRAP_TEXT unsigned int site_hash(uintptr_t a)
+{
+	return (unsigned int)((a * 0x9E3779B97F4A7C15ULL) >> (64 - SITE_TABLE_BITS));
+}
+
+/* [trap] The site at addr, or NULL. */
+UKP_TRAP_TEXT struct ukp_site *ukp_site_lookup(uintptr_t addr)
+{
+	struct ukp_site *s;
+
+	for (s = atomic_load_explicit(&site_table[site_hash(addr)], memory_order_acquire); s;
+	     s = atomic_load_explicit(&s->hnext, memory_order_acquire))
+		if (s->addr == addr)
+			return s;
+	return NULL;
+}
+
+static void site_hash_add(struct ukp_site *s)
+{
+	struct ukp_site *_Atomic *head = &site_table[site_hash(s->addr)];
+
+	atomic_store_explicit(&s->hnext, atomic_load(head), memory_order_relaxed);
+	atomic_store_explicit(head, s, memory_order_release);
+	s->hashed = true;
+}
+
+/* [reg] Unlink; readers already on s keep walking through s->hnext. */
+static void site_hash_del(struct ukp_site *s)
+{
+	struct ukp_site *_Atomic *pp = &site_table[site_hash(s->addr)];
+	struct ukp_site *cur;
+
+	if (!s->hashed)
+		return;
+	while ((cur = atomic_load(pp))) {
+		if (cur == s) {
+			atomic_store_explicit(pp, atomic_load(&s->hnext), memory_order_release);
+			break;
+		}
+		pp = &cur->hnext;
+	}
+	s->hashed = false;
+}
+
+static unsigned int kp_hash(const struct kprobe *p)
+{
+	return (unsigned int)(((uintptr_t)p >> 3) * 0x9E3779B1u) % KP_INDEX;
+}
+
+/* [reg] The child record of a registered struct kprobe. */
+static struct ukp_child *child_find(const struct kprobe *p)
+{
+	struct ukp_child *ch;
+
+	for (ch = kp_index[kp_hash(p)]; ch; ch = ch->idx_next)
+		if (ch->kp == p)
+			return ch;
+	return NULL;
+}
+
+static void child_index_del(struct ukp_child *ch)
+{
+	struct ukp_child **pp = &kp_index[kp_hash(ch->kp)];
+
+	for (; *pp; pp = &(*pp)->idx_next) {
+		if (*pp == ch) {
+			*pp = ch->idx_next;
+			return;
+		}
+	}
+}
+
+static void site_list_del(struct ukp_site *s)
+{
+	struct ukp_site **pp;
+
+	for (pp = &ukp_all_sites; *pp; pp = &(*pp)->all_next) {
+		if (*pp == s) {
+			*pp = s->all_next;
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------ arming */
+
+/* [reg] Should the breakpoint be in place? */
+bool ukp_site_wants_armed(const struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	if (s->gone || ukp_all_disarmed)
+		return false;
+	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
+		if (!kprobe_disabled(ch->kp))
+			return true;
+	return false;
+}
+
+/* [reg] Write the breakpoint. */
+int ukp_site_arm(struct ukp_site *s)
+{
+	uint8_t bp = UKP_BREAKPOINT_INSN;
+	int ret;
+
+	if (atomic_load(&s->armed) || s->gone)
+		return 0;
+	ret = ukp_text_poke(s->addr, &bp, 1);
+	if (ret)
+		return ret;
+	ukp_text_sync();
+	atomic_store(&s->armed, true);
+	return 0;
+}
+
+/* [reg] Put the original byte back. A thread that already trapped on the
+ * breakpoint still finds the site, or finds the original byte and runs it. */
+int ukp_site_disarm(struct ukp_site *s)
+{
+	int ret;
+
+	if (!atomic_load(&s->armed))
+		return 0;
+	if (!s->gone) {
+		ret = ukp_text_poke(s->addr, &s->opcode, 1);
+		if (ret)
+			return ret;
+		ukp_text_sync();
+	}
+	atomic_store(&s->armed, false);
+	return 0;
+}
+
+/* [reg] Make the breakpoint match the probes' state. */
+static int site_update(struct ukp_site *s)
+{
+	if (ukp_site_wants_armed(s))
+		return ukp_site_arm(s);
+	return ukp_site_disarm(s);
+}
+
+static void site_free(struct ukp_site *s)
+{
+	if (s->slot)
+		ukp_slot_free(s->slot);
+	free(s->symname);
+	free(s);
+}
+
+/* ---------------------------------------------------------- locking */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&ukp_mutex);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&ukp_mutex);
+}
+
+static void atfork_child(void)
+{
+	/* Only this thread exists now; the mutex is re-created (unlocking
+	 * it from a new tid is not allowed). */
+	pthread_mutex_init(&ukp_mutex, NULL);
+	ukp_text_after_fork();
+	ukp_sync_after_fork_child();
+	owner_pid = getpid();
+}
+
+static void do_init(void)
+{
+	int ret;
+
+	owner_pid = getpid();
+	ukp_text_init();
+	ret = ukp_signals_install();
+	if (ret) {
+		init_err = ret;
+		return;
+	}
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* [reg] Take the registry mutex, initialising the library the first time
+ * and catching up with forks and dlclose()s. */
+static int ukp_lock(void)
+{
+	pthread_once(&init_once, do_init);
+	if (init_err)
+		return init_err;
+	pthread_mutex_lock(&ukp_mutex);
+	if (owner_pid != getpid()) {
+		/* forked without pthread_atfork (raw clone) */
+		ukp_text_after_fork();
+		ukp_sync_after_fork_child();
+		owner_pid = getpid();
+	}
+	if (ukp_objects_refresh())
+		ukp_gone_sweep();
+	ukp_blacklist_init();
+	return 0;
+}
+
+static void ukp_unlock(void)
+{
+	pthread_mutex_unlock(&ukp_mutex);
+}
+
+int ukp_init(void)
+{
+	return ukp_lock() ? -1 : (ukp_unlock(), 0);
+}
+
+/* ------------------------------------------------------------- GONE */
+
+/* [reg] Probes whose object was unloaded: never touch their memory again. */
+void ukp_gone_sweep(void)
+{
+	struct ukp_site *s;
+
+	for (s = ukp_all_sites; s; s = s->all_next) {
+		struct ukp_child *ch;
+
+		if (s->gone || ukp_object_alive(s->obj))
+			continue;
+		s->gone = true;
+		atomic_store(&s->armed, false);
+		site_hash_del(s);
+		for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
+			ch->kp->flags |= KPROBE_FLAG_GONE;
+	}
+	ukp_blacklist_refresh();
+}
+
+/* Called by the dlclose() interposer. */
+void ukp_after_dlclose(void)
+{
+	if (!owner_pid)
+		return; /* the library was never used */
+	pthread_mutex_lock(&ukp_mutex);
+	if (ukp_objects_refresh())
+		ukp_gone_sweep();
+	pthread_mutex_unlock(&ukp_mutex);
+}
+
+/* ------------------------------------------------------ registration */
+
+/* Bytes of code at addr as they were before our breakpoints. */
+static size_t read_original(uintptr_t addr, uint8_t *buf, size_t len)
+{
+	size_t n, i;
+
+	for (n = 0; n < len; n++)
+		if (arch_copy_nofault(&buf[n], (const void *)(addr + n), 1))
+			break;
+	for (i = 0; i < n; i++) {
+		if (buf[i] == UKP_BREAKPOINT_INSN) {
+			struct ukp_site *s = ukp_site_lookup(addr + i);
+
+			if (s)
+				buf[i] = s->opcode;
+		}
+	}
+	return n;
+}
+
+static bool starts_with_endbr64(uintptr_t addr)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	uint8_t b[4];
+
+	return read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
+}
+
+/*
+ * [reg] Where the probe goes (the kernel's _kprobe_addr and
+ * arch_adjust_kprobe_addr): symbol + offset, or addr + offset, inside a
+ * known function; a probe on a function entry that starts with endbr64
+ * moves past it.
+ */
+static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct ukp_symres *sym)
+{
+	uintptr_t addr;
+	unsigned long off;
+	int ret;
+
+	if ((p->symbol_name && p->addr) || (!p->symbol_name && !p->addr))
+		return -EINVAL;
+	if (p->symbol_name) {
+		ret = ukp_sym_lookup_name(p->symbol_name, &addr);
+		if (ret)
+			return ret;
+	} else {
+		addr = (uintptr_t)p->addr;
+	}
+	addr += p->offset;
+	if (!ukp_addr_is_text(addr, 1))
+		return -EINVAL;
+	if (ukp_sym_lookup_addr(addr, sym))
+		return -ENOENT;
+	off = addr - sym->start;
+	if (starts_with_endbr64(sym->start)) {
+		*on_entry = off == 0 || off == 4;
+		if (*on_entry)
+			off = 4;
+	} else {
+		*on_entry = off == 0;
+	}
+	*out = sym->start + off;
+	return 0;
+}
+
+/* [reg] A new site at addr: check the instruction, copy it to a slot. */
+static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp_site **out)
+{
+	size_t off = addr - sym->start, avail, need;
+	struct ukp_site *s;
+	uint8_t *code;
+	int ret;
+
+	/* Decode from the function's start: addr must be an instruction
+	 * boundary (the kernel's can_probe). */
+	need = off + UKP_MAX_INSN_SIZE;
+	code = malloc(need);
+	if (!code)
+		return -ENOMEM;
+	avail = read_original(sym->start, code, need);
+	if (avail <= off) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = arch_check_boundary(code, off, avail);
+	if (ret)
+		goto out;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	s->addr = addr;
+	s->slot = ukp_slot_alloc(addr);
+	if (!s->slot) {
+		pr_warn("kprobes: no executable memory within reach of %#lx\n",
+			(unsigned long)addr);
+		free(s);
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = arch_prepare_insn(&s->ainsn, code + off, avail - off, addr, s->slot);
+	if (ret) {
+		if (s->ainsn.why)
+			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
+		ukp_slot_free(s->slot);
+		free(s);
+		goto out;
+	}
+	if (s->ainsn.ool) {
+		ret = ukp_text_poke(s->slot, s->ainsn.slot_image, s->ainsn.slot_len);
+		if (ret) {
+			ukp_slot_free(s->slot);
+			free(s);
+			goto out;
+		}
+		ukp_slot_set_owner(s->slot, s);
+	} else {
+		ukp_slot_free(s->slot);
+		s->slot = 0;
+	}
+	s->opcode = code[off];
+	s->obj = sym->obj;
+	s->symname = strdup(sym->name ? sym->name : "");
+	s->symoff = off;
+	*out = s;
+out:
+	free(code);
+	return ret;
+}
+
+/* [reg] The kernel's register_kprobe, under ukp_mutex. */
+static int __register_kprobe(struct kprobe *p)
+{
+	struct ukp_symres sym;
+	struct ukp_child *ch;
+	struct ukp_site *s;
+	bool on_entry = false, new_site = false;
+	uintptr_t addr;
+	int ret;
+
+	ret = kprobe_addr(p, &addr, &on_entry, &sym);
+	if (ret)
+		return ret;
+	p->addr = (kprobe_opcode_t *)addr; /* written even if a check fails */
+	if (child_find(p)) {
+		pr_warn("kprobes: the same probe is registered twice\n");
+		return -EINVAL;
+	}
+	p->flags &= KPROBE_FLAG_DISABLED;
+	if (on_entry)
+		p->flags |= KPROBE_FLAG_ON_FUNC_ENTRY;
+	p->nmissed = 0;
+	if (ukp_blacklisted(addr))
+		return -EINVAL;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	s = ukp_site_lookup(addr);
+	if (!s) {
+		ret = site_prepare(addr, &sym, &s);
+		if (ret) {
+			free(ch);
+			return ret;
+		}
+		new_site = true;
+	}
+	p->opcode = s->opcode;
+	ch->kp = p;
+	ch->site = s;
+	/* newest first: handlers run most recently registered first */
+	atomic_store_explicit(&ch->next, atomic_load(&s->children), memory_order_relaxed);
+	atomic_store_explicit(&s->children, ch, memory_order_release);
+	ch->idx_next = kp_index[kp_hash(p)];
+	kp_index[kp_hash(p)] = ch;
+	if (new_site) {
+		site_hash_add(s);
+		s->all_next = ukp_all_sites;
+		ukp_all_sites = s;
+	}
+	ret = site_update(s);
+	if (ret) {
+		/* could not write the breakpoint: undo */
+		struct ukp_kprobe_undo;
+		atomic_store(&s->children, atomic_load(&ch->next));
+		child_index_del(ch);
+		if (new_site) {
+			site_hash_del(s);
+			site_list_del(s);
+		}
+		ukp_synchronize();
+		free(ch);
+		if (new_site)
+			site_free(s);
+	}
+	return ret;
+}
+
+UKPROBES_API int register_kprobe(struct kprobe *p)
+{
+	int ret;
+
+	if (!p)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	ret = ukp_lock();
+	if (ret)
+		return ret;
+	ret = __register_kprobe(p);
+	ukp_unlock();
+	return ret;
+}
+
+/*
+ * [reg] First half of unregistration: the probe stops firing and is
+ * unlinked. Returns the child to free after a grace period, or NULL if p
+ * is not registered.
+ */
+static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead)
+{
+	struct ukp_child *ch = child_find(p), *cur;
+	struct ukp_child *_Atomic *pp;
+	struct ukp_site *s;
+
+	*dead = NULL;
+	if (!ch)
+		return NULL;
+	s = ch->site;
+	p->flags |= KPROBE_FLAG_DISABLED;
+	child_index_del(ch);
+	for (pp = &s->children; (cur = atomic_load(pp)); pp = &cur->next) {
+		if (cur == ch) {
+			atomic_store_explicit(pp, atomic_load(&ch->next), memory_order_release);
+			break;
+		}
+	}
+	if (!atomic_load(&s->children)) {
+		ukp_site_disarm(s);
+		site_hash_del(s);
+		site_list_del(s);
+		*dead = s;
+	} else {
+		site_update(s);
+	}
+	return ch;
+}
+
+UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
+{
+	struct ukp_child **chs;
+	struct ukp_site **dead, *z, **zp, *reap = NULL;
+	int i;
+
+	if (num <= 0 || !kps)
+		return;
+	if (ukp_in_probe_context() || ukp_lock())
+		return;
+	chs = calloc((size_t)num, sizeof(*chs));
+	dead = calloc((size_t)num, sizeof(*dead));
+	if (!chs || !dead) {
+		free(chs);
+		free(dead);
+		ukp_unlock();
+		return;
+	}
+	for (i = 0; i < num; i++) {
+		if (!kps[i])
+			continue;
+		chs[i] = unregister_top(kps[i], &dead[i]);
+		if (!chs[i])
+			kps[i]->addr = NULL;
+	}
+	/* Zombies whose last stepping thread has left can go after this
+	 * grace period too. */
+	for (zp = &zombies; (z = *zp);) {
+		if (atomic_load(&z->inflight) == 0) {
+			*zp = z->all_next;
+			z->all_next = reap;
+			reap = z;
+		} else {
+			zp = &z->all_next;
+		}
+	}
+	ukp_synchronize();
+	for (i = 0; i < num; i++) {
+		free(chs[i]);
+		if (!dead[i])
+			continue;
+		if (atomic_load(&dead[i]->inflight) == 0) {
+			site_free(dead[i]);
+		} else {
+			dead[i]->all_next = zombies;
+			zombies = dead[i];
+		}
+	}
+	while ((z = reap)) {
+		reap = z->all_next;
+		site_free(z);
+	}
+	free(chs);
+	free(dead);
+	ukp_unlock();
+}
+
+UKPROBES_API void unregister_kprobe(struct kprobe *p)
+{
+	unregister_kprobes(&p, 1);
+}
+
+UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
+{
+	int i, ret = 0;
+
+	if (num <= 0 || !kps)
+		return -EINVAL;
+	for (i = 0; i < num; i++) {
+		ret = register_kprobe(kps[i]);
+		if (ret < 0) {
+			if (i > 0)
+				unregister_kprobes(kps, i);
+			break;
+		}
+	}
+	return ret;
+}
+
+UKPROBES_API int disable_kprobe(struct kprobe *kp)
+{
+	struct ukp_child *ch;
+	int ret = 0;
+
+	if (!kp || ukp_lock())
+		return -EINVAL;
+	ch = child_find(kp);
+	if (!ch) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (kprobe_disabled(kp))
+		goto out;
+	kp->flags |= KPROBE_FLAG_DISABLED;
+	ret = site_update(ch->site);
+	if (ret)
+		kp->flags &= ~KPROBE_FLAG_DISABLED;
+out:
+	ukp_unlock();
+	return ret;
+}
+
+UKPROBES_API int enable_kprobe(struct kprobe *kp)
+{
+	struct ukp_child *ch;
+	int ret = 0;
+
+	if (!kp || ukp_lock())
+		return -EINVAL;
+	ch = child_find(kp);
+	if (!ch || kprobe_gone(kp)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (kp->flags & KPROBE_FLAG_DISABLED) {
+		kp->flags &= ~KPROBE_FLAG_DISABLED;
+		ret = site_update(ch->site);
+		if (ret)
+			kp->flags |= KPROBE_FLAG_DISABLED;
+	}
+out:
+	ukp_unlock();
+	return ret;
+}
+
+/* --------------------------------------------------------- the knob */
+
+UKPROBES_API int kprobes_set_enabled(bool enable)
+{
+	struct ukp_site *s;
+	int ret = 0, err;
+
+	if (ukp_lock())
+		return -EINVAL;
+	if (enable == !ukp_all_disarmed)
+		goto out;
+	ukp_all_disarmed = !enable;
+	for (s = ukp_all_sites; s; s = s->all_next) {
+		err = site_update(s);
+		if (err)
+			ret = err;
+	}
+	if (ret)
+		pr_warn("kprobes: failed to %s some probes\n", enable ? "arm" : "disarm");
+	else
+		pr_info("Kprobes globally %s\n", enable ? "enabled" : "disabled");
+out:
+	ukp_unlock();
+	return ret;
+}
+
+UKPROBES_API bool kprobes_enabled(void)
+{
+	return !__atomic_load_n(&ukp_all_disarmed, __ATOMIC_RELAXED);
+}
+
+/* Used by knobs.c to print under the lock. */
+int ukp_lock_for_show(void)
+{
+	return ukp_lock();
+}
+
+void ukp_unlock_for_show(void)
+{
+	ukp_unlock();
+}

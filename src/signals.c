@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * signals.c - the library's signal handlers come first, the program's
+ * come after them (the kernel's notifier chain, for a process).
+ *
+ * The library owns SIGTRAP (breakpoints) and the fault signals SIGSEGV,
+ * SIGBUS, SIGFPE and SIGILL (faults inside probe handlers, faults of
+ * instructions executed out of line, and copy_from_user_nofault). Once
+ * installed, the kernel only ever sees the library's handlers for them;
+ * what the program asks for through sigaction()/signal() is recorded here
+ * and called by ukp_chain_signal() for every signal that is not ours, with
+ * the flags and mask the program asked for.
+ *
+ * The interposers also keep SIGTRAP deliverable: a blocked SIGTRAP at an
+ * int3 makes the kernel reset it to SIG_DFL and kill the process, so it is
+ * dropped from every mask the program sets (sigprocmask, pthread_sigmask,
+ * sa_mask).
+ *
+ * Not covered: code that calls the rt_sigaction/rt_sigprocmask system
+ * calls directly, and the old System V sigset()/sighold() family.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
+#define SIGBIT(sig) (1ULL << ((sig) - 1))
+
+const uint64_t ukp_fault_mask = SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) |
+				SIGBIT(SIGILL) | SIGBIT(SIGTRAP);
+const uint64_t ukp_async_mask = ~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) |
+				  SIGBIT(SIGILL) | SIGBIT(SIGTRAP) | SIGBIT(SIGKILL) |
+				  SIGBIT(SIGSTOP));
+
+/* The kernel's struct sigaction for rt_sigaction on x86-64. */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/* ------------------------------------------------------ raw syscalls */
+
+static inline long sys3(long n, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline long sys4(long n, long a, long b, long c, long d)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+UKP_TRAP_TEXT long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old)
+{
+	return sys4(__NR_rt_sigprocmask, how, (long)set, (long)old, 8);
+}
+
+UKP_TRAP_TEXT int ukp_sys_gettid(void)
+{
+	return (int)sys3(__NR_gettid, 0, 0, 0);
+}
+
+UKP_TRAP_TEXT int ukp_sys_getpid(void)
+{
+	return (int)sys3(__NR_getpid, 0, 0, 0);
+}
+
+UKP_TRAP_TEXT long ukp_sys_tgkill(int pid, int tid, int sig)
+{
+	return sys3(__NR_tgkill, pid, tid, sig);
+}
+
+static UKP_TRAP_TEXT long sys_rt_sigaction(int sig, const struct ksigaction *act,
+					   struct ksigaction *old)
+{
+	return sys4(__NR_rt_sigaction, sig, (long)act, (long)old, 8);
+}
+
+static UKP_TRAP_TEXT long sys_tgsigqueueinfo(int pid, int tid, int sig, siginfo_t *info)
+{
+	return sys4(__NR_rt_tgsigqueueinfo, pid, tid, sig, (long)info);
+}
+
+/* ------------------------------------------- the program's actions */
+
+static const int owned_sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+#define NOWNED (sizeof(owned_sigs) / sizeof(owned_sigs[0]))
+
+/* Seqlock-protected copy of what the program asked for. */
+struct prog_action {
+	_Atomic unsigned int seq;
+	struct sigaction sa;
+};
+static struct prog_action prog_actions[NOWNED];
+static _Atomic bool installed;
+static atomic_flag act_lock = ATOMIC_FLAG_INIT;
+static uintptr_t libc_restorer;
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*real_dlclose)(void *);
+
+/* Resolve the next definitions once, before main (dlsym is not
+ * async-signal-safe, and sigaction() may be called from a handler). */
+__attribute__((constructor)) static void resolve_reals(void)
+{
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+		dlsym(RTLD_NEXT, "sigaction");
+	real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))
+		dlsym(RTLD_NEXT, "sigprocmask");
+	real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
+		dlsym(RTLD_NEXT, "pthread_sigmask");
+	real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+}
+
+static UKP_TRAP_TEXT int owned_index(int sig)
+{
+	unsigned int i;
+
+	for (i = 0; i < NOWNED; i++)
+		if (owned_sigs[i] == sig)
+			return (int)i;
+	return -1;
+}
+
+/* [trap] Word-by-word copy: no memcpy call on the trap path. */
+static UKP_TRAP_TEXT void copy_words(void *dst, const void *src, size_t bytes)
+{
+	volatile unsigned long *d = dst;
+	const volatile unsigned long *s = src;
+	size_t i;
+
+	for (i = 0; i < bytes / sizeof(long); i++)
+		d[i] = s[i];
+}
+
+/* [any] Serialize writers of prog_actions, with every signal blocked so
+ * that a handler on this thread cannot spin on the lock we hold. */
+static UKP_TRAP_TEXT void act_lock_acquire(uint64_t *old)
+{
+	uint64_t all = ~0ULL;
+
+	ukp_sys_sigprocmask(SIG_BLOCK, &all, old);
+	while (atomic_flag_test_and_set_explicit(&act_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+static UKP_TRAP_TEXT void act_lock_release(const uint64_t *old)
+{
+	atomic_flag_clear_explicit(&act_lock, memory_order_release);
+	ukp_sys_sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+static UKP_TRAP_TEXT void prog_action_write(int idx, const struct sigaction *sa)
+{
+	struct prog_action *pa = &prog_actions[idx];
+
+	atomic_fetch_add_explicit(&pa->seq, 1, memory_order_acq_rel);
+	copy_words(&pa->sa, sa, sizeof(*sa));
+	atomic_fetch_add_explicit(&pa->seq, 1, memory_order_release);
+}
+
+static UKP_TRAP_TEXT void prog_action_read(int idx, struct sigaction *sa)
+{
+	struct prog_action *pa = &prog_actions[idx];
+	unsigned int s;
+
+	do {
+		while ((s = atomic_load_explicit(&pa->seq, memory_order_acquire)) & 1)
+			__builtin_ia32_pause();
+		copy_words(sa, &pa->sa, sizeof(*sa));
+		atomic_thread_fence(memory_order_acquire);
+	} while (atomic_load_explicit(&pa->seq, memory_order_relaxed) != s);
+}
+
+/* ---------------------------------------------------- installation */
+
+static int call_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (real_sigaction)
+		return real_sigaction(sig, act, old);
+	errno = ENOSYS;
+	return -1;
+}
+
+/*
+ * [reg] Install the library's handlers, once. What the program had
+ * installed becomes the first entry behind ours.
+ */
+int ukp_signals_install(void)
+{
+	uint64_t old;
+	unsigned int i;
+	int ret = 0;
+
+	if (atomic_load(&installed))
+		return 0;
+	act_lock_acquire(&old);
+	if (atomic_load(&installed))
+		goto out;
+	for (i = 0; i < NOWNED; i++) {
+		struct sigaction cur;
+		struct ksigaction k;
+
+		memset(&cur, 0, sizeof(cur));
+		if (call_real_sigaction(owned_sigs[i], NULL, &cur)) {
+			ret = -errno;
+			goto out;
+		}
+		prog_action_write((int)i, &cur);
+		if (owned_sigs[i] == SIGTRAP) {
+			/* Re-installing through libc reveals libc's signal
+			 * return trampoline, which the blacklist needs. */
+			struct ksigaction kk;
+
+			if (call_real_sigaction(SIGTRAP, &cur, NULL) == 0 &&
+			    sys_rt_sigaction(SIGTRAP, NULL, &kk) == 0 &&
+			    (kk.flags & SA_RESTORER))
+				libc_restorer = (uintptr_t)kk.restorer;
+		}
+		k.handler = owned_sigs[i] == SIGTRAP ? (void *)ukp_sigtrap_handler
+						     : (void *)ukp_sigfault_handler;
+		/* SA_NODEFER: a probe hit inside a handler traps again (it is
+		 * counted as missed). The fault signals run on the program's
+		 * alternate stack if it has one, so a stack overflow still
+		 * reaches the program's own handler. Asynchronous signals wait
+		 * while the library's handlers run. */
+		k.flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_RESTORER |
+			  (owned_sigs[i] == SIGTRAP ? 0 : SA_ONSTACK);
+		k.restorer = (void *)ukp_restore_rt;
+		k.mask = ukp_async_mask;
+		if (sys_rt_sigaction(owned_sigs[i], &k, NULL) < 0) {
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	atomic_store(&installed, true);
+out:
+	act_lock_release(&old);
+	return ret;
+}
+
+/* [reg] glibc's __restore_rt, found at install time (0 if unknown). */
+uintptr_t ukp_libc_restorer(void)
+{
+	return libc_restorer;
+}
+
+/* ------------------------------------------------------- chaining */
+
+/*
+ * [trap] Let the signal have the effect it would have without the
+ * library: the program's handler runs, or the default action happens
+ * with the registers in uc (a core dump shows them). The caller has
+ * released every per-thread probe state first: the program's handler may
+ * longjmp away.
+ */
+UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
+{
+	uint64_t *ucmask = (uint64_t *)&uc->uc_sigmask;
+	int idx = owned_index(sig);
+	struct sigaction sa;
+	void *h;
+
+	if (idx < 0)
+		return;
+	prog_action_read(idx, &sa);
+	h = (void *)sa.sa_handler;
+	if (h == (void *)SIG_IGN) {
+		/* An ignored fault raised by the CPU kills the process, as
+		 * the kernel does (force_sig resets it to SIG_DFL). */
+		if (info->si_code <= 0)
+			return;
+		h = (void *)SIG_DFL;
+	}
+	if (h == (void *)SIG_DFL) {
+		struct ksigaction dfl = { (void *)SIG_DFL, 0, NULL, 0 };
+
+		/* Queue the same signal with the same siginfo; the kernel
+		 * delivers it as soon as our handler returns, with the
+		 * registers of uc, and takes the default action. */
+		sys_rt_sigaction(sig, &dfl, NULL);
+		*ucmask &= ~SIGBIT(sig);
+		sys_tgsigqueueinfo(ukp_sys_getpid(), ukp_sys_gettid(), sig, info);
+		return;
+	}
+	{
+		uint64_t m = *ucmask | *(const uint64_t *)&sa.sa_mask;
+
+		if (!(sa.sa_flags & SA_NODEFER))
+			m |= SIGBIT(sig);
+		m &= ~SIGBIT(SIGTRAP);
+		if (sa.sa_flags & SA_RESETHAND) {
+			struct sigaction dfl_sa;
+			uint64_t old;
+
+			for (size_t i = 0; i < sizeof(dfl_sa) / sizeof(long); i++)
+				((volatile unsigned long *)&dfl_sa)[i] = 0;
+			dfl_sa.sa_handler = SIG_DFL;
+			act_lock_acquire(&old);
+			prog_action_write(idx, &dfl_sa);
+			act_lock_release(&old);
+		}
+		ukp_sys_sigprocmask(SIG_SETMASK, &m, NULL);
+		if (sa.sa_flags & SA_SIGINFO)
+			sa.sa_sigaction(sig, info, uc);
+		else
+			sa.sa_handler(sig);
+	}
+}
+
+/* [trap] Deliver a fault that the probed instruction raised while we ran
+ * it for the program (emulation), as the CPU would have raised it. */
+UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc)
+{
+	siginfo_t si;
+	size_t i;
+
+	for (i = 0; i < sizeof(si) / sizeof(long); i++)
+		((volatile unsigned long *)&si)[i] = 0;
+	si.si_signo = sig;
+	si.si_code = code;
+	si.si_addr = (void *)fault_addr;
+	ukp_chain_signal(sig, &si, uc);
+}
+
+/* ---------------------------------------------------- interposers */
+
+static void strip_sigtrap(const sigset_t **set, sigset_t *copy)
+{
+	if (*set && sigismember(*set, SIGTRAP)) {
+		*copy = **set;
+		sigdelset(copy, SIGTRAP);
+		*set = copy;
+	}
+}
+
+/* [any] The program's sigaction(): for a signal the library owns, only
+ * recorded (and reported back); otherwise passed on. */
+__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
+						     struct sigaction *oact)
+{
+	int idx = owned_index(sig);
+	struct sigaction copy;
+
+	if (act && sigismember(&act->sa_mask, SIGTRAP)) {
+		copy = *act;
+		sigdelset(&copy.sa_mask, SIGTRAP);
+		act = &copy;
+	}
+	if (idx >= 0 && atomic_load(&installed)) {
+		uint64_t old;
+
+		act_lock_acquire(&old);
+		if (oact)
+			prog_action_read(idx, oact);
+		if (act)
+			prog_action_write(idx, act);
+		act_lock_release(&old);
+		return 0;
+	}
+	return call_real_sigaction(sig, act, oact);
+}
+
+/* [any] BSD semantics, as glibc's signal(). */
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	if (sig > 0 && sig < NSIG)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+__attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+/* [any] System V semantics: one-shot, not blocked while it runs. */
+__attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+__attribute__((visibility("default"))) sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return sysv_signal(sig, handler);
+}
+
+__attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *set,
+						       sigset_t *old)
+{
+	sigset_t copy;
+
+	if (how != SIG_UNBLOCK)
+		strip_sigtrap(&set, &copy);
+	if (real_sigprocmask)
+		return real_sigprocmask(how, set, old);
+	return (int)ukp_sys_sigprocmask(how, (const uint64_t *)set, (uint64_t *)old);
+}
+
+__attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t *set,
+							   sigset_t *old)
+{
+	sigset_t copy;
+
+	if (how != SIG_UNBLOCK)
+		strip_sigtrap(&set, &copy);
+	if (real_pthread_sigmask)
+		return real_pthread_sigmask(how, set, old);
+	return -(int)ukp_sys_sigprocmask(how, (const uint64_t *)set, (uint64_t *)old);
+}
+
+void ukp_after_dlclose(void);
+
+/* [reg-free] After an object is unloaded, probes in it become [GONE]. */
+__attribute__((visibility("default"))) int dlclose(void *handle)
+{
+	int ret;
+
+	if (!real_dlclose) {
+		errno = ENOSYS;
+		return -1;
+	}
+	ret = real_dlclose(handle);
+	ukp_after_dlclose();
+	return ret;
+}

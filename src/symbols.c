@@ -1,0 +1,1120 @@
+// SPDX-License-Identifier: MIT
+/*
+ * symbols.c - loaded ELF objects and their function symbols (kallsyms and
+ * the module list, for one process).
+ *
+ * Objects come from dl_iterate_phdr(); symbols are read with libelf from
+ * each object's file, lazily, the first time something needs them. The
+ * loader's adds/subs counters tell us cheaply whether the object list may
+ * have changed, so every query first brings the cache up to date: nobody
+ * gets an answer about a library that was dlclose()d under them.
+ *
+ * Context: every function runs at registration time ([reg]): ordinary
+ * (non-signal) context, registry mutex held by the caller, so the module
+ * state below needs no locking of its own. Nothing here prints; errors are
+ * returned.
+ *
+ * Lifetime: a struct ukp_object handed out stays allocated until
+ * ukp_symbols_reset(), even after its object is unloaded (callers keep
+ * pointers in their probes and ask ukp_object_alive()). Symbol tables and
+ * names of an unloaded object are freed when the unload is noticed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "symbols.h"
+
+#define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
+
+#define ukp_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* One PT_LOAD segment, absolute addresses. */
+struct ukp_seg {
+	uintptr_t start;
+	uintptr_t end;
+	bool exec;
+};
+
+/* One function-like symbol. */
+struct ukp_sym {
+	uintptr_t start;
+	size_t size;            /* effective size (st_size, or up to the next symbol) */
+	uintptr_t sec_end;      /* end of its section, bounds an unsized symbol */
+	const char *name;       /* points into ukp_objent.strings */
+	size_t keylen;          /* length of name before any '@' version suffix */
+	unsigned char bind;
+	unsigned char type;
+	bool sized;             /* st_size != 0 */
+};
+
+enum ukp_syms_state {
+	UKP_SYMS_UNREAD,        /* not parsed yet */
+	UKP_SYMS_READ,          /* parsed (possibly no symbols: no file, stripped, ...) */
+};
+
+/* Our private object record; the public part is handed out. */
+struct ukp_objent {
+	struct ukp_object pub;
+	char *realpath;         /* realpath(path), or NULL when it failed */
+	const char *realname;   /* basename of realpath (or pub.name) */
+	const char *file;       /* file to read symbols from, NULL for none (vdso) */
+	struct ukp_seg *segs;
+	size_t nsegs;
+	bool alive;
+	bool seen;              /* found by the current rescan */
+
+	enum ukp_syms_state syms_state;
+	struct ukp_sym *syms;   /* sorted by start, best alias first */
+	size_t nsyms;
+	const struct ukp_sym **by_name; /* sorted by version-less name */
+	char *strings;          /* every kept symbol name */
+	size_t max_size;        /* largest effective size: bounds address search */
+	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
+	size_t bl_size;
+
+	struct ukp_objent *next_all;    /* every object ever seen, dead ones too */
+};
+
+static struct {
+	bool scanned;           /* the object list was built at least once */
+	unsigned long long adds;        /* dl_iterate_phdr counters at that scan */
+	unsigned long long subs;
+	uint64_t gen;           /* bumped on every change of the object list */
+	bool removed_pending;   /* an object went away since ukp_objects_refresh() */
+	bool elf_ready;         /* elf_version() done */
+	unsigned int iter_depth;        /* inside a for_each walk: do not rescan */
+	struct ukp_objent **live;       /* loaded objects, in load order */
+	size_t nlive;
+	struct ukp_objent *all; /* every record, for freeing and alive checks */
+} ukp_syms;
+
+static inline struct ukp_objent *to_ent(const struct ukp_object *obj)
+{
+	return ukp_container_of(obj, struct ukp_objent, pub);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* ------------------------------------------------------------------ */
+/* Symbol tables                                                      */
+/* ------------------------------------------------------------------ */
+
+static void obj_free_syms(struct ukp_objent *o)
+{
+	free(o->syms);
+	free(o->by_name);
+	free(o->strings);
+	o->syms = NULL;
+	o->by_name = NULL;
+	o->strings = NULL;
+	o->nsyms = 0;
+	o->max_size = 0;
+	o->bl_addr = 0;
+	o->bl_size = 0;
+}
+
+static bool sym_nondefault_version(const struct ukp_sym *s)
+{
+	const char *at = s->name + s->keylen;
+
+	/* "foo@V" is an old version kept for old binaries; "foo@@V" and
+	 * plain "foo" are what a new link would bind to. */
+	return at[0] == '@' && at[1] != '@';
+}
+
+static unsigned int sym_leading_underscores(const struct ukp_sym *s)
+{
+	unsigned int n = 0;
+
+	while (s->name[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * Which of several symbols at one address names it best: a sized global
+ * function beats a local, an unsized label or a NOTYPE alias; among equals
+ * the public-looking name ("open" over "__open") and then the name itself
+ * keep the choice stable. Negative when a is better.
+ */
+static int sym_alias_cmp(const struct ukp_sym *a, const struct ukp_sym *b)
+{
+	unsigned int ua, ub;
+
+	if (a->sized != b->sized)
+		return a->sized ? -1 : 1;
+	if ((a->bind != STB_LOCAL) != (b->bind != STB_LOCAL))
+		return a->bind != STB_LOCAL ? -1 : 1;
+	if ((a->type != STT_NOTYPE) != (b->type != STT_NOTYPE))
+		return a->type != STT_NOTYPE ? -1 : 1;
+	if (sym_nondefault_version(a) != sym_nondefault_version(b))
+		return sym_nondefault_version(a) ? 1 : -1;
+	ua = sym_leading_underscores(a);
+	ub = sym_leading_underscores(b);
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int sym_addr_qcmp(const void *pa, const void *pb)
+{
+	const struct ukp_sym *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return sym_alias_cmp(a, b);
+}
+
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+static int sym_name_qcmp(const void *pa, const void *pb)
+{
+	const struct ukp_sym *a = *(const struct ukp_sym *const *)pa;
+	const struct ukp_sym *b = *(const struct ukp_sym *const *)pb;
+	int c = key_cmp(a->name, a->keylen, b->name, b->keylen);
+
+	if (c)
+		return c;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Per-section facts needed to judge a symbol. */
+struct ukp_secinfo {
+	uint64_t addr;
+	uint64_t size;
+	bool exec;              /* allocated, executable, with file contents */
+};
+
+/* Is a symbol table entry one we keep? Fills *sec_idx. */
+static bool sym_wanted(const GElf_Sym *sym, Elf32_Word xndx, size_t shnum,
+		       const struct ukp_secinfo *secs, size_t *sec_idx)
+{
+	unsigned char type = GELF_ST_TYPE(sym->st_info);
+	size_t idx;
+
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+		return false;
+	if (sym->st_name == 0)
+		return false;
+	if (sym->st_shndx == SHN_XINDEX)
+		idx = xndx;
+	else if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE)
+		return false;   /* undefined, absolute or common */
+	else
+		idx = sym->st_shndx;
+	if (idx == 0 || idx >= shnum || !secs[idx].exec)
+		return false;
+	/* A zero-length marker at the very end of a section (etext and
+	 * friends) names no code. */
+	if (sym->st_value < secs[idx].addr ||
+	    sym->st_value >= secs[idx].addr + secs[idx].size)
+		return false;
+	*sec_idx = idx;
+	return true;
+}
+
+/*
+ * The loaded image and the file must describe the same PT_LOAD layout;
+ * otherwise the file was replaced after loading (package upgrade) and its
+ * symbol values would point at the wrong bytes.
+ */
+static bool file_matches_image(Elf *elf, const struct ukp_objent *o)
+{
+	size_t phnum, i, j, nload = 0;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		uintptr_t start;
+		bool found = false;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return false;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		nload++;
+		start = o->pub.base + ph.p_vaddr;
+		for (j = 0; j < o->nsegs; j++) {
+			if (o->segs[j].start == start &&
+			    o->segs[j].end == start + ph.p_memsz &&
+			    o->segs[j].exec == !!(ph.p_flags & PF_X)) {
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			return false;
+	}
+	return nload == o->nsegs;
+}
+
+static bool obj_range_mapped(const struct ukp_objent *o, uintptr_t addr, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < o->nsegs; i++)
+		if (addr >= o->segs[i].start && len <= o->segs[i].end - addr &&
+		    addr < o->segs[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * Fill in the effective sizes: an unsized symbol (hand-written assembly,
+ * labels) runs to the next symbol's start or to its section's end.
+ */
+static void syms_finish(struct ukp_objent *o)
+{
+	size_t i, next = 0;
+
+	for (i = 0; i < o->nsyms; i++) {
+		struct ukp_sym *s = &o->syms[i];
+
+		if (!s->sized) {
+			uintptr_t end = s->sec_end;
+
+			if (next <= i)
+				next = i + 1;
+			while (next < o->nsyms && o->syms[next].start == s->start)
+				next++;
+			if (next < o->nsyms && o->syms[next].start < end)
+				end = o->syms[next].start;
+			s->size = end - s->start;
+		}
+		if (s->size > o->max_size)
+			o->max_size = s->size;
+	}
+}
+
+/*
+ * [reg] Read the object's symbol table (.symtab, else .dynsym) and the
+ * location of its blacklist section. A file that cannot be read leaves the
+ * object without symbols; only -ENOMEM is an error, and then nothing is
+ * cached so the next call tries again.
+ */
+static int obj_load_syms(struct ukp_objent *o)
+{
+	struct ukp_secinfo *secs = NULL;
+	Elf_Scn *scn, *symscn = NULL, *dynscn = NULL, *xndxscn = NULL;
+	Elf_Data *data, *xndxdata = NULL;
+	GElf_Shdr symshdr;
+	GElf_Ehdr ehdr;
+	Elf *elf = NULL;
+	size_t shnum, shstrndx, nent, i, n, strbytes;
+	char *sp;
+	int fd = -1, err = 0;
+
+	if (o->syms_state == UKP_SYMS_READ)
+		return 0;
+	if (!o->file || !o->alive)
+		goto done;
+
+	if (!ukp_syms.elf_ready) {
+		if (elf_version(EV_CURRENT) == EV_NONE)
+			goto done;
+		ukp_syms.elf_ready = true;
+	}
+
+	fd = open(o->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		goto done;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		goto done;
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || !file_matches_image(elf, o))
+		goto done;
+	if (elf_getshdrnum(elf, &shnum) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		goto done;
+
+	secs = calloc(shnum ? shnum : 1, sizeof(*secs));
+	if (!secs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		size_t idx = elf_ndxscn(scn);
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || idx >= shnum)
+			continue;
+		secs[idx].addr = sh.sh_addr;
+		secs[idx].size = sh.sh_size;
+		secs[idx].exec = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
+				 sh.sh_type != SHT_NOBITS;
+		if (sh.sh_type == SHT_SYMTAB)
+			symscn = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynscn = scn;
+		else if (sh.sh_type == SHT_SYMTAB_SHNDX)
+			xndxscn = scn;
+
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, UKP_BLACKLIST_SECTION) &&
+		    (sh.sh_flags & SHF_ALLOC) && sh.sh_type == SHT_PROGBITS &&
+		    obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
+			o->bl_addr = o->pub.base + sh.sh_addr;
+			o->bl_size = sh.sh_size;
+		}
+	}
+
+	if (!symscn)
+		symscn = dynscn;
+	if (!symscn || !gelf_getshdr(symscn, &symshdr) || !symshdr.sh_entsize)
+		goto done;
+	data = elf_getdata(symscn, NULL);
+	if (!data)
+		goto done;
+	/* SHT_SYMTAB_SHNDX only belongs to .symtab; .dynsym never uses it. */
+	if (xndxscn && symscn != dynscn)
+		xndxdata = elf_getdata(xndxscn, NULL);
+	nent = symshdr.sh_size / symshdr.sh_entsize;
+
+	/* First pass: count and size the names, to allocate once. */
+	n = 0;
+	strbytes = 0;
+	for (i = 0; i < nent; i++) {
+		GElf_Sym sym;
+		Elf32_Word xndx = 0;
+		size_t idx;
+		const char *name;
+
+		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
+			continue;
+		if (!sym_wanted(&sym, xndx, shnum, secs, &idx))
+			continue;
+		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		n++;
+		strbytes += strlen(name) + 1;
+	}
+	if (!n)
+		goto done;
+
+	o->syms = calloc(n, sizeof(*o->syms));
+	o->by_name = calloc(n, sizeof(*o->by_name));
+	o->strings = malloc(strbytes);
+	if (!o->syms || !o->by_name || !o->strings) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	/* Second pass: keep them. */
+	sp = o->strings;
+	o->nsyms = 0;
+	for (i = 0; i < nent && o->nsyms < n; i++) {
+		struct ukp_sym *s = &o->syms[o->nsyms];
+		GElf_Sym sym;
+		Elf32_Word xndx = 0;
+		size_t idx, len;
+		const char *name, *at;
+
+		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
+			continue;
+		if (!sym_wanted(&sym, xndx, shnum, secs, &idx))
+			continue;
+		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		len = strlen(name) + 1;
+		memcpy(sp, name, len);
+		s->name = sp;
+		sp += len;
+		at = strchr(s->name, '@');
+		s->keylen = at ? (size_t)(at - s->name) : len - 1;
+		s->start = o->pub.base + sym.st_value;
+		s->sec_end = o->pub.base + secs[idx].addr + secs[idx].size;
+		s->sized = sym.st_size != 0;
+		s->size = sym.st_size;
+		s->bind = GELF_ST_BIND(sym.st_info);
+		s->type = GELF_ST_TYPE(sym.st_info);
+		o->nsyms++;
+	}
+
+	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_addr_qcmp);
+	syms_finish(o);
+	for (i = 0; i < o->nsyms; i++)
+		o->by_name[i] = &o->syms[i];
+	qsort(o->by_name, o->nsyms, sizeof(*o->by_name), sym_name_qcmp);
+
+done:
+	o->syms_state = UKP_SYMS_READ;
+out:
+	if (err)
+		obj_free_syms(o);
+	free(secs);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/*
+ * [reg] The best symbol of o containing addr: the nearest start at or
+ * below addr whose extent covers it (a label inside a function wins over
+ * the function, as in kallsyms), and at one start the best alias (sorted
+ * first).
+ */
+static const struct ukp_sym *obj_sym_at(const struct ukp_objent *o, uintptr_t addr)
+{
+	const struct ukp_sym *best = NULL;
+	size_t lo = 0, hi = o->nsyms;
+
+	/* hi := first symbol starting above addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* No symbol containing addr can start more than max_size below it. */
+	while (hi-- > 0) {
+		const struct ukp_sym *s = &o->syms[hi];
+
+		if (addr - s->start >= o->max_size)
+			break;
+		if (best && s->start < best->start)
+			break;
+		if (addr - s->start < s->size)
+			best = s;       /* walking down: ends on the best alias */
+	}
+	return best;
+}
+
+/*
+ * [reg] The best definition of name in o with the wanted binding class
+ * (global: GLOBAL/WEAK/UNIQUE, or local). "foo" also matches "foo@V" and
+ * "foo@@V" (the default version preferred); "foo@V" matches only itself.
+ */
+static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const char *name,
+					   bool global)
+{
+	const struct ukp_sym *best = NULL;
+	const char *at = strchr(name, '@');
+	size_t keylen = at ? (size_t)(at - name) : strlen(name);
+	size_t lo = 0, hi = o->nsyms, i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ukp_sym *s = o->by_name[mid];
+
+		if (key_cmp(s->name, s->keylen, name, keylen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < o->nsyms; i++) {
+		const struct ukp_sym *s = o->by_name[i];
+
+		if (key_cmp(s->name, s->keylen, name, keylen) != 0)
+			break;
+		if ((s->bind != STB_LOCAL) != global)
+			continue;
+		if (at && strcmp(s->name, name) != 0)
+			continue;
+		/* by_name is in address order within a name: keep the
+		 * first unless a later one has a better version. */
+		if (!best || (sym_nondefault_version(best) && !sym_nondefault_version(s)))
+			best = s;
+	}
+	return best;
+}
+
+static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
+		     struct ukp_symres *res)
+{
+	res->obj = &o->pub;
+	res->name = s->name;
+	res->start = s->start;
+	res->size = s->size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Object list                                                        */
+/* ------------------------------------------------------------------ */
+
+/* What one dl_iterate_phdr() entry told us. */
+struct ukp_scan_ent {
+	char *path;
+	uintptr_t base;
+	bool is_main;
+	bool has_file;
+	bool via_exe;           /* path came from /proc/self/exe */
+	struct ukp_seg *segs;
+	size_t nsegs;
+};
+
+struct ukp_scan {
+	struct ukp_scan_ent *ents;
+	size_t n;
+	size_t cap;
+	unsigned long long adds;
+	unsigned long long subs;
+	bool have_counters;
+	int err;
+};
+
+static bool info_has_counters(size_t size)
+{
+	return size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+		       sizeof(((struct dl_phdr_info *)0)->dlpi_subs);
+}
+
+static int peek_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ukp_scan *sc = arg;
+
+	if (info_has_counters(size)) {
+		sc->adds = info->dlpi_adds;
+		sc->subs = info->dlpi_subs;
+		sc->have_counters = true;
+	}
+	return 1;       /* the counters are the same in every entry */
+}
+
+/* The vdso has no file: recognise it by its ELF header address. */
+static bool is_vdso(const struct dl_phdr_info *info)
+{
+	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+
+	return ehdr && (uintptr_t)info->dlpi_phdr ==
+		       ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
+}
+
+static char *main_exe_path(void)
+{
+	char buf[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (len <= 0)
+		return strdup("");
+	buf[len] = '\0';
+	return strdup(buf);
+}
+
+/*
+ * [reg] Called by the loader with its lock held: copy what we need (the
+ * name may go away with a later dlclose()) and nothing more.
+ */
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ukp_scan *sc = arg;
+	struct ukp_scan_ent *e;
+	size_t i, nload = 0;
+
+	if (sc->n == 0 && info_has_counters(size)) {
+		sc->adds = info->dlpi_adds;
+		sc->subs = info->dlpi_subs;
+		sc->have_counters = true;
+	}
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 32;
+		struct ukp_scan_ent *ents = realloc(sc->ents, cap * sizeof(*ents));
+
+		if (!ents)
+			goto nomem;
+		sc->ents = ents;
+		sc->cap = cap;
+	}
+	e = &sc->ents[sc->n];
+	memset(e, 0, sizeof(*e));
+	e->base = info->dlpi_addr;
+	e->is_main = sc->n == 0;
+	e->has_file = true;
+	if (e->is_main && (!info->dlpi_name || !info->dlpi_name[0])) {
+		e->path = main_exe_path();
+		e->via_exe = true;
+	} else if (is_vdso(info)) {
+		e->has_file = false;
+		e->path = strdup(info->dlpi_name && info->dlpi_name[0] ?
+				 info->dlpi_name : "[vdso]");
+	} else {
+		e->path = strdup(info->dlpi_name ? info->dlpi_name : "");
+		e->has_file = e->path && e->path[0];
+	}
+	if (!e->path)
+		goto nomem;
+
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			nload++;
+	e->segs = calloc(nload ? nload : 1, sizeof(*e->segs));
+	if (!e->segs) {
+		free(e->path);
+		goto nomem;
+	}
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		struct ukp_seg *sg;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		sg = &e->segs[e->nsegs++];
+		sg->start = info->dlpi_addr + ph->p_vaddr;
+		sg->end = sg->start + ph->p_memsz;
+		sg->exec = ph->p_flags & PF_X;
+	}
+	sc->n++;
+	return 0;
+
+nomem:
+	sc->err = -ENOMEM;
+	return 1;
+}
+
+static void scan_free(struct ukp_scan *sc)
+{
+	size_t i;
+
+	for (i = 0; i < sc->n; i++) {
+		free(sc->ents[i].path);
+		free(sc->ents[i].segs);
+	}
+	free(sc->ents);
+}
+
+static void obj_free(struct ukp_objent *o)
+{
+	obj_free_syms(o);
+	free(o->segs);
+	free(o->realpath);
+	free(o->pub.path);
+	free(o);
+}
+
+/* [reg] A new record for a scan entry; takes its path and segments. */
+static struct ukp_objent *obj_new(struct ukp_scan_ent *e)
+{
+	struct ukp_objent *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->pub.path = e->path;
+	o->pub.name = base_name(e->path);
+	o->pub.base = e->base;
+	o->pub.is_main = e->is_main;
+	o->segs = e->segs;
+	o->nsegs = e->nsegs;
+	o->alive = true;
+	o->syms_state = UKP_SYMS_UNREAD;
+	if (e->has_file) {
+		/* The main program is read through /proc/self/exe: that
+		 * still works when the file was renamed or deleted, and
+		 * its link target is already a resolved path. */
+		o->file = e->via_exe ? "/proc/self/exe" : o->pub.path;
+		o->realpath = e->via_exe ? NULL : realpath(o->pub.path, NULL);
+	}
+	o->realname = o->realpath ? base_name(o->realpath) : o->pub.name;
+	e->path = NULL;
+	e->segs = NULL;
+	return o;
+}
+
+static struct ukp_objent *live_find(const struct ukp_scan_ent *e)
+{
+	size_t i;
+
+	for (i = 0; i < ukp_syms.nlive; i++) {
+		struct ukp_objent *o = ukp_syms.live[i];
+
+		if (o->seen || o->pub.base != e->base || o->pub.is_main != e->is_main)
+			continue;
+		/* The main program never goes away; its /proc/self/exe
+		 * name does change when the file is deleted. */
+		if (e->is_main || !strcmp(o->pub.path, e->path))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * [reg] Rebuild the live list from the loader. New (path, base) pairs get
+ * new records; live records not reported any more die: they keep their
+ * struct ukp_object but lose their symbols. All or nothing on -ENOMEM.
+ */
+static int objects_rescan(void)
+{
+	struct ukp_scan sc = { 0 };
+	struct ukp_objent **live = NULL, *created = NULL;
+	bool changed = false, removed = false;
+	size_t i;
+	int err = 0;
+
+	dl_iterate_phdr(scan_cb, &sc);
+	if (sc.err) {
+		err = sc.err;
+		goto out;
+	}
+	live = calloc(sc.n ? sc.n : 1, sizeof(*live));
+	if (!live) {
+		err = -ENOMEM;
+		goto out;
+	}
+
+	for (i = 0; i < ukp_syms.nlive; i++)
+		ukp_syms.live[i]->seen = false;
+	for (i = 0; i < sc.n; i++) {
+		struct ukp_objent *o = live_find(&sc.ents[i]);
+
+		if (!o) {
+			o = obj_new(&sc.ents[i]);
+			if (!o) {
+				err = -ENOMEM;
+				goto undo;
+			}
+			/* chained through next_all until committed */
+			o->next_all = created;
+			created = o;
+			changed = true;
+		}
+		o->seen = true;
+		live[i] = o;
+	}
+
+	/* Commit: nothing below can fail. */
+	for (i = 0; i < ukp_syms.nlive; i++) {
+		struct ukp_objent *o = ukp_syms.live[i];
+
+		if (o->seen)
+			continue;
+		o->alive = false;
+		obj_free_syms(o);
+		o->syms_state = UKP_SYMS_READ;
+		removed = true;
+	}
+	if (changed || removed)
+		ukp_syms.gen++;
+	while (created) {
+		struct ukp_objent *o = created;
+
+		created = o->next_all;
+		o->pub.gen = ukp_syms.gen;
+		o->next_all = ukp_syms.all;
+		ukp_syms.all = o;
+	}
+	free(ukp_syms.live);
+	ukp_syms.live = live;
+	ukp_syms.nlive = sc.n;
+	live = NULL;
+	if (removed)
+		ukp_syms.removed_pending = true;
+	ukp_syms.scanned = true;
+	/* Without counters (never on glibc) every query rescans. */
+	ukp_syms.adds = sc.have_counters ? sc.adds : 0;
+	ukp_syms.subs = sc.have_counters ? sc.subs : ~0ULL;
+	goto out;
+
+undo:
+	/* obj_new() took path and segs from the entries: give them back
+	 * to nobody, the records own them and are freed here. */
+	while (created) {
+		struct ukp_objent *o = created;
+
+		created = o->next_all;
+		obj_free(o);
+	}
+out:
+	free(live);
+	scan_free(&sc);
+	return err;
+}
+
+/*
+ * [reg] Make the cache match the loader. Cheap when the loader's
+ * counters did not move. Skipped inside a for_each walk, whose callback
+ * must not see the arrays it walks freed.
+ */
+static int objects_sync(void)
+{
+	struct ukp_scan sc = { 0 };
+
+	if (ukp_syms.iter_depth)
+		return 0;
+	if (ukp_syms.scanned) {
+		dl_iterate_phdr(peek_counters_cb, &sc);
+		if (sc.have_counters && sc.adds == ukp_syms.adds && sc.subs == ukp_syms.subs)
+			return 0;
+	}
+	return objects_rescan();
+}
+
+/* [reg] The live object containing addr in one of its PT_LOAD segments. */
+static struct ukp_objent *live_of(uintptr_t addr, const struct ukp_seg **segp)
+{
+	size_t i, j;
+
+	for (i = 0; i < ukp_syms.nlive; i++) {
+		struct ukp_objent *o = ukp_syms.live[i];
+
+		for (j = 0; j < o->nsegs; j++) {
+			if (addr >= o->segs[j].start && addr < o->segs[j].end) {
+				if (segp)
+					*segp = &o->segs[j];
+				return o;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Does an "object" part of a spec name o? */
+static bool obj_matches(const struct ukp_objent *o, const char *name)
+{
+	return !strcmp(o->pub.name, name) || !strcmp(o->pub.path, name) ||
+	       !strcmp(o->realname, name) || (o->realpath && !strcmp(o->realpath, name));
+}
+
+/* ------------------------------------------------------------------ */
+/* Interface                                                          */
+/* ------------------------------------------------------------------ */
+
+bool ukp_objects_refresh(void)
+{
+	bool removed;
+
+	objects_sync();
+	removed = ukp_syms.removed_pending;
+	ukp_syms.removed_pending = false;
+	return removed;
+}
+
+uint64_t ukp_objects_generation(void)
+{
+	objects_sync();
+	return ukp_syms.gen;
+}
+
+int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
+{
+	const char *colon, *sym;
+	char *objname = NULL;
+	int pass, err;
+	size_t i;
+
+	if (!spec || !addr)
+		return -ENOENT;
+	err = objects_sync();
+	if (err)
+		return err;
+
+	colon = strrchr(spec, ':');
+	if (colon) {
+		objname = strndup(spec, (size_t)(colon - spec));
+		if (!objname)
+			return -ENOMEM;
+		sym = colon + 1;
+	} else {
+		sym = spec;
+	}
+	err = -ENOENT;
+	if (!*sym || (objname && !*objname))
+		goto out;
+
+	if (objname) {
+		bool found_obj = false;
+
+		for (i = 0; i < ukp_syms.nlive; i++)
+			if (obj_matches(ukp_syms.live[i], objname))
+				found_obj = true;
+		if (!found_obj)
+			goto out;
+	}
+
+	/* Globals in load order first (what the dynamic linker would
+	 * bind), then statics. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ukp_syms.nlive; i++) {
+			struct ukp_objent *o = ukp_syms.live[i];
+			const struct ukp_sym *s;
+			int ret;
+
+			if (objname && !obj_matches(o, objname))
+				continue;
+			ret = obj_load_syms(o);
+			if (ret) {
+				err = ret;
+				goto out;
+			}
+			s = obj_sym_named(o, sym, pass == 0);
+			if (s) {
+				*addr = s->start;
+				err = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	free(objname);
+	return err;
+}
+
+int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
+{
+	struct ukp_objent *o;
+	const struct ukp_sym *s;
+	int err;
+
+	err = objects_sync();
+	if (err)
+		return err;
+	o = live_of(addr, NULL);
+	if (!o)
+		return -ENOENT;
+	err = obj_load_syms(o);
+	if (err)
+		return err;
+	s = obj_sym_at(o, addr);
+	if (!s)
+		return -ENOENT;
+	fill_res(o, s, res);
+	return 0;
+}
+
+const struct ukp_object *ukp_object_of(uintptr_t addr)
+{
+	struct ukp_objent *o;
+
+	objects_sync();
+	o = live_of(addr, NULL);
+	return o ? &o->pub : NULL;
+}
+
+bool ukp_addr_is_text(uintptr_t addr, size_t len)
+{
+	const struct ukp_seg *seg;
+
+	objects_sync();
+	if (!live_of(addr, &seg))
+		return false;
+	if (!len)
+		len = 1;
+	return seg->exec && len <= seg->end - addr;
+}
+
+bool ukp_object_alive(const struct ukp_object *obj)
+{
+	struct ukp_objent *o;
+
+	if (!obj)
+		return false;
+	objects_sync();
+	/* Only trust pointers we handed out (and still own). */
+	for (o = ukp_syms.all; o; o = o->next_all)
+		if (&o->pub == obj)
+			return o->alive;
+	return false;
+}
+
+size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
+{
+	size_t i, count = 0;
+
+	objects_sync();
+	ukp_syms.iter_depth++;
+	for (i = 0; i < ukp_syms.nlive; i++) {
+		struct ukp_objent *o = ukp_syms.live[i];
+		size_t k;
+
+		if (obj_load_syms(o) || !o->bl_addr)
+			continue;
+		for (k = 0; k + sizeof(uintptr_t) <= o->bl_size; k += sizeof(uintptr_t)) {
+			struct ukp_objent *target;
+			const struct ukp_sym *s;
+			uintptr_t fnaddr;
+
+			/* Relocated by the loader: read memory, not the file. */
+			memcpy(&fnaddr, (const void *)(o->bl_addr + k), sizeof(fnaddr));
+			/* The entry may point into another object (an
+			 * interposed definition): resolve it where it is. */
+			target = live_of(fnaddr, NULL);
+			if (!target || obj_load_syms(target))
+				continue;
+			s = obj_sym_at(target, fnaddr);
+			if (!s)
+				continue;
+			if (fn)
+				fn(s->start, s->start + s->size, s->name, arg);
+			count++;
+		}
+	}
+	ukp_syms.iter_depth--;
+	return count;
+}
+
+void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg)
+{
+	size_t i, k;
+
+	if (!fn)
+		return;
+	objects_sync();
+	ukp_syms.iter_depth++;
+	for (i = 0; i < ukp_syms.nlive; i++) {
+		struct ukp_objent *o = ukp_syms.live[i];
+
+		if (object && !obj_matches(o, object))
+			continue;
+		if (obj_load_syms(o))
+			continue;
+		for (k = 0; k < o->nsyms; k++) {
+			struct ukp_symres res;
+
+			fill_res(o, &o->syms[k], &res);
+			fn(&res, arg);
+		}
+	}
+	ukp_syms.iter_depth--;
+}
+
+void ukp_symbols_reset(void)
+{
+	struct ukp_objent *o = ukp_syms.all;
+
+	while (o) {
+		struct ukp_objent *next = o->next_all;
+
+		obj_free(o);
+		o = next;
+	}
+	free(ukp_syms.live);
+	ukp_syms.live = NULL;
+	ukp_syms.nlive = 0;
+	ukp_syms.all = NULL;
+	ukp_syms.scanned = false;
+	ukp_syms.removed_pending = false;
+	/* Keep the generation moving: cached generations must not match a
+	 * list rebuilt from scratch. */
+	ukp_syms.gen++;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.h - loaded ELF objects and their symbols (the kernel's kallsyms
+ * and module list, for one process).
+ *
+ * Context: every function here runs at registration time, from ordinary
+ * (non-signal) context, under the registry mutex. None of it is on the hit
+ * path. The module keeps its own cache of parsed objects.
+ */
+#ifndef UKP_SYMBOLS_H
+#define UKP_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A loaded ELF object (the executable, a shared library, ld.so, vdso). */
+struct ukp_object {
+	char *path;          /* as loaded; /proc/self/exe's target for the main program */
+	const char *name;    /* basename of path (points into path) */
+	uintptr_t base;      /* load bias (dlpi_addr) */
+	bool is_main;        /* the main executable */
+	uint64_t gen;        /* load generation it was seen in */
+};
+
+/* The symbol containing an address. */
+struct ukp_symres {
+	const struct ukp_object *obj;
+	const char *name;    /* symbol name (owned by the cache) */
+	uintptr_t start;     /* absolute start address */
+	size_t size;         /* size in bytes (to the next symbol when st_size is 0) */
+};
+
+/*
+ * Bring the object list up to date with the dynamic loader (new dlopen()s,
+ * dlclose()s). Cheap when nothing changed (compares dl_iterate_phdr's
+ * adds/subs counters). Returns true when objects were removed since the
+ * last call.
+ */
+bool ukp_objects_refresh(void);
+
+/* Generation counter, bumped every time the object list changes. */
+uint64_t ukp_objects_generation(void);
+
+/*
+ * Resolve "sym" or "object:sym" to an absolute address. object matches a
+ * loaded object's basename ("libz.so.1"), full path, or the basename of its
+ * resolved path ("libz.so.1.2.13"). Without object, objects are searched in
+ * load order (main program first) and a global definition wins over a local
+ * one. Only defined function-like symbols (FUNC, IFUNC, NOTYPE in an
+ * executable section) count.
+ * Returns 0, -ENOENT (no such object or symbol) or -ENOMEM.
+ */
+int ukp_sym_lookup_name(const char *spec, uintptr_t *addr);
+
+/*
+ * The function-like symbol containing addr, from .symtab when the file has
+ * one, else .dynsym. Returns 0 and fills *res, or -ENOENT.
+ */
+int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
+
+/* The loaded object containing addr (in any PT_LOAD segment), or NULL. */
+const struct ukp_object *ukp_object_of(uintptr_t addr);
+
+/* True if [addr, addr+len) lies inside an executable PT_LOAD segment of a
+ * currently loaded object. */
+bool ukp_addr_is_text(uintptr_t addr, size_t len);
+
+/* True if obj (a pointer previously returned) is still loaded. */
+bool ukp_object_alive(const struct ukp_object *obj);
+
+/*
+ * Blacklist entries declared with NOKPROBE_SYMBOL() in any loaded object
+ * (its "ukprobes_blacklist" section): calls fn for each one with the
+ * symbol's range. Returns the number of entries.
+ */
+typedef void (*ukp_range_fn)(uintptr_t start, uintptr_t end, const char *name, void *arg);
+size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg);
+
+/* Iterate over every function-like symbol of every loaded object (for glob
+ * probes and probe-everything tests). */
+typedef void (*ukp_sym_fn)(const struct ukp_symres *sym, void *arg);
+void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg);
+
+/* Drop every cached object (after fork in the child it stays valid; used
+ * by tests and on exit). */
+void ukp_symbols_reset(void);
+
+#endif /* UKP_SYMBOLS_H */

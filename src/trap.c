@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trap.c - the breakpoint hit path (the kernel's kprobe_int3_handler and
+ * kprobe_fault_handler, for signals).
+ *
+ * Everything in this file is [trap]: it runs in the library's SIGTRAP or
+ * fault-signal handler, is async-signal-safe, allocates nothing, takes no
+ * lock and calls no libc function. Per-thread state is ukp_ctl
+ * (initial-exec TLS).
+ *
+ * A hit:
+ *   int3 at addr -> SIGTRAP, ip = addr + 1
+ *   pre_handlers (newest first; non-zero stops: resume at regs->ip)
+ *   emulated instruction: emulate, post_handlers, done (one trap)
+ *   otherwise: ip = slot, the copy runs, its trailing int3 traps again:
+ *   ip = addr + len, post_handlers (two traps)
+ * Asynchronous signals stay blocked from the first trap to the second
+ * (uc_sigmask is restored by the second), so a program handler cannot
+ * run in the middle of a step, except for a system call copied out of
+ * line, which may block for long and must stay interruptible.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include "internal.h"
+
+UKP_TLS struct ukp_ctlblk ukp_ctl;
+_Atomic unsigned long ukp_handler_fault_count;
+
+struct pending_fault {
+	int sig;
+	int code;
+	uintptr_t addr;
+};
+
+static UKP_TRAP_TEXT uint64_t *uc_mask(ucontext_t *uc)
+{
+	return (uint64_t *)&uc->uc_sigmask;
+}
+
+static UKP_TRAP_TEXT void reset_current_kprobe(struct ukp_ctlblk *c)
+{
+	c->status = 0;
+	c->cur_site = NULL;
+}
+
+/*
+ * Call one user handler with a recovery point: a fault inside it (see
+ * ukp_sigfault_handler) comes back here with the per-thread state as it
+ * was before the call. The jump buffer is saved and restored so that
+ * calls may nest.
+ */
+struct handler_call {
+	struct kprobe *kp;
+	struct pt_regs *regs;
+	int (*pre)(struct kprobe *, struct pt_regs *);
+	void (*post)(struct kprobe *, struct pt_regs *, unsigned long);
+};
+
+static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct ukp_ctlblk *c,
+							       struct handler_call *hc)
+{
+	void *saved_jb[5];
+	struct kprobe *saved_kp = c->cur_kp, *saved_fault_kp = c->fault_kp;
+	struct ukp_site *saved_site = c->cur_site;
+	unsigned int saved_status = c->status, saved_depth = c->depth;
+	int saved_in = c->in_handler;
+	int ret = 0, i;
+
+	for (i = 0; i < 5; i++)
+		saved_jb[i] = c->jb[i];
+	c->cur_kp = hc->kp;
+	c->fault_kp = hc->kp;
+	c->in_handler = saved_in + 1;
+	if (__builtin_setjmp(c->jb) == 0) {
+		if (hc->pre)
+			ret = hc->pre(hc->kp, hc->regs);
+		else
+			hc->post(hc->kp, hc->regs, 0);
+	} else {
+		/* The handler faulted and was abandoned. A reentrant step that
+		 * was under way inside it will never trap back. */
+		c = &ukp_ctl;
+		if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
+			atomic_fetch_sub(&c->cur_site->inflight, 1);
+		c->cur_site = saved_site;
+		c->status = saved_status;
+		c->depth = saved_depth;
+		c->step_masked = false;
+		ret = 0;
+	}
+	c->in_handler = saved_in;
+	c->cur_kp = saved_kp;
+	c->fault_kp = saved_fault_kp;
+	for (i = 0; i < 5; i++)
+		c->jb[i] = saved_jb[i];
+	return ret;
+}
+
+/* Every enabled child's pre_handler, newest first; 1 when one asked to
+ * change the execution path (the rest of the chain is skipped). */
+static UKP_TRAP_TEXT int run_pre_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
+					  struct pt_regs *regs)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
+		struct kprobe *kp = ch->kp;
+		struct handler_call hc = { kp, regs, NULL, NULL };
+
+		hc.pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
+		if (!hc.pre || kprobe_disabled(kp))
+			continue;
+		if (call_handler(c, &hc))
+			return 1;
+	}
+	return 0;
+}
+
+static UKP_TRAP_TEXT void run_post_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
+					    struct pt_regs *regs)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
+		struct kprobe *kp = ch->kp;
+		struct handler_call hc = { kp, regs, NULL, NULL };
+
+		hc.post = *(kprobe_post_handler_t volatile *)&kp->post_handler;
+		if (!hc.post || kprobe_disabled(kp))
+			continue;
+		call_handler(c, &hc);
+	}
+}
+
+/* nmissed of every child, disabled ones too (the kernel's
+ * kprobes_inc_nmissed_count on an aggregate). */
+static UKP_TRAP_TEXT void inc_nmissed(struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire))
+		__atomic_fetch_add(&ch->kp->nmissed, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Run the probed instruction: emulate it in place, or send the thread to
+ * its out-of-line copy. reenter: a reentrant hit (no handlers, the
+ * kernel's KPROBE_REENTER).
+ */
+static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site *s,
+					   struct pt_regs *regs, ucontext_t *uc, bool reenter,
+					   struct pending_fault *pf)
+{
+	if (!s->ainsn.ool) {
+		uintptr_t fault_addr;
+
+		if (!reenter)
+			c->status = KPROBE_HIT_SS;
+		if (arch_emulate(&s->ainsn, s->addr, regs, &fault_addr)) {
+			/* The instruction itself faults (e.g. a call with no
+			 * stack left): the program sees that fault at addr. */
+			arch_regs_to_ucontext(uc, regs);
+			arch_uc_set_ip(uc, s->addr);
+			if (!reenter)
+				reset_current_kprobe(c);
+			pf->sig = SIGSEGV;
+			pf->code = SEGV_MAPERR;
+			pf->addr = fault_addr;
+			return;
+		}
+		if (!reenter) {
+			c->status = KPROBE_HIT_SSDONE;
+			run_post_handlers(c, s, regs);
+			reset_current_kprobe(c);
+		}
+		arch_regs_to_ucontext(uc, regs);
+		return;
+	}
+	if (reenter) {
+		c->prev.site = c->cur_site;
+		c->prev.status = c->status;
+		c->status = KPROBE_REENTER;
+	} else {
+		c->status = KPROBE_HIT_SS;
+	}
+	c->cur_site = s;
+	atomic_fetch_add(&s->inflight, 1);
+	regs->ip = s->slot;
+	arch_regs_to_ucontext(uc, regs);
+	if (!s->ainsn.blocking) {
+		c->step_mask = *uc_mask(uc);
+		c->step_masked = true;
+		*uc_mask(uc) |= ukp_async_mask;
+	}
+}
+
+/* The trailing int3 of an out-of-line copy. */
+static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_site *s,
+					    uintptr_t slot, ucontext_t *uc)
+{
+	bool mine = (c->status & (KPROBE_HIT_SS | KPROBE_REENTER)) && c->cur_site == s;
+	struct pt_regs regs;
+
+	arch_regs_from_ucontext(&regs, uc);
+	arch_resume_ool(&s->ainsn, s->addr, slot, &regs);
+	arch_regs_to_ucontext(uc, &regs);
+	if (mine && c->step_masked) {
+		*uc_mask(uc) = c->step_mask;
+		c->step_masked = false;
+	}
+	/* The site stays valid until we leave the read side. */
+	atomic_fetch_sub(&s->inflight, 1);
+	if (!mine)
+		return; /* a step whose state was dropped: no post_handler */
+	if (c->status == KPROBE_REENTER) {
+		c->cur_site = c->prev.site;
+		c->status = c->prev.status;
+		return;
+	}
+	c->status = KPROBE_HIT_SSDONE;
+	run_post_handlers(c, s, &regs);
+	arch_regs_to_ucontext(uc, &regs);
+	reset_current_kprobe(c);
+}
+
+static UKP_TRAP_TEXT void kprobe_hit(struct ukp_ctlblk *c, struct ukp_site *s, ucontext_t *uc,
+				     struct pending_fault *pf)
+{
+	struct pt_regs regs;
+
+	arch_regs_from_ucontext(&regs, uc);
+	c->cur_site = s;
+	c->status = KPROBE_HIT_ACTIVE;
+	if (run_pre_handlers(c, s, &regs)) {
+		/* The handler changed the execution path. */
+		arch_regs_to_ucontext(uc, &regs);
+		reset_current_kprobe(c);
+		return;
+	}
+	setup_singlestep(c, s, &regs, uc, false, pf);
+}
+
+/* A hit while this thread runs a handler: counted, stepped, no handler. */
+static UKP_TRAP_TEXT void reenter_kprobe(struct ukp_ctlblk *c, struct ukp_site *s,
+					 ucontext_t *uc, struct pending_fault *pf)
+{
+	struct pt_regs regs;
+
+	inc_nmissed(s);
+	arch_regs_from_ucontext(&regs, uc);
+	setup_singlestep(c, s, &regs, uc, true, pf);
+}
+
+_Atomic unsigned long ukp_dropped_steps;
+
+/* [trap] The SIGTRAP handler. */
+UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct ukp_ctlblk *c = &ukp_ctl;
+	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_SIZE;
+	struct pending_fault pf = { 0, 0, 0 };
+	int saved_errno = errno;
+	struct ukp_site *s;
+	uintptr_t slot;
+	uint8_t b[2];
+
+	/* Handlers must be able to fault even where the program blocked the
+	 * fault signals; the kernel restores the mask on return. */
+	if (*uc_mask(uc) & ukp_fault_mask) {
+		uint64_t m = ukp_fault_mask;
+
+		ukp_sys_sigprocmask(SIG_UNBLOCK, &m, NULL);
+	}
+	ukp_read_lock(c);
+
+	s = ukp_slot_owner(addr, &slot);
+	if (s && s->ainsn.ool && addr == slot + s->ainsn.len) {
+		resume_singlestep(c, s, slot, uc);
+		goto out;
+	}
+	s = ukp_site_lookup(addr);
+	if (s) {
+		if (c->status & (KPROBE_HIT_ACTIVE | KPROBE_HIT_SSDONE)) {
+			reenter_kprobe(c, s, uc, &pf);
+			goto out;
+		}
+		if (c->status) {
+			/* A step that never came back: a program signal
+			 * handler interrupted a system call copied out of
+			 * line and hit this probe, or jumped out of it. */
+			atomic_fetch_add(&ukp_dropped_steps, 1);
+			c->step_masked = false;
+			reset_current_kprobe(c);
+		}
+		kprobe_hit(c, s, uc, &pf);
+		goto out;
+	}
+	/* Our breakpoint was removed after this thread hit it: run the
+	 * original instruction (the kernel does the same). "cd 03" (int $3)
+	 * is the program's own and leaves ip two bytes on. */
+	if (arch_copy_nofault(b, (void *)(addr - 1), 2) == 0 && b[1] != UKP_BREAKPOINT_INSN &&
+	    !(b[0] == 0xcd && b[1] == 0x03)) {
+		arch_uc_set_ip(uc, addr);
+		goto out;
+	}
+	/* Not ours: the program's int3, raise(SIGTRAP), ... */
+	ukp_read_unlock(c);
+	ukp_chain_signal(sig, info, uc);
+	errno = saved_errno;
+	return;
+out:
+	ukp_read_unlock(c);
+	if (pf.sig)
+		ukp_deliver_fault(pf.sig, pf.code, pf.addr, uc);
+	errno = saved_errno;
+}
+
+/* [trap] A fault in an out-of-line copy belongs to the program: it must
+ * see it at the original instruction, with the same signal and address. */
+static UKP_TRAP_TEXT void ool_fault(struct ukp_ctlblk *c, struct ukp_site *s, uintptr_t slot,
+				    int sig, siginfo_t *info, ucontext_t *uc)
+{
+	uintptr_t a = (uintptr_t)info->si_addr;
+
+	arch_uc_set_ip(uc, s->addr);
+	if ((c->status & (KPROBE_HIT_SS | KPROBE_REENTER)) && c->cur_site == s) {
+		if (c->step_masked) {
+			*uc_mask(uc) = c->step_mask;
+			c->step_masked = false;
+		}
+		if (c->status == KPROBE_REENTER) {
+			c->cur_site = c->prev.site;
+			c->status = c->prev.status;
+		} else {
+			reset_current_kprobe(c);
+		}
+	}
+	/* SIGILL/SIGFPE/SIGTRAP report the instruction's address. */
+	if (a >= slot && a < slot + s->ainsn.len)
+		info->si_addr = (void *)(s->addr + (a - slot));
+	atomic_fetch_sub(&s->inflight, 1);
+	ukp_chain_signal(sig, info, uc);
+}
+
+/* [trap] The SIGSEGV/SIGBUS/SIGFPE/SIGILL handler. */
+UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct ukp_ctlblk *c = &ukp_ctl;
+	uintptr_t ip = arch_uc_ip(uc), fix, slot;
+	int saved_errno = errno;
+	struct ukp_site *s;
+
+	if (arch_nofault_fixup(ip, &fix)) {
+		arch_uc_set_ip(uc, fix);
+		return;
+	}
+	if (c->in_handler > 0) {
+		/* A probe handler faulted: tell its fault_handler, count it,
+		 * and abandon the handler (back into call_handler). */
+		struct kprobe *kp = c->fault_kp;
+
+		atomic_fetch_add(&ukp_handler_fault_count, 1);
+		if (kp) {
+			kprobe_fault_handler_t fh =
+				*(kprobe_fault_handler_t volatile *)&kp->fault_handler;
+
+			__atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
+			if (fh) {
+				struct pt_regs regs;
+
+				arch_regs_from_ucontext(&regs, uc);
+				c->fault_kp = NULL; /* a fault in fh is not fh's */
+				fh(kp, &regs, arch_uc_trapnr(uc));
+			}
+		}
+		__builtin_longjmp(c->jb, 1);
+	}
+	ukp_read_lock(c);
+	s = ukp_slot_owner(ip, &slot);
+	if (s && s->ainsn.ool && ip >= slot && ip < slot + s->ainsn.len) {
+		/* s stays valid: this thread is counted in s->inflight. */
+		ukp_read_unlock(c);
+		ool_fault(c, s, slot, sig, info, uc);
+		errno = saved_errno;
+		return;
+	}
+	ukp_read_unlock(c);
+	ukp_chain_signal(sig, info, uc);
+	errno = saved_errno;
+}
+
+/* ------------------------------------------------------ public API */
+
+/* [any] */
+UKP_TRAP_TEXT struct kprobe *kprobe_running(void)
+{
+	return ukp_ctl.cur_kp;
+}
+
+/* [any] */
+UKP_TRAP_TEXT long copy_from_user_nofault(void *dst, const void *src, size_t size)
+{
+	if (!size)
+		return 0;
+	return arch_copy_nofault(dst, src, size);
+}
+
+/* [any] */
+UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs, unsigned int n)
+{
+	unsigned long v;
+
+	if (arch_copy_nofault(&v, (const void *)(regs->sp + (unsigned long)n * sizeof(long)),
+			      sizeof(v)))
+		return 0;
+	return v;
+}
+
+/* [any] */
+bool ukp_in_probe_context(void)
+{
+	return ukp_ctl.in_handler > 0;
+}

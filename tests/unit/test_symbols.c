@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_symbols.c - ELF object and symbol lookup (src/symbols.c).
+ *
+ * The executable is linked with -rdynamic and keeps its .symtab, so both
+ * its exported and its static functions are visible. zlib and sqlite are
+ * linked in (each test touches them so --as-needed keeps them), and
+ * libukptarget.so is dlopen()ed from $UKP_TEST_PROGS for the NOKPROBE and
+ * dlclose cases. Criterion runs every test in its own process, so each one
+ * starts with an empty symbol cache.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "symbols.h"
+#include "ukprobes.h"
+
+/* ---- functions of our own to look up ---------------------------------- */
+
+__attribute__((noinline, noclone, used)) int ukpt_global_fn(int x)
+{
+	int i, acc = 0;
+
+	for (i = 0; i < x; i++)
+		acc += i * x + (acc >> 3);
+	return acc;
+}
+
+__attribute__((noinline, noclone, used)) static int ukpt_static_fn(int x)
+{
+	int i, acc = 1;
+
+	for (i = 0; i < x; i++)
+		acc = acc * 3 + i;
+	return acc;
+}
+
+/* Blacklisted in this object: the section entry must be reported. */
+__attribute__((noinline, noclone, used)) int ukpt_nokprobe_fn(int x)
+{
+	return x * 5 + 1;
+}
+NOKPROBE_SYMBOL(ukpt_nokprobe_fn);
+
+/*
+ * Two versions of one symbol: the linker keeps "ukpt_vfn@UKPT_1" and
+ * "ukpt_vfn@@UKPT_2" in .symtab; plain "ukpt_vfn" must find the default.
+ */
+__attribute__((noinline, noclone, used)) int ukpt_vfn_old(int x)
+{
+	return x + 100;
+}
+
+__attribute__((noinline, noclone, used)) int ukpt_vfn_new(int x)
+{
+	return x + 200;
+}
+__asm__(".symver ukpt_vfn_old, ukpt_vfn@UKPT_1");
+__asm__(".symver ukpt_vfn_new, ukpt_vfn@@UKPT_2");
+
+int ukpt_data_object = 42;
+
+/*
+ * Same name as a global of libukptarget.so: the library's global must win
+ * over this static even though the executable is searched first.
+ */
+__attribute__((noinline, noclone, used)) static int ukptarget_add(int a, int b)
+{
+	return a - b;
+}
+
+/*
+ * Hand-made symbols: an unsized function (extends to the next symbol),
+ * then one address carrying a local label, a global NOTYPE alias and a
+ * sized global function (the function must name the address), then
+ * padding that belongs to no symbol.
+ */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl ukpt_asm_unsized\n"
+	".type ukpt_asm_unsized, @function\n"
+	"ukpt_asm_unsized:\n"
+	"	nop\n nop\n nop\n ret\n"
+	"ukpt_asm_alias_local:\n"
+	".globl ukpt_asm_alias_notype\n"
+	"ukpt_asm_alias_notype:\n"
+	".globl ukpt_asm_sized\n"
+	".type ukpt_asm_sized, @function\n"
+	"ukpt_asm_sized:\n"
+	"	nop\n nop\n nop\n nop\n nop\n nop\n nop\n ret\n"
+	".size ukpt_asm_sized, . - ukpt_asm_sized\n"
+	"	int3\n int3\n int3\n int3\n int3\n int3\n int3\n int3\n");
+extern char ukpt_asm_unsized[], ukpt_asm_sized[];
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* Make sure zlib and sqlite are needed (and so loaded). */
+static void touch_libs(void)
+{
+	cr_assert_not_null(zlibVersion());
+	cr_assert_not_null(sqlite3_libversion());
+}
+
+static uintptr_t dlsym_addr(const char *name)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+
+	cr_assert_not_null(p, "dlsym(%s) failed", name);
+	return (uintptr_t)p;
+}
+
+static uintptr_t lookup_ok(const char *spec)
+{
+	uintptr_t addr = 0;
+	int ret = ukp_sym_lookup_name(spec, &addr);
+
+	cr_assert_eq(ret, 0, "lookup of \"%s\" returned %d", spec, ret);
+	cr_assert_neq(addr, 0, "lookup of \"%s\" gave address 0", spec);
+	return addr;
+}
+
+static const char *exe_basename(void)
+{
+	static char buf[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	char *slash;
+
+	cr_assert_gt(len, 0);
+	buf[len] = '\0';
+	slash = strrchr(buf, '/');
+	return slash ? slash + 1 : buf;
+}
+
+static char *target_path(void)
+{
+	const char *dir = getenv("UKP_TEST_PROGS");
+	char *path;
+
+	cr_assert_not_null(dir, "UKP_TEST_PROGS is not set");
+	cr_assert_neq(asprintf(&path, "%s/libukptarget.so", dir), -1);
+	return path;
+}
+
+static void *open_target(void)
+{
+	char *path = target_path();
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	cr_assert_not_null(h, "dlopen(%s): %s", path, dlerror());
+	free(path);
+	return h;
+}
+
+/* ---- the executable's own functions ----------------------------------- */
+
+Test(symbols, own_global_and_static_functions)
+{
+	char spec[PATH_MAX + 64];
+	struct ukp_symres res;
+	uintptr_t addr;
+
+	cr_assert_eq(lookup_ok("ukpt_global_fn"), (uintptr_t)&ukpt_global_fn);
+	cr_assert_eq(lookup_ok("ukpt_static_fn"), (uintptr_t)&ukpt_static_fn);
+
+	/* The main program answers to its basename too. */
+	snprintf(spec, sizeof(spec), "%s:ukpt_static_fn", exe_basename());
+	cr_assert_eq(lookup_ok(spec), (uintptr_t)&ukpt_static_fn);
+
+	/* An address in the middle of the static function. */
+	addr = (uintptr_t)&ukpt_static_fn;
+	cr_assert_eq(ukp_sym_lookup_addr(addr + 3, &res), 0);
+	cr_assert_str_eq(res.name, "ukpt_static_fn");
+	cr_assert_eq(res.start, addr);
+	cr_assert_gt(res.size, 3);
+	cr_assert_not_null(res.obj);
+	cr_assert(res.obj->is_main);
+	cr_assert_str_eq(res.obj->name, exe_basename());
+
+	/* Its last byte is still inside, the byte after is not. */
+	cr_assert_eq(ukp_sym_lookup_addr(res.start + res.size - 1, &res), 0);
+	cr_assert_str_eq(res.name, "ukpt_static_fn");
+	if (ukp_sym_lookup_addr(addr + res.size, &res) == 0)
+		cr_assert_str_neq(res.name, "ukpt_static_fn");
+
+	/* Called once so that they are real, reachable code. */
+	cr_assert_eq(ukpt_static_fn(2), 10);
+	cr_assert_eq(ukpt_global_fn(2), 2);
+}
+
+Test(symbols, versioned_names)
+{
+	struct ukp_symres res;
+	uintptr_t addr;
+
+	/* Plain name: the default (@@) version. */
+	cr_assert_eq(lookup_ok("ukpt_vfn"), (uintptr_t)&ukpt_vfn_new);
+	/* A version spelled out matches exactly that one. */
+	cr_assert_eq(lookup_ok("ukpt_vfn@UKPT_1"), (uintptr_t)&ukpt_vfn_old);
+	cr_assert_eq(lookup_ok("ukpt_vfn@@UKPT_2"), (uintptr_t)&ukpt_vfn_new);
+	cr_assert_eq(ukp_sym_lookup_name("ukpt_vfn@UKPT_9", &addr), -ENOENT);
+
+	/* At an aliased address we name one of its symbols, stably. */
+	cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)&ukpt_vfn_old + 1, &res), 0);
+	cr_assert_eq(res.start, (uintptr_t)&ukpt_vfn_old);
+	cr_assert(!strcmp(res.name, "ukpt_vfn_old") || !strcmp(res.name, "ukpt_vfn@UKPT_1"),
+		  "unexpected name %s", res.name);
+}
+
+Test(symbols, unsized_and_aliases)
+{
+	uintptr_t unsized = (uintptr_t)ukpt_asm_unsized;
+	uintptr_t sized = (uintptr_t)ukpt_asm_sized;
+	struct ukp_symres res;
+
+	cr_assert_eq(sized, unsized + 4);
+
+	/* st_size 0: runs up to the next symbol. */
+	cr_assert_eq(ukp_sym_lookup_addr(unsized + 3, &res), 0);
+	cr_assert_str_eq(res.name, "ukpt_asm_unsized");
+	cr_assert_eq(res.start, unsized);
+	cr_assert_eq(res.size, 4);
+
+	/* Three names at one address: the sized global function wins. */
+	cr_assert_eq(ukp_sym_lookup_addr(sized, &res), 0);
+	cr_assert_str_eq(res.name, "ukpt_asm_sized");
+	cr_assert_eq(res.size, 8);
+	cr_assert_eq(ukp_sym_lookup_addr(sized + 7, &res), 0);
+	cr_assert_str_eq(res.name, "ukpt_asm_sized");
+
+	/* The padding after it is not part of it. */
+	if (ukp_sym_lookup_addr(sized + 8, &res) == 0)
+		cr_assert_str_neq(res.name, "ukpt_asm_sized");
+
+	/* Each of them still resolves by name. */
+	cr_assert_eq(lookup_ok("ukpt_asm_unsized"), unsized);
+	cr_assert_eq(lookup_ok("ukpt_asm_alias_notype"), sized);
+	cr_assert_eq(lookup_ok("ukpt_asm_alias_local"), sized);
+}
+
+/* ---- shared libraries --------------------------------------------------- */
+
+Test(symbols, zlib_deflate)
+{
+	char spec[PATH_MAX + 64], real[PATH_MAX];
+	uintptr_t want, off;
+	struct ukp_symres res;
+	Dl_info info;
+	const char *rbase;
+
+	touch_libs();
+	want = dlsym_addr("deflate");
+
+	cr_assert_eq(lookup_ok("deflate"), want);
+	cr_assert_eq(lookup_ok("libz.so.1:deflate"), want);
+
+	/* The full path it was loaded by, and the real file's basename
+	 * ("libz.so.1.2.13"). */
+	cr_assert_neq(dladdr((void *)want, &info), 0);
+	snprintf(spec, sizeof(spec), "%s:deflate", info.dli_fname);
+	cr_assert_eq(lookup_ok(spec), want);
+	cr_assert_not_null(realpath(info.dli_fname, real));
+	rbase = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	snprintf(spec, sizeof(spec), "%s:deflate", rbase);
+	cr_assert_eq(lookup_ok(spec), want);
+
+	/* An address inside deflate: deflate+off. */
+	off = 0x10;
+	cr_assert_eq(ukp_sym_lookup_addr(want + off, &res), 0);
+	cr_assert_str_eq(res.name, "deflate");
+	cr_assert_eq(res.start, want);
+	cr_assert_gt(res.size, off);
+	cr_assert_str_eq(res.obj->name, "libz.so.1");
+	cr_assert_not(res.obj->is_main);
+	cr_assert_eq(ukp_object_of(want), res.obj);
+}
+
+Test(symbols, sqlite_open)
+{
+	touch_libs();
+	cr_assert_eq(lookup_ok("sqlite3_open"), dlsym_addr("sqlite3_open"));
+	cr_assert_eq(lookup_ok("libsqlite3.so.0:sqlite3_open"), dlsym_addr("sqlite3_open"));
+}
+
+Test(symbols, unknown_names)
+{
+	uintptr_t addr = 0xdead;
+
+	touch_libs();
+	cr_assert_eq(ukp_sym_lookup_name("ukpt_no_such_function_xyz", &addr), -ENOENT);
+	cr_assert_eq(ukp_sym_lookup_name("libnosuch.so.7:deflate", &addr), -ENOENT);
+	/* A real symbol asked of the wrong object. */
+	cr_assert_eq(ukp_sym_lookup_name("libz.so.1:sqlite3_open", &addr), -ENOENT);
+	/* Data is not a function. */
+	cr_assert_eq(ukp_sym_lookup_name("ukpt_data_object", &addr), -ENOENT);
+	cr_assert_eq(ukp_sym_lookup_name("", &addr), -ENOENT);
+	cr_assert_eq(ukp_sym_lookup_name("libz.so.1:", &addr), -ENOENT);
+	cr_assert_eq(addr, 0xdead, "failed lookups must not write the address");
+}
+
+/* ---- address classification ------------------------------------------- */
+
+Test(symbols, addr_is_text)
+{
+	int on_stack = 1;
+	struct ukp_symres res;
+	void *heap = malloc(64);
+
+	touch_libs();
+	cr_assert(ukp_addr_is_text((uintptr_t)&ukpt_global_fn, 1));
+	cr_assert(ukp_addr_is_text((uintptr_t)&ukpt_static_fn, 16));
+	cr_assert(ukp_addr_is_text(dlsym_addr("deflate"), 8));
+
+	/* Data of a loaded object: in the object, not text. */
+	cr_assert_not(ukp_addr_is_text((uintptr_t)&ukpt_data_object, sizeof(int)));
+	cr_assert_not_null(ukp_object_of((uintptr_t)&ukpt_data_object));
+	cr_assert(ukp_object_of((uintptr_t)&ukpt_data_object)->is_main);
+	cr_assert_neq(ukp_sym_lookup_addr((uintptr_t)&ukpt_data_object, &res), 0);
+
+	/* Stack and heap belong to no object. */
+	cr_assert_not(ukp_addr_is_text((uintptr_t)&on_stack, sizeof(on_stack)));
+	cr_assert_null(ukp_object_of((uintptr_t)&on_stack));
+	cr_assert_not(ukp_addr_is_text((uintptr_t)heap, 1));
+	cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)&on_stack, &res), -ENOENT);
+	free(heap);
+}
+
+/* ---- NOKPROBE_SYMBOL ---------------------------------------------------- */
+
+struct nk_find {
+	const char *name;
+	uintptr_t start;
+	uintptr_t end;
+	int hits;
+};
+
+static void nk_cb(uintptr_t start, uintptr_t end, const char *name, void *arg)
+{
+	struct nk_find *f = arg;
+
+	if (name && !strcmp(name, f->name)) {
+		f->start = start;
+		f->end = end;
+		f->hits++;
+	}
+}
+
+Test(symbols, nokprobe_in_shared_object)
+{
+	struct nk_find f = { .name = "ukptarget_forbidden" };
+	struct nk_find g = { .name = "ukptarget_add" };
+	void *h = open_target();
+	uintptr_t fn = (uintptr_t)dlsym(h, "ukptarget_forbidden");
+	size_t n;
+
+	cr_assert_neq(fn, 0);
+	n = ukp_for_each_nokprobe(nk_cb, &f);
+	cr_assert_eq(f.hits, 1, "ukptarget_forbidden reported %d times", f.hits);
+	cr_assert_eq(f.start, fn);
+	cr_assert_gt(f.end, f.start);
+	cr_assert_lt(f.end - f.start, 4096);
+	cr_assert_geq(n, 2, "at least this test's and the library's entries");
+
+	/* The allowed neighbour is not listed. */
+	ukp_for_each_nokprobe(nk_cb, &g);
+	cr_assert_eq(g.hits, 0);
+	dlclose(h);
+}
+
+Test(symbols, nokprobe_in_executable)
+{
+	struct nk_find f = { .name = "ukpt_nokprobe_fn" };
+	struct nk_find g = { .name = "ukpt_global_fn" };
+	struct ukp_symres res;
+
+	ukp_for_each_nokprobe(nk_cb, &f);
+	cr_assert_eq(f.hits, 1);
+	cr_assert_eq(f.start, (uintptr_t)&ukpt_nokprobe_fn);
+	cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)&ukpt_nokprobe_fn, &res), 0);
+	cr_assert_eq(f.end, res.start + res.size);
+
+	/* A function not marked stays out. */
+	ukp_for_each_nokprobe(nk_cb, &g);
+	cr_assert_eq(g.hits, 0);
+	/* A NULL callback still counts. */
+	cr_assert_geq(ukp_for_each_nokprobe(NULL, NULL), 1);
+}
+
+/* ---- dlopen / dlclose --------------------------------------------------- */
+
+Test(symbols, global_beats_earlier_local)
+{
+	uintptr_t lib_add, main_add = (uintptr_t)&ukptarget_add;
+	char spec[PATH_MAX + 64];
+	void *h;
+
+	/* Only the static exists: it is found. */
+	cr_assert_eq(lookup_ok("ukptarget_add"), main_add);
+
+	h = open_target();
+	lib_add = (uintptr_t)dlsym(h, "ukptarget_add");
+	cr_assert_neq(lib_add, 0);
+	cr_assert_neq(lib_add, main_add);
+	/* The main program comes first, but its definition is local. */
+	cr_assert_eq(lookup_ok("ukptarget_add"), lib_add);
+	/* Naming the object still reaches the static. */
+	snprintf(spec, sizeof(spec), "%s:ukptarget_add", exe_basename());
+	cr_assert_eq(lookup_ok(spec), main_add);
+	cr_assert_eq(ukptarget_add(5, 3), 2);
+	dlclose(h);
+}
+
+Test(symbols, dlclose_kills_object)
+{
+	struct nk_find f = { .name = "ukptarget_forbidden" };
+	const struct ukp_object *obj;
+	uintptr_t add, forbidden, addr;
+	struct ukp_symres res;
+	char *path = target_path();
+	uint64_t gen0, gen1;
+	void *h;
+
+	touch_libs();
+	ukp_objects_refresh();
+	gen0 = ukp_objects_generation();
+	cr_assert_eq(ukp_sym_lookup_name("libukptarget.so:ukptarget_add", &addr), -ENOENT,
+		     "library found before dlopen");
+
+	h = open_target();
+	add = (uintptr_t)dlsym(h, "ukptarget_add");
+	forbidden = (uintptr_t)dlsym(h, "ukptarget_forbidden");
+	cr_assert_neq(add, 0);
+
+	cr_assert_not(ukp_objects_refresh(), "a dlopen removed nothing");
+	gen1 = ukp_objects_generation();
+	cr_assert_gt(gen1, gen0);
+	cr_assert_eq(lookup_ok("libukptarget.so:ukptarget_add"), add);
+	obj = ukp_object_of(add);
+	cr_assert_not_null(obj);
+	cr_assert_str_eq(obj->name, "libukptarget.so");
+	cr_assert_eq(obj->gen, gen1);
+	cr_assert(ukp_object_alive(obj));
+	cr_assert(ukp_addr_is_text(add, 1));
+	cr_assert_eq(ukp_sym_lookup_addr(forbidden, &res), 0);
+	cr_assert_str_eq(res.name, "ukptarget_forbidden");
+
+	cr_assert_eq(dlclose(h), 0);
+	cr_assert_null(dlopen(path, RTLD_NOW | RTLD_NOLOAD), "library still loaded");
+
+	cr_assert(ukp_objects_refresh(), "refresh must report the removal");
+	cr_assert_not(ukp_objects_refresh(), "reported only once");
+	cr_assert_gt(ukp_objects_generation(), gen1);
+	cr_assert_not(ukp_object_alive(obj));
+	/* The record itself stays readable for the callers holding it. */
+	cr_assert_str_eq(obj->name, "libukptarget.so");
+
+	cr_assert_eq(ukp_sym_lookup_name("libukptarget.so:ukptarget_add", &addr), -ENOENT);
+	/* Only this executable's static of that name is left. */
+	cr_assert_eq(lookup_ok("ukptarget_add"), (uintptr_t)&ukptarget_add);
+	cr_assert_eq(ukp_sym_lookup_addr(add, &res), -ENOENT);
+	cr_assert_null(ukp_object_of(add));
+	cr_assert_not(ukp_addr_is_text(add, 1));
+
+	ukp_for_each_nokprobe(nk_cb, &f);
+	cr_assert_eq(f.hits, 0, "blacklist of an unloaded object still reported");
+
+	/* Loading it again gives a new, live record. */
+	h = open_target();
+	add = (uintptr_t)dlsym(h, "ukptarget_add");
+	cr_assert_eq(lookup_ok("libukptarget.so:ukptarget_add"), add);
+	cr_assert_neq(ukp_object_of(add), NULL);
+	cr_assert_neq(ukp_object_of(add), obj);
+	cr_assert(ukp_object_alive(ukp_object_of(add)));
+	cr_assert_not(ukp_object_alive(obj));
+	dlclose(h);
+	free(path);
+}
+
+/* ---- iteration and reset ----------------------------------------------- */
+
+struct sym_walk {
+	const char *want;
+	uintptr_t want_start;
+	const char *only_obj;
+	int found;
+	int foreign;
+	size_t total;
+};
+
+static void walk_cb(const struct ukp_symres *sym, void *arg)
+{
+	struct sym_walk *w = arg;
+
+	w->total++;
+	if (w->only_obj && strcmp(sym->obj->name, w->only_obj))
+		w->foreign++;
+	if (!strcmp(sym->name, w->want) && sym->start == w->want_start)
+		w->found++;
+	cr_assert_gt(sym->size, 0, "%s has no extent", sym->name);
+}
+
+Test(symbols, for_each_symbol)
+{
+	struct sym_walk z = { .want = "deflate", .only_obj = "libz.so.1" };
+	struct sym_walk all = { .want = "ukpt_static_fn" };
+	struct sym_walk none = { .want = "deflate" };
+
+	touch_libs();
+	z.want_start = dlsym_addr("deflate");
+	ukp_for_each_symbol("libz.so.1", walk_cb, &z);
+	cr_assert_eq(z.found, 1);
+	cr_assert_eq(z.foreign, 0, "symbols of other objects in a libz walk");
+	cr_assert_gt(z.total, 50);
+
+	all.want_start = (uintptr_t)&ukpt_static_fn;
+	ukp_for_each_symbol(NULL, walk_cb, &all);
+	cr_assert_eq(all.found, 1);
+	cr_assert_gt(all.total, z.total);
+
+	ukp_for_each_symbol("libnosuch.so", walk_cb, &none);
+	cr_assert_eq(none.total, 0);
+}
+
+Test(symbols, reset_rebuilds)
+{
+	uint64_t gen;
+
+	touch_libs();
+	cr_assert_eq(lookup_ok("deflate"), dlsym_addr("deflate"));
+	gen = ukp_objects_generation();
+	ukp_symbols_reset();
+	cr_assert_eq(lookup_ok("deflate"), dlsym_addr("deflate"));
+	cr_assert_eq(lookup_ok("ukpt_static_fn"), (uintptr_t)&ukpt_static_fn);
+	cr_assert_gt(ukp_objects_generation(), gen);
+	ukp_symbols_reset();
+}
