@@ -89,6 +89,12 @@ long arch_copy_nofault(void *dst, const void *src, size_t n);
  * *fixup_ip is where execution must resume to return -EFAULT. */
 bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
 
+/*
+ * Code on the trap path goes into its own section so that it is
+ * blacklisted as a whole (the static library puts all of its code there).
+ */
+#define UKP_TRAP_TEXT __attribute__((section("ukprobes_text"), noinline))
+
 /* The breakpoint instruction and its length. */
 #define UKP_BREAKPOINT_INSN 0xcc
 #define UKP_BREAKPOINT_SIZE 1

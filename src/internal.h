@@ -23,12 +23,6 @@
 #include "arch.h"
 #include "symbols.h"
 
-/*
- * Code on the trap path goes into its own section so that it can be
- * blacklisted as a whole even when the library is linked statically.
- */
-#define UKP_TRAP_TEXT __attribute__((section("ukprobes_text"), noinline))
-
 #define UKP_TLS __attribute__((tls_model("initial-exec"))) __thread
 
 /* ---------------------------------------------------------------- probes */

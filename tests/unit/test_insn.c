@@ -946,24 +946,22 @@ Test(ool, resume_moves_ip_back_and_fixes_syscall_rcx)
 }
 
 /*
- * Run a re-based slot image on the CPU: the probed location (never run)
- * and the data are on one page, the slot two pages further on. The
- * trailing int3 becomes a ret so the slot can simply be called.
+ * Make a re-based slot image runnable: the probed location (never run)
+ * and the data word it addresses rip-relatively are on one page, the
+ * slot two pages further on. The trailing int3 becomes a ret so that the
+ * caller can simply call the slot and look at what it loaded.
  */
-static uint64_t run_rebased(const uint8_t *insn, size_t len, size_t disp_off)
+static void *rebased_slot(const uint8_t *insn, size_t len, size_t disp_off, uint64_t value)
 {
 	uint8_t *base = map_pages(3, 0);
 	uint8_t *orig = base + 0x100;
 	uint64_t *data = (uint64_t *)(base + 0x800);
 	uint8_t *slot = base + 2 * PAGE;
-	uint8_t code[16];
 	struct ukp_arch_insn ai;
-	uint64_t (*fn)(void) = (void *)slot;
 
-	*data = 0x0123456789abcdefULL;
-	memcpy(code, insn, len);
-	put32(code + disp_off, (uint32_t)((uintptr_t)data - (uintptr_t)(orig + len)));
-	memcpy(orig, code, len);
+	*data = value;
+	memcpy(orig, insn, len);
+	put32(orig + disp_off, (uint32_t)((uintptr_t)data - (uintptr_t)(orig + len)));
 
 	cr_assert_eq(arch_prepare_insn(&ai, orig, len, (uintptr_t)orig, (uintptr_t)slot), 0);
 	cr_assert(ai.ool);
@@ -972,53 +970,38 @@ static uint64_t run_rebased(const uint8_t *insn, size_t len, size_t disp_off)
 	memcpy(slot, ai.slot_image, ai.slot_len);
 	slot[len] = 0xc3;
 	make_exec(slot, 1);
-	return fn();
+	return slot;
 }
 
 Test(ool, rebased_slot_reads_the_original_data)
 {
 	static const uint8_t mov[] = { 0x48, 0x8b, 0x05, 0, 0, 0, 0 };	/* mov d(%rip),%rax */
 	static const uint8_t lea[] = { 0x48, 0x8d, 0x05, 0, 0, 0, 0 };	/* lea d(%rip),%rax */
-	uint64_t addr_seen;
+	const uint64_t value = 0x0123456789abcdefULL;
+	uint64_t (*fn)(void);
 
-	cr_assert_eq(run_rebased(mov, sizeof(mov), 3), 0x0123456789abcdefULL);
+	fn = rebased_slot(mov, sizeof(mov), 3, value);
+	cr_assert_eq(fn(), value);
 
 	/* lea gives the address itself: it must point at the data. */
-	addr_seen = run_rebased(lea, sizeof(lea), 3);
-	cr_assert_eq(*(uint64_t *)addr_seen, 0x0123456789abcdefULL);
+	fn = rebased_slot(lea, sizeof(lea), 3, value);
+	cr_assert_eq(*(uint64_t *)fn(), value);
 }
 
 Test(ool, rebased_vex_slot_reads_the_original_data)
 {
-	/* vmovq d(%rip),%xmm0: the value comes back as the double in xmm0 */
+	/* vmovq d(%rip),%xmm0: the word comes back as the double in xmm0 */
 	static const uint8_t vmovq[] = { 0xc5, 0xfa, 0x7e, 0x05, 0, 0, 0, 0 };
-	uint8_t *base, *orig, *slot;
-	uint64_t *data, bits;
+	const uint64_t pi = 0x400921fb54442d18ULL;
 	double (*fn)(void);
-	struct ukp_arch_insn ai;
-	uint8_t code[8];
+	uint64_t bits;
 	double d;
 
 	if (!__builtin_cpu_supports("avx"))
 		cr_skip_test("no AVX on this CPU");
 
-	base = map_pages(3, 0);
-	orig = base + 0x100;
-	data = (uint64_t *)(base + 0x800);
-	slot = base + 2 * PAGE;
-	*data = 0x400921fb54442d18ULL;	/* pi */
-	memcpy(code, vmovq, sizeof(code));
-	put32(code + 4, (uint32_t)((uintptr_t)data - (uintptr_t)(orig + sizeof(code))));
-	memcpy(orig, code, sizeof(code));
-
-	cr_assert_eq(arch_prepare_insn(&ai, orig, sizeof(code), (uintptr_t)orig,
-				       (uintptr_t)slot), 0);
-	cr_assert(ai.ool);
-	memcpy(slot, ai.slot_image, ai.slot_len);
-	slot[ai.len] = 0xc3;
-	make_exec(slot, 1);
-	fn = (void *)slot;
+	fn = rebased_slot(vmovq, sizeof(vmovq), 4, pi);
 	d = fn();
 	memcpy(&bits, &d, sizeof(bits));
-	cr_assert_eq(bits, 0x400921fb54442d18ULL);
+	cr_assert_eq(bits, pi);
 }

@@ -8,13 +8,15 @@
  * no allocation, no libc call (not even an implicit memcpy: pt_regs is
  * only ever written field by field). User memory is touched only through
  * arch_copy_nofault(), so a bad stack or a bad indirect target becomes
- * -EFAULT instead of a nested SIGSEGV.
+ * -EFAULT instead of a nested SIGSEGV. Every function, static ones
+ * included, lives in the trap text section (UKP_TRAP_TEXT) so that the
+ * blacklist covers it: a probe in here would recurse.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "internal.h"	/* arch.h, UKP_TRAP_TEXT */
 #include "emu_ops.h"
 
 #define X86_FLAGS_CF (1UL << 0)
@@ -27,13 +29,14 @@ _Static_assert(UKP_PT_REGS_WORD(r15) == 0 && UKP_PT_REGS_WORD(ax) == 10 &&
 	       UKP_PT_REGS_WORD(ip) == 16 && UKP_PT_REGS_WORD(sp) == 19 &&
 	       UKP_PT_REGS_NWORDS == 21, "struct pt_regs is not the kernel's x86-64 layout");
 
-static unsigned long reg_word(const struct pt_regs *regs, unsigned int idx)
+static UKP_TRAP_TEXT unsigned long reg_word(const struct pt_regs *regs, unsigned int idx)
 {
 	return ((const unsigned long *)regs)[idx];
 }
 
 /* [trap] Read one word of user memory; on a fault say where. */
-static int read_word(uintptr_t uaddr, unsigned long *val, uintptr_t *fault_addr)
+static UKP_TRAP_TEXT int read_word(uintptr_t uaddr, unsigned long *val,
+				   uintptr_t *fault_addr)
 {
 	if (arch_copy_nofault(val, (const void *)uaddr, sizeof(*val))) {
 		*fault_addr = uaddr;
@@ -43,7 +46,8 @@ static int read_word(uintptr_t uaddr, unsigned long *val, uintptr_t *fault_addr)
 }
 
 /* [trap] Write one word of user memory; on a fault say where. */
-static int write_word(uintptr_t uaddr, unsigned long val, uintptr_t *fault_addr)
+static UKP_TRAP_TEXT int write_word(uintptr_t uaddr, unsigned long val,
+				    uintptr_t *fault_addr)
 {
 	if (arch_copy_nofault((void *)uaddr, &val, sizeof(val))) {
 		*fault_addr = uaddr;
@@ -58,7 +62,7 @@ static int write_word(uintptr_t uaddr, unsigned long val, uintptr_t *fault_addr)
  * bool before it is combined: the kernel's JNG/JNLE emulation once
  * went wrong by mixing a flag mask into a boolean expression.
  */
-static bool cond_true(unsigned int cc, unsigned long flags)
+static UKP_TRAP_TEXT bool cond_true(unsigned int cc, unsigned long flags)
 {
 	static const unsigned long masks[6] = {
 		X86_FLAGS_OF,			/* o */
@@ -81,8 +85,8 @@ static bool cond_true(unsigned int cc, unsigned long flags)
 }
 
 /* [trap] loop/loope/loopne/jrcxz: cx is as wide as the address size. */
-static void emulate_loop(const struct ukp_arch_insn *ai, unsigned long next,
-			 struct pt_regs *regs)
+static UKP_TRAP_TEXT void emulate_loop(const struct ukp_arch_insn *ai, unsigned long next,
+				       struct pt_regs *regs)
 {
 	unsigned long cx = regs->cx;
 	bool taken;
@@ -105,9 +109,9 @@ static void emulate_loop(const struct ukp_arch_insn *ai, unsigned long next,
 }
 
 /* [trap] The target of ff /2 or ff /4: a register or a word in memory. */
-static int indirect_target(const struct ukp_arch_insn *ai, unsigned long next,
-			   const struct pt_regs *regs, unsigned long *target,
-			   uintptr_t *fault_addr)
+static UKP_TRAP_TEXT int indirect_target(const struct ukp_arch_insn *ai, unsigned long next,
+					 const struct pt_regs *regs, unsigned long *target,
+					 uintptr_t *fault_addr)
 {
 	unsigned long ea;
 
@@ -129,8 +133,8 @@ static int indirect_target(const struct ukp_arch_insn *ai, unsigned long next,
 }
 
 /* [trap] Push the return address, then go. Nothing changes on a fault. */
-static int emulate_call(struct pt_regs *regs, unsigned long ret_addr, unsigned long target,
-			uintptr_t *fault_addr)
+static UKP_TRAP_TEXT int emulate_call(struct pt_regs *regs, unsigned long ret_addr,
+				      unsigned long target, uintptr_t *fault_addr)
 {
 	unsigned long sp = regs->sp - sizeof(unsigned long);
 
@@ -142,8 +146,8 @@ static int emulate_call(struct pt_regs *regs, unsigned long ret_addr, unsigned l
 }
 
 /* [trap] ret / ret imm16: the immediate is released after the pop. */
-static int emulate_ret(const struct ukp_arch_insn *ai, struct pt_regs *regs,
-		       uintptr_t *fault_addr)
+static UKP_TRAP_TEXT int emulate_ret(const struct ukp_arch_insn *ai, struct pt_regs *regs,
+				     uintptr_t *fault_addr)
 {
 	unsigned long ret_addr;
 
@@ -155,8 +159,8 @@ static int emulate_ret(const struct ukp_arch_insn *ai, struct pt_regs *regs,
 }
 
 /* [trap] */
-int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr, struct pt_regs *regs,
-		 uintptr_t *fault_addr)
+UKP_TRAP_TEXT int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr,
+			       struct pt_regs *regs, uintptr_t *fault_addr)
 {
 	unsigned long next = addr + ai->len;
 	unsigned long target;
@@ -196,8 +200,8 @@ int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr, struct pt_regs 
 }
 
 /* [trap] */
-void arch_resume_ool(const struct ukp_arch_insn *ai, uintptr_t addr, uintptr_t slot,
-		     struct pt_regs *regs)
+UKP_TRAP_TEXT void arch_resume_ool(const struct ukp_arch_insn *ai, uintptr_t addr,
+				   uintptr_t slot, struct pt_regs *regs)
 {
 	/* Only straight-line instructions run out of line (insn.c emulates
 	 * or refuses the rest), so execution continues after the original. */

@@ -273,9 +273,10 @@ static int prepare_branch(struct ukp_arch_insn *ai, const ZydisDecodedInstructio
 	if (insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT)
 		return 1;
 
-	switch (op) {
-	case 0x70 ... 0x7f:
+	if (op >= 0x70 && op <= 0x7f)
 		return prepare_relative(ai, insn, UKP_EMU_JCC, op & 0xf);
+
+	switch (op) {
 	case 0xe0:
 		return prepare_relative(ai, insn, UKP_EMU_LOOPNE, 0);
 	case 0xe1:
@@ -310,16 +311,16 @@ static int prepare_branch(struct ukp_arch_insn *ai, const ZydisDecodedInstructio
 	return 1;
 }
 
-static const ZydisDecodedOperand *find_rip_operand(const ZydisDecodedInstruction *insn,
-						   const ZydisDecodedOperand *ops)
+/* Any memory operand, explicit or an lea/agen one, based on rip or eip. */
+static bool has_rip_operand(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
 {
 	unsigned int i;
 
 	for (i = 0; i < insn->operand_count; i++)
 		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		    (ops[i].mem.base == ZYDIS_REGISTER_RIP || ops[i].mem.base == ZYDIS_REGISTER_EIP))
-			return &ops[i];
-	return NULL;
+			return true;
+	return false;
 }
 
 /*
@@ -361,7 +362,7 @@ static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
 	int ret;
 
 	memcpy(ai->slot_image, code, insn->length);
-	if (find_rip_operand(insn, ops)) {
+	if (has_rip_operand(insn, ops)) {
 		ret = rebase_rip_disp(ai, insn, addr, slot);
 		if (ret)
 			return ret;
