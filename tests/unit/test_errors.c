@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ukprobes.h"
+#include "ukp_test.h"
 
 /* Functions with known instruction layouts. */
 __asm__(".text\n"
@@ -84,12 +85,12 @@ long t_syscall_fn(void) __asm__("t_syscall");
 int t_riprel_fn(void) __asm__("t_riprel");
 int t_endbr_fn(int) __asm__("t_endbr");
 
-__attribute__((noipa)) int err_target(int v)
+UKP_TARGET int err_target(int v)
 {
 	return v * 3 + 1;
 }
 
-__attribute__((noipa)) int forbidden_target(int v)
+UKP_TARGET int forbidden_target(int v)
 {
 	return v - 1;
 }

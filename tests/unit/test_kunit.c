@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "ukprobes.h"
+#include "ukp_test.h"
 
 #define div_factor 3
 
@@ -23,17 +24,17 @@ static int (*target)(uint32_t value);
 static int (*target2)(uint32_t value);
 static int (*recursed_target)(uint32_t value);
 
-__attribute__((noipa)) int kprobe_target(uint32_t value)
+UKP_TARGET int kprobe_target(uint32_t value)
 {
 	return (value / div_factor);
 }
 
-__attribute__((noipa)) int kprobe_recursed_target(uint32_t value)
+UKP_TARGET int kprobe_recursed_target(uint32_t value)
 {
 	return (value / div_factor);
 }
 
-__attribute__((noipa)) int kprobe_target2(uint32_t value)
+UKP_TARGET int kprobe_target2(uint32_t value)
 {
 	return (value / div_factor) + 1;
 }
