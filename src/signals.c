@@ -31,6 +31,16 @@
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000
 #endif
+#ifndef SA_UNSUPPORTED
+#define SA_UNSUPPORTED 0x00000400
+#endif
+#ifndef SA_EXPOSE_TAGBITS
+#define SA_EXPOSE_TAGBITS 0x00000800
+#endif
+/* The flags the kernel keeps (UAPI_SA_FLAGS); since Linux 5.11 it clears
+ * every other bit, so that SA_UNSUPPORTED can detect that. */
+#define KERNEL_SA_FLAGS (SA_NOCLDSTOP | SA_NOCLDWAIT | SA_SIGINFO | SA_ONSTACK | SA_RESTART | \
+			 SA_NODEFER | SA_RESETHAND | SA_EXPOSE_TAGBITS | SA_RESTORER)
 
 #define SIGBIT(sig) (1ULL << ((sig) - 1))
 
@@ -118,6 +128,8 @@ static struct prog_action prog_actions[NOWNED];
 static _Atomic bool installed;
 static atomic_flag act_lock = ATOMIC_FLAG_INIT;
 static uintptr_t libc_restorer;
+static unsigned long kernel_sa_flags = ~0UL; /* KERNEL_SA_FLAGS on >= 5.11 */
+static uintptr_t page_mask = 4095; /* set at install time */
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
@@ -222,6 +234,7 @@ int ukp_signals_install(void)
 	act_lock_acquire(&old);
 	if (atomic_load(&installed))
 		goto out;
+	page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
 	for (i = 0; i < NOWNED; i++) {
 		struct sigaction cur;
 		struct ksigaction k;
@@ -234,13 +247,21 @@ int ukp_signals_install(void)
 		prog_action_write((int)i, &cur);
 		if (owned_sigs[i] == SIGTRAP) {
 			/* Re-installing through libc reveals libc's signal
-			 * return trampoline, which the blacklist needs. */
+			 * return trampoline, which the blacklist needs, and
+			 * whether the kernel drops unknown flags (it keeps
+			 * SA_UNSUPPORTED only if it does not). What the
+			 * program records later is read back the same way. */
+			struct sigaction probe = cur;
 			struct ksigaction kk;
 
-			if (call_real_sigaction(SIGTRAP, &cur, NULL) == 0 &&
-			    sys_rt_sigaction(SIGTRAP, NULL, &kk) == 0 &&
-			    (kk.flags & SA_RESTORER))
-				libc_restorer = (uintptr_t)kk.restorer;
+			probe.sa_flags |= SA_UNSUPPORTED;
+			if (call_real_sigaction(SIGTRAP, &probe, NULL) == 0 &&
+			    sys_rt_sigaction(SIGTRAP, NULL, &kk) == 0) {
+				if (kk.flags & SA_RESTORER)
+					libc_restorer = (uintptr_t)kk.restorer;
+				if (!(kk.flags & SA_UNSUPPORTED))
+					kernel_sa_flags = KERNEL_SA_FLAGS;
+			}
 		}
 		k.handler = owned_sigs[i] == SIGTRAP ? (void *)ukp_sigtrap_handler
 						     : (void *)ukp_sigfault_handler;
@@ -302,9 +323,15 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 
 		/* Queue the same signal with the same siginfo; the kernel
 		 * delivers it as soon as our handler returns, with the
-		 * registers of uc, and takes the default action. */
+		 * registers of uc, and takes the default action. It stays
+		 * blocked until then: our fault handlers run with their own
+		 * signal unblocked (SA_NODEFER), and a delivery right here
+		 * would dump the registers of this handler. */
+		uint64_t bit = SIGBIT(sig);
+
 		sys_rt_sigaction(sig, &dfl, NULL);
-		*ucmask &= ~SIGBIT(sig);
+		*ucmask &= ~bit;
+		ukp_sys_sigprocmask(SIG_BLOCK, &bit, NULL);
 		sys_tgsigqueueinfo(ukp_sys_getpid(), ukp_sys_gettid(), sig, info);
 		return;
 	}
@@ -315,13 +342,14 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 			m |= SIGBIT(sig);
 		m &= ~SIGBIT(SIGTRAP);
 		if (sa.sa_flags & SA_RESETHAND) {
+			/* One-shot: as the kernel, reset the handler only; the
+			 * flags and mask stay and are read back. */
 			struct sigaction dfl_sa;
 			uint64_t old;
 
-			for (size_t i = 0; i < sizeof(dfl_sa) / sizeof(long); i++)
-				((volatile unsigned long *)&dfl_sa)[i] = 0;
-			dfl_sa.sa_handler = SIG_DFL;
 			act_lock_acquire(&old);
+			prog_action_read(idx, &dfl_sa);
+			dfl_sa.sa_handler = SIG_DFL;
 			prog_action_write(idx, &dfl_sa);
 			act_lock_release(&old);
 		}
@@ -333,19 +361,54 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 	}
 }
 
-/* [trap] Deliver a fault that the probed instruction raised while we ran
- * it for the program (emulation), as the CPU would have raised it. */
+/* [trap] The si_code of a SIGSEGV at addr, as the CPU's page fault gives
+ * it: SEGV_MAPERR where nothing is mapped, SEGV_ACCERR where a mapping
+ * forbids the access. mincore() fails with ENOMEM only on unmapped
+ * memory. */
+static UKP_TRAP_TEXT int segv_code(uintptr_t addr)
+{
+	unsigned char vec;
+
+	if (sys3(__NR_mincore, (long)(addr & ~page_mask), 1, (long)&vec) == -ENOMEM)
+		return SEGV_MAPERR;
+	return SEGV_ACCERR;
+}
+
+/*
+ * [trap] Deliver a fault that the probed instruction raised while we ran
+ * it for the program (emulation), as the CPU would have raised it. uc is
+ * the context the breakpoint's handler returns to, already at the
+ * faulting instruction.
+ *
+ * The fault is queued to this thread (blocked until our handler returns)
+ * rather than handed to the program's handler from here, so that the
+ * kernel delivers it exactly as a fault of that instruction: on the
+ * alternate stack, with the registers of uc, and only after the handler
+ * of the breakpoint has gone. It then reaches ukp_sigfault_handler, which
+ * chains it like any other fault. As with a fault the CPU raises (the
+ * kernel's force_sig), a fault signal the program blocked is not held
+ * back: it kills.
+ */
 UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc)
 {
+	uint64_t *ucmask = (uint64_t *)&uc->uc_sigmask;
+	uint64_t bit = SIGBIT(sig);
 	siginfo_t si;
 	size_t i;
 
 	for (i = 0; i < sizeof(si) / sizeof(long); i++)
 		((volatile unsigned long *)&si)[i] = 0;
 	si.si_signo = sig;
-	si.si_code = code;
+	si.si_code = sig == SIGSEGV ? segv_code(fault_addr) : code;
 	si.si_addr = (void *)fault_addr;
-	ukp_chain_signal(sig, &si, uc);
+	if (*ucmask & bit) {
+		struct ksigaction dfl = { (void *)SIG_DFL, 0, NULL, 0 };
+
+		sys_rt_sigaction(sig, &dfl, NULL);
+		*ucmask &= ~bit;
+	}
+	ukp_sys_sigprocmask(SIG_BLOCK, &bit, NULL);
+	sys_tgsigqueueinfo(ukp_sys_getpid(), ukp_sys_gettid(), sig, &si);
 }
 
 /* ---------------------------------------------------- interposers */
@@ -359,8 +422,14 @@ static void strip_sigtrap(const sigset_t **set, sigset_t *copy)
 	}
 }
 
-/* [any] The program's sigaction(): for a signal the library owns, only
- * recorded (and reported back); otherwise passed on. */
+/*
+ * [any] The program's sigaction(): for a signal the library owns, only
+ * recorded (and reported back); otherwise passed on. The record is what
+ * the kernel would have stored through libc, so that reading it back
+ * gives what it would give without the library: SIGKILL and SIGSTOP
+ * leave the mask, unknown flags go, and libc's SA_RESTORER and restorer
+ * come in.
+ */
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
 						     struct sigaction *oact)
 {
@@ -375,6 +444,18 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	if (idx >= 0 && atomic_load(&installed)) {
 		uint64_t old;
 
+		if (act) {
+			if (act != &copy)
+				copy = *act;
+			sigdelset(&copy.sa_mask, SIGKILL);
+			sigdelset(&copy.sa_mask, SIGSTOP);
+			copy.sa_flags &= (int)kernel_sa_flags;
+			if (libc_restorer) {
+				copy.sa_flags |= SA_RESTORER;
+				copy.sa_restorer = (void (*)(void))libc_restorer;
+			}
+			act = &copy;
+		}
 		act_lock_acquire(&old);
 		if (oact)
 			prog_action_read(idx, oact);

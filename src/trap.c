@@ -25,6 +25,9 @@
 
 #include "internal.h"
 
+/* The trap number the kernel records for a breakpoint (x86 #BP). */
+#define UKP_TRAPNR_BREAKPOINT 3
+
 UKP_TLS struct ukp_ctlblk ukp_ctl;
 _Atomic unsigned long ukp_handler_fault_count;
 
@@ -204,6 +207,17 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 					    uintptr_t slot, ucontext_t *uc)
 {
 	bool mine = (c->status & (KPROBE_HIT_SS | KPROBE_REENTER)) && c->cur_site == s;
+	/*
+	 * A step whose state a later hit dropped (see breakpoint_trap) and
+	 * that came back after all: a signal handler interrupted a system
+	 * call copied out of line, hit a probe and returned, and the system
+	 * call finished (or was restarted) in the slot. Nothing else is
+	 * under way on this thread, so the step finishes as its own and
+	 * its post_handlers run. (Only blocking steps leave signals
+	 * deliverable, and those are never reentrant: handlers run with
+	 * asynchronous signals blocked.)
+	 */
+	bool orphan = !mine && c->status == 0;
 	struct pt_regs regs;
 
 	arch_regs_from_ucontext(&regs, uc);
@@ -215,13 +229,14 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 	}
 	/* The site stays valid until we leave the read side. */
 	atomic_fetch_sub(&s->inflight, 1);
-	if (!mine)
-		return; /* a step whose state was dropped: no post_handler */
-	if (c->status == KPROBE_REENTER) {
+	if (!mine && !orphan)
+		return; /* a dropped step inside other probe work: no post_handler */
+	if (mine && c->status == KPROBE_REENTER) {
 		c->cur_site = c->prev.site;
 		c->status = c->prev.status;
 		return;
 	}
+	c->cur_site = s;
 	c->status = KPROBE_HIT_SSDONE;
 	run_post_handlers(c, s, &regs);
 	arch_regs_to_ucontext(uc, &regs);
@@ -258,14 +273,17 @@ static UKP_TRAP_TEXT void reenter_kprobe(struct ukp_ctlblk *c, struct ukp_site *
 
 _Atomic unsigned long ukp_dropped_steps;
 
-/* [trap] The SIGTRAP handler. */
-UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
+/*
+ * [trap] A breakpoint trap of this thread: one of our probes, the
+ * trailing int3 of an out-of-line copy, or a breakpoint we removed after
+ * the thread hit it. Returns false when it is none of these (the
+ * program's own int3): the caller passes the signal on.
+ */
+static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 {
-	ucontext_t *uc = ucv;
 	struct ukp_ctlblk *c = &ukp_ctl;
 	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_SIZE;
 	struct pending_fault pf = { 0, 0, 0 };
-	int saved_errno = errno;
 	struct ukp_site *s;
 	uintptr_t slot;
 	uint8_t b[2];
@@ -309,15 +327,29 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 		arch_uc_set_ip(uc, addr);
 		goto out;
 	}
-	/* Not ours: the program's int3, raise(SIGTRAP), ... */
+	/* Not ours: the program's int3. */
 	ukp_read_unlock(c);
-	ukp_chain_signal(sig, info, uc);
-	errno = saved_errno;
-	return;
+	return false;
 out:
 	ukp_read_unlock(c);
 	if (pf.sig)
 		ukp_deliver_fault(pf.sig, pf.code, pf.addr, uc);
+	return true;
+}
+
+/*
+ * [trap] The SIGTRAP handler. Only an int3 raises SIGTRAP with SI_KERNEL;
+ * a SIGTRAP sent with kill()/raise()/sigqueue() (si_code <= 0), a
+ * single-step trap (TRAP_TRACE) or a hardware breakpoint (TRAP_HWBKPT)
+ * says nothing about the byte before ip and is the program's.
+ */
+UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	int saved_errno = errno;
+
+	if (info->si_code != SI_KERNEL || !breakpoint_trap(uc))
+		ukp_chain_signal(sig, info, uc);
 	errno = saved_errno;
 }
 
@@ -381,6 +413,17 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 			}
 		}
 		__builtin_longjmp(c->jb, 1);
+	}
+	if (sig == SIGSEGV && info->si_code == SI_KERNEL &&
+	    arch_uc_trapnr(uc) == UKP_TRAPNR_BREAKPOINT && breakpoint_trap(uc)) {
+		/* The kernel could not write the SIGTRAP frame of one of our
+		 * breakpoints (the stack pointer is in unusable memory, a
+		 * stack overflow) and turned the trap into this SIGSEGV,
+		 * which came on the alternate stack: the hit is handled
+		 * here instead. A fault of the probed instruction then
+		 * reaches the program as it would without the probe. */
+		errno = saved_errno;
+		return;
 	}
 	ukp_read_lock(c);
 	s = ukp_slot_owner(ip, &slot);

@@ -372,6 +372,8 @@ static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
 	ai->ool = true;
 	/* syscall leaves the slot address in rcx; arch_resume_ool fixes it. */
 	ai->is_syscall = insn->mnemonic == ZYDIS_MNEMONIC_SYSCALL;
+	/* a system call may block for long: keep it interruptible */
+	ai->blocking = ai->is_syscall;
 	return 0;
 }
 
