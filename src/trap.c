@@ -101,10 +101,13 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct ukp_ctlbl
 	return ret;
 }
 
-/* Every enabled child's pre_handler, newest first; 1 when one asked to
- * change the execution path (the rest of the chain is skipped). */
-static UKP_TRAP_TEXT int run_pre_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
-					  struct pt_regs *regs)
+/*
+ * Every enabled child's pre_handler (post == false) or post_handler, newest
+ * first. A pre_handler returning non-zero asked to change the execution
+ * path: the rest of the chain is skipped and 1 returned.
+ */
+static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
+				      struct pt_regs *regs, bool post)
 {
 	struct ukp_child *ch;
 
@@ -113,30 +116,16 @@ static UKP_TRAP_TEXT int run_pre_handlers(struct ukp_ctlblk *c, struct ukp_site 
 		struct kprobe *kp = ch->kp;
 		struct handler_call hc = { kp, regs, NULL, NULL };
 
-		hc.pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
-		if (!hc.pre || kprobe_disabled(kp))
+		if (post)
+			hc.post = *(kprobe_post_handler_t volatile *)&kp->post_handler;
+		else
+			hc.pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
+		if ((!hc.pre && !hc.post) || kprobe_disabled(kp))
 			continue;
-		if (call_handler(c, &hc))
+		if (call_handler(c, &hc) && !post)
 			return 1;
 	}
 	return 0;
-}
-
-static UKP_TRAP_TEXT void run_post_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
-					    struct pt_regs *regs)
-{
-	struct ukp_child *ch;
-
-	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
-	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
-		struct kprobe *kp = ch->kp;
-		struct handler_call hc = { kp, regs, NULL, NULL };
-
-		hc.post = *(kprobe_post_handler_t volatile *)&kp->post_handler;
-		if (!hc.post || kprobe_disabled(kp))
-			continue;
-		call_handler(c, &hc);
-	}
 }
 
 /* nmissed of every child, disabled ones too (the kernel's
@@ -178,7 +167,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		}
 		if (!reenter) {
 			c->status = KPROBE_HIT_SSDONE;
-			run_post_handlers(c, s, regs);
+			run_handlers(c, s, regs, true);
 			reset_current_kprobe(c);
 		}
 		arch_regs_to_ucontext(uc, regs);
@@ -238,7 +227,7 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 	}
 	c->cur_site = s;
 	c->status = KPROBE_HIT_SSDONE;
-	run_post_handlers(c, s, &regs);
+	run_handlers(c, s, &regs, true);
 	arch_regs_to_ucontext(uc, &regs);
 	reset_current_kprobe(c);
 }
@@ -251,7 +240,7 @@ static UKP_TRAP_TEXT void kprobe_hit(struct ukp_ctlblk *c, struct ukp_site *s, u
 	arch_regs_from_ucontext(&regs, uc);
 	c->cur_site = s;
 	c->status = KPROBE_HIT_ACTIVE;
-	if (run_pre_handlers(c, s, &regs)) {
+	if (run_handlers(c, s, &regs, false)) {
 		/* The handler changed the execution path. */
 		arch_regs_to_ucontext(uc, &regs);
 		reset_current_kprobe(c);
