@@ -10,13 +10,17 @@
  * a serializing instruction (membarrier SYNC_CORE) before we go on.
  *
  * The descriptor is reopened after fork(): an inherited /proc/self/mem
- * descriptor still points at the parent's memory.
+ * descriptor still points at the parent's memory. It is also checked
+ * before every use: a program may close descriptors it does not know
+ * about (daemons close them all) and get the number back for one of its
+ * own files, which must never receive our bytes nor be closed by us.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +28,9 @@
 
 static int mem_fd = -1;
 static pid_t mem_pid;
+/* What mem_fd was opened on: /proc/<mem_pid>/mem. */
+static dev_t mem_dev;
+static ino_t mem_ino;
 static bool membarrier_ok;
 static pid_t membarrier_pid;
 
@@ -38,23 +45,49 @@ static void membarrier_register(void)
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY, 0);
 
 	membarrier_ok = false;
+	/* Asked once per process, supported or not. */
+	membarrier_pid = getpid();
 	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		return;
 	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0) == 0)
 		membarrier_ok = true;
-	membarrier_pid = getpid();
 }
 
-/* [reg] */
+/* [any] Does descriptor mem_fd still name the file we opened? */
+static bool mem_fd_ours(void)
+{
+	struct stat st;
+
+	return mem_fd >= 0 && fstat(mem_fd, &st) == 0 && st.st_dev == mem_dev &&
+	       st.st_ino == mem_ino;
+}
+
+/* [reg] A descriptor on this process's memory. */
 static int mem_open(void)
 {
-	if (mem_fd >= 0 && mem_pid == getpid())
+	struct stat st;
+	int fd, err;
+
+	if (mem_pid == getpid() && mem_fd_ours())
 		return 0;
-	if (mem_fd >= 0)
+	/* Ours but another process's memory (forked without atfork):
+	 * close it. Not ours any more: the number is the program's. */
+	if (mem_fd_ours())
 		close(mem_fd);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	mem_fd = -1;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	mem_dev = st.st_dev;
+	mem_ino = st.st_ino;
 	mem_pid = getpid();
-	return mem_fd < 0 ? -errno : 0;
+	mem_fd = fd;
+	return 0;
 }
 
 /* [reg] */
@@ -67,12 +100,13 @@ int ukp_text_init(void)
 /* [any] Called in the child after fork (pthread_atfork). */
 void ukp_text_after_fork(void)
 {
-	if (mem_fd >= 0)
+	if (mem_fd_ours())
 		close(mem_fd);
 	mem_fd = -1;
 }
 
-/* [reg] Fallback when /proc is not mounted: keep the page executable. */
+/* [reg] Fallback when /proc/self/mem cannot be used: keep the page
+ * executable while it is writable. */
 static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -101,6 +135,10 @@ int ukp_text_poke(uintptr_t addr, const void *buf, size_t len)
 	n = pwrite(mem_fd, buf, len, (off_t)addr);
 	if (n == (ssize_t)len)
 		return 0;
+	/* The kernel may refuse forced writes to read-only mappings
+	 * (proc_mem.force_override=never): go through mprotect. */
+	if (n < 0 && (errno == EIO || errno == EPERM || errno == EACCES))
+		return poke_mprotect(addr, buf, len);
 	return n < 0 ? -errno : -EIO;
 }
 

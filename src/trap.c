@@ -316,6 +316,13 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		arch_uc_set_ip(uc, addr);
 		goto out;
 	}
+	/* A probe registered here again after our lookup missed: its site
+	 * was hashed before its int3 was written, so a second lookup finds
+	 * it. Run the instruction again; it traps into the new probe. */
+	if (ukp_site_lookup(addr)) {
+		arch_uc_set_ip(uc, addr);
+		goto out;
+	}
 	/* Not ours: the program's int3. */
 	ukp_read_unlock(c);
 	return false;
