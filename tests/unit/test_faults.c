@@ -132,12 +132,12 @@ static void do_fault(void)
 {
 	switch (fault_kind) {
 	case F_SEGV:
-		sink = *(volatile int *)null_ptr;
+		sink = ukt_load_int(null_ptr);
 		break;
 	case F_FPE: {
 		volatile int a = 7;
 
-		sink = a / zero;
+		sink = ukt_idiv(a, zero);
 		break;
 	}
 	case F_ILL:
@@ -296,7 +296,7 @@ static int fault_handler_faulting(struct kprobe *p, struct pt_regs *regs, int tr
 {
 	fh_calls++;
 	fh_trapnr = trapnr;
-	sink = *(volatile int *)null_ptr;
+	sink = ukt_load_int(null_ptr);
 	fh_calls += 100;
 	return 0;
 }

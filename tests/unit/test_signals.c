@@ -579,7 +579,7 @@ Test(masks, chained_segv_handler_with_full_mask)
 	reset_counts();
 	segv_calls = 0;
 	if (sigsetjmp(recover, 1) == 0)
-		sink = *null_ptr;
+		sink = ukt_load_int(null_ptr);
 	cr_expect_eq(segv_calls, 1);
 	cr_expect_eq(segv_result, 7);
 	cr_expect_eq(pre_hits, 1);
@@ -827,14 +827,14 @@ static void child_oneshot(void)
 	sa.sa_flags = SA_RESETHAND;
 	sigaction(SIGSEGV, &sa, NULL);
 	if (sigsetjmp(recover, 1) == 0)
-		sink = *null_ptr;
+		sink = ukt_load_int(null_ptr);
 	memset(&sa, 0, sizeof(sa));
 	sigaction(SIGSEGV, NULL, &sa);
 	shared[1] = sa.sa_handler == SIG_DFL;
 	if (ukt_target(1) != 4)
 		_exit(13);
 	if (sigsetjmp(recover, 1) == 0)
-		sink = *null_ptr;
+		sink = ukt_load_int(null_ptr);
 	_exit(11); /* the second fault was handled */
 }
 

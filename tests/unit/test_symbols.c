@@ -25,11 +25,12 @@
 #include <zlib.h>
 
 #include "symbols.h"
+#include "ukp_test.h"
 #include "ukprobes.h"
 
 /* ---- functions of our own to look up ---------------------------------- */
 
-__attribute__((noinline, noclone, used)) int ukpt_global_fn(int x)
+UKP_TARGET int ukpt_global_fn(int x)
 {
 	int i, acc = 0;
 
@@ -38,7 +39,7 @@ __attribute__((noinline, noclone, used)) int ukpt_global_fn(int x)
 	return acc;
 }
 
-__attribute__((noinline, noclone, used)) static int ukpt_static_fn(int x)
+UKP_TARGET static int ukpt_static_fn(int x)
 {
 	int i, acc = 1;
 
@@ -48,7 +49,7 @@ __attribute__((noinline, noclone, used)) static int ukpt_static_fn(int x)
 }
 
 /* Blacklisted in this object: the section entry must be reported. */
-__attribute__((noinline, noclone, used)) int ukpt_nokprobe_fn(int x)
+UKP_TARGET int ukpt_nokprobe_fn(int x)
 {
 	return x * 5 + 1;
 }
@@ -58,12 +59,12 @@ NOKPROBE_SYMBOL(ukpt_nokprobe_fn);
  * Two versions of one symbol: the linker keeps "ukpt_vfn@UKPT_1" and
  * "ukpt_vfn@@UKPT_2" in .symtab; plain "ukpt_vfn" must find the default.
  */
-__attribute__((noinline, noclone, used)) int ukpt_vfn_old(int x)
+UKP_TARGET int ukpt_vfn_old(int x)
 {
 	return x + 100;
 }
 
-__attribute__((noinline, noclone, used)) int ukpt_vfn_new(int x)
+UKP_TARGET int ukpt_vfn_new(int x)
 {
 	return x + 200;
 }
@@ -76,7 +77,7 @@ int ukpt_data_object = 42;
  * Same name as a global of libukptarget.so: the library's global must win
  * over this static even though the executable is searched first.
  */
-__attribute__((noinline, noclone, used)) static int ukptarget_add(int a, int b)
+UKP_TARGET static int ukptarget_add(int a, int b)
 {
 	return a - b;
 }

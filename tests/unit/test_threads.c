@@ -75,7 +75,7 @@ static int asm_expect(int x)
 }
 
 /* Called through a volatile pointer so that no call is optimised away. */
-static int (*volatile asm_target_fp)(int) = thr_asm_target;
+static int (*volatile asm_target_fp)(int) __attribute__((unused)) = thr_asm_target;
 
 UKP_TARGET int thr_c_target(int x)
 {
@@ -85,7 +85,7 @@ UKP_TARGET int thr_c_target(int x)
 	return r - 3;
 }
 
-static int (*volatile c_target_fp)(int) = thr_c_target;
+static int (*volatile c_target_fp)(int) __attribute__((unused)) = thr_c_target;
 
 /* --------------------------------------------------------------- helpers */
 

@@ -14,4 +14,24 @@
 #define UKP_TARGET __attribute__((noipa, used))
 #endif
 
+/*
+ * Deliberate faults, in assembly so that UBSan (which would report the
+ * undefined behaviour itself and stop) lets the CPU raise the signal.
+ */
+static inline int ukt_load_int(const volatile void *p)
+{
+	int v;
+
+	__asm__ volatile("movl (%1), %0" : "=r"(v) : "r"(p) : "memory");
+	return v;
+}
+
+static inline int ukt_idiv(int a, int b)
+{
+	int q;
+
+	__asm__ volatile("cltd\n\tidivl %2" : "=a"(q) : "a"(a), "r"(b) : "rdx", "cc");
+	return q;
+}
+
 #endif
