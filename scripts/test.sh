@@ -1,17 +1,44 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite: the normal build, then the
-# sanitizer build (ASan + UBSan). Exits non-zero if anything fails.
+# sanitizer build (ASan + UBSan), then the benchmark in quick mode (to
+# prove it runs, not to time anything). Exits non-zero if anything fails
+# and ends with one line "tests: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+
+summary() {
+  # counts of one meson test run, from its JSON log
+  python3 - "$1" <<'PY'
+import json, sys
+ok = bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("result") in ("OK", "EXPECTEDFAIL"): ok += 1
+    elif r.get("result") != "SKIP": bad += 1
+print(ok, bad)
+PY
+}
+
+status=0
 if [ ! -d build ]; then meson setup build >/dev/null; fi
 meson compile -C build
-meson test -C build --print-errorlogs
+meson test -C build --print-errorlogs || status=1
+read -r ok1 bad1 < <(summary build/meson-logs/testlog.json)
+
 if [ ! -d build-san ]; then
   CC=clang meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debug >/dev/null
 fi
 meson compile -C build-san
+# The library owns SIGSEGV/SIGBUS/SIGFPE/SIGILL (handler faults, faults of
+# probed instructions): ASan must leave those signals to it.
 ASAN_OPTIONS=detect_leaks=0:allow_user_segv_handler=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  meson test -C build-san --print-errorlogs
+  meson test -C build-san --print-errorlogs || status=1
+read -r ok2 bad2 < <(summary build-san/meson-logs/testlog.json)
+
+bash bench/run.sh --quick || status=1
+
+echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
+exit $status

@@ -99,11 +99,13 @@ void ukp_read_lock(struct ukp_ctlblk *c);     /* [trap] */
 void ukp_read_unlock(struct ukp_ctlblk *c);   /* [trap] */
 void ukp_synchronize(void);                   /* [reg] wait for every thread inside */
 void ukp_sync_after_fork_child(void);         /* [reg] */
+/* false once writers can make every thread fence (membarrier) */
+extern _Atomic bool ukp_reader_fence;
 
 /* ------------------------------------------------------------- text */
 /* text_patch.c */
 int ukp_text_poke(uintptr_t addr, const void *buf, size_t len); /* [reg] */
-void ukp_text_sync(void);                     /* [reg] serialize every thread */
+bool ukp_text_sync(void);                     /* [reg] serialize every thread */
 int ukp_text_init(void);                      /* [reg] */
 void ukp_text_after_fork(void);               /* [any] */
 

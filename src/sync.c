@@ -30,6 +30,8 @@ struct ukp_thread_rec {
 static struct ukp_thread_rec ukp_recs[UKP_MAX_THREADS];
 /* Readers that found no free record count here; writers wait for 0. */
 static struct ukp_thread_rec ukp_overflow_rec;
+/* Readers fence themselves unless writers can use membarrier. */
+_Atomic bool ukp_reader_fence = true;
 static _Atomic unsigned long ukp_overflow_inside;
 
 static UKP_TRAP_TEXT bool tid_dead(int tid)
@@ -78,9 +80,16 @@ UKP_TRAP_TEXT void ukp_read_lock(struct ukp_ctlblk *c)
 	atomic_store_explicit(&c->rec->seq,
 			      atomic_load_explicit(&c->rec->seq, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
-	/* Order the "inside" mark before every read of the probe tables
-	 * (pairs with the fence in ukp_synchronize). */
-	atomic_thread_fence(memory_order_seq_cst);
+	/*
+	 * Order the "inside" mark before every read of the probe tables.
+	 * With membarrier, ukp_synchronize() makes every running thread
+	 * execute that barrier for us (the asymmetric fence of liburcu's
+	 * memb flavour), so the hit path only stops the compiler.
+	 */
+	if (atomic_load_explicit(&ukp_reader_fence, memory_order_relaxed))
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* [trap] Leave the read side. */
@@ -116,7 +125,10 @@ void ukp_synchronize(void)
 	unsigned long snap[64];
 	int i, base;
 
-	atomic_thread_fence(memory_order_seq_cst);
+	/* Pairs with ukp_read_lock: every thread either is seen inside
+	 * below, or will see what the caller unlinked. */
+	if (!ukp_text_sync())
+		atomic_thread_fence(memory_order_seq_cst);
 	for (base = 0; base < UKP_MAX_THREADS; base += 64) {
 		for (i = 0; i < 64; i++)
 			snap[i] = atomic_load(&ukp_recs[base + i].seq);

@@ -45,12 +45,15 @@ static void membarrier_register(void)
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY, 0);
 
 	membarrier_ok = false;
+	/* Readers may skip their fence only while writers can membarrier. */
+	atomic_store(&ukp_reader_fence, true);
 	/* Asked once per process, supported or not. */
 	membarrier_pid = getpid();
 	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		return;
 	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0) == 0)
 		membarrier_ok = true;
+	atomic_store(&ukp_reader_fence, !membarrier_ok);
 }
 
 /* [any] Does descriptor mem_fd still name the file we opened? */
@@ -142,16 +145,21 @@ int ukp_text_poke(uintptr_t addr, const void *buf, size_t len)
 	return n < 0 ? -errno : -EIO;
 }
 
-/* [reg] Make every thread of the process see the new code. */
-void ukp_text_sync(void)
+/*
+ * [reg] Make every thread of the process see the new code. Returns true
+ * when every other running thread also executed a full memory barrier
+ * (membarrier), false when only this thread did.
+ */
+bool ukp_text_sync(void)
 {
 	if (membarrier_pid != getpid())
 		membarrier_register();
 	if (membarrier_ok &&
 	    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0) == 0)
-		return;
+		return true;
 	/* Without membarrier: an IPI-free fallback is a full barrier plus the
 	 * fact that a thread entering the kernel serializes; x86 keeps
 	 * instruction caches coherent. */
 	atomic_thread_fence(memory_order_seq_cst);
+	return false;
 }
