@@ -231,6 +231,129 @@ UKPROBES_API ukprobes_print_fn_t ukprobes_set_print(ukprobes_print_fn_t fn);
 	__attribute__((used, section("ukprobes_blacklist"), aligned(8))) =       \
 		(const void *)&fname
 
+/* ------------------------------------------------------------------ */
+/*
+ * Return probes (kprobes.rst, "Return Probes").
+ *
+ * A kretprobe puts an entry probe (rp->kp) on the first instruction of a
+ * function (after an endbr64). When it fires, the return address on the
+ * stack is swapped for a trampoline; when the function returns, the
+ * trampoline calls rp->handler with regs_return_value(regs) the return
+ * value, regs->ip the real return address and regs->sp the stack pointer
+ * after the return, then resumes at the real return address. The return
+ * values in rax, rdx, xmm0, xmm1 and the x87 stack survive the handler;
+ * a change the handler makes to regs->ax (or another general register)
+ * takes effect, a change to ip or sp does not.
+ *
+ * entry_handler runs on the breakpoint path (signal context, same rules
+ * as a pre_handler); handler runs on the thread, at the return, in
+ * whatever context the function returned in (also async-signal-safe
+ * only: the function may return inside a signal handler of the program),
+ * with the asynchronous signals blocked. While either runs,
+ * kprobe_running() is &rp->kp and probe hits on the same thread are
+ * missed (counted in the hit probe's nmissed). A fault in either is
+ * handled as in a pre_handler; a faulting entry_handler cancels the
+ * return probe of that call.
+ *
+ * Instances: rp->maxactive of them are allocated at registration (default
+ * max(10, 2 * online CPUs), written back to maxactive). A call that finds
+ * none free, or that is more than 64 probed returns deep on its thread,
+ * is counted in rp->nmissed and gets neither entry_handler nor handler.
+ * An entry_handler that returns non-zero cancels the return probe for
+ * that call. Each instance has rp->data_size bytes (<= 4096) of private
+ * data at ri->data, shared by entry_handler and handler of one call (not
+ * zeroed between uses).
+ *
+ * Several kretprobes on one function all fire: entry handlers newest
+ * first, return handlers oldest registered first (as the kernel).
+ *
+ * Non-local exits: frames left by longjmp, siglongjmp, a C++ exception,
+ * pthread_exit() or thread cancellation never see their return handler;
+ * their instances are reclaimed (when the thread next enters a probed
+ * function or returns through the trampoline at a shallower stack
+ * position, or once the thread is found dead). Frames that are not left
+ * keep their return probe. Limitations: the frames of one thread must
+ * live on one stack (a probed function that runs on a sigaltstack above
+ * the thread's stack, or in a makecontext() coroutine, is not
+ * supported), and a probed function must return with a plain ret.
+ *
+ * Unwinding: backtrace() and _Unwind_Backtrace() report the real return
+ * addresses and leave the probes armed; C++ exceptions, pthread_exit()
+ * and cancellation unwind through pending return probes as if there were
+ * none (libgcc's frame lookup, _Unwind_Find_FDE, is interposed for that;
+ * a program linked with -static-libgcc does not get this). Frame-pointer
+ * walkers and __builtin_return_address() see the trampoline: map it back
+ * with kretprobe_find_ret_addr().
+ *
+ * A thread running with a CET shadow stack cannot have its return
+ * addresses rewritten: register_kretprobe() fails with -EOPNOTSUPP in
+ * such a process, and such threads' calls are counted as missed.
+ */
+#define KRETPROBE_MAX_DATA_SIZE 4096
+
+struct kretprobe;
+struct kretprobe_holder; /* private: instances and their pool */
+
+struct kretprobe_instance {
+	kprobe_opcode_t *ret_addr; /* the real return address */
+	struct kretprobe *rp;      /* prefer get_kretprobe(): NULL once unregistered */
+	unsigned long task;        /* the thread: pthread_self() of the call */
+	char data[] __attribute__((aligned(16)));
+};
+
+typedef int (*kretprobe_handler_t)(struct kretprobe_instance *, struct pt_regs *);
+
+struct kretprobe {
+	struct kprobe kp;          /* set symbol_name or addr; pre/post handlers are ours */
+	kretprobe_handler_t handler;
+	kretprobe_handler_t entry_handler;
+	int maxactive;
+	int nmissed;
+	size_t data_size;
+	struct kretprobe_holder *rph; /* private */
+};
+
+/*
+ * Returns 0 or a negative errno: those of register_kprobe(), and
+ *  -EINVAL      not at a function entry (offset 0, or 4 after endbr64);
+ *               rp already registered
+ *  -E2BIG       data_size > KRETPROBE_MAX_DATA_SIZE
+ *  -EOPNOTSUPP  the calling thread runs with a CET shadow stack
+ *  -ENOMEM      no memory for the instances
+ */
+UKPROBES_API int register_kretprobe(struct kretprobe *rp);
+/* Pending returns still go to the right place; their handlers are
+ * skipped. Memory is freed once no thread can use it any more. */
+UKPROBES_API void unregister_kretprobe(struct kretprobe *rp);
+UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num);
+UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num);
+/* Stop or restart new instances; pending returns still run the handler. */
+UKPROBES_API int disable_kretprobe(struct kretprobe *rp);
+UKPROBES_API int enable_kretprobe(struct kretprobe *rp);
+
+/* The kretprobe of an instance, or NULL once it has been unregistered. */
+UKPROBES_API struct kretprobe *get_kretprobe(struct kretprobe_instance *ri);
+
+static inline unsigned long get_kretprobe_retaddr(struct kretprobe_instance *ri)
+{
+	return (unsigned long)ri->ret_addr;
+}
+
+/* True if addr is the return trampoline (what a hijacked return address
+ * on the stack holds). */
+UKPROBES_API bool is_kretprobe_trampoline(unsigned long addr);
+
+/*
+ * For unwinders (the kernel's kretprobe_find_ret_addr): the real return
+ * address of the pending return probe whose return address lives at the
+ * stack address fp (the slot that holds the trampoline address), on the
+ * thread task (a pthread_t; 0 for the calling thread), or 0 if there is
+ * none. *cur (initially NULL) is a cursor: pass it back unchanged to walk
+ * outwards from the previous answer. Another thread's answer is only
+ * reliable while that thread is stopped.
+ */
+UKPROBES_API unsigned long kretprobe_find_ret_addr(unsigned long task, void *fp, void **cur);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,7 @@ meson test -C build --print-errorlogs || status=1
 read -r ok1 bad1 < <(summary build/meson-logs/testlog.json)
 
 if [ ! -d build-san ]; then
-  CC=clang meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false \
+  CC=clang CXX=clang++ meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debug >/dev/null
 fi
 meson compile -C build-san

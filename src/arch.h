@@ -99,4 +99,39 @@ bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
 #define UKP_BREAKPOINT_INSN 0xcc
 #define UKP_BREAKPOINT_SIZE 1
 
+/* ------------------------------------------------------ return probes */
+/* src/arch/<arch>/kretprobe.c and the trampoline (kretprobe_tramp.S). */
+
+/*
+ * The return trampoline. A hijacked return address is its address. It
+ * saves the registers and the extended (vector/x87) state, calls
+ * ukp_kretprobe_dispatch (kretprobes.h), restores, and returns to the
+ * address the dispatcher gave. The byte before it is covered by no FDE,
+ * so that an unwinder that finds the trampoline address on the stack asks
+ * for the FDE of that byte (see arch_kretprobe_pseudo_fde).
+ */
+extern char ukp_kretprobe_trampoline[];
+
+/* [reg] Once, before the first return probe: size the trampoline's save
+ * area for this CPU's extended state. Returns 0 or -errno. */
+int arch_kretprobe_init(void);
+
+/* [trap] At a hit of a probe on a function's first instruction: the
+ * stack address of the return address. */
+uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs);
+
+/* [any] True if the calling thread runs with a hardware shadow stack
+ * (return addresses cannot be rewritten). One system call. */
+bool arch_shadow_stack_active(void);
+
+/*
+ * [any] A CIE + FDE, in .eh_frame format, for a zero-size frame at the
+ * byte before the trampoline: CFA = sp, return address at CFA - 8. An
+ * unwinder that met the trampoline as a return address uses it after the
+ * real return address has been put back into that slot. Sets *func to
+ * the start of the range it covers and returns the FDE (NULL before
+ * arch_kretprobe_init).
+ */
+const void *arch_kretprobe_pseudo_fde(uintptr_t *func);
+
 #endif /* UKP_ARCH_H */

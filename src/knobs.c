@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "kretprobes.h"
 
 int ukp_lock_for_show(void);
 void ukp_unlock_for_show(void);
@@ -23,7 +24,8 @@ static void report_probe(FILE *out, const struct ukp_site *s, const struct kprob
 
 	if (s->obj && !s->obj->is_main)
 		mod = s->obj->name;
-	fprintf(out, "%016lx  %s  %s+0x%lx  %s %s%s%s%s\n", (unsigned long)s->addr, "k",
+	fprintf(out, "%016lx  %s  %s+0x%lx  %s %s%s%s%s\n", (unsigned long)s->addr,
+		ukp_is_kretprobe(kp) ? "r" : "k",
 		s->symname, s->symoff, mod, kprobe_gone(kp) ? "[GONE]" : "",
 		(kprobe_disabled(kp) && !kprobe_gone(kp)) ? "[DISABLED]" : "",
 		kprobe_optimized(kp) ? "[OPTIMIZED]" : "", kprobe_ftrace(kp) ? "[FTRACE]" : "");

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobe_tramp.S - the return trampoline of kretprobes (the kernel's
+ * arch_rethook_trampoline, for a process). No trap: a probed function
+ * whose return address was swapped for ukp_kretprobe_trampoline "returns"
+ * here with a plain ret.
+ *
+ * On entry: rsp = S + 8, where S is the stack slot the return address
+ * was popped from (it still holds the trampoline's address). Every
+ * register holds what the function returned with.
+ *
+ * The frame reuses S as its own return-address slot: the dispatcher
+ * writes the real return address there before any handler runs, so that
+ * the CFI below (return address at CFA - 8, CFA = S + 8) is true for
+ * every unwinder from then on, and the final ret goes there.
+ *
+ *   S + 8            caller's stack (CFA)
+ *   S       rbp + 8  return address (trampoline, then the real one)
+ *   S - 8   rbp      saved rbp
+ *   rbp - 168        struct pt_regs
+ *   below, 64-aligned: the XSAVE (or FXSAVE) area
+ *
+ * No red zone to step over: the caller made a call, so it keeps nothing
+ * live below its stack pointer (the call itself wrote there).
+ *
+ * What is saved: every general register (in pt_regs), the flags, and the
+ * whole extended state the OS enabled (x87, SSE, AVX, AVX-512, ... but
+ * not AMX tiles), so that return values in rax, rdx, xmm0, xmm1, st0 and
+ * st1 survive any C handler. General registers are restored from pt_regs:
+ * a handler may change the return value through regs->ax.
+ */
+#define PT_R15     0
+#define PT_R14     8
+#define PT_R13     16
+#define PT_R12     24
+#define PT_BP      32
+#define PT_BX      40
+#define PT_R11     48
+#define PT_R10     56
+#define PT_R9      64
+#define PT_R8      72
+#define PT_AX      80
+#define PT_CX      88
+#define PT_DX      96
+#define PT_SI      104
+#define PT_DI      112
+#define PT_ORIG_AX 120
+#define PT_IP      128
+#define PT_CS      136
+#define PT_FLAGS   144
+#define PT_SP      152
+#define PT_SS      160
+#define PT_SIZE    168
+
+#define USER_CS 0x33
+#define USER_DS 0x2b
+
+	.section ukprobes_text, "ax", @progbits
+	.p2align 4
+	/* The byte before the trampoline: no FDE covers it (see arch.h). */
+	int3
+	.globl ukp_kretprobe_trampoline
+	.hidden ukp_kretprobe_trampoline
+	.type ukp_kretprobe_trampoline, @function
+ukp_kretprobe_trampoline:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 0
+	.cfi_offset %rip, -8
+	subq $8, %rsp			/* rsp = S: the return-address slot */
+	.cfi_adjust_cfa_offset 8
+	pushq %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rbp, 0
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	subq $PT_SIZE, %rsp
+	movq %r15, PT_R15(%rsp)
+	movq %r14, PT_R14(%rsp)
+	movq %r13, PT_R13(%rsp)
+	movq %r12, PT_R12(%rsp)
+	movq %rbx, PT_BX(%rsp)
+	movq %r11, PT_R11(%rsp)
+	movq %r10, PT_R10(%rsp)
+	movq %r9, PT_R9(%rsp)
+	movq %r8, PT_R8(%rsp)
+	movq %rax, PT_AX(%rsp)
+	movq %rcx, PT_CX(%rsp)
+	movq %rdx, PT_DX(%rsp)
+	movq %rsi, PT_SI(%rsp)
+	movq %rdi, PT_DI(%rsp)
+	movq (%rbp), %rax
+	movq %rax, PT_BP(%rsp)
+	pushfq
+	popq %rax
+	movq %rax, PT_FLAGS(%rsp)
+	leaq 16(%rbp), %rax		/* S + 8: sp after the return */
+	movq %rax, PT_SP(%rsp)
+	movq $-1, PT_ORIG_AX(%rsp)
+	movq $0, PT_IP(%rsp)
+	movq $USER_CS, PT_CS(%rsp)
+	movq $USER_DS, PT_SS(%rsp)
+	cld
+
+	/* The extended state, 64-byte aligned below pt_regs. */
+	subq ukp_krp_xsave_size(%rip), %rsp
+	andq $-64, %rsp
+	movq ukp_krp_xsave_mask(%rip), %rax
+	testq %rax, %rax
+	jz 1f
+	/* XRSTOR faults unless the reserved header bytes are zero. */
+	xorl %ecx, %ecx
+	movq %rcx, 512(%rsp)
+	movq %rcx, 520(%rsp)
+	movq %rcx, 528(%rsp)
+	movq %rcx, 536(%rsp)
+	movq %rcx, 544(%rsp)
+	movq %rcx, 552(%rsp)
+	movq %rcx, 560(%rsp)
+	movq %rcx, 568(%rsp)
+	movq %rax, %rdx
+	shrq $32, %rdx
+	xsave64 (%rsp)
+	jmp 2f
+1:	fxsave64 (%rsp)
+2:	fninit				/* handlers start with an empty x87 stack */
+
+	leaq -PT_SIZE(%rbp), %rdi
+	leaq 8(%rbp), %rsi
+	call ukp_kretprobe_dispatch
+	testq %rax, %rax
+	jz 9f
+
+	movq ukp_krp_xsave_mask(%rip), %rax
+	testq %rax, %rax
+	jz 3f
+	movq %rax, %rdx
+	shrq $32, %rdx
+	xrstor64 (%rsp)
+	jmp 4f
+3:	fxrstor64 (%rsp)
+4:	leaq -PT_SIZE(%rbp), %rsp
+	movq PT_BP(%rsp), %rax		/* regs->bp becomes the saved rbp */
+	movq %rax, (%rbp)
+	pushq PT_FLAGS(%rsp)
+	popfq
+	movq PT_R15(%rsp), %r15
+	movq PT_R14(%rsp), %r14
+	movq PT_R13(%rsp), %r13
+	movq PT_R12(%rsp), %r12
+	movq PT_BX(%rsp), %rbx
+	movq PT_R11(%rsp), %r11
+	movq PT_R10(%rsp), %r10
+	movq PT_R9(%rsp), %r9
+	movq PT_R8(%rsp), %r8
+	movq PT_AX(%rsp), %rax
+	movq PT_CX(%rsp), %rcx
+	movq PT_DX(%rsp), %rdx
+	movq PT_SI(%rsp), %rsi
+	movq PT_DI(%rsp), %rdi
+	.cfi_remember_state
+	movq %rbp, %rsp
+	popq %rbp
+	.cfi_def_cfa %rsp, 8
+	.cfi_restore %rbp
+	ret				/* to the real return address, in S */
+	.cfi_restore_state
+	/* No pending return for this slot: nowhere to go. */
+9:	ud2
+	.cfi_endproc
+	.size ukp_kretprobe_trampoline, .-ukp_kretprobe_trampoline
+
+	.section .note.GNU-stack, "", @progbits

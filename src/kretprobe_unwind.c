@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobe_unwind.c - stack traces and unwinding while return addresses
+ * are hijacked (the kernel's unwind_recover_rethook, for a process; the
+ * same job as uftrace's libmcount/wrap.c does for its return hooks).
+ *
+ * A pending kretprobe leaves the trampoline's address in its function's
+ * return slot. Two kinds of walkers read those slots:
+ *
+ *  - Stack traces (glibc's backtrace(), libgcc's _Unwind_Backtrace()):
+ *    interposed; the real return addresses go back into every live slot
+ *    for the duration of the walk, then the trampoline goes back in. The
+ *    trace shows the real addresses and the probes stay armed.
+ *
+ *  - Unwinding that leaves frames (C++ exceptions, pthread_exit() and
+ *    thread cancellation, which unwind with libgcc): libgcc asks
+ *    _Unwind_Find_FDE for the frame information of each return address.
+ *    For the trampoline's address it asks about the byte before the
+ *    trampoline, which only this interposer answers: it puts the real
+ *    return address back into the slot the unwinder just read (the
+ *    deepest one still hijacked) and describes a zero-size frame whose
+ *    return address is that slot. The unwinder then carries on to the
+ *    real caller. Only the frames the unwinder actually walks through
+ *    lose their return probe (they are being left: their handlers must
+ *    not run, and their entries are reclaimed as stale later); frames
+ *    above the catch keep theirs.
+ *
+ * These definitions take effect where they come first in symbol lookup:
+ * in a program linked with the static library, and for the shared
+ * library once its version script gives them the versions the callers
+ * ask for (backtrace@GLIBC_2.2.5, _Unwind_*@GCC_3.0). A program that
+ * links libgcc statically (-static-libgcc) bypasses _Unwind_Find_FDE:
+ * there, an exception through a pending kretprobe ends the program.
+ */
+#include <dlfcn.h>
+#include <unwind.h>
+
+#include "internal.h"
+#include "kretprobes.h"
+
+/* libgcc's struct dwarf_eh_bases (unwind-dw2-fde.h). */
+struct ukp_dwarf_eh_bases {
+	void *tbase;
+	void *dbase;
+	void *func;
+};
+
+typedef const void *(*find_fde_fn)(void *pc, struct ukp_dwarf_eh_bases *bases);
+
+static int (*real_backtrace)(void **buffer, int size);
+static _Unwind_Reason_Code (*real_unwind_backtrace)(_Unwind_Trace_Fn fn, void *arg);
+static find_fde_fn real_find_fde;
+
+/*
+ * Resolved before main (dlsym is not async-signal-safe, and the
+ * interposers may run in signal handlers). libgcc_s may not be loaded in
+ * a C program yet (glibc loads it, privately, on the first backtrace or
+ * cancellation): load it here, so that there is one and we know it.
+ */
+__attribute__((constructor)) static void resolve_unwind_reals(void)
+{
+	void *gcc_s = NULL;
+
+	real_backtrace = (int (*)(void **, int))dlsym(RTLD_NEXT, "backtrace");
+	real_unwind_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))dlsym(
+		RTLD_NEXT, "_Unwind_Backtrace");
+	real_find_fde = (find_fde_fn)dlsym(RTLD_NEXT, "_Unwind_Find_FDE");
+	if (!real_unwind_backtrace || !real_find_fde)
+		gcc_s = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (gcc_s && !real_unwind_backtrace)
+		real_unwind_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))dlsym(
+			gcc_s, "_Unwind_Backtrace");
+	if (gcc_s && !real_find_fde)
+		real_find_fde = (find_fde_fn)dlsym(gcc_s, "_Unwind_Find_FDE");
+}
+
+/* Drop trampoline addresses a walker may still have recorded. */
+static int strip_trampolines(void **buffer, int n)
+{
+	int i, j;
+
+	for (i = j = 0; i < n; i++)
+		if (!is_kretprobe_trampoline((unsigned long)buffer[i]))
+			buffer[j++] = buffer[i];
+	return j;
+}
+
+/* glibc's backtrace(): the real return addresses, never the trampoline. */
+UKPROBES_API int backtrace(void **buffer, int size)
+{
+	uint64_t restored;
+	int n;
+
+	if (!real_backtrace)
+		return 0;
+	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0));
+	n = real_backtrace(buffer, size);
+	ukp_krp_rehijack(restored);
+	return n > 0 ? strip_trampolines(buffer, n) : n;
+}
+
+/* libgcc's stack walker, for the programs that call it themselves. */
+UKPROBES_API _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
+{
+	_Unwind_Reason_Code ret;
+	uint64_t restored;
+
+	if (!real_unwind_backtrace)
+		return _URC_END_OF_STACK;
+	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0));
+	ret = real_unwind_backtrace(fn, arg);
+	ukp_krp_rehijack(restored);
+	return ret;
+}
+
+/* libgcc's frame lookup: see the comment at the top. */
+UKPROBES_API const void *_Unwind_Find_FDE(void *pc, struct ukp_dwarf_eh_bases *bases)
+{
+	const void *fde;
+	uintptr_t func;
+
+	if ((uintptr_t)pc == (uintptr_t)ukp_kretprobe_trampoline - 1) {
+		fde = arch_kretprobe_pseudo_fde(&func);
+		/* No hijacked slot left: no frame information, the walk ends
+		 * here (rather than going round in circles). */
+		if (!fde || !ukp_krp_restore_one((uintptr_t)__builtin_frame_address(0)))
+			return NULL;
+		bases->tbase = NULL;
+		bases->dbase = NULL;
+		bases->func = (void *)func;
+		return fde;
+	}
+	return real_find_fde ? real_find_fde(pc, bases) : NULL;
+}
+
+/* [reg] */
+bool ukp_krp_unwind_ready(void)
+{
+	return real_find_fde != NULL;
+}
+
+/* [any] */
+UKPROBES_API unsigned long kretprobe_find_ret_addr(unsigned long task, void *fp, void **cur)
+{
+	return ukp_krp_find_ret(task, (uintptr_t)fp, cur);
+}

@@ -1,0 +1,944 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobes.c - return probes (the kernel's kretprobe code in
+ * kernel/kprobes.c and its rethook, for a process).
+ *
+ * A kretprobe is a kprobe on a function entry whose pre_handler
+ * (ukp_kretprobe_pre_handler) takes an instance from the kretprobe's
+ * pool, runs the entry_handler, records the real return address on the
+ * thread's return stack and writes the trampoline's address over it. The
+ * function's ret lands in the trampoline (arch code), which saves the
+ * registers and calls ukp_kretprobe_dispatch: it pops this frame's
+ * entries, runs the return handlers (oldest registered first) and hands
+ * back the real return address.
+ *
+ * Instances: a holder per registered kretprobe (the kernel's
+ * kretprobe_holder) owns maxactive instances in a lock-free pool. Every
+ * instance out of the pool holds a reference on the holder; so does the
+ * registration. Unregistering clears holder->rp (pending returns skip
+ * their handler), waits for a grace period, and drops the registration's
+ * reference; the holder is freed, from a registration call, once the
+ * last reference is gone and another grace period has passed (every
+ * recycling of an instance happens inside a read-side section).
+ *
+ * Return stacks: a static array of records, one per thread that ever hit
+ * a kretprobe, found through an initial-exec TLS pointer. Entries are
+ * pushed on the trap path (asynchronous signals blocked) and consumed by
+ * the dispatcher, the unwinder interposers, and other threads sweeping
+ * the records of dead threads. An instance changes hands only through an
+ * atomic exchange of the entry's ri field, so that a signal handler
+ * nesting on the same thread, or a sweeper, never recycles it twice.
+ *
+ * Non-local exits (longjmp, exceptions, thread exit) leave entries whose
+ * frame is gone. Like uprobes' cleanup_return_instances, a frame is known
+ * gone when the stack pointer has moved above its return slot: entries
+ * with a slot below the current one are dropped, without handlers,
+ * whenever the thread enters a kretprobe or returns through the
+ * trampoline; an entry at the very slot a new call uses is gone unless
+ * that slot still holds the trampoline (several kretprobes on one
+ * function, or a tail call, share one slot: "chained").
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kretprobes.h"
+
+/* Pending return probes per thread (uprobes' MAX_URETPROBE_DEPTH). */
+#define KRP_MAX_DEPTH 64
+#define KRP_MAX_THREADS 4096
+/* tid of a record being claimed or reclaimed */
+#define KRP_TID_BUSY (-1)
+
+#define krp_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+struct kretprobe_holder {
+	struct kretprobe *_Atomic rp;  /* NULL once unregistered */
+	_Atomic long refs;             /* registration + instances out of the pool */
+	_Atomic uint64_t free_head;    /* ABA tag << 32 | (index + 1); 0: empty */
+	_Atomic uint32_t *free_next;   /* per instance: index + 1 of the next free one */
+	unsigned char *insts;
+	size_t stride;
+	int ninst;
+	struct kretprobe *owner;       /* [krp_mutex] the registered struct */
+	struct kretprobe_holder *next; /* [krp_mutex] registered or zombie list */
+};
+
+/* In front of every instance. */
+struct krp_inst_hdr {
+	struct kretprobe_holder *rph;
+	uint32_t idx;
+	uint32_t pad;
+};
+
+struct krp_entry {
+	uintptr_t slot;                          /* where the trampoline address is */
+	uintptr_t ret;                           /* the real return address */
+	struct kretprobe_instance *_Atomic ri;   /* NULL once consumed */
+};
+
+struct krp_thread {
+	_Atomic int tid;             /* 0: free; KRP_TID_BUSY: being (re)claimed */
+	int pid;                     /* process the record belongs to (fork) */
+	unsigned long task;          /* pthread_self() */
+	bool shstk;                  /* the thread has a shadow stack */
+	_Atomic unsigned int depth;  /* entries in use */
+	struct krp_entry e[KRP_MAX_DEPTH];
+};
+
+static struct krp_thread krp_threads[KRP_MAX_THREADS];
+static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) */
+static UKP_TLS struct krp_thread *krp_self;
+
+static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct kretprobe_holder *krp_registered; /* [krp_mutex] */
+static struct kretprobe_holder *krp_zombies;    /* [krp_mutex] */
+static _Atomic unsigned long krp_nholders;
+static bool krp_inited;
+
+#define TRAMPOLINE ((uintptr_t)ukp_kretprobe_trampoline)
+
+/* ------------------------------------------------------------ pool */
+
+static UKP_TRAP_TEXT struct krp_inst_hdr *inst_hdr(struct kretprobe_instance *ri)
+{
+	return (struct krp_inst_hdr *)((char *)ri - sizeof(struct krp_inst_hdr));
+}
+
+static UKP_TRAP_TEXT struct kretprobe_instance *inst_at(struct kretprobe_holder *h, uint32_t i)
+{
+	return (struct kretprobe_instance *)(h->insts + (size_t)i * h->stride +
+					     sizeof(struct krp_inst_hdr));
+}
+
+/* [trap] A free instance (with a reference on h), or NULL. Only called
+ * while the kretprobe is registered. */
+static UKP_TRAP_TEXT struct kretprobe_instance *pool_get(struct kretprobe_holder *h)
+{
+	uint64_t old = atomic_load_explicit(&h->free_head, memory_order_acquire), new;
+	uint32_t i;
+
+	do {
+		i = (uint32_t)old;
+		if (!i)
+			return NULL;
+		new = (((old >> 32) + 1) << 32) |
+		      atomic_load_explicit(&h->free_next[i - 1], memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
+							 memory_order_acquire,
+							 memory_order_acquire));
+	atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+	return inst_at(h, i - 1);
+}
+
+/* [any] Give an instance back. The holder may be freed (after a grace
+ * period) as soon as the reference is dropped: nothing touches it after. */
+static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
+{
+	struct krp_inst_hdr *hd = inst_hdr(ri);
+	struct kretprobe_holder *h = hd->rph;
+	uint32_t i = hd->idx;
+	uint64_t old = atomic_load_explicit(&h->free_head, memory_order_relaxed), new;
+
+	do {
+		atomic_store_explicit(&h->free_next[i], (uint32_t)old, memory_order_relaxed);
+		new = (((old >> 32) + 1) << 32) | (i + 1);
+	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
+							 memory_order_release,
+							 memory_order_relaxed));
+	atomic_fetch_sub_explicit(&h->refs, 1, memory_order_release);
+}
+
+static struct kretprobe_holder *holder_alloc(int n, size_t data_size)
+{
+	struct kretprobe_holder *h;
+	size_t stride = sizeof(struct krp_inst_hdr) + sizeof(struct kretprobe_instance) +
+			data_size;
+	int i;
+
+	stride = (stride + 15) & ~(size_t)15;
+	if ((size_t)n > SIZE_MAX / stride)
+		return NULL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->insts = calloc((size_t)n, stride);
+	h->free_next = calloc((size_t)n, sizeof(*h->free_next));
+	if (!h->insts || !h->free_next) {
+		free(h->insts);
+		free(h->free_next);
+		free(h);
+		return NULL;
+	}
+	h->stride = stride;
+	h->ninst = n;
+	for (i = 0; i < n; i++) {
+		struct krp_inst_hdr *hd = inst_hdr(inst_at(h, (uint32_t)i));
+
+		hd->rph = h;
+		hd->idx = (uint32_t)i;
+		atomic_init(&h->free_next[i], i + 1 < n ? (uint32_t)i + 2 : 0);
+	}
+	atomic_init(&h->free_head, 1);
+	atomic_init(&h->refs, 1);
+	atomic_fetch_add(&krp_nholders, 1);
+	return h;
+}
+
+static void holder_free(struct kretprobe_holder *h)
+{
+	free(h->insts);
+	free(h->free_next);
+	free(h);
+	atomic_fetch_sub(&krp_nholders, 1);
+}
+
+/* ---------------------------------------------------- return stacks */
+
+static UKP_TRAP_TEXT unsigned int depth_of(struct krp_thread *t)
+{
+	return atomic_load_explicit(&t->depth, memory_order_relaxed);
+}
+
+/* [thread] Publish a new depth after the entries it covers are final.
+ * Only this thread (and signal handlers nesting on it) change it. */
+static UKP_TRAP_TEXT void set_depth(struct krp_thread *t, unsigned int d)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&t->depth, d, memory_order_relaxed);
+}
+
+/* [any] Recycle the instance of an entry whose frame is gone, if nobody
+ * consumed it yet. No handler. */
+static UKP_TRAP_TEXT void entry_drop(struct krp_entry *e)
+{
+	struct kretprobe_instance *ri = atomic_exchange_explicit(&e->ri, NULL,
+								  memory_order_relaxed);
+
+	if (ri)
+		recycle(ri);
+}
+
+static UKP_TRAP_TEXT bool read_word(uintptr_t addr, uintptr_t *v)
+{
+	return arch_copy_nofault(v, (const void *)addr, sizeof(*v)) == 0;
+}
+
+static UKP_TRAP_TEXT bool write_word(uintptr_t addr, uintptr_t v)
+{
+	return arch_copy_nofault((void *)addr, &v, sizeof(v)) == 0;
+}
+
+/* [trap] Is the owner of t gone? (Its tid no longer exists in this
+ * process, or t was inherited from the parent across fork.) */
+static UKP_TRAP_TEXT bool rec_dead(struct krp_thread *t, int tid, int mypid)
+{
+	if (t == krp_self)
+		return false;
+	if (t->pid != mypid)
+		return true;
+	return ukp_sys_tgkill(mypid, tid, 0) == -ESRCH;
+}
+
+/*
+ * [any] Reclaim the records of threads that died: their instances go
+ * back to their pools, without handlers (the kernel's kprobe_flush_task).
+ * all: also free records with no entries (when looking for a free one).
+ * Returns the number of records freed.
+ */
+static UKP_TRAP_TEXT unsigned int sweep_dead(bool all)
+{
+	unsigned int i, j, freed = 0, n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+	int mypid = ukp_sys_getpid();
+
+	for (i = 0; i < n; i++) {
+		struct krp_thread *t = &krp_threads[i];
+		int tid = atomic_load_explicit(&t->tid, memory_order_acquire);
+
+		if (tid <= 0 || t == krp_self)
+			continue;
+		if (!all && depth_of(t) == 0)
+			continue;
+		if (!rec_dead(t, tid, mypid))
+			continue;
+		if (!atomic_compare_exchange_strong(&t->tid, &tid, KRP_TID_BUSY))
+			continue;
+		for (j = depth_of(t); j-- > 0;)
+			entry_drop(&t->e[j]);
+		atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->tid, 0, memory_order_release);
+		freed++;
+	}
+	return freed;
+}
+
+/* [trap] This thread's record, claimed on first use; NULL when all are
+ * taken by live threads. */
+static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
+{
+	int round, i;
+
+	if (krp_self)
+		return krp_self;
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < KRP_MAX_THREADS; i++) {
+			struct krp_thread *t = &krp_threads[i];
+			int expect = 0;
+
+			if (atomic_load_explicit(&t->tid, memory_order_relaxed) != 0)
+				continue;
+			if (!atomic_compare_exchange_strong(&t->tid, &expect, KRP_TID_BUSY))
+				continue;
+			t->pid = ukp_sys_getpid();
+			t->task = (unsigned long)pthread_self();
+			t->shstk = arch_shadow_stack_active();
+			atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
+			for (unsigned int hw = atomic_load(&krp_hiwater); hw < (unsigned int)i + 1;)
+				if (atomic_compare_exchange_weak(&krp_hiwater, &hw, (unsigned int)i + 1))
+					break;
+			/* pid and the rest before the tid (sweepers read tid first) */
+			atomic_store_explicit(&t->tid, ukp_sys_gettid(), memory_order_release);
+			krp_self = t;
+			return t;
+		}
+		if (!sweep_dead(true))
+			break;
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------- handler calls */
+
+/*
+ * Call an entry or return handler with a recovery point, as trap.c's
+ * call_handler does for pre/post handlers: a fault inside it comes back
+ * here (ukp_sigfault_handler longjmps to ukp_ctl.jb) and counts as a
+ * non-zero return. While it runs, kprobe_running() is kp and probe hits
+ * on this thread are missed.
+ *
+ * trap: called from the breakpoint path (entry_handler). Otherwise (a
+ * return handler, from the dispatcher) the per-thread probe state is set
+ * here. Either way the asynchronous signals are blocked, so the fault
+ * handler's mask, which longjmp leaves in place, is the caller's.
+ */
+static UKP_TRAP_TEXT __attribute__((noinline)) int
+call_krp_handler(kretprobe_handler_t fn, struct kretprobe_instance *ri, struct pt_regs *regs,
+		 struct kprobe *kp, bool trap)
+{
+	struct ukp_ctlblk *c = &ukp_ctl;
+	void *saved_jb[5];
+	struct kprobe *saved_kp = c->cur_kp, *saved_fault_kp = c->fault_kp;
+	struct ukp_site *saved_site = c->cur_site, *saved_prev_site = c->prev.site;
+	unsigned int saved_status = c->status, saved_prev_status = c->prev.status;
+	unsigned int saved_depth = c->depth;
+	int saved_in = c->in_handler, ret, i;
+
+	for (i = 0; i < 5; i++)
+		saved_jb[i] = c->jb[i];
+	c->cur_kp = kp;
+	c->fault_kp = kp;
+	c->in_handler = saved_in + 1;
+	if (!trap)
+		c->status = KPROBE_HIT_ACTIVE;
+	if (__builtin_setjmp(c->jb) == 0) {
+		ret = fn(ri, regs);
+	} else {
+		c = &ukp_ctl;
+		/* A reentrant step under way inside the handler never traps
+		 * back. */
+		if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
+			atomic_fetch_sub(&c->cur_site->inflight, 1);
+		c->depth = saved_depth;
+		c->step_masked = false;
+		ret = -EFAULT;
+	}
+	c->cur_site = saved_site;
+	c->status = saved_status;
+	c->prev.site = saved_prev_site;
+	c->prev.status = saved_prev_status;
+	c->in_handler = saved_in;
+	c->cur_kp = saved_kp;
+	c->fault_kp = saved_fault_kp;
+	for (i = 0; i < 5; i++)
+		c->jb[i] = saved_jb[i];
+	return ret;
+}
+
+/* --------------------------------------------------------- hit paths */
+
+static UKP_TRAP_TEXT void krp_missed(struct kretprobe *rp)
+{
+	__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * [trap] The entry probe (the kernel's pre_handler_kretprobe +
+ * arch_prepare_kretprobe). Always returns 0: the entry instruction runs
+ * normally.
+ */
+UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	struct kretprobe *rp = krp_container_of(p, struct kretprobe, kp);
+	struct kretprobe_holder *h = __atomic_load_n(&rp->rph, __ATOMIC_ACQUIRE);
+	kretprobe_handler_t entry;
+	struct kretprobe_instance *ri;
+	struct krp_thread *t;
+	struct krp_entry *e;
+	uintptr_t slot, cur, real;
+	unsigned int d;
+	bool chained;
+
+	if (!h)
+		return 0;
+	t = krp_claim();
+	if (!t || t->shstk) {
+		krp_missed(rp);
+		return 0;
+	}
+	slot = arch_kretprobe_ret_slot(regs);
+	if (!read_word(slot, &cur)) {
+		krp_missed(rp);
+		return 0;
+	}
+	chained = cur == TRAMPOLINE;
+
+	/* Frames below this one, or an old frame at this very slot, are
+	 * gone (left by longjmp, an exception, ...). */
+	d = depth_of(t);
+	while (d > 0) {
+		e = &t->e[d - 1];
+		if (e->slot > slot || (e->slot == slot && chained))
+			break;
+		entry_drop(e);
+		d--;
+	}
+	set_depth(t, d);
+
+	real = cur;
+	if (chained) {
+		/* Another kretprobe on this function (or a tail call from a
+		 * probed function) hijacked the slot already: share its real
+		 * return address, handle both at the one return. */
+		if (d == 0 || t->e[d - 1].slot != slot) {
+			krp_missed(rp);
+			return 0;
+		}
+		real = t->e[d - 1].ret;
+	}
+	if (d >= KRP_MAX_DEPTH) {
+		krp_missed(rp);
+		return 0;
+	}
+	ri = pool_get(h);
+	if (!ri && sweep_dead(false))
+		ri = pool_get(h);
+	if (!ri) {
+		krp_missed(rp);
+		return 0;
+	}
+	ri->ret_addr = (kprobe_opcode_t *)real;
+	ri->rp = rp;
+	ri->task = t->task;
+	entry = *(kretprobe_handler_t volatile *)&rp->entry_handler;
+	if (entry && call_krp_handler(entry, ri, regs, p, true) != 0) {
+		recycle(ri);
+		return 0;
+	}
+
+	e = &t->e[d];
+	e->slot = slot;
+	e->ret = real;
+	atomic_store_explicit(&e->ri, ri, memory_order_relaxed);
+	set_depth(t, d + 1);
+	if (!chained && !write_word(slot, TRAMPOLINE)) {
+		set_depth(t, d);
+		entry_drop(e);
+		krp_missed(rp);
+	}
+	return 0;
+}
+
+/*
+ * The trampoline's C half (see kretprobes.h). It runs on the thread, at
+ * the probed function's return, in whatever context that is. The
+ * asynchronous signals stay blocked while it runs (as on the breakpoint
+ * path): a program's signal handler that longjmp()s away must not leave
+ * from the middle of it, with the read side held and the per-thread
+ * probe state half set.
+ */
+UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot)
+{
+	struct kretprobe_instance *mine[KRP_MAX_DEPTH];
+	struct ukp_ctlblk *c = &ukp_ctl;
+	struct krp_thread *t = krp_self;
+	uintptr_t slot = (uintptr_t)ret_slot, real = 0;
+	int saved_errno = errno;
+	uint64_t saved_mask;
+	unsigned int d, n = 0, i;
+
+	ukp_sys_sigprocmask(SIG_BLOCK, &ukp_async_mask, &saved_mask);
+	if (!t)
+		goto lost;
+	ukp_read_lock(c);
+	d = depth_of(t);
+	/* Frames deeper than this one are gone. */
+	while (d > 0 && t->e[d - 1].slot < slot) {
+		entry_drop(&t->e[d - 1]);
+		d--;
+	}
+	/* This frame's entries: one per kretprobe that fired at its entry,
+	 * the oldest registered on top. */
+	while (d > 0 && t->e[d - 1].slot == slot) {
+		struct krp_entry *e = &t->e[d - 1];
+		struct kretprobe_instance *ri;
+
+		real = e->ret;
+		ri = atomic_exchange_explicit(&e->ri, NULL, memory_order_relaxed);
+		if (ri)
+			mine[n++] = ri;
+		d--;
+	}
+	if (!real) {
+		set_depth(t, d);
+		ukp_read_unlock(c);
+		goto lost;
+	}
+	/* Unwinders see the real return address from here on. */
+	*ret_slot = real;
+	regs->ip = real;
+	set_depth(t, d);
+
+	for (i = 0; i < n; i++) {
+		struct kretprobe_instance *ri = mine[i];
+		struct kretprobe *rp = atomic_load_explicit(&inst_hdr(ri)->rph->rp,
+							    memory_order_acquire);
+
+		if (rp) {
+			kretprobe_handler_t fn = *(kretprobe_handler_t volatile *)&rp->handler;
+
+			if (fn)
+				call_krp_handler(fn, ri, regs, &rp->kp, false);
+		}
+		recycle(ri);
+	}
+	ukp_read_unlock(c);
+	ukp_sys_sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	errno = saved_errno;
+	return real;
+lost:
+	ukp_sys_sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	pr_warn("kretprobe: return address not found for the return at slot %#lx; "
+		"sending SIGILL\n", (unsigned long)slot);
+	errno = saved_errno;
+	return 0;
+}
+
+/* --------------------------------------- unwinders and thread exit */
+
+/* [thread] */
+uint64_t ukp_krp_restore(uintptr_t min_sp)
+{
+	struct krp_thread *t = krp_self;
+	uint64_t mask = 0;
+	uintptr_t cur;
+	unsigned int i;
+
+	if (!t)
+		return 0;
+	for (i = depth_of(t); i-- > 0;) {
+		struct krp_entry *e = &t->e[i];
+
+		if (e->slot < min_sp || !read_word(e->slot, &cur) || cur != TRAMPOLINE)
+			continue;
+		if (write_word(e->slot, e->ret))
+			mask |= 1ULL << i;
+	}
+	return mask;
+}
+
+/* [thread] */
+void ukp_krp_rehijack(uint64_t mask)
+{
+	struct krp_thread *t = krp_self;
+	uintptr_t cur;
+	unsigned int i;
+
+	if (!t)
+		return;
+	for (i = 0; i < KRP_MAX_DEPTH && i < depth_of(t); i++) {
+		struct krp_entry *e = &t->e[i];
+
+		if ((mask & (1ULL << i)) && read_word(e->slot, &cur) && cur == e->ret)
+			write_word(e->slot, TRAMPOLINE);
+	}
+}
+
+/* [thread] */
+bool ukp_krp_restore_one(uintptr_t min_sp)
+{
+	struct krp_thread *t = krp_self;
+	uintptr_t cur;
+	unsigned int i;
+
+	if (!t)
+		return false;
+	for (i = depth_of(t); i-- > 0;) {
+		struct krp_entry *e = &t->e[i];
+
+		if (e->slot < min_sp || !read_word(e->slot, &cur) || cur != TRAMPOLINE)
+			continue;
+		return write_word(e->slot, e->ret);
+	}
+	return false;
+}
+
+/* [any] */
+uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur)
+{
+	struct krp_thread *t = NULL;
+	unsigned int i, start;
+
+	if (!task || task == (unsigned long)pthread_self()) {
+		t = krp_self;
+	} else {
+		unsigned int n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+
+		for (i = 0; i < n; i++) {
+			if (atomic_load_explicit(&krp_threads[i].tid, memory_order_acquire) > 0 &&
+			    krp_threads[i].task == task) {
+				t = &krp_threads[i];
+				break;
+			}
+		}
+	}
+	if (!t)
+		return 0;
+	start = depth_of(t);
+	if (cur && *cur && (uintptr_t)*cur - 1 < start)
+		start = (unsigned int)((uintptr_t)*cur - 1);
+	for (i = start; i-- > 0;) {
+		struct krp_entry *e = &t->e[i];
+
+		if (e->slot != slot)
+			continue;
+		/* skip the other entries of a chained slot */
+		while (i > 0 && t->e[i - 1].slot == slot)
+			i--;
+		if (cur)
+			*cur = (void *)(uintptr_t)(i + 1);
+		return e->ret;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------- registration */
+
+static void krp_atfork_prepare(void)
+{
+	pthread_mutex_lock(&krp_mutex);
+}
+
+static void krp_atfork_parent(void)
+{
+	pthread_mutex_unlock(&krp_mutex);
+}
+
+/* Only this thread exists in the child: it keeps its record (pending
+ * returns work in the child); the others' are reclaimed lazily. */
+static void krp_atfork_child(void)
+{
+	pthread_mutex_init(&krp_mutex, NULL);
+	if (krp_self) {
+		krp_self->pid = ukp_sys_getpid();
+		atomic_store_explicit(&krp_self->tid, ukp_sys_gettid(), memory_order_release);
+	}
+}
+
+/* [krp_mutex] */
+static int krp_init_locked(void)
+{
+	int ret;
+
+	if (krp_inited)
+		return 0;
+	/* The core first: its fork handlers must be registered before ours
+	 * (ours then run first in the parent: krp_mutex before ukp_mutex). */
+	if (ukp_init())
+		return -EINVAL;
+	ret = arch_kretprobe_init();
+	if (ret)
+		return ret;
+	if (!ukp_krp_unwind_ready())
+		pr_info("kretprobes: libgcc_s not found: exceptions cannot unwind through "
+			"pending return probes\n");
+	pthread_atfork(krp_atfork_prepare, krp_atfork_parent, krp_atfork_child);
+	krp_inited = true;
+	return 0;
+}
+
+/* [krp_mutex] The holder of a registered kretprobe, or NULL. */
+static struct kretprobe_holder *holder_of(const struct kretprobe *rp)
+{
+	struct kretprobe_holder *h;
+
+	for (h = krp_registered; h; h = h->next)
+		if (h->owner == rp)
+			return h;
+	return NULL;
+}
+
+static void registered_del(struct kretprobe_holder *h)
+{
+	struct kretprobe_holder **pp;
+
+	for (pp = &krp_registered; *pp; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			h->next = NULL;
+			return;
+		}
+	}
+}
+
+/* [krp_mutex] Free the holders whose last instance came back. */
+static void krp_reap_locked(void)
+{
+	struct kretprobe_holder **pp, *h, *dead = NULL;
+	struct ukp_ctlblk *c = &ukp_ctl;
+
+	if (!krp_zombies)
+		return;
+	ukp_read_lock(c);
+	sweep_dead(false);
+	ukp_read_unlock(c);
+	for (pp = &krp_zombies; (h = *pp);) {
+		if (atomic_load_explicit(&h->refs, memory_order_acquire) == 0) {
+			*pp = h->next;
+			h->next = dead;
+			dead = h;
+		} else {
+			pp = &h->next;
+		}
+	}
+	if (!dead)
+		return;
+	/* Whoever dropped the last reference has left its read side. */
+	ukp_synchronize();
+	while ((h = dead)) {
+		dead = h->next;
+		holder_free(h);
+	}
+}
+
+static int default_maxactive(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return 2 * n > 10 ? (int)(2 * n) : 10;
+}
+
+/* [krp_mutex] Undo a registration that failed after register_kprobe. */
+static void unregister_failed(struct kprobe *kp, kprobe_opcode_t *addr, unsigned int flags)
+{
+	unregister_kprobe(kp);
+	kp->addr = addr;
+	kp->flags = flags;
+}
+
+UKPROBES_API int register_kretprobe(struct kretprobe *rp)
+{
+	struct kretprobe_holder *h;
+	kprobe_opcode_t *saved_addr;
+	unsigned int saved_flags;
+	struct kprobe *kp;
+	bool disabled;
+	int ret;
+
+	if (!rp)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	pthread_mutex_lock(&krp_mutex);
+	ret = krp_init_locked();
+	if (ret)
+		goto out;
+	krp_reap_locked();
+	if (holder_of(rp)) {
+		pr_warn("kretprobes: the same kretprobe is registered twice\n");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (arch_shadow_stack_active()) {
+		pr_warn("kretprobes: return addresses cannot be rewritten under a shadow stack\n");
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	kp = &rp->kp;
+	saved_addr = kp->addr;
+	saved_flags = kp->flags;
+	disabled = kp->flags & KPROBE_FLAG_DISABLED;
+	/* As the kernel: the user's pre/post handlers are overwritten. The
+	 * probe stays disabled until its holder is in place. */
+	kp->pre_handler = ukp_kretprobe_pre_handler;
+	kp->post_handler = NULL;
+	kp->flags |= KPROBE_FLAG_DISABLED;
+	__atomic_store_n(&rp->rph, NULL, __ATOMIC_RELAXED);
+	ret = register_kprobe(kp);
+	if (ret) {
+		kp->flags = saved_flags;
+		goto out;
+	}
+	if (!(kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY)) {
+		unregister_failed(kp, saved_addr, saved_flags);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (rp->data_size > KRETPROBE_MAX_DATA_SIZE) {
+		unregister_failed(kp, saved_addr, saved_flags);
+		ret = -E2BIG;
+		goto out;
+	}
+	if (rp->maxactive <= 0)
+		rp->maxactive = default_maxactive();
+	h = holder_alloc(rp->maxactive, rp->data_size);
+	if (!h) {
+		unregister_failed(kp, saved_addr, saved_flags);
+		ret = -ENOMEM;
+		goto out;
+	}
+	atomic_store_explicit(&h->rp, rp, memory_order_relaxed);
+	h->owner = rp;
+	rp->nmissed = 0;
+	__atomic_store_n(&rp->rph, h, __ATOMIC_RELEASE);
+	h->next = krp_registered;
+	krp_registered = h;
+	if (!disabled) {
+		ret = enable_kprobe(kp);
+		if (ret) {
+			registered_del(h);
+			unregister_kprobe(kp);
+			__atomic_store_n(&rp->rph, NULL, __ATOMIC_RELAXED);
+			kp->flags = saved_flags;
+			holder_free(h);
+		}
+	}
+out:
+	pthread_mutex_unlock(&krp_mutex);
+	return ret;
+}
+
+UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
+{
+	struct kretprobe_holder **hs;
+	struct kprobe **kps;
+	int i, m = 0;
+
+	if (num <= 0 || !rps || ukp_in_probe_context())
+		return;
+	hs = calloc((size_t)num, sizeof(*hs));
+	kps = calloc((size_t)num, sizeof(*kps));
+	if (!hs || !kps) {
+		free(hs);
+		free(kps);
+		return;
+	}
+	pthread_mutex_lock(&krp_mutex);
+	for (i = 0; i < num; i++) {
+		if (!rps[i])
+			continue;
+		hs[i] = holder_of(rps[i]);
+		if (!hs[i]) {
+			/* as unregister_kprobe on a probe that is not registered */
+			rps[i]->kp.addr = NULL;
+			continue;
+		}
+		registered_del(hs[i]);
+		hs[i]->owner = NULL;
+		kps[m++] = &rps[i]->kp;
+	}
+	/* No new instance after this (it waits for the trap paths). */
+	unregister_kprobes(kps, m);
+	for (i = 0; i < num; i++)
+		if (hs[i])
+			atomic_store_explicit(&hs[i]->rp, NULL, memory_order_release);
+	/* No return handler of these runs any more after this. */
+	if (m)
+		ukp_synchronize();
+	for (i = 0; i < num; i++) {
+		if (!hs[i])
+			continue;
+		__atomic_store_n(&rps[i]->rph, NULL, __ATOMIC_RELAXED);
+		hs[i]->next = krp_zombies;
+		krp_zombies = hs[i];
+		atomic_fetch_sub_explicit(&hs[i]->refs, 1, memory_order_release);
+	}
+	krp_reap_locked();
+	pthread_mutex_unlock(&krp_mutex);
+	free(hs);
+	free(kps);
+}
+
+UKPROBES_API void unregister_kretprobe(struct kretprobe *rp)
+{
+	unregister_kretprobes(&rp, 1);
+}
+
+UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num)
+{
+	int i, ret = 0;
+
+	if (num <= 0 || !rps)
+		return -EINVAL;
+	for (i = 0; i < num; i++) {
+		ret = register_kretprobe(rps[i]);
+		if (ret < 0) {
+			if (i > 0)
+				unregister_kretprobes(rps, i);
+			break;
+		}
+	}
+	return ret;
+}
+
+UKPROBES_API int disable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? disable_kprobe(&rp->kp) : -EINVAL;
+}
+
+UKPROBES_API int enable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? enable_kprobe(&rp->kp) : -EINVAL;
+}
+
+/* [any] Valid for an instance handed to a handler. */
+UKPROBES_API struct kretprobe *get_kretprobe(struct kretprobe_instance *ri)
+{
+	if (!ri)
+		return NULL;
+	return atomic_load_explicit(&inst_hdr(ri)->rph->rp, memory_order_acquire);
+}
+
+UKPROBES_API bool is_kretprobe_trampoline(unsigned long addr)
+{
+	return addr == TRAMPOLINE;
+}
+
+/* ------------------------------------------------------------ tests */
+
+unsigned long ukp_krp_holders_allocated(void)
+{
+	return atomic_load(&krp_nholders);
+}
+
+void ukp_krp_reap(void)
+{
+	pthread_mutex_lock(&krp_mutex);
+	krp_reap_locked();
+	pthread_mutex_unlock(&krp_mutex);
+}

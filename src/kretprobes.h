@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kretprobes.h - return probes: what kretprobes.c (instances, per-thread
+ * return stacks, the trampoline's dispatcher) offers to the unwinder
+ * interposers (kretprobe_unwind.c), the list (knobs.c) and the arch code.
+ *
+ * The per-thread return stack holds one entry per hijacked return: the
+ * stack slot that now holds the trampoline address, the real return
+ * address, and the instance. It lives in a static record claimed by the
+ * thread (not in TLS), so that the instances of a thread that died with
+ * returns pending can be reclaimed by another thread.
+ *
+ * Contexts as in internal.h: [trap], [reg], [any]. "[thread]" means the
+ * calling thread's own return stack, from any context of that thread
+ * (signal handlers of the same thread may nest; every update is one
+ * store or one atomic exchange, so a nested handler always sees a
+ * consistent stack).
+ */
+#ifndef UKP_KRETPROBES_H
+#define UKP_KRETPROBES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ukprobes.h"
+
+/* The kretprobe pre_handler (the list shows its probes as "r"). */
+int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
+
+static inline bool ukp_is_kretprobe(const struct kprobe *p)
+{
+	return p->pre_handler == ukp_kretprobe_pre_handler;
+}
+
+/*
+ * Called by the trampoline with the registers at the return: regs->ax the
+ * return value, regs->sp the stack pointer after the return; ret_slot is
+ * the stack slot the return address was popped from (regs->sp - 8), which
+ * is also the trampoline frame's own return-address slot. Runs the return
+ * handlers, stores the real return address into *ret_slot and regs->ip,
+ * and returns it; 0 when this thread has no pending return for that slot
+ * (the trampoline then raises SIGILL).
+ */
+uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot);
+
+/*
+ * [thread] Put the real return address back into every live slot of the
+ * calling thread that still holds the trampoline (slots at or above
+ * min_sp). Returns a mask of restored entries for ukp_krp_rehijack (bit i
+ * = return stack entry i).
+ */
+uint64_t ukp_krp_restore(uintptr_t min_sp);
+/* [thread] Undo ukp_krp_restore for the entries in mask that still hold
+ * their real return address. */
+void ukp_krp_rehijack(uint64_t mask);
+/*
+ * [thread] An unwinder just read the trampoline address from a return
+ * slot of this thread (it asks for the FDE of the byte before the
+ * trampoline): put the real return address back into that slot, the
+ * deepest live one (at or above min_sp) that still holds the
+ * trampoline, since unwinders walk outwards one frame at a time. Frames
+ * the unwinder never reaches (those above a catch) keep their return
+ * probe. Returns false when there is no such slot.
+ */
+bool ukp_krp_restore_one(uintptr_t min_sp);
+/* [any] The real return address for slot on the calling thread (or on
+ * the thread task), 0 if none; see kretprobe_find_ret_addr. */
+uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur);
+
+/* [reg] True when libgcc's unwinder is known (kretprobe_unwind.c; the
+ * call also links that file in from the static library). */
+bool ukp_krp_unwind_ready(void);
+
+/* For tests: kretprobe holders still allocated (registered or waiting
+ * for their last instance), and a sweep of dead threads' records plus a
+ * reap of the holders nobody can touch any more. */
+unsigned long ukp_krp_holders_allocated(void);
+void ukp_krp_reap(void);
+
+#endif /* UKP_KRETPROBES_H */
