@@ -131,6 +131,8 @@ int ukp_sys_getpid(void);
 long ukp_sys_tgkill(int pid, int tid, int sig);
 
 /* trap.c */
+int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs), void *arg,
+		     struct pt_regs *regs, unsigned int status, int fault_ret); /* [trap] */
 void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */
 void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 extern _Atomic unsigned long ukp_handler_fault_count;

@@ -314,58 +314,33 @@ static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
 /* ----------------------------------------------------- handler calls */
 
 /*
- * Call an entry or return handler with a recovery point, as trap.c's
- * call_handler does for pre/post handlers: a fault inside it comes back
- * here (ukp_sigfault_handler longjmps to ukp_ctl.jb) and counts as a
- * non-zero return. While it runs, kprobe_running() is kp and probe hits
- * on this thread are missed.
+ * Call an entry or return handler through ukp_call_handler (trap.c): a
+ * fault inside it comes back as a non-zero return. While it runs,
+ * kprobe_running() is kp and probe hits on this thread are missed.
  *
  * trap: called from the breakpoint path (entry_handler). Otherwise (a
- * return handler, from the dispatcher) the per-thread probe state is set
- * here. Either way the asynchronous signals are blocked, so the fault
+ * return handler, from the dispatcher) the probe status is set for the
+ * call. Either way the asynchronous signals are blocked, so the fault
  * handler's mask, which longjmp leaves in place, is the caller's.
  */
-static UKP_TRAP_TEXT __attribute__((noinline)) int
-call_krp_handler(kretprobe_handler_t fn, struct kretprobe_instance *ri, struct pt_regs *regs,
-		 struct kprobe *kp, bool trap)
-{
-	struct ukp_ctlblk *c = &ukp_ctl;
-	void *saved_jb[5];
-	struct kprobe *saved_kp = c->cur_kp, *saved_fault_kp = c->fault_kp;
-	struct ukp_site *saved_site = c->cur_site, *saved_prev_site = c->prev.site;
-	unsigned int saved_status = c->status, saved_prev_status = c->prev.status;
-	unsigned int saved_depth = c->depth;
-	int saved_in = c->in_handler, ret, i;
+struct krp_call {
+	kretprobe_handler_t fn;
+	struct kretprobe_instance *ri;
+};
 
-	for (i = 0; i < 5; i++)
-		saved_jb[i] = c->jb[i];
-	c->cur_kp = kp;
-	c->fault_kp = kp;
-	c->in_handler = saved_in + 1;
-	if (!trap)
-		c->status = KPROBE_HIT_ACTIVE;
-	if (__builtin_setjmp(c->jb) == 0) {
-		ret = fn(ri, regs);
-	} else {
-		c = &ukp_ctl;
-		/* A reentrant step under way inside the handler never traps
-		 * back. */
-		if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
-			atomic_fetch_sub(&c->cur_site->inflight, 1);
-		c->depth = saved_depth;
-		c->step_masked = false;
-		ret = -EFAULT;
-	}
-	c->cur_site = saved_site;
-	c->status = saved_status;
-	c->prev.site = saved_prev_site;
-	c->prev.status = saved_prev_status;
-	c->in_handler = saved_in;
-	c->cur_kp = saved_kp;
-	c->fault_kp = saved_fault_kp;
-	for (i = 0; i < 5; i++)
-		c->jb[i] = saved_jb[i];
-	return ret;
+static UKP_TRAP_TEXT int krp_thunk(void *arg, struct pt_regs *regs)
+{
+	struct krp_call *kc = arg;
+
+	return kc->fn(kc->ri, regs);
+}
+
+static UKP_TRAP_TEXT int call_krp_handler(kretprobe_handler_t fn, struct kretprobe_instance *ri,
+					  struct pt_regs *regs, struct kprobe *kp, bool trap)
+{
+	struct krp_call kc = { fn, ri };
+
+	return ukp_call_handler(kp, krp_thunk, &kc, regs, trap ? 0 : KPROBE_HIT_ACTIVE, -EFAULT);
 }
 
 /* --------------------------------------------------------- hit paths */

@@ -49,56 +49,72 @@ static UKP_TRAP_TEXT void reset_current_kprobe(struct ukp_ctlblk *c)
 }
 
 /*
- * Call one user handler with a recovery point: a fault inside it (see
- * ukp_sigfault_handler) comes back here with the per-thread state as it
- * was before the call. The jump buffer is saved and restored so that
- * calls may nest.
+ * [trap] Run one user handler, fn(arg, regs), for probe kp, with a
+ * recovery point: a fault inside it (see ukp_sigfault_handler) comes back
+ * here, and the per-thread state is put back as it was before the call;
+ * the call then returns fault_ret. status, if not 0, is the probe status
+ * while the handler runs (a return handler runs outside any trap). The
+ * jump buffer is saved and restored so that calls may nest.
  */
-struct handler_call {
-	struct kprobe *kp;
-	struct pt_regs *regs;
-	int (*pre)(struct kprobe *, struct pt_regs *);
-	void (*post)(struct kprobe *, struct pt_regs *, unsigned long);
-};
-
-static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct ukp_ctlblk *c,
-							       struct handler_call *hc)
+UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler(struct kprobe *kp,
+	int (*fn)(void *arg, struct pt_regs *regs), void *arg, struct pt_regs *regs,
+	unsigned int status, int fault_ret)
 {
+	struct ukp_ctlblk *c = &ukp_ctl;
 	void *saved_jb[5];
 	struct kprobe *saved_kp = c->cur_kp, *saved_fault_kp = c->fault_kp;
-	struct ukp_site *saved_site = c->cur_site;
-	unsigned int saved_status = c->status, saved_depth = c->depth;
+	struct ukp_site *saved_site = c->cur_site, *saved_prev_site = c->prev.site;
+	unsigned int saved_status = c->status, saved_prev_status = c->prev.status;
+	unsigned int saved_depth = c->depth;
 	int saved_in = c->in_handler;
-	int ret = 0, i;
+	int ret, i;
 
 	for (i = 0; i < 5; i++)
 		saved_jb[i] = c->jb[i];
-	c->cur_kp = hc->kp;
-	c->fault_kp = hc->kp;
+	c->cur_kp = kp;
+	c->fault_kp = kp;
 	c->in_handler = saved_in + 1;
+	if (status)
+		c->status = status;
 	if (__builtin_setjmp(c->jb) == 0) {
-		if (hc->pre)
-			ret = hc->pre(hc->kp, hc->regs);
-		else
-			hc->post(hc->kp, hc->regs, 0);
+		ret = fn(arg, regs);
 	} else {
 		/* The handler faulted and was abandoned. A reentrant step that
 		 * was under way inside it will never trap back. */
 		c = &ukp_ctl;
 		if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
 			atomic_fetch_sub(&c->cur_site->inflight, 1);
-		c->cur_site = saved_site;
-		c->status = saved_status;
 		c->depth = saved_depth;
 		c->step_masked = false;
-		ret = 0;
+		ret = fault_ret;
 	}
+	c->cur_site = saved_site;
+	c->status = saved_status;
+	c->prev.site = saved_prev_site;
+	c->prev.status = saved_prev_status;
 	c->in_handler = saved_in;
 	c->cur_kp = saved_kp;
 	c->fault_kp = saved_fault_kp;
 	for (i = 0; i < 5; i++)
 		c->jb[i] = saved_jb[i];
 	return ret;
+}
+
+/* One kprobe handler, its pointer read once. */
+struct kprobe_call {
+	struct kprobe *kp;
+	kprobe_pre_handler_t pre;
+	kprobe_post_handler_t post;
+};
+
+static UKP_TRAP_TEXT int kprobe_thunk(void *arg, struct pt_regs *regs)
+{
+	struct kprobe_call *kc = arg;
+
+	if (kc->pre)
+		return kc->pre(kc->kp, regs);
+	kc->post(kc->kp, regs, 0);
+	return 0;
 }
 
 /*
@@ -113,16 +129,15 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 
 	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
 	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
-		struct kprobe *kp = ch->kp;
-		struct handler_call hc = { kp, regs, NULL, NULL };
+		struct kprobe_call kc = { ch->kp, NULL, NULL };
 
 		if (post)
-			hc.post = *(kprobe_post_handler_t volatile *)&kp->post_handler;
+			kc.post = *(kprobe_post_handler_t volatile *)&kc.kp->post_handler;
 		else
-			hc.pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
-		if ((!hc.pre && !hc.post) || kprobe_disabled(kp))
+			kc.pre = *(kprobe_pre_handler_t volatile *)&kc.kp->pre_handler;
+		if ((!kc.pre && !kc.post) || kprobe_disabled(kc.kp))
 			continue;
-		if (call_handler(c, &hc) && !post)
+		if (ukp_call_handler(kc.kp, kprobe_thunk, &kc, regs, 0, 0) && !post)
 			return 1;
 	}
 	return 0;
