@@ -14,3 +14,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# Optional: uftrace, a peer in the benchmark (bench/run.sh skips it when it
+# is missing). Two small packages; failing to install it fails nothing.
+if ! command -v uftrace >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq uftrace >/dev/null 2>&1 ||
+    echo "setup: uftrace not installed (optional: the benchmark skips that peer)" >&2
+fi

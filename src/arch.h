@@ -22,6 +22,7 @@
 
 #include "ukprobes.h"
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
+#include "arch_tls.h"  /* arch_thread_pointer() */
 
 /*
  * [reg] Walk instructions from the start of a function to decide whether

@@ -133,8 +133,6 @@ bool ukp_blacklisted(uintptr_t addr)
 
 UKPROBES_API int kprobes_show_blacklist(FILE *out)
 {
-	int ukp_lock_for_show(void);
-	void ukp_unlock_for_show(void);
 	size_t i;
 
 	if (!out)

@@ -92,6 +92,10 @@ bool ukp_site_wants_armed(const struct ukp_site *s); /* [reg] */
 void ukp_gone_sweep(void);                    /* [reg] */
 bool ukp_in_probe_context(void);              /* [any] */
 int ukp_init(void);                           /* [reg] once */
+/* Take/release the registry mutex from outside the registry (listing,
+ * symbol lookups from other modules and the agent); 0 or -errno. */
+int ukp_lock_for_show(void);
+void ukp_unlock_for_show(void);
 
 /* ------------------------------------------------------ grace periods */
 /* sync.c: a thread is "inside" from trap entry to trap exit. */
@@ -131,6 +135,14 @@ int ukp_sys_getpid(void);
 long ukp_sys_tgkill(int pid, int tid, int sig);
 
 /* trap.c */
+/*
+ * errno of the calling thread without calling libc's __errno_location()
+ * (which may itself be probed): its offset from the thread pointer is
+ * measured once at start-up.
+ */
+extern long ukp_errno_offset;
+#define ukp_errno (*(int *)(arch_thread_pointer() + ukp_errno_offset))
+void ukp_errno_init(void);                    /* [reg] before any handler */
 int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs), void *arg,
 		     struct pt_regs *regs, unsigned int status, int fault_ret); /* [trap] */
 void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */

@@ -15,8 +15,6 @@
 #include "internal.h"
 #include "kretprobes.h"
 
-int ukp_lock_for_show(void);
-void ukp_unlock_for_show(void);
 
 static void report_probe(FILE *out, const struct ukp_site *s, const struct kprobe *kp)
 {

@@ -209,6 +209,7 @@ static void do_init(void)
 	int ret;
 
 	owner_pid = getpid();
+	ukp_errno_init();
 	ukp_text_init();
 	ret = ukp_signals_install();
 	if (ret) {

@@ -294,7 +294,7 @@ static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
 			if (!atomic_compare_exchange_strong(&t->tid, &expect, KRP_TID_BUSY))
 				continue;
 			t->pid = ukp_sys_getpid();
-			t->task = (unsigned long)pthread_self();
+			t->task = arch_thread_pointer(); /* == pthread_self(), without libc */
 			t->shstk = arch_shadow_stack_active();
 			atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
 			for (unsigned int hw = atomic_load(&krp_hiwater); hw < (unsigned int)i + 1;)
@@ -451,7 +451,7 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 	struct ukp_ctlblk *c = &ukp_ctl;
 	struct krp_thread *t = krp_self;
 	uintptr_t slot = (uintptr_t)ret_slot, real = 0;
-	int saved_errno = errno;
+	int saved_errno = ukp_errno;
 	uint64_t saved_mask;
 	unsigned int d, n = 0, i;
 
@@ -502,13 +502,13 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 	}
 	ukp_read_unlock(c);
 	ukp_sys_sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-	errno = saved_errno;
+	ukp_errno = saved_errno;
 	return real;
 lost:
 	ukp_sys_sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	pr_warn("kretprobe: return address not found for the return at slot %#lx; "
 		"sending SIGILL\n", (unsigned long)slot);
-	errno = saved_errno;
+	ukp_errno = saved_errno;
 	return 0;
 }
 
@@ -577,7 +577,7 @@ uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur)
 	struct krp_thread *t = NULL;
 	unsigned int i, start;
 
-	if (!task || task == (unsigned long)pthread_self()) {
+	if (!task || task == arch_thread_pointer()) {
 		t = krp_self;
 	} else {
 		unsigned int n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);

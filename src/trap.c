@@ -29,6 +29,14 @@
 #define UKP_TRAPNR_BREAKPOINT 3
 
 UKP_TLS struct ukp_ctlblk ukp_ctl;
+long ukp_errno_offset;
+
+/* [reg] Where errno lives relative to the thread pointer (the same for
+ * every thread: libc's TLS is initial-exec). */
+void ukp_errno_init(void)
+{
+	ukp_errno_offset = (long)((uintptr_t)&errno - arch_thread_pointer());
+}
 _Atomic unsigned long ukp_handler_fault_count;
 
 struct pending_fault {
@@ -357,11 +365,11 @@ out:
 UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	int saved_errno = errno;
+	int saved_errno = ukp_errno;
 
 	if (info->si_code != SI_KERNEL || !breakpoint_trap(uc))
 		ukp_chain_signal(sig, info, uc);
-	errno = saved_errno;
+	ukp_errno = saved_errno;
 }
 
 /* [trap] A fault in an out-of-line copy belongs to the program: it must
@@ -397,7 +405,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	ucontext_t *uc = ucv;
 	struct ukp_ctlblk *c = &ukp_ctl;
 	uintptr_t ip = arch_uc_ip(uc), fix, slot;
-	int saved_errno = errno;
+	int saved_errno = ukp_errno;
 	struct ukp_site *s;
 
 	if (arch_nofault_fixup(ip, &fix)) {
@@ -433,7 +441,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		 * which came on the alternate stack: the hit is handled
 		 * here instead. A fault of the probed instruction then
 		 * reaches the program as it would without the probe. */
-		errno = saved_errno;
+		ukp_errno = saved_errno;
 		return;
 	}
 	ukp_read_lock(c);
@@ -442,12 +450,12 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		/* s stays valid: this thread is counted in s->inflight. */
 		ukp_read_unlock(c);
 		ool_fault(c, s, slot, sig, info, uc);
-		errno = saved_errno;
+		ukp_errno = saved_errno;
 		return;
 	}
 	ukp_read_unlock(c);
 	ukp_chain_signal(sig, info, uc);
-	errno = saved_errno;
+	ukp_errno = saved_errno;
 }
 
 /* ------------------------------------------------------ public API */

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,4 +350,42 @@ Test(errors, register_from_handler_is_busy)
 	err_target(0);
 	cr_expect_eq(rereg_result, -EBUSY);
 	unregister_kprobe(&kp);
+}
+
+/*
+ * Probes on the libc functions a trap handler would naturally use
+ * (__errno_location, pthread_self, syscall): the hit path reads errno and
+ * the thread through the thread pointer instead, so these are ordinary
+ * probe points and hitting them does not recurse.
+ */
+static int libc_hits;
+static int libc_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	libc_hits++;
+	return 0;
+}
+
+Test(errors, probes_on_libc_helpers_do_not_recurse)
+{
+	struct kprobe e = { .symbol_name = "libc.so.6:__errno_location", .pre_handler = libc_pre };
+	struct kprobe t = { .symbol_name = "libc.so.6:pthread_self", .pre_handler = libc_pre };
+	struct kprobe k = { .symbol_name = "err_target", .pre_handler = count_pre };
+	int *(*volatile errno_fn)(void) = __errno_location;
+	pthread_t (*volatile self_fn)(void) = pthread_self;
+
+	cr_assert_eq(register_kprobe(&e), 0);
+	cr_assert_eq(register_kprobe(&t), 0);
+	cr_assert_eq(register_kprobe(&k), 0);
+	hits = 0;
+	libc_hits = 0;
+	errno = 1234;
+	cr_expect_eq(err_target(2), 7);
+	cr_expect_eq(hits, 1);
+	cr_expect_eq(errno_fn(), &errno);
+	cr_expect_eq(errno, 1234, "errno survives a hit");
+	cr_expect_eq(self_fn(), pthread_self());
+	cr_expect_geq(libc_hits, 2);
+	unregister_kprobe(&k);
+	unregister_kprobe(&t);
+	unregister_kprobe(&e);
 }

@@ -35,6 +35,7 @@
 #include "ukprobes.h"
 #include "kretprobes.h"
 #include "symbols.h"
+#include "internal.h"
 #include "ukp_test.h"
 
 static int handler_errors;
@@ -1372,8 +1373,6 @@ Test(kretprobe, probe_hits_in_return_handlers_are_missed)
 
 /* ============================ every function of libz.so.1, for real */
 
-int ukp_lock_for_show(void);
-void ukp_unlock_for_show(void);
 
 struct zfn {
 	struct kretprobe rp;

@@ -33,10 +33,9 @@
 #include "ukprobes.h"
 #include "arch.h"
 #include "symbols.h"
+#include "internal.h"
 
 /* The registry lock, for walking the symbol cache (kprobes.c). */
-int ukp_lock_for_show(void);
-void ukp_unlock_for_show(void);
 
 static uint64_t now_ns(void)
 {

@@ -75,11 +75,17 @@ UKP_TRAP_TEXT uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs)
 bool arch_shadow_stack_active(void)
 {
 	unsigned long features = 0;
+	long ret;
 
 	if (ukp_shstk_force >= 0)
 		return ukp_shstk_force;
-	/* Kernels without user shadow stacks answer -EINVAL. */
-	if (syscall(SYS_arch_prctl, ARCH_SHSTK_STATUS, &features) != 0)
+	/* Kernels without user shadow stacks answer -EINVAL. A raw system
+	 * call: this runs on the trap path, where libc may be probed. */
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)SYS_arch_prctl), "D"((long)ARCH_SHSTK_STATUS), "S"(&features)
+			 : "rcx", "r11", "memory");
+	if (ret != 0)
 		return false;
 	return (features & ARCH_SHSTK_SHSTK) != 0;
 }

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fetch.c - [hit] the values of an event's fetch arguments (the kernel's
+ * process_fetch_insn, for struct ukp_fetcharg). Memory is read with
+ * copy_from_user_nofault(): a bad pointer marks the argument as faulted,
+ * never crashes the program.
+ */
+#include <string.h>
+
+#include "agent.h"
+
+#define PAGE_SZ 4096UL
+
+static bool read_word(uintptr_t addr, unsigned long *v, unsigned int size)
+{
+	unsigned long w = 0;
+
+	if (copy_from_user_nofault(&w, (const void *)addr, size))
+		return false;
+	*v = w; /* little-endian: the low size bytes */
+	return true;
+}
+
+/*
+ * The string at addr into dst (max bytes). A string that does not end
+ * within max bytes fills dst without a NUL (the reader shows it as cut).
+ * Reads page by page, so that a string that ends just before an
+ * unreadable page is still read. False if nothing could be read.
+ */
+static bool read_string(char *dst, uintptr_t addr, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max) {
+		size_t chunk = PAGE_SZ - ((addr + n) & (PAGE_SZ - 1));
+
+		if (chunk > max - n)
+			chunk = max - n;
+		if (copy_from_user_nofault(dst + n, (const void *)(addr + n), chunk)) {
+			if (!n)
+				return false;
+			dst[n] = '\0'; /* n < max here */
+			return true;
+		}
+		if (memchr(dst + n, '\0', chunk))
+			return true;
+		n += chunk;
+	}
+	return true;
+}
+
+/* Function argument i (0-based) at a function entry: SysV x86-64. */
+static bool entry_arg(const struct pt_regs *entry, unsigned long i, unsigned long *v)
+{
+	switch (i) {
+	case 0: *v = entry->di; return true;
+	case 1: *v = entry->si; return true;
+	case 2: *v = entry->dx; return true;
+	case 3: *v = entry->cx; return true;
+	case 4: *v = entry->r8; return true;
+	case 5: *v = entry->r9; return true;
+	default:
+		/* above the return address: sp + 8 is the 7th */
+		return read_word(entry->sp + 8 * (i - 5), v, 8);
+	}
+}
+
+void ukpa_fetch_args(const struct ukpa_event *ev, const struct pt_regs *regs,
+		     const struct pt_regs *entry, struct ukp_rec *rec)
+{
+	int i;
+
+	for (i = 0; i < ev->spec.nargs; i++) {
+		const struct ukp_fetcharg *fa = &ev->spec.args[i];
+		unsigned char *slot = rec->data + fa->off;
+		unsigned long v = 0;
+		bool ok = true;
+		int d;
+
+		switch (fa->base) {
+		case UKP_FA_REG:
+			v = ((const unsigned long *)regs)[fa->param];
+			break;
+		case UKP_FA_ARG:
+			ok = entry_arg(entry, fa->param - 1, &v);
+			break;
+		case UKP_FA_STACK:
+			ok = read_word(regs->sp + 8 * fa->param, &v, 8);
+			break;
+		case UKP_FA_STACKP:
+			v = regs->sp;
+			break;
+		case UKP_FA_RETVAL:
+			v = regs_return_value(regs);
+			break;
+		case UKP_FA_IMM:
+			v = fa->param;
+			break;
+		case UKP_FA_COMM:
+			memset(slot, 0, UKP_SPEC_STR_SLOT);
+			memcpy(slot, rec->comm, sizeof(rec->comm));
+			slot[sizeof(rec->comm) - 1] = '\0';
+			continue;
+		}
+
+		for (d = 0; ok && d < fa->nderef; d++) {
+			uintptr_t addr = v + (unsigned long)fa->deref[d];
+
+			if (d < fa->nderef - 1) {
+				ok = read_word(addr, &v, 8);
+			} else if (fa->type == UKP_TY_STRING) {
+				ok = read_string((char *)slot, addr, UKP_SPEC_STR_SLOT);
+				break;
+			} else {
+				ok = read_word(addr, &v, fa->size);
+			}
+		}
+		if (!ok) {
+			rec->faults |= 1u << i;
+			memset(slot, 0, fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : 8);
+			continue;
+		}
+		if (fa->type != UKP_TY_STRING) {
+			if (fa->size < 8)
+				v &= (1UL << (fa->size * 8)) - 1;
+			memcpy(slot, &v, 8);
+		}
+	}
+}

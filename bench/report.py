@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Merge the benchmark programs' JSON into one file and print the table.
+
+Called by bench/run.sh:
+
+  report.py --work DIR --mode quick|full --json OUT [--markdown OUT.md]
+
+DIR holds what run.sh collected: overhead.json, scale.json,
+register_<N>.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
+counts `uftrace report` found), skips.tsv (id, reason: what run.sh
+skipped itself). Everything missing is reported as skipped, never as a
+failure.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def run(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine():
+    m = {}
+    cpuinfo = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    g = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
+    m["cpu"] = g.group(1).strip() if g else platform.processor()
+    g = re.search(r"^cpu MHz\s*:\s*(.*)$", cpuinfo, re.M)
+    if g:
+        m["cpu_mhz"] = round(float(g.group(1)))
+    m["cpus"] = len(os.sched_getaffinity(0))
+    flags = re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M)
+    vm = container = ""
+    if shutil.which("systemd-detect-virt"):
+        vm = run(["systemd-detect-virt", "--vm"])
+        container = run(["systemd-detect-virt", "--container"])
+    if (not vm or vm == "none") and flags and "hypervisor" in flags.group(1).split():
+        vm = "a hypervisor"
+    virt = []
+    if vm and vm != "none":
+        virt.append(vm + " guest")
+    if container and container != "none":
+        virt.append(container + " container")
+    m["virtualized"] = ", ".join(virt) or "no"
+    m["kernel"] = platform.release()
+    osr = {}
+    if os.path.exists("/etc/os-release"):
+        for line in open("/etc/os-release"):
+            k, _, v = line.strip().partition("=")
+            osr[k] = v.strip('"')
+    m["os"] = osr.get("PRETTY_NAME", platform.system())
+    m["libc"] = platform.libc_ver()[0] + " " + platform.libc_ver()[1]
+    cc = run(["cc", "--version"]).splitlines()
+    m["compiler"] = cc[0] if cc else "?"
+    g = re.search(r"^MemTotal:\s*(\d+)", open("/proc/meminfo").read(), re.M)
+    if g:
+        m["mem_gib"] = round(int(g.group(1)) / 1048576, 1)
+    if shutil.which("uftrace"):
+        m["uftrace"] = run(["uftrace", "--version"]).split("(")[0].strip()
+    return m
+
+
+def git_info(root):
+    head = run(["git", "-C", root, "rev-parse", "HEAD"])
+    dirty = bool(run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"]))
+    return head or "unknown", dirty
+
+
+# ------------------------------------------------------------ formatting
+
+def ns(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def us(x):
+    return "%.2f" % (x / 1000.0)
+
+
+def rate(x):
+    if x >= 1e6:
+        return "%.2fM" % (x / 1e6)
+    return "%.0fk" % (x / 1e3)
+
+
+def secs(x):
+    if x < 1:
+        return "%.1f ms" % (x * 1e3)
+    return "%.2f s" % x
+
+
+def ratio(r):
+    if not r:
+        return "-"
+    if r.get("note"):
+        return "%.2f (%s)" % (r["median"], r["note"])
+    return "%.2f [%.2f-%.2f]" % (r["median"], r["min"], r["max"])
+
+
+def mem(r):
+    return "%.0f B (text copies %.0f, heap %.0f)" % (
+        r["bytes_per_probe"], r["text_copy_bytes_per_probe"], r["heap_bytes_per_probe"])
+
+
+# Rows of the overhead table in order (ids from bench_overhead and the
+# uftrace runs).
+ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "r", "rb", "ro", "kr", "k_nop5",
+        "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
+
+RATIOS_SHOWN = ["k/1rt", "k/2rt", "r/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
+                "uprobe/k", "uretprobe/r", "uprobe/1rt", "uprobe_nop5/k", "uprobe_nop5/uprobe",
+                "uretprobe_nop5/r", "uftrace/k", "uftrace_nop5/k"]
+
+
+def merge_uftrace(work, overhead, skips):
+    """uftrace measures join the overhead rows (from another process)."""
+    for uid, label in (("uftrace", "uftrace -P, dynamic patching"),
+                       ("uftrace_nop5", "uftrace -P on a 5-byte NOP entry")):
+        row = {"id": uid, "label": label, "kind": "peer", "process": "separate"}
+        data = load(os.path.join(work, uid + ".json"))
+        if uid in skips:
+            row.update(status="skipped", reason=skips[uid])
+        elif data is None:
+            row.update(status="skipped", reason="no result (uftrace run failed, see the log)")
+        elif data.get("status") != "ok":
+            row.update(status="skipped", reason=data.get("reason", "?"))
+        else:
+            calls = None
+            try:
+                calls = int(open(os.path.join(work, uid + ".calls")).read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+            if calls is not None and calls != data["target_calls"]:
+                row.update(status="skipped",
+                           reason="uftrace recorded %d calls for %d" % (calls, data["target_calls"]))
+            else:
+                row.update(status="ok", iters=data["iters"], ns=data["ns"],
+                           overhead_ns=data["overhead_ns"], call_ns_same_process=data["call"],
+                           recorded_calls=calls)
+        overhead["measures"].append(row)
+        # cross-process ratio: medians
+        k = next((m for m in overhead["measures"] if m["id"] == "k" and m["status"] == "ok"), None)
+        if row["status"] == "ok" and k:
+            v = row["ns"]["median"] / k["ns"]["median"]
+            overhead["ratios"].append({"id": uid + "/k", "median": v, "min": v, "max": v,
+                                       "n": 1, "note": "medians of two processes"})
+
+
+def table_text(res):
+    out = []
+    m = res["machine"]
+    out.append("ukprobes benchmark (%s mode), %s" % (res["mode"], res["date"]))
+    out.append("machine: %s, %d CPUs%s, %s, Linux %s, %s, %s" % (
+        m["cpu"], m["cpus"], ", " + m["virtualized"] if m["virtualized"] != "no" else "",
+        m["os"], m["kernel"], m["libc"], m["compiler"]))
+    if m.get("loadavg_at_start"):
+        busy = float(m["loadavg_at_start"].split()[0]) >= 0.5
+        out.append("load:    %s at the start%s" % (
+            m["loadavg_at_start"], " (other work on the machine: expect noise)" if busy else ""))
+    out.append("commit:  %s%s" % (res["commit"], " (with uncommitted changes)" if res["dirty"] else ""))
+    ov = res.get("overhead")
+    if ov:
+        out.append("")
+        out.append("Per hit on bench_target (%s), median [min-max] of %d repetitions, "
+                   "%d calls each (%d for the cheap rows):" % (
+                       ov["target"]["asm"], ov["reps"], ov["iters"], ov["call_iters"]))
+        out.append("  %-15s %-38s %10s %10s %10s %12s %9s" % (
+            "id", "what", "ns/call", "min", "max", "overhead ns", "x 1rt"))
+        by = {x["id"]: x for x in ov["measures"]}
+        rt1 = by.get("1rt", {}).get("ns", {}).get("median")
+        for rid in ROWS:
+            x = by.get(rid)
+            if not x:
+                continue
+            if x["status"] != "ok":
+                what = "not implemented yet (issue 4)" if x["status"] == "not_implemented" \
+                    else "skipped: " + x["reason"]
+                out.append("  %-15s %-38s %s" % (rid, x["label"], what))
+                continue
+            s = x["ns"]
+            over = x["overhead_ns"]["median"] if rid != "call" else None
+            xr = "%.2f" % (s["median"] / rt1) if rt1 and rid not in ("call", "detour") else "-"
+            note = " (other process)" if x.get("process") == "separate" else ""
+            out.append("  %-15s %-38s %10s %10s %10s %12s %9s%s" % (
+                rid, x["label"], ns(s["median"]), ns(s["min"]), ns(s["max"]), ns(over), xr, note))
+        out.append("")
+        out.append("Ratios, taken per repetition: median [min-max]")
+        rat = {r["id"]: r for r in ov["ratios"]}
+        line = []
+        for rid in RATIOS_SHOWN:
+            if rid in rat:
+                line.append("%s = %s" % (rid, ratio(rat[rid])))
+        for i in range(0, len(line), 3):
+            out.append("  " + ";  ".join(line[i:i + 3]))
+        out.append("")
+        out.append("As the spec prints it (usec): " + spec_line(by))
+    sc = res.get("scaling")
+    if sc:
+        out.append("")
+        out.append("Scaling, hits per second, one thread per CPU (%d CPUs), %d hits per thread, "
+                   "median of %d:" % (sc["cpus"], sc["iters_per_thread"], sc["reps"]))
+        out.append("  %-8s %-32s %10s %22s %22s" % ("id", "what", "1 thread", "2 threads, same probe",
+                                                   "2 threads, 2 probes"))
+        for row in sc["rows"]:
+            if row["status"] != "ok":
+                out.append("  %-8s %-32s skipped: %s" % (row["id"], row["label"], row["reason"]))
+                continue
+            same = "%s (x%.2f)" % (rate(row["t2_same"]["median"]), row["scale_same"]["median"])
+            diff = "%s (x%.2f)" % (rate(row["t2_diff"]["median"]), row["scale_diff"]["median"]) \
+                if "t2_diff" in row else "= same"
+            out.append("  %-8s %-32s %10s %22s %22s" % (row["id"], row["label"],
+                                                       rate(row["t1"]["median"]), same, diff))
+    regs = res.get("registration") or []
+    if regs:
+        out.append("")
+        out.append("Registration on libc/libsqlite3/libz (function entries, then instructions "
+                   "inside sqlite/libz functions), median:")
+        out.append("  %7s %-11s %18s %18s %18s %18s  %s" % (
+            "probes", "points", "register 1 by 1", "unregister 1 by 1", "register_kprobes",
+            "unregister_kprobes", "memory per probe (RssAnon)"))
+        for r in regs:
+            if r.get("status") == "skipped":
+                out.append("  %7s skipped: %s" % (r["count"], r["reason"]))
+                continue
+            n = r["count"]
+
+            def cell(k):
+                return "%s (%.1f us)" % (secs(r[k]["median"]), r[k]["median"] * 1e6 / n)
+            out.append("  %7d %-11s %18s %18s %18s %18s  %s" % (
+                n, "%d+%d" % (r["entries"], r["inner"]), cell("register_single"),
+                cell("unregister_single"), cell("register_batch"), cell("unregister_batch"),
+                mem(r)))
+        for r in regs:
+            if r.get("status") == "skipped":
+                continue
+            f = r["first"]
+            hot = ", ".join("%s %d" % (h[0].split(":")[-1], h[1]) for h in f["hot"][:6])
+            if not f["hits"]:
+                out.append("  %d: first registration %s, no probe hit while registering" % (
+                    r["count"], secs(f["register_seconds"])))
+                continue
+            out.append("  %d: first registration %s with %d hits of the library's own calls on %d "
+                       "probed functions%s; those replaced for the figures above" % (
+                           r["count"], secs(f["register_seconds"]), f["hits"], f["probes_hit"],
+                           " (" + hot + ")" if hot else ""))
+        out.append("  not probed: %s (the library's hit path calls them: a probe there recurses)"
+                   % ", ".join(regs[0].get("not_probed", [])) if regs[0].get("not_probed") else "")
+    if res["skipped"]:
+        out.append("")
+        out.append("Skipped:")
+        for s in res["skipped"]:
+            out.append("  %s: %s" % (s["id"], s["reason"]))
+    return "\n".join(out)
+
+
+def spec_line(by):
+    parts = []
+    for rid in ("k", "b", "o", "r", "rb", "ro", "kr"):
+        x = by.get(rid)
+        if x and x["status"] == "ok":
+            parts.append("%s = %s" % (rid, us(x["overhead_ns"]["median"])))
+        else:
+            parts.append("%s = n/a" % rid)
+    return "; ".join(parts)
+
+
+def table_markdown(res):
+    out = []
+    m = res["machine"]
+    out.append("Measured %s on %s (%d CPUs%s), Linux %s, %s, %s; commit `%s`%s; `%s`." % (
+        res["date"], m["cpu"], m["cpus"],
+        ", " + m["virtualized"] if m["virtualized"] != "no" else "",
+        m["kernel"], m["os"], m["compiler"], res["commit"][:12],
+        " plus uncommitted changes" if res["dirty"] else "", res["command"]))
+    if m.get("loadavg_at_start"):
+        out[-1] = out[-1][:-1] + "; load average at the start: %s." % m["loadavg_at_start"]
+    ov = res.get("overhead")
+    if ov:
+        out.append("")
+        out.append("Per hit, on `bench_target` (`%s`), median of %d repetitions of %d calls "
+                   "(%d for `call` and `detour`); overhead = ns/call - `call`:" % (
+                       ov["target"]["asm"], ov["reps"], ov["iters"], ov["call_iters"]))
+        out.append("")
+        out.append("| | what | ns/call | min | max | overhead ns | × 1rt |")
+        out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        by = {x["id"]: x for x in ov["measures"]}
+        rt1 = by.get("1rt", {}).get("ns", {}).get("median")
+        for rid in ROWS:
+            x = by.get(rid)
+            if not x:
+                continue
+            if x["status"] != "ok":
+                what = "not implemented yet (issue 4)" if x["status"] == "not_implemented" \
+                    else "skipped: " + x["reason"]
+                out.append("| `%s` | %s | %s | | | | |" % (rid, x["label"], what))
+                continue
+            s = x["ns"]
+            over = ns(x["overhead_ns"]["median"]) if rid != "call" else ""
+            xr = "%.2f" % (s["median"] / rt1) if rt1 and rid not in ("call", "detour") else ""
+            label = x["label"] + (" (separate process)" if x.get("process") == "separate" else "")
+            out.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (
+                rid, label, ns(s["median"]), ns(s["min"]), ns(s["max"]), over, xr))
+        out.append("")
+        rat = {r["id"]: r for r in ov["ratios"]}
+        out.append("Ratios, per repetition, median [min-max]: " + "; ".join(
+            "%s %s" % (rid, ratio(rat[rid])) for rid in RATIOS_SHOWN if rid in rat) + ".")
+        out.append("")
+        out.append("As the spec prints it (usec): " + spec_line(by) + ".")
+    sc = res.get("scaling")
+    if sc:
+        out.append("")
+        out.append("Scaling, hits per second, each thread on its own CPU, %d hits per thread, "
+                   "median of %d (× = over one thread):" % (sc["iters_per_thread"], sc["reps"]))
+        out.append("")
+        out.append("| | 1 thread | 2 threads, same probe | 2 threads, different probes |")
+        out.append("| --- | ---: | ---: | ---: |")
+        for row in sc["rows"]:
+            if row["status"] != "ok":
+                out.append("| `%s` %s | skipped: %s | | |" % (row["id"], row["label"], row["reason"]))
+                continue
+            same = "%s (×%.2f)" % (rate(row["t2_same"]["median"]), row["scale_same"]["median"])
+            diff = "%s (×%.2f)" % (rate(row["t2_diff"]["median"]), row["scale_diff"]["median"]) \
+                if "t2_diff" in row else "(same case)"
+            out.append("| `%s` %s | %s | %s | %s |" % (row["id"], row["label"],
+                                                     rate(row["t1"]["median"]), same, diff))
+    regs = res.get("registration") or []
+    if regs:
+        out.append("")
+        out.append("Registration: probes on libc, libsqlite3 and libz function entries, then on "
+                   "instructions inside libsqlite3/libz functions; median time (per probe):")
+        out.append("")
+        out.append("| probes | entries + inner | register one by one | unregister one by one | "
+                   "`register_kprobes` | `unregister_kprobes` | memory per probe (RssAnon) |")
+        out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in regs:
+            if r.get("status") == "skipped":
+                out.append("| %s | skipped: %s | | | | | |" % (r["count"], r["reason"]))
+                continue
+            n = r["count"]
+
+            def cell(k):
+                return "%s (%.1f µs)" % (secs(r[k]["median"]), r[k]["median"] * 1e6 / n)
+            out.append("| %d | %d + %d | %s | %s | %s | %s | %s |" % (
+                n, r["entries"], r["inner"], cell("register_single"), cell("unregister_single"),
+                cell("register_batch"), cell("unregister_batch"), mem(r)))
+        notes = []
+        for r in regs:
+            if r.get("status") == "skipped":
+                continue
+            f = r["first"]
+            if f["hits"]:
+                hot = ", ".join("`%s`" % h[0].split(":")[-1].split("+")[0] for h in f["hot"][:6])
+                notes.append("with %d probes, the first registration took %s: %d hits of the "
+                             "library's own calls into probed libc functions (%s, ...); those "
+                             "%d probes were replaced by others for the figures above" % (
+                                 r["count"], secs(f["register_seconds"]), f["hits"], hot,
+                                 f["probes_hit"]))
+        if notes:
+            out.append("")
+            out.append("Self-hits: " + "; ".join(notes) + ".")
+    if res["skipped"]:
+        out.append("")
+        out.append("Skipped: " + "; ".join("%s: %s" % (s["id"], s["reason"])
+                                           for s in res["skipped"]) + ".")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--mode", default="full")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--markdown")
+    ap.add_argument("--command", default="bash bench/run.sh")
+    a = ap.parse_args()
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit, dirty = git_info(root)
+    skips = {}
+    sk = os.path.join(a.work, "skips.tsv")
+    if os.path.exists(sk):
+        for line in open(sk):
+            k, _, v = line.rstrip("\n").partition("\t")
+            if k:
+                skips[k] = v
+    res = {
+        "schema": "ukprobes-bench/1",
+        "mode": a.mode,
+        "command": a.command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "dirty": dirty,
+        "machine": machine(),
+    }
+    try:
+        res["machine"]["loadavg_at_start"] = " ".join(
+            open(os.path.join(a.work, "loadavg")).read().split()[:3])
+    except OSError:
+        pass
+    ov = load(os.path.join(a.work, "overhead.json"))
+    if ov:
+        merge_uftrace(a.work, ov, skips)
+        res["overhead"] = ov
+    sc = load(os.path.join(a.work, "scale.json"))
+    if sc:
+        res["scaling"] = sc
+    regs = []
+    for n in (1000, 10000):
+        key = "register_%d" % n
+        r = load(os.path.join(a.work, key + ".json"))
+        if r:
+            regs.append(r)
+        elif key in skips:
+            regs.append({"count": n, "status": "skipped", "reason": skips[key]})
+    res["registration"] = regs
+
+    # one list of everything that was not measured, and why
+    skipped = []
+    for x in (ov or {}).get("measures", []):
+        if x["status"] == "skipped":
+            skipped.append({"id": x["id"], "reason": x["reason"]})
+    for row in (sc or {}).get("rows", []):
+        if row["status"] == "skipped":
+            skipped.append({"id": "scaling " + row["id"], "reason": row["reason"]})
+    for r in regs:
+        if r.get("status") == "skipped":
+            skipped.append({"id": "registration %d" % r["count"], "reason": r["reason"]})
+    for k, v in skips.items():
+        if not k.startswith(("uftrace", "register_")):
+            skipped.append({"id": k, "reason": v})
+    res["skipped"] = skipped
+
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    print(table_text(res))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(table_markdown(res) + "\n")
+    missing = [n for n, v in (("overhead", ov), ("scaling", sc)) if not v]
+    if missing:
+        print("report: no result for " + ", ".join(missing), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

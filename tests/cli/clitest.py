@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ukprobe's command-line tests: clitest.py CASE runs one case.
+
+Environment (set by tests/cli/meson.build):
+  UKPROBE       the ukprobe executable
+  UKP_TARGETS   the directory of the tgt_* target programs
+  UKP_CLI_SRC   this directory (tables and golden files)
+  UKP_MANPAGE   doc/ukprobe.1
+  UKP_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+
+Trace lines are normalised before comparison: thread ids, CPUs,
+timestamps, function sizes, return addresses' offsets and pointer values
+change from run to run and from compiler to compiler.
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+UKPROBE = os.environ["UKPROBE"]
+TARGETS = os.environ["UKP_TARGETS"]
+SRC = os.environ["UKP_CLI_SRC"]
+PREFIX = "ukprobe: error: "
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what, *context):
+    if not cond:
+        raise Fail(what + "".join("\n--- %s" % c for c in context))
+
+
+def tgt(name):
+    return os.path.join(TARGETS, "tgt_" + name)
+
+
+def no_core():
+    # programs killed on purpose must not leave core files behind
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def ukprobe(args, **kw):
+    kw.setdefault("timeout", 60)
+    kw.setdefault("preexec_fn", no_core)
+    return subprocess.run([UKPROBE] + args, capture_output=True, text=True, **kw)
+
+
+def show(r):
+    return "rc=%s\nstdout:\n%s\nstderr:\n%s" % (r.returncode, r.stdout, r.stderr)
+
+
+# comm-tid [cpu] secs.micros: event: (where) args
+LINE_RE = re.compile(
+    r"^\s*(?P<comm>.+?)-(?P<tid>\d+)\s+\[(?P<cpu>\d{3})\]\s+(?P<ts>\d+\.\d{6}): "
+    r"(?P<event>\w+): \((?P<where>[^)]*)\)(?P<args>.*)$")
+
+
+def parse_line(line):
+    m = LINE_RE.match(line)
+    check(m, "not a trace line: %r" % line)
+    return m
+
+
+def normalise(line):
+    m = parse_line(line)
+    where = re.sub(r"/0x[0-9a-f]+", "/SIZE", m["where"])
+    where = re.sub(r"^([^ ]+?)\+0x[0-9a-f]+/SIZE <- ", r"\1+OFF/SIZE <- ", where)
+    args = re.sub(r"0x[0-9a-f]{10,}", "ADDR", m["args"])
+    return "%s-TID [CPU] TS: %s: (%s)%s" % (m["comm"], m["event"], where, args)
+
+
+def golden(name, text):
+    path = os.path.join(SRC, "golden", name)
+    if os.environ.get("UKP_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(text)
+        return
+    with open(path) as f:
+        want = f.read()
+    check(text == want, "output differs from golden/%s" % name, "got:\n" + text, "want:\n" + want)
+
+
+def error_lines(spec, col, msg):
+    return "%s%s: %s\n%s^\n" % (PREFIX, spec, msg, " " * (len(PREFIX) + col))
+
+
+def read_table(name):
+    """Lines 'SPEC-with-^-at-the-column<TAB>message'; # comments."""
+    cases = []
+    with open(os.path.join(SRC, name)) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            marked, msg = line.split("\t", 1)
+            col = marked.index("^")
+            cases.append((marked[:col] + marked[col + 1:], col, msg.strip("\t")))
+    return cases
+
+
+# ------------------------------------------------------------------ cases
+
+def case_help():
+    r = ukprobe(["--help"])
+    check(r.returncode == 0 and "Usage: ukprobe COMMAND" in r.stdout, "--help", show(r))
+    for cmd in ("trace", "stat"):
+        check(re.search(r"^  %s " % cmd, r.stdout, re.M), "--help lists %s" % cmd, show(r))
+        for args in ([cmd, "--help"], [cmd, "-h"], ["help", cmd]):
+            r2 = ukprobe(args)
+            check(r2.returncode == 0 and r2.stdout.startswith("Usage: ukprobe %s " % cmd)
+                  and not r2.stderr, " ".join(args), show(r2))
+    r = ukprobe(["--version"])
+    check(r.returncode == 0 and r.stdout.startswith("ukprobe "), "--version", show(r))
+    for args, msg in (([], "Usage:"),
+                      (["frobnicate"], "unknown command 'frobnicate'"),
+                      (["trace", "--bogus"], "Try 'ukprobe trace --help'."),
+                      (["stat", "-e"], "Try 'ukprobe stat --help'."),
+                      (["trace", "--", "true"], "no probe: give at least one -e SPEC"),
+                      (["trace", "-e", "p add"], "no command to run"),
+                      (["stat", "-e", "p add"], "no command to run")):
+        r = ukprobe(args)
+        check(r.returncode == 2 and msg in r.stderr and not r.stdout,
+              "usage error: %s" % args, show(r))
+
+
+def expect_spec_errors(cases, rc, extra_args=(), command="trace"):
+    with tempfile.TemporaryDirectory() as d:
+        marker = os.path.join(d, "ran")
+        for spec, col, msg in cases:
+            r = ukprobe([command, "-e", spec] + list(extra_args) +
+                        ["--", tgt("basic"), "--marker", marker])
+            want = error_lines(spec, col, msg)
+            check(r.returncode == rc and r.stderr == want and r.stdout == "",
+                  "SPEC %r" % spec, show(r), "want rc=%d stderr:\n%s" % (rc, want))
+            check(not os.path.exists(marker), "the program ran for %r" % spec)
+
+
+def case_syntax_errors():
+    cases = read_table("syntax_errors.txt")
+    check(len(cases) >= 40, "the table has %d cases" % len(cases))
+    expect_spec_errors(cases, 2)
+    # the same checks in stat, and for a second -e
+    expect_spec_errors(cases[:5], 2, command="stat")
+    expect_spec_errors(cases[:5], 2, extra_args=["-e", "p add"])
+    # an event name is defined once per group
+    r = ukprobe(["trace", "-e", "p:g/ev add", "-e", "p:g/ev norm", "--", tgt("basic")])
+    check(r.returncode == 2 and r.stderr == error_lines(
+        "p:g/ev norm", 4, "event g/ev is already defined (by -e 'p:g/ev add')"),
+        "duplicate event", show(r))
+    r = ukprobe(["trace", "-e", "p add", "-e", "p add", "--", tgt("basic")])
+    check(r.returncode == 2 and r.stderr == error_lines(
+        "p add", 0, "event ukprobes/p_add_0 is already defined (by -e 'p add')"),
+        "duplicate default event", show(r))
+    r = ukprobe(["trace", "-e", "p add\nx=%di", "--", tgt("basic")])
+    check(r.returncode == 2 and "control character in the definition" in r.stderr,
+          "newline in a SPEC", show(r))
+
+
+def case_probe_errors():
+    expect_spec_errors(read_table("probe_errors.txt"), 1)
+    # every failing probe is reported, and the good ones do not run either
+    r = ukprobe(["trace", "-e", "p nosuch1", "-e", "p add", "-e", "p nosuch2",
+                 "--", tgt("basic")])
+    want = (error_lines("p nosuch1", 2, "symbol nosuch1 not found in the program or its libraries") +
+            error_lines("p nosuch2", 2, "symbol nosuch2 not found in the program or its libraries"))
+    check(r.returncode == 1 and r.stderr == want and r.stdout == "", "two errors", show(r))
+
+
+BASIC_SPECS = [
+    "p add a=%di:s32 b=$arg2:u32 h=%si:x16",
+    "r add $retval:s32",
+    "p:pts/norm norm x=+0(%di):s64 y=+8($arg1):s64 name=+0(+16(%di)):string c=$comm nul=@0:u32",
+    "r:pts/greet_ret greet len=$retval:u64 who=+0($arg1):string sp=$stack",
+    "p many_args a7=$arg7:u32 a8=$arg8:s16 s1=$stack1:u32 r9=%r9:u8 ret=$stack0",
+    "r5:neg tgt_basic:negate v=$arg1:s32 r=$retval:s32 rx=$retval:x32 ru=$retval:u8",
+]
+BASIC_OUT = ("sum 33 norm 25\nhello %s\nmany 70013 negate -42\n")
+LONG_NAME = "a name that is longer than the sixty-four bytes an event keeps of a string"
+
+
+def case_basic_golden():
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        args = ["trace"]
+        for s in BASIC_SPECS:
+            args += ["-e", s]
+        r = ukprobe(args + ["-o", out, "--", tgt("basic"), LONG_NAME])
+        check(r.returncode == 3, "exit status of the program", show(r))
+        check(r.stdout == BASIC_OUT % LONG_NAME, "the program's own stdout", show(r))
+        check(r.stderr == "", "no errors", show(r))
+        with open(out) as f:
+            lines = f.read().splitlines()
+    golden("basic.trace", "".join(normalise(l) + "\n" for l in lines))
+    tids = {parse_line(l)["tid"] for l in lines}
+    check(len(tids) == 1, "one thread", "\n".join(lines))
+
+
+def case_stat_golden():
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "stat")
+        args = ["stat"]
+        for s in BASIC_SPECS:
+            args += ["-e", s]
+        r = ukprobe(args + ["-o", out, "--", tgt("basic")])
+        check(r.returncode == 3 and r.stdout == BASIC_OUT % "world" and r.stderr == "",
+              "stat run", show(r))
+        with open(out) as f:
+            golden("basic.stat", f.read())
+    # without -o the table follows the program's output
+    r = ukprobe(["stat", "-e", "p add", "--", tgt("basic")])
+    check(r.returncode == 3 and r.stdout.startswith(BASIC_OUT % "world") and
+          re.search(r"^ukprobes/p_add_0 +3 +0$", r.stdout, re.M), "stat to stdout", show(r))
+
+
+def case_trace_stdout():
+    r = ukprobe(["trace", "-e", "p add a=%di:s32", "-e", "p greet", "--", tgt("basic")])
+    check(r.returncode == 3 and r.stderr == "", "run", show(r))
+    prog = [l for l in r.stdout.splitlines() if not LINE_RE.match(l)]
+    trace = [normalise(l) for l in r.stdout.splitlines() if LINE_RE.match(l)]
+    check("\n".join(prog) + "\n" == BASIC_OUT % "world", "program lines", show(r))
+    check(trace == ["tgt_basic-TID [CPU] TS: p_add_0: (add+0x0/SIZE) a=%d" % i
+                    for i in range(3)] +
+          ["tgt_basic-TID [CPU] TS: p_greet_0: (greet+0x0/SIZE)"], "trace lines", show(r))
+
+
+def case_exit_status():
+    r = ukprobe(["trace", "-e", "p add", "--", tgt("basic"), "--abort"])
+    check(r.returncode == 128 + 6, "killed by SIGABRT: 134", show(r))
+    check(r.stdout == "aborting\n", "program output", show(r))
+    check("tgt_basic ended without the agent's final report" in r.stderr, "warning", show(r))
+    r = ukprobe(["stat", "-e", "p add", "--", tgt("basic"), "--abort"])
+    check(r.returncode == 134 and "ukprobes/p_add_0" in r.stdout and "<not counted>" in r.stdout,
+          "stat of a killed program", show(r))
+    r = ukprobe(["trace", "-e", "p libc.so.6:exit", "--", "sh", "-c", "exit 42"])
+    check(r.returncode == 42, "exit status passed on", show(r))
+
+
+def case_static():
+    if not os.path.exists(tgt("static")):
+        print("no static C library: skipped")
+        sys.exit(77)
+    r = ukprobe(["trace", "-e", "p main", "--", tgt("static")])
+    check(r.returncode == 1 and r.stdout == "" and
+          r.stderr == PREFIX + "%s is statically linked: the agent cannot be preloaded into it "
+          "(tracing static programs is not supported)\n" % tgt("static"), "static", show(r))
+
+
+def case_not_found():
+    r = ukprobe(["trace", "-e", "p add", "--", "/nonexistent/ukp-prog"])
+    check(r.returncode == 127 and "No such file or directory" in r.stderr, "missing path", show(r))
+    r = ukprobe(["trace", "-e", "p add", "--", "ukp-no-such-command"])
+    check(r.returncode == 127 and
+          r.stderr == PREFIX + "ukp-no-such-command: command not found\n", "not in PATH", show(r))
+
+
+def case_real_ls():
+    ls = shutil.which("ls") or "/bin/ls"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        want = subprocess.run([ls, "-la", SRC], capture_output=True, text=True)
+        r = ukprobe(["trace",
+                     "-e", "p:malloc libc.so.6:malloc size=%di:u64",
+                     "-e", "r:malloc_ret libc.so.6:malloc ptr=$retval",
+                     "-e", "p:free libc.so.6:free ptr=%di",
+                     "-o", out, "--", ls, "-la", SRC])
+        check(r.returncode == 0 and r.stderr == "", "run", show(r))
+        check(r.stdout == want.stdout, "ls's own output is unchanged", show(r))
+        with open(out) as f:
+            lines = f.read().splitlines()
+    counts = {"malloc": 0, "malloc_ret": 0, "free": 0}
+    returned, freed = set(), set()
+    for l in lines:
+        m = parse_line(l)
+        check(m["comm"].strip() == "ls", "comm is ls: %r" % l)
+        ev = m["event"]
+        counts[ev] += 1
+        if ev == "malloc":
+            check(re.fullmatch(r"malloc\+0x[04]/0x[0-9a-f]+ \[libc\.so\.6\]", m["where"]) and
+                  re.fullmatch(r" size=\d+", m["args"]), "malloc line: %r" % l)
+        elif ev == "malloc_ret":
+            check(m["where"].endswith(" <- malloc") and re.fullmatch(r" ptr=0x[0-9a-f]+", m["args"]),
+                  "malloc_ret line: %r" % l)
+            returned.add(m["args"].split("=")[1])
+        else:
+            check(re.fullmatch(r"free\+0x[04]/0x[0-9a-f]+ \[libc\.so\.6\]",
+                               m["where"]) and re.fullmatch(r" ptr=0x[0-9a-f]+", m["args"]),
+                  "free line: %r" % l)
+            freed.add(m["args"].split("=")[1])
+    check(counts["malloc"] >= 20 and counts["malloc"] == counts["malloc_ret"] and counts["free"] > 0,
+          "counts %s" % counts)
+    check(len(returned & freed) >= 5, "pointers malloc returned are freed later")
+
+
+def case_needed_lib():
+    r, lines = traced(["p libz.so.1:compress2 srclen=$arg4:u64 level=$arg5:s32",
+                       "r:zb libz.so.1:compressBound n=$arg1:u64 bound=$retval:u64"],
+                      [tgt("zlib")])
+    check(r.returncode == 0 and r.stderr == "" and r.stdout == "bound 1013 ret 0\n", "run",
+          show(r))
+    lines = [normalise(l) for l in lines]
+    check(len(lines) == 2 and
+          re.fullmatch(r"tgt_zlib-TID \[CPU\] TS: zb: \(main\+OFF/SIZE <- compressBound\) "
+                       r"n=1000 bound=1013", lines[0]) and
+          re.fullmatch(r"tgt_zlib-TID \[CPU\] TS: p_compress2_0: "
+                       r"\(compress2\+0x[04]/SIZE \[libz\.so\.1\]\) srclen=1000 level=-1",
+                       lines[1]), "events", "\n".join(lines))
+
+
+def traced(specs, argv):
+    """Run ukprobe trace with the trace in a file; returns (result, lines)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        args = ["trace"]
+        for s in specs:
+            args += ["-e", s]
+        r = ukprobe(args + ["-o", out, "--"] + argv)
+        with open(out) as f:
+            return r, f.read().splitlines()
+
+
+def case_threads():
+    r, lines = traced(["p work id=%di:s32 i=%si:u32 who=$comm"], [tgt("threads"), "50"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    check(r.stdout == "threads done\n", "program output", show(r))
+    check(len(lines) == 4 * 50 + 1, "%d events" % len(lines), "\n".join(lines))
+    seen = {}
+    for l in lines:
+        m = parse_line(l)
+        a = dict(kv.split("=", 1) for kv in m["args"].split())
+        wid = int(a["id"])
+        comm = m["comm"].strip()
+        check(a["who"] == '"%s"' % comm, "$comm is the thread's name: %r" % l)
+        if wid >= 0:
+            check(comm == "worker-%d" % wid, "comm of worker %d: %r" % (wid, l))
+        else:
+            check(comm == "tgt_threads", "main thread: %r" % l)
+        seen.setdefault(wid, []).append((int(a["i"]), m["tid"]))
+    check(sorted(seen) == [-1, 0, 1, 2, 3], "threads seen: %s" % sorted(seen))
+    tids = set()
+    for wid in range(4):
+        check([i for i, _ in seen[wid]] == list(range(50)), "worker %d in order" % wid)
+        wt = {t for _, t in seen[wid]}
+        check(len(wt) == 1, "one tid per worker")
+        tids |= wt
+    check(len(tids) == 4 and seen[-1][0][1] not in tids, "distinct tids")
+
+
+def case_flood():
+    n = 200000
+    # The trace goes to a FIFO that is not read for a while: ukprobe's
+    # writes block, the agent's socket fills up, then the rings; the
+    # program must run on, and every event it could not keep be counted.
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        p = subprocess.Popen([UKPROBE, "trace", "-e", "p tick i=%di:u32", "-o", fifo, "--",
+                              tgt("flood"), str(n)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        os.set_blocking(rfd, True)
+        chunks = []
+        while True:
+            b = os.read(rfd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+        os.close(rfd)
+        out, err = p.communicate(timeout=120)
+    check(p.returncode == 0 and out == "ticks %d\n" % n, "rc %d" % p.returncode, out, err)
+    ticks = [int(parse_line(l)["args"].split("=")[1])
+             for l in b"".join(chunks).decode().splitlines()]
+    m = re.fullmatch(r"ukprobe: warning: (\d+) events lost \(buffers full\)\n", err)
+    check(m, "a lost-events report", err)
+    lost = int(m[1])
+    check(lost > 0 and len(ticks) + lost == n,
+          "received %d + lost %d == %d" % (len(ticks), lost, n))
+    check(all(a < b for a, b in zip(ticks, ticks[1:])), "events in order, none twice")
+
+
+def case_fork():
+    r, lines = traced(["p step n=%di:s32"], [tgt("forker")])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    lines = [normalise(l) for l in lines]
+    prog = sorted(r.stdout.splitlines())
+    check(lines == ["tgt_forker-TID [CPU] TS: p_step_0: (step+0x0/SIZE) n=1",
+                    "tgt_forker-TID [CPU] TS: p_step_0: (step+0x0/SIZE) n=3"],
+          "the child is not traced", show(r))
+    check(prog == ["child done", "parent done, child status 0"], "both ran", show(r))
+
+
+def case_segv():
+    r, lines = traced(["p poke ptr=%di", "p on_segv sig=%di:s32"], [tgt("segv")])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    lines = [normalise(l) for l in lines]
+    check(lines == ["tgt_segv-TID [CPU] TS: p_poke_0: (poke+0x0/SIZE) ptr=0x0",
+                    "tgt_segv-TID [CPU] TS: p_on_segv_0: (on_segv+0x0/SIZE) sig=11"] * 3,
+          "events", show(r))
+    check(r.stdout == "recovered 3\n", "the program's handler ran", show(r))
+
+
+def case_manpage():
+    page = os.environ["UKP_MANPAGE"]
+    with open(page) as f:
+        text = f.read()
+    for word in ("ukprobe trace", "ukprobe stat", "\\-e", "\\-o", "$retval", "EXIT STATUS"):
+        check(word in text, "the man page mentions %s" % word)
+    groff = shutil.which("groff")
+    if not groff:
+        print("no groff: rendering not checked")
+        return
+    r = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", page], capture_output=True, text=True)
+    check(r.returncode == 0 and r.stderr == "", "groff warnings", r.stderr)
+
+
+def main():
+    case = sys.argv[1]
+    fn = globals().get("case_" + case)
+    if not fn:
+        print("unknown case %s" % case)
+        return 1
+    try:
+        fn()
+    except Fail as e:
+        print("FAIL %s: %s" % (case, e))
+        return 1
+    print("ok %s" % case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_trace.c - "ukprobe trace": run a command and print one line per
+ * probe hit as it happens, in ftrace's format (trace_pipe):
+ *
+ *   comm-tid [cpu] seconds.micros: event: (sym+0xoff/0xsize) name=value ...
+ *   comm-tid [cpu] seconds.micros: event: (caller+0xoff/0xsize <- func) ...
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ukprobe trace -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
+	      "\n"
+	      "Run CMD with probes and print one line per hit, as ftrace does.\n"
+	      "\n"
+	      "  -e, --event SPEC   a probe, in the kernel's kprobe_events syntax:\n"
+	      "                       p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS] [FETCHARGS]\n"
+	      "                       r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0] [FETCHARGS]\n"
+	      "                     FETCHARGS: [NAME=]FETCHARG[:TYPE], FETCHARG one of\n"
+	      "                       %REG, $argN, $retval, $stack, $stackN, $comm, @ADDR,\n"
+	      "                       +|-OFFS(FETCHARG); TYPE one of u8..u64, s8..s64,\n"
+	      "                       x8..x64 (the default is x64), string\n"
+	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "CMD's own output is left alone. ukprobe exits as CMD did.\n"
+	      "Example:\n"
+	      "  ukprobe trace -e 'p:malloc libc.so.6:malloc size=%di:u64' \\\n"
+	      "                -e 'r:malloc_ret libc.so.6:malloc ptr=$retval' -- ls\n"
+	      "See ukprobe(1).\n",
+	      out);
+}
+
+struct trace_out {
+	FILE *out;
+};
+
+static void print_event(struct ukp_session *s, const struct ukp_rec *rec, void *arg)
+{
+	struct trace_out *t = arg;
+	const struct ukp_spec *spec = &s->specs[rec->id];
+	const struct ukp_event_info *info = &s->info[rec->id];
+	char comm[sizeof(rec->comm) + 1], buf[32];
+
+	memcpy(comm, rec->comm, sizeof(rec->comm));
+	comm[sizeof(rec->comm)] = '\0';
+	fprintf(t->out, "%16s-%-7d [%03d] %5lu.%06lu: %s: (", comm, rec->tid, rec->cpu,
+		(unsigned long)(rec->ts / 1000000000ULL),
+		(unsigned long)(rec->ts % 1000000000ULL / 1000), spec->event);
+	if (spec->is_return)
+		fprintf(t->out, "%s <- %s)", ukp_session_addr(s, rec->caller, buf, sizeof(buf)),
+			info->func ? info->func : "?");
+	else
+		fprintf(t->out, "%s)", ukp_session_addr(s, rec->ip, buf, sizeof(buf)));
+	ukp_format_args(t->out, spec, rec);
+	fputc('\n', t->out);
+}
+
+/* the trace streams: whatever arrived together is written out */
+static void flush_batch(struct ukp_session *s, void *arg)
+{
+	struct trace_out *t = arg;
+
+	(void)s;
+	fflush(t->out);
+}
+
+int ukp_cmd_trace(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct ukp_session_ops ops = { .event = print_event, .batch = flush_batch };
+	struct ukp_session s = { .mode = UKP_MODE_TRACE };
+	struct trace_out t = { NULL };
+	char **texts = calloc((size_t)argc, sizeof(*texts));
+	const char *output = NULL;
+	int ntexts = 0, c, code;
+
+	if (!texts) {
+		ukp_err("out of memory");
+		return UKP_EXIT_FAIL;
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+e:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			texts[ntexts++] = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			free(texts);
+			return 0;
+		default:
+			fputs("Try 'ukprobe trace --help'.\n", stderr);
+			free(texts);
+			return UKP_EXIT_USAGE;
+		}
+	}
+	if (ukp_cli_parse_specs(texts, ntexts, &s.specs)) {
+		free(texts);
+		return UKP_EXIT_USAGE;
+	}
+	s.nspecs = ntexts;
+	free(texts);
+	s.cmd = argv + optind;
+	code = ukp_session_prepare(&s);
+	if (!code) {
+		t.out = ukp_open_output(output);
+		code = t.out ? ukp_session_run(&s, &ops, &t) : UKP_EXIT_FAIL;
+	}
+	if (t.out && t.out != stdout && fclose(t.out))
+		code = code ? code : UKP_EXIT_FAIL;
+	else if (t.out == stdout)
+		fflush(stdout);
+	ukp_session_free(&s);
+	ukp_cli_free_specs(s.specs, s.nspecs);
+	return code;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spec.h - the probe definition syntax of ukprobe: the kernel's
+ * kprobe_events syntax (Documentation/trace/kprobetrace.rst) with loaded
+ * objects in place of modules.
+ *
+ *   p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS] [FETCHARGS]
+ *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0] [FETCHARGS]
+ *
+ * FETCHARGS: [NAME=]FETCHARG[:TYPE], FETCHARG one of %REG, $argN, $retval,
+ * $stack, $stackN, $comm, @ADDR, +|-[u]OFFS(FETCHARG); TYPE one of
+ * u8..u64, s8..s64, x8..x64, string (ustring is the same here).
+ *
+ * Shared by the CLI (which validates every SPEC before running anything)
+ * and by the agent (which parses the same text again to build its fetch
+ * programs): one parser, one behaviour. Plain C, malloc only; not for
+ * signal context.
+ */
+#ifndef UKPROBE_SPEC_H
+#define UKPROBE_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define UKP_SPEC_NAME_MAX     63   /* group and event names (kernel: < 64) */
+#define UKP_SPEC_ARGNAME_MAX  32   /* argument names (kernel MAX_ARG_NAME_LEN) */
+#define UKP_SPEC_ARGSTR_MAX   63   /* one FETCHARG's text (kernel MAX_ARGSTR_LEN) */
+#define UKP_SPEC_DEREF_MAX    8    /* nested dereferences */
+#define UKP_SPEC_MAXACTIVE_MAX 4096 /* kernel KRETPROBE_MAXACTIVE_MAX */
+#define UKP_SPEC_STACK_MAX    2048 /* $stackN/$argN bound (kernel PARAM_MAX_STACK on x86-64) */
+#define UKP_SPEC_MAX_ARGS     24
+#define UKP_SPEC_STR_SLOT     64   /* bytes a string takes in an event (63 + NUL) */
+#define UKP_SPEC_NUM_SLOT     8    /* bytes a number takes in an event */
+#define UKP_SPEC_DEFAULT_GROUP "ukprobes"
+
+/* Where a fetch argument starts. */
+enum ukp_fa_base {
+	UKP_FA_REG,     /* %REG: param = word index in struct pt_regs */
+	UKP_FA_ARG,     /* $argN: param = N (1-based) */
+	UKP_FA_STACK,   /* $stackN: param = N */
+	UKP_FA_STACKP,  /* $stack: the stack pointer */
+	UKP_FA_RETVAL,  /* $retval */
+	UKP_FA_COMM,    /* $comm */
+	UKP_FA_IMM,     /* @ADDR: param = ADDR, followed by a dereference */
+};
+
+enum ukp_fa_type {
+	UKP_TY_U,       /* unsigned, printed in decimal */
+	UKP_TY_S,       /* signed, decimal */
+	UKP_TY_X,       /* unsigned, hexadecimal */
+	UKP_TY_STRING,  /* NUL-terminated string */
+};
+
+struct ukp_fetcharg {
+	char name[UKP_SPEC_ARGNAME_MAX + 1];
+	int col;                       /* column of the argument in the SPEC */
+	enum ukp_fa_base base;
+	unsigned long param;
+	/*
+	 * Dereferences, innermost first: value = *(value + deref[i]). The
+	 * last one loads the argument itself (size bytes, or the string at
+	 * that address); the others load a pointer.
+	 */
+	int nderef;
+	long deref[UKP_SPEC_DEREF_MAX + 1];
+	enum ukp_fa_type type;
+	unsigned int size;             /* 1, 2, 4, 8; UKP_SPEC_STR_SLOT for strings */
+	unsigned int off;              /* where the value goes in an event's payload */
+};
+
+struct ukp_spec {
+	char *text;                    /* the SPEC as given */
+	bool is_return;
+	int maxactive;                 /* 0: the library's default */
+	char group[UKP_SPEC_NAME_MAX + 1];
+	char event[UKP_SPEC_NAME_MAX + 1];
+	char *object;                  /* NULL: search every loaded object */
+	char *symbol;
+	unsigned long offset;
+	int event_col;                 /* columns, for error reports */
+	int point_col;                 /* start of [OBJ:]SYM[+OFFS] */
+	int sym_col;
+	int off_col;                   /* the '+', or the end of the symbol */
+	int nargs;
+	struct ukp_fetcharg args[UKP_SPEC_MAX_ARGS];
+	unsigned int payload;          /* bytes of payload an event needs */
+};
+
+/* Where a SPEC went wrong: a column (0-based, in the SPEC text) and what. */
+struct ukp_spec_error {
+	int col;
+	char msg[192];
+};
+
+/* Payload bytes an event record can carry (see proto.h). */
+#define UKP_SPEC_PAYLOAD_MAX 192
+
+/*
+ * Parse one SPEC. Returns 0, or -1 with *err filled (nothing to free
+ * then). On success the spec owns memory: release it with ukp_spec_free().
+ */
+int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err);
+void ukp_spec_free(struct ukp_spec *spec);
+
+/* "probe" or "object:probe" as libukprobes' symbol_name takes it;
+ * malloc'ed. */
+char *ukp_spec_symbol_name(const struct ukp_spec *spec);
+
+/* Name and word index (in struct pt_regs) of x86-64 register names, as
+ * the kernel's regs_query_register_offset() accepts them plus the r*
+ * spellings. Returns -1 for an unknown name. */
+int ukp_spec_reg_index(const char *name, size_t len);
+
+/* The type name as written in a SPEC ("u32", "x64", "string"). */
+const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len);
+
+#endif /* UKPROBE_SPEC_H */
