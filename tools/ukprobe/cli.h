@@ -100,6 +100,8 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 /* The text of an address the agent announced, or "0x..." */
 const char *ukp_session_addr(struct ukp_session *s, uint64_t addr, char *buf, size_t len);
 void ukp_session_free(struct ukp_session *s);
+int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
+			      struct ukp_session *s, const char **output);
 
 /* ------------------------------------------------------ formatting */
 

@@ -4,7 +4,6 @@
  * and print hits and misses per event when it ends (the kernel's
  * kprobe_profile, with a header).
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,48 +48,14 @@ static void print_table(FILE *out, const struct ukp_session *s)
 
 int ukp_cmd_stat(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ukp_session s = { .mode = UKP_MODE_STAT };
-	char **texts = calloc((size_t)argc, sizeof(*texts));
 	const char *output = NULL;
 	FILE *out = NULL;
-	int ntexts = 0, c, code;
+	int code;
 
-	if (!texts) {
-		ukp_err("out of memory");
-		return UKP_EXIT_FAIL;
-	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			texts[ntexts++] = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			free(texts);
-			return 0;
-		default:
-			fputs("Try 'ukprobe stat --help'.\n", stderr);
-			free(texts);
-			return UKP_EXIT_USAGE;
-		}
-	}
-	if (ukp_cli_parse_specs(texts, ntexts, &s.specs)) {
-		free(texts);
-		return UKP_EXIT_USAGE;
-	}
-	s.nspecs = ntexts;
-	free(texts);
-	s.cmd = argv + optind;
+	code = ukp_cli_parse_run_options(argc, argv, "stat", usage, &s, &output);
+	if (code >= 0)
+		return code;
 	code = ukp_session_prepare(&s);
 	if (!code) {
 		out = ukp_open_output(output);

@@ -6,7 +6,6 @@
  *   comm-tid [cpu] seconds.micros: event: (sym+0xoff/0xsize) name=value ...
  *   comm-tid [cpu] seconds.micros: event: (caller+0xoff/0xsize <- func) ...
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,49 +71,15 @@ static void flush_batch(struct ukp_session *s, void *arg)
 
 int ukp_cmd_trace(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct ukp_session_ops ops = { .event = print_event, .batch = flush_batch };
 	struct ukp_session s = { .mode = UKP_MODE_TRACE };
 	struct trace_out t = { NULL };
-	char **texts = calloc((size_t)argc, sizeof(*texts));
 	const char *output = NULL;
-	int ntexts = 0, c, code;
+	int code;
 
-	if (!texts) {
-		ukp_err("out of memory");
-		return UKP_EXIT_FAIL;
-	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			texts[ntexts++] = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			free(texts);
-			return 0;
-		default:
-			fputs("Try 'ukprobe trace --help'.\n", stderr);
-			free(texts);
-			return UKP_EXIT_USAGE;
-		}
-	}
-	if (ukp_cli_parse_specs(texts, ntexts, &s.specs)) {
-		free(texts);
-		return UKP_EXIT_USAGE;
-	}
-	s.nspecs = ntexts;
-	free(texts);
-	s.cmd = argv + optind;
+	code = ukp_cli_parse_run_options(argc, argv, "trace", usage, &s, &output);
+	if (code >= 0)
+		return code;
 	code = ukp_session_prepare(&s);
 	if (!code) {
 		t.out = ukp_open_output(output);

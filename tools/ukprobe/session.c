@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -587,4 +588,54 @@ void ukp_session_free(struct ukp_session *s)
 	}
 	free(s->agent);
 	free(s->path);
+}
+
+/*
+ * The options every running command shares: -e SPEC (repeatable), -o
+ * FILE, -h. Fills s->specs/nspecs/cmd and *output. Returns -1 to go on,
+ * or the exit code to return now (help printed, or a usage error).
+ */
+int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
+			      struct ukp_session *s, const char **output)
+{
+	static const struct option opts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char **texts = calloc((size_t)argc, sizeof(*texts));
+	int ntexts = 0, c;
+
+	if (!texts) {
+		ukp_err("out of memory");
+		return UKP_EXIT_FAIL;
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+e:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			texts[ntexts++] = optarg;
+			break;
+		case 'o':
+			*output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			free(texts);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
+			free(texts);
+			return UKP_EXIT_USAGE;
+		}
+	}
+	if (ukp_cli_parse_specs(texts, ntexts, &s->specs)) {
+		free(texts);
+		return UKP_EXIT_USAGE;
+	}
+	s->nspecs = ntexts;
+	free(texts);
+	s->cmd = argv + optind;
+	return -1;
 }
