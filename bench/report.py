@@ -130,7 +130,7 @@ def mem(r):
 ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "r", "rb", "ro", "kr", "k_nop5",
         "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
 
-RATIOS_SHOWN = ["k/1rt", "k/2rt", "r/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
+RATIOS_SHOWN = ["k/1rt", "k/2rt", "b/1rt", "b/k", "r/1rt", "rb/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
                 "uprobe/k", "uretprobe/r", "uprobe/1rt", "uprobe_nop5/k", "uprobe_nop5/uprobe",
                 "uretprobe_nop5/r", "uftrace/k", "uftrace_nop5/k"]
 

@@ -41,7 +41,11 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
  *               run from (needed to re-base rip-relative displacements).
  * Fills *ai, including ai->len, ai->ool and, when ai->ool, the slot image
  * (ai->slot_image, ai->slot_len bytes: the relocated instruction followed
- * by a trailing int3 at offset ai->len).
+ * by a trailing int3 at offset ai->len). When the instruction can be
+ * boosted (the kernel's can_boost rules, at most UKP_BOOST_MAX_INSN bytes,
+ * never a system call), ai->boostable is set and ai->boost_image
+ * (ai->boost_len bytes) holds the instruction re-based for
+ * slot + UKP_BOOST_OFFSET followed by a jmp rel32 to addr + len.
  * Returns 0 or:
  *   -EILSEQ     undecodable, or an exception instruction (int3, int n,
  *               into, int1, ud0, ud1, ud2)

@@ -186,6 +186,21 @@ static uintptr_t chunk_take(struct slot_chunk *c)
 	return 0;
 }
 
+/* [reg] Is there a free slot within reach of near in a chunk we have? */
+bool ukp_slot_have_free(uintptr_t near)
+{
+	unsigned int i;
+
+	for (i = 0; i < nchunks; i++) {
+		struct slot_chunk *c = chunk_list[i];
+
+		if (c->nused < SLOTS_PER_CHUNK && in_reach(c->base, near) &&
+		    in_reach(c->base + CHUNK_SIZE, near))
+			return true;
+	}
+	return false;
+}
+
 /* [reg] A free slot within reach of near, or 0. */
 uintptr_t ukp_slot_alloc(uintptr_t near)
 {

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <ucontext.h>
 
 #include "ukprobes.h"
 #include "arch.h"
@@ -46,6 +47,8 @@ struct ukp_site {
 	_Atomic bool armed;                  /* breakpoint written */
 	bool hashed;                         /* reachable from the hit hash */
 	bool gone;                           /* its object was unloaded */
+	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
+					      * is "dirty" (quarantined when freed) */
 	uint8_t opcode;                      /* original first byte */
 	const struct ukp_object *obj;
 	char *symname;                       /* containing symbol, for the list */
@@ -118,6 +121,32 @@ uintptr_t ukp_slot_alloc(uintptr_t near);     /* [reg] 0 when none in reach */
 void ukp_slot_free(uintptr_t slot);           /* [reg] no thread may be inside */
 void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s); /* [reg] */
 struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot); /* [trap] */
+
+/* Slots that ran a boosted copy wait here after unregistration until a
+ * thread scan shows nobody can resume in them (kprobes.c). */
+extern unsigned int ukp_quarantine_limit;     /* scan once this many wait */
+unsigned int ukp_quarantine_reclaim(void);    /* [reg] scan now; returns sites freed */
+unsigned int ukp_quarantine_count(void);      /* [reg] */
+bool ukp_slot_have_free(uintptr_t near);      /* [reg] a slot without a new chunk */
+
+/* Per-thread counters of the hit path (tests and benchmarks). */
+extern UKP_TLS unsigned long ukp_tls_boosted_hits;  /* hits sent to a boosted copy */
+extern UKP_TLS unsigned long ukp_tls_ool_resumes;   /* trailing int3 of a normal copy */
+
+/* ------------------------------------------------------------ threads */
+/* threads.c: where the threads are (see there). */
+#define UKP_SCAN_SIG 64                       /* SIGRTMAX, owned by the library */
+#define UKP_SCAN_MAX_RANGES 64
+struct ukp_range {
+	uintptr_t start, end;                 /* [start, end) */
+};
+void ukp_uc_push(ucontext_t *uc);             /* [trap] around a program handler */
+void ukp_uc_pop(void);                        /* [trap] */
+void ukp_scan_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
+uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n); /* [reg] */
+extern _Atomic unsigned long ukp_scan_count;  /* scans done */
+extern _Atomic unsigned long ukp_scan_inside; /* ranges found (maybe) occupied */
+extern _Atomic unsigned long ukp_scan_timeouts; /* scans with a silent thread */
 
 /* ------------------------------------------------------------ signals */
 /* signals.c */

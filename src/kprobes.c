@@ -6,7 +6,12 @@
  * Sites (probed addresses) live in a hash that the trap path reads without
  * locks; writers hold ukp_mutex, publish with release stores, and free
  * only after ukp_synchronize() and once no thread is inside the site's
- * out-of-line slot (->inflight). The user's struct kprobe carries no
+ * out-of-line slot (->inflight). A site whose slot ran a boosted copy
+ * (->boosted) is not freed then but quarantined, slot, owner and all:
+ * a thread may still sit in that copy with nothing counted (preempted,
+ * or under a signal handler that runs on top of it). Quarantined sites
+ * are freed in batches once a thread scan (threads.c) shows that no
+ * thread can resume in their slots. The user's struct kprobe carries no
  * private state: a separate index maps a struct kprobe to its child
  * record, which is how "already registered" is decided.
  */
@@ -28,6 +33,19 @@ struct ukp_site *ukp_all_sites;
 static struct ukp_site *_Atomic site_table[SITE_TABLE];
 static struct ukp_child *kp_index[KP_INDEX];
 static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
+static struct ukp_site *quarantine; /* boosted slots waiting for a scan */
+static unsigned int nquarantine;
+/* Sites a reclaim had to keep: the next reclaim waits for limit more,
+ * so that slots a thread never leaves (or whose thread cannot be
+ * examined) do not make every registration scan. */
+static unsigned int quarantine_floor;
+unsigned int ukp_quarantine_limit = 64;
+
+/* [reg] Time for a batch scan of the quarantine? */
+static bool quarantine_due(void)
+{
+	return nquarantine && nquarantine >= quarantine_floor + ukp_quarantine_limit;
+}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
@@ -180,6 +198,65 @@ static void site_free(struct ukp_site *s)
 		ukp_slot_free(s->slot);
 	free(s->symname);
 	free(s);
+}
+
+/* [reg] A site no thread is stepping in any more (inflight == 0, after a
+ * grace period): freed, or quarantined if its boosted copy ever ran. */
+static void site_retire(struct ukp_site *s)
+{
+	if (s->slot && atomic_load(&s->boosted)) {
+		s->all_next = quarantine;
+		quarantine = s;
+		nquarantine++;
+		return;
+	}
+	site_free(s);
+}
+
+/*
+ * [reg] Free every quarantined site whose slot no thread can resume in,
+ * UKP_SCAN_MAX_RANGES per scan. Returns how many were freed.
+ */
+unsigned int ukp_quarantine_reclaim(void)
+{
+	struct ukp_site *batch[UKP_SCAN_MAX_RANGES], *keep = NULL, *s;
+	struct ukp_range r[UKP_SCAN_MAX_RANGES];
+	unsigned int freed = 0, n, i, rounds = nquarantine / UKP_SCAN_MAX_RANGES + 1;
+
+	while (quarantine && rounds--) {
+		uint64_t hit;
+
+		for (n = 0; quarantine && n < UKP_SCAN_MAX_RANGES; n++) {
+			s = quarantine;
+			quarantine = s->all_next;
+			batch[n] = s;
+			r[n].start = s->slot;
+			r[n].end = s->slot + UKP_SLOT_SIZE;
+		}
+		hit = ukp_threads_scan(r, n);
+		for (i = 0; i < n; i++) {
+			if (hit & (1ULL << i)) {
+				batch[i]->all_next = keep;
+				keep = batch[i];
+			} else {
+				site_free(batch[i]);
+				nquarantine--;
+				freed++;
+			}
+		}
+	}
+	while ((s = keep)) {
+		keep = s->all_next;
+		s->all_next = quarantine;
+		quarantine = s;
+	}
+	quarantine_floor = nquarantine;
+	return freed;
+}
+
+unsigned int ukp_quarantine_count(void)
+{
+	return nquarantine;
 }
 
 /* ---------------------------------------------------------- locking */
@@ -376,6 +453,10 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp
 		goto out;
 	}
 	s->addr = addr;
+	/* Quarantined slots come back lazily: when this one would need a
+	 * new chunk, or when too many wait. */
+	if (quarantine_due() || (nquarantine && !ukp_slot_have_free(addr)))
+		ukp_quarantine_reclaim();
 	s->slot = ukp_slot_alloc(addr);
 	if (!s->slot) {
 		pr_warn("kprobes: no executable memory within reach of %#lx\n",
@@ -393,7 +474,14 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp
 		goto out;
 	}
 	if (s->ainsn.ool) {
-		ret = ukp_text_poke(s->slot, s->ainsn.slot_image, s->ainsn.slot_len);
+		/* [insn][int3] at 0, [insn'][jmp] at UKP_BOOST_OFFSET */
+		uint8_t img[UKP_SLOT_SIZE];
+
+		memset(img, UKP_BREAKPOINT_INSN, sizeof(img));
+		memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
+		if (s->ainsn.boostable)
+			memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
+		ret = ukp_text_poke(s->slot, img, sizeof(img));
 		if (ret) {
 			ukp_slot_free(s->slot);
 			free(s);
@@ -573,7 +661,7 @@ UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
 		if (!dead[i])
 			continue;
 		if (atomic_load(&dead[i]->inflight) == 0) {
-			site_free(dead[i]);
+			site_retire(dead[i]);
 		} else {
 			dead[i]->all_next = zombies;
 			zombies = dead[i];
@@ -581,8 +669,10 @@ UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
 	}
 	while ((z = reap)) {
 		reap = z->all_next;
-		site_free(z);
+		site_retire(z);
 	}
+	if (quarantine_due())
+		ukp_quarantine_reclaim();
 	free(chs);
 	free(dead);
 	ukp_unlock();

@@ -16,6 +16,16 @@
  * dropped from every mask the program sets (sigprocmask, pthread_sigmask,
  * sa_mask).
  *
+ * Every other handler the program installs through sigaction()/signal()
+ * is wrapped: the kernel gets prog_wrapper (same flags plus SA_SIGINFO,
+ * same mask), which keeps the interrupted context on a per-thread stack
+ * while the program's handler runs (ukp_uc_push, threads.c), so that a
+ * thread scan sees a thread whose signal frame returns into a slot.
+ * Reading the action back gives the program's handler, not the wrapper.
+ * UKP_SCAN_SIG (SIGRTMAX) is owned like SIGTRAP: the scan uses it, the
+ * program's actions for it are recorded and chained, and it is dropped
+ * from every mask the program sets.
+ *
  * Not covered: code that calls the rt_sigaction/rt_sigprocmask system
  * calls directly, and the old System V sigset()/sighold() family.
  */
@@ -116,7 +126,7 @@ static UKP_TRAP_TEXT long sys_tgsigqueueinfo(int pid, int tid, int sig, siginfo_
 
 /* ------------------------------------------- the program's actions */
 
-static const int owned_sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+static const int owned_sigs[] = { SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, UKP_SCAN_SIG };
 #define NOWNED (sizeof(owned_sigs) / sizeof(owned_sigs[0]))
 
 /* Seqlock-protected copy of what the program asked for. */
@@ -125,6 +135,8 @@ struct prog_action {
 	struct sigaction sa;
 };
 static struct prog_action prog_actions[NOWNED];
+/* The program's handlers of the signals we do not own, behind prog_wrapper. */
+static struct prog_action wrapped_actions[65];
 static _Atomic bool installed;
 static atomic_flag act_lock = ATOMIC_FLAG_INIT;
 static uintptr_t libc_restorer;
@@ -187,18 +199,15 @@ static UKP_TRAP_TEXT void act_lock_release(const uint64_t *old)
 	ukp_sys_sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-static UKP_TRAP_TEXT void prog_action_write(int idx, const struct sigaction *sa)
+static UKP_TRAP_TEXT void pa_write(struct prog_action *pa, const struct sigaction *sa)
 {
-	struct prog_action *pa = &prog_actions[idx];
-
 	atomic_fetch_add_explicit(&pa->seq, 1, memory_order_acq_rel);
 	copy_words(&pa->sa, sa, sizeof(*sa));
 	atomic_fetch_add_explicit(&pa->seq, 1, memory_order_release);
 }
 
-static UKP_TRAP_TEXT void prog_action_read(int idx, struct sigaction *sa)
+static UKP_TRAP_TEXT void pa_read(struct prog_action *pa, struct sigaction *sa)
 {
-	struct prog_action *pa = &prog_actions[idx];
 	unsigned int s;
 
 	do {
@@ -207,6 +216,62 @@ static UKP_TRAP_TEXT void prog_action_read(int idx, struct sigaction *sa)
 		copy_words(sa, &pa->sa, sizeof(*sa));
 		atomic_thread_fence(memory_order_acquire);
 	} while (atomic_load_explicit(&pa->seq, memory_order_relaxed) != s);
+}
+
+static UKP_TRAP_TEXT void prog_action_write(int idx, const struct sigaction *sa)
+{
+	pa_write(&prog_actions[idx], sa);
+}
+
+static UKP_TRAP_TEXT void prog_action_read(int idx, struct sigaction *sa)
+{
+	pa_read(&prog_actions[idx], sa);
+}
+
+static bool is_function(const struct sigaction *sa)
+{
+	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN &&
+	       sa->sa_handler != SIG_ERR;
+}
+
+/*
+ * [trap] What the kernel calls for a program's handler of a signal we do
+ * not own: the program's handler, as it asked for it (SA_SIGINFO or
+ * not), with the interrupted context on this thread's stack of
+ * contexts. The flags and mask were given to the kernel unchanged.
+ */
+static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction sa;
+
+	if (sig <= 0 || sig > 64)
+		return;
+	pa_read(&wrapped_actions[sig], &sa);
+	if (!is_function(&sa))
+		return; /* changed to SIG_DFL/SIG_IGN while this one was on its way */
+	ukp_uc_push(uc);
+	if (sa.sa_flags & SA_SIGINFO)
+		sa.sa_sigaction(sig, info, uc);
+	else
+		sa.sa_handler(sig);
+	ukp_uc_pop();
+}
+
+/* [any] An action read back from the kernel: the program's handler where
+ * the kernel holds our wrapper (prev: the program's recorded action). */
+static void unwrap_action(struct sigaction *sa, const struct sigaction *prev)
+{
+	if (sa->sa_handler == SIG_DFL && is_function(prev) && (prev->sa_flags & SA_RESETHAND) &&
+	    (sa->sa_flags & SA_RESETHAND)) {
+		/* the kernel reset our wrapper to SIG_DFL (SA_RESETHAND) and
+		 * kept its flags: the program never asked for SA_SIGINFO */
+		sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
+		return;
+	}
+	if (sa->sa_sigaction != prog_wrapper)
+		return;
+	sa->sa_sigaction = prev->sa_sigaction;
+	sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
 }
 
 /* ---------------------------------------------------- installation */
@@ -244,6 +309,12 @@ int ukp_signals_install(void)
 			ret = -errno;
 			goto out;
 		}
+		if (owned_sigs[i] < 65) {
+			struct sigaction prev;
+
+			pa_read(&wrapped_actions[owned_sigs[i]], &prev);
+			unwrap_action(&cur, &prev);
+		}
 		prog_action_write((int)i, &cur);
 		if (owned_sigs[i] == SIGTRAP) {
 			/* Re-installing through libc reveals libc's signal
@@ -263,15 +334,16 @@ int ukp_signals_install(void)
 					kernel_sa_flags = KERNEL_SA_FLAGS;
 			}
 		}
-		k.handler = owned_sigs[i] == SIGTRAP ? (void *)ukp_sigtrap_handler
-						     : (void *)ukp_sigfault_handler;
+		k.handler = owned_sigs[i] == SIGTRAP	  ? (void *)ukp_sigtrap_handler
+			    : owned_sigs[i] == UKP_SCAN_SIG ? (void *)ukp_scan_handler
+							    : (void *)ukp_sigfault_handler;
 		/* SA_NODEFER: a probe hit inside a handler traps again (it is
 		 * counted as missed). The fault signals run on the program's
 		 * alternate stack if it has one, so a stack overflow still
 		 * reaches the program's own handler. Asynchronous signals wait
 		 * while the library's handlers run. */
 		k.flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_RESTORER |
-			  (owned_sigs[i] == SIGTRAP ? 0 : SA_ONSTACK);
+			  (owned_sigs[i] == SIGTRAP || owned_sigs[i] == UKP_SCAN_SIG ? 0 : SA_ONSTACK);
 		k.restorer = (void *)ukp_restore_rt;
 		k.mask = ukp_async_mask;
 		if (sys_rt_sigaction(owned_sigs[i], &k, NULL) < 0) {
@@ -340,7 +412,7 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 
 		if (!(sa.sa_flags & SA_NODEFER))
 			m |= SIGBIT(sig);
-		m &= ~SIGBIT(SIGTRAP);
+		m &= ~(SIGBIT(SIGTRAP) | SIGBIT(UKP_SCAN_SIG));
 		if (sa.sa_flags & SA_RESETHAND) {
 			/* One-shot: as the kernel, reset the handler only; the
 			 * flags and mask stay and are read back. */
@@ -354,10 +426,12 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 			act_lock_release(&old);
 		}
 		ukp_sys_sigprocmask(SIG_SETMASK, &m, NULL);
+		ukp_uc_push(uc);
 		if (sa.sa_flags & SA_SIGINFO)
 			sa.sa_sigaction(sig, info, uc);
 		else
 			sa.sa_handler(sig);
+		ukp_uc_pop();
 	}
 }
 
@@ -413,11 +487,13 @@ UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, uc
 
 /* ---------------------------------------------------- interposers */
 
+/* SIGTRAP and the scan signal must stay deliverable. */
 static void strip_sigtrap(const sigset_t **set, sigset_t *copy)
 {
-	if (*set && sigismember(*set, SIGTRAP)) {
+	if (*set && (sigismember(*set, SIGTRAP) == 1 || sigismember(*set, UKP_SCAN_SIG) == 1)) {
 		*copy = **set;
 		sigdelset(copy, SIGTRAP);
+		sigdelset(copy, UKP_SCAN_SIG);
 		*set = copy;
 	}
 }
@@ -436,9 +512,11 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	int idx = owned_index(sig);
 	struct sigaction copy;
 
-	if (act && sigismember(&act->sa_mask, SIGTRAP)) {
+	if (act && (sigismember(&act->sa_mask, SIGTRAP) == 1 ||
+		    sigismember(&act->sa_mask, UKP_SCAN_SIG) == 1)) {
 		copy = *act;
 		sigdelset(&copy.sa_mask, SIGTRAP);
+		sigdelset(&copy.sa_mask, UKP_SCAN_SIG);
 		act = &copy;
 	}
 	if (idx >= 0 && atomic_load(&installed)) {
@@ -463,6 +541,34 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 			prog_action_write(idx, act);
 		act_lock_release(&old);
 		return 0;
+	}
+	if (sig > 0 && sig < 65 && sig != SIGKILL && sig != SIGSTOP) {
+		/* Not ours: the program's handler goes behind prog_wrapper. */
+		struct sigaction prev, k;
+		uint64_t old;
+		int ret;
+
+		act_lock_acquire(&old);
+		pa_read(&wrapped_actions[sig], &prev);
+		if (act && is_function(act)) {
+			k = *act;
+			k.sa_sigaction = prog_wrapper;
+			k.sa_flags |= SA_SIGINFO;
+			pa_write(&wrapped_actions[sig], act);
+			ret = call_real_sigaction(sig, &k, oact);
+			if (ret)
+				pa_write(&wrapped_actions[sig], &prev);
+		} else {
+			if (act)
+				pa_write(&wrapped_actions[sig], act);
+			ret = call_real_sigaction(sig, act, oact);
+			if (ret && act)
+				pa_write(&wrapped_actions[sig], &prev);
+		}
+		if (ret == 0 && oact)
+			unwrap_action(oact, &prev);
+		act_lock_release(&old);
+		return ret;
 	}
 	return call_real_sigaction(sig, act, oact);
 }

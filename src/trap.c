@@ -12,6 +12,9 @@
  *   int3 at addr -> SIGTRAP, ip = addr + 1
  *   pre_handlers (newest first; non-zero stops: resume at regs->ip)
  *   emulated instruction: emulate, post_handlers, done (one trap)
+ *   boostable and no enabled child has a post_handler (read at hit time):
+ *   ip = slot + 16, the boosted copy runs and jumps back to addr + len
+ *   (one trap; nothing is counted, the signal mask is left alone)
  *   otherwise: ip = slot, the copy runs, its trailing int3 traps again:
  *   ip = addr + len, post_handlers (two traps)
  * Asynchronous signals stay blocked from the first trap to the second
@@ -29,6 +32,8 @@
 #define UKP_TRAPNR_BREAKPOINT 3
 
 UKP_TLS struct ukp_ctlblk ukp_ctl;
+UKP_TLS unsigned long ukp_tls_boosted_hits;
+UKP_TLS unsigned long ukp_tls_ool_resumes;
 long ukp_errno_offset;
 
 /* [reg] Where errno lives relative to the thread pointer (the same for
@@ -163,6 +168,42 @@ static UKP_TRAP_TEXT void inc_nmissed(struct ukp_site *s)
 }
 
 /*
+ * [trap] May this hit run the boosted copy? Only if no enabled child has
+ * a post_handler now (one added later stops boosting at once; the kernel
+ * decides this at prepare time and then misses that post_handler).
+ */
+static UKP_TRAP_TEXT bool boost_now(struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	if (!s->ainsn.boostable)
+		return false;
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
+		if (kprobe_disabled(ch->kp))
+			continue;
+		if (*(kprobe_post_handler_t volatile *)&ch->kp->post_handler)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * [trap] Send the thread to the boosted copy at slot + 16: it runs the
+ * instruction and jumps back to addr + len, with no trap and no count.
+ * The slot becomes dirty: once freed it waits in quarantine until a
+ * thread scan shows nobody can resume in it (kprobes.c).
+ */
+static UKP_TRAP_TEXT void boost(struct ukp_site *s, struct pt_regs *regs, ucontext_t *uc)
+{
+	if (!atomic_load_explicit(&s->boosted, memory_order_relaxed))
+		atomic_store_explicit(&s->boosted, true, memory_order_relaxed);
+	ukp_tls_boosted_hits++;
+	regs->ip = s->slot + UKP_BOOST_OFFSET;
+	arch_regs_to_ucontext(uc, regs);
+}
+
+/*
  * Run the probed instruction: emulate it in place, or send the thread to
  * its out-of-line copy. reenter: a reentrant hit (no handlers, the
  * kernel's KPROBE_REENTER).
@@ -194,6 +235,14 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 			reset_current_kprobe(c);
 		}
 		arch_regs_to_ucontext(uc, regs);
+		return;
+	}
+	if (reenter ? s->ainsn.boostable : boost_now(s)) {
+		/* A reentrant hit leaves the status alone (the kernel's
+		 * setup_singlestep with reenter). */
+		if (!reenter)
+			reset_current_kprobe(c);
+		boost(s, regs, uc);
 		return;
 	}
 	if (reenter) {
@@ -232,6 +281,7 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 	bool orphan = !mine && c->status == 0;
 	struct pt_regs regs;
 
+	ukp_tls_ool_resumes++;
 	arch_regs_from_ucontext(&regs, uc);
 	arch_resume_ool(&s->ainsn, s->addr, slot, &regs);
 	arch_regs_to_ucontext(uc, &regs);
@@ -399,6 +449,19 @@ static UKP_TRAP_TEXT void ool_fault(struct ukp_ctlblk *c, struct ukp_site *s, ui
 	ukp_chain_signal(sig, info, uc);
 }
 
+/* [trap] A fault in a boosted copy (at slot + 16): the same as in the
+ * normal copy, but no step is under way (nothing counted, no status). */
+static UKP_TRAP_TEXT void boost_fault(struct ukp_site *s, uintptr_t slot, int sig,
+				      siginfo_t *info, ucontext_t *uc)
+{
+	uintptr_t a = (uintptr_t)info->si_addr, b = slot + UKP_BOOST_OFFSET;
+
+	arch_uc_set_ip(uc, s->addr);
+	if (a >= b && a < b + s->ainsn.len)
+		info->si_addr = (void *)(s->addr + (a - b));
+	ukp_chain_signal(sig, info, uc);
+}
+
 /* [trap] The SIGSEGV/SIGBUS/SIGFPE/SIGILL handler. */
 UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 {
@@ -450,6 +513,15 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		/* s stays valid: this thread is counted in s->inflight. */
 		ukp_read_unlock(c);
 		ool_fault(c, s, slot, sig, info, uc);
+		ukp_errno = saved_errno;
+		return;
+	}
+	if (s && s->ainsn.boostable && ip >= slot + UKP_BOOST_OFFSET &&
+	    ip < slot + UKP_BOOST_OFFSET + s->ainsn.len) {
+		/* s stays valid: its slot is quarantined until no thread
+		 * can be in it, and this one is. */
+		ukp_read_unlock(c);
+		boost_fault(s, slot, sig, info, uc);
 		ukp_errno = saved_errno;
 		return;
 	}

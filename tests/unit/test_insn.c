@@ -320,6 +320,95 @@ Test(insn_golden, syscall_is_marked)
 	cr_assert(ai.ool && !ai.is_syscall);
 }
 
+/*
+ * The booster (the kernel's can_boost): which copies may jump straight
+ * back, and the image for slot + 16: the instruction re-based there and
+ * jmp rel32 to addr + len. From G_SLOT + 16 back to G_ADDR + len the jump
+ * is always -(0x10010 + 5) = 0xfffeffeb, whatever the length.
+ */
+struct boost_golden {
+	const char *name;
+	uint8_t code[UKP_MAX_INSN_SIZE];
+	size_t n;
+	bool boost;
+	uint8_t image[16];	/* expected boost image, when .image_len */
+	size_t image_len;
+};
+
+#define BIMG(...) .image = { __VA_ARGS__ }, .image_len = sizeof((uint8_t[]){ __VA_ARGS__ })
+#define JMP_BACK 0xe9, 0xeb, 0xff, 0xfe, 0xff
+
+static const struct boost_golden boost_golden[] = {
+	{ "nop",		CODE(0x90), true, BIMG(0x90, JMP_BACK) },
+	{ "mov %rbx,%rax",	CODE(0x48, 0x89, 0xd8), true, BIMG(0x48, 0x89, 0xd8, JMP_BACK) },
+	{ "push %rbp",		CODE(0x55), true, BIMG(0x55, JMP_BACK) },
+	{ "sub $0x18,%rsp",	CODE(0x48, 0x83, 0xec, 0x18), true },
+	{ "nopl 0(%rax,%rax)",	CODE(0x0f, 0x1f, 0x44, 0x00, 0x00), true },
+	{ "imul %ecx,%eax",	CODE(0x0f, 0xaf, 0xc1), true },
+	{ "lock cmpxchg",	CODE(0xf0, 0x0f, 0xb1, 0x0f), true },
+	{ "rep movsb",		CODE(0xf3, 0xa4), true },
+	{ "pxor %xmm0,%xmm0",	CODE(0x66, 0x0f, 0xef, 0xc0), true },
+	{ "inc %eax (ff /0)",	CODE(0xff, 0xc0), true },
+	{ "inc %al (fe /0)",	CODE(0xfe, 0xc0), true },
+	{ "movabs $imm64,%rax (10 bytes)",
+				CODE(0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8), true,
+				BIMG(0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, JMP_BACK) },
+	{ "mov d(%rip),%eax re-based for slot+16",
+				CODE(0x8b, 0x05, 0x04, 0x03, 0x02, 0x01), true,
+				BIMG(0x8b, 0x05, 0xf4, 0x02, 0x01, 0x01, JMP_BACK) },
+	{ "lea -0x10(%rip),%rcx re-based for slot+16",
+				CODE(0x48, 0x8d, 0x0d, 0xf0, 0xff, 0xff, 0xff), true,
+				BIMG(0x48, 0x8d, 0x0d, 0xe0, 0xff, 0xfe, 0xff, JMP_BACK) },
+	/* not boostable */
+	{ "12 bytes: movq $imm,0x100(%rsp)",
+				CODE(0x48, 0xc7, 0x84, 0x24, 0x00, 0x01, 0x00, 0x00, 0x78, 0x56, 0x34, 0x12),
+				false },
+	{ "cs prefix",		CODE(0x2e, 0x48, 0x89, 0xd8), false },
+	{ "address-size prefix", CODE(0x67, 0x8b, 0x00), false },
+	{ "x87 fld %st0",	CODE(0xd9, 0xc0), false },
+	{ "hlt",		CODE(0xf4), false },
+	{ "syscall",		CODE(0x0f, 0x05), false },
+	{ "cpuid (not whitelisted)", CODE(0x0f, 0xa2), false },
+	{ "push (%rax) (ff /6)", CODE(0xff, 0x30), false },
+	{ "VEX vzeroupper",	CODE(0xc5, 0xf8, 0x77), false },
+	{ "jz rel8 (emulated)",	CODE(0x74, 0x10), false },
+	{ "call rel32 (emulated)", CODE(0xe8, 0, 0, 0, 0), false },
+	{ "ret (emulated)",	CODE(0xc3), false },
+	{ "jmp *%rax (emulated)", CODE(0xff, 0xe0), false },
+};
+
+Test(insn_golden, boostable_and_boost_images)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(boost_golden) / sizeof(boost_golden[0]); i++) {
+		const struct boost_golden *g = &boost_golden[i];
+		struct ukp_arch_insn ai;
+		int ret;
+
+		memset(&ai, 0xa5, sizeof(ai));
+		ret = arch_prepare_insn(&ai, g->code, g->n, G_ADDR, G_SLOT);
+		cr_expect_eq(ret, 0, "%s: ret %d", g->name, ret);
+		if (ret)
+			continue;
+		cr_expect_eq(ai.boostable, g->boost, "%s: boostable %d, want %d", g->name,
+			     ai.boostable, g->boost);
+		if (!g->boost || !ai.boostable)
+			continue;
+		cr_expect(ai.ool, "%s: boostable but not ool", g->name);
+		cr_expect_eq(ai.boost_len, ai.len + 5, "%s: boost_len %u", g->name, ai.boost_len);
+		cr_expect_eq(ai.boost_image[ai.len], 0xe9, "%s: no jmp rel32", g->name);
+		/* the normal image is untouched: [insn][int3] */
+		cr_expect_eq(ai.slot_image[ai.len], 0xcc, "%s: no trailing int3", g->name);
+		if (g->image_len) {
+			cr_expect_eq(ai.boost_len, g->image_len, "%s: boost_len %u, want %zu",
+				     g->name, ai.boost_len, g->image_len);
+			cr_expect_arr_eq(ai.boost_image, g->image, g->image_len,
+					 "%s: boost image differs", g->name);
+		}
+	}
+}
+
 /* ---------------------------------------------------------------------- */
 /* Instruction boundaries                                                 */
 /* ---------------------------------------------------------------------- */

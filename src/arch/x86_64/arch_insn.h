@@ -2,7 +2,8 @@
 /*
  * arch_insn.h - x86-64 per-probe instruction state, as the core stores it
  * in each probe site. The core reads only len, ool, blocking, slot_len,
- * slot_image and why; everything else is private to src/arch/x86_64.
+ * slot_image, boostable, boost_len, boost_image and why; everything else
+ * is private to src/arch/x86_64.
  */
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
@@ -13,6 +14,16 @@
 #define UKP_MAX_INSN_SIZE 15
 /* Bytes of one out-of-line slot: instruction + trailing int3, rounded. */
 #define UKP_SLOT_SIZE 32
+/*
+ * The kprobe-booster: a boostable instruction has a second copy at
+ * slot + UKP_BOOST_OFFSET, re-based for that address and followed by a
+ * jmp rel32 back to addr + len (no trailing trap). The slot is then
+ * [insn][int3]... at 0 and [insn'][jmp rel32] at 16, so the boosted
+ * instruction is at most UKP_BOOST_MAX_INSN bytes long.
+ */
+#define UKP_BOOST_OFFSET 16
+#define UKP_BOOST_JMP_SIZE 5
+#define UKP_BOOST_MAX_INSN (UKP_SLOT_SIZE - UKP_BOOST_OFFSET - UKP_BOOST_JMP_SIZE)
 
 struct ukp_arch_insn {
 	uint8_t len;        /* length of the probed instruction */
@@ -22,6 +33,9 @@ struct ukp_arch_insn {
 	uint8_t slot_len;   /* bytes of slot_image in use */
 	uint8_t slot_image[UKP_SLOT_SIZE];
 	const char *why;    /* static text explaining an error, or NULL */
+	bool boostable;     /* ool and may run from the boost image (no trap back) */
+	uint8_t boost_len;  /* bytes of boost_image in use (len + 5) */
+	uint8_t boost_image[UKP_SLOT_SIZE - UKP_BOOST_OFFSET]; /* for slot + 16 */
 
 	/* --- private to the arch code --- */
 	uint8_t emu;        /* enum of the emulated operation */

@@ -328,8 +328,8 @@ static bool has_rip_operand(const ZydisDecodedInstruction *insn, const ZydisDeco
  * the instruction addresses the same byte as at addr. The length does
  * not change, so the next ip moves by exactly addr - slot.
  */
-static int rebase_rip_disp(struct ukp_arch_insn *ai, const ZydisDecodedInstruction *insn,
-			   uintptr_t addr, uintptr_t slot)
+static int rebase_rip_disp(struct ukp_arch_insn *ai, uint8_t *image,
+			   const ZydisDecodedInstruction *insn, uintptr_t addr, uintptr_t slot)
 {
 	int64_t moved = (int64_t)(addr - slot);
 	int64_t disp;
@@ -347,12 +347,131 @@ static int rebase_rip_disp(struct ukp_arch_insn *ai, const ZydisDecodedInstructi
 	else if (disp != (int32_t)disp)
 		return refuse(ai, -EINVAL, "new displacement does not fit into s32");
 
-	p = ai->slot_image + insn->raw.disp.offset;
+	p = image + insn->raw.disp.offset;
 	p[0] = (uint8_t)disp;
 	p[1] = (uint8_t)(disp >> 8);
 	p[2] = (uint8_t)(disp >> 16);
 	p[3] = (uint8_t)(disp >> 24);
 	return 0;
+}
+
+/*
+ * Two-byte (0f xx) opcodes whose copy may run without a trap back: plain
+ * computations and moves that neither change ip nor depend on it, nor
+ * trap by design, nor are privileged. Conservative: the kernel's
+ * twobyte_is_boostable plus the SSE/SSE2 arithmetic and moves that user
+ * code is full of. Left out on purpose: 0f 00/01 (system), 05/07
+ * (syscall/sysret), 0b/b9/ff (ud), 0f 31-37 (rdtsc, sysenter, ...),
+ * 0f 38/3a (three-byte maps), 0f 78/79 (vmread/vmwrite), 0f a2 (cpuid,
+ * may trap in a VM), 0f ae (fxsave/xsave/fences group), 0f c7 (group 9).
+ */
+static bool twobyte_boostable(uint8_t op)
+{
+	if (op == 0x0d || op == 0x18 || op == 0x1f)		/* prefetch, nop */
+		return true;
+	if (op >= 0x10 && op <= 0x17)				/* movups ... movhps */
+		return true;
+	if (op >= 0x28 && op <= 0x2f)				/* movaps, cvt, comis */
+		return true;
+	if (op >= 0x40 && op <= 0x4f)				/* cmovcc */
+		return true;
+	if (op >= 0x50 && op <= 0x76)				/* SSE arithmetic, shifts, cmpeq */
+		return true;
+	if (op == 0x7e || op == 0x7f)				/* movd/movq/movdqa stores */
+		return true;
+	if (op >= 0x90 && op <= 0x9f)				/* setcc */
+		return true;
+	switch (op) {
+	case 0xa3: case 0xa4: case 0xa5: case 0xab: case 0xac: case 0xad: case 0xaf:
+	case 0xb0: case 0xb1: case 0xb3: case 0xb6: case 0xb7: case 0xbb: case 0xbc:
+	case 0xbd: case 0xbe: case 0xbf: case 0xc0: case 0xc1: case 0xc2: case 0xc3:
+	case 0xc4: case 0xc5: case 0xc6:
+		return true;
+	}
+	if (op >= 0xc8 && op <= 0xcf)				/* bswap */
+		return true;
+	return op >= 0xd0 && op <= 0xfe;			/* SSE2 integer */
+}
+
+/*
+ * [reg] The kernel's can_boost() (arch/x86/kernel/kprobes/core.c) for an
+ * instruction that runs out of line: may its copy jump straight back to
+ * addr + len, with no trap after it? Only legacy-encoded instructions of
+ * the one-byte map and a whitelist of the two-byte map; no CS-override
+ * (0x2e) or address-size (0x67) prefix.
+ */
+static bool can_boost(const ZydisDecodedInstruction *insn, const uint8_t *code)
+{
+	uint8_t op = insn->opcode, reg = insn->raw.modrm.reg;
+	unsigned int i;
+
+	if (insn->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY)
+		return false;		/* VEX/EVEX/XOP/3DNow!: more than 2 opcode bytes */
+	for (i = 0; i < insn->raw.prefix_count; i++)
+		if (insn->raw.prefixes[i].value == 0x2e || insn->raw.prefixes[i].value == 0x67)
+			return false;
+	if (insn->opcode_map == ZYDIS_OPCODE_MAP_0F)
+		return twobyte_boostable(op);
+	if (insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT)
+		return false;
+	(void)code;
+	if (op == 0x62 || (op >= 0x70 && op <= 0x7f) || op == 0x9a || (op >= 0xcc && op <= 0xce) ||
+	    op == 0xd6 || (op >= 0xd8 && op <= 0xdf) || (op >= 0xe0 && op <= 0xe3) ||
+	    op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0xf0 && op <= 0xf4))
+		return false;
+	switch (op) {
+	case 0xc0: case 0xc1: case 0xd0: case 0xd1: case 0xd2: case 0xd3:
+		return reg != 6;	/* Grp2: /6 is undefined (sal alias) */
+	case 0xf6: case 0xf7:
+		return reg != 1;	/* Grp3: /1 is undefined (test alias) */
+	case 0xfe:
+		return reg <= 1;	/* Grp4: inc/dec only */
+	case 0xff:
+		/* Grp5: inc/dec (and jmp indirect in the kernel; here /2 and
+		 * /4 are emulated, never copied) */
+		return reg <= 1;
+	}
+	return true;
+}
+
+/*
+ * [reg] The boost image for slot + UKP_BOOST_OFFSET: the instruction,
+ * re-based there, then jmp rel32 to addr + len. Leaves ai->boostable
+ * false when the instruction must trap back after its copy.
+ */
+static void prepare_boost(struct ukp_arch_insn *ai, const uint8_t *code,
+			  const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
+			  uintptr_t addr, uintptr_t slot)
+{
+	uintptr_t bslot = slot + UKP_BOOST_OFFSET;
+	int64_t rel;
+	uint8_t *j;
+
+	ai->boostable = false;
+	ai->boost_len = 0;
+	if (ai->blocking || ai->is_syscall || insn->length > UKP_BOOST_MAX_INSN ||
+	    !can_boost(insn, code))
+		return;
+	memcpy(ai->boost_image, code, insn->length);
+	if (has_rip_operand(insn, ops)) {
+		const char *why = ai->why;
+
+		if (rebase_rip_disp(ai, ai->boost_image, insn, addr, bslot)) {
+			ai->why = why;	/* not an error: just not boosted */
+			return;
+		}
+	}
+	rel = (int64_t)(addr + insn->length) - (int64_t)(bslot + insn->length + UKP_BOOST_JMP_SIZE);
+	if (rel != (int32_t)rel)
+		return;
+	j = ai->boost_image + insn->length;
+	j[0] = 0xe9;
+	j[1] = (uint8_t)rel;
+	j[2] = (uint8_t)(rel >> 8);
+	j[3] = (uint8_t)(rel >> 16);
+	j[4] = (uint8_t)(rel >> 24);
+	ai->boost_len = insn->length + UKP_BOOST_JMP_SIZE;
+	ai->boostable = true;
 }
 
 static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
@@ -363,7 +482,7 @@ static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
 
 	memcpy(ai->slot_image, code, insn->length);
 	if (has_rip_operand(insn, ops)) {
-		ret = rebase_rip_disp(ai, insn, addr, slot);
+		ret = rebase_rip_disp(ai, ai->slot_image, insn, addr, slot);
 		if (ret)
 			return ret;
 	}
@@ -374,6 +493,7 @@ static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
 	ai->is_syscall = insn->mnemonic == ZYDIS_MNEMONIC_SYSCALL;
 	/* a system call may block for long: keep it interruptible */
 	ai->blocking = ai->is_syscall;
+	prepare_boost(ai, code, insn, ops, addr, slot);
 	return 0;
 }
 
