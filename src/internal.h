@@ -42,6 +42,7 @@ struct ukp_site {
 	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
 	struct ukp_child *_Atomic children;  /* newest first */
 	struct ukp_site *all_next;           /* every site, for the list [reg] */
+	struct ukp_site **all_pprev;         /* where all_next points at us */
 	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
 	_Atomic unsigned long inflight;      /* threads between step and trailing trap */
 	_Atomic bool armed;                  /* breakpoint written */

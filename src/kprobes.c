@@ -123,16 +123,25 @@ static void child_index_del(struct ukp_child *ch)
 	}
 }
 
+/* [reg] The list of every site: O(1) both ways (batches of thousands). */
+static void site_list_add(struct ukp_site *s)
+{
+	s->all_next = ukp_all_sites;
+	if (ukp_all_sites)
+		ukp_all_sites->all_pprev = &s->all_next;
+	ukp_all_sites = s;
+	s->all_pprev = &ukp_all_sites;
+}
+
 static void site_list_del(struct ukp_site *s)
 {
-	struct ukp_site **pp;
-
-	for (pp = &ukp_all_sites; *pp; pp = &(*pp)->all_next) {
-		if (*pp == s) {
-			*pp = s->all_next;
-			return;
-		}
-	}
+	if (!s->all_pprev)
+		return;
+	*s->all_pprev = s->all_next;
+	if (s->all_next)
+		s->all_next->all_pprev = s->all_pprev;
+	s->all_next = NULL;
+	s->all_pprev = NULL;
 }
 
 /* ------------------------------------------------------------ arming */
@@ -548,13 +557,11 @@ static int __register_kprobe(struct kprobe *p)
 	kp_index[kp_hash(p)] = ch;
 	if (new_site) {
 		site_hash_add(s);
-		s->all_next = ukp_all_sites;
-		ukp_all_sites = s;
+		site_list_add(s);
 	}
 	ret = site_update(s);
 	if (ret) {
 		/* could not write the breakpoint: undo */
-		struct ukp_kprobe_undo;
 		atomic_store(&s->children, atomic_load(&ch->next));
 		child_index_del(ch);
 		if (new_site) {
