@@ -79,6 +79,12 @@ struct ukp_ctlblk {
 	unsigned int depth;              /* read-side nesting */
 	struct ukp_thread_rec *rec;      /* grace-period record */
 	int in_handler;                  /* >0 while a user handler runs */
+	/* >0 while the return-probe dispatcher runs: the program's signal
+	 * handlers are held back (prog_wrapper re-queues their signals,
+	 * blocked, and marks them here; the dispatcher unblocks them on
+	 * its way out) instead of two rt_sigprocmask calls per return. */
+	unsigned int defer_async;
+	uint64_t deferred_mask;
 	struct kprobe *fault_kp;         /* probe whose handler runs */
 	void *jb[5];                     /* __builtin_setjmp buffer */
 };
@@ -163,6 +169,9 @@ long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old);
 int ukp_sys_gettid(void);
 int ukp_sys_getpid(void);
 long ukp_sys_tgkill(int pid, int tid, int sig);
+
+/* signals.c: leave a defer_async section, delivering what was held back */
+void ukp_defer_async_end(struct ukp_ctlblk *c);  /* [trap] */
 
 /* trap.c */
 /*

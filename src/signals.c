@@ -249,6 +249,18 @@ static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 	pa_read(&wrapped_actions[sig], &sa);
 	if (!is_function(&sa))
 		return; /* changed to SIG_DFL/SIG_IGN while this one was on its way */
+	if (ukp_ctl.defer_async && !(sa.sa_flags & SA_RESETHAND)) {
+		/* The thread is inside the return-probe dispatcher: hold the
+		 * signal back until it leaves, as a kernel holds interrupts.
+		 * It is queued again with the same siginfo and stays pending,
+		 * blocked in the context we return to; ukp_defer_async_end()
+		 * unblocks it. (A one-shot handler was already reset by the
+		 * kernel, so it cannot wait: it runs now.) */
+		*(uint64_t *)&((ucontext_t *)uc)->uc_sigmask |= SIGBIT(sig);
+		ukp_ctl.deferred_mask |= SIGBIT(sig);
+		sys_tgsigqueueinfo(ukp_sys_getpid(), ukp_sys_gettid(), sig, info);
+		return;
+	}
 	ukp_uc_push(uc);
 	if (sa.sa_flags & SA_SIGINFO)
 		sa.sa_sigaction(sig, info, uc);
@@ -651,4 +663,22 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
 	ret = real_dlclose(handle);
 	ukp_after_dlclose();
 	return ret;
+}
+
+/* [trap] Leave a section in which the program's signal handlers were held
+ * back (see prog_wrapper): sections nest; the outermost one delivers what
+ * waited, by unblocking it. */
+UKP_TRAP_TEXT void ukp_defer_async_end(struct ukp_ctlblk *c)
+{
+	uint64_t m;
+
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--c->defer_async)
+		return;
+	atomic_signal_fence(memory_order_seq_cst);
+	m = c->deferred_mask;
+	if (!m)
+		return;
+	c->deferred_mask = 0;
+	ukp_sys_sigprocmask(SIG_UNBLOCK, &m, NULL);
 }

@@ -494,6 +494,11 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 				fh(kp, &regs, arch_uc_trapnr(uc));
 			}
 		}
+		/* Leave with the mask of the context that faulted (longjmp
+		 * keeps this handler's, which blocks the asynchronous signals:
+		 * right inside a trap handler, wrong in the return-probe
+		 * dispatcher, which runs in the thread's own context). */
+		ukp_sys_sigprocmask(SIG_SETMASK, (uint64_t *)&uc->uc_sigmask, NULL);
 		__builtin_longjmp(c->jb, 1);
 	}
 	if (sig == SIGSEGV && info->si_code == SI_KERNEL &&

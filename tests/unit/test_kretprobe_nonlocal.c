@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -617,4 +618,75 @@ Test(nonlocal, siglongjmp_from_a_signal_raised_in_a_return_handler, .timeout = 3
 	cr_expect_eq(f_outer(1), 7);
 	cr_expect_eq(l.returns, 51);
 	unregister_kretprobe(&l.rp);
+}
+
+/* ============ signals that arrive while a return handler runs ========= */
+
+/*
+ * The program's handler of a signal that arrives during a return handler
+ * runs after the return-probe dispatcher has finished (held back, as the
+ * breakpoint path holds signals back), exactly once, before the caller
+ * continues; and it may leave with siglongjmp.
+ */
+UKP_TARGET long defer_target(long x)
+{
+	return x * 3;
+}
+
+static volatile sig_atomic_t in_ret_handler, usr1_calls, usr1_inside, usr1_after_return;
+static volatile sig_atomic_t returned;
+static sigjmp_buf defer_jmp;
+static volatile sig_atomic_t defer_jump;
+
+static int defer_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	in_ret_handler = 1;
+	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+	/* with the signal held back, the program's handler has not run */
+	in_ret_handler = 0;
+	return 0;
+}
+
+static void defer_usr1(int sig)
+{
+	usr1_calls++;
+	if (in_ret_handler)
+		usr1_inside = 1;
+	if (returned)
+		usr1_after_return = 1;
+	if (defer_jump)
+		siglongjmp(defer_jmp, 1);
+}
+
+Test(nonlocal, signal_during_return_handler_is_held_back)
+{
+	struct kretprobe rp = { .handler = defer_ret, .kp.symbol_name = "defer_target" };
+	struct sigaction sa;
+	long v;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = defer_usr1;
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	returned = 0;
+	v = defer_target(5);
+	returned = 1;
+	cr_expect_eq(v, 15);
+	cr_expect_eq(usr1_calls, 1);
+	cr_expect_eq(usr1_inside, 0, "the program's handler ran inside the return handler");
+	cr_expect_eq(usr1_after_return, 0, "delivered before the caller continued");
+
+	/* a handler that leaves with siglongjmp leaves no library state behind */
+	defer_jump = 1;
+	if (sigsetjmp(defer_jmp, 1) == 0) {
+		defer_target(6);
+		cr_expect(0, "the handler should have jumped");
+	}
+	cr_expect_eq(usr1_calls, 2);
+	defer_jump = 0;
+	cr_expect_eq(defer_target(7), 21);
+	cr_expect_eq(usr1_calls, 3);
+	unregister_kretprobe(&rp); /* would hang if the read side were left held */
+	cr_expect_eq(defer_target(8), 24);
+	cr_expect_eq(usr1_calls, 3);
 }

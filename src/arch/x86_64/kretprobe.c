@@ -27,6 +27,9 @@
  * the bytes to reserve (the area size plus room for 64-byte alignment). */
 __attribute__((visibility("hidden"))) uint64_t ukp_krp_xsave_mask;
 __attribute__((visibility("hidden"))) uint64_t ukp_krp_xsave_size = 512 + 64;
+/* 1: save with XSAVEC (compacted, skips components in their initial
+ * state, typically the AVX-512 upper halves); XRSTOR reads that format. */
+__attribute__((visibility("hidden"))) uint64_t ukp_krp_xsavec;
 
 /* Tests force the shadow-stack answer: -1 ask the kernel, 0 no, 1 yes. */
 int ukp_shstk_force = -1;
@@ -60,8 +63,11 @@ int arch_kretprobe_init(void)
 		if ((uint64_t)b + a > end)
 			end = (uint64_t)b + a;
 	}
+	/* The compacted format is never larger than the standard one. */
 	ukp_krp_xsave_size = (end + 63) / 64 * 64 + 64;
 	ukp_krp_xsave_mask = mask;
+	__cpuid_count(0xd, 1, a, b, c, d);
+	ukp_krp_xsavec = (a & (1u << 1)) ? 1 : 0;
 	return 0;
 }
 

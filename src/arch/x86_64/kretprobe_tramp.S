@@ -119,7 +119,11 @@ ukp_kretprobe_trampoline:
 	movq %rcx, 568(%rsp)
 	movq %rax, %rdx
 	shrq $32, %rdx
-	xsave64 (%rsp)
+	cmpq $0, ukp_krp_xsavec(%rip)
+	je 5f
+	xsavec64 (%rsp)
+	jmp 2f
+5:	xsave64 (%rsp)
 	jmp 2f
 1:	fxsave64 (%rsp)
 2:	fninit				/* handlers start with an empty x87 stack */
