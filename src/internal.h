@@ -102,6 +102,9 @@ bool ukp_site_wants_armed(const struct ukp_site *s); /* [reg] */
 void ukp_gone_sweep(void);                    /* [reg] */
 bool ukp_in_probe_context(void);              /* [any] */
 int ukp_init(void);                           /* [reg] once */
+/* The code bytes at addr as the program has them, without our patches
+ * (breakpoints, optimized jumps); returns how many could be read. */
+size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len); /* [reg] */
 /* Take/release the registry mutex from outside the registry (listing,
  * symbol lookups from other modules and the agent); 0 or -errno. */
 int ukp_lock_for_show(void);

@@ -369,8 +369,9 @@ void ukp_after_dlclose(void)
 
 /* ------------------------------------------------------ registration */
 
-/* Bytes of code at addr as they were before our breakpoints. */
-static size_t read_original(uintptr_t addr, uint8_t *buf, size_t len)
+/* [reg] Bytes of code at addr as they were before our breakpoints and jumps
+ * (internal.h). */
+size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	size_t n, i;
 
@@ -393,7 +394,7 @@ static bool starts_with_endbr64(uintptr_t addr)
 	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	uint8_t b[4];
 
-	return read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
+	return ukp_read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
 }
 
 /*
@@ -448,7 +449,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp
 	code = malloc(need);
 	if (!code)
 		return -ENOMEM;
-	avail = read_original(sym->start, code, need);
+	avail = ukp_read_original(sym->start, code, need);
 	if (avail <= off) {
 		ret = -EINVAL;
 		goto out;
