@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 #include <ucontext.h>
@@ -139,6 +140,17 @@ __asm__(
 	"	ret\n"
 	".size op_call, .-op_call\n"
 
+	/* rep movsb in the region: a thread stays in the detour's copy. */
+	".globl op_copy\n .type op_copy,@function\n"
+	"op_copy:\n"
+	"	movq %rdx, %rcx\n"
+	".globl op_copy_probe\n"
+	"op_copy_probe:\n"
+	"	rep movsb\n"				/* f3 a4 */
+	"	movl $4, %eax\n"			/* b8 04 00 00 00 */
+	"	ret\n"
+	".size op_copy, .-op_copy\n"
+
 	/* A 5-byte NOP entry (clang's -fpatchable-function-entry=5). */
 	".globl op_nop5\n .type op_nop5,@function\n"
 	"op_nop5:\n"
@@ -160,6 +172,8 @@ int op_load(const int *p);
 int op_loop(int n);
 int op_call(int x);
 int op_nop5(int x);
+int op_copy(void *dst, const void *src, size_t n);
+extern char op_copy_probe[];
 
 /* GCC's -fpatchable-function-entry=5: five one-byte NOPs. */
 __attribute__((patchable_function_entry(5, 0))) UKP_TARGET int op_patchable(int x)
@@ -607,4 +621,54 @@ Test(optprobe, churn_exact_counts)
 	cr_log_info("%d rounds, %ld calls, optimized %d times\n", rounds, calls[0] + calls[1],
 		    optimized);
 	unregister_kprobe(&kp);
+}
+
+/* A detour buffer is not reclaimed while a thread runs in it (here: a
+ * long rep movsb copied into the detour), and is once it has left. */
+static atomic_bool copy_started;
+static void *copy_thread(void *arg)
+{
+	size_t n = 256UL << 20;
+	void *dst = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *src = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	atomic_store(&copy_started, true);
+	if (op_copy(dst, src, n) != 4)
+		abort();
+	munmap(dst, n);
+	munmap(src, n);
+	return NULL;
+}
+
+static int started_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	atomic_store(&copy_started, true);
+	return 0;
+}
+
+Test(optprobe, detours_are_reclaimed_only_when_no_thread_is_inside)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)op_copy_probe, .pre_handler = started_pre };
+	pthread_t t;
+	unsigned int q0;
+	char a[64], b[64] = "x";
+
+	reg(&kp);
+	cr_assert(is_optimized(&kp));
+	cr_assert_eq(op_copy(a, b, sizeof(b)), 4);
+	atomic_store(&copy_started, false);
+	pthread_create(&t, NULL, copy_thread, NULL);
+	while (!atomic_load(&copy_started))
+		;
+	usleep(2000); /* past the handler, inside the copy of rep movsb */
+	unregister_kprobe(&kp);
+	q0 = ukp_quarantine_count();
+	cr_assert_geq(q0, 1, "an optimized probe's site waits in quarantine");
+	cr_expect_eq(ukp_quarantine_reclaim(), 0, "the thread is still in the detour");
+	pthread_join(t, NULL);
+	cr_expect_eq(ukp_quarantine_reclaim(), q0, "freed once the thread has left");
+	cr_expect_eq(ukp_quarantine_count(), 0);
 }
