@@ -35,6 +35,7 @@
 #include "arch_branches.h"
 #include "codeflow.h"
 #include "eh_frame.h"
+#include "grow_array.h"
 #include "internal.h"
 
 /* A function-like symbol of the object; name is an offset into names. */
@@ -71,33 +72,6 @@ struct flow_obj {
 static struct flow_obj *flow_objs;
 
 /* ------------------------------------------------------------------ */
-/* Growing arrays                                                     */
-/* ------------------------------------------------------------------ */
-
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
-static int uintptr_cmp(const void *pa, const void *pb)
-{
-	uintptr_t a = *(const uintptr_t *)pa, b = *(const uintptr_t *)pb;
-
-	return (a > b) - (a < b);
-}
-
-/* ------------------------------------------------------------------ */
 /* Symbols and cold parts                                             */
 /* ------------------------------------------------------------------ */
 
@@ -111,13 +85,16 @@ static void collect_sym(const struct ukp_symres *res, void *arg)
 {
 	struct sym_collect *sc = arg;
 	struct flow_obj *fo = sc->fo;
+	struct flow_sym *syms;
 	size_t len;
 
 	if (sc->err || res->obj != fo->obj || !res->size)
 		return;
 	len = strlen(res->name) + 1;
-	if (grow((void **)&fo->syms, &sc->cap_syms, fo->nsyms, sizeof(*fo->syms)))
+	syms = ukp_grow(fo->syms, &sc->cap_syms, fo->nsyms, sizeof(*fo->syms));
+	if (!syms)
 		goto nomem;
+	fo->syms = syms;
 	while (sc->names_len + len > sc->cap_names) {
 		size_t cap = sc->cap_names ? sc->cap_names * 2 : 4096;
 		char *p = realloc(fo->names, cap);
@@ -198,6 +175,7 @@ static int cold_cmp(const void *pa, const void *pb, void *names)
 static int load_syms(struct flow_obj *fo)
 {
 	struct sym_collect sc = { .fo = fo };
+	struct flow_cold *colds;
 	size_t i, cap_colds = 0;
 
 	ukp_for_each_symbol(fo->obj->path, collect_sym, &sc);
@@ -218,15 +196,18 @@ static int load_syms(struct flow_obj *fo)
 			fo->maxend[i] = fo->maxend[i - 1];
 		if (!baselen)
 			continue;
-		if (grow((void **)&fo->colds, &cap_colds, fo->ncolds, sizeof(*fo->colds)))
+		colds = ukp_grow(fo->colds, &cap_colds, fo->ncolds, sizeof(*fo->colds));
+		if (!colds)
 			return -ENOMEM;
+		fo->colds = colds;
 		fo->colds[fo->ncolds].base = fo->syms[i].name;
 		fo->colds[fo->ncolds].baselen = baselen;
 		fo->colds[fo->ncolds].start = fo->syms[i].start;
 		fo->colds[fo->ncolds].end = fo->syms[i].end;
 		fo->ncolds++;
 	}
-	qsort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
+	if (fo->ncolds)
+		qsort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
 	return 0;
 }
 
@@ -270,12 +251,15 @@ static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, u
 {
 	struct index_build *ib = arg;
 	struct flow_obj *fo = ib->fo;
+	uintptr_t *targets;
 
 	(void)from;
 	if (kind != ARCH_FLOW_DIRECT)
 		return 0;
-	if (grow((void **)&fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets)))
+	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
+	if (!targets)
 		return -ENOMEM;
+	fo->targets = targets;
 	fo->targets[fo->ntargets++] = target;
 	return 0;
 }
@@ -364,7 +348,7 @@ static int build_index(struct flow_obj *fo)
 {
 	struct index_build ib = { .fo = fo };
 	struct timespec t0;
-	size_t i, n = 0;
+	size_t i;
 	int ret = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -381,13 +365,7 @@ static int build_index(struct flow_obj *fo)
 	free(ib.buf);
 	if (ret)
 		return ret;
-	if (fo->ntargets) {
-		qsort(fo->targets, fo->ntargets, sizeof(*fo->targets), uintptr_cmp);
-		for (i = 0; i < fo->ntargets; i++)
-			if (!n || fo->targets[n - 1] != fo->targets[i])
-				fo->targets[n++] = fo->targets[i];
-		fo->ntargets = n;
-	}
+	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
 	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
 		 "(%zu bytes), %zu jump targets; index built in %.1f ms\n",
 		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
@@ -562,6 +540,23 @@ static int check_pads(const struct flow_obj *fo, struct check *ck)
 	return 0;
 }
 
+/* Does a direct jump of code that no symbol covers land in the region? */
+static bool uncovered_jumps_into(const struct flow_obj *fo, const struct check *ck)
+{
+	size_t lo = 0, hi = fo->ntargets;
+
+	/* lo := first target above the region's first byte */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fo->targets[mid] <= ck->addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < fo->ntargets && fo->targets[lo] < ck->end;
+}
+
 /* [reg] Add the cold parts of every alias of the function at start to the
  * n parts; returns the new count, or 0 when they do not fit. */
 static size_t find_cold_parts(const struct flow_obj *fo, uintptr_t start,
@@ -642,22 +637,9 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 		return -EBUSY;
 	}
 
-	/* Code that no symbol covers. */
-	{
-		size_t lo = 0, hi = fo->ntargets;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (fo->targets[mid] <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < fo->ntargets && fo->targets[lo] < ck.end) {
-			*why = "code outside any symbol (a stripped .cold part?) jumps into the region";
-			return -EBUSY;
-		}
+	if (uncovered_jumps_into(fo, &ck)) {
+		*why = "code outside any symbol (a stripped .cold part?) jumps into the region";
+		return -EBUSY;
 	}
 
 	/* The function and its cold parts. */
@@ -669,7 +651,7 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 		return -EOPNOTSUPP;
 	}
 	for (i = 0; i < n; i++) {
-		uint8_t *code = malloc(parts[i].len ? parts[i].len : 1);
+		uint8_t *code = malloc(parts[i].len);
 
 		if (!code) {
 			ret = -ENOMEM;
@@ -677,7 +659,11 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 			goto out;
 		}
 		parts[i].code = code;
-		parts[i].len = ukp_read_original(parts[i].addr, code, parts[i].len);
+		if (ukp_read_original(parts[i].addr, code, parts[i].len) != parts[i].len) {
+			ret = -EOPNOTSUPP;
+			*why = "the function's code cannot be read";
+			goto out;
+		}
 	}
 	ck.nparts = n;
 	ret = arch_scan_flow(parts, n, 0, check_flow, &ck);

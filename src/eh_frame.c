@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "eh_frame.h"
+#include "grow_array.h"
 #include "internal.h"
 
 /* Pointer encodings (DW_EH_PE_*). */
@@ -126,7 +127,8 @@ static uint64_t cur_uint(struct eh_cur *c, unsigned int n)
 	return v;
 }
 
-static uint64_t cur_uleb(struct eh_cur *c)
+/* LEB128, unsigned or sign-extended from its last byte's bit 6. */
+static uint64_t cur_leb(struct eh_cur *c, bool is_signed)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -138,24 +140,19 @@ static uint64_t cur_uleb(struct eh_cur *c)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while ((b & 0x80) && !c->bad);
+	if (is_signed && shift < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << shift;
 	return v;
+}
+
+static uint64_t cur_uleb(struct eh_cur *c)
+{
+	return cur_leb(c, false);
 }
 
 static int64_t cur_sleb(struct eh_cur *c)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
-
-	do {
-		b = cur_u8(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while ((b & 0x80) && !c->bad);
-	if (shift < 64 && (b & 0x40))
-		v |= ~(uint64_t)0 << shift;
-	return (int64_t)v;
+	return (int64_t)cur_leb(c, true);
 }
 
 /* The value part of an encoded pointer (enc's low nibble). */
@@ -424,6 +421,7 @@ static int parse_cie(struct eh_walk *w, uintptr_t addr, struct eh_cie *cie)
 
 static int cie_get(struct eh_walk *w, uintptr_t addr, const struct eh_cie **out)
 {
+	struct eh_cie *cies;
 	size_t i;
 	int ret;
 
@@ -433,15 +431,10 @@ static int cie_get(struct eh_walk *w, uintptr_t addr, const struct eh_cie **out)
 			return 0;
 		}
 	}
-	if (w->ncies == w->cap_cies) {
-		size_t cap = w->cap_cies ? w->cap_cies * 2 : 8;
-		struct eh_cie *n = realloc(w->cies, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		w->cies = n;
-		w->cap_cies = cap;
-	}
+	cies = ukp_grow(w->cies, &w->cap_cies, w->ncies, sizeof(*cies));
+	if (!cies)
+		return -ENOMEM;
+	w->cies = cies;
 	ret = parse_cie(w, addr, &w->cies[w->ncies]);
 	if (ret)
 		return ret;
@@ -452,16 +445,11 @@ static int cie_get(struct eh_walk *w, uintptr_t addr, const struct eh_cie **out)
 static int fde_add(struct eh_walk *w, const struct ukp_fde *f)
 {
 	struct ukp_eh_frame *eh = w->eh;
+	struct ukp_fde *fdes = ukp_grow(eh->fdes, &w->cap_fdes, eh->nfdes, sizeof(*fdes));
 
-	if (eh->nfdes == w->cap_fdes) {
-		size_t cap = w->cap_fdes ? w->cap_fdes * 2 : 256;
-		struct ukp_fde *n = realloc(eh->fdes, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		eh->fdes = n;
-		w->cap_fdes = cap;
-	}
+	if (!fdes)
+		return -ENOMEM;
+	eh->fdes = fdes;
 	eh->fdes[eh->nfdes++] = *f;
 	return 0;
 }

@@ -8,7 +8,8 @@
  * Targets: hand-written assembly (codeflow_targets.S), one function per
  * shape, laid out so that the probed entry region holds whole
  * instructions and, where a refusal is expected, something lands at
- * entry + 2; a dense switch compiled at -O2 (codeflow_switch.c); and the
+ * entry + 2; a dense switch and a GCC-split function compiled at -O2
+ * (codeflow_compiled.c); and the
  * exported functions of the system's stripped libz and libc, whose pass
  * rates and refusal reasons are printed.
  */
@@ -37,6 +38,7 @@ extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_re
 	ukt_flow_hot[], ukt_flow_hot_numbered[], ukt_flow_hot_ok[], ukt_flow_victim[],
 	ukt_flow_two_entries[], ukt_flow_pad_in_region[], ukt_flow_pad_elsewhere[];
 int ukt_flow_switch(int op, int a);
+int ukt_flow_split_back(const int *p, int n);
 
 static void flow_init(void)
 {
@@ -265,6 +267,68 @@ Test(codeflow, compiled_switch_table_resolved)
 	cr_expect_eq(log.undecodable, 0);
 
 	expect_verdict(ukt_flow_switch, 0, "");
+}
+
+/*
+ * GCC's own NAME.cold (in .text.unlikely, a local symbol) jumps back into
+ * the loop; a region around that landing point is refused because of it.
+ */
+Test(codeflow, gcc_cold_part_found)
+{
+	static const int data[3] = { 1, 2, 3 };
+	uintptr_t hot = (uintptr_t)ukt_flow_split_back, cold, land = 0, b = 0;
+	struct ukp_symres hs, cs;
+	struct arch_code_part part;
+	struct flow_log log;
+	uint8_t code[512], cold_code[256];
+	size_t off, len, i;
+	bool hot_jumps_there = false;
+	const char *why = NULL;
+	int ret;
+
+	cr_assert_eq(ukt_flow_split_back(data, 3), 6);
+	if (ukp_sym_lookup_name("ukt_flow_split_back.cold", &cold))
+		cr_skip_test("the compiler made no .cold part (not GCC)");
+	cr_assert_eq(ukp_sym_lookup_addr(hot, &hs), 0);
+	cr_assert_eq(ukp_sym_lookup_addr(cold, &cs), 0);
+	cr_assert_leq(hs.size, sizeof(code));
+	cr_assert_leq(cs.size, sizeof(cold_code));
+
+	/* where the cold part lands in the hot one */
+	part.addr = cs.start;
+	part.code = cold_code;
+	part.len = ukp_read_original(cs.start, cold_code, cs.size);
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	for (i = 0; i < log.n; i++)
+		if (log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] > hot &&
+		    log.targets[i] < hot + hs.size)
+			land = log.targets[i];
+	cr_assert_neq(land, 0, "the cold part does not jump back");
+
+	/* the instruction before the landing point, and a region of whole
+	 * instructions from it that covers the landing point */
+	cr_assert_eq(ukp_read_original(hot, code, hs.size), hs.size);
+	for (off = 1; hot + off < land; off++)
+		if (arch_check_boundary(code, off, hs.size) == 0)
+			b = hot + off;
+	cr_assert_neq(b, 0);
+	for (len = 5; b + len < hot + hs.size; len++)
+		if (b + len > land && arch_check_boundary(code, b + len - hot, hs.size) == 0)
+			break;
+	cr_assert_lt(b + len, hot + hs.size);
+
+	part.addr = hot;
+	part.code = code;
+	part.len = hs.size;
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	for (i = 0; i < log.n; i++)
+		hot_jumps_there |= log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] == land;
+
+	ret = check_at(b, len, &why);
+	cr_expect_eq(ret, -EBUSY, "%d (%s)", ret, why ? why : "-");
+	if (!hot_jumps_there)
+		cr_expect(why && strstr(why, ".cold part"), "why: %s", why ? why : "-");
 }
 
 /* ---- the branch scanner on crafted bytes -------------------------------- */
