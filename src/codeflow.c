@@ -65,6 +65,7 @@ struct flow_obj {
 	size_t ncolds;
 	struct ukp_eh_frame eh;
 	int eh_err;             /* ukp_eh_frame_load's result */
+	uintptr_t fde_max_len;  /* longest FDE range */
 	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
 	size_t ntargets;
 };
@@ -394,6 +395,7 @@ static void flow_obj_free(struct flow_obj *fo)
 static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 {
 	struct flow_obj *fo, **pp;
+	size_t i;
 	int ret;
 
 	for (pp = &flow_objs; (fo = *pp); pp = &fo->next) {
@@ -423,6 +425,9 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 		ret = -ENOMEM;
 		goto fail;
 	}
+	for (i = 0; i < fo->eh.nfdes; i++)
+		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
+			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
 	ret = build_index(fo);
 	if (ret)
 		goto fail;
@@ -516,18 +521,22 @@ static int check_pads(const struct flow_obj *fo, struct check *ck)
 
 	for (i = 0; i < ck->nparts; i++) {
 		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
+		uintptr_t from = ps > fo->fde_max_len ? ps - fo->fde_max_len : 0;
 		size_t lo = 0, hi = fo->eh.nfdes;
 
-		/* first FDE ending after ps (FDEs do not overlap) */
+		/* first FDE that may reach ps: none is longer than fde_max_len
+		 * (linkers refuse overlapping FDEs, but we do not rely on it) */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (fo->eh.fdes[mid].end <= ps)
+			if (fo->eh.fdes[mid].start < from)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
 		for (k = lo; k < fo->eh.nfdes && fo->eh.fdes[k].start < pe; k++) {
+			if (fo->eh.fdes[k].end <= ps)
+				continue;
 			ret = ukp_eh_landing_pads(&fo->eh, &fo->eh.fdes[k], check_pad, ck);
 			if (ret == -EILSEQ) {
 				ck->why = "unreadable exception table (LSDA)";

@@ -245,9 +245,14 @@ static int match_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	if (info->dlpi_addr != obj->base || first != obj->is_main)
 		return 0;
 	/* The main program's name is empty here (its path came from
-	 * /proc/self/exe); every other object is known by its name. */
-	if (!obj->is_main && (!info->dlpi_name || strcmp(info->dlpi_name, obj->path)))
-		return 0;
+	 * /proc/self/exe); every other object is known by its name, the
+	 * vdso by "[vdso]" when the loader gives it none (symbols.c). */
+	if (!obj->is_main) {
+		const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "[vdso]";
+
+		if (strcmp(name, obj->path))
+			return 0;
+	}
 
 	for (i = 0; i < info->dlpi_phnum; i++)
 		n += info->dlpi_phdr[i].p_type == PT_LOAD;
