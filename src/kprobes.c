@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "codeflow.h"
 
 #define SITE_TABLE_BITS 12
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -412,6 +413,7 @@ void ukp_gone_sweep(void)
 			ch->kp->flags |= KPROBE_FLAG_GONE;
 	}
 	ukp_blacklist_refresh();
+	ukp_codeflow_forget_dead();
 }
 
 /* Called by the dlclose() interposer. */
