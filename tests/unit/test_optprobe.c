@@ -672,3 +672,21 @@ Test(optprobe, detours_are_reclaimed_only_when_no_thread_is_inside)
 	cr_expect_eq(ukp_quarantine_reclaim(), q0, "freed once the thread has left");
 	cr_expect_eq(ukp_quarantine_count(), 0);
 }
+
+/* UKPROBES_OPTIMIZATION=0 at start-up turns the knob off (this test's
+ * process has not started the library yet). */
+Test(optprobe, environment_variable_turns_the_knob_off)
+{
+	struct kprobe kp = { .symbol_name = "op_add", .pre_handler = count_pre };
+
+	setenv("UKPROBES_OPTIMIZATION", "0", 1);
+	reg(&kp);
+	cr_expect(!kprobes_optimization());
+	cr_expect(!is_optimized(&kp));
+	cr_expect_eq(op_add(1), 8);
+	cr_expect_eq(atomic_load(&hits), 1);
+	cr_assert_eq(kprobes_set_optimization(true), 0);
+	ukprobes_wait_optimizer();
+	cr_expect(is_optimized(&kp));
+	unregister_kprobe(&kp);
+}
