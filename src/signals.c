@@ -183,10 +183,13 @@ static UKP_TRAP_TEXT void copy_words(void *dst, const void *src, size_t bytes)
 }
 
 /* [any] Serialize writers of prog_actions, with every signal blocked so
- * that a handler on this thread cannot spin on the lock we hold. */
+ * that a handler on this thread cannot spin on the lock we hold; all but
+ * SIGTRAP: libc's sigaction, called under the lock, may be probed (a
+ * blocked SIGTRAP from a breakpoint is fatal), and our breakpoint path
+ * never takes this lock for a breakpoint of ours. */
 static UKP_TRAP_TEXT void act_lock_acquire(uint64_t *old)
 {
-	uint64_t all = ~0ULL;
+	uint64_t all = ~(1ULL << (SIGTRAP - 1));
 
 	ukp_sys_sigprocmask(SIG_BLOCK, &all, old);
 	while (atomic_flag_test_and_set_explicit(&act_lock, memory_order_acquire))

@@ -1202,3 +1202,31 @@ Test(async, interrupted_syscall_handler_jumps_out, .timeout = 30)
 {
 	interrupted_syscall_case(0, true);
 }
+
+static int sa_hits;
+static int sa_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	sa_hits++;
+	return 0;
+}
+
+static void sa_noop(int sig)
+{
+	(void)sig;
+}
+
+/* The sigaction interposer calls libc's sigaction under its lock: a
+ * breakpoint there must stay deliverable (a blocked SIGTRAP is fatal). */
+Test(signals, a_breakpoint_on_libc_sigaction_works)
+{
+	struct kprobe kp = { .symbol_name = "libc.so.6:sigaction", .pre_handler = sa_pre };
+	struct sigaction sa = { .sa_handler = sa_noop };
+
+	cr_assert_eq(kprobes_set_optimization(false), 0);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_expect_geq(sa_hits, 1);
+	unregister_kprobe(&kp);
+}
