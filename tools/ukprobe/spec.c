@@ -136,14 +136,24 @@ static const struct {
 	{ "x8", UKP_TY_X, 1 }, { "x16", UKP_TY_X, 2 }, { "x32", UKP_TY_X, 4 }, { "x64", UKP_TY_X, 8 },
 	{ "string", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
 	{ "ustring", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
+	{ "char", UKP_TY_CHAR, 1 },
+	{ "symbol", UKP_TY_SYMBOL, 8 },
 };
+
+#define TYPES_HINT "one of u8..u64, s8..s64, x8..x64, char, string, symbol, bW@O/C"
 
 const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len)
 {
 	static const char prefix[] = { [UKP_TY_U] = 'u', [UKP_TY_S] = 's', [UKP_TY_X] = 'x' };
 
-	if (fa->type == UKP_TY_STRING)
+	if (fa->bf_width)
+		snprintf(buf, len, "b%u@%u/%u", fa->bf_width, fa->bf_offset, fa->size * 8);
+	else if (fa->type == UKP_TY_STRING)
 		snprintf(buf, len, "string");
+	else if (fa->type == UKP_TY_CHAR)
+		snprintf(buf, len, "char");
+	else if (fa->type == UKP_TY_SYMBOL)
+		snprintf(buf, len, "symbol");
 	else
 		snprintf(buf, len, "%c%u", prefix[fa->type], fa->size * 8);
 	return buf;
@@ -264,7 +274,43 @@ static bool sym_char(char c)
 	return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '$';
 }
 
-/* [OBJ:]SYM[+OFFS] */
+/*
+ * A glob's bracket expression starting at q ('['): returns the ']' that
+ * ends it, or NULL. As fnmatch(3): "[!...]" and "[^...]" negate, and a
+ * ']' right after the opening (or the negation) is a member.
+ */
+static const char *glob_bracket_end(const char *q, const char *end)
+{
+	const char *c = q + 1;
+
+	if (c < end && (*c == '!' || *c == '^'))
+		c++;
+	if (c < end && *c == ']')
+		c++;
+	for (; c < end; c++)
+		if (*c == ']')
+			return c;
+	return NULL;
+}
+
+/* [OBJ:]0xADDR: the address part at a, up to end. */
+static int parse_addr_point(struct parser *p, const struct word *w, const char *a)
+{
+	struct ukp_spec *spec = p->spec;
+	const char *end = w->s + w->len, *q = a;
+
+	while (q < end && *q != '+' && *q != '-')
+		q++;
+	if (!parse_unum(a, (size_t)(q - a), &spec->addr))
+		return fail(p, spec->sym_col, "invalid address");
+	spec->is_addr = true;
+	spec->off_col = w->col + (int)(q - w->s);
+	if (q < end)
+		return fail(p, spec->off_col, "an address takes no offset");
+	return 0;
+}
+
+/* [OBJ:]SYM[+OFFS] or [OBJ:]0xADDR */
 static int parse_point(struct parser *p, const struct word *w)
 {
 	struct ukp_spec *spec = p->spec;
@@ -289,13 +335,20 @@ static int parse_point(struct parser *p, const struct word *w)
 	if (sym == end || *sym == '+' || *sym == '-')
 		return fail(p, spec->sym_col, "symbol is not specified");
 	if (isdigit((unsigned char)*sym))
-		return fail(p, spec->sym_col,
-			    "addresses as probe points are not supported yet: use [OBJ:]SYM[+OFFS]");
+		return parse_addr_point(p, w, sym);
 	for (q = sym; q < end && *q != '+' && *q != '-'; q++) {
-		if (*q == '*' || *q == '?' || *q == '[')
-			return fail(p, w->col + (int)(q - s), "glob patterns are not supported yet");
-		if (!sym_char(*q))
+		if (*q == '*' || *q == '?') {
+			spec->is_glob = true;
+		} else if (*q == '[') {
+			const char *close = glob_bracket_end(q, end);
+
+			if (!close)
+				return fail(p, w->col + (int)(q - s), "glob bracket is not closed");
+			spec->is_glob = true;
+			q = close;
+		} else if (!sym_char(*q)) {
 			return fail(p, w->col + (int)(q - s), "invalid character in the symbol name");
+		}
 	}
 	spec->symbol = strndup(sym, (size_t)(q - sym));
 	if (!spec->symbol)
@@ -401,6 +454,28 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 	return fail(p, col, "invalid $-variable (one of $argN, $retval, $stack, $stackN, $comm)");
 }
 
+/* @SYM[+|-OFFS]: a data (or any) symbol's address, resolved by the
+ * agent in the traced program. */
+static int parse_datasym(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+			 int col)
+{
+	const char *end = s + len, *q;
+	unsigned long off = 0;
+
+	for (q = s + 1; q < end && *q != '+' && *q != '-'; q++)
+		if (!sym_char(*q))
+			return fail(p, col + (int)(q - s), "invalid character in the symbol name");
+	if (q < end && (!parse_unum(q + 1, (size_t)(end - q - 1), &off) || off > LONG_MAX))
+		return fail(p, col + (int)(q - s), "invalid offset");
+	fa->symbol = strndup(s + 1, (size_t)(q - s - 1));
+	if (!fa->symbol)
+		return fail(p, col, "out of memory");
+	fa->symoff = q < end && *q == '-' ? -(long)off : (long)off;
+	fa->base = UKP_FA_SYM;
+	fa->deref[fa->nderef++] = 0;
+	return 0;
+}
+
 static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
 		       int col, int depth)
 {
@@ -423,7 +498,7 @@ static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 		if (len > 1 && (s[1] == '+' || s[1] == '-'))
 			return fail(p, col, "file offsets (@+OFFS) are not supported");
 		if (len > 1 && !isdigit((unsigned char)s[1]))
-			return fail(p, col, "data symbols (@SYM) are not supported yet: use @ADDR");
+			return parse_datasym(p, fa, s, len, col);
 		if (!parse_unum(s + 1, len - 1, &addr))
 			return fail(p, col, "invalid memory address");
 		fa->base = UKP_FA_IMM;
@@ -436,6 +511,71 @@ static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 	default:
 		return fail(p, col, "invalid fetch argument");
 	}
+}
+
+/*
+ * b<bit-width>@<bit-offset>/<container-size>: the kernel's bitfield type,
+ * an unsigned number of bit-width bits that start bit-offset bits into a
+ * container of 8, 16, 32 or 64 bits. Errors point at the part that is
+ * wrong.
+ */
+static int parse_bitfield(struct parser *p, struct ukp_fetcharg *fa, const char *t, size_t tlen,
+			  int tcol)
+{
+	const char *end = t + tlen, *at, *slash;
+	unsigned long width, offset, container;
+
+	at = memchr(t, '@', tlen);
+	if (!at)
+		return fail(p, tcol, "bitfield must be bWIDTH@OFFSET/CONTAINER-SIZE");
+	slash = memchr(at, '/', (size_t)(end - at));
+	if (!slash)
+		return fail(p, tcol + (int)(at - t), "bitfield needs a /CONTAINER-SIZE");
+	if (!parse_udec(t + 1, (size_t)(at - t - 1), &width) || width == 0 || width > 64)
+		return fail(p, tcol + 1, "invalid bitfield width");
+	if (!parse_udec(at + 1, (size_t)(slash - at - 1), &offset) || offset > 63)
+		return fail(p, tcol + (int)(at + 1 - t), "invalid bitfield offset");
+	if (!parse_udec(slash + 1, (size_t)(end - slash - 1), &container) ||
+	    (container != 8 && container != 16 && container != 32 && container != 64))
+		return fail(p, tcol + (int)(slash + 1 - t),
+			    "bitfield container size must be 8, 16, 32 or 64");
+	if (width + offset > container)
+		return fail(p, tcol, "bitfield does not fit in its container (%lu + %lu > %lu bits)",
+			    width, offset, container);
+	fa->type = UKP_TY_U;
+	fa->size = (unsigned int)container / 8;
+	fa->bf_width = (unsigned int)width;
+	fa->bf_offset = (unsigned int)offset;
+	return 0;
+}
+
+/* The :TYPE of an argument, t[0..tlen) at column tcol. */
+static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, size_t tlen,
+		      int tcol)
+{
+	bool found = false;
+	size_t i;
+
+	for (i = 0; i < sizeof(types_table) / sizeof(types_table[0]); i++) {
+		if (strlen(types_table[i].name) == tlen && !memcmp(types_table[i].name, t, tlen)) {
+			fa->type = types_table[i].type;
+			fa->size = types_table[i].size;
+			found = true;
+		}
+	}
+	if (!found && tlen > 1 && t[0] == 'b' && isdigit((unsigned char)t[1])) {
+		if (parse_bitfield(p, fa, t, tlen, tcol))
+			return -1;
+		found = true;
+	}
+	if (!found)
+		return fail(p, tcol, "unknown type (" TYPES_HINT ")");
+	if (fa->base == UKP_FA_COMM && fa->type != UKP_TY_STRING)
+		return fail(p, tcol, "$comm is a string");
+	if (fa->type == UKP_TY_STRING && fa->base != UKP_FA_COMM && !fa->nderef)
+		return fail(p, tcol,
+			    "string accepts only a memory argument: +OFFS(FETCHARG), @ADDR or @SYM");
+	return 0;
 }
 
 static bool name_used(const struct ukp_spec *spec, const char *name, size_t len)
@@ -454,7 +594,7 @@ static int parse_arg(struct parser *p, const struct word *w)
 	struct ukp_spec *spec = p->spec;
 	struct ukp_fetcharg *fa = &spec->args[spec->nargs];
 	const char *eq = memchr(w->s, '=', w->len), *body = w->s, *colon;
-	size_t blen = w->len, i;
+	size_t blen = w->len;
 	int bcol = w->col;
 
 	memset(fa, 0, sizeof(*fa));
@@ -495,25 +635,9 @@ static int parse_arg(struct parser *p, const struct word *w)
 
 	if (colon) {
 		const char *t = colon + 1;
-		size_t tlen = blen - (size_t)(t - body);
-		int tcol = bcol + (int)(t - body);
-		bool found = false;
 
-		for (i = 0; i < sizeof(types_table) / sizeof(types_table[0]); i++) {
-			if (strlen(types_table[i].name) == tlen &&
-			    !memcmp(types_table[i].name, t, tlen)) {
-				fa->type = types_table[i].type;
-				fa->size = types_table[i].size;
-				found = true;
-			}
-		}
-		if (!found)
-			return fail(p, tcol, "unknown type (one of u8..u64, s8..s64, x8..x64, string)");
-		if (fa->type == UKP_TY_STRING && fa->base != UKP_FA_COMM && !fa->nderef)
-			return fail(p, tcol,
-				    "string accepts only a memory argument: +OFFS(FETCHARG) or @ADDR");
-		if (fa->base == UKP_FA_COMM && fa->type != UKP_TY_STRING)
-			return fail(p, tcol, "$comm is a string");
+		if (parse_type(p, fa, t, blen - (size_t)(t - body), bcol + (int)(t - body)))
+			return -1;
 	} else if (fa->base == UKP_FA_COMM) {
 		fa->type = UKP_TY_STRING;
 		fa->size = UKP_SPEC_STR_SLOT;
@@ -536,17 +660,57 @@ static int parse_arg(struct parser *p, const struct word *w)
 
 /* ------------------------------------------------------ interface */
 
-/* The kernel's default event name: p_SYM_OFFS / r_SYM_0, made a C
- * identifier. */
+static void make_identifier(char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			*s = '_';
+}
+
+/*
+ * The kernel's default event names, made C identifiers: p_SYM_OFFS and
+ * r_SYM_0; p_0xADDR for an address; p_OBJ_0xADDR for an address in an
+ * object (as uprobe_events' p_FILE_0xOFFSET, OBJ's file name cut at its
+ * first '.'). A glob gets its names from its matches (the agent's).
+ */
 static void default_event(struct ukp_spec *spec)
 {
-	char *c;
+	char c = spec->is_return ? 'r' : 'p';
 
-	snprintf(spec->event, sizeof(spec->event), "%c_%s_%lu", spec->is_return ? 'r' : 'p',
-		 spec->symbol, spec->offset);
-	for (c = spec->event; *c; c++)
-		if (!isalnum((unsigned char)*c) && *c != '_')
-			*c = '_';
+	if (spec->is_glob) {
+		spec->event[0] = '\0';
+	} else if (spec->is_addr && spec->object) {
+		const char *base = strrchr(spec->object, '/');
+		size_t blen;
+
+		base = base ? base + 1 : spec->object;
+		blen = strcspn(base, ".");
+		snprintf(spec->event, sizeof(spec->event), "%c_%.*s_0x%lx", c, (int)blen, base,
+			 spec->addr);
+	} else if (spec->is_addr) {
+		snprintf(spec->event, sizeof(spec->event), "%c_0x%lx", c, spec->addr);
+	} else {
+		snprintf(spec->event, sizeof(spec->event), "%c_%s_%lu", c, spec->symbol,
+			 spec->offset);
+	}
+	make_identifier(spec->event);
+}
+
+void ukp_spec_match_event(const struct ukp_spec *spec, const char *func, char *buf, size_t len)
+{
+	char suffix[32] = "";
+	size_t room;
+
+	if (spec->is_return)
+		snprintf(suffix, sizeof(suffix), "__return");
+	else if (spec->offset)
+		snprintf(suffix, sizeof(suffix), "_%lu", spec->offset);
+	if (len > UKP_SPEC_NAME_MAX + 1)
+		len = UKP_SPEC_NAME_MAX + 1;
+	room = len - 1 - strlen(suffix);
+	snprintf(buf, len, "%s%.*s%s", isdigit((unsigned char)func[0]) ? "_" : "", (int)room,
+		 func, suffix);
+	make_identifier(buf);
 }
 
 int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err)
@@ -576,7 +740,9 @@ int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_erro
 	for (i = 2; i < n; i++)
 		if (parse_arg(&p, &w[i]))
 			goto bad;
-	if (!spec->event[0]) {
+	if (spec->event[0]) {
+		spec->event_given = true;
+	} else {
 		default_event(spec);
 		spec->event_col = 0;
 	}
@@ -593,6 +759,13 @@ bad:
 
 void ukp_spec_free(struct ukp_spec *spec)
 {
+	int i;
+
+	/* also the argument being parsed when a SPEC failed */
+	for (i = 0; i < UKP_SPEC_MAX_ARGS; i++) {
+		free(spec->args[i].symbol);
+		spec->args[i].symbol = NULL;
+	}
 	free(spec->text);
 	free(spec->object);
 	free(spec->symbol);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpose.c - the libc functions the agent puts itself in front of:
+ *
+ *  dlopen   after the object is loaded, the SPECs waiting for it are
+ *           registered (probes.c). Its initializers have run by then:
+ *           probes in them are not hit for this load.
+ *  exec*    before the program is replaced, the image's events are
+ *           flushed and its final report sent (else they are lost); with
+ *           -f the new program's environment gets the agent back if the
+ *           program dropped it; when the exec fails, tracing goes on in a
+ *           new image.
+ *
+ * They carry glibc's version names (.symver, in nodes of the library's
+ * version script) so that programs' versioned references bind to them.
+ * posix_spawn() and system() are not interposed: their children exec
+ * with the parent's environment, which keeps the agent with -f.
+ *
+ * Context: [init], on program threads. An exec may run in a vfork()
+ * child that shares the parent's memory: ukpa_active() is false there,
+ * and nothing is flushed or allocated.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define ENV_MAX 4096
+
+extern char **environ;
+
+/* ------------------------------------------------------------ dlopen */
+
+void *ukpa_real_dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+
+	if (!real)
+		real = (void *(*)(const char *, int))dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
+	if (!real)
+		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	return real ? real(file, mode) : NULL;
+}
+
+__asm__(".symver ukpa_dlopen, dlopen@@GLIBC_2.34");
+__attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int mode)
+{
+	void *h = ukpa_real_dlopen(file, mode);
+	int saved_errno = errno;
+
+	if (h && file && ukpa_active() && ukpa_probes_pending()) {
+		ukpa_busy++;
+		ukpa_probes_refresh();
+		ukpa_busy--;
+	}
+	errno = saved_errno;
+	return h;
+}
+
+/* programs linked before glibc 2.34 (libdl's dlopen) */
+__asm__(".symver ukpa_dlopen_old, dlopen@GLIBC_2.2.5");
+__attribute__((visibility("default"))) void *ukpa_dlopen_old(const char *file, int mode)
+{
+	return ukpa_dlopen(file, mode);
+}
+
+/* -------------------------------------------------------------- exec */
+
+enum exec_kind { BY_PATH, BY_FILE, BY_FD };
+
+static int real_exec(enum exec_kind kind, const char *path, int fd, char *const argv[],
+		     char *const envp[])
+{
+	static int (*ve)(const char *, char *const[], char *const[]);
+	static int (*vpe)(const char *, char *const[], char *const[]);
+	static int (*fe)(int, char *const[], char *const[]);
+
+	switch (kind) {
+	case BY_PATH:
+		if (!ve)
+			ve = (int (*)(const char *, char *const[], char *const[]))
+				dlvsym(RTLD_NEXT, "execve", "GLIBC_2.2.5");
+		return ve ? ve(path, argv, envp) : (errno = ENOSYS, -1);
+	case BY_FILE:
+		if (!vpe)
+			vpe = (int (*)(const char *, char *const[], char *const[]))
+				dlsym(RTLD_NEXT, "execvpe");
+		return vpe ? vpe(path, argv, envp) : (errno = ENOSYS, -1);
+	default:
+		if (!fe)
+			fe = (int (*)(int, char *const[], char *const[]))
+				dlvsym(RTLD_NEXT, "fexecve", "GLIBC_2.2.5");
+		return fe ? fe(fd, argv, envp) : (errno = ENOSYS, -1);
+	}
+}
+
+/* Every exec goes through here. */
+static int do_exec(enum exec_kind kind, const char *path, int fd, char *const argv[],
+		   char *const envp[])
+{
+	char *env[ENV_MAX];
+	int ret, saved;
+
+	ukpa_before_exec();
+	ret = real_exec(kind, path, fd, argv, ukpa_exec_env(envp, env, ENV_MAX));
+	saved = errno;
+	ukpa_after_failed_exec();
+	errno = saved;
+	return ret;
+}
+
+__asm__(".symver ukpa_execve, execve@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execve(const char *path, char *const argv[],
+						       char *const envp[])
+{
+	return do_exec(BY_PATH, path, -1, argv, envp);
+}
+
+__asm__(".symver ukpa_execv, execv@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execv(const char *path, char *const argv[])
+{
+	return do_exec(BY_PATH, path, -1, argv, environ);
+}
+
+__asm__(".symver ukpa_execvp, execvp@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execvp(const char *file, char *const argv[])
+{
+	return do_exec(BY_FILE, file, -1, argv, environ);
+}
+
+__asm__(".symver ukpa_fexecve, fexecve@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_fexecve(int fd, char *const argv[],
+							char *const envp[])
+{
+	return do_exec(BY_FD, NULL, fd, argv, envp);
+}
+
+/* The execl family: the arguments into an array (on the stack: may run
+ * in a vfork() child). with_env: execle's envp follows the NULL. */
+#define ARGS_MAX 4096
+
+static int execl_common(enum exec_kind kind, const char *path, const char *arg, va_list ap,
+			bool with_env)
+{
+	char *argv[ARGS_MAX];
+	char *const *envp = environ;
+	size_t n = 0;
+
+	argv[n++] = (char *)arg;
+	while (arg && n < ARGS_MAX) {
+		arg = va_arg(ap, const char *);
+		argv[n++] = (char *)arg;
+	}
+	if (n == ARGS_MAX && arg) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (with_env)
+		envp = va_arg(ap, char *const *);
+	return do_exec(kind, path, -1, argv, envp);
+}
+
+__asm__(".symver ukpa_execl, execl@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = execl_common(BY_PATH, path, arg, ap, false);
+	va_end(ap);
+	return ret;
+}
+
+__asm__(".symver ukpa_execlp, execlp@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = execl_common(BY_FILE, file, arg, ap, false);
+	va_end(ap);
+	return ret;
+}
+
+__asm__(".symver ukpa_execle, execle@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) int ukpa_execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg);
+	ret = execl_common(BY_PATH, path, arg, ap, true);
+	va_end(ap);
+	return ret;
+}
