@@ -14,6 +14,7 @@ timestamps, function sizes, return addresses' offsets and pointer values
 change from run to run and from compiler to compiler.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
+import json
 import os
 import re
 import resource
@@ -74,6 +75,7 @@ def normalise(line):
     where = re.sub(r"/0x[0-9a-f]+", "/SIZE", m["where"])
     where = re.sub(r"^([^ ]+?)\+0x[0-9a-f]+/SIZE <- ", r"\1+OFF/SIZE <- ", where)
     args = re.sub(r"0x[0-9a-f]{10,}", "ADDR", m["args"])
+    args = re.sub(r"(\+0x[0-9a-f]+)/0x[0-9a-f]+", r"\1/SIZE", args)  # symbol values
     return "%s-TID [CPU] TS: %s: (%s)%s" % (m["comm"], m["event"], where, args)
 
 
@@ -405,6 +407,176 @@ def case_segv():
                     "tgt_segv-TID [CPU] TS: p_on_segv_0: (on_segv+0x0/SIZE) sig=11"] * 3,
           "events", show(r))
     check(r.stdout == "recovered 3\n", "the program's handler ran", show(r))
+
+
+TYPES_OUT = "letter 118 flags 4464 tally 1003 dispatch 21 fact 24 probe everything\n"
+TYPES_SPECS = [
+    "p letter c=%di:char cx=%di:x8 q=@motto+2:char",
+    "p flags low=+0(%di):b3@0/32 mid=+0(%di):b5@3/32 high=+0(%di):b8@8/32 "
+    "top=+0(%di):b16@16/32 top8=+2(%di):b8@0/16 all=+0(%di):x32 p=%di:symbol",
+    "p tally n=%di:s64 c=@counter:s64 c8=@counter:u8 m=@motto:string hi=@settings+3:u8",
+    "r tally c=@counter:s64 ret=$retval:s64",
+    "p dispatch fn=%di:symbol not_code=$stack:symbol tail=@motto+6:string",
+]
+
+
+def case_types_golden():
+    """char, bitfields, @SYM[+|-OFFS], symbol."""
+    r, lines = traced(TYPES_SPECS, [tgt("types")])
+    check(r.returncode == 0 and r.stdout == TYPES_OUT and r.stderr == "", "run", show(r))
+    golden("types.trace", "".join(normalise(l) + "\n" for l in lines))
+
+
+def elf_symbol(path, name):
+    """The ELF address of a function, as nm prints it."""
+    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == name and f[1] in "Tt":
+            return int(f[0], 16)
+    raise Fail("no %s in %s" % (name, path))
+
+
+def case_addresses():
+    """[OBJ:]0xADDR: ELF addresses in an object, absolute addresses."""
+    if not shutil.which("nm"):
+        print("no nm: skipped")
+        sys.exit(77)
+    pie = tgt("types")
+    tally = elf_symbol(pie, "tally")
+    fact = elf_symbol(pie, "fact")
+    # the entry, the second instruction (push %rbp is one byte at -O0),
+    # a return probe by address; default names as uprobe_events' ones
+    r, lines = traced(["p tgt_types:0x%x n=%%di:s64" % tally,
+                       "p:second tgt_types:0x%x" % (tally + 1),
+                       "r %s:0x%x ret=$retval:s64" % (pie, fact)],
+                      [pie])
+    check(r.returncode == 0 and r.stderr == "" and r.stdout == TYPES_OUT, "run", show(r))
+    lines = [normalise(l) for l in lines]
+    want = ["tgt_types-TID [CPU] TS: p_tgt_types_0x%x: (tally+0x0/SIZE) n=3" % tally,
+            "tgt_types-TID [CPU] TS: second: (tally+0x1/SIZE)"]
+    want += ["tgt_types-TID [CPU] TS: r_tgt_types_0x%x: (fact+OFF/SIZE <- fact) ret=%d" % (fact, v)
+             for v in (1, 2, 6)]
+    want += ["tgt_types-TID [CPU] TS: r_tgt_types_0x%x: (main+OFF/SIZE <- fact) ret=24" % fact]
+    check(lines == want, "events", "\n".join(lines), "want:\n" + "\n".join(want))
+    # absolute addresses: a program that is not position-independent
+    nopie = tgt("types_nopie")
+    tally = elf_symbol(nopie, "tally")
+    r, lines = traced(["p 0x%x n=%%di:s64" % tally, "p:abs2 0x%x" % (tally + 1)], [nopie])
+    check(r.returncode == 0 and r.stderr == "", "run (no PIE)", show(r))
+    lines = [normalise(l) for l in lines]
+    check(lines == ["tgt_types_nopie-TID [CPU] TS: p_0x%x: (tally+0x0/SIZE) n=3" % tally,
+                    "tgt_types_nopie-TID [CPU] TS: abs2: (tally+0x1/SIZE)"],
+          "absolute address events", "\n".join(lines))
+    # not an instruction boundary (inside "mov %rsp,%rbp")
+    r = ukprobe(["trace", "-e", "p tgt_types:0x%x" % (elf_symbol(pie, "tally") + 2),
+                 "--", pie])
+    check(r.returncode == 1 and r.stderr == error_lines(
+        "p tgt_types:0x%x" % (elf_symbol(pie, "tally") + 2), 12,
+        "probe point is not an instruction boundary"), "mid-instruction address", show(r))
+
+
+def case_glob_zlib():
+    """Globs over a real library: one probe per function, perf's names."""
+    specs = ["p libz.so.1:deflate* strm=%di", "r libz.so.1:deflate* ret=$retval:s32",
+             "p:zb libz.so.1:compress* n=%di"]
+    r, lines = traced(specs, [tgt("zlib")])
+    check(r.returncode == 0 and r.stderr == "" and r.stdout == "bound 1013 ret 0\n", "run", show(r))
+    entries, returns, zb = [], [], []
+    for l in lines:
+        m = parse_line(l)
+        ev, where = m["event"], m["where"]
+        if ev.endswith("__return"):
+            fn = ev[:-len("__return")]
+            check(where.endswith(" <- " + fn) and re.fullmatch(r" ret=-?\d+", m["args"]),
+                  "return line %r" % l)
+            returns.append(fn)
+        elif ev.startswith("zb"):
+            check(re.fullmatch(r"compress\w*\+0x[04]/0x[0-9a-f]+ \[libz\.so\.1\]", where),
+                  "compress line %r" % l)
+            zb.append((ev, where.split("+")[0]))
+        else:
+            check(ev.startswith("deflate") and
+                  re.fullmatch(re.escape(ev) + r"\+0x[04]/0x[0-9a-f]+ \[libz\.so\.1\]", where),
+                  "entry line %r" % l)
+            entries.append(ev)
+    check({"deflate", "deflateInit_", "deflateEnd"} <= set(entries), "deflate functions hit",
+          "\n".join(lines))
+    check(sorted(entries) == sorted(returns), "every entry returns", "\n".join(lines))
+    # an explicit event name with a glob: zb, zb_1, ... one name per function
+    names = {}
+    for ev, fn in zb:
+        check(names.setdefault(fn, ev) == ev, "one name per function: %s" % zb)
+    check(sorted(names) == ["compress", "compress2", "compressBound"] and
+          sorted(names.values()) == ["zb", "zb_1", "zb_2"], "zb names %s" % names)
+    # stat: one row per function
+    r = ukprobe(["stat", "-e", "p libz.so.1:deflate*", "--", tgt("zlib")])
+    check(r.returncode == 0 and re.search(r"^ukprobes/deflateEnd +1 +0$", r.stdout, re.M) and
+          re.search(r"^ukprobes/deflateInit_ +1 +0$", r.stdout, re.M), "stat rows", show(r))
+
+
+def json_events(path):
+    with open(path) as f:
+        doc = json.load(f)
+    check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list), "trace-event object")
+    for e in doc["traceEvents"]:
+        check(e.get("ph") in ("X", "i", "M") and isinstance(e.get("pid"), int) and
+              isinstance(e.get("tid"), int) and isinstance(e.get("name"), str), "event %r" % e)
+        if e["ph"] != "M":
+            check(isinstance(e["ts"], (int, float)) and isinstance(e["args"], dict), "event %r" % e)
+        if e["ph"] == "X":
+            check(isinstance(e["dur"], (int, float)) and e["dur"] >= 0, "duration %r" % e)
+    return doc["traceEvents"]
+
+
+def case_json():
+    """--json: valid trace-event JSON; entry/return pairs become "X"."""
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "t.json")
+        r = ukprobe(["trace", "--json", js, "-e", "p fact n=%di:s64", "-e", "r fact r=$retval:s64",
+                     "-e", "p letter c=%di:char", "-e", "r:tl tally", "--", tgt("types")])
+        check(r.returncode == 0 and r.stderr == "" and r.stdout == TYPES_OUT,
+              "no text trace without -o", show(r))
+        ev = json_events(js)
+        # the same with a text trace too
+        out = os.path.join(d, "t.txt")
+        r = ukprobe(["trace", "--json", js, "-o", out, "-e", "p letter", "--", tgt("types")])
+        check(r.returncode == 0 and os.path.getsize(out) > 0, "json and -o", show(r))
+        check([e["name"] for e in json_events(js) if e["ph"] == "i"] == ["p_letter_0"], "json 2")
+    facts = sorted((e for e in ev if e["ph"] == "X"), key=lambda e: e["ts"])
+    check([e["name"] for e in facts] == ["fact"] * 4, "four fact frames", facts)
+    check([(e["args"]["entry"]["n"], e["args"]["return"]["r"]) for e in facts] ==
+          [(4, 24), (3, 6), (2, 2), (1, 1)], "arguments and results", facts)
+    for outer, inner in zip(facts, facts[1:]):
+        check(outer["ts"] <= inner["ts"] and
+              inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 0.001,
+              "recursion nests", outer, inner)
+    inst = [(e["name"], e["args"]) for e in ev if e["ph"] == "i"]
+    check(inst == [("p_letter_0", {"c": "u"}), ("tl", {})], "instants", inst)
+    meta = [e for e in ev if e["ph"] == "M"]
+    check({(e["name"], e["args"]["name"]) for e in meta} ==
+          {("thread_name", "tgt_types"), ("process_name", "tgt_types")}, "names", meta)
+    check(len({(e["pid"], e["tid"]) for e in ev if e["ph"] != "M"}) == 1, "one thread")
+    # entries whose return never comes (siglongjmp out of a fault):
+    # instants, and the JSON is still whole
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "t.json")
+        r = ukprobe(["trace", "--json", js, "-e", "p poke", "-e", "r poke", "-e", "p on_segv",
+                     "--", tgt("segv")])
+        check(r.returncode == 0 and r.stderr == "", "segv run", show(r))
+        ev = json_events(js)
+    names = [e["name"] for e in ev if e["ph"] != "M"]
+    check(sorted(names) == ["p_on_segv_0"] * 3 + ["p_poke_0"] * 3 and
+          all(e["ph"] == "i" for e in ev if e["ph"] != "M"), "unfinished frames", names)
+    # several threads: each its own tid and name
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "t.json")
+        r = ukprobe(["trace", "--json", js, "-e", "p work", "-e", "r work", "--",
+                     tgt("threads"), "5"])
+        ev = json_events(js)
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    check(names == {"worker-0", "worker-1", "worker-2", "worker-3", "tgt_threads"}, "threads", names)
+    check(len([e for e in ev if e["ph"] == "X" and e["name"] == "work"]) == 21, "21 work frames")
 
 
 def case_manpage():

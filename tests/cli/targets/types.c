@@ -8,6 +8,7 @@
  *   flags(&packed)        a structure of bitfields
  *   tally(3)              adds to the global counter (read with @counter)
  *   dispatch(handler)     a function pointer (the symbol type)
+ *   fact(4)               recursion: fact(4) calls fact(3) ... fact(1)
  *
  * tgt_types --marker FILE creates FILE first (see tgt_basic).
  */
@@ -53,11 +54,16 @@ __attribute__((noinline)) int dispatch(int (*fn)(int))
 	return fn(7);
 }
 
+__attribute__((noinline)) long fact(long n)
+{
+	return n <= 1 ? 1 : n * fact(n - 1);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int f;
 	int l, d;
-	long t;
+	long t, x;
 
 	if (argc > 2 && !strcmp(argv[1], "--marker")) {
 		int fd = open(argv[2], O_CREAT | O_WRONLY, 0644);
@@ -69,6 +75,7 @@ int main(int argc, char **argv)
 	f = flags(&settings);
 	t = tally(3);
 	d = dispatch(handler);
-	printf("letter %d flags %u tally %ld dispatch %d %s\n", l, f, t, d, motto);
+	x = fact(4);
+	printf("letter %d flags %u tally %ld dispatch %d fact %ld %s\n", l, f, t, d, x, motto);
 	return 0;
 }
