@@ -4,7 +4,13 @@
  *
  *  dlopen   after the object is loaded, the SPECs waiting for it are
  *           registered (probes.c). Its initializers have run by then:
- *           probes in them are not hit for this load.
+ *           probes in them are not hit for this load. The loader
+ *           searches a bare name in the caller's RPATH/RUNPATH (and
+ *           expands $ORIGIN from it): called from here, the caller would
+ *           be the agent, so those directories are searched here first,
+ *           as the caller's (dlinfo RTLD_DI_SERINFO; the caller's list
+ *           is RPATH, LD_LIBRARY_PATH, RUNPATH, then the system
+ *           directories, which the loader searches after ld.so.cache).
  *  exec*    before the program is replaced, the image's events are
  *           flushed and its final report sent (else they are lost); with
  *           -f the new program's environment gets the agent back if the
@@ -22,8 +28,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -45,10 +56,98 @@ void *ukpa_real_dlopen(const char *file, int mode)
 	return real ? real(file, mode) : NULL;
 }
 
+/* The directories dlinfo(RTLD_DI_SERINFO) lists for an object, in
+ * order; free the result. */
+static Dl_serinfo *search_list(void *handle)
+{
+	Dl_serinfo size, *info;
+
+	if (dlinfo(handle, RTLD_DI_SERINFOSIZE, &size))
+		return NULL;
+	info = malloc(size.dls_size);
+	if (!info)
+		return NULL;
+	info->dls_size = size.dls_size;
+	info->dls_cnt = size.dls_cnt;
+	if (dlinfo(handle, RTLD_DI_SERINFO, info)) {
+		free(info);
+		return NULL;
+	}
+	return info;
+}
+
+static bool in_list(const Dl_serinfo *l, const char *dir)
+{
+	unsigned int i;
+
+	for (i = 0; l && i < l->dls_cnt; i++)
+		if (!strcmp(l->dls_serpath[i].dls_name, dir))
+			return true;
+	return false;
+}
+
+/* One of the loader's system directories (not from LD_LIBRARY_PATH):
+ * the agent has no RPATH or RUNPATH, so its list is LD_LIBRARY_PATH's
+ * directories and the system ones. */
+static bool system_dir(const Dl_serinfo *own, const char *dir)
+{
+	const char *llp = getenv("LD_LIBRARY_PATH"), *p, *e;
+	size_t len = strlen(dir);
+
+	if (!in_list(own, dir))
+		return false;
+	for (p = llp; p && *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (!e)
+			e = p + strlen(p);
+		if ((size_t)(e - p) == len && !memcmp(p, dir, len))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * dlopen(name) as the code at caller would get it: an object already
+ * loaded under that name; else the first file of that name in the
+ * caller's RPATH, LD_LIBRARY_PATH or RUNPATH directories; else what the
+ * loader finds by itself (ld.so.cache, system directories), which does
+ * not depend on the caller.
+ */
+static void *dlopen_as(const char *file, int mode, const void *caller)
+{
+	Dl_serinfo *list, *own;
+	struct link_map *lm = NULL;
+	Dl_info di;
+	void *h;
+	unsigned int i;
+
+	if (!file || strchr(file, '/'))
+		return ukpa_real_dlopen(file, mode);
+	h = ukpa_real_dlopen(file, mode | RTLD_NOLOAD);
+	if (h || !dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return h ? h : ukpa_real_dlopen(file, mode);
+	list = search_list(lm);
+	own = dladdr1((void *)dlopen_as, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm ?
+		      search_list(lm) : NULL;
+	for (i = 0; list && own && i < list->dls_cnt && !h; i++) {
+		const char *dir = list->dls_serpath[i].dls_name;
+		char path[PATH_MAX];
+
+		if (system_dir(own, dir) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path) ||
+		    access(path, F_OK))
+			continue;
+		h = ukpa_real_dlopen(path, mode);
+	}
+	free(list);
+	free(own);
+	return h ? h : ukpa_real_dlopen(file, mode);
+}
+
 __asm__(".symver ukpa_dlopen, dlopen@@GLIBC_2.34");
 __attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int mode)
 {
-	void *h = ukpa_real_dlopen(file, mode);
+	void *h = dlopen_as(file, mode, __builtin_return_address(0));
 	int saved_errno = errno;
 
 	if (h && file && ukpa_active() && ukpa_probes_pending()) {
@@ -64,7 +163,16 @@ __attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int m
 __asm__(".symver ukpa_dlopen_old, dlopen@GLIBC_2.2.5");
 __attribute__((visibility("default"))) void *ukpa_dlopen_old(const char *file, int mode)
 {
-	return ukpa_dlopen(file, mode);
+	void *h = dlopen_as(file, mode, __builtin_return_address(0));
+	int saved_errno = errno;
+
+	if (h && file && ukpa_active() && ukpa_probes_pending()) {
+		ukpa_busy++;
+		ukpa_probes_refresh();
+		ukpa_busy--;
+	}
+	errno = saved_errno;
+	return h;
 }
 
 /* -------------------------------------------------------------- exec */

@@ -155,6 +155,30 @@ static int name_add(const char *key)
 	return 0;
 }
 
+static int names_add_specs(void);
+
+/* The names in use again, without those of probes that are gone (an
+ * object loaded again gets its probes back under the same names). */
+static void names_rebuild(void)
+{
+	char key[2 * UKP_SPEC_NAME_MAX + 2];
+	struct ukpa_probe *pr;
+	size_t i;
+
+	for (i = 0; i < names_cap; i++)
+		free(names[i]);
+	free(names);
+	names = NULL;
+	names_cap = names_n = 0;
+	names_add_specs();
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (!(pr->flags & UKP_PROBE_GLOB) || !atomic_load(&pr->live))
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", pr->spec->spec.group, pr->event);
+		name_add(key);
+	}
+}
+
 /* A free name for one match of a glob SPEC: the SPEC's event (when
  * given) or the function's name, then _1, _2, ... as perf probe does. */
 static void glob_event_name(const struct ukp_spec *spec, const char *func, char *out, size_t len)
@@ -587,8 +611,8 @@ static int spec_resolve(struct ukpa_spec *s)
 
 int ukpa_specs_parse(char *defs)
 {
-	char *line, *save = NULL, key[2 * UKP_SPEC_NAME_MAX + 2];
-	int n = 1, i;
+	char *line, *save = NULL;
+	int n = 1;
 	char *c;
 
 	for (c = defs; *c; c++)
@@ -605,7 +629,15 @@ int ukpa_specs_parse(char *defs)
 			return -1; /* ukprobe checked them: not ours */
 		s->index = (uint32_t)nspecs++;
 	}
-	/* the names globs must not take */
+	return names_add_specs();
+}
+
+/* The names globs must not take: those of the other SPECs. */
+static int names_add_specs(void)
+{
+	char key[2 * UKP_SPEC_NAME_MAX + 2];
+	int i;
+
 	for (i = 0; i < nspecs; i++) {
 		if (specs[i].spec.is_glob)
 			continue;
@@ -674,6 +706,7 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 	s->done = false;
 	s->pending = true;
 	s->args_ready = false;
+	names_rebuild();
 }
 
 void ukpa_probes_refresh(void)

@@ -358,8 +358,10 @@ static void recycle_dead(void)
 	}
 }
 
-/* Did the loader load or unload objects since the last look? */
-static unsigned long long seen_adds, seen_subs;
+/* Did the loader load or unload objects since the last look? (The
+ * first look always says yes: the program may have loaded objects
+ * before this thread ran.) */
+static unsigned long long seen_adds = ~0ULL, seen_subs;
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -390,8 +392,7 @@ static void *reader_main(void *arg)
 
 	(void)arg;
 	ukpa_busy = 1;
-	if (watch)
-		dl_iterate_phdr(counters_cb, &(bool){ false });
+	seen_adds = ~0ULL;
 	for (;;) {
 		bool stop = atomic_load(&reader_stop);
 		size_t n = drain_pass();

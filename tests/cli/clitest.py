@@ -14,6 +14,7 @@ timestamps, function sizes, return addresses' offsets and pointer values
 change from run to run and from compiler to compiler.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
+import glob
 import json
 import os
 import re
@@ -577,6 +578,50 @@ def case_json():
     names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
     check(names == {"worker-0", "worker-1", "worker-2", "worker-3", "tgt_threads"}, "threads", names)
     check(len([e for e in ev if e["ph"] == "X" and e["name"] == "work"]) == 21, "21 work frames")
+
+
+def case_dlopen():
+    """SPECs on objects loaded later: dlopen()ed by name through the
+    RUNPATH, unloaded and loaded again, and loaded by libc itself."""
+    gconv = sorted(glob.glob("/usr/lib/*/gconv/UTF-16.so"))
+    specs = ["p libz.so.1:compressBound n=%di:u64",
+             "p libukp_plugin.so:plugin_* i=%di:s32 calls=@plugin_calls:s32",
+             "r libukp_plugin.so:plugin_work r=$retval:s32"]
+    if gconv:
+        specs.append("p %s:gconv" % gconv[0])
+    r, lines = traced(specs, [tgt("dlopen"), "--gconv"])
+    check(r.returncode == 0 and r.stderr == "" and
+          r.stdout == "bound 113\nplugin 11 21\nutf-16 6 bytes\n", "run", show(r))
+    got = [normalise(l) for l in lines]
+    want = ["tgt_dlopen-TID [CPU] TS: p_compressBound_0: (compressBound+0x0/SIZE [libz.so.1]) n=100"]
+    for i in (1, 2):
+        want += ["tgt_dlopen-TID [CPU] TS: plugin_other: (plugin_other+0x0/SIZE "
+                 "[libukp_plugin.so]) i=%d calls=0" % i,
+                 "tgt_dlopen-TID [CPU] TS: plugin_work: (plugin_work+0x0/SIZE "
+                 "[libukp_plugin.so]) i=%d calls=0" % i]
+    if gconv:
+        want.append("tgt_dlopen-TID [CPU] TS: p_gconv_0: (gconv+0x0/SIZE [UTF-16.so])")
+    # the return's caller is in the plugin, which may be unloaded before
+    # it is symbolized: only the value is compared
+    rets = [l for l in got if "r_plugin_work_0" in l]
+    check([l.split(")")[-1] for l in rets] == [" r=10", " r=20"], "returns", "\n".join(got))
+    check([l for l in got if "r_plugin_work_0" not in l] == want, "events", "\n".join(got),
+          "want:\n" + "\n".join(want))
+    # counted over both loads, under one name
+    r = ukprobe(["stat"] + sum((["-e", x] for x in specs[:2]), []) + ["--", tgt("dlopen")])
+    check(r.returncode == 0 and re.search(r"^ukprobes/plugin_other +2 +0$", r.stdout, re.M) and
+          re.search(r"^ukprobes/p_compressBound_0 +1 +0$", r.stdout, re.M), "stat", show(r))
+    # an object that exists but is never loaded: the program runs, and
+    # ukprobe says the probe never was in place
+    plugin = os.path.join(TARGETS, "libukp_plugin.so")
+    spec = "p:pw %s:plugin_work" % plugin
+    r = ukprobe(["trace", "-e", spec, "-e", "p add", "--", tgt("basic")])
+    check(r.returncode == 3 and r.stderr == "ukprobe: warning: %s: %s was never loaded: the "
+          "probe was not registered\n%s^\n" % (spec, plugin, " " * len("ukprobe: warning: p:pw ")),
+          "never loaded", show(r))
+    r = ukprobe(["stat", "-e", spec, "-e", "p add", "--", tgt("basic")])
+    check(re.search(r"^ukprobes/pw +<not registered> +-$", r.stdout, re.M) and
+          re.search(r"^ukprobes/p_add_0 +3 +0$", r.stdout, re.M), "stat: never loaded", show(r))
 
 
 def case_manpage():
