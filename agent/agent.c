@@ -294,9 +294,29 @@ void ukpa_before_exec(void)
 	if (!ukpa_active())
 		return;
 	ukpa_busy++;
-	lost = ukpa_reader_stop();
+	lost = ukpa_reader_stop(-1);
 	ukpa_probes_send_stats();
 	send_end(lost, false, UKP_END_EXEC);
+	ukpa_busy--;
+}
+
+/*
+ * _exit() skips the destructors (shells end that way, and children after
+ * fork). It may be called from a signal handler that interrupted a thread
+ * holding a lock the reader needs: the reader is given a second, and the
+ * image is not flushed at all when the thread was inside the agent.
+ */
+void ukpa_before_exit(void)
+{
+	uint64_t lost;
+
+	if (!ukpa_active() || ukpa_busy)
+		return;
+	ukpa_busy++;
+	lost = ukpa_reader_stop(1000);
+	if (ukpa_probes_send_stats_nowait() == 0)
+		send_end(lost, false, UKP_END_EXIT);
+	out_fd = -1;
 	ukpa_busy--;
 }
 
@@ -421,7 +441,7 @@ __attribute__((destructor)) static void ukpa_fini(void)
 	if (!ukpa_active())
 		return;
 	ukpa_busy++;
-	lost = ukpa_reader_stop();
+	lost = ukpa_reader_stop(-1);
 	ukpa_probes_send_stats();
 	send_end(lost, false, UKP_END_EXIT);
 	close(out_fd);

@@ -75,6 +75,9 @@ bool ukpa_active(void);
 /* [init] Around an exec: flush and end this image; after a failed one,
  * start a new image. */
 void ukpa_before_exec(void);
+/* [init] Before _exit(): flush and end this image, if that can be done
+ * without waiting long. */
+void ukpa_before_exit(void);
 void ukpa_after_failed_exec(void);
 /* [init] The environment an exec'd program gets with -f: envp with our
  * variables put back where the program removed them. Writes into
@@ -101,8 +104,10 @@ void ukpa_probes_restart(void);
 void ukpa_probes_lock(void);
 void ukpa_probes_unlock(void);
 void ukpa_probes_after_fork(void);
-/* [init] STAT messages of every probe. */
+/* [init] STAT messages of every probe; _nowait gives up (-1) when the
+ * list's lock is not free within a second. */
 void ukpa_probes_send_stats(void);
+int ukpa_probes_send_stats_nowait(void);
 /* [reader] The probe of an event id, or NULL. */
 const struct ukpa_probe *ukpa_probe_by_id(uint32_t id);
 /* [init] Any pending SPEC left? */
@@ -119,8 +124,9 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 int ukpa_rings_init(void);                                     /* [init] */
 int ukpa_reader_start(void);                                   /* [init] */
 /* [init] Stop tracing, wait for handlers that are writing, drain every
- * ring, stop the reader. Returns the number of events lost. */
-uint64_t ukpa_reader_stop(void);
+ * ring, stop the reader (waiting for it at most timeout_ms, or for ever
+ * when negative). Returns the number of events lost. */
+uint64_t ukpa_reader_stop(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);

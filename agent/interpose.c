@@ -11,6 +11,8 @@
  *           as the caller's (dlinfo RTLD_DI_SERINFO; the caller's list
  *           is RPATH, LD_LIBRARY_PATH, RUNPATH, then the system
  *           directories, which the loader searches after ld.so.cache).
+ *  _exit    the image's events are flushed and its final report sent
+ *           (destructors do not run: shells and forked children end so).
  *  exec*    before the program is replaced, the image's events are
  *           flushed and its final report sent (else they are lost); with
  *           -f the new program's environment gets the agent back if the
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -305,4 +308,36 @@ __attribute__((visibility("default"))) int ukpa_execle(const char *path, const c
 	ret = execl_common(BY_PATH, path, arg, ap, true);
 	va_end(ap);
 	return ret;
+}
+
+/* ------------------------------------------------------------- _exit */
+
+static void (*real_exit)(int);
+
+/* Found before it is needed: _exit may run in a vfork() child or a
+ * signal handler, where the loader's lock may be taken. */
+__attribute__((constructor)) static void find_exit(void)
+{
+	real_exit = (void (*)(int))dlvsym(RTLD_NEXT, "_exit", "GLIBC_2.2.5");
+}
+
+static _Noreturn void do_exit(int status)
+{
+	ukpa_before_exit();
+	if (real_exit)
+		real_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+__asm__(".symver ukpa__exit, _exit@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) _Noreturn void ukpa__exit(int status)
+{
+	do_exit(status);
+}
+
+__asm__(".symver ukpa__Exit, _Exit@@GLIBC_2.2.5");
+__attribute__((visibility("default"))) _Noreturn void ukpa__Exit(int status)
+{
+	do_exit(status);
 }

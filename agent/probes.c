@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 #include "internal.h"
@@ -778,13 +779,34 @@ void ukpa_probes_restart(void)
 	pthread_mutex_unlock(&probes_lock);
 }
 
+static void send_stats_locked(void);
+
 void ukpa_probes_send_stats(void)
+{
+	pthread_mutex_lock(&probes_lock);
+	send_stats_locked();
+	pthread_mutex_unlock(&probes_lock);
+}
+
+int ukpa_probes_send_stats_nowait(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec++;
+	if (pthread_mutex_timedlock(&probes_lock, &until))
+		return -1;
+	send_stats_locked();
+	pthread_mutex_unlock(&probes_lock);
+	return 0;
+}
+
+static void send_stats_locked(void)
 {
 	struct ukp_msg_stat batch[256];
 	struct ukpa_probe *pr;
 	size_t n = 0;
 
-	pthread_mutex_lock(&probes_lock);
 	for (pr = probes_head; pr; pr = pr->next) {
 		batch[n++] = (struct ukp_msg_stat){
 			.h = { UKPM_STAT, sizeof(struct ukp_msg_stat) },
@@ -798,5 +820,4 @@ void ukpa_probes_send_stats(void)
 			n = 0;
 		}
 	}
-	pthread_mutex_unlock(&probes_lock);
 }

@@ -458,7 +458,7 @@ int ukpa_reader_start(void)
 	return 0;
 }
 
-uint64_t ukpa_reader_stop(void)
+uint64_t ukpa_reader_stop(int timeout_ms)
 {
 	uint64_t lost;
 	int i;
@@ -475,7 +475,20 @@ uint64_t ukpa_reader_stop(void)
 	}
 	if (reader_running) {
 		atomic_store(&reader_stop, true);
-		pthread_join(reader, NULL);
+		if (timeout_ms < 0) {
+			pthread_join(reader, NULL);
+		} else {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += timeout_ms / 1000;
+			until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_timedjoin_np(reader, NULL, &until);
+		}
 		reader_running = false;
 	} else if (ring_mem) {
 		drain_pass();

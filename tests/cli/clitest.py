@@ -390,6 +390,7 @@ def case_flood():
 
 
 def case_fork():
+    """Without -f a forked child runs untraced."""
     r, lines = traced(["p step n=%di:s32"], [tgt("forker")])
     check(r.returncode == 0 and r.stderr == "", "run", show(r))
     lines = [normalise(l) for l in lines]
@@ -398,6 +399,99 @@ def case_fork():
                     "tgt_forker-TID [CPU] TS: p_step_0: (step+0x0/SIZE) n=3"],
           "the child is not traced", show(r))
     check(prog == ["child done", "parent done, child status 0"], "both ran", show(r))
+
+
+def lines_by(lines):
+    """[(tid, comm, event, args)] of trace lines."""
+    out = []
+    for l in lines:
+        m = parse_line(l)
+        out.append((int(m["tid"]), m["comm"].strip(), m["event"], m["args"].strip()))
+    return out
+
+
+def case_follow():
+    """-f: forked children and exec'd programs are traced; without it
+    only the first process is (but its events before an exec are kept)."""
+    specs = ["p step n=%di:s32", "p add a=%di:s32"]
+    # without -f, a SPEC the first program does not have is an error
+    r = ukprobe(["trace", "-e", specs[0], "-e", specs[1], "--", tgt("forker")])
+    check(r.returncode == 1 and "symbol add not found" in r.stderr, "add without -f", show(r))
+    r, lines = traced(specs[:1], [tgt("forker"), "--exec", tgt("basic")])
+    check(r.returncode == 0 and r.stderr == "", "run without -f", show(r))
+    ev = lines_by(lines)
+    check([e[2:] for e in ev] == [("p_step_0", "n=1"), ("p_step_0", "n=3")] and
+          ev[0][0] == ev[1][0], "without -f: the parent only", "\n".join(lines))
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        r = ukprobe(["trace", "-f", "-e", specs[0], "-e", specs[1], "-o", out, "--",
+                     tgt("forker"), "--exec", tgt("basic")])
+        with open(out) as f:
+            lines = f.read().splitlines()
+    check(r.returncode == 0 and r.stderr == "", "run with -f", show(r))
+    ev = lines_by(lines)
+    parent = ev[0][0]
+    child = [e for e in ev if e[0] != parent]
+    check([e[2:] for e in ev if e[0] == parent] == [("p_step_0", "n=1"), ("p_step_0", "n=3")],
+          "parent's events", "\n".join(lines))
+    check([e[1:] for e in child] == [("tgt_forker", "p_step_0", "n=2")] +
+          [("tgt_basic", "p_add_0", "a=%d" % i) for i in range(3)] and
+          len({e[0] for e in child}) == 1, "the child, then the program it exec'd",
+          "\n".join(lines))
+    # exec without fork: the events before it are delivered, no warning;
+    # with -f the new program is traced in the same process
+    for follow in (False, True):
+        r, lines = traced_opts(["-f"] if follow else [], specs if follow else specs[:1],
+                               [tgt("forker"), "--exec-now", tgt("basic")])
+        check(r.returncode == 3 and r.stderr == "", "exec (-f %s)" % follow, show(r))
+        ev = lines_by(lines)
+        want = [("tgt_forker", "p_step_0", "n=1")]
+        if follow:
+            want += [("tgt_basic", "p_add_0", "a=%d" % i) for i in range(3)]
+        check([e[1:] for e in ev] == want and len({e[0] for e in ev}) == 1,
+              "exec (-f %s)" % follow, "\n".join(lines))
+    # a program that clears its environment still gets the agent
+    r, lines = traced_opts(["-f"], specs, ["env", "-i", tgt("basic")])
+    check(r.returncode == 3 and r.stderr == "" and
+          [e[2:] for e in lines_by(lines)] == [("p_add_0", "a=%d" % i) for i in range(3)],
+          "env -i", show(r), "\n".join(lines))
+    # a shell: SPECs that do not apply to it are not errors; it ends with
+    # _exit(), and its children run the program twice
+    r, lines = traced_opts(["-f"], ["p add a=%di:s32"],
+                           ["sh", "-c", "%s; %s" % (tgt("basic"), tgt("basic"))])
+    ev = lines_by(lines)
+    check(r.returncode == 3 and r.stderr == "" and len(ev) == 6 and
+          len({e[0] for e in ev}) == 2, "sh -c", show(r), "\n".join(lines))
+    # stat sums over the processes
+    r = ukprobe(["stat", "-f", "-e", specs[0], "-e", specs[1], "--", tgt("forker"), "--exec",
+                 tgt("basic")])
+    check(r.returncode == 0 and re.search(r"^ukprobes/p_step_0 +3 +0$", r.stdout, re.M) and
+          re.search(r"^ukprobes/p_add_0 +3 +0$", r.stdout, re.M), "stat -f", show(r))
+    # a SPEC no process had: a warning at the end, not an error
+    r = ukprobe(["trace", "-f", "-e", "p nosuchfn", "-e", "p step", "--", tgt("forker")])
+    check(r.returncode == 0 and r.stderr.endswith(
+        "ukprobe: warning: p nosuchfn: symbol nosuchfn not found in the program or its "
+        "libraries (in every traced process)\n%s^\n" % (" " * len("ukprobe: warning: p "))),
+        "never registered", show(r))
+    # --json: one pid per process
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "t.json")
+        r = ukprobe(["trace", "-f", "--json", js, "-e", specs[0], "--", tgt("forker")])
+        ev = json_events(js)
+    pids = {e["pid"] for e in ev if e["ph"] == "i"}
+    check(r.returncode == 0 and len(pids) == 2, "json pids", pids)
+
+
+def traced_opts(opts, specs, argv):
+    """traced() with more options."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        args = ["trace"] + opts
+        for sp in specs:
+            args += ["-e", sp]
+        r = ukprobe(args + ["-o", out, "--"] + argv)
+        with open(out) as f:
+            return r, f.read().splitlines()
 
 
 def case_segv():

@@ -157,7 +157,11 @@ static void report_end(struct ukp_session *s)
 		size_t j;
 
 		lost += img->lost;
-		if (img->ended || img->setup_failed || s->mode == UKP_MODE_PROBES)
+		/* nothing could be lost where no probe was in place */
+		for (j = 0; j < img->nprobes && !img->probes[j].used; j++)
+			;
+		if (img->ended || img->setup_failed || s->mode == UKP_MODE_PROBES ||
+		    j == img->nprobes)
 			continue;
 		for (j = i + 1; j < s->nimages; j++)
 			if (s->images[j]->pid == img->pid)
