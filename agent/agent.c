@@ -248,10 +248,13 @@ char *const *ukpa_exec_env(char *const *envp, char **out, size_t max)
 static pid_t atfork_pid;
 
 /* No fork while the agent's own locks are held: the child gets them
- * free and its lists whole. */
+ * free and its lists whole. With -f the events so far go out first:
+ * the child's come after them. */
 static void atfork_prepare(void)
 {
 	atfork_pid = getpid();
+	if (ukpa_follow && ukpa_active() && !ukpa_busy)
+		ukpa_reader_flush(100);
 	ukpa_probes_lock();
 	ukpa_objects_lock();
 }

@@ -39,6 +39,7 @@ struct ukpa_spec {
 	bool pending;             /* its object is not loaded yet */
 	bool done;                /* resolved (registered, or failed) */
 	bool args_ready;          /* @SYM arguments resolved */
+	bool again;               /* its object came back after an unload */
 	int nprobes;              /* probes registered for it */
 };
 
@@ -127,6 +128,9 @@ int ukpa_reader_start(void);                                   /* [init] */
  * ring, stop the reader (waiting for it at most timeout_ms, or for ever
  * when negative). Returns the number of events lost. */
 uint64_t ukpa_reader_stop(int timeout_ms);
+/* [init] Wait (at most timeout_ms) until the events recorded so far are
+ * sent. */
+void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);

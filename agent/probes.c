@@ -290,7 +290,7 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 	if (!pr)
 		return NULL;
 	pr->spec = s;
-	pr->flags = flags;
+	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
 	snprintf(pr->event, sizeof(pr->event), "%s", event);
 	return pr;
@@ -482,13 +482,13 @@ static int register_glob(struct ukpa_spec *s)
 							 ms.m[i].prefer);
 
 				/* this function cannot be probed: say which */
-				if (err)
-					send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, UKP_PROBE_GLOB,
+				if (err) {
+					send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags,
 						       -1, ms.m[i].start + s->spec.offset,
 						       ms.m[i].start, 0, event, ms.m[i].name, "",
 						       lib_msg);
-				if (err)
 					probe_free(pr);
+				}
 			}
 		}
 		free(ms.m[i].name);
@@ -707,6 +707,7 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 	s->done = false;
 	s->pending = true;
 	s->args_ready = false;
+	s->again = true;
 	names_rebuild();
 }
 

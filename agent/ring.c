@@ -76,6 +76,8 @@ static pid_t my_pid;
 static pthread_t reader;
 static bool reader_running;
 static _Atomic bool reader_stop;
+/* ukpa_reader_flush(): requests, and the last request a pass served */
+static _Atomic unsigned long flush_req, flush_done;
 
 /* ------------------------------------------------------------ [hit] */
 
@@ -395,16 +397,18 @@ static void *reader_main(void *arg)
 	seen_adds = ~0ULL;
 	for (;;) {
 		bool stop = atomic_load(&reader_stop);
+		unsigned long want = atomic_load(&flush_req);
 		size_t n = drain_pass();
 
 		out_flush();
+		atomic_store(&flush_done, want);
 		if (stop)
 			break; /* that was the last pass */
 		if (++passes % RECYCLE_EVERY == 0)
 			recycle_dead();
 		if (watch && passes % OBJECTS_EVERY == 0)
 			check_objects();
-		if (!n) {
+		if (!n && atomic_load(&flush_req) == want) {
 			struct timespec d = { 0, IDLE_SLEEP_NS };
 
 			nanosleep(&d, NULL);
@@ -500,6 +504,21 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 	return lost;
 }
 
+void ukpa_reader_flush(int timeout_ms)
+{
+	struct timespec step = { 0, 20000 };
+	unsigned long req;
+	int waited = 0;
+
+	if (!reader_running)
+		return;
+	req = atomic_fetch_add(&flush_req, 1) + 1;
+	while (atomic_load(&flush_done) < req && waited < timeout_ms * 50) {
+		nanosleep(&step, NULL);
+		waited++;
+	}
+}
+
 void ukpa_rings_after_fork(void)
 {
 	int i;
@@ -507,6 +526,8 @@ void ukpa_rings_after_fork(void)
 	/* Only the forking thread exists in the child, and what the rings
 	 * hold is the parent's to send: start empty. */
 	reader_running = false;
+	atomic_store(&flush_req, 0);
+	atomic_store(&flush_done, 0);
 	my_pid = getpid();
 	for (i = 0; i < NRINGS; i++) {
 		atomic_store(&rings[i].head, 0);

@@ -187,7 +187,10 @@ static int spec_failure(struct ukp_session *s, struct ukp_image *img,
 
 	if (img == s->first && !s->follow) {
 		col = ukp_explain_failure(spec, &f, msg, sizeof(msg));
-		ukp_spec_err(spec->text, col, "%s", msg);
+		if (s->made_spec)
+			ukp_err("%s", msg);
+		else
+			ukp_spec_err(spec->text, col, "%s", msg);
 		s->probe_errors++;
 		st->failed = st->reported = true;
 		return 0;
@@ -230,7 +233,7 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	if (m.flags & UKP_PROBE_GLOB) {
 		if (!st->glob_image)
 			st->glob_image = img;
-		if (st->glob_image == img && !(m.flags & UKP_PROBE_PENDING)) {
+		if (st->glob_image == img && !(m.flags & (UKP_PROBE_PENDING | UKP_PROBE_AGAIN))) {
 			if (m.err)
 				st->glob_failed++;
 			else

@@ -34,7 +34,8 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		return UKP_EXIT_FAIL;
 	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+e:o:h" : "+e:o:fh",
+	opterr = 0; /* the messages below name ukprobe and the command */
+	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+:e:o:h" : "+:e:o:fh",
 				opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
@@ -61,7 +62,18 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			usage(stdout);
 			free(texts);
 			return 0;
+		case ':':
+			/* a short option, or a long one (its argv word) */
+			if (optopt > 0 && optopt < 128)
+				ukp_err("option -%c needs an argument", optopt);
+			else
+				ukp_err("option %s needs an argument", argv[optind - 1]);
+			goto usage;
 		default:
+			if (optopt > 0 && optopt < 128)
+				ukp_err("unknown option -%c", optopt);
+			else
+				ukp_err("unknown option %s", argv[optind - 1]);
 			goto usage;
 		}
 	}

@@ -120,6 +120,7 @@ enum ukp_probe_what {
 #define UKP_PROBE_ENTRY   0x1 /* on a function's entry (offset 0, or after endbr64) */
 #define UKP_PROBE_GLOB    0x2 /* one match of a glob SPEC */
 #define UKP_PROBE_PENDING 0x4 /* its object is not loaded yet: registered when it is */
+#define UKP_PROBE_AGAIN   0x8 /* registered again: its object was unloaded and loaded */
 
 /*
  * One probe, or one SPEC (or glob match) that failed (err != 0). Followed
