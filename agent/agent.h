@@ -114,6 +114,22 @@ const struct ukpa_probe *ukpa_probe_by_id(uint32_t id);
 /* [init] Any pending SPEC left? */
 bool ukpa_probes_pending(void);
 
+/* --------------------------------------------------------- handlers.c */
+/* [hit] The handlers of the agent's kprobes and kretprobes. */
+int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+
+/* ------------------------------------------------------------ names.c */
+/* [init] Event names in use, as "group/event". */
+bool ukpa_name_taken(const char *key);
+int ukpa_name_add(const char *key);
+void ukpa_names_clear(void);
+/* [init] A free name for one match (function func) of a glob SPEC: the
+ * SPEC's event when given, else the function's name (perf probe's),
+ * then _1, _2, ...; taken for it. */
+void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *out, size_t len);
+
 /* ------------------------------------------------------------ fetch.c */
 /* [hit] fill rec->data and rec->faults for the probe's arguments.
  * entry: the registers at the function entry (return probes: saved by

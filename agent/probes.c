@@ -31,8 +31,6 @@
 #include "internal.h"
 #include "symbols.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-
 static struct ukpa_spec *specs;
 static int nspecs;
 static pthread_mutex_t probes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,49 +41,6 @@ static uint32_t nprobes;
 #define CHUNK 1024
 #define NCHUNKS 4096
 static struct ukpa_probe **_Atomic chunks[NCHUNKS];
-
-/* ------------------------------------------------------------ [hit] */
-
-static int kp_pre(struct kprobe *kp, struct pt_regs *regs)
-{
-	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
-
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
-	    !atomic_load_explicit(&pr->live, memory_order_acquire))
-		return 0;
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
-	if (ukpa_mode == UKP_MODE_TRACE)
-		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
-	return 0;
-}
-
-/* Return probes: the registers at the entry are kept for $argN. */
-static int rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	struct kretprobe *rp = get_kretprobe(ri);
-	struct ukpa_probe *pr = rp ? container_of(rp, struct ukpa_probe, rp) : NULL;
-
-	if (!pr || ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
-	    !atomic_load_explicit(&pr->live, memory_order_acquire))
-		return 1; /* no return handler for this call */
-	memcpy(ri->data, regs, sizeof(*regs));
-	return 0;
-}
-
-static int rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	struct kretprobe *rp = get_kretprobe(ri);
-	struct ukpa_probe *pr;
-
-	if (!rp || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
-		return 0;
-	pr = container_of(rp, struct ukpa_probe, rp);
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
-	if (ukpa_mode == UKP_MODE_TRACE)
-		ukpa_record(pr, regs, (const struct pt_regs *)ri->data, (uintptr_t)rp->kp.addr,
-			    (uintptr_t)ri->ret_addr);
-	return 0;
-}
 
 /* --------------------------------------------------------- [reader] */
 
@@ -101,61 +56,6 @@ const struct ukpa_probe *ukpa_probe_by_id(uint32_t id)
 
 /* ----------------------------------------------------- event names */
 
-/* Names in use in this image ("group/event"): open addressing. */
-static char **names;
-static size_t names_cap, names_n;
-
-static size_t name_hash(const char *s)
-{
-	size_t h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
-static bool name_taken(const char *key)
-{
-	size_t i;
-
-	if (!names_cap)
-		return false;
-	for (i = name_hash(key) & (names_cap - 1); names[i]; i = (i + 1) & (names_cap - 1))
-		if (!strcmp(names[i], key))
-			return true;
-	return false;
-}
-
-static int name_add(const char *key)
-{
-	size_t i;
-
-	if ((names_n + 1) * 2 > names_cap) {
-		size_t cap = names_cap ? names_cap * 2 : 64, k;
-		char **n = calloc(cap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		for (k = 0; k < names_cap; k++) {
-			if (!names[k])
-				continue;
-			for (i = name_hash(names[k]) & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
-				;
-			n[i] = names[k];
-		}
-		free(names);
-		names = n;
-		names_cap = cap;
-	}
-	for (i = name_hash(key) & (names_cap - 1); names[i]; i = (i + 1) & (names_cap - 1))
-		;
-	names[i] = strdup(key);
-	if (!names[i])
-		return -ENOMEM;
-	names_n++;
-	return 0;
-}
-
 static int names_add_specs(void);
 
 /* The names in use again, without those of probes that are gone (an
@@ -164,41 +64,15 @@ static void names_rebuild(void)
 {
 	char key[2 * UKP_SPEC_NAME_MAX + 2];
 	struct ukpa_probe *pr;
-	size_t i;
 
-	for (i = 0; i < names_cap; i++)
-		free(names[i]);
-	free(names);
-	names = NULL;
-	names_cap = names_n = 0;
+	ukpa_names_clear();
 	names_add_specs();
 	for (pr = probes_head; pr; pr = pr->next) {
 		if (!(pr->flags & UKP_PROBE_GLOB) || !atomic_load(&pr->live))
 			continue;
 		snprintf(key, sizeof(key), "%s/%s", pr->spec->spec.group, pr->event);
-		name_add(key);
+		ukpa_name_add(key);
 	}
-}
-
-/* A free name for one match of a glob SPEC: the SPEC's event (when
- * given) or the function's name, then _1, _2, ... as perf probe does. */
-static void glob_event_name(const struct ukp_spec *spec, const char *func, char *out, size_t len)
-{
-	char base[UKP_SPEC_NAME_MAX + 1], key[2 * UKP_SPEC_NAME_MAX + 2];
-	unsigned int n;
-
-	if (spec->event_given)
-		snprintf(base, sizeof(base), "%s", spec->event);
-	else
-		ukp_spec_match_event(spec, func, base, sizeof(base));
-	snprintf(out, len, "%s", base);
-	for (n = 1;; n++) {
-		snprintf(key, sizeof(key), "%s/%s", spec->group, out);
-		if (!name_taken(key))
-			break;
-		snprintf(out, len, "%.*s_%u", UKP_SPEC_NAME_MAX - 11, base, n);
-	}
-	name_add(key);
 }
 
 /* --------------------------------------------------------- messages */
@@ -345,13 +219,13 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
 	if (spec->is_return) {
-		pr->rp.handler = rp_ret;
-		pr->rp.entry_handler = rp_entry;
+		pr->rp.handler = ukpa_rp_ret;
+		pr->rp.entry_handler = ukpa_rp_entry;
 		pr->rp.data_size = sizeof(struct pt_regs);
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
-		kp->pre_handler = kp_pre;
+		kp->pre_handler = ukpa_kp_pre;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);
@@ -473,7 +347,7 @@ static int register_glob(struct ukpa_spec *s)
 		struct ukpa_probe *pr;
 
 		if (!ret) {
-			glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
+			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
 				ret = -ENOMEM;
@@ -643,7 +517,7 @@ static int names_add_specs(void)
 		if (specs[i].spec.is_glob)
 			continue;
 		snprintf(key, sizeof(key), "%s/%s", specs[i].spec.group, specs[i].spec.event);
-		if (name_add(key))
+		if (ukpa_name_add(key))
 			return -1;
 	}
 	return 0;
