@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probes.c - from SPECs to registered probes, and their handlers.
+ * probes.c - from SPECs to registered probes (their handlers are
+ * handlers.c's, their names names.c's).
  *
  * A SPEC becomes one probe, or (a glob) one probe per matching function,
  * named after it as perf probe names them. A SPEC whose object is not
@@ -14,7 +15,7 @@
  * are recorded: its live flag is set after the message went out.
  *
  * Context: [init] (and the reader thread, for ukpa_probes_refresh()),
- * under probes_lock; the handlers are [hit].
+ * under probes_lock.
  */
 #include <dlfcn.h>
 #include <errno.h>
