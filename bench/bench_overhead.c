@@ -20,13 +20,18 @@
  *   k            kprobe with a pre and a post handler on the target
  *   r            kretprobe on the target (no kprobe)
  *   kr           both on the target
- *   k_nop5       the kprobe on bench_target_nop5 (5-byte NOP at the entry)
+ *   k_nop5       the kprobe (pre+post) on bench_target_nop5, whose entry is a
+ *                5-byte NOP: an [FTRACE] probe (a jump, no trap)
  *   b            kprobe with only a pre_handler on the target (its first
  *                instruction, lea, is boostable: one trap per hit)
  *   rb           kretprobe on the target, whose entry instruction is
  *                boostable (r is the same path since the booster exists:
  *                a kretprobe's entry probe has no post_handler)
- *   o ro         not implemented yet (issue 4): listed, never measured
+ *   o            kprobe with only a pre_handler, jump-optimized ([OPTIMIZED]
+ *                checked before timing)
+ *   ro           kretprobe whose entry probe is jump-optimized
+ *   The rows b, r and rb are the breakpoint paths: they run with the
+ *   optimization knob off, o and ro with it on.
  *   uprobe, uretprobe, uprobe_nop5, uretprobe_nop5
  *                the kernel's uprobes (tracefs uprobe_events, enabled in a
  *                private trace instance) on the same functions of this
@@ -64,6 +69,8 @@ enum {
 	M_KNOP5,
 	M_B,
 	M_RB,
+	M_O,
+	M_RO,
 	M_UP,
 	M_URP,
 	M_UPNOP5,
@@ -92,21 +99,16 @@ static struct measure ms[NM] = {
 	[M_K] = { "k", "kprobe, pre+post handler", K_UKPROBES, false },
 	[M_R] = { "r", "kretprobe", K_UKPROBES, false },
 	[M_KR] = { "kr", "kprobe + kretprobe", K_UKPROBES, false },
-	[M_KNOP5] = { "k_nop5", "kprobe on a 5-byte NOP entry", K_UKPROBES, false },
+	[M_KNOP5] = { "k_nop5", "kprobe (pre+post) on a 5-byte NOP entry [FTRACE]", K_UKPROBES,
+		      true },
 	[M_B] = { "b", "boosted kprobe (pre_handler only)", K_UKPROBES, false },
 	[M_RB] = { "rb", "boosted kretprobe", K_UKPROBES, false },
+	[M_O] = { "o", "optimized kprobe", K_UKPROBES, true },
+	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
 	[M_UP] = { "uprobe", "kernel uprobe", K_PEER, false },
 	[M_URP] = { "uretprobe", "kernel uretprobe", K_PEER, false },
 	[M_UPNOP5] = { "uprobe_nop5", "kernel uprobe on a 5-byte NOP", K_PEER, false },
 	[M_URPNOP5] = { "uretprobe_nop5", "kernel uretprobe on a 5-byte NOP", K_PEER, false },
-};
-
-/* Rows of the table that have no implementation to measure. */
-static const struct {
-	const char *id, *label;
-} not_impl[] = {
-	{ "o", "optimized kprobe" },
-	{ "ro", "optimized kretprobe" },
 };
 
 /* Ratios taken per repetition: a / b. */
@@ -125,6 +127,13 @@ static const struct {
 	{ "kr/k", M_KR, M_K },
 	{ "k_nop5/k", M_KNOP5, M_K },
 	{ "detour/call", M_DETOUR, M_CALL },
+	{ "o/detour", M_O, M_DETOUR },
+	{ "o/call", M_O, M_CALL },
+	{ "o/b", M_O, M_B },
+	{ "ro/r", M_RO, M_R },
+	{ "ro/o", M_RO, M_O },
+	{ "b/o", M_B, M_O },
+	{ "k_nop5/o", M_KNOP5, M_O },
 	{ "uprobe/k", M_UP, M_K },
 	{ "uretprobe/r", M_URP, M_R },
 	{ "uprobe/1rt", M_UP, M_RT1 },
@@ -163,6 +172,29 @@ static void fatal(const char *what, int err)
 {
 	fprintf(stderr, "bench_overhead: %s: %s (%d)\n", what, strerror(err < 0 ? -err : err), err);
 	exit(1);
+}
+
+/* Optimization on or off for the next registration; with it on, wait
+ * until the probe got its jump (want: it must have). */
+static void set_opt(bool on)
+{
+	int ret = kprobes_set_optimization(on);
+
+	if (ret)
+		fatal("kprobes_set_optimization", ret);
+}
+
+static void settle(struct kprobe *p, int want_flag)
+{
+	ukprobes_wait_optimizer();
+	if (want_flag && !(p->flags & want_flag)) {
+		fprintf(stderr, "bench_overhead: the probe was not optimized\n");
+		exit(1);
+	}
+	if (!want_flag && (p->flags & (KPROBE_FLAG_OPTIMIZED | KPROBE_FLAG_FTRACE))) {
+		fprintf(stderr, "bench_overhead: the probe was optimized\n");
+		exit(1);
+	}
 }
 
 static void kp_register(bench_fn fn, bool post)
@@ -275,30 +307,40 @@ static double sample(int m)
 	case M_K:
 	case M_KNOP5:
 		kp_register(m == M_K ? bench_target : bench_target_nop5, true);
+		settle(&kp, m == M_KNOP5 ? KPROBE_FLAG_FTRACE : 0);
 		bench_call_loop(m == M_K ? bench_target : bench_target_nop5, WARMUP);
 		p0 = pre_hits;
 		q0 = post_hits;
-		ns = bench_call_loop(m == M_K ? bench_target : bench_target_nop5, iters);
-		check("k pre", pre_hits - p0, iters);
-		check("k post", post_hits - q0, iters);
+		ns = bench_call_loop(m == M_K ? bench_target : bench_target_nop5,
+				     m == M_K ? iters : call_iters);
+		check("k pre", pre_hits - p0, m == M_K ? iters : call_iters);
+		check("k post", post_hits - q0, m == M_K ? iters : call_iters);
 		unregister_kprobe(&kp);
 		break;
 	case M_B:
+	case M_O:
+		set_opt(m == M_O);
 		kp_register(bench_target, false);
+		settle(&kp, m == M_O ? KPROBE_FLAG_OPTIMIZED : 0);
 		bench_call_loop(bench_target, WARMUP);
 		p0 = pre_hits;
-		ns = bench_call_loop(bench_target, iters);
-		check("b pre", pre_hits - p0, iters);
+		ns = bench_call_loop(bench_target, m == M_O ? call_iters : iters);
+		check(ms[m].id, pre_hits - p0, m == M_O ? call_iters : iters);
 		unregister_kprobe(&kp);
+		set_opt(true);
 		break;
 	case M_R:
 	case M_RB:
+	case M_RO:
+		set_opt(m == M_RO);
 		rp_register(bench_target);
+		settle(&rp.kp, m == M_RO ? KPROBE_FLAG_OPTIMIZED : 0);
 		bench_call_loop(bench_target, WARMUP);
 		r0 = ret_hits;
-		ns = bench_call_loop(bench_target, iters);
-		check("r", ret_hits - r0, iters);
+		ns = bench_call_loop(bench_target, m == M_RO ? call_iters : iters);
+		check(ms[m].id, ret_hits - r0, m == M_RO ? call_iters : iters);
 		unregister_kretprobe(&rp);
+		set_opt(true);
 		break;
 	case M_KR:
 		rp_register(bench_target);
@@ -416,12 +458,6 @@ static void write_json(FILE *f, int reps, double secs)
 		fprintf(f, "}, \"overhead_ns\": {");
 		json_stat_fields(f, o);
 		fprintf(f, "}}");
-	}
-	for (size_t i = 0; i < sizeof(not_impl) / sizeof(not_impl[0]); i++) {
-		fprintf(f, ",\n    {\"id\": \"%s\", \"label\": \"%s\", \"kind\": \"ukprobes\", "
-			   "\"status\": \"not_implemented\", \"reason\": \"not implemented yet "
-			   "(issue 4)\"}",
-			not_impl[i].id, not_impl[i].label);
 	}
 	fprintf(f, "\n  ],\n  \"ratios\": [\n");
 	first = true;

@@ -200,6 +200,35 @@ UKPROBES_API int kprobes_show_blacklist(FILE *out);
 UKPROBES_API int kprobes_set_enabled(bool enable);
 UKPROBES_API bool kprobes_enabled(void);
 
+/*
+ * Jump optimization (kprobes.rst, "How Does Jump Optimization Work?" and
+ * Appendix B, debug.kprobes-optimization). A probe with no post_handler
+ * whose first instructions may be replaced by a jump is optimized by an
+ * optimizer thread a few milliseconds after registration ([OPTIMIZED] in
+ * the list): a hit then costs no signal. Its pre_handler's change of
+ * regs->ip is ignored (as the kernel's "NOTE for geeks" says). The
+ * environment variable UKPROBES_OPTIMIZATION=0 at start-up turns the knob
+ * off. Turning it off unoptimizes every probe before returning; turning
+ * it on queues them again. Returns 0 or -errno.
+ */
+UKPROBES_API int kprobes_set_optimization(bool on);
+UKPROBES_API bool kprobes_optimization(void);
+/* Wait until the optimizer has handled every queued probe (tests, tools). */
+UKPROBES_API int ukprobes_wait_optimizer(void);
+
+#define UKPROBES_OPT_NONE   0  /* a breakpoint probe */
+#define UKPROBES_OPT_JUMP   1  /* jump-optimized ([OPTIMIZED]) */
+#define UKPROBES_OPT_FTRACE 2  /* uses a patchable NOP entry ([FTRACE]) */
+/*
+ * What register_kprobe() would make of a probe at addr with no
+ * post_handler (an address at a function's endbr64 moves past it, as on
+ * registration): UKPROBES_OPT_JUMP, UKPROBES_OPT_FTRACE, or
+ * UKPROBES_OPT_NONE with *why (if why is not NULL) pointing to static
+ * text that says why not; -errno if no probe can go there at all.
+ * Nothing is registered or written.
+ */
+UKPROBES_API int ukprobes_optimizable(void *addr, const char **why);
+
 /* Faults raised inside probe handlers since start-up (each one abandoned
  * the handler and was counted in that probe's nmissed too). */
 UKPROBES_API unsigned long kprobes_handler_faults(void);

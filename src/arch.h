@@ -139,4 +139,37 @@ bool arch_shadow_stack_active(void);
  */
 const void *arch_kretprobe_pseudo_fde(uintptr_t *func);
 
+/* -------------------------------------------------- jump optimization */
+/* src/arch/<arch>/optprobe.c and the shared template (optprobe_tramp.S). */
+
+/* [reg] Once, before the first optimized probe: choose how the detour
+ * keeps the vector state for this CPU. Returns 0 or -errno. */
+int arch_opt_init(void);
+
+/*
+ * [reg] Build the detour of a probe at addr: code/avail are the original
+ * bytes from addr on. The region is the first instructions covering at
+ * least UKP_OPT_JUMP_SIZE bytes; each must be relocatable (no branch,
+ * call, return, system call or exception; rip-relative operands re-based
+ * for the detour). With ftrace_len != 0 the region is that many bytes of
+ * NOPs and nothing is copied. site is passed to ukp_optprobe_hit; detour
+ * is the buffer's address. Fills ao (len, jump, image). Returns 0, or
+ * -errno with *why set.
+ */
+int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
+		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why);
+
+/* [reg] Relocate one instruction for dest (see insn.c). Returns its
+ * length or -errno with *why set. */
+int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
+		       uint8_t *out, const char **why);
+
+/* [reg] Length of the run of NOP instructions at code that a function
+ * built with -fpatchable-function-entry or -mfentry -mnop-mcount starts
+ * with, if it is at least UKP_OPT_JUMP_SIZE bytes (else 0). */
+size_t arch_patchable_nops(const uint8_t *code, size_t avail);
+
+/* The shared half of every detour, and the callback it calls [detour]. */
+extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
+
 #endif /* UKP_ARCH_H */

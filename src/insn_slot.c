@@ -172,16 +172,22 @@ static void chunk_publish(struct slot_chunk *c)
 	chunk_list[nchunks++] = c;
 }
 
-static uintptr_t chunk_take(struct slot_chunk *c)
+/* n free slots in a row in c (aligned to n), or 0. */
+static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 {
-	size_t i;
+	size_t i, k;
 
-	for (i = 0; i < SLOTS_PER_CHUNK; i++) {
-		if (!c->used[i]) {
-			c->used[i] = 1;
-			c->nused++;
-			return c->base + i * UKP_SLOT_SIZE;
-		}
+	if (c->nused + n > SLOTS_PER_CHUNK)
+		return 0;
+	for (i = 0; i + n <= SLOTS_PER_CHUNK; i += n) {
+		for (k = 0; k < n && !c->used[i + k]; k++)
+			;
+		if (k < n)
+			continue;
+		for (k = 0; k < n; k++)
+			c->used[i + k] = 1;
+		c->nused += n;
+		return c->base + i * UKP_SLOT_SIZE;
 	}
 	return 0;
 }
@@ -201,17 +207,18 @@ bool ukp_slot_have_free(uintptr_t near)
 	return false;
 }
 
-/* [reg] A free slot within reach of near, or 0. */
-uintptr_t ukp_slot_alloc(uintptr_t near)
+/* [reg] n free slots in a row within reach of near, or 0. */
+uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n)
 {
 	struct slot_chunk *c;
 	unsigned int i;
+	uintptr_t a;
 
 	for (i = 0; i < nchunks; i++) {
 		c = chunk_list[i];
-		if (c->nused < SLOTS_PER_CHUNK && in_reach(c->base, near) &&
-		    in_reach(c->base + CHUNK_SIZE, near))
-			return chunk_take(c);
+		if (c->nused + n <= SLOTS_PER_CHUNK && in_reach(c->base, near) &&
+		    in_reach(c->base + CHUNK_SIZE, near) && (a = chunk_take_n(c, n)))
+			return a;
 	}
 	if (nchunks >= CHUNK_TABLE / 2)
 		return 0;
@@ -219,10 +226,16 @@ uintptr_t ukp_slot_alloc(uintptr_t near)
 		c = chunk_new(near);
 		if (c) {
 			chunk_publish(c);
-			return chunk_take(c);
+			return chunk_take_n(c, n);
 		}
 	}
 	return 0;
+}
+
+/* [reg] A free slot within reach of near, or 0. */
+uintptr_t ukp_slot_alloc(uintptr_t near)
+{
+	return ukp_slot_alloc_n(near, 1);
 }
 
 /* [reg] The site that owns a slot (NULL to clear). */
@@ -253,4 +266,22 @@ void ukp_slot_free(uintptr_t slot)
 		c->used[idx] = 0;
 		c->nused--;
 	}
+}
+
+/* [reg] */
+void ukp_slot_set_owner_n(uintptr_t slot, unsigned int n, struct ukp_site *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		ukp_slot_set_owner(slot + i * UKP_SLOT_SIZE, s);
+}
+
+/* [reg] */
+void ukp_slot_free_n(uintptr_t slot, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		ukp_slot_free(slot + i * UKP_SLOT_SIZE);
 }

@@ -36,6 +36,22 @@ struct ukp_child {
 	struct ukp_child *idx_next;     /* kprobe-pointer index chain [reg] */
 };
 
+/* Jump optimization of a site (optimizer.c). */
+enum { UKP_OPT_NONE, UKP_OPT_READY, UKP_OPT_JUMP };
+struct ukp_site_opt {
+	_Atomic uint8_t state;               /* UKP_OPT_*; read on hits */
+	bool queued;                         /* on the optimizer's queue */
+	uint8_t ftrace_len;                  /* patchable NOPs at this entry: [FTRACE] */
+	uint8_t len;                         /* bytes the jump replaces */
+	unsigned int tries;                  /* rounds a thread was in the way */
+	int err;                             /* the analysis refused it (-errno) */
+	const char *why;                     /* why it is not optimized, or NULL */
+	_Atomic uintptr_t detour;            /* the detour buffer, 0 if none yet */
+	struct ukp_site *qnext;
+	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
+	uint8_t jump[UKP_OPT_JUMP_SIZE];
+};
+
 /* One probed address (the kernel's aggregate probe). */
 struct ukp_site {
 	uintptr_t addr;
@@ -55,6 +71,7 @@ struct ukp_site {
 	char *symname;                       /* containing symbol, for the list */
 	unsigned long symoff;
 	struct ukp_arch_insn ainsn;
+	struct ukp_site_opt opt;
 };
 
 /* kprobe_status values (the kernel's) */
@@ -102,6 +119,9 @@ bool ukp_site_wants_armed(const struct ukp_site *s); /* [reg] */
 void ukp_gone_sweep(void);                    /* [reg] */
 bool ukp_in_probe_context(void);              /* [any] */
 int ukp_init(void);                           /* [reg] once */
+/* The code bytes at addr as the program has them, without our patches
+ * (breakpoints, optimized jumps); returns how many could be read. */
+size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len); /* [reg] */
 /* Take/release the registry mutex from outside the registry (listing,
  * symbol lookups from other modules and the agent); 0 or -errno. */
 int ukp_lock_for_show(void);
@@ -128,6 +148,25 @@ uintptr_t ukp_slot_alloc(uintptr_t near);     /* [reg] 0 when none in reach */
 void ukp_slot_free(uintptr_t slot);           /* [reg] no thread may be inside */
 void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s); /* [reg] */
 struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot); /* [trap] */
+
+/* n consecutive slots (a detour buffer), freed and owned together. */
+uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n); /* [reg] */
+void ukp_slot_free_n(uintptr_t slot, unsigned int n);      /* [reg] */
+void ukp_slot_set_owner_n(uintptr_t slot, unsigned int n, struct ukp_site *s); /* [reg] */
+
+/* optimizer.c: jump optimization (see there). [reg] unless said. */
+void ukp_opt_init(void);
+void ukp_opt_after_fork(void);
+void ukp_opt_site_new(struct ukp_site *s, bool on_entry);
+void ukp_opt_site_changed(struct ukp_site *s);
+void ukp_opt_site_dead(struct ukp_site *s);
+void ukp_opt_unoptimize(struct ukp_site *s);
+void ukp_opt_neighbour(uintptr_t addr, bool appears);
+void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
+void ukp_opt_update_flags(struct ukp_site *s);
+int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
+/* [detour] The C half of every optimized probe (trap.c). */
+void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s);
 
 /* Slots that ran a boosted copy wait here after unregistration until a
  * thread scan shows nobody can resume in them (kprobes.c). */

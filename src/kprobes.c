@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "codeflow.h"
 
 #define SITE_TABLE_BITS 12
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -175,14 +176,17 @@ int ukp_site_arm(struct ukp_site *s)
 	return 0;
 }
 
-/* [reg] Put the original byte back. A thread that already trapped on the
- * breakpoint still finds the site, or finds the original byte and runs it. */
+/* [reg] Put the original byte back (after the jump, if the probe was
+ * optimized). A thread that already trapped on the breakpoint still
+ * finds the site, or finds the original byte and runs it. */
 int ukp_site_disarm(struct ukp_site *s)
 {
 	int ret;
 
 	if (!atomic_load(&s->armed))
 		return 0;
+	if (!s->gone)
+		ukp_opt_unoptimize(s);
 	if (!s->gone) {
 		ret = ukp_text_poke(s->addr, &s->opcode, 1);
 		if (ret)
@@ -193,18 +197,28 @@ int ukp_site_disarm(struct ukp_site *s)
 	return 0;
 }
 
-/* [reg] Make the breakpoint match the probes' state. */
+/* [reg] Make the breakpoint (and the jump) match the probes' state. */
 static int site_update(struct ukp_site *s)
 {
+	int ret;
+
 	if (ukp_site_wants_armed(s))
-		return ukp_site_arm(s);
-	return ukp_site_disarm(s);
+		ret = ukp_site_arm(s);
+	else
+		ret = ukp_site_disarm(s);
+	if (!ret)
+		ukp_opt_site_changed(s);
+	return ret;
 }
 
 static void site_free(struct ukp_site *s)
 {
+	uintptr_t detour = atomic_load(&s->opt.detour);
+
 	if (s->slot)
 		ukp_slot_free(s->slot);
+	if (detour)
+		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
 	free(s->symname);
 	free(s);
 }
@@ -213,7 +227,7 @@ static void site_free(struct ukp_site *s)
  * grace period): freed, or quarantined if its boosted copy ever ran. */
 static void site_retire(struct ukp_site *s)
 {
-	if (s->slot && atomic_load(&s->boosted)) {
+	if ((s->slot && atomic_load(&s->boosted)) || atomic_load(&s->opt.detour)) {
 		s->all_next = quarantine;
 		quarantine = s;
 		nquarantine++;
@@ -222,29 +236,71 @@ static void site_retire(struct ukp_site *s)
 	site_free(s);
 }
 
+/* The library's own code: a thread on its way through a detour (before
+ * its read-side mark, or after it) runs there. */
+extern char __start_ukprobes_text[], __stop_ukprobes_text[];
+
+/* [reg] The ranges a thread may resume in for quarantined site s: its
+ * slot and its detour. Returns how many were added. */
+static unsigned int site_ranges(const struct ukp_site *s, struct ukp_range *r)
+{
+	uintptr_t detour = atomic_load(&s->opt.detour);
+	unsigned int n = 0;
+
+	if (s->slot) {
+		r[n].start = s->slot;
+		r[n++].end = s->slot + UKP_SLOT_SIZE;
+	}
+	if (detour) {
+		r[n].start = detour;
+		r[n++].end = detour + UKP_DETOUR_SIZE;
+	}
+	return n;
+}
+
 /*
- * [reg] Free every quarantined site whose slot no thread can resume in,
- * UKP_SCAN_MAX_RANGES per scan. Returns how many were freed.
+ * [reg] Free every quarantined site no thread can resume in: a thread
+ * scan, a grace period, and a second scan (a thread between a detour's
+ * entry and its read-side mark is seen by the first; one inside the
+ * handlers then is waited for, and seen by the second if it is still
+ * on its way out). Returns how many were freed.
  */
 unsigned int ukp_quarantine_reclaim(void)
 {
-	struct ukp_site *batch[UKP_SCAN_MAX_RANGES], *keep = NULL, *s;
+	enum { PER = 2, BATCH = (UKP_SCAN_MAX_RANGES - 1) / PER };
+	struct ukp_site *batch[BATCH], *keep = NULL, *s;
 	struct ukp_range r[UKP_SCAN_MAX_RANGES];
-	unsigned int freed = 0, n, i, rounds = nquarantine / UKP_SCAN_MAX_RANGES + 1;
+	unsigned int first[BATCH], cnt[BATCH];
+	unsigned int freed = 0, n, i, k, rounds = nquarantine / BATCH + 1;
 
 	while (quarantine && rounds--) {
-		uint64_t hit;
+		uint64_t hit, lib;
+		bool detours = false;
 
-		for (n = 0; quarantine && n < UKP_SCAN_MAX_RANGES; n++) {
+		k = 0;
+		for (n = 0; quarantine && n < BATCH; n++) {
 			s = quarantine;
 			quarantine = s->all_next;
 			batch[n] = s;
-			r[n].start = s->slot;
-			r[n].end = s->slot + UKP_SLOT_SIZE;
+			first[n] = k;
+			cnt[n] = site_ranges(s, &r[k]);
+			k += cnt[n];
+			detours |= atomic_load(&s->opt.detour) != 0;
 		}
-		hit = ukp_threads_scan(r, n);
+		/* the library's code, when a detour may lead there */
+		r[k].start = detours ? (uintptr_t)__start_ukprobes_text : 1;
+		r[k].end = detours ? (uintptr_t)__stop_ukprobes_text : 1;
+		lib = 1ULL << k;
+		k++;
+		hit = ukp_threads_scan(r, k);
+		ukp_synchronize();
+		hit |= ukp_threads_scan(r, k);
 		for (i = 0; i < n; i++) {
-			if (hit & (1ULL << i)) {
+			uint64_t mine = cnt[i] ? ((1ULL << cnt[i]) - 1) << first[i] : 0;
+
+			if (atomic_load(&batch[i]->opt.detour))
+				mine |= lib;
+			if (hit & mine) {
 				batch[i]->all_next = keep;
 				keep = batch[i];
 			} else {
@@ -287,6 +343,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&ukp_mutex, NULL);
 	ukp_text_after_fork();
 	ukp_sync_after_fork_child();
+	ukp_opt_after_fork();
 	owner_pid = getpid();
 }
 
@@ -297,6 +354,7 @@ static void do_init(void)
 	owner_pid = getpid();
 	ukp_errno_init();
 	ukp_text_init();
+	ukp_opt_init();
 	ret = ukp_signals_install();
 	if (ret) {
 		init_err = ret;
@@ -349,11 +407,13 @@ void ukp_gone_sweep(void)
 			continue;
 		s->gone = true;
 		atomic_store(&s->armed, false);
+		ukp_opt_site_dead(s);
 		site_hash_del(s);
 		for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
 			ch->kp->flags |= KPROBE_FLAG_GONE;
 	}
 	ukp_blacklist_refresh();
+	ukp_codeflow_forget_dead();
 }
 
 /* Called by the dlclose() interposer. */
@@ -369,8 +429,9 @@ void ukp_after_dlclose(void)
 
 /* ------------------------------------------------------ registration */
 
-/* Bytes of code at addr as they were before our breakpoints. */
-static size_t read_original(uintptr_t addr, uint8_t *buf, size_t len)
+/* [reg] Bytes of code at addr as they were before our breakpoints and jumps
+ * (internal.h). */
+size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	size_t n, i;
 
@@ -385,6 +446,7 @@ static size_t read_original(uintptr_t addr, uint8_t *buf, size_t len)
 				buf[i] = s->opcode;
 		}
 	}
+	ukp_opt_unpatch(addr, buf, n);
 	return n;
 }
 
@@ -393,7 +455,7 @@ static bool starts_with_endbr64(uintptr_t addr)
 	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	uint8_t b[4];
 
-	return read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
+	return ukp_read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
 }
 
 /*
@@ -435,7 +497,8 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 }
 
 /* [reg] A new site at addr: check the instruction, copy it to a slot. */
-static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp_site **out)
+static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_entry,
+			struct ukp_site **out)
 {
 	size_t off = addr - sym->start, avail, need;
 	struct ukp_site *s;
@@ -448,7 +511,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp
 	code = malloc(need);
 	if (!code)
 		return -ENOMEM;
-	avail = read_original(sym->start, code, need);
+	avail = ukp_read_original(sym->start, code, need);
 	if (avail <= off) {
 		ret = -EINVAL;
 		goto out;
@@ -505,6 +568,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, struct ukp
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
 	s->symoff = off;
+	ukp_opt_site_new(s, on_entry);
 	*out = s;
 out:
 	free(code);
@@ -540,7 +604,10 @@ static int __register_kprobe(struct kprobe *p)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
 	if (!s) {
-		ret = site_prepare(addr, &sym, &s);
+		/* optimized probes whose region covers addr take their
+		 * jumps away first */
+		ukp_opt_neighbour(addr, true);
+		ret = site_prepare(addr, &sym, on_entry, &s);
 		if (ret) {
 			free(ch);
 			return ret;
@@ -573,6 +640,45 @@ static int __register_kprobe(struct kprobe *p)
 		if (new_site)
 			site_free(s);
 	}
+	return ret;
+}
+
+UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
+{
+	struct kprobe tmp = { .addr = addr };
+	struct ukp_arch_insn ai;
+	struct ukp_symres sym;
+	const char *w = NULL;
+	bool on_entry = false;
+	uint8_t *code = NULL;
+	uintptr_t a;
+	size_t off, avail;
+	int ret;
+
+	if (ukp_lock())
+		return -EINVAL;
+	ret = kprobe_addr(&tmp, &a, &on_entry, &sym);
+	if (!ret && ukp_blacklisted(a))
+		ret = -EINVAL;
+	if (!ret) {
+		/* the instruction itself, as register_kprobe checks it */
+		off = a - sym.start;
+		code = malloc(off + UKP_MAX_INSN_SIZE);
+		if (!code)
+			ret = -ENOMEM;
+	}
+	if (!ret) {
+		avail = ukp_read_original(sym.start, code, off + UKP_MAX_INSN_SIZE);
+		ret = avail > off ? arch_check_boundary(code, off, avail) : -EINVAL;
+		if (!ret)
+			ret = arch_prepare_insn(&ai, code + off, avail - off, a, a);
+	}
+	if (!ret)
+		ret = ukp_opt_would(a, &sym, on_entry, &w);
+	free(code);
+	ukp_unlock();
+	if (why)
+		*why = w;
 	return ret;
 }
 
@@ -616,9 +722,11 @@ static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead
 		}
 	}
 	if (!atomic_load(&s->children)) {
+		ukp_opt_site_dead(s);
 		ukp_site_disarm(s);
 		site_hash_del(s);
 		site_list_del(s);
+		ukp_opt_neighbour(s->addr, false);
 		*dead = s;
 	} else {
 		site_update(s);

@@ -188,6 +188,63 @@ static UKP_TRAP_TEXT bool boost_now(struct ukp_site *s)
 	return true;
 }
 
+/* [trap] Does a breakpoint hit on s go to the detour's copy? Only once
+ * the detour is ready and while no enabled child has a post_handler. */
+static UKP_TRAP_TEXT bool opt_redirect(struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	if (atomic_load_explicit(&s->opt.state, memory_order_acquire) == UKP_OPT_NONE)
+		return false;
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
+		if (!kprobe_disabled(ch->kp) &&
+		    *(kprobe_post_handler_t volatile *)&ch->kp->post_handler)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * [detour] The C half of an optimized probe (the kernel's
+ * optimized_callback), called by the shared template with the
+ * registers of the probed code in regs (ip is set here). It runs on the
+ * thread, in whatever context the probed code ran. The pre_handlers run
+ * as on a breakpoint hit (regs->ip == addr + 1); a change of regs->ip
+ * is ignored, general registers and arithmetic flags are taken back.
+ * [FTRACE] probes run their post_handlers too (ip == addr + len: the
+ * region is NOPs). A hit while this thread runs a probe handler is
+ * missed. The program's signal handlers are held back meanwhile (as in
+ * the return-probe dispatcher): one that longjmp()s away must not leave
+ * the per-thread state half set.
+ */
+UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s)
+{
+	struct ukp_ctlblk *c = &ukp_ctl;
+	int saved_errno = ukp_errno;
+
+	c->defer_async++;
+	atomic_signal_fence(memory_order_seq_cst);
+	ukp_read_lock(c);
+	if (c->status || c->in_handler) {
+		inc_nmissed(s);
+	} else {
+		regs->ip = s->addr + UKP_BREAKPOINT_SIZE;
+		c->cur_site = s;
+		c->status = KPROBE_HIT_ACTIVE;
+		run_handlers(c, s, regs, false);
+		if (s->opt.ftrace_len) {
+			regs->ip = s->addr + s->opt.len;
+			c->status = KPROBE_HIT_SSDONE;
+			run_handlers(c, s, regs, true);
+		}
+		reset_current_kprobe(c);
+	}
+	ukp_read_unlock(c);
+	ukp_defer_async_end(c);
+	ukp_errno = saved_errno;
+}
+
 /*
  * [trap] Send the thread to the boosted copy at slot + 16: it runs the
  * instruction and jumps back to addr + len, with no trap and no count.
@@ -234,6 +291,17 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 			run_handlers(c, s, regs, true);
 			reset_current_kprobe(c);
 		}
+		arch_regs_to_ucontext(uc, regs);
+		return;
+	}
+	if (opt_redirect(s)) {
+		/* The detour is ready: its copy of the region runs the
+		 * instruction (and the rest of the region) and jumps back,
+		 * with no single step (the kernel's setup_detour_execution). */
+		if (!reenter)
+			reset_current_kprobe(c);
+		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
+			   UKP_OPT_COPY_OFFSET;
 		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
@@ -360,7 +428,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	ukp_read_lock(c);
 
 	s = ukp_slot_owner(addr, &slot);
-	if (s && s->ainsn.ool && addr == slot + s->ainsn.len) {
+	if (s && s->ainsn.ool && slot == s->slot && addr == slot + s->ainsn.len) {
 		resume_singlestep(c, s, slot, uc);
 		goto out;
 	}
@@ -514,14 +582,31 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	}
 	ukp_read_lock(c);
 	s = ukp_slot_owner(ip, &slot);
-	if (s && s->ainsn.ool && ip >= slot && ip < slot + s->ainsn.len) {
+	if (s && s->ainsn.ool && slot == s->slot && ip >= slot && ip < slot + s->ainsn.len) {
 		/* s stays valid: this thread is counted in s->inflight. */
 		ukp_read_unlock(c);
 		ool_fault(c, s, slot, sig, info, uc);
 		ukp_errno = saved_errno;
 		return;
 	}
-	if (s && s->ainsn.boostable && ip >= slot + UKP_BOOST_OFFSET &&
+	if (s && slot != s->slot) {
+		uintptr_t copy = atomic_load(&s->opt.detour) + UKP_OPT_COPY_OFFSET;
+
+		if (ip >= copy && ip < copy + s->opt.len) {
+			/* A fault in the detour's copy of the region: the
+			 * program sees it at the original instruction. */
+			uintptr_t orig = s->addr, a = (uintptr_t)info->si_addr;
+
+			ukp_read_unlock(c);
+			arch_uc_set_ip(uc, orig + (ip - copy));
+			if (a >= copy && a < copy + UKP_OPT_MAX_REGION)
+				info->si_addr = (void *)(orig + (a - copy));
+			ukp_chain_signal(sig, info, uc);
+			ukp_errno = saved_errno;
+			return;
+		}
+	}
+	if (s && slot == s->slot && s->ainsn.boostable && ip >= slot + UKP_BOOST_OFFSET &&
 	    ip < slot + UKP_BOOST_OFFSET + s->ainsn.len) {
 		/* s stays valid: its slot is quarantined until no thread
 		 * can be in it, and this one is. */

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -23,6 +24,14 @@
 
 #include "internal.h"
 #include "ukprobes.h"
+
+/* These tests are about the breakpoint paths: jump optimization (which
+ * would take over their probes a few milliseconds after registration)
+ * is off in every test process (the knob's start-up variable). */
+__attribute__((constructor)) static void breakpoints_only(void)
+{
+	setenv("UKPROBES_OPTIMIZATION", "0", 1);
+}
 
 /* Targets in assembly: their first instructions are known and boostable. */
 __asm__(

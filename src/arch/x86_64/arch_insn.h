@@ -52,4 +52,27 @@ struct ukp_arch_insn {
 	int64_t ind_disp;
 };
 
+/*
+ * Jump optimization (optprobe.c, optprobe_tramp.S). A detour buffer is
+ * UKP_DETOUR_SIZE bytes taken from the slot chunks (within +-2 GiB of
+ * the probe):
+ *   0   the entry: red zone, push the site, call the shared template
+ *   25  the displaced instructions, relocated (UKP_OPT_COPY_OFFSET)
+ *       jmp rel32 to addr + len
+ *   80  two literals: the site, the shared template's address
+ * A breakpoint hit on a probe whose detour is ready goes straight to the
+ * copy at UKP_OPT_COPY_OFFSET (no single step).
+ */
+#define UKP_DETOUR_SIZE      96
+#define UKP_OPT_COPY_OFFSET  25
+#define UKP_OPT_JUMP_SIZE    5
+#define UKP_OPT_MAX_REGION   20   /* 4 bytes of short instructions + one of 15 */
+
+struct ukp_arch_opt {
+	uint8_t len;                          /* bytes the jump replaces (whole insns) */
+	uint8_t ninsn;                        /* instructions in the region */
+	uint8_t jump[UKP_OPT_JUMP_SIZE];      /* jmp rel32 to the detour */
+	uint8_t image[UKP_DETOUR_SIZE];       /* the detour */
+};
+
 #endif /* UKP_ARCH_INSN_H */

@@ -555,3 +555,62 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 
 	return prepare_ool(ai, code, &insn, ops, addr, slot);
 }
+
+/*
+ * [reg] One instruction of a jump-optimized region, copied to dest (the
+ * kernel's copy_optimized_instructions step): it must be boostable (runs
+ * anywhere and falls through: no branch, call, return, system call or
+ * exception, no ip-dependent prefix), and a rip-relative operand is
+ * re-based for dest. Writes the copy to out (UKP_MAX_INSN_SIZE bytes)
+ * and returns its length, or a negative errno with *why set.
+ */
+int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
+		       uint8_t *out, const char **why)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct ukp_arch_insn ai;
+
+	memset(&ai, 0, sizeof(ai));
+	if (avail > UKP_MAX_INSN_SIZE)
+		avail = UKP_MAX_INSN_SIZE;
+	if (!dec || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops))) {
+		*why = "undecodable instruction in the region";
+		return -EILSEQ;
+	}
+	if (is_exception_insn(&insn) || loads_ss(&insn, ops) ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_SYSCALL || writes_ip(&insn, ops) ||
+	    insn.meta.category == ZYDIS_CATEGORY_CALL ||
+	    insn.meta.category == ZYDIS_CATEGORY_COND_BR ||
+	    insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+	    insn.meta.category == ZYDIS_CATEGORY_RET || !can_boost(&insn, code)) {
+		*why = "an instruction in the region is not relocatable (branch, call, system call, ...)";
+		return -EOPNOTSUPP;
+	}
+	memcpy(out, code, insn.length);
+	if (has_rip_operand(&insn, ops) && rebase_rip_disp(&ai, out, &insn, addr, dest)) {
+		*why = "a rip-relative operand in the region is out of reach of the detour";
+		return -EINVAL;
+	}
+	return insn.length;
+}
+
+/* [reg] */
+size_t arch_patchable_nops(const uint8_t *code, size_t avail)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+	size_t pos = 0;
+
+	if (!dec)
+		return 0;
+	while (pos < UKP_OPT_JUMP_SIZE && pos < avail) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos, avail - pos,
+								&insn)) ||
+		    insn.mnemonic != ZYDIS_MNEMONIC_NOP)
+			return 0;
+		pos += insn.length;
+	}
+	return pos >= UKP_OPT_JUMP_SIZE ? pos : 0;
+}

@@ -9,6 +9,7 @@
  *     it), and one conversion.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <iconv.h>
 #include <stdio.h>
@@ -41,7 +42,9 @@ static int convert(void)
 
 	if (cd == (iconv_t)-1)
 		return -1;
-	nanosleep(&pause, NULL);
+	/* the whole pause: signals (libukprobes' thread scans) cut it short */
+	while (nanosleep(&pause, &pause) && errno == EINTR)
+		;
 	iconv(cd, &ip, &il, &op, &ol);
 	iconv_close(cd);
 	return (int)(sizeof(out) - ol);

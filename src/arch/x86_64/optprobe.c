@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * optprobe.c - x86-64 jump optimization: the detour buffer of each
+ * optimized probe (the kernel's arch_prepare_optimized_kprobe) and the
+ * choice of how the shared template (optprobe_tramp.S) keeps the vector
+ * state. Everything here is [reg].
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Read by optprobe_tramp.S: 0 save with XSAVE(C)/FXSAVE, 1 xmm0-15 by
+ * hand, 2 ymm0-15 by hand. */
+#define VEC_FULL 0
+#define VEC_SSE  1
+#define VEC_AVX  2
+__attribute__((visibility("hidden"))) uint32_t ukp_opt_vec_mode = VEC_FULL;
+
+/* XCR0 components a C handler does not change: x87, SSE and AVX are
+ * saved by hand; MPX bounds (3, 4), PKRU (9) and AMX (17, 18) are not
+ * touched by compiled C code. Anything else (AVX-512: 5-7) takes the
+ * XSAVE path. */
+#define XCR0_BY_HAND ((1ULL << 0) | (1ULL << 1) | (1ULL << 2))
+#define XCR0_UNTOUCHED ((1ULL << 3) | (1ULL << 4) | (1ULL << 9) | (1ULL << 17) | (1ULL << 18))
+
+static uint64_t xgetbv0(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* Tests force the slow path (1) to check it too. */
+int ukp_opt_force_xsave;
+
+/* [reg] */
+int arch_opt_init(void)
+{
+	unsigned int a = 0, b = 0, c = 0, d = 0;
+	uint64_t xcr0;
+	int ret = arch_kretprobe_init(); /* sizes the XSAVE area we share */
+
+	if (ret)
+		return ret;
+	if (ukp_opt_force_xsave) {
+		ukp_opt_vec_mode = VEC_FULL;
+		return 0;
+	}
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) {
+		ukp_opt_vec_mode = (d & bit_SSE) ? VEC_SSE : VEC_FULL;
+		return 0;
+	}
+	xcr0 = xgetbv0();
+	if (xcr0 & ~(XCR0_BY_HAND | XCR0_UNTOUCHED))
+		ukp_opt_vec_mode = VEC_FULL;
+	else
+		ukp_opt_vec_mode = (xcr0 & (1ULL << 2)) ? VEC_AVX : VEC_SSE;
+	return 0;
+}
+
+static void put_rel32(uint8_t *p, int64_t rel)
+{
+	int32_t v = (int32_t)rel;
+
+	memcpy(p, &v, 4);
+}
+
+static bool fits_rel32(int64_t rel)
+{
+	return rel == (int32_t)rel;
+}
+
+/* The detour's entry, up to UKP_OPT_COPY_OFFSET. */
+static const uint8_t entry_code[UKP_OPT_COPY_OFFSET] = {
+	0x48, 0x8d, 0x64, 0x24, 0x80,                   /* lea -0x80(%rsp),%rsp */
+	0xff, 0x35, 0, 0, 0, 0,                         /* push site(%rip) */
+	0xff, 0x15, 0, 0, 0, 0,                         /* call *common(%rip) */
+	0x48, 0x8d, 0xa4, 0x24, 0x88, 0x00, 0x00, 0x00, /* lea 0x88(%rsp),%rsp */
+};
+#define LIT_SITE   (UKP_DETOUR_SIZE - 16)
+#define LIT_COMMON (UKP_DETOUR_SIZE - 8)
+
+/* [reg] */
+int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
+		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why)
+{
+	uint8_t *img = ao->image;
+	size_t pos = 0, out = UKP_OPT_COPY_OFFSET;
+	uintptr_t common = (uintptr_t)ukp_optprobe_common;
+
+	memset(ao, 0, sizeof(*ao));
+	memset(img, UKP_BREAKPOINT_INSN, sizeof(ao->image));
+	memcpy(img, entry_code, sizeof(entry_code));
+	put_rel32(img + 7, (int64_t)LIT_SITE - 11);
+	put_rel32(img + 13, (int64_t)LIT_COMMON - 17);
+	memcpy(img + LIT_SITE, &site, 8);
+	memcpy(img + LIT_COMMON, &common, 8);
+
+	if (ftrace_len) {
+		pos = ftrace_len;	/* NOPs: nothing to copy */
+		ao->ninsn = 1;
+	}
+	while (pos < UKP_OPT_JUMP_SIZE) {
+		int n;
+
+		if (pos >= avail) {
+			*why = "the code ends before the region";
+			return -EINVAL;
+		}
+		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, detour + out, img + out,
+				       why);
+		if (n < 0)
+			return n;
+		pos += (size_t)n;
+		out += (size_t)n;
+		ao->ninsn++;
+		if (pos > UKP_OPT_MAX_REGION) {
+			*why = "the region is too long";
+			return -EINVAL;
+		}
+	}
+	/* jmp back to the first byte after the region */
+	if (out + 5 > LIT_SITE || !fits_rel32((int64_t)(addr + pos) - (int64_t)(detour + out + 5)) ||
+	    !fits_rel32((int64_t)detour - (int64_t)(addr + 5))) {
+		*why = "the detour is out of reach";
+		return -EINVAL;
+	}
+	img[out] = 0xe9;
+	put_rel32(img + out + 1, (int64_t)(addr + pos) - (int64_t)(detour + out + 5));
+	ao->jump[0] = 0xe9;
+	put_rel32(ao->jump + 1, (int64_t)detour - (int64_t)(addr + 5));
+	ao->len = (uint8_t)pos;
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch_branches.h - what the architecture code tells the core about the
+ * control transfers in a piece of code (src/arch/<arch>/branches.c), for
+ * the jump-optimization safety check (codeflow.c). Kept apart from arch.h
+ * because only the flow analysis needs it.
+ *
+ * Context: [reg] (registration time, registry mutex held, may allocate).
+ */
+#ifndef UKP_ARCH_BRANCHES_H
+#define UKP_ARCH_BRANCHES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Original code bytes of one contiguous piece of a function. */
+struct arch_code_part {
+	uintptr_t addr;         /* where the bytes are in the process */
+	const uint8_t *code;    /* a copy of them (no breakpoints of ours) */
+	size_t len;
+};
+
+enum arch_flow_kind {
+	ARCH_FLOW_DIRECT,       /* relative jmp/jcc/loop/jrcxz/call/xbegin to target */
+	ARCH_FLOW_TABLE,        /* an indirect jump through a jump table: one
+				 * possible target (reported once per entry) */
+	ARCH_FLOW_UNKNOWN,      /* an indirect jump whose targets are unknown */
+	ARCH_FLOW_UNDECODABLE,  /* the bytes at from do not decode */
+};
+
+/*
+ * Called for each finding; from is the address of the instruction, target
+ * its destination (0 for UNKNOWN and UNDECODABLE). A non-zero return stops
+ * the scan, which then returns that value.
+ */
+typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
+			    uintptr_t target);
+
+/* Flags of arch_scan_flow. */
+#define ARCH_FLOW_DIRECT_ONLY 0x1u /* only DIRECT findings, decoding lengths and
+				    * immediates alone (fast); undecodable
+				    * bytes are stepped over one at a time */
+
+/*
+ * [reg] Decode every part from its first byte to its end and report the
+ * control transfers in it. Indirect jumps (jmp *reg, jmp *mem, notrack
+ * or not) are resolved as jump tables when the code has a recognisable
+ * table dispatch, the table's location is known from the code of the
+ * parts, and the entries read as targets inside the parts; the entries
+ * are read (without faulting) for as long as their targets lie inside
+ * one of the parts, so the reported set may be larger than the real one
+ * but not smaller. Jumps through rip-relative memory (GOT and PLT-style
+ * tail calls) leave the function and are not reported. Indirect calls
+ * and returns are not reported.
+ * Returns 0 after a full scan, the callback's non-zero value, or
+ * -ENOMEM / -EILSEQ (no decoder).
+ */
+int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
+		   arch_flow_fn fn, void *arg);
+
+#endif /* UKP_ARCH_BRANCHES_H */

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: MIT
+/*
+ * codeflow.c - the control-flow half of the jump optimization's safety
+ * check (codeflow.h): nothing may jump strictly inside the bytes that one
+ * 5-byte jump replaces, or it would land in the middle of that jump.
+ *
+ * Where jumps come from, and how each source is covered:
+ *  - the function itself and its GCC cold parts (NAME.cold, NAME.cold.N
+ *    symbols): decoded in full at each check; indirect jumps must be
+ *    resolvable jump tables (arch_scan_flow);
+ *  - code that no symbol covers: in a stripped library that is every
+ *    static function and every cold part, and nothing tells which
+ *    function a cold part belongs to. Its direct targets are collected
+ *    once per object, from the .eh_frame FDE ranges that lie inside no
+ *    function symbol (or, without unwind tables, from the gaps between
+ *    symbols in executable segments), into a sorted array that each check
+ *    binary-searches;
+ *  - other functions: enter at their own symbol, so no other symbol may
+ *    start inside the region;
+ *  - the unwinder: landing pads of the function's and its cold parts'
+ *    LSDAs (the user-space counterpart of the kernel's exception-table
+ *    check).
+ *
+ * Code is read with ukp_read_original(): probes already in place do not
+ * hide the instructions they replaced.
+ *
+ * [reg] everything here: registration time, registry mutex held (which
+ * also guards the cache below), may allocate.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arch_branches.h"
+#include "codeflow.h"
+#include "eh_frame.h"
+#include "grow_array.h"
+#include "internal.h"
+
+/* A function-like symbol of the object; name is an offset into names. */
+struct flow_sym {
+	uintptr_t start, end;
+	size_t name;
+};
+
+/* A cold part: "<base>.cold[.N]" covering [start, end). */
+struct flow_cold {
+	size_t base;            /* offset of the symbol's name in names */
+	size_t baselen;         /* the part before ".cold" */
+	uintptr_t start, end;
+};
+
+/* What we know about one loaded object. */
+struct flow_obj {
+	struct flow_obj *next;
+	const struct ukp_object *obj;
+	uint64_t gen;           /* obj->gen and obj->base when built: the */
+	uintptr_t base;         /* pointer alone could be a new object */
+	struct flow_sym *syms;  /* by start */
+	uintptr_t *maxend;      /* maxend[i]: largest end of syms[0..i] */
+	size_t nsyms;
+	char *names;
+	struct flow_cold *colds; /* by base name */
+	size_t ncolds;
+	struct ukp_eh_frame eh;
+	int eh_err;             /* ukp_eh_frame_load's result */
+	uintptr_t fde_max_len;  /* longest FDE range */
+	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
+	size_t ntargets;
+};
+
+static struct flow_obj *flow_objs;
+
+/* ------------------------------------------------------------------ */
+/* Symbols and cold parts                                             */
+/* ------------------------------------------------------------------ */
+
+struct sym_collect {
+	struct flow_obj *fo;
+	size_t cap_syms, names_len, cap_names;
+	int err;
+};
+
+static void collect_sym(const struct ukp_symres *res, void *arg)
+{
+	struct sym_collect *sc = arg;
+	struct flow_obj *fo = sc->fo;
+	struct flow_sym *syms;
+	size_t len;
+
+	if (sc->err || res->obj != fo->obj || !res->size)
+		return;
+	len = strlen(res->name) + 1;
+	syms = ukp_grow(fo->syms, &sc->cap_syms, fo->nsyms, sizeof(*fo->syms));
+	if (!syms)
+		goto nomem;
+	fo->syms = syms;
+	while (sc->names_len + len > sc->cap_names) {
+		size_t cap = sc->cap_names ? sc->cap_names * 2 : 4096;
+		char *p = realloc(fo->names, cap);
+
+		if (!p)
+			goto nomem;
+		fo->names = p;
+		sc->cap_names = cap;
+	}
+	memcpy(fo->names + sc->names_len, res->name, len);
+	fo->syms[fo->nsyms].start = res->start;
+	fo->syms[fo->nsyms].end = res->start + res->size;
+	fo->syms[fo->nsyms].name = sc->names_len;
+	fo->nsyms++;
+	sc->names_len += len;
+	return;
+nomem:
+	sc->err = -ENOMEM;
+}
+
+static int sym_cmp(const void *pa, const void *pb)
+{
+	const struct flow_sym *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->end > b->end) - (a->end < b->end);
+}
+
+/* Length of the name before a version suffix ("foo@@GLIBC_2.2.5"). */
+static size_t name_keylen(const char *name)
+{
+	const char *at = strchr(name, '@');
+
+	return at ? (size_t)(at - name) : strlen(name);
+}
+
+/* If name (keylen bytes) is "<base>.cold" or "<base>.cold.<digits>",
+ * the length of <base>; else 0. */
+static size_t cold_base_len(const char *name, size_t keylen)
+{
+	static const char cold[] = ".cold";
+	size_t end = keylen, i;
+
+	/* strip ".<digits>" */
+	i = end;
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i < end && i > 0 && name[i - 1] == '.')
+		end = i - 1;
+	if (end <= sizeof(cold) - 1 ||
+	    memcmp(name + end - (sizeof(cold) - 1), cold, sizeof(cold) - 1))
+		return 0;
+	return end - (sizeof(cold) - 1);
+}
+
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c)
+		return c;
+	return (alen > blen) - (alen < blen);
+}
+
+static int cold_cmp(const void *pa, const void *pb, void *names)
+{
+	const struct flow_cold *a = pa, *b = pb;
+	const char *n = names;
+	int c = key_cmp(n + a->base, a->baselen, n + b->base, b->baselen);
+
+	if (c)
+		return c;
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+/* [reg] The object's function symbols, by address, and its cold parts. */
+static int load_syms(struct flow_obj *fo)
+{
+	struct sym_collect sc = { .fo = fo };
+	struct flow_cold *colds;
+	size_t i, cap_colds = 0;
+
+	ukp_for_each_symbol(fo->obj->path, collect_sym, &sc);
+	if (sc.err)
+		return sc.err;
+	if (!fo->nsyms)
+		return 0;
+	qsort(fo->syms, fo->nsyms, sizeof(*fo->syms), sym_cmp);
+	fo->maxend = malloc(fo->nsyms * sizeof(*fo->maxend));
+	if (!fo->maxend)
+		return -ENOMEM;
+	for (i = 0; i < fo->nsyms; i++) {
+		const char *name = fo->names + fo->syms[i].name;
+		size_t baselen = cold_base_len(name, name_keylen(name));
+
+		fo->maxend[i] = fo->syms[i].end;
+		if (i && fo->maxend[i - 1] > fo->maxend[i])
+			fo->maxend[i] = fo->maxend[i - 1];
+		if (!baselen)
+			continue;
+		colds = ukp_grow(fo->colds, &cap_colds, fo->ncolds, sizeof(*fo->colds));
+		if (!colds)
+			return -ENOMEM;
+		fo->colds = colds;
+		fo->colds[fo->ncolds].base = fo->syms[i].name;
+		fo->colds[fo->ncolds].baselen = baselen;
+		fo->colds[fo->ncolds].start = fo->syms[i].start;
+		fo->colds[fo->ncolds].end = fo->syms[i].end;
+		fo->ncolds++;
+	}
+	if (fo->ncolds)
+		qsort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
+	return 0;
+}
+
+/* Index of the first symbol starting above addr. */
+static size_t sym_upper(const struct flow_obj *fo, uintptr_t addr)
+{
+	size_t lo = 0, hi = fo->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fo->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Does one symbol contain all of [start, end)? */
+static bool covered(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
+{
+	size_t i = sym_upper(fo, start);
+
+	return i > 0 && fo->maxend[i - 1] >= end;
+}
+
+/* ------------------------------------------------------------------ */
+/* The index of uncovered code                                        */
+/* ------------------------------------------------------------------ */
+
+struct index_build {
+	struct flow_obj *fo;
+	size_t cap_targets;
+	uint8_t *buf;
+	size_t cap_buf;
+	size_t ranges, bytes;
+};
+
+static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct index_build *ib = arg;
+	struct flow_obj *fo = ib->fo;
+	uintptr_t *targets;
+
+	(void)from;
+	if (kind != ARCH_FLOW_DIRECT)
+		return 0;
+	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
+	if (!targets)
+		return -ENOMEM;
+	fo->targets = targets;
+	fo->targets[fo->ntargets++] = target;
+	return 0;
+}
+
+static bool in_exec_seg(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
+{
+	size_t i;
+
+	for (i = 0; i < fo->eh.nsegs; i++)
+		if (fo->eh.segs[i].exec && start >= fo->eh.segs[i].start && end <= fo->eh.segs[i].end)
+			return true;
+	return false;
+}
+
+/* [reg] Add the direct targets of the code in [start, end). */
+static int index_range(struct index_build *ib, uintptr_t start, uintptr_t end)
+{
+	struct arch_code_part part;
+	size_t len = end - start;
+
+	if (end <= start || !in_exec_seg(ib->fo, start, end))
+		return 0;
+	if (len > ib->cap_buf) {
+		uint8_t *p = realloc(ib->buf, len);
+
+		if (!p)
+			return -ENOMEM;
+		ib->buf = p;
+		ib->cap_buf = len;
+	}
+	part.addr = start;
+	part.code = ib->buf;
+	part.len = ukp_read_original(start, ib->buf, len);
+	ib->ranges++;
+	ib->bytes += part.len;
+	return arch_scan_flow(&part, 1, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
+}
+
+/* [reg] Without usable unwind tables: every gap between symbols in the
+ * executable segments (linear decoding from each gap's start). */
+static int index_gaps(struct index_build *ib)
+{
+	const struct flow_obj *fo = ib->fo;
+	size_t i, k;
+	int ret;
+
+	for (i = 0; i < fo->eh.nsegs; i++) {
+		uintptr_t pos = fo->eh.segs[i].start, end = fo->eh.segs[i].end;
+
+		if (!fo->eh.segs[i].exec)
+			continue;
+		for (k = 0; k < fo->nsyms && pos < end; k++) {
+			const struct flow_sym *s = &fo->syms[k];
+
+			if (s->end <= pos)
+				continue;
+			if (s->start >= end)
+				break;
+			if (s->start > pos) {
+				ret = index_range(ib, pos, s->start);
+				if (ret)
+					return ret;
+			}
+			if (s->end > pos)
+				pos = s->end;
+		}
+		if (pos < end) {
+			ret = index_range(ib, pos, end);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static double elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* [reg] Build the index of targets of uncovered code. */
+static int build_index(struct flow_obj *fo)
+{
+	struct index_build ib = { .fo = fo };
+	struct timespec t0;
+	size_t i;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fo->eh_err == 0) {
+		for (i = 0; i < fo->eh.nfdes && !ret; i++) {
+			const struct ukp_fde *f = &fo->eh.fdes[i];
+
+			if (!covered(fo, f->start, f->end))
+				ret = index_range(&ib, f->start, f->end);
+		}
+	} else {
+		ret = index_gaps(&ib);
+	}
+	free(ib.buf);
+	if (ret)
+		return ret;
+	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
+	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
+		 "(%zu bytes), %zu jump targets; index built in %.1f ms\n",
+		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
+		 fo->eh_err == -ENOENT ? " (no unwind tables: gaps between symbols instead)" :
+		 fo->eh_err ? " (unusable: gaps between symbols instead)" : "", ib.ranges, ib.bytes,
+		 fo->ntargets, elapsed_ms(&t0));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The cache                                                          */
+/* ------------------------------------------------------------------ */
+
+static void flow_obj_free(struct flow_obj *fo)
+{
+	free(fo->syms);
+	free(fo->maxend);
+	free(fo->names);
+	free(fo->colds);
+	free(fo->targets);
+	ukp_eh_frame_free(&fo->eh);
+	free(fo);
+}
+
+/* [reg] The record of a live object, built on first use. */
+static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
+{
+	struct flow_obj *fo, **pp;
+	size_t i;
+	int ret;
+
+	for (pp = &flow_objs; (fo = *pp); pp = &fo->next) {
+		if (fo->obj != obj)
+			continue;
+		if (fo->gen == obj->gen && fo->base == obj->base) {
+			*out = fo;
+			return 0;
+		}
+		/* a new object where a forgotten one was */
+		*pp = fo->next;
+		flow_obj_free(fo);
+		break;
+	}
+
+	fo = calloc(1, sizeof(*fo));
+	if (!fo)
+		return -ENOMEM;
+	fo->obj = obj;
+	fo->gen = obj->gen;
+	fo->base = obj->base;
+	ret = load_syms(fo);
+	if (ret)
+		goto fail;
+	fo->eh_err = ukp_eh_frame_load(obj, &fo->eh);
+	if (fo->eh_err == -ENOMEM) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < fo->eh.nfdes; i++)
+		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
+			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
+	ret = build_index(fo);
+	if (ret)
+		goto fail;
+	fo->next = flow_objs;
+	flow_objs = fo;
+	*out = fo;
+	return 0;
+fail:
+	flow_obj_free(fo);
+	return ret;
+}
+
+/* [reg] */
+void ukp_codeflow_forget_dead(void)
+{
+	struct flow_obj *fo, **pp = &flow_objs;
+
+	while ((fo = *pp)) {
+		/* ukp_object_alive() only compares the pointer: safe on a
+		 * record whose object was freed by ukp_symbols_reset(). */
+		if (ukp_object_alive(fo->obj) && fo->obj->gen == fo->gen) {
+			pp = &fo->next;
+			continue;
+		}
+		*pp = fo->next;
+		flow_obj_free(fo);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The check                                                          */
+/* ------------------------------------------------------------------ */
+
+#define MAX_PARTS 16    /* the function and its cold parts */
+
+struct check {
+	uintptr_t addr, end;            /* the region */
+	const struct arch_code_part *parts;
+	size_t nparts;
+	const char *why;
+};
+
+static bool in_region(const struct check *ck, uintptr_t a)
+{
+	return a > ck->addr && a < ck->end;
+}
+
+static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct check *ck = arg;
+	bool in_func = from >= ck->parts[0].addr && from - ck->parts[0].addr < ck->parts[0].len;
+
+	switch (kind) {
+	case ARCH_FLOW_DIRECT:
+		if (!in_region(ck, target))
+			return 0;
+		ck->why = in_func ? "a jump in the function targets the region" :
+				    "a jump in its .cold part targets the region";
+		return -EBUSY;
+	case ARCH_FLOW_TABLE:
+		if (!in_region(ck, target))
+			return 0;
+		ck->why = "a jump table entry targets the region";
+		return -EBUSY;
+	case ARCH_FLOW_UNKNOWN:
+		ck->why = in_func ? "indirect jump with unknown targets" :
+				    "indirect jump with unknown targets in its .cold part";
+		return -EOPNOTSUPP;
+	case ARCH_FLOW_UNDECODABLE:
+		ck->why = "undecodable bytes in the function";
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static int check_pad(uintptr_t pad, void *arg)
+{
+	struct check *ck = arg;
+
+	if (!in_region(ck, pad))
+		return 0;
+	ck->why = "an exception landing pad is inside the region";
+	return -EBUSY;
+}
+
+/* [reg] Landing pads of every FDE overlapping one of the parts. */
+static int check_pads(const struct flow_obj *fo, struct check *ck)
+{
+	size_t i, k;
+	int ret;
+
+	for (i = 0; i < ck->nparts; i++) {
+		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
+		uintptr_t from = ps > fo->fde_max_len ? ps - fo->fde_max_len : 0;
+		size_t lo = 0, hi = fo->eh.nfdes;
+
+		/* first FDE that may reach ps: none is longer than fde_max_len
+		 * (linkers refuse overlapping FDEs, but we do not rely on it) */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (fo->eh.fdes[mid].start < from)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (k = lo; k < fo->eh.nfdes && fo->eh.fdes[k].start < pe; k++) {
+			if (fo->eh.fdes[k].end <= ps)
+				continue;
+			ret = ukp_eh_landing_pads(&fo->eh, &fo->eh.fdes[k], check_pad, ck);
+			if (ret == -EILSEQ) {
+				ck->why = "unreadable exception table (LSDA)";
+				return -EOPNOTSUPP;
+			}
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Does a direct jump of code that no symbol covers land in the region? */
+static bool uncovered_jumps_into(const struct flow_obj *fo, const struct check *ck)
+{
+	size_t lo = 0, hi = fo->ntargets;
+
+	/* lo := first target above the region's first byte */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fo->targets[mid] <= ck->addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < fo->ntargets && fo->targets[lo] < ck->end;
+}
+
+/* [reg] Add the cold parts of every alias of the function at start to the
+ * n parts; returns the new count, or 0 when they do not fit. */
+static size_t find_cold_parts(const struct flow_obj *fo, uintptr_t start,
+			      struct arch_code_part *parts, size_t n)
+{
+	size_t i = sym_upper(fo, start);
+
+	while (i-- > 0 && fo->syms[i].start == start) {
+		const char *name = fo->names + fo->syms[i].name;
+		size_t keylen = name_keylen(name), lo = 0, hi = fo->ncolds, k, j;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			const struct flow_cold *c = &fo->colds[mid];
+
+			if (key_cmp(fo->names + c->base, c->baselen, name, keylen) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (k = lo; k < fo->ncolds; k++) {
+			const struct flow_cold *c = &fo->colds[k];
+			bool dup = false;
+
+			if (key_cmp(fo->names + c->base, c->baselen, name, keylen))
+				break;
+			for (j = 0; j < n; j++)
+				dup |= parts[j].addr == c->start;
+			if (!dup) {
+				if (n == MAX_PARTS)
+					return 0;
+				parts[n].addr = c->start;
+				parts[n].len = c->end - c->start;
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/* [reg] */
+int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len, const char **why)
+{
+	struct arch_code_part parts[MAX_PARTS];
+	struct check ck = { .addr = addr, .end = addr + len, .parts = parts };
+	const char *dummy;
+	struct flow_obj *fo;
+	size_t i, n;
+	int ret;
+
+	if (!why)
+		why = &dummy;
+	*why = NULL;
+	memset(parts, 0, sizeof(parts));
+	if (!sym || !sym->obj || !len) {
+		*why = "empty region";
+		return -EINVAL;
+	}
+	if (addr < sym->start || addr - sym->start >= sym->size ||
+	    len > sym->size - (addr - sym->start)) {
+		*why = "the region leaves the function";
+		return -EINVAL;
+	}
+	if (!ukp_object_alive(sym->obj)) {
+		*why = "the object is no longer loaded";
+		return -ENOENT;
+	}
+	ret = flow_obj_get(sym->obj, &fo);
+	if (ret) {
+		*why = "out of memory";
+		return ret;
+	}
+
+	/* Another entry point inside the region. */
+	i = sym_upper(fo, addr);
+	if (i < fo->nsyms && fo->syms[i].start < ck.end) {
+		*why = "another symbol starts inside the region";
+		return -EBUSY;
+	}
+
+	if (uncovered_jumps_into(fo, &ck)) {
+		*why = "code outside any symbol (a stripped .cold part?) jumps into the region";
+		return -EBUSY;
+	}
+
+	/* The function and its cold parts. */
+	parts[0].addr = sym->start;
+	parts[0].len = sym->size;
+	n = find_cold_parts(fo, sym->start, parts, 1);
+	if (!n) {
+		*why = "too many .cold parts to analyse";
+		return -EOPNOTSUPP;
+	}
+	for (i = 0; i < n; i++) {
+		uint8_t *code = malloc(parts[i].len);
+
+		if (!code) {
+			ret = -ENOMEM;
+			*why = "out of memory";
+			goto out;
+		}
+		parts[i].code = code;
+		if (ukp_read_original(parts[i].addr, code, parts[i].len) != parts[i].len) {
+			ret = -EOPNOTSUPP;
+			*why = "the function's code cannot be read";
+			goto out;
+		}
+	}
+	ck.nparts = n;
+	ret = arch_scan_flow(parts, n, 0, check_flow, &ck);
+	if (!ret && fo->eh_err && fo->eh_err != -ENOENT) {
+		ck.why = "unreadable unwind tables (.eh_frame)";
+		ret = -EOPNOTSUPP;
+	}
+	if (!ret && !fo->eh_err)
+		ret = check_pads(fo, &ck);
+	if (ret == -ENOMEM) {
+		ck.why = "out of memory";
+	} else if (ret && !ck.why) {
+		ck.why = "the function cannot be decoded";	/* no decoder */
+		ret = -EOPNOTSUPP;
+	}
+	*why = ck.why;
+out:
+	for (i = 0; i < MAX_PARTS; i++)
+		free((void *)parts[i].code);
+	return ret;
+}

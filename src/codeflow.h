@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codeflow.h - may a region of code be replaced by one jump? The control
+ * flow part of the jump optimization's safety check (kprobes.rst, "Safety
+ * Check"; the kernel's can_optimize()). Whether the instructions of the
+ * region can run from a detour buffer is the arch relocator's question,
+ * not this one.
+ *
+ * Context: [reg] registration time, registry mutex held, may allocate.
+ */
+#ifndef UKP_CODEFLOW_H
+#define UKP_CODEFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbols.h"
+
+/*
+ * [reg] May [addr, addr + len) be overwritten by one jump, as far as
+ * control flow goes?
+ * sym: the function containing addr (from ukp_sym_lookup_addr; start/size
+ * bound it).
+ * Checks: the region lies inside the function and no other symbol starts
+ * strictly inside it; no direct jmp/jcc/loop/jrcxz/call/xbegin anywhere in
+ * the function, in its GCC ".cold" parts (symbols named NAME.cold or
+ * NAME.cold.N in the same object, NAME being any alias of the function),
+ * or in code of the object that no symbol covers (candidate cold parts of
+ * stripped libraries: the object's .eh_frame FDE ranges not inside any
+ * function symbol) targets an address strictly inside (addr, addr+len);
+ * every indirect jump in the function and its cold parts has known
+ * targets (a resolved jump table) that avoid (addr, addr+len); jumps
+ * through rip-relative memory (GOT tail calls `jmp *x@GOTPCREL(%rip)`)
+ * are not jump tables and are fine; no exception landing pad of the
+ * function or its cold parts (their FDEs' LSDAs) is strictly inside the
+ * region.
+ * Returns 0, or a negative errno with *why set to a static English text
+ * naming the reason (shown to users in probe listings and reports):
+ *   -EBUSY       something jumps into the region (or another function or
+ *                a landing pad starts inside it)
+ *   -EOPNOTSUPP  an indirect jump with unknown targets (or code or an
+ *                exception table that cannot be analysed)
+ *   -EINVAL      the region leaves the function (or is empty)
+ *   -ENOENT      the function's object is no longer loaded
+ *   -ENOMEM
+ * The per-object index (targets of uncovered code, cold parts, FDEs) is
+ * built on the first check in an object and kept until
+ * ukp_codeflow_forget_dead() finds the object gone.
+ */
+int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len, const char **why);
+
+/*
+ * [reg] Forget the per-object caches of objects that are no longer loaded
+ * (ukp_object_alive) - call after dlclose. After ukp_symbols_reset()
+ * every object counts as gone, so this forgets all of them (tests).
+ */
+void ukp_codeflow_forget_dead(void);
+
+#endif /* UKP_CODEFLOW_H */

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * optimizer.c - jump optimization (kprobes.rst, "How Does Jump
+ * Optimization Work?"; the kernel's kernel/kprobes.c optimizer and
+ * arch/x86/kernel/kprobes/opt.c).
+ *
+ * A probe is first a breakpoint. If it qualifies, it is queued; the
+ * optimizer thread wakes up a little later (OPTIMIZE_DELAY_MS: probes
+ * registered together are optimized together) and, under the registry
+ * mutex:
+ *   1. prepares the detour buffer (arch_opt_prepare: the region is the
+ *      first whole instructions covering 5 bytes, each relocatable) and
+ *      checks the control flow around the region (codeflow.c); the site
+ *      becomes READY: a breakpoint hit now runs the handlers and goes to
+ *      the detour's copy of the region, with no single step;
+ *   2. waits for a grace period (no trap handler is still sending a
+ *      thread to the old out-of-line copy), then asks every thread where
+ *      it is (threads.c): a thread stopped inside the region, in the
+ *      probe's out-of-line slot (which jumps back into the region), or
+ *      in a signal frame that returns there, keeps that probe waiting
+ *      for a later round (spec footnote [3]);
+ *   3. writes the jump, int3 first: the breakpoint stays at the first
+ *      byte while the rel32 goes into the next four, every thread is
+ *      serialized (membarrier SYNC_CORE), then e9 replaces the int3.
+ * Unoptimizing is the reverse: int3 back over e9, serialize, the
+ * original bytes back, serialize. A probe whose detour ever existed is
+ * freed through the quarantine (kprobes.c) once no thread can be in the
+ * detour or in the library's code on its way through it.
+ *
+ * A probe qualifies when no enabled child has a post_handler, some child
+ * is enabled, no other probe lies inside its region, the knob is on and
+ * the analysis did not refuse it. A probe at a function entry that starts
+ * with patchable NOPs (-fpatchable-function-entry, -mnop-mcount) is an
+ * [FTRACE] probe: the NOPs are the region, nothing is copied or analysed,
+ * post_handlers run in the detour too, and the knob does not apply.
+ *
+ * Every function here is [reg] (registry mutex held) unless said.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "codeflow.h"
+
+#define OPTIMIZE_DELAY_MS 5
+#define MAX_TRIES 200            /* rounds a thread may stay in the way */
+#define OPT_BATCH (UKP_SCAN_MAX_RANGES / 2)
+
+static bool opt_on = true;               /* the knob */
+static bool opt_inited;
+static struct ukp_site *queue;           /* sites to look at, LIFO */
+static unsigned int nqueued;
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static bool busy;                        /* the thread is working on a batch */
+static pid_t thread_pid;                 /* process the thread runs in */
+unsigned long ukp_opt_rounds;            /* batches done (tests) */
+
+/* ------------------------------------------------------- helpers */
+
+static bool has_post(const struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
+		if (!kprobe_disabled(ch->kp) && ch->kp->post_handler)
+			return true;
+	return false;
+}
+
+/* The children's OPTIMIZED/FTRACE flags follow the site. */
+static void set_flags(struct ukp_site *s)
+{
+	bool jump = atomic_load(&s->opt.state) == UKP_OPT_JUMP;
+	struct ukp_child *ch;
+
+	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next)) {
+		ch->kp->flags &= ~(KPROBE_FLAG_OPTIMIZED | KPROBE_FLAG_FTRACE);
+		if (s->opt.ftrace_len)
+			ch->kp->flags |= KPROBE_FLAG_FTRACE;
+		else if (jump)
+			ch->kp->flags |= KPROBE_FLAG_OPTIMIZED;
+	}
+}
+
+void ukp_opt_update_flags(struct ukp_site *s)
+{
+	set_flags(s);
+}
+
+/* Another probe strictly inside (addr, addr + len)? */
+static bool neighbour_inside(const struct ukp_site *s, size_t len)
+{
+	size_t k;
+
+	for (k = 1; k < len; k++)
+		if (ukp_site_lookup(s->addr + k))
+			return true;
+	return false;
+}
+
+/* May s use a jump now (leaving aside the analysis and the threads)? */
+static bool wanted(const struct ukp_site *s, const char **why)
+{
+	if (s->gone || !s->hashed) {
+		*why = "the probe is gone";
+		return false;
+	}
+	if (s->opt.err) {
+		*why = s->opt.why;
+		return false;
+	}
+	if (!ukp_site_wants_armed(s) || !atomic_load(&s->armed)) {
+		*why = "the probe is disabled";
+		return false;
+	}
+	if (s->opt.ftrace_len)
+		return true;
+	if (!opt_on) {
+		*why = "optimization is turned off";
+		return false;
+	}
+	if (has_post(s)) {
+		*why = "a post_handler is registered";
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------ the queue */
+
+static void queue_add(struct ukp_site *s)
+{
+	if (s->opt.queued)
+		return;
+	s->opt.queued = true;
+	s->opt.qnext = queue;
+	queue = s;
+	nqueued++;
+}
+
+static void queue_del(struct ukp_site *s)
+{
+	struct ukp_site **pp;
+
+	if (!s->opt.queued)
+		return;
+	for (pp = &queue; *pp; pp = &(*pp)->opt.qnext) {
+		if (*pp == s) {
+			*pp = s->opt.qnext;
+			break;
+		}
+	}
+	s->opt.queued = false;
+	nqueued--;
+}
+
+static void *optimizer_main(void *arg);
+
+/* Start the optimizer thread in this process if it is not running. */
+static void kick(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+
+	if (thread_pid != getpid()) {
+		/* All signals blocked but ours: the thread answers scans and
+		 * handles breakpoints in the libc it calls, and nothing else. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, optimizer_main, NULL) == 0)
+			thread_pid = getpid();
+		else
+			pr_warn("kprobes: cannot start the optimizer thread\n");
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_cond_signal(&queue_cond);
+}
+
+/* ---------------------------------------------------- preparation */
+
+/* Build the detour of s (once). Returns 0, or -errno with s->opt.why
+ * (a refusal is remembered: the code does not change). */
+static int prepare(struct ukp_site *s)
+{
+	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
+	struct ukp_arch_opt ao;
+	struct ukp_symres sym;
+	const char *why = NULL;
+	uintptr_t detour;
+	size_t n;
+	int ret;
+
+	if (s->opt.detour)
+		return 0;
+	n = ukp_read_original(s->addr, code, sizeof(code));
+	detour = ukp_slot_alloc_n(s->addr, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+	if (!detour) {
+		s->opt.why = "no executable memory within reach for a detour";
+		return -ENOMEM; /* not remembered: memory may come back */
+	}
+	ret = arch_opt_prepare(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, &why);
+	if (!ret && !s->opt.ftrace_len) {
+		ret = ukp_sym_lookup_addr(s->addr, &sym);
+		if (ret)
+			why = "no symbol covers the probe";
+		else
+			ret = ukp_codeflow_check(&sym, s->addr, ao.len, &why);
+	}
+	if (!ret)
+		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
+	if (ret) {
+		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+		s->opt.err = ret;
+		s->opt.why = why ? why : "cannot write the detour";
+		return ret;
+	}
+	ukp_slot_set_owner_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE, s);
+	memcpy(s->opt.orig, code, ao.len);
+	memcpy(s->opt.jump, ao.jump, sizeof(s->opt.jump));
+	s->opt.len = ao.len;
+	atomic_store_explicit(&s->opt.detour, detour, memory_order_release);
+	return 0;
+}
+
+/* ---------------------------------------------------- (un)patching */
+
+/* JUMP -> NONE for n sites, batched: int3 over every e9, serialize,
+ * the original bytes back, serialize. */
+static void unoptimize_batch(struct ukp_site **v, unsigned int n)
+{
+	uint8_t bp = UKP_BREAKPOINT_INSN;
+	unsigned int i;
+	bool wrote = false;
+
+	for (i = 0; i < n; i++) {
+		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone)
+			continue;
+		ukp_text_poke(v[i]->addr, &bp, 1);
+		wrote = true;
+	}
+	if (wrote)
+		ukp_text_sync();
+	wrote = false;
+	for (i = 0; i < n; i++) {
+		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone)
+			continue;
+		ukp_text_poke(v[i]->addr + 1, v[i]->opt.orig + 1, v[i]->opt.len - 1u);
+		wrote = true;
+	}
+	if (wrote)
+		ukp_text_sync();
+	for (i = 0; i < n; i++) {
+		atomic_store(&v[i]->opt.state, UKP_OPT_NONE);
+		set_flags(v[i]);
+	}
+}
+
+/* Back to a plain breakpoint (also READY -> NONE). The breakpoint stays. */
+void ukp_opt_unoptimize(struct ukp_site *s)
+{
+	if (atomic_load(&s->opt.state) == UKP_OPT_NONE)
+		return;
+	unoptimize_batch(&s, 1);
+	/* no trap handler still sends threads to the detour's copy */
+	ukp_synchronize();
+}
+
+/* Optimize up to OPT_BATCH READY sites; returns how many got the jump.
+ * The busy ones go back to the queue. */
+static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
+{
+	struct ukp_range r[UKP_SCAN_MAX_RANGES];
+	unsigned int i, k = 0, done = 0;
+	uint64_t hit;
+	bool ok[OPT_BATCH];
+
+	ukp_synchronize(); /* trap handlers that chose the slot have left */
+	for (i = 0; i < n; i++) {
+		r[k].start = v[i]->addr + 1;
+		r[k++].end = v[i]->addr + v[i]->opt.len;
+		r[k].start = v[i]->slot ? v[i]->slot : 1;
+		r[k++].end = v[i]->slot ? v[i]->slot + UKP_SLOT_SIZE : 1;
+	}
+	hit = ukp_threads_scan(r, k);
+	for (i = 0; i < n; i++) {
+		ok[i] = !(hit & (3ULL << (2 * i)));
+		if (ok[i])
+			ukp_text_poke(v[i]->addr + 1, v[i]->opt.jump + 1, UKP_OPT_JUMP_SIZE - 1);
+	}
+	ukp_text_sync();
+	for (i = 0; i < n; i++)
+		if (ok[i])
+			ukp_text_poke(v[i]->addr, v[i]->opt.jump, 1);
+	ukp_text_sync();
+	for (i = 0; i < n; i++) {
+		if (ok[i]) {
+			atomic_store(&v[i]->opt.state, UKP_OPT_JUMP);
+			v[i]->opt.tries = 0;
+			set_flags(v[i]);
+			done++;
+		} else if (++v[i]->opt.tries < MAX_TRIES) {
+			queue_add(v[i]);
+		} else {
+			v[i]->opt.why = "a thread stays inside the region";
+			v[i]->opt.tries = 0;
+		}
+	}
+	return done;
+}
+
+/* One round of the optimizer over everything queued. */
+static void optimize_round(void)
+{
+	struct ukp_site *batch[OPT_BATCH], *s;
+	unsigned int n = 0;
+	struct ukp_site *todo = queue;
+
+	queue = NULL;
+	nqueued = 0;
+	while ((s = todo)) {
+		const char *why = NULL;
+
+		todo = s->opt.qnext;
+		s->opt.queued = false;
+		if (!wanted(s, &why)) {
+			s->opt.why = why;
+			continue;
+		}
+		if (atomic_load(&s->opt.state) == UKP_OPT_JUMP)
+			continue;
+		if (prepare(s))
+			continue;
+		if (!s->opt.ftrace_len && neighbour_inside(s, s->opt.len)) {
+			s->opt.why = "another probe lies inside the region";
+			continue;
+		}
+		atomic_store_explicit(&s->opt.state, UKP_OPT_READY, memory_order_release);
+		s->opt.why = NULL;
+		batch[n++] = s;
+		if (n == OPT_BATCH) {
+			jump_batch(batch, n);
+			n = 0;
+		}
+	}
+	if (n)
+		jump_batch(batch, n);
+	ukp_opt_rounds++;
+}
+
+static void *optimizer_main(void *arg)
+{
+	sigset_t ours;
+	struct timespec delay = { 0, OPTIMIZE_DELAY_MS * 1000000L };
+
+	(void)arg;
+	sigemptyset(&ours);
+	sigaddset(&ours, SIGTRAP);
+	sigaddset(&ours, SIGSEGV);
+	sigaddset(&ours, SIGBUS);
+	sigaddset(&ours, SIGFPE);
+	sigaddset(&ours, SIGILL);
+	sigaddset(&ours, UKP_SCAN_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &ours, NULL);
+	pthread_mutex_lock(&ukp_mutex);
+	for (;;) {
+		while (!queue) {
+			busy = false;
+			pthread_cond_broadcast(&idle_cond);
+			pthread_cond_wait(&queue_cond, &ukp_mutex);
+		}
+		busy = true;
+		/* Let the registrations of a batch arrive. */
+		pthread_mutex_unlock(&ukp_mutex);
+		nanosleep(&delay, NULL);
+		if (ukp_lock_for_show()) {
+			pthread_mutex_lock(&ukp_mutex);
+			continue;
+		}
+		optimize_round();
+		/* A round that left work behind (threads in the way) waits
+		 * a little before the next one. */
+		if (queue) {
+			pthread_mutex_unlock(&ukp_mutex);
+			nanosleep(&delay, NULL);
+			pthread_mutex_lock(&ukp_mutex);
+		}
+	}
+	return NULL;
+}
+
+/* -------------------------------------------- hooks from the registry */
+
+/* Once, at start-up (UKPROBES_OPTIMIZATION=0 turns the knob off). */
+void ukp_opt_init(void)
+{
+	const char *e = getenv("UKPROBES_OPTIMIZATION");
+
+	if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")))
+		opt_on = false;
+}
+
+static void lazy_init(void)
+{
+	if (!opt_inited) {
+		arch_opt_init();
+		opt_inited = true;
+	}
+}
+
+/* A new site: is it an [FTRACE] probe point? */
+void ukp_opt_site_new(struct ukp_site *s, bool on_entry)
+{
+	uint8_t code[UKP_OPT_MAX_REGION];
+	size_t n;
+
+	if (!on_entry)
+		return;
+	n = ukp_read_original(s->addr, code, sizeof(code));
+	s->opt.ftrace_len = (uint8_t)arch_patchable_nops(code, n);
+}
+
+/* Something about s changed (a child came or went, enable/disable, the
+ * breakpoint was armed): queue it, or take its jump away now. */
+void ukp_opt_site_changed(struct ukp_site *s)
+{
+	const char *why = NULL;
+
+	lazy_init();
+	if (wanted(s, &why)) {
+		set_flags(s);
+		if (atomic_load(&s->opt.state) != UKP_OPT_JUMP) {
+			queue_add(s);
+			kick();
+		}
+		return;
+	}
+	s->opt.why = why;
+	queue_del(s);
+	ukp_opt_unoptimize(s);
+	set_flags(s);
+}
+
+/* The site is going away (unregistered or gone). */
+void ukp_opt_site_dead(struct ukp_site *s)
+{
+	queue_del(s);
+	if (s->gone)
+		atomic_store(&s->opt.state, UKP_OPT_NONE);
+	else
+		ukp_opt_unoptimize(s);
+}
+
+/* A probe appears at addr (before its breakpoint is written) or goes
+ * away: probes whose region covers addr are unoptimized, or queued
+ * again. */
+void ukp_opt_neighbour(uintptr_t addr, bool appears)
+{
+	size_t k;
+
+	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
+		struct ukp_site *s = ukp_site_lookup(addr - k);
+
+		if (!s || s->opt.ftrace_len)
+			continue;
+		if (appears) {
+			if (atomic_load(&s->opt.state) != UKP_OPT_NONE && k < s->opt.len) {
+				s->opt.why = "another probe lies inside the region";
+				ukp_opt_unoptimize(s);
+			}
+		} else if (atomic_load(&s->opt.state) == UKP_OPT_NONE) {
+			ukp_opt_site_changed(s);
+		}
+	}
+}
+
+/*
+ * [reg] Put back the original bytes of optimized regions into a copy of
+ * the code at addr (ukp_read_original): the first byte of a jump is e9.
+ */
+void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
+{
+	size_t i, k;
+
+	/* a region that starts before addr */
+	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
+		struct ukp_site *s = ukp_site_lookup(addr - k);
+
+		if (s && atomic_load(&s->opt.state) == UKP_OPT_JUMP && k < s->opt.len) {
+			size_t m = s->opt.len - k;
+
+			memcpy(buf, s->opt.orig + k, m < len ? m : len);
+			break;
+		}
+	}
+
+	for (i = 0; i < len; i++) {
+		struct ukp_site *s;
+
+		if (buf[i] != 0xe9)
+			continue;
+		s = ukp_site_lookup(addr + i);
+		if (!s || atomic_load(&s->opt.state) != UKP_OPT_JUMP)
+			continue;
+		memcpy(buf + i, s->opt.orig, len - i < s->opt.len ? len - i : s->opt.len);
+		i += s->opt.len - 1u;
+	}
+}
+
+/* ------------------------------------------------------ public API */
+
+/* The caller holds the registry mutex; wait until the optimizer has
+ * nothing left to do (the mutex is released while waiting). */
+static void wait_idle(void)
+{
+	while (queue || busy) {
+		if (thread_pid != getpid())
+			kick();
+		pthread_cond_wait(&idle_cond, &ukp_mutex);
+	}
+}
+
+UKPROBES_API int ukprobes_wait_optimizer(void)
+{
+	if (ukp_lock_for_show())
+		return -EINVAL;
+	lazy_init();
+	wait_idle();
+	ukp_unlock_for_show();
+	return 0;
+}
+
+UKPROBES_API int kprobes_set_optimization(bool on)
+{
+	struct ukp_site *s, **v;
+	unsigned int n = 0, i;
+
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	if (ukp_lock_for_show())
+		return -EINVAL;
+	lazy_init();
+	if (on == opt_on) {
+		ukp_unlock_for_show();
+		return 0;
+	}
+	opt_on = on;
+	if (on) {
+		for (s = ukp_all_sites; s; s = s->all_next)
+			ukp_opt_site_changed(s);
+		pr_info("kprobes: jump optimization is enabled\n");
+		ukp_unlock_for_show();
+		return 0;
+	}
+	/* Off: every jump goes, in one batch, before we return. */
+	for (s = ukp_all_sites; s; s = s->all_next)
+		n++;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		opt_on = true;
+		ukp_unlock_for_show();
+		return -ENOMEM;
+	}
+	n = 0;
+	for (s = ukp_all_sites; s; s = s->all_next) {
+		if (s->opt.ftrace_len)
+			continue;
+		queue_del(s);
+		s->opt.why = "optimization is turned off";
+		if (atomic_load(&s->opt.state) != UKP_OPT_NONE)
+			v[n++] = s;
+	}
+	unoptimize_batch(v, n);
+	ukp_synchronize();
+	wait_idle();
+	for (i = 0; i < n; i++)
+		set_flags(v[i]);
+	free(v);
+	pr_info("kprobes: jump optimization is disabled\n");
+	ukp_unlock_for_show();
+	return 0;
+}
+
+UKPROBES_API bool kprobes_optimization(void)
+{
+	return __atomic_load_n(&opt_on, __ATOMIC_RELAXED);
+}
+
+/* [any] In a forked child: no optimizer thread, nothing in flight. */
+void ukp_opt_after_fork(void)
+{
+	pthread_cond_init(&queue_cond, NULL);
+	pthread_cond_init(&idle_cond, NULL);
+	busy = false;
+}
+
+/* [reg] ukprobes_optimizable() for a probe-able address a in sym. */
+int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why)
+{
+	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
+	struct ukp_arch_opt ao;
+	size_t n;
+	int ret;
+
+	lazy_init();
+	n = ukp_read_original(a, code, sizeof(code));
+	if (on_entry && arch_patchable_nops(code, n))
+		return UKPROBES_OPT_FTRACE;
+	if (!opt_on) {
+		*why = "optimization is turned off";
+		return UKPROBES_OPT_NONE;
+	}
+	/* the real detour is within reach; the image built here is not used */
+	ret = arch_opt_prepare(&ao, code, n, a, a, NULL, 0, why);
+	if (!ret)
+		ret = ukp_codeflow_check(sym, a, ao.len, why);
+	if (ret)
+		return UKPROBES_OPT_NONE;
+	for (n = 1; n < ao.len; n++) {
+		if (ukp_site_lookup(a + n)) {
+			*why = "another probe lies inside the region";
+			return UKPROBES_OPT_NONE;
+		}
+	}
+	return UKPROBES_OPT_JUMP;
+}

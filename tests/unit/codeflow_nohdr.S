@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codeflow_nohdr.S - a shared object linked without .eh_frame_hdr (so
+ * without PT_GNU_EH_FRAME), for test_codeflow.c: the flow check must then
+ * find the code no symbol covers in the gaps between symbols.
+ */
+	.text
+
+/* Code after it that no symbol covers jumps to entry + 2 (refused). */
+	.globl ukt_nohdr_victim
+	.type ukt_nohdr_victim, @function
+	.p2align 4
+ukt_nohdr_victim:
+	movl %edi, %eax			/* 2 bytes */
+.Lmid:
+	addl %esi, %eax			/* 2 bytes, entry + 2 */
+	addl $3, %eax			/* 3 bytes */
+	ret
+	.size ukt_nohdr_victim, . - ukt_nohdr_victim
+	xorl %esi, %esi
+	jmp .Lmid
+
+/* Nothing jumps into its entry (accepted). */
+	.globl ukt_nohdr_plain
+	.type ukt_nohdr_plain, @function
+	.p2align 4
+ukt_nohdr_plain:
+	leal (%rdi,%rdi,2), %eax	/* 3 bytes */
+	addl %esi, %eax			/* 2 bytes */
+	ret
+	.size ukt_nohdr_plain, . - ukt_nohdr_plain
+
+	.section .note.GNU-stack, "", @progbits

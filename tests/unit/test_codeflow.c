@@ -1,0 +1,732 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_codeflow.c - the control-flow safety check of jump optimization
+ * (src/codeflow.c) and what it stands on: the x86-64 branch scanner with
+ * its jump-table resolution (src/arch/x86_64/branches.c) and the
+ * .eh_frame / LSDA reader (src/eh_frame.c).
+ *
+ * Targets: hand-written assembly (codeflow_targets.S), one function per
+ * shape, laid out so that the probed entry region holds whole
+ * instructions and, where a refusal is expected, something lands at
+ * entry + 2; a dense switch and a GCC-split function compiled at -O2
+ * (codeflow_compiled.c); and the
+ * exported functions of the system's stripped libz and libc, whose pass
+ * rates and refusal reasons are printed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <zlib.h>
+
+#include <criterion/criterion.h>
+
+#include "arch_branches.h"
+#include "codeflow.h"
+#include "eh_frame.h"
+#include "internal.h"
+
+extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_region[],
+	ukt_flow_table_spilled[], ukt_flow_indirect_unknown[], ukt_flow_got_tail[],
+	ukt_flow_hot[], ukt_flow_hot_numbered[], ukt_flow_hot_ok[], ukt_flow_victim[],
+	ukt_flow_two_entries[], ukt_flow_pad_in_region[], ukt_flow_pad_elsewhere[];
+int ukt_flow_switch(int op, int a);
+int ukt_flow_split_back(const int *p, int n);
+
+static void flow_init(void)
+{
+	cr_assert_eq(ukp_init(), 0);
+}
+
+TestSuite(codeflow, .init = flow_init);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool starts_with_endbr64(uintptr_t a)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	uint8_t b[4];
+
+	return ukp_read_original(a, b, 4) == 4 && !memcmp(b, endbr64, 4);
+}
+
+/* Length of the whole instructions at entry that cover >= 5 bytes, or 0. */
+static size_t entry_region(uintptr_t entry)
+{
+	uint8_t code[32];
+	size_t avail = ukp_read_original(entry, code, sizeof(code)), off;
+
+	for (off = 5; off < 5 + UKP_MAX_INSN_SIZE && off < avail; off++)
+		if (arch_check_boundary(code, off, avail) == 0)
+			return off;
+	return 0;
+}
+
+/* The check on [addr, addr + len) of the function containing addr. */
+static int check_at(uintptr_t addr, size_t len, const char **why)
+{
+	struct ukp_symres sym;
+	int ret;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	ret = ukp_sym_lookup_addr(addr, &sym);
+	cr_assert_eq(ret, 0, "no symbol at %#lx", (unsigned long)addr);
+	ret = ukp_codeflow_check(&sym, addr, len, why);
+	ukp_unlock_for_show();
+	return ret;
+}
+
+/* The check on a function's entry region (after an endbr64). */
+static int check_entry(const void *fn, const char **why)
+{
+	uintptr_t entry = (uintptr_t)fn;
+	size_t len;
+
+	if (starts_with_endbr64(entry))
+		entry += 4;
+	len = entry_region(entry);
+	cr_assert_geq(len, 5, "no 5-byte region at %p", fn);
+	return check_at(entry, len, why);
+}
+
+#define expect_verdict(fn, want, why_part)                                              \
+	do {                                                                                \
+		const char *why_ = NULL;                                                    \
+		int ret_ = check_entry((fn), &why_);                                        \
+		cr_expect_eq(ret_, (want), "%s: %d (%s), expected %d", #fn, ret_,           \
+			     why_ ? why_ : "-", (want));                                        \
+		if ((want) == 0)                                                            \
+			cr_expect_null(why_, "%s: why set on success", #fn);                \
+		else                                                                        \
+			cr_expect(why_ && strstr(why_, (why_part)),                         \
+				  "%s: why \"%s\" lacks \"%s\"", #fn, why_ ? why_ : "-",    \
+				  (why_part));                                              \
+	} while (0)
+
+/* ---- the check on hand-written shapes ----------------------------------- */
+
+Test(codeflow, loop_back_into_region_refused)
+{
+	expect_verdict(ukt_flow_loop_into_entry, -EBUSY, "jump in the function");
+}
+
+Test(codeflow, plain_function_accepted)
+{
+	expect_verdict(ukt_flow_plain, 0, "");
+}
+
+Test(codeflow, jump_table_into_region_refused)
+{
+	expect_verdict(ukt_flow_table_into_region, -EBUSY, "jump table");
+}
+
+Test(codeflow, spilled_table_base_resolved)
+{
+	expect_verdict(ukt_flow_table_spilled, 0, "");
+}
+
+Test(codeflow, unresolvable_indirect_jump_refused)
+{
+	expect_verdict(ukt_flow_indirect_unknown, -EOPNOTSUPP, "unknown targets");
+}
+
+Test(codeflow, got_tail_call_accepted)
+{
+	uint8_t code[6];
+	uintptr_t jmp = (uintptr_t)ukt_flow_got_tail + 5;
+
+	/* The linker kept the memory-indirect jump (no relaxation). */
+	cr_assert_eq(ukp_read_original(jmp, code, sizeof(code)), sizeof(code));
+	cr_assert(code[0] == 0xff && code[1] == 0x25, "not jmp *disp(%%rip): %02x %02x",
+		  code[0], code[1]);
+	expect_verdict(ukt_flow_got_tail, 0, "");
+}
+
+Test(codeflow, cold_part_jumping_back_refused)
+{
+	expect_verdict(ukt_flow_hot, -EBUSY, ".cold part");
+	expect_verdict(ukt_flow_hot_numbered, -EBUSY, ".cold part");
+	/* A cold part that comes back after the region is fine. */
+	expect_verdict(ukt_flow_hot_ok, 0, "");
+}
+
+Test(codeflow, uncovered_code_jumping_in_refused)
+{
+	expect_verdict(ukt_flow_victim, -EBUSY, "outside any symbol");
+}
+
+Test(codeflow, second_entry_point_refused)
+{
+	expect_verdict(ukt_flow_two_entries, -EBUSY, "another symbol");
+}
+
+Test(codeflow, landing_pad_in_region_refused)
+{
+	expect_verdict(ukt_flow_pad_in_region, -EBUSY, "landing pad");
+	expect_verdict(ukt_flow_pad_elsewhere, 0, "");
+}
+
+Test(codeflow, region_leaving_function_refused)
+{
+	struct ukp_symres sym;
+	const char *why = NULL;
+	uintptr_t fn = (uintptr_t)ukt_flow_plain;
+
+	cr_assert_eq(ukp_sym_lookup_addr(fn, &sym), 0);
+	cr_assert_eq(sym.start, fn);
+	/* the last 3 bytes plus 2 of whatever follows */
+	cr_expect_eq(ukp_codeflow_check(&sym, fn + sym.size - 3, 5, &why), -EINVAL);
+	cr_expect(why && strstr(why, "leaves the function"), "why: %s", why ? why : "-");
+	/* starting before the function */
+	cr_expect_eq(ukp_codeflow_check(&sym, fn - 1, 5, &why), -EINVAL);
+	/* longer than the function */
+	cr_expect_eq(ukp_codeflow_check(&sym, fn, sym.size + 1, &why), -EINVAL);
+	cr_expect_eq(ukp_codeflow_check(&sym, fn, 0, &why), -EINVAL);
+	/* exactly a function's last bytes are fine (the GOT jump, 6 bytes) */
+	fn = (uintptr_t)ukt_flow_got_tail;
+	cr_assert_eq(ukp_sym_lookup_addr(fn, &sym), 0);
+	cr_expect_eq(ukp_codeflow_check(&sym, fn + sym.size - 6, 6, &why), 0,
+		     "%s", why ? why : "-");
+}
+
+/* Our own breakpoints must not hide the jump into the region. */
+static int pre_nop(struct kprobe *p, struct pt_regs *regs)
+{
+	return 0;
+}
+
+Test(codeflow, probes_do_not_hide_jumps)
+{
+	/* the loop's jl, 7 bytes in, and the entry itself */
+	struct kprobe on_jl = { .addr = (kprobe_opcode_t *)(ukt_flow_loop_into_entry + 7),
+				.pre_handler = pre_nop };
+	struct kprobe on_entry = { .addr = (kprobe_opcode_t *)ukt_flow_loop_into_entry,
+				   .pre_handler = pre_nop };
+	uint8_t live;
+
+	cr_assert_eq(register_kprobe(&on_jl), 0);
+	cr_assert_eq(register_kprobe(&on_entry), 0);
+	memcpy(&live, ukt_flow_loop_into_entry + 7, 1);
+	cr_assert_eq(live, UKP_BREAKPOINT_INSN, "the probe did not patch the jl");
+	expect_verdict(ukt_flow_loop_into_entry, -EBUSY, "jump in the function");
+	unregister_kprobe(&on_jl);
+	unregister_kprobe(&on_entry);
+}
+
+/* ---- a compiler's switch ------------------------------------------------ */
+
+struct flow_log {
+	size_t direct, table, unknown, undecodable;
+	uintptr_t targets[256];
+	enum arch_flow_kind kinds[256];
+	size_t n;
+};
+
+static int log_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct flow_log *l = arg;
+
+	switch (kind) {
+	case ARCH_FLOW_DIRECT: l->direct++; break;
+	case ARCH_FLOW_TABLE: l->table++; break;
+	case ARCH_FLOW_UNKNOWN: l->unknown++; break;
+	case ARCH_FLOW_UNDECODABLE: l->undecodable++; break;
+	}
+	if (l->n < 256) {
+		l->kinds[l->n] = kind;
+		l->targets[l->n++] = target;
+	}
+	return 0;
+}
+
+Test(codeflow, compiled_switch_table_resolved)
+{
+	struct ukp_symres sym;
+	struct arch_code_part part;
+	struct flow_log log = { 0 };
+	uint8_t code[4096];
+
+	cr_assert_eq(ukt_flow_switch(3, 1), 0x54);	/* real, reachable code */
+	cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)ukt_flow_switch, &sym), 0);
+	cr_assert_leq(sym.size, sizeof(code));
+	part.addr = sym.start;
+	part.code = code;
+	part.len = ukp_read_original(sym.start, code, sym.size);
+	cr_assert_eq(part.len, sym.size);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	/* 12 cases: at least 12 entries read, all resolved */
+	cr_expect_geq(log.table, 12, "%zu table targets", log.table);
+	cr_expect_eq(log.unknown, 0);
+	cr_expect_eq(log.undecodable, 0);
+
+	expect_verdict(ukt_flow_switch, 0, "");
+}
+
+/*
+ * GCC's own NAME.cold (in .text.unlikely, a local symbol) jumps back into
+ * the loop; a region around that landing point is refused because of it.
+ */
+Test(codeflow, gcc_cold_part_found)
+{
+	static const int data[3] = { 1, 2, 3 };
+	uintptr_t hot = (uintptr_t)ukt_flow_split_back, cold, land = 0, b = 0;
+	struct ukp_symres hs, cs;
+	struct arch_code_part part;
+	struct flow_log log;
+	uint8_t code[512], cold_code[256];
+	size_t off, len, i;
+	bool hot_jumps_there = false;
+	const char *why = NULL;
+	int ret;
+
+	cr_assert_eq(ukt_flow_split_back(data, 3), 6);
+	if (ukp_sym_lookup_name("ukt_flow_split_back.cold", &cold))
+		cr_skip_test("the compiler made no .cold part (not GCC)");
+	cr_assert_eq(ukp_sym_lookup_addr(hot, &hs), 0);
+	cr_assert_eq(ukp_sym_lookup_addr(cold, &cs), 0);
+	cr_assert_leq(hs.size, sizeof(code));
+	cr_assert_leq(cs.size, sizeof(cold_code));
+
+	/* where the cold part lands in the hot one */
+	part.addr = cs.start;
+	part.code = cold_code;
+	part.len = ukp_read_original(cs.start, cold_code, cs.size);
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	for (i = 0; i < log.n; i++)
+		if (log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] > hot &&
+		    log.targets[i] < hot + hs.size)
+			land = log.targets[i];
+	cr_assert_neq(land, 0, "the cold part does not jump back");
+
+	/* the instruction before the landing point, and a region of whole
+	 * instructions from it that covers the landing point */
+	cr_assert_eq(ukp_read_original(hot, code, hs.size), hs.size);
+	for (off = 1; hot + off < land; off++)
+		if (arch_check_boundary(code, off, hs.size) == 0)
+			b = hot + off;
+	cr_assert_neq(b, 0);
+	for (len = 5; b + len < hot + hs.size; len++)
+		if (b + len > land && arch_check_boundary(code, b + len - hot, hs.size) == 0)
+			break;
+	cr_assert_lt(b + len, hot + hs.size);
+
+	part.addr = hot;
+	part.code = code;
+	part.len = hs.size;
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	for (i = 0; i < log.n; i++)
+		hot_jumps_there |= log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] == land;
+
+	ret = check_at(b, len, &why);
+	cr_expect_eq(ret, -EBUSY, "%d (%s)", ret, why ? why : "-");
+	if (!hot_jumps_there)
+		cr_expect(why && strstr(why, ".cold part"), "why: %s", why ? why : "-");
+}
+
+/* ---- the branch scanner on crafted bytes -------------------------------- */
+
+#define FAKE 0x400000UL
+
+static void scan_bytes(const uint8_t *code, size_t len, uintptr_t addr, unsigned int flags,
+		       struct flow_log *log)
+{
+	struct arch_code_part part = { .addr = addr, .code = code, .len = len };
+
+	memset(log, 0, sizeof(*log));
+	cr_assert_eq(arch_scan_flow(&part, 1, flags, log_flow, log), 0);
+}
+
+Test(codeflow, arch_direct_targets)
+{
+	static const uint8_t code[] = {
+		0xeb, 0x02,				/* 0:  jmp .+4 -> 4 */
+		0x74, 0xfc,				/* 2:  je -> 0 */
+		0x0f, 0x85, 0x10, 0x00, 0x00, 0x00,	/* 4:  jne -> 0x1a */
+		0xe8, 0xf1, 0xff, 0xff, 0xff,		/* 10: call -> 0 */
+		0xe2, 0x00,				/* 15: loop -> 17 */
+		0xe3, 0xfe,				/* 17: jrcxz -> 17 */
+		0xc7, 0xf8, 0x01, 0x00, 0x00, 0x00,	/* 19: xbegin -> 26 */
+		0xff, 0xd0,				/* 25: call *%rax (not reported) */
+		0xff, 0x25, 0x00, 0x00, 0x00, 0x00,	/* 27: jmp *0(%rip) (GOT: not reported) */
+		0xc3,					/* 33: ret */
+	};
+	static const uintptr_t want[] = { 4, 0, 0x1a, 0, 17, 17, 26 };
+	struct flow_log log;
+	unsigned int pass, i;
+
+	for (pass = 0; pass < 2; pass++) {
+		scan_bytes(code, sizeof(code), FAKE, pass ? ARCH_FLOW_DIRECT_ONLY : 0, &log);
+		cr_assert_eq(log.direct, 7, "pass %u: %zu direct", pass, log.direct);
+		cr_expect_eq(log.table + log.unknown + log.undecodable, 0);
+		for (i = 0; i < 7; i++)
+			cr_expect_eq(log.targets[i], FAKE + want[i], "pass %u: #%u -> %#lx", pass, i,
+				     (unsigned long)log.targets[i]);
+	}
+}
+
+Test(codeflow, arch_unknown_and_undecodable)
+{
+	static const uint8_t jmp_rax[] = { 0x48, 0x89, 0xf8, 0xff, 0xe0 };	/* mov; jmp *%rax */
+	static const uint8_t jmp_mem[] = { 0xff, 0x60, 0x10 };		/* jmp *0x10(%rax) */
+	static const uint8_t far_jmp[] = { 0xff, 0x28 };			/* ljmp *(%rax) */
+	static const uint8_t bad[] = { 0x06, 0xc3 };			/* push es: invalid */
+	/* movslq/add/jmp with no lea anywhere: no table base known */
+	static const uint8_t no_base[] = { 0x48, 0x63, 0x04, 0x82, 0x48, 0x01, 0xd0, 0xff, 0xe0 };
+	struct flow_log log;
+
+	scan_bytes(jmp_rax, sizeof(jmp_rax), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1);
+	scan_bytes(jmp_mem, sizeof(jmp_mem), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1);
+	scan_bytes(far_jmp, sizeof(far_jmp), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1);
+	scan_bytes(no_base, sizeof(no_base), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1);
+	cr_expect_eq(log.table, 0);
+	scan_bytes(bad, sizeof(bad), FAKE, 0, &log);
+	cr_expect_eq(log.undecodable, 1);
+	cr_expect_eq(log.targets[0], 0);
+	/* the fast mode steps over it silently */
+	scan_bytes(bad, sizeof(bad), FAKE, ARCH_FLOW_DIRECT_ONLY, &log);
+	cr_expect_eq(log.n, 0);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+#define NCASES 40
+
+/* GCC's PIC dispatch over a 40-entry table: every entry is read. */
+Test(codeflow, arch_pic_table_every_entry)
+{
+	uint8_t *buf = calloc(1, 4096), *p;
+	uintptr_t base = (uintptr_t)buf, table;
+	size_t code_len, i;
+	struct flow_log log;
+
+	cr_assert_not_null(buf);
+	p = buf;
+	*p++ = 0x48; *p++ = 0x8d; *p++ = 0x15; p += 4;		/* lea T(%rip),%rdx */
+	*p++ = 0x48; *p++ = 0x63; *p++ = 0x04; *p++ = 0x82;	/* movslq (%rdx,%rax,4),%rax */
+	*p++ = 0x48; *p++ = 0x01; *p++ = 0xd0;			/* add %rdx,%rax */
+	*p++ = 0x3e; *p++ = 0xff; *p++ = 0xe0;			/* notrack jmp *%rax */
+	for (i = 0; i < NCASES; i++)
+		*p++ = 0xc3;					/* the cases: ret */
+	code_len = (size_t)(p - buf);
+	table = (base + code_len + 15) & ~(uintptr_t)15;
+	put32(buf + 3, (uint32_t)(table - (base + 7)));
+	for (i = 0; i < NCASES; i++)	/* backwards, so order does not matter */
+		put32((uint8_t *)table + 4 * i, (uint32_t)(base + 17 + (NCASES - 1 - i) - table));
+	put32((uint8_t *)table + 4 * NCASES, 0x40000000);		/* far away: the end */
+
+	scan_bytes(buf, code_len, base, 0, &log);
+	cr_expect_eq(log.unknown, 0);
+	cr_expect_eq(log.table, NCASES, "%zu table targets", log.table);
+	for (i = 0; i < log.n && i < NCASES; i++)
+		cr_expect_eq(log.targets[i], base + 17 + (NCASES - 1 - i));
+	free(buf);
+}
+
+/* The non-PIC dispatches: jmp *T(,%rax,8) and mov T(,%rax,8),%rax; jmp *%rax. */
+Test(codeflow, arch_absolute_tables)
+{
+	uint8_t *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	uintptr_t base = (uintptr_t)buf, table = base + 2048;
+	uint64_t *entries = (uint64_t *)(buf + 2048);
+	struct flow_log log;
+	size_t i;
+
+	cr_assert_neq(buf, MAP_FAILED);
+	cr_assert_lt(base, 0x7fff0000UL);
+	/* 0: jmp *T(,%rax,8); 7: mov T(,%rax,8),%rax; 15: jmp *%rax; 17..: ret */
+	buf[0] = 0xff; buf[1] = 0x24; buf[2] = 0xc5; put32(buf + 3, (uint32_t)table);
+	buf[7] = 0x48; buf[8] = 0x8b; buf[9] = 0x04; buf[10] = 0xc5; put32(buf + 11, (uint32_t)table);
+	buf[15] = 0xff; buf[16] = 0xe0;
+	for (i = 0; i < 8; i++)
+		buf[17 + i] = 0xc3;
+	for (i = 0; i < 8; i++)
+		entries[i] = base + 17 + i;
+	entries[8] = 0;
+
+	scan_bytes(buf, 25, base, 0, &log);
+	cr_expect_eq(log.unknown, 0);
+	cr_expect_eq(log.table, 16, "%zu table targets (8 per dispatch)", log.table);
+	for (i = 0; i < 8 && i < log.n; i++)
+		cr_expect_eq(log.targets[i], base + 17 + i);
+	munmap(buf, 4096);
+}
+
+/* ---- unwind tables ------------------------------------------------------ */
+
+static int note_pad(uintptr_t pad, void *arg)
+{
+	uintptr_t *pads = arg;
+
+	pads[pads[0] + 1] = pad;
+	pads[0]++;
+	return 0;
+}
+
+Test(codeflow, eh_frame_fdes_and_landing_pads)
+{
+	struct ukp_eh_frame eh;
+	const struct ukp_object *obj;
+	uintptr_t fn = (uintptr_t)ukt_flow_pad_in_region, pads[8] = { 0 };
+	size_t i;
+	bool found = false;
+
+	obj = ukp_object_of(fn);
+	cr_assert_not_null(obj);
+	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
+	cr_assert(eh.has_hdr);
+	cr_assert_gt(eh.nfdes, 10);
+	for (i = 0; i < eh.nfdes; i++) {
+		if (i)
+			cr_expect_leq(eh.fdes[i - 1].end, eh.fdes[i].start, "FDEs overlap");
+		if (eh.fdes[i].start == fn) {
+			found = true;
+			cr_expect_neq(eh.fdes[i].lsda, 0);
+			cr_assert_eq(ukp_eh_landing_pads(&eh, &eh.fdes[i], note_pad, pads), 0);
+		}
+	}
+	cr_assert(found, "no FDE for ukt_flow_pad_in_region");
+	cr_expect_eq(pads[0], 1, "%lu landing pads", (unsigned long)pads[0]);
+	cr_expect_eq(pads[1], fn + 2);
+	ukp_eh_frame_free(&eh);
+}
+
+Test(codeflow, eh_frame_of_stripped_libc)
+{
+	struct ukp_eh_frame eh;
+	const struct ukp_object *obj = ukp_object_of((uintptr_t)&strlen);
+	uintptr_t fn = (uintptr_t)dlsym(RTLD_DEFAULT, "qsort");
+	size_t i, in_exec = 0;
+	bool found = false;
+
+	cr_assert_not_null(obj);
+	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
+	cr_expect_gt(eh.nfdes, 1000, "%zu FDEs in libc", eh.nfdes);
+	for (i = 0; i < eh.nfdes; i++) {
+		size_t s;
+
+		for (s = 0; s < eh.nsegs; s++)
+			if (eh.segs[s].exec && eh.fdes[i].start >= eh.segs[s].start &&
+			    eh.fdes[i].end <= eh.segs[s].end)
+				in_exec++;
+		found |= eh.fdes[i].start == fn;
+	}
+	cr_expect_eq(in_exec, eh.nfdes, "FDEs outside the code");
+	cr_expect(found, "no FDE starts at qsort");
+	ukp_eh_frame_free(&eh);
+}
+
+/* ---- the per-object index ----------------------------------------------- */
+
+static size_t builds;
+static char last_build[512];
+
+static int catch_build(enum ukprobes_print_level level, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!strncmp(msg, "codeflow: ", 10)) {
+		builds++;
+		memcpy(last_build, msg, sizeof(msg));
+	}
+	return 0;
+}
+
+Test(codeflow, index_built_once_per_object)
+{
+	const char *why;
+
+	ukprobes_set_print(catch_build);
+	builds = 0;
+	cr_assert_not_null(zlibVersion());
+	check_entry((void *)&crc32, &why);
+	check_entry((void *)&adler32, &why);
+	cr_expect_eq(builds, 1, "%zu index builds for libz", builds);
+	cr_expect(strstr(last_build, "libz"), "%s", last_build);
+
+	/* Forgetting a live object keeps it; after a reset all are gone. */
+	ukp_codeflow_forget_dead();
+	check_entry((void *)&crc32, &why);
+	cr_expect_eq(builds, 1);
+	ukp_symbols_reset();
+	ukp_codeflow_forget_dead();
+	check_entry((void *)&crc32, &why);
+	cr_expect_eq(builds, 2, "%zu index builds after a reset", builds);
+	ukprobes_set_print(NULL);
+}
+
+Test(codeflow, unloaded_object_forgotten)
+{
+	const char *dir = getenv("UKP_TEST_PROGS"), *why;
+	char path[4096];
+	void *h, *fn;
+
+	cr_assert_not_null(dir);
+	snprintf(path, sizeof(path), "%s/libukptarget.so", dir);
+	ukprobes_set_print(catch_build);
+	builds = 0;
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	/* a function of at least 5 bytes (ukptarget_add has 4) */
+	fn = dlsym(h, "ukptarget_forbidden");
+	cr_assert_not_null(fn);
+	cr_expect_eq(check_entry(fn, &why), 0, "%s", why ? why : "-");
+	cr_assert_eq(dlclose(h), 0);
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	ukp_codeflow_forget_dead();
+	ukp_unlock_for_show();
+
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	fn = dlsym(h, "ukptarget_forbidden");
+	cr_assert_not_null(fn);
+	cr_expect_eq(check_entry(fn, &why), 0, "%s", why ? why : "-");
+	cr_expect_eq(builds, 2, "%zu index builds", builds);
+	dlclose(h);
+	ukprobes_set_print(NULL);
+}
+
+/* Without PT_GNU_EH_FRAME, uncovered code is found between the symbols. */
+Test(codeflow, object_without_unwind_tables)
+{
+	const char *path = getenv("UKT_FLOW_NOHDR");
+	void *h, *victim, *plain;
+
+	cr_assert_not_null(path, "UKT_FLOW_NOHDR is not set");
+	ukprobes_set_print(catch_build);
+	builds = 0;
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	victim = dlsym(h, "ukt_nohdr_victim");
+	plain = dlsym(h, "ukt_nohdr_plain");
+	cr_assert(victim && plain);
+	expect_verdict(victim, -EBUSY, "outside any symbol");
+	expect_verdict(plain, 0, "");
+	cr_expect_eq(builds, 1);
+	cr_expect(strstr(last_build, "no unwind tables"), "%s", last_build);
+	ukprobes_set_print(NULL);
+	dlclose(h);
+}
+
+/* ---- every exported function of stripped system libraries -------------- */
+
+#define MAX_REASONS 16
+
+struct survey {
+	uintptr_t last_start;
+	size_t total, passed, short_fn;
+	struct {
+		const char *why;
+		int err;
+		size_t n;
+	} reasons[MAX_REASONS];
+	size_t nreasons;
+};
+
+static void survey_fn(const struct ukp_symres *sym, void *arg)
+{
+	struct survey *sv = arg;
+	uintptr_t entry = sym->start;
+	const char *why = NULL;
+	size_t len, i;
+	int ret;
+
+	if (sym->start == sv->last_start)
+		return;		/* an alias */
+	sv->last_start = sym->start;
+	sv->total++;
+	if (starts_with_endbr64(entry))
+		entry += 4;
+	len = entry_region(entry);
+	if (!len) {
+		ret = -EINVAL;
+		why = "no whole instructions covering 5 bytes";
+	} else {
+		ret = ukp_codeflow_check(sym, entry, len, &why);
+	}
+	if (ret == 0) {
+		sv->passed++;
+		return;
+	}
+	if (getenv("UKT_FLOW_VERBOSE"))
+		fprintf(stderr, "    %s+%#lx len %zu: %d %s\n", sym->name,
+			(unsigned long)(entry - sym->start), len, ret, why);
+	for (i = 0; i < sv->nreasons; i++)
+		if (sv->reasons[i].why == why)
+			break;
+	if (i == sv->nreasons && i < MAX_REASONS) {
+		sv->reasons[i].why = why;
+		sv->reasons[i].err = ret;
+		sv->nreasons++;
+	}
+	if (i < sv->nreasons)
+		sv->reasons[i].n++;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Survey one object; returns the pass rate in percent. */
+static double survey_object(const char *object)
+{
+	struct survey sv = { 0 };
+	double t0, t_all;
+	size_t i;
+
+	builds = 0;
+	ukprobes_set_print(catch_build);
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	t0 = now_ms();
+	ukp_for_each_symbol(object, survey_fn, &sv);
+	t_all = now_ms() - t0;
+	ukp_unlock_for_show();
+	ukprobes_set_print(NULL);
+
+	cr_assert_gt(sv.total, 0, "no functions in %s", object);
+	cr_expect_eq(builds, 1, "%zu index builds for %s", builds, object);
+	fprintf(stderr, "%s: %zu of %zu exported function entries pass (%.1f%%); %.1f ms in all\n",
+		object, sv.passed, sv.total, 100.0 * (double)sv.passed / (double)sv.total, t_all);
+	fprintf(stderr, "  index: %s", last_build);
+	for (i = 0; i < sv.nreasons; i++)
+		fprintf(stderr, "  %5zu  %-12s %s\n", sv.reasons[i].n,
+			sv.reasons[i].err == -EBUSY ? "-EBUSY" :
+			sv.reasons[i].err == -EOPNOTSUPP ? "-EOPNOTSUPP" :
+			sv.reasons[i].err == -EINVAL ? "-EINVAL" : "other",
+			sv.reasons[i].why ? sv.reasons[i].why : "(none)");
+	return 100.0 * (double)sv.passed / (double)sv.total;
+}
+
+Test(codeflow, exported_entries_of_libz, .timeout = 120)
+{
+	cr_assert_not_null(zlibVersion());
+	cr_expect_gt(survey_object("libz.so.1"), 80.0);
+}
+
+Test(codeflow, exported_entries_of_libc, .timeout = 120)
+{
+	cr_expect_gt(survey_object("libc.so.6"), 50.0);
+}
