@@ -362,8 +362,8 @@ static int load_object(const char *path)
 
 static void set_up(const char *fds, const char *defs, const char *mode)
 {
-	const char *load = getenv(UKP_ENV_DLOPEN);
-	bool first = !getenv(UKP_ENV_FOLLOWED);
+	const char *load = getenv(UKP_ENV_DLOPEN), *noopt = getenv(UKP_ENV_NO_OPTIMIZE);
+	bool first = !getenv(UKP_ENV_FOLLOWED), no_optimize = noopt && !strcmp(noopt, "1");
 	struct stat st;
 	char *copy, *end;
 	long fd;
@@ -382,6 +382,8 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	/* with -f the programs we exec keep the socket */
 	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
 	copy = strdup(defs);
+	if (load && !(load = strdup(load)))
+		copy = NULL; /* the environment is cleaned below */
 	if (!copy || ukpa_specs_parse(copy)) {
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
@@ -391,6 +393,8 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	else
 		clean_environment();
 	send_hello(first ? UKP_ORIGIN_START : UKP_ORIGIN_EXEC);
+	if (no_optimize)
+		kprobes_set_optimization(false);
 	if (load && load_object(load)) {
 		send_end(0, true, UKP_END_PROBES);
 		_exit(UKP_EXIT_SETUP);
@@ -409,6 +413,10 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
+	/* The program starts with its probes optimized, and the optimizer's
+	 * thread scans (a signal to every thread) are over before it runs:
+	 * they would cut its sleeps short. */
+	ukprobes_wait_optimizer();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atomic_store(&ukpa_tracing, true);
 	if (ukpa_reader_start()) {

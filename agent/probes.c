@@ -234,6 +234,16 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		return ret;
 	if (kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY)
 		pr->flags |= UKP_PROBE_ENTRY;
+	/* what the optimizer will make of it (our probes have no
+	 * post_handler), and why not a jump */
+	{
+		const char *why = NULL;
+
+		pr->opt = ukprobes_optimizable(kp->addr, &why);
+		if (pr->opt < 0)
+			pr->opt = -1;
+		snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
+	}
 	ukpa_symbolize((uintptr_t)kp->addr, where, sizeof(where), &pr->func,
 		       prefer ? prefer : symbol_name);
 	if (ukp_lock_for_show() == 0) {
@@ -588,6 +598,7 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 
 void ukpa_probes_refresh(void)
 {
+	bool registered = false;
 	int i;
 
 	pthread_mutex_lock(&probes_lock);
@@ -602,10 +613,13 @@ void ukpa_probes_refresh(void)
 			continue;
 		if (s->done && s->nprobes)
 			spec_rearm_if_gone(s);
-		if (s->pending && ukpa_obj_find(s->spec.object, &obj) == 0)
-			spec_resolve(s);
+		if (s->pending && ukpa_obj_find(s->spec.object, &obj) == 0 && !spec_resolve(s))
+			registered = true;
 	}
 	pthread_mutex_unlock(&probes_lock);
+	/* optimized before the program uses the object (see agent.c) */
+	if (registered)
+		ukprobes_wait_optimizer();
 }
 
 bool ukpa_probes_pending(void)

@@ -196,6 +196,8 @@ LONG_NAME = "a name that is longer than the sixty-four bytes an event keeps of a
 
 
 def case_basic_golden():
+    """ftrace-format lines of every fetch-arg kind, with and without jump
+    optimization."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "trace")
         args = ["trace"]
@@ -210,6 +212,11 @@ def case_basic_golden():
     golden("basic.trace", "".join(normalise(l) + "\n" for l in lines))
     tids = {parse_line(l)["tid"] for l in lines}
     check(len(tids) == 1, "one thread", "\n".join(lines))
+    # the same with breakpoints only
+    r, nlines = traced_opts(["--no-optimize"], BASIC_SPECS, [tgt("basic"), LONG_NAME])
+    check(r.returncode == 3 and r.stderr == "" and
+          [normalise(l) for l in nlines] == [normalise(l) for l in lines], "--no-optimize",
+          show(r), "\n".join(nlines))
 
 
 def case_stat_golden():
@@ -728,9 +735,11 @@ def case_dlopen():
           re.search(r"^ukprobes/p_add_0 +3 +0$", r.stdout, re.M), "stat: never loaded", show(r))
 
 
-PROBES_HEADER = "%-36s %-18s %-44s %s" % ("EVENT", "ADDRESS", "PROBE POINT", "ELF ADDRESS")
+PROBES_HEADER = "%-36s %-18s %-44s %-28s %s" % ("EVENT", "ADDRESS", "PROBE POINT", "ELF ADDRESS",
+                                               "OPTIMIZED")
 PROBES_ROW = re.compile(r"^(?P<event>\S+) +(?P<addr>0x[0-9a-f]+|-) +(?P<point>\S+(?: \[[^]]+\])?"
-                        r"(?: \(each match\))?) +(?P<elf>\S+)(?:  (?P<note>.*))?$")
+                        r"(?: \(each match\))?) +(?P<elf>\S+) +(?P<opt>jump|ftrace|no: .*)?"
+                        r"(?P<note>(?:pending|cannot probe): .*)?$")
 
 
 def probes_rows(text):
@@ -779,7 +788,9 @@ def case_probes():
         row = mine.get(ev)
         check(row and row["point"].startswith("%s+0x%x/0x" % (fn, off)) and
               row["elf"] == "tgt_basic:0x%x" % (funcs[fn] + off) and row["addr"] != "-" and
-              not row["note"], "row of %s" % ev, r.stdout)
+              row["opt"] and not row["note"], "row of %s" % ev, r.stdout)
+    # add() at -O0 starts with push/mov/mov: room for a jump
+    check(mine["ukprobes/p_add_0"]["opt"] == "jump", "add is jump-optimized", r.stdout)
     lz = [row for row in rows if row["event"].startswith("ukprobes/lz")]
     check(len(lz) >= 5 and all(row["point"].startswith("deflate") and
                                row["point"].endswith("[libz.so.1]") for row in lz),
@@ -794,6 +805,14 @@ def case_probes():
     r = ukprobe(["probes", "libz.so.1"])
     check(r.returncode == 0 and r.stderr == "", "probes libz.so.1", show(r))
     rows = probes_rows(r.stdout)
+    check(all(row["opt"] in ("jump", "ftrace") or row["opt"].startswith("no: ")
+              for row in rows), "every function says how it is probed", r.stdout)
+    # --no-optimize: breakpoints only, and it says so
+    r = ukprobe(["probes", "--no-optimize", "libz.so.1", "compress*"])
+    nrows = probes_rows(r.stdout)
+    check(r.returncode == 0 and len(nrows) == 3 and
+          all(row["opt"] == "no: optimization is turned off" for row in nrows),
+          "--no-optimize", show(r))
     zpath = sorted(glob.glob("/usr/lib/*/libz.so.1") + glob.glob("/lib/*/libz.so.1"))
     if zpath:
         zf = nm_functions(zpath[0], dynamic=True)
@@ -843,10 +862,12 @@ MANPAGES = {
                   "EXIT STATUS",
                   "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen"],
     "ukprobe-trace.1": ["\\-e", "\\-o", "\\-\\-json", "\\-f", "\\-\\-follow", "Perfetto",
+                        "\\-\\-no\\-optimize",
                         "\\(dqph\\(dq:\\(dqX\\(dq"],
-    "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>"],
+    "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>",
+                       "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
-                         "cannot probe"],
+                         "cannot probe", "OPTIMIZED", "\\-\\-no\\-optimize"],
 }
 
 

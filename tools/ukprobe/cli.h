@@ -139,6 +139,7 @@ struct ukp_session {
 	int nspecs;
 	enum ukp_mode mode;
 	bool follow;              /* -f */
+	bool no_optimize;         /* --no-optimize */
 	const char *load;         /* probes mode: an object for the agent to dlopen */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
 	char **cmd;               /* the command and its arguments (NULL-terminated) */
@@ -185,7 +186,7 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **img, const char 
 void ukp_images_free(struct ukp_session *s);
 
 /* options.c: the options every running command shares: -e SPEC, -o
- * FILE, -f, --json FILE (when json is not NULL), -h.
+ * FILE, -f, --no-optimize, --json FILE (when json is not NULL), -h.
  * Fills s and *output. Returns -1 to go on, or the exit code to return
  * now (help printed, or a usage error). */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),

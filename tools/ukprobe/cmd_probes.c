@@ -36,12 +36,14 @@ static void usage(FILE *out)
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
 	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "Columns: the event; the address in this run; the probe point; the\n"
-	      "address in the object's ELF file (usable as OBJ:0xADDR); and, for a\n"
-	      "function that cannot be probed, why, or for an object not loaded\n"
-	      "yet, that the probe waits for it.\n"
+	      "address in the object's ELF file (usable as OBJ:0xADDR); whether the\n"
+	      "probe is optimized (jump, ftrace) or why not; for a function that\n"
+	      "cannot be probed, why, and for an object not loaded yet, that the\n"
+	      "probe waits for it.\n"
 	      "See ukprobe-probes(1).\n",
 	      out);
 }
@@ -63,7 +65,8 @@ static void header(struct probes_out *o)
 	if (o->header)
 		return;
 	o->header = true;
-	fprintf(o->out, "%-36s %-18s %-44s %s\n", "EVENT", "ADDRESS", "PROBE POINT", "ELF ADDRESS");
+	fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", "EVENT", "ADDRESS", "PROBE POINT",
+		"ELF ADDRESS", "OPTIMIZED");
 }
 
 static void show_probe(struct ukp_session *s, struct ukp_image *img,
@@ -93,8 +96,8 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 		else
 			snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
 				 (unsigned long)m->addr);
-		fprintf(o->out, "%-36s %-18s %-44s %s  pending: not loaded yet, probed when it is\n",
-			name, "-", point, elf);
+		fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", name, "-", point, elf,
+			"pending: not loaded yet, probed when it is");
 		return;
 	}
 	if (m->err) {
@@ -104,13 +107,14 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 
 		ukp_explain_failure(spec, &f, msg, sizeof(msg));
 		snprintf(fn, sizeof(fn), "%s+0x%lx", r->where, spec->offset);
-		fprintf(o->out, "%-36s %-18s %-44s %s  cannot probe: %s\n", name, "-", fn, "-", msg);
+		fprintf(o->out, "%-36s %-18s %-44s %-28s cannot probe: %s\n", name, "-", fn, "-", msg);
 		return;
 	}
 	snprintf(addr, sizeof(addr), "0x%lx", (unsigned long)m->addr);
 	snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
 		 (unsigned long)(m->addr - m->base));
-	fprintf(o->out, "%-36s %-18s %-44s %s\n", name, addr, r->where, elf);
+	fprintf(o->out, "%-36s %-18s %-44s %-28s %s%s\n", name, addr, r->where, elf,
+		m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : m->opt == 0 ? "no: " : "?", m->opt == 0 ? r->why : "");
 }
 
 /* "ukprobe probes OBJ [GLOB]": the SPEC, and what runs to load OBJ.

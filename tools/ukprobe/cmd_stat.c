@@ -20,6 +20,7 @@ static void usage(FILE *out)
 	      "                     arguments are checked but not fetched\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
 	      "  -f, --follow       count in forked children and exec'd programs too\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "MISSED counts hits that ran no handler: inside another probe's handler\n"

@@ -31,6 +31,7 @@ static void usage(FILE *out)
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
 	      "                     no text trace is written then\n"
 	      "  -f, --follow       trace forked children and exec'd programs too\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "CMD's own output is left alone. ukprobe exits as CMD did.\n"

@@ -8,11 +8,11 @@
 
 #include "cli.h"
 
-enum { OPT_JSON = 256 };
+enum { OPT_JSON = 256, OPT_NO_OPTIMIZE };
 
 /*
- * -e SPEC (repeatable), -o FILE, -f (not for probes), --json FILE (when
- * json is not NULL), -h. s->mode tells the command.
+ * -e SPEC (repeatable), -o FILE, -f (not for probes), --no-optimize,
+ * --json FILE (when json is not NULL), -h. s->mode tells the command.
  */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
 			      struct ukp_session *s, const char **output, const char **json)
@@ -22,6 +22,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "output", required_argument, NULL, 'o' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "json", required_argument, NULL, OPT_JSON },
+		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -50,6 +51,9 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 				goto bad_option;
 			}
 			s->follow = true;
+			break;
+		case OPT_NO_OPTIMIZE:
+			s->no_optimize = true;
 			break;
 		case OPT_JSON:
 			if (!json) {
