@@ -290,16 +290,21 @@ static void atfork_child(void)
 	ukpa_busy--;
 }
 
+/* [init] The image is over: its last events, its counts, END. */
+static void end_image(enum ukp_end_reason reason)
+{
+	uint64_t lost = ukpa_reader_stop(-1);
+
+	ukpa_probes_send_stats();
+	send_end(lost, false, reason);
+}
+
 void ukpa_before_exec(void)
 {
-	uint64_t lost;
-
 	if (!ukpa_active())
 		return;
 	ukpa_busy++;
-	lost = ukpa_reader_stop(-1);
-	ukpa_probes_send_stats();
-	send_end(lost, false, UKP_END_EXEC);
+	end_image(UKP_END_EXEC);
 	ukpa_busy--;
 }
 
@@ -447,14 +452,11 @@ __attribute__((constructor)) static void ukpa_init(void)
 __attribute__((destructor)) static void ukpa_fini(void)
 {
 	int saved_errno = errno;
-	uint64_t lost;
 
 	if (!ukpa_active())
 		return;
 	ukpa_busy++;
-	lost = ukpa_reader_stop(-1);
-	ukpa_probes_send_stats();
-	send_end(lost, false, UKP_END_EXIT);
+	end_image(UKP_END_EXIT);
 	close(out_fd);
 	out_fd = -1;
 	ukpa_busy--;

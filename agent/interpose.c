@@ -274,41 +274,25 @@ static int execl_common(enum exec_kind kind, const char *path, const char *arg, 
 	return do_exec(kind, path, -1, argv, envp);
 }
 
-__asm__(".symver ukpa_execl, execl@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
+/* execl, execlp, execle: the same but for how they find the program
+ * and where the environment comes from */
+#define EXECL(fn, kind, with_env)                                                  \
+	__asm__(".symver ukpa_" #fn ", " #fn "@@GLIBC_2.2.5");                     \
+	__attribute__((visibility("default"))) int ukpa_##fn(const char *path,     \
+							     const char *arg, ...) \
+	{                                                                          \
+		va_list ap;                                                        \
+		int ret;                                                           \
+                                                                                   \
+		va_start(ap, arg);                                                 \
+		ret = execl_common(kind, path, arg, ap, with_env);                 \
+		va_end(ap);                                                        \
+		return ret;                                                        \
+	}
 
-	va_start(ap, arg);
-	ret = execl_common(BY_PATH, path, arg, ap, false);
-	va_end(ap);
-	return ret;
-}
-
-__asm__(".symver ukpa_execlp, execlp@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
-
-	va_start(ap, arg);
-	ret = execl_common(BY_FILE, file, arg, ap, false);
-	va_end(ap);
-	return ret;
-}
-
-__asm__(".symver ukpa_execle, execle@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
-
-	va_start(ap, arg);
-	ret = execl_common(BY_PATH, path, arg, ap, true);
-	va_end(ap);
-	return ret;
-}
+EXECL(execl, BY_PATH, false)
+EXECL(execlp, BY_FILE, false)
+EXECL(execle, BY_PATH, true)
 
 /* ------------------------------------------------------------- _exit */
 
