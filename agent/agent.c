@@ -265,6 +265,22 @@ static void atfork_parent(void)
 	ukpa_probes_unlock();
 }
 
+/* [init] A reader for a forked child. Its probes are in place already:
+ * when one is where glibc starts a thread with every signal blocked, the
+ * probes are taken out while it starts (this is the only thread: no hit
+ * is lost). */
+static void start_reader_in_child(void)
+{
+	bool disarm = ukpa_probes_in_thread_start() && kprobes_enabled();
+
+	if (disarm)
+		kprobes_set_enabled(false);
+	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
+	if (disarm)
+		kprobes_set_enabled(true);
+}
+
 /* [init] In a forked child: with -f a new image that goes on tracing;
  * without, the child runs untraced. */
 static void atfork_child(void)
@@ -285,8 +301,7 @@ static void atfork_child(void)
 	ukpa_rings_after_fork();
 	send_hello(UKP_ORIGIN_FORK);
 	ukpa_probes_restart();
-	if (ukpa_reader_start())
-		atomic_store(&ukpa_tracing, false);
+	start_reader_in_child();
 	ukpa_busy--;
 }
 
@@ -404,7 +419,10 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 		send_end(0, true, UKP_END_PROBES);
 		_exit(UKP_EXIT_SETUP);
 	}
-	if (ukpa_mode != UKP_MODE_PROBES && ukpa_rings_init()) {
+	/* The reader thread starts before any probe is in place: glibc
+	 * starts a thread with every signal blocked (_setjmp, __ctype_init
+	 * run so), where a probe's SIGTRAP would kill the process. */
+	if (ukpa_mode != UKP_MODE_PROBES && (ukpa_rings_init() || ukpa_reader_start())) {
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
@@ -424,10 +442,6 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	ukprobes_wait_optimizer();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atomic_store(&ukpa_tracing, true);
-	if (ukpa_reader_start()) {
-		send_end(0, true, UKP_END_EXIT);
-		_exit(UKP_EXIT_SETUP);
-	}
 }
 
 __attribute__((constructor)) static void ukpa_init(void)

@@ -101,6 +101,10 @@ void ukpa_probes_refresh(void);
 /* [init] In a new image that inherited the probes (fork, failed exec):
  * counts from zero, and PROBE messages for every probe again. */
 void ukpa_probes_restart(void);
+/* [init] Is a probe in what glibc runs, with every signal blocked, when
+ * a thread starts (_setjmp, __ctype_init)? Such a probe would kill a
+ * new thread. */
+bool ukpa_probes_in_thread_start(void);
 /* [init] Around fork (pthread_atfork): the probe list's lock. */
 void ukpa_probes_lock(void);
 void ukpa_probes_unlock(void);
@@ -139,10 +143,11 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 
 /* ------------------------------------------------------------- ring.c */
 int ukpa_rings_init(void);                                     /* [init] */
-int ukpa_reader_start(void);                                   /* [init] */
+int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */
 /* [init] Stop tracing, wait for handlers that are writing, drain every
  * ring, stop the reader (waiting for it at most timeout_ms, or for ever
- * when negative). Returns the number of events lost. */
+ * when negative; it parks, it does not exit). Returns the number of
+ * events lost. */
 uint64_t ukpa_reader_stop(int timeout_ms);
 /* [init] Wait (at most timeout_ms) until the events recorded so far are
  * sent. */

@@ -74,8 +74,9 @@ static _Atomic uint64_t lost_recycled; /* lost counts of rings given back */
 static pid_t my_pid;
 
 static pthread_t reader;
-static bool reader_running;
-static _Atomic bool reader_stop;
+static bool reader_running;             /* started, and not stopped */
+static bool reader_exists;              /* this process has the thread */
+static _Atomic bool reader_stop, reader_parked, reader_entered;
 /* ukpa_reader_flush(): requests, and the last request a pass served */
 static _Atomic unsigned long flush_req, flush_done;
 
@@ -387,6 +388,23 @@ static void check_objects(void)
 		ukpa_probes_refresh();
 }
 
+/*
+ * Stopped, the reader parks instead of returning: a thread that exits
+ * runs glibc's exit path with every signal blocked (and it calls
+ * getpagesize, madvise, ...): a probe there would be a SIGTRAP nobody
+ * can take, which kills the process. It never exits, then; a later
+ * ukpa_reader_start() (after a failed exec) wakes it.
+ */
+static void park(void)
+{
+	struct timespec d = { 0, IDLE_SLEEP_NS };
+
+	atomic_store(&reader_parked, true);
+	while (atomic_load(&reader_stop))
+		nanosleep(&d, NULL);
+	atomic_store(&reader_parked, false);
+}
+
 static void *reader_main(void *arg)
 {
 	unsigned long passes = 0;
@@ -395,6 +413,7 @@ static void *reader_main(void *arg)
 	(void)arg;
 	ukpa_busy = 1;
 	seen_adds = ~0ULL;
+	atomic_store(&reader_entered, true);
 	for (;;) {
 		bool stop = atomic_load(&reader_stop);
 		unsigned long want = atomic_load(&flush_req);
@@ -402,8 +421,12 @@ static void *reader_main(void *arg)
 
 		out_flush();
 		atomic_store(&flush_done, want);
-		if (stop)
-			break; /* that was the last pass */
+		if (stop) {
+			/* that was the last pass */
+			park();
+			seen_adds = ~0ULL;
+			continue;
+		}
 		if (++passes % RECYCLE_EVERY == 0)
 			recycle_dead();
 		if (watch && passes % OBJECTS_EVERY == 0)
@@ -414,7 +437,7 @@ static void *reader_main(void *arg)
 			nanosleep(&d, NULL);
 		}
 	}
-	return NULL;
+	return NULL; /* not reached */
 }
 
 /* ------------------------------------------------------------ [init] */
@@ -443,6 +466,12 @@ int ukpa_reader_start(void)
 	sigset_t all, old;
 	int ret;
 
+	if (reader_exists) {
+		/* parked: wake it */
+		atomic_store(&reader_stop, false);
+		reader_running = true;
+		return 0;
+	}
 	/* The reader must never run the program's signal handlers: it
 	 * starts with every signal blocked but the synchronous ones. */
 	sigfillset(&all);
@@ -458,7 +487,14 @@ int ukpa_reader_start(void)
 	if (ret)
 		return -ret;
 	pthread_setname_np(reader, "ukprobe-agent");
-	reader_running = true;
+	reader_running = reader_exists = true;
+	/* glibc's start of the thread (with every signal blocked) is over
+	 * before the caller puts probes in place */
+	while (!atomic_load(&reader_entered)) {
+		struct timespec d = { 0, 20000 };
+
+		nanosleep(&d, NULL);
+	}
 	return 0;
 }
 
@@ -478,21 +514,14 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 			sched_yield();
 	}
 	if (reader_running) {
-		atomic_store(&reader_stop, true);
-		if (timeout_ms < 0) {
-			pthread_join(reader, NULL);
-		} else {
-			struct timespec until;
+		struct timespec step = { 0, 20000 };
+		long waited = 0;
 
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += timeout_ms / 1000;
-			until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-			pthread_timedjoin_np(reader, NULL, &until);
-		}
+		atomic_store(&reader_stop, true);
+		/* its last pass drains what was published before the stop */
+		while (!atomic_load(&reader_parked) &&
+		       (timeout_ms < 0 || waited++ < (long)timeout_ms * 50))
+			nanosleep(&step, NULL);
 		reader_running = false;
 	} else if (ring_mem) {
 		drain_pass();
@@ -525,7 +554,10 @@ void ukpa_rings_after_fork(void)
 
 	/* Only the forking thread exists in the child, and what the rings
 	 * hold is the parent's to send: start empty. */
-	reader_running = false;
+	reader_running = reader_exists = false;
+	atomic_store(&reader_entered, false);
+	atomic_store(&reader_stop, false);
+	atomic_store(&reader_parked, false);
 	atomic_store(&flush_req, 0);
 	atomic_store(&flush_done, 0);
 	my_pid = getpid();
