@@ -7,7 +7,7 @@ Called by bench/run.sh:
   report.py --work DIR --mode quick|full --json OUT [--markdown OUT.md]
 
 DIR holds what run.sh collected: overhead.json, scale.json,
-register_<N>.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
+register_<N>.json, coverage.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
 counts `uftrace report` found), skips.tsv (id, reason: what run.sh
 skipped itself). Everything missing is reported as skipped, never as a
 failure.
@@ -170,6 +170,160 @@ def merge_uftrace(work, overhead, skips):
                                        "n": 1, "note": "medians of two processes"})
 
 
+# ---------------------------------------------------- optimization coverage
+
+COVERAGE_GOAL = 95.0  # issue 4: >= 95% of the function entries [OPTIMIZED]
+
+
+def pct(a, b):
+    return "%.1f%%" % (100.0 * a / b) if b else "-"
+
+
+def coverage_libs(cov):
+    return [lib for lib in cov["libraries"] if lib.get("status") == "ok"]
+
+
+def coverage_total(cov):
+    t = {"entries": 0, "probeable": 0, "optimized": 0}
+    for lib in coverage_libs(cov):
+        for k in t:
+            t[k] += lib["functions"][k]
+    return t
+
+
+def coverage_reasons(cov, cls):
+    """[(reason, instruction or None, {soname: count}, examples)] of class
+    cls ("functions" or "ifunc"): the optimizer's why strings (with the
+    instruction in the way) and the errno names of refusals; grouped by
+    reason, the most frequent reason and instruction first."""
+    rows = {}
+    for lib in coverage_libs(cov):
+        c = lib[cls]
+        for refused, items in ((False, c["not_optimized"]), (True, c["refused"])):
+            for r in items:
+                reason = ("not probe-able: " if refused else "") + r["reason"]
+                row = rows.setdefault((reason, r.get("instruction")), ({}, []))
+                row[0][lib["soname"]] = row[0].get(lib["soname"], 0) + r["count"]
+                row[1].extend(r["examples"][:2])
+    per_reason = {}
+    for (reason, _), (counts, _) in rows.items():
+        per_reason[reason] = per_reason.get(reason, 0) + sum(counts.values())
+    return sorted(((k[0], k[1], v[0], v[1]) for k, v in rows.items()),
+                  key=lambda x: (-per_reason[x[0]], x[0], -sum(x[2].values())))
+
+
+def reasons_line(cov, cls):
+    return "; ".join("%s%s %d" % (r, " [%s]" % i if i else "", sum(c.values()))
+                     for r, i, c, _ in coverage_reasons(cov, cls))
+
+
+def coverage_mismatches(cov):
+    out = []
+    for lib in coverage_libs(cov):
+        for cls in ("functions", "ifunc"):
+            for m in lib[cls]["mismatches"]:
+                out.append("%s %s: %s x%d (%s)" % (lib["soname"], cls, m["reason"], m["count"],
+                                                  ", ".join(m["examples"])))
+    return out
+
+
+def coverage_rows(cov, total_note):
+    """The cells of the coverage table: (library, failure or None, entries,
+    probe-able, optimized, % of entries, % of probe-able, registration),
+    the last row for all libraries together."""
+    rows = []
+    for lib in cov["libraries"]:
+        if lib.get("status") != "ok":
+            rows.append((lib["soname"], lib.get("reason", "?")) + ("",) * 6)
+            continue
+        f = lib["functions"]
+        rows.append((lib["soname"], None, f["entries"], f["probeable"], f["optimized"],
+                     pct(f["optimized"], f["entries"]), pct(f["optimized"], f["probeable"]),
+                     "%s, %d self-hits" % (secs(lib["register_seconds"]), lib["self_hits"])))
+    t = coverage_total(cov)
+    rows.append(("all", None, t["entries"], t["probeable"], t["optimized"],
+                 pct(t["optimized"], t["entries"]), pct(t["optimized"], t["probeable"]),
+                 total_note))
+    return rows
+
+
+def coverage_text(cov):
+    out = ["", "Jump-optimization coverage: a pre_handler-only kprobe on every exported function "
+           "entry (.dynsym, one per address), after ukprobes_wait_optimizer():"]
+    out.append("  %-16s %8s %10s %10s %10s %12s  %s" % (
+        "library", "entries", "probe-able", "optimized", "% entries", "% probe-able", "registration"))
+    for r in coverage_rows(cov, "(goal: %.0f%% of entries)" % COVERAGE_GOAL):
+        if r[1]:
+            out.append("  %-16s failed: %s" % r[:2])
+        else:
+            out.append("  %-16s %8d %10d %10d %10s %12s  %s" % ((r[0],) + r[2:]))
+    last = None
+    for reason, insn, counts, ex in coverage_reasons(cov, "functions"):
+        if reason != last:
+            out.append("  the rest: %s" % reason)
+            last = reason
+        out.append("    %5d  %-40s %s; e.g. %s" % (
+            sum(counts.values()), insn or "", ", ".join("%s %d" % kv for kv in counts.items()),
+            ", ".join(ex[:3])))
+    for lib in coverage_libs(cov):
+        if lib["ifunc_symbols"]:
+            i = lib["ifunc"]
+            why = reasons_line({"libraries": [lib]}, "ifunc")
+            out.append("  %s IFUNC symbols: %d, resolved to %d implementations: %d probe-able, "
+                       "%d optimized%s" % (lib["soname"], lib["ifunc_symbols"], i["entries"],
+                                          i["probeable"], i["optimized"], "; " + why if why else ""))
+    mm = coverage_mismatches(cov)
+    out.append("  ukprobes_optimizable() predicted every result" if not mm else
+               "  ukprobes_optimizable() mispredicted: " + "; ".join(mm))
+    return out
+
+
+def coverage_markdown(cov, commit):
+    out = ["", "Jump-optimization coverage at commit `%s`: a kprobe with only a pre_handler on "
+           "every exported function entry (each defined FUNC symbol of `.dynsym`, one per "
+           "address), registered with `register_kprobes()` in batches of %d, then "
+           "`ukprobes_wait_optimizer()`:" % (commit[:12], cov["batch"]), ""]
+    out.append("| library | entries | probe-able | optimized | of entries | of probe-able | "
+               "registration |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in coverage_rows(cov, "goal ≥ %.0f%% of entries" % COVERAGE_GOAL):
+        name = "`%s`" % r[0] if r[0] != "all" else "all"
+        if r[1]:
+            out.append("| %s | failed: %s | | | | | |" % (name, r[1]))
+        else:
+            out.append("| %s | %d | %d | %d | %s | %s | %s |" % ((name,) + r[2:]))
+    reasons = coverage_reasons(cov, "functions")
+    libs = [lib["soname"] for lib in coverage_libs(cov)]
+    if reasons:
+        out.append("")
+        out.append("The rest, by the optimizer's reason and the instruction in the way:")
+        out.append("")
+        out.append("| reason | instruction | " + " | ".join("`%s`" % n for n in libs) + " | e.g. |")
+        out.append("| --- | --- | " + " | ".join("---:" for _ in libs) + " | --- |")
+        last = None
+        for reason, insn, counts, ex in reasons:
+            out.append("| %s | %s | %s | %s |" % (
+                reason if reason != last else "", insn or "",
+                " | ".join(str(counts.get(n, 0)) for n in libs),
+                ", ".join("`%s`" % e for e in ex[:3])))
+            last = reason
+    notes = []
+    for lib in coverage_libs(cov):
+        if lib["ifunc_symbols"]:
+            i = lib["ifunc"]
+            why = reasons_line({"libraries": [lib]}, "ifunc")
+            notes.append("`%s` has %d IFUNC symbols, resolved to %d implementations (not counted "
+                         "above): %d probe-able, %d optimized%s" % (
+                             lib["soname"], lib["ifunc_symbols"], i["entries"], i["probeable"],
+                             i["optimized"], " (" + why + ")" if why else ""))
+    mm = coverage_mismatches(cov)
+    notes.append("`ukprobes_optimizable()` predicted every result" if not mm else
+                 "`ukprobes_optimizable()` mispredicted: " + "; ".join(mm))
+    out.append("")
+    out.append("; ".join(notes) + ".")
+    return out
+
+
 def table_text(res):
     out = []
     m = res["machine"]
@@ -269,6 +423,8 @@ def table_text(res):
                            " (" + hot + ")" if hot else ""))
         out.append("  not probed: %s (the library's hit path calls them: a probe there recurses)"
                    % ", ".join(regs[0].get("not_probed", [])) if regs[0].get("not_probed") else "")
+    if res.get("coverage"):
+        out.extend(coverage_text(res["coverage"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped:")
@@ -382,6 +538,8 @@ def table_markdown(res):
         if notes:
             out.append("")
             out.append("Self-hits: " + "; ".join(notes) + ".")
+    if res.get("coverage"):
+        out.extend(coverage_markdown(res["coverage"], res["commit"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped: " + "; ".join("%s: %s" % (s["id"], s["reason"])
@@ -437,6 +595,9 @@ def main():
         elif key in skips:
             regs.append({"count": n, "status": "skipped", "reason": skips[key]})
     res["registration"] = regs
+    cov = load(os.path.join(a.work, "coverage.json"))
+    if cov:
+        res["coverage"] = cov
 
     # one list of everything that was not measured, and why
     skipped = []
@@ -462,7 +623,7 @@ def main():
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(table_markdown(res) + "\n")
-    missing = [n for n, v in (("overhead", ov), ("scaling", sc)) if not v]
+    missing = [n for n, v in (("overhead", ov), ("scaling", sc), ("coverage", cov)) if not v]
     if missing:
         print("report: no result for " + ", ".join(missing), file=sys.stderr)
         return 1

@@ -44,7 +44,7 @@ else
     meson setup build-bench -Dbench=true -Dtests=false >/dev/null
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
-  bench/bench_uftrace bench/bench_uftrace_nop5 >/dev/null
+  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 >/dev/null
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")
@@ -134,6 +134,10 @@ for n in 1000 10000; do
   echo "bench: registration of $n probes (bench_register)" >&2
   "$bin/bench_register" "${q[@]}" --count $n --json "$work/register_$n.json" || status=1
 done
+
+# -------------------------------------------------------------- coverage
+echo "bench: jump-optimization coverage of libc, libz, libsqlite3 (bench_coverage)" >&2
+"$bin/bench_coverage" "${q[@]}" --json "$work/coverage.json" || status=1
 
 # ----------------------------------------------------------------- report
 cmd="bash bench/run.sh"

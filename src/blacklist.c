@@ -2,14 +2,16 @@
 /*
  * blacklist.c - addresses that cannot be probed (the kernel's
  * kprobe_blacklist): the library itself, the code the trap path runs
- * through (glibc's signal return trampoline), and every function a loaded
- * object marks with NOKPROBE_SYMBOL().
+ * through (glibc's signal return trampoline), the glibc functions that run
+ * with every signal blocked, and every function a loaded object marks
+ * with NOKPROBE_SYMBOL().
  *
  * [reg] everything here runs under ukp_mutex.
  */
 #include <errno.h>
 #include <link.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -86,6 +88,36 @@ static int self_segments(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/*
+ * glibc functions that glibc itself runs with every signal blocked (raw
+ * rt_sigprocmask, which the library cannot interpose): a new thread
+ * before its mask is restored (__ctype_init, _setjmp, __sigsetjmp), a
+ * thread on its way out (getpagesize, madvise, munmap: freeing its
+ * stack), and the child of posix_spawn/system (__libc_sigaction,
+ * sigprocmask, pthread_sigmask, execve). A breakpoint there would raise
+ * a blocked SIGTRAP, which the kernel makes fatal.
+ */
+static const char *const libc_masked[] = {
+	"__ctype_init", "_setjmp", "__sigsetjmp", "getpagesize", "madvise", "munmap",
+	"__libc_sigaction", "sigprocmask", "pthread_sigmask", "execve",
+};
+
+static void add_libc_masked(void)
+{
+	char spec[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(libc_masked) / sizeof(libc_masked[0]); i++) {
+		struct ukp_symres sym;
+		uintptr_t a;
+
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked[i]);
+		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
+			continue;
+		add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_masked[i], NULL);
+	}
+}
+
 static void rebuild(void)
 {
 	struct self_search ss = { (uintptr_t)&register_kprobe };
@@ -103,6 +135,7 @@ static void rebuild(void)
 	if (restorer)
 		add_range(restorer, restorer + 16, "__restore_rt", NULL);
 	ukp_for_each_nokprobe(add_range, NULL);
+	add_libc_masked();
 	built_gen = ukp_objects_generation();
 }
 

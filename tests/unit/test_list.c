@@ -4,7 +4,9 @@
  * formats (kernel-behaviour.md §8).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,4 +130,34 @@ Test(list, null_stream_is_einval)
 {
 	cr_expect_lt(kprobes_show_list(NULL), 0);
 	cr_expect_lt(kprobes_show_blacklist(NULL), 0);
+}
+
+static int nop_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	return 0;
+}
+
+static void *thread_fn(void *arg)
+{
+	return arg;
+}
+
+/* glibc runs these with every signal blocked (thread start and exit, the
+ * posix_spawn child): a breakpoint there would be a fatal SIGTRAP. */
+Test(list, glibc_functions_run_with_signals_blocked_are_refused)
+{
+	static const char *const names[] = { "libc.so.6:__ctype_init", "libc.so.6:_setjmp",
+					     "libc.so.6:madvise", "libc.so.6:execve" };
+	pthread_t t;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct kprobe kp = { .symbol_name = names[i], .pre_handler = nop_pre };
+
+		cr_expect_eq(register_kprobe(&kp), -EINVAL, "%s", names[i]);
+	}
+	cr_assert_eq(pthread_create(&t, NULL, thread_fn, NULL), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(system("true"), 0);
 }
