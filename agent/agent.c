@@ -265,22 +265,6 @@ static void atfork_parent(void)
 	ukpa_probes_unlock();
 }
 
-/* [init] A reader for a forked child. Its probes are in place already:
- * when one is where glibc starts a thread with every signal blocked, the
- * probes are taken out while it starts (this is the only thread: no hit
- * is lost). */
-static void start_reader_in_child(void)
-{
-	bool disarm = ukpa_probes_in_thread_start() && kprobes_enabled();
-
-	if (disarm)
-		kprobes_set_enabled(false);
-	if (ukpa_reader_start())
-		atomic_store(&ukpa_tracing, false);
-	if (disarm)
-		kprobes_set_enabled(true);
-}
-
 /* [init] In a forked child: with -f a new image that goes on tracing;
  * without, the child runs untraced. */
 static void atfork_child(void)
@@ -301,7 +285,10 @@ static void atfork_child(void)
 	ukpa_rings_after_fork();
 	send_hello(UKP_ORIGIN_FORK);
 	ukpa_probes_restart();
-	start_reader_in_child();
+	/* (libukprobes refuses probes in glibc's thread start, which runs
+	 * with every signal blocked) */
+	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
 	ukpa_busy--;
 }
 

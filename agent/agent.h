@@ -101,10 +101,6 @@ void ukpa_probes_refresh(void);
 /* [init] In a new image that inherited the probes (fork, failed exec):
  * counts from zero, and PROBE messages for every probe again. */
 void ukpa_probes_restart(void);
-/* [init] Is a probe in what glibc runs, with every signal blocked, when
- * a thread starts (_setjmp, __ctype_init)? Such a probe would kill a
- * new thread. */
-bool ukpa_probes_in_thread_start(void);
 /* [init] Around fork (pthread_atfork): the probe list's lock. */
 void ukpa_probes_lock(void);
 void ukpa_probes_unlock(void);

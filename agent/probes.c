@@ -632,33 +632,6 @@ bool ukpa_probes_pending(void)
 	return false;
 }
 
-bool ukpa_probes_in_thread_start(void)
-{
-	/* what glibc's start_thread calls before it restores the mask */
-	static const char *const names[] = {
-		"libc.so.6:_setjmp", "libc.so.6:__sigsetjmp", "libc.so.6:setjmp",
-		"libc.so.6:__ctype_init",
-	};
-	uintptr_t starts[sizeof(names) / sizeof(names[0])] = { 0 };
-	struct ukpa_probe *pr;
-	bool hit = false;
-	size_t i;
-
-	if (ukp_lock_for_show())
-		return true; /* cannot tell: be safe */
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (ukp_sym_lookup_name(names[i], &starts[i]))
-			starts[i] = 0;
-	ukp_unlock_for_show();
-	pthread_mutex_lock(&probes_lock);
-	for (pr = probes_head; pr && !hit; pr = pr->next)
-		for (i = 0; i < sizeof(starts) / sizeof(starts[0]); i++)
-			if (starts[i] && pr->func == starts[i] && atomic_load(&pr->live))
-				hit = true;
-	pthread_mutex_unlock(&probes_lock);
-	return hit;
-}
-
 void ukpa_probes_lock(void)
 {
 	pthread_mutex_lock(&probes_lock);

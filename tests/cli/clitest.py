@@ -495,20 +495,26 @@ def case_follow():
     check(r.returncode == 0 and len(pids) == 2, "json pids", pids)
 
 
-def case_thread_start_exit():
-    """Probes where glibc starts and ends threads with every signal
-    blocked (a SIGTRAP there kills the process): the agent's own reader
-    thread must not hit them, in the program and in a forked child."""
-    specs = ["p libc.so.6:_setjmp", "p libc.so.6:__ctype_init", "p libc.so.6:getpagesize",
-             "p step"]
-    # --no-optimize: libukprobes starts its optimizer thread after the
-    # first registration, which hits them itself (reported to the core)
+def case_all_of_libc():
+    """A probe on every function of libc, in a shell pipeline and with
+    -f in each of its processes; the functions glibc runs with every
+    signal blocked (thread start and exit) are refused by name."""
     for follow in ([], ["-f"]):
-        r = ukprobe(["stat", "--no-optimize"] + follow + sum((["-e", x] for x in specs), []) +
-                    ["--", tgt("forker")])
-        check(r.returncode == 0 and r.stderr == "" and
-              re.search(r"^ukprobes/p_step_0 +%d +0$" % (3 if follow else 2), r.stdout, re.M),
+        r = ukprobe(["stat"] + follow + ["-e", "p libc.so.6:*", "--",
+                                         "sh", "-c", "ls %s | sort | wc -l" % SRC])
+        m = re.fullmatch(r"ukprobe: warning: p libc\.so\.6:\*: (\d+) of the (\d+) functions matching "
+                         r"\* cannot be probed \(ukprobe probes shows why\)\n +\^\n", r.stderr)
+        check(r.returncode == 0 and m and int(m[2]) > 1000 and int(m[1]) < 50,
               "stat %s" % follow, show(r))
+        hits = {ev: int(n) for ev, n in re.findall(r"^ukprobes/(\w+) +(\d+) +\d+$", r.stdout, re.M)}
+        check(hits.get("malloc", 0) > 0 and hits.get("qsort", 0) > 0 if follow else
+              hits.get("malloc", 0) > 0, "hits %s" % follow, show(r))
+    for fn in ("_setjmp", "__ctype_init", "getpagesize"):
+        spec = "p libc.so.6:%s" % fn
+        r = ukprobe(["stat", "-e", spec, "--", tgt("basic")])
+        check(r.returncode == 1 and r.stderr == error_lines(
+            spec, len("p libc.so.6:"), "cannot probe this address (blacklisted, or not code)"),
+            spec, show(r))
 
 
 def traced_opts(opts, specs, argv):
