@@ -45,12 +45,17 @@ const char *opt_region_blocker(const uint8_t *code, size_t avail, uintptr_t addr
 		ZydisDecodedInstruction insn;
 		uint8_t out[UKP_MAX_INSN_SIZE];
 		const char *why = NULL;
+		size_t olen;
+		bool ends;
 		int n;
 
 		/* relocated to its own address: only the refusal matters */
-		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, addr + pos, out, &why);
+		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, addr + pos, out, &olen,
+				       &ends, &why);
 		if (n > 0) {
 			pos += (size_t)n;
+			if (ends)
+				return NULL;
 			continue;
 		}
 		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, NULL, code + pos, avail - pos,

@@ -159,10 +159,14 @@ int arch_opt_init(void);
 int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
 		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why);
 
-/* [reg] Relocate one instruction for dest (see insn.c). Returns its
- * length or -errno with *why set. */
+/* [reg] Relocate one instruction for dest (see insn.c): the copy goes to
+ * out (*out_len bytes); *ends after an unconditional jmp. Returns the
+ * original's length or -errno with *why set. */
 int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
-		       uint8_t *out, const char **why);
+		       uint8_t *out, size_t *out_len, bool *ends, const char **why);
+/* [reg] Length of the instruction at code, or 0 if it does not decode. */
+size_t arch_insn_length(const uint8_t *code, size_t avail);
+
 
 /* [reg] Length of the run of NOP instructions at code that a function
  * built with -fpatchable-function-entry or -mfentry -mnop-mcount starts

@@ -50,6 +50,9 @@ struct ukp_site_opt {
 	struct ukp_site *qnext;
 	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
 	uint8_t jump[UKP_OPT_JUMP_SIZE];
+	/* copied instructions: offsets in the region and in the copy */
+	uint8_t ninsn;
+	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 };
 
 /* One probed address (the kernel's aggregate probe). */

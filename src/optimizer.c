@@ -227,6 +227,9 @@ static int prepare(struct ukp_site *s)
 	memcpy(s->opt.orig, code, ao.len);
 	memcpy(s->opt.jump, ao.jump, sizeof(s->opt.jump));
 	s->opt.len = ao.len;
+	s->opt.ninsn = ao.ninsn;
+	memcpy(s->opt.map_orig, ao.map_orig, sizeof(s->opt.map_orig));
+	memcpy(s->opt.map_copy, ao.map_copy, sizeof(s->opt.map_copy));
 	atomic_store_explicit(&s->opt.detour, detour, memory_order_release);
 	return 0;
 }

@@ -591,16 +591,23 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	}
 	if (s && slot != s->slot) {
 		uintptr_t copy = atomic_load(&s->opt.detour) + UKP_OPT_COPY_OFFSET;
+		unsigned int i = s->opt.ninsn;
 
-		if (ip >= copy && ip < copy + s->opt.len) {
+		/* the copied instruction that holds ip (copies of jumps are
+		 * longer than the originals) */
+		while (i > 0 && ip < copy + s->opt.map_copy[i - 1])
+			i--;
+		if (i > 0 && ip >= copy) {
 			/* A fault in the detour's copy of the region: the
 			 * program sees it at the original instruction. */
-			uintptr_t orig = s->addr, a = (uintptr_t)info->si_addr;
+			uintptr_t orig = s->addr + s->opt.map_orig[i - 1];
+			uintptr_t ins = copy + s->opt.map_copy[i - 1];
+			uintptr_t a = (uintptr_t)info->si_addr;
 
 			ukp_read_unlock(c);
-			arch_uc_set_ip(uc, orig + (ip - copy));
-			if (a >= copy && a < copy + UKP_OPT_MAX_REGION)
-				info->si_addr = (void *)(orig + (a - copy));
+			arch_uc_set_ip(uc, orig);
+			if (a == ins)
+				info->si_addr = (void *)orig;
 			ukp_chain_signal(sig, info, uc);
 			ukp_errno = saved_errno;
 			return;

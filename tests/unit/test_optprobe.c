@@ -151,6 +151,32 @@ __asm__(
 	"	ret\n"
 	".size op_copy, .-op_copy\n"
 
+	/* jcc in the region (re-encoded with a rel32 in the copy) */
+	".globl op_jcc\n .type op_jcc,@function\n"
+	"op_jcc:\n"
+	"	testl %edi, %edi\n"			/* 85 ff */
+	"	je 3f\n"				/* 74 xx */
+	"	movl $1, %eax\n"			/* b8 01 00 00 00 */
+	"	ret\n"
+	"3:	movl $2, %eax\n"
+	"	ret\n"
+	".size op_jcc, .-op_jcc\n"
+
+	/* a tail call: jmp rel32 is the whole region */
+	".globl op_tail\n .type op_tail,@function\n"
+	"op_tail:\n"
+	"	jmp op_add\n"
+	".size op_tail, .-op_tail\n"
+
+	/* a tail call through memory (a GOT slot): ff 25, rip-relative */
+	".globl op_got\n .type op_got,@function\n"
+	"op_got:\n"
+	"	jmp *op_got_slot(%rip)\n"
+	".size op_got, .-op_got\n"
+	".section .data.rel.ro,\"aw\"\n .p2align 3\n"
+	"op_got_slot: .quad op_add\n"
+	".text\n"
+
 	/* A 5-byte NOP entry (clang's -fpatchable-function-entry=5). */
 	".globl op_nop5\n .type op_nop5,@function\n"
 	"op_nop5:\n"
@@ -173,6 +199,9 @@ int op_loop(int n);
 int op_call(int x);
 int op_nop5(int x);
 int op_copy(void *dst, const void *src, size_t n);
+int op_jcc(int x);
+int op_tail(int x);
+int op_got(int x);
 extern char op_copy_probe[];
 
 /* GCC's -fpatchable-function-entry=5: five one-byte NOPs. */
@@ -689,4 +718,27 @@ Test(optprobe, environment_variable_turns_the_knob_off)
 	ukprobes_wait_optimizer();
 	cr_expect(is_optimized(&kp));
 	unregister_kprobe(&kp);
+}
+
+Test(optprobe, jumps_in_the_region_are_relocated)
+{
+	struct kprobe a = { .symbol_name = "op_jcc", .pre_handler = count_pre };
+	struct kprobe b = { .symbol_name = "op_tail", .pre_handler = count_pre };
+	struct kprobe c = { .symbol_name = "op_got", .pre_handler = count_pre };
+
+	reg(&a);
+	reg(&b);
+	reg(&c);
+	cr_assert(is_optimized(&a));
+	cr_assert(is_optimized(&b));
+	cr_assert(is_optimized(&c));
+	for (int i = 0; i < 10; i++) {
+		cr_assert_eq(op_jcc(i), i ? 1 : 2);
+		cr_assert_eq(op_tail(i), i + 7);
+		cr_assert_eq(op_got(i), i + 7);
+	}
+	cr_expect_eq(atomic_load(&hits), 30);
+	unregister_kprobe(&a);
+	unregister_kprobe(&b);
+	unregister_kprobe(&c);
 }

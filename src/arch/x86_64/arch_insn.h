@@ -67,10 +67,13 @@ struct ukp_arch_insn {
 #define UKP_OPT_COPY_OFFSET  25
 #define UKP_OPT_JUMP_SIZE    5
 #define UKP_OPT_MAX_REGION   20   /* 4 bytes of short instructions + one of 15 */
+#define UKP_OPT_MAX_INSNS    8
 
 struct ukp_arch_opt {
 	uint8_t len;                          /* bytes the jump replaces (whole insns) */
-	uint8_t ninsn;                        /* instructions in the region */
+	uint8_t ninsn;                        /* instructions copied */
+	/* where each copied instruction starts: in the region, in the copy */
+	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 	uint8_t jump[UKP_OPT_JUMP_SIZE];      /* jmp rel32 to the detour */
 	uint8_t image[UKP_DETOUR_SIZE];       /* the detour */
 };

@@ -558,26 +558,74 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 
 /*
  * [reg] One instruction of a jump-optimized region, copied to dest (the
- * kernel's copy_optimized_instructions step): it must be boostable (runs
- * anywhere and falls through: no branch, call, return, system call or
- * exception, no ip-dependent prefix), and a rip-relative operand is
- * re-based for dest. Writes the copy to out (UKP_MAX_INSN_SIZE bytes)
- * and returns its length, or a negative errno with *why set.
+ * kernel's copy_optimized_instructions step). It must be boostable (runs
+ * anywhere and falls through: no call, return, system call or
+ * exception, no ip-dependent prefix), or a relative jmp/jcc, which is
+ * re-encoded with a rel32 to the same target (*ends is set after an
+ * unconditional jmp: nothing after it runs from the copy). A rip-relative
+ * operand is re-based for dest. Writes the copy to out (at most
+ * UKP_MAX_INSN_SIZE bytes, *out_len of them) and returns the length of
+ * the original instruction, or a negative errno with *why set.
  */
 int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
-		       uint8_t *out, const char **why)
+		       uint8_t *out, size_t *out_len, bool *ends, const char **why)
 {
 	const ZydisDecoder *dec = get_decoder();
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	struct ukp_arch_insn ai;
+	uint8_t op;
 
 	memset(&ai, 0, sizeof(ai));
+	*ends = false;
 	if (avail > UKP_MAX_INSN_SIZE)
 		avail = UKP_MAX_INSN_SIZE;
 	if (!dec || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops))) {
 		*why = "undecodable instruction in the region";
 		return -EILSEQ;
+	}
+	op = insn.opcode;
+	if (insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY && !has_opsize_prefix(&insn) &&
+	    ((insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT &&
+	      ((op >= 0x70 && op <= 0x7f) || op == 0xe9 || op == 0xeb)) ||
+	     (insn.opcode_map == ZYDIS_OPCODE_MAP_0F && op >= 0x80 && op <= 0x8f))) {
+		/* jcc/jmp rel: the same target, from dest */
+		uintptr_t target = addr + insn.length + (uintptr_t)insn.raw.imm[0].value.s;
+		bool jmp = insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (op == 0xe9 || op == 0xeb);
+		size_t n = jmp ? 5 : 6;
+		int64_t rel = (int64_t)target - (int64_t)(dest + n);
+		int32_t r32 = (int32_t)rel;
+
+		if (rel != r32) {
+			*why = "a jump in the region cannot reach its target from the detour";
+			return -EINVAL;
+		}
+		if (jmp) {
+			out[0] = 0xe9;
+		} else {
+			out[0] = 0x0f;
+			out[1] = (uint8_t)(0x80 | (op & 0xf));
+		}
+		memcpy(out + n - 4, &r32, 4);
+		*out_len = n;
+		*ends = jmp;
+		return insn.length;
+	}
+	if (insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY && !has_opsize_prefix(&insn) &&
+	    insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && op == 0xff &&
+	    (insn.raw.modrm.reg == 4 || insn.raw.modrm.reg == 6) &&
+	    !(insn.operand_count && ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	      (ops[0].mem.segment == ZYDIS_REGISTER_FS || ops[0].mem.segment == ZYDIS_REGISTER_GS))) {
+		/* jmp *x (a tail call: nothing after it runs from the copy)
+		 * and push x read no ip but a rip-relative operand's */
+		memcpy(out, code, insn.length);
+		if (has_rip_operand(&insn, ops) && rebase_rip_disp(&ai, out, &insn, addr, dest)) {
+			*why = "a rip-relative operand in the region is out of reach of the detour";
+			return -EINVAL;
+		}
+		*out_len = insn.length;
+		*ends = insn.raw.modrm.reg == 4;
+		return insn.length;
 	}
 	if (is_exception_insn(&insn) || loads_ss(&insn, ops) ||
 	    insn.mnemonic == ZYDIS_MNEMONIC_SYSCALL || writes_ip(&insn, ops) ||
@@ -585,7 +633,7 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 	    insn.meta.category == ZYDIS_CATEGORY_COND_BR ||
 	    insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
 	    insn.meta.category == ZYDIS_CATEGORY_RET || !can_boost(&insn, code)) {
-		*why = "an instruction in the region is not relocatable (branch, call, system call, ...)";
+		*why = "an instruction in the region is not relocatable (call, return, system call, ...)";
 		return -EOPNOTSUPP;
 	}
 	memcpy(out, code, insn.length);
@@ -593,6 +641,18 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 		*why = "a rip-relative operand in the region is out of reach of the detour";
 		return -EINVAL;
 	}
+	*out_len = insn.length;
+	return insn.length;
+}
+
+/* [reg] Length of the instruction at code, or 0 if it does not decode. */
+size_t arch_insn_length(const uint8_t *code, size_t avail)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+
+	if (!dec || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code, avail, &insn)))
+		return 0;
 	return insn.length;
 }
 

@@ -89,6 +89,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 {
 	uint8_t *img = ao->image;
 	size_t pos = 0, out = UKP_OPT_COPY_OFFSET;
+	bool ended = false;
 	uintptr_t common = (uintptr_t)ukp_optprobe_common;
 
 	memset(ao, 0, sizeof(*ao));
@@ -96,31 +97,45 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	memcpy(img, entry_code, sizeof(entry_code));
 	put_rel32(img + 7, (int64_t)LIT_SITE - 11);
 	put_rel32(img + 13, (int64_t)LIT_COMMON - 17);
-	memcpy(img + LIT_SITE, &site, 8);
-	memcpy(img + LIT_COMMON, &common, 8);
-
-	if (ftrace_len) {
+	if (ftrace_len)
 		pos = ftrace_len;	/* NOPs: nothing to copy */
-		ao->ninsn = 1;
-	}
-	while (pos < UKP_OPT_JUMP_SIZE) {
+	while (pos < UKP_OPT_JUMP_SIZE && !ended) {
+		size_t olen = 0;
 		int n;
 
 		if (pos >= avail) {
 			*why = "the code ends before the region";
 			return -EINVAL;
 		}
-		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, detour + out, img + out,
-				       why);
-		if (n < 0)
-			return n;
-		pos += (size_t)n;
-		out += (size_t)n;
-		ao->ninsn++;
-		if (pos > UKP_OPT_MAX_REGION) {
-			*why = "the region is too long";
+		if (ao->ninsn == UKP_OPT_MAX_INSNS) {
+			*why = "too many instructions in the region";
 			return -EINVAL;
 		}
+		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, detour + out, img + out,
+				       &olen, &ended, why);
+		if (n < 0)
+			return n;
+		ao->map_orig[ao->ninsn] = (uint8_t)pos;
+		ao->map_copy[ao->ninsn] = (uint8_t)(out - UKP_OPT_COPY_OFFSET);
+		ao->ninsn++;
+		pos += (size_t)n;
+		out += olen;
+	}
+	/* After an unconditional jmp nothing runs from the copy; the jump
+	 * still needs 5 bytes: the instructions after it only have to be
+	 * whole (what jumps there is the control-flow check's business). */
+	while (pos < UKP_OPT_JUMP_SIZE) {
+		size_t n = pos < avail ? arch_insn_length(code + pos, avail - pos) : 0;
+
+		if (!n) {
+			*why = "undecodable instruction in the region";
+			return -EILSEQ;
+		}
+		pos += n;
+	}
+	if (pos > UKP_OPT_MAX_REGION) {
+		*why = "the region is too long";
+		return -EINVAL;
 	}
 	/* jmp back to the first byte after the region */
 	if (out + 5 > LIT_SITE || !fits_rel32((int64_t)(addr + pos) - (int64_t)(detour + out + 5)) ||
@@ -130,6 +145,8 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	}
 	img[out] = 0xe9;
 	put_rel32(img + out + 1, (int64_t)(addr + pos) - (int64_t)(detour + out + 5));
+	memcpy(img + LIT_SITE, &site, 8);
+	memcpy(img + LIT_COMMON, &common, 8);
 	ao->jump[0] = 0xe9;
 	put_rel32(ao->jump + 1, (int64_t)detour - (int64_t)(addr + 5));
 	ao->len = (uint8_t)pos;
