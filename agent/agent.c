@@ -1,42 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent.c - start-up and exit of libukprobe-agent.so, and the probe
- * handlers.
+ * agent.c - start-up and end of libukprobe-agent.so in each process
+ * image: the program ukprobe runs, and with -f its forked children and
+ * the programs they exec.
  *
  * The constructor runs after every object of the program's initial link
  * map is loaded and relocated (the dynamic loader maps all DT_NEEDED
  * objects before it runs any initializer), so SPECs can name the
- * program's libraries. Objects the program dlopen()s later are not
- * searched yet. libukprobes' own constructors run before this one: its
- * sources come first in this shared object (.init_array runs in link
+ * program's libraries; SPECs on objects the program dlopen()s later wait
+ * for them (probes.c). libukprobes' own constructors run before this one:
+ * its sources come first in this shared object (.init_array runs in link
  * order).
  *
- * If a probe cannot be registered, the agent reports why and ends the
- * program before its main() runs: nothing of it runs with a partial set
- * of probes.
+ * If a SPEC cannot be registered in the first image, the agent reports
+ * why and ends the program before its main() runs: nothing of it runs
+ * with a partial set of probes. In images that -f follows, a SPEC that
+ * does not apply is skipped quietly.
+ *
+ * In probes mode (ukprobe probes) the constructor resolves every SPEC,
+ * reports, and _exit(0)s: the program's main() never runs.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "agent.h"
-#include "symbols.h"
-#include "internal.h"
-
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 _Atomic bool ukpa_tracing;
-bool ukpa_stat_mode;
+enum ukp_mode ukpa_mode;
+bool ukpa_follow;
 UKPA_TLS int ukpa_busy;
 
 static int out_fd = -1;
@@ -44,8 +46,11 @@ static dev_t out_dev;
 static ino_t out_ino;
 static bool out_broken;
 static pid_t agent_pid;
-static struct ukpa_event *events;
-static int nevents;
+static uint64_t image_id;
+
+/* -f: our variables, to put back into an exec'd program's environment */
+#define NVARS 7
+static char *saved_vars[NVARS];
 
 /* ----------------------------------------------------------- output */
 
@@ -54,7 +59,13 @@ static int nevents;
  * write into someone else's file. */
 int ukpa_send(const void *buf, size_t len)
 {
-	const char *p = buf;
+	struct ukp_msg_from from = {
+		.h = { UKPM_FROM, sizeof(from) },
+		.pid = (int32_t)agent_pid,
+		.image = image_id,
+	};
+	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	struct stat st;
 
 	if (out_fd < 0 || out_broken)
@@ -63,187 +74,88 @@ int ukpa_send(const void *buf, size_t len)
 		out_broken = true;
 		return -1;
 	}
-	while (len) {
-		ssize_t n = send(out_fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+	/* a SOCK_SEQPACKET packet goes whole or not at all */
+	while (sendmsg(out_fd, &mh, MSG_NOSIGNAL) < 0) {
+		if (errno != EINTR) {
 			out_broken = true;
 			return -1;
 		}
-		p += n;
-		len -= (size_t)n;
 	}
 	return 0;
 }
 
-/* --------------------------------------------------------- handlers */
-
-static int kp_pre(struct kprobe *kp, struct pt_regs *regs)
+bool ukpa_active(void)
 {
-	struct ukpa_event *ev = container_of(kp, struct ukpa_event, kp);
-
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
-		return 0;
-	atomic_fetch_add_explicit(&ev->hits, 1, memory_order_relaxed);
-	if (!ukpa_stat_mode)
-		ukpa_record(ev, regs, regs, (uintptr_t)kp->addr, 0);
-	return 0;
+	/* not in a vfork() child, which shares our memory */
+	return out_fd >= 0 && getpid() == agent_pid;
 }
 
-/* Return probes: the registers at the entry are kept for $argN. */
-static int rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static uint64_t new_image_id(void)
 {
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
-		return 1; /* no return handler for this call */
-	memcpy(ri->data, regs, sizeof(*regs));
-	return 0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+static void send_hello(enum ukp_origin origin)
 {
-	struct kretprobe *rp = get_kretprobe(ri);
-	struct ukpa_event *ev;
+	struct ukp_msg_hello h = {
+		.h = { UKPM_HELLO, sizeof(h) },
+		.pid = (int32_t)getpid(),
+		.ppid = (int32_t)getppid(),
+		.version = UKP_PROTO_VERSION,
+		.nspecs = (uint32_t)ukpa_specs_count(),
+		.mode = ukpa_mode,
+		.origin = origin,
+	};
 
-	if (!rp || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
-		return 0;
-	ev = container_of(rp, struct ukpa_event, rp);
-	atomic_fetch_add_explicit(&ev->hits, 1, memory_order_relaxed);
-	if (!ukpa_stat_mode)
-		ukpa_record(ev, regs, (const struct pt_regs *)ri->data, (uintptr_t)rp->kp.addr,
-			    (uintptr_t)ri->ret_addr);
-	return 0;
+	prctl(PR_GET_NAME, h.comm, 0, 0, 0);
+	ukpa_send(&h, sizeof(h));
 }
 
-/* ----------------------------------------------------- registration */
-
-static void count_sym(const struct ukp_symres *sym, void *arg)
+static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reason)
 {
-	(void)sym;
-	(*(size_t *)arg)++;
-}
+	struct ukp_msg_end e = {
+		.h = { UKPM_END, sizeof(e) },
+		.lost = lost,
+		.setup_failed = setup_failed,
+		.reason = reason,
+	};
 
-/* Is an object of that name loaded (by the library's rules)? */
-static bool object_loaded(const char *name)
-{
-	size_t n = 0;
-
-	if (ukp_lock_for_show())
-		return false;
-	ukp_for_each_symbol(name, count_sym, &n);
-	ukp_unlock_for_show();
-	return n > 0;
-}
-
-static void send_probe(const struct ukpa_event *ev, int err, uint32_t what)
-{
-	union {
-		struct ukp_msg_probe m;
-		char buf[640];
-	} u;
-	const struct kprobe *kp = ev->spec.is_return ? &ev->rp.kp : &ev->kp;
-	uintptr_t func = 0;
-	size_t tlen;
-
-	memset(&u, 0, sizeof(u));
-	if (!err)
-		ukpa_symbolize((uintptr_t)kp->addr, u.m.text, sizeof(u.buf) - sizeof(u.m), &func,
-			       ev->symbol_name);
-	tlen = strlen(u.m.text) + 1;
-	u.m.h.type = UKPM_PROBE;
-	u.m.h.len = (uint32_t)((sizeof(u.m) + tlen + 7) & ~(size_t)7);
-	u.m.id = ev->id;
-	u.m.err = err;
-	u.m.what = what;
-	u.m.addr = err ? 0 : (uint64_t)(uintptr_t)kp->addr;
-	u.m.func = func;
-	ukpa_send(&u, u.m.h.len);
-}
-
-static int register_event(struct ukpa_event *ev)
-{
-	uint32_t what = UKP_WHAT_NONE;
-	int ret;
-
-	ev->symbol_name = ukp_spec_symbol_name(&ev->spec);
-	if (!ev->symbol_name) {
-		ret = -ENOMEM;
-	} else if (ev->spec.is_return) {
-		ev->rp.kp.symbol_name = ev->symbol_name;
-		ev->rp.handler = rp_ret;
-		ev->rp.entry_handler = rp_entry;
-		ev->rp.data_size = sizeof(struct pt_regs);
-		ev->rp.maxactive = ev->spec.maxactive;
-		ret = register_kretprobe(&ev->rp);
-	} else {
-		ev->kp.symbol_name = ev->symbol_name;
-		ev->kp.offset = (unsigned int)ev->spec.offset;
-		ev->kp.pre_handler = kp_pre;
-		ret = register_kprobe(&ev->kp);
-	}
-	if (ret == -ENOENT)
-		what = ev->spec.object && !object_loaded(ev->spec.object) ? UKP_WHAT_OBJECT
-									   : UKP_WHAT_SYMBOL;
-	send_probe(ev, ret, what);
-	return ret;
-}
-
-/* Parse and register every SPEC (one per line of defs). 0 or -1. */
-static int setup_events(char *defs)
-{
-	char *line, *save = NULL;
-	int n = 1, failed = 0;
-	char *c;
-
-	for (c = defs; *c; c++)
-		if (*c == '\n')
-			n++;
-	events = calloc((size_t)n, sizeof(*events));
-	if (!events)
-		return -1;
-	for (line = strtok_r(defs, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct ukpa_event *ev = &events[nevents];
-		struct ukp_spec_error err;
-
-		if (ukp_spec_parse(line, &ev->spec, &err))
-			return -1; /* ukprobe checked them: not ours */
-		ev->id = (uint16_t)nevents++;
-	}
-	{
-		struct ukp_msg_hello h = {
-			.h = { UKPM_HELLO, sizeof(h) },
-			.pid = (int32_t)getpid(),
-			.version = UKP_PROTO_VERSION,
-			.nevents = (uint32_t)nevents,
-			.mode = ukpa_stat_mode ? UKP_MODE_STAT : UKP_MODE_TRACE,
-		};
-
-		ukpa_send(&h, sizeof(h));
-	}
-	for (n = 0; n < nevents; n++)
-		if (register_event(&events[n]))
-			failed = 1;
-	return failed ? -1 : 0;
+	ukpa_send(&e, sizeof(e));
 }
 
 /* ------------------------------------------------------ environment */
 
-/* Programs the traced program runs are not traced: take the agent out
- * of LD_PRELOAD and drop our variables. */
+static const char *const our_vars[NVARS] = {
+	UKP_ENV_FD, UKP_ENV_EVENTS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
+	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED,
+};
+
+static const char *self_path(void)
+{
+	static char self[PATH_MAX];
+	Dl_info info;
+
+	if (!self[0] && (!dladdr((void *)self_path, &info) || !info.dli_fname ||
+			 !realpath(info.dli_fname, self)))
+		self[0] = '\0';
+	return self;
+}
+
+/* Without -f, programs the traced program runs are not traced: take the
+ * agent out of LD_PRELOAD and drop our variables. */
 static void clean_environment(void)
 {
-	const char *pre = getenv("LD_PRELOAD");
-	Dl_info info;
-	char self[PATH_MAX], ent[PATH_MAX];
+	const char *pre = getenv("LD_PRELOAD"), *self = self_path();
+	char ent[PATH_MAX];
 	char *copy, *tok, *save = NULL, *out;
-	size_t olen = 0;
+	size_t olen = 0, i;
 
-	unsetenv(UKP_ENV_FD);
-	unsetenv(UKP_ENV_EVENTS);
-	unsetenv(UKP_ENV_MODE);
-	if (!pre || !dladdr((void *)clean_environment, &info) || !info.dli_fname ||
-	    !realpath(info.dli_fname, self))
+	for (i = 0; i < NVARS; i++)
+		unsetenv(our_vars[i]);
+	if (!pre || !self[0])
 		return;
 	copy = strdup(pre);
 	out = calloc(1, strlen(pre) + 1);
@@ -266,68 +178,268 @@ done:
 	free(out);
 }
 
-/* ------------------------------------------------------ life cycle */
-
-static void atfork_child(void)
+/* With -f: remember our variables (as "NAME=value") for exec'd programs
+ * whose environment lost them. */
+static void save_environment(void)
 {
-	/* Forks are not followed (yet): the child runs untraced. */
-	atomic_store(&ukpa_tracing, false);
-	ukpa_rings_after_fork();
-	if (out_fd >= 0)
-		close(out_fd);
-	out_fd = -1;
+	size_t i;
+
+	setenv(UKP_ENV_FOLLOWED, "1", 1);
+	for (i = 0; i < NVARS; i++) {
+		const char *v = getenv(our_vars[i]);
+
+		if (v && asprintf(&saved_vars[i], "%s=%s", our_vars[i], v) < 0)
+			saved_vars[i] = NULL;
+	}
 }
 
-static void send_end(uint64_t lost, bool setup_failed)
+static bool env_has(char *const *envp, const char *name, const char *want_in)
 {
-	struct ukp_msg_end e = {
-		.h = { UKPM_END, sizeof(e) },
-		.lost = lost,
-		.setup_failed = setup_failed,
-	};
+	size_t nl = strlen(name);
 
-	ukpa_send(&e, sizeof(e));
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, name, nl) && (*envp)[nl] == '=')
+			return !want_in || strstr(*envp + nl + 1, want_in);
+	return false;
+}
+
+/* [init] May run in a vfork() child: no allocation, the caller's
+ * buffers only. */
+char *const *ukpa_exec_env(char *const *envp, char **out, size_t max)
+{
+	static char preload[2 * PATH_MAX + 16];
+	const char *self = self_path();
+	bool missing = !env_has(envp, "LD_PRELOAD", self);
+	size_t n = 0, i;
+	char *const *e;
+
+	if (!ukpa_follow || !self[0])
+		return envp;
+	for (i = 0; i < NVARS; i++)
+		if (saved_vars[i] && !env_has(envp, our_vars[i], NULL))
+			missing = true;
+	if (!missing)
+		return envp;
+	for (e = envp; e && *e && n + NVARS + 2 < max; e++) {
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		out[n++] = *e;
+	}
+	for (i = 0; i < NVARS; i++)
+		if (saved_vars[i] && !env_has(envp, our_vars[i], NULL))
+			out[n++] = saved_vars[i];
+	/* the agent first, then what the program wanted preloaded */
+	for (e = envp; e && *e; e++)
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			break;
+	if (e && *e && strstr(*e, self))
+		snprintf(preload, sizeof(preload), "%s", *e);
+	else if (e && *e && (*e)[11])
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s:%s", self, *e + 11);
+	else
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", self);
+	out[n++] = preload;
+	out[n] = NULL;
+	return out;
+}
+
+/* ------------------------------------------------------ life cycle */
+
+static pid_t atfork_pid;
+
+/* No fork while the agent's own locks are held: the child gets them
+ * free and its lists whole. With -f the events so far go out first:
+ * the child's come after them. */
+static void atfork_prepare(void)
+{
+	atfork_pid = getpid();
+	if (ukpa_follow && ukpa_active() && !ukpa_busy)
+		ukpa_reader_flush(100);
+	ukpa_probes_lock();
+	ukpa_objects_lock();
+}
+
+static void atfork_parent(void)
+{
+	ukpa_objects_unlock();
+	ukpa_probes_unlock();
+}
+
+/* [init] In a forked child: with -f a new image that goes on tracing;
+ * without, the child runs untraced. */
+static void atfork_child(void)
+{
+	ukpa_objects_after_fork();
+	ukpa_probes_after_fork();
+	if (out_fd < 0 || agent_pid != atfork_pid)
+		return;
+	if (!ukpa_follow) {
+		atomic_store(&ukpa_tracing, false);
+		close(out_fd);
+		out_fd = -1;
+		return;
+	}
+	ukpa_busy++;
+	agent_pid = getpid();
+	image_id = new_image_id();
+	ukpa_rings_after_fork();
+	send_hello(UKP_ORIGIN_FORK);
+	ukpa_probes_restart();
+	/* (libukprobes refuses probes in glibc's thread start, which runs
+	 * with every signal blocked) */
+	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
+	ukpa_busy--;
+}
+
+/* [init] The image is over: its last events, its counts, END. */
+static void end_image(enum ukp_end_reason reason)
+{
+	uint64_t lost = ukpa_reader_stop(-1);
+
+	ukpa_probes_send_stats();
+	send_end(lost, false, reason);
+}
+
+void ukpa_before_exec(void)
+{
+	if (!ukpa_active())
+		return;
+	ukpa_busy++;
+	end_image(UKP_END_EXEC);
+	ukpa_busy--;
+}
+
+/*
+ * _exit() skips the destructors (shells end that way, and children after
+ * fork). It may be called from a signal handler that interrupted a thread
+ * holding a lock the reader needs: the reader is given a second, and the
+ * image is not flushed at all when the thread was inside the agent.
+ */
+void ukpa_before_exit(void)
+{
+	uint64_t lost;
+
+	if (!ukpa_active() || ukpa_busy)
+		return;
+	ukpa_busy++;
+	lost = ukpa_reader_stop(1000);
+	if (ukpa_probes_send_stats_nowait() == 0)
+		send_end(lost, false, UKP_END_EXIT);
+	out_fd = -1;
+	ukpa_busy--;
+}
+
+void ukpa_after_failed_exec(void)
+{
+	if (!ukpa_active())
+		return;
+	ukpa_busy++;
+	image_id = new_image_id();
+	ukpa_rings_new_image();
+	send_hello(UKP_ORIGIN_EXEC_FAILED);
+	ukpa_probes_restart();
+	atomic_store(&ukpa_tracing, true);
+	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
+	ukpa_busy--;
+}
+
+static enum ukp_mode parse_mode(const char *mode)
+{
+	if (mode && !strcmp(mode, "stat"))
+		return UKP_MODE_STAT;
+	if (mode && !strcmp(mode, "probes"))
+		return UKP_MODE_PROBES;
+	return UKP_MODE_TRACE;
+}
+
+/* probes mode, "ukprobe probes OBJ": load the object to look at (with
+ * libc's dlopen: this is not the program loading it). */
+static int load_object(const char *path)
+{
+	const char *err;
+
+	if (ukpa_real_dlopen(path, RTLD_LAZY | RTLD_LOCAL))
+		return 0;
+	err = dlerror();
+	ukpa_probes_fail_all(UKP_WHAT_OBJECT, err ? err : "cannot load it");
+	return -1;
+}
+
+static void set_up(const char *fds, const char *defs, const char *mode)
+{
+	const char *load = getenv(UKP_ENV_DLOPEN), *noopt = getenv(UKP_ENV_NO_OPTIMIZE);
+	bool first = !getenv(UKP_ENV_FOLLOWED), no_optimize = noopt && !strcmp(noopt, "1");
+	struct stat st;
+	char *copy, *end;
+	long fd;
+	int failed;
+
+	fd = strtol(fds, &end, 10);
+	if (*end || fd < 0 || fd > INT_MAX || fstat((int)fd, &st) || !S_ISSOCK(st.st_mode))
+		return;
+	out_fd = (int)fd;
+	out_dev = st.st_dev;
+	out_ino = st.st_ino;
+	agent_pid = getpid();
+	image_id = new_image_id();
+	ukpa_mode = parse_mode(mode);
+	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
+	/* with -f the programs we exec keep the socket */
+	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
+	copy = strdup(defs);
+	if (load && !(load = strdup(load)))
+		copy = NULL; /* the environment is cleaned below */
+	if (!copy || ukpa_specs_parse(copy)) {
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
+	if (ukpa_follow)
+		save_environment();
+	else
+		clean_environment();
+	send_hello(first ? UKP_ORIGIN_START : UKP_ORIGIN_EXEC);
+	if (no_optimize)
+		kprobes_set_optimization(false);
+	if (load && load_object(load)) {
+		send_end(0, true, UKP_END_PROBES);
+		_exit(UKP_EXIT_SETUP);
+	}
+	/* The reader thread starts before any probe is in place: glibc
+	 * starts a thread with every signal blocked (_setjmp, __ctype_init
+	 * run so), where a probe's SIGTRAP would kill the process. */
+	if (ukpa_mode != UKP_MODE_PROBES && (ukpa_rings_init() || ukpa_reader_start())) {
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
+	/* with -f a SPEC may apply to a later program only */
+	failed = ukpa_probes_setup();
+	if (ukpa_mode == UKP_MODE_PROBES) {
+		send_end(0, false, UKP_END_PROBES);
+		_exit(0);
+	}
+	if (failed && first && !ukpa_follow) {
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
+	/* The program starts with its probes optimized, and the optimizer's
+	 * thread scans (a signal to every thread) are over before it runs:
+	 * they would cut its sleeps short. */
+	ukprobes_wait_optimizer();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	atomic_store(&ukpa_tracing, true);
 }
 
 __attribute__((constructor)) static void ukpa_init(void)
 {
 	const char *fds = getenv(UKP_ENV_FD), *defs = getenv(UKP_ENV_EVENTS);
-	const char *mode = getenv(UKP_ENV_MODE);
 	int saved_errno = errno;
-	struct stat st;
-	char *copy, *end;
-	long fd;
 
 	if (!fds || !defs)
 		return; /* not started by ukprobe */
 	ukpa_busy++;
-	fd = strtol(fds, &end, 10);
-	if (*end || fd < 0 || fd > INT_MAX || fstat((int)fd, &st) || !S_ISSOCK(st.st_mode))
-		goto out;
-	out_fd = (int)fd;
-	out_dev = st.st_dev;
-	out_ino = st.st_ino;
-	fcntl(out_fd, F_SETFD, FD_CLOEXEC);
-	agent_pid = getpid();
-	ukpa_stat_mode = mode && !strcmp(mode, "stat");
-	copy = strdup(defs);
-	clean_environment();
-	if (!copy || setup_events(copy)) {
-		send_end(0, true);
-		_exit(UKP_EXIT_SETUP);
-	}
-	free(copy);
-	if (!ukpa_stat_mode && ukpa_rings_init(events, nevents)) {
-		send_end(0, true);
-		_exit(UKP_EXIT_SETUP);
-	}
-	pthread_atfork(NULL, NULL, atfork_child);
-	atomic_store(&ukpa_tracing, true);
-	if (!ukpa_stat_mode && ukpa_reader_start()) {
-		send_end(0, true);
-		_exit(UKP_EXIT_SETUP);
-	}
-out:
+	set_up(fds, defs, getenv(UKP_ENV_MODE));
 	ukpa_busy--;
 	errno = saved_errno;
 }
@@ -341,29 +453,11 @@ out:
 __attribute__((destructor)) static void ukpa_fini(void)
 {
 	int saved_errno = errno;
-	uint64_t lost = 0;
-	int i;
 
-	if (out_fd < 0 || getpid() != agent_pid)
+	if (!ukpa_active())
 		return;
 	ukpa_busy++;
-	if (ukpa_stat_mode)
-		atomic_store(&ukpa_tracing, false);
-	else
-		lost = ukpa_reader_stop();
-	for (i = 0; i < nevents; i++) {
-		const struct ukpa_event *ev = &events[i];
-		struct ukp_msg_stat s = {
-			.h = { UKPM_STAT, sizeof(s) },
-			.id = ev->id,
-			.hits = atomic_load(&ev->hits),
-			.missed = ev->spec.is_return ? (uint64_t)ev->rp.nmissed + ev->rp.kp.nmissed
-						     : ev->kp.nmissed,
-		};
-
-		ukpa_send(&s, sizeof(s));
-	}
-	send_end(lost, false);
+	end_image(UKP_END_EXIT);
 	close(out_fd);
 	out_fd = -1;
 	ukpa_busy--;

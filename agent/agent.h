@@ -3,12 +3,13 @@
  * agent.h - libukprobe-agent.so, the part of ukprobe that runs inside the
  * traced program (preloaded). It registers the probes the SPECs describe
  * with libukprobes (linked in), writes one record per hit into per-thread
- * ring buffers, and a reader thread sends them to ukprobe.
+ * ring buffers, and a reader thread sends them to ukprobe (proto.h).
  *
  * Contexts, as in src/internal.h:
- *  [hit]   probe handlers: signal context, async-signal-safe, no malloc,
- *          no locks, no stdio; per-thread state in initial-exec TLS.
- *  [init]  the constructor and destructor (ordinary context).
+ *  [hit]    probe handlers: signal context, async-signal-safe, no malloc,
+ *           no locks, no stdio; per-thread state in initial-exec TLS.
+ *  [init]   the constructor, destructor, atfork handler and the exec and
+ *           dlopen interposers: ordinary context, program threads.
  *  [reader] the reader thread (ordinary context, never traced).
  *
  * The whole agent is blacklisted by libukprobes (its code is in the same
@@ -31,41 +32,172 @@
 
 #define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
 
-struct ukpa_event {
-	struct ukp_spec spec;
-	uint16_t id;
-	char *symbol_name;        /* "obj:sym" for the library */
-	struct kprobe kp;         /* p events */
-	struct kretprobe rp;      /* r events */
-	_Atomic unsigned long hits;
+/* One -e SPEC, in this process image. */
+struct ukpa_spec {
+	struct ukp_spec spec;     /* @SYM arguments get their address in param */
+	uint32_t index;
+	bool pending;             /* its object is not loaded yet */
+	bool done;                /* resolved (registered, or failed) */
+	bool args_ready;          /* @SYM arguments resolved */
+	bool again;               /* its object came back after an unload */
+	int nprobes;              /* probes registered for it */
 };
 
-/* agent.c */
-extern _Atomic bool ukpa_tracing;    /* handlers record (false in forked children) */
-extern bool ukpa_stat_mode;
-extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
-int ukpa_send(const void *buf, size_t len);    /* [init][reader] whole buffer or -1 */
+/* One registered probe: a SPEC, or one function a glob SPEC matched. */
+struct ukpa_probe {
+	struct ukpa_spec *spec;
+	uint32_t id;              /* struct ukp_rec.id */
+	uint16_t flags;           /* UKP_PROBE_* */
+	char event[UKP_SPEC_NAME_MAX + 1];
+	char *symbol_name;        /* "obj:sym" for the library, or NULL (by address) */
+	char *where;              /* "sym+0xoff/0xsize [obj]" */
+	char *object;             /* its object's path */
+	struct kprobe kp;         /* p events */
+	struct kretprobe rp;      /* r events */
+	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
+	_Atomic unsigned long hits;
+	uintptr_t func, base;
+	int opt;                  /* UKPROBES_OPT_* or -1 */
+	char why[160];            /* why not optimized */
+	struct ukpa_probe *next;  /* every probe, in id order */
+};
 
-/* fetch.c [hit]: fill rec->data and rec->faults for ev's arguments.
+/* ------------------------------------------------------------ agent.c */
+extern _Atomic bool ukpa_tracing;    /* handlers record */
+extern enum ukp_mode ukpa_mode;
+extern bool ukpa_follow;             /* -f */
+extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
+/* [init][reader] One packet: the FROM header and len bytes of whole
+ * messages. 0 or -1. */
+int ukpa_send(const void *buf, size_t len);
+/* [init] Is the agent tracing in this process (and not in a vfork child
+ * sharing our memory)? */
+bool ukpa_active(void);
+/* [init] Around an exec: flush and end this image; after a failed one,
+ * start a new image. */
+void ukpa_before_exec(void);
+/* [init] Before _exit(): flush and end this image, if that can be done
+ * without waiting long. */
+void ukpa_before_exit(void);
+void ukpa_after_failed_exec(void);
+/* [init] The environment an exec'd program gets with -f: envp with our
+ * variables put back where the program removed them. Writes into
+ * out[0..max) and returns it, or envp when nothing is missing. */
+char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
+
+/* ----------------------------------------------------------- probes.c */
+/* [init] Parse the SPECs (one per line). 0 or -1. */
+int ukpa_specs_parse(char *defs);
+int ukpa_specs_count(void);
+/* [init] Resolve and register every SPEC whose object is loaded; mark
+ * the others pending. 0, or -1 when a SPEC failed (reported). */
+int ukpa_probes_setup(void);
+/* [init] Report every SPEC as failed (probes mode: the object to list
+ * could not be loaded). */
+void ukpa_probes_fail_all(uint32_t what, const char *why);
+/* [init][reader] Register the pending SPECs whose objects are loaded now
+ * (after dlopen), and re-arm SPECs whose objects came back. */
+void ukpa_probes_refresh(void);
+/* [init] In a new image that inherited the probes (fork, failed exec):
+ * counts from zero, and PROBE messages for every probe again. */
+void ukpa_probes_restart(void);
+/* [init] Around fork (pthread_atfork): the probe list's lock. */
+void ukpa_probes_lock(void);
+void ukpa_probes_unlock(void);
+void ukpa_probes_after_fork(void);
+/* [init] STAT messages of every probe; _nowait gives up (-1) when the
+ * list's lock is not free within a second. */
+void ukpa_probes_send_stats(void);
+int ukpa_probes_send_stats_nowait(void);
+/* [reader] The probe of an event id, or NULL. */
+const struct ukpa_probe *ukpa_probe_by_id(uint32_t id);
+/* [init] Any pending SPEC left? */
+bool ukpa_probes_pending(void);
+
+/* --------------------------------------------------------- handlers.c */
+/* [hit] The handlers of the agent's kprobes and kretprobes. */
+int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+
+/* ------------------------------------------------------------ names.c */
+/* [init] Event names in use, as "group/event". */
+bool ukpa_name_taken(const char *key);
+int ukpa_name_add(const char *key);
+void ukpa_names_clear(void);
+/* [init] A free name for one match (function func) of a glob SPEC: the
+ * SPEC's event when given, else the function's name (perf probe's),
+ * then _1, _2, ...; taken for it. */
+void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *out, size_t len);
+
+/* ------------------------------------------------------------ fetch.c */
+/* [hit] fill rec->data and rec->faults for the probe's arguments.
  * entry: the registers at the function entry (return probes: saved by
  * the entry handler; probes: regs). */
-void ukpa_fetch_args(const struct ukpa_event *ev, const struct pt_regs *regs,
+void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec);
 
-/* ring.c */
-int ukpa_rings_init(struct ukpa_event *events, int nevents);   /* [init] */
-int ukpa_reader_start(void);                                   /* [init] */
+/* ------------------------------------------------------------- ring.c */
+int ukpa_rings_init(void);                                     /* [init] */
+int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */
 /* [init] Stop tracing, wait for handlers that are writing, drain every
- * ring, stop the reader. Returns the number of events lost. */
-uint64_t ukpa_reader_stop(void);
+ * ring, stop the reader (waiting for it at most timeout_ms, or for ever
+ * when negative; it parks, it does not exit). Returns the number of
+ * events lost. */
+uint64_t ukpa_reader_stop(int timeout_ms);
+/* [init] Wait (at most timeout_ms) until the events recorded so far are
+ * sent. */
+void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
-void ukpa_record(const struct ukpa_event *ev, const struct pt_regs *regs,
+void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);
-/* [init] In a forked child: forget the parent's rings. */
+/* [init] In a forked child: empty rings, nothing announced yet. */
 void ukpa_rings_after_fork(void);
+/* [init] A new image in the same process (failed exec): nothing
+ * announced yet. */
+void ukpa_rings_new_image(void);
 /* [init][reader] "sym+0xoff/0xsize [obj]" of addr into buf; *func the
  * symbol's start. prefer: a "[obj:]sym" to name the symbol by when it is
  * one of its aliases (or NULL). */
 void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, const char *prefer);
+
+/* ---------------------------------------------------------- objects.c */
+/* A loaded object, found by the names libukprobes accepts for it (file
+ * name as linked, path, real file name, real path). */
+struct ukpa_obj {
+	char path[4096];          /* as loaded; the main program's real path */
+	uintptr_t base;           /* load bias */
+	bool is_main;
+};
+int ukpa_obj_find(const char *name, struct ukpa_obj *out);     /* [init] 0 or -ENOENT */
+/* [init] Is [vaddr, vaddr+1) in an executable segment of the object's
+ * file? */
+bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr);
+/* [init] Is addr in an executable segment of a loaded object? */
+bool ukpa_addr_is_code(uintptr_t addr);
+/* [init] The file a not yet loaded object name would load (malloc'ed
+ * path), or NULL: a path as it is; a name searched as dlopen() would
+ * (LD_LIBRARY_PATH, the program's RUNPATH, the system directories). */
+char *ukpa_obj_file(const char *name);
+/* [init] For a SPEC waiting for its object: does the file have the
+ * function (or a function matching the glob, or code at the address)?
+ * Fills *what with UKP_WHAT_SYMBOL/NOMATCH/ADDR when not, and *addr with
+ * the function's ELF address. */
+bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t *what,
+			 uint64_t *addr);
+/* [init] The address of a data (or any) symbol: in object first (NULL:
+ * none), then in every loaded object in load order, globals first.
+ * 0 or -ENOENT. */
+int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr);
+/* [reader] "sym+0xoff/0xsize [obj]" of a data address, or false. */
+bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
+/* [init] Around fork (pthread_atfork): the ELF cache's lock. */
+void ukpa_objects_lock(void);
+void ukpa_objects_unlock(void);
+void ukpa_objects_after_fork(void);
+
+/* -------------------------------------------------------- interpose.c */
+/* [init] libc's dlopen, for the agent's own use. */
+void *ukpa_real_dlopen(const char *file, int mode);
 
 #endif /* UKPROBE_AGENT_H */

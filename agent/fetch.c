@@ -65,13 +65,23 @@ static bool entry_arg(const struct pt_regs *entry, unsigned long i, unsigned lon
 	}
 }
 
-void ukpa_fetch_args(const struct ukpa_event *ev, const struct pt_regs *regs,
+/* The kernel's FETCH_OP_MOD_BF: the field's bits of the container,
+ * shifted down. */
+static unsigned long bitfield(const struct ukp_fetcharg *fa, unsigned long v)
+{
+	unsigned int bits = fa->size * 8;
+
+	v <<= 64 - bits + (bits - fa->bf_width - fa->bf_offset);
+	return v >> (64 - fa->bf_width);
+}
+
+void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec)
 {
 	int i;
 
-	for (i = 0; i < ev->spec.nargs; i++) {
-		const struct ukp_fetcharg *fa = &ev->spec.args[i];
+	for (i = 0; i < spec->nargs; i++) {
+		const struct ukp_fetcharg *fa = &spec->args[i];
 		unsigned char *slot = rec->data + fa->off;
 		unsigned long v = 0;
 		bool ok = true;
@@ -94,6 +104,7 @@ void ukpa_fetch_args(const struct ukpa_event *ev, const struct pt_regs *regs,
 			v = regs_return_value(regs);
 			break;
 		case UKP_FA_IMM:
+		case UKP_FA_SYM: /* resolved to an address at registration */
 			v = fa->param;
 			break;
 		case UKP_FA_COMM:
@@ -123,6 +134,8 @@ void ukpa_fetch_args(const struct ukpa_event *ev, const struct pt_regs *regs,
 		if (fa->type != UKP_TY_STRING) {
 			if (fa->size < 8)
 				v &= (1UL << (fa->size * 8)) - 1;
+			if (fa->bf_width)
+				v = bitfield(fa, v);
 			memcpy(slot, &v, 8);
 		}
 	}

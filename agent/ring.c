@@ -14,10 +14,14 @@
  * never blocked or slowed beyond the probe itself.
  *
  * The reader merges the rings by timestamp in each pass, announces (SYM)
- * every address an event needs before the event itself, and writes
- * batches to the socket.
+ * every address an event needs before the event itself (return
+ * addresses, values of symbol-typed arguments), and writes batches to
+ * the socket. Now and then it also looks whether the program loaded
+ * objects that pending SPECs wait for (libc's own dlopen()s, which the
+ * dlopen interposer does not see).
  */
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +46,7 @@
 #define RING_RECS 2048 /* a power of two */
 #define IDLE_SLEEP_NS 1000000L
 #define RECYCLE_EVERY 64 /* passes */
+#define OBJECTS_EVERY 16 /* passes */
 
 _Static_assert(sizeof(struct ukp_rec) == UKP_REC_SIZE, "record size");
 _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header");
@@ -69,8 +74,11 @@ static _Atomic uint64_t lost_recycled; /* lost counts of rings given back */
 static pid_t my_pid;
 
 static pthread_t reader;
-static bool reader_running;
-static _Atomic bool reader_stop;
+static bool reader_running;             /* started, and not stopped */
+static bool reader_exists;              /* this process has the thread */
+static _Atomic bool reader_stop, reader_parked, reader_entered;
+/* ukpa_reader_flush(): requests, and the last request a pass served */
+static _Atomic unsigned long flush_req, flush_done;
 
 /* ------------------------------------------------------------ [hit] */
 
@@ -99,7 +107,7 @@ static struct ring *claim_ring(void)
 	return NULL;
 }
 
-void ukpa_record(const struct ukpa_event *ev, const struct pt_regs *regs,
+void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller)
 {
 	struct ring *r = my_ring;
@@ -138,8 +146,7 @@ void ukpa_record(const struct ukpa_event *ev, const struct pt_regs *regs,
 	rec->caller = caller;
 	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
 	rec->cpu = sched_getcpu();
-	rec->id = ev->id;
-	rec->pad = 0;
+	rec->id = pr->id;
 	rec->faults = 0;
 	/* the thread may rename itself: look again now and then */
 	if (++r->comm_age >= 64) {
@@ -147,7 +154,7 @@ void ukpa_record(const struct ukpa_event *ev, const struct pt_regs *regs,
 		prctl(PR_GET_NAME, r->comm, 0, 0, 0);
 	}
 	memcpy(rec->comm, r->comm, sizeof(rec->comm));
-	ukpa_fetch_args(ev, regs, entry, rec);
+	ukpa_fetch_args(&pr->spec->spec, regs, entry, rec);
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
 out:
 	atomic_store_explicit(&r->writing, 0, memory_order_release);
@@ -183,10 +190,16 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 				 (unsigned long)(addr - res.start), (unsigned long)res.size);
 		if (func)
 			*func = res.start;
-	} else if ((obj = ukp_object_of(addr)) != NULL) {
-		snprintf(buf, len, "[%s]+0x%lx", obj->name, (unsigned long)(addr - obj->base));
+		ukp_unlock_for_show();
+		return;
 	}
+	obj = ukp_object_of(addr);
+	if (obj)
+		snprintf(buf, len, "[%s]+0x%lx", obj->name, (unsigned long)(addr - obj->base));
 	ukp_unlock_for_show();
+	/* not in a function: a data symbol, maybe */
+	if (obj)
+		ukpa_datasym_symbolize(addr, buf, len);
 }
 
 /* Addresses already announced to ukprobe (open addressing; 0 = empty). */
@@ -262,6 +275,28 @@ static void announce(uint64_t addr)
 	out_put(&u, u.m.h.len);
 }
 
+/* The addresses an event needs: where a function returned to, and the
+ * values of symbol arguments. (Probed addresses came with the PROBE
+ * messages.) */
+static void announce_for(const struct ukp_rec *rec)
+{
+	const struct ukpa_probe *pr = ukpa_probe_by_id(rec->id);
+	int i;
+
+	announce(rec->caller);
+	if (!pr)
+		return;
+	for (i = 0; i < pr->spec->spec.nargs; i++) {
+		const struct ukp_fetcharg *fa = &pr->spec->spec.args[i];
+		uint64_t v;
+
+		if (fa->type != UKP_TY_SYMBOL || (rec->faults & (1u << i)))
+			continue;
+		memcpy(&v, rec->data + fa->off, sizeof(v));
+		announce(v);
+	}
+}
+
 /* One pass over every ring: the records published when it started, in
  * timestamp order. Returns how many. */
 static size_t drain_pass(void)
@@ -295,8 +330,7 @@ static size_t drain_pass(void)
 			}
 		}
 		r = act[best];
-		announce(rec->ip);
-		announce(rec->caller);
+		announce_for(rec);
 		out_put(rec, UKP_REC_SIZE);
 		t = atomic_load_explicit(&r->tail, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->tail, t, memory_order_release);
@@ -327,33 +361,88 @@ static void recycle_dead(void)
 	}
 }
 
+/* Did the loader load or unload objects since the last look? (The
+ * first look always says yes: the program may have loaded objects
+ * before this thread ran.) */
+static unsigned long long seen_adds = ~0ULL, seen_subs;
+
+static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	bool *changed = arg;
+
+	(void)size;
+	if (info->dlpi_adds != seen_adds || info->dlpi_subs != seen_subs) {
+		seen_adds = info->dlpi_adds;
+		seen_subs = info->dlpi_subs;
+		*changed = true;
+	}
+	return 1;
+}
+
+static void check_objects(void)
+{
+	bool changed = false;
+
+	dl_iterate_phdr(counters_cb, &changed);
+	if (changed)
+		ukpa_probes_refresh();
+}
+
+/*
+ * Stopped, the reader parks instead of returning: a thread that exits
+ * runs glibc's exit path with every signal blocked (and it calls
+ * getpagesize, madvise, ...): a probe there would be a SIGTRAP nobody
+ * can take, which kills the process. It never exits, then; a later
+ * ukpa_reader_start() (after a failed exec) wakes it.
+ */
+static void park(void)
+{
+	struct timespec d = { 0, IDLE_SLEEP_NS };
+
+	atomic_store(&reader_parked, true);
+	while (atomic_load(&reader_stop))
+		nanosleep(&d, NULL);
+	atomic_store(&reader_parked, false);
+}
+
 static void *reader_main(void *arg)
 {
 	unsigned long passes = 0;
+	bool watch = ukpa_probes_pending();
 
 	(void)arg;
 	ukpa_busy = 1;
+	seen_adds = ~0ULL;
+	atomic_store(&reader_entered, true);
 	for (;;) {
 		bool stop = atomic_load(&reader_stop);
+		unsigned long want = atomic_load(&flush_req);
 		size_t n = drain_pass();
 
 		out_flush();
-		if (stop)
-			break; /* that was the last pass */
+		atomic_store(&flush_done, want);
+		if (stop) {
+			/* that was the last pass */
+			park();
+			seen_adds = ~0ULL;
+			continue;
+		}
 		if (++passes % RECYCLE_EVERY == 0)
 			recycle_dead();
-		if (!n) {
+		if (watch && passes % OBJECTS_EVERY == 0)
+			check_objects();
+		if (!n && atomic_load(&flush_req) == want) {
 			struct timespec d = { 0, IDLE_SLEEP_NS };
 
 			nanosleep(&d, NULL);
 		}
 	}
-	return NULL;
+	return NULL; /* not reached */
 }
 
 /* ------------------------------------------------------------ [init] */
 
-int ukpa_rings_init(struct ukpa_event *events, int nevents)
+int ukpa_rings_init(void)
 {
 	size_t bytes = (size_t)NRINGS * RING_RECS * sizeof(struct ukp_rec);
 	int i;
@@ -369,12 +458,6 @@ int ukpa_rings_init(struct ukpa_event *events, int nevents)
 	}
 	for (i = 0; i < NRINGS; i++)
 		rings[i].recs = ring_mem + (size_t)i * RING_RECS;
-	/* the probed addresses were announced with the PROBE messages */
-	for (i = 0; i < nevents; i++) {
-		struct kprobe *kp = events[i].spec.is_return ? &events[i].rp.kp : &events[i].kp;
-
-		seen_add((uint64_t)(uintptr_t)kp->addr);
-	}
 	return 0;
 }
 
@@ -383,6 +466,12 @@ int ukpa_reader_start(void)
 	sigset_t all, old;
 	int ret;
 
+	if (reader_exists) {
+		/* parked: wake it */
+		atomic_store(&reader_stop, false);
+		reader_running = true;
+		return 0;
+	}
 	/* The reader must never run the program's signal handlers: it
 	 * starts with every signal blocked but the synchronous ones. */
 	sigfillset(&all);
@@ -392,16 +481,24 @@ int ukpa_reader_start(void)
 	sigdelset(&all, SIGILL);
 	sigdelset(&all, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&reader_stop, false);
 	ret = pthread_create(&reader, NULL, reader_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)
 		return -ret;
 	pthread_setname_np(reader, "ukprobe-agent");
-	reader_running = true;
+	reader_running = reader_exists = true;
+	/* glibc's start of the thread (with every signal blocked) is over
+	 * before the caller puts probes in place */
+	while (!atomic_load(&reader_entered)) {
+		struct timespec d = { 0, 20000 };
+
+		nanosleep(&d, NULL);
+	}
 	return 0;
 }
 
-uint64_t ukpa_reader_stop(void)
+uint64_t ukpa_reader_stop(int timeout_ms)
 {
 	uint64_t lost;
 	int i;
@@ -417,8 +514,14 @@ uint64_t ukpa_reader_stop(void)
 			sched_yield();
 	}
 	if (reader_running) {
+		struct timespec step = { 0, 20000 };
+		long waited = 0;
+
 		atomic_store(&reader_stop, true);
-		pthread_join(reader, NULL);
+		/* its last pass drains what was published before the stop */
+		while (!atomic_load(&reader_parked) &&
+		       (timeout_ms < 0 || waited++ < (long)timeout_ms * 50))
+			nanosleep(&step, NULL);
 		reader_running = false;
 	} else if (ring_mem) {
 		drain_pass();
@@ -430,8 +533,52 @@ uint64_t ukpa_reader_stop(void)
 	return lost;
 }
 
+void ukpa_reader_flush(int timeout_ms)
+{
+	struct timespec step = { 0, 20000 };
+	unsigned long req;
+	int waited = 0;
+
+	if (!reader_running)
+		return;
+	req = atomic_fetch_add(&flush_req, 1) + 1;
+	while (atomic_load(&flush_done) < req && waited < timeout_ms * 50) {
+		nanosleep(&step, NULL);
+		waited++;
+	}
+}
+
 void ukpa_rings_after_fork(void)
 {
-	/* only the forking thread exists in the child */
-	reader_running = false;
+	int i;
+
+	/* Only the forking thread exists in the child, and what the rings
+	 * hold is the parent's to send: start empty. */
+	reader_running = reader_exists = false;
+	atomic_store(&reader_entered, false);
+	atomic_store(&reader_stop, false);
+	atomic_store(&reader_parked, false);
+	atomic_store(&flush_req, 0);
+	atomic_store(&flush_done, 0);
+	my_pid = getpid();
+	for (i = 0; i < NRINGS; i++) {
+		atomic_store(&rings[i].head, 0);
+		atomic_store(&rings[i].tail, 0);
+		atomic_store(&rings[i].lost, 0);
+		atomic_store(&rings[i].writing, 0);
+		atomic_store(&rings[i].owner, 0);
+	}
+	my_ring = NULL;
+	atomic_store(&lost_noring, 0);
+	atomic_store(&lost_recycled, 0);
+	ukpa_rings_new_image();
+}
+
+void ukpa_rings_new_image(void)
+{
+	/* a new image: ukprobe knows none of its addresses (the parent's
+	 * table may have been mid-update: drop it, do not free it) */
+	seen = NULL;
+	seen_cap = seen_n = 0;
+	outlen = 0;
 }

@@ -33,6 +33,7 @@ struct ukp_command {
 
 int ukp_cmd_trace(int argc, char **argv);
 int ukp_cmd_stat(int argc, char **argv);
+int ukp_cmd_probes(int argc, char **argv);
 
 /* ------------------------------------------------------- reporting */
 
@@ -43,8 +44,11 @@ void ukp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * error_log does:
  *   ukprobe: error: p:grp/ev libz.so.1:deflate+0x%: invalid offset
  *                                              ^
+ * ukp_spec_warn() is the same as a warning.
  */
 void ukp_spec_err(const char *spec, int col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ukp_spec_warn(const char *spec, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Parse the -e SPECs (texts[0..n)). Prints the first error and returns
@@ -52,24 +56,81 @@ void ukp_spec_err(const char *spec, int col, const char *fmt, ...)
 int ukp_cli_parse_specs(char **texts, int n, struct ukp_spec **out);
 void ukp_cli_free_specs(struct ukp_spec *specs, int n);
 
+/* Why a SPEC (or a glob's match) could not be registered: the message,
+ * and the column it is about. */
+struct ukp_failure {
+	int err;                  /* negative errno */
+	uint32_t what;            /* enum ukp_probe_what */
+	uint32_t argi;
+	uint64_t addr;
+	const char *object;       /* the object's path, or "" */
+	const char *why;          /* the library's or the loader's words, or "" */
+};
+int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f, char *buf,
+			size_t len);
+
 /* -------------------------------------------------------- sessions */
 
 struct ukp_session;
 
-struct ukp_session_ops {
-	void (*event)(struct ukp_session *s, const struct ukp_rec *rec, void *arg);
-	/* after the messages of one read: a chance to flush */
-	void (*batch)(struct ukp_session *s, void *arg);
-};
-
-/* What the agent said about one event. */
-struct ukp_event_info {
-	bool registered;
-	uint64_t addr;
-	char *where;          /* "sym+0xoff/0xsize [obj]" of the probed address */
-	char *func;           /* the function's name ("sym"), for return events */
+/* One probe of one image, as its PROBE message described it. */
+struct ukp_probe_info {
+	bool used;
+	uint32_t spec;
+	uint16_t flags;           /* UKP_PROBE_* */
+	int opt;                  /* UKPROBES_OPT_* or -1 */
+	uint64_t addr, func, base;
+	char *event;
+	char *where;              /* "sym+0xoff/0xsize [obj]" */
+	char *func_name;          /* "sym" */
+	char *object;             /* the object's path */
+	char *why;                /* why not optimized */
 	bool have_stat;
 	uint64_t hits, missed;
+};
+
+/* A PROBE message, for commands that show every one (probes). */
+struct ukp_probe_report {
+	const struct ukp_msg_probe *m;
+	const char *event, *where, *object, *why;
+};
+
+struct ukp_addrmap;
+
+/* One process image (proto.h). */
+struct ukp_image {
+	int32_t pid, ppid;
+	uint64_t id;
+	uint32_t origin;          /* enum ukp_origin */
+	char comm[17];
+	bool hello;               /* its HELLO came */
+	bool ended;
+	uint32_t end_reason;      /* enum ukp_end_reason */
+	bool setup_failed;
+	uint64_t lost;
+	struct ukp_probe_info *probes;   /* by probe id */
+	size_t nprobes;
+	struct ukp_addrmap *addrs;
+};
+
+/* What became of each SPEC, over every image. */
+struct ukp_spec_state {
+	int registered;           /* probes registered in any image */
+	bool pending;             /* waited for its object somewhere */
+	bool failed, reported;    /* a failure, and whether it was printed */
+	struct ukp_failure fail;  /* the first failure (strings owned here) */
+	const struct ukp_image *glob_image; /* the image whose glob counts are kept */
+	int glob_ok, glob_failed;
+};
+
+struct ukp_session_ops {
+	void (*event)(struct ukp_session *s, struct ukp_image *img, const struct ukp_probe_info *pi,
+		      const struct ukp_rec *rec, void *arg);
+	/* every PROBE message */
+	void (*probe)(struct ukp_session *s, struct ukp_image *img,
+		      const struct ukp_probe_report *r, void *arg);
+	/* after the messages of one read: a chance to flush */
+	void (*batch)(struct ukp_session *s, void *arg);
 };
 
 struct ukp_session {
@@ -77,18 +138,23 @@ struct ukp_session {
 	struct ukp_spec *specs;
 	int nspecs;
 	enum ukp_mode mode;
-	char **cmd;           /* the command and its arguments (NULL-terminated) */
+	bool follow;              /* -f */
+	bool no_optimize;         /* --no-optimize */
+	const char *load;         /* probes mode: an object for the agent to dlopen */
+	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
+	char **cmd;               /* the command and its arguments (NULL-terminated) */
 
 	/* filled by the session */
-	char *agent;          /* absolute path of the agent */
-	char *path;           /* the command's executable */
+	char *agent;              /* absolute path of the agent */
+	char *path;               /* the command's executable */
 	pid_t pid;
-	struct ukp_event_info *info;
-	bool hello, ended, setup_failed, protocol_error;
-	int probe_errors;     /* probes the agent could not register */
-	uint64_t lost;
+	struct ukp_spec_state *states;
+	struct ukp_image **images;
+	size_t nimages;
+	struct ukp_image *first;  /* the program ukprobe ran */
+	bool protocol_error;
+	int probe_errors;         /* SPECs reported as errors */
 	int wstatus;
-	struct ukp_addrmap *addrs;
 };
 
 /* Find the agent and the command, and check that the command can take a
@@ -97,19 +163,57 @@ int ukp_session_prepare(struct ukp_session *s);
 /* Run the command, dispatch messages until it ends, wait for it.
  * Returns ukprobe's exit code. */
 int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
-/* The text of an address the agent announced, or "0x..." */
-const char *ukp_session_addr(struct ukp_session *s, uint64_t addr, char *buf, size_t len);
+/* The text of an address an image announced, or "0x..." */
+const char *ukp_image_addr(const struct ukp_image *img, uint64_t addr, char *buf, size_t len);
 void ukp_session_free(struct ukp_session *s);
+
+/* launch.c: the agent, the command, the program that hosts an object
+ * (probes OBJ). Print why not and return NULL. */
+char *ukp_find_agent(void);
+char *ukp_find_command(const char *cmd);
+char *ukp_find_host(void);
+/* 0, or ukprobe's exit code after saying why path cannot be traced. */
+int ukp_check_executable(const char *path);
+/* Is the ELF file at path a program (rather than a shared library)? */
+bool ukp_is_program(const char *path);
+/* [child] exec the command with the agent. Does not return. */
+void ukp_launch(const struct ukp_session *s, int fd, const char *events);
+
+/* images.c: handle one message from img's packet; -1 on a protocol
+ * error. *img is the image of the packet (set by FROM). */
+int ukp_images_handle(struct ukp_session *s, struct ukp_image **img, const char *p,
+		      uint32_t type, uint32_t len, const struct ukp_session_ops *ops, void *arg);
+void ukp_images_free(struct ukp_session *s);
+
+/* options.c: the options every running command shares: -e SPEC, -o
+ * FILE, -f, --no-optimize, --json FILE (when json is not NULL), -h.
+ * Fills s and *output. Returns -1 to go on, or the exit code to return
+ * now (help printed, or a usage error). */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
-			      struct ukp_session *s, const char **output);
+			      struct ukp_session *s, const char **output, const char **json);
 
 /* ------------------------------------------------------ formatting */
 
 /* " name=value" of every argument of rec (kernel print formats: u and s
- * in decimal, x in hex, strings quoted, "(fault)" for unreadable). */
-void ukp_format_args(FILE *out, const struct ukp_spec *spec, const struct ukp_rec *rec);
+ * in decimal, x in hex, strings quoted, chars in quotes, symbols as
+ * sym+0xoff/0xsize, "(fault)" for unreadable). */
+void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
+		     const struct ukp_rec *rec);
+
+/* The number in an argument's slot as its type reads it: masked to its
+ * size, sign-extended for s types (the bits of a long). */
+unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char *slot);
 
 /* Opens -o FILE (or returns stdout for NULL). Prints why not. */
 FILE *ukp_open_output(const char *path);
+
+/* json.c: the Chrome trace-event format (--json). */
+struct ukp_json;
+struct ukp_json *ukp_json_open(const char *path);
+void ukp_json_event(struct ukp_json *j, struct ukp_session *s, struct ukp_image *img,
+		    const struct ukp_probe_info *pi, const struct ukp_rec *rec);
+/* Ends the file (entries whose return never came become instants).
+ * 0, or -1 when it could not be written. */
+int ukp_json_close(struct ukp_json *j, struct ukp_session *s);
 
 #endif /* UKPROBE_CLI_H */

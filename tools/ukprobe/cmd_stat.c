@@ -11,7 +11,7 @@
 
 static void usage(FILE *out)
 {
-	fputs("Usage: ukprobe stat -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
+	fputs("Usage: ukprobe stat -e SPEC [-e SPEC]... [OPTIONS] [--] CMD [ARGS]...\n"
 	      "\n"
 	      "Run CMD with probes that only count, and print hits and misses per\n"
 	      "event when it ends.\n"
@@ -19,31 +19,117 @@ static void usage(FILE *out)
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help); its fetch\n"
 	      "                     arguments are checked but not fetched\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
+	      "  -f, --follow       count in forked children and exec'd programs too\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "MISSED counts hits that ran no handler: inside another probe's handler\n"
 	      "on the same thread, or (return probes) with no free instance.\n"
-	      "See ukprobe(1).\n",
+	      "See ukprobe-stat(1).\n",
 	      out);
 }
 
-static void print_table(FILE *out, const struct ukp_session *s)
-{
-	int i;
+struct row {
+	uint32_t spec;
+	const char *group, *event;
+	bool counted;
+	uint64_t hits, missed;
+};
 
+struct table {
+	struct row *rows;
+	size_t n, cap;
+};
+
+static struct row *row_of(struct table *t, uint32_t spec, const char *group, const char *event)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->rows[i].spec == spec && !strcmp(t->rows[i].event, event))
+			return &t->rows[i];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 32;
+		struct row *r = realloc(t->rows, cap * sizeof(*r));
+
+		if (!r)
+			return NULL;
+		t->rows = r;
+		t->cap = cap;
+	}
+	t->rows[t->n] = (struct row){ spec, group, event, false, 0, 0 };
+	return &t->rows[t->n++];
+}
+
+static int row_cmp(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+
+	return (a->spec > b->spec) - (a->spec < b->spec);
+}
+
+/*
+ * One row per event, summed over every image (-f): SPECs in -e order, a
+ * glob's functions in the order they were registered; a SPEC that was
+ * never registered anywhere is shown as such.
+ */
+static int print_table(FILE *out, const struct ukp_session *s)
+{
+	struct table t = { NULL, 0, 0 };
+	size_t i, k;
+	int j;
+
+	for (i = 0; i < s->nimages; i++) {
+		const struct ukp_image *img = s->images[i];
+
+		for (k = 0; k < img->nprobes; k++) {
+			const struct ukp_probe_info *pi = &img->probes[k];
+			struct row *r;
+
+			if (!pi->used)
+				continue;
+			r = row_of(&t, pi->spec, s->specs[pi->spec].group, pi->event);
+			if (!r)
+				goto nomem;
+			if (pi->have_stat) {
+				r->counted = true;
+				r->hits += pi->hits;
+				r->missed += pi->missed;
+			}
+		}
+	}
+	for (j = 0; j < s->nspecs; j++)
+		if (!s->specs[j].is_glob && !s->states[j].registered &&
+		    !row_of(&t, (uint32_t)j, s->specs[j].group, s->specs[j].event))
+			goto nomem;
+	/* stable: a SPEC's rows keep their order */
+	for (i = 1; i < t.n; i++) {
+		struct row r = t.rows[i];
+
+		for (k = i; k > 0 && row_cmp(&t.rows[k - 1], &r) > 0; k--)
+			t.rows[k] = t.rows[k - 1];
+		t.rows[k] = r;
+	}
 	fprintf(out, "%-44s %15s %15s\n", "EVENT", "HITS", "MISSED");
-	for (i = 0; i < s->nspecs; i++) {
-		const struct ukp_spec *spec = &s->specs[i];
-		const struct ukp_event_info *info = &s->info[i];
+	for (i = 0; i < t.n; i++) {
+		const struct row *r = &t.rows[i];
 		char name[2 * UKP_SPEC_NAME_MAX + 2];
 
-		snprintf(name, sizeof(name), "%s/%s", spec->group, spec->event);
-		if (info->have_stat)
-			fprintf(out, "%-44s %15lu %15lu\n", name, (unsigned long)info->hits,
-				(unsigned long)info->missed);
+		snprintf(name, sizeof(name), "%s/%s", r->group, r->event);
+		if (r->counted)
+			fprintf(out, "%-44s %15lu %15lu\n", name, (unsigned long)r->hits,
+				(unsigned long)r->missed);
 		else
-			fprintf(out, "%-44s %15s %15s\n", name, "<not counted>", "-");
+			fprintf(out, "%-44s %15s %15s\n", name,
+				s->states[r->spec].registered ? "<not counted>" : "<not registered>",
+				"-");
 	}
+	free(t.rows);
+	return 0;
+nomem:
+	free(t.rows);
+	ukp_err("out of memory");
+	return -1;
 }
 
 int ukp_cmd_stat(int argc, char **argv)
@@ -53,7 +139,7 @@ int ukp_cmd_stat(int argc, char **argv)
 	FILE *out = NULL;
 	int code;
 
-	code = ukp_cli_parse_run_options(argc, argv, "stat", usage, &s, &output);
+	code = ukp_cli_parse_run_options(argc, argv, "stat", usage, &s, &output, NULL);
 	if (code >= 0)
 		return code;
 	code = ukp_session_prepare(&s);
@@ -61,8 +147,8 @@ int ukp_cmd_stat(int argc, char **argv)
 		out = ukp_open_output(output);
 		code = out ? ukp_session_run(&s, NULL, NULL) : UKP_EXIT_FAIL;
 		/* a table only when the probes were in place */
-		if (out && s.hello && !s.setup_failed)
-			print_table(out, &s);
+		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, &s))
+			code = code ? code : UKP_EXIT_FAIL;
 	}
 	if (out && out != stdout && fclose(out))
 		code = code ? code : UKP_EXIT_FAIL;

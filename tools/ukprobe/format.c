@@ -31,15 +31,41 @@ static void put_string(FILE *out, const unsigned char *s, size_t max)
 		fputs("...", out); /* longer than an event holds */
 }
 
-void ukp_format_args(FILE *out, const struct ukp_spec *spec, const struct ukp_rec *rec)
+unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char *slot)
 {
+	unsigned int bits = fa->size * 8;
+	unsigned long v;
+
+	memcpy(&v, slot, sizeof(v));
+	if (fa->bf_width)
+		return v; /* the agent extracted the field */
+	if (bits < 64)
+		v &= (1UL << bits) - 1;
+	if (fa->type == UKP_TY_S && bits < 64 && (v & (1UL << (bits - 1))))
+		v |= ~0UL << bits;
+	return v;
+}
+
+static void put_char(FILE *out, unsigned char c)
+{
+	if (c == '\'' || c == '\\')
+		fprintf(out, "'\\%c'", c);
+	else if (c < 0x20 || c >= 0x7f)
+		fprintf(out, "'\\x%02x'", c);
+	else
+		fprintf(out, "'%c'", c);
+}
+
+void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
+		     const struct ukp_rec *rec)
+{
+	char buf[32];
 	int i;
 
 	for (i = 0; i < spec->nargs; i++) {
 		const struct ukp_fetcharg *fa = &spec->args[i];
 		const unsigned char *slot = rec->data + fa->off;
 		unsigned long v;
-		unsigned int bits = fa->size * 8;
 
 		fprintf(out, " %s=", fa->name);
 		if (rec->faults & (1u << i)) {
@@ -50,16 +76,18 @@ void ukp_format_args(FILE *out, const struct ukp_spec *spec, const struct ukp_re
 			put_string(out, slot, UKP_SPEC_STR_SLOT);
 			continue;
 		}
-		memcpy(&v, slot, sizeof(v));
-		if (bits < 64)
-			v &= (1UL << bits) - 1;
+		v = ukp_arg_number(fa, slot);
 		switch (fa->type) {
+		case UKP_TY_CHAR:
+			put_char(out, (unsigned char)v);
+			break;
+		case UKP_TY_SYMBOL:
+			fputs(ukp_image_addr(img, v, buf, sizeof(buf)), out);
+			break;
 		case UKP_TY_U:
 			fprintf(out, "%lu", v);
 			break;
 		case UKP_TY_S:
-			if (bits < 64 && (v & (1UL << (bits - 1))))
-				v |= ~0UL << bits;
 			fprintf(out, "%ld", (long)v);
 			break;
 		default:

@@ -12,6 +12,7 @@
 static const struct ukp_command commands[] = {
 	{ "trace", "run a command and print every probe hit as it happens", ukp_cmd_trace },
 	{ "stat", "run a command and count probe hits and misses per event", ukp_cmd_stat },
+	{ "probes", "show what SPECs resolve to, or list an object's functions", ukp_cmd_probes },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -20,6 +21,7 @@ static void usage(FILE *out)
 	size_t i;
 
 	fputs("Usage: ukprobe COMMAND [OPTIONS] -e SPEC... [--] CMD [ARGS]...\n"
+	      "       ukprobe probes OBJ [GLOB]\n"
 	      "       ukprobe COMMAND --help\n"
 	      "\n"
 	      "Probe any function of a program and of its libraries with the kernel's\n"

@@ -3,22 +3,39 @@
  * proto.h - what ukprobe and its agent say to each other.
  *
  * ukprobe runs the command with LD_PRELOAD=<agent> and these variables:
- *   UKPROBE_FD      the agent's end of a SOCK_STREAM socketpair (a number)
- *   UKPROBE_EVENTS  the SPECs, one per line, in -e order (event id = line)
- *   UKPROBE_MODE    "trace" (send every hit) or "stat" (count only)
- * The agent removes them (and itself from LD_PRELOAD) from the
- * environment at start-up, so that programs the command runs are not
- * traced.
+ *   UKPROBE_FD      the agent's end of a SOCK_SEQPACKET socketpair
+ *   UKPROBE_EVENTS  the SPECs, one per line, in -e order (SPEC index = line)
+ *   UKPROBE_MODE    "trace" (send every hit), "stat" (count only) or
+ *                   "probes" (resolve every SPEC, report, and _exit(0)
+ *                   before main() runs)
+ *   UKPROBE_FOLLOW  "1": follow forks and execs (ukprobe -f)
+ *   UKPROBE_DLOPEN  (probes mode) an object to dlopen() before resolving
+ *   UKPROBE_NO_OPTIMIZE "1": kprobes_set_optimization(false) first
+ *   UKPROBE_FOLLOWED    set by the first image with -f: the images after
+ *                       it know they are followed ones
+ * Without UKPROBE_FOLLOW the agent removes them (and itself from
+ * LD_PRELOAD) from the environment at start-up, and a forked child stops
+ * tracing: only the first process is traced. With it they stay, so that
+ * children and exec'd programs are traced too.
  *
- * The agent then sends a stream of messages, each starting with struct
- * ukp_msg; len is the whole message's size, a multiple of 8:
- *   HELLO                 once, first
- *   PROBE                 one per event, in id order, after registration
- *   (if a PROBE failed: END with setup_failed set, and the program exits)
+ * Every process image the agent runs in (the first program, each forked
+ * child, each exec'd program, a process whose exec failed) is an "image":
+ * it says HELLO, describes its probes, sends events, and ends with END.
+ * Several images share the socket, so each packet (one send) starts with
+ * a FROM message naming its image, followed by whole messages of it.
+ * Each message starts with struct ukp_msg; len is the whole message's
+ * size, a multiple of 8:
+ *   FROM                  first in every packet
+ *   HELLO                 once, first message of an image
+ *   PROBE                 one per probe (and per SPEC that failed), after
+ *                         registration, before any event of the probe;
+ *                         more when an object is dlopen()ed later
+ *   (if a SPEC failed in the first image: END with setup_failed set, and
+ *   the program exits before main)
  *   SYM and EVENT         while the program runs; a SYM comes before the
  *                         first EVENT that needs its address
- *   STAT                  one per event, at exit
- *   END                   last (missing if the program died abruptly)
+ *   STAT                  one per probe, at exit or exec
+ *   END                   last (missing if the image died abruptly)
  * Integers are in host order: both ends run on the same machine.
  */
 #ifndef UKPROBE_PROTO_H
@@ -26,18 +43,23 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 1
+#define UKP_PROTO_VERSION 2
 
-#define UKP_ENV_FD     "UKPROBE_FD"
-#define UKP_ENV_EVENTS "UKPROBE_EVENTS"
-#define UKP_ENV_MODE   "UKPROBE_MODE"
+#define UKP_ENV_FD          "UKPROBE_FD"
+#define UKP_ENV_EVENTS      "UKPROBE_EVENTS"
+#define UKP_ENV_MODE        "UKPROBE_MODE"
+#define UKP_ENV_FOLLOW      "UKPROBE_FOLLOW"
+#define UKP_ENV_DLOPEN      "UKPROBE_DLOPEN"
+#define UKP_ENV_NO_OPTIMIZE "UKPROBE_NO_OPTIMIZE"
+#define UKP_ENV_FOLLOWED    "UKPROBE_FOLLOWED" /* set by the agent: images after the first */
 
 /* Exit status of a program whose probes could not be registered (the
  * agent ends it before main runs). */
 #define UKP_EXIT_SETUP 127
 
 enum ukp_msg_type {
-	UKPM_HELLO = 1,
+	UKPM_FROM = 1,
+	UKPM_HELLO,
 	UKPM_PROBE,
 	UKPM_SYM,
 	UKPM_EVENT,
@@ -53,33 +75,71 @@ struct ukp_msg {
 enum ukp_mode {
 	UKP_MODE_TRACE = 0,
 	UKP_MODE_STAT = 1,
+	UKP_MODE_PROBES = 2,
+};
+
+/* The image that sent the packet: a process id, and a number unique
+ * among the images of that process. */
+struct ukp_msg_from {
+	struct ukp_msg h;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t image;
+};
+
+/* How an image began. */
+enum ukp_origin {
+	UKP_ORIGIN_START = 0,   /* the program ukprobe ran */
+	UKP_ORIGIN_FORK,        /* a forked child (-f) */
+	UKP_ORIGIN_EXEC,        /* a program exec'd by a traced one (-f) */
+	UKP_ORIGIN_EXEC_FAILED, /* the same process after a failed exec */
 };
 
 struct ukp_msg_hello {
 	struct ukp_msg h;
 	int32_t pid;
+	int32_t ppid;
 	uint32_t version;
-	uint32_t nevents;
+	uint32_t nspecs;
 	uint32_t mode;
+	uint32_t origin;        /* enum ukp_origin */
+	char comm[16];
 };
 
-/* What a failed registration could not find. */
+/* What a failed SPEC (or glob match) could not find or do. */
 enum ukp_probe_what {
-	UKP_WHAT_NONE = 0,
-	UKP_WHAT_OBJECT,   /* no loaded object of that name */
-	UKP_WHAT_SYMBOL,   /* the object(s) have no such function */
+	UKP_WHAT_NONE = 0,      /* registration failed: see err and why */
+	UKP_WHAT_OBJECT,        /* no loaded object of that name, and no such file */
+	UKP_WHAT_SYMBOL,        /* the object(s) have no such function */
+	UKP_WHAT_NOMATCH,       /* a glob matched no function */
+	UKP_WHAT_DATASYM,       /* fetch argument argi: no such data symbol */
+	UKP_WHAT_ADDR,          /* OBJ:0xADDR outside the object's code */
 };
 
-/* Followed by text: "sym+0xoff/0xsize [object]" of addr, NUL-terminated
- * (empty when err). */
+/* ukp_msg_probe.flags */
+#define UKP_PROBE_ENTRY   0x1 /* on a function's entry (offset 0, or after endbr64) */
+#define UKP_PROBE_GLOB    0x2 /* one match of a glob SPEC */
+#define UKP_PROBE_PENDING 0x4 /* its object is not loaded yet: registered when it is */
+#define UKP_PROBE_AGAIN   0x8 /* registered again: its object was unloaded and loaded */
+
+/*
+ * One probe, or one SPEC (or glob match) that failed (err != 0). Followed
+ * by four NUL-terminated texts: the event name, "sym+0xoff/0xsize
+ * [object]" of addr (empty when unknown), the object's path, and why it
+ * failed or why it is not optimized (may be empty).
+ */
 struct ukp_msg_probe {
 	struct ukp_msg h;
-	uint32_t id;
-	int32_t err;       /* 0 or the negative errno of registration */
-	uint32_t what;     /* enum ukp_probe_what, for -ENOENT */
-	uint32_t pad;
-	uint64_t addr;     /* the probed address */
-	uint64_t func;     /* start of the function that contains it */
+	uint32_t id;            /* probe id (struct ukp_rec.id); ~0 when err */
+	uint32_t spec;          /* index of its SPEC */
+	int32_t err;            /* 0 or the negative errno of registration */
+	uint16_t what;          /* enum ukp_probe_what, when err */
+	uint16_t flags;         /* UKP_PROBE_* */
+	int32_t opt;            /* UKPROBES_OPT_* (0 none, 1 jump, 2 ftrace); -1 unknown */
+	uint32_t argi;          /* UKP_WHAT_DATASYM: the fetch argument */
+	uint64_t addr;          /* the probed address (pending: the ELF address) */
+	uint64_t func;          /* start of the function that contains it */
+	uint64_t base;          /* load base of its object (0: not loaded) */
 	char text[];
 };
 
@@ -106,8 +166,7 @@ struct ukp_rec {
 	uint64_t caller;           /* return probes: where the function returned to */
 	int32_t tid;
 	int32_t cpu;
-	uint16_t id;               /* event: index of its SPEC */
-	uint16_t pad;
+	uint32_t id;               /* the probe (ukp_msg_probe.id) */
 	uint32_t faults;           /* bit i: argument i could not be read */
 	char comm[16];             /* the thread's name */
 	/* Argument values at their struct ukp_fetcharg offsets: numbers as
@@ -118,19 +177,26 @@ struct ukp_rec {
 
 struct ukp_msg_stat {
 	struct ukp_msg h;
-	uint32_t id;
+	uint32_t id;               /* the probe */
 	uint32_t pad;
 	uint64_t hits;             /* handler runs that counted */
 	uint64_t missed;           /* the probe's nmissed (reentrant hits, no instance, faults) */
 };
 
+enum ukp_end_reason {
+	UKP_END_EXIT = 0,          /* exit(), or return from main */
+	UKP_END_EXEC,              /* about to exec another program */
+	UKP_END_PROBES,            /* probes mode: everything was reported */
+};
+
 struct ukp_msg_end {
 	struct ukp_msg h;
 	uint64_t lost;             /* events dropped: ring full, or no ring for the thread */
-	uint32_t setup_failed;     /* a probe could not be registered; the program did not run */
-	uint32_t pad;
+	uint32_t setup_failed;     /* a SPEC could not be registered; the program did not run */
+	uint32_t reason;           /* enum ukp_end_reason */
 };
 
 #define UKP_MSG_MAX 4096           /* no message is longer */
+#define UKP_PACKET_MAX (64 * 1024) /* no packet is longer */
 
 #endif /* UKPROBE_PROTO_H */

@@ -3,6 +3,7 @@
  * report.c - ukprobe's error messages, and the check of every -e SPEC
  * before anything runs.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "cli.h"
 
 #define PREFIX "ukprobe: error: "
+#define WPREFIX "ukprobe: warning: "
 
 void ukp_err(const char *fmt, ...)
 {
@@ -36,25 +38,114 @@ void ukp_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void ukp_spec_err(const char *spec, int col, const char *fmt, ...)
+static void spec_report(const char *prefix, const char *spec, int col, const char *fmt,
+			va_list ap)
 {
-	va_list ap;
 	const char *c;
 	int i;
 
 	fflush(stdout);
-	fputs(PREFIX, stderr);
+	fputs(prefix, stderr);
 	/* tabs would move the caret: show them as spaces */
 	for (c = spec; *c; c++)
 		fputc(*c == '\t' ? ' ' : *c, stderr);
 	fputs(": ", stderr);
-	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
 	fputc('\n', stderr);
-	for (i = 0; i < (int)strlen(PREFIX) + col; i++)
+	for (i = 0; i < (int)strlen(prefix) + col; i++)
 		fputc(' ', stderr);
 	fputs("^\n", stderr);
+}
+
+void ukp_spec_err(const char *spec, int col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	spec_report(PREFIX, spec, col, fmt, ap);
+	va_end(ap);
+}
+
+void ukp_spec_warn(const char *spec, int col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	spec_report(WPREFIX, spec, col, fmt, ap);
+	va_end(ap);
+}
+
+static const char *where_searched(const struct ukp_spec *spec)
+{
+	return spec->object ? spec->object : "the program or its libraries";
+}
+
+int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f, char *buf,
+			size_t len)
+{
+	int off_or_sym = spec->offset ? spec->off_col : spec->sym_col;
+	char why[200] = "";
+
+	if (f->why && f->why[0])
+		snprintf(why, sizeof(why), " (%s)", f->why);
+	switch (f->what) {
+	case UKP_WHAT_OBJECT:
+		if (f->why && f->why[0])
+			snprintf(buf, len, "cannot load %s: %s", spec->object, f->why);
+		else
+			snprintf(buf, len, "object %s is neither loaded in the program nor found "
+				 "on disk", spec->object);
+		return spec->point_col;
+	case UKP_WHAT_SYMBOL:
+		snprintf(buf, len, "symbol %s not found in %s", spec->symbol, where_searched(spec));
+		return spec->sym_col;
+	case UKP_WHAT_NOMATCH:
+		snprintf(buf, len, "no function matches %s in %s", spec->symbol,
+			 where_searched(spec));
+		return spec->sym_col;
+	case UKP_WHAT_DATASYM:
+		snprintf(buf, len, "data symbol %s not found in %s", spec->args[f->argi].symbol,
+			 where_searched(spec));
+		return spec->args[f->argi].col;
+	case UKP_WHAT_ADDR:
+		snprintf(buf, len, "0x%lx is not in the code of %s", (unsigned long)spec->addr,
+			 spec->object ? spec->object : "any loaded object");
+		return spec->sym_col;
+	default:
+		break;
+	}
+	switch (-f->err) {
+	case ENOENT:
+		if (spec->is_addr)
+			snprintf(buf, len, "no function of a loaded object contains 0x%lx",
+				 (unsigned long)f->addr);
+		else
+			snprintf(buf, len, "symbol %s not found in %s", spec->symbol,
+				 where_searched(spec));
+		return spec->sym_col;
+	case EILSEQ:
+		snprintf(buf, len, "probe point is not an instruction boundary%s", why);
+		return off_or_sym;
+	case EINVAL:
+		if (spec->is_return)
+			snprintf(buf, len, "cannot put a return probe here (blacklisted, or not a "
+				 "function entry)%s", why);
+		else
+			snprintf(buf, len, "cannot probe this address (blacklisted, or not code)%s",
+				 why);
+		return spec->is_return ? spec->sym_col : off_or_sym;
+	case EOPNOTSUPP:
+		if (spec->is_return)
+			snprintf(buf, len, "return probes are not possible here (the instruction, "
+				 "or a shadow stack)%s", why);
+		else
+			snprintf(buf, len, "the instruction at the probe point cannot be probed%s",
+				 why);
+		return spec->is_return ? spec->sym_col : off_or_sym;
+	default:
+		snprintf(buf, len, "cannot register the probe: %s%s", strerror(-f->err), why);
+		return spec->point_col;
+	}
 }
 
 int ukp_cli_parse_specs(char **texts, int n, struct ukp_spec **out)
@@ -83,9 +174,10 @@ int ukp_cli_parse_specs(char **texts, int n, struct ukp_spec **out)
 			ukp_cli_free_specs(specs, i);
 			return -1;
 		}
-		/* an event name is unique in its group, as in tracefs */
-		for (j = 0; j < i; j++) {
-			if (!strcmp(specs[i].group, specs[j].group) &&
+		/* an event name is unique in its group, as in tracefs (a
+		 * glob's names are made unique as they are given) */
+		for (j = 0; j < i && !specs[i].is_glob; j++) {
+			if (!specs[j].is_glob && !strcmp(specs[i].group, specs[j].group) &&
 			    !strcmp(specs[i].event, specs[j].event)) {
 				ukp_spec_err(texts[i], specs[i].event_col,
 					     "event %s/%s is already defined (by -e '%s')",

@@ -4,12 +4,18 @@
  * kprobe_events syntax (Documentation/trace/kprobetrace.rst) with loaded
  * objects in place of modules.
  *
- *   p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS] [FETCHARGS]
- *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0] [FETCHARGS]
+ *   p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR [FETCHARGS]
+ *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0]|[OBJ:]0xADDR [FETCHARGS]
+ *
+ * SYM may be a glob (fnmatch: *, ?, [...]): one probe per matching
+ * function. 0xADDR is an absolute address without OBJ, and an address of
+ * the object's ELF file (its virtual addresses, as nm and objdump show
+ * them) with OBJ.
  *
  * FETCHARGS: [NAME=]FETCHARG[:TYPE], FETCHARG one of %REG, $argN, $retval,
- * $stack, $stackN, $comm, @ADDR, +|-[u]OFFS(FETCHARG); TYPE one of
- * u8..u64, s8..s64, x8..x64, string (ustring is the same here).
+ * $stack, $stackN, $comm, @ADDR, @SYM[+|-OFFS], +|-[u]OFFS(FETCHARG); TYPE
+ * one of u8..u64, s8..s64, x8..x64, char, string (ustring is the same
+ * here), symbol, b<bit-width>@<bit-offset>/<container-size>.
  *
  * Shared by the CLI (which validates every SPEC before running anything)
  * and by the agent (which parses the same text again to build its fetch
@@ -43,6 +49,8 @@ enum ukp_fa_base {
 	UKP_FA_RETVAL,  /* $retval */
 	UKP_FA_COMM,    /* $comm */
 	UKP_FA_IMM,     /* @ADDR: param = ADDR, followed by a dereference */
+	UKP_FA_SYM,     /* @SYM[+|-OFFS]: symbol and symoff; param = the address
+			 * once resolved (by the agent), then as UKP_FA_IMM */
 };
 
 enum ukp_fa_type {
@@ -50,6 +58,8 @@ enum ukp_fa_type {
 	UKP_TY_S,       /* signed, decimal */
 	UKP_TY_X,       /* unsigned, hexadecimal */
 	UKP_TY_STRING,  /* NUL-terminated string */
+	UKP_TY_CHAR,    /* one byte, printed as a character */
+	UKP_TY_SYMBOL,  /* an address, printed as sym+0xoff/0xsize */
 };
 
 struct ukp_fetcharg {
@@ -67,6 +77,11 @@ struct ukp_fetcharg {
 	enum ukp_fa_type type;
 	unsigned int size;             /* 1, 2, 4, 8; UKP_SPEC_STR_SLOT for strings */
 	unsigned int off;              /* where the value goes in an event's payload */
+	/* bitfield (type u, size = the container): bits [bf_offset,
+	 * bf_offset + bf_width) of the container; bf_width 0 otherwise */
+	unsigned int bf_width, bf_offset;
+	char *symbol;                  /* UKP_FA_SYM */
+	long symoff;
 };
 
 struct ukp_spec {
@@ -76,8 +91,12 @@ struct ukp_spec {
 	char group[UKP_SPEC_NAME_MAX + 1];
 	char event[UKP_SPEC_NAME_MAX + 1];
 	char *object;                  /* NULL: search every loaded object */
-	char *symbol;
+	char *symbol;                  /* NULL for an address */
 	unsigned long offset;
+	bool is_addr;                  /* [OBJ:]0xADDR */
+	unsigned long addr;
+	bool is_glob;                  /* symbol is a pattern */
+	bool event_given;              /* EVENT was written (else a default) */
 	int event_col;                 /* columns, for error reports */
 	int point_col;                 /* start of [OBJ:]SYM[+OFFS] */
 	int sym_col;
@@ -104,15 +123,22 @@ int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_erro
 void ukp_spec_free(struct ukp_spec *spec);
 
 /* "probe" or "object:probe" as libukprobes' symbol_name takes it;
- * malloc'ed. */
+ * malloc'ed. For symbols (not addresses) only. */
 char *ukp_spec_symbol_name(const struct ukp_spec *spec);
+
+/* The event name a glob match gets when the SPEC names no event:
+ * perf probe's, the function's name (SYM_OFFS with an offset,
+ * SYM__return for a return probe), made a C identifier of at most
+ * UKP_SPEC_NAME_MAX characters. */
+void ukp_spec_match_event(const struct ukp_spec *spec, const char *func, char *buf,
+			  size_t len);
 
 /* Name and word index (in struct pt_regs) of x86-64 register names, as
  * the kernel's regs_query_register_offset() accepts them plus the r*
  * spellings. Returns -1 for an unknown name. */
 int ukp_spec_reg_index(const char *name, size_t len);
 
-/* The type name as written in a SPEC ("u32", "x64", "string"). */
+/* The type name as written in a SPEC ("u32", "x64", "string", "b3@4/8"). */
 const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len);
 
 #endif /* UKPROBE_SPEC_H */

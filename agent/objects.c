@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * objects.c - what the agent needs to know about ELF objects beyond
+ * libukprobes' function symbols (src/symbols.c): loaded objects by name
+ * with their load base (OBJ:0xADDR), data symbols (@SYM, and the symbol
+ * type's values), and objects that are not loaded yet (a SPEC on a
+ * library the program will dlopen(): its file is found and checked
+ * before the program runs).
+ *
+ * ELF files are read with libelf and kept in a small cache (symbols by
+ * name and by address). Context: [init] and [reader], never [hit]; the
+ * cache has its own lock.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* ------------------------------------------------------- ELF files */
+
+struct esym {
+	const char *name;         /* into the file's string copy */
+	size_t keylen;            /* up to a version suffix ("@@GLIBC_2.2.5") */
+	uint64_t value, size;
+	unsigned char type, bind;
+	bool code;                /* in an executable section */
+};
+
+struct seg {
+	uint64_t vaddr, memsz;
+	bool exec;
+};
+
+struct efile {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	struct esym *syms;        /* by address */
+	size_t nsyms;
+	char *strings;
+	struct seg segs[16];
+	size_t nsegs;
+	struct efile *next;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct efile *cache;
+
+static int esym_addr_cmp(const void *pa, const void *pb)
+{
+	const struct esym *a = pa, *b = pb;
+
+	return (a->value > b->value) - (a->value < b->value);
+}
+
+static bool wanted(const GElf_Sym *s)
+{
+	unsigned char t = GELF_ST_TYPE(s->st_info);
+
+	return s->st_name && s->st_shndx != SHN_UNDEF && s->st_shndx < SHN_LORESERVE &&
+	       (t == STT_OBJECT || t == STT_FUNC || t == STT_GNU_IFUNC || t == STT_NOTYPE ||
+		t == STT_COMMON);
+}
+
+/* Read the symbols (.symtab, else .dynsym) and PT_LOAD segments. */
+static int efile_read(struct efile *f, int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL, *symscn = NULL;
+	GElf_Shdr sh, symsh;
+	size_t phnum, i, n, strsize = 0, k;
+	Elf_Data *data, *strdata;
+	int ret = -ENOENT;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto out;
+	if (elf_getphdrnum(elf, &phnum) == 0) {
+		for (i = 0; i < phnum && f->nsegs < 16; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+				f->segs[f->nsegs++] = (struct seg){ ph.p_vaddr, ph.p_memsz,
+								    !!(ph.p_flags & PF_X) };
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !symscn)) {
+			symscn = scn;
+			symsh = sh;
+		}
+	}
+	ret = 0;
+	if (!symscn)
+		goto out;
+	data = elf_getdata(symscn, NULL);
+	strdata = elf_getdata(elf_getscn(elf, symsh.sh_link), NULL);
+	if (!data || !strdata || !symsh.sh_entsize)
+		goto out;
+	n = symsh.sh_size / symsh.sh_entsize;
+	f->strings = malloc(strdata->d_size + 1);
+	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
+	if (!f->strings || !f->syms) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(f->strings, strdata->d_buf, strdata->d_size);
+	strsize = strdata->d_size;
+	f->strings[strsize] = '\0';
+	for (i = 0, k = 0; i < n; i++) {
+		GElf_Sym s;
+		GElf_Shdr ssh;
+		struct esym *e;
+		const char *at;
+
+		if (!gelf_getsym(data, (int)i, &s) || !wanted(&s) || s.st_name >= strsize)
+			continue;
+		e = &f->syms[k++];
+		e->name = f->strings + s.st_name;
+		at = strchr(e->name, '@');
+		e->keylen = at ? (size_t)(at - e->name) : strlen(e->name);
+		e->value = s.st_value;
+		e->size = s.st_size;
+		e->type = GELF_ST_TYPE(s.st_info);
+		e->bind = GELF_ST_BIND(s.st_info);
+		e->code = s.st_shndx < SHN_LORESERVE &&
+			  gelf_getshdr(elf_getscn(elf, s.st_shndx), &ssh) &&
+			  (ssh.sh_flags & SHF_EXECINSTR);
+	}
+	f->nsyms = k;
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), esym_addr_cmp);
+out:
+	if (elf)
+		elf_end(elf);
+	return ret;
+}
+
+/* [cache_lock held] The cached file at path (re-read when it changed). */
+static struct efile *efile_get(const char *path)
+{
+	struct efile *f, **pp;
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return NULL;
+	}
+	for (pp = &cache; (f = *pp) != NULL; pp = &f->next) {
+		if (!strcmp(f->path, path)) {
+			if (f->dev == st.st_dev && f->ino == st.st_ino) {
+				close(fd);
+				return f;
+			}
+			*pp = f->next; /* replaced: read it again */
+			free(f->path);
+			free(f->syms);
+			free(f->strings);
+			free(f);
+			break;
+		}
+	}
+	elf_version(EV_CURRENT);
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(path)) || efile_read(f, fd)) {
+		if (f) {
+			free(f->path);
+			free(f->syms);
+			free(f->strings);
+		}
+		free(f);
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->next = cache;
+	cache = f;
+	return f;
+}
+
+static bool is_function(const struct esym *e)
+{
+	return e->code && (e->type == STT_FUNC || e->type == STT_GNU_IFUNC || e->type == STT_NOTYPE);
+}
+
+static bool name_is(const struct esym *e, const char *name)
+{
+	return strlen(name) == e->keylen && !memcmp(e->name, name, e->keylen);
+}
+
+/* A symbol named name (pass 0: global or weak; 1: local). */
+static const struct esym *efile_find(const struct efile *f, const char *name, int pass,
+				     bool functions)
+{
+	size_t i;
+
+	for (i = 0; i < f->nsyms; i++) {
+		const struct esym *e = &f->syms[i];
+
+		if ((e->bind == STB_LOCAL) != (pass == 1) || !name_is(e, name))
+			continue;
+		if (functions && !is_function(e))
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------- loaded objects */
+
+struct loaded {
+	struct ukpa_obj obj;
+	struct seg segs[16];
+	size_t nsegs;
+};
+
+struct walk {
+	struct loaded *list;
+	size_t n, cap;
+};
+
+static bool is_vdso(const struct dl_phdr_info *info)
+{
+	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+
+	return ehdr && (uintptr_t)info->dlpi_phdr == ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
+}
+
+static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct walk *w = arg;
+	struct loaded *l;
+	size_t i;
+
+	(void)size;
+	if (is_vdso(info))
+		return 0;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		struct loaded *nl = realloc(w->list, cap * sizeof(*nl));
+
+		if (!nl)
+			return 1;
+		w->list = nl;
+		w->cap = cap;
+	}
+	l = &w->list[w->n];
+	memset(l, 0, sizeof(*l));
+	l->obj.is_main = w->n == 0;
+	l->obj.base = info->dlpi_addr;
+	if (l->obj.is_main && (!info->dlpi_name || !info->dlpi_name[0])) {
+		ssize_t len = readlink("/proc/self/exe", l->obj.path, sizeof(l->obj.path) - 1);
+
+		if (len <= 0)
+			return 0;
+		l->obj.path[len] = '\0';
+	} else if (info->dlpi_name && info->dlpi_name[0]) {
+		snprintf(l->obj.path, sizeof(l->obj.path), "%s", info->dlpi_name);
+	} else {
+		return 0;
+	}
+	for (i = 0; i < info->dlpi_phnum && l->nsegs < 16; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD)
+			l->segs[l->nsegs++] = (struct seg){ ph->p_vaddr, ph->p_memsz,
+							   !!(ph->p_flags & PF_X) };
+	}
+	w->n++;
+	return 0;
+}
+
+/* Every loaded object with a file, in load order (main program first).
+ * Free w->list. */
+static void walk_objects(struct walk *w)
+{
+	memset(w, 0, sizeof(*w));
+	dl_iterate_phdr(walk_cb, w);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static bool obj_matches(const struct ukpa_obj *o, const char *name)
+{
+	char real[PATH_MAX];
+
+	if (!strcmp(base_name(o->path), name) || !strcmp(o->path, name))
+		return true;
+	return realpath(o->path, real) && (!strcmp(real, name) || !strcmp(base_name(real), name));
+}
+
+static struct loaded *find_loaded(struct walk *w, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (obj_matches(&w->list[i].obj, name))
+			return &w->list[i];
+	return NULL;
+}
+
+int ukpa_obj_find(const char *name, struct ukpa_obj *out)
+{
+	struct walk w;
+	struct loaded *l;
+
+	walk_objects(&w);
+	l = find_loaded(&w, name);
+	if (l)
+		*out = l->obj;
+	free(w.list);
+	return l ? 0 : -ENOENT;
+}
+
+bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr)
+{
+	struct walk w;
+	bool ok = false;
+	size_t i, j;
+
+	walk_objects(&w);
+	for (i = 0; i < w.n && !ok; i++) {
+		const struct loaded *l = &w.list[i];
+
+		if (l->obj.base != obj->base || strcmp(l->obj.path, obj->path))
+			continue;
+		for (j = 0; j < l->nsegs; j++)
+			if (l->segs[j].exec && vaddr >= l->segs[j].vaddr &&
+			    vaddr - l->segs[j].vaddr < l->segs[j].memsz)
+				ok = true;
+	}
+	free(w.list);
+	return ok;
+}
+
+bool ukpa_addr_is_code(uintptr_t addr)
+{
+	struct walk w;
+	bool ok = false;
+	size_t i, j;
+
+	walk_objects(&w);
+	for (i = 0; i < w.n && !ok; i++)
+		for (j = 0; j < w.list[i].nsegs; j++)
+			if (w.list[i].segs[j].exec &&
+			    addr - w.list[i].obj.base - w.list[i].segs[j].vaddr <
+				    w.list[i].segs[j].memsz)
+				ok = true;
+	free(w.list);
+	return ok;
+}
+
+/* ------------------------------------------------ objects not loaded */
+
+static char *try_dir(const char *dir, size_t dlen, const char *name)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)dlen, dir, name) >= (int)sizeof(buf))
+		return NULL;
+	if (stat(buf, &st) || !S_ISREG(st.st_mode) || access(buf, R_OK))
+		return NULL;
+	return realpath(buf, NULL);
+}
+
+char *ukpa_obj_file(const char *name)
+{
+	static const char *const system_dirs[] = {
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+		"/lib", "/usr/lib", "/usr/local/lib",
+	};
+	Dl_serinfo size, *info = NULL;
+	void *self;
+	struct walk w;
+	char *found = NULL;
+	size_t i;
+
+	if (strchr(name, '/')) {
+		struct stat st;
+
+		return !stat(name, &st) && S_ISREG(st.st_mode) ? realpath(name, NULL) : NULL;
+	}
+	/* What dlopen() of the main program would search: LD_LIBRARY_PATH,
+	 * its RUNPATH/RPATH, the loader's system directories. */
+	self = dlopen(NULL, RTLD_LAZY);
+	if (self && dlinfo(self, RTLD_DI_SERINFOSIZE, &size) == 0) {
+		info = malloc(size.dls_size);
+		if (info) {
+			info->dls_size = size.dls_size;
+			info->dls_cnt = size.dls_cnt;
+			if (dlinfo(self, RTLD_DI_SERINFO, info) == 0)
+				for (i = 0; i < info->dls_cnt && !found; i++)
+					found = try_dir(info->dls_serpath[i].dls_name,
+							strlen(info->dls_serpath[i].dls_name), name);
+			free(info);
+		}
+	}
+	if (self)
+		dlclose(self);
+	/* Next to the objects already loaded, then the usual places (what
+	 * ld.so.cache lists). */
+	if (!found) {
+		walk_objects(&w);
+		for (i = 0; i < w.n && !found; i++) {
+			const char *slash = strrchr(w.list[i].obj.path, '/');
+
+			if (slash)
+				found = try_dir(w.list[i].obj.path,
+						(size_t)(slash - w.list[i].obj.path), name);
+		}
+		free(w.list);
+	}
+	for (i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]) && !found; i++)
+		found = try_dir(system_dirs[i], strlen(system_dirs[i]), name);
+	return found;
+}
+
+bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t *what,
+			 uint64_t *addr)
+{
+	const struct efile *f;
+	bool ok = false;
+	size_t i;
+
+	*addr = 0;
+	pthread_mutex_lock(&cache_lock);
+	f = efile_get(path);
+	if (!f) {
+		*what = UKP_WHAT_OBJECT;
+	} else if (spec->is_addr) {
+		for (i = 0; i < f->nsegs; i++)
+			if (f->segs[i].exec && spec->addr >= f->segs[i].vaddr &&
+			    spec->addr - f->segs[i].vaddr < f->segs[i].memsz)
+				ok = true;
+		*what = UKP_WHAT_ADDR;
+		*addr = spec->addr;
+	} else if (spec->is_glob) {
+		for (i = 0; i < f->nsyms && !ok; i++) {
+			char name[512];
+
+			if (!is_function(&f->syms[i]) || f->syms[i].keylen >= sizeof(name))
+				continue;
+			memcpy(name, f->syms[i].name, f->syms[i].keylen);
+			name[f->syms[i].keylen] = '\0';
+			ok = !fnmatch(spec->symbol, name, 0);
+		}
+		*what = UKP_WHAT_NOMATCH;
+	} else {
+		const struct esym *e = efile_find(f, spec->symbol, 0, true);
+
+		if (!e)
+			e = efile_find(f, spec->symbol, 1, true);
+		ok = e != NULL;
+		if (e)
+			*addr = e->value + spec->offset;
+		*what = UKP_WHAT_SYMBOL;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return ok;
+}
+
+/* ------------------------------------------------------ data symbols */
+
+int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
+{
+	struct walk w;
+	int pass, ret = -ENOENT;
+	size_t i;
+
+	walk_objects(&w);
+	pthread_mutex_lock(&cache_lock);
+	for (pass = 0; pass < 4 && ret; pass++) {
+		/* passes 0, 1: object's globals, locals; 2, 3: everyone's */
+		if (pass < 2 && !object)
+			continue;
+		for (i = 0; i < w.n && ret; i++) {
+			const struct efile *f;
+			const struct esym *e;
+
+			if (pass < 2 && !obj_matches(&w.list[i].obj, object))
+				continue;
+			f = efile_get(w.list[i].obj.is_main ? "/proc/self/exe" : w.list[i].obj.path);
+			e = f ? efile_find(f, name, pass & 1, false) : NULL;
+			if (e) {
+				*addr = w.list[i].obj.base + e->value;
+				ret = 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(&cache_lock);
+	free(w.list);
+	return ret;
+}
+
+bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len)
+{
+	struct walk w;
+	bool done = false;
+	size_t i, j;
+
+	walk_objects(&w);
+	pthread_mutex_lock(&cache_lock);
+	for (i = 0; i < w.n && !done; i++) {
+		const struct loaded *l = &w.list[i];
+		uint64_t off = addr - l->obj.base;
+		const struct efile *f;
+		size_t lo, hi;
+
+		for (j = 0; j < l->nsegs; j++)
+			if (off >= l->segs[j].vaddr && off - l->segs[j].vaddr < l->segs[j].memsz)
+				break;
+		if (j == l->nsegs)
+			continue;
+		f = efile_get(l->obj.is_main ? "/proc/self/exe" : l->obj.path);
+		if (!f)
+			break;
+		/* the last symbol at or below off, then back over a few */
+		for (lo = 0, hi = f->nsyms; lo < hi;) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (f->syms[mid].value <= off)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (j = lo; j > 0 && lo - j < 16 && !done; j--) {
+			const struct esym *e = &f->syms[j - 1];
+
+			if (e->size && off - e->value < e->size) {
+				if (l->obj.is_main)
+					snprintf(buf, len, "%.*s+0x%lx/0x%lx", (int)e->keylen, e->name,
+						 (unsigned long)(off - e->value),
+						 (unsigned long)e->size);
+				else
+					snprintf(buf, len, "%.*s+0x%lx/0x%lx [%s]", (int)e->keylen,
+						 e->name, (unsigned long)(off - e->value),
+						 (unsigned long)e->size, base_name(l->obj.path));
+				done = true;
+			}
+		}
+		break;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	free(w.list);
+	return done;
+}
+
+void ukpa_objects_lock(void)
+{
+	pthread_mutex_lock(&cache_lock);
+}
+
+void ukpa_objects_unlock(void)
+{
+	pthread_mutex_unlock(&cache_lock);
+}
+
+void ukpa_objects_after_fork(void)
+{
+	/* only this thread exists: the lock may have been held by another */
+	pthread_mutex_init(&cache_lock, NULL);
+}

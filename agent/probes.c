@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probes.c - from SPECs to registered probes (their handlers are
+ * handlers.c's, their names names.c's).
+ *
+ * A SPEC becomes one probe, or (a glob) one probe per matching function,
+ * named after it as perf probe names them. A SPEC whose object is not
+ * loaded yet waits ("pending") and is registered when the program loads
+ * the object (interpose.c calls ukpa_probes_refresh() after dlopen(),
+ * and the reader thread polls the loader's counters for the objects libc
+ * loads by itself); when the object is unloaded and loaded again, its
+ * probes are registered again.
+ *
+ * Every probe is announced to ukprobe (a PROBE message) before its hits
+ * are recorded: its live flag is set after the message went out.
+ *
+ * Context: [init] (and the reader thread, for ukpa_probes_refresh()),
+ * under probes_lock.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "internal.h"
+#include "symbols.h"
+
+static struct ukpa_spec *specs;
+static int nspecs;
+static pthread_mutex_t probes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ukpa_probe *probes_head, **probes_tail = &probes_head;
+static uint32_t nprobes;
+
+/* id -> probe for the reader: chunks published with a release store */
+#define CHUNK 1024
+#define NCHUNKS 4096
+static struct ukpa_probe **_Atomic chunks[NCHUNKS];
+
+/* --------------------------------------------------------- [reader] */
+
+const struct ukpa_probe *ukpa_probe_by_id(uint32_t id)
+{
+	struct ukpa_probe **chunk;
+
+	if (id / CHUNK >= NCHUNKS)
+		return NULL;
+	chunk = atomic_load_explicit(&chunks[id / CHUNK], memory_order_acquire);
+	return chunk ? chunk[id % CHUNK] : NULL;
+}
+
+/* ----------------------------------------------------- event names */
+
+static int names_add_specs(void);
+
+/* The names in use again, without those of probes that are gone (an
+ * object loaded again gets its probes back under the same names). */
+static void names_rebuild(void)
+{
+	char key[2 * UKP_SPEC_NAME_MAX + 2];
+	struct ukpa_probe *pr;
+
+	ukpa_names_clear();
+	names_add_specs();
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (!(pr->flags & UKP_PROBE_GLOB) || !atomic_load(&pr->live))
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", pr->spec->spec.group, pr->event);
+		ukpa_name_add(key);
+	}
+}
+
+/* --------------------------------------------------------- messages */
+
+/* A PROBE message. texts: event, where, object path, why. */
+static void send_probe_msg(const struct ukpa_spec *s, uint32_t id, int err, uint32_t what,
+			   uint32_t argi, uint16_t flags, int opt, uint64_t addr, uint64_t func,
+			   uint64_t base, const char *event, const char *where,
+			   const char *object, const char *why)
+{
+	union {
+		struct ukp_msg_probe m;
+		char buf[UKP_MSG_MAX];
+	} u;
+	const char *texts[4] = { event, where, object, why };
+	size_t pos = 0, room = sizeof(u.buf) - sizeof(u.m) - 8, i;
+
+	memset(&u.m, 0, sizeof(u.m));
+	for (i = 0; i < 4; i++) {
+		const char *t = texts[i] ? texts[i] : "";
+		size_t tl = strlen(t);
+
+		if (tl > room / 4 - 1)
+			tl = room / 4 - 1;
+		memcpy(u.m.text + pos, t, tl);
+		u.m.text[pos + tl] = '\0';
+		pos += tl + 1;
+	}
+	u.m.h.type = UKPM_PROBE;
+	u.m.h.len = (uint32_t)((sizeof(u.m) + pos + 7) & ~(size_t)7);
+	memset(u.m.text + pos, 0, u.m.h.len - sizeof(u.m) - pos);
+	u.m.id = id;
+	u.m.spec = s->index;
+	u.m.err = err;
+	u.m.what = (uint16_t)what;
+	u.m.flags = flags;
+	u.m.opt = opt;
+	u.m.argi = argi;
+	u.m.addr = addr;
+	u.m.func = func;
+	u.m.base = base;
+	ukpa_send(&u, u.m.h.len);
+}
+
+static void send_probe(const struct ukpa_probe *pr)
+{
+	const struct kprobe *kp = pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
+
+	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt, (uintptr_t)kp->addr,
+		       pr->func, pr->base, pr->event, pr->where, pr->object, pr->why);
+}
+
+/* ------------------------------------------------------ registering */
+
+/* The library's diagnostics while one probe registers: why it failed. */
+static char lib_msg[160];
+
+static int capture_print(enum ukprobes_print_level level, const char *fmt, va_list ap)
+{
+	char buf[sizeof(lib_msg)];
+	const char *why;
+	size_t n;
+
+	if (level != UKPROBES_WARN)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* "kprobes: cannot probe foo+0x3: REASON\n": keep the reason */
+	why = strstr(buf, ": ");
+	why = why && strstr(why + 2, ": ") ? strstr(why + 2, ": ") + 2 : why ? why + 2 : buf;
+	snprintf(lib_msg, sizeof(lib_msg), "%s", why);
+	n = strlen(lib_msg);
+	if (n && lib_msg[n - 1] == '\n')
+		lib_msg[n - 1] = '\0';
+	return 0;
+}
+
+static void probe_free(struct ukpa_probe *pr)
+{
+	free(pr->symbol_name);
+	free(pr->where);
+	free(pr->object);
+	free(pr);
+}
+
+static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint16_t flags)
+{
+	struct ukpa_probe *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->spec = s;
+	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
+	pr->opt = -1;
+	snprintf(pr->event, sizeof(pr->event), "%s", event);
+	return pr;
+}
+
+/* Give pr an id, publish it for the reader and keep it in the list. */
+static int probe_publish(struct ukpa_probe *pr)
+{
+	uint32_t id = nprobes;
+	struct ukpa_probe **chunk;
+
+	if (id / CHUNK >= NCHUNKS)
+		return -E2BIG;
+	chunk = atomic_load_explicit(&chunks[id / CHUNK], memory_order_relaxed);
+	if (!chunk) {
+		chunk = calloc(CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return -ENOMEM;
+		atomic_store_explicit(&chunks[id / CHUNK], chunk, memory_order_release);
+	}
+	pr->id = id;
+	chunk[id % CHUNK] = pr;
+	nprobes++;
+	*probes_tail = pr;
+	probes_tail = &pr->next;
+	return 0;
+}
+
+/*
+ * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
+ * success it is announced and goes live. Returns 0 or the negative errno
+ * (the caller reports it; lib_msg says why when the library said).
+ */
+static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
+			  const char *prefer)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
+	char where[512];
+	const struct ukp_object *obj;
+	int ret;
+
+	if (symbol_name) {
+		pr->symbol_name = strdup(symbol_name);
+		if (!pr->symbol_name)
+			return -ENOMEM;
+		kp->symbol_name = pr->symbol_name;
+		kp->offset = (unsigned int)spec->offset;
+	} else {
+		kp->addr = (kprobe_opcode_t *)addr;
+	}
+	lib_msg[0] = '\0';
+	ukprobes_set_print(capture_print);
+	if (spec->is_return) {
+		pr->rp.handler = ukpa_rp_ret;
+		pr->rp.entry_handler = ukpa_rp_entry;
+		pr->rp.data_size = sizeof(struct pt_regs);
+		pr->rp.maxactive = spec->maxactive;
+		ret = register_kretprobe(&pr->rp);
+	} else {
+		kp->pre_handler = ukpa_kp_pre;
+		ret = register_kprobe(kp);
+	}
+	ukprobes_set_print(NULL);
+	if (ret)
+		return ret;
+	if (kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY)
+		pr->flags |= UKP_PROBE_ENTRY;
+	/* what the optimizer will make of it (our probes have no
+	 * post_handler), and why not a jump */
+	{
+		const char *why = NULL;
+
+		pr->opt = ukprobes_optimizable(kp->addr, &why);
+		if (pr->opt < 0)
+			pr->opt = -1;
+		snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
+	}
+	ukpa_symbolize((uintptr_t)kp->addr, where, sizeof(where), &pr->func,
+		       prefer ? prefer : symbol_name);
+	if (ukp_lock_for_show() == 0) {
+		obj = ukp_object_of((uintptr_t)kp->addr);
+		if (obj) {
+			pr->base = obj->base;
+			pr->object = strdup(obj->path);
+		}
+		ukp_unlock_for_show();
+	}
+	pr->where = strdup(where);
+	ret = probe_publish(pr);
+	if (ret) {
+		if (spec->is_return)
+			unregister_kretprobe(&pr->rp);
+		else
+			unregister_kprobe(&pr->kp);
+		return ret;
+	}
+	pr->spec->nprobes++;
+	send_probe(pr);
+	atomic_store_explicit(&pr->live, true, memory_order_release);
+	return 0;
+}
+
+/* ----------------------------------------------------------- globs */
+
+struct match {
+	uintptr_t start;
+	char *name;               /* without a version suffix */
+	char *prefer;             /* "path:name" */
+};
+
+struct matches {
+	const char *pattern;
+	const char *skip_path;    /* the agent's own object */
+	struct match *m;
+	size_t n, cap;
+	bool nomem;
+};
+
+/* [reg] under the library's lock: collect, register later. Aliases come
+ * together (the best name first): the first one that matches names the
+ * function. */
+static void match_cb(const struct ukp_symres *sym, void *arg)
+{
+	struct matches *ms = arg;
+	char name[512];
+	size_t len = strcspn(sym->name, "@");
+
+	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->obj &&
+						  !strcmp(sym->obj->path, ms->skip_path)))
+		return;
+	if (ms->n && ms->m[ms->n - 1].start == sym->start)
+		return;
+	memcpy(name, sym->name, len);
+	name[len] = '\0';
+	if (fnmatch(ms->pattern, name, 0))
+		return;
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 64;
+		struct match *m = realloc(ms->m, cap * sizeof(*m));
+
+		if (!m) {
+			ms->nomem = true;
+			return;
+		}
+		ms->m = m;
+		ms->cap = cap;
+	}
+	ms->m[ms->n].start = sym->start;
+	ms->m[ms->n].name = strdup(name);
+	ms->m[ms->n].prefer = malloc(strlen(sym->obj->path) + len + 2);
+	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
+		free(ms->m[ms->n].name);
+		free(ms->m[ms->n].prefer);
+		ms->nomem = true;
+		return;
+	}
+	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->obj->path, name);
+	ms->n++;
+}
+
+static const char *agent_path(void)
+{
+	static char path[4096];
+	Dl_info info;
+
+	if (!path[0] && dladdr((void *)agent_path, &info) && info.dli_fname)
+		snprintf(path, sizeof(path), "%s", info.dli_fname);
+	return path[0] ? path : NULL;
+}
+
+/* One probe per function matching the glob. 0, or -ENOENT when nothing
+ * matched. Functions that cannot be probed are reported one by one. */
+static int register_glob(struct ukpa_spec *s)
+{
+	struct matches ms = { .pattern = s->spec.symbol };
+	size_t i;
+	int ret;
+
+	if (!s->spec.object)
+		ms.skip_path = agent_path();
+	ret = ukp_lock_for_show();
+	if (ret)
+		return ret;
+	ukp_for_each_symbol(s->spec.object, match_cb, &ms);
+	ukp_unlock_for_show();
+	ret = ms.nomem ? -ENOMEM : ms.n ? 0 : -ENOENT;
+	for (i = 0; i < ms.n; i++) {
+		char event[UKP_SPEC_NAME_MAX + 1];
+		struct ukpa_probe *pr;
+
+		if (!ret) {
+			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
+			pr = probe_new(s, event, UKP_PROBE_GLOB);
+			if (!pr) {
+				ret = -ENOMEM;
+			} else {
+				int err = probe_register(pr, NULL, ms.m[i].start + s->spec.offset,
+							 ms.m[i].prefer);
+
+				/* this function cannot be probed: say which */
+				if (err) {
+					send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags,
+						       -1, ms.m[i].start + s->spec.offset,
+						       ms.m[i].start, 0, event, ms.m[i].name, "",
+						       lib_msg);
+					probe_free(pr);
+				}
+			}
+		}
+		free(ms.m[i].name);
+		free(ms.m[i].prefer);
+	}
+	free(ms.m);
+	return ret;
+}
+
+/* ------------------------------------------------------------ SPECs */
+
+/* @SYM arguments: their addresses in this image. -1 with *argi. */
+static int resolve_args(struct ukpa_spec *s, uint32_t *argi)
+{
+	int i;
+
+	if (s->args_ready)
+		return 0;
+	for (i = 0; i < s->spec.nargs; i++) {
+		struct ukp_fetcharg *fa = &s->spec.args[i];
+		uintptr_t a;
+
+		if (fa->base != UKP_FA_SYM)
+			continue;
+		if (ukpa_datasym_lookup(s->spec.object, fa->symbol, &a)) {
+			*argi = (uint32_t)i;
+			return -1;
+		}
+		fa->param = a + (unsigned long)fa->symoff;
+	}
+	s->args_ready = true;
+	return 0;
+}
+
+/* A SPEC failed: say so. */
+static void spec_failed(struct ukpa_spec *s, int err, uint32_t what, uint32_t argi,
+			uint64_t addr, const char *object)
+{
+	send_probe_msg(s, ~0u, err, what, argi, 0, -1, addr, 0, 0,
+		       s->spec.event, "", object, lib_msg);
+}
+
+/* The SPEC's object is not loaded: wait for it when its file has the
+ * probe point. */
+static int spec_wait(struct ukpa_spec *s)
+{
+	uint32_t what = UKP_WHAT_OBJECT;
+	char *file = ukpa_obj_file(s->spec.object);
+	uint64_t addr = 0;
+
+	if (!file || !ukpa_file_has_point(file, &s->spec, &what, &addr)) {
+		spec_failed(s, -ENOENT, what, 0, addr, file);
+		free(file);
+		s->done = true;
+		return -1;
+	}
+	s->pending = true;
+	send_probe_msg(s, ~0u, 0, 0, 0, UKP_PROBE_PENDING | (s->spec.is_glob ? UKP_PROBE_GLOB : 0),
+		       -1, addr, 0, 0, s->spec.event, "", file, "");
+	free(file);
+	return 0;
+}
+
+/* Resolve and register one SPEC. -1 when it failed (reported). */
+static int spec_resolve(struct ukpa_spec *s)
+{
+	const struct ukp_spec *spec = &s->spec;
+	struct ukpa_obj obj;
+	bool have_obj = false;
+	uint32_t argi = 0;
+	struct ukpa_probe *pr;
+	int ret;
+
+	lib_msg[0] = '\0';
+	if (spec->object) {
+		if (ukpa_obj_find(spec->object, &obj))
+			return spec_wait(s);
+		have_obj = true;
+	}
+	s->pending = false;
+	s->done = true;
+	if (resolve_args(s, &argi)) {
+		spec_failed(s, -ENOENT, UKP_WHAT_DATASYM, argi, 0, NULL);
+		return -1;
+	}
+	if (spec->is_glob) {
+		ret = register_glob(s);
+		if (ret)
+			spec_failed(s, ret, ret == -ENOENT ? UKP_WHAT_NOMATCH : UKP_WHAT_NONE, 0,
+				    0, have_obj ? obj.path : NULL);
+		return ret ? -1 : 0;
+	}
+	if (spec->is_addr && (have_obj ? !ukpa_obj_is_code(&obj, spec->addr)
+				       : !ukpa_addr_is_code(spec->addr))) {
+		spec_failed(s, -EINVAL, UKP_WHAT_ADDR, 0, spec->addr, have_obj ? obj.path : NULL);
+		return -1;
+	}
+	pr = probe_new(s, spec->event, 0);
+	if (!pr) {
+		spec_failed(s, -ENOMEM, UKP_WHAT_NONE, 0, 0, NULL);
+		return -1;
+	}
+	if (spec->is_addr) {
+		ret = probe_register(pr, NULL, spec->addr + (have_obj ? obj.base : 0), NULL);
+	} else {
+		char *name = ukp_spec_symbol_name(spec);
+
+		ret = name ? probe_register(pr, name, 0, NULL) : -ENOMEM;
+		free(name);
+	}
+	if (ret) {
+		/* -ENOENT for a symbol: the object is loaded, the symbol is not */
+		spec_failed(s, ret, ret == -ENOENT && !spec->is_addr ? UKP_WHAT_SYMBOL : UKP_WHAT_NONE,
+			    0, (uintptr_t)(spec->is_return ? pr->rp.kp.addr : pr->kp.addr),
+			    have_obj ? obj.path : NULL);
+		probe_free(pr);
+		return -1;
+	}
+	return 0;
+}
+
+int ukpa_specs_parse(char *defs)
+{
+	char *line, *save = NULL;
+	int n = 1;
+	char *c;
+
+	for (c = defs; *c; c++)
+		if (*c == '\n')
+			n++;
+	specs = calloc((size_t)n, sizeof(*specs));
+	if (!specs)
+		return -1;
+	for (line = strtok_r(defs, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct ukpa_spec *s = &specs[nspecs];
+		struct ukp_spec_error err;
+
+		if (ukp_spec_parse(line, &s->spec, &err))
+			return -1; /* ukprobe checked them: not ours */
+		s->index = (uint32_t)nspecs++;
+	}
+	return names_add_specs();
+}
+
+/* The names globs must not take: those of the other SPECs. */
+static int names_add_specs(void)
+{
+	char key[2 * UKP_SPEC_NAME_MAX + 2];
+	int i;
+
+	for (i = 0; i < nspecs; i++) {
+		if (specs[i].spec.is_glob)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", specs[i].spec.group, specs[i].spec.event);
+		if (ukpa_name_add(key))
+			return -1;
+	}
+	return 0;
+}
+
+int ukpa_specs_count(void)
+{
+	return nspecs;
+}
+
+int ukpa_probes_setup(void)
+{
+	int i, failed = 0;
+
+	pthread_mutex_lock(&probes_lock);
+	for (i = 0; i < nspecs; i++)
+		if (spec_resolve(&specs[i]))
+			failed = 1;
+	pthread_mutex_unlock(&probes_lock);
+	return failed ? -1 : 0;
+}
+
+void ukpa_probes_fail_all(uint32_t what, const char *why)
+{
+	int i;
+
+	snprintf(lib_msg, sizeof(lib_msg), "%s", why);
+	for (i = 0; i < nspecs; i++)
+		spec_failed(&specs[i], -ENOENT, what, 0, 0, specs[i].spec.object);
+}
+
+/* Probes whose object was unloaded: unregister them, and let the SPEC
+ * wait for the object again. Their memory is kept (a pending return may
+ * still name the kretprobe). */
+static void spec_rearm_if_gone(struct ukpa_spec *s)
+{
+	struct ukpa_probe *pr;
+	bool any = false, all_gone = true;
+
+	for (pr = probes_head; pr; pr = pr->next) {
+		const struct kprobe *kp = s->spec.is_return ? &pr->rp.kp : &pr->kp;
+
+		if (pr->spec != s || !atomic_load(&pr->live))
+			continue;
+		any = true;
+		if (!kprobe_gone(kp))
+			all_gone = false;
+	}
+	if (!any || !all_gone)
+		return;
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (pr->spec != s || !atomic_load(&pr->live))
+			continue;
+		atomic_store(&pr->live, false);
+		if (s->spec.is_return)
+			unregister_kretprobe(&pr->rp);
+		else
+			unregister_kprobe(&pr->kp);
+	}
+	s->nprobes = 0;
+	s->done = false;
+	s->pending = true;
+	s->args_ready = false;
+	s->again = true;
+	names_rebuild();
+}
+
+void ukpa_probes_refresh(void)
+{
+	bool registered = false;
+	int i;
+
+	pthread_mutex_lock(&probes_lock);
+	/* the library notices unloaded objects when it is next entered */
+	if (ukp_lock_for_show() == 0)
+		ukp_unlock_for_show();
+	for (i = 0; i < nspecs; i++) {
+		struct ukpa_spec *s = &specs[i];
+		struct ukpa_obj obj;
+
+		if (!s->spec.object)
+			continue;
+		if (s->done && s->nprobes)
+			spec_rearm_if_gone(s);
+		if (s->pending && ukpa_obj_find(s->spec.object, &obj) == 0 && !spec_resolve(s))
+			registered = true;
+	}
+	pthread_mutex_unlock(&probes_lock);
+	/* optimized before the program uses the object (see agent.c) */
+	if (registered)
+		ukprobes_wait_optimizer();
+}
+
+bool ukpa_probes_pending(void)
+{
+	int i;
+
+	for (i = 0; i < nspecs; i++)
+		if (specs[i].spec.object)
+			return true; /* may wait, or come back after a dlclose */
+	return false;
+}
+
+void ukpa_probes_lock(void)
+{
+	pthread_mutex_lock(&probes_lock);
+}
+
+void ukpa_probes_unlock(void)
+{
+	pthread_mutex_unlock(&probes_lock);
+}
+
+void ukpa_probes_after_fork(void)
+{
+	pthread_mutex_init(&probes_lock, NULL);
+}
+
+void ukpa_probes_restart(void)
+{
+	struct ukpa_probe *pr;
+	int i;
+
+	pthread_mutex_lock(&probes_lock);
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (!atomic_load(&pr->live))
+			continue;
+		atomic_store(&pr->hits, 0);
+		pr->kp.nmissed = 0;
+		pr->rp.kp.nmissed = 0;
+		pr->rp.nmissed = 0;
+		send_probe(pr);
+	}
+	for (i = 0; i < nspecs; i++)
+		if (specs[i].pending)
+			send_probe_msg(&specs[i], ~0u, 0, 0, 0, UKP_PROBE_PENDING, -1, 0, 0, 0,
+				       specs[i].spec.event, "", specs[i].spec.object, "");
+	pthread_mutex_unlock(&probes_lock);
+}
+
+static void send_stats_locked(void);
+
+void ukpa_probes_send_stats(void)
+{
+	pthread_mutex_lock(&probes_lock);
+	send_stats_locked();
+	pthread_mutex_unlock(&probes_lock);
+}
+
+int ukpa_probes_send_stats_nowait(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec++;
+	if (pthread_mutex_timedlock(&probes_lock, &until))
+		return -1;
+	send_stats_locked();
+	pthread_mutex_unlock(&probes_lock);
+	return 0;
+}
+
+static void send_stats_locked(void)
+{
+	struct ukp_msg_stat batch[256];
+	struct ukpa_probe *pr;
+	size_t n = 0;
+
+	for (pr = probes_head; pr; pr = pr->next) {
+		batch[n++] = (struct ukp_msg_stat){
+			.h = { UKPM_STAT, sizeof(struct ukp_msg_stat) },
+			.id = pr->id,
+			.hits = atomic_load(&pr->hits),
+			.missed = pr->spec->spec.is_return ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
+							   : pr->kp.nmissed,
+		};
+		if (n == sizeof(batch) / sizeof(batch[0]) || !pr->next) {
+			ukpa_send(batch, n * sizeof(batch[0]));
+			n = 0;
+		}
+	}
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_probes.c - "ukprobe probes": what SPECs resolve to, without
+ * tracing anything.
+ *
+ *   ukprobe probes -e SPEC... [--] CMD [ARGS]...
+ *   ukprobe probes OBJ [GLOB]
+ *
+ * The first form runs CMD with the agent in probes mode: the agent
+ * resolves and registers every SPEC from its constructor, reports, and
+ * ends the process before main() runs (the objects' own initializers do
+ * run). The second lists the functions of OBJ that match GLOB (default
+ * "*"), as the SPEC "p OBJ:GLOB" would probe them. The object is loaded
+ * for real, in a process of its own, so that the list is what the
+ * library decides on the code as loaded (symbols, instruction
+ * boundaries, blacklist, endbr64): a program is run as in the first form;
+ * a shared library is dlopen()ed by the agent inside ukprobe-host, a
+ * program that does nothing. (dlopen() in ukprobe itself would run the
+ * library's initializers in ukprobe, mix its signal handlers with the
+ * library's, and cannot load a position-independent executable at all.)
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ukprobe probes -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
+	      "       ukprobe probes [-o FILE] OBJ [GLOB]\n"
+	      "\n"
+	      "Show what SPECs resolve to in CMD (CMD's main() does not run), or list\n"
+	      "the functions of OBJ (a path, or a library name such as libz.so.1)\n"
+	      "that match GLOB (default *) as 'p OBJ:GLOB' would probe them.\n"
+	      "\n"
+	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
+	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "Columns: the event; the address in this run; the probe point; the\n"
+	      "address in the object's ELF file (usable as OBJ:0xADDR); whether the\n"
+	      "probe is optimized (jump, ftrace) or why not; for a function that\n"
+	      "cannot be probed, why, and for an object not loaded yet, that the\n"
+	      "probe waits for it.\n"
+	      "See ukprobe-probes(1).\n",
+	      out);
+}
+
+struct probes_out {
+	FILE *out;
+	bool header;
+};
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static void header(struct probes_out *o)
+{
+	if (o->header)
+		return;
+	o->header = true;
+	fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", "EVENT", "ADDRESS", "PROBE POINT",
+		"ELF ADDRESS", "OPTIMIZED");
+}
+
+static void show_probe(struct ukp_session *s, struct ukp_image *img,
+		       const struct ukp_probe_report *r, void *arg)
+{
+	struct probes_out *o = arg;
+	const struct ukp_msg_probe *m = r->m;
+	const struct ukp_spec *spec = &s->specs[m->spec];
+	char name[2 * UKP_SPEC_NAME_MAX + 2], addr[24], elf[512], point[512];
+
+	(void)img;
+	/* a SPEC that failed as a whole is an error (images.c) */
+	if (m->err && !(m->flags & UKP_PROBE_GLOB))
+		return;
+	header(o);
+	snprintf(name, sizeof(name), "%s/%s", spec->group,
+		 m->flags & UKP_PROBE_PENDING && spec->is_glob ? spec->symbol : r->event);
+	if (m->flags & UKP_PROBE_PENDING) {
+		if (spec->is_glob)
+			snprintf(point, sizeof(point), "%s (each match)", spec->symbol);
+		else if (spec->is_addr)
+			snprintf(point, sizeof(point), "-");
+		else
+			snprintf(point, sizeof(point), "%s+0x%lx", spec->symbol, spec->offset);
+		if (spec->is_glob)
+			snprintf(elf, sizeof(elf), "%s", base_name(r->object));
+		else
+			snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
+				 (unsigned long)m->addr);
+		fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", name, "-", point, elf,
+			"pending: not loaded yet, probed when it is");
+		return;
+	}
+	if (m->err) {
+		/* one match of a glob that cannot be probed */
+		struct ukp_failure f = { m->err, m->what, m->argi, m->addr, r->object, r->why };
+		char msg[512], fn[256];
+
+		ukp_explain_failure(spec, &f, msg, sizeof(msg));
+		snprintf(fn, sizeof(fn), "%s+0x%lx", r->where, spec->offset);
+		fprintf(o->out, "%-36s %-18s %-44s %-28s cannot probe: %s\n", name, "-", fn, "-", msg);
+		return;
+	}
+	snprintf(addr, sizeof(addr), "0x%lx", (unsigned long)m->addr);
+	snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
+		 (unsigned long)(m->addr - m->base));
+	fprintf(o->out, "%-36s %-18s %-44s %-28s %s%s\n", name, addr, r->where, elf,
+		m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : m->opt == 0 ? "no: " : "?", m->opt == 0 ? r->why : "");
+}
+
+/* "ukprobe probes OBJ [GLOB]": the SPEC, and what runs to load OBJ.
+ * *path: OBJ's path when it has one (free it). */
+static int object_session(struct ukp_session *s, char **args, char **spec_text, char **argv1,
+			  char **pathp)
+{
+	const char *obj = args[0], *glob = args[1] ? args[1] : "*";
+	char *path = NULL, *text;
+	int code;
+
+	if (args[1] && args[2]) {
+		ukp_err("ukprobe probes OBJ [GLOB]: one object and one pattern");
+		return UKP_EXIT_USAGE;
+	}
+	if (strchr(obj, '/')) {
+		path = realpath(obj, NULL);
+		if (!path) {
+			ukp_err("%s: no such file", obj);
+			return UKP_EXIT_FAIL;
+		}
+	} else if (!strstr(obj, ".so")) {
+		path = ukp_find_command(obj); /* "ls": a program in PATH */
+	}
+	*pathp = path;
+	if (path && ukp_is_program(path)) {
+		/* run it: the agent stops it before main() */
+		argv1[0] = strdup(path);
+	} else {
+		/* a library: the host dlopen()s it */
+		argv1[0] = ukp_find_host();
+		s->load = path ? path : obj;
+	}
+	if (!argv1[0])
+		return UKP_EXIT_FAIL;
+	s->cmd = argv1;
+	s->made_spec = true;
+	if (asprintf(&text, "p %s:%s", path ? path : obj, glob) < 0)
+		return UKP_EXIT_FAIL;
+	*spec_text = text;
+	code = ukp_cli_parse_specs(spec_text, 1, &s->specs) ? UKP_EXIT_USAGE : 0;
+	if (!code)
+		s->nspecs = 1;
+	return code;
+}
+
+int ukp_cmd_probes(int argc, char **argv)
+{
+	const struct ukp_session_ops ops = { .probe = show_probe };
+	struct ukp_session s = { .mode = UKP_MODE_PROBES };
+	struct probes_out o = { NULL, false };
+	char *spec_text = NULL, *argv1[2] = { NULL, NULL }, *path = NULL;
+	const char *output = NULL;
+	int code;
+
+	code = ukp_cli_parse_run_options(argc, argv, "probes", usage, &s, &output, NULL);
+	if (code >= 0)
+		return code;
+	code = 0;
+	if (!s.nspecs) {
+		if (!s.cmd[0]) {
+			ukp_err("nothing to show: ukprobe probes -e SPEC -- CMD, or ukprobe probes OBJ");
+			fputs("Try 'ukprobe probes --help'.\n", stderr);
+			return UKP_EXIT_USAGE;
+		}
+		code = object_session(&s, s.cmd, &spec_text, argv1, &path);
+	}
+	if (!code)
+		code = ukp_session_prepare(&s);
+	if (!code) {
+		o.out = ukp_open_output(output);
+		code = o.out ? ukp_session_run(&s, &ops, &o) : UKP_EXIT_FAIL;
+		if (!code && s.probe_errors)
+			code = UKP_EXIT_FAIL;
+	}
+	if (o.out && o.out != stdout && fclose(o.out))
+		code = code ? code : UKP_EXIT_FAIL;
+	else if (o.out == stdout)
+		fflush(stdout);
+	ukp_session_free(&s);
+	ukp_cli_free_specs(s.specs, s.nspecs);
+	free(spec_text);
+	free(argv1[0]);
+	free(path);
+	return code;
+}

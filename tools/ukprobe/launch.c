@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launch.c - how ukprobe starts a program: it finds the agent and the
+ * command, checks that the command can take a preloaded library, and
+ * execs it with the agent and its variables (proto.h) in the
+ * environment.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static char *exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return strdup(buf);
+}
+
+/* $UKPROBE_AGENT, else the agent next to a ukprobe run from its build
+ * directory, else the installed one. */
+char *ukp_find_agent(void)
+{
+	const char *env = getenv("UKPROBE_AGENT");
+	char *dir, real[PATH_MAX];
+	const char *cand = NULL;
+
+	if (env && *env) {
+		cand = env;
+	} else {
+		dir = exe_dir();
+		if (dir && realpath(UKPROBE_BUILD_DIR, real) && !strcmp(dir, real))
+			cand = UKPROBE_AGENT_BUILD;
+		else
+			cand = UKPROBE_AGENT_INSTALLED;
+		free(dir);
+	}
+	if (!realpath(cand, real) || access(real, R_OK)) {
+		ukp_err("cannot find the agent %s: %s%s", cand, strerror(errno),
+			env ? "" : " (set UKPROBE_AGENT to its path)");
+		return NULL;
+	}
+	return strdup(real);
+}
+
+/* The program that hosts an object for "ukprobe probes OBJ": next to
+ * the agent. */
+char *ukp_find_host(void)
+{
+	char *agent = ukp_find_agent(), *slash, *host;
+
+	if (!agent)
+		return NULL;
+	slash = strrchr(agent, '/');
+	*slash = '\0';
+	if (asprintf(&host, "%s/ukprobe-host", agent) < 0)
+		host = NULL;
+	free(agent);
+	if (host && access(host, X_OK)) {
+		ukp_err("cannot find %s: %s", host, strerror(errno));
+		free(host);
+		host = NULL;
+	}
+	return host;
+}
+
+/* The executable execvp() would run. */
+char *ukp_find_command(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (strchr(cmd, '/'))
+		return strdup(cmd);
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		size_t dlen;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		dlen = (size_t)(end - p);
+		if (snprintf(buf, sizeof(buf), "%.*s%s%s", (int)dlen, p, dlen ? "/" : "",
+			     cmd) < (int)sizeof(buf) &&
+		    !stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
+			return strdup(buf);
+		if (!*end)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Can the agent be preloaded into path? An ELF executable needs a program
+ * interpreter (the dynamic loader): statically linked programs have none.
+ * Scripts are run by their interpreter, which gets the agent.
+ */
+int ukp_check_executable(const char *path)
+{
+	Elf64_Ehdr eh;
+	struct stat st;
+	int fd, i, ret = 0;
+	bool interp = false;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		ukp_err("cannot run %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return errno == ENOENT ? UKP_EXIT_NOCMD : UKP_EXIT_FAIL;
+	}
+	if ((st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0) {
+		ukp_err("%s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, "
+			"so it cannot be traced", path);
+		ret = UKP_EXIT_FAIL;
+		goto out;
+	}
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		goto out; /* not ELF: a script, or exec will say */
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		ukp_err("%s is not an x86-64 program: only x86-64 programs can be traced", path);
+		ret = UKP_EXIT_FAIL;
+		goto out;
+	}
+	for (i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	if (!interp) {
+		ukp_err("%s is statically linked: the agent cannot be preloaded into it "
+			"(tracing static programs is not supported)", path);
+		ret = UKP_EXIT_FAIL;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/* A program: ET_EXEC, or a position-independent executable (DF_1_PIE in
+ * its dynamic section); shared libraries are neither, even those that
+ * can be run (libc.so.6). */
+bool ukp_is_program(const char *path)
+{
+	Elf64_Ehdr eh;
+	bool pie = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i;
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return false;
+	}
+	if (eh.e_type == ET_EXEC) {
+		close(fd);
+		return true;
+	}
+	for (i = 0; i < eh.e_phnum && !pie; i++) {
+		Elf64_Phdr ph;
+		Elf64_Dyn d;
+		Elf64_Off off;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
+			    (ssize_t)sizeof(ph) ||
+		    ph.p_type != PT_DYNAMIC)
+			continue;
+		for (off = 0; off + sizeof(d) <= ph.p_filesz; off += sizeof(d)) {
+			if (pread(fd, &d, sizeof(d), (off_t)(ph.p_offset + off)) != (ssize_t)sizeof(d) ||
+			    d.d_tag == DT_NULL)
+				break;
+			if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE))
+				pie = true;
+		}
+	}
+	close(fd);
+	return pie;
+}
+
+void ukp_launch(const struct ukp_session *s, int fd, const char *events)
+{
+	static const char *const modes[] = {
+		[UKP_MODE_TRACE] = "trace", [UKP_MODE_STAT] = "stat", [UKP_MODE_PROBES] = "probes",
+	};
+	const char *old = getenv("LD_PRELOAD");
+	char num[16];
+	char *pre;
+
+	if (old && *old) {
+		pre = malloc(strlen(s->agent) + strlen(old) + 2);
+		if (!pre)
+			_exit(UKP_EXIT_FAIL);
+		sprintf(pre, "%s:%s", s->agent, old);
+	} else {
+		pre = s->agent;
+	}
+	snprintf(num, sizeof(num), "%d", fd);
+	/* a variable left over from an outer ukprobe must not confuse the
+	 * agent: every one is set or removed */
+	unsetenv(UKP_ENV_FOLLOWED);
+	if (fcntl(fd, F_SETFD, 0) || setenv("LD_PRELOAD", pre, 1) ||
+	    setenv(UKP_ENV_FD, num, 1) || setenv(UKP_ENV_EVENTS, events, 1) ||
+	    setenv(UKP_ENV_MODE, modes[s->mode], 1) ||
+	    (s->follow ? setenv(UKP_ENV_FOLLOW, "1", 1) : unsetenv(UKP_ENV_FOLLOW)) ||
+	    (s->no_optimize ? setenv(UKP_ENV_NO_OPTIMIZE, "1", 1) : unsetenv(UKP_ENV_NO_OPTIMIZE)) ||
+	    (s->load ? setenv(UKP_ENV_DLOPEN, s->load, 1) : unsetenv(UKP_ENV_DLOPEN))) {
+		ukp_err("cannot set up the environment: %s", strerror(errno));
+		_exit(UKP_EXIT_FAIL);
+	}
+	execv(s->path, s->cmd);
+	ukp_err("cannot run %s: %s", s->path, strerror(errno));
+	_exit(errno == ENOENT ? UKP_EXIT_NOCMD : 126);
+}

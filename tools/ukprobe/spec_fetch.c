@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spec_fetch.c - the fetch arguments of a probe definition:
+ * [NAME=]FETCHARG[:TYPE], the registers and types they may name, and
+ * where each value goes in an event. Errors point at the argument, the
+ * part of it, or the type that is wrong (see spec.c).
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec_parse.h"
+
+
+/* x86-64 register names: the kernel's (regs_query_register_offset), then
+ * the usual r-spellings. The index is the word in struct pt_regs. */
+static const struct {
+	const char *name;
+	int index;
+} regs_table[] = {
+	{ "r15", 0 }, { "r14", 1 }, { "r13", 2 }, { "r12", 3 },
+	{ "bp", 4 }, { "bx", 5 }, { "r11", 6 }, { "r10", 7 },
+	{ "r9", 8 }, { "r8", 9 }, { "ax", 10 }, { "cx", 11 },
+	{ "dx", 12 }, { "si", 13 }, { "di", 14 }, { "orig_ax", 15 },
+	{ "ip", 16 }, { "cs", 17 }, { "flags", 18 }, { "sp", 19 },
+	{ "ss", 20 },
+	{ "rbp", 4 }, { "rbx", 5 }, { "rax", 10 }, { "rcx", 11 },
+	{ "rdx", 12 }, { "rsi", 13 }, { "rdi", 14 }, { "rip", 16 },
+	{ "eflags", 18 }, { "rsp", 19 }, { "orig_rax", 15 },
+};
+
+int ukp_spec_reg_index(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(regs_table) / sizeof(regs_table[0]); i++)
+		if (strlen(regs_table[i].name) == len && !memcmp(regs_table[i].name, name, len))
+			return regs_table[i].index;
+	return -1;
+}
+
+
+static const struct {
+	const char *name;
+	enum ukp_fa_type type;
+	unsigned int size;
+} types_table[] = {
+	{ "u8", UKP_TY_U, 1 }, { "u16", UKP_TY_U, 2 }, { "u32", UKP_TY_U, 4 }, { "u64", UKP_TY_U, 8 },
+	{ "s8", UKP_TY_S, 1 }, { "s16", UKP_TY_S, 2 }, { "s32", UKP_TY_S, 4 }, { "s64", UKP_TY_S, 8 },
+	{ "x8", UKP_TY_X, 1 }, { "x16", UKP_TY_X, 2 }, { "x32", UKP_TY_X, 4 }, { "x64", UKP_TY_X, 8 },
+	{ "string", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
+	{ "ustring", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
+	{ "char", UKP_TY_CHAR, 1 },
+	{ "symbol", UKP_TY_SYMBOL, 8 },
+};
+
+#define TYPES_HINT "one of u8..u64, s8..s64, x8..x64, char, string, symbol, bW@O/C"
+
+const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len)
+{
+	static const char prefix[] = { [UKP_TY_U] = 'u', [UKP_TY_S] = 's', [UKP_TY_X] = 'x' };
+
+	if (fa->bf_width)
+		snprintf(buf, len, "b%u@%u/%u", fa->bf_width, fa->bf_offset, fa->size * 8);
+	else if (fa->type == UKP_TY_STRING)
+		snprintf(buf, len, "string");
+	else if (fa->type == UKP_TY_CHAR)
+		snprintf(buf, len, "char");
+	else if (fa->type == UKP_TY_SYMBOL)
+		snprintf(buf, len, "symbol");
+	else
+		snprintf(buf, len, "%c%u", prefix[fa->type], fa->size * 8);
+	return buf;
+}
+
+
+/* ---------------------------------------------------- fetch args */
+
+static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+		       int col, int depth);
+
+/* +|-[u]OFFS(FETCHARG) */
+static int parse_deref(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+		       int col, int depth)
+{
+	const char *open = memchr(s, '(', len), *num, *close = NULL, *inner;
+	unsigned long off;
+	size_t i, ilen;
+	int icol;
+
+	if (!open)
+		return spec_fail(p, col, "dereference needs a brace: +|-OFFS(FETCHARG)");
+	if (depth >= UKP_SPEC_DEREF_MAX)
+		return spec_fail(p, col, "dereference is nested too deeply (at most %d levels)",
+			    UKP_SPEC_DEREF_MAX);
+	num = s + 1;
+	if (num < open && *num == 'u')
+		num++; /* user-space dereference: all memory is user memory here */
+	if (!spec_parse_unum(num, (size_t)(open - num), &off) || off > LONG_MAX)
+		return spec_fail(p, col, "invalid dereference offset");
+	inner = open + 1;
+	icol = col + (int)(inner - s);
+	for (i = (size_t)(inner - s); i < len; i++)
+		if (s[i] == ')')
+			close = s + i;
+	if (!close)
+		return spec_fail(p, col + (int)len, "dereference brace is not closed");
+	if (close + 1 != s + len)
+		return spec_fail(p, col + (int)(close + 1 - s), "unexpected text after the dereference");
+	ilen = (size_t)(close - inner);
+	if (!ilen)
+		return spec_fail(p, icol, "no argument expression");
+	if (parse_fetch(p, fa, inner, ilen, icol, depth + 1))
+		return -1;
+	if (fa->base == UKP_FA_COMM)
+		return spec_fail(p, icol, "$comm can not be dereferenced");
+	fa->deref[fa->nderef++] = s[0] == '-' ? -(long)off : (long)off;
+	return 0;
+}
+
+static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+		     int col)
+{
+	const struct ukp_spec *spec = p->spec;
+	const char *v = s + 1;
+	size_t vlen = len - 1;
+	unsigned long n;
+
+	if (vlen == 6 && !memcmp(v, "retval", 6)) {
+		if (!spec->is_return)
+			return spec_fail(p, col, "$retval is only available on return probes");
+		fa->base = UKP_FA_RETVAL;
+		return 0;
+	}
+	if (vlen == 4 && !memcmp(v, "comm", 4)) {
+		fa->base = UKP_FA_COMM;
+		return 0;
+	}
+	if (vlen == 5 && !memcmp(v, "stack", 5)) {
+		fa->base = UKP_FA_STACKP;
+		return 0;
+	}
+	if (vlen > 5 && !memcmp(v, "stack", 5)) {
+		if (!spec_parse_udec(v + 5, vlen - 5, &n) || n > UKP_SPEC_STACK_MAX)
+			return spec_fail(p, col, "invalid stack number (at most %d)", UKP_SPEC_STACK_MAX);
+		fa->base = UKP_FA_STACK;
+		fa->param = n;
+		return 0;
+	}
+	if (vlen > 3 && !memcmp(v, "arg", 3)) {
+		if (!spec_parse_udec(v + 3, vlen - 3, &n) || n < 1 || n > UKP_SPEC_STACK_MAX)
+			return spec_fail(p, col, "invalid argument number ($arg1 is the first)");
+		if (!spec->is_return && spec->offset)
+			return spec_fail(p, col, "$argN is only available at a function entry (+0)");
+		fa->base = UKP_FA_ARG;
+		fa->param = n;
+		return 0;
+	}
+	return spec_fail(p, col, "invalid $-variable (one of $argN, $retval, $stack, $stackN, $comm)");
+}
+
+/* @SYM[+|-OFFS]: a data (or any) symbol's address, resolved by the
+ * agent in the traced program. */
+static int parse_datasym(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+			 int col)
+{
+	const char *end = s + len, *q;
+	unsigned long off = 0;
+
+	for (q = s + 1; q < end && *q != '+' && *q != '-'; q++)
+		if (!spec_sym_char(*q))
+			return spec_fail(p, col + (int)(q - s), "invalid character in the symbol name");
+	if (q < end && (!spec_parse_unum(q + 1, (size_t)(end - q - 1), &off) || off > LONG_MAX))
+		return spec_fail(p, col + (int)(q - s), "invalid offset");
+	fa->symbol = strndup(s + 1, (size_t)(q - s - 1));
+	if (!fa->symbol)
+		return spec_fail(p, col, "out of memory");
+	fa->symoff = q < end && *q == '-' ? -(long)off : (long)off;
+	fa->base = UKP_FA_SYM;
+	fa->deref[fa->nderef++] = 0;
+	return 0;
+}
+
+static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+		       int col, int depth)
+{
+	unsigned long addr;
+	int reg;
+
+	switch (s[0]) {
+	case '%':
+		if (len == 1)
+			return spec_fail(p, col, "register name is not specified");
+		reg = ukp_spec_reg_index(s + 1, len - 1);
+		if (reg < 0)
+			return spec_fail(p, col, "unknown register %.*s", (int)len, s);
+		fa->base = UKP_FA_REG;
+		fa->param = (unsigned long)reg;
+		return 0;
+	case '$':
+		return parse_var(p, fa, s, len, col);
+	case '@':
+		if (len > 1 && (s[1] == '+' || s[1] == '-'))
+			return spec_fail(p, col, "file offsets (@+OFFS) are not supported");
+		if (len > 1 && !isdigit((unsigned char)s[1]))
+			return parse_datasym(p, fa, s, len, col);
+		if (!spec_parse_unum(s + 1, len - 1, &addr))
+			return spec_fail(p, col, "invalid memory address");
+		fa->base = UKP_FA_IMM;
+		fa->param = addr;
+		fa->deref[fa->nderef++] = 0;
+		return 0;
+	case '+':
+	case '-':
+		return parse_deref(p, fa, s, len, col, depth);
+	default:
+		return spec_fail(p, col, "invalid fetch argument");
+	}
+}
+
+/*
+ * b<bit-width>@<bit-offset>/<container-size>: the kernel's bitfield type,
+ * an unsigned number of bit-width bits that start bit-offset bits into a
+ * container of 8, 16, 32 or 64 bits. Errors point at the part that is
+ * wrong.
+ */
+static int parse_bitfield(struct parser *p, struct ukp_fetcharg *fa, const char *t, size_t tlen,
+			  int tcol)
+{
+	const char *end = t + tlen, *at, *slash;
+	unsigned long width, offset, container;
+
+	at = memchr(t, '@', tlen);
+	if (!at)
+		return spec_fail(p, tcol, "bitfield must be bWIDTH@OFFSET/CONTAINER-SIZE");
+	slash = memchr(at, '/', (size_t)(end - at));
+	if (!slash)
+		return spec_fail(p, tcol + (int)(at - t), "bitfield needs a /CONTAINER-SIZE");
+	if (!spec_parse_udec(t + 1, (size_t)(at - t - 1), &width) || width == 0 || width > 64)
+		return spec_fail(p, tcol + 1, "invalid bitfield width");
+	if (!spec_parse_udec(at + 1, (size_t)(slash - at - 1), &offset) || offset > 63)
+		return spec_fail(p, tcol + (int)(at + 1 - t), "invalid bitfield offset");
+	if (!spec_parse_udec(slash + 1, (size_t)(end - slash - 1), &container) ||
+	    (container != 8 && container != 16 && container != 32 && container != 64))
+		return spec_fail(p, tcol + (int)(slash + 1 - t),
+			    "bitfield container size must be 8, 16, 32 or 64");
+	if (width + offset > container)
+		return spec_fail(p, tcol, "bitfield does not fit in its container (%lu + %lu > %lu bits)",
+			    width, offset, container);
+	fa->type = UKP_TY_U;
+	fa->size = (unsigned int)container / 8;
+	fa->bf_width = (unsigned int)width;
+	fa->bf_offset = (unsigned int)offset;
+	return 0;
+}
+
+/* The :TYPE of an argument, t[0..tlen) at column tcol. */
+static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, size_t tlen,
+		      int tcol)
+{
+	bool found = false;
+	size_t i;
+
+	for (i = 0; i < sizeof(types_table) / sizeof(types_table[0]); i++) {
+		if (strlen(types_table[i].name) == tlen && !memcmp(types_table[i].name, t, tlen)) {
+			fa->type = types_table[i].type;
+			fa->size = types_table[i].size;
+			found = true;
+		}
+	}
+	if (!found && tlen > 1 && t[0] == 'b' && isdigit((unsigned char)t[1])) {
+		if (parse_bitfield(p, fa, t, tlen, tcol))
+			return -1;
+		found = true;
+	}
+	if (!found)
+		return spec_fail(p, tcol, "unknown type (" TYPES_HINT ")");
+	if (fa->base == UKP_FA_COMM && fa->type != UKP_TY_STRING)
+		return spec_fail(p, tcol, "$comm is a string");
+	if (fa->type == UKP_TY_STRING && fa->base != UKP_FA_COMM && !fa->nderef)
+		return spec_fail(p, tcol,
+			    "string accepts only a memory argument: +OFFS(FETCHARG), @ADDR or @SYM");
+	return 0;
+}
+
+static bool name_used(const struct ukp_spec *spec, const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < spec->nargs; i++)
+		if (strlen(spec->args[i].name) == len && !memcmp(spec->args[i].name, name, len))
+			return true;
+	return false;
+}
+
+/* [NAME=]FETCHARG[:TYPE] */
+int spec_parse_arg(struct parser *p, const struct word *w)
+{
+	struct ukp_spec *spec = p->spec;
+	struct ukp_fetcharg *fa = &spec->args[spec->nargs];
+	const char *eq = memchr(w->s, '=', w->len), *body = w->s, *colon;
+	size_t blen = w->len;
+	int bcol = w->col;
+
+	memset(fa, 0, sizeof(*fa));
+	fa->col = w->col;
+	if (eq) {
+		size_t nlen = (size_t)(eq - w->s);
+
+		if (!nlen)
+			return spec_fail(p, w->col, "argument name is not specified");
+		if (nlen > UKP_SPEC_ARGNAME_MAX)
+			return spec_fail(p, w->col, "argument name is too long (at most %d characters)",
+				    UKP_SPEC_ARGNAME_MAX);
+		if (!spec_good_name(w->s, nlen))
+			return spec_fail(p, w->col, "argument name must follow the rules of C identifiers");
+		if (name_used(spec, w->s, nlen))
+			return spec_fail(p, w->col, "this argument name is already used");
+		memcpy(fa->name, w->s, nlen);
+		fa->name[nlen] = '\0';
+		body = eq + 1;
+		blen = w->len - nlen - 1;
+		bcol = w->col + (int)nlen + 1;
+		if (!blen)
+			return spec_fail(p, bcol, "no argument expression");
+	} else {
+		snprintf(fa->name, sizeof(fa->name), "arg%d", spec->nargs + 1);
+		if (name_used(spec, fa->name, strlen(fa->name)))
+			return spec_fail(p, w->col, "this argument name is already used");
+	}
+
+	colon = memchr(body, ':', blen);
+	if (blen > UKP_SPEC_ARGSTR_MAX)
+		return spec_fail(p, bcol, "argument expression is too long (at most %d characters)",
+			    UKP_SPEC_ARGSTR_MAX);
+	if (colon == body)
+		return spec_fail(p, bcol, "no argument expression");
+	if (parse_fetch(p, fa, body, colon ? (size_t)(colon - body) : blen, bcol, 0))
+		return -1;
+
+	if (colon) {
+		const char *t = colon + 1;
+
+		if (parse_type(p, fa, t, blen - (size_t)(t - body), bcol + (int)(t - body)))
+			return -1;
+	} else if (fa->base == UKP_FA_COMM) {
+		fa->type = UKP_TY_STRING;
+		fa->size = UKP_SPEC_STR_SLOT;
+	} else {
+		/* The kernel's default on 64-bit: x64. */
+		fa->type = UKP_TY_X;
+		fa->size = 8;
+	}
+
+	fa->off = spec->payload;
+	if (spec->payload + (fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT) >
+	    UKP_SPEC_PAYLOAD_MAX)
+		return spec_fail(p, w->col,
+			    "too many arguments: an event holds %d bytes (8 a number, %d a string)",
+			    UKP_SPEC_PAYLOAD_MAX, UKP_SPEC_STR_SLOT);
+	spec->payload += fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT;
+	spec->nargs++;
+	return 0;
+}

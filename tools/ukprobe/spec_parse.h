@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spec_parse.h - the SPEC parser's insides, shared by spec.c (the
+ * definition, its name and probe point) and spec_fetch.c (the fetch
+ * arguments and their types). Not for other files: spec.h is the
+ * interface.
+ */
+#ifndef UKPROBE_SPEC_PARSE_H
+#define UKPROBE_SPEC_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "spec.h"
+
+/* One whitespace-separated word of the SPEC. */
+struct word {
+	const char *s;
+	size_t len;
+	int col;
+};
+
+#define MAX_WORDS (UKP_SPEC_MAX_ARGS + 3)
+
+struct parser {
+	struct ukp_spec *spec;
+	struct ukp_spec_error *err;
+	bool failed;
+};
+
+/* Record the first error (column and message); returns -1. */
+int spec_fail(struct parser *p, int col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A C identifier. */
+bool spec_good_name(const char *s, size_t len);
+/* An unsigned decimal number that is the whole of s[0..len). */
+bool spec_parse_udec(const char *s, size_t len, unsigned long *out);
+/* A number in C notation (0x.., 0.., decimal) that is the whole of
+ * s[0..len), without sign. */
+bool spec_parse_unum(const char *s, size_t len, unsigned long *out);
+/* A character of a symbol name. */
+bool spec_sym_char(char c);
+
+/* One [NAME=]FETCHARG[:TYPE] word (spec_fetch.c). */
+int spec_parse_arg(struct parser *p, const struct word *w);
+
+#endif /* UKPROBE_SPEC_PARSE_H */
