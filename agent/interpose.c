@@ -147,10 +147,11 @@ static void *dlopen_as(const char *file, int mode, const void *caller)
 	return h ? h : ukpa_real_dlopen(file, mode);
 }
 
-__asm__(".symver ukpa_dlopen, dlopen@@GLIBC_2.34");
-__attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int mode)
+/* Load for the caller at ret, then register the probes that waited for
+ * what was loaded. */
+static void *dlopen_then_probe(const char *file, int mode, void *ret)
 {
-	void *h = dlopen_as(file, mode, __builtin_return_address(0));
+	void *h = dlopen_as(file, mode, ret);
 	int saved_errno = errno;
 
 	if (h && file && ukpa_active() && ukpa_probes_pending()) {
@@ -162,20 +163,17 @@ __attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int m
 	return h;
 }
 
+__asm__(".symver ukpa_dlopen, dlopen@@GLIBC_2.34");
+__attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int mode)
+{
+	return dlopen_then_probe(file, mode, __builtin_return_address(0));
+}
+
 /* programs linked before glibc 2.34 (libdl's dlopen) */
 __asm__(".symver ukpa_dlopen_old, dlopen@GLIBC_2.2.5");
 __attribute__((visibility("default"))) void *ukpa_dlopen_old(const char *file, int mode)
 {
-	void *h = dlopen_as(file, mode, __builtin_return_address(0));
-	int saved_errno = errno;
-
-	if (h && file && ukpa_active() && ukpa_probes_pending()) {
-		ukpa_busy++;
-		ukpa_probes_refresh();
-		ukpa_busy--;
-	}
-	errno = saved_errno;
-	return h;
+	return dlopen_then_probe(file, mode, __builtin_return_address(0));
 }
 
 /* -------------------------------------------------------------- exec */

@@ -166,7 +166,6 @@ void ukp_opt_site_dead(struct ukp_site *s);
 void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
-void ukp_opt_update_flags(struct ukp_site *s);
 int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
 /* [detour] The C half of every optimized probe (trap.c). */
 void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s);

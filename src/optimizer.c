@@ -87,18 +87,13 @@ static void set_flags(struct ukp_site *s)
 	}
 }
 
-void ukp_opt_update_flags(struct ukp_site *s)
-{
-	set_flags(s);
-}
-
 /* Another probe strictly inside (addr, addr + len)? */
-static bool neighbour_inside(const struct ukp_site *s, size_t len)
+static bool neighbour_inside(uintptr_t addr, size_t len)
 {
 	size_t k;
 
 	for (k = 1; k < len; k++)
-		if (ukp_site_lookup(s->addr + k))
+		if (ukp_site_lookup(addr + k))
 			return true;
 	return false;
 }
@@ -187,13 +182,34 @@ static void kick(void)
 
 /* ---------------------------------------------------- preparation */
 
+/* The region at a and its detour image (for detour): relocation, then,
+ * unless the region is [FTRACE] NOPs, the control flow around it
+ * (sym: the function, looked up when NULL). 0 or -errno with *why. */
+static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintptr_t a,
+		   uintptr_t detour, const void *site, size_t ftrace_len,
+		   const struct ukp_symres *sym, const char **why)
+{
+	struct ukp_symres found;
+	int ret = arch_opt_prepare(ao, code, n, a, detour, site, ftrace_len, why);
+
+	if (ret || ftrace_len)
+		return ret;
+	if (!sym) {
+		if (ukp_sym_lookup_addr(a, &found)) {
+			*why = "no symbol covers the probe";
+			return -ENOENT;
+		}
+		sym = &found;
+	}
+	return ukp_codeflow_check(sym, a, ao->len, why);
+}
+
 /* Build the detour of s (once). Returns 0, or -errno with s->opt.why
  * (a refusal is remembered: the code does not change). */
 static int prepare(struct ukp_site *s)
 {
 	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
 	struct ukp_arch_opt ao;
-	struct ukp_symres sym;
 	const char *why = NULL;
 	uintptr_t detour;
 	size_t n;
@@ -207,14 +223,7 @@ static int prepare(struct ukp_site *s)
 		s->opt.why = "no executable memory within reach for a detour";
 		return -ENOMEM; /* not remembered: memory may come back */
 	}
-	ret = arch_opt_prepare(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, &why);
-	if (!ret && !s->opt.ftrace_len) {
-		ret = ukp_sym_lookup_addr(s->addr, &sym);
-		if (ret)
-			why = "no symbol covers the probe";
-		else
-			ret = ukp_codeflow_check(&sym, s->addr, ao.len, &why);
-	}
+	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, &why);
 	if (!ret)
 		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
 	if (ret) {
@@ -342,7 +351,7 @@ static void optimize_round(void)
 			continue;
 		if (prepare(s))
 			continue;
-		if (!s->opt.ftrace_len && neighbour_inside(s, s->opt.len)) {
+		if (!s->opt.ftrace_len && neighbour_inside(s->addr, s->opt.len)) {
 			s->opt.why = "another probe lies inside the region";
 			continue;
 		}
@@ -611,7 +620,6 @@ int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, cons
 	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
 	struct ukp_arch_opt ao;
 	size_t n;
-	int ret;
 
 	lazy_init();
 	n = ukp_read_original(a, code, sizeof(code));
@@ -622,16 +630,11 @@ int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, cons
 		return UKPROBES_OPT_NONE;
 	}
 	/* the real detour is within reach; the image built here is not used */
-	ret = arch_opt_prepare(&ao, code, n, a, a, NULL, 0, why);
-	if (!ret)
-		ret = ukp_codeflow_check(sym, a, ao.len, why);
-	if (ret)
+	if (analyse(&ao, code, n, a, a, NULL, 0, sym, why))
 		return UKPROBES_OPT_NONE;
-	for (n = 1; n < ao.len; n++) {
-		if (ukp_site_lookup(a + n)) {
-			*why = "another probe lies inside the region";
-			return UKPROBES_OPT_NONE;
-		}
+	if (neighbour_inside(a, ao.len)) {
+		*why = "another probe lies inside the region";
+		return UKPROBES_OPT_NONE;
 	}
 	return UKPROBES_OPT_JUMP;
 }

@@ -27,7 +27,6 @@
  * stay in this file.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 
 #include "arch.h"
 #include "arch_branches.h"
+#include "decoder.h"
 #include "grow_array.h"
 
 /* Entries read from one table at most: far more than any switch has. */
@@ -44,23 +44,6 @@
 /* Straight-line instructions kept for recognising a dispatch. */
 #define WINDOW 16u
 #define NO_GPR (-1)
-
-/* Two decoders, immutable once set up: a full one, and a minimal one
- * (lengths, raw fields, no semantic analysis) for ARCH_FLOW_DIRECT_ONLY,
- * about twice as fast on the hundreds of KiB of a library index. */
-static ZydisDecoder decoder, minimal;
-static bool decoder_ok;
-static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
-
-static void decoder_init(void)
-{
-	decoder_ok = ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
-						   ZYDIS_STACK_WIDTH_64)) &&
-		     ZYAN_SUCCESS(ZydisDecoderInit(&minimal, ZYDIS_MACHINE_MODE_LONG_64,
-						   ZYDIS_STACK_WIDTH_64)) &&
-		     ZYAN_SUCCESS(ZydisDecoderEnableMode(&minimal, ZYDIS_DECODER_MODE_MINIMAL,
-							 ZYAN_TRUE));
-}
 
 /* What a recent instruction did, as far as dispatch patterns care. */
 struct isum {
@@ -91,6 +74,7 @@ struct dispatch {
 };
 
 struct flow_scan {
+	const ZydisDecoder *full, *minimal;
 	const struct arch_code_part *parts;
 	size_t nparts;
 	unsigned int flags;
@@ -394,10 +378,10 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 		ZyanStatus st;
 
 		if (s->flags & ARCH_FLOW_DIRECT_ONLY)
-			st = ZydisDecoderDecodeInstruction(&minimal, NULL, p->code + pos,
+			st = ZydisDecoderDecodeInstruction(s->minimal, NULL, p->code + pos,
 							   p->len - pos, &insn);
 		else
-			st = ZydisDecoderDecodeFull(&decoder, p->code + pos, p->len - pos,
+			st = ZydisDecoderDecodeFull(s->full, p->code + pos, p->len - pos,
 						    &insn, ops);
 		if (!ZYAN_SUCCESS(st)) {
 			if (!(s->flags & ARCH_FLOW_DIRECT_ONLY)) {
@@ -504,12 +488,13 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned i
 	size_t i;
 	int ret = 0;
 
-	pthread_once(&decoder_once, decoder_init);
-	if (!decoder_ok)
+	if (!ukp_x86_decoder(false) || !ukp_x86_decoder(true))
 		return -EILSEQ;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->full = ukp_x86_decoder(false);
+	s->minimal = ukp_x86_decoder(true);
 	s->parts = parts;
 	s->nparts = nparts;
 	s->flags = flags;

@@ -13,7 +13,6 @@
  * file; the rest of the library only sees struct ukp_arch_insn.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,24 +20,13 @@
 #include <Zydis/Zydis.h>
 
 #include "arch.h"
+#include "decoder.h"
 #include "emu_ops.h"
 
-/* The decoder is immutable once set up; decoding only reads it. */
-static ZydisDecoder decoder;
-static bool decoder_ok;
-static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
-
-static void decoder_init(void)
-{
-	decoder_ok = ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
-						   ZYDIS_STACK_WIDTH_64));
-}
-
-/* [reg] The 64-bit decoder, or NULL if Zydis refused to set it up. */
+/* [reg] The full 64-bit decoder, or NULL. */
 static const ZydisDecoder *get_decoder(void)
 {
-	pthread_once(&decoder_once, decoder_init);
-	return decoder_ok ? &decoder : NULL;
+	return ukp_x86_decoder(false);
 }
 
 /* [reg] */

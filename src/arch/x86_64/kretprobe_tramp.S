@@ -29,31 +29,7 @@
  * st1 survive any C handler. General registers are restored from pt_regs:
  * a handler may change the return value through regs->ax.
  */
-#define PT_R15     0
-#define PT_R14     8
-#define PT_R13     16
-#define PT_R12     24
-#define PT_BP      32
-#define PT_BX      40
-#define PT_R11     48
-#define PT_R10     56
-#define PT_R9      64
-#define PT_R8      72
-#define PT_AX      80
-#define PT_CX      88
-#define PT_DX      96
-#define PT_SI      104
-#define PT_DI      112
-#define PT_ORIG_AX 120
-#define PT_IP      128
-#define PT_CS      136
-#define PT_FLAGS   144
-#define PT_SP      152
-#define PT_SS      160
-#define PT_SIZE    168
-
-#define USER_CS 0x33
-#define USER_DS 0x2b
+#include "tramp.h"
 
 	.section ukprobes_text, "ax", @progbits
 	.p2align 4
@@ -104,29 +80,7 @@ ukp_kretprobe_trampoline:
 	/* The extended state, 64-byte aligned below pt_regs. */
 	subq ukp_krp_xsave_size(%rip), %rsp
 	andq $-64, %rsp
-	movq ukp_krp_xsave_mask(%rip), %rax
-	testq %rax, %rax
-	jz 1f
-	/* XRSTOR faults unless the reserved header bytes are zero. */
-	xorl %ecx, %ecx
-	movq %rcx, 512(%rsp)
-	movq %rcx, 520(%rsp)
-	movq %rcx, 528(%rsp)
-	movq %rcx, 536(%rsp)
-	movq %rcx, 544(%rsp)
-	movq %rcx, 552(%rsp)
-	movq %rcx, 560(%rsp)
-	movq %rcx, 568(%rsp)
-	movq %rax, %rdx
-	shrq $32, %rdx
-	cmpq $0, ukp_krp_xsavec(%rip)
-	je 5f
-	xsavec64 (%rsp)
-	jmp 2f
-5:	xsave64 (%rsp)
-	jmp 2f
-1:	fxsave64 (%rsp)
-2:	fninit				/* handlers start with an empty x87 stack */
+	XSTATE_SAVE			/* handlers start with an empty x87 stack */
 
 	leaq -PT_SIZE(%rbp), %rdi
 	leaq 8(%rbp), %rsi
@@ -134,15 +88,8 @@ ukp_kretprobe_trampoline:
 	testq %rax, %rax
 	jz 9f
 
-	movq ukp_krp_xsave_mask(%rip), %rax
-	testq %rax, %rax
-	jz 3f
-	movq %rax, %rdx
-	shrq $32, %rdx
-	xrstor64 (%rsp)
-	jmp 4f
-3:	fxrstor64 (%rsp)
-4:	leaq -PT_SIZE(%rbp), %rsp
+	XSTATE_RESTORE
+	leaq -PT_SIZE(%rbp), %rsp
 	movq PT_BP(%rsp), %rax		/* regs->bp becomes the saved rbp */
 	movq %rax, (%rbp)
 	pushq PT_FLAGS(%rsp)

@@ -41,31 +41,7 @@
  * arithmetic flags by sahf, DF by std when it was set. A handler's change
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
-#define PT_R15     0
-#define PT_R14     8
-#define PT_R13     16
-#define PT_R12     24
-#define PT_BP      32
-#define PT_BX      40
-#define PT_R11     48
-#define PT_R10     56
-#define PT_R9      64
-#define PT_R8      72
-#define PT_AX      80
-#define PT_CX      88
-#define PT_DX      96
-#define PT_SI      104
-#define PT_DI      112
-#define PT_ORIG_AX 120
-#define PT_IP      128
-#define PT_CS      136
-#define PT_FLAGS   144
-#define PT_SP      152
-#define PT_SS      160
-#define PT_SIZE    168
-
-#define USER_CS 0x33
-#define USER_DS 0x2b
+#include "tramp.h"
 
 /* Offset from rsp after pushfq + sub PT_SIZE to the probed code's sp. */
 #define ENTRY_SP  (PT_SIZE + 8 + 144)
@@ -172,29 +148,7 @@ ukp_optprobe_common:
 .Lslow_save_forced:
 	xorl %r12d, %r12d
 .Lslow_save:
-	movq ukp_krp_xsave_mask(%rip), %rax
-	testq %rax, %rax
-	jz 1f
-	/* XRSTOR faults unless the reserved header bytes are zero. */
-	xorl %ecx, %ecx
-	movq %rcx, 512(%rsp)
-	movq %rcx, 520(%rsp)
-	movq %rcx, 528(%rsp)
-	movq %rcx, 536(%rsp)
-	movq %rcx, 544(%rsp)
-	movq %rcx, 552(%rsp)
-	movq %rcx, 560(%rsp)
-	movq %rcx, 568(%rsp)
-	movq %rax, %rdx
-	shrq $32, %rdx
-	cmpq $0, ukp_krp_xsavec(%rip)
-	je 2f
-	xsavec64 (%rsp)
-	jmp 3f
-2:	xsave64 (%rsp)
-	jmp 3f
-1:	fxsave64 (%rsp)
-3:	fninit				/* handlers start with an empty x87 stack */
+	XSTATE_SAVE			/* handlers start with an empty x87 stack */
 
 .Lcall:
 	cld
@@ -247,14 +201,7 @@ ukp_optprobe_common:
 	movups 240(%rsp), %xmm15
 	jmp .Lregs
 .Lslow_restore:
-	movq ukp_krp_xsave_mask(%rip), %rax
-	testq %rax, %rax
-	jz 1f
-	movq %rax, %rdx
-	shrq $32, %rdx
-	xrstor64 (%rsp)
-	jmp .Lregs
-1:	fxrstor64 (%rsp)
+	XSTATE_RESTORE
 
 .Lregs:
 	movq %rbx, %rsp
