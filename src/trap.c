@@ -168,41 +168,22 @@ static UKP_TRAP_TEXT void inc_nmissed(struct ukp_site *s)
 }
 
 /*
- * [trap] May this hit run the boosted copy? Only if no enabled child has
- * a post_handler now (one added later stops boosting at once; the kernel
- * decides this at prepare time and then misses that post_handler).
+ * [trap] Has an enabled child a post_handler now? Read at every hit that
+ * could skip the trap back: a post_handler added later stops boosting
+ * (and the detour redirect) at once; the kernel decides this at prepare
+ * time and then misses that post_handler.
  */
-static UKP_TRAP_TEXT bool boost_now(struct ukp_site *s)
+static UKP_TRAP_TEXT bool post_now(struct ukp_site *s)
 {
 	struct ukp_child *ch;
 
-	if (!s->ainsn.boostable)
-		return false;
-	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
-	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
-		if (kprobe_disabled(ch->kp))
-			continue;
-		if (*(kprobe_post_handler_t volatile *)&ch->kp->post_handler)
-			return false;
-	}
-	return true;
-}
-
-/* [trap] Does a breakpoint hit on s go to the detour's copy? Only once
- * the detour is ready and while no enabled child has a post_handler. */
-static UKP_TRAP_TEXT bool opt_redirect(struct ukp_site *s)
-{
-	struct ukp_child *ch;
-
-	if (atomic_load_explicit(&s->opt.state, memory_order_acquire) == UKP_OPT_NONE)
-		return false;
 	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
 	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
 		if (!kprobe_disabled(ch->kp) &&
 		    *(kprobe_post_handler_t volatile *)&ch->kp->post_handler)
-			return false;
+			return true;
 	}
-	return true;
+	return false;
 }
 
 /*
@@ -269,6 +250,26 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 					   struct pt_regs *regs, ucontext_t *uc, bool reenter,
 					   struct pending_fault *pf)
 {
+	bool ready, post;
+
+	/* Where the thread may go without a trap back: the detour's copy of
+	 * the region once it is ready (before an emulation too: a thread
+	 * must not step into the middle of a region about to get its jump),
+	 * or the boosted copy (a reentrant hit runs no post_handler, so it
+	 * may boost regardless). */
+	ready = atomic_load_explicit(&s->opt.state, memory_order_acquire) != UKP_OPT_NONE;
+	post = (ready || (!reenter && s->ainsn.boostable)) && post_now(s);
+	if (ready && !post) {
+		/* The detour is ready: its copy of the region runs the
+		 * instruction (and the rest of the region) and jumps back,
+		 * with no single step (the kernel's setup_detour_execution). */
+		if (!reenter)
+			reset_current_kprobe(c);
+		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
+			   UKP_OPT_COPY_OFFSET;
+		arch_regs_to_ucontext(uc, regs);
+		return;
+	}
 	if (!s->ainsn.ool) {
 		uintptr_t fault_addr;
 
@@ -294,18 +295,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
-	if (opt_redirect(s)) {
-		/* The detour is ready: its copy of the region runs the
-		 * instruction (and the rest of the region) and jumps back,
-		 * with no single step (the kernel's setup_detour_execution). */
-		if (!reenter)
-			reset_current_kprobe(c);
-		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
-			   UKP_OPT_COPY_OFFSET;
-		arch_regs_to_ucontext(uc, regs);
-		return;
-	}
-	if (reenter ? s->ainsn.boostable : boost_now(s)) {
+	if (s->ainsn.boostable && (reenter || !post)) {
 		/* A reentrant hit leaves the status alone (the kernel's
 		 * setup_singlestep with reenter). */
 		if (!reenter)
