@@ -90,6 +90,9 @@ int arch_uc_trapnr(const ucontext_t *uc);
 /* [trap] Copy without faulting (assembly with a fixup, see nofault.S).
  * Returns 0 or -EFAULT. */
 long arch_copy_nofault(void *dst, const void *src, size_t n);
+/* [trap] One aligned or unaligned machine word, the same way. */
+long arch_load_word_nofault(uintptr_t *v, const void *src);
+long arch_store_word_nofault(void *dst, uintptr_t v);
 /* [trap] True when a fault at ip is inside arch_copy_nofault; then
  * *fixup_ip is where execution must resume to return -EFAULT. */
 bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
@@ -175,5 +178,33 @@ size_t arch_patchable_nops(const uint8_t *code, size_t avail);
 
 /* The shared half of every detour, and the callback it calls [detour]. */
 extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
+
+/* ------------------------------------------------------ vector state */
+/* src/arch/<arch>/vecuse.c, vecsafe_tramp.S; used by vecstate.c. */
+
+/*
+ * [reg] Can code reachable from fn change the vector, x87 or MXCSR state
+ * (or read it)? The walk follows branches, direct calls and calls through
+ * bound GOT slots; calls to the functions in safe[] (which keep that
+ * state themselves) are not followed. An indirect call fails the walk
+ * unless flags has ARCH_VF_INDIRECT_CALLS_OK. read gives the original
+ * code bytes (ukp_read_original). Returns 1 (it cannot), 0 (it may, or
+ * the walk could not tell: *why and *where say what and where), or
+ * -errno.
+ */
+#define ARCH_VF_INDIRECT_CALLS_OK 1u
+int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *safe, size_t nsafe,
+			  size_t (*read)(uintptr_t addr, uint8_t *buf, size_t len),
+			  const char **why, uintptr_t *where);
+
+/* [detour] Call f(arg) with the vector, x87 and MXCSR state saved around
+ * it (hand-saved registers, or XSAVE; the same code the templates use
+ * when they save it themselves); returns what f returned. */
+int arch_vecsafe_call(int (*f)(void *arg), void *arg);
+
+/* Read by the templates (optprobe_tramp.S, kretprobe_tramp.S): non-zero
+ * once the library's own hit path was proven vector-free (vecstate.c),
+ * so that they need not save the vector state themselves. */
+extern uint32_t ukp_vec_lazy;
 
 #endif /* UKP_ARCH_H */

@@ -336,12 +336,13 @@ static int index_gaps(struct index_build *ib)
 	return 0;
 }
 
-static double elapsed_ms(const struct timespec *t0)
+/* integers only: the library is built with -mgeneral-regs-only */
+static long elapsed_us(const struct timespec *t0)
 {
 	struct timespec t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+	return (t1.tv_sec - t0->tv_sec) * 1000000L + (t1.tv_nsec - t0->tv_nsec) / 1000;
 }
 
 /* [reg] Build the index of targets of uncovered code. */
@@ -368,11 +369,11 @@ static int build_index(struct flow_obj *fo)
 		return ret;
 	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
 	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
-		 "(%zu bytes), %zu jump targets; index built in %.1f ms\n",
+		 "(%zu bytes), %zu jump targets; index built in %ld us\n",
 		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
 		 fo->eh_err == -ENOENT ? " (no unwind tables: gaps between symbols instead)" :
 		 fo->eh_err ? " (unusable: gaps between symbols instead)" : "", ib.ranges, ib.bytes,
-		 fo->ntargets, elapsed_ms(&t0));
+		 fo->ntargets, elapsed_us(&t0));
 	return 0;
 }
 

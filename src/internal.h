@@ -34,6 +34,9 @@ struct ukp_child {
 	struct ukp_site *site;
 	struct ukp_child *_Atomic next; /* site's list, newest first; read on hits */
 	struct ukp_child *idx_next;     /* kprobe-pointer index chain [reg] */
+	/* The handlers proven vector-free at registration (vecstate.c),
+	 * or NULL; a hit compares them with the current pointers. */
+	const void *vf_pre, *vf_post;
 };
 
 /* Jump optimization of a site (optimizer.c). */
@@ -107,6 +110,11 @@ struct ukp_ctlblk {
 	uint64_t deferred_mask;
 	struct kprobe *fault_kp;         /* probe whose handler runs */
 	void *jb[5];                     /* __builtin_setjmp buffer */
+	/* The vector state of the interrupted code is still in the
+	 * registers (a detour or the return trampoline with ukp_vec_lazy):
+	 * a handler that is not vector-free is called through
+	 * arch_vecsafe_call. */
+	bool vec_live;
 };
 
 extern UKP_TLS struct ukp_ctlblk ukp_ctl;
@@ -167,8 +175,8 @@ void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
 int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
-/* [detour] The C half of every optimized probe (trap.c). */
-void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s);
+/* [detour] The C half of every optimized probe (trap.c); lazy: the
+ * template left the vector state in the registers (ukp_vec_lazy). */
 
 /* Slots that ran a boosted copy wait here after unregistration until a
  * thread scan shows nobody can resume in them (kprobes.c). */
@@ -224,7 +232,28 @@ extern long ukp_errno_offset;
 #define ukp_errno (*(int *)(arch_thread_pointer() + ukp_errno_offset))
 void ukp_errno_init(void);                    /* [reg] before any handler */
 int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs), void *arg,
-		     struct pt_regs *regs, unsigned int status, int fault_ret); /* [trap] */
+		     struct pt_regs *regs, unsigned int status, int fault_ret,
+		     bool vec_free); /* [trap] */
+/* The library's functions that detours reach through a pointer (for the
+ * vector-free proof, vecstate.c). */
+int ukp_kprobe_thunk(void *arg, struct pt_regs *regs);     /* [trap] */
+void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, int lazy);
+
+/* After a call through a handler pointer: the call stays a call, not a
+ * tail jump, so that the vector-free proof of the hit path (whose
+ * indirect calls are the handlers, checked on their own) sees no
+ * indirect jump. */
+#define UKP_NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
+
+/* vecstate.c */
+/* [reg] Once, at start-up: prove the library's hit path vector-free and
+ * set ukp_vec_lazy (unless UKPROBES_VEC_LAZY=0). */
+void ukp_vecstate_init(void);
+/* [reg] May fn, as a handler, be called with the interrupted code's
+ * vector state still in the registers? */
+bool ukp_vec_free(const void *fn);
+/* [reg] The same, taking the registry mutex. */
+bool ukp_vec_free_locking(const void *fn);
 void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */
 void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 extern _Atomic unsigned long ukp_handler_fault_count;

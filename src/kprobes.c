@@ -365,6 +365,8 @@ static void do_init(void)
 
 /* [reg] Take the registry mutex, initialising the library the first time
  * and catching up with forks and dlclose()s. */
+static bool vecstate_done;
+
 static int ukp_lock(void)
 {
 	pthread_once(&init_once, do_init);
@@ -380,6 +382,11 @@ static int ukp_lock(void)
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
 	ukp_blacklist_init();
+	if (!vecstate_done) {
+		/* before the first probe: the templates read ukp_vec_lazy */
+		ukp_vecstate_init();
+		vecstate_done = true;
+	}
 	return 0;
 }
 
@@ -617,6 +624,10 @@ static int __register_kprobe(struct kprobe *p)
 	p->opcode = s->opcode;
 	ch->kp = p;
 	ch->site = s;
+	if (p->pre_handler && ukp_vec_free((const void *)p->pre_handler))
+		ch->vf_pre = (const void *)p->pre_handler;
+	if (p->post_handler && ukp_vec_free((const void *)p->post_handler))
+		ch->vf_post = (const void *)p->post_handler;
 	/* newest first: handlers run most recently registered first */
 	atomic_store_explicit(&ch->next, atomic_load(&s->children), memory_order_relaxed);
 	atomic_store_explicit(&s->children, ch, memory_order_release);

@@ -65,6 +65,9 @@ struct kretprobe_holder {
 	size_t stride;
 	int ninst;
 	struct kretprobe *owner;       /* [krp_mutex] the registered struct */
+	/* entry_handler and handler as proven vector-free at registration
+	 * (vecstate.c), or NULL */
+	const void *vf_entry, *vf_handler;
 	struct kretprobe_holder *next; /* [krp_mutex] registered or zombie list */
 };
 
@@ -225,12 +228,12 @@ static UKP_TRAP_TEXT void entry_drop(struct krp_entry *e)
 
 static UKP_TRAP_TEXT bool read_word(uintptr_t addr, uintptr_t *v)
 {
-	return arch_copy_nofault(v, (const void *)addr, sizeof(*v)) == 0;
+	return arch_load_word_nofault(v, (const void *)addr) == 0;
 }
 
 static UKP_TRAP_TEXT bool write_word(uintptr_t addr, uintptr_t v)
 {
-	return arch_copy_nofault((void *)addr, &v, sizeof(v)) == 0;
+	return arch_store_word_nofault((void *)addr, v) == 0;
 }
 
 /* [trap] Is the owner of t gone? (Its tid no longer exists in this
@@ -328,19 +331,23 @@ struct krp_call {
 	struct kretprobe_instance *ri;
 };
 
-static UKP_TRAP_TEXT int krp_thunk(void *arg, struct pt_regs *regs)
+UKP_TRAP_TEXT int ukp_krp_thunk(void *arg, struct pt_regs *regs)
 {
 	struct krp_call *kc = arg;
+	int ret = kc->fn(kc->ri, regs);
 
-	return kc->fn(kc->ri, regs);
+	UKP_NO_TAIL_CALL(ret);
+	return ret;
 }
 
 static UKP_TRAP_TEXT int call_krp_handler(kretprobe_handler_t fn, struct kretprobe_instance *ri,
-					  struct pt_regs *regs, struct kprobe *kp, bool trap)
+					  struct pt_regs *regs, struct kprobe *kp, bool trap,
+					  const void *vf)
 {
 	struct krp_call kc = { fn, ri };
 
-	return ukp_call_handler(kp, krp_thunk, &kc, regs, trap ? 0 : KPROBE_HIT_ACTIVE, -EFAULT);
+	return ukp_call_handler(kp, ukp_krp_thunk, &kc, regs, trap ? 0 : KPROBE_HIT_ACTIVE, -EFAULT,
+				(const void *)fn == vf);
 }
 
 /* --------------------------------------------------------- hit paths */
@@ -419,7 +426,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 	ri->rp = rp;
 	ri->task = t->task;
 	entry = *(kretprobe_handler_t volatile *)&rp->entry_handler;
-	if (entry && call_krp_handler(entry, ri, regs, p, true) != 0) {
+	if (entry && call_krp_handler(entry, ri, regs, p, true, h->vf_entry) != 0) {
 		recycle(ri);
 		return 0;
 	}
@@ -437,6 +444,13 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 	return 0;
 }
 
+static int warn_lost(void *arg)
+{
+	pr_warn("kretprobe: return address not found for the return at slot %#lx; "
+		"sending SIGILL\n", (unsigned long)*(uintptr_t *)arg);
+	return 0;
+}
+
 /*
  * The trampoline's C half (see kretprobes.h). It runs on the thread, at
  * the probed function's return, in whatever context that is. The
@@ -447,15 +461,17 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
  * costs nothing unless a signal arrives (two rt_sigprocmask calls per
  * return did, about 0.5 us).
  */
-UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot)
+UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int lazy)
 {
 	struct kretprobe_instance *mine[KRP_MAX_DEPTH];
 	struct ukp_ctlblk *c = &ukp_ctl;
 	struct krp_thread *t = krp_self;
 	uintptr_t slot = (uintptr_t)ret_slot, real = 0;
 	int saved_errno = ukp_errno;
+	bool saved_live = c->vec_live;
 	unsigned int d, n = 0, i;
 
+	c->vec_live = lazy;
 	c->defer_async++;
 	atomic_signal_fence(memory_order_seq_cst);
 	if (!t)
@@ -491,25 +507,30 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 
 	for (i = 0; i < n; i++) {
 		struct kretprobe_instance *ri = mine[i];
-		struct kretprobe *rp = atomic_load_explicit(&inst_hdr(ri)->rph->rp,
-							    memory_order_acquire);
+		struct kretprobe_holder *h = inst_hdr(ri)->rph;
+		struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
 
 		if (rp) {
 			kretprobe_handler_t fn = *(kretprobe_handler_t volatile *)&rp->handler;
 
 			if (fn)
-				call_krp_handler(fn, ri, regs, &rp->kp, false);
+				call_krp_handler(fn, ri, regs, &rp->kp, false, h->vf_handler);
 		}
 		recycle(ri);
 	}
 	ukp_read_unlock(c);
 	ukp_defer_async_end(c);
+	c->vec_live = saved_live;
 	ukp_errno = saved_errno;
 	return real;
 lost:
 	ukp_defer_async_end(c);
-	pr_warn("kretprobe: return address not found for the return at slot %#lx; "
-		"sending SIGILL\n", (unsigned long)slot);
+	c->vec_live = saved_live;
+	/* libc formats the message: the vector state must be kept */
+	if (lazy)
+		arch_vecsafe_call(warn_lost, &slot);
+	else
+		warn_lost(&slot);
 	ukp_errno = saved_errno;
 	return 0;
 }
@@ -791,6 +812,10 @@ UKPROBES_API int register_kretprobe(struct kretprobe *rp)
 	}
 	atomic_store_explicit(&h->rp, rp, memory_order_relaxed);
 	h->owner = rp;
+	if (rp->entry_handler && ukp_vec_free_locking((const void *)rp->entry_handler))
+		h->vf_entry = (const void *)rp->entry_handler;
+	if (rp->handler && ukp_vec_free_locking((const void *)rp->handler))
+		h->vf_handler = (const void *)rp->handler;
 	rp->nmissed = 0;
 	__atomic_store_n(&rp->rph, h, __ATOMIC_RELEASE);
 	h->next = krp_registered;

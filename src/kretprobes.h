@@ -26,6 +26,8 @@
 
 /* The kretprobe pre_handler (the list shows its probes as "r"). */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
+/* [trap] How ukp_call_handler calls a kretprobe handler (for vecstate.c). */
+int ukp_krp_thunk(void *arg, struct pt_regs *regs);
 
 static inline bool ukp_is_kretprobe(const struct kprobe *p)
 {
@@ -41,7 +43,7 @@ static inline bool ukp_is_kretprobe(const struct kprobe *p)
  * and returns it; 0 when this thread has no pending return for that slot
  * (the trampoline then raises SIGILL).
  */
-uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot);
+uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int lazy);
 
 /*
  * [thread] Put the real return address back into every live slot of the

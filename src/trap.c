@@ -61,6 +61,18 @@ static UKP_TRAP_TEXT void reset_current_kprobe(struct ukp_ctlblk *c)
 	c->cur_site = NULL;
 }
 
+/* [trap] The handler faulted and was abandoned (longjmp back to its
+ * recovery point). A reentrant step that was under way inside it will
+ * never trap back. */
+static UKP_TRAP_TEXT void handler_abandoned(struct ukp_ctlblk *c, struct ukp_site *saved_site,
+					    unsigned int saved_depth)
+{
+	if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
+		atomic_fetch_sub(&c->cur_site->inflight, 1);
+	c->depth = saved_depth;
+	c->step_masked = false;
+}
+
 /*
  * [trap] Run one user handler, fn(arg, regs), for probe kp, with a
  * recovery point: a fault inside it (see ukp_sigfault_handler) comes back
@@ -69,7 +81,7 @@ static UKP_TRAP_TEXT void reset_current_kprobe(struct ukp_ctlblk *c)
  * while the handler runs (a return handler runs outside any trap). The
  * jump buffer is saved and restored so that calls may nest.
  */
-UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler(struct kprobe *kp,
+static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *kp,
 	int (*fn)(void *arg, struct pt_regs *regs), void *arg, struct pt_regs *regs,
 	unsigned int status, int fault_ret)
 {
@@ -92,13 +104,8 @@ UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler(struct kprobe *kp,
 	if (__builtin_setjmp(c->jb) == 0) {
 		ret = fn(arg, regs);
 	} else {
-		/* The handler faulted and was abandoned. A reentrant step that
-		 * was under way inside it will never trap back. */
 		c = &ukp_ctl;
-		if ((c->status & KPROBE_REENTER) && c->cur_site && c->cur_site != saved_site)
-			atomic_fetch_sub(&c->cur_site->inflight, 1);
-		c->depth = saved_depth;
-		c->step_masked = false;
+		handler_abandoned(c, saved_site, saved_depth);
 		ret = fault_ret;
 	}
 	c->cur_site = saved_site;
@@ -113,6 +120,47 @@ UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler(struct kprobe *kp,
 	return ret;
 }
 
+/* The arguments of call_handler, for arch_vecsafe_call. */
+struct handler_call {
+	struct kprobe *kp;
+	int (*fn)(void *arg, struct pt_regs *regs);
+	void *arg;
+	struct pt_regs *regs;
+	unsigned int status;
+	int fault_ret;
+};
+
+static UKP_TRAP_TEXT int handler_call_thunk(void *arg)
+{
+	struct handler_call *h = arg;
+
+	return call_handler(h->kp, h->fn, h->arg, h->regs, h->status, h->fault_ret);
+}
+
+/*
+ * [trap] [detour] The handler call above, with the vector state kept
+ * around a handler that is not vector-free (vec_free: proven at
+ * registration, vecstate.c) when the interrupted code's state is still
+ * in the registers (c->vec_live: a detour or the return trampoline left
+ * it there).
+ */
+UKP_TRAP_TEXT int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs),
+				   void *arg, struct pt_regs *regs, unsigned int status,
+				   int fault_ret, bool vec_free)
+{
+	struct ukp_ctlblk *c = &ukp_ctl;
+	struct handler_call h = { kp, fn, arg, regs, status, fault_ret };
+	int ret;
+
+	if (!c->vec_live || vec_free)
+		return call_handler(kp, fn, arg, regs, status, fault_ret);
+	c->vec_live = false;
+	ret = arch_vecsafe_call(handler_call_thunk, &h);
+	c = &ukp_ctl;
+	c->vec_live = true;
+	return ret;
+}
+
 /* One kprobe handler, its pointer read once. */
 struct kprobe_call {
 	struct kprobe *kp;
@@ -120,14 +168,17 @@ struct kprobe_call {
 	kprobe_post_handler_t post;
 };
 
-static UKP_TRAP_TEXT int kprobe_thunk(void *arg, struct pt_regs *regs)
+UKP_TRAP_TEXT int ukp_kprobe_thunk(void *arg, struct pt_regs *regs)
 {
 	struct kprobe_call *kc = arg;
+	int ret = 0;
 
 	if (kc->pre)
-		return kc->pre(kc->kp, regs);
-	kc->post(kc->kp, regs, 0);
-	return 0;
+		ret = kc->pre(kc->kp, regs);
+	else
+		kc->post(kc->kp, regs, 0);
+	UKP_NO_TAIL_CALL(ret);
+	return ret;
 }
 
 /*
@@ -143,14 +194,18 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
 	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
 		struct kprobe_call kc = { ch->kp, NULL, NULL };
+		bool vf;
 
-		if (post)
+		if (post) {
 			kc.post = *(kprobe_post_handler_t volatile *)&kc.kp->post_handler;
-		else
+			vf = (const void *)kc.post == ch->vf_post;
+		} else {
 			kc.pre = *(kprobe_pre_handler_t volatile *)&kc.kp->pre_handler;
+			vf = (const void *)kc.pre == ch->vf_pre;
+		}
 		if ((!kc.pre && !kc.post) || kprobe_disabled(kc.kp))
 			continue;
-		if (ukp_call_handler(kc.kp, kprobe_thunk, &kc, regs, 0, 0) && !post)
+		if (ukp_call_handler(kc.kp, ukp_kprobe_thunk, &kc, regs, 0, 0, vf) && !post)
 			return 1;
 	}
 	return 0;
@@ -187,6 +242,78 @@ static UKP_TRAP_TEXT bool post_now(struct ukp_site *s)
 }
 
 /*
+ * [detour] One handler on the detour path, where no handler runs on this
+ * thread yet (c->in_handler == 0): call_handler without what nesting
+ * needs (the saved jump buffer and handler state, which are unused at
+ * this level) and with the handler called directly. The caller set
+ * c->cur_site and c->status.
+ */
+static UKP_TRAP_TEXT __attribute__((noinline)) int call_outer(struct ukp_ctlblk *c,
+	struct kprobe *kp, kprobe_pre_handler_t pre, kprobe_post_handler_t post,
+	struct pt_regs *regs)
+{
+	struct ukp_site *site = c->cur_site;
+	unsigned int status = c->status, depth = c->depth;
+	int ret = 0;
+
+	c->cur_kp = kp;
+	c->fault_kp = kp;
+	c->in_handler = 1;
+	if (__builtin_setjmp(c->jb) == 0) {
+		if (pre)
+			ret = pre(kp, regs);
+		else
+			post(kp, regs, 0);
+	} else {
+		c = &ukp_ctl;
+		handler_abandoned(c, site, depth);
+	}
+	c->cur_site = site;
+	c->status = status;
+	c->in_handler = 0;
+	c->cur_kp = NULL;
+	c->fault_kp = NULL;
+	return ret;
+}
+
+/* [detour] run_handlers for the detour: a vector-free handler (or any,
+ * when the template saved the vector state) goes through call_outer. */
+static UKP_TRAP_TEXT int detour_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
+					 struct pt_regs *regs, bool post)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
+	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
+		struct kprobe *kp = ch->kp;
+		kprobe_pre_handler_t pre = NULL;
+		kprobe_post_handler_t post_fn = NULL;
+		bool vf;
+		int ret;
+
+		if (post) {
+			post_fn = *(kprobe_post_handler_t volatile *)&kp->post_handler;
+			vf = (const void *)post_fn == ch->vf_post;
+		} else {
+			pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
+			vf = (const void *)pre == ch->vf_pre;
+		}
+		if ((!pre && !post_fn) || kprobe_disabled(kp))
+			continue;
+		if (vf || !c->vec_live) {
+			ret = call_outer(c, kp, pre, post_fn, regs);
+		} else {
+			struct kprobe_call kc = { kp, pre, post_fn };
+
+			ret = ukp_call_handler(kp, ukp_kprobe_thunk, &kc, regs, 0, 0, false);
+		}
+		if (ret && !post)
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * [detour] The C half of an optimized probe (the kernel's
  * optimized_callback), called by the shared template with the
  * registers of the probed code in regs (ip is set here). It runs on the
@@ -199,11 +326,13 @@ static UKP_TRAP_TEXT bool post_now(struct ukp_site *s)
  * the return-probe dispatcher): one that longjmp()s away must not leave
  * the per-thread state half set.
  */
-UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s)
+UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, int lazy)
 {
 	struct ukp_ctlblk *c = &ukp_ctl;
 	int saved_errno = ukp_errno;
+	bool saved_live = c->vec_live;
 
+	c->vec_live = lazy;
 	c->defer_async++;
 	atomic_signal_fence(memory_order_seq_cst);
 	ukp_read_lock(c);
@@ -213,16 +342,17 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s)
 		regs->ip = s->addr + UKP_BREAKPOINT_SIZE;
 		c->cur_site = s;
 		c->status = KPROBE_HIT_ACTIVE;
-		run_handlers(c, s, regs, false);
+		detour_handlers(c, s, regs, false);
 		if (s->opt.ftrace_len) {
 			regs->ip = s->addr + s->opt.len;
 			c->status = KPROBE_HIT_SSDONE;
-			run_handlers(c, s, regs, true);
+			detour_handlers(c, s, regs, true);
 		}
 		reset_current_kprobe(c);
 	}
 	ukp_read_unlock(c);
 	ukp_defer_async_end(c);
+	c->vec_live = saved_live;
 	ukp_errno = saved_errno;
 }
 
@@ -474,9 +604,13 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	int saved_errno = ukp_errno;
+	/* The kernel saved the vector state in the signal frame. */
+	bool saved_live = ukp_ctl.vec_live;
 
+	ukp_ctl.vec_live = false;
 	if (info->si_code != SI_KERNEL || !breakpoint_trap(uc))
 		ukp_chain_signal(sig, info, uc);
+	ukp_ctl.vec_live = saved_live;
 	ukp_errno = saved_errno;
 }
 

@@ -18,15 +18,16 @@
  *   S       rbp + 8  return address (trampoline, then the real one)
  *   S - 8   rbp      saved rbp
  *   rbp - 168        struct pt_regs
- *   below, 64-aligned: the XSAVE (or FXSAVE) area
+ *   below, 64-aligned: the vector save area (unless ukp_vec_lazy)
  *
  * No red zone to step over: the caller made a call, so it keeps nothing
  * live below its stack pointer (the call itself wrote there).
  *
- * What is saved: every general register (in pt_regs), the flags, and the
- * whole extended state the OS enabled (x87, SSE, AVX, AVX-512, ... but
- * not AMX tiles), so that return values in rax, rdx, xmm0, xmm1, st0 and
- * st1 survive any C handler. General registers are restored from pt_regs:
+ * What is kept: every general register (in pt_regs) and the
+ * vector and x87 state a C handler may clobber, so that return values in
+ * rax, rdx, xmm0, xmm1, st0 and st1 survive any handler: saved here
+ * (VEC_SAVE, tramp.h) unless the hit path is vector-free, in which case
+ * the dispatcher saves it around each handler that is not (vecstate.c). General registers are restored from pt_regs:
  * a handler may change the return value through regs->ax.
  */
 #include "tramp.h"
@@ -66,9 +67,10 @@ ukp_kretprobe_trampoline:
 	movq %rdi, PT_DI(%rsp)
 	movq (%rbp), %rax
 	movq %rax, PT_BP(%rsp)
-	pushfq
-	popq %rax
-	movq %rax, PT_FLAGS(%rsp)
+	/* The flags are not kept: no function keeps them across a call
+	 * (the ABI; only DF, which is 0 at every return) and pushfq/popfq
+	 * cost 8 ns here. regs->flags reads IF and the reserved bit 1. */
+	movq $0x202, PT_FLAGS(%rsp)
 	leaq 16(%rbp), %rax		/* S + 8: sp after the return */
 	movq %rax, PT_SP(%rsp)
 	movq $-1, PT_ORIG_AX(%rsp)
@@ -77,23 +79,29 @@ ukp_kretprobe_trampoline:
 	movq $USER_DS, PT_SS(%rsp)
 	cld
 
-	/* The extended state, 64-byte aligned below pt_regs. */
+	/* The vector state: left in the registers when the hit path is
+	 * vector-free (ukp_vec_lazy, see optprobe_tramp.S), else kept
+	 * 64-byte aligned below pt_regs. */
+	movl ukp_vec_lazy(%rip), %r13d	/* r13 is in pt_regs: kept */
+	testl %r13d, %r13d
+	jnz 1f
 	subq ukp_krp_xsave_size(%rip), %rsp
 	andq $-64, %rsp
-	XSTATE_SAVE			/* handlers start with an empty x87 stack */
-
+	VEC_SAVE
+1:	andq $-16, %rsp
 	leaq -PT_SIZE(%rbp), %rdi
 	leaq 8(%rbp), %rsi
+	movl %r13d, %edx
 	call ukp_kretprobe_dispatch
 	testq %rax, %rax
 	jz 9f
-
-	XSTATE_RESTORE
+	testl %r13d, %r13d
+	jnz 2f
+	VEC_RESTORE
+2:
 	leaq -PT_SIZE(%rbp), %rsp
 	movq PT_BP(%rsp), %rax		/* regs->bp becomes the saved rbp */
 	movq %rax, (%rbp)
-	pushq PT_FLAGS(%rsp)
-	popfq
 	movq PT_R15(%rsp), %r15
 	movq PT_R14(%rsp), %r14
 	movq PT_R13(%rsp), %r13
