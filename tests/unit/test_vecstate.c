@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_vecstate.c - the lazy vector state of the trap-free hit paths
+ * (vecstate.c): the library's own hit path is proven vector-free; the
+ * proof of a handler says no for each way code can touch the vector,
+ * x87 or MXCSR state (or for code it cannot follow) and yes for plain
+ * integer code, through direct calls too; a handler proven vector-free
+ * is called with the probed code's vector registers live and leaves
+ * them alone; one swapped in after registration is called with the
+ * state saved.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "internal.h"
+#include "ukprobes.h"
+#include "ukp_test.h"
+
+extern uint32_t ukp_vec_lazy;
+extern const char *ukp_vec_lazy_why;
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define UKT_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UKT_SANITIZED 1
+#endif
+
+__asm__(
+	".text\n"
+	/* ymm0-15 loaded from (%rdi), live across the probe, stored to (%rsi). */
+	".globl vs_vec\n .type vs_vec,@function\n"
+	"vs_vec:\n"
+	"	vmovdqu 0(%rdi), %ymm0\n vmovdqu 32(%rdi), %ymm1\n vmovdqu 64(%rdi), %ymm2\n"
+	"	vmovdqu 96(%rdi), %ymm3\n vmovdqu 128(%rdi), %ymm4\n vmovdqu 160(%rdi), %ymm5\n"
+	"	vmovdqu 192(%rdi), %ymm6\n vmovdqu 224(%rdi), %ymm7\n vmovdqu 256(%rdi), %ymm8\n"
+	"	vmovdqu 288(%rdi), %ymm9\n vmovdqu 320(%rdi), %ymm10\n vmovdqu 352(%rdi), %ymm11\n"
+	"	vmovdqu 384(%rdi), %ymm12\n vmovdqu 416(%rdi), %ymm13\n vmovdqu 448(%rdi), %ymm14\n"
+	"	vmovdqu 480(%rdi), %ymm15\n"
+	".globl vs_vec_probe\n"
+	"vs_vec_probe:\n"
+	"	movl $1, %eax\n"
+	"	vmovdqu %ymm0, 0(%rsi)\n vmovdqu %ymm1, 32(%rsi)\n vmovdqu %ymm2, 64(%rsi)\n"
+	"	vmovdqu %ymm3, 96(%rsi)\n vmovdqu %ymm4, 128(%rsi)\n vmovdqu %ymm5, 160(%rsi)\n"
+	"	vmovdqu %ymm6, 192(%rsi)\n vmovdqu %ymm7, 224(%rsi)\n vmovdqu %ymm8, 256(%rsi)\n"
+	"	vmovdqu %ymm9, 288(%rsi)\n vmovdqu %ymm10, 320(%rsi)\n vmovdqu %ymm11, 352(%rsi)\n"
+	"	vmovdqu %ymm12, 384(%rsi)\n vmovdqu %ymm13, 416(%rsi)\n vmovdqu %ymm14, 448(%rsi)\n"
+	"	vmovdqu %ymm15, 480(%rsi)\n"
+	"	vzeroupper\n"
+	"	ret\n"
+	".size vs_vec, .-vs_vec\n");
+
+void vs_vec(const void *in, void *out);
+extern char vs_vec_probe[];
+
+static atomic_long hits;
+
+/* ------------------------------------------------ handlers to judge */
+
+/* Plain integer work: vector-free. */
+static int h_count(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&hits, 1);
+	regs->r8 = regs->di + 1;
+	return 0;
+}
+
+/* Integer work in a helper it calls directly: vector-free too. */
+__attribute__((noinline)) static long helper_mix(long v)
+{
+	__asm__ volatile("" : "+r"(v));
+	return v * 31 + 7;
+}
+
+static int h_calls_helper(struct kprobe *p, struct pt_regs *regs)
+{
+	regs->r9 = (unsigned long)helper_mix((long)regs->di);
+	atomic_fetch_add(&hits, 1);
+	return 0;
+}
+
+/* Writes a vector register. */
+static int h_ymm(struct kprobe *p, struct pt_regs *regs)
+{
+	__asm__ volatile("vpcmpeqd %%ymm3, %%ymm3, %%ymm3\n vpxor %%ymm7, %%ymm7, %%ymm7\n"
+			 "vzeroupper" ::: "xmm3", "xmm7");
+	atomic_fetch_add(&hits, 1);
+	return 0;
+}
+
+/* Changes MXCSR. */
+static int h_mxcsr(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned int m = 0x1f80;
+
+	__asm__ volatile("ldmxcsr %0" : : "m"(m));
+	return 0;
+}
+
+/* x87 arithmetic. */
+static volatile long double ld_sink;
+static int h_x87(struct kprobe *p, struct pt_regs *regs)
+{
+	ld_sink = ld_sink * 3.0L;
+	return 0;
+}
+
+/* Calls libc (through the PLT): its string functions use AVX. */
+static volatile size_t len_sink;
+static int h_libc(struct kprobe *p, struct pt_regs *regs)
+{
+	len_sink = strlen((const char *)regs->si);
+	return 0;
+}
+
+/* Calls through a pointer it cannot follow. */
+static long (*volatile some_fn)(long) = helper_mix;
+static int h_pointer(struct kprobe *p, struct pt_regs *regs)
+{
+	regs->r9 = (unsigned long)some_fn((long)regs->di);
+	return 0;
+}
+
+/* --------------------------------------------------------- the tests */
+
+Test(vecstate, the_library_hit_path_is_proven_vector_free)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+
+	/* the proof runs at the first registration */
+	cr_assert_eq(register_kprobe(&kp), 0);
+	unregister_kprobe(&kp);
+#ifdef UKT_SANITIZED
+	cr_skip_test("sanitizer instrumentation calls its runtime: the state is saved on every hit");
+#else
+	cr_assert_eq(ukp_vec_lazy, 1, "the hit path was not proven vector-free: %s",
+		     ukp_vec_lazy_why ? ukp_vec_lazy_why : "?");
+#endif
+}
+
+Test(vecstate, handlers_are_judged_by_their_code)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	unregister_kprobe(&kp);
+	if (!ukp_vec_lazy)
+		cr_skip_test("the hit path saves the vector state: %s", ukp_vec_lazy_why);
+	cr_expect(ukp_vec_free_locking((const void *)h_count), "integer code");
+	cr_expect(ukp_vec_free_locking((const void *)h_calls_helper), "a direct call to integer code");
+	cr_expect_not(ukp_vec_free_locking((const void *)h_ymm), "ymm");
+	cr_expect_not(ukp_vec_free_locking((const void *)h_mxcsr), "ldmxcsr");
+	cr_expect_not(ukp_vec_free_locking((const void *)h_x87), "x87");
+	cr_expect_not(ukp_vec_free_locking((const void *)h_libc), "strlen through the PLT");
+	cr_expect_not(ukp_vec_free_locking((const void *)h_pointer), "a call through a pointer");
+	/* real library code: vector-free integer code, and AVX2 code */
+	cr_expect_not(ukp_vec_free_locking((const void *)memcpy), "libc's memcpy");
+}
+
+static void vec_roundtrip(int rounds)
+{
+	uint8_t in[512], out[512];
+	int i, r;
+
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < 512; i++)
+			in[i] = (uint8_t)(i * 13 + r);
+		memset(out, 0, sizeof(out));
+		vs_vec(in, out);
+		cr_assert_arr_eq(in, out, sizeof(in), "ymm0-15 must survive the hit");
+	}
+}
+
+Test(vecstate, a_vector_free_handler_runs_with_the_vector_registers_live)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_calls_helper };
+
+	if (!__builtin_cpu_supports("avx"))
+		cr_skip_test("no AVX");
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&kp));
+	vec_roundtrip(50);
+	cr_expect_eq(atomic_load(&hits), 50);
+	unregister_kprobe(&kp);
+}
+
+Test(vecstate, a_handler_swapped_in_later_is_called_with_the_state_saved)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+
+	if (!__builtin_cpu_supports("avx"))
+		cr_skip_test("no AVX");
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&kp));
+	vec_roundtrip(10);
+	/* not proven: its pointer no longer matches the proven one */
+	*(kprobe_pre_handler_t volatile *)&kp.pre_handler = h_ymm;
+	vec_roundtrip(10);
+	cr_expect_eq(atomic_load(&hits), 20);
+	unregister_kprobe(&kp);
+}
