@@ -101,7 +101,7 @@ bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
  * Code on the trap path goes into its own section so that it is
  * blacklisted as a whole (the static library puts all of its code there).
  */
-#define UKP_TRAP_TEXT __attribute__((section("ukprobes_text"), noinline))
+#define UKP_TRAP_TEXT __attribute__((section("ukprobes_text")))
 
 /* The breakpoint instruction and its length. */
 #define UKP_BREAKPOINT_INSN 0xcc

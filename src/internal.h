@@ -140,12 +140,51 @@ void ukp_unlock_for_show(void);
 
 /* ------------------------------------------------------ grace periods */
 /* sync.c: a thread is "inside" from trap entry to trap exit. */
-void ukp_read_lock(struct ukp_ctlblk *c);     /* [trap] */
-void ukp_read_unlock(struct ukp_ctlblk *c);   /* [trap] */
+struct ukp_thread_rec {
+	_Atomic unsigned long seq; /* odd: inside */
+	_Atomic int tid;           /* 0: free */
+} __attribute__((aligned(64)));
+extern struct ukp_thread_rec ukp_overflow_rec;
+extern _Atomic bool ukp_reader_fence;
+void ukp_read_lock_slow(struct ukp_ctlblk *c);  /* [trap] */
+void ukp_read_unlock_overflow(void);            /* [trap] */
+
+/* [trap] Enter the read side (nests). The usual case inline: a thread
+ * with its record, writers that use membarrier (so the hit path only
+ * stops the compiler: ukp_synchronize makes every running thread
+ * execute the barrier, liburcu's memb flavour). */
+static inline void ukp_read_lock(struct ukp_ctlblk *c)
+{
+	struct ukp_thread_rec *r = c->rec;
+
+	if (__builtin_expect(c->depth || !r || r == &ukp_overflow_rec ||
+			     atomic_load_explicit(&ukp_reader_fence, memory_order_relaxed), 0)) {
+		ukp_read_lock_slow(c);
+		return;
+	}
+	c->depth = 1;
+	atomic_store_explicit(&r->seq, atomic_load_explicit(&r->seq, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* [trap] Leave the read side. */
+static inline void ukp_read_unlock(struct ukp_ctlblk *c)
+{
+	struct ukp_thread_rec *r;
+
+	if (--c->depth)
+		return;
+	r = c->rec;
+	if (__builtin_expect(r == &ukp_overflow_rec, 0)) {
+		ukp_read_unlock_overflow();
+		return;
+	}
+	atomic_store_explicit(&r->seq, atomic_load_explicit(&r->seq, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
 void ukp_synchronize(void);                   /* [reg] wait for every thread inside */
 void ukp_sync_after_fork_child(void);         /* [reg] */
-/* false once writers can make every thread fence (membarrier) */
-extern _Atomic bool ukp_reader_fence;
 
 /* ------------------------------------------------------------- text */
 /* text_patch.c */
@@ -220,7 +259,17 @@ int ukp_sys_getpid(void);
 long ukp_sys_tgkill(int pid, int tid, int sig);
 
 /* signals.c: leave a defer_async section, delivering what was held back */
-void ukp_defer_async_end(struct ukp_ctlblk *c);  /* [trap] */
+void ukp_defer_async_flush(struct ukp_ctlblk *c);  /* [trap] */
+static inline void ukp_defer_async_end(struct ukp_ctlblk *c)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--c->defer_async)
+		return;
+	/* a signal from here on is not held back: it sees defer_async 0 */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (c->deferred_mask)
+		ukp_defer_async_flush(c);
+}
 
 /* trap.c */
 /*

@@ -668,17 +668,13 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
 	return ret;
 }
 
-/* [trap] Leave a section in which the program's signal handlers were held
- * back (see prog_wrapper): sections nest; the outermost one delivers what
- * waited, by unblocking it. */
-UKP_TRAP_TEXT void ukp_defer_async_end(struct ukp_ctlblk *c)
+/* [trap] The end of the outermost section in which the program's signal
+ * handlers were held back (see prog_wrapper and ukp_defer_async_end):
+ * deliver what waited, by unblocking it. */
+UKP_TRAP_TEXT void ukp_defer_async_flush(struct ukp_ctlblk *c)
 {
 	uint64_t m;
 
-	atomic_signal_fence(memory_order_seq_cst);
-	if (--c->defer_async)
-		return;
-	atomic_signal_fence(memory_order_seq_cst);
 	m = c->deferred_mask;
 	if (!m)
 		return;

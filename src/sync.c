@@ -22,14 +22,9 @@
 
 #define UKP_MAX_THREADS 4096
 
-struct ukp_thread_rec {
-	_Atomic unsigned long seq; /* odd: inside */
-	_Atomic int tid;           /* 0: free */
-} __attribute__((aligned(64)));
-
 static struct ukp_thread_rec ukp_recs[UKP_MAX_THREADS];
 /* Readers that found no free record count here; writers wait for 0. */
-static struct ukp_thread_rec ukp_overflow_rec;
+struct ukp_thread_rec ukp_overflow_rec;
 /* Readers fence themselves unless writers can use membarrier. */
 _Atomic bool ukp_reader_fence = true;
 static _Atomic unsigned long ukp_overflow_inside;
@@ -66,8 +61,9 @@ static UKP_TRAP_TEXT struct ukp_thread_rec *claim_rec(void)
 	return &ukp_overflow_rec;
 }
 
-/* [trap] Enter the read side (nests). */
-UKP_TRAP_TEXT void ukp_read_lock(struct ukp_ctlblk *c)
+/* [trap] Enter the read side (nests): the first entry of a thread, an
+ * overflowed one, and the fenced flavour (see ukp_read_lock). */
+UKP_TRAP_TEXT void ukp_read_lock_slow(struct ukp_ctlblk *c)
 {
 	if (c->depth++)
 		return;
@@ -92,18 +88,10 @@ UKP_TRAP_TEXT void ukp_read_lock(struct ukp_ctlblk *c)
 		atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* [trap] Leave the read side. */
-UKP_TRAP_TEXT void ukp_read_unlock(struct ukp_ctlblk *c)
+/* [trap] Leave the read side of an overflowed thread. */
+UKP_TRAP_TEXT void ukp_read_unlock_overflow(void)
 {
-	if (--c->depth)
-		return;
-	if (c->rec == &ukp_overflow_rec) {
-		atomic_fetch_sub(&ukp_overflow_inside, 1);
-		return;
-	}
-	atomic_store_explicit(&c->rec->seq,
-			      atomic_load_explicit(&c->rec->seq, memory_order_relaxed) + 1,
-			      memory_order_release);
+	atomic_fetch_sub(&ukp_overflow_inside, 1);
 }
 
 static void pause_briefly(unsigned int round)

@@ -79,7 +79,8 @@ static UKP_TRAP_TEXT void handler_abandoned(struct ukp_ctlblk *c, struct ukp_sit
  * here, and the per-thread state is put back as it was before the call;
  * the call then returns fault_ret. status, if not 0, is the probe status
  * while the handler runs (a return handler runs outside any trap). The
- * jump buffer is saved and restored so that calls may nest.
+ * jump buffer is saved and restored so that calls may nest (at the outer
+ * level nothing else uses it).
  */
 static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *kp,
 	int (*fn)(void *arg, struct pt_regs *regs), void *arg, struct pt_regs *regs,
@@ -94,8 +95,9 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *k
 	int saved_in = c->in_handler;
 	int ret, i;
 
-	for (i = 0; i < 5; i++)
-		saved_jb[i] = c->jb[i];
+	if (saved_in)
+		for (i = 0; i < 5; i++)
+			saved_jb[i] = c->jb[i];
 	c->cur_kp = kp;
 	c->fault_kp = kp;
 	c->in_handler = saved_in + 1;
@@ -115,8 +117,9 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *k
 	c->in_handler = saved_in;
 	c->cur_kp = saved_kp;
 	c->fault_kp = saved_fault_kp;
-	for (i = 0; i < 5; i++)
-		c->jb[i] = saved_jb[i];
+	if (saved_in)
+		for (i = 0; i < 5; i++)
+			c->jb[i] = saved_jb[i];
 	return ret;
 }
 

@@ -20,7 +20,7 @@
  * a build directory "build"):
  *   cc -O2 -D_GNU_SOURCE -Iinclude -Isrc -Isrc/arch/x86_64 \
  *      tests/repro/trap_rearm_race.c build/src/libukprobes.a \
- *      -Wl,--wrap=ukp_read_lock,--wrap=arch_copy_nofault \
+ *      -Wl,--wrap=ukp_read_lock_slow,--wrap=arch_copy_nofault \
  *      -lZydis -lZycore -lelf -lpthread -ldl -o /tmp/trap_rearm_race
  *   /tmp/trap_rearm_race; echo "exit status $?"
  * Fixed: prints "OK" and exits 0. Broken: killed by SIGTRAP (status 133).
@@ -54,19 +54,20 @@ static _Atomic int stage;
 static __thread int is_worker;
 static _Atomic unsigned long hits;
 
-void __real_ukp_read_lock(struct ukp_ctlblk *c);
+void __real_ukp_read_lock_slow(struct ukp_ctlblk *c);
 long __real_arch_copy_nofault(void *dst, const void *src, size_t n);
 
-/* The worker's trap, before it enters the read side: let the main
+/* The worker's trap, before it enters the read side (its first trap
+ * takes the out-of-line path, which claims its record): let the main
  * thread unregister the probe now. */
-void __wrap_ukp_read_lock(struct ukp_ctlblk *c)
+void __wrap_ukp_read_lock_slow(struct ukp_ctlblk *c)
 {
 	if (is_worker && c->depth == 0 && atomic_load(&stage) == 0) {
 		atomic_store(&stage, 1);
 		while (atomic_load(&stage) != 2)
 			__builtin_ia32_pause();
 	}
-	__real_ukp_read_lock(c);
+	__real_ukp_read_lock_slow(c);
 }
 
 /* The worker's trap, after the lookup missed and before it reads the
