@@ -179,6 +179,11 @@ size_t arch_patchable_nops(const uint8_t *code, size_t avail);
 /* The shared half of every detour, and the callback it calls [detour]. */
 extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
 
+/* [reg] After arch_opt_prepare, for a probe at a function's entry: the
+ * detour calls the template that relies on the calling convention there
+ * (no live flags, DF clear) to skip pushfq. */
+void arch_opt_at_entry(struct ukp_arch_opt *ao);
+
 /* ------------------------------------------------------ vector state */
 /* src/arch/<arch>/vecuse.c, vecsafe_tramp.S; used by vecstate.c. */
 

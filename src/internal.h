@@ -45,6 +45,7 @@ struct ukp_site_opt {
 	_Atomic uint8_t state;               /* UKP_OPT_*; read on hits */
 	bool queued;                         /* on the optimizer's queue */
 	uint8_t ftrace_len;                  /* patchable NOPs at this entry: [FTRACE] */
+	bool entry;                          /* at a function's entry */
 	uint8_t len;                         /* bytes the jump replaces */
 	unsigned int tries;                  /* rounds a thread was in the way */
 	int err;                             /* the analysis refused it (-errno) */
@@ -207,7 +208,7 @@ void ukp_slot_set_owner_n(uintptr_t slot, unsigned int n, struct ukp_site *s); /
 /* optimizer.c: jump optimization (see there). [reg] unless said. */
 void ukp_opt_init(void);
 void ukp_opt_after_fork(void);
-void ukp_opt_site_new(struct ukp_site *s, bool on_entry);
+void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry);
 void ukp_opt_site_changed(struct ukp_site *s);
 void ukp_opt_site_dead(struct ukp_site *s);
 void ukp_opt_unoptimize(struct ukp_site *s);

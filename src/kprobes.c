@@ -575,7 +575,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
 	s->symoff = off;
-	ukp_opt_site_new(s, on_entry);
+	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
 	*out = s;
 out:
 	free(code);

@@ -224,6 +224,8 @@ static int prepare(struct ukp_site *s)
 		return -ENOMEM; /* not remembered: memory may come back */
 	}
 	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, &why);
+	if (!ret && s->opt.entry)
+		arch_opt_at_entry(&ao);
 	if (!ret)
 		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
 	if (ret) {
@@ -428,14 +430,16 @@ static void lazy_init(void)
 	}
 }
 
-/* A new site: is it an [FTRACE] probe point? */
-void ukp_opt_site_new(struct ukp_site *s, bool on_entry)
+/* A new site: is it an [FTRACE] probe point? abi_entry: the entry of a
+ * sized function symbol, where the calling convention holds. */
+void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry)
 {
 	uint8_t code[UKP_OPT_MAX_REGION];
 	size_t n;
 
 	if (!on_entry)
 		return;
+	s->opt.entry = abi_entry;
 	n = ukp_read_original(s->addr, code, sizeof(code));
 	s->opt.ftrace_len = (uint8_t)arch_patchable_nops(code, n);
 }

@@ -559,6 +559,7 @@ static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
 	res->name = s->name;
 	res->start = s->start;
 	res->size = s->size;
+	res->func = s->sized && (s->type == STT_FUNC || s->type == STT_GNU_IFUNC);
 }
 
 /* ------------------------------------------------------------------ */

@@ -30,6 +30,8 @@ struct ukp_symres {
 	const char *name;    /* symbol name (owned by the cache) */
 	uintptr_t start;     /* absolute start address */
 	size_t size;         /* size in bytes (to the next symbol when st_size is 0) */
+	bool func;           /* a sized STT_FUNC (or IFUNC) symbol: a compiled
+			      * function's entry follows the calling convention */
 };
 
 /*

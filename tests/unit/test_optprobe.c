@@ -115,6 +115,26 @@ __asm__(
 	"	ret\n"
 	".size op_flags, .-op_flags\n"
 
+	/* The same at a function's entry (the template without pushfq):
+	 * op_eflags_call compares and calls op_eflags_entry, whose first
+	 * instruction leaves the flags alone. */
+	".globl op_eflags_call\n .type op_eflags_call,@function\n"
+	"op_eflags_call:\n"
+	"	cmpl %esi, %edi\n"
+	"	call op_eflags_entry\n"
+	"	ret\n"
+	".size op_eflags_call, .-op_eflags_call\n"
+	".globl op_eflags_entry\n .type op_eflags_entry,@function\n"
+	"op_eflags_entry:\n"
+	"	movl $3, %eax\n"			/* b8 03 00 00 00: no flags */
+	"	setc 0(%rdx)\n"
+	"	setz 1(%rdx)\n"
+	"	sets 2(%rdx)\n"
+	"	seto 3(%rdx)\n"
+	"	setp 4(%rdx)\n"
+	"	ret\n"
+	".size op_eflags_entry, .-op_eflags_entry\n"
+
 	/* A first instruction that faults on a bad pointer. */
 	".globl op_load\n .type op_load,@function\n"
 	"op_load:\n"
@@ -482,6 +502,45 @@ Test(optprobe, flags_survive)
 					 pairs[i][1], df);
 		}
 	}
+}
+
+void op_eflags_call(int a, int b, unsigned char *out);
+
+static unsigned long seen_flags;
+static int flags_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	seen_flags = regs->flags;
+	return clobber_pre(p, regs);
+}
+
+Test(optprobe, flags_survive_at_an_entry)
+{
+	struct kprobe kp = { .symbol_name = "op_eflags_entry", .pre_handler = flags_pre };
+	static const int pairs[][2] = { { 1, 2 }, { 2, 1 }, { 5, 5 }, { INT32_MIN, 1 },
+					{ INT32_MAX, -1 }, { 0, 3 } };
+	unsigned char want[5], got[5];
+
+	reg(&kp);
+	cr_assert(is_optimized(&kp));
+	cr_assert(kp.flags & KPROBE_FLAG_ON_FUNC_ENTRY);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		unsigned long f;
+
+		cr_assert_eq(kprobes_set_optimization(false), 0);
+		op_eflags_call(pairs[i][0], pairs[i][1], want); /* a breakpoint */
+		f = seen_flags;
+		cr_assert_eq(kprobes_set_optimization(true), 0);
+		cr_assert_eq(ukprobes_wait_optimizer(), 0);
+		cr_assert(is_optimized(&kp));
+		op_eflags_call(pairs[i][0], pairs[i][1], got);
+		cr_assert_arr_eq(want, got, 5, "flags of cmp %d, %d", pairs[i][0], pairs[i][1]);
+		/* the handler saw the arithmetic flags the breakpoint path saw */
+		cr_assert_eq(seen_flags & 0x8d5, f & 0x8d5, "regs->flags %#lx, breakpoint %#lx",
+			     seen_flags, f);
+		cr_assert(seen_flags & 0x200);
+		cr_assert_not(seen_flags & 0x400, "DF");
+	}
+	unregister_kprobe(&kp);
 }
 
 static sigjmp_buf segv_jb;

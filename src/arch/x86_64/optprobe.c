@@ -152,3 +152,13 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	ao->len = (uint8_t)pos;
 	return 0;
 }
+
+extern char ukp_optprobe_common_entry[];
+
+/* [reg] See arch.h. */
+void arch_opt_at_entry(struct ukp_arch_opt *ao)
+{
+	uintptr_t common = (uintptr_t)ukp_optprobe_common_entry;
+
+	memcpy(ao->image + LIT_COMMON, &common, 8);
+}

@@ -42,7 +42,55 @@
 #define ENTRY_SP  (PT_SIZE + 8 + 144)
 #define SITE_SLOT (PT_SIZE + 8 + 8)
 
+	.macro SAVE_GPRS_BUT_AX
+	movq %r15, PT_R15(%rsp)
+	movq %r14, PT_R14(%rsp)
+	movq %r13, PT_R13(%rsp)
+	movq %r12, PT_R12(%rsp)
+	movq %rbp, PT_BP(%rsp)
+	movq %rbx, PT_BX(%rsp)
+	movq %r11, PT_R11(%rsp)
+	movq %r10, PT_R10(%rsp)
+	movq %r9, PT_R9(%rsp)
+	movq %r8, PT_R8(%rsp)
+	movq %rcx, PT_CX(%rsp)
+	movq %rdx, PT_DX(%rsp)
+	movq %rsi, PT_SI(%rsp)
+	movq %rdi, PT_DI(%rsp)
+	.endm
+
 	.section ukprobes_text, "ax", @progbits
+	/*
+	 * The template of probes at a function's entry. There the ABI
+	 * leaves DF clear and no flag live, so the flags are read without
+	 * pushfq (2 ns here): lahf and seto give every arithmetic flag;
+	 * regs->flags gets them with IF and bit 1 set. The frame is the
+	 * same as below (the pushfq slot stays unused); then it joins it.
+	 */
+	.p2align 6
+	.globl ukp_optprobe_common_entry
+	.hidden ukp_optprobe_common_entry
+	.type ukp_optprobe_common_entry, @function
+ukp_optprobe_common_entry:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 144
+	.cfi_undefined %rip
+	movq %rax, (PT_AX - PT_SIZE - 8)(%rsp)
+	lahf				/* SF ZF AF PF CF in ah */
+	seto %al
+	leaq -(PT_SIZE + 8)(%rsp), %rsp
+	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	SAVE_GPRS_BUT_AX
+	movzbl %al, %ecx
+	shll $11, %ecx			/* OF */
+	movzbl %ah, %eax
+	orl %ecx, %eax
+	orl $0x202, %eax		/* IF, reserved bit 1 */
+	movq %rax, PT_FLAGS(%rsp)
+	jmp .Lframe
+	.cfi_endproc
+	.size ukp_optprobe_common_entry, .-ukp_optprobe_common_entry
+
 	.p2align 6
 	.globl ukp_optprobe_common
 	.hidden ukp_optprobe_common
@@ -57,23 +105,11 @@ ukp_optprobe_common:
 	.cfi_adjust_cfa_offset 8
 	subq $PT_SIZE, %rsp
 	.cfi_adjust_cfa_offset PT_SIZE
-	movq %r15, PT_R15(%rsp)
-	movq %r14, PT_R14(%rsp)
-	movq %r13, PT_R13(%rsp)
-	movq %r12, PT_R12(%rsp)
-	movq %rbp, PT_BP(%rsp)
-	movq %rbx, PT_BX(%rsp)
-	movq %r11, PT_R11(%rsp)
-	movq %r10, PT_R10(%rsp)
-	movq %r9, PT_R9(%rsp)
-	movq %r8, PT_R8(%rsp)
+	SAVE_GPRS_BUT_AX
 	movq %rax, PT_AX(%rsp)
-	movq %rcx, PT_CX(%rsp)
-	movq %rdx, PT_DX(%rsp)
-	movq %rsi, PT_SI(%rsp)
-	movq %rdi, PT_DI(%rsp)
 	movq PT_SIZE(%rsp), %rax
 	movq %rax, PT_FLAGS(%rsp)
+.Lframe:
 	leaq ENTRY_SP(%rsp), %rax
 	movq %rax, PT_SP(%rsp)
 	movq $-1, PT_ORIG_AX(%rsp)
