@@ -28,7 +28,10 @@
  *                boostable (r is the same path since the booster exists:
  *                a kretprobe's entry probe has no post_handler)
  *   o            kprobe with only a pre_handler, jump-optimized ([OPTIMIZED]
- *                checked before timing)
+ *                checked before timing); the handler is integer code, so
+ *                the hit leaves the vector state in the registers
+ *   ov           the same with a handler that uses an xmm register: the
+ *                hit saves the vector state around it
  *   ro           kretprobe whose entry probe is jump-optimized
  *   The rows b, r and rb are the breakpoint paths: they run with the
  *   optimization knob off, o and ro with it on.
@@ -70,6 +73,7 @@ enum {
 	M_B,
 	M_RB,
 	M_O,
+	M_OV,
 	M_RO,
 	M_UP,
 	M_URP,
@@ -104,6 +108,7 @@ static struct measure ms[NM] = {
 	[M_B] = { "b", "boosted kprobe (pre_handler only)", K_UKPROBES, false },
 	[M_RB] = { "rb", "boosted kretprobe", K_UKPROBES, false },
 	[M_O] = { "o", "optimized kprobe", K_UKPROBES, true },
+	[M_OV] = { "ov", "optimized kprobe, handler using xmm", K_UKPROBES, true },
 	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
 	[M_UP] = { "uprobe", "kernel uprobe", K_PEER, false },
 	[M_URP] = { "uretprobe", "kernel uretprobe", K_PEER, false },
@@ -130,6 +135,7 @@ static const struct {
 	{ "o/detour", M_O, M_DETOUR },
 	{ "o/call", M_O, M_CALL },
 	{ "o/b", M_O, M_B },
+	{ "ov/o", M_OV, M_O },
 	{ "ro/r", M_RO, M_R },
 	{ "ro/o", M_RO, M_O },
 	{ "b/o", M_B, M_O },
@@ -150,6 +156,14 @@ static volatile unsigned long pre_hits, post_hits, ret_hits;
 
 static int on_pre(struct kprobe *p, struct pt_regs *regs)
 {
+	pre_hits++;
+	return 0;
+}
+
+/* The o handler plus one SSE instruction: not vector-free. */
+static int on_pre_vec(struct kprobe *p, struct pt_regs *regs)
+{
+	__asm__ volatile("pxor %%xmm7, %%xmm7" ::: "xmm7");
 	pre_hits++;
 	return 0;
 }
@@ -197,13 +211,13 @@ static void settle(struct kprobe *p, int want_flag)
 	}
 }
 
-static void kp_register(bench_fn fn, bool post)
+static void kp_register(bench_fn fn, bool post, bool vec)
 {
 	int ret;
 
 	memset(&kp, 0, sizeof(kp));
 	kp.addr = (kprobe_opcode_t *)(uintptr_t)fn;
-	kp.pre_handler = on_pre;
+	kp.pre_handler = vec ? on_pre_vec : on_pre;
 	kp.post_handler = post ? on_post : NULL;
 	ret = register_kprobe(&kp);
 	if (ret)
@@ -306,7 +320,7 @@ static double sample(int m)
 		break;
 	case M_K:
 	case M_KNOP5:
-		kp_register(m == M_K ? bench_target : bench_target_nop5, true);
+		kp_register(m == M_K ? bench_target : bench_target_nop5, true, false);
 		settle(&kp, m == M_KNOP5 ? KPROBE_FLAG_FTRACE : 0);
 		bench_call_loop(m == M_K ? bench_target : bench_target_nop5, WARMUP);
 		p0 = pre_hits;
@@ -319,13 +333,14 @@ static double sample(int m)
 		break;
 	case M_B:
 	case M_O:
-		set_opt(m == M_O);
-		kp_register(bench_target, false);
-		settle(&kp, m == M_O ? KPROBE_FLAG_OPTIMIZED : 0);
+	case M_OV:
+		set_opt(m != M_B);
+		kp_register(bench_target, false, m == M_OV);
+		settle(&kp, m != M_B ? KPROBE_FLAG_OPTIMIZED : 0);
 		bench_call_loop(bench_target, WARMUP);
 		p0 = pre_hits;
-		ns = bench_call_loop(bench_target, m == M_O ? call_iters : iters);
-		check(ms[m].id, pre_hits - p0, m == M_O ? call_iters : iters);
+		ns = bench_call_loop(bench_target, m != M_B ? call_iters : iters);
+		check(ms[m].id, pre_hits - p0, m != M_B ? call_iters : iters);
 		unregister_kprobe(&kp);
 		set_opt(true);
 		break;
@@ -344,7 +359,7 @@ static double sample(int m)
 		break;
 	case M_KR:
 		rp_register(bench_target);
-		kp_register(bench_target, true);
+		kp_register(bench_target, true, false);
 		bench_call_loop(bench_target, WARMUP);
 		p0 = pre_hits;
 		q0 = post_hits;
