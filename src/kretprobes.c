@@ -58,7 +58,6 @@
 
 struct kretprobe_holder {
 	struct kretprobe *_Atomic rp;  /* NULL once unregistered */
-	_Atomic long refs;             /* registration + instances out of the pool */
 	_Atomic uint64_t free_head;    /* ABA tag << 32 | (index + 1); 0: empty */
 	_Atomic uint32_t *free_next;   /* per instance: index + 1 of the next free one */
 	unsigned char *insts;
@@ -134,12 +133,12 @@ static UKP_TRAP_TEXT struct kretprobe_instance *pool_get(struct kretprobe_holder
 	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
 							 memory_order_acquire,
 							 memory_order_acquire));
-	atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
 	return inst_at(h, i - 1);
 }
 
 /* [any] Give an instance back. The holder may be freed (after a grace
- * period) as soon as the reference is dropped: nothing touches it after. */
+ * period) as soon as every instance is back (all_back): nothing touches
+ * it after the push. */
 static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 {
 	struct krp_inst_hdr *hd = inst_hdr(ri);
@@ -153,7 +152,27 @@ static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
 							 memory_order_release,
 							 memory_order_relaxed));
-	atomic_fetch_sub_explicit(&h->refs, 1, memory_order_release);
+}
+
+/*
+ * [krp_mutex] Is every instance of an unregistered holder back in its
+ * pool? Nothing takes one out any more (pool_get runs only while the
+ * kretprobe is registered, and unregistration waited for the trap
+ * paths), so the free list only grows: walking it while returns push
+ * onto it is safe. This replaces a reference count that cost two atomic
+ * read-modify-writes per hit.
+ */
+static bool all_back(struct kretprobe_holder *h)
+{
+	uint64_t head = atomic_load_explicit(&h->free_head, memory_order_acquire);
+	uint32_t i = (uint32_t)head;
+	int n = 0;
+
+	while (i && n <= h->ninst) {
+		n++;
+		i = atomic_load_explicit(&h->free_next[i - 1], memory_order_relaxed);
+	}
+	return n == h->ninst;
 }
 
 static struct kretprobe_holder *holder_alloc(int n, size_t data_size)
@@ -187,7 +206,6 @@ static struct kretprobe_holder *holder_alloc(int n, size_t data_size)
 		atomic_init(&h->free_next[i], i + 1 < n ? (uint32_t)i + 2 : 0);
 	}
 	atomic_init(&h->free_head, 1);
-	atomic_init(&h->refs, 1);
 	atomic_fetch_add(&krp_nholders, 1);
 	return h;
 }
@@ -714,7 +732,7 @@ static void krp_reap_locked(void)
 	sweep_dead(false);
 	ukp_read_unlock(c);
 	for (pp = &krp_zombies; (h = *pp);) {
-		if (atomic_load_explicit(&h->refs, memory_order_acquire) == 0) {
+		if (all_back(h)) {
 			*pp = h->next;
 			h->next = dead;
 			dead = h;
@@ -724,7 +742,7 @@ static void krp_reap_locked(void)
 	}
 	if (!dead)
 		return;
-	/* Whoever dropped the last reference has left its read side. */
+	/* Whoever pushed the last instance back has left its read side. */
 	ukp_synchronize();
 	while ((h = dead)) {
 		dead = h->next;
@@ -878,7 +896,6 @@ UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
 		__atomic_store_n(&rps[i]->rph, NULL, __ATOMIC_RELAXED);
 		hs[i]->next = krp_zombies;
 		krp_zombies = hs[i];
-		atomic_fetch_sub_explicit(&hs[i]->refs, 1, memory_order_release);
 	}
 	krp_reap_locked();
 	pthread_mutex_unlock(&krp_mutex);
