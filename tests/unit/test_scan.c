@@ -363,7 +363,7 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
-Test(scan, finds_a_running_thread_by_signal)
+Test(scan, finds_a_running_thread_by_its_ip_and_not_elsewhere)
 {
 	struct ukp_range r[2] = {
 		{ (uintptr_t)sc_spin, (uintptr_t)sc_spin_end },
