@@ -198,6 +198,7 @@ extern _Atomic unsigned long ukp_scan_inside; /* ranges found (maybe) occupied *
 extern _Atomic unsigned long ukp_scan_timeouts; /* scans with a silent thread */
 extern _Atomic unsigned long ukp_scan_signalled; /* threads sent the scan signal */
 extern _Atomic unsigned long ukp_scan_blocked; /* threads seen blocked, not signalled */
+extern bool ukp_scan_without_proc;            /* tests: as if /proc had no syscall file */
 
 /* ------------------------------------------------------------ signals */
 /* signals.c */

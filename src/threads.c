@@ -283,6 +283,7 @@ struct scan_req {
 static struct scan_req req;
 _Atomic unsigned long ukp_scan_count, ukp_scan_inside, ukp_scan_timeouts;
 _Atomic unsigned long ukp_scan_signalled, ukp_scan_blocked;
+bool ukp_scan_without_proc;
 
 static UKP_TRAP_TEXT uint64_t all_ranges(unsigned int n)
 {
@@ -483,7 +484,7 @@ enum { T_OUTSIDE_OR_HIT, T_UNKNOWN, T_GONE };
 /*
  * [reg] Read the state of thread tid (relative to the /proc/self/task
  * directory dfd): 1 if it is blocked (*st filled), 0 if it is running,
- * -ESRCH if it is gone, another negative errno if we cannot tell.
+ * a negative errno if we cannot tell (it may be gone).
  */
 static int read_blocked_state(int dfd, int tid, struct blocked_state *st)
 {
@@ -493,15 +494,17 @@ static int read_blocked_state(int dfd, int tid, struct blocked_state *st)
 	ssize_t len;
 	int fd, err;
 
+	if (ukp_scan_without_proc)
+		return -ENOENT;
 	snprintf(path, sizeof(path), "%d/syscall", tid);
 	fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+		return -errno;
 	len = read(fd, buf, sizeof(buf) - 1);
 	err = errno;
 	close(fd);
 	if (len < 0)
-		return err == ESRCH || err == ENOENT ? -ESRCH : -err;
+		return -err;
 	buf[len] = 0;
 	if (!strncmp(buf, "running", 7))
 		return 0;
@@ -551,8 +554,8 @@ static int look_at_thread(int dfd, int tid, const struct ukp_range *r, unsigned 
 	atomic_thread_fence(memory_order_seq_cst);
 	ret = read_blocked_state(dfd, tid, &st);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (ret == -ESRCH)
-		return T_GONE;
+	if (ret < 0 && tid_dead(tid))
+		return T_GONE; /* not when only the file is missing */
 	if (ret <= 0)
 		return T_UNKNOWN;
 	/* in the library's handlers, or in a wrapper before its push or
@@ -590,11 +593,6 @@ static long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
-static bool tid_gone(int tid)
-{
-	return ukp_sys_tgkill(ukp_sys_getpid(), tid, 0) == -ESRCH;
 }
 
 /* The threads a scan could not establish from /proc [reg]. */
@@ -644,7 +642,7 @@ static unsigned int wait_answers(int dfd, unsigned int nents, const struct ukp_r
 			if (round % 16 == 15) {
 				int st = dfd >= 0 ? look_at_thread(dfd, tid, r, n, &bits) : T_UNKNOWN;
 
-				if (st == T_GONE || (st == T_UNKNOWN && tid_gone(tid))) {
+				if (st == T_GONE || (st == T_UNKNOWN && tid_dead(tid))) {
 					atomic_store(&req.ent[i], 0);
 					continue;
 				}

@@ -15,8 +15,10 @@
  *    rt_sigaction before the library started;
  *  - a thread blocked in a raw system call: its pc and its restart point
  *    (the system call instruction) both count;
+ *  - without /proc, every thread is asked by signal (none taken for gone);
  *  - a thread that keeps entering and leaving a handler while inside a
- *    range is reported inside by every scan.
+ *    range is reported inside by every scan (with /proc, and with
+ *    signals alone).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -411,7 +413,7 @@ static void blocking_siginfo_handler(int sig, siginfo_t *info, void *uc)
 	blocking_handler(sig);
 }
 
-static void expect_found_in_handler(int sig)
+static void expect_found_in_handler(int sig, bool by_proc)
 {
 	struct ukp_range r[2] = {
 		{ (uintptr_t)sc_spin, (uintptr_t)sc_spin_end },
@@ -439,8 +441,11 @@ static void expect_found_in_handler(int sig)
 	blk0 = atomic_load(&ukp_scan_blocked);
 	hit = ukp_threads_scan(r, 2);
 	cr_expect_eq(hit, 1, "scan says %#lx", (unsigned long)hit);
-	cr_expect_eq(atomic_load(&ukp_scan_signalled), sig0, "the blocked thread was signalled");
-	cr_expect_gt(atomic_load(&ukp_scan_blocked), blk0);
+	if (by_proc) {
+		cr_expect_eq(atomic_load(&ukp_scan_signalled), sig0,
+			     "the blocked thread was signalled");
+		cr_expect_gt(atomic_load(&ukp_scan_blocked), blk0);
+	}
 	cr_expect_eq(atomic_load(&in_handler), 1, "the handler's read was interrupted");
 
 	/* the handler returns: the thread spins in sc_spin again */
@@ -464,7 +469,30 @@ Test(scan, finds_a_handler_blocked_over_a_range_without_signal)
 	sa.sa_flags = SA_RESTART;
 	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	cr_assert_eq(ukp_init(), 0);
-	expect_found_in_handler(SIGUSR1);
+	expect_found_in_handler(SIGUSR1, true);
+}
+
+/* Without /proc's syscall file every thread is asked by signal, and
+ * none is taken for gone: the blocked handler is found all the same. */
+Test(scan, without_proc_every_thread_is_asked)
+{
+	struct ukp_range r[1] = { { (uintptr_t)sc_spin, (uintptr_t)sc_spin_end } };
+	struct sigaction sa;
+	unsigned long sig0;
+	uint64_t hit;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = blocking_handler;
+	sa.sa_flags = SA_RESTART;
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_assert_eq(ukp_init(), 0);
+	ukp_scan_without_proc = true;
+	sig0 = atomic_load(&ukp_scan_signalled);
+	/* the spinning thread, then the same thread blocked in a handler */
+	expect_found_in_handler(SIGUSR1, false);
+	cr_expect_gt(atomic_load(&ukp_scan_signalled), sig0);
+	hit = ukp_threads_scan(r, 1);
+	cr_expect_eq(hit, 0, "scan says %#lx", (unsigned long)hit);
 }
 
 /* The kernel's struct sigaction for rt_sigaction on x86-64. */
@@ -489,7 +517,7 @@ Test(scan, finds_a_handler_installed_before_the_library)
 	cr_expect_eq((void *)old.sa_sigaction, (void *)blocking_siginfo_handler,
 		     "the program's handler is read back");
 	cr_expect(!sigismember(&old.sa_mask, UKP_SCAN_SIG));
-	expect_found_in_handler(SIGUSR2);
+	expect_found_in_handler(SIGUSR2, true);
 }
 
 /* A thread blocked in the raw read of sc_sys_read: the kernel reports
@@ -565,7 +593,7 @@ static void *kicker(void *arg)
 	return NULL;
 }
 
-Test(scan, a_thread_always_inside_is_always_found, .timeout = 60)
+static void always_found(void)
 {
 	struct ukp_range r[1] = { { (uintptr_t)sc_spin, (uintptr_t)sc_spin_end } };
 	unsigned long sig0, blk0;
@@ -577,7 +605,6 @@ Test(scan, a_thread_always_inside_is_always_found, .timeout = 60)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = busy_handler;
 	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	cr_assert_eq(ukp_init(), 0);
 	sc_stop = 0;
 	cr_assert_eq(pthread_create(&t, NULL, spinner, NULL), 0);
 	while (!atomic_load(&spin_tid))
@@ -587,7 +614,7 @@ Test(scan, a_thread_always_inside_is_always_found, .timeout = 60)
 	sig0 = atomic_load(&ukp_scan_signalled);
 	blk0 = atomic_load(&ukp_scan_blocked);
 	t0 = now_ns();
-	while (now_ns() - t0 < 1500000000L) {
+	while (now_ns() - t0 < 1000000000L) {
 		missed += (ukp_threads_scan(r, 1) & 1) != 1;
 		scans++;
 	}
@@ -600,4 +627,17 @@ Test(scan, a_thread_always_inside_is_always_found, .timeout = 60)
 		    atomic_load(&handled), atomic_load(&ukp_scan_signalled) - sig0,
 		    atomic_load(&ukp_scan_blocked) - blk0);
 	cr_expect_gt(atomic_load(&handled), 100);
+}
+
+Test(scan, a_thread_always_inside_is_always_found, .timeout = 60)
+{
+	cr_assert_eq(ukp_init(), 0);
+	always_found();
+}
+
+Test(scan, a_thread_always_inside_is_always_found_by_signal, .timeout = 60)
+{
+	cr_assert_eq(ukp_init(), 0);
+	ukp_scan_without_proc = true;
+	always_found();
 }
