@@ -423,9 +423,9 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
-	/* The program starts with its probes optimized, and the optimizer's
-	 * thread scans (a signal to every thread) are over before it runs:
-	 * they would cut its sleeps short. */
+	/* The program starts with its probes optimized. (The optimizer's
+	 * thread scans no longer cut the program's sleeps short: threads
+	 * blocked in the kernel are not signalled.) */
 	ukprobes_wait_optimizer();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atomic_store(&ukpa_tracing, true);

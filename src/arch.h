@@ -107,6 +107,15 @@ bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
 #define UKP_BREAKPOINT_INSN 0xcc
 #define UKP_BREAKPOINT_SIZE 1
 
+/* The length of the system call instruction (syscall, int $0x80): a
+ * thread the kernel restarts in a system call resumes this far before the
+ * instruction pointer it reports while the thread is blocked (threads.c). */
+#define UKP_SYSCALL_INSN_SIZE 2
+/* The signal restorer, glibc's __restore_rt as ours (nofault.S):
+ * mov $15, %rax; syscall. A thread in it, or just past it in the system
+ * call, returns to the signal context at its stack pointer. */
+#define UKP_RESTORER_SIZE 9
+
 /* ------------------------------------------------------ return probes */
 /* src/arch/<arch>/kretprobe.c and the trampoline (kretprobe_tramp.S). */
 

@@ -240,9 +240,13 @@ void ukp_uc_push(ucontext_t *uc);             /* [trap] around a program handler
 void ukp_uc_pop(void);                        /* [trap] */
 void ukp_scan_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n); /* [reg] */
+void ukp_threads_after_fork_child(void);      /* [reg] */
 extern _Atomic unsigned long ukp_scan_count;  /* scans done */
 extern _Atomic unsigned long ukp_scan_inside; /* ranges found (maybe) occupied */
 extern _Atomic unsigned long ukp_scan_timeouts; /* scans with a silent thread */
+extern _Atomic unsigned long ukp_scan_signalled; /* threads sent the scan signal */
+extern _Atomic unsigned long ukp_scan_blocked; /* threads seen blocked, not signalled */
+extern bool ukp_scan_without_proc;            /* tests: as if /proc had no syscall file */
 
 /* ------------------------------------------------------------ signals */
 /* signals.c */

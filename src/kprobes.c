@@ -343,6 +343,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&ukp_mutex, NULL);
 	ukp_text_after_fork();
 	ukp_sync_after_fork_child();
+	ukp_threads_after_fork_child();
 	ukp_opt_after_fork();
 	owner_pid = getpid();
 }
@@ -377,6 +378,7 @@ static int ukp_lock(void)
 		/* forked without pthread_atfork (raw clone) */
 		ukp_text_after_fork();
 		ukp_sync_after_fork_child();
+		ukp_threads_after_fork_child();
 		owner_pid = getpid();
 	}
 	if (ukp_objects_refresh())

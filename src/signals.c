@@ -18,10 +18,13 @@
  *
  * Every other handler the program installs through sigaction()/signal()
  * is wrapped: the kernel gets prog_wrapper (same flags plus SA_SIGINFO,
- * same mask), which keeps the interrupted context on a per-thread stack
- * while the program's handler runs (ukp_uc_push, threads.c), so that a
- * thread scan sees a thread whose signal frame returns into a slot.
+ * same mask plus UKP_SCAN_SIG until the context is recorded), which
+ * keeps the interrupted context on a per-thread stack while the
+ * program's handler runs (ukp_uc_push, threads.c), so that a thread scan
+ * sees a thread whose signal frame returns into a slot.
  * Reading the action back gives the program's handler, not the wrapper.
+ * Handlers already in the kernel when the library installs its own are
+ * wrapped then (wrap_installed_handler).
  * UKP_SCAN_SIG (SIGRTMAX) is owned like SIGTRAP: the scan uses it, the
  * program's actions for it are recorded and chained, and it is dropped
  * from every mask the program sets.
@@ -231,7 +234,7 @@ static UKP_TRAP_TEXT void prog_action_read(int idx, struct sigaction *sa)
 	pa_read(&prog_actions[idx], sa);
 }
 
-static bool is_function(const struct sigaction *sa)
+static UKP_TRAP_TEXT bool is_function(const struct sigaction *sa)
 {
 	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN &&
 	       sa->sa_handler != SIG_ERR;
@@ -241,10 +244,15 @@ static bool is_function(const struct sigaction *sa)
  * [trap] What the kernel calls for a program's handler of a signal we do
  * not own: the program's handler, as it asked for it (SA_SIGINFO or
  * not), with the interrupted context on this thread's stack of
- * contexts. The flags and mask were given to the kernel unchanged.
+ * contexts. The flags were given to the kernel unchanged, the mask plus
+ * UKP_SCAN_SIG: a thread scan's signal waits while the context is not
+ * on the stack (from delivery to the push, from the pop to sigreturn),
+ * so that the thread never answers without it (threads.c). Nothing in
+ * here calls outside the trap text.
  */
 static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 {
+	const uint64_t scan_bit = SIGBIT(UKP_SCAN_SIG);
 	struct sigaction sa;
 
 	if (sig <= 0 || sig > 64)
@@ -265,11 +273,22 @@ static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 		return;
 	}
 	ukp_uc_push(uc);
+	ukp_sys_sigprocmask(SIG_UNBLOCK, &scan_bit, NULL);
 	if (sa.sa_flags & SA_SIGINFO)
 		sa.sa_sigaction(sig, info, uc);
 	else
 		sa.sa_handler(sig);
+	ukp_sys_sigprocmask(SIG_BLOCK, &scan_bit, NULL);
 	ukp_uc_pop();
+}
+
+/* [any] The action the kernel gets for the program's action act. */
+static void wrapper_action(struct sigaction *k, const struct sigaction *act)
+{
+	*k = *act;
+	k->sa_sigaction = prog_wrapper;
+	k->sa_flags |= SA_SIGINFO;
+	sigaddset(&k->sa_mask, UKP_SCAN_SIG);
 }
 
 /* [any] An action read back from the kernel: the program's handler where
@@ -281,12 +300,14 @@ static void unwrap_action(struct sigaction *sa, const struct sigaction *prev)
 		/* the kernel reset our wrapper to SIG_DFL (SA_RESETHAND) and
 		 * kept its flags: the program never asked for SA_SIGINFO */
 		sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
+		sigdelset(&sa->sa_mask, UKP_SCAN_SIG);
 		return;
 	}
 	if (sa->sa_sigaction != prog_wrapper)
 		return;
 	sa->sa_sigaction = prev->sa_sigaction;
 	sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
+	sigdelset(&sa->sa_mask, UKP_SCAN_SIG);
 }
 
 /* ---------------------------------------------------- installation */
@@ -297,6 +318,30 @@ static int call_real_sigaction(int sig, const struct sigaction *act, struct siga
 		return real_sigaction(sig, act, old);
 	errno = ENOSYS;
 	return -1;
+}
+
+/*
+ * [reg] act_lock held. A handler of a signal we do not own that reached
+ * the kernel without our sigaction() (set before the library was
+ * loaded, or by a raw system call) is wrapped now, as if it had been set
+ * through it: its frames become visible to thread scans. A thread that
+ * runs it at this moment is not seen until it returns.
+ */
+static void wrap_installed_handler(int sig)
+{
+	struct sigaction cur, k, prev;
+
+	if (sig == SIGKILL || sig == SIGSTOP || owned_index(sig) >= 0)
+		return;
+	/* the C library's internal signals fail here (EINVAL) */
+	if (call_real_sigaction(sig, NULL, &cur) || !is_function(&cur) ||
+	    cur.sa_sigaction == prog_wrapper)
+		return;
+	pa_read(&wrapped_actions[sig], &prev);
+	pa_write(&wrapped_actions[sig], &cur);
+	wrapper_action(&k, &cur);
+	if (call_real_sigaction(sig, &k, NULL))
+		pa_write(&wrapped_actions[sig], &prev);
 }
 
 /*
@@ -366,6 +411,8 @@ int ukp_signals_install(void)
 			goto out;
 		}
 	}
+	for (int sig = 1; sig < 65; sig++)
+		wrap_installed_handler(sig);
 	atomic_store(&installed, true);
 out:
 	act_lock_release(&old);
@@ -440,12 +487,16 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 			prog_action_write(idx, &dfl_sa);
 			act_lock_release(&old);
 		}
-		ukp_sys_sigprocmask(SIG_SETMASK, &m, NULL);
+		/* the scan signal (blocked in our handlers) is let in only
+		 * while uc is on the stack of contexts (see prog_wrapper) */
 		ukp_uc_push(uc);
+		ukp_sys_sigprocmask(SIG_SETMASK, &m, NULL);
 		if (sa.sa_flags & SA_SIGINFO)
 			sa.sa_sigaction(sig, info, uc);
 		else
 			sa.sa_handler(sig);
+		m = SIGBIT(UKP_SCAN_SIG);
+		ukp_sys_sigprocmask(SIG_BLOCK, &m, NULL);
 		ukp_uc_pop();
 	}
 }
@@ -566,9 +617,7 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 		act_lock_acquire(&old);
 		pa_read(&wrapped_actions[sig], &prev);
 		if (act && is_function(act)) {
-			k = *act;
-			k.sa_sigaction = prog_wrapper;
-			k.sa_flags |= SA_SIGINFO;
+			wrapper_action(&k, act);
 			pa_write(&wrapped_actions[sig], act);
 			ret = call_real_sigaction(sig, &k, oact);
 			if (ret)

@@ -3,7 +3,7 @@
  * test_boost.c - the kprobe-booster: one trap per hit when no post_handler
  * is there, a post_handler added later stops it at once, rip-relative
  * boosted copies, faults in a boosted copy, and the life of a boosted
- * slot (quarantine and the thread scan of threads.c).
+ * slot (quarantine and thread scans; the scan itself: test_scan.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -62,15 +62,6 @@ __asm__(
 	"	idivl %esi\n"			/* f7 fe: boosted, #DE on 0 */
 	"	ret\n"
 	".size bt_div, .-bt_div\n"
-	".globl bt_spin\n .type bt_spin,@function\n"
-	"bt_spin:\n"
-	"	pause\n"
-	"	cmpl $0, bt_stop(%rip)\n"
-	"	je bt_spin\n"
-	"	ret\n"
-	".globl bt_spin_end\n"
-	"bt_spin_end:\n"
-	".size bt_spin, .-bt_spin\n"
 	".globl bt_o1\n .type bt_o1,@function\n"
 	"bt_o1: movl %edi, %eax\n addl $1, %eax\n ret\n .size bt_o1, .-bt_o1\n"
 	".globl bt_o2\n .type bt_o2,@function\n"
@@ -82,18 +73,15 @@ __asm__(
 	".data\n"
 	".globl bt_data\n"
 	"bt_data: .long 1000\n"
-	".globl bt_stop\n"
-	"bt_stop: .long 0\n"
 	".text\n");
 
 int bt_add(int x);
 int bt_rip(int x);
 int bt_load(const int *p);
 int bt_div(int a, int b);
-void bt_spin(void);
 int bt_o1(int), bt_o2(int), bt_o3(int), bt_o4(int);
-extern char bt_div_insn[], bt_spin_end[];
-extern volatile int bt_data, bt_stop;
+extern char bt_div_insn[];
+extern volatile int bt_data;
 
 static volatile int pre_hits, post_hits;
 
@@ -276,36 +264,6 @@ Test(boost, fpe_in_boosted_copy_maps_ip_and_si_addr)
 	cr_expect_eq(ukp_tls_boosted_hits - b0, 1);
 	cr_expect_eq(bt_div(21, 3), 7);
 	unregister_kprobe(&kp);
-}
-
-/* ------------------------------------------------ the thread scan */
-
-static void *spinner(void *arg)
-{
-	(void)arg;
-	bt_spin();
-	return NULL;
-}
-
-Test(scan, finds_a_thread_by_its_ip_and_not_elsewhere)
-{
-	struct ukp_range r[2] = {
-		{ (uintptr_t)bt_spin, (uintptr_t)bt_spin_end },
-		{ (uintptr_t)bt_add, (uintptr_t)bt_add + 8 },
-	};
-	pthread_t t;
-	uint64_t hit;
-
-	cr_assert_eq(ukp_init(), 0);
-	bt_stop = 0;
-	cr_assert_eq(pthread_create(&t, NULL, spinner, NULL), 0);
-	usleep(20000);
-	hit = ukp_threads_scan(r, 2);
-	cr_expect_eq(hit, 1, "scan says %#lx", (unsigned long)hit);
-	bt_stop = 1;
-	pthread_join(t, NULL);
-	hit = ukp_threads_scan(r, 2);
-	cr_expect_eq(hit, 0, "scan says %#lx after the thread left", (unsigned long)hit);
 }
 
 /*
