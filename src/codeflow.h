@@ -50,6 +50,21 @@
 int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len, const char **why);
 
 /*
+ * [reg] The same for a region whose code ends at addr + code_len (<= len)
+ * with an instruction that leaves (ret, jmp; arch_opt_prepare's
+ * code_len): the bytes after it are overwritten but never run from the
+ * copy. They may go past the function's end (a function shorter than
+ * the jump) when [addr, addr + code_len) is inside the function and the
+ * rest is the padding before the next function: fill bytes
+ * (arch_is_padding) that no symbol and no FDE covers (the object must
+ * have unwind tables), and that, like the whole region, no known jump,
+ * landing pad or other symbol's start lands in. Else -EINVAL ("the region
+ * leaves the function ..."). code_len == len is ukp_codeflow_check.
+ */
+int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+			    size_t code_len, const char **why);
+
+/*
  * [reg] Forget the per-object caches of objects that are no longer loaded
  * (ukp_object_alive) - call after dlclose. After ukp_symbols_reset()
  * every object counts as gone, so this forgets all of them (tests).

@@ -201,7 +201,7 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 		}
 		sym = &found;
 	}
-	return ukp_codeflow_check(sym, a, ao->len, why);
+	return ukp_codeflow_check_exit(sym, a, ao->len, ao->code_len, why);
 }
 
 /* Build the detour of s (once). Returns 0, or -errno with s->opt.why
