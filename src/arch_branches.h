@@ -32,6 +32,9 @@ enum arch_flow_kind {
 				 * the jump itself for jmp *d(%reg), else a mov
 				 * before it whose value reaches the jump when
 				 * nothing jumps into (target, from] */
+	ARCH_FLOW_GLOBAL_POINTER, /* the same from rip-relative memory: a global
+				 * variable or a GOT slot (tail calls of
+				 * -fno-plt code) */
 	ARCH_FLOW_ADDRESS,      /* the code takes the address target, which is
 				 * inside the parts (a rip-relative lea); from 0 */
 	ARCH_FLOW_UNDECODABLE,  /* the bytes at from do not decode */
@@ -58,11 +61,10 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
  * parts, and the entries read as targets inside the parts; the entries
  * are read (without faulting) for as long as their targets lie inside
  * one of the parts, so the reported set may be larger than the real one
- * but not smaller. Jumps through rip-relative memory (GOT and PLT-style
- * tail calls) leave the function and are not reported. Other indirect
- * jumps through a pointer loaded without an index register (not from
- * the stack) are reported as POINTER, for the caller to judge where such
- * a pointer may lead; the rest are UNKNOWN. Indirect calls and returns
+ * but not smaller. Indirect jumps through a pointer loaded without an
+ * index register (not from the stack) are reported as POINTER, or
+ * GLOBAL_POINTER from rip-relative memory (GOT tail calls), for the
+ * caller to judge where such a pointer may lead; the rest are UNKNOWN. Indirect calls and returns
  * are not reported. After the parts, ADDRESS for every address inside
  * them that the code computes with a rip-relative lea, then the TABLE
  * entries.

@@ -477,6 +477,7 @@ void ukp_codeflow_forget_dead(void)
  * from when nothing jumps into (def, from]. */
 struct ptr_jump {
 	uintptr_t def, from;
+	bool global;            /* from rip-relative memory (a GOT slot?) */
 };
 
 struct check {
@@ -527,12 +528,14 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 		ck->why = "a jump table entry targets the region";
 		return -EBUSY;
 	case ARCH_FLOW_POINTER:
+	case ARCH_FLOW_GLOBAL_POINTER:
 		p = ukp_grow(ck->ptrs, &ck->cap_ptrs, ck->nptrs, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
 		ck->ptrs = p;
 		p[ck->nptrs].def = target;
-		p[ck->nptrs++].from = from;
+		p[ck->nptrs].from = from;
+		p[ck->nptrs++].global = kind == ARCH_FLOW_GLOBAL_POINTER;
 		return 0;
 	case ARCH_FLOW_ADDRESS:
 		return push_addr(&ck->taken, &ck->cap_taken, &ck->ntaken, target);
@@ -599,15 +602,20 @@ taken:
 static int check_pointers(const struct flow_obj *fo, struct check *ck)
 {
 	size_t i, k;
+	bool all_global = true;
 
-	if (fo->refs_err) {
+	for (i = 0; i < ck->nptrs; i++)
+		all_global &= ck->ptrs[i].global;
+	if (fo->refs_err && !all_global) {
 		ck->why = fo->refs_err == -ENOTSUP ?
 			"indirect jump through a pointer in an object without relocations "
 			"(non-PIC code can hold any code address)" :
 			"indirect jump through a pointer (the object's relocations cannot be read)";
 		return -EOPNOTSUPP;
 	}
-	for (i = 0; i < ck->nparts; i++) {
+	/* Without the relocations, jumps through globals are taken for
+	 * what they nearly always are: tail calls through the GOT. */
+	for (i = 0; i < ck->nparts && !fo->refs_err; i++) {
 		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
 		size_t lo = 0, hi = fo->nrefs;
 

@@ -110,6 +110,21 @@ ukt_flow_ptr_data_label:
 	.cfi_endproc
 	.size ukt_flow_ptr_data_label, . - ukt_flow_ptr_data_label
 
+/* The same through a global (goto *p with p = &&label; refused). */
+	.globl ukt_flow_ptr_global_label
+	.type ukt_flow_ptr_global_label, @function
+	.p2align 4
+ukt_flow_ptr_global_label:
+	.cfi_startproc
+	movl $1, %eax			/* 5 bytes */
+	leaq .Lgl_in(%rip), %rcx
+	movq %rcx, ukt_flow_fp+24(%rip)
+	jmp *ukt_flow_fp+24(%rip)
+.Lgl_in:
+	ret
+	.cfi_endproc
+	.size ukt_flow_ptr_global_label, . - ukt_flow_ptr_global_label
+
 /* Plain code, but entry + 2 is stored in data (refused: -EBUSY). */
 	.globl ukt_flow_taken_data
 	.type ukt_flow_taken_data, @function
@@ -143,5 +158,6 @@ ukt_flow_fp:
 	.quad ukt_flow_ptr_field	/* a function's start: fine */
 	.quad .Lpd_in
 	.quad ukt_flow_taken_data + 2
+	.quad 0
 
 	.section .note.GNU-stack, "", @progbits

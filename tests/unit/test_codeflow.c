@@ -41,7 +41,8 @@ extern char ukt_flow_short_ret[], ukt_flow_short_target[], ukt_flow_short_sym[],
 	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[];
 extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
 	ukt_flow_ptr_stack[], ukt_flow_ptr_between[], ukt_flow_ptr_lea_label[],
-	ukt_flow_ptr_data_label[], ukt_flow_taken_data[], ukt_flow_taken_lea[];
+	ukt_flow_ptr_data_label[], ukt_flow_ptr_global_label[], ukt_flow_taken_data[],
+	ukt_flow_taken_lea[];
 extern int ukp_shstk_force;
 int ukt_flow_switch(int op, int a);
 int ukt_flow_split_back(const int *p, int n);
@@ -289,6 +290,8 @@ Test(codeflow, pointers_in_functions_taking_their_labels_refused)
 {
 	expect_verdict(ukt_flow_ptr_lea_label, -EOPNOTSUPP, "address of its own code");
 	expect_verdict(ukt_flow_ptr_data_label, -EOPNOTSUPP, "address of its own code");
+	/* a global is no GOT slot when the function stores its label there */
+	expect_verdict(ukt_flow_ptr_global_label, -EOPNOTSUPP, "address of its own code");
 }
 
 Test(codeflow, taken_address_inside_region_refused)
@@ -324,7 +327,7 @@ Test(codeflow, probes_do_not_hide_jumps)
 /* ---- a compiler's switch ------------------------------------------------ */
 
 struct flow_log {
-	size_t direct, table, unknown, undecodable, pointer, address;
+	size_t direct, table, unknown, undecodable, pointer, global, address;
 	uintptr_t targets[256], froms[256];
 	enum arch_flow_kind kinds[256];
 	size_t n;
@@ -342,6 +345,7 @@ static int log_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr
 	case ARCH_FLOW_UNKNOWN: l->unknown++; break;
 	case ARCH_FLOW_UNDECODABLE: l->undecodable++; break;
 	case ARCH_FLOW_POINTER: l->pointer++; break;
+	case ARCH_FLOW_GLOBAL_POINTER: l->global++; break;
 	case ARCH_FLOW_ADDRESS: l->address++; break;
 	}
 	if (l->n < 256) {
@@ -653,6 +657,9 @@ Test(codeflow, arch_pointer_loads)
 	static const uint8_t rsp_mem[] = { 0xff, 0x64, 0x24, 0x08 };	/* jmp *8(%rsp) */
 	static const uint8_t scaled4[] = { 0xff, 0x24, 0xb7 };		/* jmp *(%rdi,%rsi,4) */
 	static const uint8_t lea_in[] = { 0x48, 0x8d, 0x05, 0x01, 0, 0, 0, 0xc3, 0xc3 };
+	/* mov g(%rip),%rax; jmp *%rax and jmp *g(%rip) */
+	static const uint8_t rip_reg[] = { 0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xff, 0xe0 };
+	static const uint8_t rip_mem[] = { 0xff, 0x25, 0, 0, 0, 0 };
 	struct flow_log log;
 
 	scan_bytes(global, sizeof(global), FAKE, 0, &log);
@@ -668,6 +675,12 @@ Test(codeflow, arch_pointer_loads)
 	cr_expect_eq(log.unknown, 1);
 	scan_bytes(scaled4, sizeof(scaled4), FAKE, 0, &log);
 	cr_expect_eq(log.unknown, 1, "an index register");
+	scan_bytes(rip_reg, sizeof(rip_reg), FAKE, 0, &log);
+	cr_expect_eq(log.global, 1);
+	cr_expect_eq(log.targets[log.n - 1], FAKE);
+	scan_bytes(rip_mem, sizeof(rip_mem), FAKE, 0, &log);
+	cr_expect_eq(log.global, 1);
+	cr_expect_eq(log.targets[log.n - 1], FAKE, "the jump is its own load");
 	/* lea 1(%rip) -> FAKE + 8: an address inside the part */
 	scan_bytes(lea_in, sizeof(lea_in), FAKE, 0, &log);
 	cr_expect_eq(log.address, 1);

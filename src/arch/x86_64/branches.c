@@ -200,8 +200,7 @@ static bool is_entry_load(const struct isum *is, int e, int b)
 
 /*
  * [reg] jmp *%rJ: which dispatch is it? Returns 1 and fills *kind etc.
- * for a table, 2 for a pointer loaded from rip-relative memory (a GOT
- * tail call through a register), 0 when not recognised.
+ * for a table, 0 when not recognised.
  */
 static int match_reg_dispatch(const struct flow_scan *s, int j, enum table_kind *kind,
 			      bool *lea_base, int64_t *disp)
@@ -242,8 +241,6 @@ rel32:
 	}
 
 	if (w1->mnem == ZYDIS_MNEMONIC_MOV && w1->dst == j && w1->load && w1->load_bits == 64) {
-		if (w1->base_rip && w1->index == NO_GPR)
-			return 2;
 		if (!w1->base_rip && w1->index != NO_GPR && w1->scale == 8) {
 			*kind = TABLE_ABS64;
 			*lea_base = w1->base != NO_GPR;
@@ -270,9 +267,10 @@ static unsigned int straight_len(const struct flow_scan *s)
  * [reg] jmp *%rJ that is no table dispatch: is %rJ, on the path through
  * the window (which crosses the fall-through of conditional branches),
  * a pointer loaded from memory without an index register and not from
- * the stack? Returns the address of that load, or 0.
+ * the stack? Returns the address of that load (*rip: from rip-relative
+ * memory, a global or a GOT slot), or 0.
  */
-static uintptr_t pointer_load(const struct flow_scan *s, int j)
+static uintptr_t pointer_load(const struct flow_scan *s, int j, bool *rip)
 {
 	const struct isum *w;
 	int i = last_writer(s, 0, j);
@@ -281,8 +279,9 @@ static uintptr_t pointer_load(const struct flow_scan *s, int j)
 		return 0;
 	w = win_get(s, (unsigned int)i);
 	if (w->mnem != ZYDIS_MNEMONIC_MOV || w->dst != j || !w->load || w->load_bits != 64 ||
-	    w->index != NO_GPR || w->base == 4 /* rsp */)
+	    w->index != NO_GPR || w->base == 4 /* rsp */ || (w->base == NO_GPR && !w->base_rip))
 		return 0;
+	*rip = w->base_rip;
 	return w->at;
 }
 
@@ -299,23 +298,24 @@ static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecoded
 		unsigned int nwin = s->nwin;
 		uintptr_t def;
 
+		bool rip = false;
+
 		s->nwin = straight_len(s);
 		m = j == NO_GPR ? 0 : match_reg_dispatch(s, j, &kind, &lea_base, &disp);
 		s->nwin = nwin;
-		if (m == 2)
-			return 0;
 		if (m == 1)
 			return push_dispatch(s, from, kind, lea_base, disp);
-		def = j == NO_GPR ? 0 : pointer_load(s, j);
+		def = j == NO_GPR ? 0 : pointer_load(s, j, &rip);
 		if (def)
-			return s->fn(s->arg, ARCH_FLOW_POINTER, from, def);
+			return s->fn(s->arg, rip ? ARCH_FLOW_GLOBAL_POINTER : ARCH_FLOW_POINTER, from,
+				     def);
 	} else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		   op->mem.segment != ZYDIS_REGISTER_FS && op->mem.segment != ZYDIS_REGISTER_GS) {
 		int64_t d = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
 
 		if ((op->mem.base == ZYDIS_REGISTER_RIP || op->mem.base == ZYDIS_REGISTER_EIP) &&
-		    op->mem.index == ZYDIS_REGISTER_NONE)
-			return 0;	/* through the GOT: leaves the function */
+		    op->mem.index == ZYDIS_REGISTER_NONE)	/* a global or a GOT slot */
+			return s->fn(s->arg, ARCH_FLOW_GLOBAL_POINTER, from, from);
 		if (op->mem.index != ZYDIS_REGISTER_NONE && op->mem.scale == 8 &&
 		    gpr64(op->mem.index) != NO_GPR) {
 			if (op->mem.base == ZYDIS_REGISTER_NONE)
