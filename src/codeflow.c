@@ -6,8 +6,9 @@
  *
  * Where jumps come from, and how each source is covered:
  *  - the function itself and its GCC cold parts (NAME.cold, NAME.cold.N
- *    symbols): decoded in full at each check; indirect jumps must be
- *    resolvable jump tables (arch_scan_flow);
+ *    symbols): decoded in full at each check; every direct target is
+ *    known, indirect jumps must be resolvable jump tables
+ *    (arch_scan_flow) or jumps through pointers (the pointer rule below);
  *  - code that no symbol covers: in a stripped library that is every
  *    static function and every cold part, and nothing tells which
  *    function a cold part belongs to. Its direct targets are collected
@@ -19,7 +20,66 @@
  *    start inside the region;
  *  - the unwinder: landing pads of the function's and its cold parts'
  *    LSDAs (the user-space counterpart of the kernel's exception-table
- *    check).
+ *    check);
+ *  - return addresses: a call returns to the byte after it, so a call may
+ *    only be the region's last instruction (arch_opt_prepare; the detour
+ *    pushes that same address, see insn.c's relocate_call), and signal
+ *    frames and threads stopped inside the region are the optimizer's
+ *    thread scan's business;
+ *  - addresses of code that the program keeps as data (the taken-address
+ *    rule).
+ *
+ * The taken-address rule. Any address strictly inside the region that
+ * the object's dynamic relocations store (code_refs.c: function pointer
+ * tables, &&label tables of PIC code) or that the function computes with
+ * a rip-relative lea refuses the region (-EBUSY), whatever the function's
+ * jumps look like: something may jump or return there.
+ *
+ * The pointer rule. An indirect jump whose target is not a resolved jump
+ * table is accepted when it goes through a pointer loaded from memory
+ * without an index register, not rsp-based: jmp *d(%reg), jmp
+ * *g(%rip), or jmp *%reg whose value, on the straight-line path before
+ * it (conditional branches' fall-through included, no call), comes from
+ * such a load and nothing jumps between the load and the jump (no direct
+ * or table target of the function, target of uncovered code or landing
+ * pad in (load, jump]). Why such a jump cannot land strictly inside the
+ * function (so not in the region):
+ *  - a switch dispatch computes its target (table base + entry) right
+ *    before the jump and jumps; the value reaching a pointer jump is a
+ *    plain load, and an indexed load - a table of addresses - stays
+ *    refused unless resolved as a table;
+ *  - an address inside a function exists only where something made it:
+ *    a call (its return address: after the call, so inside the region
+ *    only for a call in the middle of it, which the relocator refuses),
+ *    the unwinder (landing pads, checked), or the code's own labels taken
+ *    as values (GNU C &&label, or a hand-written lea) - in position-
+ *    independent code a lea in the function's code or a relative
+ *    relocation for a table in data, since every absolute address in
+ *    data of an ET_DYN object is relocated. Offsets between labels
+ *    (&&a - &&b) are only usable from a base label taken the same way.
+ *    So the pointer rule also asks that no address inside any part of
+ *    the function, other than the start of a symbol (a function
+ *    pointer), is computed by its code (lea) or stored by a relocation;
+ *    a function that takes its own labels keeps its pointer jumps
+ *    refused. Labels are local to their function in C, so only the
+ *    function's own leas need looking at; other functions are trusted to
+ *    enter at symbols, as above.
+ * A non-PIE executable (ET_EXEC) holds absolute addresses that need no
+ * relocation, and an object whose relocations cannot be read proves
+ * nothing: there, only jumps through rip-relative memory are accepted,
+ * as GOT tail calls (what the check did before the pointer rule).
+ *
+ * The padding rule. A region whose code ends with a ret or jmp (its
+ * copy stops there: nothing after it runs from the detour) still needs
+ * 5 bytes; in a function shorter than that, the rest lies past the
+ * function's end (ukp_codeflow_check_exit). Those bytes are accepted
+ * when they are the padding before the next function: fill (NOPs,
+ * int3, zeros; arch_is_padding), no symbol covering or starting in them,
+ * no FDE covering them (in a stripped object, code with no symbol has
+ * FDEs, and an object without unwind tables is refused), and, like the
+ * whole region, no known jump, landing pad or taken address in them.
+ * Nothing executes padding: the function left before it, and no entry
+ * or jump reaches it.
  *
  * Code is read with ukp_read_original(): probes already in place do not
  * hide the instructions they replaced.
@@ -575,9 +635,10 @@ static bool sym_starts_at(const struct flow_obj *fo, uintptr_t a)
 }
 
 /*
- * [reg] Rule 3 at the top: an address strictly inside the region that the
- * object stores (dynamic relocations) or the function computes (lea) is
- * a way into the region that no jump instruction shows.
+ * [reg] The taken-address rule (at the top): an address strictly inside
+ * the region that the object stores (dynamic relocations) or the
+ * function computes (lea) is a way into the region that no jump
+ * instruction shows.
  */
 static int check_taken_in_region(const struct flow_obj *fo, struct check *ck)
 {
@@ -595,9 +656,10 @@ taken:
 }
 
 /*
- * [reg] Rule 1 at the top: the function's jumps through loaded pointers
- * leave it, or go to one of the addresses the object materializes, none
- * of which is inside the function but at a symbol's start.
+ * [reg] The pointer rule (at the top): the function's jumps through
+ * loaded pointers leave it, or go to one of the addresses the object
+ * materializes, none of which is inside the function but at a symbol's
+ * start; and the load reaches the jump.
  */
 static int check_pointers(const struct flow_obj *fo, struct check *ck)
 {
@@ -777,7 +839,7 @@ static size_t find_cold_parts(const struct flow_obj *fo, uintptr_t start,
  * [reg] The bytes [start, end) after the function's end that a region
  * whose code ends inside the function (with a ret or jmp) also covers:
  * they must be the alignment padding between two functions, which no
- * thread ever runs. The padding rule (rule 2 at the top).
+ * thread ever runs. The padding rule (at the top).
  */
 static int check_padding(const struct flow_obj *fo, uintptr_t start, uintptr_t end,
 			 const char **why)

@@ -9,7 +9,9 @@
  * registered together are optimized together) and, under the registry
  * mutex:
  *   1. prepares the detour buffer (arch_opt_prepare: the region is the
- *      first whole instructions covering 5 bytes, each relocatable) and
+ *      first whole instructions covering 5 bytes, each relocatable; a
+ *      ret or jmp ends the copy, and the rest of the 5 bytes may then be
+ *      the padding after the function; a call may end the region) and
  *      checks the control flow around the region (codeflow.c); the site
  *      becomes READY: a breakpoint hit now runs the handlers and goes to
  *      the detour's copy of the region, with no single step;

@@ -58,7 +58,8 @@ struct ukp_arch_insn {
  * the probe):
  *   0   the entry: red zone, push the site, call the shared template
  *   25  the displaced instructions, relocated (UKP_OPT_COPY_OFFSET)
- *       jmp rel32 to addr + len
+ *       jmp rel32 to addr + len (none when a ret, jmp or call ends the
+ *       copy; a relocated call carries its return address after it)
  *   80  two literals: the site, the shared template's address
  * A breakpoint hit on a probe whose detour is ready goes straight to the
  * copy at UKP_OPT_COPY_OFFSET (no single step).
