@@ -297,7 +297,6 @@ static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecoded
 		int j = gpr64(op->reg.value);
 		unsigned int nwin = s->nwin;
 		uintptr_t def;
-
 		bool rip = false;
 
 		s->nwin = straight_len(s);
