@@ -203,6 +203,56 @@ static int relr_section(struct refs *r, Elf_Scn *scn)
 	return 0;
 }
 
+#ifndef DT_RELRSZ
+#define DT_RELRSZ 35
+#endif
+
+/*
+ * [reg] The bytes of relocations the dynamic section announces (DT_RELASZ
+ * + DT_PLTRELSZ + DT_RELRSZ), or -1 when it announces REL relocations
+ * or cannot be read. The sections read must add up to it: a file whose
+ * section headers were stripped, or that hides relocations elsewhere,
+ * must not pass for one without relocations.
+ */
+static long long announced_bytes(Elf *elf)
+{
+	size_t phnum, i;
+	long long total = 0;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return -1;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return -1;
+		if (ph.p_type != PT_DYNAMIC)
+			continue;
+		d = elf_getdata_rawchunk(elf, (off_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		if (!d)
+			return -1;
+		for (int k = 0; gelf_getdyn(d, k, &dyn) && dyn.d_tag != DT_NULL; k++) {
+			switch (dyn.d_tag) {
+			case DT_RELASZ:
+			case DT_PLTRELSZ:
+			case DT_RELRSZ:
+				total += (long long)dyn.d_un.d_val;
+				break;
+			case DT_REL:
+			case DT_RELSZ:
+				return -1;
+			case DT_PLTREL:
+				if (dyn.d_un.d_val != DT_RELA)
+					return -1;
+				break;
+			}
+		}
+	}
+	return total;
+}
+
 /* [reg] */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 		       size_t nsegs, uintptr_t **out, size_t *n)
@@ -210,6 +260,7 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 	struct refs r = { .obj = obj, .segs = segs, .nsegs = nsegs };
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
+	long long announced, found = 0;
 	int fd, ret = 0;
 
 	*out = NULL;
@@ -228,6 +279,11 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		ret = -ENOTSUP;
 		goto out;
 	}
+	announced = announced_bytes(r.elf);
+	if (announced < 0) {
+		ret = -ENOTSUP;
+		goto out;
+	}
 	while (!ret && (scn = elf_nextscn(r.elf, scn))) {
 		GElf_Shdr sh;
 
@@ -237,13 +293,20 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		}
 		if (!(sh.sh_flags & SHF_ALLOC))
 			continue;
-		if (sh.sh_type == SHT_RELA)
+		if (sh.sh_type == SHT_RELA) {
 			ret = rela_section(&r, scn, &sh);
-		else if (sh.sh_type == SHT_RELR)
+			found += (long long)sh.sh_size;
+		} else if (sh.sh_type == SHT_RELR) {
 			ret = relr_section(&r, scn);
-		else if (sh.sh_type == SHT_REL)
+			found += (long long)sh.sh_size;
+		} else if (sh.sh_type == SHT_REL) {
 			ret = -ENOTSUP;
+		}
 	}
+	/* .rela.plt may lie inside .rela.dyn's range in some layouts (GNU ld
+	 * counts IRELATIVE ones in both): at least what is announced */
+	if (!ret && found < announced)
+		ret = -ENOENT;
 out:
 	if (r.elf)
 		elf_end(r.elf);

@@ -37,7 +37,9 @@
  *   -ENOTSUP  the object is not ET_DYN (a non-PIE executable holds
  *             absolute addresses that need no relocation), or has REL
  *             relocations (implicit addends in x86-64 code: not handled)
- *   -ENOENT   the file cannot be read, or no longer matches the image
+ *   -ENOENT   the file cannot be read, no longer matches the image, or
+ *             its relocation sections do not add up to what its dynamic
+ *             section announces (section headers stripped)
  *   -ENOMEM
  */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,

@@ -29,6 +29,7 @@
 #include <criterion/criterion.h>
 
 #include "arch_branches.h"
+#include "code_refs.h"
 #include "codeflow.h"
 #include "eh_frame.h"
 #include "internal.h"
@@ -292,6 +293,38 @@ Test(codeflow, pointers_in_functions_taking_their_labels_refused)
 	expect_verdict(ukt_flow_ptr_data_label, -EOPNOTSUPP, "address of its own code");
 	/* a global is no GOT slot when the function stores its label there */
 	expect_verdict(ukt_flow_ptr_global_label, -EOPNOTSUPP, "address of its own code");
+}
+
+/* The code addresses stored by relocations of this PIE: the function
+ * pointer and the inside address of codeflow_pointers.S's data. */
+Test(codeflow, code_refs_of_relocations)
+{
+	const struct ukp_object *obj;
+	struct ukp_eh_frame eh = { 0 };
+	uintptr_t *v = NULL, want[2] = { (uintptr_t)ukt_flow_ptr_field,
+					 (uintptr_t)ukt_flow_taken_data + 2 };
+	size_t n = 0, i, k;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
+	cr_assert_not_null(obj);
+	ukp_eh_frame_load(obj, &eh);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, &v, &n), 0);
+	for (k = 0; k < 2; k++) {
+		bool found = false;
+
+		for (i = 0; i < n; i++)
+			found |= v[i] == want[k];
+		cr_expect(found, "%#lx is not among the %zu code addresses", (unsigned long)want[k],
+			  n);
+	}
+	for (i = 1; i < n; i++)
+		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
+	/* without the segments nothing matches the file */
+	free(v);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, &v, &n), -ENOENT);
+	ukp_eh_frame_free(&eh);
+	ukp_unlock_for_show();
 }
 
 Test(codeflow, taken_address_inside_region_refused)
