@@ -46,7 +46,7 @@ const char *opt_region_blocker(const uint8_t *code, size_t avail, uintptr_t addr
 		uint8_t out[UKP_MAX_INSN_SIZE];
 		const char *why = NULL;
 		size_t olen;
-		bool ends;
+		enum arch_reloc_end ends;
 		int n;
 
 		/* relocated to its own address: only the refusal matters */
@@ -54,7 +54,7 @@ const char *opt_region_blocker(const uint8_t *code, size_t avail, uintptr_t addr
 				       &ends, &why);
 		if (n > 0) {
 			pos += (size_t)n;
-			if (ends)
+			if (ends != ARCH_RELOC_NEXT)
 				return NULL;
 			continue;
 		}

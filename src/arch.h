@@ -161,21 +161,36 @@ int arch_opt_init(void);
 /*
  * [reg] Build the detour of a probe at addr: code/avail are the original
  * bytes from addr on. The region is the first instructions covering at
- * least UKP_OPT_JUMP_SIZE bytes; each must be relocatable (no branch,
- * call, return, system call or exception; rip-relative operands re-based
- * for the detour). With ftrace_len != 0 the region is that many bytes of
+ * least UKP_OPT_JUMP_SIZE bytes; each must be relocatable (see
+ * arch_relocate_insn; rip-relative operands re-based for the detour). An
+ * instruction that leaves (ret, jmp) ends the copy: the bytes after it
+ * up to the region's end only have to decode, the control-flow check
+ * says whether they may be overwritten (ao->code_len: the bytes up to
+ * the end of that instruction). A call may only be the region's last
+ * instruction. With ftrace_len != 0 the region is that many bytes of
  * NOPs and nothing is copied. site is passed to ukp_optprobe_hit; detour
- * is the buffer's address. Fills ao (len, jump, image). Returns 0, or
- * -errno with *why set.
+ * is the buffer's address. Fills ao (len, code_len, jump, image).
+ * Returns 0, or -errno with *why set.
  */
 int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
 		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why);
 
+/* How a relocated instruction ends the copy of a region. */
+enum arch_reloc_end {
+	ARCH_RELOC_NEXT,        /* falls through to the next copied instruction */
+	ARCH_RELOC_LEAVES,      /* ret or jmp: nothing after it runs from the copy */
+	ARCH_RELOC_CALL,        /* a call, relocated as "push addr + len; jmp
+				 * target": the callee returns to the original
+				 * code right after it, never to the copy */
+};
+
 /* [reg] Relocate one instruction for dest (see insn.c): the copy goes to
- * out (*out_len bytes); *ends after an unconditional jmp. Returns the
- * original's length or -errno with *why set. */
+ * out (*out_len bytes, at most UKP_OPT_RELOC_MAX); *ends says whether
+ * and how it ends the copy. Returns the original's length or -errno with
+ * *why set. */
 int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
-		       uint8_t *out, size_t *out_len, bool *ends, const char **why);
+		       uint8_t *out, size_t *out_len, enum arch_reloc_end *ends,
+		       const char **why);
 /* [reg] Length of the instruction at code, or 0 if it does not decode. */
 size_t arch_insn_length(const uint8_t *code, size_t avail);
 

@@ -26,6 +26,17 @@ enum arch_flow_kind {
 	ARCH_FLOW_TABLE,        /* an indirect jump through a jump table: one
 				 * possible target (reported once per entry) */
 	ARCH_FLOW_UNKNOWN,      /* an indirect jump whose targets are unknown */
+	ARCH_FLOW_POINTER,      /* an indirect jump through a pointer loaded from
+				 * memory (no index register, not from the
+				 * stack): from the jump; target is the load,
+				 * the jump itself for jmp *d(%reg), else a mov
+				 * before it whose value reaches the jump when
+				 * nothing jumps into (target, from] */
+	ARCH_FLOW_GLOBAL_POINTER, /* the same from rip-relative memory: a global
+				 * variable or a GOT slot (tail calls of
+				 * -fno-plt code) */
+	ARCH_FLOW_ADDRESS,      /* the code takes the address target, which is
+				 * inside the parts (a rip-relative lea); from 0 */
 	ARCH_FLOW_UNDECODABLE,  /* the bytes at from do not decode */
 };
 
@@ -50,13 +61,25 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
  * parts, and the entries read as targets inside the parts; the entries
  * are read (without faulting) for as long as their targets lie inside
  * one of the parts, so the reported set may be larger than the real one
- * but not smaller. Jumps through rip-relative memory (GOT and PLT-style
- * tail calls) leave the function and are not reported. Indirect calls
- * and returns are not reported.
+ * but not smaller. Indirect jumps through a pointer loaded without an
+ * index register (not from the stack) are reported as POINTER, or
+ * GLOBAL_POINTER from rip-relative memory (GOT tail calls), for the
+ * caller to judge where such a pointer may lead; the rest are UNKNOWN. Indirect calls and returns
+ * are not reported. After the parts, ADDRESS for every address inside
+ * them that the code computes with a rip-relative lea, then the TABLE
+ * entries.
  * Returns 0 after a full scan, the callback's non-zero value, or
  * -ENOMEM / -EILSEQ (no decoder).
  */
 int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
 		   arch_flow_fn fn, void *arg);
+
+/*
+ * [reg] Are the len bytes at code alignment padding: a run of the fill
+ * that assemblers and linkers put between functions (NOP instructions of
+ * any length, int3, zero bytes)? avail >= len bytes are readable at
+ * code: the last NOP may go on past len.
+ */
+bool arch_is_padding(const uint8_t *code, size_t avail, size_t len);
 
 #endif /* UKP_ARCH_BRANCHES_H */

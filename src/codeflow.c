@@ -6,8 +6,9 @@
  *
  * Where jumps come from, and how each source is covered:
  *  - the function itself and its GCC cold parts (NAME.cold, NAME.cold.N
- *    symbols): decoded in full at each check; indirect jumps must be
- *    resolvable jump tables (arch_scan_flow);
+ *    symbols): decoded in full at each check; every direct target is
+ *    known, indirect jumps must be resolvable jump tables
+ *    (arch_scan_flow) or jumps through pointers (the pointer rule below);
  *  - code that no symbol covers: in a stripped library that is every
  *    static function and every cold part, and nothing tells which
  *    function a cold part belongs to. Its direct targets are collected
@@ -19,7 +20,66 @@
  *    start inside the region;
  *  - the unwinder: landing pads of the function's and its cold parts'
  *    LSDAs (the user-space counterpart of the kernel's exception-table
- *    check).
+ *    check);
+ *  - return addresses: a call returns to the byte after it, so a call may
+ *    only be the region's last instruction (arch_opt_prepare; the detour
+ *    pushes that same address, see insn.c's relocate_call), and signal
+ *    frames and threads stopped inside the region are the optimizer's
+ *    thread scan's business;
+ *  - addresses of code that the program keeps as data (the taken-address
+ *    rule).
+ *
+ * The taken-address rule. Any address strictly inside the region that
+ * the object's dynamic relocations store (code_refs.c: function pointer
+ * tables, &&label tables of PIC code) or that the function computes with
+ * a rip-relative lea refuses the region (-EBUSY), whatever the function's
+ * jumps look like: something may jump or return there.
+ *
+ * The pointer rule. An indirect jump whose target is not a resolved jump
+ * table is accepted when it goes through a pointer loaded from memory
+ * without an index register, not rsp-based: jmp *d(%reg), jmp
+ * *g(%rip), or jmp *%reg whose value, on the straight-line path before
+ * it (conditional branches' fall-through included, no call), comes from
+ * such a load and nothing jumps between the load and the jump (no direct
+ * or table target of the function, target of uncovered code or landing
+ * pad in (load, jump]). Why such a jump cannot land strictly inside the
+ * function (so not in the region):
+ *  - a switch dispatch computes its target (table base + entry) right
+ *    before the jump and jumps; the value reaching a pointer jump is a
+ *    plain load, and an indexed load - a table of addresses - stays
+ *    refused unless resolved as a table;
+ *  - an address inside a function exists only where something made it:
+ *    a call (its return address: after the call, so inside the region
+ *    only for a call in the middle of it, which the relocator refuses),
+ *    the unwinder (landing pads, checked), or the code's own labels taken
+ *    as values (GNU C &&label, or a hand-written lea) - in position-
+ *    independent code a lea in the function's code or a relative
+ *    relocation for a table in data, since every absolute address in
+ *    data of an ET_DYN object is relocated. Offsets between labels
+ *    (&&a - &&b) are only usable from a base label taken the same way.
+ *    So the pointer rule also asks that no address inside any part of
+ *    the function, other than the start of a symbol (a function
+ *    pointer), is computed by its code (lea) or stored by a relocation;
+ *    a function that takes its own labels keeps its pointer jumps
+ *    refused. Labels are local to their function in C, so only the
+ *    function's own leas need looking at; other functions are trusted to
+ *    enter at symbols, as above.
+ * A non-PIE executable (ET_EXEC) holds absolute addresses that need no
+ * relocation, and an object whose relocations cannot be read proves
+ * nothing: there, only jumps through rip-relative memory are accepted,
+ * as GOT tail calls (what the check did before the pointer rule).
+ *
+ * The padding rule. A region whose code ends with a ret or jmp (its
+ * copy stops there: nothing after it runs from the detour) still needs
+ * 5 bytes; in a function shorter than that, the rest lies past the
+ * function's end (ukp_codeflow_check_exit). Those bytes are accepted
+ * when they are the padding before the next function: fill (NOPs,
+ * int3, zeros; arch_is_padding), no symbol covering or starting in them,
+ * no FDE covering them (in a stripped object, code with no symbol has
+ * FDEs, and an object without unwind tables is refused), and, like the
+ * whole region, no known jump, landing pad or taken address in them.
+ * Nothing executes padding: the function left before it, and no entry
+ * or jump reaches it.
  *
  * Code is read with ukp_read_original(): probes already in place do not
  * hide the instructions they replaced.
@@ -33,6 +93,7 @@
 #include <time.h>
 
 #include "arch_branches.h"
+#include "code_refs.h"
 #include "codeflow.h"
 #include "eh_frame.h"
 #include "grow_array.h"
@@ -68,6 +129,9 @@ struct flow_obj {
 	uintptr_t fde_max_len;  /* longest FDE range */
 	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
 	size_t ntargets;
+	uintptr_t *refs;        /* code addresses the relocations store (code_refs.h) */
+	size_t nrefs;
+	int refs_err;           /* ukp_code_refs_load's result */
 };
 
 static struct flow_obj *flow_objs;
@@ -388,6 +452,7 @@ static void flow_obj_free(struct flow_obj *fo)
 	free(fo->names);
 	free(fo->colds);
 	free(fo->targets);
+	free(fo->refs);
 	ukp_eh_frame_free(&fo->eh);
 	free(fo);
 }
@@ -432,6 +497,11 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 	ret = build_index(fo);
 	if (ret)
 		goto fail;
+	fo->refs_err = ukp_code_refs_load(obj, fo->eh.segs, fo->eh.nsegs, &fo->refs, &fo->nrefs);
+	if (fo->refs_err == -ENOMEM) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	fo->next = flow_objs;
 	flow_objs = fo;
 	*out = fo;
@@ -464,12 +534,36 @@ void ukp_codeflow_forget_dead(void)
 
 #define MAX_PARTS 16    /* the function and its cold parts */
 
+/* A jump through a loaded pointer: the load at def reaches the jump at
+ * from when nothing jumps into (def, from]. */
+struct ptr_jump {
+	uintptr_t def, from;
+	bool global;            /* from rip-relative memory (a GOT slot?) */
+};
+
 struct check {
 	uintptr_t addr, end;            /* the region */
 	const struct arch_code_part *parts;
 	size_t nparts;
 	const char *why;
+	uintptr_t *targets;             /* every direct and table target */
+	size_t ntargets, cap_targets;
+	uintptr_t *taken;               /* addresses of the parts' code the code computes */
+	size_t ntaken, cap_taken;
+	struct ptr_jump *ptrs;
+	size_t nptrs, cap_ptrs;
 };
+
+static int push_addr(uintptr_t **v, size_t *cap, size_t *n, uintptr_t a)
+{
+	uintptr_t *p = ukp_grow(*v, cap, *n, sizeof(**v));
+
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	p[(*n)++] = a;
+	return 0;
+}
 
 static bool in_region(const struct check *ck, uintptr_t a)
 {
@@ -480,19 +574,32 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 {
 	struct check *ck = arg;
 	bool in_func = from >= ck->parts[0].addr && from - ck->parts[0].addr < ck->parts[0].len;
+	struct ptr_jump *p;
 
 	switch (kind) {
 	case ARCH_FLOW_DIRECT:
 		if (!in_region(ck, target))
-			return 0;
+			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target);
 		ck->why = in_func ? "a jump in the function targets the region" :
 				    "a jump in its .cold part targets the region";
 		return -EBUSY;
 	case ARCH_FLOW_TABLE:
 		if (!in_region(ck, target))
-			return 0;
+			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target);
 		ck->why = "a jump table entry targets the region";
 		return -EBUSY;
+	case ARCH_FLOW_POINTER:
+	case ARCH_FLOW_GLOBAL_POINTER:
+		p = ukp_grow(ck->ptrs, &ck->cap_ptrs, ck->nptrs, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ck->ptrs = p;
+		p[ck->nptrs].def = target;
+		p[ck->nptrs].from = from;
+		p[ck->nptrs++].global = kind == ARCH_FLOW_GLOBAL_POINTER;
+		return 0;
+	case ARCH_FLOW_ADDRESS:
+		return push_addr(&ck->taken, &ck->cap_taken, &ck->ntaken, target);
 	case ARCH_FLOW_UNKNOWN:
 		ck->why = in_func ? "indirect jump with unknown targets" :
 				    "indirect jump with unknown targets in its .cold part";
@@ -504,14 +611,148 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 	return 0;
 }
 
+/* Is some element of the sorted v in (lo, hi]? */
+static bool any_in(const uintptr_t *v, size_t n, uintptr_t lo, uintptr_t hi)
+{
+	size_t a = 0, b = n;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (v[mid] <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < n && v[a] <= hi;
+}
+
+/* Does a symbol start at a? */
+static bool sym_starts_at(const struct flow_obj *fo, uintptr_t a)
+{
+	size_t i = sym_upper(fo, a);
+
+	return i > 0 && fo->syms[i - 1].start == a;
+}
+
+/*
+ * [reg] The taken-address rule (at the top): an address strictly inside
+ * the region that the object stores (dynamic relocations) or the
+ * function computes (lea) is a way into the region that no jump
+ * instruction shows.
+ */
+static int check_taken_in_region(const struct flow_obj *fo, struct check *ck)
+{
+	size_t i;
+
+	for (i = 0; i < ck->ntaken; i++)
+		if (in_region(ck, ck->taken[i]))
+			goto taken;
+	if (!fo->refs_err && any_in(fo->refs, fo->nrefs, ck->addr, ck->end - 1))
+		goto taken;
+	return 0;
+taken:
+	ck->why = "the address of an instruction inside the region is taken";
+	return -EBUSY;
+}
+
+/*
+ * [reg] The pointer rule (at the top): the function's jumps through
+ * loaded pointers leave it, or go to one of the addresses the object
+ * materializes, none of which is inside the function but at a symbol's
+ * start; and the load reaches the jump.
+ */
+static int check_pointers(const struct flow_obj *fo, struct check *ck)
+{
+	size_t i, k;
+	bool all_global = true;
+
+	for (i = 0; i < ck->nptrs; i++)
+		all_global &= ck->ptrs[i].global;
+	if (fo->refs_err && !all_global) {
+		ck->why = fo->refs_err == -ENOTSUP ?
+			"indirect jump through a pointer in an object without relocations "
+			"(non-PIC code can hold any code address)" :
+			"indirect jump through a pointer (the object's relocations cannot be read)";
+		return -EOPNOTSUPP;
+	}
+	/* Without the relocations, jumps through globals are taken for
+	 * what they nearly always are: tail calls through the GOT. */
+	for (i = 0; i < ck->nparts && !fo->refs_err; i++) {
+		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
+		size_t lo = 0, hi = fo->nrefs;
+
+		for (k = 0; k < ck->ntaken; k++)
+			if (ck->taken[k] > ps && ck->taken[k] < pe &&
+			    !sym_starts_at(fo, ck->taken[k]))
+				goto labels;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (fo->refs[mid] <= ps)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (k = lo; k < fo->nrefs && fo->refs[k] < pe; k++)
+			if (!sym_starts_at(fo, fo->refs[k]))
+				goto labels;
+	}
+	ck->ntargets = ukp_addrs_sort_unique(ck->targets, ck->ntargets);
+	for (i = 0; i < ck->nptrs; i++) {
+		const struct ptr_jump *p = &ck->ptrs[i];
+
+		if (p->def != p->from &&
+		    (any_in(ck->targets, ck->ntargets, p->def, p->from) ||
+		     any_in(fo->targets, fo->ntargets, p->def, p->from))) {
+			ck->why = "indirect jump with unknown targets (a jump lands between the "
+				  "pointer's load and the jump)";
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
+labels:
+	ck->why = "indirect jump through a pointer in a function that takes the address of its "
+		  "own code (labels as values?)";
+	return -EOPNOTSUPP;
+}
+
 static int check_pad(uintptr_t pad, void *arg)
 {
 	struct check *ck = arg;
+	size_t i;
 
-	if (!in_region(ck, pad))
-		return 0;
-	ck->why = "an exception landing pad is inside the region";
-	return -EBUSY;
+	if (in_region(ck, pad)) {
+		ck->why = "an exception landing pad is inside the region";
+		return -EBUSY;
+	}
+	for (i = 0; i < ck->nptrs; i++) {
+		if (pad > ck->ptrs[i].def && pad <= ck->ptrs[i].from) {
+			ck->why = "indirect jump with unknown targets (a landing pad lies between "
+				  "the pointer's load and the jump)";
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
+}
+
+/* Index of the first FDE that may reach addr: none is longer than
+ * fde_max_len (linkers refuse overlapping FDEs, but we do not rely on
+ * it). */
+static size_t fde_lower(const struct flow_obj *fo, uintptr_t addr)
+{
+	uintptr_t from = addr > fo->fde_max_len ? addr - fo->fde_max_len : 0;
+	size_t lo = 0, hi = fo->eh.nfdes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fo->eh.fdes[mid].start < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* [reg] Landing pads of every FDE overlapping one of the parts. */
@@ -522,20 +763,8 @@ static int check_pads(const struct flow_obj *fo, struct check *ck)
 
 	for (i = 0; i < ck->nparts; i++) {
 		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
-		uintptr_t from = ps > fo->fde_max_len ? ps - fo->fde_max_len : 0;
-		size_t lo = 0, hi = fo->eh.nfdes;
 
-		/* first FDE that may reach ps: none is longer than fde_max_len
-		 * (linkers refuse overlapping FDEs, but we do not rely on it) */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (fo->eh.fdes[mid].start < from)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (k = lo; k < fo->eh.nfdes && fo->eh.fdes[k].start < pe; k++) {
+		for (k = fde_lower(fo, ps); k < fo->eh.nfdes && fo->eh.fdes[k].start < pe; k++) {
 			if (fo->eh.fdes[k].end <= ps)
 				continue;
 			ret = ukp_eh_landing_pads(&fo->eh, &fo->eh.fdes[k], check_pad, ck);
@@ -607,10 +836,55 @@ static size_t find_cold_parts(const struct flow_obj *fo, uintptr_t start,
 	return n;
 }
 
+/*
+ * [reg] The bytes [start, end) after the function's end that a region
+ * whose code ends inside the function (with a ret or jmp) also covers:
+ * they must be the alignment padding between two functions, which no
+ * thread ever runs. The padding rule (at the top).
+ */
+static int check_padding(const struct flow_obj *fo, uintptr_t start, uintptr_t end,
+			 const char **why)
+{
+	uint8_t buf[64];
+	size_t i = sym_upper(fo, start), k;
+
+	if (fo->eh_err) {
+		/* without FDEs, code that no symbol covers could start here */
+		*why = "the region leaves the function (no unwind tables to check the padding)";
+		return -EINVAL;
+	}
+	/* a function symbol that covers the bytes (the next one starting
+	 * inside the region is refused with the other symbols) */
+	if (i > 0 && fo->maxend[i - 1] > start) {
+		*why = "the region leaves the function into another symbol";
+		return -EINVAL;
+	}
+	for (k = fde_lower(fo, start); k < fo->eh.nfdes && fo->eh.fdes[k].start < end; k++) {
+		if (fo->eh.fdes[k].end > start) {
+			*why = "the region leaves the function into code with unwind information";
+			return -EINVAL;
+		}
+	}
+	if (end - start > sizeof(buf) / 2 ||
+	    !arch_is_padding(buf, ukp_read_original(start, buf, sizeof(buf)), end - start)) {
+		*why = "the region leaves the function into bytes that are not padding";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* [reg] */
 int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len, const char **why)
 {
+	return ukp_codeflow_check_exit(sym, addr, len, len, why);
+}
+
+/* [reg] */
+int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+			    size_t code_len, const char **why)
+{
 	struct arch_code_part parts[MAX_PARTS];
+	uintptr_t fn_end;
 	struct check ck = { .addr = addr, .end = addr + len, .parts = parts };
 	const char *dummy;
 	struct flow_obj *fo;
@@ -621,12 +895,13 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 		why = &dummy;
 	*why = NULL;
 	memset(parts, 0, sizeof(parts));
-	if (!sym || !sym->obj || !len) {
+	if (!sym || !sym->obj || !len || code_len > len) {
 		*why = "empty region";
 		return -EINVAL;
 	}
-	if (addr < sym->start || addr - sym->start >= sym->size ||
-	    len > sym->size - (addr - sym->start)) {
+	fn_end = sym->start + sym->size;
+	if (addr < sym->start || addr >= fn_end || addr + code_len > fn_end ||
+	    (addr + len > fn_end && code_len == len)) {
 		*why = "the region leaves the function";
 		return -EINVAL;
 	}
@@ -638,6 +913,11 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 	if (ret) {
 		*why = "out of memory";
 		return ret;
+	}
+	if (addr + len > fn_end) {
+		ret = check_padding(fo, fn_end, addr + len, why);
+		if (ret)
+			return ret;
 	}
 
 	/* Another entry point inside the region. */
@@ -683,6 +963,10 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 	}
 	if (!ret && !fo->eh_err)
 		ret = check_pads(fo, &ck);
+	if (!ret)
+		ret = check_taken_in_region(fo, &ck);
+	if (!ret && ck.nptrs)
+		ret = check_pointers(fo, &ck);
 	if (ret == -ENOMEM) {
 		ck.why = "out of memory";
 	} else if (ret && !ck.why) {
@@ -693,5 +977,8 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 out:
 	for (i = 0; i < MAX_PARTS; i++)
 		free((void *)parts[i].code);
+	free(ck.targets);
+	free(ck.taken);
+	free(ck.ptrs);
 	return ret;
 }

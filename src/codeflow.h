@@ -29,15 +29,18 @@
  * stripped libraries: the object's .eh_frame FDE ranges not inside any
  * function symbol) targets an address strictly inside (addr, addr+len);
  * every indirect jump in the function and its cold parts has known
- * targets (a resolved jump table) that avoid (addr, addr+len); jumps
- * through rip-relative memory (GOT tail calls `jmp *x@GOTPCREL(%rip)`)
- * are not jump tables and are fine; no exception landing pad of the
- * function or its cold parts (their FDEs' LSDAs) is strictly inside the
- * region.
+ * targets (a resolved jump table) that avoid (addr, addr+len), or is a
+ * jump through a pointer loaded from memory (a tail call through a
+ * function pointer or the GOT) in a function that takes no address of
+ * its own code (codeflow.c, "the pointer rule"); no exception landing
+ * pad of the function or its cold parts (their FDEs' LSDAs) is strictly
+ * inside the region; no address strictly inside the region is stored by
+ * the object's dynamic relocations or computed by a lea of the function
+ * ("the taken-address rule").
  * Returns 0, or a negative errno with *why set to a static English text
  * naming the reason (shown to users in probe listings and reports):
  *   -EBUSY       something jumps into the region (or another function or
- *                a landing pad starts inside it)
+ *                a landing pad starts inside it, or its address is taken)
  *   -EOPNOTSUPP  an indirect jump with unknown targets (or code or an
  *                exception table that cannot be analysed)
  *   -EINVAL      the region leaves the function (or is empty)
@@ -48,6 +51,21 @@
  * ukp_codeflow_forget_dead() finds the object gone.
  */
 int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len, const char **why);
+
+/*
+ * [reg] The same for a region whose code ends at addr + code_len (<= len)
+ * with an instruction that leaves (ret, jmp; arch_opt_prepare's
+ * code_len): the bytes after it are overwritten but never run from the
+ * copy. They may go past the function's end (a function shorter than
+ * the jump) when [addr, addr + code_len) is inside the function and the
+ * rest is the padding before the next function: fill bytes
+ * (arch_is_padding) that no symbol and no FDE covers (the object must
+ * have unwind tables), and that, like the whole region, no known jump,
+ * landing pad or other symbol's start lands in. Else -EINVAL ("the region
+ * leaves the function ..."). code_len == len is ukp_codeflow_check.
+ */
+int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+			    size_t code_len, const char **why);
 
 /*
  * [reg] Forget the per-object caches of objects that are no longer loaded

@@ -9,7 +9,9 @@
  * registered together are optimized together) and, under the registry
  * mutex:
  *   1. prepares the detour buffer (arch_opt_prepare: the region is the
- *      first whole instructions covering 5 bytes, each relocatable) and
+ *      first whole instructions covering 5 bytes, each relocatable; a
+ *      ret or jmp ends the copy, and the rest of the 5 bytes may then be
+ *      the padding after the function; a call may end the region) and
  *      checks the control flow around the region (codeflow.c); the site
  *      becomes READY: a breakpoint hit now runs the handlers and goes to
  *      the detour's copy of the region, with no single step;
@@ -201,7 +203,7 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 		}
 		sym = &found;
 	}
-	return ukp_codeflow_check(sym, a, ao->len, why);
+	return ukp_codeflow_check_exit(sym, a, ao->len, ao->code_len, why);
 }
 
 /* Build the detour of s (once). Returns 0, or -errno with s->opt.why

@@ -29,6 +29,7 @@
 #include <criterion/criterion.h>
 
 #include "arch_branches.h"
+#include "code_refs.h"
 #include "codeflow.h"
 #include "eh_frame.h"
 #include "internal.h"
@@ -37,6 +38,13 @@ extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_re
 	ukt_flow_table_spilled[], ukt_flow_indirect_unknown[], ukt_flow_got_tail[],
 	ukt_flow_hot[], ukt_flow_hot_numbered[], ukt_flow_hot_ok[], ukt_flow_victim[],
 	ukt_flow_two_entries[], ukt_flow_pad_in_region[], ukt_flow_pad_elsewhere[];
+extern char ukt_flow_short_ret[], ukt_flow_short_target[], ukt_flow_short_sym[],
+	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[];
+extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
+	ukt_flow_ptr_stack[], ukt_flow_ptr_between[], ukt_flow_ptr_lea_label[],
+	ukt_flow_ptr_data_label[], ukt_flow_ptr_global_label[], ukt_flow_taken_data[],
+	ukt_flow_taken_lea[];
+extern int ukp_shstk_force;
 int ukt_flow_switch(int op, int a);
 int ukt_flow_split_back(const int *p, int n);
 
@@ -196,6 +204,135 @@ Test(codeflow, region_leaving_function_refused)
 		     "%s", why ? why : "-");
 }
 
+/* ---- regions that end the copy early (codeflow_exits.S) ----------------- */
+
+/* What registration would do at fn: the whole analysis, relocation
+ * included (the region's extent depends on where the copy ends). */
+#define expect_opt(fn, want, why_part)                                                  \
+	do {                                                                                \
+		const char *why_ = NULL;                                                    \
+		int got_ = ukprobes_optimizable((void *)(fn), &why_);                       \
+		cr_expect_eq(got_, (want), "%s: %d (%s), expected %d", #fn, got_,           \
+			     why_ ? why_ : "-", (want));                                        \
+		if ((want) != UKPROBES_OPT_JUMP)                                            \
+			cr_expect(why_ && strstr(why_, (why_part)),                         \
+				  "%s: why \"%s\" lacks \"%s\"", #fn, why_ ? why_ : "-",    \
+				  (why_part));                                              \
+	} while (0)
+
+Test(codeflow, short_function_into_padding_accepted)
+{
+	expect_opt(ukt_flow_short_ret, UKPROBES_OPT_JUMP, "");
+	/* the check itself: 3 bytes of code, 2 of them past the end */
+	cr_expect_eq(check_at((uintptr_t)ukt_flow_short_ret, 5, NULL), -EINVAL,
+		     "without an exit the region may not leave the function");
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	{
+		struct ukp_symres sym;
+		const char *why = NULL;
+
+		cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)ukt_flow_short_ret, &sym), 0);
+		cr_expect_eq(ukp_codeflow_check_exit(&sym, sym.start, 5, 3, &why), 0, "%s",
+			     why ? why : "-");
+		/* the exit itself past the end */
+		cr_expect_eq(ukp_codeflow_check_exit(&sym, sym.start, 5, 4, &why), -EINVAL);
+	}
+	ukp_unlock_for_show();
+}
+
+Test(codeflow, padding_that_is_reached_refused)
+{
+	expect_opt(ukt_flow_short_target, UKPROBES_OPT_NONE, "jump in the function");
+	expect_opt(ukt_flow_short_sym, UKPROBES_OPT_NONE, "another symbol");
+	expect_opt(ukt_flow_short_fde, UKPROBES_OPT_NONE, "unwind information");
+	expect_opt(ukt_flow_short_code, UKPROBES_OPT_NONE, "not padding");
+}
+
+Test(codeflow, padding_without_unwind_tables_refused)
+{
+	const char *path = getenv("UKT_FLOW_NOHDR");
+	void *h, *fn;
+
+	cr_assert_not_null(path, "UKT_FLOW_NOHDR is not set");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	fn = dlsym(h, "ukt_nohdr_short");
+	cr_assert_not_null(fn);
+	expect_opt(fn, UKPROBES_OPT_NONE, "no unwind tables");
+	dlclose(h);
+}
+
+Test(codeflow, call_ending_the_region_accepted)
+{
+	expect_opt(ukt_flow_call_last, UKPROBES_OPT_JUMP, "");
+	expect_opt(ukt_flow_call_reg, UKPROBES_OPT_NONE, "call in the region is not relocatable");
+	/* under a shadow stack the callee's ret would find no return address */
+	ukp_shstk_force = 1;
+	expect_opt(ukt_flow_call_last, UKPROBES_OPT_NONE, "shadow stack");
+	ukp_shstk_force = -1;
+}
+
+/* ---- jumps through pointers (codeflow_pointers.S) ----------------------- */
+
+Test(codeflow, pointer_tail_calls_accepted)
+{
+	expect_verdict(ukt_flow_ptr_global, 0, "");
+	expect_verdict(ukt_flow_ptr_field, 0, "");
+}
+
+Test(codeflow, pointers_that_may_be_tables_refused)
+{
+	expect_verdict(ukt_flow_ptr_indexed, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_ptr_stack, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_ptr_between, -EOPNOTSUPP, "between the pointer's load");
+}
+
+Test(codeflow, pointers_in_functions_taking_their_labels_refused)
+{
+	expect_verdict(ukt_flow_ptr_lea_label, -EOPNOTSUPP, "address of its own code");
+	expect_verdict(ukt_flow_ptr_data_label, -EOPNOTSUPP, "address of its own code");
+	/* a global is no GOT slot when the function stores its label there */
+	expect_verdict(ukt_flow_ptr_global_label, -EOPNOTSUPP, "address of its own code");
+}
+
+/* The code addresses stored by relocations of this PIE: the function
+ * pointer and the inside address of codeflow_pointers.S's data. */
+Test(codeflow, code_refs_of_relocations)
+{
+	const struct ukp_object *obj;
+	struct ukp_eh_frame eh = { 0 };
+	uintptr_t *v = NULL, want[2] = { (uintptr_t)ukt_flow_ptr_field,
+					 (uintptr_t)ukt_flow_taken_data + 2 };
+	size_t n = 0, i, k;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
+	cr_assert_not_null(obj);
+	ukp_eh_frame_load(obj, &eh);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, &v, &n), 0);
+	for (k = 0; k < 2; k++) {
+		bool found = false;
+
+		for (i = 0; i < n; i++)
+			found |= v[i] == want[k];
+		cr_expect(found, "%#lx is not among the %zu code addresses", (unsigned long)want[k],
+			  n);
+	}
+	for (i = 1; i < n; i++)
+		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
+	/* without the segments nothing matches the file */
+	free(v);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, &v, &n), -ENOENT);
+	ukp_eh_frame_free(&eh);
+	ukp_unlock_for_show();
+}
+
+Test(codeflow, taken_address_inside_region_refused)
+{
+	expect_verdict(ukt_flow_taken_data, -EBUSY, "address of an instruction inside");
+	expect_verdict(ukt_flow_taken_lea, -EBUSY, "address of an instruction inside");
+}
+
 /* Our own breakpoints must not hide the jump into the region. */
 static int pre_nop(struct kprobe *p, struct pt_regs *regs)
 {
@@ -223,8 +360,8 @@ Test(codeflow, probes_do_not_hide_jumps)
 /* ---- a compiler's switch ------------------------------------------------ */
 
 struct flow_log {
-	size_t direct, table, unknown, undecodable;
-	uintptr_t targets[256];
+	size_t direct, table, unknown, undecodable, pointer, global, address;
+	uintptr_t targets[256], froms[256];
 	enum arch_flow_kind kinds[256];
 	size_t n;
 };
@@ -233,11 +370,16 @@ static int log_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr
 {
 	struct flow_log *l = arg;
 
+	if (l->n < 256)
+		l->froms[l->n] = from;
 	switch (kind) {
 	case ARCH_FLOW_DIRECT: l->direct++; break;
 	case ARCH_FLOW_TABLE: l->table++; break;
 	case ARCH_FLOW_UNKNOWN: l->unknown++; break;
 	case ARCH_FLOW_UNDECODABLE: l->undecodable++; break;
+	case ARCH_FLOW_POINTER: l->pointer++; break;
+	case ARCH_FLOW_GLOBAL_POINTER: l->global++; break;
+	case ARCH_FLOW_ADDRESS: l->address++; break;
 	}
 	if (l->n < 256) {
 		l->kinds[l->n] = kind;
@@ -385,7 +527,8 @@ Test(codeflow, arch_unknown_and_undecodable)
 	scan_bytes(jmp_rax, sizeof(jmp_rax), FAKE, 0, &log);
 	cr_expect_eq(log.unknown, 1);
 	scan_bytes(jmp_mem, sizeof(jmp_mem), FAKE, 0, &log);
-	cr_expect_eq(log.unknown, 1);
+	cr_expect_eq(log.pointer, 1, "jmp *0x10(%%rax) is a pointer");
+	cr_expect_eq(log.unknown, 0);
 	scan_bytes(far_jmp, sizeof(far_jmp), FAKE, 0, &log);
 	cr_expect_eq(log.unknown, 1);
 	scan_bytes(no_base, sizeof(no_base), FAKE, 0, &log);
@@ -535,6 +678,61 @@ Test(codeflow, eh_frame_of_stripped_libc)
 }
 
 /* ---- the per-object index ----------------------------------------------- */
+
+Test(codeflow, arch_pointer_loads)
+{
+	/* mov (%rdi),%rax; test; je +2; jmp *%rax; ret: the load reaches the
+	 * jump along the fall-through of the je */
+	static const uint8_t global[] = { 0x48, 0x8b, 0x07, 0x48, 0x85, 0xc0, 0x74, 0x02,
+					  0xff, 0xe0, 0xc3 };
+	static const uint8_t stack[] = { 0x48, 0x8b, 0x44, 0x24, 0x08, 0xff, 0xe0 };
+	static const uint8_t after_call[] = { 0x48, 0x8b, 0x07, 0xe8, 0, 0, 0, 0, 0xff, 0xe0 };
+	static const uint8_t rsp_mem[] = { 0xff, 0x64, 0x24, 0x08 };	/* jmp *8(%rsp) */
+	static const uint8_t scaled4[] = { 0xff, 0x24, 0xb7 };		/* jmp *(%rdi,%rsi,4) */
+	static const uint8_t lea_in[] = { 0x48, 0x8d, 0x05, 0x01, 0, 0, 0, 0xc3, 0xc3 };
+	/* mov g(%rip),%rax; jmp *%rax and jmp *g(%rip) */
+	static const uint8_t rip_reg[] = { 0x48, 0x8b, 0x05, 0, 0, 0, 0, 0xff, 0xe0 };
+	static const uint8_t rip_mem[] = { 0xff, 0x25, 0, 0, 0, 0 };
+	struct flow_log log;
+
+	scan_bytes(global, sizeof(global), FAKE, 0, &log);
+	cr_assert_eq(log.pointer, 1);
+	cr_expect_eq(log.froms[log.n - 1], FAKE + 8);
+	cr_expect_eq(log.targets[log.n - 1], FAKE, "the load's address");
+	cr_expect_eq(log.unknown, 0);
+	scan_bytes(stack, sizeof(stack), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1, "a pointer from the stack");
+	scan_bytes(after_call, sizeof(after_call), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1, "a call in between ends the straight line");
+	scan_bytes(rsp_mem, sizeof(rsp_mem), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1);
+	scan_bytes(scaled4, sizeof(scaled4), FAKE, 0, &log);
+	cr_expect_eq(log.unknown, 1, "an index register");
+	scan_bytes(rip_reg, sizeof(rip_reg), FAKE, 0, &log);
+	cr_expect_eq(log.global, 1);
+	cr_expect_eq(log.targets[log.n - 1], FAKE);
+	scan_bytes(rip_mem, sizeof(rip_mem), FAKE, 0, &log);
+	cr_expect_eq(log.global, 1);
+	cr_expect_eq(log.targets[log.n - 1], FAKE, "the jump is its own load");
+	/* lea 1(%rip) -> FAKE + 8: an address inside the part */
+	scan_bytes(lea_in, sizeof(lea_in), FAKE, 0, &log);
+	cr_expect_eq(log.address, 1);
+	cr_expect_eq(log.targets[0], FAKE + 8);
+}
+
+Test(codeflow, arch_padding)
+{
+	static const uint8_t nopw[] = { 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0 };
+	static const uint8_t mixed[] = { 0xcc, 0x00, 0x90, 0x66, 0x90, 0x0f, 0x1f, 0x40, 0x00 };
+	static const uint8_t code[] = { 0x90, 0x48, 0x89, 0xf8 };
+
+	cr_expect(arch_is_padding(nopw, sizeof(nopw), sizeof(nopw)));
+	cr_expect(arch_is_padding(nopw, sizeof(nopw), 2), "the NOP may go on past len");
+	cr_expect(!arch_is_padding(nopw, 2, 2), "a NOP cut short is no NOP");
+	cr_expect(arch_is_padding(mixed, sizeof(mixed), sizeof(mixed)));
+	cr_expect(arch_is_padding(code, sizeof(code), 1));
+	cr_expect(!arch_is_padding(code, sizeof(code), 2));
+}
 
 static size_t builds;
 static char last_build[512];

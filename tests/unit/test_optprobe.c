@@ -153,12 +153,21 @@ __asm__(
 	"	ret\n"
 	".size op_loop, .-op_loop\n"
 
-	/* Starts with a call: not relocatable. */
+	/* Starts with a call, which is the whole region: relocated as
+	 * push of the return address and a jump (test_optprobe_regions.c). */
 	".globl op_call\n .type op_call,@function\n"
 	"op_call:\n"
 	"	call op_add\n"
 	"	ret\n"
 	".size op_call, .-op_call\n"
+
+	/* A call through a register in the region: not relocatable. */
+	".globl op_call_reg\n .type op_call_reg,@function\n"
+	"op_call_reg:\n"
+	"	call *%rsi\n"
+	"	addl $1, %eax\n"
+	"	ret\n"
+	".size op_call_reg, .-op_call_reg\n"
 
 	/* rep movsb in the region: a thread stays in the detour's copy. */
 	".globl op_copy\n .type op_copy,@function\n"
@@ -217,6 +226,7 @@ extern char op_flags_probe[];
 int op_load(const int *p);
 int op_loop(int n);
 int op_call(int x);
+int op_call_reg(int x, int (*fn)(int));
 int op_nop5(int x);
 int op_copy(void *dst, const void *src, size_t n);
 int op_jcc(int x);
@@ -579,19 +589,21 @@ Test(optprobe, a_fault_in_the_detour_copy_reaches_the_program_at_the_original_ip
 Test(optprobe, unsafe_regions_stay_breakpoints_that_work)
 {
 	struct kprobe loop = { .symbol_name = "op_loop", .pre_handler = count_pre };
-	struct kprobe call = { .symbol_name = "op_call", .pre_handler = count_pre };
+	struct kprobe call = { .symbol_name = "op_call_reg", .pre_handler = count_pre };
 	const char *why = NULL;
 
 	cr_expect_eq(ukprobes_optimizable((void *)op_loop, &why), UKPROBES_OPT_NONE);
 	cr_expect(why != NULL);
-	cr_expect_eq(ukprobes_optimizable((void *)op_call, &why), UKPROBES_OPT_NONE);
+	cr_expect_eq(ukprobes_optimizable((void *)op_call_reg, &why), UKPROBES_OPT_NONE);
+	cr_expect(why && strstr(why, "call"), "%s", why ? why : "-");
 	cr_expect_eq(ukprobes_optimizable((void *)op_add, &why), UKPROBES_OPT_JUMP);
+	cr_expect_eq(ukprobes_optimizable((void *)op_call, &why), UKPROBES_OPT_JUMP);
 	reg(&loop);
 	reg(&call);
 	cr_expect(!is_optimized(&loop));
 	cr_expect(!is_optimized(&call));
 	cr_expect_eq(op_loop(10), 10);
-	cr_expect_eq(op_call(1), 8);
+	cr_expect_eq(op_call_reg(1, op_add), 9);
 	cr_expect_eq(atomic_load(&hits), 2);
 	unregister_kprobe(&loop);
 	unregister_kprobe(&call);

@@ -58,7 +58,8 @@ struct ukp_arch_insn {
  * the probe):
  *   0   the entry: red zone, push the site, call the shared template
  *   25  the displaced instructions, relocated (UKP_OPT_COPY_OFFSET)
- *       jmp rel32 to addr + len
+ *       jmp rel32 to addr + len (none when a ret, jmp or call ends the
+ *       copy; a relocated call carries its return address after it)
  *   80  two literals: the site, the shared template's address
  * A breakpoint hit on a probe whose detour is ready goes straight to the
  * copy at UKP_OPT_COPY_OFFSET (no single step).
@@ -68,9 +69,14 @@ struct ukp_arch_insn {
 #define UKP_OPT_JUMP_SIZE    5
 #define UKP_OPT_MAX_REGION   20   /* 4 bytes of short instructions + one of 15 */
 #define UKP_OPT_MAX_INSNS    8
+/* Longest relocated instruction: call *m(%rip) becomes push 6(%rip);
+ * jmp *m'(%rip); the 8-byte return address (6 + 6 + 8). */
+#define UKP_OPT_RELOC_MAX    20
 
 struct ukp_arch_opt {
 	uint8_t len;                          /* bytes the jump replaces (whole insns) */
+	uint8_t code_len;                     /* of which run: up to the end of the
+					       * copy (the ret/jmp/call ending it) */
 	uint8_t ninsn;                        /* instructions copied */
 	/* where each copied instruction starts: in the region, in the copy */
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];

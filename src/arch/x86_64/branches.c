@@ -47,6 +47,9 @@
 
 /* What a recent instruction did, as far as dispatch patterns care. */
 struct isum {
+	uintptr_t at;           /* its address */
+	bool cond;              /* a conditional branch (the window goes on
+				 * along its fall-through path) */
 	uint16_t writes;        /* general-purpose registers written (bit n = gpr n) */
 	ZydisMnemonic mnem;
 	int8_t dst;             /* 64-bit register written whole, or NO_GPR */
@@ -197,8 +200,7 @@ static bool is_entry_load(const struct isum *is, int e, int b)
 
 /*
  * [reg] jmp *%rJ: which dispatch is it? Returns 1 and fills *kind etc.
- * for a table, 2 for a pointer loaded from rip-relative memory (a GOT
- * tail call through a register), 0 when not recognised.
+ * for a table, 0 when not recognised.
  */
 static int match_reg_dispatch(const struct flow_scan *s, int j, enum table_kind *kind,
 			      bool *lea_base, int64_t *disp)
@@ -239,8 +241,6 @@ rel32:
 	}
 
 	if (w1->mnem == ZYDIS_MNEMONIC_MOV && w1->dst == j && w1->load && w1->load_bits == 64) {
-		if (w1->base_rip && w1->index == NO_GPR)
-			return 2;
 		if (!w1->base_rip && w1->index != NO_GPR && w1->scale == 8) {
 			*kind = TABLE_ABS64;
 			*lea_base = w1->base != NO_GPR;
@@ -249,6 +249,40 @@ rel32:
 		}
 	}
 	return 0;
+}
+
+/* Entries of the window after the newest conditional branch: a table
+ * dispatch is matched on straight-line code only. */
+static unsigned int straight_len(const struct flow_scan *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nwin; i++)
+		if (win_get(s, i)->cond)
+			return i;
+	return s->nwin;
+}
+
+/*
+ * [reg] jmp *%rJ that is no table dispatch: is %rJ, on the path through
+ * the window (which crosses the fall-through of conditional branches),
+ * a pointer loaded from memory without an index register and not from
+ * the stack? Returns the address of that load (*rip: from rip-relative
+ * memory, a global or a GOT slot), or 0.
+ */
+static uintptr_t pointer_load(const struct flow_scan *s, int j, bool *rip)
+{
+	const struct isum *w;
+	int i = last_writer(s, 0, j);
+
+	if (i < 0)
+		return 0;
+	w = win_get(s, (unsigned int)i);
+	if (w->mnem != ZYDIS_MNEMONIC_MOV || w->dst != j || !w->load || w->load_bits != 64 ||
+	    w->index != NO_GPR || w->base == 4 /* rsp */ || (w->base == NO_GPR && !w->base_rip))
+		return 0;
+	*rip = w->base_rip;
+	return w->at;
 }
 
 /* [reg] An indirect jmp: report, queue for table resolution, or ignore. */
@@ -261,19 +295,26 @@ static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecoded
 
 	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
 		int j = gpr64(op->reg.value);
+		unsigned int nwin = s->nwin;
+		uintptr_t def;
+		bool rip = false;
 
+		s->nwin = straight_len(s);
 		m = j == NO_GPR ? 0 : match_reg_dispatch(s, j, &kind, &lea_base, &disp);
-		if (m == 2)
-			return 0;
+		s->nwin = nwin;
 		if (m == 1)
 			return push_dispatch(s, from, kind, lea_base, disp);
+		def = j == NO_GPR ? 0 : pointer_load(s, j, &rip);
+		if (def)
+			return s->fn(s->arg, rip ? ARCH_FLOW_GLOBAL_POINTER : ARCH_FLOW_POINTER, from,
+				     def);
 	} else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		   op->mem.segment != ZYDIS_REGISTER_FS && op->mem.segment != ZYDIS_REGISTER_GS) {
 		int64_t d = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
 
 		if ((op->mem.base == ZYDIS_REGISTER_RIP || op->mem.base == ZYDIS_REGISTER_EIP) &&
-		    op->mem.index == ZYDIS_REGISTER_NONE)
-			return 0;	/* through the GOT: leaves the function */
+		    op->mem.index == ZYDIS_REGISTER_NONE)	/* a global or a GOT slot */
+			return s->fn(s->arg, ARCH_FLOW_GLOBAL_POINTER, from, from);
 		if (op->mem.index != ZYDIS_REGISTER_NONE && op->mem.scale == 8 &&
 		    gpr64(op->mem.index) != NO_GPR) {
 			if (op->mem.base == ZYDIS_REGISTER_NONE)
@@ -281,6 +322,9 @@ static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecoded
 			if (gpr64(op->mem.base) != NO_GPR)
 				return push_dispatch(s, from, TABLE_ABS64, true, d);
 		}
+		if (op->mem.index == ZYDIS_REGISTER_NONE && op->size == 64 &&
+		    gpr64(op->mem.base) != NO_GPR && op->mem.base != ZYDIS_REGISTER_RSP)
+			return s->fn(s->arg, ARCH_FLOW_POINTER, from, from); /* jmp *d(%rB) */
 	}
 	return s->fn(s->arg, ARCH_FLOW_UNKNOWN, from, 0);
 }
@@ -355,11 +399,13 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 		if (ret)
 			return ret;
 	}
-	if (writes_ip(insn, ops)) {
+	if (writes_ip(insn, ops) && insn->meta.category != ZYDIS_CATEGORY_COND_BR) {
 		s->nwin = 0;	/* a dispatch is straight-line code */
 		return 0;
 	}
 	summarise(&is, insn, ops);
+	is.at = at;
+	is.cond = insn->meta.category == ZYDIS_CATEGORY_COND_BR;
 	win_push(s, &is);
 	return 0;
 }
@@ -456,6 +502,13 @@ static int resolve_tables(struct flow_scan *s)
 	int ret;
 
 	s->nleas = ukp_addrs_sort_unique(s->leas, s->nleas);
+	for (k = 0; k < s->nleas; k++) {
+		if (!in_parts(s, s->leas[k]))
+			continue;
+		ret = s->fn(s->arg, ARCH_FLOW_ADDRESS, 0, s->leas[k]);
+		if (ret)
+			return ret;
+	}
 	for (i = 0; i < s->ndisp; i++) {
 		const struct dispatch *d = &s->disp[i];
 		size_t found = 0;
@@ -508,4 +561,29 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned i
 	free(s->disp);
 	free(s);
 	return ret;
+}
+
+/* [reg] */
+bool arch_is_padding(const uint8_t *code, size_t avail, size_t len)
+{
+	const ZydisDecoder *dec = ukp_x86_decoder(true);
+	ZydisDecodedInstruction insn;
+	size_t pos = 0;
+
+	if (!dec)
+		return false;
+	if (len > avail)
+		return false;
+	while (pos < len) {
+		if (code[pos] == 0x00 || code[pos] == 0xcc) {
+			pos++;
+			continue;
+		}
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos, avail - pos,
+								&insn)) ||
+		    insn.mnemonic != ZYDIS_MNEMONIC_NOP)
+			return false;
+		pos += insn.length;
+	}
+	return true;
 }

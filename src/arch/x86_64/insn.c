@@ -545,18 +545,96 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 }
 
 /*
+ * [reg] A call at the end of a region, copied to dest: push the return
+ * address the original pushes (addr + len, the first byte after the
+ * region: arch_opt_prepare refuses a call that is not the region's last
+ * instruction), then jump where the original calls:
+ *
+ *     ff 35 05 00 00 00    push 5(%rip)        (the literal below)
+ *     e9 rel32             jmp target          (ff 25 disp32 and push
+ *     .quad addr + len                          6(%rip) for call *m(%rip))
+ *
+ * The callee sees the stack the original call gives it and returns into
+ * the original code, so no thread ever returns into the detour: a thread
+ * in the callee is not "in the detour" for the thread scans, and the
+ * unwinder, exceptions and kretprobes see the real return address. The
+ * push is the only instruction that can fault (no stack left), exactly
+ * where and as the original call would (rsp unchanged, the fault address
+ * the stack slot); the fault map sends it back to the call. Direct calls
+ * and calls through rip-relative memory (-fno-plt) only: the GOT slot is
+ * mapped, so the jmp cannot fault after the push has moved rsp. Refused
+ * under a hardware shadow stack, whose copy of the return address would
+ * be missing at the callee's ret.
+ */
+static int relocate_call(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
+			 uintptr_t addr, uintptr_t dest, uint8_t *out, size_t *out_len,
+			 const char **why)
+{
+	uintptr_t ret_addr = addr + insn->length;
+	bool direct = insn->opcode == 0xe8;
+	size_t lit;
+	int64_t rel;
+	int32_t r32;
+
+	if (insn->raw.prefix_count || insn->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY ||
+	    insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT ||
+	    !(direct || (insn->opcode == 0xff && insn->raw.modrm.reg == 2 &&
+			 ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+			 ops[0].mem.base == ZYDIS_REGISTER_RIP &&
+			 ops[0].mem.index == ZYDIS_REGISTER_NONE && insn->length == 6))) {
+		*why = "a call in the region is not relocatable (only call rel32 and call *m(%rip))";
+		return -EOPNOTSUPP;
+	}
+	if (arch_shadow_stack_active()) {
+		*why = "a call in the region cannot be relocated under a shadow stack";
+		return -EOPNOTSUPP;
+	}
+	/* the jmp: e9 rel32 or ff 25 disp32, ending at dest + lit */
+	lit = direct ? 11 : 12;
+	if (direct)
+		rel = (int64_t)(ret_addr + (uintptr_t)insn->raw.imm[0].value.s) - (int64_t)(dest + lit);
+	else
+		rel = (int64_t)(ret_addr + (uintptr_t)insn->raw.disp.value) - (int64_t)(dest + lit);
+	if (rel != (int32_t)rel) {
+		*why = "a call in the region cannot reach its target from the detour";
+		return -EINVAL;
+	}
+	out[0] = 0xff;                          /* push (lit - 6)(%rip) */
+	out[1] = 0x35;
+	r32 = (int32_t)(lit - 6);
+	memcpy(out + 2, &r32, 4);
+	if (direct) {
+		out[6] = 0xe9;
+	} else {
+		out[6] = 0xff;
+		out[7] = 0x25;
+	}
+	r32 = (int32_t)rel;
+	memcpy(out + lit - 4, &r32, 4);
+	memcpy(out + lit, &ret_addr, 8);
+	*out_len = lit + 8;
+	return insn->length;
+}
+
+/*
  * [reg] One instruction of a jump-optimized region, copied to dest (the
  * kernel's copy_optimized_instructions step). It must be boostable (runs
- * anywhere and falls through: no call, return, system call or
- * exception, no ip-dependent prefix), or a relative jmp/jcc, which is
- * re-encoded with a rel32 to the same target (*ends is set after an
- * unconditional jmp: nothing after it runs from the copy). A rip-relative
- * operand is re-based for dest. Writes the copy to out (at most
- * UKP_MAX_INSN_SIZE bytes, *out_len of them) and returns the length of
- * the original instruction, or a negative errno with *why set.
+ * anywhere and falls through: no system call or exception, no
+ * ip-dependent prefix), or:
+ *  - a relative jmp/jcc, re-encoded with a rel32 to the same target;
+ *  - jmp *x (a tail call) or push x: they read no ip but a rip-relative
+ *    operand's, which is re-based;
+ *  - ret: it reads no ip either, and returns to the caller from the copy
+ *    as from the original;
+ *  - a call, which must be the region's last instruction (relocate_call).
+ * *ends tells whether nothing after it runs from the copy (jmp, ret) or
+ * the callee returns right after it (call). A rip-relative operand is
+ * re-based for dest. Writes the copy to out (at most UKP_OPT_RELOC_MAX
+ * bytes, *out_len of them) and returns the length of the original
+ * instruction, or a negative errno with *why set.
  */
 int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintptr_t dest,
-		       uint8_t *out, size_t *out_len, bool *ends, const char **why)
+		       uint8_t *out, size_t *out_len, enum arch_reloc_end *ends, const char **why)
 {
 	const ZydisDecoder *dec = get_decoder();
 	ZydisDecodedInstruction insn;
@@ -565,7 +643,7 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 	uint8_t op;
 
 	memset(&ai, 0, sizeof(ai));
-	*ends = false;
+	*ends = ARCH_RELOC_NEXT;
 	if (avail > UKP_MAX_INSN_SIZE)
 		avail = UKP_MAX_INSN_SIZE;
 	if (!dec || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops))) {
@@ -596,7 +674,7 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 		}
 		memcpy(out + n - 4, &r32, 4);
 		*out_len = n;
-		*ends = jmp;
+		*ends = jmp ? ARCH_RELOC_LEAVES : ARCH_RELOC_NEXT;
 		return insn.length;
 	}
 	if (insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY && !has_opsize_prefix(&insn) &&
@@ -612,8 +690,26 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 			return -EINVAL;
 		}
 		*out_len = insn.length;
-		*ends = insn.raw.modrm.reg == 4;
+		*ends = insn.raw.modrm.reg == 4 ? ARCH_RELOC_LEAVES : ARCH_RELOC_NEXT;
 		return insn.length;
+	}
+	if (insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY && !has_opsize_prefix(&insn) &&
+	    insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (op == 0xc3 || op == 0xc2)) {
+		/* ret [imm16] (also repz/bnd ret): the return address is on
+		 * the stack, not in ip */
+		memcpy(out, code, insn.length);
+		*out_len = insn.length;
+		*ends = ARCH_RELOC_LEAVES;
+		return insn.length;
+	}
+	if (insn.meta.category == ZYDIS_CATEGORY_CALL &&
+	    insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY &&
+	    insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (op == 0xe8 || op == 0xff)) {
+		int n = relocate_call(&insn, ops, addr, dest, out, out_len, why);
+
+		if (n > 0)
+			*ends = ARCH_RELOC_CALL;
+		return n;
 	}
 	if (is_exception_insn(&insn) || loads_ss(&insn, ops) ||
 	    insn.mnemonic == ZYDIS_MNEMONIC_SYSCALL || writes_ip(&insn, ops) ||

@@ -89,7 +89,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 {
 	uint8_t *img = ao->image;
 	size_t pos = 0, out = UKP_OPT_COPY_OFFSET;
-	bool ended = false;
+	enum arch_reloc_end ended = ARCH_RELOC_NEXT;
 	uintptr_t common = (uintptr_t)ukp_optprobe_common;
 
 	memset(ao, 0, sizeof(*ao));
@@ -99,7 +99,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	put_rel32(img + 13, (int64_t)LIT_COMMON - 17);
 	if (ftrace_len)
 		pos = ftrace_len;	/* NOPs: nothing to copy */
-	while (pos < UKP_OPT_JUMP_SIZE && !ended) {
+	while (pos < UKP_OPT_JUMP_SIZE && ended == ARCH_RELOC_NEXT) {
 		size_t olen = 0;
 		int n;
 
@@ -109,6 +109,10 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		}
 		if (ao->ninsn == UKP_OPT_MAX_INSNS) {
 			*why = "too many instructions in the region";
+			return -EINVAL;
+		}
+		if (out + UKP_OPT_RELOC_MAX + 5 > LIT_SITE) {
+			*why = "the relocated region does not fit in the detour";
 			return -EINVAL;
 		}
 		n = arch_relocate_insn(code + pos, avail - pos, addr + pos, detour + out, img + out,
@@ -121,9 +125,17 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		pos += (size_t)n;
 		out += olen;
 	}
-	/* After an unconditional jmp nothing runs from the copy; the jump
-	 * still needs 5 bytes: the instructions after it only have to be
-	 * whole (what jumps there is the control-flow check's business). */
+	ao->code_len = (uint8_t)pos;
+	/* A relocated call pushes addr + pos: the callee must come back to
+	 * the first byte after the region, not into it. */
+	if (ended == ARCH_RELOC_CALL && pos < UKP_OPT_JUMP_SIZE) {
+		*why = "a call in the region is not its last instruction";
+		return -EOPNOTSUPP;
+	}
+	/* After a ret or jmp nothing runs from the copy; the jump still
+	 * needs 5 bytes: the instructions after it only have to be whole
+	 * (what jumps there, and whether they are the function's or the
+	 * padding after it, is the control-flow check's business). */
 	while (pos < UKP_OPT_JUMP_SIZE) {
 		size_t n = pos < avail ? arch_insn_length(code + pos, avail - pos) : 0;
 
@@ -137,14 +149,20 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		*why = "the region is too long";
 		return -EINVAL;
 	}
-	/* jmp back to the first byte after the region */
-	if (out + 5 > LIT_SITE || !fits_rel32((int64_t)(addr + pos) - (int64_t)(detour + out + 5)) ||
-	    !fits_rel32((int64_t)detour - (int64_t)(addr + 5))) {
+	if (!fits_rel32((int64_t)detour - (int64_t)(addr + 5))) {
 		*why = "the detour is out of reach";
 		return -EINVAL;
 	}
-	img[out] = 0xe9;
-	put_rel32(img + out + 1, (int64_t)(addr + pos) - (int64_t)(detour + out + 5));
+	if (ended == ARCH_RELOC_NEXT) {
+		/* jmp back to the first byte after the region */
+		if (out + 5 > LIT_SITE ||
+		    !fits_rel32((int64_t)(addr + pos) - (int64_t)(detour + out + 5))) {
+			*why = "the detour is out of reach";
+			return -EINVAL;
+		}
+		img[out] = 0xe9;
+		put_rel32(img + out + 1, (int64_t)(addr + pos) - (int64_t)(detour + out + 5));
+	}
 	memcpy(img + LIT_SITE, &site, 8);
 	memcpy(img + LIT_COMMON, &common, 8);
 	ao->jump[0] = 0xe9;

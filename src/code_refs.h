@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * code_refs.h - the addresses of code that a loaded object's dynamic
+ * relocations store into memory: function pointers, vtables, and, in
+ * position-independent code, every table of label addresses (GNU C's
+ * "labels as values", &&label). For the jump-optimization safety check
+ * (codeflow.c): a jump through a pointer can only land where some code
+ * address was materialized, and in an ET_DYN object an absolute address
+ * that lands in memory is either computed by code (a rip-relative lea,
+ * which the branch scanner sees) or written by the dynamic loader from
+ * one of these relocations.
+ *
+ * Context: [reg] (registration time, registry mutex held, may allocate).
+ */
+#ifndef UKP_CODE_REFS_H
+#define UKP_CODE_REFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eh_frame.h"
+#include "symbols.h"
+
+/*
+ * [reg] Read the object's dynamic relocations from its file (libelf) and
+ * return, sorted and without duplicates, the addresses they store that
+ * lie in one of the executable segments in segs (the object's PT_LOAD
+ * segments, as ukp_eh_frame_load found them in memory):
+ *   R_X86_64_RELATIVE, IRELATIVE, RELATIVE64 and RELR   base + addend
+ *   R_X86_64_64, 32, 32S, GLOB_DAT, JUMP_SLOT            S + addend, S from
+ *       .dynsym when the symbol is defined in the object, else the value
+ *       the loader stored (read from memory now; a symbol of another
+ *       object, or one of ours it was bound to, at its start)
+ * Other types (TLS offsets, PC-relative text relocations, COPY) store no
+ * absolute code address.
+ * *out is malloc()ed (NULL when *n is 0). Returns 0, or
+ *   -ENOTSUP  the object is not ET_DYN (a non-PIE executable holds
+ *             absolute addresses that need no relocation), or has REL
+ *             relocations (implicit addends in x86-64 code: not handled)
+ *   -ENOENT   the file cannot be read, no longer matches the image, or
+ *             its relocation sections do not add up to what its dynamic
+ *             section announces (section headers stripped)
+ *   -ENOMEM
+ */
+int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
+		       size_t nsegs, uintptr_t **out, size_t *n);
+
+#endif /* UKP_CODE_REFS_H */
