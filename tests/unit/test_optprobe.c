@@ -31,6 +31,7 @@
 #include "internal.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
+#include "ukt_vec.h"
 
 /* Targets in assembly: the instructions at each probe point are known. */
 __asm__(
@@ -55,27 +56,6 @@ __asm__(
 	"	ret\n"
 	".size op_redzone, .-op_redzone\n"
 
-	/* ymm0-15 loaded from (%rdi), live across the probe, stored to (%rsi). */
-	".globl op_vec\n .type op_vec,@function\n"
-	"op_vec:\n"
-	"	vmovdqu 0(%rdi), %ymm0\n vmovdqu 32(%rdi), %ymm1\n vmovdqu 64(%rdi), %ymm2\n"
-	"	vmovdqu 96(%rdi), %ymm3\n vmovdqu 128(%rdi), %ymm4\n vmovdqu 160(%rdi), %ymm5\n"
-	"	vmovdqu 192(%rdi), %ymm6\n vmovdqu 224(%rdi), %ymm7\n vmovdqu 256(%rdi), %ymm8\n"
-	"	vmovdqu 288(%rdi), %ymm9\n vmovdqu 320(%rdi), %ymm10\n vmovdqu 352(%rdi), %ymm11\n"
-	"	vmovdqu 384(%rdi), %ymm12\n vmovdqu 416(%rdi), %ymm13\n vmovdqu 448(%rdi), %ymm14\n"
-	"	vmovdqu 480(%rdi), %ymm15\n"
-	".globl op_vec_probe\n"
-	"op_vec_probe:\n"
-	"	movl $1, %eax\n"			/* b8 01 00 00 00 */
-	"	vmovdqu %ymm0, 0(%rsi)\n vmovdqu %ymm1, 32(%rsi)\n vmovdqu %ymm2, 64(%rsi)\n"
-	"	vmovdqu %ymm3, 96(%rsi)\n vmovdqu %ymm4, 128(%rsi)\n vmovdqu %ymm5, 160(%rsi)\n"
-	"	vmovdqu %ymm6, 192(%rsi)\n vmovdqu %ymm7, 224(%rsi)\n vmovdqu %ymm8, 256(%rsi)\n"
-	"	vmovdqu %ymm9, 288(%rsi)\n vmovdqu %ymm10, 320(%rsi)\n vmovdqu %ymm11, 352(%rsi)\n"
-	"	vmovdqu %ymm12, 384(%rsi)\n vmovdqu %ymm13, 416(%rsi)\n vmovdqu %ymm14, 448(%rsi)\n"
-	"	vmovdqu %ymm15, 480(%rsi)\n"
-	"	vzeroupper\n"
-	"	ret\n"
-	".size op_vec, .-op_vec\n"
 
 	/* Two x87 values live across the probe: returns st0 - st1 (as double). */
 	".globl op_x87\n .type op_x87,@function\n"
@@ -217,8 +197,6 @@ __asm__(
 int op_add(int x);
 long op_redzone(long a, long b);
 extern char op_redzone_probe[];
-void op_vec(const void *in, void *out);
-extern char op_vec_probe[];
 void op_x87(const double *in, double *out);
 extern char op_x87_probe[];
 void op_flags(int a, int b, unsigned char *out, int df);
@@ -434,29 +412,15 @@ Test(optprobe, red_zone_survives)
 	unregister_kprobe(&kp);
 }
 
-static void vec_check(void)
-{
-	uint8_t in[512], out[512];
-	int i, r;
-
-	for (r = 0; r < 20; r++) {
-		for (i = 0; i < 512; i++)
-			in[i] = (uint8_t)(i * 7 + r);
-		memset(out, 0, sizeof(out));
-		op_vec(in, out);
-		cr_assert_arr_eq(in, out, sizeof(in), "ymm0-15 must survive the handler");
-	}
-}
-
 Test(optprobe, vector_registers_survive)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)op_vec_probe, .pre_handler = clobber_pre };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = clobber_pre };
 
 	if (!__builtin_cpu_supports("avx"))
 		cr_skip_test("no AVX");
 	reg(&kp);
 	cr_assert(is_optimized(&kp));
-	vec_check();
+	ukt_vec_roundtrip(20);
 	cr_expect_eq(atomic_load(&hits), 20);
 	unregister_kprobe(&kp);
 }
@@ -465,14 +429,14 @@ extern int ukp_opt_force_xsave;
 
 Test(optprobe, vector_registers_survive_the_xsave_path)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)op_vec_probe, .pre_handler = clobber_pre };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = clobber_pre };
 
 	if (!__builtin_cpu_supports("avx"))
 		cr_skip_test("no AVX");
 	ukp_opt_force_xsave = 1; /* before the first optimization in this process */
 	reg(&kp);
 	cr_assert(is_optimized(&kp));
-	vec_check();
+	ukt_vec_roundtrip(20);
 	unregister_kprobe(&kp);
 }
 

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
+#include "ukt_vec.h"
 
 extern uint32_t ukp_vec_lazy;
 extern const char *ukp_vec_lazy_why;
@@ -34,33 +35,6 @@ extern const char *ukp_vec_lazy_why;
 #if defined(__SANITIZE_ADDRESS__)
 #define UKT_SANITIZED 1
 #endif
-
-__asm__(
-	".text\n"
-	/* ymm0-15 loaded from (%rdi), live across the probe, stored to (%rsi). */
-	".globl vs_vec\n .type vs_vec,@function\n"
-	"vs_vec:\n"
-	"	vmovdqu 0(%rdi), %ymm0\n vmovdqu 32(%rdi), %ymm1\n vmovdqu 64(%rdi), %ymm2\n"
-	"	vmovdqu 96(%rdi), %ymm3\n vmovdqu 128(%rdi), %ymm4\n vmovdqu 160(%rdi), %ymm5\n"
-	"	vmovdqu 192(%rdi), %ymm6\n vmovdqu 224(%rdi), %ymm7\n vmovdqu 256(%rdi), %ymm8\n"
-	"	vmovdqu 288(%rdi), %ymm9\n vmovdqu 320(%rdi), %ymm10\n vmovdqu 352(%rdi), %ymm11\n"
-	"	vmovdqu 384(%rdi), %ymm12\n vmovdqu 416(%rdi), %ymm13\n vmovdqu 448(%rdi), %ymm14\n"
-	"	vmovdqu 480(%rdi), %ymm15\n"
-	".globl vs_vec_probe\n"
-	"vs_vec_probe:\n"
-	"	movl $1, %eax\n"
-	"	vmovdqu %ymm0, 0(%rsi)\n vmovdqu %ymm1, 32(%rsi)\n vmovdqu %ymm2, 64(%rsi)\n"
-	"	vmovdqu %ymm3, 96(%rsi)\n vmovdqu %ymm4, 128(%rsi)\n vmovdqu %ymm5, 160(%rsi)\n"
-	"	vmovdqu %ymm6, 192(%rsi)\n vmovdqu %ymm7, 224(%rsi)\n vmovdqu %ymm8, 256(%rsi)\n"
-	"	vmovdqu %ymm9, 288(%rsi)\n vmovdqu %ymm10, 320(%rsi)\n vmovdqu %ymm11, 352(%rsi)\n"
-	"	vmovdqu %ymm12, 384(%rsi)\n vmovdqu %ymm13, 416(%rsi)\n vmovdqu %ymm14, 448(%rsi)\n"
-	"	vmovdqu %ymm15, 480(%rsi)\n"
-	"	vzeroupper\n"
-	"	ret\n"
-	".size vs_vec, .-vs_vec\n");
-
-void vs_vec(const void *in, void *out);
-extern char vs_vec_probe[];
 
 static atomic_long hits;
 
@@ -134,7 +108,7 @@ static int h_pointer(struct kprobe *p, struct pt_regs *regs)
 
 Test(vecstate, the_library_hit_path_is_proven_vector_free)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = h_count };
 
 	/* the proof runs at the first registration */
 	cr_assert_eq(register_kprobe(&kp), 0);
@@ -149,7 +123,7 @@ Test(vecstate, the_library_hit_path_is_proven_vector_free)
 
 Test(vecstate, handlers_are_judged_by_their_code)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = h_count };
 
 	cr_assert_eq(register_kprobe(&kp), 0);
 	unregister_kprobe(&kp);
@@ -166,47 +140,33 @@ Test(vecstate, handlers_are_judged_by_their_code)
 	cr_expect_not(ukp_vec_free_locking((const void *)memcpy), "libc's memcpy");
 }
 
-static void vec_roundtrip(int rounds)
-{
-	uint8_t in[512], out[512];
-	int i, r;
-
-	for (r = 0; r < rounds; r++) {
-		for (i = 0; i < 512; i++)
-			in[i] = (uint8_t)(i * 13 + r);
-		memset(out, 0, sizeof(out));
-		vs_vec(in, out);
-		cr_assert_arr_eq(in, out, sizeof(in), "ymm0-15 must survive the hit");
-	}
-}
-
 Test(vecstate, a_vector_free_handler_runs_with_the_vector_registers_live)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_calls_helper };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = h_calls_helper };
 
 	if (!__builtin_cpu_supports("avx"))
 		cr_skip_test("no AVX");
 	cr_assert_eq(register_kprobe(&kp), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
 	cr_assert(kprobe_optimized(&kp));
-	vec_roundtrip(50);
+	ukt_vec_roundtrip(50);
 	cr_expect_eq(atomic_load(&hits), 50);
 	unregister_kprobe(&kp);
 }
 
 Test(vecstate, a_handler_swapped_in_later_is_called_with_the_state_saved)
 {
-	struct kprobe kp = { .addr = (kprobe_opcode_t *)vs_vec_probe, .pre_handler = h_count };
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = h_count };
 
 	if (!__builtin_cpu_supports("avx"))
 		cr_skip_test("no AVX");
 	cr_assert_eq(register_kprobe(&kp), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
 	cr_assert(kprobe_optimized(&kp));
-	vec_roundtrip(10);
+	ukt_vec_roundtrip(10);
 	/* not proven: its pointer no longer matches the proven one */
 	*(kprobe_pre_handler_t volatile *)&kp.pre_handler = h_ymm;
-	vec_roundtrip(10);
+	ukt_vec_roundtrip(10);
 	cr_expect_eq(atomic_load(&hits), 20);
 	unregister_kprobe(&kp);
 }
