@@ -185,6 +185,44 @@ UKP_TRAP_TEXT int ukp_kprobe_thunk(void *arg, struct pt_regs *regs)
 }
 
 /*
+ * [trap] [detour] call_handler at the outer level (no handler runs on
+ * this thread yet: c->in_handler == 0), for a probe handler that may run
+ * with the thread's vector state as it is. Less to keep than there: at
+ * this level nothing else uses the jump buffer, cur_kp and fault_kp are
+ * NULL, and prev only matters while status is KPROBE_REENTER, which the
+ * restored status is not. The handler is called directly, not through a
+ * thunk (about 5 ns less on an optimized hit). The caller set
+ * c->cur_site and c->status.
+ */
+static UKP_TRAP_TEXT __attribute__((noinline)) int call_outer(struct ukp_ctlblk *c,
+	struct kprobe *kp, kprobe_pre_handler_t pre, kprobe_post_handler_t post,
+	struct pt_regs *regs)
+{
+	struct ukp_site *site = c->cur_site;
+	unsigned int status = c->status, depth = c->depth;
+	int ret = 0;
+
+	c->cur_kp = kp;
+	c->fault_kp = kp;
+	c->in_handler = 1;
+	if (__builtin_setjmp(c->jb) == 0) {
+		if (pre)
+			ret = pre(kp, regs);
+		else
+			post(kp, regs, 0);
+	} else {
+		c = &ukp_ctl;
+		handler_abandoned(c, site, depth);
+	}
+	c->cur_site = site;
+	c->status = status;
+	c->in_handler = 0;
+	c->cur_kp = NULL;
+	c->fault_kp = NULL;
+	return ret;
+}
+
+/*
  * Every enabled child's pre_handler (post == false) or post_handler, newest
  * first. A pre_handler returning non-zero asked to change the execution
  * path: the rest of the chain is skipped and 1 returned.
@@ -198,6 +236,7 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
 		struct kprobe_call kc = { ch->kp, NULL, NULL };
 		bool vf;
+		int ret;
 
 		if (post) {
 			kc.post = *(kprobe_post_handler_t volatile *)&kc.kp->post_handler;
@@ -208,7 +247,11 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 		}
 		if ((!kc.pre && !kc.post) || kprobe_disabled(kc.kp))
 			continue;
-		if (ukp_call_handler(kc.kp, ukp_kprobe_thunk, &kc, regs, 0, 0, vf) && !post)
+		if (!c->in_handler && (vf || !c->vec_live))
+			ret = call_outer(c, kc.kp, kc.pre, kc.post, regs);
+		else
+			ret = ukp_call_handler(kc.kp, ukp_kprobe_thunk, &kc, regs, 0, 0, vf);
+		if (ret && !post)
 			return 1;
 	}
 	return 0;
@@ -245,78 +288,6 @@ static UKP_TRAP_TEXT bool post_now(struct ukp_site *s)
 }
 
 /*
- * [detour] One handler on the detour path, where no handler runs on this
- * thread yet (c->in_handler == 0): call_handler without what nesting
- * needs (the saved jump buffer and handler state, which are unused at
- * this level) and with the handler called directly. The caller set
- * c->cur_site and c->status.
- */
-static UKP_TRAP_TEXT __attribute__((noinline)) int call_outer(struct ukp_ctlblk *c,
-	struct kprobe *kp, kprobe_pre_handler_t pre, kprobe_post_handler_t post,
-	struct pt_regs *regs)
-{
-	struct ukp_site *site = c->cur_site;
-	unsigned int status = c->status, depth = c->depth;
-	int ret = 0;
-
-	c->cur_kp = kp;
-	c->fault_kp = kp;
-	c->in_handler = 1;
-	if (__builtin_setjmp(c->jb) == 0) {
-		if (pre)
-			ret = pre(kp, regs);
-		else
-			post(kp, regs, 0);
-	} else {
-		c = &ukp_ctl;
-		handler_abandoned(c, site, depth);
-	}
-	c->cur_site = site;
-	c->status = status;
-	c->in_handler = 0;
-	c->cur_kp = NULL;
-	c->fault_kp = NULL;
-	return ret;
-}
-
-/* [detour] run_handlers for the detour: a vector-free handler (or any,
- * when the template saved the vector state) goes through call_outer. */
-static UKP_TRAP_TEXT int detour_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
-					 struct pt_regs *regs, bool post)
-{
-	struct ukp_child *ch;
-
-	for (ch = atomic_load_explicit(&s->children, memory_order_acquire); ch;
-	     ch = atomic_load_explicit(&ch->next, memory_order_acquire)) {
-		struct kprobe *kp = ch->kp;
-		kprobe_pre_handler_t pre = NULL;
-		kprobe_post_handler_t post_fn = NULL;
-		bool vf;
-		int ret;
-
-		if (post) {
-			post_fn = *(kprobe_post_handler_t volatile *)&kp->post_handler;
-			vf = (const void *)post_fn == ch->vf_post;
-		} else {
-			pre = *(kprobe_pre_handler_t volatile *)&kp->pre_handler;
-			vf = (const void *)pre == ch->vf_pre;
-		}
-		if ((!pre && !post_fn) || kprobe_disabled(kp))
-			continue;
-		if (vf || !c->vec_live) {
-			ret = call_outer(c, kp, pre, post_fn, regs);
-		} else {
-			struct kprobe_call kc = { kp, pre, post_fn };
-
-			ret = ukp_call_handler(kp, ukp_kprobe_thunk, &kc, regs, 0, 0, false);
-		}
-		if (ret && !post)
-			return 1;
-	}
-	return 0;
-}
-
-/*
  * [detour] The C half of an optimized probe (the kernel's
  * optimized_callback), called by the shared template with the
  * registers of the probed code in regs (ip is set here). It runs on the
@@ -345,11 +316,11 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, in
 		regs->ip = s->addr + UKP_BREAKPOINT_SIZE;
 		c->cur_site = s;
 		c->status = KPROBE_HIT_ACTIVE;
-		detour_handlers(c, s, regs, false);
+		run_handlers(c, s, regs, false);
 		if (s->opt.ftrace_len) {
 			regs->ip = s->addr + s->opt.len;
 			c->status = KPROBE_HIT_SSDONE;
-			detour_handlers(c, s, regs, true);
+			run_handlers(c, s, regs, true);
 		}
 		reset_current_kprobe(c);
 	}
