@@ -62,6 +62,13 @@ struct ukp_site_opt {
 /* One probed address (the kernel's aggregate probe). */
 struct ukp_site {
 	uintptr_t addr;
+	/* The fast path of an optimized hit (optprobe_tramp.S): the only
+	 * child's probe when it has a pre_handler proven vector-free, and
+	 * that handler; fast_kp NULL otherwise. Written [reg] (pre, then kp,
+	 * release), read on hits under the read side; the hit also checks
+	 * the probe's current handlers and flags (asm_offsets.h). */
+	struct kprobe *_Atomic fast_kp;
+	const void *fast_pre;
 	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
 	struct ukp_child *_Atomic children;  /* newest first */
 	struct ukp_site *all_next;           /* every site, for the list [reg] */
@@ -91,26 +98,30 @@ struct ukp_thread_rec;
 
 /* The per-thread control block (the kernel's per-CPU kprobe_ctlblk). */
 struct ukp_ctlblk {
+	/* The first fields are read and written by the optimized hit's
+	 * fast path in assembly (offsets in asm_offsets.h): status and
+	 * depth as one word, in_handler and defer_async as another, so
+	 * that "this thread is idle" is two loads. */
 	unsigned int status;
-	struct ukp_site *cur_site;       /* current_kprobe */
-	struct kprobe *cur_kp;           /* child whose handler runs (kprobe_running) */
-	struct {
-		struct ukp_site *site;
-		unsigned int status;
-	} prev;                          /* one level, as the kernel */
-	uint64_t step_mask;              /* signal mask to restore after a step */
-	bool step_masked;                /* we blocked signals for the step */
 	unsigned int depth;              /* read-side nesting */
-	struct ukp_thread_rec *rec;      /* grace-period record */
 	int in_handler;                  /* >0 while a user handler runs */
 	/* >0 while the return-probe dispatcher runs: the program's signal
 	 * handlers are held back (prog_wrapper re-queues their signals,
 	 * blocked, and marks them here; the dispatcher unblocks them on
 	 * its way out) instead of two rt_sigprocmask calls per return. */
 	unsigned int defer_async;
-	uint64_t deferred_mask;
+	struct ukp_site *cur_site;       /* current_kprobe */
+	struct kprobe *cur_kp;           /* child whose handler runs (kprobe_running) */
 	struct kprobe *fault_kp;         /* probe whose handler runs */
+	struct ukp_thread_rec *rec;      /* grace-period record */
+	uint64_t deferred_mask;
 	void *jb[5];                     /* __builtin_setjmp buffer */
+	struct {
+		struct ukp_site *site;
+		unsigned int status;
+	} prev;                          /* one level, as the kernel */
+	uint64_t step_mask;              /* signal mask to restore after a step */
+	bool step_masked;                /* we blocked signals for the step */
 	/* The vector state of the interrupted code is still in the
 	 * registers (a detour or the return trampoline with ukp_vec_lazy):
 	 * a handler that is not vector-free is called through
@@ -292,6 +303,7 @@ int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *reg
  * vector-free proof, vecstate.c). */
 int ukp_kprobe_thunk(void *arg, struct pt_regs *regs);     /* [trap] */
 void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, int lazy);
+void ukp_optprobe_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s);
 
 /* After a call through a handler pointer: the call stays a call, not a
  * tail jump, so that the vector-free proof of the hit path (whose

@@ -211,6 +211,25 @@ static int site_update(struct ukp_site *s)
 	return ret;
 }
 
+/*
+ * [reg] After the site's children changed: the optimized hit's fast path
+ * (optprobe_tramp.S) serves a site whose only child has a pre_handler
+ * proven vector-free; it checks the probe's handlers and flags at each
+ * hit. The handler is published before the probe, so that a hit that
+ * sees the probe sees its handler (or, across a change, a handler that
+ * does not match and takes the C path).
+ */
+static void site_fast_update(struct ukp_site *s)
+{
+	struct ukp_child *ch = atomic_load(&s->children);
+
+	atomic_store_explicit(&s->fast_kp, NULL, memory_order_relaxed);
+	if (!ch || atomic_load(&ch->next) || !ch->vf_pre)
+		return;
+	s->fast_pre = ch->vf_pre;
+	atomic_store_explicit(&s->fast_kp, ch->kp, memory_order_release);
+}
+
 static void site_free(struct ukp_site *s)
 {
 	uintptr_t detour = atomic_load(&s->opt.detour);
@@ -633,6 +652,7 @@ static int __register_kprobe(struct kprobe *p)
 	/* newest first: handlers run most recently registered first */
 	atomic_store_explicit(&ch->next, atomic_load(&s->children), memory_order_relaxed);
 	atomic_store_explicit(&s->children, ch, memory_order_release);
+	site_fast_update(s);
 	ch->idx_next = kp_index[kp_hash(p)];
 	kp_index[kp_hash(p)] = ch;
 	if (new_site) {
@@ -643,6 +663,7 @@ static int __register_kprobe(struct kprobe *p)
 	if (ret) {
 		/* could not write the breakpoint: undo */
 		atomic_store(&s->children, atomic_load(&ch->next));
+		site_fast_update(s);
 		child_index_del(ch);
 		if (new_site) {
 			site_hash_del(s);
@@ -734,6 +755,7 @@ static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead
 			break;
 		}
 	}
+	site_fast_update(s);
 	if (!atomic_load(&s->children)) {
 		ukp_opt_site_dead(s);
 		ukp_site_disarm(s);

@@ -37,6 +37,7 @@
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
 #include "tramp.h"
+#include "../../asm_offsets.h"
 
 /* Offset from rsp after pushfq + sub PT_SIZE to the probed code's sp. */
 #define ENTRY_SP  (PT_SIZE + 8 + 144)
@@ -57,6 +58,120 @@
 	movq %rdx, PT_DX(%rsp)
 	movq %rsi, PT_SI(%rsp)
 	movq %rdi, PT_DI(%rsp)
+	.endm
+
+	/*
+	 * The fast path of a lazy hit (ukp_optprobe_hit's work for the
+	 * usual case, without the C calls): the thread is idle (no probe
+	 * status, handler, read side or held-back signals), has its
+	 * grace-period record, no writer asked for heavy read-side fences,
+	 * and the site's only probe is enabled, has no post_handler and
+	 * still has the pre_handler proven vector-free at registration
+	 * (site->fast_kp/fast_pre, kept by kprobes.c). Anything else goes
+	 * to .Lslow, the C path, with nothing changed.
+	 *
+	 * The per-thread state is set as ukp_optprobe_hit and call_outer
+	 * set it, in the same order: signals held back first, then the
+	 * probe status and the read side. errno is kept in the pushfq slot
+	 * (unused once the flags are in pt_regs). A fault in the handler
+	 * comes back to 3: by the fault handler's __builtin_longjmp (frame
+	 * pointer = pt_regs, the label, the stack pointer at the call).
+	 * Registers: rbx pt_regs, r13 ukp_ctl's offset from the thread
+	 * pointer, r14 the thread's record, r15 the site; every one of
+	 * them is restored from pt_regs afterwards.
+	 */
+	.macro FAST_HIT
+	movq SITE_SLOT(%rbx), %r15
+	cmpq $0, SITE_FAST_KP(%r15)
+	je .Lslow
+	movq ukp_ctl@gottpoff(%rip), %r13
+	movq %fs:CTL_STATUS(%r13), %rax		/* status, depth */
+	orq %fs:CTL_IN_HANDLER(%r13), %rax	/* in_handler, defer_async */
+	jnz .Lslow
+	movq %fs:CTL_REC(%r13), %r14
+	testq %r14, %r14
+	jz .Lslow
+	leaq ukp_overflow_rec(%rip), %rax
+	cmpq %rax, %r14
+	je .Lslow
+	cmpb $0, ukp_reader_fence(%rip)
+	jne .Lslow
+	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
+	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
+	movq %rax, %fs:CTL_IN_HANDLER(%r13)
+	movq %rax, %fs:CTL_STATUS(%r13)
+	addq $1, REC_SEQ(%r14)			/* odd: inside (ukp_read_lock) */
+	/* under the read side: the probe as it is now */
+	movq SITE_FAST_KP(%r15), %rdi
+	testq %rdi, %rdi
+	jz 5f
+	movq KP_PRE(%rdi), %rax
+	cmpq SITE_FAST_PRE(%r15), %rax
+	jne 5f
+	cmpq $0, KP_POST(%rdi)
+	jne 5f
+	testl $KP_FLAGS_OFF, KP_FLAGS(%rdi)
+	jnz 5f
+	movq %r15, %fs:CTL_CUR_SITE(%r13)
+	movq %rdi, %fs:CTL_CUR_KP(%r13)
+	movq %rdi, %fs:CTL_FAULT_KP(%r13)
+	movq SITE_ADDR(%r15), %rcx
+	leaq BREAKPOINT_SIZE(%rcx), %rcx
+	movq %rcx, PT_IP(%rbx)			/* as after a breakpoint */
+	movq ukp_errno_offset(%rip), %rcx
+	movl %fs:(%rcx), %ecx
+	movl %ecx, PT_SIZE(%rbx)
+	movq %rbx, %rbp
+	movq %rbp, %fs:CTL_JB(%r13)
+	leaq 3f(%rip), %rcx
+	movq %rcx, %fs:(CTL_JB + 8)(%r13)
+	movq %rsp, %fs:(CTL_JB + 16)(%r13)
+	movq %rbx, %rsi
+	call *%rax
+1:	/* leave: the state as before, then what was held back */
+	xorl %eax, %eax
+	movq %rax, %fs:CTL_CUR_SITE(%r13)
+	movq %rax, %fs:CTL_CUR_KP(%r13)
+	movq %rax, %fs:CTL_FAULT_KP(%r13)
+	movq %rax, %fs:CTL_STATUS(%r13)
+	addq $1, REC_SEQ(%r14)			/* even: outside */
+	movq %rax, %fs:CTL_IN_HANDLER(%r13)
+	cmpq $0, %fs:CTL_DEFERRED(%r13)
+	jne 4f
+2:	movq ukp_errno_offset(%rip), %rcx
+	movl PT_SIZE(%rbx), %eax
+	movl %eax, %fs:(%rcx)
+	jmp .Lregs
+
+3:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
+	.cfi_def_cfa_register %rbp
+	movq %rbp, %rbx
+	.cfi_def_cfa_register %rbx
+	movq ukp_ctl@gottpoff(%rip), %r13
+	movq %fs:CTL_REC(%r13), %r14
+	movq %fs:0, %rdi
+	addq %r13, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	call ukp_optprobe_fast_abandoned
+	jmp 1b
+
+4:	/* signals came while held back: deliver them now */
+	movq %fs:0, %rdi
+	addq %r13, %rdi
+	call ukp_defer_async_flush
+	jmp 2b
+
+5:	/* not for the fast path after all: undo, then the C path */
+	xorl %eax, %eax
+	movq %rax, %fs:CTL_STATUS(%r13)
+	addq $1, REC_SEQ(%r14)
+	movq %rax, %fs:CTL_IN_HANDLER(%r13)
+	cmpq $0, %fs:CTL_DEFERRED(%r13)
+	je .Lslow
+	movq %fs:0, %rdi
+	addq %r13, %rdi
+	call ukp_defer_async_flush
+	jmp .Lslow
 	.endm
 
 	.section ukprobes_text, "ax", @progbits
@@ -136,6 +251,8 @@ ukp_optprobe_common:
 
 .Llazy:
 	cld
+	FAST_HIT
+.Lslow:
 	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
 	movl $1, %edx

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_optfast.c - the fast path of an optimized hit (optprobe_tramp.S,
+ * FAST_HIT): a site whose only probe has a pre_handler proven
+ * vector-free is served without the C hit path. These tests check that
+ * the fast path is the one taken (the recovery point a handler sees is
+ * inside the template, not in trap.c), and that it keeps every promise
+ * of the C path: the probe state a handler sees, errno, a fault in the
+ * handler, the program's signals held back until the hit is over, the
+ * nested-hit accounting, and the change to the C path (and back) when a
+ * second probe comes, the handler is swapped or a post_handler appears.
+ *
+ * The fast path exists only when the library's hit path is proven
+ * vector-free (ukp_vec_lazy); sanitizer builds and UKPROBES_LAZY_VECTOR=0
+ * run the C path, where the same behaviour is asserted.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include <criterion/criterion.h>
+
+#include "internal.h"
+#include "ukprobes.h"
+#include "ukp_test.h"
+
+extern uint32_t ukp_vec_lazy;
+extern char ukp_optprobe_common_entry[], ukp_optprobe_common_end[];
+
+__asm__(
+	".text\n"
+	".globl of_add\n .type of_add,@function\n"
+	"of_add:\n"
+	"	movl %edi, %eax\n"
+	"	addl $7, %eax\n"
+	"	ret\n"
+	".size of_add, .-of_add\n"
+	".globl of_sub\n .type of_sub,@function\n"
+	"of_sub:\n"
+	"	movl %edi, %eax\n"
+	"	subl $3, %eax\n"
+	"	ret\n"
+	".size of_sub, .-of_sub\n");
+int of_add(int x);
+int of_sub(int x);
+
+static atomic_long hits, fast_hits, other_hits, posts;
+static struct kprobe *seen_running;
+static unsigned long seen_ip;
+static int seen_in_handler;
+
+/* [detour] Was this handler called by the fast path? Its recovery point
+ * (the label a fault would jump to) is in the template then. */
+static bool called_fast(void)
+{
+	uintptr_t l = (uintptr_t)ukp_ctl.jb[1];
+
+	return l >= (uintptr_t)ukp_optprobe_common_entry && l < (uintptr_t)ukp_optprobe_common_end;
+}
+
+static int h_count(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	seen_running = kprobe_running();
+	seen_ip = regs->ip;
+	seen_in_handler = ukp_ctl.in_handler;
+	regs->ax += 0; /* integer work only */
+	(void)p;
+	return 0;
+}
+
+static int h_other(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&other_hits, 1);
+	(void)p;
+	(void)regs;
+	return 0;
+}
+
+static void h_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+	atomic_fetch_add(&posts, 1);
+	(void)p;
+	(void)regs;
+	(void)flags;
+}
+
+/* Sets errno the way a libc call inside a handler would. */
+static int h_errno(struct kprobe *p, struct pt_regs *regs)
+{
+	errno = EXDEV;
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	(void)p;
+	(void)regs;
+	return 0;
+}
+
+/* Writes a register the handler is given: the probed code sees it. */
+static int h_set_di(struct kprobe *p, struct pt_regs *regs)
+{
+	regs->di = 100;
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	(void)p;
+	return 0;
+}
+
+static volatile int *volatile bad_ptr;
+static atomic_long faults;
+
+static int h_fault(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	(void)ukt_load_int(bad_ptr); /* SIGSEGV: the handler is abandoned */
+	regs->di = 1000;           /* never reached */
+	(void)p;
+	return 0;
+}
+
+static int h_fault_handler(struct kprobe *p, struct pt_regs *regs, int trapnr)
+{
+	atomic_fetch_add(&faults, 1);
+	(void)p;
+	(void)regs;
+	(void)trapnr;
+	return 0;
+}
+
+static atomic_long usr1_count;
+static atomic_int usr1_saw_in_handler;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&usr1_count, 1);
+	/* a held-back signal runs after the hit: no probe state left */
+	atomic_store(&usr1_saw_in_handler, ukp_ctl.in_handler + ukp_ctl.status + ukp_ctl.depth);
+}
+
+static long usr1_at_handler_end;
+static long my_pid, my_tid;
+
+/* tgkill without libc (a call through a lazily bound PLT slot would
+ * keep the handler from being proven vector-free) */
+static void raw_tgkill(long pid, long tid, long sig)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)SYS_tgkill), "D"(pid), "S"(tid), "d"(sig)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+}
+
+static int h_signal(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	raw_tgkill(my_pid, my_tid, SIGUSR1);
+	usr1_at_handler_end = atomic_load(&usr1_count);
+	(void)p;
+	(void)regs;
+	return 0;
+}
+
+/* The fast path is there when the hit path is lazy. */
+static bool fast_expected(void)
+{
+	return ukp_vec_lazy != 0;
+}
+
+/* Register and wait for the optimizer; with fast, the site must be a
+ * fast-path one (when the hit path is lazy). */
+static void reg_check(struct kprobe *kp, bool fast)
+{
+	cr_assert_eq(register_kprobe(kp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(kp), "%s should be optimized", kp->symbol_name);
+	if (fast && fast_expected()) {
+		struct ukp_site *s;
+
+		cr_assert_eq(ukp_lock_for_show(), 0);
+		s = ukp_site_lookup((uintptr_t)kp->addr);
+		cr_expect(s && atomic_load(&s->fast_kp) == kp, "%s: not a fast-path site",
+			  kp->symbol_name);
+		ukp_unlock_for_show();
+	}
+}
+
+static void reg(struct kprobe *kp)
+{
+	reg_check(kp, true);
+}
+
+static void reset(void)
+{
+	atomic_store(&hits, 0);
+	atomic_store(&fast_hits, 0);
+	atomic_store(&other_hits, 0);
+	atomic_store(&posts, 0);
+}
+
+/* A thread's first hit claims its grace-period record on the C path;
+ * every test starts with one, then counts from zero. */
+static void warm_up(void)
+{
+	struct kprobe w = { .symbol_name = "of_sub", .pre_handler = h_other };
+
+	reg_check(&w, false);
+	cr_assert_eq(of_sub(5), 2);
+	unregister_kprobe(&w);
+	cr_assert_not_null(ukp_ctl.rec);
+	reset();
+}
+
+Test(optfast, the_fast_path_sets_the_probe_state_a_handler_sees)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_count };
+
+	warm_up();
+	reg(&kp);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(of_add(i), i + 7);
+	cr_expect_eq(atomic_load(&hits), 100);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 100, "every hit on the fast path");
+	cr_expect_eq(seen_running, &kp, "kprobe_running() inside the handler");
+	cr_expect_eq(seen_ip, (unsigned long)kp.addr + 1, "regs->ip as after a breakpoint");
+	cr_expect_eq(seen_in_handler, 1);
+	/* all of it undone after the hit */
+	cr_expect_null(kprobe_running());
+	cr_expect_eq(ukp_ctl.status, 0);
+	cr_expect_eq(ukp_ctl.in_handler, 0);
+	cr_expect_eq(ukp_ctl.depth, 0);
+	cr_expect_eq(ukp_ctl.defer_async, 0);
+	cr_expect_null(ukp_ctl.cur_site);
+	cr_expect_eq(ukp_ctl.rec->seq % 2, 0, "the read side is left");
+	unregister_kprobe(&kp);
+	cr_expect_eq(kp.nmissed, 0);
+}
+
+Test(optfast, register_writes_reach_the_probed_code)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_set_di };
+
+	warm_up();
+	reg(&kp);
+	cr_expect_eq(of_add(1), 107);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 1);
+	unregister_kprobe(&kp);
+	cr_expect_eq(of_add(1), 8);
+}
+
+Test(optfast, errno_is_kept)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_errno };
+
+	warm_up();
+	errno = 0; /* binds __errno_location's PLT slot before the proof */
+	reg(&kp);
+	errno = ENOENT;
+	cr_expect_eq(of_add(2), 9);
+	cr_expect_eq(errno, ENOENT, "errno changed by the handler: %d", errno);
+	cr_expect_eq(atomic_load(&hits), 1);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 1);
+	unregister_kprobe(&kp);
+}
+
+Test(optfast, a_fault_in_the_handler_is_recovered)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_fault,
+			     .fault_handler = h_fault_handler };
+	unsigned long before = atomic_load(&ukp_handler_fault_count);
+
+	warm_up();
+	atomic_store(&faults, 0);
+	bad_ptr = (volatile int *)16;
+	reg(&kp);
+	errno = EAGAIN;
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(of_add(i), i + 7, "the handler's register write did not happen");
+	cr_expect_eq(errno, EAGAIN);
+	cr_expect_eq(atomic_load(&hits), 20);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 20);
+	cr_expect_eq(atomic_load(&faults), 20);
+	cr_expect_eq(atomic_load(&ukp_handler_fault_count) - before, 20);
+	cr_expect_eq(kp.nmissed, 20, "a handler fault counts as missed");
+	cr_expect_eq(ukp_ctl.status, 0);
+	cr_expect_eq(ukp_ctl.in_handler, 0);
+	cr_expect_eq(ukp_ctl.depth, 0);
+	cr_expect_eq(ukp_ctl.defer_async, 0);
+	cr_expect_eq(ukp_ctl.rec->seq % 2, 0);
+	/* the probe keeps working, and unregistration does not wait forever */
+	kp.pre_handler = h_count;
+	cr_expect_eq(of_add(3), 10);
+	unregister_kprobe(&kp);
+	cr_expect_eq(of_add(3), 10);
+}
+
+Test(optfast, program_signals_wait_until_the_hit_is_over)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_signal };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	warm_up();
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&usr1_count, 0);
+	my_pid = getpid();
+	my_tid = syscall(SYS_gettid);
+	reg(&kp);
+	cr_expect_eq(of_add(4), 11);
+	cr_expect_eq(atomic_load(&hits), 1);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 1);
+	cr_expect_eq(usr1_at_handler_end, 0, "the program's handler ran inside the probe handler");
+	cr_expect_eq(atomic_load(&usr1_count), 1, "the held-back signal was delivered");
+	cr_expect_eq(atomic_load(&usr1_saw_in_handler), 0);
+	cr_expect_eq(ukp_ctl.deferred_mask, 0);
+	unregister_kprobe(&kp);
+}
+
+/* A probe inside the handler: missed, counted, on the fast path too. */
+static struct kprobe inner = { .symbol_name = "of_sub", .pre_handler = h_other };
+static int h_calls_probed(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&hits, 1);
+	if (called_fast())
+		atomic_fetch_add(&fast_hits, 1);
+	regs->ax = (unsigned long)of_sub(10);
+	(void)p;
+	return 0;
+}
+
+Test(optfast, a_hit_inside_the_handler_is_missed)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_calls_probed };
+
+	warm_up();
+	reg(&inner);
+	/* the outer handler calls of_sub: not vector-free? It is integer
+	 * code called directly, so the proof follows it. */
+	reg(&kp);
+	cr_expect_eq(of_add(1), 8);
+	cr_expect_eq(atomic_load(&hits), 1);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 1 : 0);
+	cr_expect_eq(atomic_load(&other_hits), 0, "a nested hit ran its handler");
+	cr_expect_eq(inner.nmissed, 1);
+	cr_expect_eq(of_sub(10), 7);
+	cr_expect_eq(atomic_load(&other_hits), 1, "the inner probe works on its own");
+	unregister_kprobe(&kp);
+	unregister_kprobe(&inner);
+}
+
+Test(optfast, a_second_probe_a_swapped_handler_or_a_post_handler_take_the_c_path)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_count };
+	struct kprobe kp2 = { .symbol_name = "of_add", .pre_handler = h_other };
+
+	warm_up();
+	reg(&kp);
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 1);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 1 : 0);
+	/* two probes (an aggregate): both run, through the C path */
+	reg_check(&kp2, false);
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 2);
+	cr_expect_eq(atomic_load(&other_hits), 1);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 1 : 0);
+	/* back to one: the fast path again */
+	unregister_kprobe(&kp2);
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 3);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 2 : 0);
+	/* a handler swapped in after registration is not proven: C path */
+	kp.pre_handler = h_errno;
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 4);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 2 : 0);
+	kp.pre_handler = h_count;
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 3 : 0);
+	/* a post_handler: checked at the hit, before the optimizer undoes
+	 * the jump; afterwards the probe is a breakpoint with both */
+	kp.post_handler = h_post;
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 6);
+	cr_expect_eq(atomic_load(&fast_hits), fast_expected() ? 3 : 0);
+	unregister_kprobe(&kp);
+	cr_expect_eq(of_add(0), 7);
+	cr_expect_eq(atomic_load(&hits), 6);
+}
+
+Test(optfast, a_kretprobe_entry_takes_the_fast_path)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = NULL, .maxactive = 4 };
+
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&rp.kp));
+	if (fast_expected()) {
+		struct ukp_site *s;
+
+		cr_assert_eq(ukp_lock_for_show(), 0);
+		s = ukp_site_lookup((uintptr_t)rp.kp.addr);
+		cr_expect(s && atomic_load(&s->fast_kp) == &rp.kp,
+			  "the kretprobe's entry probe is a fast-path site");
+		ukp_unlock_for_show();
+	}
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(of_add(i), i + 7);
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
+}
