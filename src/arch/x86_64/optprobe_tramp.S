@@ -80,22 +80,22 @@
 	 * pointer, r14 the thread's record, r15 the site; every one of
 	 * them is restored from pt_regs afterwards.
 	 */
-	.macro FAST_HIT
+	.macro FAST_HIT slow, regs
 	movq SITE_SLOT(%rbx), %r15
 	cmpq $0, SITE_FAST_KP(%r15)
-	je .Lslow
+	je \slow
 	movq ukp_ctl@gottpoff(%rip), %r13
 	movq %fs:CTL_STATUS(%r13), %rax		/* status, depth */
 	orq %fs:CTL_IN_HANDLER(%r13), %rax	/* in_handler, defer_async */
-	jnz .Lslow
+	jnz \slow
 	movq %fs:CTL_REC(%r13), %r14
 	testq %r14, %r14
-	jz .Lslow
+	jz \slow
 	leaq ukp_overflow_rec(%rip), %rax
 	cmpq %rax, %r14
-	je .Lslow
+	je \slow
 	cmpb $0, ukp_reader_fence(%rip)
-	jne .Lslow
+	jne \slow
 	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
 	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
 	movq %rax, %fs:CTL_IN_HANDLER(%r13)
@@ -141,7 +141,7 @@
 2:	movq ukp_errno_offset(%rip), %rcx
 	movl PT_SIZE(%rbx), %eax
 	movl %eax, %fs:(%rcx)
-	jmp .Lregs
+	jmp \regs
 
 3:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
 	.cfi_def_cfa_register %rbp
@@ -167,11 +167,52 @@
 	addq $1, REC_SEQ(%r14)
 	movq %rax, %fs:CTL_IN_HANDLER(%r13)
 	cmpq $0, %fs:CTL_DEFERRED(%r13)
-	je .Lslow
+	je \slow
 	movq %fs:0, %rdi
 	addq %r13, %rdi
 	call ukp_defer_async_flush
-	jmp .Lslow
+	jmp \slow
+	.endm
+
+	/* The rest of pt_regs (the general registers and the flags are
+	 * in), then rbx = pt_regs as the frame's CFA base. */
+	.macro FRAME
+	leaq ENTRY_SP(%rsp), %rax
+	movq %rax, PT_SP(%rsp)
+	movq $-1, PT_ORIG_AX(%rsp)
+	movq $USER_CS, PT_CS(%rsp)
+	movq $USER_DS, PT_SS(%rsp)
+	movq %rsp, %rbx			/* pt_regs, kept across the call */
+	.cfi_def_cfa_register %rbx
+	.endm
+
+	/* General registers but rax from pt_regs (rsp = pt_regs). */
+	.macro RESTORE_GPRS_BUT_AX
+	movq PT_R15(%rsp), %r15
+	movq PT_R14(%rsp), %r14
+	movq PT_R13(%rsp), %r13
+	movq PT_R12(%rsp), %r12
+	movq PT_BP(%rsp), %rbp
+	movq PT_BX(%rsp), %rbx
+	movq PT_R11(%rsp), %r11
+	movq PT_R10(%rsp), %r10
+	movq PT_R9(%rsp), %r9
+	movq PT_R8(%rsp), %r8
+	movq PT_CX(%rsp), %rcx
+	movq PT_DX(%rsp), %rdx
+	movq PT_SI(%rsp), %rsi
+	movq PT_DI(%rsp), %rdi
+	.endm
+
+	/* OF, then SF ZF AF PF CF from regs->flags (rsp = pt_regs);
+	 * clobbers eax. */
+	.macro RESTORE_ARITH_FLAGS
+	movzbl PT_FLAGS+1(%rsp), %eax	/* flags 15:8; OF is bit 3 */
+	shrl $3, %eax
+	andl $1, %eax
+	addb $0x7f, %al			/* 1 + 0x7f overflows: OF = old OF */
+	movb PT_FLAGS(%rsp), %ah	/* SF ZF AF PF CF */
+	sahf
 	.endm
 
 	.section ukprobes_text, "ax", @progbits
@@ -179,8 +220,10 @@
 	 * The template of probes at a function's entry. There the ABI
 	 * leaves DF clear and no flag live, so the flags are read without
 	 * pushfq (2 ns here): lahf and seto give every arithmetic flag;
-	 * regs->flags gets them with IF and bit 1 set. The frame is the
-	 * same as below (the pushfq slot stays unused); then it joins it.
+	 * regs->flags gets them with IF and bit 1 set, and they come back
+	 * with sahf and an add (DF stays clear: no cld, no std). The frame
+	 * is the same as below (the pushfq slot keeps errno on the fast
+	 * path); the eager path is shared with it.
 	 */
 	.p2align 6
 	.globl ukp_optprobe_common_entry
@@ -202,7 +245,25 @@ ukp_optprobe_common_entry:
 	orl %ecx, %eax
 	orl $0x202, %eax		/* IF, reserved bit 1 */
 	movq %rax, PT_FLAGS(%rsp)
-	jmp .Lframe
+	FRAME
+	/* DF is clear (the ABI): no cld. */
+	cmpl $0, ukp_vec_lazy(%rip)
+	je .Leager
+	FAST_HIT .Lentry_slow, .Lentry_regs
+.Lentry_slow:
+	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	movl $1, %edx
+	call ukp_optprobe_hit
+.Lentry_regs:
+	movq %rbx, %rsp
+	.cfi_def_cfa_register %rsp
+	RESTORE_GPRS_BUT_AX
+	RESTORE_ARITH_FLAGS
+	movq PT_AX(%rsp), %rax
+	leaq PT_SIZE+8(%rsp), %rsp
+	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
+	ret
 	.cfi_endproc
 	.size ukp_optprobe_common_entry, .-ukp_optprobe_common_entry
 
@@ -224,20 +285,14 @@ ukp_optprobe_common:
 	movq %rax, PT_AX(%rsp)
 	movq PT_SIZE(%rsp), %rax
 	movq %rax, PT_FLAGS(%rsp)
-.Lframe:
-	leaq ENTRY_SP(%rsp), %rax
-	movq %rax, PT_SP(%rsp)
-	movq $-1, PT_ORIG_AX(%rsp)
-	movq $USER_CS, PT_CS(%rsp)
-	movq $USER_DS, PT_SS(%rsp)
-	movq %rsp, %rbx			/* pt_regs, kept across the call */
-	.cfi_def_cfa_register %rbx
+	FRAME
 
 	/* The vector state: left in the registers when the hit path is
 	 * vector-free (ukp_vec_lazy: the C side saves it around any
 	 * handler that is not, see vecstate.c), else saved here. */
 	cmpl $0, ukp_vec_lazy(%rip)
 	jne .Llazy
+.Leager:
 	subq ukp_krp_xsave_size(%rip), %rsp
 	andq $-64, %rsp
 	VEC_SAVE
@@ -250,8 +305,10 @@ ukp_optprobe_common:
 	jmp .Lregs
 
 .Llazy:
+	testl $0x400, PT_FLAGS(%rbx)	/* cld only when DF is set: it is */
+	jz 1f				/* not cheap here (about 1 ns) */
 	cld
-	FAST_HIT
+1:	FAST_HIT .Lslow, .Lregs
 .Lslow:
 	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
@@ -261,30 +318,12 @@ ukp_optprobe_common:
 .Lregs:
 	movq %rbx, %rsp
 	.cfi_def_cfa_register %rsp
-	movq PT_R15(%rsp), %r15
-	movq PT_R14(%rsp), %r14
-	movq PT_R13(%rsp), %r13
-	movq PT_R12(%rsp), %r12
-	movq PT_BP(%rsp), %rbp
-	movq PT_BX(%rsp), %rbx
-	movq PT_R11(%rsp), %r11
-	movq PT_R10(%rsp), %r10
-	movq PT_R9(%rsp), %r9
-	movq PT_R8(%rsp), %r8
-	movq PT_CX(%rsp), %rcx
-	movq PT_DX(%rsp), %rdx
-	movq PT_SI(%rsp), %rsi
-	movq PT_DI(%rsp), %rdi
-	/* The flags, from regs->flags: DF, then OF, then the rest. */
+	RESTORE_GPRS_BUT_AX
+	/* The flags, from regs->flags: DF, then the arithmetic ones. */
 	testl $0x400, PT_FLAGS(%rsp)
 	jz 1f
 	std
-1:	movzbl PT_FLAGS+1(%rsp), %eax	/* flags 15:8; OF is bit 3 */
-	shrl $3, %eax
-	andl $1, %eax
-	addb $0x7f, %al			/* 1 + 0x7f overflows: OF = old OF */
-	movb PT_FLAGS(%rsp), %ah	/* SF ZF AF PF CF */
-	sahf
+1:	RESTORE_ARITH_FLAGS
 	movq PT_AX(%rsp), %rax
 	leaq PT_SIZE+8(%rsp), %rsp	/* pt_regs and the pushed flags */
 	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
