@@ -531,7 +531,11 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 		if (rp) {
 			kretprobe_handler_t fn = *(kretprobe_handler_t volatile *)&rp->handler;
 
-			if (fn)
+			if (!fn)
+				;
+			else if (!c->in_handler && (!lazy || (const void *)fn == h->vf_handler))
+				ukp_call_handler_outer(&rp->kp, fn, ri, regs, -EFAULT);
+			else
 				call_krp_handler(fn, ri, regs, &rp->kp, false, h->vf_handler);
 		}
 		recycle(ri);

@@ -794,3 +794,47 @@ bool ukp_in_probe_context(void)
 {
 	return ukp_ctl.in_handler > 0;
 }
+
+/*
+ * [trap] A return handler at the outer level (no handler runs on this
+ * thread: c->in_handler == 0) that may run with the thread's vector
+ * state as it is (proven vector-free, or the state is not live): what
+ * call_handler does, less what this level does not need, as call_outer
+ * on the entry side. The jump buffer is free, cur_kp and fault_kp are
+ * NULL, and the handler is called directly, not through a thunk. The
+ * return dispatcher runs outside any trap, so the probe status
+ * (KPROBE_HIT_ACTIVE while fn runs) and the current site are put back as
+ * they were: a return may come while a step of this thread is under way
+ * (a program's signal handler interrupted a system call copied out of
+ * line). prev need not be: it only matters while the status is
+ * KPROBE_REENTER, and no return comes then (a reentrant step runs one
+ * instruction, neither a call nor a ret, with the asynchronous signals
+ * blocked). A fault in fn comes back as fault_ret.
+ */
+UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler_outer(struct kprobe *kp,
+	kretprobe_handler_t fn, struct kretprobe_instance *ri, struct pt_regs *regs, int fault_ret)
+{
+	struct ukp_ctlblk *c = &ukp_ctl;
+	struct ukp_site *site = c->cur_site;
+	unsigned int status = c->status, depth = c->depth;
+	int ret;
+
+	c->cur_kp = kp;
+	c->fault_kp = kp;
+	c->in_handler = 1;
+	c->status = KPROBE_HIT_ACTIVE;
+	if (__builtin_setjmp(c->jb) == 0) {
+		ret = fn(ri, regs);
+		UKP_NO_TAIL_CALL(ret);
+	} else {
+		c = &ukp_ctl;
+		handler_abandoned(c, site, depth);
+		ret = fault_ret;
+	}
+	c->cur_site = site;
+	c->status = status;
+	c->in_handler = 0;
+	c->cur_kp = NULL;
+	c->fault_kp = NULL;
+	return ret;
+}

@@ -1346,6 +1346,59 @@ static int counting_pre(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
+/*
+ * A return handler at the outer level that may run with the vector state
+ * as it is takes the lean call (ukp_call_handler_outer): proven
+ * vector-free when the state is left live, or any handler when the
+ * trampoline saved it. Its fault is abandoned like any other, and the
+ * thread's probe state is as before: no probe running, not in a handler
+ * (registration is allowed), the status clear (the next probe hit runs
+ * its handler, the next return its own).
+ */
+extern uint32_t ukp_vec_lazy;
+
+static _Atomic int lean_calls;
+
+static int lean_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	int n = atomic_fetch_add(&lean_calls, 1);
+
+	EXPECT_IN_HANDLER(kprobe_running() == &get_kretprobe(ri)->kp);
+	if (n == 0)
+		*bad_pointer = 1; /* the first one faults */
+	return 0;
+}
+
+Test(kretprobe, lean_outer_return_handler_fault_restores_state)
+{
+	struct kretprobe r = { .handler = lean_ret, .kp.symbol_name = "krp_plain" };
+	struct kprobe k = { .symbol_name = "krp_regs_target", .pre_handler = counting_pre };
+	unsigned long faults0 = kprobes_handler_faults();
+
+	if (ukp_vec_lazy)
+		cr_assert(ukp_vec_free_locking((const void *)lean_ret),
+			  "the handler must take the lean call");
+	cr_assert_eq(register_kretprobe(&r), 0);
+	cr_assert_eq(register_kprobe(&k), 0);
+	kp_hits = 0;
+	cr_expect_eq(plain(3), 22);
+	cr_expect_eq(lean_calls, 1);
+	cr_expect_eq(kprobes_handler_faults() - faults0, 1);
+	cr_expect_eq(r.kp.nmissed, 1);
+	cr_expect_eq(kprobe_running(), NULL);
+	cr_expect(!ukp_in_probe_context());
+	/* the status is clear: hits and returns run their handlers */
+	cr_expect_eq(regs_target(1), 101);
+	cr_expect_eq(kp_hits, 1);
+	cr_expect_eq(k.nmissed, 0);
+	cr_expect_eq(plain(4), 29);
+	cr_expect_eq(lean_calls, 2);
+	cr_expect_eq(r.kp.nmissed, 1);
+	unregister_kprobe(&k);
+	unregister_kretprobe(&r);
+	cr_expect_eq(handler_errors, 0);
+}
+
 static int calls_probed(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	atomic_fetch_add(&ret_calls, 1);

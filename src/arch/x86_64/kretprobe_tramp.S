@@ -12,7 +12,7 @@
  * The frame reuses S as its own return-address slot: the dispatcher
  * writes the real return address there before any handler runs, so that
  * the CFI below (return address at CFA - 8, CFA = S + 8) is true for
- * every unwinder from then on, and the final ret goes there.
+ * every unwinder from then on, and the final jmp goes there.
  *
  *   S + 8            caller's stack (CFA)
  *   S       rbp + 8  return address (trampoline, then the real one)
@@ -121,7 +121,17 @@ ukp_kretprobe_trampoline:
 	popq %rbp
 	.cfi_def_cfa %rsp, 8
 	.cfi_restore %rbp
-	ret				/* to the real return address, in S */
+	/* To the real return address, in S, with an indirect jmp rather
+	 * than a ret: the probed function's ret (to here) already popped
+	 * the return stack buffer's entry for this frame, so a ret would
+	 * be mispredicted and leave every later return of the callers
+	 * mispredicted too, while a jmp from here to a stable caller is
+	 * predicted by the branch target buffer. S is below rsp for the
+	 * last instruction; the kernel skips the 128-byte red zone when it
+	 * delivers a signal, so it stays intact. */
+	leaq 8(%rsp), %rsp		/* lea: the flags are not kept anyway */
+	.cfi_def_cfa_offset 0
+	jmp *-8(%rsp)
 	.cfi_restore_state
 	/* No pending return for this slot: nowhere to go. */
 9:	ud2
