@@ -31,6 +31,7 @@
  * a handler may change the return value through regs->ax.
  */
 #include "tramp.h"
+#include "../../asm_offsets.h"
 
 	.section ukprobes_text, "ax", @progbits
 	.p2align 4
@@ -89,7 +90,40 @@ ukp_kretprobe_trampoline:
 	andq $-64, %rsp
 	VEC_SAVE
 1:	andq $-16, %rsp
+	testl %r13d, %r13d
+	jz 3f
+	/* The fast path (kretprobes.c, ukp_krp_fast_enter): scratch words
+	 * at (%rsp): the handler, the instance, errno. A fault in the
+	 * handler comes back to 6: by the fault handler's longjmp (rbp =
+	 * this frame, rsp as at the call). */
+	subq $32, %rsp
 	leaq -PT_SIZE(%rbp), %rdi
+	leaq 8(%rbp), %rsi
+	movq %rsp, %rdx
+	call ukp_krp_fast_enter
+	testq %rax, %rax
+	jz 4f
+	movq %rax, 8(%rsp)
+	movq (%rsp), %rcx
+	testq %rcx, %rcx
+	jz 5f
+	movq ukp_ctl@gottpoff(%rip), %rdx
+	movq %rbp, %fs:CTL_JB(%rdx)
+	leaq 6f(%rip), %r8
+	movq %r8, %fs:(CTL_JB + 8)(%rdx)
+	movq %rsp, %fs:(CTL_JB + 16)(%rdx)
+	movq %rax, %rdi
+	leaq -PT_SIZE(%rbp), %rsi
+	call *%rcx
+5:	xorl %edx, %edx
+7:	movq 8(%rsp), %rdi
+	movq %rsp, %rsi
+	call ukp_krp_fast_leave
+	jmp 2f
+6:	movl $1, %edx			/* the handler faulted */
+	jmp 7b
+4:	addq $32, %rsp
+3:	leaq -PT_SIZE(%rbp), %rdi
 	leaq 8(%rbp), %rsi
 	movl %r13d, %edx
 	call ukp_kretprobe_dispatch
@@ -137,5 +171,8 @@ ukp_kretprobe_trampoline:
 9:	ud2
 	.cfi_endproc
 	.size ukp_kretprobe_trampoline, .-ukp_kretprobe_trampoline
+	.globl ukp_kretprobe_trampoline_end
+	.hidden ukp_kretprobe_trampoline_end
+ukp_kretprobe_trampoline_end:
 
 	.section .note.GNU-stack, "", @progbits
