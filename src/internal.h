@@ -303,7 +303,7 @@ int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *reg
  * vector-free proof, vecstate.c). */
 int ukp_kprobe_thunk(void *arg, struct pt_regs *regs);     /* [trap] */
 void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, int lazy);
-void ukp_optprobe_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s);
+void ukp_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s);
 /* [trap] A kretprobe's return handler at the outer level (in_handler ==
  * 0) that may run with the vector state as it is: ukp_call_handler's
  * work, leaner (see there). */

@@ -649,7 +649,7 @@ UKP_TRAP_TEXT void ukp_krp_fast_leave(struct kretprobe_instance *ri, uintptr_t *
 	struct ukp_ctlblk *c = &ukp_ctl;
 
 	if (faulted)
-		ukp_optprobe_fast_abandoned(c, NULL);
+		ukp_fast_abandoned(c, NULL);
 	c->cur_kp = NULL;
 	c->fault_kp = NULL;
 	c->in_handler = 0;

@@ -285,11 +285,12 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 }
 
 /*
- * [detour] The fast path of an optimized hit (optprobe_tramp.S) comes
- * here when its handler faulted and was abandoned: what call_outer does
- * then. The fast path puts the rest of the state back itself.
+ * [detour] [ret] The fast paths of an optimized hit (optprobe_tramp.S,
+ * s its site) and of a return (ukp_krp_fast_leave, s NULL) come here when
+ * their handler faulted and was abandoned: what call_outer does then.
+ * They put the rest of the state back themselves.
  */
-UKP_TRAP_TEXT void ukp_optprobe_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s)
+UKP_TRAP_TEXT void ukp_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s)
 {
 	handler_abandoned(c, s, 1);
 }

@@ -59,7 +59,7 @@ void ukp_vecstate_init(void)
 {
 	const uintptr_t roots[] = {
 		(uintptr_t)ukp_optprobe_hit,
-		(uintptr_t)ukp_optprobe_fast_abandoned,
+		(uintptr_t)ukp_fast_abandoned,
 		(uintptr_t)ukp_krp_fast_enter,
 		(uintptr_t)ukp_krp_fast_leave,
 		(uintptr_t)ukp_kretprobe_dispatch,

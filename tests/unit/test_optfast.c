@@ -64,11 +64,17 @@ static bool called_fast(void)
 	return l >= (uintptr_t)ukp_optprobe_common_entry && l < (uintptr_t)ukp_optprobe_common_end;
 }
 
-static int h_count(struct kprobe *p, struct pt_regs *regs)
+/* [detour] Count a pre_handler call, and whether it came by the fast path. */
+static void count_hit(void)
 {
 	atomic_fetch_add(&hits, 1);
 	if (called_fast())
 		atomic_fetch_add(&fast_hits, 1);
+}
+
+static int h_count(struct kprobe *p, struct pt_regs *regs)
+{
+	count_hit();
 	seen_running = kprobe_running();
 	seen_ip = regs->ip;
 	seen_in_handler = ukp_ctl.in_handler;
@@ -97,9 +103,7 @@ static void h_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 static int h_errno(struct kprobe *p, struct pt_regs *regs)
 {
 	errno = EXDEV;
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_hit();
 	(void)p;
 	(void)regs;
 	return 0;
@@ -109,9 +113,7 @@ static int h_errno(struct kprobe *p, struct pt_regs *regs)
 static int h_set_di(struct kprobe *p, struct pt_regs *regs)
 {
 	regs->di = 100;
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_hit();
 	(void)p;
 	return 0;
 }
@@ -121,9 +123,7 @@ static atomic_long faults;
 
 static int h_fault(struct kprobe *p, struct pt_regs *regs)
 {
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_hit();
 	(void)ukt_load_int(bad_ptr); /* SIGSEGV: the handler is abandoned */
 	regs->di = 1000;           /* never reached */
 	(void)p;
@@ -167,9 +167,7 @@ static void raw_tgkill(long pid, long tid, long sig)
 
 static int h_signal(struct kprobe *p, struct pt_regs *regs)
 {
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_hit();
 	raw_tgkill(my_pid, my_tid, SIGUSR1);
 	usr1_at_handler_end = atomic_load(&usr1_count);
 	(void)p;
@@ -183,6 +181,19 @@ static bool fast_expected(void)
 	return ukp_vec_lazy != 0;
 }
 
+/* Does kp's site take the fast path (kp its only probe, proven)? */
+static bool site_is_fast(struct kprobe *kp)
+{
+	struct ukp_site *s;
+	bool fast;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	s = ukp_site_lookup((uintptr_t)kp->addr);
+	fast = s && atomic_load(&s->fast_kp) == kp;
+	ukp_unlock_for_show();
+	return fast;
+}
+
 /* Register and wait for the optimizer; with fast, the site must be a
  * fast-path one (when the hit path is lazy). */
 static void reg_check(struct kprobe *kp, bool fast)
@@ -190,15 +201,8 @@ static void reg_check(struct kprobe *kp, bool fast)
 	cr_assert_eq(register_kprobe(kp), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
 	cr_assert(kprobe_optimized(kp), "%s should be optimized", kp->symbol_name);
-	if (fast && fast_expected()) {
-		struct ukp_site *s;
-
-		cr_assert_eq(ukp_lock_for_show(), 0);
-		s = ukp_site_lookup((uintptr_t)kp->addr);
-		cr_expect(s && atomic_load(&s->fast_kp) == kp, "%s: not a fast-path site",
-			  kp->symbol_name);
-		ukp_unlock_for_show();
-	}
+	if (fast && fast_expected())
+		cr_expect(site_is_fast(kp), "%s: not a fast-path site", kp->symbol_name);
 }
 
 static void reg(struct kprobe *kp)
@@ -340,9 +344,7 @@ Test(optfast, program_signals_wait_until_the_hit_is_over)
 static struct kprobe inner = { .symbol_name = "of_sub", .pre_handler = h_other };
 static int h_calls_probed(struct kprobe *p, struct pt_regs *regs)
 {
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_hit();
 	regs->ax = (unsigned long)of_sub(10);
 	(void)p;
 	return 0;
@@ -415,15 +417,8 @@ Test(optfast, a_kretprobe_entry_takes_the_fast_path)
 	cr_assert_eq(register_kretprobe(&rp), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
 	cr_assert(kprobe_optimized(&rp.kp));
-	if (fast_expected()) {
-		struct ukp_site *s;
-
-		cr_assert_eq(ukp_lock_for_show(), 0);
-		s = ukp_site_lookup((uintptr_t)rp.kp.addr);
-		cr_expect(s && atomic_load(&s->fast_kp) == &rp.kp,
-			  "the kretprobe's entry probe is a fast-path site");
-		ukp_unlock_for_show();
-	}
+	if (fast_expected())
+		cr_expect(site_is_fast(&rp.kp), "the kretprobe's entry probe is a fast-path site");
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(of_add(i), i + 7);
 	unregister_kretprobe(&rp);
@@ -446,11 +441,17 @@ static bool ret_called_fast(void)
 	       l < (uintptr_t)ukp_kretprobe_trampoline_end;
 }
 
-static int r_count(struct kretprobe_instance *ri, struct pt_regs *regs)
+/* [ret] Count a return handler call, and whether it came by the fast path. */
+static void count_ret(void)
 {
 	atomic_fetch_add(&rets, 1);
 	if (ret_called_fast())
 		atomic_fetch_add(&fast_rets, 1);
+}
+
+static int r_count(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
 	ret_running = kprobe_running();
 	ret_ip = regs->ip;
 	regs->ax += 1000; /* the return value the caller sees */
@@ -461,9 +462,7 @@ static int r_count(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int r_errno(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	errno = EXDEV;
-	atomic_fetch_add(&rets, 1);
-	if (ret_called_fast())
-		atomic_fetch_add(&fast_rets, 1);
+	count_ret();
 	(void)ri;
 	(void)regs;
 	return 0;
@@ -471,9 +470,7 @@ static int r_errno(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int r_fault(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	atomic_fetch_add(&rets, 1);
-	if (ret_called_fast())
-		atomic_fetch_add(&fast_rets, 1);
+	count_ret();
 	(void)ukt_load_int(bad_ptr);
 	regs->ax = 5555; /* never reached */
 	(void)ri;
@@ -482,9 +479,7 @@ static int r_fault(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int r_signal(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	atomic_fetch_add(&rets, 1);
-	if (ret_called_fast())
-		atomic_fetch_add(&fast_rets, 1);
+	count_ret();
 	raw_tgkill(my_pid, my_tid, SIGUSR1);
 	usr1_at_handler_end = atomic_load(&usr1_count);
 	(void)ri;
@@ -609,9 +604,7 @@ static volatile double r_vec_sink;
 static int r_vec(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	r_vec_sink = r_vec_sink * 1.5 + 1.0;
-	atomic_fetch_add(&rets, 1);
-	if (ret_called_fast())
-		atomic_fetch_add(&fast_rets, 1);
+	count_ret();
 	(void)ri;
 	(void)regs;
 	return 0;

@@ -152,7 +152,7 @@
 	movq %fs:0, %rdi
 	addq %r13, %rdi
 	movq SITE_SLOT(%rbx), %rsi
-	call ukp_optprobe_fast_abandoned
+	call ukp_fast_abandoned
 	jmp 1b
 
 4:	/* signals came while held back: deliver them now */
