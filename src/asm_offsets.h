@@ -36,6 +36,35 @@
 #define KP_FLAGS_OFF    3   /* KPROBE_FLAG_GONE | KPROBE_FLAG_DISABLED */
 #define KP_HIT_ACTIVE   1   /* KPROBE_HIT_ACTIVE */
 
+/* struct kretprobe (include/ukprobes.h); its kp is at offset 0 */
+#define RP_HANDLER      64
+#define RP_ENTRY        72
+#define RP_RPH          96
+
+/* struct kretprobe_instance (include/ukprobes.h) */
+#define RI_RET_ADDR     0
+#define RI_RP           8
+#define RI_TASK         16
+
+/* kretprobes.c: struct kretprobe_holder, struct krp_inst_hdr (in front
+ * of every instance), struct krp_thread and its struct krp_entry. */
+#define H_RP            0
+#define H_FREE_HEAD     8   /* ABA tag << 32 | (index + 1) */
+#define H_FREE_NEXT     16
+#define H_INSTS         24
+#define H_STRIDE        32
+#define H_VF_HANDLER    64
+#define INST_HDR_SIZE   16  /* rph at 0 */
+#define KT_TASK         8
+#define KT_SHSTK        16
+#define KT_DEPTH        20
+#define KT_E            24
+#define E_SIZE          24  /* slot, ret, ri */
+#define E_SLOT          0
+#define E_RET           8
+#define E_RI            16
+#define KRP_MAX_DEPTH   64
+
 /* regs->ip of a pre_handler: the probe address plus this (UKP_BREAKPOINT_SIZE) */
 #define BREAKPOINT_SIZE 1
 

@@ -46,9 +46,7 @@
 
 #include "internal.h"
 #include "kretprobes.h"
-
-/* Pending return probes per thread (uprobes' MAX_URETPROBE_DEPTH). */
-#define KRP_MAX_DEPTH 64
+#include "asm_offsets.h" /* KRP_MAX_DEPTH: pending return probes per thread (uprobes' MAX_URETPROBE_DEPTH) */
 #define KRP_MAX_THREADS 4096
 /* tid of a record being claimed or reclaimed */
 #define KRP_TID_BUSY (-1)
@@ -94,7 +92,37 @@ struct krp_thread {
 
 static struct krp_thread krp_threads[KRP_MAX_THREADS];
 static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) */
-static UKP_TLS struct krp_thread *krp_self;
+/* This thread's record, claimed on its first entry; read by the arch
+ * fast paths too. */
+UKP_TLS struct krp_thread *ukp_krp_self;
+#define krp_self ukp_krp_self
+
+/* What the arch fast paths (asm_offsets.h) rely on. */
+#define KRP_OFF(t, f, v) _Static_assert(__builtin_offsetof(t, f) == (v), #t "." #f)
+KRP_OFF(struct kretprobe, kp, 0);
+KRP_OFF(struct kretprobe, handler, RP_HANDLER);
+KRP_OFF(struct kretprobe, entry_handler, RP_ENTRY);
+KRP_OFF(struct kretprobe, rph, RP_RPH);
+KRP_OFF(struct kretprobe_instance, ret_addr, RI_RET_ADDR);
+KRP_OFF(struct kretprobe_instance, rp, RI_RP);
+KRP_OFF(struct kretprobe_instance, task, RI_TASK);
+KRP_OFF(struct kretprobe_holder, rp, H_RP);
+KRP_OFF(struct kretprobe_holder, free_head, H_FREE_HEAD);
+KRP_OFF(struct kretprobe_holder, free_next, H_FREE_NEXT);
+KRP_OFF(struct kretprobe_holder, insts, H_INSTS);
+KRP_OFF(struct kretprobe_holder, stride, H_STRIDE);
+KRP_OFF(struct kretprobe_holder, vf_handler, H_VF_HANDLER);
+KRP_OFF(struct krp_inst_hdr, rph, 0);
+_Static_assert(sizeof(struct krp_inst_hdr) == INST_HDR_SIZE, "INST_HDR_SIZE");
+KRP_OFF(struct krp_thread, task, KT_TASK);
+KRP_OFF(struct krp_thread, shstk, KT_SHSTK);
+KRP_OFF(struct krp_thread, depth, KT_DEPTH);
+KRP_OFF(struct krp_thread, e, KT_E);
+KRP_OFF(struct krp_entry, slot, E_SLOT);
+KRP_OFF(struct krp_entry, ret, E_RET);
+KRP_OFF(struct krp_entry, ri, E_RI);
+_Static_assert(sizeof(struct krp_entry) == E_SIZE, "E_SIZE");
+_Static_assert(sizeof(((struct krp_thread *)0)->depth) == 4, "depth is 32 bits");
 
 static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct kretprobe_holder *krp_registered; /* [krp_mutex] */

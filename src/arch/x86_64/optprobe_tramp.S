@@ -238,13 +238,19 @@ ukp_optprobe_common_entry:
 	seto %al
 	leaq -(PT_SIZE + 8)(%rsp), %rsp
 	.cfi_adjust_cfa_offset (PT_SIZE + 8)
-	SAVE_GPRS_BUT_AX
+	movq %rcx, PT_CX(%rsp)
 	movzbl %al, %ecx
 	shll $11, %ecx			/* OF */
 	movzbl %ah, %eax
 	orl %ecx, %eax
 	orl $0x202, %eax		/* IF, reserved bit 1 */
 	movq %rax, PT_FLAGS(%rsp)
+	movq SITE_SLOT(%rsp), %rcx
+	leaq ukp_kretprobe_pre_handler(%rip), %rax
+	cmpq %rax, SITE_FAST_PRE(%rcx)
+	je .Lkrp_entry
+.Lentry_full:
+	SAVE_GPRS_BUT_AX
 	FRAME
 	/* DF is clear (the ABI): no cld. */
 	cmpl $0, ukp_vec_lazy(%rip)
@@ -264,6 +270,154 @@ ukp_optprobe_common_entry:
 	leaq PT_SIZE+8(%rsp), %rsp
 	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
 	ret
+	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+
+	/*
+	 * The entry of a kretprobe (the work of ukp_kretprobe_pre_handler,
+	 * kretprobes.c, for the usual case) with the scratch registers
+	 * only: no pt_regs is needed when there is no entry_handler. It
+	 * applies when the site's only probe is an enabled kretprobe
+	 * without entry_handler, the thread is idle and has its return
+	 * stack (claimed at its first hit, on the C path), the return
+	 * slot does not hold the trampoline already (chained), no entry
+	 * of a gone frame is to be dropped, and the pool has an instance.
+	 * Anything else: every register back, then the full frame and the
+	 * C path, with nothing changed.
+	 *
+	 * The order is the C path's: signals held back, read side, then
+	 * the instance from the pool (the same lock-free pop), the entry
+	 * written and published by the depth, and last the trampoline's
+	 * address in the return slot. No user code runs and nothing here
+	 * can fault (the slot is the live stack), so no probe state is set.
+	 * rsp is pt_regs (16-byte aligned): the scratch registers go to
+	 * their pt_regs slots, rax and rcx are saved, the flags are in
+	 * regs->flags, rcx is the site.
+	 */
+.Lkrp_entry:
+	cmpl $0, ukp_vec_lazy(%rip)
+	je 9f
+	movq %rbx, PT_BX(%rsp)
+	movq %rdx, PT_DX(%rsp)
+	movq %rsi, PT_SI(%rsp)
+	movq %rdi, PT_DI(%rsp)
+	movq %r8, PT_R8(%rsp)
+	movq %r9, PT_R9(%rsp)
+	movq %r10, PT_R10(%rsp)
+	movq %r11, PT_R11(%rsp)
+	movq %r12, PT_R12(%rsp)
+	movq ukp_ctl@gottpoff(%rip), %rdx
+	movq %fs:CTL_STATUS(%rdx), %rax		/* status, depth */
+	orq %fs:CTL_IN_HANDLER(%rdx), %rax	/* in_handler, defer_async */
+	jnz 8f
+	movq %fs:CTL_REC(%rdx), %r8
+	testq %r8, %r8
+	jz 8f
+	leaq ukp_overflow_rec(%rip), %rax
+	cmpq %rax, %r8
+	je 8f
+	cmpb $0, ukp_reader_fence(%rip)
+	jne 8f
+	movl $1, %fs:CTL_DEFER_ASYNC(%rdx)
+	addq $1, REC_SEQ(%r8)			/* odd: inside */
+	/* under the read side: the probe as it is now */
+	movq SITE_FAST_KP(%rcx), %rsi		/* the kretprobe (kp first) */
+	testq %rsi, %rsi
+	jz 7f
+	leaq ukp_kretprobe_pre_handler(%rip), %rax
+	cmpq %rax, KP_PRE(%rsi)
+	jne 7f
+	cmpq $0, KP_POST(%rsi)
+	jne 7f
+	testl $KP_FLAGS_OFF, KP_FLAGS(%rsi)
+	jnz 7f
+	cmpq $0, RP_ENTRY(%rsi)
+	jne 7f
+	movq RP_RPH(%rsi), %r9			/* the holder */
+	testq %r9, %r9
+	jz 7f
+	movq ukp_krp_self@gottpoff(%rip), %rax
+	movq %fs:(%rax), %rdi			/* the return stack */
+	testq %rdi, %rdi
+	jz 7f
+	cmpb $0, KT_SHSTK(%rdi)
+	jne 7f
+	leaq (PT_SIZE + 8 + 144)(%rsp), %rcx	/* the return slot */
+	movq (%rcx), %r11			/* the return address */
+	leaq ukp_kretprobe_trampoline(%rip), %rax
+	cmpq %rax, %r11
+	je 7f					/* chained */
+	movl KT_DEPTH(%rdi), %r10d
+	testl %r10d, %r10d
+	jz 1f
+	cmpl $KRP_MAX_DEPTH, %r10d
+	jae 7f
+	leaq (%r10, %r10, 2), %rax
+	cmpq %rcx, (KT_E - E_SIZE + E_SLOT)(%rdi, %rax, 8)
+	jbe 7f					/* a gone frame to drop */
+1:	movq H_FREE_NEXT(%r9), %rbx
+	movq H_FREE_HEAD(%r9), %rax
+2:	testl %eax, %eax
+	jz 7f					/* none free: the C path counts it */
+	movl %eax, %edx
+	movl -4(%rbx, %rdx, 4), %edx		/* free_next[index] */
+	movq %rax, %r12
+	shrq $32, %r12
+	addq $1, %r12				/* the ABA tag */
+	shlq $32, %r12
+	orq %rdx, %r12
+	lock cmpxchgq %r12, H_FREE_HEAD(%r9)
+	jne 2b
+	leal -1(%rax), %eax
+	imulq H_STRIDE(%r9), %rax
+	addq H_INSTS(%r9), %rax
+	addq $INST_HDR_SIZE, %rax		/* the instance */
+	movq %r11, RI_RET_ADDR(%rax)
+	movq %rsi, RI_RP(%rax)
+	movq KT_TASK(%rdi), %rdx
+	movq %rdx, RI_TASK(%rax)
+	leaq (%r10, %r10, 2), %rdx
+	leaq KT_E(%rdi, %rdx, 8), %rdx		/* e[depth] */
+	movq %rcx, E_SLOT(%rdx)
+	movq %r11, E_RET(%rdx)
+	movq %rax, E_RI(%rdx)
+	addl $1, %r10d
+	movl %r10d, KT_DEPTH(%rdi)
+	leaq ukp_kretprobe_trampoline(%rip), %rax
+	movq %rax, (%rcx)
+	xorl %ebx, %ebx				/* done: the way out */
+	jmp 6f
+7:	movl $1, %ebx				/* undo: then the C path */
+6:	addq $1, REC_SEQ(%r8)			/* even: outside */
+	movq ukp_ctl@gottpoff(%rip), %rdx
+	movl $0, %fs:CTL_DEFER_ASYNC(%rdx)
+	cmpq $0, %fs:CTL_DEFERRED(%rdx)
+	je 5f
+	movq %fs:0, %rdi			/* deliver what was held back */
+	addq %rdx, %rdi
+	call ukp_defer_async_flush
+5:	movl %ebx, %eax
+	jmp 4f
+8:	movl $1, %eax				/* nothing done: the C path */
+4:	movq PT_BX(%rsp), %rbx
+	movq PT_DX(%rsp), %rdx
+	movq PT_SI(%rsp), %rsi
+	movq PT_DI(%rsp), %rdi
+	movq PT_R8(%rsp), %r8
+	movq PT_R9(%rsp), %r9
+	movq PT_R10(%rsp), %r10
+	movq PT_R11(%rsp), %r11
+	movq PT_R12(%rsp), %r12
+	movq PT_CX(%rsp), %rcx
+	testl %eax, %eax
+	jnz .Lentry_full
+	RESTORE_ARITH_FLAGS
+	movq PT_AX(%rsp), %rax
+	leaq PT_SIZE+8(%rsp), %rsp
+	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
+	ret
+	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+9:	movq PT_CX(%rsp), %rcx
+	jmp .Lentry_full
 	.cfi_endproc
 	.size ukp_optprobe_common_entry, .-ukp_optprobe_common_entry
 
