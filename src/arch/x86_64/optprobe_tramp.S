@@ -249,7 +249,8 @@ ukp_optprobe_common_entry:
 	leaq ukp_kretprobe_pre_handler(%rip), %rax
 	cmpq %rax, SITE_FAST_PRE(%rcx)
 	je .Lkrp_entry
-.Lentry_full:
+	movq PT_CX(%rsp), %rcx
+.Lentry_full:				/* rcx and rax as the probed code has them */
 	SAVE_GPRS_BUT_AX
 	FRAME
 	/* DF is clear (the ABI): no cld. */
