@@ -49,11 +49,6 @@ static inline bool ukp_is_kretprobe(const struct kprobe *p)
  * (the trampoline then raises SIGILL).
  */
 uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int lazy);
-/* The return's fast path, around a handler the trampoline calls (see
- * kretprobes.c). [ret] */
-struct kretprobe_instance *ukp_krp_fast_enter(struct pt_regs *regs, uintptr_t *ret_slot,
-					      uintptr_t *scratch);
-void ukp_krp_fast_leave(struct kretprobe_instance *ri, uintptr_t *scratch, int faulted);
 
 /*
  * [thread] Put the real return address back into every live slot of the

@@ -286,7 +286,7 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 
 /*
  * [detour] [ret] The fast paths of an optimized hit (optprobe_tramp.S,
- * s its site) and of a return (ukp_krp_fast_leave, s NULL) come here when
+ * s its site) and of a return (kretprobe_tramp.S, s NULL) come here when
  * their handler faulted and was abandoned: what call_outer does then.
  * They put the rest of the state back themselves.
  */

@@ -92,37 +92,142 @@ ukp_kretprobe_trampoline:
 1:	andq $-16, %rsp
 	testl %r13d, %r13d
 	jz 3f
-	/* The fast path (kretprobes.c, ukp_krp_fast_enter): scratch words
-	 * at (%rsp): the handler, the instance, errno. A fault in the
-	 * handler comes back to 6: by the fault handler's longjmp (rbp =
-	 * this frame, rsp as at the call). */
-	subq $32, %rsp
-	leaq -PT_SIZE(%rbp), %rdi
-	leaq 8(%rbp), %rsi
-	movq %rsp, %rdx
-	call ukp_krp_fast_enter
-	testq %rax, %rax
+	/*
+	 * The fast path (the dispatcher's work for the usual return): one
+	 * pending kretprobe on this frame, an idle thread, and a return
+	 * handler proven vector-free (or none). Anything else goes to the
+	 * dispatcher with nothing changed. The order is the dispatcher's:
+	 * signals held back, read side, the entry consumed (the real
+	 * return address into S and regs->ip, then the depth), the probe
+	 * state set, the handler called, then the state cleared, the
+	 * instance back to its pool (the same lock-free push as recycle()),
+	 * the read side left and what was held back delivered.
+	 *
+	 * Registers (all restored from pt_regs at 2:): r12 ukp_ctl's
+	 * offset from the thread pointer, r14 the grace-period record, r15
+	 * the return stack, rbx the instance. Scratch words at (%rsp): the
+	 * instance, errno. A fault in the handler comes back to 6: by the
+	 * fault handler's __builtin_longjmp (rbp = this frame, rsp as at
+	 * the call).
+	 */
+	subq $16, %rsp
+	movq ukp_ctl@gottpoff(%rip), %r12
+	movq %fs:CTL_STATUS(%r12), %rax		/* status, depth */
+	orq %fs:CTL_IN_HANDLER(%r12), %rax	/* in_handler, defer_async */
+	jnz 3f
+	movq %fs:CTL_REC(%r12), %r14
+	testq %r14, %r14
+	jz 3f
+	leaq ukp_overflow_rec(%rip), %rax
+	cmpq %rax, %r14
+	je 3f
+	cmpb $0, ukp_reader_fence(%rip)
+	jne 3f
+	movq ukp_krp_self@gottpoff(%rip), %rax
+	movq %fs:(%rax), %r15
+	testq %r15, %r15
+	jz 3f
+	/* defer_async = 1, then the read side: depth = 1 */
+	movabsq $(1 << 32), %rax
+	movq %rax, %fs:CTL_IN_HANDLER(%r12)
+	movq %rax, %fs:CTL_STATUS(%r12)
+	addq $1, REC_SEQ(%r14)			/* odd: inside */
+	leaq 8(%rbp), %rsi			/* S */
+	movl KT_DEPTH(%r15), %eax
+	testl %eax, %eax
+	jz 8f
+	leaq (%rax, %rax, 2), %rcx
+	leaq (KT_E - E_SIZE)(%r15, %rcx, 8), %rdx	/* the top entry */
+	cmpq %rsi, E_SLOT(%rdx)
+	jne 8f					/* gone frames to drop first */
+	cmpl $1, %eax
+	je 1f
+	cmpq %rsi, (E_SLOT - E_SIZE)(%rdx)
+	je 8f					/* chained: more than one */
+1:	movq E_RI(%rdx), %rbx
+	testq %rbx, %rbx
+	jz 8f					/* dropped meanwhile */
+	movq -INST_HDR_SIZE(%rbx), %rcx		/* the holder */
+	movq H_RP(%rcx), %rdi			/* the kretprobe, NULL once gone */
+	xorl %r8d, %r8d
+	testq %rdi, %rdi
 	jz 4f
-	movq %rax, 8(%rsp)
-	movq (%rsp), %rcx
-	testq %rcx, %rcx
+	movq RP_HANDLER(%rdi), %r8
+	testq %r8, %r8
+	jz 4f
+	cmpq H_VF_HANDLER(%rcx), %r8
+	jne 8f					/* not proven: the safe call */
+4:	movq %rbx, (%rsp)
+	xorl %ecx, %ecx
+	xchgq %rcx, E_RI(%rdx)			/* consumed */
+	movq E_RET(%rdx), %rcx
+	movq %rcx, (%rsi)			/* unwinders see it from here on */
+	movq %rcx, (PT_IP - PT_SIZE)(%rbp)
+	subl $1, %eax
+	movl %eax, KT_DEPTH(%r15)
+	testq %r8, %r8
 	jz 5f
-	movq ukp_ctl@gottpoff(%rip), %rdx
-	movq %rbp, %fs:CTL_JB(%rdx)
-	leaq 6f(%rip), %r8
-	movq %r8, %fs:(CTL_JB + 8)(%rdx)
-	movq %rsp, %fs:(CTL_JB + 16)(%rdx)
-	movq %rax, %rdi
+	movq ukp_errno_offset(%rip), %rcx
+	movl %fs:(%rcx), %ecx
+	movl %ecx, 8(%rsp)
+	movq %rdi, %fs:CTL_CUR_KP(%r12)
+	movq %rdi, %fs:CTL_FAULT_KP(%r12)
+	movabsq $(1 << 32 | 1), %rax
+	movq %rax, %fs:CTL_IN_HANDLER(%r12)	/* in_handler 1, defer_async 1 */
+	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
+	movq %rax, %fs:CTL_STATUS(%r12)		/* status ACTIVE, depth 1 */
+	movq %rbp, %fs:CTL_JB(%r12)
+	leaq 6f(%rip), %rax
+	movq %rax, %fs:(CTL_JB + 8)(%r12)
+	movq %rsp, %fs:(CTL_JB + 16)(%r12)
+	movq %rbx, %rdi
 	leaq -PT_SIZE(%rbp), %rsi
-	call *%rcx
-5:	xorl %edx, %edx
-7:	movq 8(%rsp), %rdi
-	movq %rsp, %rsi
-	call ukp_krp_fast_leave
-	jmp 2f
-6:	movl $1, %edx			/* the handler faulted */
+	call *%r8
+7:	xorl %eax, %eax
+	movq %rax, %fs:CTL_CUR_KP(%r12)
+	movq %rax, %fs:CTL_FAULT_KP(%r12)
+	movl %eax, %fs:CTL_IN_HANDLER(%r12)
+	movl %eax, %fs:CTL_STATUS(%r12)
+	movq ukp_errno_offset(%rip), %rcx
+	movl 8(%rsp), %eax
+	movl %eax, %fs:(%rcx)
+5:	/* the instance back to its pool */
+	movq -INST_HDR_SIZE(%rbx), %rcx
+	movl (-INST_HDR_SIZE + 8)(%rbx), %edx	/* its index */
+	movq H_FREE_NEXT(%rcx), %rdi
+	movq H_FREE_HEAD(%rcx), %rax
+1:	movl %eax, (%rdi, %rdx, 4)		/* free_next[index] = head */
+	movq %rax, %rsi
+	shrq $32, %rsi
+	addq $1, %rsi				/* the ABA tag */
+	shlq $32, %rsi
+	leaq 1(%rsi, %rdx), %rsi
+	lock cmpxchgq %rsi, H_FREE_HEAD(%rcx)
+	jne 1b
+	xorl %ebx, %ebx				/* done: the way out */
+	jmp 9f
+8:	movl $1, %ebx				/* undo: then the dispatcher */
+9:	xorl %eax, %eax
+	movq %rax, %fs:CTL_STATUS(%r12)
+	addq $1, REC_SEQ(%r14)			/* even: outside */
+	movq %rax, %fs:CTL_IN_HANDLER(%r12)
+	cmpq $0, %fs:CTL_DEFERRED(%r12)
+	je 1f
+	movq %fs:0, %rdi			/* deliver what was held back */
+	addq %r12, %rdi
+	call ukp_defer_async_flush
+1:	testl %ebx, %ebx
+	jz 2f
+	jmp 3f
+6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
+	movq ukp_ctl@gottpoff(%rip), %r12
+	movq %fs:CTL_REC(%r12), %r14
+	movq (%rsp), %rbx
+	movq %fs:0, %rdi
+	addq %r12, %rdi
+	xorl %esi, %esi
+	call ukp_fast_abandoned
 	jmp 7b
-4:	addq $32, %rsp
 3:	leaq -PT_SIZE(%rbp), %rdi
 	leaq 8(%rbp), %rsi
 	movl %r13d, %edx

@@ -318,7 +318,10 @@ ukp_optprobe_common_entry:
 	je 8f
 	cmpb $0, ukp_reader_fence(%rip)
 	jne 8f
-	movl $1, %fs:CTL_DEFER_ASYNC(%rdx)
+	/* defer_async = 1, then the read side: depth = 1 */
+	movabsq $(1 << 32), %rax
+	movq %rax, %fs:CTL_IN_HANDLER(%rdx)
+	movq %rax, %fs:CTL_STATUS(%rdx)
 	addq $1, REC_SEQ(%r8)			/* odd: inside */
 	/* under the read side: the probe as it is now */
 	movq SITE_FAST_KP(%rcx), %rsi		/* the kretprobe (kp first) */
@@ -388,9 +391,11 @@ ukp_optprobe_common_entry:
 	xorl %ebx, %ebx				/* done: the way out */
 	jmp 6f
 7:	movl $1, %ebx				/* undo: then the C path */
-6:	addq $1, REC_SEQ(%r8)			/* even: outside */
-	movq ukp_ctl@gottpoff(%rip), %rdx
-	movl $0, %fs:CTL_DEFER_ASYNC(%rdx)
+6:	movq ukp_ctl@gottpoff(%rip), %rdx
+	xorl %eax, %eax
+	movq %rax, %fs:CTL_STATUS(%rdx)
+	addq $1, REC_SEQ(%r8)			/* even: outside */
+	movq %rax, %fs:CTL_IN_HANDLER(%rdx)
 	cmpq $0, %fs:CTL_DEFERRED(%rdx)
 	je 5f
 	movq %fs:0, %rdi			/* deliver what was held back */
