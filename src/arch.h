@@ -205,8 +205,11 @@ extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
 
 /* [reg] After arch_opt_prepare, for a probe at a function's entry: the
  * detour calls the template that relies on the calling convention there
- * (no live flags, DF clear) to skip pushfq. */
-void arch_opt_at_entry(struct ukp_arch_opt *ao);
+ * (no live flags, DF clear) to skip pushfq. kretprobe: the site's only
+ * probe is a kretprobe: its template installs the return trampoline
+ * without a frame or a C call in the usual case, and enters so that
+ * the CPU predicts the return to the trampoline. */
+void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe);
 
 /* ------------------------------------------------------ vector state */
 /* src/arch/<arch>/vecuse.c, vecsafe_tramp.S; used by vecstate.c. */

@@ -25,6 +25,9 @@
 #define SITE_ADDR       0
 #define SITE_FAST_KP    8
 #define SITE_FAST_PRE   16
+#define SITE_DETOUR     224 /* opt.detour */
+/* Where a detour resumes after its template (optprobe.c entry_code). */
+#define DETOUR_RESUME   17
 
 /* struct ukp_thread_rec */
 #define REC_SEQ         0

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "kretprobes.h"
 #include "codeflow.h"
 
 #define OPTIMIZE_DELAY_MS 5
@@ -227,7 +228,8 @@ static int prepare(struct ukp_site *s)
 	}
 	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, &why);
 	if (!ret && s->opt.entry)
-		arch_opt_at_entry(&ao);
+		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
+					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
 	if (!ret)
 		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
 	if (ret) {

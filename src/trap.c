@@ -43,6 +43,7 @@ UKP_OFF(struct ukp_ctlblk, jb, CTL_JB);
 UKP_OFF(struct ukp_site, addr, SITE_ADDR);
 UKP_OFF(struct ukp_site, fast_kp, SITE_FAST_KP);
 UKP_OFF(struct ukp_site, fast_pre, SITE_FAST_PRE);
+UKP_OFF(struct ukp_site, opt.detour, SITE_DETOUR);
 UKP_OFF(struct ukp_thread_rec, seq, REC_SEQ);
 UKP_OFF(struct kprobe, pre_handler, KP_PRE);
 UKP_OFF(struct kprobe, post_handler, KP_POST);

@@ -35,8 +35,18 @@
 
 	.section ukprobes_text, "ax", @progbits
 	.p2align 4
-	/* The byte before the trampoline: no FDE covers it (see arch.h). */
-	int3
+	.skip 11, 0xcc
+	/*
+	 * The detour of a kretprobe's entry (optprobe_tramp.S,
+	 * ukp_optprobe_krp_entry) comes here by a jmp: this call pushes
+	 * the trampoline's address, for the CPU's return prediction too.
+	 * No FDE covers these bytes: the byte before the trampoline must
+	 * have none (see arch.h).
+	 */
+	.globl ukp_krp_entry_stub
+	.hidden ukp_krp_entry_stub
+ukp_krp_entry_stub:
+	call ukp_optprobe_krp_entry
 	.globl ukp_kretprobe_trampoline
 	.hidden ukp_kretprobe_trampoline
 	.type ukp_kretprobe_trampoline, @function
@@ -260,17 +270,11 @@ ukp_kretprobe_trampoline:
 	popq %rbp
 	.cfi_def_cfa %rsp, 8
 	.cfi_restore %rbp
-	/* To the real return address, in S, with an indirect jmp rather
-	 * than a ret: the probed function's ret (to here) already popped
-	 * the return stack buffer's entry for this frame, so a ret would
-	 * be mispredicted and leave every later return of the callers
-	 * mispredicted too, while a jmp from here to a stable caller is
-	 * predicted by the branch target buffer. S is below rsp for the
-	 * last instruction; the kernel skips the 128-byte red zone when it
-	 * delivers a signal, so it stays intact. */
-	leaq 8(%rsp), %rsp		/* lea: the flags are not kept anyway */
-	.cfi_def_cfa_offset 0
-	jmp *-8(%rsp)
+	/* To the real return address, in S. A ret: when the entry came
+	 * through ukp_krp_entry_stub, the CPU predicted the probed
+	 * function's ret to here, and the caller's return address is next
+	 * in its return stack buffer, so this ret is predicted too. */
+	ret
 	.cfi_restore_state
 	/* No pending return for this slot: nowhere to go. */
 9:	ud2

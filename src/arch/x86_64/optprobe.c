@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "asm_offsets.h"
 
 /* Read by optprobe_tramp.S: 0 save with XSAVE(C)/FXSAVE, 1 xmm0-15 by
  * hand, 2 ymm0-15 by hand. */
@@ -80,6 +81,8 @@ static const uint8_t entry_code[UKP_OPT_COPY_OFFSET] = {
 	0xff, 0x15, 0, 0, 0, 0,                         /* call *common(%rip) */
 	0x48, 0x8d, 0xa4, 0x24, 0x88, 0x00, 0x00, 0x00, /* lea 0x88(%rsp),%rsp */
 };
+/* where the template comes back to (asm_offsets.h) */
+_Static_assert(DETOUR_RESUME == 17, "DETOUR_RESUME");
 #define LIT_SITE   (UKP_DETOUR_SIZE - 16)
 #define LIT_COMMON (UKP_DETOUR_SIZE - 8)
 
@@ -172,11 +175,16 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 }
 
 extern char ukp_optprobe_common_entry[];
+extern char ukp_krp_entry_stub[];
 
-/* [reg] See arch.h. */
-void arch_opt_at_entry(struct ukp_arch_opt *ao)
+/* [reg] See arch.h. A kretprobe's detour jumps to the stub before the
+ * return trampoline, which calls its template (optprobe_tramp.S). */
+void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
 {
-	uintptr_t common = (uintptr_t)ukp_optprobe_common_entry;
+	uintptr_t common = kretprobe ? (uintptr_t)ukp_krp_entry_stub :
+				       (uintptr_t)ukp_optprobe_common_entry;
 
+	if (kretprobe)
+		ao->image[12] = 0x25;	/* jmp *common(%rip) */
 	memcpy(ao->image + LIT_COMMON, &common, 8);
 }

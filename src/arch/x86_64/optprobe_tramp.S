@@ -238,20 +238,13 @@ ukp_optprobe_common_entry:
 	seto %al
 	leaq -(PT_SIZE + 8)(%rsp), %rsp
 	.cfi_adjust_cfa_offset (PT_SIZE + 8)
-	movq %rcx, PT_CX(%rsp)
+	SAVE_GPRS_BUT_AX
 	movzbl %al, %ecx
 	shll $11, %ecx			/* OF */
 	movzbl %ah, %eax
 	orl %ecx, %eax
 	orl $0x202, %eax		/* IF, reserved bit 1 */
 	movq %rax, PT_FLAGS(%rsp)
-	movq SITE_SLOT(%rsp), %rcx
-	leaq ukp_kretprobe_pre_handler(%rip), %rax
-	cmpq %rax, SITE_FAST_PRE(%rcx)
-	je .Lkrp_entry
-	movq PT_CX(%rsp), %rcx
-.Lentry_full:				/* rcx and rax as the probed code has them */
-	SAVE_GPRS_BUT_AX
 	FRAME
 	/* DF is clear (the ABI): no cld. */
 	cmpl $0, ukp_vec_lazy(%rip)
@@ -271,8 +264,109 @@ ukp_optprobe_common_entry:
 	leaq PT_SIZE+8(%rsp), %rsp
 	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
 	ret
-	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	.cfi_endproc
+	.size ukp_optprobe_common_entry, .-ukp_optprobe_common_entry
 
+	.p2align 6
+	.globl ukp_optprobe_common
+	.hidden ukp_optprobe_common
+	.type ukp_optprobe_common, @function
+ukp_optprobe_common:
+	.cfi_startproc simple
+	/* CFA = the probed code's stack pointer; its return address is
+	 * unknown here, so unwinders stop at this frame. */
+	.cfi_def_cfa %rsp, 144
+	.cfi_undefined %rip
+	pushfq
+	.cfi_adjust_cfa_offset 8
+	subq $PT_SIZE, %rsp
+	.cfi_adjust_cfa_offset PT_SIZE
+	SAVE_GPRS_BUT_AX
+	movq %rax, PT_AX(%rsp)
+	movq PT_SIZE(%rsp), %rax
+	movq %rax, PT_FLAGS(%rsp)
+	FRAME
+
+	/* The vector state: left in the registers when the hit path is
+	 * vector-free (ukp_vec_lazy: the C side saves it around any
+	 * handler that is not, see vecstate.c), else saved here. */
+	cmpl $0, ukp_vec_lazy(%rip)
+	jne .Llazy
+.Leager:
+	subq ukp_krp_xsave_size(%rip), %rsp
+	andq $-64, %rsp
+	VEC_SAVE
+	cld
+	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	xorl %edx, %edx
+	call ukp_optprobe_hit
+	VEC_RESTORE
+	jmp .Lregs
+
+.Llazy:
+	testl $0x400, PT_FLAGS(%rbx)	/* cld only when DF is set: it is */
+	jz 1f				/* not cheap here (about 1 ns) */
+	cld
+1:	FAST_HIT .Lslow, .Lregs
+.Lslow:
+	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	movl $1, %edx
+	call ukp_optprobe_hit
+
+.Lregs:
+	movq %rbx, %rsp
+	.cfi_def_cfa_register %rsp
+	RESTORE_GPRS_BUT_AX
+	/* The flags, from regs->flags: DF, then the arithmetic ones. */
+	testl $0x400, PT_FLAGS(%rsp)
+	jz 1f
+	std
+1:	RESTORE_ARITH_FLAGS
+	movq PT_AX(%rsp), %rax
+	leaq PT_SIZE+8(%rsp), %rsp	/* pt_regs and the pushed flags */
+	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
+	ret
+	.cfi_endproc
+	.size ukp_optprobe_common, .-ukp_optprobe_common
+
+	/*
+	 * The template of kretprobe entries: the detour of a site whose
+	 * only probe was a kretprobe when it was optimized jumps (not
+	 * calls) to ukp_krp_entry_stub (kretprobe_tramp.S), which calls
+	 * this from the five bytes before ukp_kretprobe_trampoline. The
+	 * stack is as for the other templates, but the return address is
+	 * the trampoline's, and so is the CPU's prediction for the next
+	 * ret. When the probed function's return slot gets the trampoline
+	 * (the usual case), this template leaves by a jmp to the detour
+	 * (detour + DETOUR_RESUME, through the site's stack slot) and that
+	 * prediction is left for the function's own ret: the return probe
+	 * costs no mispredicted return. Otherwise it leaves with a ret to
+	 * the detour, written over the trampoline's address: mispredicted,
+	 * but the return stack buffer stays balanced.
+	 */
+	.p2align 6
+	.globl ukp_optprobe_krp_entry
+	.hidden ukp_optprobe_krp_entry
+	.type ukp_optprobe_krp_entry, @function
+ukp_optprobe_krp_entry:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 144
+	.cfi_undefined %rip
+	movq %rax, (PT_AX - PT_SIZE - 8)(%rsp)
+	lahf				/* SF ZF AF PF CF in ah */
+	seto %al
+	leaq -(PT_SIZE + 8)(%rsp), %rsp
+	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	movq %rcx, PT_CX(%rsp)
+	movzbl %al, %ecx
+	shll $11, %ecx			/* OF */
+	movzbl %ah, %eax
+	orl %ecx, %eax
+	orl $0x202, %eax		/* IF, reserved bit 1 */
+	movq %rax, PT_FLAGS(%rsp)
+	movq SITE_SLOT(%rsp), %rcx
 	/*
 	 * The entry of a kretprobe (the work of ukp_kretprobe_pre_handler,
 	 * kretprobes.c, for the usual case) with the scratch registers
@@ -283,7 +377,7 @@ ukp_optprobe_common_entry:
 	 * slot does not hold the trampoline already (chained), no entry
 	 * of a gone frame is to be dropped, and the pool has an instance.
 	 * Anything else: every register back, then the full frame and the
-	 * C path, with nothing changed.
+	 * C path (.Lkrp_full), with nothing changed.
 	 *
 	 * The order is the C path's: signals held back, read side, then
 	 * the instance from the pool (the same lock-free pop), the entry
@@ -294,7 +388,6 @@ ukp_optprobe_common_entry:
 	 * their pt_regs slots, rax and rcx are saved, the flags are in
 	 * regs->flags, rcx is the site.
 	 */
-.Lkrp_entry:
 	cmpl $0, ukp_vec_lazy(%rip)
 	je 9f
 	movq %rbx, PT_BX(%rsp)
@@ -415,81 +508,58 @@ ukp_optprobe_common_entry:
 	movq PT_R12(%rsp), %r12
 	movq PT_CX(%rsp), %rcx
 	testl %eax, %eax
-	jnz .Lentry_full
+	jnz .Lkrp_full
+	/* the return slot holds the trampoline: keep the prediction */
+.Lkrp_jmp_out:
+	movq SITE_SLOT(%rsp), %rax
+	movq SITE_DETOUR(%rax), %rax
+	addq $DETOUR_RESUME, %rax
+	movq %rax, SITE_SLOT(%rsp)
+	RESTORE_ARITH_FLAGS
+	movq PT_AX(%rsp), %rax
+	leaq PT_SIZE+16(%rsp), %rsp	/* pt_regs, the flags, the return address */
+	.cfi_adjust_cfa_offset -(PT_SIZE + 16)
+	jmp *(%rsp)			/* the detour drops the site and the red zone */
+	.cfi_adjust_cfa_offset (PT_SIZE + 16)
+
+9:	movq PT_CX(%rsp), %rcx
+	/* The C path (every register as the probed code has them but rax,
+	 * which is in pt_regs, as are the flags). */
+.Lkrp_full:
+	SAVE_GPRS_BUT_AX
+	FRAME
+	cmpl $0, ukp_vec_lazy(%rip)
+	jne 1f
+	/* the other template's eager path, which leaves with a ret: make
+	 * it the detour's */
+	movq SITE_SLOT(%rbx), %rax
+	movq SITE_DETOUR(%rax), %rax
+	addq $DETOUR_RESUME, %rax
+	movq %rax, PT_SIZE+8(%rbx)
+	jmp .Leager
+1:	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	movl $1, %edx
+	call ukp_optprobe_hit
+	movq %rbx, %rsp
+	.cfi_def_cfa_register %rsp
+	RESTORE_GPRS_BUT_AX
+	leaq ukp_kretprobe_trampoline(%rip), %rax
+	cmpq %rax, ENTRY_SP(%rsp)
+	je .Lkrp_jmp_out
+	/* no return probe after all: a ret to the detour pops the
+	 * prediction of the trampoline (mispredicted once) */
+	movq SITE_SLOT(%rsp), %rax
+	movq SITE_DETOUR(%rax), %rax
+	addq $DETOUR_RESUME, %rax
+	movq %rax, PT_SIZE+8(%rsp)
 	RESTORE_ARITH_FLAGS
 	movq PT_AX(%rsp), %rax
 	leaq PT_SIZE+8(%rsp), %rsp
 	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
 	ret
-	.cfi_adjust_cfa_offset (PT_SIZE + 8)
-9:	movq PT_CX(%rsp), %rcx
-	jmp .Lentry_full
 	.cfi_endproc
-	.size ukp_optprobe_common_entry, .-ukp_optprobe_common_entry
-
-	.p2align 6
-	.globl ukp_optprobe_common
-	.hidden ukp_optprobe_common
-	.type ukp_optprobe_common, @function
-ukp_optprobe_common:
-	.cfi_startproc simple
-	/* CFA = the probed code's stack pointer; its return address is
-	 * unknown here, so unwinders stop at this frame. */
-	.cfi_def_cfa %rsp, 144
-	.cfi_undefined %rip
-	pushfq
-	.cfi_adjust_cfa_offset 8
-	subq $PT_SIZE, %rsp
-	.cfi_adjust_cfa_offset PT_SIZE
-	SAVE_GPRS_BUT_AX
-	movq %rax, PT_AX(%rsp)
-	movq PT_SIZE(%rsp), %rax
-	movq %rax, PT_FLAGS(%rsp)
-	FRAME
-
-	/* The vector state: left in the registers when the hit path is
-	 * vector-free (ukp_vec_lazy: the C side saves it around any
-	 * handler that is not, see vecstate.c), else saved here. */
-	cmpl $0, ukp_vec_lazy(%rip)
-	jne .Llazy
-.Leager:
-	subq ukp_krp_xsave_size(%rip), %rsp
-	andq $-64, %rsp
-	VEC_SAVE
-	cld
-	movq %rbx, %rdi
-	movq SITE_SLOT(%rbx), %rsi
-	xorl %edx, %edx
-	call ukp_optprobe_hit
-	VEC_RESTORE
-	jmp .Lregs
-
-.Llazy:
-	testl $0x400, PT_FLAGS(%rbx)	/* cld only when DF is set: it is */
-	jz 1f				/* not cheap here (about 1 ns) */
-	cld
-1:	FAST_HIT .Lslow, .Lregs
-.Lslow:
-	movq %rbx, %rdi
-	movq SITE_SLOT(%rbx), %rsi
-	movl $1, %edx
-	call ukp_optprobe_hit
-
-.Lregs:
-	movq %rbx, %rsp
-	.cfi_def_cfa_register %rsp
-	RESTORE_GPRS_BUT_AX
-	/* The flags, from regs->flags: DF, then the arithmetic ones. */
-	testl $0x400, PT_FLAGS(%rsp)
-	jz 1f
-	std
-1:	RESTORE_ARITH_FLAGS
-	movq PT_AX(%rsp), %rax
-	leaq PT_SIZE+8(%rsp), %rsp	/* pt_regs and the pushed flags */
-	.cfi_adjust_cfa_offset -(PT_SIZE + 8)
-	ret
-	.cfi_endproc
-	.size ukp_optprobe_common, .-ukp_optprobe_common
+	.size ukp_optprobe_krp_entry, .-ukp_optprobe_krp_entry
 	.globl ukp_optprobe_common_end
 	.hidden ukp_optprobe_common_end
 ukp_optprobe_common_end:
