@@ -61,7 +61,8 @@
 #define KT_TASK         8
 #define KT_SHSTK        16
 #define KT_DEPTH        20
-#define KT_E            24
+#define KT_SPARE        24
+#define KT_E            32
 #define E_SIZE          24  /* slot, ret, ri */
 #define E_SLOT          0
 #define E_RET           8

@@ -29,6 +29,18 @@
  * atomic exchange of the entry's ri field, so that a signal handler
  * nesting on the same thread, or a sweeper, never recycles it twice.
  *
+ * Spares: the arch fast paths of an optimized kretprobe (optprobe_tramp.S,
+ * kretprobe_tramp.S) keep the instance of the return they finish as the
+ * thread's spare, if it has none, instead of pushing it back to its pool,
+ * and take it again at the thread's next entry of the same kretprobe: a
+ * thread calling a probed function over and over touches no shared
+ * cache line. A spare is free: whoever finds a pool empty takes the
+ * spares of that pool from every thread (steal_spares) before counting
+ * a miss, so that maxactive keeps its meaning (instances in flight), and
+ * holders are reaped and dead threads swept with their spares. Only the
+ * owner puts an instance into its spare; everyone takes one out with an
+ * atomic exchange.
+ *
  * Non-local exits (longjmp, exceptions, thread exit) leave entries whose
  * frame is gone. Like uprobes' cleanup_return_instances, a frame is known
  * gone when the stack pointer has moved above its return slot: entries
@@ -87,6 +99,8 @@ struct krp_thread {
 	unsigned long task;          /* pthread_self() */
 	bool shstk;                  /* the thread has a shadow stack */
 	_Atomic unsigned int depth;  /* entries in use */
+	/* A free instance kept by this thread (see "Spares" above). */
+	struct kretprobe_instance *_Atomic spare;
 	struct krp_entry e[KRP_MAX_DEPTH];
 };
 
@@ -117,6 +131,7 @@ _Static_assert(sizeof(struct krp_inst_hdr) == INST_HDR_SIZE, "INST_HDR_SIZE");
 KRP_OFF(struct krp_thread, task, KT_TASK);
 KRP_OFF(struct krp_thread, shstk, KT_SHSTK);
 KRP_OFF(struct krp_thread, depth, KT_DEPTH);
+KRP_OFF(struct krp_thread, spare, KT_SPARE);
 KRP_OFF(struct krp_thread, e, KT_E);
 KRP_OFF(struct krp_entry, slot, E_SLOT);
 KRP_OFF(struct krp_entry, ret, E_RET);
@@ -180,6 +195,35 @@ static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
 							 memory_order_release,
 							 memory_order_relaxed));
+}
+
+/*
+ * [any] Take the spares that belong to h (every one when h is NULL) from
+ * the thread records: the first one of h is returned (want), the others
+ * go back to their pools. Called before counting a miss, when reaping
+ * holders, and for the records of dead threads (first..last).
+ */
+static UKP_TRAP_TEXT struct kretprobe_instance *steal_spares(struct kretprobe_holder *h, bool want,
+							     unsigned int first, unsigned int last)
+{
+	struct kretprobe_instance *got = NULL;
+	unsigned int i;
+
+	for (i = first; i < last; i++) {
+		struct krp_thread *t = &krp_threads[i];
+		struct kretprobe_instance *ri = atomic_load_explicit(&t->spare, memory_order_relaxed);
+
+		if (!ri || (h && inst_hdr(ri)->rph != h))
+			continue;
+		ri = atomic_exchange_explicit(&t->spare, NULL, memory_order_acquire);
+		if (!ri)
+			continue;
+		if (want && !got && inst_hdr(ri)->rph == h)
+			got = ri;
+		else
+			recycle(ri);
+	}
+	return got;
 }
 
 /*
@@ -318,6 +362,7 @@ static UKP_TRAP_TEXT unsigned int sweep_dead(bool all)
 			continue;
 		for (j = depth_of(t); j-- > 0;)
 			entry_drop(&t->e[j]);
+		steal_spares(NULL, false, i, i + 1);
 		atomic_store_explicit(&t->depth, 0, memory_order_relaxed);
 		atomic_store_explicit(&t->tid, 0, memory_order_release);
 		freed++;
@@ -462,6 +507,9 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		return 0;
 	}
 	ri = pool_get(h);
+	if (!ri)
+		ri = steal_spares(h, true, 0,
+				  atomic_load_explicit(&krp_hiwater, memory_order_acquire));
 	if (!ri && sweep_dead(false))
 		ri = pool_get(h);
 	if (!ri) {
@@ -762,6 +810,8 @@ static void krp_reap_locked(void)
 		return;
 	ukp_read_lock(c);
 	sweep_dead(false);
+	for (h = krp_zombies; h; h = h->next)
+		steal_spares(h, false, 0, atomic_load_explicit(&krp_hiwater, memory_order_acquire));
 	ukp_read_unlock(c);
 	for (pp = &krp_zombies; (h = *pp);) {
 		if (all_back(h)) {

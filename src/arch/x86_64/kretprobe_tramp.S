@@ -110,8 +110,9 @@ ukp_kretprobe_trampoline:
 	 * signals held back, read side, the entry consumed (the real
 	 * return address into S and regs->ip, then the depth), the probe
 	 * state set, the handler called, then the state cleared, the
-	 * instance back to its pool (the same lock-free push as recycle()),
-	 * the read side left and what was held back delivered.
+	 * instance kept as the thread's spare (kretprobes.c) or, when it
+	 * has one, back to its pool (the same lock-free push as
+	 * recycle()), the read side left and what was held back delivered.
 	 *
 	 * Registers (all restored from pt_regs at 2:): r12 ukp_ctl's
 	 * offset from the thread pointer, r14 the grace-period record, r15
@@ -168,8 +169,11 @@ ukp_kretprobe_trampoline:
 	cmpq H_VF_HANDLER(%rcx), %r8
 	jne 8f					/* not proven: the safe call */
 4:	movq %rbx, (%rsp)
-	xorl %ecx, %ecx
-	xchgq %rcx, E_RI(%rdx)			/* consumed */
+	/* Consumed. A plain store, not the exchange of the C paths (a
+	 * locked instruction would wait here for the frame's stores):
+	 * only this thread takes entries of its live return stack, and
+	 * its signal handlers are held back. */
+	movq $0, E_RI(%rdx)
 	movq E_RET(%rdx), %rcx
 	movq %rcx, (%rsi)			/* unwinders see it from here on */
 	movq %rcx, (PT_IP - PT_SIZE)(%rbp)
@@ -201,8 +205,14 @@ ukp_kretprobe_trampoline:
 	movq ukp_errno_offset(%rip), %rcx
 	movl 8(%rsp), %eax
 	movl %eax, %fs:(%rcx)
-5:	/* the instance back to its pool */
-	movq -INST_HDR_SIZE(%rbx), %rcx
+5:	/* the instance: the thread's spare if it has none, else back to
+	 * its pool */
+	cmpq $0, KT_SPARE(%r15)
+	jne 1f
+	movq %rbx, KT_SPARE(%r15)
+	xorl %ebx, %ebx				/* done: the way out */
+	jmp 9f
+1:	movq -INST_HDR_SIZE(%rbx), %rcx
 	movl (-INST_HDR_SIZE + 8)(%rbx), %edx	/* its index */
 	movq H_FREE_NEXT(%rcx), %rdi
 	movq H_FREE_HEAD(%rcx), %rax

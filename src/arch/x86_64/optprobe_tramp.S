@@ -375,12 +375,13 @@ ukp_optprobe_krp_entry:
 	 * without entry_handler, the thread is idle and has its return
 	 * stack (claimed at its first hit, on the C path), the return
 	 * slot does not hold the trampoline already (chained), no entry
-	 * of a gone frame is to be dropped, and the pool has an instance.
+	 * of a gone frame is to be dropped, and there is an instance: the
+	 * thread's spare (kretprobes.c) or one from the pool.
 	 * Anything else: every register back, then the full frame and the
 	 * C path (.Lkrp_full), with nothing changed.
 	 *
 	 * The order is the C path's: signals held back, read side, then
-	 * the instance from the pool (the same lock-free pop), the entry
+	 * the instance (from the pool: the same lock-free pop), the entry
 	 * written and published by the depth, and last the trampoline's
 	 * address in the return slot. No user code runs and nothing here
 	 * can fault (the slot is the live stack), so no probe state is set.
@@ -451,7 +452,14 @@ ukp_optprobe_krp_entry:
 	leaq (%r10, %r10, 2), %rax
 	cmpq %rcx, (KT_E - E_SIZE + E_SLOT)(%rdi, %rax, 8)
 	jbe 7f					/* a gone frame to drop */
-1:	movq H_FREE_NEXT(%r9), %rbx
+1:	xorl %eax, %eax
+	xchgq %rax, KT_SPARE(%rdi)		/* this thread's spare instance */
+	testq %rax, %rax
+	jz 3f
+	cmpq %r9, -INST_HDR_SIZE(%rax)
+	je 4f					/* one of this kretprobe's */
+	movq %rax, KT_SPARE(%rdi)		/* another's: back (only this thread fills it) */
+3:	movq H_FREE_NEXT(%r9), %rbx
 	movq H_FREE_HEAD(%r9), %rax
 2:	testl %eax, %eax
 	jz 7f					/* none free: the C path counts it */
@@ -468,7 +476,7 @@ ukp_optprobe_krp_entry:
 	imulq H_STRIDE(%r9), %rax
 	addq H_INSTS(%r9), %rax
 	addq $INST_HDR_SIZE, %rax		/* the instance */
-	movq %r11, RI_RET_ADDR(%rax)
+4:	movq %r11, RI_RET_ADDR(%rax)
 	movq %rsi, RI_RP(%rax)
 	movq KT_TASK(%rdi), %rdx
 	movq %rdx, RI_TASK(%rax)
