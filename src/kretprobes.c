@@ -1037,6 +1037,11 @@ unsigned long ukp_krp_holders_allocated(void)
 	return atomic_load(&krp_nholders);
 }
 
+struct kretprobe_instance *ukp_krp_spare_of_self(void)
+{
+	return krp_self ? atomic_load(&krp_self->spare) : NULL;
+}
+
 void ukp_krp_reap(void)
 {
 	pthread_mutex_lock(&krp_mutex);

@@ -83,5 +83,7 @@ bool ukp_krp_unwind_ready(void);
  * reap of the holders nobody can touch any more. */
 unsigned long ukp_krp_holders_allocated(void);
 void ukp_krp_reap(void);
+/* For tests: the calling thread's spare instance (kretprobes.c), or NULL. */
+struct kretprobe_instance *ukp_krp_spare_of_self(void);
 
 #endif /* UKP_KRETPROBES_H */

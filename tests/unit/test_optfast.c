@@ -10,6 +10,13 @@
  * nested-hit accounting, and the change to the C path (and back) when a
  * second probe comes, the handler is swapped or a post_handler appears.
  *
+ * A kretprobe's entry and return have their own fast paths
+ * (ukp_optprobe_krp_entry, the trampoline): they keep the instance of a
+ * finished return as the thread's spare and take it at the next entry;
+ * the tests below check that a spare is still free for every thread
+ * (maxactive), for the holder's reaping, and that a site built for a
+ * kretprobe serves any other probe set.
+ *
  * The fast path exists only when the library's hit path is proven
  * vector-free (ukp_vec_lazy); sanitizer builds and UKPROBES_LAZY_VECTOR=0
  * run the C path, where the same behaviour is asserted.
@@ -18,7 +25,9 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -27,6 +36,7 @@
 #include <criterion/criterion.h>
 
 #include "internal.h"
+#include "kretprobes.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
 
@@ -651,4 +661,168 @@ Test(optfast, returns_after_nested_calls_all_count)
 	ret_state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
+}
+
+/* ------------------------------------------- kretprobe spares and sites */
+
+static struct kretprobe_instance *seen_ri, *seen_spare;
+
+static int r_spare(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	seen_ri = ri;
+	seen_spare = ukp_krp_spare_of_self();
+	(void)regs;
+	return 0;
+}
+
+Test(optfast, a_return_keeps_its_instance_as_spare_and_the_next_entry_takes_it)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 4 };
+
+	warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8); /* the thread's first entry claims its record */
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(call_of_add(i), i + 7);
+		if (!fast_expected())
+			continue;
+		/* taken by the entry, given back by the return */
+		cr_expect_null(seen_spare, "the entry took the spare");
+		cr_expect_eq(ukp_krp_spare_of_self(), seen_ri, "the return kept its instance");
+	}
+	cr_expect_eq(atomic_load(&rets), 21);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 21);
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+static void *call_of_add_ten(void *arg)
+{
+	for (int i = 0; i < 10; i++)
+		if (call_of_add(i) != i + 7)
+			return (void *)1;
+	(void)arg;
+	return NULL;
+}
+
+Test(optfast, a_spare_is_free_for_the_other_threads)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 1 };
+	pthread_t th;
+	void *ret;
+
+	warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8);
+	cr_assert_eq(call_of_add(2), 9);
+	if (fast_expected())
+		cr_assert_not_null(ukp_krp_spare_of_self(), "this thread keeps the one instance");
+	/* the other thread finds the pool empty and takes the spare */
+	cr_assert_eq(pthread_create(&th, NULL, call_of_add_ten, NULL), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_null(ret);
+	cr_expect_null(ukp_krp_spare_of_self());
+	/* and back: from the record of the thread that ended */
+	cr_assert_eq(call_of_add(3), 10);
+	cr_expect_eq(atomic_load(&rets), 13);
+	cr_expect_eq(rp.nmissed, 0, "a spare counted as in flight");
+	unregister_kretprobe(&rp);
+}
+
+Test(optfast, a_holder_with_an_instance_in_a_spare_is_reaped)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 2 };
+	unsigned long holders0;
+
+	warm_up();
+	ukp_krp_reap();
+	holders0 = ukp_krp_holders_allocated();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8);
+	cr_assert_eq(call_of_add(2), 9);
+	if (fast_expected())
+		cr_assert_not_null(ukp_krp_spare_of_self());
+	unregister_kretprobe(&rp);
+	ukp_krp_reap();
+	cr_expect_null(ukp_krp_spare_of_self(), "the reaper took the spare back");
+	cr_expect_eq(ukp_krp_holders_allocated(), holders0, "holder not freed");
+}
+
+/* A site optimized for a kretprobe alone has a detour that enters its
+ * own template (ukp_optprobe_krp_entry); any other probe set there takes
+ * the C path from it, and the stack and the return prediction stay
+ * balanced (a wrong way out would crash or return to the wrong place). */
+Test(optfast, a_kretprobe_site_serves_a_kprobe_added_later_and_left_alone)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 4 };
+	struct kprobe kp2 = { .symbol_name = "of_add", .pre_handler = h_count };
+
+	warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 1008);
+	cr_assert_eq(register_kprobe(&kp2), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&hits), 10);
+	cr_expect_eq(atomic_load(&rets), 11);
+	unregister_kretprobe(&rp);
+	cr_assert(kprobe_optimized(&kp2));
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(call_of_add(i), i + 7);
+	cr_expect_eq(atomic_load(&hits), 20);
+	cr_expect_eq(atomic_load(&rets), 11);
+	ret_state_clear();
+	unregister_kprobe(&kp2);
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+/* Every argument register, al of a variadic call and the vector
+ * arguments reach a function whose kretprobe entry took the fast path. */
+__attribute__((noinline)) long krp_six(long a, long b, long c, long d, long e, long f)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;
+}
+
+__attribute__((noinline)) double krp_vsum(int n, ...)
+{
+	va_list ap;
+	double sum = 0;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		sum += va_arg(ap, double);
+	va_end(ap);
+	return sum;
+}
+
+Test(optfast, arguments_survive_a_kretprobe_entry)
+{
+	struct kretprobe r6 = { .kp.symbol_name = "krp_six", .handler = r_spare, .maxactive = 4 };
+	struct kretprobe rv = { .kp.symbol_name = "krp_vsum", .handler = r_spare, .maxactive = 4 };
+	long (*volatile six)(long, long, long, long, long, long) = krp_six;
+	double (*volatile vsum)(int, ...) = krp_vsum;
+
+	warm_up();
+	cr_assert_eq(register_kretprobe(&r6), 0);
+	cr_assert_eq(register_kretprobe(&rv), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&r6.kp) && kprobe_optimized(&rv.kp));
+	atomic_store(&rets, 0);
+	atomic_store(&fast_rets, 0);
+	for (long i = 0; i < 5; i++) {
+		cr_assert_eq(six(i, 1, 2, 3, 4, 5), i + 2 + 6 + 12 + 20 + 30);
+		cr_assert_eq(vsum(3, 1.5, 2.25, (double)i), 3.75 + (double)i);
+	}
+	cr_expect_eq(atomic_load(&rets), 10);
+	if (fast_expected()) {
+		cr_expect_eq(atomic_load(&fast_rets), 10);
+		cr_expect_not_null(ukp_krp_spare_of_self());
+	}
+	unregister_kretprobe(&r6);
+	unregister_kretprobe(&rv);
+	cr_expect_eq(r6.nmissed + rv.nmissed, 0);
 }
