@@ -23,11 +23,16 @@
  *
  * Return stacks: a static array of records, one per thread that ever hit
  * a kretprobe, found through an initial-exec TLS pointer. Entries are
- * pushed on the trap path (asynchronous signals blocked) and consumed by
- * the dispatcher, the unwinder interposers, and other threads sweeping
- * the records of dead threads. An instance changes hands only through an
- * atomic exchange of the entry's ri field, so that a signal handler
- * nesting on the same thread, or a sweeper, never recycles it twice.
+ * pushed on the trap path (asynchronous signals blocked) or by the
+ * kretprobe template (held back), and consumed by the dispatcher or the
+ * trampoline's fast path, the unwinder interposers, and other threads
+ * sweeping the records of dead threads. An instance changes hands only
+ * through an atomic exchange of the entry's ri field, so that a signal
+ * handler nesting on the same thread, or a sweeper, never recycles it
+ * twice; the one exception is the trampoline's fast path, which clears
+ * the field of its own live thread with a plain store while that
+ * thread's signal handlers are held back (no sweeper takes a live
+ * thread's entries).
  *
  * Spares: the arch fast paths of an optimized kretprobe (optprobe_tramp.S,
  * kretprobe_tramp.S) keep the instance of the return they finish as the
