@@ -123,18 +123,7 @@ ukp_kretprobe_trampoline:
 	 * the call).
 	 */
 	subq $16, %rsp
-	movq ukp_ctl@gottpoff(%rip), %r12
-	movq %fs:CTL_STATUS(%r12), %rax		/* status, depth */
-	orq %fs:CTL_IN_HANDLER(%r12), %rax	/* in_handler, defer_async */
-	jnz 3f
-	movq %fs:CTL_REC(%r12), %r14
-	testq %r14, %r14
-	jz 3f
-	leaq ukp_overflow_rec(%rip), %rax
-	cmpq %rax, %r14
-	je 3f
-	cmpb $0, ukp_reader_fence(%rip)
-	jne 3f
+	IDLE_OR %r12, %r14, %rax, 3f
 	movq ukp_krp_self@gottpoff(%rip), %rax
 	movq %fs:(%rax), %r15
 	testq %r15, %r15
@@ -228,16 +217,8 @@ ukp_kretprobe_trampoline:
 	xorl %ebx, %ebx				/* done: the way out */
 	jmp 9f
 8:	movl $1, %ebx				/* undo: then the dispatcher */
-9:	xorl %eax, %eax
-	movq %rax, %fs:CTL_STATUS(%r12)
-	addq $1, REC_SEQ(%r14)			/* even: outside */
-	movq %rax, %fs:CTL_IN_HANDLER(%r12)
-	cmpq $0, %fs:CTL_DEFERRED(%r12)
-	je 1f
-	movq %fs:0, %rdi			/* deliver what was held back */
-	addq %r12, %rdi
-	call ukp_defer_async_flush
-1:	testl %ebx, %ebx
+9:	LEAVE_HELD %r12, %r14
+	testl %ebx, %ebx
 	jz 2f
 	jmp 3f
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */

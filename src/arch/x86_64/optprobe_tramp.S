@@ -84,18 +84,7 @@
 	movq SITE_SLOT(%rbx), %r15
 	cmpq $0, SITE_FAST_KP(%r15)
 	je \slow
-	movq ukp_ctl@gottpoff(%rip), %r13
-	movq %fs:CTL_STATUS(%r13), %rax		/* status, depth */
-	orq %fs:CTL_IN_HANDLER(%r13), %rax	/* in_handler, defer_async */
-	jnz \slow
-	movq %fs:CTL_REC(%r13), %r14
-	testq %r14, %r14
-	jz \slow
-	leaq ukp_overflow_rec(%rip), %rax
-	cmpq %rax, %r14
-	je \slow
-	cmpb $0, ukp_reader_fence(%rip)
-	jne \slow
+	IDLE_OR %r13, %r14, %rax, \slow
 	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
 	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
 	movq %rax, %fs:CTL_IN_HANDLER(%r13)
@@ -174,6 +163,17 @@
 	jmp \slow
 	.endm
 
+	/* The start of both entry templates: rax into pt_regs, the
+	 * arithmetic flags into ah (SF ZF AF PF CF) and al (OF), then rsp =
+	 * pt_regs (the frame of the other template: pushfq slot included). */
+	.macro ENTRY_FRAME
+	movq %rax, (PT_AX - PT_SIZE - 8)(%rsp)
+	lahf
+	seto %al
+	leaq -(PT_SIZE + 8)(%rsp), %rsp
+	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	.endm
+
 	/* The rest of pt_regs (the general registers and the flags are
 	 * in), then rbx = pt_regs as the frame's CFA base. */
 	.macro FRAME
@@ -233,11 +233,7 @@ ukp_optprobe_common_entry:
 	.cfi_startproc simple
 	.cfi_def_cfa %rsp, 144
 	.cfi_undefined %rip
-	movq %rax, (PT_AX - PT_SIZE - 8)(%rsp)
-	lahf				/* SF ZF AF PF CF in ah */
-	seto %al
-	leaq -(PT_SIZE + 8)(%rsp), %rsp
-	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	ENTRY_FRAME
 	SAVE_GPRS_BUT_AX
 	movzbl %al, %ecx
 	shll $11, %ecx			/* OF */
@@ -354,11 +350,7 @@ ukp_optprobe_krp_entry:
 	.cfi_startproc simple
 	.cfi_def_cfa %rsp, 144
 	.cfi_undefined %rip
-	movq %rax, (PT_AX - PT_SIZE - 8)(%rsp)
-	lahf				/* SF ZF AF PF CF in ah */
-	seto %al
-	leaq -(PT_SIZE + 8)(%rsp), %rsp
-	.cfi_adjust_cfa_offset (PT_SIZE + 8)
+	ENTRY_FRAME
 	movq %rcx, PT_CX(%rsp)
 	movzbl %al, %ecx
 	shll $11, %ecx			/* OF */
@@ -400,18 +392,7 @@ ukp_optprobe_krp_entry:
 	movq %r10, PT_R10(%rsp)
 	movq %r11, PT_R11(%rsp)
 	movq %r12, PT_R12(%rsp)
-	movq ukp_ctl@gottpoff(%rip), %rdx
-	movq %fs:CTL_STATUS(%rdx), %rax		/* status, depth */
-	orq %fs:CTL_IN_HANDLER(%rdx), %rax	/* in_handler, defer_async */
-	jnz 8f
-	movq %fs:CTL_REC(%rdx), %r8
-	testq %r8, %r8
-	jz 8f
-	leaq ukp_overflow_rec(%rip), %rax
-	cmpq %rax, %r8
-	je 8f
-	cmpb $0, ukp_reader_fence(%rip)
-	jne 8f
+	IDLE_OR %rdx, %r8, %rax, 8f
 	/* defer_async = 1, then the read side: depth = 1 */
 	movabsq $(1 << 32), %rax
 	movq %rax, %fs:CTL_IN_HANDLER(%rdx)
@@ -493,16 +474,8 @@ ukp_optprobe_krp_entry:
 	jmp 6f
 7:	movl $1, %ebx				/* undo: then the C path */
 6:	movq ukp_ctl@gottpoff(%rip), %rdx
-	xorl %eax, %eax
-	movq %rax, %fs:CTL_STATUS(%rdx)
-	addq $1, REC_SEQ(%r8)			/* even: outside */
-	movq %rax, %fs:CTL_IN_HANDLER(%rdx)
-	cmpq $0, %fs:CTL_DEFERRED(%rdx)
-	je 5f
-	movq %fs:0, %rdi			/* deliver what was held back */
-	addq %rdx, %rdi
-	call ukp_defer_async_flush
-5:	movl %ebx, %eax
+	LEAVE_HELD %rdx, %r8
+	movl %ebx, %eax
 	jmp 4f
 8:	movl $1, %eax				/* nothing done: the C path */
 4:	movq PT_BX(%rsp), %rbx
