@@ -186,7 +186,8 @@ static UKP_TRAP_TEXT struct kretprobe_instance *pool_get(struct kretprobe_holder
 
 /* [any] Give an instance back. The holder may be freed (after a grace
  * period) as soon as every instance is back (all_back): nothing touches
- * it after the push. */
+ * it after the push. (The trampoline's fast path calls it as
+ * ukp_krp_recycle.) */
 static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 {
 	struct krp_inst_hdr *hd = inst_hdr(ri);
@@ -200,6 +201,11 @@ static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
 							 memory_order_release,
 							 memory_order_relaxed));
+}
+
+UKP_TRAP_TEXT void ukp_krp_recycle(struct kretprobe_instance *ri)
+{
+	recycle(ri);
 }
 
 /*

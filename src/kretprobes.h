@@ -50,6 +50,10 @@ static inline bool ukp_is_kretprobe(const struct kprobe *p)
  */
 uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int lazy);
 
+/* [ret] An instance back to its pool (the trampoline's fast path, when
+ * the thread's spare is taken). */
+void ukp_krp_recycle(struct kretprobe_instance *ri);
+
 /*
  * [thread] Put the real return address back into every live slot of the
  * calling thread that still holds the trampoline (slots at or above

@@ -61,6 +61,7 @@ void ukp_vecstate_init(void)
 		(uintptr_t)ukp_optprobe_hit,
 		(uintptr_t)ukp_fast_abandoned,
 		(uintptr_t)ukp_defer_async_flush,
+		(uintptr_t)ukp_krp_recycle,
 		(uintptr_t)ukp_kretprobe_dispatch,
 		(uintptr_t)ukp_kretprobe_pre_handler,
 		(uintptr_t)ukp_kprobe_thunk,

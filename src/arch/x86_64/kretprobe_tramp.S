@@ -112,8 +112,8 @@ ukp_kretprobe_trampoline:
 	 * return address into S and regs->ip, then the depth), the probe
 	 * state set, the handler called, then the state cleared, the
 	 * instance kept as the thread's spare (kretprobes.c) or, when it
-	 * has one, back to its pool (the same lock-free push as
-	 * recycle()), the read side left and what was held back delivered.
+	 * has one, back to its pool, the read side left and what was held
+	 * back delivered.
 	 *
 	 * Registers (all restored from pt_regs at 2:): r12 ukp_ctl's
 	 * offset from the thread pointer, r14 the grace-period record, r15
@@ -200,21 +200,10 @@ ukp_kretprobe_trampoline:
 	cmpq $0, KT_SPARE(%r15)
 	jne 1f
 	movq %rbx, KT_SPARE(%r15)
-	xorl %ebx, %ebx				/* done: the way out */
-	jmp 9f
-1:	movq -INST_HDR_SIZE(%rbx), %rcx
-	movl (-INST_HDR_SIZE + 8)(%rbx), %edx	/* its index */
-	movq H_FREE_NEXT(%rcx), %rdi
-	movq H_FREE_HEAD(%rcx), %rax
-1:	movl %eax, (%rdi, %rdx, 4)		/* free_next[index] = head */
-	movq %rax, %rsi
-	shrq $32, %rsi
-	addq $1, %rsi				/* the ABA tag */
-	shlq $32, %rsi
-	leaq 1(%rsi, %rdx), %rsi
-	lock cmpxchgq %rsi, H_FREE_HEAD(%rcx)
-	jne 1b
-	xorl %ebx, %ebx				/* done: the way out */
+	jmp 4f
+1:	movq %rbx, %rdi
+	call ukp_krp_recycle
+4:	xorl %ebx, %ebx				/* done: the way out */
 	jmp 9f
 8:	movl $1, %ebx				/* undo: then the dispatcher */
 9:	LEAVE_HELD %r12, %r14

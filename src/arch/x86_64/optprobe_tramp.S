@@ -174,6 +174,25 @@
 	.cfi_adjust_cfa_offset (PT_SIZE + 8)
 	.endm
 
+	/* regs->flags from what ENTRY_FRAME left in ax (rsp = pt_regs),
+	 * with IF and the reserved bit 1 set; clobbers rax and rcx. */
+	.macro ENTRY_FLAGS
+	movzbl %al, %ecx
+	shll $11, %ecx			/* OF */
+	movzbl %ah, %eax
+	orl %ecx, %eax
+	orl $0x202, %eax
+	movq %rax, PT_FLAGS(%rsp)
+	.endm
+
+	/* rax = where the detour resumes after the template (rsp =
+	 * pt_regs; the site is in its stack slot). */
+	.macro RESUME_ADDR
+	movq SITE_SLOT(%rsp), %rax
+	movq SITE_DETOUR(%rax), %rax
+	addq $DETOUR_RESUME, %rax
+	.endm
+
 	/* The rest of pt_regs (the general registers and the flags are
 	 * in), then rbx = pt_regs as the frame's CFA base. */
 	.macro FRAME
@@ -235,12 +254,7 @@ ukp_optprobe_common_entry:
 	.cfi_undefined %rip
 	ENTRY_FRAME
 	SAVE_GPRS_BUT_AX
-	movzbl %al, %ecx
-	shll $11, %ecx			/* OF */
-	movzbl %ah, %eax
-	orl %ecx, %eax
-	orl $0x202, %eax		/* IF, reserved bit 1 */
-	movq %rax, PT_FLAGS(%rsp)
+	ENTRY_FLAGS
 	FRAME
 	/* DF is clear (the ABI): no cld. */
 	cmpl $0, ukp_vec_lazy(%rip)
@@ -352,12 +366,7 @@ ukp_optprobe_krp_entry:
 	.cfi_undefined %rip
 	ENTRY_FRAME
 	movq %rcx, PT_CX(%rsp)
-	movzbl %al, %ecx
-	shll $11, %ecx			/* OF */
-	movzbl %ah, %eax
-	orl %ecx, %eax
-	orl $0x202, %eax		/* IF, reserved bit 1 */
-	movq %rax, PT_FLAGS(%rsp)
+	ENTRY_FLAGS
 	movq SITE_SLOT(%rsp), %rcx
 	/*
 	 * The entry of a kretprobe (the work of ukp_kretprobe_pre_handler,
@@ -492,9 +501,7 @@ ukp_optprobe_krp_entry:
 	jnz .Lkrp_full
 	/* the return slot holds the trampoline: keep the prediction */
 .Lkrp_jmp_out:
-	movq SITE_SLOT(%rsp), %rax
-	movq SITE_DETOUR(%rax), %rax
-	addq $DETOUR_RESUME, %rax
+	RESUME_ADDR
 	movq %rax, SITE_SLOT(%rsp)
 	RESTORE_ARITH_FLAGS
 	movq PT_AX(%rsp), %rax
@@ -513,10 +520,8 @@ ukp_optprobe_krp_entry:
 	jne 1f
 	/* the other template's eager path, which leaves with a ret: make
 	 * it the detour's */
-	movq SITE_SLOT(%rbx), %rax
-	movq SITE_DETOUR(%rax), %rax
-	addq $DETOUR_RESUME, %rax
-	movq %rax, PT_SIZE+8(%rbx)
+	RESUME_ADDR			/* rsp = rbx = pt_regs */
+	movq %rax, PT_SIZE+8(%rsp)
 	jmp .Leager
 1:	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
@@ -530,9 +535,7 @@ ukp_optprobe_krp_entry:
 	je .Lkrp_jmp_out
 	/* no return probe after all: a ret to the detour pops the
 	 * prediction of the trampoline (mispredicted once) */
-	movq SITE_SLOT(%rsp), %rax
-	movq SITE_DETOUR(%rax), %rax
-	addq $DETOUR_RESUME, %rax
+	RESUME_ADDR
 	movq %rax, PT_SIZE+8(%rsp)
 	RESTORE_ARITH_FLAGS
 	movq PT_AX(%rsp), %rax
