@@ -916,6 +916,52 @@ def case_manpage():
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
 
 
+def case_return_everything():
+    """r PROG:* on an ordinary -O2 -g program: the ELF entry point and the
+    .cold part are not return-probed (the library refuses them, and says
+    why), every other function is; the program's output and exit status
+    are those of a run without probes. p PROG:* keeps them."""
+    prog = tgt("cold")
+    words = ["delta", "be", "alpha"]
+    plain = subprocess.run([prog] + words, capture_output=True, text=True, timeout=60)
+    check(plain.returncode == 4 and plain.stdout.startswith("argc 4 checksum"),
+          "the plain run", show(plain))
+    r = ukprobe(["stat", "-e", "r tgt_cold:*", "--", prog] + words)
+    check(r.returncode == plain.returncode, "exit status under probes", show(r), show(plain))
+    check(r.stdout.startswith(plain.stdout), "output under probes", show(r), show(plain))
+    # fib recurses deeper than maxactive: hits + misses (GCC turns some of
+    # its recursion into a loop, so the count of calls is its own)
+    hits = {ev: int(h) + int(m) for ev, h, m in
+            re.findall(r"^ukprobes/(\w+)\s+(\d+)\s+(\d+)$", r.stdout, re.M)}
+    check(hits.get("main__return") == 1 and hits.get("checksum__return") == 1 and
+          hits.get("fib__return", 0) > 0 and
+          hits.get("report_rare__return") == 3 and hits.get("by_length__return", 0) > 0,
+          "every function's returns are counted", show(r))
+    check("_start__return" not in hits and "checksum_cold__return" not in hits,
+          "_start and checksum.cold are not probed", show(r))
+    check("2 of the" in r.stderr and "functions matching * cannot be probed" in r.stderr,
+          "the skipped functions are counted", show(r))
+    # ukprobe probes says why
+    r = ukprobe(["probes", "-e", "r tgt_cold:*", "--", prog])
+    check(r.returncode == 0 and r.stderr == "", "probes r", show(r))
+    rows = {row["event"]: row for row in probes_rows(r.stdout)}
+    check(rows["ukprobes/_start__return"]["note"] ==
+          "cannot probe: cannot put a return probe here: the ELF entry point: the kernel "
+          "enters it with argc where a return address would be", "_start's row", r.stdout)
+    check(rows["ukprobes/checksum_cold__return"]["note"] ==
+          "cannot probe: cannot put a return probe here: a .cold part of a function: "
+          "reached by jumps, never called", ".cold's row", r.stdout)
+    check(rows["ukprobes/checksum__return"]["addr"] != "-" and
+          not rows["ukprobes/checksum__return"]["note"], "checksum's row", r.stdout)
+    # kprobes there are fine
+    r = ukprobe(["probes", "-e", "p tgt_cold:*", "--", prog])
+    rows = {row["event"]: row for row in probes_rows(r.stdout)}
+    check(r.returncode == 0 and rows["ukprobes/_start"]["addr"] != "-" and
+          rows["ukprobes/checksum_cold"]["addr"] != "-" and
+          not rows["ukprobes/_start"]["note"] and not rows["ukprobes/checksum_cold"]["note"],
+          "p keeps them", show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)
