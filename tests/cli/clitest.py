@@ -953,6 +953,17 @@ def case_return_everything():
           "reached by jumps, never called", ".cold's row", r.stdout)
     check(rows["ukprobes/checksum__return"]["addr"] != "-" and
           not rows["ukprobes/checksum__return"]["note"], "checksum's row", r.stdout)
+    # Debian's python3 exports _start in .dynsym: every return probed
+    py = os.path.realpath("/usr/bin/python3")
+    if os.path.exists(py):
+        script = "import json, re; print(sum(range(10)), json.dumps({'a': [1, 2]}), " \
+                 "re.sub('b+', '-', 'abbbc'))"
+        plain = subprocess.run([py, "-c", script], capture_output=True, text=True, timeout=60)
+        r = ukprobe(["stat", "-e", "r %s:*" % os.path.basename(py), "--", py, "-c", script],
+                    timeout=300)
+        check(r.returncode == plain.returncode == 0 and r.stdout.startswith(plain.stdout) and
+              "ended without the agent's final report" not in r.stderr,
+              "r %s:*" % py, show(r), show(plain))
     # kprobes there are fine
     r = ukprobe(["probes", "-e", "p tgt_cold:*", "--", prog])
     rows = {row["event"]: row for row in probes_rows(r.stdout)}
