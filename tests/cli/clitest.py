@@ -973,6 +973,39 @@ def case_return_everything():
           "p keeps them", show(r))
 
 
+def case_program_names():
+    """OBJ names the program as the user typed it: through a symlink (as
+    /usr/bin/python3 -> python3.11), by its basename, found in PATH, by
+    a relative path, and by its real file's name."""
+    with tempfile.TemporaryDirectory() as d:
+        alias = os.path.join(d, "ukt-alias")
+        os.symlink(tgt("basic"), alias)
+        specs = ["p:n/typed ukt-alias:add", "p:n/full %s:add" % alias,
+                 "p:n/real tgt_basic:add", "p:n/rel ./ukt-alias:add"]
+        for cmd, env in (([alias], None), (["./ukt-alias"], None),
+                         (["ukt-alias"], dict(os.environ, PATH=d + ":/usr/bin:/bin"))):
+            args = ["stat"]
+            for sp in specs:
+                args += ["-e", sp]
+            r = ukprobe(args + ["--"] + cmd, cwd=d, env=env)
+            check(r.returncode == 3 and r.stdout.startswith(BASIC_OUT % "world") and
+                  all(re.search(r"^n/%s +3 +0$" % ev, r.stdout, re.M)
+                      for ev in ("typed", "full", "real", "rel")) and r.stderr == "",
+                  "names of %s" % cmd, show(r))
+    # the real python3 symlink of Debian
+    py = "/usr/bin/python3"
+    if os.path.islink(py) and os.path.basename(os.path.realpath(py)) != "python3":
+        real = os.path.basename(os.path.realpath(py))
+        for cmd, env in (([py], None), (["python3"], dict(os.environ, PATH="/usr/bin:/bin"))):
+            r = ukprobe(["stat", "-e", "p:n/short python3:PyObject_Malloc",
+                         "-e", "p:n/real %s:PyObject_Malloc" % real, "--"] + cmd +
+                        ["-c", "print('hi')"], env=env)
+            m = re.findall(r"^n/(short|real) +(\d+) +0$", r.stdout, re.M)
+            check(r.returncode == 0 and r.stdout.startswith("hi\n") and len(m) == 2 and
+                  m[0][1] == m[1][1] and int(m[0][1]) > 0 and r.stderr == "",
+                  "python3:PyObject_Malloc for %s" % cmd, show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)
