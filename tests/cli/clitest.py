@@ -939,7 +939,9 @@ def case_return_everything():
           "every function's returns are counted", show(r))
     check("_start__return" not in hits and "checksum_cold__return" not in hits,
           "_start and checksum.cold are not probed", show(r))
-    check("2 of the" in r.stderr and "functions matching * cannot be probed" in r.stderr,
+    skipped = 2 if "checksum.cold" in nm_functions(prog) else 1
+    check("%d of the" % skipped in r.stderr and
+          "functions matching * cannot be probed" in r.stderr,
           "the skipped functions are counted", show(r))
     # ukprobe probes says why
     r = ukprobe(["probes", "-e", "r tgt_cold:*", "--", prog])
@@ -948,7 +950,8 @@ def case_return_everything():
     check(rows["ukprobes/_start__return"]["note"] ==
           "cannot probe: cannot put a return probe here: the ELF entry point: the kernel "
           "enters it with argc where a return address would be", "_start's row", r.stdout)
-    check(rows["ukprobes/checksum_cold__return"]["note"] ==
+    gcc = "checksum.cold" in nm_functions(prog)   # clang makes no .cold part
+    check(not gcc or rows["ukprobes/checksum_cold__return"]["note"] ==
           "cannot probe: cannot put a return probe here: a .cold part of a function: "
           "reached by jumps, never called", ".cold's row", r.stdout)
     check(rows["ukprobes/checksum__return"]["addr"] != "-" and
@@ -968,8 +971,9 @@ def case_return_everything():
     r = ukprobe(["probes", "-e", "p tgt_cold:*", "--", prog])
     rows = {row["event"]: row for row in probes_rows(r.stdout)}
     check(r.returncode == 0 and rows["ukprobes/_start"]["addr"] != "-" and
-          rows["ukprobes/checksum_cold"]["addr"] != "-" and
-          not rows["ukprobes/_start"]["note"] and not rows["ukprobes/checksum_cold"]["note"],
+          not rows["ukprobes/_start"]["note"] and
+          (not gcc or (rows["ukprobes/checksum_cold"]["addr"] != "-" and
+                       not rows["ukprobes/checksum_cold"]["note"])),
           "p keeps them", show(r))
 
 

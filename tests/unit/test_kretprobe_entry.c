@@ -25,6 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "internal.h"
+#include "symbols.h"
 #include "ukp_test.h"
 
 extern char ukt_krp_pushed_outer[], ukt_krp_after_push[], ukt_krp_outermost[],
@@ -122,7 +123,14 @@ Test(kretprobe_entry, gcc_cold_part)
 {
 	struct kretprobe r = { .handler = count_ret };
 	int v[] = { 1, -2, 3, -4 };
+	uintptr_t cold;
 
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	if (ukp_sym_lookup_name("ukt_flow_split_back.cold", &cold)) {
+		ukp_unlock_for_show();
+		cr_skip_test("the compiler made no .cold part (not GCC)");
+	}
+	ukp_unlock_for_show();
 	expect_refused("ukt_flow_split_back.cold", NULL, ".cold part");
 	/* the hot part is an ordinary function: its return is seen once
 	 * per call, also when the call went through the cold part */
