@@ -49,19 +49,18 @@ static int entry_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	if (!em->obj->is_main && (!info->dlpi_name || strcmp(info->dlpi_name, em->obj->path)))
 		return 0;
-	if (em->obj->is_main) {
-		/* the kernel told us where it entered the program */
-		em->entry = (uintptr_t)getauxval(AT_ENTRY);
-		return 1;
-	}
 	/* The ELF header is mapped right before the program headers in
 	 * every object a linker makes; trust it only when it says so. */
-	if (arch_copy_nofault(&eh, (const char *)info->dlpi_phdr - sizeof(eh), sizeof(eh)) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_phoff != sizeof(eh) ||
-	    eh.e_phnum != info->dlpi_phnum)
-		return 1;
-	if (eh.e_entry)
-		em->entry = info->dlpi_addr + (uintptr_t)eh.e_entry;
+	if (!arch_copy_nofault(&eh, (const char *)info->dlpi_phdr - sizeof(eh), sizeof(eh)) &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_phoff == sizeof(eh) &&
+	    eh.e_phnum == info->dlpi_phnum) {
+		if (eh.e_entry)
+			em->entry = info->dlpi_addr + (uintptr_t)eh.e_entry;
+	} else if (em->obj->is_main &&
+		   (uintptr_t)info->dlpi_phdr == (uintptr_t)getauxval(AT_PHDR)) {
+		/* the program the kernel loaded: it said where it entered */
+		em->entry = (uintptr_t)getauxval(AT_ENTRY);
+	}
 	return 1;
 }
 
