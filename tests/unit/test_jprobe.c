@@ -18,6 +18,7 @@
  * record, the tests assert afterwards.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -596,8 +597,16 @@ Test(jprobe, libc_qsort)
 	struct jprobe jp = { .kp.symbol_name = "libc.so.6:qsort", .entry = j_qsort };
 	int v[] = { 5, 3, 9, 1, 7 };
 
+	/* libc's own qsort (a sanitizer runtime interposes its own) */
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	void (*libc_qsort)(void *, size_t, size_t, int (*)(const void *, const void *));
+
+	cr_assert_not_null(libc);
+	libc_qsort = (void (*)(void *, size_t, size_t, int (*)(const void *, const void *)))
+		dlsym(libc, "qsort");
+	cr_assert_not_null(libc_qsort);
 	cr_assert_eq(register_jprobe(&jp), 0);
-	qsort(v, 5, sizeof(int), cmp_int);
+	libc_qsort(v, 5, sizeof(int), cmp_int);
 	unregister_jprobe(&jp);
 	cr_expect_eq(seen_base, v);
 	cr_expect_eq(seen_nmemb, 5);
