@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "ukprobes.h"
+#include "internal.h" /* arch.h: ukp_jprobe_handler_ret */
 #include "ukp_test.h"
 
 static int handler_errors;
@@ -65,6 +66,8 @@ UKP_TARGET long jp_six(long a, long b, long c, long d, long e, long f)
 static long seen6[6];
 static int six_calls;
 static struct kprobe *six_running;
+static void *six_ret_addr;
+static uintptr_t six_frame;
 
 static long j_six(long a, long b, long c, long d, long e, long f)
 {
@@ -72,6 +75,9 @@ static long j_six(long a, long b, long c, long d, long e, long f)
 	seen6[3] = d, seen6[4] = e, seen6[5] = f;
 	six_calls++;
 	six_running = kprobe_running();
+	six_ret_addr = __builtin_return_address(0);
+	/* with frame pointers: the entry's sp - 16, aligned as for a call */
+	six_frame = (uintptr_t)__builtin_frame_address(0);
 	/* the registers are the handler's: the function must not see this */
 	SCRIBBLE(a, -1);
 	SCRIBBLE(f, -1);
@@ -90,6 +96,10 @@ Test(jprobe, six_register_arguments)
 	for (int i = 0; i < 6; i++)
 		cr_expect_eq(seen6[i], i + 1, "argument %d: %ld", i, seen6[i]);
 	cr_expect_eq(six_running, &jp.kp, "kprobe_running() in the handler");
+	cr_expect_eq(six_ret_addr, (void *)ukp_jprobe_handler_ret,
+		     "the handler returns into the library's stub");
+	cr_expect_eq(six_frame & 15, 0, "the handler's stack is aligned as at a call: %#lx",
+		     (unsigned long)six_frame);
 	cr_expect_null(kprobe_running());
 	cr_expect_eq(jp.kp.nmissed, 0);
 	unregister_jprobe(&jp);
