@@ -21,7 +21,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -897,4 +899,127 @@ Test(jprobe, unregister_waits_for_a_running_handler)
 	pthread_join(unreg, NULL);
 	cr_expect_eq((long)ret, 42);
 	cr_expect_eq(done_seen_in_handler, 0, "unregister_jprobe returned while the handler ran");
+}
+
+/* ====================================== a variadic function's arguments */
+
+UKP_TARGET long jp_va(int n, ...)
+{
+	va_list ap;
+	long s = 0;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		s += (i + 1) * va_arg(ap, long);
+	va_end(ap);
+	return s;
+}
+
+static long seen_va[12];
+static int seen_va_n;
+
+/* the same prototype: va_arg walks the registers, then the stack copy */
+static long j_va(int n, ...)
+{
+	va_list ap;
+
+	seen_va_n = n;
+	va_start(ap, n);
+	for (int i = 0; i < n && i < 12; i++)
+		seen_va[i] = va_arg(ap, long);
+	va_end(ap);
+	jprobe_return();
+	return 0;
+}
+
+Test(jprobe, variadic_function)
+{
+	struct jprobe jp = { .kp.symbol_name = "jp_va", .entry = j_va };
+	long want = 0;
+
+	for (int i = 1; i <= 10; i++)
+		want += i * (i * 11L);
+	cr_assert_eq(register_jprobe(&jp), 0);
+	cr_expect_eq(jp_va(10, 11L, 22L, 33L, 44L, 55L, 66L, 77L, 88L, 99L, 110L), want);
+	cr_expect_eq(seen_va_n, 10);
+	for (int i = 0; i < 10; i++)
+		cr_expect_eq(seen_va[i], (i + 1) * 11L, "argument %d: %ld", i + 1, seen_va[i]);
+	unregister_jprobe(&jp);
+}
+
+/* ==================== a function whose first instruction is emulated */
+
+/* A tail-call thunk: its only instruction, a jmp, is emulated after the
+ * handler (no out-of-line copy). */
+__asm__(".text\n"
+	".globl jp_thunk\n"
+	".type jp_thunk, @function\n"
+	"jp_thunk:\n"
+	"\tjmp jp_six\n"
+	".size jp_thunk, .-jp_thunk\n");
+long jp_thunk(long a, long b, long c, long d, long e, long f);
+
+static long seen_thunk[6];
+
+static long j_thunk(long a, long b, long c, long d, long e, long f)
+{
+	seen_thunk[0] = a, seen_thunk[5] = f;
+	jprobe_return();
+	return 0;
+}
+
+Test(jprobe, emulated_first_instruction)
+{
+	struct jprobe jp = { .kp.symbol_name = "jp_thunk", .entry = j_thunk };
+
+	cr_assert_eq(register_jprobe(&jp), 0);
+	cr_expect_eq(jp_thunk(1, 2, 3, 4, 5, 6), 91);
+	cr_expect_eq(jp_thunk(1, 2, 3, 4, 5, 6), 91);
+	cr_expect_eq(seen_thunk[0], 1);
+	cr_expect_eq(seen_thunk[5], 6);
+	unregister_jprobe(&jp);
+}
+
+/* ========== registering and unregistering while threads keep calling */
+
+static atomic_int churn_stop;
+
+static void *churn_main(void *arg)
+{
+	long t = (long)arg, bad = 0;
+
+	for (long i = 0; !atomic_load(&churn_stop); i++)
+		if (jp_thr(t, i, t ^ i) != t * 1000000 + i * 10 + (t ^ i))
+			bad++;
+	return (void *)bad;
+}
+
+Test(jprobe, register_unregister_under_load)
+{
+	struct jprobe jp = { .kp.symbol_name = "jp_thr", .entry = j_thr };
+	pthread_t th[2];
+	void *bad;
+	long before;
+
+	for (long t = 0; t < 2; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, churn_main, (void *)(t + 1)), 0);
+	for (int round = 0; round < 20; round++) {
+		before = thr_hits;
+		jp.kp.addr = NULL;
+		jp.kp.flags = 0;
+		cr_assert_eq(register_jprobe(&jp), 0);
+		while (thr_hits < before + 20)
+			sched_yield();
+		unregister_jprobe(&jp);
+	}
+	atomic_store(&churn_stop, 1);
+	for (int t = 0; t < 2; t++) {
+		pthread_join(th[t], &bad);
+		cr_expect_null(bad, "thread %d: wrong results", t);
+	}
+	cr_expect_eq(handler_errors, 0);
+	/* no handler runs once unregister_jprobe returned */
+	before = thr_hits;
+	cr_expect_eq(jp_thr(1, 2, 3), 1000023);
+	cr_expect_eq(thr_hits, before);
 }
