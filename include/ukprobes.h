@@ -9,7 +9,8 @@
  * Handler context: pre_handler, post_handler and fault_handler run inside
  * the library's SIGTRAP handler (breakpoint path). They must be
  * async-signal-safe: no malloc, no stdio, no locks the probed code may
- * hold. Asynchronous signals are blocked while they run.
+ * hold. Asynchronous signals are blocked while they run. (A jprobe's
+ * handler runs on the thread, under the same rules: see "Jprobes".)
  */
 #ifndef UKPROBES_H
 #define UKPROBES_H

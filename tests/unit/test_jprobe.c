@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "ukprobes.h"
@@ -1022,4 +1024,29 @@ Test(jprobe, register_unregister_under_load)
 	before = thr_hits;
 	cr_expect_eq(jp_thr(1, 2, 3), 1000023);
 	cr_expect_eq(thr_hits, before);
+}
+
+/* ============================================================== fork */
+
+Test(jprobe, fork_child_keeps_the_jprobe)
+{
+	struct jprobe jp = { .kp.symbol_name = "jp_ten", .entry = j_ten };
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(register_jprobe(&jp), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int ok = jp_ten(101, 102, 103, 104, 105, 106, 107, 108, 109, 110) == ten_expected() &&
+			 seen10[9] == 110 && seen10[0] == 101;
+		_exit(ok ? 0 : 3);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	/* the parent's own hits are unaffected */
+	memset(seen10, 0, sizeof(seen10));
+	cr_expect_eq(jp_ten(101, 102, 103, 104, 105, 106, 107, 108, 109, 110), ten_expected());
+	cr_expect_eq(seen10[6], 107);
+	unregister_jprobe(&jp);
 }
