@@ -75,6 +75,8 @@ enum {
 	M_O,
 	M_OV,
 	M_RO,
+	M_J,
+	M_JR,
 	M_UP,
 	M_URP,
 	M_UPNOP5,
@@ -110,6 +112,8 @@ static struct measure ms[NM] = {
 	[M_O] = { "o", "optimized kprobe", K_UKPROBES, true },
 	[M_OV] = { "ov", "optimized kprobe, handler using xmm", K_UKPROBES, true },
 	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
+	[M_J] = { "j", "jprobe", K_UKPROBES, false },
+	[M_JR] = { "jr", "jprobe + kretprobe", K_UKPROBES, false },
 	[M_UP] = { "uprobe", "kernel uprobe", K_PEER, false },
 	[M_URP] = { "uretprobe", "kernel uretprobe", K_PEER, false },
 	[M_UPNOP5] = { "uprobe_nop5", "kernel uprobe on a 5-byte NOP", K_PEER, false },
@@ -146,6 +150,9 @@ static const struct {
 	{ "uprobe_nop5/k", M_UPNOP5, M_K },
 	{ "uprobe_nop5/uprobe", M_UPNOP5, M_UP },
 	{ "uretprobe_nop5/r", M_URPNOP5, M_R },
+	{ "j/k", M_J, M_K },
+	{ "j/2rt", M_J, M_RT2 },
+	{ "jr/j", M_JR, M_J },
 	{ "k/uprobe", M_K, M_UP },
 	{ "r/uretprobe", M_R, M_URP },
 };
@@ -179,8 +186,20 @@ static int on_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* The jprobe handler: bench_target's prototype. */
+static volatile unsigned long j_hits;
+
+static int on_j(int x, int y)
+{
+	j_hits++;
+	jprobe_return();
+	return 0;
+}
+
 static struct kprobe kp;
 static struct kretprobe rp;
+static struct jprobe jp;
+
 
 static void fatal(const char *what, int err)
 {
@@ -234,6 +253,18 @@ static void rp_register(bench_fn fn)
 	ret = register_kretprobe(&rp);
 	if (ret)
 		fatal("register_kretprobe", ret);
+}
+
+static void jp_register(bench_fn fn)
+{
+	int ret;
+
+	memset(&jp, 0, sizeof(jp));
+	jp.kp.addr = (kprobe_opcode_t *)(uintptr_t)fn;
+	jp.entry = JPROBE_ENTRY(on_j);
+	ret = register_jprobe(&jp);
+	if (ret)
+		fatal("register_jprobe", ret);
 }
 
 /* ----------------------------------------------------------- samples */
@@ -370,6 +401,24 @@ static double sample(int m)
 		check("kr return", ret_hits - r0, iters);
 		unregister_kprobe(&kp);
 		unregister_kretprobe(&rp);
+		break;
+	case M_J:
+	case M_JR:
+		/* a jprobe keeps its site a breakpoint, knob or not */
+		if (m == M_JR)
+			rp_register(bench_target);
+		jp_register(bench_target);
+		settle(&jp.kp, 0);
+		bench_call_loop(bench_target, WARMUP);
+		d0 = j_hits;
+		r0 = ret_hits;
+		ns = bench_call_loop(bench_target, iters);
+		check(ms[m].id, j_hits - d0, iters);
+		if (m == M_JR) {
+			check("jr return", ret_hits - r0, iters);
+			unregister_kretprobe(&rp);
+		}
+		unregister_jprobe(&jp);
 		break;
 	case M_UP:
 	case M_URP:

@@ -127,11 +127,11 @@ def mem(r):
 
 # Rows of the overhead table in order (ids from bench_overhead and the
 # uftrace runs).
-ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "ov", "r", "rb", "ro", "kr", "k_nop5",
+ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "ov", "r", "rb", "ro", "kr", "k_nop5", "j", "jr",
         "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
 
 RATIOS_SHOWN = ["k/1rt", "k/2rt", "b/1rt", "b/k", "r/1rt", "rb/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
-                "o/detour", "o/call", "b/o", "ov/o", "ro/r", "ro/o", "k_nop5/o",
+                "o/detour", "o/call", "b/o", "ov/o", "ro/r", "ro/o", "k_nop5/o", "j/k", "j/2rt", "jr/j",
                 "uprobe/k", "uretprobe/r", "uprobe/1rt", "uprobe_nop5/k", "uprobe_nop5/uprobe",
                 "uretprobe_nop5/r", "uftrace/k", "uftrace_nop5/k"]
 
@@ -435,7 +435,7 @@ def table_text(res):
 
 def spec_line(by):
     parts = []
-    for rid in ("k", "b", "o", "r", "rb", "ro", "kr"):
+    for rid in ("k", "b", "o", "r", "rb", "ro", "kr", "j", "jr"):
         x = by.get(rid)
         if x and x["status"] == "ok":
             parts.append("%s = %s" % (rid, us(x["overhead_ns"]["median"])))

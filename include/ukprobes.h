@@ -9,7 +9,8 @@
  * Handler context: pre_handler, post_handler and fault_handler run inside
  * the library's SIGTRAP handler (breakpoint path). They must be
  * async-signal-safe: no malloc, no stdio, no locks the probed code may
- * hold. Asynchronous signals are blocked while they run.
+ * hold. Asynchronous signals are blocked while they run. (A jprobe's
+ * handler runs on the thread, under the same rules: see "Jprobes".)
  */
 #ifndef UKPROBES_H
 #define UKPROBES_H
@@ -382,6 +383,84 @@ UKPROBES_API bool is_kretprobe_trampoline(unsigned long addr);
  * reliable while that thread is stopped.
  */
 UKPROBES_API unsigned long kretprobe_find_ret_addr(unsigned long task, void *fp, void **cur);
+
+/* ------------------------------------------------------------------ */
+/*
+ * Jprobes (kprobes-2.6 "How Does a Jprobe Work?"; deprecated: the kernel
+ * disabled them in 4.15 and removed them in 4.18; see the README for
+ * what to use instead). Kept here as a compatibility layer.
+ *
+ * A jprobe sits on a function's entry (after an endbr64). Its handler,
+ * jp->entry, has the probed function's prototype: when the function is
+ * called, the handler runs first, on the same thread and stack, with the
+ * same registers, so it sees the function's arguments (integer, pointer,
+ * floating-point and vector arguments in registers, and those passed on
+ * the stack: the seventh integer argument on, structs passed by value).
+ * It runs on a copy of the stack top (the return address and up to 504
+ * bytes of stack arguments) placed right below the function's stack
+ * pointer: it may write over its arguments, the function's own stack is
+ * never written. It must end by calling jprobe_return(), which does not
+ * return: the registers (general, xmm0-7 and the upper halves of
+ * ymm0-7) and the signal mask the handler found are put back, and the
+ * probed function runs as if nothing happened.
+ *
+ * A handler that returns instead of calling jprobe_return() is caught
+ * (its return address is a stub of the library, not the caller: what
+ * __builtin_return_address(0) and backtrace() see in a handler): its
+ * return value is dropped, the probed function runs as after
+ * jprobe_return(), and jprobes_missing_returns() counts it.
+ *
+ * The handler runs outside the library's signal handler, but under the
+ * same rules as any handler: async-signal-safe code only (the probed
+ * function may be called anywhere), the program's signal handlers are
+ * held back until it ends, a probe hit inside it is missed (nmissed),
+ * kprobe_running() is &jp->kp, registration functions return -EBUSY, and
+ * a fault in it calls jp->kp.fault_handler, is counted in nmissed and in
+ * kprobes_handler_faults(), abandons the handler and runs the probed
+ * function. It must not leave by longjmp(), an exception or
+ * pthread_exit(); unregistering waits for running handlers.
+ *
+ * With other probes on the same function: the other pre_handlers
+ * (newest first) and a kretprobe's entry run before the jprobe handler,
+ * post_handlers after it (when the probed instruction has run), the
+ * kretprobe's handler at the return. One jprobe per function. The
+ * probe is never jump-optimized (each hit costs two or three traps).
+ */
+struct jprobe {
+	struct kprobe kp;   /* set symbol_name or addr; pre_handler is ours */
+	void *entry;        /* the handler: the probed function's prototype */
+};
+
+/* The kernel's old helper to turn a function into a jprobe entry. */
+#define JPROBE_ENTRY(pentry) ((void *)(pentry))
+
+/*
+ * Returns 0 or a negative errno: those of register_kprobe(), and
+ *  -EINVAL  entry is not the start of a function (a symbol); not at a
+ *           function's entry (offset 0, or 4 after endbr64)
+ *  -EEXIST  another jprobe is registered on that function
+ */
+UKPROBES_API int register_jprobe(struct jprobe *jp);
+/* Waits for handlers of jp that are running on other threads. */
+UKPROBES_API void unregister_jprobe(struct jprobe *jp);
+/* All or nothing: on failure, those already registered are unregistered. */
+UKPROBES_API int register_jprobes(struct jprobe **jps, int num);
+UKPROBES_API void unregister_jprobes(struct jprobe **jps, int num);
+/* The end of every jprobe handler. Called while no jprobe handler runs
+ * on the thread, it just returns. */
+UKPROBES_API void jprobe_return(void);
+/* Handlers that returned without calling jprobe_return() since start-up. */
+UKPROBES_API unsigned long jprobes_missing_returns(void);
+
+static inline int disable_jprobe(struct jprobe *jp)
+{
+	return disable_kprobe(&jp->kp);
+}
+
+static inline int enable_jprobe(struct jprobe *jp)
+{
+	return enable_kprobe(&jp->kp);
+}
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include "ukprobes.h"
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
 #include "arch_tls.h"  /* arch_thread_pointer() */
+#include "arch_jprobe.h" /* struct arch_jprobe_vec */
 
 /*
  * [reg] Walk instructions from the start of a function to decide whether
@@ -238,5 +239,30 @@ int arch_vecsafe_call(int (*f)(void *arg), void *arg);
  * once the library's own hit path was proven vector-free (vecstate.c),
  * so that they need not save the vector state themselves. */
 extern uint32_t ukp_vec_lazy;
+
+/* ------------------------------------------------------------ jprobes */
+/* src/arch/<arch>/jprobe.c and jprobe.S; used by jprobes.c and trap.c. */
+
+/* jprobe_return()'s breakpoint, and the return address a jprobe handler
+ * gets: its breakpoint (a handler that returned without jprobe_return). */
+extern char ukp_jprobe_return_bp[], ukp_jprobe_handler_ret[];
+/* [any] jprobe_return()'s trap (the int3 at ukp_jprobe_return_bp). */
+void arch_jprobe_return_trap(void);
+
+/* [reg] Once, before the first jprobe. */
+void arch_jprobe_init(void);
+/*
+ * [trap] Make uc start the handler at entry with the registers regs of a
+ * hit at a function's entry, on a copy of the stack top placed below
+ * regs->sp (the probed function's stack is not written; the handler's
+ * return address is ukp_jprobe_handler_ret). st must stay valid until
+ * the handler starts (per-thread state). 0 or -EFAULT.
+ */
+int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st, const struct pt_regs *regs,
+		      uintptr_t entry);
+/* [trap] Keep the vector registers that may carry arguments at a
+ * function's entry, from a signal frame; put them back into another. */
+void arch_jprobe_save_vec(struct arch_jprobe_vec *v, const ucontext_t *uc);
+void arch_jprobe_restore_vec(ucontext_t *uc, const struct arch_jprobe_vec *v);
 
 #endif /* UKP_ARCH_H */

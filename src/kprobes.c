@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "codeflow.h"
 #include "func_entry.h"
+#include "jprobes.h"
 
 #define SITE_TABLE_BITS 12
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -604,6 +605,50 @@ out:
 	return ret;
 }
 
+/* [reg] Has s a jprobe already? (one per site: the kernel's -EEXIST) */
+static bool site_has_jprobe(const struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
+		if (ukp_is_jprobe(ch->kp))
+			return true;
+	return false;
+}
+
+/* [reg] Put ch on s's list: at the head (newest first), or at the tail
+ * for a jprobe, whose pre_handler ends the chain (the kernel's
+ * list_add_tail_rcu for a break_handler). */
+static void child_link(struct ukp_site *s, struct ukp_child *ch)
+{
+	struct ukp_child *_Atomic *pp = &s->children;
+	struct ukp_child *cur;
+
+	if (ukp_is_jprobe(ch->kp)) {
+		while ((cur = atomic_load(pp)))
+			pp = &cur->next;
+		atomic_store_explicit(&ch->next, NULL, memory_order_relaxed);
+		atomic_store_explicit(pp, ch, memory_order_release);
+		return;
+	}
+	atomic_store_explicit(&ch->next, atomic_load(&s->children), memory_order_relaxed);
+	atomic_store_explicit(&s->children, ch, memory_order_release);
+}
+
+/* [reg] Take ch off s's list; readers already on it walk on. */
+static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
+{
+	struct ukp_child *_Atomic *pp;
+	struct ukp_child *cur;
+
+	for (pp = &s->children; (cur = atomic_load(pp)); pp = &cur->next) {
+		if (cur == ch) {
+			atomic_store_explicit(pp, atomic_load(&ch->next), memory_order_release);
+			return;
+		}
+	}
+}
+
 /* [reg] The kernel's register_kprobe, under ukp_mutex. */
 static int __register_kprobe(struct kprobe *p)
 {
@@ -632,6 +677,11 @@ static int __register_kprobe(struct kprobe *p)
 	if (!ch)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
+	if (s && ukp_is_jprobe(p) && site_has_jprobe(s)) {
+		pr_warn("jprobes: there is a jprobe at %#lx already\n", (unsigned long)addr);
+		free(ch);
+		return -EEXIST;
+	}
 	if (!s) {
 		/* optimized probes whose region covers addr take their
 		 * jumps away first */
@@ -646,13 +696,14 @@ static int __register_kprobe(struct kprobe *p)
 	p->opcode = s->opcode;
 	ch->kp = p;
 	ch->site = s;
-	if (p->pre_handler && ukp_vec_free((const void *)p->pre_handler))
+	/* (a jprobe's pre_handler must not be called by the optimized
+	 * hit's fast path: its site stays a breakpoint) */
+	if (p->pre_handler && !ukp_is_jprobe(p) && ukp_vec_free((const void *)p->pre_handler))
 		ch->vf_pre = (const void *)p->pre_handler;
 	if (p->post_handler && ukp_vec_free((const void *)p->post_handler))
 		ch->vf_post = (const void *)p->post_handler;
 	/* newest first: handlers run most recently registered first */
-	atomic_store_explicit(&ch->next, atomic_load(&s->children), memory_order_relaxed);
-	atomic_store_explicit(&s->children, ch, memory_order_release);
+	child_link(s, ch);
 	site_fast_update(s);
 	ch->idx_next = kp_index[kp_hash(p)];
 	kp_index[kp_hash(p)] = ch;
@@ -663,7 +714,7 @@ static int __register_kprobe(struct kprobe *p)
 	ret = site_update(s);
 	if (ret) {
 		/* could not write the breakpoint: undo */
-		atomic_store(&s->children, atomic_load(&ch->next));
+		child_unlink(s, ch);
 		site_fast_update(s);
 		child_index_del(ch);
 		if (new_site) {

@@ -47,6 +47,7 @@
 
 #include "internal.h"
 #include "kretprobes.h"
+#include "jprobes.h"
 #include "codeflow.h"
 
 #define OPTIMIZE_DELAY_MS 5
@@ -71,6 +72,18 @@ static bool has_post(const struct ukp_site *s)
 
 	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
 		if (!kprobe_disabled(ch->kp) && ch->kp->post_handler)
+			return true;
+	return false;
+}
+
+/* A jprobe redirects the thread to its handler: a breakpoint only (the
+ * kernel refused to optimize a probe with a break_handler). */
+static bool has_jprobe(const struct ukp_site *s)
+{
+	struct ukp_child *ch;
+
+	for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
+		if (!kprobe_disabled(ch->kp) && ukp_is_jprobe(ch->kp))
 			return true;
 	return false;
 }
@@ -114,6 +127,10 @@ static bool wanted(const struct ukp_site *s, const char **why)
 	}
 	if (!ukp_site_wants_armed(s) || !atomic_load(&s->armed)) {
 		*why = "the probe is disabled";
+		return false;
+	}
+	if (has_jprobe(s)) {
+		*why = "a jprobe is registered";
 		return false;
 	}
 	if (s->opt.ftrace_len)

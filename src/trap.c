@@ -28,6 +28,7 @@
 
 #include "internal.h"
 #include "asm_offsets.h"
+#include "jprobes.h"
 
 #define UKP_OFF(t, f, v) _Static_assert(__builtin_offsetof(t, f) == (v), #t "." #f)
 UKP_OFF(struct ukp_ctlblk, status, CTL_STATUS);
@@ -514,7 +515,15 @@ static UKP_TRAP_TEXT void kprobe_hit(struct ukp_ctlblk *c, struct ukp_site *s, u
 	arch_regs_from_ucontext(&regs, uc);
 	c->cur_site = s;
 	c->status = KPROBE_HIT_ACTIVE;
+	ukp_jprobe_hit_start();
 	if (run_handlers(c, s, &regs, false)) {
+		if (ukp_jprobe_prepared()) {
+			/* a jprobe: the thread runs its handler next */
+			if (ukp_jprobe_enter(c, s, &regs, uc))
+				return;
+			setup_singlestep(c, s, &regs, uc, false, pf);
+			return;
+		}
 		/* The handler changed the execution path. */
 		arch_regs_to_ucontext(uc, &regs);
 		reset_current_kprobe(c);
@@ -535,6 +544,27 @@ static UKP_TRAP_TEXT void reenter_kprobe(struct ukp_ctlblk *c, struct ukp_site *
 }
 
 _Atomic unsigned long ukp_dropped_steps;
+
+/*
+ * [trap] A jprobe handler of this thread ended (the kernel's
+ * longjmp_break_handler and the single step after it): the hit's state
+ * comes back and the probed instruction runs. False when no jprobe
+ * handler runs on this thread. The caller holds the read side.
+ */
+static UKP_TRAP_TEXT bool jprobe_break(struct ukp_ctlblk *c, ucontext_t *uc,
+				       struct pending_fault *pf)
+{
+	struct ukp_site *s = ukp_jprobe_leave(c, uc);
+	struct pt_regs regs;
+
+	if (!s)
+		return false;
+	arch_regs_from_ucontext(&regs, uc);
+	c->cur_site = s;
+	c->status = KPROBE_HIT_ACTIVE;
+	setup_singlestep(c, s, &regs, uc, false, pf);
+	return true;
+}
 
 /*
  * [trap] A breakpoint trap of this thread: one of our probes, the
@@ -560,6 +590,19 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	}
 	ukp_read_lock(c);
 
+	if (addr == (uintptr_t)ukp_jprobe_return_bp || addr == (uintptr_t)ukp_jprobe_handler_ret) {
+		if (jprobe_break(c, uc, &pf)) {
+			if (addr == (uintptr_t)ukp_jprobe_handler_ret)
+				atomic_fetch_add(&ukp_jprobe_missing, 1);
+			goto out;
+		}
+		/* No jprobe handler runs on this thread: jprobe_return()
+		 * returns; the stub is not reached that way (the program's). */
+		if (addr == (uintptr_t)ukp_jprobe_return_bp)
+			goto out;
+		ukp_read_unlock(c);
+		return false;
+	}
 	s = ukp_slot_owner(addr, &slot);
 	if (s && s->ainsn.ool && slot == s->slot && addr == slot + s->ainsn.len) {
 		resume_singlestep(c, s, slot, uc);
@@ -627,6 +670,65 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 	ukp_errno = saved_errno;
 }
 
+/* A fault_handler call through ukp_call_handler. */
+struct fault_call {
+	kprobe_fault_handler_t fh;
+	int trapnr;
+};
+
+static UKP_TRAP_TEXT int fault_thunk(void *arg, struct pt_regs *regs)
+{
+	struct fault_call *fc = arg;
+	int ret = fc->fh(ukp_ctl.cur_kp, regs, fc->trapnr);
+
+	UKP_NO_TAIL_CALL(ret);
+	return ret;
+}
+
+/*
+ * [trap] A fault while this thread runs a jprobe handler, outside any
+ * other handler: the program's signal handlers are held back meanwhile,
+ * so a fault the kernel raised is the handler's (or of what it called).
+ * As for any handler: the jprobe's fault_handler, nmissed, the fault
+ * count; then the handler is abandoned and the probed function runs as
+ * after jprobe_return(). False when the fault is not a handler's.
+ */
+static UKP_TRAP_TEXT bool jprobe_fault(siginfo_t *info, ucontext_t *uc)
+{
+	struct ukp_ctlblk *c = &ukp_ctl;
+	struct jprobe *jp = ukp_jp_ctl.jp;
+	struct pending_fault pf = { 0, 0, 0 };
+	kprobe_fault_handler_t fh;
+
+	if (!jp || c->in_handler || info->si_code <= 0 || c->status != KPROBE_HIT_ACTIVE)
+		return false;
+	atomic_fetch_add(&ukp_handler_fault_count, 1);
+	__atomic_fetch_add(&jp->kp.nmissed, 1, __ATOMIC_RELAXED);
+	fh = *(kprobe_fault_handler_t volatile *)&jp->kp.fault_handler;
+	if (fh) {
+		struct fault_call fc = { fh, arch_uc_trapnr(uc) };
+		struct pt_regs regs;
+
+		arch_regs_from_ucontext(&regs, uc);
+		/* the signal frame keeps the vector state */
+		ukp_call_handler(&jp->kp, fault_thunk, &fc, &regs, 0, 0, true);
+	}
+	ukp_read_lock(c);
+	jprobe_break(c, uc, &pf);
+	ukp_read_unlock(c);
+	if (pf.sig)
+		ukp_deliver_fault(pf.sig, pf.code, pf.addr, uc);
+	return true;
+}
+
+/* [trap] A fault that is not the library's: a jprobe handler's, or the
+ * program's. */
+static UKP_TRAP_TEXT void fault_to_program(int sig, siginfo_t *info, ucontext_t *uc)
+{
+	if (!jprobe_fault(info, uc))
+		ukp_chain_signal(sig, info, uc);
+}
+
 /* [trap] A fault in an out-of-line copy belongs to the program: it must
  * see it at the original instruction, with the same signal and address. */
 static UKP_TRAP_TEXT void ool_fault(struct ukp_ctlblk *c, struct ukp_site *s, uintptr_t slot,
@@ -651,7 +753,7 @@ static UKP_TRAP_TEXT void ool_fault(struct ukp_ctlblk *c, struct ukp_site *s, ui
 	if (a >= slot && a < slot + s->ainsn.len)
 		info->si_addr = (void *)(s->addr + (a - slot));
 	atomic_fetch_sub(&s->inflight, 1);
-	ukp_chain_signal(sig, info, uc);
+	fault_to_program(sig, info, uc);
 }
 
 /* [trap] A fault in a boosted copy (at slot + 16): the same as in the
@@ -664,7 +766,7 @@ static UKP_TRAP_TEXT void boost_fault(struct ukp_site *s, uintptr_t slot, int si
 	arch_uc_set_ip(uc, s->addr);
 	if (a >= b && a < b + s->ainsn.len)
 		info->si_addr = (void *)(s->addr + (a - b));
-	ukp_chain_signal(sig, info, uc);
+	fault_to_program(sig, info, uc);
 }
 
 /* [trap] The SIGSEGV/SIGBUS/SIGFPE/SIGILL handler. */
@@ -745,7 +847,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 			arch_uc_set_ip(uc, orig);
 			if (a == ins)
 				info->si_addr = (void *)orig;
-			ukp_chain_signal(sig, info, uc);
+			fault_to_program(sig, info, uc);
 			ukp_errno = saved_errno;
 			return;
 		}
@@ -760,7 +862,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	ukp_read_unlock(c);
-	ukp_chain_signal(sig, info, uc);
+	fault_to_program(sig, info, uc);
 	ukp_errno = saved_errno;
 }
 
@@ -794,7 +896,7 @@ UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs
 /* [any] */
 bool ukp_in_probe_context(void)
 {
-	return ukp_ctl.in_handler > 0;
+	return ukp_ctl.in_handler > 0 || ukp_jprobe_running();
 }
 
 /*
