@@ -20,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -914,6 +915,159 @@ def case_manpage():
     for cmd in ("trace", "stat", "probes"):
         r = ukprobe([cmd, "--help"])
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
+
+# ------------------------------------------------------------ ukprobe -p
+
+def start_attachee(idle=0, mode=None, **kw):
+    args = [tgt("attachee"), str(idle)] + ([mode] if mode else [])
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core, **kw)
+    check(p.stdout.readline() == "ready\n", "the target started")
+    return p
+
+
+def code_ranges(pid):
+    """Executable mappings of files: (start, end, path)."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[1][2] == "x" and parts[5].startswith("/"):
+                a, b = (int(x, 16) for x in parts[0].split("-"))
+                out.append((a, b, parts[5]))
+    return out
+
+
+def code_bytes(pid, ranges):
+    got = {}
+    with open("/proc/%d/mem" % pid, "rb") as m:
+        for a, b, path in ranges:
+            m.seek(a)
+            got[(a, path)] = m.read(b - a)
+    return got
+
+
+def thread_state(pid):
+    """Every thread: its name and signal state (blocked, ignored, caught)."""
+    st = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                txt = f.read()
+        except FileNotFoundError:
+            continue
+        fields = dict(l.split(":", 1) for l in txt.splitlines() if ":" in l)
+        st[int(tid)] = tuple(fields[k].strip() for k in ("Name", "SigBlk", "SigIgn", "SigCgt"))
+    return st
+
+
+def same_code(before, after):
+    """The code of every object mapped before is as it was (the agent and
+    its libraries stay loaded after a detach: they are new mappings)."""
+    return all(k in after and after[k] == before[k] for k in before)
+
+
+def changed_code(before, after):
+    return ["%s+0x%x" % (k[1], next(i for i in range(len(before[k]))
+                                   if before[k][i] != after[k][i]))
+            for k in before if k in after and before[k] != after[k]]
+
+
+def read_lines_until(proc, want, poke, timeout=30):
+    """Read proc's stdout until a line contains want, calling poke()
+    between reads; returns the lines read."""
+    import select
+    lines, buf, end = [], "", time.time() + timeout
+    fd = proc.stdout.fileno()
+    while time.time() < end:
+        poke()
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            chunk = os.read(fd, 65536).decode()
+            if not chunk:
+                break
+            buf += chunk
+            *done, buf = buf.split("\n")
+            lines += done
+            if any(want in l for l in done):
+                return lines
+    raise Fail("no %r in the trace within %ds:\n%s" % (want, timeout, "\n".join(lines[-20:])))
+
+
+def case_attach():
+    p = start_attachee(idle=100)
+    try:
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0 = code_bytes(pid, ranges), thread_state(pid)
+        check(len(state0) == 106, "106 threads: %d" % len(state0))
+        specs = ["p:w work i=%di:s32", "r:b blocker ret=$retval:s32", "p:n nop_entry",
+                 "p:sl libc.so.6:nanosleep"]
+        args = ["trace", "-p", str(pid)]
+        for sp in specs:
+            args += ["-e", sp]
+        t = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=no_core)
+
+        def kick():
+            p.stdin.write("kick\n")
+            p.stdin.flush()
+        lines = read_lines_until(t, " b: ", kick)
+        # traced: the probed code is patched (so the comparison below can fail)
+        during = code_bytes(pid, ranges)
+        patched = changed_code(before, during)
+        check(len(patched) >= 2, "probes patch the code: %s" % patched)
+        check(any(v[0] == "ukprobe-attach" for v in thread_state(pid).values()),
+              "the agent's thread runs while attached")
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        lines += out.decode().splitlines()
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends on SIGINT with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines if l]
+        names = {m["event"] for m in ev}
+        check({"w", "b", "n", "sl"} <= names, "events of every probe: %s" % names)
+        for m in ev:
+            if m["event"] == "b":
+                check(m["args"] == " ret=1107", "blocker's return value: %r" % m["args"])
+        # detached: as if never traced
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code bytes back after the detach: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads and their signal state as before",
+              "%s\n%s" % (sorted(set(thread_state(pid).items()) ^ set(state0.items()))[:6], ""))
+        # again, twice: stat with breakpoints, then probes
+        for extra in (["--no-optimize"], []):
+            r = ukprobe(["stat", "-p", str(pid), "-d", "0.5", "-e", "p:w work",
+                         "-e", "p:n nop_entry"] + extra)
+            check(r.returncode == 0 and r.stderr == "", "stat -p %s" % extra, show(r))
+            rows = r.stdout.splitlines()
+            check(rows[0].split() == ["EVENT", "HITS", "MISSED"] and len(rows) == 3 and
+                  int(rows[1].split()[1]) > 10, "stat table", show(r))
+            after = code_bytes(pid, code_ranges(pid))
+            check(same_code(before, after), "code back after stat %s: %s" % (extra, changed_code(before, after)))
+        r = ukprobe(["probes", "-p", str(pid), "-e", "p:w work", "-e", "p:n nop_entry"])
+        check(r.returncode == 0 and r.stderr == "", "probes -p", show(r))
+        rows = probes_rows(r.stdout)
+        check([x["event"] for x in rows] == ["ukprobes/w", "ukprobes/n"] and
+              rows[0]["opt"] == "jump" and rows[1]["opt"] == "ftrace",
+              "probes -p: jump and ftrace", r.stdout)
+        r = ukprobe(["probes", "-p", str(pid), "tgt_attachee", "b*"])
+        check(r.returncode == 0 and [x["event"] for x in probes_rows(r.stdout)] == ["ukprobes/blocker", "ukprobes/blocker_main"],
+              "probes -p OBJ GLOB", show(r))
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code back after probes: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads as before, after every attach")
+        p.stdin.write("usr1\nquit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        # the pending return of blocker() came back to its caller
+        check(p.returncode == 3 and err == "", "the program's status", out + err)
+        check(out.startswith("usr1 1\neintr 0\nblocker ok ") and " bad 0\nworked yes\n"
+              "actions changed 0\nmask same\n" in out, "what the program saw", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def main():

@@ -145,7 +145,9 @@ int ukp_cmd_stat(int argc, char **argv)
 	code = ukp_session_prepare(&s);
 	if (!code) {
 		out = ukp_open_output(output);
-		code = out ? ukp_session_run(&s, NULL, NULL) : UKP_EXIT_FAIL;
+		code = !out ? UKP_EXIT_FAIL
+		       : s.npids ? ukp_session_attach(&s, NULL, NULL)
+				 : ukp_session_run(&s, NULL, NULL);
 		/* a table only when the probes were in place */
 		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, &s))
 			code = code ? code : UKP_EXIT_FAIL;

@@ -105,7 +105,7 @@ int ukp_cmd_trace(int argc, char **argv)
 			code = UKP_EXIT_FAIL;
 	}
 	if (!code)
-		code = ukp_session_run(&s, &ops, &t);
+		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
 	if (t.json && ukp_json_close(t.json, &s))
 		code = code ? code : UKP_EXIT_FAIL;
 	if (t.out && t.out != stdout && fclose(t.out))

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A long-running program for ukprobe -p: threads blocked in read() on a
+ * pipe, in nanosleep, in a futex (condition variable), in epoll_wait,
+ * one thread that calls work() in a loop, one that waits inside
+ * blocker() (the test's return probe stays pending at a detach), and
+ * IDLE more threads waiting on a condition variable.
+ *
+ *   tgt_attachee [IDLE [MODE]]
+ *
+ * MODE (the bad cases of ukprobe -p): "nodump" (PR_SET_DUMPABLE 0),
+ * "traceme" (traced by its parent), "exit-on-attach" (a thread watches
+ * the number of threads and exits the process when one more appears).
+ *
+ * It prints "ready" when every thread runs, then reads commands from
+ * standard input:
+ *   kick   blocker() returns once (the thread enters it again)
+ *   quit   every thread is woken and joined; the program prints what it
+ *          saw and exits with status 3
+ * What it checks itself: no system call failed with EINTR; blocker()
+ * returned its value to its caller each time; its signal actions (every
+ * signal) and its signal mask are those it set up; its SIGUSR1 handler
+ * still runs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <time.h>
+#include <unistd.h>
+
+static int blk_pipe[2], rd_pipe[2], ep_pipe[2];
+static volatile int quitting;
+static int eintr;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static volatile unsigned long works, blocks_ok, blocks_bad;
+static volatile sig_atomic_t usr1;
+
+static void note_eintr(const char *where)
+{
+	__atomic_add_fetch(&eintr, 1, __ATOMIC_RELAXED);
+	fprintf(stderr, "EINTR in %s\n", where);
+}
+
+__attribute__((noinline)) int work(int i)
+{
+	return i * 3 + 1;
+}
+
+/* An [FTRACE] probe point: the function starts with a 5-byte NOP. */
+__attribute__((noinline, patchable_function_entry(5, 0))) int nop_entry(int i)
+{
+	return i + 7;
+}
+
+/* Waits for one byte; returns it plus 1000. */
+__attribute__((noinline)) int blocker(void)
+{
+	char c;
+	ssize_t n;
+
+	while ((n = read(blk_pipe[0], &c, 1)) < 0)
+		if (errno == EINTR)
+			note_eintr("blocker read");
+	return n == 1 ? c + 1000 : -1;
+}
+
+static void *blocker_main(void *arg)
+{
+	(void)arg;
+	while (!quitting) {
+		int v = blocker();
+
+		if (v == 'k' + 1000 || v == 'q' + 1000)
+			blocks_ok++;
+		else
+			blocks_bad++;
+	}
+	return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct timespec d = { 0, 2000000 };
+	int i = 0;
+
+	(void)arg;
+	while (!quitting) {
+		if (work(i) != i * 3 + 1 || nop_entry(i) != i + 7)
+			abort();
+		i++;
+		works++;
+		if (nanosleep(&d, NULL) && errno == EINTR)
+			note_eintr("worker nanosleep");
+	}
+	return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+	char c;
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(rd_pipe[0], &c, 1)) < 0)
+		if (errno == EINTR)
+			note_eintr("read");
+	return NULL;
+}
+
+static void *sleeper_main(void *arg)
+{
+	struct timespec d = { 3600, 0 }, rem;
+
+	(void)arg;
+	/* woken by quit with SIGUSR2 (its handler runs: that EINTR is
+	 * expected) */
+	while (!quitting) {
+		if (nanosleep(&d, &rem) && errno == EINTR && !quitting)
+			note_eintr("nanosleep");
+	}
+	return NULL;
+}
+
+static void *epoll_main(void *arg)
+{
+	int ep = epoll_create1(0), n;
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+
+	(void)arg;
+	epoll_ctl(ep, EPOLL_CTL_ADD, ep_pipe[0], &ev);
+	while ((n = epoll_wait(ep, &out, 1, -1)) < 0)
+		if (errno == EINTR)
+			note_eintr("epoll_wait");
+	close(ep);
+	return NULL;
+}
+
+static void *idle_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	while (!quitting)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static int count_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void *watch_main(void *arg)
+{
+	int n = *(int *)arg;
+	struct timespec d = { 0, 100000 };
+
+	for (;;) {
+		if (count_tasks() > n)
+			_exit(5);
+		nanosleep(&d, NULL);
+	}
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1++;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+}
+
+static struct sigaction acts[65];
+
+static int actions_changed(void)
+{
+	int sig, n = 0;
+
+	for (sig = 1; sig < 65; sig++) {
+		struct sigaction now;
+
+		memset(&now, 0, sizeof(now));
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &now))
+			continue;
+		if (now.sa_handler != acts[sig].sa_handler || now.sa_flags != acts[sig].sa_flags ||
+		    memcmp(&now.sa_mask, &acts[sig].sa_mask, 8)) {
+			/* (the kernel's mask is 64 bits; glibc leaves the rest
+			 * of sigset_t undefined) */
+			fprintf(stderr, "signal %d: action changed (%p %x -> %p %x)\n", sig, (void *)acts[sig].sa_handler, (unsigned)acts[sig].sa_flags, (void *)now.sa_handler, (unsigned)now.sa_flags);
+			n++;
+		}
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	int idle = argc > 1 ? atoi(argv[1]) : 0, i, sig;
+	pthread_t blk, wrk, rd, slp, epl, *idlers = calloc((size_t)idle + 1, sizeof(pthread_t));
+	struct sigaction sa;
+	sigset_t mask0, mask1;
+	char line[64];
+
+	const char *mode = argc > 2 ? argv[2] : "";
+
+	if (pipe(blk_pipe) || pipe(rd_pipe) || pipe(ep_pipe))
+		return 1;
+	if (!strcmp(mode, "nodump"))
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (!strcmp(mode, "traceme") && ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGURG, &sa, NULL);
+	for (sig = 1; sig < 65; sig++)
+		sigaction(sig, NULL, &acts[sig]);
+	sigemptyset(&mask0);
+	sigaddset(&mask0, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &mask0, NULL);
+	pthread_sigmask(SIG_BLOCK, NULL, &mask0);
+	pthread_create(&blk, NULL, blocker_main, NULL);
+	pthread_create(&wrk, NULL, worker_main, NULL);
+	pthread_create(&rd, NULL, reader_main, NULL);
+	pthread_create(&slp, NULL, sleeper_main, NULL);
+	pthread_create(&epl, NULL, epoll_main, NULL);
+	for (i = 0; i < idle; i++)
+		pthread_create(&idlers[i], NULL, idle_main, NULL);
+	if (!strcmp(mode, "exit-on-attach")) {
+		static int n;
+		pthread_t w;
+
+		n = count_tasks() + 1;
+		pthread_create(&w, NULL, watch_main, &n);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			if (ferror(stdin) && errno == EINTR) {
+				note_eintr("main read");
+				clearerr(stdin);
+				continue;
+			}
+			break;
+		}
+		if (!strcmp(line, "kick\n")) {
+			if (write(blk_pipe[1], "k", 1) != 1)
+				return 1;
+		} else if (!strcmp(line, "usr1\n")) {
+			raise(SIGUSR1);
+			printf("usr1 %d\n", (int)usr1);
+			fflush(stdout);
+		} else if (!strcmp(line, "quit\n")) {
+			break;
+		}
+	}
+	quitting = 1;
+	if (write(blk_pipe[1], "q", 1) != 1 || write(rd_pipe[1], "r", 1) != 1 ||
+	    write(ep_pipe[1], "e", 1) != 1)
+		return 1;
+	pthread_kill(slp, SIGUSR2);
+	pthread_mutex_lock(&lock);
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	pthread_join(blk, NULL);
+	pthread_join(wrk, NULL);
+	pthread_join(rd, NULL);
+	pthread_join(slp, NULL);
+	pthread_join(epl, NULL);
+	for (i = 0; i < idle; i++)
+		pthread_join(idlers[i], NULL);
+	pthread_sigmask(SIG_BLOCK, NULL, &mask1);
+	printf("eintr %d\nblocker ok %lu bad %lu\nworked %s\nactions changed %d\nmask %s\n",
+	       eintr, blocks_ok, blocks_bad, works > 0 ? "yes" : "no", actions_changed(),
+	       memcmp(&mask0, &mask1, 8) ? "changed" : "same");
+	free(idlers);
+	return 3;
+}
