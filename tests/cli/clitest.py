@@ -957,7 +957,13 @@ def thread_state(pid):
         except FileNotFoundError:
             continue
         fields = dict(l.split(":", 1) for l in txt.splitlines() if ":" in l)
-        st[int(tid)] = tuple(fields[k].strip() for k in ("Name", "SigBlk", "SigIgn", "SigCgt"))
+        # glibc's own signals 32 and 33 (SIGCANCEL, SIGSETXID: the program
+        # cannot set them) are left out: glibc installs SIGSETXID's
+        # handler when the first thread is created, the agent's in a
+        # single-threaded program
+        internal = ~(3 << 31)
+        st[int(tid)] = (fields["Name"].strip(),) + tuple(
+            int(fields[k], 16) & internal for k in ("SigBlk", "SigIgn", "SigCgt"))
     return st
 
 
@@ -1068,6 +1074,235 @@ def case_attach():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+PY_LOOP = ("import sys, zlib\n"
+           "for line in sys.stdin:\n"
+           "    print(zlib.crc32(line.encode()), flush=True)\n")
+
+
+def case_attach_python():
+    """Debian's python3 computing crc32 (libz) of each line it reads from
+    a pipe: attached, detached, attached again; then traced until it
+    exits."""
+    import zlib
+    py = "/usr/bin/python3"
+    if not os.path.exists(py):
+        print("no /usr/bin/python3: skipped")
+        sys.exit(77)
+    p = subprocess.Popen([py, "-c", PY_LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    sent = []
+
+    def feed(text):
+        sent.append(text)
+        p.stdin.write(text + "\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == "%d\n" % zlib.crc32((text + "\n").encode()),
+              "python's answer to %r" % text)
+    try:
+        feed("before")
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0 = code_bytes(pid, ranges), thread_state(pid)
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid),
+                              "-e", "p:crc libz.so.1:crc32 len=%dx:u64",
+                              "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        n = [0]
+
+        def poke():
+            n[0] += 1
+            feed("line %d" % n[0])
+        lines = read_lines_until(t, " crcr: ", poke)
+        check(not same_code(before, code_bytes(pid, ranges)), "libz's crc32 is patched")
+        t.send_signal(signal.SIGTERM)
+        out, err = t.communicate(timeout=60)
+        lines += out.decode().splitlines()
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends on SIGTERM with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines if l]
+        rets = [m for m in ev if m["event"] == "crcr"]
+        check(rets, "return events")
+        for m in rets:
+            v = int(m["args"].split("=")[1])
+            check(v in [zlib.crc32((x + "\n").encode()) for x in sent],
+                  "crc32's return value is one python printed: %r" % m["args"])
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after the detach",
+              changed_code(before, code_bytes(pid, code_ranges(pid))))
+        check(thread_state(pid) == state0, "python's threads and signal state as before",
+              "%s\n%s" % (state0, thread_state(pid)))
+        for i in range(20):
+            feed("untraced %d" % i)
+        # again: stat, lines fed while it runs
+        st = subprocess.Popen([UKPROBE, "stat", "-p", str(pid), "-d", "1.5",
+                               "-e", "p:crc libz.so.1:crc32"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+        end = time.time() + 30
+        while st.poll() is None and time.time() < end:
+            feed("stat")
+            time.sleep(0.01)
+        out, err = st.communicate(timeout=60)
+        check(st.returncode == 0 and err == "", "stat -p", out + err)
+        rows = out.splitlines()
+        check(len(rows) == 2 and rows[1].split()[0] == "ukprobes/crc" and
+              int(rows[1].split()[1]) > 0, "stat counted crc32 calls", out)
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after stat")
+        # a third time, until python exits: every event arrives
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid),
+                              "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        first = read_lines_until(t, " crcr: ", lambda: feed("third"))
+        last = ["last %d" % i for i in range(200)]
+        for x in last:
+            feed(x)
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python's exit status")
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends with the process, 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        got = [int(parse_line(l)["args"].split("=")[1])
+               for l in first + out.decode().splitlines() if l]
+        want = [zlib.crc32((x + "\n").encode()) for x in last]
+        check(got[-200:] == want, "every event up to the exit (%d)" % len(got))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def build_i386(d):
+    """A 32-bit x86 program (no C library needed: as and ld --32), or None."""
+    src = os.path.join(d, "t32.s")
+    with open(src, "w") as f:
+        f.write(".globl _start\n_start:\n"
+                "  mov $3, %eax\n  mov $0, %ebx\n  mov %esp, %ecx\n  mov $1, %edx\n"
+                "  int $0x80\n  cmp $0, %eax\n  jg _start\n"
+                "  mov $1, %eax\n  mov $0, %ebx\n  int $0x80\n")
+    obj, exe = os.path.join(d, "t32.o"), os.path.join(d, "t32")
+    if (subprocess.run(["as", "--32", "-o", obj, src], capture_output=True).returncode or
+            subprocess.run(["ld", "-m", "elf_i386", "-o", exe, obj],
+                           capture_output=True).returncode):
+        return None
+    return exe
+
+
+def attach_error(pid, want, **kw):
+    """ukprobe -p pid fails with one line, want; every command."""
+    for cmd in (["trace", "-e", "p:w work"], ["stat", "-e", "p:w work"], ["probes", "-e", "p:w work"]):
+        r = ukprobe([cmd[0], "-p", str(pid)] + cmd[1:], **kw)
+        check(r.returncode == 1 and r.stdout == "" and
+              re.fullmatch(re.escape(PREFIX) + want + "\n", r.stderr),
+              "%s -p %d: %s" % (cmd[0], pid, want), show(r))
+
+
+def untouched(p, before, state0):
+    check(p.poll() is None, "the process still runs")
+    check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))), "its code as it was")
+    check(not any("ukprobe-agent" in r[2] for r in code_ranges(p.pid)), "no agent loaded")
+    check(thread_state(p.pid) == state0, "its threads and signals as they were")
+
+
+def case_attach_errors():
+    # no such process
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    attach_error(gone.pid, "no process %d" % gone.pid)
+    # not a number, with a command, -d without -p
+    r = ukprobe(["trace", "-p", "12x", "-e", "p main"])
+    check(r.returncode == 2 and r.stderr.startswith(PREFIX + "-p 12x: not a process id"), "-p 12x", show(r))
+    r = ukprobe(["trace", "-p", "1", "-e", "p main", "--", "ls"])
+    check(r.returncode == 2 and "cannot go together" in r.stderr, "-p and a command", show(r))
+    r = ukprobe(["trace", "-d", "1", "-e", "p main", "--", "true"])
+    check(r.returncode == 2 and "-d is for a process" in r.stderr, "-d without -p", show(r))
+    procs = []
+    try:
+        # statically linked
+        if os.path.exists(tgt("static")):
+            s = subprocess.Popen([tgt("static"), "wait"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            procs.append(s)
+            s.stdout.readline()
+            attach_error(s.pid, r"process %d \(tgt_static\) is statically linked: the agent "
+                         r"cannot be loaded into it \(tracing static programs is not "
+                         r"supported\)" % s.pid)
+        # no C library, so no dlopen
+        n = subprocess.Popen([tgt("nolibc")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        procs.append(n)
+        n.stdout.readline()
+        st = thread_state(n.pid)
+        attach_error(n.pid, r"process %d \(tgt_nolibc\) has no dynamic loader's dlopen\(\) to "
+                     r"load the agent with \(it does not use the GNU C library\)" % n.pid)
+        check(thread_state(n.pid) == st and n.poll() is None, "nolibc untouched")
+        # 32-bit
+        with tempfile.TemporaryDirectory() as d:
+            exe = build_i386(d)
+            if exe:
+                q = subprocess.Popen([exe], stdin=subprocess.PIPE)
+                procs.append(q)
+                time.sleep(0.2)
+                attach_error(q.pid, r"process %d \(t32\) is a 32-bit program: only x86-64 "
+                             r"processes can be traced" % q.pid)
+                check(q.poll() is None, "the 32-bit process still runs")
+            else:
+                print("no 32-bit assembler: the 32-bit case was not run")
+        # already traced (by its parent, this script)
+        p = start_attachee(mode="traceme")
+        procs.append(p)
+        before, state0 = code_bytes(p.pid, code_ranges(p.pid)), thread_state(p.pid)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is already traced by process %d "
+                     r"\(.*\): detach the debugger first" % (p.pid, os.getpid()))
+        untouched(p, before, state0)
+        # not dumpable, and another user's: ukprobe runs as nobody
+        if os.geteuid() == 0 and shutil.which("setpriv"):
+            demote = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            p = start_attachee(mode="nodump", preexec_fn=None) if False else None
+            p = subprocess.Popen(demote + [tgt("attachee"), "0", "nodump"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            check(p.stdout.readline() == "ready\n", "nodump target started")
+            attach_error(p.pid, r"process %d \(tgt_attachee\): not permitted to trace it \(it is "
+                         r"not dumpable: PR_SET_DUMPABLE 0, or a set-user-ID program\)" % p.pid,
+                         env=dict(os.environ, UKPROBE_AGENT=""), preexec_fn=lambda: (
+                             no_core(), os.setgroups([]), os.setgid(65534), os.setuid(65534)))
+            check(p.poll() is None, "the nodump process still runs")
+            p = start_attachee()
+            procs.append(p)
+            before, state0 = code_bytes(p.pid, code_ranges(p.pid)), thread_state(p.pid)
+            attach_error(p.pid, r"process %d \(tgt_attachee\) belongs to another user \(uid 0\): "
+                         r"not permitted to trace it \(run ukprobe as that user or as root\)" % p.pid,
+                         preexec_fn=lambda: (no_core(), os.setgroups([]), os.setgid(65534),
+                                             os.setuid(65534)))
+            untouched(p, before, state0)
+        else:
+            print("not root: the other-user and not-dumpable cases were not run")
+        # a process that exits while ukprobe attaches
+        p = start_attachee(mode="exit-on-attach")
+        procs.append(p)
+        r = ukprobe(["trace", "-p", str(p.pid), "-e", "p:w work"])
+        check(r.returncode == 1 and r.stdout == "" and
+              r.stderr == PREFIX + "process %d exited during the attach\n" % p.pid,
+              "exit during the attach", show(r))
+        check(p.wait(timeout=10) == 5, "it exited as it said")
+        # several at once, one of them bad: nothing is traced
+        a, b = start_attachee(), start_attachee()
+        procs += [a, b]
+        before = code_bytes(a.pid, code_ranges(a.pid))
+        r = ukprobe(["stat", "-p", "%d,%d,%d" % (a.pid, b.pid, gone.pid), "-e", "p:w work"])
+        check(r.returncode == 1 and r.stderr == PREFIX + "no process %d\n" % gone.pid,
+              "one bad PID of three", show(r))
+        time.sleep(0.5)
+        check(same_code(before, code_bytes(a.pid, code_ranges(a.pid))), "no probe left in a")
+        # and several good ones
+        r = ukprobe(["stat", "-p", "%d,%d" % (a.pid, b.pid), "-d", "0.5", "-e", "p:w work"])
+        check(r.returncode == 0 and int(r.stdout.splitlines()[1].split()[1]) > 20,
+              "two PIDs", show(r))
+    finally:
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
 
 
 def main():
