@@ -1305,6 +1305,29 @@ def case_attach_errors():
                 q.wait()
 
 
+def case_attach_syscalls():
+    """The thread ukprobe stops waits in epoll_wait or nanosleep: the
+    program sees no EINTR (epoll_wait is restarted by ukprobe, nanosleep
+    by the kernel)."""
+    for mode in ("main-epoll", "main-sleep"):
+        p = start_attachee(mode=mode)
+        try:
+            for i in range(3):
+                r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.2", "-e", "p:w work"],
+                            env=dict(os.environ, UKPROBE_TIMING="1"))
+                check(r.returncode == 0 and "ukprobe: attach %d: thread %d stopped" % (p.pid, p.pid)
+                      in r.stderr, "%s: attached, main thread stopped" % mode, show(r))
+            p.stdin.write("quit\n")
+            p.stdin.flush()
+            out, err = p.communicate(timeout=60)
+            check(p.returncode == 3 and err == "" and out.startswith("eintr 0\n"),
+                  "%s: no EINTR" % mode, out + err)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

@@ -10,7 +10,9 @@
  *
  * MODE (the bad cases of ukprobe -p): "nodump" (PR_SET_DUMPABLE 0),
  * "traceme" (traced by its parent), "exit-on-attach" (a thread watches
- * the number of threads and exits the process when one more appears).
+ * the number of threads and exits the process when one more appears);
+ * where the main thread waits for its input (the thread ukprobe stops):
+ * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling).
  *
  * It prints "ready" when every thread runs, then reads commands from
  * standard input:
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -259,6 +262,24 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
+		if (!strcmp(mode, "main-epoll")) {
+			static int ep = -1;
+			struct epoll_event ev = { .events = EPOLLIN }, out;
+
+			if (ep < 0) {
+				ep = epoll_create1(0);
+				epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev);
+			}
+			if (epoll_wait(ep, &out, 1, -1) < 0 && errno == EINTR)
+				note_eintr("main epoll_wait");
+		} else if (!strcmp(mode, "main-sleep")) {
+			struct pollfd pfd = { 0, POLLIN, 0 };
+			struct timespec d = { 0, 20000000 }, rem;
+
+			while (poll(&pfd, 1, 0) == 0)
+				if (nanosleep(&d, &rem) && errno == EINTR)
+					note_eintr("main nanosleep");
+		}
 		if (!fgets(line, sizeof(line), stdin)) {
 			if (ferror(stdin) && errno == EINTR) {
 				note_eintr("main read");
