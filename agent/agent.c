@@ -283,12 +283,30 @@ static void atfork_child(void)
 	ukpa_busy++;
 	agent_pid = getpid();
 	image_id = new_image_id();
+	if (ukpa_attached) {
+		/* a connection of its own, so that ukprobe can tell this
+		 * process to detach */
+		int fd = ukpa_attach_connect();
+		struct stat st;
+
+		close(out_fd);
+		out_fd = fd;
+		if (fd < 0 || fstat(fd, &st)) {
+			atomic_store(&ukpa_tracing, false);
+			ukpa_busy--;
+			return;
+		}
+		out_dev = st.st_dev;
+		out_ino = st.st_ino;
+	}
 	ukpa_rings_after_fork();
 	send_hello(UKP_ORIGIN_FORK);
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
 	 * with every signal blocked) */
 	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
+	if (ukpa_attached && ukpa_attach_forked(out_fd))
 		atomic_store(&ukpa_tracing, false);
 	ukpa_busy--;
 }

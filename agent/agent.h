@@ -90,6 +90,11 @@ char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
 		      const char *load);
 void ukpa_attach_end(bool tracing);
+/* [init] In a forked child of an attached process (-f): a new
+ * connection to ukprobe (fd or -1), and the thread that waits on it for
+ * DETACH (0 or -1). */
+int ukpa_attach_connect(void);
+int ukpa_attach_forked(int fd);
 
 /* ----------------------------------------------------------- probes.c */
 /* [init] Parse the SPECs (one per line). 0 or -1. */

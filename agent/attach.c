@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -40,7 +41,7 @@ static struct sockaddr_un peer;
 static socklen_t peer_len;
 static _Atomic bool session;          /* a session is running (one at a time) */
 
-static int connect_back(void)
+int ukpa_attach_connect(void)
 {
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), sndbuf = 1 << 20;
 
@@ -114,7 +115,7 @@ static void *agent_main(void *arg)
 	(void)arg;
 	ukpa_busy = 1;
 	prctl(PR_SET_NAME, "ukprobe-attach", 0, 0, 0);
-	fd = connect_back();
+	fd = ukpa_attach_connect();
 	if (fd < 0)
 		goto out;
 	defs = read_config(fd, &c, &load);
@@ -133,6 +134,52 @@ out:
 	return NULL;
 }
 
+/* A forked child's thread (-f): its connection is set up; ukprobe
+ * sends CONFIG on it too (not needed: the child has its parent's). */
+static void *forked_main(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct ukp_msg_config c;
+	char *load, *defs;
+
+	ukpa_busy = 1;
+	defs = read_config(fd, &c, &load);
+	free(defs);
+	wait_detach(fd);
+	ukpa_attach_end(true);
+	atomic_store(&session, false);
+	return NULL;
+}
+
+static int start_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	int ret;
+
+	/* The thread must never run the program's handlers: every signal
+	 * blocked but the synchronous ones (as the reader). */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGTRAP);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+int ukpa_attach_forked(int fd)
+{
+	return start_thread(forked_main, (void *)(intptr_t)fd) ? -1 : 0;
+}
+
 /*
  * Called by ukprobe in a thread it stopped (tools/ukprobe/inject.c):
  * start the agent's thread and return at once. name: the abstract
@@ -141,9 +188,6 @@ out:
  */
 __attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	sigset_t all, old;
 	bool expected = false;
 	size_t len = strlen(name);
 	int ret;
@@ -157,20 +201,7 @@ __attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name
 	/* abstract: sun_path starts with a NUL */
 	memcpy(peer.sun_path + 1, name, len);
 	peer_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
-	/* The thread must never run the program's handlers: every signal
-	 * blocked but the synchronous ones (as the reader). */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, agent_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = start_thread(agent_main, NULL);
 	if (ret) {
 		atomic_store(&session, false);
 		return -ret;

@@ -1200,7 +1200,9 @@ def untouched(p, before, state0):
     check(p.poll() is None, "the process still runs")
     check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))), "its code as it was")
     check(not any("ukprobe-agent" in r[2] for r in code_ranges(p.pid)), "no agent loaded")
-    check(thread_state(p.pid) == state0, "its threads and signals as they were")
+    now = thread_state(p.pid)
+    check(now == state0, "its threads and signals as they were",
+          sorted(set(now.items()) ^ set(state0.items())))
 
 
 def case_attach_errors():
@@ -1282,7 +1284,8 @@ def case_attach_errors():
         procs.append(p)
         r = ukprobe(["trace", "-p", str(p.pid), "-e", "p:w work"])
         check(r.returncode == 1 and r.stdout == "" and
-              r.stderr == PREFIX + "process %d exited during the attach\n" % p.pid,
+              re.fullmatch(re.escape(PREFIX) + r"process %d (\(tgt_attachee\) )?exited during "
+                           r"the attach\n" % p.pid, r.stderr),
               "exit during the attach", show(r))
         check(p.wait(timeout=10) == 5, "it exited as it said")
         # several at once, one of them bad: nothing is traced
@@ -1326,6 +1329,45 @@ def case_attach_syscalls():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def case_attach_follow():
+    """-f: a child the attached process forks later is traced, and
+    detaches too (its code back as it was) while it runs on."""
+    p = start_attachee()
+    try:
+        before = code_bytes(p.pid, code_ranges(p.pid))
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e", "p:w work i=%di:s32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        read_lines_until(t, " w: ", lambda: None)
+        p.stdin.write("fork\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        check(line.startswith("child "), "forked", line)
+        cpid = int(line.split()[1])
+        lines = read_lines_until(t, "-%d " % cpid, lambda: None)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines + out.decode().splitlines() if l]
+        child_ev = [m for m in ev if int(m["tid"]) == cpid]
+        check(child_ev and all(int(m["args"].split("=")[1]) >= 1000 for m in child_ev),
+              "the child's calls are traced")
+        for pid in (p.pid, cpid):
+            check(same_code(before, code_bytes(pid, code_ranges(pid))),
+                  "code of %d back after the detach" % pid)
+            check(not any(v[0] == "ukprobe-attach" for v in thread_state(pid).values()),
+                  "no agent thread left in %d" % pid)
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 3 and "eintr 0\n" in out and "child status 0\n" in out,
+              "the program and its child end well", out + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def main():

@@ -167,12 +167,13 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 	char name[64], *config = NULL, *buf = NULL;
 	size_t config_len = 0, cap = 2 * UKP_PACKET_MAX;
 	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL;
+	int cap_conns = s->npids + 16;
 	long deadline = 0, connect_until;
 	bool detaching = false, timing = getenv("UKPROBE_TIMING") != NULL;
 
 	buf = malloc(cap);
-	conns = calloc((size_t)s->npids * 4 + 16, sizeof(*conns));
-	pfd = calloc((size_t)s->npids * 4 + 18, sizeof(*pfd));
+	conns = calloc((size_t)cap_conns, sizeof(*conns));
+	pfd = calloc((size_t)cap_conns + 2, sizeof(*pfd));
 	config = config_packet(s, &config_len);
 	if (!buf || !conns || !pfd || !config)
 		goto out;
@@ -213,7 +214,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 	connect_until = now_ms() + CONNECT_TIMEOUT_MS;
 
 	for (;;) {
-		int np = 0, timeout = -1, n;
+		int np = 0, timeout = -1, n, polled;
 		long now = now_ms();
 
 		if (!detaching && deadline && now >= deadline) {
@@ -275,12 +276,25 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 					}
 			}
 		}
+		polled = nconns;
 		if (pfd[1].revents & POLLIN) {
 			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 			struct ucred cred;
 			socklen_t clen = sizeof(cred);
 
-			if (fd >= 0 && nconns < s->npids * 4 + 16 &&
+			if (fd >= 0 && nconns == cap_conns) {
+				/* -f: each forked child connects too */
+				struct conn *nc = realloc(conns, 2 * (size_t)cap_conns * sizeof(*nc));
+				struct pollfd *np2 = realloc(pfd, (2 * (size_t)cap_conns + 2) * sizeof(*np2));
+
+				if (nc)
+					conns = nc;
+				if (np2)
+					pfd = np2;
+				if (nc && np2)
+					cap_conns *= 2;
+			}
+			if (fd >= 0 && nconns < cap_conns &&
 			    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
 			    send(fd, config, config_len, MSG_NOSIGNAL) == (ssize_t)config_len) {
 				conns[nconns++] = (struct conn){ fd, cred.pid };
@@ -294,7 +308,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 				close(fd);
 			}
 		}
-		for (i = 0; i < nconns; i++) {
+		for (i = 0; i < polled; i++) {
 			struct pollfd *p = &pfd[2 + i];
 			struct iovec iov = { buf, cap };
 			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };

@@ -17,6 +17,7 @@
  * It prints "ready" when every thread runs, then reads commands from
  * standard input:
  *   kick   blocker() returns once (the thread enters it again)
+ *   fork   a child calls work() until the parent quits (prints its pid)
  *   quit   every thread is woken and joined; the program prints what it
  *          saw and exits with status 3
  * What it checks itself: no system call failed with EINTR; blocker()
@@ -35,16 +36,24 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-static int blk_pipe[2], rd_pipe[2], ep_pipe[2];
+static int blk_pipe[2], rd_pipe[2], ep_pipe[2], child_pipe[2];
+static pid_t child;
 static volatile int quitting;
 static int eintr;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static volatile unsigned long works, blocks_ok, blocks_bad;
 static volatile sig_atomic_t usr1;
+static int started; /* threads past glibc's start (signals unblocked) */
+
+static void thread_started(void)
+{
+	__atomic_add_fetch(&started, 1, __ATOMIC_RELEASE);
+}
 
 static void note_eintr(const char *where)
 {
@@ -78,6 +87,7 @@ __attribute__((noinline)) int blocker(void)
 static void *blocker_main(void *arg)
 {
 	(void)arg;
+	thread_started();
 	while (!quitting) {
 		int v = blocker();
 
@@ -95,6 +105,7 @@ static void *worker_main(void *arg)
 	int i = 0;
 
 	(void)arg;
+	thread_started();
 	while (!quitting) {
 		if (work(i) != i * 3 + 1 || nop_entry(i) != i + 7)
 			abort();
@@ -112,6 +123,7 @@ static void *reader_main(void *arg)
 	ssize_t n;
 
 	(void)arg;
+	thread_started();
 	while ((n = read(rd_pipe[0], &c, 1)) < 0)
 		if (errno == EINTR)
 			note_eintr("read");
@@ -123,6 +135,7 @@ static void *sleeper_main(void *arg)
 	struct timespec d = { 3600, 0 }, rem;
 
 	(void)arg;
+	thread_started();
 	/* woken by quit with SIGUSR2 (its handler runs: that EINTR is
 	 * expected) */
 	while (!quitting) {
@@ -138,6 +151,7 @@ static void *epoll_main(void *arg)
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 
 	(void)arg;
+	thread_started();
 	epoll_ctl(ep, EPOLL_CTL_ADD, ep_pipe[0], &ev);
 	while ((n = epoll_wait(ep, &out, 1, -1)) < 0)
 		if (errno == EINTR)
@@ -149,6 +163,7 @@ static void *epoll_main(void *arg)
 static void *idle_main(void *arg)
 {
 	(void)arg;
+	thread_started();
 	pthread_mutex_lock(&lock);
 	while (!quitting)
 		pthread_cond_wait(&cond, &lock);
@@ -226,7 +241,7 @@ int main(int argc, char **argv)
 
 	const char *mode = argc > 2 ? argv[2] : "";
 
-	if (pipe(blk_pipe) || pipe(rd_pipe) || pipe(ep_pipe))
+	if (pipe(blk_pipe) || pipe(rd_pipe) || pipe(ep_pipe) || pipe(child_pipe))
 		return 1;
 	if (!strcmp(mode, "nodump"))
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -252,6 +267,11 @@ int main(int argc, char **argv)
 	pthread_create(&epl, NULL, epoll_main, NULL);
 	for (i = 0; i < idle; i++)
 		pthread_create(&idlers[i], NULL, idle_main, NULL);
+	while (__atomic_load_n(&started, __ATOMIC_ACQUIRE) < 5 + idle) {
+		struct timespec d = { 0, 100000 };
+
+		nanosleep(&d, NULL);
+	}
 	if (!strcmp(mode, "exit-on-attach")) {
 		static int n;
 		pthread_t w;
@@ -291,6 +311,21 @@ int main(int argc, char **argv)
 		if (!strcmp(line, "kick\n")) {
 			if (write(blk_pipe[1], "k", 1) != 1)
 				return 1;
+		} else if (!strcmp(line, "fork\n")) {
+			child = fork();
+			if (child == 0) {
+				struct pollfd pfd = { child_pipe[0], POLLIN, 0 };
+				struct timespec d = { 0, 2000000 };
+
+				close(child_pipe[1]);
+				for (i = 0; poll(&pfd, 1, 0) == 0; i++) {
+					work(1000 + i);
+					nanosleep(&d, NULL);
+				}
+				exit(0);
+			}
+			printf("child %d\n", (int)child);
+			fflush(stdout);
 		} else if (!strcmp(line, "usr1\n")) {
 			raise(SIGUSR1);
 			printf("usr1 %d\n", (int)usr1);
@@ -314,6 +349,13 @@ int main(int argc, char **argv)
 	pthread_join(epl, NULL);
 	for (i = 0; i < idle; i++)
 		pthread_join(idlers[i], NULL);
+	close(child_pipe[1]);
+	if (child > 0) {
+		int st = -1;
+
+		waitpid(child, &st, 0);
+		printf("child status %d\n", st);
+	}
 	pthread_sigmask(SIG_BLOCK, NULL, &mask1);
 	printf("eintr %d\nblocker ok %lu bad %lu\nworked %s\nactions changed %d\nmask %s\n",
 	       eintr, blocks_ok, blocks_bad, works > 0 ? "yes" : "no", actions_changed(),
