@@ -159,8 +159,61 @@ static void wait_agents_gone(const struct ukp_session *s)
 	}
 }
 
-int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg)
+/* UKPROBE_TIMING: the first event, on its way to the command's ops. */
+struct timed_ops {
+	const struct ukp_session_ops *ops;
+	void *arg;
+	long first_event_ms;
+};
+
+static void timed_event(struct ukp_session *s, struct ukp_image *img,
+			const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg)
 {
+	struct timed_ops *t = arg;
+
+	if (!t->first_event_ms)
+		t->first_event_ms = now_ms();
+	if (t->ops && t->ops->event)
+		t->ops->event(s, img, pi, rec, t->arg);
+}
+
+static void timed_probe(struct ukp_session *s, struct ukp_image *img,
+			const struct ukp_probe_report *r, void *arg)
+{
+	struct timed_ops *t = arg;
+
+	if (t->ops && t->ops->probe)
+		t->ops->probe(s, img, r, t->arg);
+}
+
+static void timed_batch(struct ukp_session *s, void *arg)
+{
+	struct timed_ops *t = arg;
+
+	if (t->ops && t->ops->batch)
+		t->ops->batch(s, t->arg);
+}
+
+/* Every SPEC registered (or failed) somewhere? */
+static bool all_announced(const struct ukp_session *s)
+{
+	int k;
+
+	for (k = 0; k < s->nspecs; k++)
+		if (!s->states || (!s->states[k].registered && !s->states[k].failed &&
+				   !s->states[k].pending))
+			return false;
+	return true;
+}
+
+int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user_ops,
+		       void *user_arg)
+{
+	const struct ukp_session_ops timed = { timed_event, timed_probe, timed_batch };
+	struct timed_ops tops = { user_ops, user_arg, 0 };
+	const struct ukp_session_ops *ops = &timed;
+	void *arg = &tops;
+	long start_ms = now_ms(), registered_ms = 0, detach_ms = 0;
 	struct sigaction sa, old_int, old_term, old_hup, old_pipe;
 	struct pollfd *pfd = NULL;
 	struct conn *conns = NULL;
@@ -219,6 +272,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 
 		if (!detaching && deadline && now >= deadline) {
 			detaching = true;
+			detach_ms = now;
 			for (i = 0; i < nconns; i++)
 				if (conns[i].fd >= 0) {
 					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
@@ -268,6 +322,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 				;
 			if (!detaching) {
 				detaching = true;
+				detach_ms = now_ms();
 				for (i = 0; i < nconns; i++)
 					if (conns[i].fd >= 0) {
 						struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
@@ -328,6 +383,8 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 			if (mh.msg_flags & MSG_TRUNC)
 				s->protocol_error = true;
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
+			if (!registered_ms && all_announced(s))
+				registered_ms = now_ms();
 			if (s->protocol_error) {
 				ukp_err("unexpected data from the agent in process %d (a different "
 					"ukprobe version?)",
@@ -337,6 +394,13 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops,
 		}
 	}
 	wait_agents_gone(s);
+	if (timing)
+		fprintf(stderr,
+			"ukprobe: probes registered after %ld ms, first event after %ld ms, "
+			"detached in %ld ms\n",
+			registered_ms ? registered_ms - start_ms : -1L,
+			tops.first_event_ms ? tops.first_event_ms - start_ms : -1L,
+			detach_ms ? now_ms() - detach_ms : -1L);
 	for (i = 0; i < s->npids; i++)
 		if (!said_hello(s, s->pids[i])) {
 			ukp_err("process %d exited during the attach", s->pids[i]);
