@@ -194,6 +194,9 @@ __attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name
 
 	if (len + 1 > sizeof(peer.sun_path))
 		return -EINVAL;
+	/* a program ukprobe started (the agent preloaded) is traced already */
+	if (ukpa_active())
+		return -EBUSY;
 	if (!atomic_compare_exchange_strong(&session, &expected, true))
 		return -EBUSY;
 	memset(&peer, 0, sizeof(peer));

@@ -1279,6 +1279,30 @@ def case_attach_errors():
             untouched(p, before, state0)
         else:
             print("not root: the other-user and not-dumpable cases were not run")
+        # traced by another ukprobe: attached, or started by it
+        p = start_attachee()
+        procs.append(p)
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e", "p:w work"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        procs.append(t)
+        read_lines_until(t, " w: ", lambda: None)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is already traced by another ukprobe"
+                     % p.pid)
+        t.send_signal(signal.SIGINT)
+        check(t.wait(timeout=60) == 0, "the first ukprobe detached")
+        with tempfile.TemporaryDirectory() as d:
+            t = subprocess.Popen([UKPROBE, "trace", "-o", os.path.join(d, "t"), "-e", "p:w work",
+                                  "--", tgt("attachee")], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+            procs.append(t)
+            check(t.stdout.readline() == "ready\n", "launched target ready")
+            with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+                child = int(f.read().split()[0])
+            attach_error(child, r"process %d \(tgt_attachee\) is already traced by another "
+                         r"ukprobe" % child)
+            t.stdin.write("quit\n")
+            t.stdin.flush()
+            check(t.wait(timeout=60) == 3, "the launched program ends as it would")
         # a process that exits while ukprobe attaches
         p = start_attachee(mode="exit-on-attach")
         procs.append(p)
