@@ -1043,14 +1043,22 @@ def case_attach():
               "%s\n%s" % (sorted(set(thread_state(pid).items()) ^ set(state0.items()))[:6], ""))
         # again, twice: stat with breakpoints, then probes
         for extra in (["--no-optimize"], []):
+            # (work+4: a breakpoint, boosted, in the middle of a function)
             r = ukprobe(["stat", "-p", str(pid), "-d", "0.5", "-e", "p:w work",
-                         "-e", "p:n nop_entry"] + extra)
+                         "-e", "p:n nop_entry", "-e", "p:wb work+4"] + extra)
             check(r.returncode == 0 and r.stderr == "", "stat -p %s" % extra, show(r))
             rows = r.stdout.splitlines()
-            check(rows[0].split() == ["EVENT", "HITS", "MISSED"] and len(rows) == 3 and
-                  int(rows[1].split()[1]) > 10, "stat table", show(r))
+            check(rows[0].split() == ["EVENT", "HITS", "MISSED"] and len(rows) == 4 and
+                  int(rows[1].split()[1]) > 10 and int(rows[3].split()[1]) > 10,
+                  "stat table", show(r))
             after = code_bytes(pid, code_ranges(pid))
             check(same_code(before, after), "code back after stat %s: %s" % (extra, changed_code(before, after)))
+        # a SPEC that cannot be registered: reported, and nothing stays
+        r = ukprobe(["stat", "-p", str(pid), "-e", "p:w work", "-e", "p nosuchfn"])
+        check(r.returncode == 1 and r.stdout == "" and
+              r.stderr.startswith(PREFIX + "p nosuchfn: symbol nosuchfn not found"),
+              "a SPEC that fails", show(r))
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after a failure")
         r = ukprobe(["probes", "-p", str(pid), "-e", "p:w work", "-e", "p:n nop_entry"])
         check(r.returncode == 0 and r.stderr == "", "probes -p", show(r))
         rows = probes_rows(r.stdout)
