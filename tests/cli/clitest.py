@@ -1316,8 +1316,7 @@ def case_attach_errors():
         procs.append(p)
         r = ukprobe(["trace", "-p", str(p.pid), "-e", "p:w work"])
         check(r.returncode == 1 and r.stdout == "" and
-              re.fullmatch(re.escape(PREFIX) + r"process %d (\(tgt_attachee\) )?exited during "
-                           r"the attach\n" % p.pid, r.stderr),
+              r.stderr == PREFIX + "process %d (tgt_attachee) exited during the attach\n" % p.pid,
               "exit during the attach", show(r))
         check(p.wait(timeout=10) == 5, "it exited as it said")
         # several at once, one of them bad: nothing is traced
@@ -1347,11 +1346,17 @@ def case_attach_syscalls():
     for mode in ("main-epoll", "main-sleep"):
         p = start_attachee(mode=mode)
         try:
-            for i in range(3):
+            # (the main thread is chosen when it is found waiting: on a
+            # loaded machine it may be between two waits)
+            main_stops = 0
+            for i in range(20):
                 r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.2", "-e", "p:w work"],
                             env=dict(os.environ, UKPROBE_TIMING="1"))
-                check(r.returncode == 0 and "ukprobe: attach %d: thread %d stopped" % (p.pid, p.pid)
-                      in r.stderr, "%s: attached, main thread stopped" % mode, show(r))
+                check(r.returncode == 0, "%s: attached" % mode, show(r))
+                main_stops += "ukprobe: attach %d: thread %d stopped" % (p.pid, p.pid) in r.stderr
+                if main_stops == 3:
+                    break
+            check(main_stops == 3, "%s: the main thread was stopped (%d)" % (mode, main_stops))
             p.stdin.write("quit\n")
             p.stdin.flush()
             out, err = p.communicate(timeout=60)

@@ -9,8 +9,10 @@
  *   tgt_attachee [IDLE [MODE]]
  *
  * MODE (the bad cases of ukprobe -p): "nodump" (PR_SET_DUMPABLE 0),
- * "traceme" (traced by its parent), "exit-on-attach" (a thread watches
- * the number of threads and exits the process when one more appears);
+ * "traceme" (traced by its parent), "exit-on-attach" (the process exits
+ * when a thread is created after it is ready: the agent's, while ukprobe
+ * injects it; the program exports pthread_create, which the agent's
+ * reference binds to);
  * where the main thread waits for its input (the thread ukprobe stops):
  * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling).
  *
@@ -31,7 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
+#include <dlfcn.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -171,30 +173,19 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
-static int count_tasks(void)
+static int exit_on_attach, ready;
+
+/* Found first by the agent's reference (the program exports it). */
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
-static void *watch_main(void *arg)
-{
-	int n = *(int *)arg;
-	struct timespec d = { 0, 100000 };
-
-	for (;;) {
-		if (count_tasks() > n)
-			_exit(5);
-		nanosleep(&d, NULL);
-	}
-	return NULL;
+	if (exit_on_attach && ready)
+		_exit(5);
+	if (!real)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	return real(t, attr, fn, arg);
 }
 
 static void on_usr1(int sig)
@@ -272,13 +263,8 @@ int main(int argc, char **argv)
 
 		nanosleep(&d, NULL);
 	}
-	if (!strcmp(mode, "exit-on-attach")) {
-		static int n;
-		pthread_t w;
-
-		n = count_tasks() + 1;
-		pthread_create(&w, NULL, watch_main, &n);
-	}
+	exit_on_attach = !strcmp(mode, "exit-on-attach");
+	ready = 1;
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
@@ -294,7 +280,7 @@ int main(int argc, char **argv)
 				note_eintr("main epoll_wait");
 		} else if (!strcmp(mode, "main-sleep")) {
 			struct pollfd pfd = { 0, POLLIN, 0 };
-			struct timespec d = { 0, 20000000 }, rem;
+			struct timespec d = { 0, 200000000 }, rem;
 
 			while (poll(&pfd, 1, 0) == 0)
 				if (nanosleep(&d, &rem) && errno == EINTR)
