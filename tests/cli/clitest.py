@@ -1340,10 +1340,10 @@ def case_attach_errors():
 
 
 def case_attach_syscalls():
-    """The thread ukprobe stops waits in epoll_wait or nanosleep: the
-    program sees no EINTR (epoll_wait is restarted by ukprobe, nanosleep
-    by the kernel)."""
-    for mode in ("main-epoll", "main-sleep"):
+    """The thread ukprobe stops waits in epoll_wait, nanosleep or a futex
+    (sem_wait): the program sees no EINTR (epoll_wait is restarted by
+    ukprobe, the others by the kernel)."""
+    for mode in ("main-epoll", "main-sleep", "main-futex"):
         p = start_attachee(mode=mode)
         try:
             # (the main thread is chosen when it is found waiting: on a

@@ -14,7 +14,8 @@
  * injects it; the program exports pthread_create, which the agent's
  * reference binds to);
  * where the main thread waits for its input (the thread ukprobe stops):
- * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling).
+ * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling),
+ * "main-futex" (sem_wait: a futex; another thread reads the input).
  *
  * It prints "ready" when every thread runs, then reads commands from
  * standard input:
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -173,6 +175,25 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
+static sem_t line_sem, line_done;
+static char shared_line[64];
+static int line_eof;
+
+/* main-futex: the input, one line at a time, handed to the main thread. */
+static void *stdin_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		if (!fgets(shared_line, sizeof(shared_line), stdin))
+			line_eof = 1;
+		sem_post(&line_sem);
+		if (line_eof)
+			return NULL;
+		while (sem_wait(&line_done))
+			;
+	}
+}
+
 static int exit_on_attach, ready;
 
 /* Found first by the agent's reference (the program exports it). */
@@ -268,7 +289,22 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
-		if (!strcmp(mode, "main-epoll")) {
+		if (!strcmp(mode, "main-futex")) {
+			static pthread_t in;
+
+			if (!in) {
+				sem_init(&line_sem, 0, 0);
+				sem_init(&line_done, 0, 0);
+				pthread_create(&in, NULL, stdin_main, NULL);
+			}
+			while (sem_wait(&line_sem))
+				if (errno == EINTR)
+					note_eintr("main sem_wait");
+			if (line_eof)
+				break;
+			snprintf(line, sizeof(line), "%s", shared_line);
+			sem_post(&line_done);
+		} else if (!strcmp(mode, "main-epoll")) {
 			static int ep = -1;
 			struct epoll_event ev = { .events = EPOLLIN }, out;
 
@@ -286,7 +322,7 @@ int main(int argc, char **argv)
 				if (nanosleep(&d, &rem) && errno == EINTR)
 					note_eintr("main nanosleep");
 		}
-		if (!fgets(line, sizeof(line), stdin)) {
+		if (strcmp(mode, "main-futex") && !fgets(line, sizeof(line), stdin)) {
 			if (ferror(stdin) && errno == EINTR) {
 				note_eintr("main read");
 				clearerr(stdin);
