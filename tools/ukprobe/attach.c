@@ -262,14 +262,16 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				"(%ld ms)\n",
 				s->pids[i], t.tid, t.stop_us, t.inject_us, now_ms() - t0);
 	}
-	if (s->duration > 0)
-		deadline = now_ms() + (long)(s->duration * 1000.0);
 	connect_until = now_ms() + CONNECT_TIMEOUT_MS;
 
 	for (;;) {
 		int np = 0, timeout = -1, n, polled;
 		long now = now_ms();
 
+		/* -d counts from when the probes are in place (or, if that
+		 * never comes, from the end of the time to connect) */
+		if (s->duration > 0 && !deadline && (registered_ms || now >= connect_until))
+			deadline = (registered_ms ? registered_ms : now) + (long)(s->duration * 1000.0);
 		if (!detaching && deadline && now >= deadline) {
 			detaching = true;
 			detach_ms = now;
@@ -308,6 +310,8 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			timeout = 100;
 		if (deadline && !detaching && (timeout < 0 || deadline - now < timeout))
 			timeout = (int)(deadline - now);
+		if (s->duration > 0 && !deadline && (timeout < 0 || timeout > 100))
+			timeout = 100;
 		n = poll(pfd, (nfds_t)np, timeout);
 		if (n < 0 && errno != EINTR) {
 			ukp_err("poll: %s", strerror(errno));

@@ -35,7 +35,7 @@ static void usage(FILE *out)
 	      "                     attach to running processes instead of running CMD;\n"
 	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
 	      "  -d, --duration SECONDS\n"
-	      "                     with -p: detach after SECONDS\n"
+	      "                     with -p: detach SECONDS after the probes are in place\n"
 	      "  -f, --follow       trace forked children and exec'd programs too\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
