@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent.h - libukprobe-agent.so, the part of ukprobe that runs inside the
- * traced program (preloaded, or injected: attach.c). It registers the probes the SPECs describe
- * with libukprobes (linked in), writes one record per hit into per-thread
- * ring buffers, and a reader thread sends them to ukprobe (proto.h).
+ * traced program (preloaded, or injected: attach.c). It registers the
+ * probes the SPECs describe with libukprobes (linked in), writes one
+ * record per hit into per-thread ring buffers, and a reader thread sends
+ * them to ukprobe (proto.h).
  *
  * Contexts, as in src/internal.h:
  *  [hit]    probe handlers: signal context, async-signal-safe, no malloc,
