@@ -1287,6 +1287,18 @@ def case_attach_errors():
             untouched(p, before, state0)
         else:
             print("not root: the other-user and not-dumpable cases were not run")
+        # stopped by SIGSTOP
+        p = start_attachee()
+        procs.append(p)
+        p.send_signal(signal.SIGSTOP)
+        for _ in range(1000):
+            with open("/proc/%d/stat" % p.pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                    break
+            time.sleep(0.005)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is stopped \(SIGSTOP\): continue it "
+                     r"first" % p.pid)
+        p.send_signal(signal.SIGCONT)
         # traced by another ukprobe: attached, or started by it
         p = start_attachee()
         procs.append(p)

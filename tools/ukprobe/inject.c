@@ -644,6 +644,19 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject
 		explain_eperm(&t, dir);
 		return UKP_EXIT_FAIL;
 	}
+	{
+		char st[256] = "";
+
+		snprintf(path, sizeof(path), "%s/stat", dir);
+		if (read_text(path, st, sizeof(st)) && strrchr(st, ')') &&
+		    strrchr(st, ')')[1] == ' ' && strrchr(st, ')')[2] == 'T') {
+			/* its new threads would stop too: the agent could not
+			 * start */
+			ukp_err("process %d (%s) is stopped (SIGSTOP): continue it first", pid,
+				t.comm);
+			return UKP_EXIT_FAIL;
+		}
+	}
 	if (read_maps(&t, agent)) {
 		ukp_err("process %d (%s): cannot read its memory map: %s", pid, t.comm,
 			strerror(errno));
