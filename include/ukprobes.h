@@ -217,8 +217,9 @@ UKPROBES_API bool kprobes_optimization(void);
 UKPROBES_API int ukprobes_wait_optimizer(void);
 /*
  * Leave the process as the library found it (a tool that injected the
- * library detaches): with no probe registered, the optimizer thread ends
- * and the program's signal actions go back to the kernel. Code a thread
+ * library detaches): with no probe registered, the optimizer thread ends,
+ * the program's signal actions go back to the kernel, and the library's
+ * descriptor on /proc/self/mem is closed. Code a thread
  * may still run (the return trampoline, slots, detours) stays mapped.
  * The next registration starts the library again. 0, or -EBUSY while a
  * probe is registered or from a handler.

@@ -947,6 +947,17 @@ def code_bytes(pid, ranges):
     return got
 
 
+def open_files(pid):
+    """What each descriptor of the process refers to."""
+    fds = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            fds[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except FileNotFoundError:
+            pass
+    return fds
+
+
 def thread_state(pid):
     """Every thread: its name and signal state (blocked, ignored, caught)."""
     st = {}
@@ -1005,7 +1016,7 @@ def case_attach():
     try:
         pid = p.pid
         ranges = code_ranges(pid)
-        before, state0 = code_bytes(pid, ranges), thread_state(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
         check(len(state0) == 106, "106 threads: %d" % len(state0))
         specs = ["p:w work i=%di:s32", "r:b blocker ret=$retval:s32", "p:n nop_entry",
                  "p:sl libc.so.6:nanosleep"]
@@ -1071,6 +1082,7 @@ def case_attach():
         after = code_bytes(pid, code_ranges(pid))
         check(same_code(before, after), "code back after probes: %s" % changed_code(before, after))
         check(thread_state(pid) == state0, "threads as before, after every attach")
+        check(open_files(pid) == fds0, "no descriptor left behind", open_files(pid))
         p.stdin.write("usr1\nquit\n")
         p.stdin.flush()
         out, err = p.communicate(timeout=60)
