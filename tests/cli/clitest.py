@@ -1124,7 +1124,7 @@ def case_attach_python():
         feed("before")
         pid = p.pid
         ranges = code_ranges(pid)
-        before, state0 = code_bytes(pid, ranges), thread_state(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
         t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid),
                               "-e", "p:crc libz.so.1:crc32 len=%dx:u64",
                               "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32"],
@@ -1152,6 +1152,7 @@ def case_attach_python():
               changed_code(before, code_bytes(pid, code_ranges(pid))))
         check(thread_state(pid) == state0, "python's threads and signal state as before",
               "%s\n%s" % (state0, thread_state(pid)))
+        check(open_files(pid) == fds0, "python's descriptors as before", open_files(pid))
         for i in range(20):
             feed("untraced %d" % i)
         # again: stat, lines fed while it runs
