@@ -251,7 +251,17 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		struct ukp_inject_times t = { 0 };
 		long t0 = now_ms();
 
-		if (ukp_inject(s->pids[i], s->agent, name, &t)) {
+		sigset_t all, old;
+		int ret;
+
+		/* ukprobe must not die while a thread of the process runs a
+		 * call it set up (that thread would go on with a return
+		 * address of 0): signals wait until the thread is back */
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, &old);
+		ret = ukp_inject(s->pids[i], s->agent, name, &t);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (ret) {
 			/* agents already injected see the socket close and
 			 * end before registering anything */
 			goto restore;
