@@ -21,12 +21,20 @@ static int parse_pids(const char *arg, struct ukp_session *s)
 		char *end;
 		long v;
 		pid_t *np;
+		int i;
 
 		errno = 0;
 		v = strtol(p, &end, 10);
 		if (end == p || errno || v <= 0 || v > INT32_MAX || (*end && *end != ',')) {
 			ukp_err("-p %s: not a process id (PID[,PID...])", arg);
 			return -1;
+		}
+		for (i = 0; i < s->npids && s->pids[i] != (pid_t)v; i++)
+			;
+		if (i < s->npids) {
+			/* given twice: attached once */
+			p = *end ? end + 1 : end;
+			continue;
 		}
 		np = realloc(s->pids, ((size_t)s->npids + 1) * sizeof(*np));
 		if (!np) {
