@@ -128,10 +128,24 @@ static int restore_state(pid_t tid, const struct saved *sv)
 	return 0;
 }
 
+static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after);
+
+/* A stop that made a waiting system call fail with EINTR (those the
+ * kernel does not restart after a stop): make it run again (the syscall
+ * instruction, with its number and the same arguments). */
+static void restart_eintr(const struct ukp_target *t, struct user_regs_struct *r)
+{
+	if ((long)r->orig_rax >= 0 && (long)r->rax == -EINTR && is_syscall_insn(t, r->rip)) {
+		r->rax = r->orig_rax;
+		r->rip -= 2;
+	}
+}
+
 /*
  * Stop tid at a safe point (see the top): seized and interrupted; a
  * stop elsewhere lets it go and tries again. 0 with the thread stopped
- * and its state in *sv, or -errno.
+ * and its state in *sv; -EAGAIN (no safe point found) with the thread
+ * stopped too and its state in *sv; or -errno (it is gone).
  */
 static int stop_safely(const struct ukp_target *t, pid_t tid, struct saved *sv, long *stopped_at)
 {
@@ -156,13 +170,17 @@ static int stop_safely(const struct ukp_target *t, pid_t tid, struct saved *sv, 
 		}
 		if (save_state(tid, sv))
 			return -ESRCH;
+		restart_eintr(t, &sv->regs);
 		nr = (long)sv->regs.orig_rax;
 		if (nr >= 0 ? ukp_waiting_syscall(nr)
 			    : !ukp_target_in_libc(t, sv->regs.rip))
 			return 0;
+		if (tries == RETRIES - 1)
+			return -EAGAIN; /* stopped, its state in *sv */
 		free(sv->xstate);
 		sv->xstate = NULL;
-		if (ptrace(PTRACE_CONT, tid, NULL, NULL))
+		if (ptrace(PTRACE_SETREGS, tid, NULL, &sv->regs) ||
+		    ptrace(PTRACE_CONT, tid, NULL, NULL))
 			return -errno;
 		usleep(200 + (unsigned int)tries * 20);
 	}
@@ -288,18 +306,11 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject
 		ukp_err("process %d (%s): thread %d was never found outside the C library and the "
 			"loader: no safe point to load the agent; try again",
 			pid, t.comm, tid);
-		goto out_running;
+		goto out_restore;
 	}
 	if (ret) {
 		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		goto out;
-	}
-	/* A stop that made a waiting system call fail with EINTR (those the
-	 * kernel does not restart after a stop): run it again. */
-	if ((long)sv.regs.orig_rax >= 0 && (long)sv.regs.rax == -EINTR &&
-	    is_syscall_insn(&t, sv.regs.rip)) {
-		sv.regs.rax = sv.regs.orig_rax;
-		sv.regs.rip -= 2;
 	}
 	{
 		const char *a[2] = { agent, NULL };
@@ -356,7 +367,6 @@ out_restore:
 		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		code = UKP_EXIT_FAIL;
 	}
-out_running:
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	seized = false;
 	if (times) {
