@@ -1432,6 +1432,63 @@ def case_attach_follow():
             p.wait()
 
 
+def case_attach_sqlite3():
+    """Debian's sqlite3 shell reading SQL from a pipe: traced while it
+    runs (the SQL it prepares), detached, traced again; its output and
+    exit status are those of an untraced run of the same input."""
+    sq = shutil.which("sqlite3")
+    if not sq:
+        print("no sqlite3: skipped")
+        sys.exit(77)
+    stmts = ["create table t(a integer, b text);"]
+    stmts += ["insert into t values(%d, 'row %d');" % (i, i) for i in range(50)]
+    stmts += ["select count(*), sum(a) from t;", "select b from t where a % 7 = 3;"]
+    want = subprocess.run([sq], input="\n".join(stmts * 2) + "\n", capture_output=True,
+                          text=True, timeout=60)
+    p = subprocess.Popen([sq], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        p.stdin.write(stmts[0] + "\n")
+        p.stdin.flush()
+        time.sleep(0.2)
+        ranges = code_ranges(p.pid)
+        before, state0, fds0 = code_bytes(p.pid, ranges), thread_state(p.pid), open_files(p.pid)
+        rest = iter(stmts[1:] + stmts)
+        for round_ in range(2):
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e",
+                                  "p:prep libsqlite3.so.0:sqlite3_prepare_v2 sql=+0(%si):string"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=no_core)
+            sent = []
+
+            def poke():
+                x = next(rest)
+                sent.append(x)
+                p.stdin.write(x + "\n")
+                p.stdin.flush()
+            lines = read_lines_until(t, " prep: ", poke)
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=60)
+            check(t.returncode == 0 and err.decode() == "", "ukprobe ends with 0",
+                  "rc=%s %s" % (t.returncode, err.decode()))
+            got = [parse_line(l)["args"] for l in lines + out.decode().splitlines() if l]
+            check(got and all(a[len(' sql="'):-1] in sent for a in got),
+                  "the SQL sqlite3 prepared was sent to it", "%s\n%s" % (got[:5], sent[:5]))
+            check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))),
+                  "code back after detach %d" % round_)
+            check(thread_state(p.pid) == state0 and open_files(p.pid) == fds0,
+                  "threads, signals and descriptors as before")
+        for x in rest:
+            p.stdin.write(x + "\n")
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == want.returncode and out == want.stdout and err == want.stderr,
+              "sqlite3's output and status as untraced", out[-300:] + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)
