@@ -1192,6 +1192,40 @@ def case_attach_python():
             p.wait()
 
 
+def case_attach_dlopen():
+    """Attached, a SPEC on an object the process loads later (python3
+    imports bz2: libbz2) waits for it and is registered after the load."""
+    py = "/usr/bin/python3"
+    if not os.path.exists(py) or subprocess.run([py, "-c", "import bz2"]).returncode:
+        print("no python3 with bz2: skipped")
+        sys.exit(77)
+    p = subprocess.Popen([py, "-c", "import sys\nfor line in sys.stdin:\n    import bz2\n"
+                          "    print(len(bz2.compress(line.encode())), flush=True)\n"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=no_core)
+    try:
+        check(not any("libbz2" in r[2] for r in code_ranges(p.pid)), "libbz2 not loaded yet")
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e",
+                              "p:bz libbz2.so.1.0:BZ2_bzCompressInit"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        time.sleep(0.5)
+
+        def poke():
+            p.stdin.write("data\n")
+            p.stdin.flush()
+            p.stdout.readline()
+        read_lines_until(t, " bz: ", poke)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends with 0", err.decode())
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python's status")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def build_i386(d):
     """A 32-bit x86 program (no C library needed: as and ld --32), or None."""
     src = os.path.join(d, "t32.s")
