@@ -408,8 +408,7 @@ static void park(void)
 static void *reader_main(void *arg)
 {
 	unsigned long passes = 0;
-	/* attached, no dlopen interposer: only the counters tell */
-	bool watch = ukpa_attached || ukpa_probes_pending();
+	bool watch = ukpa_probes_pending();
 
 	(void)arg;
 	ukpa_busy = 1;
