@@ -39,6 +39,7 @@
 _Atomic bool ukpa_tracing;
 enum ukp_mode ukpa_mode;
 bool ukpa_follow;
+bool ukpa_attached;
 UKPA_TLS int ukpa_busy;
 
 static int out_fd = -1;
@@ -282,12 +283,30 @@ static void atfork_child(void)
 	ukpa_busy++;
 	agent_pid = getpid();
 	image_id = new_image_id();
+	if (ukpa_attached) {
+		/* a connection of its own, so that ukprobe can tell this
+		 * process to detach */
+		int fd = ukpa_attach_connect();
+		struct stat st;
+
+		close(out_fd);
+		out_fd = fd;
+		if (fd < 0 || fstat(fd, &st)) {
+			atomic_store(&ukpa_tracing, false);
+			ukpa_busy--;
+			return;
+		}
+		out_dev = st.st_dev;
+		out_ino = st.st_ino;
+	}
 	ukpa_rings_after_fork();
 	send_hello(UKP_ORIGIN_FORK);
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
 	 * with every signal blocked) */
 	if (ukpa_reader_start())
+		atomic_store(&ukpa_tracing, false);
+	if (ukpa_attached && ukpa_attach_forked(out_fd))
 		atomic_store(&ukpa_tracing, false);
 	ukpa_busy--;
 }
@@ -429,6 +448,89 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	ukprobes_wait_optimizer();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atomic_store(&ukpa_tracing, true);
+}
+
+/* ------------------------------------------------------- attached */
+
+/*
+ * [init] On the agent's thread in a process ukprobe attached to: the
+ * settings came over fd (CONFIG). As set_up(), but nothing ends the
+ * program: a SPEC that cannot be registered ends the session (END with
+ * setup_failed), and the caller detaches. Returns 0 (tracing), 1
+ * (probes mode: reported) or -1 (failed, reported).
+ */
+int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
+		      const char *load)
+{
+	static bool atfork_done;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -1;
+	out_fd = fd;
+	out_dev = st.st_dev;
+	out_ino = st.st_ino;
+	out_broken = false;
+	agent_pid = getpid();
+	image_id = new_image_id();
+	ukpa_mode = mode;
+	ukpa_follow = follow;
+	ukpa_attached = true;
+	ukpa_rings_new_image();
+	if (ukpa_specs_parse(defs)) {
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
+	send_hello(UKP_ORIGIN_ATTACH);
+	kprobes_set_optimization(!no_optimize);
+	if (*load && load_object(load)) {
+		send_end(0, true, UKP_END_PROBES);
+		return -1;
+	}
+	if (mode != UKP_MODE_PROBES && (ukpa_rings_init() || ukpa_reader_start())) {
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
+	if (ukpa_probes_setup() && !follow && mode != UKP_MODE_PROBES) {
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
+	if (mode == UKP_MODE_PROBES) {
+		send_end(0, false, UKP_END_PROBES);
+		return 1;
+	}
+	ukprobes_wait_optimizer();
+	if (!atfork_done)
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	atfork_done = true;
+	atomic_store(&ukpa_tracing, true);
+	return 0;
+}
+
+/*
+ * [init] The detach, on the agent's thread: the last events and the
+ * counts go out (unless the session already ended), every probe is
+ * unregistered, the reader and the library's thread end, the program
+ * gets its signal actions back, and DETACHED names this thread, the
+ * only one left. The socket is closed.
+ */
+void ukpa_attach_end(bool tracing)
+{
+	struct ukp_msg_detached d = { .h = { UKPM_DETACHED, sizeof(d) } };
+
+	if (tracing)
+		end_image(UKP_END_DETACH);
+	atomic_store(&ukpa_tracing, false);
+	ukpa_reader_stop(-1);
+	ukpa_probes_unregister_all();
+	ukpa_reader_exit();
+	kprobes_set_optimization(true);
+	ukprobes_shutdown();
+	d.tid = (int32_t)gettid();
+	ukpa_send(&d, sizeof(d));
+	close(out_fd);
+	out_fd = -1;
+	ukpa_attached = false;
 }
 
 __attribute__((constructor)) static void ukpa_init(void)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent.h - libukprobe-agent.so, the part of ukprobe that runs inside the
- * traced program (preloaded). It registers the probes the SPECs describe
- * with libukprobes (linked in), writes one record per hit into per-thread
- * ring buffers, and a reader thread sends them to ukprobe (proto.h).
+ * traced program (preloaded, or injected: attach.c). It registers the
+ * probes the SPECs describe with libukprobes (linked in), writes one
+ * record per hit into per-thread ring buffers, and a reader thread sends
+ * them to ukprobe (proto.h).
  *
  * Contexts, as in src/internal.h:
  *  [hit]    probe handlers: signal context, async-signal-safe, no malloc,
@@ -66,6 +67,7 @@ struct ukpa_probe {
 extern _Atomic bool ukpa_tracing;    /* handlers record */
 extern enum ukp_mode ukpa_mode;
 extern bool ukpa_follow;             /* -f */
+extern bool ukpa_attached;           /* injected by ukprobe -p (attach.c) */
 extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
 /* [init][reader] One packet: the FROM header and len bytes of whole
  * messages. 0 or -1. */
@@ -84,6 +86,16 @@ void ukpa_after_failed_exec(void);
  * variables put back where the program removed them. Writes into
  * out[0..max) and returns it, or envp when nothing is missing. */
 char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
+
+/* [init] attach.c's session (see agent.c). */
+int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
+		      const char *load);
+void ukpa_attach_end(bool tracing);
+/* [init] In a forked child of an attached process (-f): a new
+ * connection to ukprobe (fd or -1), and the thread that waits on it for
+ * DETACH (0 or -1). */
+int ukpa_attach_connect(void);
+int ukpa_attach_forked(int fd);
 
 /* ----------------------------------------------------------- probes.c */
 /* [init] Parse the SPECs (one per line). 0 or -1. */
@@ -111,6 +123,8 @@ void ukpa_probes_send_stats(void);
 int ukpa_probes_send_stats_nowait(void);
 /* [reader] The probe of an event id, or NULL. */
 const struct ukpa_probe *ukpa_probe_by_id(uint32_t id);
+/* [init] Detach: unregister every probe, forget every SPEC. */
+void ukpa_probes_unregister_all(void);
 /* [init] Any pending SPEC left? */
 bool ukpa_probes_pending(void);
 
@@ -145,6 +159,8 @@ int ukpa_reader_start(void);                 /* [init] start, or wake a parked o
  * when negative; it parks, it does not exit). Returns the number of
  * events lost. */
 uint64_t ukpa_reader_stop(int timeout_ms);
+/* [init] After ukpa_reader_stop(), at a detach: the thread ends. */
+void ukpa_reader_exit(void);
 /* [init] Wait (at most timeout_ms) until the events recorded so far are
  * sent. */
 void ukpa_reader_flush(int timeout_ms);

@@ -711,3 +711,68 @@ static void send_stats_locked(void)
 		}
 	}
 }
+
+/*
+ * [init] Detach (ukprobe -p): every probe unregistered (its text back as
+ * it was), and the SPECs, names and ids forgotten, for the next attach.
+ * The reader is stopped. A kretprobe's memory is kept: a thread that is
+ * inside its function returns through the trampoline later, which still
+ * reads it (its handler is no longer called).
+ */
+void ukpa_probes_unregister_all(void)
+{
+	struct ukpa_probe *pr, *next;
+	struct kprobe **kps;
+	struct kretprobe **rps;
+	int nk = 0, nr = 0, i;
+
+	pthread_mutex_lock(&probes_lock);
+	kps = calloc(nprobes + 1, sizeof(*kps));
+	rps = calloc(nprobes + 1, sizeof(*rps));
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (!atomic_load(&pr->live))
+			continue;
+		atomic_store(&pr->live, false);
+		if (pr->spec->spec.is_return) {
+			if (rps)
+				rps[nr++] = &pr->rp;
+			else
+				unregister_kretprobe(&pr->rp);
+		} else {
+			if (kps)
+				kps[nk++] = &pr->kp;
+			else
+				unregister_kprobe(&pr->kp);
+		}
+	}
+	/* one grace period for all of them */
+	if (nk)
+		unregister_kprobes(kps, nk);
+	if (nr)
+		unregister_kretprobes(rps, nr);
+	free(kps);
+	free(rps);
+	for (pr = probes_head; pr; pr = next) {
+		next = pr->next;
+		if (!pr->spec->spec.is_return)
+			probe_free(pr);
+		else
+			pr->spec = NULL;
+	}
+	for (i = 0; i < NCHUNKS; i++) {
+		struct ukpa_probe **chunk = atomic_load(&chunks[i]);
+
+		if (chunk)
+			memset(chunk, 0, CHUNK * sizeof(*chunk));
+	}
+	probes_head = NULL;
+	probes_tail = &probes_head;
+	nprobes = 0;
+	for (i = 0; i < nspecs; i++)
+		ukp_spec_free(&specs[i].spec);
+	free(specs);
+	specs = NULL;
+	nspecs = 0;
+	ukpa_names_clear();
+	pthread_mutex_unlock(&probes_lock);
+}

@@ -76,7 +76,7 @@ static pid_t my_pid;
 static pthread_t reader;
 static bool reader_running;             /* started, and not stopped */
 static bool reader_exists;              /* this process has the thread */
-static _Atomic bool reader_stop, reader_parked, reader_entered;
+static _Atomic bool reader_stop, reader_parked, reader_entered, reader_exit;
 /* ukpa_reader_flush(): requests, and the last request a pass served */
 static _Atomic unsigned long flush_req, flush_done;
 
@@ -400,7 +400,7 @@ static void park(void)
 	struct timespec d = { 0, IDLE_SLEEP_NS };
 
 	atomic_store(&reader_parked, true);
-	while (atomic_load(&reader_stop))
+	while (atomic_load(&reader_stop) && !atomic_load(&reader_exit))
 		nanosleep(&d, NULL);
 	atomic_store(&reader_parked, false);
 }
@@ -424,6 +424,8 @@ static void *reader_main(void *arg)
 		if (stop) {
 			/* that was the last pass */
 			park();
+			if (atomic_load(&reader_exit))
+				break; /* detached: no probe is left */
 			seen_adds = ~0ULL;
 			continue;
 		}
@@ -437,7 +439,7 @@ static void *reader_main(void *arg)
 			nanosleep(&d, NULL);
 		}
 	}
-	return NULL; /* not reached */
+	return NULL;
 }
 
 /* ------------------------------------------------------------ [init] */
@@ -448,6 +450,15 @@ int ukpa_rings_init(void)
 	int i;
 
 	my_pid = getpid();
+	if (ring_mem) {
+		/* attached again: the rings were drained at the detach, and
+		 * each stays with its thread */
+		atomic_store(&lost_noring, 0);
+		atomic_store(&lost_recycled, 0);
+		for (i = 0; i < NRINGS; i++)
+			atomic_store(&rings[i].lost, 0);
+		return 0;
+	}
 	/* reserved, not committed: a ring costs memory once its thread
 	 * writes to it */
 	ring_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -531,6 +542,22 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 	for (i = 0; i < NRINGS; i++)
 		lost += atomic_load(&rings[i].lost);
 	return lost;
+}
+
+/* [init] After ukpa_reader_stop(): the reader returns (no probe may be
+ * left: its exit path runs with every signal blocked), and is gone when
+ * this returns. */
+void ukpa_reader_exit(void)
+{
+	if (!reader_exists || my_pid != getpid())
+		return;
+	atomic_store(&reader_stop, true);
+	atomic_store(&reader_exit, true);
+	pthread_join(reader, NULL);
+	reader_running = reader_exists = false;
+	atomic_store(&reader_entered, false);
+	atomic_store(&reader_parked, false);
+	atomic_store(&reader_exit, false);
 }
 
 void ukpa_reader_flush(int timeout_ms)

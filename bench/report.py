@@ -7,7 +7,7 @@ Called by bench/run.sh:
   report.py --work DIR --mode quick|full --json OUT [--markdown OUT.md]
 
 DIR holds what run.sh collected: overhead.json, scale.json,
-register_<N>.json, coverage.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
+register_<N>.json, coverage.json, attach.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
 counts `uftrace report` found), skips.tsv (id, reason: what run.sh
 skipped itself). Everything missing is reported as skipped, never as a
 failure.
@@ -324,6 +324,53 @@ def coverage_markdown(cov, commit):
     return out
 
 
+# ------------------------------------------------------------ ukprobe -p
+
+ATTACH_COLS = (("stop_us", "target stopped", lambda x: "%d us" % x),
+               ("inject_us", "injection", lambda x: "%d us" % x),
+               ("registered_ms", "probes registered", lambda x: "%d ms" % x),
+               ("first_event_ms", "first event", lambda x: "%d ms" % x),
+               ("detach_ms", "detach", lambda x: "%d ms" % x))
+
+
+def attach_cells(r):
+    """(first attach, then median/max of the others) per column."""
+    cells = []
+    for k, _, f in ATTACH_COLS:
+        cells.append("%s; %s / %s" % (f(r["first"][k]), f(r[k]["median"]), f(r[k]["max"])))
+    return cells
+
+
+def attach_text(att):
+    reps = max([r.get("reps", 1) for r in att["rows"]] + [1])
+    out = ["", "Attach (%s): the first attach (it loads the agent); median / max of the next %d"
+           % (att["command"], reps - 1), ""]
+    out.append("%-22s %s" % ("target", "  ".join("%-30s" % c[1] for c in ATTACH_COLS)))
+    for r in att["rows"]:
+        if r["status"] != "ok":
+            out.append("%-22s %s: %s" % (r["id"], r["status"], r.get("reason", "")))
+            continue
+        out.append("%-22s %s" % (r["id"], "  ".join("%-30s" % c for c in attach_cells(r))))
+    return out
+
+
+def attach_markdown(att):
+    out = ["", "Attach (`%s`, `UKPROBE_TIMING=1`): the chosen thread's stop (seize to "
+           "detach), the whole injection, then from the start of the session: probes "
+           "registered, first event; the detach (DETACH to the agent's last thread gone). "
+           "Each cell: the first attach (it loads the agent); median / max of the next ones."
+           % att["command"], ""]
+    out.append("| target | " + " | ".join(c[1] for c in ATTACH_COLS) + " |")
+    out.append("| --- |" + " --- |" * len(ATTACH_COLS))
+    for r in att["rows"]:
+        if r["status"] != "ok":
+            out.append("| %s | %s: %s |" % (r["id"], r["status"], r.get("reason", "")) +
+                       " |" * (len(ATTACH_COLS) - 1))
+            continue
+        out.append("| %s | %s |" % (r["id"], " | ".join(attach_cells(r))))
+    return out
+
+
 def table_text(res):
     out = []
     m = res["machine"]
@@ -425,6 +472,8 @@ def table_text(res):
                    % ", ".join(regs[0].get("not_probed", [])) if regs[0].get("not_probed") else "")
     if res.get("coverage"):
         out.extend(coverage_text(res["coverage"]))
+    if res.get("attach"):
+        out.extend(attach_text(res["attach"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped:")
@@ -540,6 +589,8 @@ def table_markdown(res):
             out.append("Self-hits: " + "; ".join(notes) + ".")
     if res.get("coverage"):
         out.extend(coverage_markdown(res["coverage"], res["commit"]))
+    if res.get("attach"):
+        out.extend(attach_markdown(res["attach"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped: " + "; ".join("%s: %s" % (s["id"], s["reason"])
@@ -598,6 +649,9 @@ def main():
     cov = load(os.path.join(a.work, "coverage.json"))
     if cov:
         res["coverage"] = cov
+    att = load(os.path.join(a.work, "attach.json"))
+    if att:
+        res["attach"] = att
 
     # one list of everything that was not measured, and why
     skipped = []
@@ -613,6 +667,9 @@ def main():
     for k, v in skips.items():
         if not k.startswith(("uftrace", "register_")):
             skipped.append({"id": k, "reason": v})
+    for r in (att or {}).get("rows", []):
+        if r["status"] == "skipped":
+            skipped.append({"id": "attach " + r["id"], "reason": r["reason"]})
     res["skipped"] = skipped
 
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
@@ -623,7 +680,8 @@ def main():
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(table_markdown(res) + "\n")
-    missing = [n for n, v in (("overhead", ov), ("scaling", sc), ("coverage", cov)) if not v]
+    missing = [n for n, v in (("overhead", ov), ("scaling", sc), ("coverage", cov),
+                              ("attach", att)) if not v]
     if missing:
         print("report: no result for " + ", ".join(missing), file=sys.stderr)
         return 1

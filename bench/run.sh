@@ -44,7 +44,8 @@ else
     meson setup build-bench -Dbench=true -Dtests=false >/dev/null
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
-  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 >/dev/null
+  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 tools/ukprobe/ukprobe \
+  agent/libukprobe-agent.so >/dev/null
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")
@@ -138,6 +139,12 @@ done
 # -------------------------------------------------------------- coverage
 echo "bench: jump-optimization coverage of libc, libz, libsqlite3 (bench_coverage)" >&2
 "$bin/bench_coverage" "${q[@]}" --json "$work/coverage.json" || status=1
+
+# ---------------------------------------------------------------- attach
+echo "bench: ukprobe -p (attach.py): stop and attach times" >&2
+reps=10; [ $quick = 1 ] && reps=2
+python3 bench/attach.py --ukprobe build-bench/tools/ukprobe/ukprobe --reps $reps \
+  --json "$work/attach.json" || status=1
 
 # ----------------------------------------------------------------- report
 cmd="bash bench/run.sh"

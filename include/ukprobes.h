@@ -216,6 +216,16 @@ UKPROBES_API int kprobes_set_optimization(bool on);
 UKPROBES_API bool kprobes_optimization(void);
 /* Wait until the optimizer has handled every queued probe (tests, tools). */
 UKPROBES_API int ukprobes_wait_optimizer(void);
+/*
+ * Leave the process as the library found it (a tool that injected the
+ * library detaches): with no probe registered, the optimizer thread ends,
+ * the program's signal actions go back to the kernel, and the library's
+ * descriptor on /proc/self/mem is closed. Code a thread
+ * may still run (the return trampoline, slots, detours) stays mapped.
+ * The next registration starts the library again. 0, or -EBUSY while a
+ * probe is registered or from a handler.
+ */
+UKPROBES_API int ukprobes_shutdown(void);
 
 #define UKPROBES_OPT_NONE   0  /* a breakpoint probe */
 #define UKPROBES_OPT_JUMP   1  /* jump-optimized ([OPTIMIZED]) */

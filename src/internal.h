@@ -224,6 +224,7 @@ void ukp_slot_set_owner_n(uintptr_t slot, unsigned int n, struct ukp_site *s); /
 /* optimizer.c: jump optimization (see there). [reg] unless said. */
 void ukp_opt_init(void);
 void ukp_opt_after_fork(void);
+void ukp_opt_stop(void);                      /* [reg] teardown.c */
 void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry);
 void ukp_opt_site_changed(struct ukp_site *s);
 void ukp_opt_site_dead(struct ukp_site *s);
@@ -267,6 +268,7 @@ extern bool ukp_scan_without_proc;            /* tests: as if /proc had no sysca
 /* ------------------------------------------------------------ signals */
 /* signals.c */
 int ukp_signals_install(void);                /* [reg] */
+void ukp_signals_uninstall(void);             /* [reg] teardown.c */
 void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc); /* [trap] */
 void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc); /* [trap] */
 uintptr_t ukp_libc_restorer(void);            /* glibc's __restore_rt, or 0 */

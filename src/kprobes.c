@@ -395,6 +395,11 @@ static int ukp_lock(void)
 	if (init_err)
 		return init_err;
 	pthread_mutex_lock(&ukp_mutex);
+	/* again after ukprobes_shutdown() gave the program its handlers back */
+	if (ukp_signals_install()) {
+		pthread_mutex_unlock(&ukp_mutex);
+		return -EINVAL;
+	}
 	if (owner_pid != getpid()) {
 		/* forked without pthread_atfork (raw clone) */
 		ukp_text_after_fork();

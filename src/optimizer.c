@@ -62,6 +62,8 @@ static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
 static bool busy;                        /* the thread is working on a batch */
 static pid_t thread_pid;                 /* process the thread runs in */
+static pthread_t thread;                 /* joinable: ukp_opt_stop() waits for its end */
+static bool quit;                        /* ukp_opt_stop(): the thread returns */
 unsigned long ukp_opt_rounds;            /* batches done (tests) */
 
 /* ------------------------------------------------------- helpers */
@@ -189,11 +191,13 @@ static void kick(void)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, optimizer_main, NULL) == 0)
+		quit = false;
+		if (pthread_create(&t, &attr, optimizer_main, NULL) == 0) {
+			thread = t;
 			thread_pid = getpid();
-		else
+		} else {
 			pr_warn("kprobes: cannot start the optimizer thread\n");
+		}
 		pthread_attr_destroy(&attr);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
@@ -407,11 +411,13 @@ static void *optimizer_main(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &ours, NULL);
 	pthread_mutex_lock(&ukp_mutex);
 	for (;;) {
-		while (!queue) {
+		while (!queue && !quit) {
 			busy = false;
 			pthread_cond_broadcast(&idle_cond);
 			pthread_cond_wait(&queue_cond, &ukp_mutex);
 		}
+		if (quit && !queue)
+			break;
 		busy = true;
 		/* Let the registrations of a batch arrive. */
 		pthread_mutex_unlock(&ukp_mutex);
@@ -429,6 +435,9 @@ static void *optimizer_main(void *arg)
 			pthread_mutex_lock(&ukp_mutex);
 		}
 	}
+	busy = false;
+	pthread_cond_broadcast(&idle_cond);
+	pthread_mutex_unlock(&ukp_mutex);
 	return NULL;
 }
 
@@ -629,6 +638,25 @@ UKPROBES_API int kprobes_set_optimization(bool on)
 UKPROBES_API bool kprobes_optimization(void)
 {
 	return __atomic_load_n(&opt_on, __ATOMIC_RELAXED);
+}
+
+/*
+ * [reg] The registry mutex held, no probe registered (so the queue is
+ * empty and no probe is in the thread's way): the optimizer thread
+ * returns, and is gone (joined) when this returns. The mutex is released
+ * while waiting. A later registration starts a new one.
+ */
+void ukp_opt_stop(void)
+{
+	if (thread_pid != getpid())
+		return;
+	quit = true;
+	pthread_cond_broadcast(&queue_cond);
+	pthread_mutex_unlock(&ukp_mutex);
+	pthread_join(thread, NULL);
+	pthread_mutex_lock(&ukp_mutex);
+	thread_pid = 0;
+	quit = false;
 }
 
 /* [any] In a forked child: no optimizer thread, nothing in flight. */

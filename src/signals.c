@@ -730,3 +730,67 @@ UKP_TRAP_TEXT void ukp_defer_async_flush(struct ukp_ctlblk *c)
 	c->deferred_mask = 0;
 	ukp_sys_sigprocmask(SIG_UNBLOCK, &m, NULL);
 }
+
+/*
+ * [reg] Give the kernel back the program's actions (ukprobes_shutdown):
+ * every owned signal whose kernel action is still the library's gets
+ * the action the program last asked for, every handler behind
+ * prog_wrapper its own action again. An action the program changed
+ * behind the library's back (a raw system call, or a sigaction() that
+ * did not go through the interposer, as in a process the library was
+ * injected into) is left as the program set it. No probe may be
+ * registered: a breakpoint hit after this would be the program's
+ * SIGTRAP.
+ */
+/* [reg] Give sig the action sa exactly: as read back (a restorer, or
+ * none for SIG_DFL/SIG_IGN: libc's sigaction() would add its own), or
+ * through libc when the program left the restorer to it. */
+static void restore_action(int sig, const struct sigaction *sa)
+{
+	struct ksigaction k;
+
+	if (!(sa->sa_flags & SA_RESTORER) && is_function(sa)) {
+		call_real_sigaction(sig, sa, NULL);
+		return;
+	}
+	k.handler = (void *)sa->sa_handler;
+	k.flags = (unsigned long)sa->sa_flags;
+	k.restorer = (void *)sa->sa_restorer;
+	memcpy(&k.mask, &sa->sa_mask, sizeof(k.mask));
+	sys_rt_sigaction(sig, &k, NULL);
+}
+
+void ukp_signals_uninstall(void)
+{
+	uint64_t old;
+	unsigned int i;
+
+	act_lock_acquire(&old);
+	if (!atomic_load(&installed))
+		goto out;
+	for (i = 0; i < NOWNED; i++) {
+		struct ksigaction cur;
+		struct sigaction sa;
+
+		if (sys_rt_sigaction(owned_sigs[i], NULL, &cur) ||
+		    (cur.handler != (void *)ukp_sigtrap_handler &&
+		     cur.handler != (void *)ukp_scan_handler &&
+		     cur.handler != (void *)ukp_sigfault_handler))
+			continue;
+		prog_action_read((int)i, &sa);
+		restore_action(owned_sigs[i], &sa);
+	}
+	for (int sig = 1; sig < 65; sig++) {
+		struct ksigaction cur;
+		struct sigaction sa;
+
+		if (owned_index(sig) >= 0 || sys_rt_sigaction(sig, NULL, &cur) ||
+		    cur.handler != (void *)prog_wrapper)
+			continue;
+		pa_read(&wrapped_actions[sig], &sa);
+		restore_action(sig, &sa);
+	}
+	atomic_store(&installed, false);
+out:
+	act_lock_release(&old);
+}

@@ -20,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -914,6 +915,612 @@ def case_manpage():
     for cmd in ("trace", "stat", "probes"):
         r = ukprobe([cmd, "--help"])
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
+
+# ------------------------------------------------------------ ukprobe -p
+
+def start_attachee(idle=0, mode=None, **kw):
+    args = [tgt("attachee"), str(idle)] + ([mode] if mode else [])
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core, **kw)
+    check(p.stdout.readline() == "ready\n", "the target started")
+    return p
+
+
+def code_ranges(pid):
+    """Executable mappings of files: (start, end, path)."""
+    out = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[1][2] == "x" and parts[5].startswith("/"):
+                a, b = (int(x, 16) for x in parts[0].split("-"))
+                out.append((a, b, parts[5]))
+    return out
+
+
+def code_bytes(pid, ranges):
+    got = {}
+    with open("/proc/%d/mem" % pid, "rb") as m:
+        for a, b, path in ranges:
+            m.seek(a)
+            got[(a, path)] = m.read(b - a)
+    return got
+
+
+def open_files(pid):
+    """What each descriptor of the process refers to."""
+    fds = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            fds[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except FileNotFoundError:
+            pass
+    return fds
+
+
+def thread_state(pid):
+    """Every thread: its name and signal state (blocked, ignored, caught)."""
+    st = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                txt = f.read()
+        except FileNotFoundError:
+            continue
+        fields = dict(l.split(":", 1) for l in txt.splitlines() if ":" in l)
+        # glibc's own signals 32 and 33 (SIGCANCEL, SIGSETXID: the program
+        # cannot set them) are left out: glibc installs SIGSETXID's
+        # handler when the first thread is created, the agent's in a
+        # single-threaded program
+        internal = ~(3 << 31)
+        st[int(tid)] = (fields["Name"].strip(),) + tuple(
+            int(fields[k], 16) & internal for k in ("SigBlk", "SigIgn", "SigCgt"))
+    return st
+
+
+def same_code(before, after):
+    """The code of every object mapped before is as it was (the agent and
+    its libraries stay loaded after a detach: they are new mappings)."""
+    return all(k in after and after[k] == before[k] for k in before)
+
+
+def changed_code(before, after):
+    return ["%s+0x%x" % (k[1], next(i for i in range(len(before[k]))
+                                   if before[k][i] != after[k][i]))
+            for k in before if k in after and before[k] != after[k]]
+
+
+def read_lines_until(proc, want, poke, timeout=30):
+    """Read proc's stdout until a line contains want, calling poke()
+    between reads; returns the lines read."""
+    import select
+    lines, buf, end = [], "", time.time() + timeout
+    fd = proc.stdout.fileno()
+    while time.time() < end:
+        poke()
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            chunk = os.read(fd, 65536).decode()
+            if not chunk:
+                break
+            buf += chunk
+            *done, buf = buf.split("\n")
+            lines += done
+            if any(want in l for l in done):
+                return lines
+    raise Fail("no %r in the trace within %ds:\n%s" % (want, timeout, "\n".join(lines[-20:])))
+
+
+def case_attach():
+    p = start_attachee(idle=100)
+    try:
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
+        check(len(state0) == 106, "106 threads: %d" % len(state0))
+        specs = ["p:w work i=%di:s32", "r:b blocker ret=$retval:s32", "p:n nop_entry",
+                 "p:sl libc.so.6:nanosleep"]
+        args = ["trace", "-p", str(pid)]
+        for sp in specs:
+            args += ["-e", sp]
+        t = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=no_core)
+
+        def kick():
+            p.stdin.write("kick\n")
+            p.stdin.flush()
+        lines = read_lines_until(t, " b: ", kick)
+        # traced: the probed code is patched (so the comparison below can fail)
+        during = code_bytes(pid, ranges)
+        patched = changed_code(before, during)
+        check(len(patched) >= 2, "probes patch the code: %s" % patched)
+        check(any(v[0] == "ukprobe-attach" for v in thread_state(pid).values()),
+              "the agent's thread runs while attached")
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        lines += out.decode().splitlines()
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends on SIGINT with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines if l]
+        names = {m["event"] for m in ev}
+        check({"w", "b", "n", "sl"} <= names, "events of every probe: %s" % names)
+        for m in ev:
+            if m["event"] == "b":
+                check(m["args"] == " ret=1107", "blocker's return value: %r" % m["args"])
+        # detached: as if never traced
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code bytes back after the detach: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads and their signal state as before",
+              "%s\n%s" % (sorted(set(thread_state(pid).items()) ^ set(state0.items()))[:6], ""))
+        # again, twice: stat with breakpoints, then probes
+        for extra in (["--no-optimize"], []):
+            # (work+4: a breakpoint, boosted, in the middle of a function)
+            r = ukprobe(["stat", "-p", str(pid), "-d", "0.5", "-e", "p:w work",
+                         "-e", "p:n nop_entry", "-e", "p:wb work+4"] + extra)
+            check(r.returncode == 0 and r.stderr == "", "stat -p %s" % extra, show(r))
+            rows = r.stdout.splitlines()
+            check(rows[0].split() == ["EVENT", "HITS", "MISSED"] and len(rows) == 4 and
+                  int(rows[1].split()[1]) > 10 and int(rows[3].split()[1]) > 10,
+                  "stat table", show(r))
+            after = code_bytes(pid, code_ranges(pid))
+            check(same_code(before, after), "code back after stat %s: %s" % (extra, changed_code(before, after)))
+        # a SPEC that cannot be registered: reported, and nothing stays
+        r = ukprobe(["stat", "-p", str(pid), "-e", "p:w work", "-e", "p nosuchfn"])
+        check(r.returncode == 1 and r.stdout == "" and
+              r.stderr.startswith(PREFIX + "p nosuchfn: symbol nosuchfn not found"),
+              "a SPEC that fails", show(r))
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after a failure")
+        r = ukprobe(["probes", "-p", str(pid), "-e", "p:w work", "-e", "p:n nop_entry"])
+        check(r.returncode == 0 and r.stderr == "", "probes -p", show(r))
+        rows = probes_rows(r.stdout)
+        check([x["event"] for x in rows] == ["ukprobes/w", "ukprobes/n"] and
+              rows[0]["opt"] == "jump" and rows[1]["opt"] == "ftrace",
+              "probes -p: jump and ftrace", r.stdout)
+        r = ukprobe(["probes", "-p", str(pid), "tgt_attachee", "b*"])
+        check(r.returncode == 0 and [x["event"] for x in probes_rows(r.stdout)] == ["ukprobes/blocker", "ukprobes/blocker_main"],
+              "probes -p OBJ GLOB", show(r))
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code back after probes: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads as before, after every attach")
+        check(open_files(pid) == fds0, "no descriptor left behind", open_files(pid))
+        p.stdin.write("usr1\nquit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        # the pending return of blocker() came back to its caller
+        check(p.returncode == 3 and err == "", "the program's status", out + err)
+        check(out.startswith("usr1 1\neintr 0\nblocker ok ") and " bad 0\nworked yes\n"
+              "actions changed 0\nmask same\n" in out, "what the program saw", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+PY_LOOP = ("import sys, zlib\n"
+           "for line in sys.stdin:\n"
+           "    print(zlib.crc32(line.encode()), flush=True)\n")
+
+
+def case_attach_python():
+    """Debian's python3 computing crc32 (libz) of each line it reads from
+    a pipe: attached, detached, attached again; then traced until it
+    exits."""
+    import zlib
+    py = "/usr/bin/python3"
+    if not os.path.exists(py):
+        print("no /usr/bin/python3: skipped")
+        sys.exit(77)
+    p = subprocess.Popen([py, "-c", PY_LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    sent = []
+
+    def feed(text):
+        sent.append(text)
+        p.stdin.write(text + "\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == "%d\n" % zlib.crc32((text + "\n").encode()),
+              "python's answer to %r" % text)
+    try:
+        feed("before")
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid),
+                              "-e", "p:crc libz.so.1:crc32 len=%dx:u64",
+                              "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        n = [0]
+
+        def poke():
+            n[0] += 1
+            feed("line %d" % n[0])
+        lines = read_lines_until(t, " crcr: ", poke)
+        check(not same_code(before, code_bytes(pid, ranges)), "libz's crc32 is patched")
+        t.send_signal(signal.SIGTERM)
+        out, err = t.communicate(timeout=60)
+        lines += out.decode().splitlines()
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends on SIGTERM with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines if l]
+        rets = [m for m in ev if m["event"] == "crcr"]
+        check(rets, "return events")
+        for m in rets:
+            v = int(m["args"].split("=")[1])
+            check(v in [zlib.crc32((x + "\n").encode()) for x in sent],
+                  "crc32's return value is one python printed: %r" % m["args"])
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after the detach",
+              changed_code(before, code_bytes(pid, code_ranges(pid))))
+        check(thread_state(pid) == state0, "python's threads and signal state as before",
+              "%s\n%s" % (state0, thread_state(pid)))
+        check(open_files(pid) == fds0, "python's descriptors as before", open_files(pid))
+        for i in range(20):
+            feed("untraced %d" % i)
+        # again: stat, lines fed while it runs
+        st = subprocess.Popen([UKPROBE, "stat", "-p", str(pid), "-d", "1.5",
+                               "-e", "p:crc libz.so.1:crc32"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+        end = time.time() + 30
+        while st.poll() is None and time.time() < end:
+            feed("stat")
+            time.sleep(0.01)
+        out, err = st.communicate(timeout=60)
+        check(st.returncode == 0 and err == "", "stat -p", out + err)
+        rows = out.splitlines()
+        check(len(rows) == 2 and rows[1].split()[0] == "ukprobes/crc" and
+              int(rows[1].split()[1]) > 0, "stat counted crc32 calls", out)
+        check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back after stat")
+        # a third time, until python exits: every event arrives
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid),
+                              "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        first = read_lines_until(t, " crcr: ", lambda: feed("third"))
+        last = ["last %d" % i for i in range(200)]
+        for x in last:
+            feed(x)
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python's exit status")
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends with the process, 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        got = [int(parse_line(l)["args"].split("=")[1])
+               for l in first + out.decode().splitlines() if l]
+        want = [zlib.crc32((x + "\n").encode()) for x in last]
+        check(got[-200:] == want, "every event up to the exit (%d)" % len(got))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_attach_dlopen():
+    """Attached, a SPEC on an object the process loads later (python3
+    imports bz2: libbz2) waits for it and is registered after the load."""
+    py = "/usr/bin/python3"
+    if not os.path.exists(py) or subprocess.run([py, "-c", "import bz2"]).returncode:
+        print("no python3 with bz2: skipped")
+        sys.exit(77)
+    p = subprocess.Popen([py, "-c", "import sys\nfor line in sys.stdin:\n    import bz2\n"
+                          "    print(len(bz2.compress(line.encode())), flush=True)\n"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=no_core)
+    try:
+        check(not any("libbz2" in r[2] for r in code_ranges(p.pid)), "libbz2 not loaded yet")
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e",
+                              "p:bz libbz2.so.1.0:BZ2_bzCompressInit"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        time.sleep(0.5)
+
+        def poke():
+            p.stdin.write("data\n")
+            p.stdin.flush()
+            p.stdout.readline()
+        read_lines_until(t, " bz: ", poke)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends with 0", err.decode())
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python's status")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def build_i386(d):
+    """A 32-bit x86 program (no C library needed: as and ld --32), or None."""
+    src = os.path.join(d, "t32.s")
+    with open(src, "w") as f:
+        f.write(".globl _start\n_start:\n"
+                "  mov $3, %eax\n  mov $0, %ebx\n  mov %esp, %ecx\n  mov $1, %edx\n"
+                "  int $0x80\n  cmp $0, %eax\n  jg _start\n"
+                "  mov $1, %eax\n  mov $0, %ebx\n  int $0x80\n")
+    obj, exe = os.path.join(d, "t32.o"), os.path.join(d, "t32")
+    if (subprocess.run(["as", "--32", "-o", obj, src], capture_output=True).returncode or
+            subprocess.run(["ld", "-m", "elf_i386", "-o", exe, obj],
+                           capture_output=True).returncode):
+        return None
+    return exe
+
+
+def attach_error(pid, want, **kw):
+    """ukprobe -p pid fails with one line, want; every command."""
+    for cmd in (["trace", "-e", "p:w work"], ["stat", "-e", "p:w work"], ["probes", "-e", "p:w work"]):
+        r = ukprobe([cmd[0], "-p", str(pid)] + cmd[1:], **kw)
+        check(r.returncode == 1 and r.stdout == "" and
+              re.fullmatch(re.escape(PREFIX) + want + "\n", r.stderr),
+              "%s -p %d: %s" % (cmd[0], pid, want), show(r))
+
+
+def untouched(p, before, state0):
+    check(p.poll() is None, "the process still runs")
+    check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))), "its code as it was")
+    check(not any("ukprobe-agent" in r[2] for r in code_ranges(p.pid)), "no agent loaded")
+    now = thread_state(p.pid)
+    check(now == state0, "its threads and signals as they were",
+          sorted(set(now.items()) ^ set(state0.items())))
+
+
+def case_attach_errors():
+    # no such process
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    attach_error(gone.pid, "no process %d" % gone.pid)
+    # not a number, with a command, -d without -p
+    r = ukprobe(["trace", "-p", "12x", "-e", "p main"])
+    check(r.returncode == 2 and r.stderr.startswith(PREFIX + "-p 12x: not a process id"), "-p 12x", show(r))
+    r = ukprobe(["trace", "-p", "1", "-e", "p main", "--", "ls"])
+    check(r.returncode == 2 and "cannot go together" in r.stderr, "-p and a command", show(r))
+    r = ukprobe(["trace", "-d", "1", "-e", "p main", "--", "true"])
+    check(r.returncode == 2 and "-d is for a process" in r.stderr, "-d without -p", show(r))
+    procs = []
+    try:
+        # statically linked
+        if os.path.exists(tgt("static")):
+            s = subprocess.Popen([tgt("static"), "wait"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            procs.append(s)
+            s.stdout.readline()
+            attach_error(s.pid, r"process %d \(tgt_static\) is statically linked: the agent "
+                         r"cannot be loaded into it \(tracing static programs is not "
+                         r"supported\)" % s.pid)
+        # no C library, so no dlopen
+        n = subprocess.Popen([tgt("nolibc")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        procs.append(n)
+        n.stdout.readline()
+        st = thread_state(n.pid)
+        attach_error(n.pid, r"process %d \(tgt_nolibc\) has no dynamic loader's dlopen\(\) to "
+                     r"load the agent with \(it does not use the GNU C library\)" % n.pid)
+        check(thread_state(n.pid) == st and n.poll() is None, "nolibc untouched")
+        # 32-bit
+        with tempfile.TemporaryDirectory() as d:
+            exe = build_i386(d)
+            if exe:
+                q = subprocess.Popen([exe], stdin=subprocess.PIPE)
+                procs.append(q)
+                time.sleep(0.2)
+                attach_error(q.pid, r"process %d \(t32\) is a 32-bit program: only x86-64 "
+                             r"processes can be traced" % q.pid)
+                check(q.poll() is None, "the 32-bit process still runs")
+            else:
+                print("no 32-bit assembler: the 32-bit case was not run")
+        # already traced (by its parent, this script)
+        p = start_attachee(mode="traceme")
+        procs.append(p)
+        before, state0 = code_bytes(p.pid, code_ranges(p.pid)), thread_state(p.pid)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is already traced by process %d "
+                     r"\(.*\): detach the debugger first" % (p.pid, os.getpid()))
+        untouched(p, before, state0)
+        # not dumpable, and another user's: ukprobe runs as nobody
+        if os.geteuid() == 0 and shutil.which("setpriv"):
+            demote = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            p = start_attachee(mode="nodump", preexec_fn=None) if False else None
+            p = subprocess.Popen(demote + [tgt("attachee"), "0", "nodump"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            check(p.stdout.readline() == "ready\n", "nodump target started")
+            attach_error(p.pid, r"process %d \(tgt_attachee\): not permitted to trace it \(it is "
+                         r"not dumpable: PR_SET_DUMPABLE 0, or a set-user-ID program\)" % p.pid,
+                         env=dict(os.environ, UKPROBE_AGENT=""), preexec_fn=lambda: (
+                             no_core(), os.setgroups([]), os.setgid(65534), os.setuid(65534)))
+            check(p.poll() is None, "the nodump process still runs")
+            p = start_attachee()
+            procs.append(p)
+            before, state0 = code_bytes(p.pid, code_ranges(p.pid)), thread_state(p.pid)
+            attach_error(p.pid, r"process %d \(tgt_attachee\) belongs to another user \(uid 0\): "
+                         r"not permitted to trace it \(run ukprobe as that user or as root\)" % p.pid,
+                         preexec_fn=lambda: (no_core(), os.setgroups([]), os.setgid(65534),
+                                             os.setuid(65534)))
+            untouched(p, before, state0)
+        else:
+            print("not root: the other-user and not-dumpable cases were not run")
+        # stopped by SIGSTOP
+        p = start_attachee()
+        procs.append(p)
+        p.send_signal(signal.SIGSTOP)
+        for _ in range(1000):
+            with open("/proc/%d/stat" % p.pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                    break
+            time.sleep(0.005)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is stopped \(SIGSTOP\): continue it "
+                     r"first" % p.pid)
+        p.send_signal(signal.SIGCONT)
+        # traced by another ukprobe: attached, or started by it
+        p = start_attachee()
+        procs.append(p)
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e", "p:w work"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        procs.append(t)
+        read_lines_until(t, " w: ", lambda: None)
+        attach_error(p.pid, r"process %d \(tgt_attachee\) is already traced by another ukprobe"
+                     % p.pid)
+        t.send_signal(signal.SIGINT)
+        check(t.wait(timeout=60) == 0, "the first ukprobe detached")
+        with tempfile.TemporaryDirectory() as d:
+            t = subprocess.Popen([UKPROBE, "trace", "-o", os.path.join(d, "t"), "-e", "p:w work",
+                                  "--", tgt("attachee")], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+            procs.append(t)
+            check(t.stdout.readline() == "ready\n", "launched target ready")
+            with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+                child = int(f.read().split()[0])
+            attach_error(child, r"process %d \(tgt_attachee\) is already traced by another "
+                         r"ukprobe" % child)
+            t.stdin.write("quit\n")
+            t.stdin.flush()
+            check(t.wait(timeout=60) == 3, "the launched program ends as it would")
+        # a process that exits while ukprobe attaches
+        p = start_attachee(mode="exit-on-attach")
+        procs.append(p)
+        r = ukprobe(["trace", "-p", str(p.pid), "-e", "p:w work"])
+        check(r.returncode == 1 and r.stdout == "" and
+              r.stderr == PREFIX + "process %d (tgt_attachee) exited during the attach\n" % p.pid,
+              "exit during the attach", show(r))
+        check(p.wait(timeout=10) == 5, "it exited as it said")
+        # several at once, one of them bad: nothing is traced
+        a, b = start_attachee(), start_attachee()
+        procs += [a, b]
+        before = code_bytes(a.pid, code_ranges(a.pid))
+        r = ukprobe(["stat", "-p", "%d,%d,%d" % (a.pid, b.pid, gone.pid), "-e", "p:w work"])
+        check(r.returncode == 1 and r.stderr == PREFIX + "no process %d\n" % gone.pid,
+              "one bad PID of three", show(r))
+        time.sleep(0.5)
+        check(same_code(before, code_bytes(a.pid, code_ranges(a.pid))), "no probe left in a")
+        # and several good ones
+        r = ukprobe(["stat", "-p", "%d,%d" % (a.pid, b.pid), "-d", "0.5", "-e", "p:w work"])
+        check(r.returncode == 0 and int(r.stdout.splitlines()[1].split()[1]) > 20,
+              "two PIDs", show(r))
+    finally:
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
+
+
+def case_attach_syscalls():
+    """The thread ukprobe stops waits in epoll_wait, nanosleep or a futex
+    (sem_wait): the program sees no EINTR (epoll_wait is restarted by
+    ukprobe, the others by the kernel)."""
+    for mode in ("main-epoll", "main-sleep", "main-futex"):
+        p = start_attachee(mode=mode)
+        try:
+            # (the main thread is chosen when it is found waiting: on a
+            # loaded machine it may be between two waits)
+            main_stops = 0
+            for i in range(20):
+                r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.2", "-e", "p:w work"],
+                            env=dict(os.environ, UKPROBE_TIMING="1"))
+                check(r.returncode == 0, "%s: attached" % mode, show(r))
+                main_stops += "ukprobe: attach %d: thread %d stopped" % (p.pid, p.pid) in r.stderr
+                if main_stops == 3:
+                    break
+            check(main_stops == 3, "%s: the main thread was stopped (%d)" % (mode, main_stops))
+            p.stdin.write("quit\n")
+            p.stdin.flush()
+            out, err = p.communicate(timeout=60)
+            check(p.returncode == 3 and err == "" and out.startswith("eintr 0\n"),
+                  "%s: no EINTR" % mode, out + err)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def case_attach_follow():
+    """-f: a child the attached process forks later is traced, and
+    detaches too (its code back as it was) while it runs on."""
+    p = start_attachee()
+    try:
+        before = code_bytes(p.pid, code_ranges(p.pid))
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e", "p:w work i=%di:s32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        read_lines_until(t, " w: ", lambda: None)
+        p.stdin.write("fork\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        check(line.startswith("child "), "forked", line)
+        cpid = int(line.split()[1])
+        lines = read_lines_until(t, "-%d " % cpid, lambda: None)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        ev = [parse_line(l) for l in lines + out.decode().splitlines() if l]
+        child_ev = [m for m in ev if int(m["tid"]) == cpid]
+        check(child_ev and all(int(m["args"].split("=")[1]) >= 1000 for m in child_ev),
+              "the child's calls are traced")
+        for pid in (p.pid, cpid):
+            check(same_code(before, code_bytes(pid, code_ranges(pid))),
+                  "code of %d back after the detach" % pid)
+            check(not any(v[0] == "ukprobe-attach" for v in thread_state(pid).values()),
+                  "no agent thread left in %d" % pid)
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 3 and "eintr 0\n" in out and "child status 0\n" in out,
+              "the program and its child end well", out + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_attach_sqlite3():
+    """Debian's sqlite3 shell reading SQL from a pipe: traced while it
+    runs (the SQL it prepares), detached, traced again; its output and
+    exit status are those of an untraced run of the same input."""
+    sq = shutil.which("sqlite3")
+    if not sq:
+        print("no sqlite3: skipped")
+        sys.exit(77)
+    stmts = ["create table t(a integer, b text);"]
+    stmts += ["insert into t values(%d, 'row %d');" % (i, i) for i in range(50)]
+    stmts += ["select count(*), sum(a) from t;", "select b from t where a % 7 = 3;"]
+    want = subprocess.run([sq], input="\n".join(stmts * 2) + "\n", capture_output=True,
+                          text=True, timeout=60)
+    p = subprocess.Popen([sq], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        p.stdin.write(stmts[0] + "\n")
+        p.stdin.flush()
+        time.sleep(0.2)
+        ranges = code_ranges(p.pid)
+        before, state0, fds0 = code_bytes(p.pid, ranges), thread_state(p.pid), open_files(p.pid)
+        rest = iter(stmts[1:] + stmts)
+        for round_ in range(2):
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e",
+                                  "p:prep libsqlite3.so.0:sqlite3_prepare_v2 sql=+0(%si):string"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=no_core)
+            sent = []
+
+            def poke():
+                x = next(rest)
+                sent.append(x)
+                p.stdin.write(x + "\n")
+                p.stdin.flush()
+            lines = read_lines_until(t, " prep: ", poke)
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=60)
+            check(t.returncode == 0 and err.decode() == "", "ukprobe ends with 0",
+                  "rc=%s %s" % (t.returncode, err.decode()))
+            got = [parse_line(l)["args"] for l in lines + out.decode().splitlines() if l]
+            check(got and all(a[len(' sql="'):-1] in sent for a in got),
+                  "the SQL sqlite3 prepared was sent to it", "%s\n%s" % (got[:5], sent[:5]))
+            check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))),
+                  "code back after detach %d" % round_)
+            check(thread_state(p.pid) == state0 and open_files(p.pid) == fds0,
+                  "threads, signals and descriptors as before")
+        for x in rest:
+            p.stdin.write(x + "\n")
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == want.returncode and out == want.stdout and err == want.stderr,
+              "sqlite3's output and status as untraced", out[-300:] + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def case_return_everything():

@@ -111,6 +111,8 @@ struct ukp_image {
 	struct ukp_probe_info *probes;   /* by probe id */
 	size_t nprobes;
 	struct ukp_addrmap *addrs;
+	bool detached;            /* attached: DETACHED came */
+	int32_t agent_tid;        /* the agent's thread that was still running then */
 };
 
 /* What became of each SPEC, over every image. */
@@ -143,6 +145,9 @@ struct ukp_session {
 	const char *load;         /* probes mode: an object for the agent to dlopen */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
 	char **cmd;               /* the command and its arguments (NULL-terminated) */
+	pid_t *pids;              /* -p: the processes to attach to (npids) */
+	int npids;
+	double duration;          /* -d SECONDS (attached: 0 is none) */
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */
@@ -166,6 +171,30 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 /* The text of an address an image announced, or "0x..." */
 const char *ukp_image_addr(const struct ukp_image *img, uint64_t addr, char *buf, size_t len);
 void ukp_session_free(struct ukp_session *s);
+
+/* One packet from the agent: dispatch its messages (sets
+ * s->protocol_error on a malformed one). */
+void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
+			const struct ukp_session_ops *ops, void *arg);
+/* The SPECs, one per line (malloc'ed), as the agent reads them. */
+char *ukp_join_specs(const struct ukp_session *s);
+/* Warnings at the end of a run: SPECs never registered, lost events. */
+void ukp_report_end(struct ukp_session *s);
+
+/* attach.c: trace the running processes s->pids (ukprobe -p) until
+ * they exit, ukprobe is told to stop, or s->duration runs out; then
+ * detach. Returns ukprobe's exit code. */
+int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
+
+/* inject.c: make process pid load the agent and connect back to the
+ * abstract socket name. 0, or ukprobe's exit code after one line that
+ * says why (the process is left as it was). */
+struct ukp_inject_times {
+	long stop_us;             /* the chosen thread was stopped this long */
+	long inject_us;           /* ukp_inject() took this long */
+	pid_t tid;                /* the thread */
+};
+int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times);
 
 /* launch.c: the agent, the command, the program that hosts an object
  * (probes OBJ). Print why not and return NULL. */

@@ -29,12 +29,14 @@ static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe probes -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
 	      "       ukprobe probes [-o FILE] OBJ [GLOB]\n"
+	      "       ukprobe probes -p PID -e SPEC... | -p PID OBJ [GLOB]\n"
 	      "\n"
 	      "Show what SPECs resolve to in CMD (CMD's main() does not run), or list\n"
 	      "the functions of OBJ (a path, or a library name such as libz.so.1)\n"
 	      "that match GLOB (default *) as 'p OBJ:GLOB' would probe them.\n"
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
+	      "  -p, --pid PID      in the running process PID (OBJ: as it has it loaded)\n"
 	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
@@ -130,6 +132,18 @@ static int object_session(struct ukp_session *s, char **args, char **spec_text, 
 		ukp_err("ukprobe probes OBJ [GLOB]: one object and one pattern");
 		return UKP_EXIT_USAGE;
 	}
+	if (s->npids) {
+		/* attached: the object as the process has it loaded (or
+		 * pending: the process is not made to load anything) */
+		if (asprintf(&text, "p %s:%s", obj, glob) < 0)
+			return UKP_EXIT_FAIL;
+		s->made_spec = true;
+		*spec_text = text;
+		code = ukp_cli_parse_specs(spec_text, 1, &s->specs) ? UKP_EXIT_USAGE : 0;
+		if (!code)
+			s->nspecs = 1;
+		return code;
+	}
 	if (strchr(obj, '/')) {
 		path = realpath(obj, NULL);
 		if (!path) {
@@ -186,7 +200,9 @@ int ukp_cmd_probes(int argc, char **argv)
 		code = ukp_session_prepare(&s);
 	if (!code) {
 		o.out = ukp_open_output(output);
-		code = o.out ? ukp_session_run(&s, &ops, &o) : UKP_EXIT_FAIL;
+		code = !o.out	  ? UKP_EXIT_FAIL
+		       : s.npids ? ukp_session_attach(&s, &ops, &o)
+				 : ukp_session_run(&s, &ops, &o);
 		if (!code && s.probe_errors)
 			code = UKP_EXIT_FAIL;
 	}

@@ -12,6 +12,7 @@
 static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe stat -e SPEC [-e SPEC]... [OPTIONS] [--] CMD [ARGS]...\n"
+	      "       ukprobe stat -p PID[,PID]... [-d SECONDS] -e SPEC... [OPTIONS]\n"
 	      "\n"
 	      "Run CMD with probes that only count, and print hits and misses per\n"
 	      "event when it ends.\n"
@@ -19,6 +20,11 @@ static void usage(FILE *out)
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help); its fetch\n"
 	      "                     arguments are checked but not fetched\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
+	      "  -p, --pid PID[,PID]...\n"
+	      "                     attach to running processes instead of running CMD;\n"
+	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
+	      "  -d, --duration SECONDS\n"
+	      "                     with -p: detach SECONDS after the probes are in place\n"
 	      "  -f, --follow       count in forked children and exec'd programs too\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
@@ -145,7 +151,9 @@ int ukp_cmd_stat(int argc, char **argv)
 	code = ukp_session_prepare(&s);
 	if (!code) {
 		out = ukp_open_output(output);
-		code = out ? ukp_session_run(&s, NULL, NULL) : UKP_EXIT_FAIL;
+		code = !out ? UKP_EXIT_FAIL
+		       : s.npids ? ukp_session_attach(&s, NULL, NULL)
+				 : ukp_session_run(&s, NULL, NULL);
 		/* a table only when the probes were in place */
 		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, &s))
 			code = code ? code : UKP_EXIT_FAIL;

@@ -14,6 +14,7 @@
 static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe trace -e SPEC [-e SPEC]... [OPTIONS] [--] CMD [ARGS]...\n"
+	      "       ukprobe trace -p PID[,PID]... [-d SECONDS] -e SPEC... [OPTIONS]\n"
 	      "\n"
 	      "Run CMD with probes and print one line per hit, as ftrace does.\n"
 	      "\n"
@@ -30,6 +31,11 @@ static void usage(FILE *out)
 	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
 	      "                     no text trace is written then\n"
+	      "  -p, --pid PID[,PID]...\n"
+	      "                     attach to running processes instead of running CMD;\n"
+	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
+	      "  -d, --duration SECONDS\n"
+	      "                     with -p: detach SECONDS after the probes are in place\n"
 	      "  -f, --follow       trace forked children and exec'd programs too\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
@@ -105,7 +111,7 @@ int ukp_cmd_trace(int argc, char **argv)
 			code = UKP_EXIT_FAIL;
 	}
 	if (!code)
-		code = ukp_session_run(&s, &ops, &t);
+		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
 	if (t.json && ukp_json_close(t.json, &s))
 		code = code ? code : UKP_EXIT_FAIL;
 	if (t.out && t.out != stdout && fclose(t.out))

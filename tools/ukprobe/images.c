@@ -324,6 +324,8 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		img->comm[sizeof(h.comm)] = '\0';
 		if (h.origin == UKP_ORIGIN_START && h.pid == s->pid && !s->first)
 			s->first = img;
+		if (h.origin == UKP_ORIGIN_ATTACH && !s->first)
+			s->first = img;
 		return 0;
 	}
 	case UKPM_PROBE:
@@ -371,6 +373,16 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		img->end_reason = m.reason;
 		img->lost = m.lost;
 		img->setup_failed = m.setup_failed;
+		return 0;
+	}
+	case UKPM_DETACHED: {
+		struct ukp_msg_detached m;
+
+		if (len < sizeof(m))
+			return -1;
+		memcpy(&m, p, sizeof(m));
+		img->detached = true;
+		img->agent_tid = m.tid;
 		return 0;
 	}
 	default:

@@ -22,6 +22,7 @@ static void usage(FILE *out)
 
 	fputs("Usage: ukprobe COMMAND [OPTIONS] -e SPEC... [--] CMD [ARGS]...\n"
 	      "       ukprobe probes OBJ [GLOB]\n"
+	      "       ukprobe COMMAND -p PID[,PID]... [OPTIONS] -e SPEC...\n"
 	      "       ukprobe COMMAND --help\n"
 	      "\n"
 	      "Probe any function of a program and of its libraries with the kernel's\n"

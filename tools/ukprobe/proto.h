@@ -37,6 +37,18 @@
  *   STAT                  one per probe, at exit or exec
  *   END                   last (missing if the image died abruptly)
  * Integers are in host order: both ends run on the same machine.
+ *
+ * Attached to a running process (ukprobe -p PID), there is no
+ * environment: ukprobe listens on an abstract socket and makes the
+ * process dlopen() the agent and call ukprobe_agent_attach(NAME) (see
+ * tools/ukprobe/inject.c). The agent's thread connects to NAME and
+ * ukprobe sends CONFIG (the same settings as the variables above); the
+ * image (origin ATTACH) goes as above, until ukprobe sends DETACH (or
+ * closes the socket): the agent sends its STATs and END (reason
+ * DETACH), unregisters every probe, ends its threads, gives the program
+ * its signal actions back, and sends DETACHED with the id of the one
+ * thread still running, which then closes the socket and returns.
+ * Messages from ukprobe to the agent have no FROM: one per packet.
  */
 #ifndef UKPROBE_PROTO_H
 #define UKPROBE_PROTO_H
@@ -65,6 +77,9 @@ enum ukp_msg_type {
 	UKPM_EVENT,
 	UKPM_STAT,
 	UKPM_END,
+	UKPM_CONFIG,            /* ukprobe -> agent, attached */
+	UKPM_DETACH,            /* ukprobe -> agent, attached */
+	UKPM_DETACHED,
 };
 
 struct ukp_msg {
@@ -93,6 +108,7 @@ enum ukp_origin {
 	UKP_ORIGIN_FORK,        /* a forked child (-f) */
 	UKP_ORIGIN_EXEC,        /* a program exec'd by a traced one (-f) */
 	UKP_ORIGIN_EXEC_FAILED, /* the same process after a failed exec */
+	UKP_ORIGIN_ATTACH,      /* a running process ukprobe attached to (-p) */
 };
 
 struct ukp_msg_hello {
@@ -187,6 +203,7 @@ enum ukp_end_reason {
 	UKP_END_EXIT = 0,          /* exit(), or return from main */
 	UKP_END_EXEC,              /* about to exec another program */
 	UKP_END_PROBES,            /* probes mode: everything was reported */
+	UKP_END_DETACH,            /* attached: ukprobe detached */
 };
 
 struct ukp_msg_end {
@@ -194,6 +211,27 @@ struct ukp_msg_end {
 	uint64_t lost;             /* events dropped: ring full, or no ring for the thread */
 	uint32_t setup_failed;     /* a SPEC could not be registered; the program did not run */
 	uint32_t reason;           /* enum ukp_end_reason */
+};
+
+/* ukprobe's settings for an attached agent, followed by the SPECs (one
+ * per line, NUL-terminated) and the object to look at (probes OBJ, or
+ * empty; NUL-terminated). */
+#define UKP_CONFIG_FOLLOW      0x1
+#define UKP_CONFIG_NO_OPTIMIZE 0x2
+struct ukp_msg_config {
+	struct ukp_msg h;
+	uint32_t version;          /* UKP_PROTO_VERSION */
+	uint32_t mode;             /* enum ukp_mode */
+	uint32_t flags;            /* UKP_CONFIG_* */
+	uint32_t pad;
+	char text[];
+};
+
+/* The agent is gone but for the thread tid, which is about to return. */
+struct ukp_msg_detached {
+	struct ukp_msg h;
+	int32_t tid;
+	uint32_t pad;
 };
 
 #define UKP_MSG_MAX 4096           /* no message is longer */

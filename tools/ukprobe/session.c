@@ -18,6 +18,10 @@ int ukp_session_prepare(struct ukp_session *s)
 {
 	int ret;
 
+	if (s->npids) {
+		s->agent = ukp_find_agent();
+		return s->agent ? 0 : UKP_EXIT_FAIL;
+	}
 	if (!s->cmd || !s->cmd[0]) {
 		ukp_err("no command to run: ukprobe %s -e SPEC -- CMD [ARGS]",
 			s->mode == UKP_MODE_STAT ? "stat" : s->mode == UKP_MODE_PROBES ? "probes"
@@ -46,7 +50,7 @@ static void forward_signal(int sig)
 		kill((pid_t)child_pid, sig);
 }
 
-static char *join_specs(const struct ukp_session *s)
+char *ukp_join_specs(const struct ukp_session *s)
 {
 	size_t len = 1;
 	char *out;
@@ -70,7 +74,7 @@ static char *join_specs(const struct ukp_session *s)
 static void read_messages(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
 			  void *arg)
 {
-	size_t cap = 2 * UKP_PACKET_MAX, pos;
+	size_t cap = 2 * UKP_PACKET_MAX;
 	char *buf = malloc(cap);
 
 	if (!buf) {
@@ -80,7 +84,6 @@ static void read_messages(struct ukp_session *s, int fd, const struct ukp_sessio
 	for (;;) {
 		struct iovec iov = { buf, cap };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		struct ukp_image *img = NULL;
 		ssize_t n = recvmsg(fd, &mh, 0);
 
 		if (n < 0 && errno == EINTR)
@@ -89,29 +92,38 @@ static void read_messages(struct ukp_session *s, int fd, const struct ukp_sessio
 			break;
 		if (mh.msg_flags & MSG_TRUNC)
 			s->protocol_error = true;
-		/* a packet: FROM, then whole messages of that image */
-		for (pos = 0; pos < (size_t)n && !s->protocol_error;) {
-			struct ukp_msg h;
-
-			if ((size_t)n - pos < sizeof(h)) {
-				s->protocol_error = true;
-				break;
-			}
-			memcpy(&h, buf + pos, sizeof(h));
-			if (h.len < sizeof(h) || h.len > UKP_PACKET_MAX || (h.len & 7) ||
-			    h.len > (size_t)n - pos || (pos == 0) != (h.type == UKPM_FROM) ||
-			    ukp_images_handle(s, &img, buf + pos, h.type, h.len, ops, arg)) {
-				s->protocol_error = true;
-				break;
-			}
-			pos += h.len;
-		}
+		ukp_session_packet(s, buf, (size_t)n, ops, arg);
 		if (s->protocol_error)
 			break;
-		if (ops && ops->batch)
-			ops->batch(s, arg);
 	}
 	free(buf);
+}
+
+void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
+			const struct ukp_session_ops *ops, void *arg)
+{
+	struct ukp_image *img = NULL;
+	size_t pos;
+
+	/* a packet: FROM, then whole messages of that image */
+	for (pos = 0; pos < n && !s->protocol_error;) {
+		struct ukp_msg h;
+
+		if (n - pos < sizeof(h)) {
+			s->protocol_error = true;
+			break;
+		}
+		memcpy(&h, buf + pos, sizeof(h));
+		if (h.len < sizeof(h) || h.len > UKP_PACKET_MAX || (h.len & 7) || h.len > n - pos ||
+		    (pos == 0) != (h.type == UKPM_FROM) ||
+		    ukp_images_handle(s, &img, buf + pos, h.type, h.len, ops, arg)) {
+			s->protocol_error = true;
+			break;
+		}
+		pos += h.len;
+	}
+	if (!s->protocol_error && ops && ops->batch)
+		ops->batch(s, arg);
 }
 
 /* ------------------------------------------------------ end of run */
@@ -124,7 +136,7 @@ static const char *image_name(const struct ukp_image *img, char *buf, size_t len
 
 /* SPECs that no image registered, glob matches that could not be
  * probed, images that ended abruptly, events lost. */
-static void report_end(struct ukp_session *s)
+void ukp_report_end(struct ukp_session *s)
 {
 	uint64_t lost = 0;
 	size_t i;
@@ -183,7 +195,7 @@ static void report_end(struct ukp_session *s)
 int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg)
 {
 	struct sigaction sa, old_int, old_quit, old_term, old_hup;
-	char *events = join_specs(s);
+	char *events = ukp_join_specs(s);
 	int sv[2], code, sndbuf = 1 << 20;
 	pid_t pid;
 
@@ -253,7 +265,7 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 		ukp_err("the agent did not start in %s (the program ran untraced)", s->path);
 		return UKP_EXIT_FAIL;
 	}
-	report_end(s);
+	ukp_report_end(s);
 	return code;
 }
 
@@ -262,4 +274,5 @@ void ukp_session_free(struct ukp_session *s)
 	ukp_images_free(s);
 	free(s->agent);
 	free(s->path);
+	free(s->pids);
 }

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attach.c - the agent in a running process (ukprobe -p PID).
+ *
+ * ukprobe makes one thread of the process call dlopen() on the agent
+ * and then ukprobe_agent_attach(NAME), with that thread's registers
+ * saved (tools/ukprobe/inject.c). The constructors find no UKPROBE_*
+ * variables and do nothing; ukprobe_agent_attach() only starts the
+ * agent's thread and returns, so the program's thread is back to what
+ * it was doing at once. The agent's thread connects to ukprobe's
+ * abstract socket NAME, reads its settings (CONFIG), registers the
+ * probes and traces; on DETACH (or when ukprobe is gone: the socket
+ * closes) it undoes everything (ukpa_attach_end) and returns.
+ *
+ * The object stays loaded after a detach (a thread may still return
+ * through the return trampoline): the next attach finds it, dlopen()
+ * returns the same handle, and this starts a new session.
+ *
+ * Not in an attached process: the interposers (the program's own
+ * references bound to libc before the agent came), so probes on objects
+ * the program dlopen()s later are registered by the reader within a few
+ * milliseconds of the load rather than before dlopen() returns; an exec
+ * ends the image without its final report.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+static struct sockaddr_un peer;
+static socklen_t peer_len;
+static _Atomic bool session;          /* a session is running (one at a time) */
+
+int ukpa_attach_connect(void)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), sndbuf = 1 << 20;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	while (connect(fd, (struct sockaddr *)&peer, peer_len)) {
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+/* The CONFIG packet (ukprobe sends it as soon as it accepts us). */
+static char *read_config(int fd, struct ukp_msg_config *c, char **load)
+{
+	size_t cap = UKP_PACKET_MAX;
+	char *buf = malloc(cap + 1);
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	ssize_t n;
+	char *text, *end;
+
+	if (!buf)
+		return NULL;
+	/* ukprobe answers at once; do not wait for ever on a stale one */
+	if (poll(&pfd, 1, 10000) != 1)
+		goto bad;
+	n = recv(fd, buf, cap, 0);
+	if (n < (ssize_t)sizeof(*c))
+		goto bad;
+	buf[n] = '\0';
+	memcpy(c, buf, sizeof(*c));
+	if (c->h.type != UKPM_CONFIG || c->h.len != (size_t)n || c->version != UKP_PROTO_VERSION)
+		goto bad;
+	text = buf + sizeof(*c);
+	end = memchr(text, '\0', (size_t)n - sizeof(*c));
+	if (!end || end + 1 >= buf + n)
+		goto bad;
+	*load = end + 1;
+	memmove(buf, text, (size_t)(buf + n + 1 - text));
+	*load = buf + (*load - text);
+	return buf;
+bad:
+	free(buf);
+	return NULL;
+}
+
+/* Block until ukprobe says DETACH or goes away. */
+static void wait_detach(int fd)
+{
+	struct ukp_msg m;
+
+	for (;;) {
+		ssize_t n = recv(fd, &m, sizeof(m), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || m.type == UKPM_DETACH)
+			return;
+	}
+}
+
+static void *agent_main(void *arg)
+{
+	struct ukp_msg_config c;
+	char *defs, *load = NULL;
+	int fd, ret = -1;
+
+	(void)arg;
+	ukpa_busy = 1;
+	prctl(PR_SET_NAME, "ukprobe-attach", 0, 0, 0);
+	fd = ukpa_attach_connect();
+	if (fd < 0)
+		goto out;
+	defs = read_config(fd, &c, &load);
+	if (!defs) {
+		close(fd);
+		goto out;
+	}
+	ret = ukpa_attach_begin(fd, (enum ukp_mode)c.mode, c.flags & UKP_CONFIG_FOLLOW,
+				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load);
+	if (ret == 0)
+		wait_detach(fd);
+	ukpa_attach_end(ret == 0);
+	free(defs);
+out:
+	atomic_store(&session, false);
+	return NULL;
+}
+
+/* A forked child's thread (-f): its connection is set up; ukprobe
+ * sends CONFIG on it too (not needed: the child has its parent's). */
+static void *forked_main(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct ukp_msg_config c;
+	char *load, *defs;
+
+	ukpa_busy = 1;
+	defs = read_config(fd, &c, &load);
+	free(defs);
+	wait_detach(fd);
+	ukpa_attach_end(true);
+	atomic_store(&session, false);
+	return NULL;
+}
+
+static int start_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	int ret;
+
+	/* The thread must never run the program's handlers: every signal
+	 * blocked but the synchronous ones (as the reader). */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGTRAP);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+int ukpa_attach_forked(int fd)
+{
+	return start_thread(forked_main, (void *)(intptr_t)fd) ? -1 : 0;
+}
+
+/*
+ * Called by ukprobe in a thread it stopped (tools/ukprobe/inject.c):
+ * start the agent's thread and return at once. name: the abstract
+ * socket ukprobe listens on. 0, or a negative errno (-EBUSY: another
+ * ukprobe is attached).
+ */
+__attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name)
+{
+	bool expected = false;
+	size_t len = strlen(name);
+	int ret;
+
+	if (len + 1 > sizeof(peer.sun_path))
+		return -EINVAL;
+	/* a program ukprobe started (the agent preloaded) is traced already */
+	if (ukpa_active())
+		return -EBUSY;
+	if (!atomic_compare_exchange_strong(&session, &expected, true))
+		return -EBUSY;
+	memset(&peer, 0, sizeof(peer));
+	peer.sun_family = AF_UNIX;
+	/* abstract: sun_path starts with a NUL */
+	memcpy(peer.sun_path + 1, name, len);
+	peer_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+	ret = start_thread(agent_main, NULL);
+	if (ret) {
+		atomic_store(&session, false);
+		return -ret;
+	}
+	return 0;
+}

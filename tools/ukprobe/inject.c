@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inject.c - load the agent into a running process (ukprobe -p PID), as
+ * debuggers call functions in their inferior:
+ *
+ *  1. Checks that need no ptrace (target.c): the process exists, is a
+ *     64-bit x86-64 program with a dynamic loader, maps the C library,
+ *     whose dlopen (glibc >= 2.34; else libdl's) is found in its file's
+ *     dynamic symbols; nobody traces it already; it is not stopped.
+ *  2. One thread is chosen and stopped with PTRACE_SEIZE +
+ *     PTRACE_INTERRUPT; the others keep running (nothing here needs
+ *     them stopped: the loader and malloc take their own locks, and a
+ *     thread that holds one releases it). The thread must be at a point
+ *     where it holds no lock of the C library: a thread blocked in a
+ *     system call that waits (read, poll, futex, nanosleep, ...), else a
+ *     thread stopped outside the C library and the loader; a thread
+ *     found elsewhere is let go and stopped again a little later.
+ *  3. Its registers (general and extended state) are saved, and it calls
+ *     dlopen(agent, RTLD_NOW) and then ukprobe_agent_attach(name) in the
+ *     agent: arguments below its red zone, a return address of 0, so
+ *     that each call ends in a SIGSEGV at address 0, which stops the
+ *     thread for ukprobe and is never delivered.
+ *  4. Its registers are put back and it is detached. A system call the
+ *     stop interrupted is restarted by the kernel as for any stop without
+ *     a handler (-ERESTART*: ptrace hands the same registers back, so the
+ *     kernel's restart logic runs when the thread resumes); the few that
+ *     a stop turns into EINTR (epoll_wait, semop, sigtimedwait, sockets
+ *     with a timeout) are restarted here (the syscall instruction again,
+ *     with the same arguments; a timeout starts over).
+ *
+ * The agent then starts its own thread and connects back (agent/attach.c);
+ * the stopped thread's part is only the two calls.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "target.h"
+
+#ifndef NT_X86_XSTATE
+#define NT_X86_XSTATE 0x202
+#endif
+#define RED_ZONE 128
+#define XSTATE_MAX (64 * 1024)
+#define RETRIES 500          /* stops outside a safe point before giving up */
+#define CALL_TIMEOUT_MS 20000
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* --------------------------------------------------------- ptrace */
+
+static bool exited(pid_t tid, int status)
+{
+	(void)tid;
+	return WIFEXITED(status) || WIFSIGNALED(status);
+}
+
+/* Wait for a stop of tid. 0, or -ESRCH when it (or the process) is gone. */
+static int wait_stop(pid_t tid, int *status)
+{
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL);
+
+		if (r == tid && !exited(tid, *status))
+			return 0;
+		if (r == tid || (r < 0 && errno == ECHILD))
+			return -ESRCH;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+struct saved {
+	struct user_regs_struct regs;
+	void *xstate;
+	size_t xlen;
+};
+
+static int save_state(pid_t tid, struct saved *sv)
+{
+	struct iovec iov;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &sv->regs))
+		return -errno;
+	sv->xstate = malloc(XSTATE_MAX);
+	if (!sv->xstate)
+		return -ENOMEM;
+	iov.iov_base = sv->xstate;
+	iov.iov_len = XSTATE_MAX;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
+		sv->xlen = iov.iov_len;
+	} else {
+		iov.iov_len = sizeof(struct user_fpregs_struct);
+		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov))
+			return -errno;
+		sv->xlen = iov.iov_len | (1UL << 62); /* NT_PRFPREG */
+	}
+	return 0;
+}
+
+static int restore_state(pid_t tid, const struct saved *sv)
+{
+	struct iovec iov = { sv->xstate, sv->xlen & ~(1UL << 62) };
+
+	if (ptrace(PTRACE_SETREGSET, tid,
+		   (void *)(uintptr_t)(sv->xlen & (1UL << 62) ? NT_PRFPREG : NT_X86_XSTATE), &iov))
+		return -errno;
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &sv->regs))
+		return -errno;
+	return 0;
+}
+
+static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after);
+
+/* A stop that made a waiting system call fail with EINTR (those the
+ * kernel does not restart after a stop): make it run again (the syscall
+ * instruction, with its number and the same arguments). */
+static void restart_eintr(const struct ukp_target *t, struct user_regs_struct *r)
+{
+	if ((long)r->orig_rax >= 0 && (long)r->rax == -EINTR && is_syscall_insn(t, r->rip)) {
+		r->rax = r->orig_rax;
+		r->rip -= 2;
+	}
+}
+
+/*
+ * Stop tid at a safe point (see the top): seized and interrupted; a
+ * stop elsewhere lets it go and tries again. 0 with the thread stopped
+ * and its state in *sv; -EAGAIN (no safe point found) with the thread
+ * stopped too and its state in *sv; or -errno (it is gone).
+ */
+static int stop_safely(const struct ukp_target *t, pid_t tid, struct saved *sv, long *stopped_at)
+{
+	int status, tries, ret;
+
+	for (tries = 0; tries < RETRIES; tries++) {
+		long nr;
+
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL))
+			return -errno;
+		*stopped_at = now_us();
+		/* a signal on its way stops it first: deliver it, wait for
+		 * the interrupt's stop */
+		for (;;) {
+			ret = wait_stop(tid, &status);
+			if (ret)
+				return ret;
+			if (status >> 16 == PTRACE_EVENT_STOP)
+				break;
+			if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)))
+				return -errno;
+		}
+		if (save_state(tid, sv))
+			return -ESRCH;
+		restart_eintr(t, &sv->regs);
+		nr = (long)sv->regs.orig_rax;
+		if (nr >= 0 ? ukp_waiting_syscall(nr)
+			    : !ukp_target_in_libc(t, sv->regs.rip))
+			return 0;
+		if (tries == RETRIES - 1)
+			return -EAGAIN; /* stopped, its state in *sv */
+		free(sv->xstate);
+		sv->xstate = NULL;
+		if (ptrace(PTRACE_SETREGS, tid, NULL, &sv->regs) ||
+		    ptrace(PTRACE_CONT, tid, NULL, NULL))
+			return -errno;
+		usleep(200 + (unsigned int)tries * 20);
+	}
+	return -EAGAIN;
+}
+
+static int mem_write(const struct ukp_target *t, uintptr_t addr, const void *buf, size_t len)
+{
+	return pwrite(t->mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int mem_read(const struct ukp_target *t, uintptr_t addr, void *buf, size_t len)
+{
+	return pread(t->mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+/*
+ * Call fn(a0, a1) in the stopped thread tid with the registers of base;
+ * string arguments are written below the red zone first (args[i] != NULL:
+ * a pointer to that string is passed instead of ints[i]). The call
+ * returns to address 0: the SIGSEGV stops the thread and is dropped.
+ * *result: rax. 0 or -errno.
+ */
+static int call_in(const struct ukp_target *t, pid_t tid, const struct user_regs_struct *base,
+		   uintptr_t fn, const char *args[2], const unsigned long ints[2],
+		   unsigned long *result)
+{
+	struct user_regs_struct r = *base;
+	uintptr_t sp = (base->rsp - RED_ZONE - 64) & ~(uintptr_t)15;
+	unsigned long argv[2];
+	uint64_t zero = 0;
+	int status, i, ret;
+
+	for (i = 1; i >= 0; i--) {
+		argv[i] = ints[i];
+		if (args[i]) {
+			size_t len = strlen(args[i]) + 1;
+
+			sp = (sp - len) & ~(uintptr_t)15;
+			if (mem_write(t, sp, args[i], len))
+				return -EIO;
+			argv[i] = sp;
+		}
+	}
+	sp -= 8; /* rsp % 16 == 8 at a function's entry */
+	if (mem_write(t, sp, &zero, sizeof(zero)))
+		return -EIO;
+	r.rsp = sp;
+	r.rip = fn;
+	r.rdi = argv[0];
+	r.rsi = argv[1];
+	r.rax = 0;
+	r.orig_rax = (unsigned long)-1; /* not in a system call: no restart */
+	r.eflags &= ~0x400UL;           /* DF clear, as the ABI wants */
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) || ptrace(PTRACE_CONT, tid, NULL, NULL))
+		return -errno;
+	for (;;) {
+		ret = wait_stop(tid, &status);
+		if (ret)
+			return ret;
+		if (WSTOPSIG(status) == SIGSEGV && status >> 16 == 0) {
+			if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
+				return -errno;
+			if (r.rip == 0)
+				break;
+		}
+		/* the program's own signals go on (its handlers run on top
+		 * of the call); stops of the process are left as they are */
+		if (ptrace(PTRACE_CONT, tid, NULL,
+			   (void *)(long)(status >> 16 ? 0 : WSTOPSIG(status))))
+			return -errno;
+	}
+	*result = r.rax;
+	return 0;
+}
+
+static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after)
+{
+	unsigned char b[2];
+
+	return mem_read(t, after - 2, b, 2) == 0 && b[0] == 0x0f && b[1] == 0x05;
+}
+
+int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times)
+{
+	struct ukp_target t;
+	struct saved sv = { 0 };
+	char path[64];
+	uintptr_t attach_fn = 0;
+	unsigned long res = 0;
+	long t0 = now_us(), stop0 = 0;
+	pid_t tid;
+	int ret, code = UKP_EXIT_FAIL;
+	bool seized = false;
+
+	if (ukp_target_examine(&t, pid, agent))
+		return UKP_EXIT_FAIL;
+	tid = ukp_target_choose_thread(&t);
+	if (!tid) {
+		ukp_err("process %d (%s): no thread can be used (every one blocks SIGSEGV, or it "
+			"exited)",
+			pid, t.comm);
+		return UKP_EXIT_FAIL;
+	}
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+		if (errno == ESRCH)
+			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+		else if (errno == EPERM)
+			ukp_target_explain_eperm(&t);
+		else
+			ukp_err("process %d (%s): ptrace: %s", pid, t.comm, strerror(errno));
+		return UKP_EXIT_FAIL;
+	}
+	seized = true;
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t.mem = open(path, O_RDWR | O_CLOEXEC);
+	if (t.mem < 0) {
+		ukp_err("process %d (%s): cannot open its memory: %s", pid, t.comm, strerror(errno));
+		goto out;
+	}
+	ret = stop_safely(&t, tid, &sv, &stop0);
+	if (ret == -EAGAIN) {
+		ukp_err("process %d (%s): thread %d was never found outside the C library and the "
+			"loader: no safe point to load the agent; try again",
+			pid, t.comm, tid);
+		goto out_restore;
+	}
+	if (ret) {
+		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+		goto out;
+	}
+	{
+		const char *a[2] = { agent, NULL };
+		const unsigned long n[2] = { 0, RTLD_NOW };
+
+		ret = call_in(&t, tid, &sv.regs, t.dlopen_fn, a, n, &res);
+	}
+	if (!ret && !res) {
+		char msg[512] = "";
+		unsigned long s = 0;
+		const char *a[2] = { NULL, NULL };
+		const unsigned long n[2] = { 0, 0 };
+
+		if (t.dlerror_fn && !call_in(&t, tid, &sv.regs, t.dlerror_fn, a, n, &s) && s) {
+			ssize_t k = pread(t.mem, msg, sizeof(msg) - 1, (off_t)s);
+
+			msg[k > 0 ? k : 0] = '\0';
+			msg[strnlen(msg, sizeof(msg) - 1)] = '\0';
+		}
+		ukp_err("process %d (%s) could not load the agent: %s", pid, t.comm,
+			msg[0] ? msg : "dlopen() failed");
+		goto out_restore;
+	}
+	if (!ret) {
+		if (ukp_target_agent_entry(&t, agent, &attach_fn)) {
+			ukp_err("process %d (%s): the agent was loaded but its entry point was not "
+				"found",
+				pid, t.comm);
+			goto out_restore;
+		}
+		{
+			const char *a[2] = { name, NULL };
+			const unsigned long n[2] = { 0, 0 };
+
+			ret = call_in(&t, tid, &sv.regs, attach_fn, a, n, &res);
+		}
+		if (!ret && (int)res == -EBUSY) {
+			ukp_err("process %d (%s) is already traced by another ukprobe", pid, t.comm);
+			goto out_restore;
+		}
+		if (!ret && (int)res) {
+			ukp_err("process %d (%s): the agent could not start: %s", pid, t.comm,
+				strerror(-(int)res));
+			goto out_restore;
+		}
+	}
+	if (ret) {
+		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+		goto out;
+	}
+	code = 0;
+out_restore:
+	if (restore_state(tid, &sv)) {
+		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+		code = UKP_EXIT_FAIL;
+	}
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	seized = false;
+	if (times) {
+		times->stop_us = stop0 ? now_us() - stop0 : 0;
+		times->inject_us = now_us() - t0;
+		times->tid = tid;
+	}
+out:
+	if (seized)
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	if (t.mem >= 0)
+		close(t.mem);
+	free(sv.xstate);
+	return code;
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target.c - what ukprobe reads about a running process before it
+ * attaches (ukprobe -p): /proc/PID (its program, its threads, who traces
+ * it, its memory map), and the dynamic symbols of the objects it maps
+ * (dlopen, dlerror, the agent's entry point). Nothing here stops or
+ * changes the process.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "target.h"
+
+static bool read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+/* A field of /proc/PID[/task/TID]/status, or -1. */
+static long status_field(const char *dir, const char *field, int which)
+{
+	char path[96], buf[4096], *p;
+	long v = -1;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/status", dir);
+	if (!read_text(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, field);
+	if (!p)
+		return -1;
+	p += strlen(field);
+	for (i = 0; i <= which; i++)
+		v = strtol(p, &p, 10);
+	return v;
+}
+
+static unsigned long long status_mask(const char *dir, const char *field)
+{
+	char path[96], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "%s/status", dir);
+	if (!read_text(path, buf, sizeof(buf)))
+		return 0;
+	p = strstr(buf, field);
+	return p ? strtoull(p + strlen(field), NULL, 16) : 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* The C library, libdl, the loader and the agent in /proc/PID/maps. */
+static int read_maps(struct ukp_target *t, const char *agent)
+{
+	char path[64], line[4096 + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	memset(&t->libc, 0, sizeof(t->libc));
+	memset(&t->libdl, 0, sizeof(t->libdl));
+	memset(&t->agent, 0, sizeof(t->agent));
+	t->libc_lo = t->ld_lo = UINTPTR_MAX;
+	t->libc_hi = t->ld_hi = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct ukp_mapping m = { 0 };
+		char perms[8], *p;
+		int n = 0;
+		const char *b;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &m.start, &m.end, perms, &m.off, &n) <
+			    4 ||
+		    !n)
+			continue;
+		p = line + n;
+		p[strcspn(p, "\n")] = '\0';
+		if (*p != '/')
+			continue;
+		snprintf(m.path, sizeof(m.path), "%s", p);
+		m.exec = perms[2] == 'x';
+		b = base_name(m.path);
+		if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-2.", 7)) {
+			if (m.off == 0 && !t->libc.path[0])
+				t->libc = m;
+			if (m.exec) {
+				t->libc_lo = m.start < t->libc_lo ? m.start : t->libc_lo;
+				t->libc_hi = m.end > t->libc_hi ? m.end : t->libc_hi;
+			}
+		} else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-2.", 5)) {
+			if (m.exec) {
+				t->ld_lo = m.start < t->ld_lo ? m.start : t->ld_lo;
+				t->ld_hi = m.end > t->ld_hi ? m.end : t->ld_hi;
+			}
+		} else if (!strncmp(b, "libdl.so", 8)) {
+			if (m.off == 0 && !t->libdl.path[0])
+				t->libdl = m;
+		} else if (!strcmp(m.path, agent) && m.off == 0 && !t->agent.path[0]) {
+			t->agent = m;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ------------------------------------------------------- ELF files */
+
+/*
+ * The load bias of an object mapped at m (its mapping of file offset 0)
+ * and the value of its dynamic symbol name (the default version when
+ * there are several). 0 or -1.
+ */
+static int elf_dynsym(const char *root, const struct ukp_mapping *m, const char *name,
+		      uintptr_t *addr)
+{
+	char path[4200];
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *syms = NULL;
+	uint16_t *vers = NULL;
+	char *strs = NULL;
+	uint64_t vaddr0 = UINT64_MAX;
+	size_t nsyms = 0, i;
+	int fd, ret = -1, k;
+
+	snprintf(path, sizeof(path), "%s%s", root, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
+		goto out;
+	for (k = 0; k < eh.e_phnum; k++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)k * eh.e_phentsize)) ==
+			    (ssize_t)sizeof(ph) &&
+		    ph.p_type == PT_LOAD && ph.p_offset == 0) {
+			vaddr0 = ph.p_vaddr & ~(ph.p_align ? ph.p_align - 1 : 0);
+			break;
+		}
+	}
+	if (vaddr0 == UINT64_MAX)
+		goto out;
+	sh = calloc(eh.e_shnum, sizeof(*sh));
+	if (!sh || pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) !=
+			   (ssize_t)(eh.e_shnum * sizeof(*sh)))
+		goto out;
+	for (k = 0; k < eh.e_shnum; k++) {
+		if (sh[k].sh_type == SHT_DYNSYM && sh[k].sh_link < eh.e_shnum && !syms) {
+			const Elf64_Shdr *st = &sh[sh[k].sh_link];
+
+			nsyms = sh[k].sh_size / sizeof(Elf64_Sym);
+			syms = malloc(sh[k].sh_size);
+			strs = malloc(st->sh_size + 1);
+			if (!syms || !strs ||
+			    pread(fd, syms, sh[k].sh_size, (off_t)sh[k].sh_offset) !=
+				    (ssize_t)sh[k].sh_size ||
+			    pread(fd, strs, st->sh_size, (off_t)st->sh_offset) != (ssize_t)st->sh_size)
+				goto out;
+			strs[st->sh_size] = '\0';
+		} else if (sh[k].sh_type == SHT_GNU_versym && !vers) {
+			vers = malloc(sh[k].sh_size);
+			if (!vers || pread(fd, vers, sh[k].sh_size, (off_t)sh[k].sh_offset) !=
+					     (ssize_t)sh[k].sh_size)
+				goto out;
+		}
+	}
+	for (i = 0; syms && i < nsyms; i++) {
+		if (!syms[i].st_value || syms[i].st_shndx == SHN_UNDEF ||
+		    ELF64_ST_TYPE(syms[i].st_info) != STT_FUNC || strcmp(strs + syms[i].st_name, name))
+			continue;
+		/* a hidden (non-default) version is a compatibility symbol */
+		if (vers && (vers[i] & 0x8000))
+			continue;
+		*addr = m->start - (uintptr_t)vaddr0 + (uintptr_t)syms[i].st_value;
+		ret = 0;
+		break;
+	}
+out:
+	free(sh);
+	free(syms);
+	free(strs);
+	free(vers);
+	close(fd);
+	return ret;
+}
+
+/* The ELF header of the program: 64-bit x86-64, with a loader? */
+static int check_program(const struct ukp_target *t)
+{
+	char path[64];
+	Elf64_Ehdr eh;
+	bool interp = false;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)EI_NIDENT ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+		close(fd);
+		ukp_err("process %d (%s): its program is not an ELF file", t->pid, t->comm);
+		return -ENOEXEC;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		close(fd);
+		ukp_err("process %d (%s) is a %s program: only x86-64 processes can be traced",
+			t->pid, t->comm,
+			eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "non-x86-64");
+		return -ENOEXEC;
+	}
+	for (i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
+			    (ssize_t)sizeof(ph) &&
+		    ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	close(fd);
+	if (!interp) {
+		ukp_err("process %d (%s) is statically linked: the agent cannot be loaded into it "
+			"(tracing static programs is not supported)",
+			t->pid, t->comm);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+/* Why PTRACE_SEIZE was refused, in one line. */
+void ukp_target_explain_eperm(const struct ukp_target *t)
+{
+	const char *dir = t->dir;
+	long uid = status_field(dir, "Uid:", 1), tracer = status_field(dir, "TracerPid:", 0);
+	char buf[16] = "";
+
+	if (tracer > 0) {
+		char tdir[32], tcomm[64] = "?";
+
+		snprintf(tdir, sizeof(tdir), "/proc/%ld/comm", tracer);
+		if (read_text(tdir, tcomm, sizeof(tcomm)))
+			tcomm[strcspn(tcomm, "\n")] = '\0';
+		ukp_err("process %d (%s) is already traced by process %ld (%s): detach the debugger "
+			"first",
+			t->pid, t->comm, tracer, tcomm);
+		return;
+	}
+	if (uid >= 0 && (uid_t)uid != geteuid() && geteuid() != 0) {
+		ukp_err("process %d (%s) belongs to another user (uid %ld): not permitted to trace "
+			"it (run ukprobe as that user or as root)",
+			t->pid, t->comm, uid);
+		return;
+	}
+	if (read_text("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) && atoi(buf) > 0 &&
+	    geteuid() != 0) {
+		ukp_err("process %d (%s): ptrace is not permitted by Yama (kernel.yama.ptrace_scope = "
+			"%d): run ukprobe as root, or set it to 0",
+			t->pid, t->comm, atoi(buf));
+		return;
+	}
+	ukp_err("process %d (%s): not permitted to trace it (it is not dumpable: "
+		"PR_SET_DUMPABLE 0, or a set-user-ID program)",
+		t->pid, t->comm);
+}
+
+/* System calls a thread waits in, holding no lock of the C library. */
+bool ukp_waiting_syscall(long nr)
+{
+	switch (nr) {
+	case SYS_read: case SYS_write: case SYS_readv: case SYS_writev: case SYS_pread64:
+	case SYS_pwrite64: case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
+	case SYS_sendto: case SYS_sendmsg: case SYS_accept: case SYS_accept4: case SYS_connect:
+	case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_epoll_wait:
+	case SYS_epoll_pwait: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_futex:
+	case SYS_wait4: case SYS_waitid: case SYS_pause: case SYS_rt_sigsuspend:
+	case SYS_rt_sigtimedwait: case SYS_restart_syscall: case SYS_msgrcv: case SYS_semop:
+	case SYS_semtimedop: case SYS_io_getevents: case SYS_flock:
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* /proc/PID/task/TID/syscall: the system call tid is blocked in, -1 when
+ * it is not blocked in one, -2 when unknown. */
+static long blocked_syscall(pid_t pid, pid_t tid)
+{
+	char path[64], buf[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	if (!read_text(path, buf, sizeof(buf)))
+		return -2;
+	if (!strncmp(buf, "running", 7))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/* The thread to stop: the first one found waiting in a system call (the
+ * main thread first), else the main thread. Threads that block or
+ * ignore SIGSEGV are left alone (the calls end in one). */
+pid_t ukp_target_choose_thread(const struct ukp_target *t)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	pid_t best = 0, fallback = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && !best) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		char dir[64];
+		unsigned long long bit = 1ULL << (SIGSEGV - 1);
+
+		if (tid <= 0)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%d/task/%d", t->pid, tid);
+		if ((status_mask(dir, "SigBlk:") | status_mask(dir, "SigIgn:")) & bit)
+			continue;
+		if (!fallback || tid == t->pid)
+			fallback = tid;
+		if (ukp_waiting_syscall(blocked_syscall(t->pid, tid)))
+			best = tid;
+		if (tid == t->pid && best)
+			break;
+	}
+	closedir(d);
+	return best ? best : fallback;
+}
+
+
+bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip)
+{
+	return (ip >= t->libc_lo && ip < t->libc_hi) || (ip >= t->ld_lo && ip < t->ld_hi);
+}
+
+int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
+{
+	char path[64], st[256] = "";
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->mem = -1;
+	snprintf(t->dir, sizeof(t->dir), "/proc/%d", pid);
+	snprintf(t->root, sizeof(t->root), "/proc/%d/root", pid);
+	if (kill(pid, 0) && errno == ESRCH) {
+		ukp_err("no process %d", pid);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/comm", t->dir);
+	if (read_text(path, t->comm, sizeof(t->comm)))
+		t->comm[strcspn(t->comm, "\n")] = '\0';
+	else
+		snprintf(t->comm, sizeof(t->comm), "?");
+	ret = check_program(t);
+	if (ret == -EACCES || ret == -EPERM) {
+		ukp_target_explain_eperm(t);
+		return -1;
+	}
+	if (ret == -ENOENT || ret == -ESRCH) {
+		ukp_err("no process %d (it exited)", pid);
+		return -1;
+	}
+	if (ret)
+		return -1;
+	if (status_field(t->dir, "TracerPid:", 0) > 0) {
+		ukp_target_explain_eperm(t);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/stat", t->dir);
+	if (read_text(path, st, sizeof(st)) && strrchr(st, ')') && strrchr(st, ')')[1] == ' ' &&
+	    strrchr(st, ')')[2] == 'T') {
+		/* its new threads would stop too: the agent could not start */
+		ukp_err("process %d (%s) is stopped (SIGSTOP): continue it first", pid, t->comm);
+		return -1;
+	}
+	if (read_maps(t, agent)) {
+		ukp_err("process %d (%s): cannot read its memory map: %s", pid, t->comm,
+			strerror(errno));
+		return -1;
+	}
+	if (!t->libc.path[0] ||
+	    (elf_dynsym(t->root, &t->libc, "dlopen", &t->dlopen_fn) &&
+	     (!t->libdl.path[0] || elf_dynsym(t->root, &t->libdl, "dlopen", &t->dlopen_fn)))) {
+		ukp_err("process %d (%s) has no dynamic loader's dlopen() to load the agent with "
+			"(it does not use the GNU C library%s)",
+			pid, t->comm, t->libc.path[0] ? ", or one older than 2.34 without libdl" : "");
+		return -1;
+	}
+	if (elf_dynsym(t->root, &t->libc, "dlerror", &t->dlerror_fn) && t->libdl.path[0])
+		elf_dynsym(t->root, &t->libdl, "dlerror", &t->dlerror_fn);
+	return 0;
+}
+
+int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *addr)
+{
+	if (read_maps(t, agent) || !t->agent.path[0])
+		return -1;
+	return elf_dynsym("", &t->agent, "ukprobe_agent_attach", addr);
+}
