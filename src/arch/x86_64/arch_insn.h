@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #define UKP_MAX_INSN_SIZE 15
+/* R_X86_64_IRELATIVE: the addend is an IFUNC resolver (arch.h). */
+#define UKP_ARCH_R_IRELATIVE 37
 /* Bytes of one out-of-line slot: instruction + trailing int3, rounded. */
 #define UKP_SLOT_SIZE 32
 /*
