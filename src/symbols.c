@@ -880,6 +880,7 @@ static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
 	res->size = s->size;
 	res->func = s->sized && (s->type == STT_FUNC || s->type == STT_GNU_IFUNC);
 	res->ifunc = s->type == STT_GNU_IFUNC;
+	res->global = s->bind != STB_LOCAL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1321,12 +1322,16 @@ static int impl_symbol(uintptr_t impl, const char *ifunc_name)
  * [reg] The implementation the IFUNC whose resolver is at resolver (in
  * o, named name) stands for in this process, as gdb finds it. First the
  * word the dynamic linker itself set from the resolver (an IRELATIVE
- * relocation of o's: no code runs); else the resolver is called, as the
- * dynamic linker would call it (dlsym() would do the same). The answer is
- * kept: a resolver's choice does not change in a process.
+ * relocation of o's: no code runs); else, for an exported IFUNC (global),
+ * the resolver is called as the dynamic linker calls it to bind other
+ * objects' references (dlsym() would do the same). A local IFUNC with no
+ * IRELATIVE relocation is never called through: its resolver is not run
+ * (glibc's __x86_cacheinfo is a resolver run for its side effects) and
+ * the answer is -ENOENT. The answer is kept: a resolver's choice does not
+ * change in a process.
  */
 static int ifunc_resolve(struct ukp_objent *o, uintptr_t resolver, const char *name,
-			 uintptr_t *impl)
+			 bool global, uintptr_t *impl)
 {
 	size_t lo = 0, hi = o->nirel, i;
 	uintptr_t v = 0;
@@ -1349,7 +1354,7 @@ static int ifunc_resolve(struct ukp_objent *o, uintptr_t resolver, const char *n
 	if (lo < o->nirel && o->irel[lo].resolver == resolver &&
 	    obj_range_mapped(o, o->irel[lo].slot, sizeof(v)))
 		memcpy(&v, (const void *)o->irel[lo].slot, sizeof(v));
-	if (!text_owner(v))
+	if (!text_owner(v) && global)
 		v = arch_ifunc_resolve(resolver);
 	if (!text_owner(v))
 		return -ENOENT;
@@ -1452,7 +1457,8 @@ int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc)
 					continue;
 				if (s->type == STT_GNU_IFUNC) {
 					/* the code the process runs, not the resolver */
-					err = ifunc_resolve(o, s->start, s->name, addr);
+					err = ifunc_resolve(o, s->start, s->name,
+							    s->bind != STB_LOCAL, addr);
 					if (!err && ifunc)
 						*ifunc = true;
 					goto out;
@@ -1482,7 +1488,7 @@ int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl)
 	o = to_ent(sym->obj);
 	if (!o->alive)
 		return -ENOENT;
-	return ifunc_resolve(o, sym->start, sym->name, impl);
+	return ifunc_resolve(o, sym->start, sym->name, sym->global, impl);
 }
 
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)

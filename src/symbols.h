@@ -34,6 +34,7 @@ struct ukp_symres {
 			      * function's entry follows the calling convention */
 	bool ifunc;          /* an STT_GNU_IFUNC symbol: start is its resolver
 			      * (ukp_sym_ifunc_impl gives the code it chose) */
+	bool global;         /* bound GLOBAL, WEAK or UNIQUE (not LOCAL) */
 };
 
 /*
