@@ -983,6 +983,21 @@ def case_debug_symbols():
     r = ukprobe(["stat", "-e", "p libc.so.6:" + fn, "--", tgt("strings"), "3"])
     check(r.returncode == 0 and re.search(r"^ukprobes/\S+ +\d+ +0$", r.stdout, re.M),
           "stat on a local function", show(r))
+    # MiniDebugInfo (.gnu_debugdata) of an object not loaded yet: the
+    # agent's own reader finds the name (the SPEC waits), and loaded
+    # (ukprobe-host) the library lists it
+    mini = os.path.join(TARGETS, "..", "progs", "libukpds_mini.so")
+    r = ukprobe(["probes", "-e", "p %s:ukpds_local" % mini, "--", tgt("basic")])
+    rows = probes_rows(r.stdout) if r.returncode == 0 else []
+    check(len(rows) == 1 and rows[0]["note"].startswith("pending"), "pending on a local name",
+          show(r))
+    r = ukprobe(["probes", mini, "ukpds_*"])
+    check(r.returncode == 0 and
+          {row["event"] for row in probes_rows(r.stdout)} >= {"ukprobes/ukpds_local"},
+          "probes OBJ lists the MiniDebugInfo function", show(r))
+    # a data symbol only libc's debug file names (malloc's arena)
+    r = ukprobe(["stat", "-e", "p libc.so.6:malloc m=@main_arena:u32", "--", tgt("strings"), "1"])
+    check(r.returncode == 0, "@main_arena from the debug file", show(r))
 
 
 def main():
