@@ -276,6 +276,7 @@ struct match {
 	char *name;               /* without a version suffix */
 	char *prefer;             /* "path:name" */
 	bool dup;                 /* the same code as an earlier match */
+	bool ifunc;               /* an IFUNC's implementation */
 };
 
 struct matches {
@@ -323,6 +324,7 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 	}
 	ms->m[ms->n].start = start;
 	ms->m[ms->n].dup = false;
+	ms->m[ms->n].ifunc = sym->ifunc;
 	ms->m[ms->n].name = strdup(name);
 	ms->m[ms->n].prefer = malloc(strlen(sym->obj->path) + len + 2);
 	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
@@ -389,7 +391,7 @@ static int register_glob(struct ukpa_spec *s)
 {
 	struct matches ms = { .pattern = s->spec.symbol };
 	size_t i;
-	int ret;
+	int ret, pass;
 
 	if (!s->spec.object)
 		ms.skip_path = agent_path();
@@ -399,11 +401,17 @@ static int register_glob(struct ukpa_spec *s)
 	ukp_for_each_symbol(s->spec.object, match_cb, &ms);
 	ukp_unlock_for_show();
 	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
-	for (i = 0; i < ms.n; i++) {
-		char event[UKP_SPEC_NAME_MAX + 1];
-		struct ukpa_probe *pr;
+	/* IFUNC implementations last: they are libc's string and memory
+	 * functions, which registering (the decoder's memset on every
+	 * instruction) calls all the time; armed first, they would turn
+	 * each of those calls into a breakpoint hit */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ms.n; i++) {
+			char event[UKP_SPEC_NAME_MAX + 1];
+			struct ukpa_probe *pr;
 
-		if (!ret && !ms.m[i].dup) {
+			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
+				continue;
 			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
@@ -422,6 +430,8 @@ static int register_glob(struct ukpa_spec *s)
 				}
 			}
 		}
+	}
+	for (i = 0; i < ms.n; i++) {
 		free(ms.m[i].name);
 		free(ms.m[i].prefer);
 	}
