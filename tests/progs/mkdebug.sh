@@ -9,8 +9,9 @@
 #       OUT is stripped; ROOT/.build-id/NN/REST.debug (NN/REST: IN's
 #       build-id) holds the debug file of DEBUG_OF (default IN: a
 #       different object makes a debug file whose build-id does not match).
-#   mkdebug.sh debuglink IN OUT DEBUG
-#       OUT is stripped with a .gnu_debuglink naming DEBUG, its debug file.
+#   mkdebug.sh debuglink IN OUT DEBUG [DEBUG_OF]
+#       OUT is stripped with a .gnu_debuglink naming DEBUG, its debug file
+#       (or, with DEBUG_OF, that object's: its CRC does not match).
 set -eu
 mode=$1 in=$2 out=$3
 tmp=$(mktemp -d)
@@ -43,6 +44,9 @@ debuglink)
 	objcopy --only-keep-debug "$in" "$debug"
 	strip --strip-all -o "$tmp/stripped" "$in"
 	objcopy --add-gnu-debuglink="$debug" "$tmp/stripped" "$out"
+	if [ $# -ge 5 ]; then
+		objcopy --only-keep-debug "$5" "$debug"
+	fi
 	;;
 *)
 	echo "mkdebug.sh: unknown mode $mode" >&2

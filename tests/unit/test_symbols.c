@@ -796,23 +796,38 @@ Test(debuginfo, debug_file_by_debuglink)
 	expect_local_found("libukpds_link.so");
 }
 
-/* A debug file at the right place whose build-id is another object's. */
-Test(debuginfo, mismatched_build_id_ignored)
+/* A debug file at the right place that is another object's. */
+static void expect_local_not_found(const char *obj)
 {
+	char spec[128];
 	void *h;
 	uintptr_t addr;
 	struct ukp_symres res;
 	void *(*where)(void);
 
-	debug_root("dbgroot_bad");
-	h = open_prog("libukpds_badid.so");
+	h = open_prog(obj);
 	where = (void *(*)(void))dlsym(h, "ukpds_local_addr");
 	cr_assert_not_null(where);
-	cr_expect_eq(ukp_sym_lookup_name("libukpds_badid.so:ukpds_local", &addr), -ENOENT);
+	snprintf(spec, sizeof(spec), "%s:ukpds_local", obj);
+	cr_expect_eq(ukp_sym_lookup_name(spec, &addr), -ENOENT);
 	cr_expect_neq(ukp_sym_lookup_addr((uintptr_t)where(), &res), 0,
 		      "%s", res.name);
 	/* the exported ones still come from .dynsym */
-	cr_expect_eq(lookup_ok("libukpds_badid.so:ukpds_call"), (uintptr_t)dlsym(h, "ukpds_call"));
+	snprintf(spec, sizeof(spec), "%s:ukpds_call", obj);
+	cr_expect_eq(lookup_ok(spec), (uintptr_t)dlsym(h, "ukpds_call"));
+}
+
+Test(debuginfo, mismatched_build_id_ignored)
+{
+	debug_root("dbgroot_bad");
+	expect_local_not_found("libukpds_badid.so");
+}
+
+/* No build-id: the debuglink's CRC decides. */
+Test(debuginfo, mismatched_debuglink_crc_ignored)
+{
+	debug_root("nonexistent");
+	expect_local_not_found("libukpds_badlink.so");
 }
 
 /*
