@@ -932,6 +932,12 @@ def case_ifunc():
                                           rows[0]["point"]), "strlen -> IMPL", show(r))
     impl = rows[0]["point"].split(" -> ")[1].split("+")[0]
     check(impl != "strlen", "the implementation's name", show(r))
+    # trace lines show the code probed, as ftrace's do: one name
+    r = ukprobe(["trace", "-e", "p libc.so.6:strlen", "--", tgt("strings"), "2"])
+    lines = [l for l in r.stdout.splitlines() if "p_strlen_0" in l]
+    check(r.returncode == 0 and len(lines) == 2 and
+          all(parse_line(l)["where"].startswith(impl + "+0x") for l in lines),
+          "trace lines at %s" % impl, show(r))
     # the resolver's ELF address is not where the probe went
     libc = [l for l in open("/proc/self/maps") if "libc.so.6" in l][0].split()[-1]
     resolver = nm_functions(libc, dynamic=True)["strlen"]
