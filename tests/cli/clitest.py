@@ -921,7 +921,7 @@ def case_ifunc():
     chose in the process, not on the resolver: every call counts; probes
     shows both names; in a glob each IFUNC goes to its implementation and
     one implementation is probed once."""
-    for spec in ("p libc.so.6:strlen", "p strlen"):
+    for spec in ("p libc.so.6:strlen", "p strlen", "r libc.so.6:strlen"):
         r = ukprobe(["stat", "-e", spec, "--", tgt("strings"), "1000"])
         check(r.returncode == 0 and re.search(r"^ukprobes/\S+ +1000 +0$", r.stdout, re.M),
               "%s: 1000 hits" % spec, show(r))
