@@ -4,7 +4,10 @@
  * the module list, for one process).
  *
  * Objects come from dl_iterate_phdr(); symbols are read with libelf from
- * each object's file, lazily, the first time something needs them. The
+ * each object's file, lazily, the first time something needs them; for a
+ * file without .symtab, its debug file or MiniDebugInfo (debuginfo.c)
+ * joins them the first time a lookup misses. An IFUNC name stands for the
+ * implementation its resolver chose in this process. The
  * loader's adds/subs counters tell us cheaply whether the object list may
  * have changed, so every query first brings the cache up to date: nobody
  * gets an answer about a library that was dlclose()d under them.

@@ -54,7 +54,8 @@ uint64_t ukp_objects_generation(void);
  * resolved path ("libz.so.1.2.13"). Without object, objects are searched in
  * load order (main program first) and a global definition wins over a local
  * one. Only defined function-like symbols (FUNC, IFUNC, NOTYPE in an
- * executable section) count.
+ * executable section) count; an IFUNC gives the implementation the process
+ * runs (ukp_sym_lookup_name_ifunc).
  * Returns 0, -ENOENT (no such object or symbol) or -ENOMEM.
  */
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr);
