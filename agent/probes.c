@@ -272,9 +272,11 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 /* ----------------------------------------------------------- globs */
 
 struct match {
-	uintptr_t start;
+	uintptr_t start;          /* an IFUNC's: its implementation's */
 	char *name;               /* without a version suffix */
 	char *prefer;             /* "path:name" */
+	bool dup;                 /* the same code as an earlier match */
+	bool ifunc;               /* an IFUNC's implementation */
 };
 
 struct matches {
@@ -287,12 +289,14 @@ struct matches {
 
 /* [reg] under the library's lock: collect, register later. Aliases come
  * together (the best name first): the first one that matches names the
- * function. */
+ * function. An IFUNC stands for the implementation its resolver chose
+ * in this process (ukp_sym_ifunc_impl). */
 static void match_cb(const struct ukp_symres *sym, void *arg)
 {
 	struct matches *ms = arg;
 	char name[512];
 	size_t len = strcspn(sym->name, "@");
+	uintptr_t start = sym->start;
 
 	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->obj &&
 						  !strcmp(sym->obj->path, ms->skip_path)))
@@ -302,6 +306,10 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 	memcpy(name, sym->name, len);
 	name[len] = '\0';
 	if (fnmatch(ms->pattern, name, 0))
+		return;
+	/* an implementation that cannot be found: nothing to probe for
+	 * that name (its resolver runs once, at load) */
+	if (sym->ifunc && ukp_sym_ifunc_impl(sym, &start))
 		return;
 	if (ms->n == ms->cap) {
 		size_t cap = ms->cap ? ms->cap * 2 : 64;
@@ -314,7 +322,9 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 		ms->m = m;
 		ms->cap = cap;
 	}
-	ms->m[ms->n].start = sym->start;
+	ms->m[ms->n].start = start;
+	ms->m[ms->n].dup = false;
+	ms->m[ms->n].ifunc = sym->ifunc;
 	ms->m[ms->n].name = strdup(name);
 	ms->m[ms->n].prefer = malloc(strlen(sym->obj->path) + len + 2);
 	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
@@ -325,6 +335,44 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 	}
 	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->obj->path, name);
 	ms->n++;
+}
+
+struct match_key {
+	uintptr_t start;
+	size_t i;
+};
+
+static int match_key_cmp(const void *pa, const void *pb)
+{
+	const struct match_key *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* One probe per piece of code: a later match at the same address (two
+ * IFUNCs whose resolvers chose one implementation, memmove and memcpy;
+ * an IFUNC and its implementation's own name) is dropped, the first
+ * name in walk order kept. */
+static int matches_dedup(struct matches *ms)
+{
+	struct match_key *k;
+	size_t i;
+
+	if (ms->n < 2)
+		return 0;
+	k = malloc(ms->n * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (i = 0; i < ms->n; i++)
+		k[i] = (struct match_key){ ms->m[i].start, i };
+	qsort(k, ms->n, sizeof(*k), match_key_cmp);
+	for (i = 1; i < ms->n; i++)
+		if (k[i].start == k[i - 1].start)
+			ms->m[k[i].i].dup = true;
+	free(k);
+	return 0;
 }
 
 static const char *agent_path(void)
@@ -343,7 +391,7 @@ static int register_glob(struct ukpa_spec *s)
 {
 	struct matches ms = { .pattern = s->spec.symbol };
 	size_t i;
-	int ret;
+	int ret, pass;
 
 	if (!s->spec.object)
 		ms.skip_path = agent_path();
@@ -352,12 +400,18 @@ static int register_glob(struct ukpa_spec *s)
 		return ret;
 	ukp_for_each_symbol(s->spec.object, match_cb, &ms);
 	ukp_unlock_for_show();
-	ret = ms.nomem ? -ENOMEM : ms.n ? 0 : -ENOENT;
-	for (i = 0; i < ms.n; i++) {
-		char event[UKP_SPEC_NAME_MAX + 1];
-		struct ukpa_probe *pr;
+	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
+	/* IFUNC implementations last: they are libc's string and memory
+	 * functions, which registering (the decoder's memset on every
+	 * instruction) calls all the time; armed first, they would turn
+	 * each of those calls into a breakpoint hit */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ms.n; i++) {
+			char event[UKP_SPEC_NAME_MAX + 1];
+			struct ukpa_probe *pr;
 
-		if (!ret) {
+			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
+				continue;
 			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
@@ -376,6 +430,8 @@ static int register_glob(struct ukpa_spec *s)
 				}
 			}
 		}
+	}
+	for (i = 0; i < ms.n; i++) {
 		free(ms.m[i].name);
 		free(ms.m[i].prefer);
 	}

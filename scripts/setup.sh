@@ -3,7 +3,8 @@
 # with sudo available). Safe to run again.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
-      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev)
+      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
+      liblzma-dev xz-utils binutils libc6-dbg)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -99,6 +99,15 @@ long arch_store_word_nofault(void *dst, uintptr_t v);
 bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
 
 /*
+ * [reg] IFUNC symbols (STT_GNU_IFUNC). UKP_ARCH_R_IRELATIVE is this
+ * arch's ELF relocation whose addend is a resolver: the dynamic linker
+ * stores what the resolver returned in the relocated word.
+ * arch_ifunc_resolve() calls a resolver the way this arch's dynamic
+ * linker does, and returns the implementation it chose.
+ */
+uintptr_t arch_ifunc_resolve(uintptr_t resolver);
+
+/*
  * Code on the trap path goes into its own section so that it is
  * blacklisted as a whole (the static library puts all of its code there).
  */

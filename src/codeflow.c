@@ -17,7 +17,11 @@
  *    symbols in executable segments), into a sorted array that each check
  *    binary-searches;
  *  - other functions: enter at their own symbol, so no other symbol may
- *    start inside the region;
+ *    start inside the region; but hand-written assembly also jumps into
+ *    another function's body (glibc's __mempcpy_*_erms jumps past the
+ *    first instruction of __memmove_*_erms, which a debug file names):
+ *    the direct targets outside their own FDE of every covered FDE join
+ *    the same index;
  *  - the unwinder: landing pads of the function's and its cold parts'
  *    LSDAs (the user-space counterpart of the kernel's exception-table
  *    check);
@@ -306,6 +310,7 @@ static bool covered(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
 
 struct index_build {
 	struct flow_obj *fo;
+	uintptr_t keep_lo, keep_hi; /* when keep_hi: only targets outside [lo, hi) */
 	size_t cap_targets;
 	uint8_t *buf;
 	size_t cap_buf;
@@ -320,6 +325,8 @@ static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, u
 
 	(void)from;
 	if (kind != ARCH_FLOW_DIRECT)
+		return 0;
+	if (ib->keep_hi && target >= ib->keep_lo && target < ib->keep_hi)
 		return 0;
 	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
 	if (!targets)
@@ -422,8 +429,15 @@ static int build_index(struct flow_obj *fo)
 		for (i = 0; i < fo->eh.nfdes && !ret; i++) {
 			const struct ukp_fde *f = &fo->eh.fdes[i];
 
-			if (!covered(fo, f->start, f->end))
-				ret = index_range(&ib, f->start, f->end);
+			/* a function's own targets are its check's business;
+			 * those that leave it, and all of uncovered code's,
+			 * are everyone's */
+			if (covered(fo, f->start, f->end)) {
+				ib.keep_lo = f->start;
+				ib.keep_hi = f->end;
+			}
+			ret = index_range(&ib, f->start, f->end);
+			ib.keep_lo = ib.keep_hi = 0;
 		}
 	} else {
 		ret = index_gaps(&ib);
@@ -927,11 +941,6 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		return -EBUSY;
 	}
 
-	if (uncovered_jumps_into(fo, &ck)) {
-		*why = "code outside any symbol (a stripped .cold part?) jumps into the region";
-		return -EBUSY;
-	}
-
 	/* The function and its cold parts. */
 	parts[0].addr = sym->start;
 	parts[0].len = sym->size;
@@ -967,6 +976,12 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		ret = check_taken_in_region(fo, &ck);
 	if (!ret && ck.nptrs)
 		ret = check_pointers(fo, &ck);
+	/* after the function's own jumps, which say more precisely why */
+	if (!ret && uncovered_jumps_into(fo, &ck)) {
+		ck.why = "code outside any symbol (a stripped .cold part?) or in another function "
+			 "jumps into the region";
+		ret = -EBUSY;
+	}
 	if (ret == -ENOMEM) {
 		ck.why = "out of memory";
 	} else if (ret && !ck.why) {
