@@ -765,6 +765,63 @@ static void page_put(struct wpage *w)
 	atomic_store(&npages, n - 1);
 }
 
+/* The alternate signal stacks the library gave threads (freed at their
+ * exit). */
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+#define ALTSTACK_SIZE (64 * 1024)
+
+static void altstack_free(void *p)
+{
+	stack_t ss = { .ss_flags = SS_DISABLE };
+
+	sigaltstack(&ss, NULL);
+	munmap(p, ALTSTACK_SIZE);
+}
+
+static void altstack_key_init(void)
+{
+	pthread_key_create(&altstack_key, altstack_free);
+}
+
+/*
+ * [reg] A watched page on the calling thread's own stack: the kernel
+ * cannot write a signal frame there, so the SIGSEGV of every access on
+ * it must go to an alternate stack (the library's fault handlers ask for
+ * one). The thread gets one if it has none. (Other threads' stacks are
+ * the program's business: see README.md.)
+ */
+static void altstack_for_own_stack(uintptr_t a, size_t len)
+{
+	pthread_attr_t at;
+	void *lo;
+	size_t size;
+	stack_t ss;
+
+	if (pthread_getattr_np(pthread_self(), &at))
+		return;
+	if (pthread_attr_getstack(&at, &lo, &size) ||
+	    a + len <= (uintptr_t)lo || a >= (uintptr_t)lo + size) {
+		pthread_attr_destroy(&at);
+		return;
+	}
+	pthread_attr_destroy(&at);
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_DISABLE))
+		return;
+	pthread_once(&altstack_once, altstack_key_init);
+	ss.ss_sp = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+			MAP_STACK, -1, 0);
+	if (ss.ss_sp == MAP_FAILED)
+		return;
+	ss.ss_size = ALTSTACK_SIZE;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL)) {
+		munmap(ss.ss_sp, ALTSTACK_SIZE);
+		return;
+	}
+	pthread_setspecific(altstack_key, ss.ss_sp);
+}
+
 /* [reg] Protect the pages of bp (page mechanism). */
 static int page_arm(struct perf_event *bp)
 {
@@ -797,6 +854,7 @@ static int page_arm(struct perf_event *bp)
 		if (prots[i] & PROT_EXEC)
 			return -EINVAL;
 	}
+	altstack_for_own_stack(bp->attr.bp_addr, bp->attr.bp_len);
 	wlock_take_reg(&old);
 	if (atomic_load(&npages) + want > MAX_PAGES) {
 		wlock_drop_reg(&old);

@@ -356,14 +356,17 @@ Test(watch, stack_data)
 {
 	/* The stack page of this frame gets protected: calls, pushes and
 	 * returns on it are run by the library too. The SIGSEGV frames must
-	 * then go to an alternate stack. */
-	stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16 };
+	 * then go to an alternate stack: the library gives this thread one. */
 	long local[16];
 	struct perf_event *bp;
+	stack_t ss;
 
-	cr_assert_eq(sigaltstack(&ss, NULL), 0);
 	memset(local, 0, sizeof(local));
+	cr_assert_eq(sigaltstack(NULL, &ss), 0);
+	cr_assert(ss.ss_flags & SS_DISABLE);
 	bp = watch(&local[4], 2 * sizeof(long), HW_BREAKPOINT_RW);
+	cr_assert_eq(sigaltstack(NULL, &ss), 0);
+	cr_assert_eq(ss.ss_flags & SS_DISABLE, 0);
 	fill_through(local, 16);
 	cr_assert_eq(sum_of(local, 16), 3 * 120);
 	unregister_hw_breakpoint(bp);
