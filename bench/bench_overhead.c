@@ -35,6 +35,15 @@
  *   ro           kretprobe whose entry probe is jump-optimized
  *   The rows b, r and rb are the breakpoint paths: they run with the
  *   optimization knob off, o and ro with it on.
+ *   w            a data watchpoint hit by page protection: bench_store
+ *                (a function like the target that also stores its first
+ *                argument to a long) with a 16-byte RW watchpoint (beyond
+ *                the debug registers) on that long; the handler counts
+ *   w_nb         the same store to a neighbour long on the watched page:
+ *                no handler, the access still runs through the fault path
+ *   w_hw         the 8-byte watchpoint on a debug register (skipped where
+ *                the machine's debug registers do not fire)
+ *   (their overhead is over call, which does no store)
  *   uprobe, uretprobe, uprobe_nop5, uretprobe_nop5
  *                the kernel's uprobes (tracefs uprobe_events, enabled in a
  *                private trace instance) on the same functions of this
@@ -75,6 +84,9 @@ enum {
 	M_O,
 	M_OV,
 	M_RO,
+	M_W,
+	M_WNB,
+	M_WHW,
 	M_UP,
 	M_URP,
 	M_UPNOP5,
@@ -110,6 +122,9 @@ static struct measure ms[NM] = {
 	[M_O] = { "o", "optimized kprobe", K_UKPROBES, true },
 	[M_OV] = { "ov", "optimized kprobe, handler using xmm", K_UKPROBES, true },
 	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
+	[M_W] = { "w", "watchpoint hit (page protection)", K_UKPROBES, false },
+	[M_WNB] = { "w_nb", "store next to a watchpoint, same page (no handler)", K_UKPROBES, false },
+	[M_WHW] = { "w_hw", "watchpoint hit (debug register)", K_UKPROBES, false },
 	[M_UP] = { "uprobe", "kernel uprobe", K_PEER, false },
 	[M_URP] = { "uretprobe", "kernel uretprobe", K_PEER, false },
 	[M_UPNOP5] = { "uprobe_nop5", "kernel uprobe on a 5-byte NOP", K_PEER, false },
@@ -146,6 +161,9 @@ static const struct {
 	{ "uprobe_nop5/k", M_UPNOP5, M_K },
 	{ "uprobe_nop5/uprobe", M_UPNOP5, M_UP },
 	{ "uretprobe_nop5/r", M_URPNOP5, M_R },
+	{ "w/1rt", M_W, M_RT1 },
+	{ "w_nb/w", M_WNB, M_W },
+	{ "w_hw/1rt", M_WHW, M_RT1 },
 	{ "k/uprobe", M_K, M_UP },
 	{ "r/uretprobe", M_R, M_URP },
 };
@@ -181,6 +199,25 @@ static int on_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static struct kprobe kp;
 static struct kretprobe rp;
+
+/* The watched data (its own page) and the store the w rows time. */
+static struct {
+	long watched[2];
+	long neighbour;
+} __attribute__((aligned(4096))) wdata;
+static long *volatile store_at;
+static volatile unsigned long watch_hits;
+
+static __attribute__((noipa)) int bench_store(int x, int y)
+{
+	*(volatile long *)store_at = x;
+	return x + y + 1;
+}
+
+static void on_watch(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs)
+{
+	watch_hits++;
+}
 
 static void fatal(const char *what, int err)
 {
@@ -371,6 +408,35 @@ static double sample(int m)
 		unregister_kprobe(&kp);
 		unregister_kretprobe(&rp);
 		break;
+	case M_W:
+	case M_WNB:
+	case M_WHW: {
+		struct perf_event_attr a;
+		struct perf_event *bp;
+		unsigned long w0;
+
+		hw_breakpoint_init(&a);
+		a.bp_addr = (uintptr_t)wdata.watched;
+		a.bp_len = m == M_WHW ? 8 : 16;
+		a.bp_type = HW_BREAKPOINT_RW;
+		bp = register_user_hw_breakpoint(&a, on_watch, NULL, 0);
+		if (IS_ERR(bp))
+			fatal("register_user_hw_breakpoint", (int)PTR_ERR(bp));
+		if (m == M_WHW && bp->mechanism != UKP_HW_BREAKPOINT_DEBUGREG) {
+			snprintf(ms[m].why, sizeof(ms[m].why),
+				 "this machine's debug registers do not fire");
+			ms[m].skipped = true;
+			unregister_hw_breakpoint(bp);
+			return 0;
+		}
+		store_at = m == M_WNB ? &wdata.neighbour : &wdata.watched[0];
+		bench_call_loop(bench_store, WARMUP);
+		w0 = watch_hits;
+		ns = bench_call_loop(bench_store, iters);
+		check(ms[m].id, watch_hits - w0, m == M_WNB ? 0 : iters);
+		unregister_hw_breakpoint(bp);
+		break;
+	}
 	case M_UP:
 	case M_URP:
 		ns = peer_sample(&ms[m], bench_target);
