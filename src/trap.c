@@ -682,16 +682,21 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = ukp_errno;
 	struct ukp_site *s;
 
-	if (arch_nofault_fixup(ip, &fix) ||
-	    arch_watch_fixup(ip, sig, info->si_code, (uintptr_t)info->si_addr, &fix)) {
+	if (arch_watch_fixup(ip, sig, info->si_code, (uintptr_t)info->si_addr, &fix)) {
 		arch_uc_set_ip(uc, fix);
 		return;
 	}
 	/* An access to a page protected for a data watchpoint (watch.c):
 	 * before the handler-fault check, since probe handlers may touch
-	 * watched data too (the access is then counted as missed). */
+	 * watched data too (the access is then counted as missed), and
+	 * before the nofault fixup, so that copy_from_user_nofault() reads
+	 * watched data as the program could. */
 	if (ukp_watch_fault(sig, info, uc)) {
 		ukp_errno = saved_errno;
+		return;
+	}
+	if (arch_nofault_fixup(ip, &fix)) {
+		arch_uc_set_ip(uc, fix);
 		return;
 	}
 	if (c->in_handler > 0) {

@@ -116,6 +116,7 @@ struct wthread {
 	uintptr_t step_ip;
 	uint64_t step_mask;
 	uintptr_t fault_pending; /* si_addr of a fault queued for the program, or 0 */
+	bool probing;            /* checking whether a faulting access works now */
 };
 static UKP_TLS struct wthread wt;
 
@@ -308,10 +309,13 @@ struct fire {
 	struct perf_sample_data sd;
 };
 
-/* [trap] under wlock: the enabled page breakpoints an access of this
- * thread touched. */
+/* [trap] under wlock: the enabled breakpoints an access of this thread
+ * touched. An access the library made for the program (emulated:
+ * emulated true) was never seen by the debug registers, so their
+ * breakpoints are reported here too; one the CPU made (an in-place
+ * step) reached them on its own. */
 static UKP_TRAP_TEXT unsigned int collect(const struct arch_watch_access *acc, unsigned int nacc,
-					  uintptr_t ip, struct fire *out)
+					  uintptr_t ip, struct fire *out, bool emulated)
 {
 	unsigned int i, j, n = 0;
 	int tid = 0;
@@ -320,7 +324,7 @@ static UKP_TRAP_TEXT unsigned int collect(const struct arch_watch_access *acc, u
 		struct perf_event *bp = bps[i];
 		struct wpriv *pv = bp->priv;
 
-		if (!pv->armed || bp->mechanism != UKP_HW_BREAKPOINT_PAGE)
+		if (!pv->armed || (!emulated && bp->mechanism != UKP_HW_BREAKPOINT_PAGE))
 			continue;
 		for (j = 0; j < nacc && n < MAX_FIRE; j++) {
 			const struct arch_watch_access *a = &acc[j];
@@ -470,12 +474,20 @@ UKP_TRAP_TEXT bool ukp_watch_fault(int sig, siginfo_t *info, ucontext_t *uc)
 	w = page_find(addr & ~pgmask);
 	if (!w) {
 		/* Not (or no longer) watched: if the access works now (the
-		 * watchpoint went away after the fault), run it again. */
+		 * watchpoint went away after the fault), run it again. Not for
+		 * a fault of the library's own nofault copies (they have their
+		 * fixup), nor inside such a check. */
 		uint8_t b;
-		bool works = write ? arch_watch_probe_write(addr) == 0
-				   : arch_copy_nofault(&b, (void *)addr, 1) == 0;
+		uintptr_t fix;
+		bool works;
 
 		wlock_drop();
+		if (wt.probing || arch_nofault_fixup(arch_uc_ip(uc), &fix))
+			return false;
+		wt.probing = true;
+		works = write ? arch_watch_probe_write(addr) == 0
+			      : arch_copy_nofault(&b, (void *)addr, 1) == 0;
+		wt.probing = false;
 		return works;
 	}
 	if (!(w->prog_prot & (write ? PROT_WRITE : PROT_READ))) {
@@ -499,7 +511,7 @@ UKP_TRAP_TEXT bool ukp_watch_fault(int sig, siginfo_t *info, ucontext_t *uc)
 		return true;
 	}
 	atomic_fetch_add_explicit(&ukp_watch_emulated, 1, memory_order_relaxed);
-	nfire = collect(acc, nacc, arch_uc_ip(uc), fire);
+	nfire = collect(acc, nacc, arch_uc_ip(uc), fire, true);
 	ukp_read_lock(c);
 	wlock_drop();
 	arch_regs_to_ucontext(uc, &regs);
@@ -525,7 +537,7 @@ static UKP_TRAP_TEXT bool step_done(ucontext_t *uc)
 	*(uint64_t *)&uc->uc_sigmask = wt.step_mask;
 	wlock_take();
 	step_close();
-	nfire = collect(wt.acc, wt.nacc, wt.step_ip, fire);
+	nfire = collect(wt.acc, wt.nacc, wt.step_ip, fire, false);
 	ukp_read_lock(c);
 	wlock_drop();
 	if (nfire) {
@@ -639,7 +651,7 @@ int ukp_watch_user_copy(void *user, void *bounce, size_t len, bool write, uintpt
 	if (!r)
 		r = write ? mem_write((uintptr_t)user, bounce, len)
 			  : mem_read(bounce, (uintptr_t)user, len);
-	nfire = r ? 0 : collect(&a, 1, ip, fire);
+	nfire = r ? 0 : collect(&a, 1, ip, fire, true);
 	ukp_read_lock(c);
 	wlock_drop_reg(&old);
 	if (nfire) {
