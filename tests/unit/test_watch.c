@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -893,4 +894,36 @@ Test(watch_mech, debug_register_and_page_on_one_page)
 	cr_assert_eq(nrec, 2);
 	cr_assert_eq(recs[1].bp, hw);
 	unregister_hw_breakpoint(hw);
+}
+
+Test(watch, fork_child_keeps_its_watchpoints)
+{
+	/* a wide breakpoint fires in a forked child too (as kprobes do); a
+	 * user one stays with its thread, which the child is not (the
+	 * kernel does not inherit it either) */
+	struct perf_event **wide = watch_wide(&g.counter, 8, HW_BREAKPOINT_W);
+	struct perf_event *user = watch(&g.neighbour, 8, HW_BREAKPOINT_W);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* the child's own memory, through its own /proc/self/mem */
+		store_counter(11);
+		g.neighbour = 12;
+		_exit(nrec == 1 && recs[0].bp == wide[0] && g.counter == 11 && g.neighbour == 12
+			      ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	/* the parent's memory was not touched by the child */
+	cr_assert_eq(g.counter, 0);
+	cr_assert_eq(g.neighbour, 0);
+	cr_assert_eq(nrec, 0);
+	store_counter(13);
+	g.neighbour = 14;
+	cr_assert_eq(nrec, 2);
+	unregister_wide_hw_breakpoint(wide);
+	unregister_hw_breakpoint(user);
 }
