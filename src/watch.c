@@ -84,7 +84,7 @@ struct wpriv {
 
 /* Everything below is written under wlock (and the registry mutex on
  * the registration side), read on the trap path under wlock. */
-static atomic_flag wlock = ATOMIC_FLAG_INIT;
+static _Atomic uintptr_t wlock; /* the owner's &wt, or 0 */
 static struct wpage pages[MAX_PAGES];    /* sorted by page */
 static _Atomic unsigned int npages;
 static struct perf_event *bps[MAX_BPS];
@@ -100,6 +100,7 @@ static dev_t mem_dev;
 static ino_t mem_ino;
 
 _Atomic unsigned long ukp_watch_inplace_steps;
+_Atomic bool ukp_watch_keep_segv;
 _Atomic unsigned long ukp_watch_emulated;
 static volatile int detect_hits;
 
@@ -136,14 +137,30 @@ static UKP_TRAP_TEXT long wsys(long n, long a, long b, long c, long d)
 
 /* ------------------------------------------------------------ lock */
 
-/* [trap] [reg with the asynchronous signals blocked] */
+/*
+ * [trap] [reg with the asynchronous signals blocked] The lock is
+ * reentrant per thread, also against a fault at any instruction of
+ * these two functions: code running on a watched stack page (the
+ * registration side's own frames) faults on its pushes, and the fault's
+ * step takes the lock again. The depth is counted first, changed with
+ * single instructions, and a nested taker that finds the lock free takes
+ * it for the outer one (which then sees itself as the owner).
+ */
 static UKP_TRAP_TEXT void wlock_take(void)
 {
+	uintptr_t self = (uintptr_t)&wt;
 	unsigned int spins = 0;
 
-	if (wt.lock_depth++)
-		return;
-	while (atomic_flag_test_and_set_explicit(&wlock, memory_order_acquire)) {
+	__atomic_add_fetch(&wt.lock_depth, 1, __ATOMIC_RELAXED);
+	for (;;) {
+		uintptr_t cur = atomic_load_explicit(&wlock, memory_order_acquire);
+
+		if (cur == self)
+			return;
+		if (!cur && atomic_compare_exchange_weak_explicit(&wlock, &cur, self,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+			return;
 		if (++spins < 64)
 			__builtin_ia32_pause();
 		else
@@ -153,9 +170,13 @@ static UKP_TRAP_TEXT void wlock_take(void)
 
 static UKP_TRAP_TEXT void wlock_drop(void)
 {
-	if (--wt.lock_depth)
+	uintptr_t self = (uintptr_t)&wt;
+
+	if (__atomic_sub_fetch(&wt.lock_depth, 1, __ATOMIC_RELAXED))
 		return;
-	atomic_flag_clear_explicit(&wlock, memory_order_release);
+	/* only if still ours: a nested holder may have released it */
+	atomic_compare_exchange_strong_explicit(&wlock, &self, 0, memory_order_release,
+						memory_order_relaxed);
 }
 
 /* [reg] The lock with every signal but the synchronous ones blocked, so
@@ -867,6 +888,7 @@ static int page_arm(struct perf_event *bp)
 			return -EINVAL;
 	}
 	altstack_for_own_stack(bp->attr.bp_addr, bp->attr.bp_len);
+	atomic_store(&ukp_watch_keep_segv, true);
 	wlock_take_reg(&old);
 	if (atomic_load(&npages) + want > MAX_PAGES) {
 		wlock_drop_reg(&old);
@@ -1069,7 +1091,7 @@ static void disarm(struct perf_event *bp)
 
 static void after_fork_child(void)
 {
-	atomic_flag_clear(&wlock);
+	atomic_store(&wlock, 0);
 	wt.lock_depth = 0;
 }
 

@@ -6,6 +6,7 @@
 #define UKP_WATCH_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,12 @@ int ukp_watch_check_user(const void *a, size_t len, bool write);
 int ukp_watch_user_copy(void *user, void *bounce, size_t len, bool write, uintptr_t ip);
 /* [reg] registry mutex held: kprobes_show_list's watchpoint lines. */
 void ukp_watch_show(FILE *out);
+
+/* Set once a page has been protected for a watchpoint: from then on
+ * the signal interposers keep SIGSEGV out of the masks the program sets
+ * (signals.c), as they keep SIGTRAP out: a fault with SIGSEGV blocked
+ * would kill the process. */
+extern _Atomic bool ukp_watch_keep_segv;
 
 /* Counters (tests, benchmarks): instructions run for the program on a
  * scratch copy, and instructions stepped in place. */

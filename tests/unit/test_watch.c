@@ -72,7 +72,7 @@ static struct perf_event *watch(void *addr, unsigned long len, unsigned int type
 	return bp;
 }
 
-static __attribute__((unused)) struct perf_event **watch_wide(void *addr, unsigned long len, unsigned int type)
+static struct perf_event **watch_wide(void *addr, unsigned long len, unsigned int type)
 {
 	struct perf_event_attr attr;
 	struct perf_event **bp;
@@ -365,13 +365,16 @@ Test(watch, stack_data)
 	static stack_t ss;
 
 	memset(local, 0, sizeof(local));
+	/* (ASan gives every thread an alternate stack of its own) */
 	cr_assert_eq(sigaltstack(NULL, &ss), 0);
-	cr_assert(ss.ss_flags & SS_DISABLE);
 	bp = watch(&local[4], 2 * sizeof(long), HW_BREAKPOINT_RW);
 	cr_assert_eq(sigaltstack(NULL, &ss), 0);
-	cr_assert_eq(ss.ss_flags & SS_DISABLE, 0);
+	cr_assert_eq(ss.ss_flags & SS_DISABLE, 0, "no alternate signal stack");
 	fill_through(local, 16);
 	cr_assert_eq(sum_of(local, 16), 3 * 120);
+	/* calls, pushes, pops, returns (and leave, in frame-pointer code)
+	 * on the page were run for the program, never stepped in place */
+	cr_assert_eq(ukp_watch_inplace_steps, 0);
 	unregister_hw_breakpoint(bp);
 	cr_assert_eq(local[5], 15);
 	/* two writes (local[4], local[5]) and two reads */
@@ -827,6 +830,29 @@ Test(watch, stepped_in_place_when_it_cannot_be_run_on_a_copy)
 	cr_assert_eq(recs[0].addr, (uintptr_t)m + 520);
 	cr_assert_eq(*(uintptr_t *)(m + 520), sp);
 	cr_assert_gt(ukp_watch_inplace_steps, steps);
+	/* leave with its frame on the page: run for the program (a read of
+	 * the saved rbp), not stepped */
+	{
+		unsigned long before = ukp_watch_inplace_steps, got_bp, got_sp;
+
+		*(unsigned long *)(m + 560) = 0x1234;
+		nrec = 0;
+		__asm__ volatile("movq %%rsp, %%r12\n\t"
+				 "movq %%rbp, %%r13\n\t"
+				 "movq %2, %%rbp\n\t"
+				 "leave\n\t"
+				 "movq %%rbp, %0\n\t"
+				 "movq %%rsp, %1\n\t"
+				 "movq %%r12, %%rsp\n\t"
+				 "movq %%r13, %%rbp"
+				 : "=r"(got_bp), "=r"(got_sp) : "r"(m + 560) : "r12", "r13", "memory");
+		cr_assert_eq(got_bp, 0x1234);
+		cr_assert_eq(got_sp, (uintptr_t)m + 568);
+		cr_assert_eq(nrec, 1);
+		cr_assert_eq(recs[0].type, HW_BREAKPOINT_R);
+		cr_assert_eq(recs[0].addr, (uintptr_t)m + 560);
+		cr_assert_eq(ukp_watch_inplace_steps, before);
+	}
 	memset(m + 512, 7, 64);
 	memset(other, 7, 64);
 	other[40] = 8;
@@ -926,4 +952,38 @@ Test(watch, fork_child_keeps_its_watchpoints)
 	cr_assert_eq(nrec, 2);
 	unregister_wide_hw_breakpoint(wide);
 	unregister_hw_breakpoint(user);
+}
+
+static void *blocked_bump(void *arg)
+{
+	sigset_t all;
+
+	/* a thread that blocks every signal, as thread pools do */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return bump(arg);
+}
+
+static void on_usr1(int sig)
+{
+	store_counter(99); /* watched data from a handler that blocks everything */
+}
+
+Test(watch, threads_and_handlers_that_block_every_signal)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct perf_event **bp = watch_wide(&g.counter, 8, HW_BREAKPOINT_W);
+	pthread_t t;
+
+	pthread_create(&t, NULL, blocked_bump, NULL);
+	pthread_join(t, NULL);
+	cr_assert_eq(g.counter, NTHREAD_HITS);
+	cr_assert_eq(nrec, NTHREAD_HITS); /* counted past the records kept */
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	nrec = 0;
+	raise(SIGUSR1);
+	cr_assert_eq(g.counter, 99);
+	cr_assert_eq(nrec, 1);
+	unregister_wide_hw_breakpoint(bp);
 }

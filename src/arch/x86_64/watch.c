@@ -17,10 +17,10 @@
  * the watched pages (those all trap too).
  * String instructions (movs, stos, lods, with or without rep) are
  * emulated from their registers; push, pop, call, ret and jmp through
- * memory on a protected page (a watched stack) likewise. Anything else
- * that touches a protected page (gathers/scatters, rep cmps/scas,
- * instructions that name rsp as a register, xsave and other operands
- * over 1 KiB, enter/leave, pushf/popf, ...) returns -EOPNOTSUPP: the core
+ * memory and leave on a protected page (a watched stack) likewise.
+ * Anything else that touches a protected page (gathers/scatters, rep
+ * cmps/scas, instructions that name rsp as a register, xsave and other
+ * operands over 1 KiB, enter, pushf/popf, ...) returns -EOPNOTSUPP: the core
  * then steps it in place with the page briefly unprotected.
  *
  * [reg] arch_watch_init; every other function here is [trap]:
@@ -322,6 +322,18 @@ static UKP_TRAP_TEXT int stack_op(const struct arch_watch_mem *m, const ZydisDec
 	uint64_t v = 0, ea;
 	const ZydisDecodedOperand *o = &ops[0];
 
+	if (in->mnemonic == ZYDIS_MNEMONIC_LEAVE) {
+		/* mov %rbp, %rsp; pop %rbp (frame-pointer epilogues) */
+		if (in->operand_width != 64)
+			return -EOPNOTSUPP;
+		if (check(m, r->bp, 8, false, f) || m->read(&v, r->bp, 8))
+			return -EFAULT;
+		add_acc(acc, nacc, r->bp, 8, ARCH_WATCH_R);
+		r->sp = r->bp + 8;
+		r->bp = v;
+		r->ip = next;
+		return 0;
+	}
 	if (in->operand_width != 64 && in->mnemonic != ZYDIS_MNEMONIC_RET &&
 	    in->mnemonic != ZYDIS_MNEMONIC_CALL && in->mnemonic != ZYDIS_MNEMONIC_JMP)
 		return -EOPNOTSUPP;
@@ -606,7 +618,7 @@ UKP_TRAP_TEXT int arch_watch_step(const struct arch_watch_mem *m, struct pt_regs
 			return string_op(m, &in, regs, acc, nacc, f);
 		break;
 	case ZYDIS_MNEMONIC_PUSH: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_CALL:
-	case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_JMP:
+	case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_LEAVE:
 		ret = stack_op(m, &in, ops, regs, acc, nacc, f);
 		if (ret == -EOPNOTSUPP)
 			guess_accesses(&in, ops, regs, acc, nacc);
