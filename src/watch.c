@@ -64,6 +64,11 @@ _Static_assert(ARCH_WATCH_R == HW_BREAKPOINT_R && ARCH_WATCH_W == HW_BREAKPOINT_
 #define MAX_FIRE 16
 #define HW_SLOTS 4
 #define DETECT_MAGIC 0x756b7077UL /* sig_data of the start-up check */
+/* sig_data of a breakpoint's events: this tag and its id. A trap whose
+ * tag is ours but whose id is no longer registered comes from an event
+ * closed after its access (unregistration): dropped, never passed on. */
+#define PERF_TAG 0x756b700000000000ULL
+#define PERF_TAG_MASK 0xffffff0000000000ULL
 #define TRAP_PERF_CODE 6          /* si_code of a perf sigtrap */
 
 /* A page with watched bytes. prog_prot: what the program has asked for
@@ -80,6 +85,7 @@ struct wpriv {
 	int *fds;                 /* debug registers: one event per thread */
 	unsigned int nfds;
 	bool armed;
+	uint64_t id;              /* for sig_data */
 };
 
 /* Everything below is written under wlock (and the registry mutex on
@@ -588,14 +594,18 @@ static UKP_TRAP_TEXT bool perf_trap(siginfo_t *info, ucontext_t *uc)
 		detect_hits++;
 		return true;
 	}
+	if ((data & PERF_TAG_MASK) != PERF_TAG)
+		return false; /* the program's own event */
 	ukp_read_lock(c);
 	wlock_take();
-	for (i = 0; i < nbps; i++)
-		if ((uintptr_t)bps[i] == data)
+	for (i = 0; i < nbps && !found; i++) {
+		if (((struct wpriv *)bps[i]->priv)->id == (data & ~PERF_TAG_MASK)) {
 			found = true;
+			f.bp = bps[i];
+		}
+	}
 	wlock_drop();
 	if (found) {
-		f.bp = (struct perf_event *)(uintptr_t)data;
 		f.sd.addr = f.bp->attr.bp_addr;
 		f.sd.len = f.bp->attr.bp_len;
 		f.sd.type = f.bp->attr.bp_type;
@@ -605,7 +615,7 @@ static UKP_TRAP_TEXT bool perf_trap(siginfo_t *info, ucontext_t *uc)
 		arch_regs_to_ucontext(uc, &regs);
 	}
 	ukp_read_unlock(c);
-	return found;
+	return true;
 }
 
 /* [trap] A SIGTRAP that is not a breakpoint's: ours if it ends an
@@ -983,7 +993,7 @@ static int hw_arm(struct perf_event *bp)
 		fds = malloc(sizeof(*fds));
 		if (!fds)
 			return -ENOMEM;
-		fd = perf_open(&bp->attr, (uintptr_t)bp, bp->tid, false);
+		fd = perf_open(&bp->attr, PERF_TAG | pv->id, bp->tid, false);
 		if (fd < 0) {
 			free(fds);
 			return -errno;
@@ -1009,7 +1019,7 @@ static int hw_arm(struct perf_event *bp)
 				}
 				fds = nf;
 			}
-			fd = perf_open(&bp->attr, (uintptr_t)bp, tid, true);
+			fd = perf_open(&bp->attr, PERF_TAG | pv->id, tid, true);
 			if (fd < 0 && errno != ESRCH) {
 				ret = -errno;
 				break;
@@ -1173,6 +1183,11 @@ static struct perf_event *do_register(struct perf_event_attr *attr,
 	bp->tid = tid > 0 ? tid : 0;
 	bp->priv = pv;
 	bp->mechanism = UKP_HW_BREAKPOINT_PAGE;
+	{
+		static uint64_t next_id;
+
+		pv->id = ++next_id; /* registry mutex held */
+	}
 	wlock_take_reg(&old);
 	bps[nbps++] = bp;
 	wlock_drop_reg(&old);
