@@ -575,6 +575,14 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 
 int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
 {
+	uint64_t size;
+
+	return ukpa_datasym_lookup_size(object, name, addr, &size);
+}
+
+int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
+			     uint64_t *size)
+{
 	struct walk w;
 	int pass, ret = -ENOENT;
 	size_t i;
@@ -595,6 +603,7 @@ int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
 			e = f ? efile_find(f, name, pass & 1, false) : NULL;
 			if (e) {
 				*addr = w.list[i].obj.base + e->value;
+				*size = e->size;
 				ret = 0;
 			}
 		}

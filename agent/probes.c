@@ -122,7 +122,8 @@ static void send_probe(const struct ukpa_probe *pr)
 {
 	const struct kprobe *kp = pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
 
-	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt, (uintptr_t)kp->addr,
+	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt,
+		       pr->spec->spec.is_watch ? pr->waddr : (uintptr_t)kp->addr,
 		       pr->func, pr->base, pr->event, pr->where, pr->object, pr->why);
 }
 
@@ -493,6 +494,71 @@ static int spec_wait(struct ukpa_spec *s)
 	return 0;
 }
 
+/*
+ * A w SPEC: a watchpoint on every thread at the data symbol (+ offset)
+ * or address, watch_len bytes (default: the symbol's size, or 8). 0, or
+ * the negative errno (*what says what was not found).
+ */
+static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uint32_t *what)
+	__attribute__((nonnull(1, 3)));
+static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uint32_t *what)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+	struct perf_event_attr attr;
+	uint64_t size = 0;
+	uintptr_t a;
+	char where[512];
+	int ret;
+
+	if (spec->is_addr) {
+		a = spec->addr + (obj ? obj->base : 0);
+	} else if (ukpa_datasym_lookup_size(spec->object, spec->symbol, &a, &size)) {
+		*what = UKP_WHAT_SYMBOL;
+		return -ENOENT;
+	}
+	a += spec->offset;
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = a;
+	attr.bp_len = spec->watch_len ? spec->watch_len
+				      : size && !spec->offset && !spec->is_addr ? size : 8;
+	attr.bp_type = spec->watch_type;
+	pr->waddr = a;
+	pr->wbp = register_wide_hw_breakpoint(&attr, ukpa_watch_hit, pr);
+	if (IS_ERR(pr->wbp)) {
+		ret = (int)PTR_ERR(pr->wbp);
+		pr->wbp = NULL;
+		return ret;
+	}
+	if (!ukpa_datasym_symbolize(a, where, sizeof(where)))
+		snprintf(where, sizeof(where), "0x%lx", (unsigned long)a);
+	snprintf(where + strlen(where), sizeof(where) - strlen(where), " len=%llu %s",
+		 (unsigned long long)attr.bp_len,
+		 attr.bp_type == 1 ? "r" : attr.bp_type == 2 ? "w" : "rw");
+	pr->where = strdup(where);
+	snprintf(pr->why, sizeof(pr->why), "%s",
+		 pr->wbp[0]->mechanism == UKP_HW_BREAKPOINT_DEBUGREG ? "debug register"
+								    : "page protection");
+	if (ukp_lock_for_show() == 0) {
+		const struct ukp_object *o = ukp_object_of(a);
+
+		if (o) {
+			pr->base = o->base;
+			pr->object = strdup(o->path);
+		}
+		ukp_unlock_for_show();
+	}
+	ret = probe_publish(pr);
+	if (ret) {
+		unregister_wide_hw_breakpoint(pr->wbp);
+		pr->wbp = NULL;
+		return ret;
+	}
+	pr->spec->nprobes++;
+	send_probe(pr);
+	atomic_store_explicit(&pr->live, true, memory_order_release);
+	return 0;
+}
+
 /* Resolve and register one SPEC. -1 when it failed (reported). */
 static int spec_resolve(struct ukpa_spec *s)
 {
@@ -514,6 +580,19 @@ static int spec_resolve(struct ukpa_spec *s)
 	if (resolve_args(s, &argi)) {
 		spec_failed(s, -ENOENT, UKP_WHAT_DATASYM, argi, 0, NULL);
 		return -1;
+	}
+	if (spec->is_watch) {
+		uint32_t what = UKP_WHAT_NONE;
+
+		pr = probe_new(s, spec->event, 0);
+		ret = pr ? watch_register(pr, have_obj ? &obj : NULL, &what) : -ENOMEM;
+		if (ret) {
+			spec_failed(s, ret, what, 0, pr ? pr->waddr : 0, have_obj ? obj.path : NULL);
+			if (pr)
+				probe_free(pr);
+			return -1;
+		}
+		return 0;
 	}
 	if (spec->is_glob) {
 		ret = register_glob(s);
@@ -759,6 +838,7 @@ static void send_stats_locked(void)
 			.id = pr->id,
 			.hits = atomic_load(&pr->hits),
 			.missed = pr->spec->spec.is_return ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
+				  : pr->wbp ? pr->wbp[0]->nmissed
 							   : pr->kp.nmissed,
 		};
 		if (n == sizeof(batch) / sizeof(batch[0]) || !pr->next) {

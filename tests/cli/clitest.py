@@ -558,6 +558,51 @@ def case_types_golden():
     golden("types.trace", "".join(normalise(l) + "\n" for l in lines))
 
 
+def case_watch():
+    """w SPECs: data watchpoints on a global of the target (both
+    mechanisms: the debug registers where the machine has them, page
+    protection forced with UKPROBES_WATCH=page) and on libc's environ
+    while ls runs: the accessing function with %ip:symbol."""
+    spec = "w:cnt counter:w v=@counter:s64 fn=%ip:symbol"
+    for env in ({}, {"UKPROBES_WATCH": "page"}):
+        r, lines = traced_opts([], [spec, "w:rd counter:r fn=%ip:symbol"], [tgt("types")]) \
+            if not env else traced_env(env, [spec, "w:rd counter:r fn=%ip:symbol"], [tgt("types")])
+        check(r.returncode == 0 and r.stdout == TYPES_OUT and r.stderr == "", "run", show(r))
+        # the instructions' offsets depend on the compiler
+        got = [re.sub(r"fn=tally\+0x[0-9a-f]+/", "fn=tally+OFF/", normalise(l)) for l in lines]
+        # tally(): counter += 3 (a read, then the write), return counter (a read)
+        check(got == ["tgt_types-TID [CPU] TS: rd: (counter+0x0/SIZE len=8 r) fn=tally+OFF/SIZE",
+                      "tgt_types-TID [CPU] TS: cnt: (counter+0x0/SIZE len=8 w) v=1003 "
+                      "fn=tally+OFF/SIZE",
+                      "tgt_types-TID [CPU] TS: rd: (counter+0x0/SIZE len=8 r) fn=tally+OFF/SIZE"],
+              "events %r" % env, show(r), "\n".join(got))
+    r = ukprobe(["stat", "-e", "w:env libc.so.6:environ:r", "--", "ls", "/"])
+    check(r.returncode == 0, "ls", show(r))
+    m = re.search(r"ukprobes/env\s+(\d+)\s+(\d+)", r.stdout + r.stderr)
+    check(m and int(m[1]) > 0, "environ read by ls", show(r))
+    r, lines = traced_env({"UKPROBES_WATCH": "page"},
+                          ["w:env libc.so.6:environ:r fn=%ip:symbol"], ["ls", "/"])
+    check(r.returncode == 0 and "bin\n" in r.stdout, "ls under a page watchpoint", show(r))
+    check(any("fn=getenv+" in l for l in lines), "getenv reads environ", "\n".join(lines))
+    r = ukprobe(["probes", "-e", "w counter/4:rw", "--", tgt("types")])
+    check(r.returncode == 0 and re.search(r"counter\+0x0/0x8 len=4 rw\s+tgt_types:0x[0-9a-f]+"
+                                          r"\s+watchpoint: (debug register|page protection)",
+                                          r.stdout), "probes", show(r))
+
+
+def traced_env(env, specs, argv):
+    """traced() with more environment for the program."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace.txt")
+        args = ["trace", "-o", out]
+        for sp in specs:
+            args += ["-e", sp]
+        r = ukprobe(args + ["--"] + argv, env=dict(os.environ, **env))
+        with open(out) as f:
+            lines = [l.rstrip("\n") for l in f if l.strip()]
+    return r, lines
+
+
 def elf_symbol(path, name):
     """The ELF address of a function, as nm prints it."""
     out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
@@ -883,10 +928,11 @@ MANPAGES = {
     "ukprobe.1": ["ukprobe trace", "ukprobe stat", "ukprobe probes", "$retval", ".BI @ SYM",
                   ".RI [ OBJ :] 0x ADDR", ".B symbol", ".B char", ".BI b WIDTH", "glob",
                   "EXIT STATUS",
-                  "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen"],
+                  "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen",
+                  "[OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw]", "environ"],
     "ukprobe-trace.1": ["\\-e", "\\-o", "\\-\\-json", "\\-f", "\\-\\-follow", "Perfetto",
                         "\\-\\-no\\-optimize",
-                        "\\(dqph\\(dq:\\(dqX\\(dq"],
+                        "\\(dqph\\(dq:\\(dqX\\(dq", "w[:[GRP/]EVENT]"],
     "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>",
                        "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
