@@ -457,6 +457,30 @@ static void flow_obj_free(struct flow_obj *fo)
 	free(fo);
 }
 
+/*
+ * [reg] The code addresses the object holds (code_refs.h); the starts of
+ * its symbols and FDEs are the instruction boundaries that decoding a
+ * non-PIE executable's code for literals resynchronises on.
+ */
+static int load_refs(struct flow_obj *fo)
+{
+	uintptr_t *sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
+	size_t i, n = 0;
+	int ret;
+
+	if (!sync)
+		return -ENOMEM;
+	for (i = 0; i < fo->nsyms; i++)
+		sync[n++] = fo->syms[i].start;
+	for (i = 0; i < fo->eh.nfdes; i++)
+		sync[n++] = fo->eh.fdes[i].start;
+	n = ukp_addrs_sort_unique(sync, n);
+	ret = ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, sync, n, &fo->refs,
+				 &fo->nrefs);
+	free(sync);
+	return ret;
+}
+
 /* [reg] The record of a live object, built on first use. */
 static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 {
@@ -497,7 +521,7 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 	ret = build_index(fo);
 	if (ret)
 		goto fail;
-	fo->refs_err = ukp_code_refs_load(obj, fo->eh.segs, fo->eh.nsegs, &fo->refs, &fo->nrefs);
+	fo->refs_err = load_refs(fo);
 	if (fo->refs_err == -ENOMEM) {
 		ret = -ENOMEM;
 		goto fail;
@@ -548,10 +572,14 @@ struct check {
 	const char *why;
 	uintptr_t *targets;             /* every direct and table target */
 	size_t ntargets, cap_targets;
+	uintptr_t *tables;              /* the table targets alone */
+	size_t ntables, cap_tables;
 	uintptr_t *taken;               /* addresses of the parts' code the code computes */
 	size_t ntaken, cap_taken;
 	struct ptr_jump *ptrs;
 	size_t nptrs, cap_ptrs;
+	uintptr_t *spans;               /* POINTER_PATH: [spans[2k], spans[2k + 1]] */
+	size_t nspans, cap_spans;       /* (counts addresses, two per span) */
 };
 
 static int push_addr(uintptr_t **v, size_t *cap, size_t *n, uintptr_t a)
@@ -585,7 +613,8 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 		return -EBUSY;
 	case ARCH_FLOW_TABLE:
 		if (!in_region(ck, target))
-			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target);
+			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target) ?:
+			       push_addr(&ck->tables, &ck->cap_tables, &ck->ntables, target);
 		ck->why = "a jump table entry targets the region";
 		return -EBUSY;
 	case ARCH_FLOW_POINTER:
@@ -598,6 +627,9 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 		p[ck->nptrs].from = from;
 		p[ck->nptrs++].global = kind == ARCH_FLOW_GLOBAL_POINTER;
 		return 0;
+	case ARCH_FLOW_POINTER_PATH:
+		return push_addr(&ck->spans, &ck->cap_spans, &ck->nspans, from) ?:
+		       push_addr(&ck->spans, &ck->cap_spans, &ck->nspans, target);
 	case ARCH_FLOW_ADDRESS:
 		return push_addr(&ck->taken, &ck->cap_taken, &ck->ntaken, target);
 	case ARCH_FLOW_UNKNOWN:
@@ -678,6 +710,7 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 	}
 	/* Without the relocations, jumps through globals are taken for
 	 * what they nearly always are: tail calls through the GOT. */
+	ck->ntables = ukp_addrs_sort_unique(ck->tables, ck->ntables);
 	for (i = 0; i < ck->nparts && !fo->refs_err; i++) {
 		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
 		size_t lo = 0, hi = fo->nrefs;
@@ -695,7 +728,8 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 				hi = mid;
 		}
 		for (k = lo; k < fo->nrefs && fo->refs[k] < pe; k++)
-			if (!sym_starts_at(fo, fo->refs[k]))
+			if (!sym_starts_at(fo, fo->refs[k]) &&
+			    !any_in(ck->tables, ck->ntables, fo->refs[k] - 1, fo->refs[k]))
 				goto labels;
 	}
 	ck->ntargets = ukp_addrs_sort_unique(ck->targets, ck->ntargets);
@@ -707,6 +741,15 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 		     any_in(fo->targets, fo->ntargets, p->def, p->from))) {
 			ck->why = "indirect jump with unknown targets (a jump lands between the "
 				  "pointer's load and the jump)";
+			return -EOPNOTSUPP;
+		}
+	}
+	/* the paths of the value that the arch traced through the
+	 * function's own jumps: no other code may enter them */
+	for (i = 0; i + 1 < ck->nspans; i += 2) {
+		if (any_in(fo->targets, fo->ntargets, ck->spans[i] - 1, ck->spans[i + 1])) {
+			ck->why = "indirect jump with unknown targets (code outside any symbol "
+				  "jumps between the pointer's load and the jump)";
 			return -EOPNOTSUPP;
 		}
 	}
@@ -726,14 +769,17 @@ static int check_pad(uintptr_t pad, void *arg)
 		ck->why = "an exception landing pad is inside the region";
 		return -EBUSY;
 	}
-	for (i = 0; i < ck->nptrs; i++) {
-		if (pad > ck->ptrs[i].def && pad <= ck->ptrs[i].from) {
-			ck->why = "indirect jump with unknown targets (a landing pad lies between "
-				  "the pointer's load and the jump)";
-			return -EOPNOTSUPP;
-		}
-	}
+	for (i = 0; i < ck->nptrs; i++)
+		if (pad > ck->ptrs[i].def && pad <= ck->ptrs[i].from)
+			goto between;
+	for (i = 0; i + 1 < ck->nspans; i += 2)
+		if (pad >= ck->spans[i] && pad <= ck->spans[i + 1])
+			goto between;
 	return 0;
+between:
+	ck->why = "indirect jump with unknown targets (a landing pad lies between "
+		  "the pointer's load and the jump)";
+	return -EOPNOTSUPP;
 }
 
 /* Index of the first FDE that may reach addr: none is longer than
@@ -978,6 +1024,8 @@ out:
 	for (i = 0; i < MAX_PARTS; i++)
 		free((void *)parts[i].code);
 	free(ck.targets);
+	free(ck.tables);
+	free(ck.spans);
 	free(ck.taken);
 	free(ck.ptrs);
 	return ret;
