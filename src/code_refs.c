@@ -264,15 +264,19 @@ static long long announced_bytes(Elf *elf)
  * operands; decoding restarts at every symbol and FDE start); in every
  * other byte that a PT_LOAD segment maps from the file (data, read-only
  * data, tables, and any part of a segment no section describes), the
- * 4-byte word (zero-extended) and the 8-byte word at every 4-byte
- * aligned address. Without section headers, executable segments are
- * both decoded and read as data.
- * Why 4-byte alignment is enough: the psABI aligns pointers to 8 and
- * 32-bit integers to 4; only a packed structure or hand-placed bytes
- * could hold a code address elsewhere, and the addresses this index
- * must not miss are labels inside functions (&&label tables, switch
- * tables, hand-written dispatch tables), which are never packed. A
- * false candidate can only refuse a region, never accept one.
+ * 8-byte word at every 4-byte aligned address. Without section headers,
+ * executable segments are both decoded and read as data.
+ * Why that is enough: C stores a code address in a pointer, 8 bytes,
+ * which the psABI aligns to 8 (a packed structure after an int: 4); GCC
+ * and clang emit non-PIC switch and &&label tables as 8-byte words. A
+ * 4-byte word holding a code address needs a truncating cast or
+ * hand-written data (.long label); it is read back by a 32-bit load,
+ * which the pointer rule never takes for a pointer (codeflow.c), and a
+ * dispatch through it elsewhere is hand-written code jumping into
+ * another function, which the check trusts not to happen as it does for
+ * direct jumps. Reading 4-byte words too would refuse regions for every
+ * string ending in "?IO" (0x004f49xx) and the like. A false candidate
+ * can only refuse a region, never accept one.
  */
 #define MAX_EXEC_SECTIONS 64
 
@@ -347,7 +351,6 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
 		end = va + (uintptr_t)ph.p_filesz;
 		for (va = (va + 3) & ~(uintptr_t)3; !ret && va + 4 <= end; va += 4) {
 			const uint8_t *w = file + ph.p_offset + (va - r->obj->base - ph.p_vaddr);
-			uint32_t w32;
 			uint64_t w64;
 
 			while (k < ncode && code[k].end <= va)
@@ -356,14 +359,11 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
 				va = ((code[k].end + 3) & ~(uintptr_t)3) - 4;
 				continue;
 			}
-			memcpy(&w32, w, 4);
-			if (w32 >= lo && w32 < hi)
-				ret = add_ref(r, w32);
-			if (!ret && va + 8 <= end) {
-				memcpy(&w64, w, 8);
-				if (w64 >> 32 && w64 >= lo && w64 < hi)
-					ret = add_ref(r, (uintptr_t)w64);
-			}
+			if (va + 8 > end)
+				break;
+			memcpy(&w64, w, 8);
+			if (w64 >= lo && w64 < hi)
+				ret = add_ref(r, (uintptr_t)w64);
 		}
 	}
 	if (ret == -EILSEQ)

@@ -40,8 +40,8 @@
  * as a literal is added (code_refs.c, literal_refs): the literals of the
  * instructions of its executable sections (decoded linearly, resuming at
  * each of the nsync sorted addresses of sync - symbol and FDE starts -
- * that a decoding would step over), and every 4- and 8-byte word at a
- * 4-byte aligned address of the rest of its loaded image.
+ * that a decoding would step over), and every 8-byte word at a 4-byte
+ * aligned address of the rest of its loaded image.
  * *out is malloc()ed (NULL when *n is 0). Returns 0, or
  *   -ENOTSUP  the object is neither ET_DYN nor ET_EXEC, or has REL
  *             relocations (implicit addends in x86-64 code: not handled)

@@ -284,7 +284,7 @@ Test(codeflow, pointers_that_may_be_tables_refused)
 {
 	expect_verdict(ukt_flow_ptr_indexed, -EOPNOTSUPP, "unknown targets");
 	expect_verdict(ukt_flow_ptr_stack, -EOPNOTSUPP, "unknown targets");
-	/* the other path brings %rdx: an argument, not a loaded pointer */
+	/* the other path brings a computed %rax, not a loaded pointer */
 	expect_verdict(ukt_flow_ptr_between, -EOPNOTSUPP, "unknown targets");
 }
 
@@ -518,7 +518,8 @@ Test(codeflow, arch_direct_targets)
 
 Test(codeflow, arch_unknown_and_undecodable)
 {
-	static const uint8_t jmp_rax[] = { 0x48, 0x89, 0xf8, 0xff, 0xe0 };	/* mov; jmp *%rax */
+	/* lea 8(%rdi),%rax; jmp *%rax: a computed target */
+	static const uint8_t jmp_rax[] = { 0x48, 0x8d, 0x47, 0x08, 0xff, 0xe0 };
 	static const uint8_t jmp_mem[] = { 0xff, 0x60, 0x10 };		/* jmp *0x10(%rax) */
 	static const uint8_t far_jmp[] = { 0xff, 0x28 };			/* ljmp *(%rax) */
 	static const uint8_t bad[] = { 0x06, 0xc3 };			/* push es: invalid */

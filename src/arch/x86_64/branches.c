@@ -382,6 +382,24 @@ static void summarise(struct isum *is, const ZydisDecodedInstruction *insn,
 	}
 }
 
+/*
+ * Is the memory operand of a load a place where a pointer is kept, not
+ * a table or the stack? d(%rB) and g(%rip), and d(%rB,%rI,1) (a field at
+ * a variable offset: an object's vectorcall slot); not a scaled index (a
+ * table of addresses, resolved as a jump table or refused), not rsp- or
+ * frame-based (d(%rsp), a negative offset from %rbp: a spilled register
+ * may hold a computed switch target, see codeflow.c).
+ */
+static bool pointer_source(const struct isum *is)
+{
+	if (is->base_rip)
+		return is->index == NO_GPR;
+	if (is->base == NO_GPR || is->base == 4 /* rsp */ ||
+	    (is->base == 5 /* rbp */ && is->disp < 0))
+		return false;
+	return is->index == NO_GPR || (is->scale == 1 && is->index != 4);
+}
+
 /* [reg] Keep one instruction of a full scan for pointer_paths. */
 static int record_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstruction *insn,
 		       const ZydisDecodedOperand *ops, const struct isum *is)
@@ -402,7 +420,7 @@ static int record_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInst
 	f->writes = is->writes;
 	f->ptr_dst = f->copy_dst = f->copy_src = f->jump_reg = NO_GPR;
 	if (is->mnem == ZYDIS_MNEMONIC_MOV && is->dst != NO_GPR && is->load && is->load_bits == 64 &&
-	    is->index == NO_GPR && is->base != 4 /* rsp */ && (is->base != NO_GPR || is->base_rip)) {
+	    pointer_source(is)) {
 		f->ptr_dst = is->dst;
 		f->ptr_rip = is->base_rip;
 	}
@@ -468,6 +486,8 @@ static size_t edge_lower(const struct flow_scan *s, uintptr_t target)
 
 /* rax, rcx, rdx, rsi, rdi, r8-r11: what a call may change (psABI) */
 #define CALLER_SAVED 0x0fc7u
+/* rdi, rsi, rdx, rcx, r8, r9: the integer arguments (psABI) */
+#define ARG_REGS 0x03c6u
 /* (instruction, register) pairs looked at per jump, at most */
 #define PATH_MAX_VISITS 8192u
 
@@ -485,7 +505,8 @@ struct path_work {
  * direct transfer and resolved table entry to it; along a path the value
  * may be copied from another register (mov %rS,%rJ), may cross a call
  * only in a callee-saved register, and must not come from the function's
- * entry (an argument) or from an instruction with no known predecessor.
+ * entry (an argument); an instruction with no predecessor (the padding
+ * after a ret) is reached by no path.
  * Every instruction the value passes through on its way (the jump
  * included, the loads not) must not be entered from outside the parts:
  * those are reported as ARCH_FLOW_POINTER_PATH spans for the caller to
@@ -501,7 +522,7 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 	size_t nstack = 0, cap = 0, visits = 0, ndefs = 0, def = 0, i, first = s->ninsns, last = 0;
 	uint16_t *seen = calloc(s->ninsns, sizeof(*seen));
 	uint8_t *mark = calloc(s->ninsns, 1);
-	bool ok = seen && mark, all_rip = true, straight;
+	bool ok = seen && mark, all_rip = true, args = false, straight;
 	int ret = 0;
 
 #define PUSH(i_, r_) do {                                                        \
@@ -520,15 +541,27 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 	while (ok && nstack) {
 		struct path_work w = stack[--nstack];
 		const struct finsn *f = &s->insns[w.at];
-		size_t npred = 0, e;
+		size_t e;
 
 		if (seen[w.at] & (1u << w.reg))
 			continue;
 		seen[w.at] |= (uint16_t)(1u << w.reg);
 		mark[w.at] = 1;
-		if (++visits > PATH_MAX_VISITS || f->at == s->parts[0].addr) {
-			ok = false;	/* too far, or an argument of the function */
+		if (++visits > PATH_MAX_VISITS) {
+			ok = false;
 			break;
+		}
+		if (f->at == s->parts[0].addr) {
+			/* the caller's value: an argument made by other code,
+			 * which holds no address inside this function that
+			 * the taken-address and label checks do not see */
+			if (!(ARG_REGS & (1u << w.reg))) {
+				ok = false;
+				break;
+			}
+			ndefs++;
+			args = true;
+			all_rip = false;
 		}
 		e = edge_lower(s, f->at);
 		for (i = f->first ? s->ninsns : w.at - 1;; i = s->edges[e++].from) {
@@ -542,7 +575,6 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 			p = &s->insns[i];
 			if (i == w.at - 1 && !f->first && !p->falls)
 				goto next;
-			npred++;
 			if (p->writes & (1u << w.reg)) {
 				if (p->ptr_dst == w.reg) {
 					ndefs++;
@@ -564,8 +596,8 @@ next:
 			if (!(e < s->nedges && s->edges[e].target == f->at))
 				break;
 		}
-		if (ok && !npred)
-			ok = false;	/* entered from where we cannot see */
+		/* none at all: unreachable (padding after a ret) but from
+		 * outside the parts, which the spans let the caller check */
 	}
 	if (!ok || !ndefs) {
 		ret = s->fn(s->arg, ARCH_FLOW_UNKNOWN, s->insns[j].at, 0);
@@ -577,7 +609,7 @@ next:
 		first = first < i ? first : i;
 		last = i;
 	}
-	straight = ndefs == 1 && first == def + 1 && last == j;
+	straight = ndefs == 1 && !args && first == def + 1 && last == j;
 	for (i = first; straight && i <= last; i++)
 		straight = mark[i] && !s->insns[i].first;
 	if (straight) {
