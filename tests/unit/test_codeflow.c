@@ -44,6 +44,9 @@ extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
 	ukt_flow_ptr_stack[], ukt_flow_ptr_between[], ukt_flow_ptr_lea_label[],
 	ukt_flow_ptr_data_label[], ukt_flow_ptr_global_label[], ukt_flow_taken_data[],
 	ukt_flow_taken_lea[];
+extern char ukt_flow_path_branch[], ukt_flow_path_join[], ukt_flow_path_saved[],
+	ukt_flow_path_clobbered[], ukt_flow_path_argument[], ukt_flow_path_not_argument[],
+	ukt_flow_path_field[], ukt_flow_path_frame[], ukt_flow_path_uncovered[];
 extern int ukp_shstk_force;
 int ukt_flow_switch(int op, int a);
 int ukt_flow_split_back(const int *p, int n);
@@ -294,6 +297,24 @@ Test(codeflow, pointers_in_functions_taking_their_labels_refused)
 	expect_verdict(ukt_flow_ptr_data_label, -EOPNOTSUPP, "address of its own code");
 	/* a global is no GOT slot when the function stores its label there */
 	expect_verdict(ukt_flow_ptr_global_label, -EOPNOTSUPP, "address of its own code");
+}
+
+/* Jumps through registers: the pointer's paths (codeflow_paths.S). */
+Test(codeflow, pointer_paths_accepted)
+{
+	expect_verdict(ukt_flow_path_branch, 0, "");
+	expect_verdict(ukt_flow_path_join, 0, "");
+	expect_verdict(ukt_flow_path_saved, 0, "");
+	expect_verdict(ukt_flow_path_argument, 0, "");
+	expect_verdict(ukt_flow_path_field, 0, "");
+}
+
+Test(codeflow, pointer_paths_refused)
+{
+	expect_verdict(ukt_flow_path_clobbered, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_not_argument, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_frame, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_uncovered, -EOPNOTSUPP, "outside any symbol jumps between");
 }
 
 /* The code addresses stored by relocations of this PIE: the function
