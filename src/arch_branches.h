@@ -66,8 +66,10 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
  * table dispatch, the table's location is known from the code of the
  * parts, and the entries read as targets inside the parts; the entries
  * are read (without faulting) for as long as their targets lie inside
- * one of the parts, so the reported set may be larger than the real one
- * but not smaller. Indirect jumps through a pointer loaded without an
+ * one of the parts or, between code_lo and code_hi (the object's code;
+ * both 0: the parts only), in other code (a case in a stripped cold
+ * part, not reported), so the reported set may be larger than the real
+ * one but not smaller. Indirect jumps through a pointer loaded without an
  * index register (not from the stack) are reported as POINTER, or
  * GLOBAL_POINTER from rip-relative memory (GOT tail calls), for the
  * caller to judge where such a pointer may lead: jmp *mem at once,
@@ -80,8 +82,8 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
  * Returns 0 after a full scan, the callback's non-zero value, or
  * -ENOMEM / -EILSEQ (no decoder).
  */
-int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
-		   arch_flow_fn fn, void *arg);
+int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
+		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg);
 
 /*
  * [reg] The absolute addresses that the instructions of code (len bytes,

@@ -127,6 +127,8 @@ struct flow_obj {
 	struct ukp_eh_frame eh;
 	int eh_err;             /* ukp_eh_frame_load's result */
 	uintptr_t fde_max_len;  /* longest FDE range */
+	uintptr_t code_lo, code_hi; /* from the first executable segment's start
+				 * to the last one's end */
 	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
 	size_t ntargets;
 	uintptr_t *refs;        /* code addresses the relocations store (code_refs.h) */
@@ -360,7 +362,7 @@ static int index_range(struct index_build *ib, uintptr_t start, uintptr_t end)
 	part.len = ukp_read_original(start, ib->buf, len);
 	ib->ranges++;
 	ib->bytes += part.len;
-	return arch_scan_flow(&part, 1, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
+	return arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
 }
 
 /* [reg] Without usable unwind tables: every gap between symbols in the
@@ -515,6 +517,17 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 		ret = -ENOMEM;
 		goto fail;
 	}
+	fo->code_lo = UINTPTR_MAX;
+	for (i = 0; i < fo->eh.nsegs; i++) {
+		if (!fo->eh.segs[i].exec)
+			continue;
+		if (fo->eh.segs[i].start < fo->code_lo)
+			fo->code_lo = fo->eh.segs[i].start;
+		if (fo->eh.segs[i].end > fo->code_hi)
+			fo->code_hi = fo->eh.segs[i].end;
+	}
+	if (fo->code_lo > fo->code_hi)
+		fo->code_lo = fo->code_hi = 0;
 	for (i = 0; i < fo->eh.nfdes; i++)
 		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
 			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
@@ -1002,7 +1015,7 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		}
 	}
 	ck.nparts = n;
-	ret = arch_scan_flow(parts, n, 0, check_flow, &ck);
+	ret = arch_scan_flow(parts, n, fo->code_lo, fo->code_hi, 0, check_flow, &ck);
 	if (!ret && fo->eh_err && fo->eh_err != -ENOENT) {
 		ck.why = "unreadable unwind tables (.eh_frame)";
 		ret = -EOPNOTSUPP;

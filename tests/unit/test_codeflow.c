@@ -425,7 +425,7 @@ Test(codeflow, compiled_switch_table_resolved)
 	part.code = code;
 	part.len = ukp_read_original(sym.start, code, sym.size);
 	cr_assert_eq(part.len, sym.size);
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	/* 12 cases: at least 12 entries read, all resolved */
 	cr_expect_geq(log.table, 12, "%zu table targets", log.table);
 	cr_expect_eq(log.unknown, 0);
@@ -464,7 +464,7 @@ Test(codeflow, gcc_cold_part_found)
 	part.code = cold_code;
 	part.len = ukp_read_original(cs.start, cold_code, cs.size);
 	memset(&log, 0, sizeof(log));
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	for (i = 0; i < log.n; i++)
 		if (log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] > hot &&
 		    log.targets[i] < hot + hs.size)
@@ -486,7 +486,7 @@ Test(codeflow, gcc_cold_part_found)
 	part.addr = hot;
 	part.code = code;
 	part.len = hs.size;
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	for (i = 0; i < log.n; i++)
 		hot_jumps_there |= log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] == land;
 
@@ -506,7 +506,7 @@ static void scan_bytes(const uint8_t *code, size_t len, uintptr_t addr, unsigned
 	struct arch_code_part part = { .addr = addr, .code = code, .len = len };
 
 	memset(log, 0, sizeof(*log));
-	cr_assert_eq(arch_scan_flow(&part, 1, flags, log_flow, log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, flags, log_flow, log), 0);
 }
 
 Test(codeflow, arch_direct_targets)

@@ -19,9 +19,13 @@
  * flow: every rip-relative lea of the scanned code is taken as a possible
  * T (a table base spilled to the stack and reloaded is still found). Of a
  * wrong candidate, the first entry almost never lands inside the code, and
- * entries are read only while they do: the set of targets can grow, which
- * at worst refuses an optimization, but not shrink. A dispatch for which
- * no candidate yields a target is reported as unknown.
+ * entries are read only while they do - inside the scanned parts, or in
+ * other code of the object: a table may send some cases to a cold part
+ * that no symbol names (CPython's opcode table starts with one), and
+ * stopping there would miss the entries after it. The set of targets can
+ * grow, which at worst refuses an optimization, but not shrink. A
+ * dispatch for which no candidate yields a target is reported as
+ * unknown.
  *
  * [reg] everything here: registration time, may allocate. Zydis types
  * stay in this file.
@@ -71,6 +75,7 @@ enum table_kind {
 /* An indirect jump waiting for the table bases of all the code. */
 struct dispatch {
 	uintptr_t from;
+	size_t from_insn;       /* its index in insns */
 	enum table_kind kind;
 	bool lea_base;          /* B is every lea candidate; else B = 0 */
 	int64_t disp;
@@ -102,6 +107,7 @@ struct flow_scan {
 	const ZydisDecoder *full, *minimal;
 	const struct arch_code_part *parts;
 	size_t nparts;
+	uintptr_t code_lo, code_hi; /* the object's code, for table entries */
 	unsigned int flags;
 	arch_flow_fn fn;
 	void *arg;
@@ -181,6 +187,7 @@ static int push_dispatch(struct flow_scan *s, uintptr_t from, enum table_kind ki
 	s->disp = d;
 	d = &s->disp[s->ndisp++];
 	d->from = from;
+	d->from_insn = s->ninsns - 1;	/* recorded before it is looked at */
 	d->kind = kind;
 	d->lea_base = lea_base;
 	d->disp = disp;
@@ -455,17 +462,6 @@ static int edge_cmp(const void *pa, const void *pb)
 	if (a->target != b->target)
 		return (a->target > b->target) - (a->target < b->target);
 	return (a->from > b->from) - (a->from < b->from);
-}
-
-/* Index of the recorded instruction at address at, or ninsns. */
-static size_t insn_index(const struct flow_scan *s, uintptr_t at)
-{
-	size_t i;
-
-	for (i = 0; i < s->ninsns; i++)
-		if (s->insns[i].at == at)
-			return i;
-	return s->ninsns;
 }
 
 /* First edge to target (s->edges sorted). */
@@ -778,10 +774,17 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 				break;
 			target = (uintptr_t)e;
 		}
-		if (!in_parts(s, target))
+		if (!in_parts(s, target)) {
+			/* a case in other code of the object (a cold part
+			 * that no symbol names): the table goes on */
+			if (target >= s->code_lo && target < s->code_hi) {
+				(*found)++;
+				continue;
+			}
 			break;
+		}
 		(*found)++;
-		ret = push_edge(s, target, insn_index(s, d->from));
+		ret = push_edge(s, target, d->from_insn);
 		if (!ret)
 			ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
 		if (ret)
@@ -829,8 +832,8 @@ static int resolve_tables(struct flow_scan *s)
 }
 
 /* [reg] */
-int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
-		   arch_flow_fn fn, void *arg)
+int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
+		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg)
 {
 	struct flow_scan *s;
 	size_t i;
@@ -845,6 +848,8 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned i
 	s->minimal = ukp_x86_decoder(true);
 	s->parts = parts;
 	s->nparts = nparts;
+	s->code_lo = code_lo;
+	s->code_hi = code_hi;
 	s->flags = flags;
 	s->fn = fn;
 	s->arg = arg;
