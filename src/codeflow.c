@@ -702,6 +702,17 @@ taken:
 }
 
 /*
+ * [reg] Does an instruction of the part start at a? A label is the start
+ * of an instruction; a code address held elsewhere is none of the
+ * function's labels (in a non-PIE executable: a string or a number that
+ * looks like one, "N\0N\0" or "sIO\0").
+ */
+static bool on_boundary(const struct arch_code_part *part, uintptr_t a)
+{
+	return arch_check_boundary(part->code, a - part->addr, part->len) == 0;
+}
+
+/*
  * [reg] The pointer rule (at the top): the function's jumps through
  * loaded pointers leave it, or go to one of the addresses the object
  * materializes, none of which is inside the function but at a symbol's
@@ -730,7 +741,8 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 
 		for (k = 0; k < ck->ntaken; k++)
 			if (ck->taken[k] > ps && ck->taken[k] < pe &&
-			    !sym_starts_at(fo, ck->taken[k]))
+			    !sym_starts_at(fo, ck->taken[k]) &&
+			    on_boundary(&ck->parts[i], ck->taken[k]))
 				goto labels;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -742,7 +754,8 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 		}
 		for (k = lo; k < fo->nrefs && fo->refs[k] < pe; k++)
 			if (!sym_starts_at(fo, fo->refs[k]) &&
-			    !any_in(ck->tables, ck->ntables, fo->refs[k] - 1, fo->refs[k]))
+			    !any_in(ck->tables, ck->ntables, fo->refs[k] - 1, fo->refs[k]) &&
+			    on_boundary(&ck->parts[i], fo->refs[k]))
 				goto labels;
 	}
 	ck->ntargets = ukp_addrs_sort_unique(ck->targets, ck->ntargets);

@@ -82,6 +82,20 @@ ukt_np_labels:
 	.cfi_endproc
 	.size ukt_np_labels, . - ukt_np_labels
 
+/* The same, but the word of .data points into the middle of its movabs
+ * (entry + 7): no instruction starts there, so it is no label - a string
+ * or a number that looks like a code address (accepted). */
+	.globl ukt_np_not_label
+	.type ukt_np_not_label, @function
+	.p2align 4
+ukt_np_not_label:
+	.cfi_startproc
+	movl $1, %eax			/* 5 bytes */
+	movabsq $0x1122334455667788, %rcx	/* 10 bytes, entry + 5 */
+	jmp *8(%rdi)
+	.cfi_endproc
+	.size ukt_np_not_label, . - ukt_np_not_label
+
 /* A plain function (accepted): the base line. */
 	.globl ukt_np_plain
 	.type ukt_np_plain, @function
@@ -103,5 +117,6 @@ ukt_np_words:
 	.quad ukt_np_taken_data4 + 2	/* at 4 mod 8 */
 	.long 0
 	.quad .Lnp_label
+	.quad ukt_np_not_label + 7
 
 	.section .note.GNU-stack, "", @progbits

@@ -30,7 +30,7 @@
 #include "ukprobes.h"
 
 extern char ukt_np_dealloc[], ukt_np_taken_data[], ukt_np_taken_data4[], ukt_np_taken_imm[],
-	ukt_np_labels[], ukt_np_plain[], ukt_np_materialize[];
+	ukt_np_labels[], ukt_np_plain[], ukt_np_materialize[], ukt_np_not_label[];
 
 static void np_init(void)
 {
@@ -119,6 +119,9 @@ Test(nopie, literal_inside_region_refused)
 Test(nopie, label_in_data_refuses_pointer_jumps)
 {
 	expect_verdict(ukt_np_labels, 5, -EOPNOTSUPP, "address of its own code");
+	/* a word that points between the bytes of one instruction is no
+	 * label (strings do: "sIO\0\0\0\0\0") */
+	expect_verdict(ukt_np_not_label, 5, 0, "");
 }
 
 /* ---- for real: the _Py_Dealloc shape, optimized, every hit counted ---- */
