@@ -39,7 +39,8 @@ extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_re
 	ukt_flow_hot[], ukt_flow_hot_numbered[], ukt_flow_hot_ok[], ukt_flow_victim[],
 	ukt_flow_two_entries[], ukt_flow_pad_in_region[], ukt_flow_pad_elsewhere[];
 extern char ukt_flow_short_ret[], ukt_flow_short_target[], ukt_flow_short_sym[],
-	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[];
+	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[],
+	ukt_flow_call_reg_last[], ukt_flow_call_stack[];
 extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
 	ukt_flow_ptr_stack[], ukt_flow_ptr_between[], ukt_flow_ptr_lea_label[],
 	ukt_flow_ptr_data_label[], ukt_flow_ptr_global_label[], ukt_flow_taken_data[],
@@ -268,7 +269,9 @@ Test(codeflow, padding_without_unwind_tables_refused)
 Test(codeflow, call_ending_the_region_accepted)
 {
 	expect_opt(ukt_flow_call_last, UKPROBES_OPT_JUMP, "");
-	expect_opt(ukt_flow_call_reg, UKPROBES_OPT_NONE, "call in the region is not relocatable");
+	expect_opt(ukt_flow_call_reg, UKPROBES_OPT_NONE, "not its last instruction");
+	expect_opt(ukt_flow_call_reg_last, UKPROBES_OPT_JUMP, "");
+	expect_opt(ukt_flow_call_stack, UKPROBES_OPT_NONE, "call in the region is not relocatable");
 	/* under a shadow stack the callee's ret would find no return address */
 	ukp_shstk_force = 1;
 	expect_opt(ukt_flow_call_last, UKPROBES_OPT_NONE, "shadow stack");
