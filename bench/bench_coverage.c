@@ -545,7 +545,12 @@ static void json_library(FILE *f, const struct lib_result *r, size_t insns, uint
 		return;
 	}
 	fprintf(f, "    {\"soname\": ");
-	json_str(f, r->soname ? r->soname : r->exe ? r->exe : "(main program)");
+	if (r->soname)
+		json_str(f, r->soname);
+	else if (r->exe)
+		json_str(f, r->exe);
+	else	/* the main program, by its file's name */
+		json_str(f, strrchr(r->le.path, '/') ? strrchr(r->le.path, '/') + 1 : r->le.path);
 	if (!r->ok) {
 		fprintf(f, ", \"status\": \"failed\", \"reason\": ");
 		json_str(f, r->err);
