@@ -640,6 +640,8 @@ static int resolve_pointers(struct flow_scan *s)
 	size_t i;
 	int ret;
 
+	if (!s->npending)
+		return 0;
 	for (i = 0; i < s->ninsns; i++) {
 		if (s->insns[i].target) {
 			ret = push_edge(s, s->insns[i].target, i);
