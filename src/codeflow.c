@@ -31,22 +31,32 @@
  *
  * The taken-address rule. Any address strictly inside the region that
  * the object's dynamic relocations store (code_refs.c: function pointer
- * tables, &&label tables of PIC code) or that the function computes with
- * a rip-relative lea refuses the region (-EBUSY), whatever the function's
+ * tables, &&label tables of PIC code), that a non-PIE executable holds as
+ * a literal (code_refs.c), or that the function computes with a
+ * rip-relative lea refuses the region (-EBUSY), whatever the function's
  * jumps look like: something may jump or return there.
  *
  * The pointer rule. An indirect jump whose target is not a resolved jump
- * table is accepted when it goes through a pointer loaded from memory
- * without an index register, not rsp-based: jmp *d(%reg), jmp
- * *g(%rip), or jmp *%reg whose value, on the straight-line path before
- * it (conditional branches' fall-through included, no call), comes from
- * such a load and nothing jumps between the load and the jump (no direct
- * or table target of the function, target of uncovered code or landing
- * pad in (load, jump]). Why such a jump cannot land strictly inside the
- * function (so not in the region):
- *  - a switch dispatch computes its target (table base + entry) right
- *    before the jump and jumps; the value reaching a pointer jump is a
- *    plain load, and an indexed load - a table of addresses - stays
+ * table is accepted when it goes through a pointer loaded from memory,
+ * not from the stack: jmp *d(%reg), jmp *g(%rip), or jmp *%reg whose
+ * value, on every path into the jump, comes from such a load or from
+ * the function's caller (branches.c, pointer_paths: a backward search
+ * over the function's own jumps, falls-through and table entries; copies
+ * between registers followed; a call crossed only in a callee-saved
+ * register). "Such a load": mov d(%base),%r / g(%rip),%r /
+ * d(%base,%index,1),%r (a field at a variable offset), 64-bit, not from
+ * %rsp or below %rbp (a spilled register). "From the caller": an
+ * argument register at the function's entry. And nothing from outside
+ * the function enters the path between the loads and the jump (no
+ * target of uncovered code, no landing pad: the POINTER_PATH spans; on a
+ * straight path, no target of the function either, in (load, jump]).
+ * Why such a jump cannot land strictly inside the function (so not in
+ * the region):
+ *  - a switch dispatch computes its target (table base + entry) in
+ *    registers right before the jump (a computed target is at most
+ *    spilled to the stack, never stored elsewhere); the value reaching a
+ *    pointer jump is loaded from non-stack memory or made by another
+ *    function, and a scaled indexed load - a table of addresses - stays
  *    refused unless resolved as a table;
  *  - an address inside a function exists only where something made it:
  *    a call (its return address: after the call, so inside the region
@@ -59,15 +69,28 @@
  *    (&&a - &&b) are only usable from a base label taken the same way.
  *    So the pointer rule also asks that no address inside any part of
  *    the function, other than the start of a symbol (a function
- *    pointer), is computed by its code (lea) or stored by a relocation;
+ *    pointer) or a target of its own resolved jump tables (read by the
+ *    dispatch, not by a plain load), is computed by its code (lea) or
+ *    stored by a relocation at the start of one of its instructions;
  *    a function that takes its own labels keeps its pointer jumps
  *    refused. Labels are local to their function in C, so only the
- *    function's own leas need looking at; other functions are trusted to
- *    enter at symbols, as above.
+ *    function's own leas need looking at; other functions (and so the
+ *    values they pass as arguments) are trusted to hold no address
+ *    inside it but what the taken-address and label checks see, as they
+ *    are trusted to enter at symbols.
  * A non-PIE executable (ET_EXEC) holds absolute addresses that need no
- * relocation, and an object whose relocations cannot be read proves
- * nothing: there, only jumps through rip-relative memory are accepted,
- * as GOT tail calls (what the check did before the pointer rule).
+ * relocation: a code address is materialized by an immediate (mov $imm,
+ * push $imm, movabs), an absolute displacement (lea label(,%reg)), a
+ * rip-relative operand, or a word of data (.data, .rodata, .init_array,
+ * tables...). For one, the relocations are replaced by the index of
+ * every literal of its image that is a code address (code_refs.c,
+ * literal_refs: the decoded instructions of its code, the 8-byte words
+ * at every 4-byte aligned address of everything else it maps), built
+ * once per object; the taken-address rule and the label check above then
+ * hold as for PIC code, with that index for the relocations. An object
+ * whose relocations (or image) cannot be read proves nothing: there,
+ * only jumps through rip-relative memory are accepted, as GOT tail calls
+ * (what the check did before the pointer rule).
  *
  * The padding rule. A region whose code ends with a ret or jmp (its
  * copy stops there: nothing after it runs from the detour) still needs
@@ -131,7 +154,8 @@ struct flow_obj {
 				 * to the last one's end */
 	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
 	size_t ntargets;
-	uintptr_t *refs;        /* code addresses the relocations store (code_refs.h) */
+	uintptr_t *refs;        /* code addresses the relocations (non-PIE: the
+				 * literals) store (code_refs.h) */
 	size_t nrefs;
 	int refs_err;           /* ukp_code_refs_load's result */
 };
