@@ -170,4 +170,21 @@ ukt_flow_path_uncovered:
 	jmp .Lpu_join
 	.cfi_endproc
 
+/* A jmp to the very next instruction brings a computed %rax to the
+ * jump; the branch around it brings the loaded one (refused: one path is
+ * no pointer). */
+	.globl ukt_flow_path_jmp_next
+	.type ukt_flow_path_jmp_next, @function
+	.p2align 4
+ukt_flow_path_jmp_next:
+	.cfi_startproc
+	movq 8(%rdi), %rax		/* 4 bytes */
+	testq %rsi, %rsi		/* 3 bytes */
+	jne 2f
+	leaq 8(%rdx), %rax
+	.byte 0xeb, 0x00		/* jmp 2f: the next instruction */
+2:	jmp *%rax
+	.cfi_endproc
+	.size ukt_flow_path_jmp_next, . - ukt_flow_path_jmp_next
+
 	.section .note.GNU-stack, "", @progbits

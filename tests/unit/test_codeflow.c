@@ -47,7 +47,8 @@ extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
 	ukt_flow_taken_lea[];
 extern char ukt_flow_path_branch[], ukt_flow_path_join[], ukt_flow_path_saved[],
 	ukt_flow_path_clobbered[], ukt_flow_path_argument[], ukt_flow_path_not_argument[],
-	ukt_flow_path_field[], ukt_flow_path_frame[], ukt_flow_path_uncovered[];
+	ukt_flow_path_field[], ukt_flow_path_frame[], ukt_flow_path_uncovered[],
+	ukt_flow_path_jmp_next[];
 extern int ukp_shstk_force;
 int ukt_flow_switch(int op, int a);
 int ukt_flow_split_back(const int *p, int n);
@@ -318,6 +319,7 @@ Test(codeflow, pointer_paths_refused)
 	expect_verdict(ukt_flow_path_not_argument, -EOPNOTSUPP, "unknown targets");
 	expect_verdict(ukt_flow_path_frame, -EOPNOTSUPP, "unknown targets");
 	expect_verdict(ukt_flow_path_uncovered, -EOPNOTSUPP, "outside any symbol jumps between");
+	expect_verdict(ukt_flow_path_jmp_next, -EOPNOTSUPP, "unknown targets");
 }
 
 /* The code addresses stored by relocations of this PIE: the function

@@ -537,6 +537,7 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 	while (ok && nstack) {
 		struct path_work w = stack[--nstack];
 		const struct finsn *f = &s->insns[w.at];
+		bool through;
 		size_t e;
 
 		if (seen[w.at] & (1u << w.reg))
@@ -560,7 +561,10 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 			all_rip = false;
 		}
 		e = edge_lower(s, f->at);
-		for (i = f->first ? s->ninsns : w.at - 1;; i = s->edges[e++].from) {
+		/* the instruction before it first (when it may fall through),
+		 * then every transfer to it */
+		for (i = f->first ? s->ninsns : w.at - 1, through = true;;
+		     i = s->edges[e++].from, through = false) {
 			const struct finsn *p;
 
 			if (i == s->ninsns) {	/* no fall-through: the edges only */
@@ -569,7 +573,7 @@ static int pointer_paths(struct flow_scan *s, size_t j)
 				break;
 			}
 			p = &s->insns[i];
-			if (i == w.at - 1 && !f->first && !p->falls)
+			if (through && !p->falls)
 				goto next;
 			if (p->writes & (1u << w.reg)) {
 				if (p->ptr_dst == w.reg) {
