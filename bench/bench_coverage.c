@@ -438,7 +438,8 @@ static int sample_points(struct lib_result *r, size_t n, uint64_t seed)
 		if (i + 1 == nall)
 			n = got;
 	}
-	qsort(all, n, sizeof(*all), ukp_addr_cmp);
+	if (n)
+		qsort(all, n, sizeof(*all), ukp_addr_cmp);
 	for (size_t i = 0; i < n; i++) {
 		/* the function containing it: the last entry at or before */
 		size_t lo = 0, hi = r->le.n;

@@ -653,7 +653,8 @@ static int resolve_pointers(struct flow_scan *s)
 				return ret;
 		}
 	}
-	qsort(s->edges, s->nedges, sizeof(*s->edges), edge_cmp);
+	if (s->nedges)
+		qsort(s->edges, s->nedges, sizeof(*s->edges), edge_cmp);
 	for (i = 0; i < s->npending; i++) {
 		ret = pointer_paths(s, s->pending[i]);
 		if (ret)
