@@ -642,6 +642,44 @@ Test(codeflow, arch_absolute_tables)
 	munmap(buf, 4096);
 }
 
+/* A table whose first case is in other code of the object (a cold part
+ * that no symbol names, as CPython's opcode table): read on past it,
+ * every later entry reported; with the parts alone it stops there, and
+ * the dispatch is unknown. */
+Test(codeflow, arch_table_with_cases_in_other_code)
+{
+	uint8_t *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	uintptr_t base = (uintptr_t)buf, table = base + 2048;
+	uint64_t *entries = (uint64_t *)(buf + 2048);
+	struct arch_code_part part = { .addr = base, .code = buf, .len = 17 };
+	struct flow_log log;
+	size_t i;
+
+	cr_assert_neq(buf, MAP_FAILED);
+	/* 0: mov T(,%rax,8),%rax; 8: jmp *%rax; 10..17: ret; the "cold"
+	 * code at 1024 */
+	buf[0] = 0x48; buf[1] = 0x8b; buf[2] = 0x04; buf[3] = 0xc5; put32(buf + 4, (uint32_t)table);
+	buf[8] = 0xff; buf[9] = 0xe0;
+	for (i = 0; i < 7; i++)
+		buf[10 + i] = 0xc3;
+	entries[0] = base + 1024;
+	for (i = 1; i < 8; i++)
+		entries[i] = base + 9 + i;
+	entries[8] = 0;
+
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, base, base + 4096, 0, log_flow, &log), 0);
+	cr_expect_eq(log.unknown, 0);
+	cr_expect_eq(log.table, 7, "%zu table targets", log.table);
+	for (i = 0; i < 7 && i < log.n; i++)
+		cr_expect_eq(log.targets[i], base + 10 + i);
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
+	cr_expect_eq(log.unknown, 1, "without the object's code range");
+	munmap(buf, 4096);
+}
+
 /* ---- unwind tables ------------------------------------------------------ */
 
 static int note_pad(uintptr_t pad, void *arg)
