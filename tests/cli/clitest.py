@@ -1555,7 +1555,7 @@ def case_attach_sqlite3():
             check(got and all(a[len(' sql="'):-1] in sent for a in got),
                   "the SQL sqlite3 prepared was sent to it", "%s\n%s" % (got[:5], sent[:5]))
             check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))),
-                  "code back after detach %d" % round_)
+                  "code back after detach %d" % round_, str(changed_code(before, code_bytes(p.pid, code_ranges(p.pid)))))
             check(thread_state(p.pid) == state0 and open_files(p.pid) == fds0,
                   "threads, signals and descriptors as before")
         for x in rest:
