@@ -777,6 +777,11 @@ UKP_TRAP_TEXT long copy_from_user_nofault(void *dst, const void *src, size_t siz
 {
 	if (!size)
 		return 0;
+	/* The fixup is done by the library's SIGSEGV/SIGBUS handler: called
+	 * before the library's constructor (from another object's), install
+	 * it now. */
+	if (__builtin_expect(!ukp_signals_installed(), 0) && ukp_signals_install())
+		return -EFAULT;
 	return arch_copy_nofault(dst, src, size);
 }
 
