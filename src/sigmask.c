@@ -145,6 +145,10 @@ UKP_TRAP_TEXT bool ukp_vmask_hold(int sig, const siginfo_t *info, bool *forced)
 		*forced = true;
 		return false;
 	}
+	/* one pending instance per signal, the first (the kernel's
+	 * legacy_queue) */
+	if (vsig.pending & SIGBIT(sig))
+		return true;
 	h = &vsig.info[slot_of(sig)];
 	h->code = info->si_code;
 	h->pid_or_timer = info->si_pid;
