@@ -310,12 +310,6 @@ static uint64_t kernel_mask(void)
 	return m;
 }
 
-/* [any] The whole mask as the program sees it. */
-uint64_t ukp_vmask_view(void)
-{
-	return kernel_mask() | vsig.mask;
-}
-
 /* sigprocmask and pthread_sigmask: 0 or -errno. */
 static int mask_op(int how, const sigset_t *set, sigset_t *old,
 		   int (*real)(int, const sigset_t *, sigset_t *), bool pthread)
