@@ -27,16 +27,17 @@
  *
  * Every other handler the program installs through sigaction()/signal()
  * is wrapped: the kernel gets prog_wrapper (same flags plus SA_SIGINFO,
- * same mask plus UKP_SCAN_SIG until the context is recorded), which
+ * same mask less the owned signals, plus UKP_SCAN_SIG until the context
+ * is recorded), which
  * keeps the interrupted context on a per-thread stack while the
  * program's handler runs (ukp_uc_push, threads.c), so that a thread scan
  * sees a thread whose signal frame returns into a slot.
  * Reading the action back gives the program's handler, not the wrapper.
  * Handlers already in the kernel when the library installs its own are
- * wrapped then (wrap_installed_handler).
+ * wrapped then, and again when the registry starts (wrap_installed_handler).
  * UKP_SCAN_SIG (SIGRTMAX) is owned like SIGTRAP: the scan uses it, the
- * program's actions for it are recorded and chained, and it is dropped
- * from every mask the program sets.
+ * program's actions for it are recorded and chained, and the program
+ * blocks it in its view only.
  *
  * Not covered: code that calls the rt_sigaction/rt_sigprocmask system
  * calls directly, and the old System V sigset()/sighold() family.
