@@ -11,7 +11,9 @@
  * per thread (vsig.mask), and every libc function that reads or takes a
  * mask puts it back in, so that the program sees exactly what it set:
  *
- *  - sigprocmask, pthread_sigmask: old masks;
+ *  - sigprocmask, pthread_sigmask (and sigblock, sigsetmask, siggetmask,
+ *    sighold, sigrelse, which glibc implements with its internal one):
+ *    old masks;
  *  - sigpending: an owned signal the program sent while it blocks it is
  *    held here (vsig.pending, with its siginfo) instead of running its
  *    handler (ukp_vmask_hold, from ukp_chain_signal), and queued again
@@ -21,7 +23,7 @@
  *  - the uc_sigmask a program's handler sees and what it restores
  *    (ukp_vmask_enter/leave, around every program handler), and the
  *    handler's sa_mask (signals.c records it as given);
- *  - sigsuspend, ppoll, pselect, epoll_pwait, epoll_pwait2 (the
+ *  - sigsuspend, sigpause, ppoll, pselect, epoll_pwait, epoll_pwait2 (the
  *    temporary mask), sigwait, sigwaitinfo, sigtimedwait (held signals
  *    are taken from here);
  *  - pthread_create (the new thread starts with its creator's view),
@@ -399,6 +401,54 @@ __attribute__((visibility("default"))) int sigpending(sigset_t *set)
 	return ret;
 }
 
+/* The BSD and System V mask functions (glibc's call its internal
+ * sigprocmask): through the interposer above. */
+static int old_word_op(int how, int mask, bool with_set)
+{
+	sigset_t set, old;
+
+	sigemptyset(&set);
+	*word(&set) = (unsigned int)mask;
+	if (sigprocmask(how, with_set ? &set : NULL, &old))
+		return -1;
+	return (int)(unsigned int)*word(&old);
+}
+
+__attribute__((visibility("default"))) int sigblock(int mask)
+{
+	return old_word_op(SIG_BLOCK, mask, true);
+}
+
+__attribute__((visibility("default"))) int sigsetmask(int mask)
+{
+	return old_word_op(SIG_SETMASK, mask, true);
+}
+
+__attribute__((visibility("default"))) int siggetmask(void)
+{
+	return old_word_op(SIG_BLOCK, 0, false);
+}
+
+static int one_sig_op(int how, int sig)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	if (sigaddset(&set, sig))
+		return -1;
+	return sigprocmask(how, &set, NULL);
+}
+
+__attribute__((visibility("default"))) int sighold(int sig)
+{
+	return one_sig_op(SIG_BLOCK, sig);
+}
+
+__attribute__((visibility("default"))) int sigrelse(int sig)
+{
+	return one_sig_op(SIG_UNBLOCK, sig);
+}
+
 /*
  * A temporary mask (sigsuspend and the waits that take one): the
  * kernel gets it without the owned signals, the view gets them for the
@@ -456,6 +506,34 @@ __attribute__((visibility("default"))) int sigsuspend(const sigset_t *mask)
 	ret = real_sigsuspend(mask);
 	tmp_mask_leave(&t);
 	return ret;
+}
+
+/* sigpause: BSD (a mask word) or X/Open (one signal to unblock). */
+__attribute__((visibility("default"))) int __sigpause(int sig_or_mask, int is_sig)
+{
+	sigset_t m;
+
+	if (is_sig) {
+		if (sigprocmask(SIG_BLOCK, NULL, &m) || sigdelset(&m, sig_or_mask))
+			return -1;
+	} else {
+		sigemptyset(&m);
+		*word(&m) = (unsigned int)sig_or_mask;
+	}
+	return sigsuspend(&m);
+}
+
+/* <signal.h> redirects sigpause to __xpg_sigpause: the BSD one by its
+ * symbol name */
+int bsd_sigpause(int mask) __asm__("sigpause");
+__attribute__((visibility("default"))) int bsd_sigpause(int mask)
+{
+	return __sigpause(mask, 0);
+}
+
+__attribute__((visibility("default"))) int __xpg_sigpause(int sig)
+{
+	return __sigpause(sig, 1);
 }
 
 __attribute__((visibility("default"))) int ppoll(struct pollfd *fds, nfds_t n,

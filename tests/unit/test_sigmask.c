@@ -252,6 +252,26 @@ Test(view, siglongjmp_restores_the_view)
 	cr_expect(probes_fire());
 }
 
+/* The BSD and System V functions (glibc implements them with its
+ * internal sigprocmask). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+Test(view, bsd_and_system_v_functions)
+{
+	register_probes();
+	cr_expect_eq(sigblock((int)BIT(SIGTRAP) | (int)BIT(SIGUSR1)), 0);
+	cr_expect_eq(siggetmask(), (int)BIT(SIGTRAP) | (int)BIT(SIGUSR1));
+	cr_expect(probes_fire());
+	cr_expect_eq(sigsetmask((int)BIT(SIGSEGV)), (int)BIT(SIGTRAP) | (int)BIT(SIGUSR1));
+	cr_expect_eq(view(), BIT(SIGSEGV));
+	cr_expect_eq(sighold(SIGTRAP), 0);
+	cr_expect_eq(view(), BIT(SIGSEGV) | BIT(SIGTRAP));
+	cr_expect_eq(sigrelse(SIGSEGV), 0);
+	cr_expect_eq(view(), BIT(SIGTRAP));
+	cr_expect(probes_fire());
+}
+#pragma GCC diagnostic pop
+
 /* ------------------------------------------------------------ pending */
 
 static volatile int trap_calls, trap_code, trap_pid;
@@ -498,6 +518,16 @@ Test(waits, sigsuspend, .timeout = 10)
 	held_trap_setup();
 	held_trap_check(sigsuspend(&m), "sigsuspend");
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+Test(waits, sigpause, .timeout = 10)
+{
+	held_trap_setup();
+	/* the X/Open one (<signal.h> maps sigpause to it): unblock one */
+	held_trap_check(sigpause(SIGTRAP), "sigpause");
+}
+#pragma GCC diagnostic pop
 
 Test(waits, ppoll, .timeout = 10)
 {
