@@ -497,10 +497,8 @@ __attribute__((visibility("default"))) int sigsuspend(const sigset_t *mask)
 	struct tmp_mask t;
 	int ret;
 
-	if (!mask || !real_sigsuspend) {
-		errno = mask ? ENOSYS : EFAULT;
-		return -1;
-	}
+	if (!real_sigsuspend)
+		return errno = ENOSYS, -1;
 	if (tmp_mask_enter(&mask, &t))
 		return EINTR_NOW();
 	ret = real_sigsuspend(mask);
