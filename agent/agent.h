@@ -151,6 +151,12 @@ void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *o
 void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec);
 
+/* ------------------------------------------------------- filter_hit.c */
+/* [hit] Does this hit pass spec->filter (not NULL)? entry as for
+ * ukpa_fetch_args(). */
+bool ukpa_filter_pass(const struct ukp_spec *spec, const struct pt_regs *regs,
+		      const struct pt_regs *entry);
+
 /* ------------------------------------------------------------- ring.c */
 int ukpa_rings_init(void);                                     /* [init] */
 int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "filter.h"
 #include "internal.h"
 #include "symbols.h"
 
@@ -511,7 +512,7 @@ int ukpa_specs_parse(char *defs)
 		struct ukpa_spec *s = &specs[nspecs];
 		struct ukp_spec_error err;
 
-		if (ukp_spec_parse(line, &s->spec, &err))
+		if (ukp_spec_parse_line(line, &s->spec, &err, NULL))
 			return -1; /* ukprobe checked them: not ours */
 		s->index = (uint32_t)nspecs++;
 	}

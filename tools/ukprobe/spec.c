@@ -406,7 +406,10 @@ void ukp_spec_free(struct ukp_spec *spec)
 	free(spec->text);
 	free(spec->object);
 	free(spec->symbol);
-	spec->text = spec->object = spec->symbol = NULL;
+	free(spec->filter_text);
+	free(spec->filter);
+	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
+	spec->filter = NULL;
 }
 
 char *ukp_spec_symbol_name(const struct ukp_spec *spec)

@@ -40,6 +40,8 @@
 #define UKP_SPEC_NUM_SLOT     8    /* bytes a number takes in an event */
 #define UKP_SPEC_DEFAULT_GROUP "ukprobes"
 
+struct ukp_filter;
+
 /* Where a fetch argument starts. */
 enum ukp_fa_base {
 	UKP_FA_REG,     /* %REG: param = word index in struct pt_regs */
@@ -104,6 +106,10 @@ struct ukp_spec {
 	int nargs;
 	struct ukp_fetcharg args[UKP_SPEC_MAX_ARGS];
 	unsigned int payload;          /* bytes of payload an event needs */
+	/* --filter (filter.h): its text and compiled program, or NULL;
+	 * both malloc'ed, freed by ukp_spec_free() */
+	char *filter_text;
+	struct ukp_filter *filter;
 };
 
 /* Where a SPEC went wrong: a column (0-based, in the SPEC text) and what. */
