@@ -1804,6 +1804,121 @@ def case_filter_sqlite3():
               "sqlite3 counts", table)
 
 
+# ------------------------------------------------------- --trigger stacktrace
+
+def stacks_of(text):
+    """[(event line, [frame text...])] of a trace with stacks."""
+    out = []
+    for l in text.splitlines():
+        if l.startswith(" => "):
+            check(out, "a frame before any event: %r" % l)
+            out[-1][1].append(l[4:])
+        elif l:
+            parse_line(l)
+            out.append((l, []))
+    return out
+
+
+def frame_of(text, prog):
+    """(object, function) of one ' => ' line: 'f+0xoff [obj]',
+    '[obj]+0xoff', 'f+0xoff' (the program)."""
+    m = re.match(r"^\[([^\]]+)\]\+0x[0-9a-f]+$", text)
+    if m:
+        return m[1], None
+    m = re.match(r"^([\w.@]+)\+0x[0-9a-f]+(?: \[([^\]]+)\])?$", text)
+    check(m, "a frame: %r" % text)
+    return m[2] or prog, m[1]
+
+
+def case_stacktrace():
+    # through qsort in libc (no frame pointers: .eh_frame): the frames
+    # glibc's backtrace() saw in the same call
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        r = ukprobe(["trace", "-o", out, "-e", "p cmp", "--trigger", "stacktrace:1", "--",
+                     tgt("stacks")])
+        check(r.returncode == 0 and r.stderr == "", "run", show(r))
+        truth = re.findall(r"^frame (\S+) (\S+)$", r.stdout, re.M)
+        # the library's backtrace() interposer (kretprobe_unwind.c) is a frame too
+        while truth and truth[0][0] == "libukprobe-agent.so":
+            truth.pop(0)
+        with open(out) as f:
+            ev = stacks_of(f.read())
+    check(len(ev) > 100 and ev[0][1] and all(not fr for _, fr in ev[1:]),
+          "one stack (stacktrace:1), on the first event", "\n".join(l for l, _ in ev[:3]))
+    got = [frame_of(t, "tgt_stacks") for t in ev[0][1]]
+    check(len(truth) >= 10 and len(got) == len(truth), "as many frames as backtrace()",
+          "got %s" % got, "want %s" % truth)
+    libc_frames = 0
+    for (gobj, gfn), (tobj, tfn) in zip(got, truth):
+        check(gobj == tobj, "object %s, not %s" % (tobj, gobj), "got %s" % got, "want %s" % truth)
+        if tfn != "-":
+            check(gfn == tfn, "function %s, not %s" % (tfn, gfn), "got %s" % got)
+        libc_frames += gobj == "libc.so.6"
+    check([f for _, f in got[:1]] == ["cmp"] and libc_frames >= 4, "cmp, then qsort's frames in libc",
+          "got %s" % got)
+    # frame pointers only (no unwind tables in the program), from the entry
+    # of a function and from inside one (after its frame is set up)
+    for spec in ("p chain_c", "p chain_c+4"):
+        r = ukprobe(["trace", "-e", spec, "--trigger", "stacktrace", "--", tgt("stacks_nocfi"),
+                     "--chain"])
+        ev = stacks_of("\n".join(l for l in r.stdout.splitlines() if l != "chain done"))
+        check(r.returncode == 0 and len(ev) == 1, "one event", show(r))
+        got = [frame_of(t, "tgt_stacks_nocfi") for t in ev[0][1]]
+        names = [f for o, f in got if o == "tgt_stacks_nocfi"]
+        check(names[:4] == ["chain_c", "chain_b", "chain_a", "main"] and
+              names[-1] == "_start" and any(o == "libc.so.6" for o, _ in got),
+              "chain_c, chain_b, chain_a, main, libc, _start (%s)" % spec, show(r))
+    # a return probe: the stack of the caller it returned to; every hit
+    r = ukprobe(["trace", "-e", "r sort_them", "--trigger", "stacktrace", "--", tgt("stacks")])
+    ev = stacks_of("\n".join(l for l in r.stdout.splitlines()
+                             if not l.startswith(("frame ", "sorted "))))
+    check(r.returncode == 0 and len(ev) == 1, "one return event", show(r))
+    got = [frame_of(t, "tgt_stacks") for t in ev[0][1]]
+    check(got[0] == ("tgt_stacks", "main") and got[-1] == ("tgt_stacks", "_start"),
+          "main first, _start last", show(r))
+    # Debian's ls (stripped, no frame pointers): malloc's callers up to
+    # __libc_start_main and ls's _start, for the first 3 calls only
+    r = ukprobe(["trace", "-e", "p libc.so.6:malloc", "--trigger", "stacktrace:3", "--", "/bin/ls",
+                 "/"], timeout=60)
+    ev = stacks_of("\n".join(l for l in r.stdout.splitlines() if " p_malloc_0: " in l or
+                             l.startswith(" => ")))
+    with_stack = [fr for _, fr in ev if fr]
+    check(r.returncode == 0 and len(ev) > 10 and len(with_stack) == 3, "3 stacks of ls", show(r))
+    for fr in with_stack:
+        check(fr[0] == "malloc+0x0 [libc.so.6]" and
+              any(t.startswith("__libc_start_main+") for t in fr) and
+              re.match(r"^\[ls\]\+0x[0-9a-f]+$", fr[-1]), "malloc .. ls's _start", "\n".join(fr))
+
+
+def case_trigger_errors():
+    spec = "p:f/v visit n=%di:s32 flags=%si:u32 name=+0(%dx):string"
+    big = "p:f/v visit " + " ".join("a%d=%%di" % i for i in range(20))
+    for sp, trig, col, msg in (
+            (spec, "", 0, "empty trigger"),
+            (spec, "foo", 0, "unknown trigger (stacktrace[:N])"),
+            (spec, "hist:keys=n", 0, "the hist trigger is not supported (only stacktrace[:N])"),
+            (spec, "traceoff", 0, "the traceoff trigger is not supported (only stacktrace[:N])"),
+            (spec, "stacktrace:", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace:0", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace:x", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace if n > 1", 11, "a trigger's own filter is not supported: use --filter"),
+            (spec, "stacktrace:3 x", 13, "unexpected text after the trigger"),
+            (big, "stacktrace", 0, "the event's arguments leave no room for a stack "
+             "(160 of 192 bytes used, a stack needs 40)")):
+        r = ukprobe(["trace", "-e", sp, "--trigger", trig, "--", tgt("filtered")])
+        check(r.returncode == 2 and r.stderr == error_lines(trig, col, msg) and r.stdout == "",
+              "trigger %r" % trig, show(r), "want:\n" + error_lines(trig, col, msg))
+    for args, msg in ((["stat", "-e", spec, "--trigger", "stacktrace"],
+                       "option '--trigger' is not for ukprobe stat"),
+                      (["trace", "--trigger", "stacktrace", "-e", spec],
+                       "a trigger applies to the -e SPEC before it"),
+                      (["trace", "-e", spec, "--trigger", "stacktrace", "--trigger", "stacktrace:2"],
+                       "one --trigger per -e SPEC")):
+        r = ukprobe(args + ["--", tgt("filtered")])
+        check(r.returncode == 2 and msg in r.stderr and r.stdout == "", "usage %s" % args, show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

@@ -489,14 +489,14 @@ bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
 /* ------------------------------------------------------------ wire */
 
 int ukp_spec_parse_line(const char *line, struct ukp_spec *spec, struct ukp_spec_error *err,
-			bool *err_in_filter)
+			bool *err_in_option)
 {
 	const char *sep = strchr(line, UKP_FILTER_SEP);
 	char *head;
 	int ret;
 
-	if (err_in_filter)
-		*err_in_filter = false;
+	if (err_in_option)
+		*err_in_option = false;
 	if (!sep)
 		return ukp_spec_parse(line, spec, err);
 	head = strndup(line, (size_t)(sep - line));
@@ -509,17 +509,42 @@ int ukp_spec_parse_line(const char *line, struct ukp_spec *spec, struct ukp_spec
 	free(head);
 	if (ret)
 		return -1;
-	if (ukp_filter_compile(sep + 1, spec, &spec->filter, err)) {
-		if (err_in_filter)
-			*err_in_filter = true;
-		ukp_spec_free(spec);
-		return -1;
-	}
-	spec->filter_text = strdup(sep + 1);
-	if (!spec->filter_text) {
-		snprintf(err->msg, sizeof(err->msg), "out of memory");
-		ukp_spec_free(spec);
-		return -1;
+	while (sep) {
+		const char *opt = sep + 1, *next = strchr(opt, UKP_FILTER_SEP);
+		char tag = *opt, *text, **keep;
+
+		if (tag != 'F' && tag != 'T') {
+			memset(err, 0, sizeof(*err));
+			snprintf(err->msg, sizeof(err->msg), "unknown event option");
+			goto bad;
+		}
+		text = strndup(opt + 1, next ? (size_t)(next - opt - 1) : strlen(opt + 1));
+		if (!text) {
+			snprintf(err->msg, sizeof(err->msg), "out of memory");
+			goto bad;
+		}
+		if (tag == 'F' && !spec->filter) {
+			ret = ukp_filter_compile(text, spec, &spec->filter, err);
+			keep = &spec->filter_text;
+		} else if (tag == 'T' && !spec->trigger_text) {
+			ret = ukp_trigger_parse(text, spec, err);
+			keep = &spec->trigger_text;
+		} else {
+			memset(err, 0, sizeof(*err));
+			snprintf(err->msg, sizeof(err->msg), "repeated event option");
+			ret = -1;
+		}
+		if (ret) {
+			free(text);
+			if (err_in_option)
+				*err_in_option = true;
+			goto bad;
+		}
+		*keep = text;
+		sep = next;
 	}
 	return 0;
+bad:
+	ukp_spec_free(spec);
+	return -1;
 }

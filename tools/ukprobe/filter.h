@@ -16,8 +16,9 @@
  * block: a postfix program of predicates over the event's argument
  * slots, which ukp_filter_run() evaluates without allocating.
  *
- * On the wire (environment, CONFIG) an event with a filter is one line
- * "SPEC\x1fFILTER": neither may contain control characters.
+ * On the wire (environment, CONFIG) an event is one line: the SPEC, then
+ * "\x1fF" FILTER and "\x1fT" TRIGGER when given; none of them may
+ * contain control characters.
  */
 #ifndef UKPROBE_FILTER_H
 #define UKPROBE_FILTER_H
@@ -85,12 +86,20 @@ bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
 bool ukp_filter_glob(const char *pat, const char *str, size_t len);
 
 /*
- * One event as it travels: "SPEC" or "SPEC\x1fFILTER" (line is not
- * kept). Parses the SPEC, then compiles its filter into spec->filter
- * (spec->filter_text keeps its text). 0 or -1 with *err (col in the SPEC,
- * or in the filter when err_in_filter is set).
+ * --trigger TEXT for spec (trigger.c): stacktrace or stacktrace:N. Sets
+ * spec->stacktrace, stack_count, stack_off, stack_max (not
+ * trigger_text). 0, or -1 with *err (col in text).
+ */
+int ukp_trigger_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err);
+
+/*
+ * One event as it travels: "SPEC", then for each of its options
+ * UKP_FILTER_SEP and "F" FILTER or "T" TRIGGER (line is not kept).
+ * Parses the SPEC, compiles its filter into spec->filter (filter_text
+ * keeps its text) and parses its trigger (trigger_text). 0 or -1 with
+ * *err (col in the SPEC, or in the option's text when err_in_option).
  */
 int ukp_spec_parse_line(const char *line, struct ukp_spec *spec, struct ukp_spec_error *err,
-			bool *err_in_filter);
+			bool *err_in_option);
 
 #endif /* UKPROBE_FILTER_H */

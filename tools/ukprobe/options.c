@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "filter.h"
 
-enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER };
+enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER };
 
 /* -p PID[,PID...]: appended to s->pids. 0 or -1 (said why). */
 static int parse_pids(const char *arg, struct ukp_session *s)
@@ -125,6 +125,29 @@ static int compile_filters(struct ukp_spec *specs, char **filters, int n)
 	return 0;
 }
 
+/* --trigger TEXT after -e SPEC (ukprobe trace): one per -e. 0 or -1
+ * (said why). */
+static int parse_triggers(struct ukp_spec *specs, char **triggers, int n)
+{
+	struct ukp_spec_error err;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!triggers[i])
+			continue;
+		if (ukp_trigger_parse(triggers[i], &specs[i], &err)) {
+			ukp_spec_err(triggers[i], err.col, "%s", err.msg);
+			return -1;
+		}
+		specs[i].trigger_text = strdup(triggers[i]);
+		if (!specs[i].trigger_text) {
+			ukp_err("out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* --filter EXPR for the -e before it: kept in filters[i] (malloc'ed;
  * several joined by UKP_FILTER_SEP). 0 or -1 (said why). */
 static int add_filter(char **filters, int ntexts, const char *arg)
@@ -177,16 +200,19 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
 		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "trigger", required_argument, NULL, OPT_TRIGGER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char **texts = calloc((size_t)argc, sizeof(*texts));
 	char **filters = calloc((size_t)argc, sizeof(*filters));
+	char **triggers = calloc((size_t)argc, sizeof(*triggers));
 	const char *bad = NULL;
 	int ntexts = 0, c;
 
-	if (!texts || !filters) {
+	if (!texts || !filters || !triggers) {
 		free(filters);
+		free(triggers);
 		ukp_err("out of memory");
 		return UKP_EXIT_FAIL;
 	}
@@ -232,6 +258,22 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			if (add_filter(filters, ntexts, optarg))
 				goto usage;
 			break;
+		case OPT_TRIGGER:
+			if (s->mode != UKP_MODE_TRACE) {
+				bad = "--trigger";
+				goto bad_option;
+			}
+			if (!ntexts) {
+				ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
+					"there is none", optarg);
+				goto usage;
+			}
+			if (triggers[ntexts - 1]) {
+				ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
+				goto usage;
+			}
+			triggers[ntexts - 1] = optarg;
+			break;
 		case OPT_NO_OPTIMIZE:
 			s->no_optimize = true;
 			break;
@@ -246,6 +288,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			usage(stdout);
 			free(texts);
 			free_filters(filters, argc);
+			free(triggers);
 			return 0;
 		case ':':
 			/* a short option, or a long one (its argv word) */
@@ -274,21 +317,25 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 	if (s->mode == UKP_MODE_PROBES && !ntexts) {
 		free(texts);
 		free_filters(filters, argc);
+		free(triggers);
 		s->cmd = argv + optind;
 		return -1;
 	}
 	if (ukp_cli_parse_specs(texts, ntexts, &s->specs)) {
 		free(texts);
 		free_filters(filters, argc);
+		free(triggers);
 		return UKP_EXIT_USAGE;
 	}
 	s->nspecs = ntexts;
 	free(texts);
-	if (compile_filters(s->specs, filters, ntexts)) {
+	if (compile_filters(s->specs, filters, ntexts) || parse_triggers(s->specs, triggers, ntexts)) {
 		free_filters(filters, argc);
+		free(triggers);
 		return UKP_EXIT_USAGE;
 	}
 	free_filters(filters, argc);
+	free(triggers);
 	s->cmd = argv + optind;
 	return -1;
 
@@ -298,5 +345,6 @@ usage:
 	fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
 	free(texts);
 	free_filters(filters, argc);
+	free(triggers);
 	return UKP_EXIT_USAGE;
 }

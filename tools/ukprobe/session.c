@@ -59,7 +59,8 @@ char *ukp_join_specs(const struct ukp_session *s)
 
 	for (i = 0; i < s->nspecs; i++)
 		len += strlen(s->specs[i].text) + 1 +
-		       (s->specs[i].filter_text ? strlen(s->specs[i].filter_text) + 1 : 0);
+		       (s->specs[i].filter_text ? strlen(s->specs[i].filter_text) + 2 : 0) +
+		       (s->specs[i].trigger_text ? strlen(s->specs[i].trigger_text) + 2 : 0);
 	out = calloc(1, len);
 	if (!out)
 		return NULL;
@@ -67,10 +68,14 @@ char *ukp_join_specs(const struct ukp_session *s)
 		if (i)
 			strcat(out, "\n");
 		strcat(out, s->specs[i].text);
+		/* "SPEC\x1fFfilter\x1fTtrigger" (filter.h) */
 		if (s->specs[i].filter_text) {
-			/* "SPEC\x1fFILTER" (filter.h) */
-			strcat(out, (char[]){ UKP_FILTER_SEP, '\0' });
+			strcat(out, (char[]){ UKP_FILTER_SEP, 'F', '\0' });
 			strcat(out, s->specs[i].filter_text);
+		}
+		if (s->specs[i].trigger_text) {
+			strcat(out, (char[]){ UKP_FILTER_SEP, 'T', '\0' });
+			strcat(out, s->specs[i].trigger_text);
 		}
 	}
 	return out;

@@ -408,6 +408,8 @@ void ukp_spec_free(struct ukp_spec *spec)
 	free(spec->symbol);
 	free(spec->filter_text);
 	free(spec->filter);
+	free(spec->trigger_text);
+	spec->trigger_text = NULL;
 	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
 	spec->filter = NULL;
 }

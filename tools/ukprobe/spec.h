@@ -110,6 +110,13 @@ struct ukp_spec {
 	 * both malloc'ed, freed by ukp_spec_free() */
 	char *filter_text;
 	struct ukp_filter *filter;
+	/* --trigger stacktrace[:N] (filter.h): the stack goes in the
+	 * payload at stack_off, a u64 count then up to stack_max addresses;
+	 * stack_count N: at most N stacks (0: every hit) */
+	char *trigger_text;
+	bool stacktrace;
+	unsigned long stack_count;
+	unsigned int stack_off, stack_max;
 };
 
 /* Where a SPEC went wrong: a column (0-based, in the SPEC text) and what. */
