@@ -1637,6 +1637,7 @@ FILTERS = [
     ("globc", 'name ~ "[a-c]*"', lambda n, f, s, c: s[0] in "abc"),
     ("and", "n > 0 && flags & 2", lambda n, f, s, c: n > 0 and f & 2 != 0),
     ("or", "n < -40 || n > 140", lambda n, f, s, c: n < -40 or n > 140),
+    ("prec", "n < -40 || n > 140 && flags & 1", lambda n, f, s, c: n < -40 or (n > 140 and f & 1)),
     ("not", "!(n >= 0 && n < 100)", lambda n, f, s, c: not (0 <= n < 100)),
     ("paren", '(n < 0 || name == "gamma") && !(flags & 1)',
      lambda n, f, s, c: (n < 0 or s == "gamma") and not f & 1),
@@ -1680,7 +1681,7 @@ def case_filter():
                                                        tgt("filtered")])
         check(r.returncode == 0 and r.stderr == "", "stat run", show(r))
         truth = truths(r.stdout)
-        check(len(truth) == 20 and truth["eq"] == 2 and truth["ne"] == 398, "ground truth", show(r))
+        check(len(truth) == 21 and truth["eq"] == 2 and truth["ne"] == 398, "ground truth", show(r))
         with open(out) as f:
             table = f.read()
         got = {k: int(v) for k, v in re.findall(r"^f/(\w+) +(\d+) +0$", table, re.M)}

@@ -35,11 +35,11 @@ __attribute__((noinline)) void canary(void)
 
 enum {
 	K_EQ, K_NE, K_LT, K_LE, K_GT, K_GE, K_BAND, K_UNS, K_SEQ, K_SNE, K_GLOB, K_GLOBQ, K_GLOBC,
-	K_AND, K_OR, K_NOT, K_PAREN, K_COMM, K_COMMGLOB, K_PID, NKEYS
+	K_AND, K_OR, K_PREC, K_NOT, K_PAREN, K_COMM, K_COMMGLOB, K_PID, NKEYS
 };
 static const char *const keys[NKEYS] = {
 	"eq", "ne", "lt", "le", "gt", "ge", "band", "uns", "seq", "sne", "glob", "globq", "globc",
-	"and", "or", "not", "paren", "comm", "commglob", "pid",
+	"and", "or", "prec", "not", "paren", "comm", "commglob", "pid",
 };
 static long truth[NKEYS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +69,7 @@ static void count(int n, unsigned int flags, const char *name, bool worker, bool
 		[K_GLOBC] = name[0] >= 'a' && name[0] <= 'c',
 		[K_AND] = n > 0 && (flags & 2),
 		[K_OR] = n < -40 || n > 140,
+		[K_PREC] = n < -40 || (n > 140 && (flags & 1)), /* && binds tighter */
 		[K_NOT] = !(n >= 0 && n < 100),
 		[K_PAREN] = (n < 0 || !strcmp(name, "gamma")) && !(flags & 1),
 		[K_COMM] = worker,
