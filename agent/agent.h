@@ -56,6 +56,8 @@ struct ukpa_probe {
 	char *object;             /* its object's path */
 	struct kprobe kp;         /* p events */
 	struct kretprobe rp;      /* r events */
+	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
+	uintptr_t waddr;          /* w events: the watched address */
 	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
 	_Atomic unsigned long hits;
 	uintptr_t func, base;
@@ -134,6 +136,7 @@ bool ukpa_probes_pending(void);
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
 
 /* ------------------------------------------------------------ names.c */
 /* [init] Event names in use, as "group/event". */
@@ -228,6 +231,9 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
  * none), then in every loaded object in load order, globals first.
  * 0 or -ENOENT. */
 int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr);
+/* The same with the symbol's size (0 if the file gives none). */
+int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
+			     uint64_t *size);
 /* [reader] "sym+0xoff/0xsize [obj]" of a data address, or false. */
 bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
 /* [init] Around fork (pthread_atfork): the ELF cache's lock. */

@@ -63,3 +63,21 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 			    (uintptr_t)ri->ret_addr);
 	return 0;
 }
+
+/* Watchpoints (w SPECs): after the access, on the accessing thread, in
+ * the library's SIGSEGV or SIGTRAP handler. The event's ip is the next
+ * instruction (%ip); its address is the watched one. */
+void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = bp->overflow_handler_context;
+
+	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
+	    !atomic_load_explicit(&pr->live, memory_order_acquire))
+		return;
+	/* --filter: a rejected hit is neither counted nor recorded */
+	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
+		return;
+	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	if (ukpa_mode == UKP_MODE_TRACE)
+		ukpa_record(pr, regs, regs, pr->waddr, 0);
+}

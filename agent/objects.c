@@ -8,8 +8,10 @@
  * before the program runs).
  *
  * ELF files are read with libelf and kept in a small cache (symbols by
- * name and by address). Context: [init] and [reader], never [hit]; the
- * cache has its own lock.
+ * name and by address). A file without .symtab also gets the symbols of
+ * its debug file or MiniDebugInfo (src/debuginfo.h), read the first time
+ * a name is not found in its .dynsym. Context: [init] and [reader], never
+ * [hit]; the cache has its own lock.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -30,6 +32,7 @@
 
 #include "agent.h"
 #include "symbols.h"
+#include "debuginfo.h"
 
 /* ------------------------------------------------------- ELF files */
 
@@ -53,6 +56,9 @@ struct efile {
 	struct esym *syms;        /* by address */
 	size_t nsyms;
 	char *strings;
+	char *dstrings;           /* the debug file's names */
+	bool has_symtab;
+	bool debug_read;          /* the debug file was looked for */
 	struct seg segs[16];
 	size_t nsegs;
 	struct efile *next;
@@ -77,14 +83,64 @@ static bool wanted(const GElf_Sym *s)
 		t == STT_COMMON);
 }
 
+/* Append the wanted symbols of the symbol table symscn of elf to f's;
+ * *strings receives their names. */
+static int efile_add_syms(struct efile *f, Elf *elf, Elf_Scn *symscn, char **strings)
+{
+	Elf_Data *data, *strdata;
+	struct esym *syms;
+	size_t i, n, k, strsize;
+	GElf_Shdr symsh;
+
+	if (!gelf_getshdr(symscn, &symsh))
+		return 0;
+	data = elf_getdata(symscn, NULL);
+	strdata = elf_getdata(elf_getscn(elf, symsh.sh_link), NULL);
+	if (!data || !strdata || !symsh.sh_entsize)
+		return 0;
+	n = symsh.sh_size / symsh.sh_entsize;
+	*strings = malloc(strdata->d_size + 1);
+	syms = realloc(f->syms, (f->nsyms + n + 1) * sizeof(*f->syms));
+	if (syms)
+		f->syms = syms;
+	if (!*strings || !syms)
+		return -ENOMEM;
+	memcpy(*strings, strdata->d_buf, strdata->d_size);
+	strsize = strdata->d_size;
+	(*strings)[strsize] = '\0';
+	for (i = 0, k = f->nsyms; i < n; i++) {
+		GElf_Sym s;
+		GElf_Shdr ssh;
+		struct esym *e;
+		const char *at;
+
+		if (!gelf_getsym(data, (int)i, &s) || !wanted(&s) || s.st_name >= strsize)
+			continue;
+		e = &f->syms[k++];
+		e->name = *strings + s.st_name;
+		at = strchr(e->name, '@');
+		e->keylen = at ? (size_t)(at - e->name) : strlen(e->name);
+		e->value = s.st_value;
+		e->size = s.st_size;
+		e->type = GELF_ST_TYPE(s.st_info);
+		e->bind = GELF_ST_BIND(s.st_info);
+		/* a debug file's code sections are NOBITS, still SHF_EXECINSTR */
+		e->code = s.st_shndx < SHN_LORESERVE &&
+			  gelf_getshdr(elf_getscn(elf, s.st_shndx), &ssh) &&
+			  (ssh.sh_flags & SHF_EXECINSTR);
+	}
+	f->nsyms = k;
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), esym_addr_cmp);
+	return 0;
+}
+
 /* Read the symbols (.symtab, else .dynsym) and PT_LOAD segments. */
 static int efile_read(struct efile *f, int fd)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	Elf_Scn *scn = NULL, *symscn = NULL;
-	GElf_Shdr sh, symsh;
-	size_t phnum, i, n, strsize = 0, k;
-	Elf_Data *data, *strdata;
+	GElf_Shdr sh;
+	size_t phnum, i;
 	int ret = -ENOENT;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
@@ -103,52 +159,48 @@ static int efile_read(struct efile *f, int fd)
 			continue;
 		if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !symscn)) {
 			symscn = scn;
-			symsh = sh;
+			f->has_symtab = sh.sh_type == SHT_SYMTAB;
 		}
 	}
-	ret = 0;
-	if (!symscn)
-		goto out;
-	data = elf_getdata(symscn, NULL);
-	strdata = elf_getdata(elf_getscn(elf, symsh.sh_link), NULL);
-	if (!data || !strdata || !symsh.sh_entsize)
-		goto out;
-	n = symsh.sh_size / symsh.sh_entsize;
-	f->strings = malloc(strdata->d_size + 1);
-	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
-	if (!f->strings || !f->syms) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	memcpy(f->strings, strdata->d_buf, strdata->d_size);
-	strsize = strdata->d_size;
-	f->strings[strsize] = '\0';
-	for (i = 0, k = 0; i < n; i++) {
-		GElf_Sym s;
-		GElf_Shdr ssh;
-		struct esym *e;
-		const char *at;
-
-		if (!gelf_getsym(data, (int)i, &s) || !wanted(&s) || s.st_name >= strsize)
-			continue;
-		e = &f->syms[k++];
-		e->name = f->strings + s.st_name;
-		at = strchr(e->name, '@');
-		e->keylen = at ? (size_t)(at - e->name) : strlen(e->name);
-		e->value = s.st_value;
-		e->size = s.st_size;
-		e->type = GELF_ST_TYPE(s.st_info);
-		e->bind = GELF_ST_BIND(s.st_info);
-		e->code = s.st_shndx < SHN_LORESERVE &&
-			  gelf_getshdr(elf_getscn(elf, s.st_shndx), &ssh) &&
-			  (ssh.sh_flags & SHF_EXECINSTR);
-	}
-	f->nsyms = k;
-	qsort(f->syms, f->nsyms, sizeof(*f->syms), esym_addr_cmp);
+	ret = symscn ? efile_add_syms(f, elf, symscn, &f->strings) : 0;
 out:
 	if (elf)
 		elf_end(elf);
 	return ret;
+}
+
+/* [cache_lock held] Once, for a file without .symtab: the symbols of its
+ * debug file or MiniDebugInfo join its own. Values are the file's. */
+static void efile_read_debug(struct efile *f)
+{
+	struct ukp_debugsrc src;
+	char real[PATH_MAX];
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd;
+
+	if (f->debug_read || f->has_symtab)
+		return;
+	f->debug_read = true;
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF &&
+	    ukp_debuginfo_open(elf, realpath(f->path, real) ? real : f->path, &src) == 0) {
+		while ((scn = elf_nextscn(src.elf, scn)) != NULL) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+				efile_add_syms(f, src.elf, scn, &f->dstrings);
+				break;
+			}
+		}
+		ukp_debuginfo_close(&src);
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
 }
 
 /* [cache_lock held] The cached file at path (re-read when it changed). */
@@ -175,6 +227,7 @@ static struct efile *efile_get(const char *path)
 			free(f->path);
 			free(f->syms);
 			free(f->strings);
+			free(f->dstrings);
 			free(f);
 			break;
 		}
@@ -186,6 +239,7 @@ static struct efile *efile_get(const char *path)
 			free(f->path);
 			free(f->syms);
 			free(f->strings);
+			free(f->dstrings);
 		}
 		free(f);
 		close(fd);
@@ -209,9 +263,10 @@ static bool name_is(const struct esym *e, const char *name)
 	return strlen(name) == e->keylen && !memcmp(e->name, name, e->keylen);
 }
 
-/* A symbol named name (pass 0: global or weak; 1: local). */
-static const struct esym *efile_find(const struct efile *f, const char *name, int pass,
-				     bool functions)
+/* A symbol named name (pass 0: global or weak; 1: local), in f's own
+ * symbols only. */
+static const struct esym *efile_find_own(const struct efile *f, const char *name, int pass,
+					 bool functions)
 {
 	size_t i;
 
@@ -225,6 +280,18 @@ static const struct esym *efile_find(const struct efile *f, const char *name, in
 		return e;
 	}
 	return NULL;
+}
+
+/* [cache_lock held] The same, and on a miss in the debug file's. */
+static const struct esym *efile_find(struct efile *f, const char *name, int pass, bool functions)
+{
+	const struct esym *e = efile_find_own(f, name, pass, functions);
+
+	if (!e && !f->debug_read && !f->has_symtab) {
+		efile_read_debug(f);
+		e = efile_find_own(f, name, pass, functions);
+	}
+	return e;
 }
 
 /* ----------------------------------------------------- loaded objects */
@@ -453,7 +520,7 @@ char *ukpa_obj_file(const char *name)
 bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t *what,
 			 uint64_t *addr)
 {
-	const struct efile *f;
+	struct efile *f;
 	bool ok = false;
 	size_t i;
 
@@ -470,14 +537,24 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 		*what = UKP_WHAT_ADDR;
 		*addr = spec->addr;
 	} else if (spec->is_glob) {
-		for (i = 0; i < f->nsyms && !ok; i++) {
-			char name[512];
+		int round;
 
-			if (!is_function(&f->syms[i]) || f->syms[i].keylen >= sizeof(name))
-				continue;
-			memcpy(name, f->syms[i].name, f->syms[i].keylen);
-			name[f->syms[i].keylen] = '\0';
-			ok = !fnmatch(spec->symbol, name, 0);
+		/* its own symbols, then (no match) its debug file's too */
+		for (round = 0; round < 2 && !ok; round++) {
+			if (round && (f->debug_read || f->has_symtab))
+				break;
+			if (round)
+				efile_read_debug(f);
+			for (i = 0; i < f->nsyms && !ok; i++) {
+				char name[512];
+
+				if (!is_function(&f->syms[i]) ||
+				    f->syms[i].keylen >= sizeof(name))
+					continue;
+				memcpy(name, f->syms[i].name, f->syms[i].keylen);
+				name[f->syms[i].keylen] = '\0';
+				ok = !fnmatch(spec->symbol, name, 0);
+			}
 		}
 		*what = UKP_WHAT_NOMATCH;
 	} else {
@@ -498,6 +575,14 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 
 int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
 {
+	uint64_t size;
+
+	return ukpa_datasym_lookup_size(object, name, addr, &size);
+}
+
+int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
+			     uint64_t *size)
+{
 	struct walk w;
 	int pass, ret = -ENOENT;
 	size_t i;
@@ -509,7 +594,7 @@ int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
 		if (pass < 2 && !object)
 			continue;
 		for (i = 0; i < w.n && ret; i++) {
-			const struct efile *f;
+			struct efile *f;
 			const struct esym *e;
 
 			if (pass < 2 && !obj_matches(&w.list[i].obj, object))
@@ -518,6 +603,7 @@ int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
 			e = f ? efile_find(f, name, pass & 1, false) : NULL;
 			if (e) {
 				*addr = w.list[i].obj.base + e->value;
+				*size = e->size;
 				ret = 0;
 			}
 		}

@@ -124,7 +124,8 @@ static void send_probe(const struct ukpa_probe *pr)
 {
 	const struct kprobe *kp = pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
 
-	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt, (uintptr_t)kp->addr,
+	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt,
+		       pr->spec->spec.is_watch ? pr->waddr : (uintptr_t)kp->addr,
 		       pr->func, pr->base, pr->event, pr->where, pr->object, pr->why);
 }
 
@@ -274,9 +275,11 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 /* ----------------------------------------------------------- globs */
 
 struct match {
-	uintptr_t start;
+	uintptr_t start;          /* an IFUNC's: its implementation's */
 	char *name;               /* without a version suffix */
 	char *prefer;             /* "path:name" */
+	bool dup;                 /* the same code as an earlier match */
+	bool ifunc;               /* an IFUNC's implementation */
 };
 
 struct matches {
@@ -289,12 +292,14 @@ struct matches {
 
 /* [reg] under the library's lock: collect, register later. Aliases come
  * together (the best name first): the first one that matches names the
- * function. */
+ * function. An IFUNC stands for the implementation its resolver chose
+ * in this process (ukp_sym_ifunc_impl). */
 static void match_cb(const struct ukp_symres *sym, void *arg)
 {
 	struct matches *ms = arg;
 	char name[512];
 	size_t len = strcspn(sym->name, "@");
+	uintptr_t start = sym->start;
 
 	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->obj &&
 						  !strcmp(sym->obj->path, ms->skip_path)))
@@ -304,6 +309,10 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 	memcpy(name, sym->name, len);
 	name[len] = '\0';
 	if (fnmatch(ms->pattern, name, 0))
+		return;
+	/* an implementation that cannot be found: nothing to probe for
+	 * that name (its resolver runs once, at load) */
+	if (sym->ifunc && ukp_sym_ifunc_impl(sym, &start))
 		return;
 	if (ms->n == ms->cap) {
 		size_t cap = ms->cap ? ms->cap * 2 : 64;
@@ -316,7 +325,9 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 		ms->m = m;
 		ms->cap = cap;
 	}
-	ms->m[ms->n].start = sym->start;
+	ms->m[ms->n].start = start;
+	ms->m[ms->n].dup = false;
+	ms->m[ms->n].ifunc = sym->ifunc;
 	ms->m[ms->n].name = strdup(name);
 	ms->m[ms->n].prefer = malloc(strlen(sym->obj->path) + len + 2);
 	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
@@ -327,6 +338,44 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 	}
 	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->obj->path, name);
 	ms->n++;
+}
+
+struct match_key {
+	uintptr_t start;
+	size_t i;
+};
+
+static int match_key_cmp(const void *pa, const void *pb)
+{
+	const struct match_key *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* One probe per piece of code: a later match at the same address (two
+ * IFUNCs whose resolvers chose one implementation, memmove and memcpy;
+ * an IFUNC and its implementation's own name) is dropped, the first
+ * name in walk order kept. */
+static int matches_dedup(struct matches *ms)
+{
+	struct match_key *k;
+	size_t i;
+
+	if (ms->n < 2)
+		return 0;
+	k = malloc(ms->n * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (i = 0; i < ms->n; i++)
+		k[i] = (struct match_key){ ms->m[i].start, i };
+	qsort(k, ms->n, sizeof(*k), match_key_cmp);
+	for (i = 1; i < ms->n; i++)
+		if (k[i].start == k[i - 1].start)
+			ms->m[k[i].i].dup = true;
+	free(k);
+	return 0;
 }
 
 static const char *agent_path(void)
@@ -345,7 +394,7 @@ static int register_glob(struct ukpa_spec *s)
 {
 	struct matches ms = { .pattern = s->spec.symbol };
 	size_t i;
-	int ret;
+	int ret, pass;
 
 	if (!s->spec.object)
 		ms.skip_path = agent_path();
@@ -354,12 +403,18 @@ static int register_glob(struct ukpa_spec *s)
 		return ret;
 	ukp_for_each_symbol(s->spec.object, match_cb, &ms);
 	ukp_unlock_for_show();
-	ret = ms.nomem ? -ENOMEM : ms.n ? 0 : -ENOENT;
-	for (i = 0; i < ms.n; i++) {
-		char event[UKP_SPEC_NAME_MAX + 1];
-		struct ukpa_probe *pr;
+	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
+	/* IFUNC implementations last: they are libc's string and memory
+	 * functions, which registering (the decoder's memset on every
+	 * instruction) calls all the time; armed first, they would turn
+	 * each of those calls into a breakpoint hit */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ms.n; i++) {
+			char event[UKP_SPEC_NAME_MAX + 1];
+			struct ukpa_probe *pr;
 
-		if (!ret) {
+			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
+				continue;
 			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
@@ -378,6 +433,8 @@ static int register_glob(struct ukpa_spec *s)
 				}
 			}
 		}
+	}
+	for (i = 0; i < ms.n; i++) {
 		free(ms.m[i].name);
 		free(ms.m[i].prefer);
 	}
@@ -439,6 +496,71 @@ static int spec_wait(struct ukpa_spec *s)
 	return 0;
 }
 
+/*
+ * A w SPEC: a watchpoint on every thread at the data symbol (+ offset)
+ * or address, watch_len bytes (default: the symbol's size, or 8). 0, or
+ * the negative errno (*what says what was not found).
+ */
+static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uint32_t *what)
+	__attribute__((nonnull(1, 3)));
+static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uint32_t *what)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+	struct perf_event_attr attr;
+	uint64_t size = 0;
+	uintptr_t a;
+	char where[512];
+	int ret;
+
+	if (spec->is_addr) {
+		a = spec->addr + (obj ? obj->base : 0);
+	} else if (ukpa_datasym_lookup_size(spec->object, spec->symbol, &a, &size)) {
+		*what = UKP_WHAT_SYMBOL;
+		return -ENOENT;
+	}
+	a += spec->offset;
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = a;
+	attr.bp_len = spec->watch_len ? spec->watch_len
+				      : size && !spec->offset && !spec->is_addr ? size : 8;
+	attr.bp_type = spec->watch_type;
+	pr->waddr = a;
+	pr->wbp = register_wide_hw_breakpoint(&attr, ukpa_watch_hit, pr);
+	if (IS_ERR(pr->wbp)) {
+		ret = (int)PTR_ERR(pr->wbp);
+		pr->wbp = NULL;
+		return ret;
+	}
+	if (!ukpa_datasym_symbolize(a, where, sizeof(where)))
+		snprintf(where, sizeof(where), "0x%lx", (unsigned long)a);
+	snprintf(where + strlen(where), sizeof(where) - strlen(where), " len=%llu %s",
+		 (unsigned long long)attr.bp_len,
+		 attr.bp_type == 1 ? "r" : attr.bp_type == 2 ? "w" : "rw");
+	pr->where = strdup(where);
+	snprintf(pr->why, sizeof(pr->why), "%s",
+		 pr->wbp[0]->mechanism == UKP_HW_BREAKPOINT_DEBUGREG ? "debug register"
+								    : "page protection");
+	if (ukp_lock_for_show() == 0) {
+		const struct ukp_object *o = ukp_object_of(a);
+
+		if (o) {
+			pr->base = o->base;
+			pr->object = strdup(o->path);
+		}
+		ukp_unlock_for_show();
+	}
+	ret = probe_publish(pr);
+	if (ret) {
+		unregister_wide_hw_breakpoint(pr->wbp);
+		pr->wbp = NULL;
+		return ret;
+	}
+	pr->spec->nprobes++;
+	send_probe(pr);
+	atomic_store_explicit(&pr->live, true, memory_order_release);
+	return 0;
+}
+
 /* Resolve and register one SPEC. -1 when it failed (reported). */
 static int spec_resolve(struct ukpa_spec *s)
 {
@@ -460,6 +582,19 @@ static int spec_resolve(struct ukpa_spec *s)
 	if (resolve_args(s, &argi)) {
 		spec_failed(s, -ENOENT, UKP_WHAT_DATASYM, argi, 0, NULL);
 		return -1;
+	}
+	if (spec->is_watch) {
+		uint32_t what = UKP_WHAT_NONE;
+
+		pr = probe_new(s, spec->event, 0);
+		ret = pr ? watch_register(pr, have_obj ? &obj : NULL, &what) : -ENOMEM;
+		if (ret) {
+			spec_failed(s, ret, what, 0, pr ? pr->waddr : 0, have_obj ? obj.path : NULL);
+			if (pr)
+				probe_free(pr);
+			return -1;
+		}
+		return 0;
 	}
 	if (spec->is_glob) {
 		ret = register_glob(s);
@@ -712,6 +847,7 @@ static void send_stats_locked(void)
 			.id = pr->id,
 			.hits = atomic_load(&pr->hits),
 			.missed = pr->spec->spec.is_return ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
+				  : pr->wbp ? pr->wbp[0]->nmissed
 							   : pr->kp.nmissed,
 		};
 		if (n == sizeof(batch) / sizeof(batch[0]) || !pr->next) {

@@ -175,20 +175,31 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 	if (ukp_lock_for_show())
 		return;
 	if (ukp_sym_lookup_addr(addr, &res) == 0) {
-		const char *name = res.name;
+		const char *name = res.name, *given = NULL;
+		bool ifunc = false;
 		uintptr_t pa;
+		int n = 0;
 
-		/* aliases (free/cfree): the name the user gave, if it is one */
-		if (prefer && ukp_sym_lookup_name(prefer, &pa) == 0 && pa == res.start) {
-			name = strrchr(prefer, ':');
-			name = name ? name + 1 : prefer;
+		/* aliases (free/cfree): the name the user gave, if it is one;
+		 * an IFUNC's name goes before its implementation's
+		 * ("strlen -> __strlen_avx2+0x0/...") */
+		if (prefer && ukp_sym_lookup_name_ifunc(prefer, &pa, &ifunc) == 0 &&
+		    pa == res.start) {
+			given = strrchr(prefer, ':');
+			given = given ? given + 1 : prefer;
+			if (ifunc)
+				n = snprintf(buf, len, "%s -> ", given);
+			else
+				name = given;
 		}
+		if (n < 0 || (size_t)n >= len)
+			n = 0;
 		if (res.obj && !res.obj->is_main)
-			snprintf(buf, len, "%s+0x%lx/0x%lx [%s]", name,
+			snprintf(buf + n, len - (size_t)n, "%s+0x%lx/0x%lx [%s]", name,
 				 (unsigned long)(addr - res.start), (unsigned long)res.size,
 				 res.obj->name);
 		else
-			snprintf(buf, len, "%s+0x%lx/0x%lx", name,
+			snprintf(buf + n, len - (size_t)n, "%s+0x%lx/0x%lx", name,
 				 (unsigned long)(addr - res.start), (unsigned long)res.size);
 		if (func)
 			*func = res.start;

@@ -550,6 +550,9 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 		if (caller)
 			n = (uint64_t)ukpa_unwind(caller, regs->sp, regs->bp, UKPA_UNWIND_RET, frames,
 						  (int)max);
+		else if (spec->is_watch) /* ip is the watched address: the access's next insn */
+			n = (uint64_t)ukpa_unwind(regs->ip, regs->sp, regs->bp, UKPA_UNWIND_INSIDE,
+						  frames, (int)max);
 		else
 			n = (uint64_t)ukpa_unwind(ip, regs->sp, regs->bp,
 						  ip == pr->func ? UKPA_UNWIND_ENTRY : UKPA_UNWIND_INSIDE,

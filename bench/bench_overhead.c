@@ -35,6 +35,15 @@
  *   ro           kretprobe whose entry probe is jump-optimized
  *   The rows b, r and rb are the breakpoint paths: they run with the
  *   optimization knob off, o and ro with it on.
+ *   w            a data watchpoint hit by page protection: bench_store
+ *                (a function like the target that also stores its first
+ *                argument to a long) with a 16-byte RW watchpoint (beyond
+ *                the debug registers) on that long; the handler counts
+ *   w_nb         the same store to a neighbour long on the watched page:
+ *                no handler, the access still runs through the fault path
+ *   w_hw         the 8-byte watchpoint on a debug register (skipped where
+ *                the machine's debug registers do not fire)
+ *   (their overhead is over call, which does no store)
  *   uprobe, uretprobe, uprobe_nop5, uretprobe_nop5
  *                the kernel's uprobes (tracefs uprobe_events, enabled in a
  *                private trace instance) on the same functions of this
@@ -77,6 +86,9 @@ enum {
 	M_RO,
 	M_J,
 	M_JR,
+	M_W,
+	M_WNB,
+	M_WHW,
 	M_UP,
 	M_URP,
 	M_UPNOP5,
@@ -114,6 +126,9 @@ static struct measure ms[NM] = {
 	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
 	[M_J] = { "j", "jprobe", K_UKPROBES, false },
 	[M_JR] = { "jr", "jprobe + kretprobe", K_UKPROBES, false },
+	[M_W] = { "w", "watchpoint hit (page protection)", K_UKPROBES, false },
+	[M_WNB] = { "w_nb", "store next to a watchpoint, same page (no handler)", K_UKPROBES, false },
+	[M_WHW] = { "w_hw", "watchpoint hit (debug register)", K_UKPROBES, false },
 	[M_UP] = { "uprobe", "kernel uprobe", K_PEER, false },
 	[M_URP] = { "uretprobe", "kernel uretprobe", K_PEER, false },
 	[M_UPNOP5] = { "uprobe_nop5", "kernel uprobe on a 5-byte NOP", K_PEER, false },
@@ -153,6 +168,9 @@ static const struct {
 	{ "j/k", M_J, M_K },
 	{ "j/2rt", M_J, M_RT2 },
 	{ "jr/j", M_JR, M_J },
+	{ "w/1rt", M_W, M_RT1 },
+	{ "w_nb/w", M_WNB, M_W },
+	{ "w_hw/1rt", M_WHW, M_RT1 },
 	{ "k/uprobe", M_K, M_UP },
 	{ "r/uretprobe", M_R, M_URP },
 };
@@ -200,6 +218,25 @@ static struct kprobe kp;
 static struct kretprobe rp;
 static struct jprobe jp;
 
+
+/* The watched data (its own page) and the store the w rows time. */
+static struct {
+	long watched[2];
+	long neighbour;
+} __attribute__((aligned(4096))) wdata;
+static long *volatile store_at;
+static volatile unsigned long watch_hits;
+
+static __attribute__((noipa)) int bench_store(int x, int y)
+{
+	*(volatile long *)store_at = x;
+	return x + y + 1;
+}
+
+static void on_watch(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs)
+{
+	watch_hits++;
+}
 
 static void fatal(const char *what, int err)
 {
@@ -420,6 +457,35 @@ static double sample(int m)
 		}
 		unregister_jprobe(&jp);
 		break;
+	case M_W:
+	case M_WNB:
+	case M_WHW: {
+		struct perf_event_attr a;
+		struct perf_event *bp;
+		unsigned long w0;
+
+		hw_breakpoint_init(&a);
+		a.bp_addr = (uintptr_t)wdata.watched;
+		a.bp_len = m == M_WHW ? 8 : 16;
+		a.bp_type = HW_BREAKPOINT_RW;
+		bp = register_user_hw_breakpoint(&a, on_watch, NULL, 0);
+		if (IS_ERR(bp))
+			fatal("register_user_hw_breakpoint", (int)PTR_ERR(bp));
+		if (m == M_WHW && bp->mechanism != UKP_HW_BREAKPOINT_DEBUGREG) {
+			snprintf(ms[m].why, sizeof(ms[m].why),
+				 "this machine's debug registers do not fire");
+			ms[m].skipped = true;
+			unregister_hw_breakpoint(bp);
+			return 0;
+		}
+		store_at = m == M_WNB ? &wdata.neighbour : &wdata.watched[0];
+		bench_call_loop(bench_store, WARMUP);
+		w0 = watch_hits;
+		ns = bench_call_loop(bench_store, iters);
+		check(ms[m].id, watch_hits - w0, m == M_WNB ? 0 : iters);
+		unregister_hw_breakpoint(bp);
+		break;
+	}
 	case M_UP:
 	case M_URP:
 		ns = peer_sample(&ms[m], bench_target);

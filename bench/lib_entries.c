@@ -116,6 +116,7 @@ static int read_dynsym(Elf *elf, struct lib_entries *le, char *err, size_t errle
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
 		le->v[le->n++] = (struct lib_entry){ .addr = le->base + s.st_value,
+						     .size = type == STT_FUNC ? s.st_size : 0,
 						     .name = le->strtab + s.st_name,
 						     .names = 1,
 						     .ifunc = type == STT_GNU_IFUNC };
@@ -173,11 +174,21 @@ int lib_entries_load(void *handle, struct lib_entries *le, char *err, size_t err
 	int fd = -1, ret;
 
 	memset(le, 0, sizeof(*le));
-	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm || !lm->l_name[0]) {
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) || !lm) {
 		snprintf(err, errlen, "dlinfo: %s", dlerror());
 		return -ENOENT;
 	}
-	snprintf(le->path, sizeof(le->path), "%s", lm->l_name);
+	if (lm->l_name[0]) {
+		snprintf(le->path, sizeof(le->path), "%s", lm->l_name);
+	} else {	/* the main program */
+		ssize_t n = readlink("/proc/self/exe", le->path, sizeof(le->path) - 1);
+
+		if (n <= 0) {
+			snprintf(err, errlen, "/proc/self/exe: %s", strerror(errno));
+			return -ENOENT;
+		}
+		le->path[n] = 0;
+	}
 	le->base = lm->l_addr;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));

@@ -24,6 +24,7 @@
 
 struct lib_entry {
 	uintptr_t addr;       /* absolute address of the function's first byte */
+	size_t size;          /* its symbol's size (IFUNC implementations: 0) */
 	const char *name;     /* one of its names (a public one when there is) */
 	unsigned int names;   /* .dynsym symbols (aliases, versions) at addr */
 	bool ifunc;           /* the implementation of an IFUNC symbol only */
@@ -42,7 +43,8 @@ struct lib_entries {
 };
 
 /*
- * Fill *le for the loaded library handle (from dlopen). Returns 0, or
+ * Fill *le for the loaded library handle (from dlopen; dlopen(NULL) for
+ * the main program, read from /proc/self/exe). Returns 0, or
  * -errno with a message in err (no file, no .dynsym, no memory).
  */
 int lib_entries_load(void *handle, struct lib_entries *le, char *err, size_t errlen);

@@ -7,7 +7,7 @@ Called by bench/run.sh:
   report.py --work DIR --mode quick|full --json OUT [--markdown OUT.md]
 
 DIR holds what run.sh collected: overhead.json, scale.json,
-register_<N>.json, coverage.json, attach.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
+register_<N>.json, coverage.json, coverage_insns.json, attach.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
 counts `uftrace report` found), skips.tsv (id, reason: what run.sh
 skipped itself). Everything missing is reported as skipped, never as a
 failure.
@@ -128,12 +128,12 @@ def mem(r):
 # Rows of the overhead table in order (ids from bench_overhead and the
 # uftrace runs).
 ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "ov", "r", "rb", "ro", "kr", "k_nop5", "j", "jr",
-        "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
+        "w", "w_nb", "w_hw", "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
 
 RATIOS_SHOWN = ["k/1rt", "k/2rt", "b/1rt", "b/k", "r/1rt", "rb/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
                 "o/detour", "o/call", "b/o", "ov/o", "ro/r", "ro/o", "k_nop5/o", "j/k", "j/2rt", "jr/j",
                 "uprobe/k", "uretprobe/r", "uprobe/1rt", "uprobe_nop5/k", "uprobe_nop5/uprobe",
-                "uretprobe_nop5/r", "uftrace/k", "uftrace_nop5/k"]
+                "uretprobe_nop5/r", "w/1rt", "w_nb/w", "w_hw/1rt", "uftrace/k", "uftrace_nop5/k"]
 
 
 def merge_uftrace(work, overhead, skips):
@@ -198,6 +198,8 @@ def coverage_reasons(cov, cls):
     reason, the most frequent reason and instruction first."""
     rows = {}
     for lib in coverage_libs(cov):
+        if cls not in lib:
+            continue
         c = lib[cls]
         for refused, items in ((False, c["not_optimized"]), (True, c["refused"])):
             for r in items:
@@ -220,8 +222,8 @@ def reasons_line(cov, cls):
 def coverage_mismatches(cov):
     out = []
     for lib in coverage_libs(cov):
-        for cls in ("functions", "ifunc"):
-            for m in lib[cls]["mismatches"]:
+        for cls in ("functions", "ifunc", "instructions"):
+            for m in lib.get(cls, {}).get("mismatches", []):
                 out.append("%s %s: %s x%d (%s)" % (lib["soname"], cls, m["reason"], m["count"],
                                                   ", ".join(m["examples"])))
     return out
@@ -368,6 +370,62 @@ def attach_markdown(att):
                        " |" * (len(ATTACH_COLS) - 1))
             continue
         out.append("| %s | %s |" % (r["id"], " | ".join(attach_cells(r))))
+# ---------------------------------------- ... at instruction boundaries
+
+INSNS_GOAL = 97.0  # issue 14: >= 97% of the probe-able instruction boundaries
+
+
+def insns_libs(cov):
+    return [lib for lib in coverage_libs(cov) if "instructions" in lib]
+
+
+def insns_rows(cov):
+    """(library, boundaries, sampled, probe-able, optimized, % of probe-able)"""
+    return [(lib["soname"], lib["instruction_boundaries"], lib["instructions"]["entries"],
+             lib["instructions"]["probeable"], lib["instructions"]["optimized"],
+             pct(lib["instructions"]["optimized"], lib["instructions"]["probeable"]))
+            for lib in insns_libs(cov)]
+
+
+def insns_text(cov):
+    out = ["", "... at instruction boundaries inside the exported functions, drawn at random "
+           "(seed %d; none within 16 bytes of another):" % insns_libs(cov)[0]["seed"]]
+    out.append("  %-20s %10s %8s %10s %10s %12s" % (
+        "library", "boundaries", "sampled", "probe-able", "optimized", "% probe-able"))
+    for r in insns_rows(cov):
+        out.append("  %-20s %10d %8d %10d %10d %12s" % r)
+    last = None
+    for reason, insn, counts, ex in coverage_reasons(cov, "instructions"):
+        if reason != last:
+            out.append("  the rest: %s" % reason)
+            last = reason
+        out.append("    %5d  %-40s %s; e.g. %s" % (
+            sum(counts.values()), insn or "", ", ".join("%s %d" % kv for kv in counts.items()),
+            ", ".join(ex[:3])))
+    return out
+
+
+def insns_markdown(cov, commit):
+    libs = [lib["soname"] for lib in insns_libs(cov)]
+    out = ["", "The same at instruction boundaries inside the exported functions (commit `%s`), "
+           "drawn at random (seed %d; none within 16 bytes of another; goal ≥ %.0f%% of the "
+           "probe-able):" % (commit[:12], insns_libs(cov)[0]["seed"], INSNS_GOAL), ""]
+    out.append("| library | boundaries | sampled | probe-able | optimized | of probe-able |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in insns_rows(cov):
+        out.append("| `%s` | %d | %d | %d | %d | %s |" % r)
+    reasons = coverage_reasons(cov, "instructions")
+    if reasons:
+        out.append("")
+        out.append("| reason | instruction | " + " | ".join("`%s`" % n for n in libs) + " | e.g. |")
+        out.append("| --- | --- | " + " | ".join("---:" for _ in libs) + " | --- |")
+        last = None
+        for reason, insn, counts, ex in reasons:
+            out.append("| %s | %s | %s | %s |" % (
+                reason if reason != last else "", insn or "",
+                " | ".join(str(counts.get(n, 0)) for n in libs),
+                ", ".join("`%s`" % e for e in ex[:3])))
+            last = reason
     return out
 
 
@@ -474,6 +532,8 @@ def table_text(res):
         out.extend(coverage_text(res["coverage"]))
     if res.get("attach"):
         out.extend(attach_text(res["attach"]))
+    if res.get("coverage_insns") and insns_libs(res["coverage_insns"]):
+        out.extend(insns_text(res["coverage_insns"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped:")
@@ -591,6 +651,8 @@ def table_markdown(res):
         out.extend(coverage_markdown(res["coverage"], res["commit"]))
     if res.get("attach"):
         out.extend(attach_markdown(res["attach"]))
+    if res.get("coverage_insns") and insns_libs(res["coverage_insns"]):
+        out.extend(insns_markdown(res["coverage_insns"], res["commit"]))
     if res["skipped"]:
         out.append("")
         out.append("Skipped: " + "; ".join("%s: %s" % (s["id"], s["reason"])
@@ -652,6 +714,9 @@ def main():
     att = load(os.path.join(a.work, "attach.json"))
     if att:
         res["attach"] = att
+    cov_insns = load(os.path.join(a.work, "coverage_insns.json"))
+    if cov_insns:
+        res["coverage_insns"] = cov_insns
 
     # one list of everything that was not measured, and why
     skipped = []

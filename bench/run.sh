@@ -44,8 +44,8 @@ else
     meson setup build-bench -Dbench=true -Dtests=false >/dev/null
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
-  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 tools/ukprobe/ukprobe \
-  agent/libukprobe-agent.so >/dev/null
+  bench/bench_coverage bench/bench_coverage_preload.so bench/bench_uftrace bench/bench_uftrace_nop5 \
+  tools/ukprobe/ukprobe agent/libukprobe-agent.so >/dev/null
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")
@@ -137,8 +137,19 @@ for n in 1000 10000; do
 done
 
 # -------------------------------------------------------------- coverage
-echo "bench: jump-optimization coverage of libc, libz, libsqlite3 (bench_coverage)" >&2
-"$bin/bench_coverage" "${q[@]}" --json "$work/coverage.json" || status=1
+# The entries of three libraries and of a non-PIE executable (python3.11,
+# measured from inside: bench_coverage --exe), then random instruction
+# boundaries inside the functions of libsqlite3 and python3.11.
+py=/usr/bin/python3.11
+exe=(); [ -x $py ] && exe=(--exe $py)
+[ -x $py ] || printf 'coverage %s\tnot installed\n' $py >>"$skips"
+echo "bench: jump-optimization coverage of libc, libz, libsqlite3${exe:+, python3.11} (bench_coverage)" >&2
+"$bin/bench_coverage" "${q[@]}" --lib libc.so.6 --lib libz.so.1 --lib libsqlite3.so.0 "${exe[@]}" \
+  --json "$work/coverage.json" || status=1
+insns=2000; [ $quick = 1 ] && insns=200
+echo "bench: ... at $insns random instruction boundaries of libsqlite3${exe:+, python3.11}" >&2
+"$bin/bench_coverage" "${q[@]}" --lib libsqlite3.so.0 "${exe[@]}" --insns $insns --seed 1 \
+  --json "$work/coverage_insns.json" || status=1
 
 # ---------------------------------------------------------------- attach
 echo "bench: ukprobe -p (attach.py): stop and attach times" >&2

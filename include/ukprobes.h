@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -471,6 +472,119 @@ static inline int enable_jprobe(struct jprobe *jp)
 {
 	return enable_kprobe(&jp->kp);
 }
+
+/* ------------------------------------------------------------------ */
+/*
+ * Data watchpoints (the kernel's hw_breakpoint API, kprobes.rst TODO e:
+ * "probes which fire on data references"), for this process. "CPU"
+ * means "thread": a wide breakpoint watches every thread, present and
+ * future; a user breakpoint watches one thread.
+ *
+ * struct perf_event_attr and the HW_BREAKPOINT_* constants are the
+ * kernel's (<linux/perf_event.h>, <linux/hw_breakpoint.h>). Fill the
+ * attr with hw_breakpoint_init(), then set bp_addr, bp_len (any length
+ * from 1 byte) and bp_type (HW_BREAKPOINT_R, HW_BREAKPOINT_W or
+ * HW_BREAKPOINT_RW); attr.disabled registers it disabled.
+ *
+ * The handler runs after the access, in the thread that made it, with
+ * regs->ip at the next instruction and the new value in memory: inside
+ * the library's SIGSEGV handler (page protection) or SIGTRAP handler
+ * (debug registers), under the same rules as a kprobe pre_handler
+ * (async-signal-safe only). An access while this thread runs a probe
+ * handler of any kind is not reported: it is counted in bp->nmissed.
+ * See README.md, "Watchpoints", for the mechanisms and their limits.
+ */
+#include <linux/perf_event.h>
+#include <linux/hw_breakpoint.h>
+
+#ifndef MAX_ERRNO
+#define MAX_ERRNO 4095
+#endif
+#ifndef IS_ERR_VALUE
+#define IS_ERR_VALUE(x) ((unsigned long)(void *)(x) >= (unsigned long)-MAX_ERRNO)
+static inline void *ERR_PTR(long error) { return (void *)error; }
+static inline long PTR_ERR(const void *ptr) { return (long)ptr; }
+static inline bool IS_ERR(const void *ptr) { return IS_ERR_VALUE((unsigned long)ptr); }
+static inline bool IS_ERR_OR_NULL(const void *ptr)
+{
+	return !ptr || IS_ERR_VALUE((unsigned long)ptr);
+}
+#endif
+
+/* What one access that fired a breakpoint was. */
+struct perf_sample_data {
+	unsigned long addr; /* first byte of the access (the kernel gives bp_addr) */
+	unsigned long len;  /* its length in bytes */
+	unsigned int type;  /* HW_BREAKPOINT_R and/or HW_BREAKPOINT_W */
+	unsigned long ip;   /* the accessing instruction (regs->ip is the next one) */
+};
+
+struct perf_event;
+typedef void (*perf_overflow_handler_t)(struct perf_event *bp, struct perf_sample_data *data,
+					struct pt_regs *regs);
+
+/* A registered breakpoint. Read-only for users, except through
+ * modify_user_hw_breakpoint(). */
+struct perf_event {
+	struct perf_event_attr attr;
+	perf_overflow_handler_t overflow_handler;
+	void *overflow_handler_context;
+	unsigned long nmissed;   /* accesses while a handler of this thread ran */
+	int tid;                 /* the watched thread, 0: every thread (wide) */
+	int mechanism;           /* UKP_HW_BREAKPOINT_DEBUGREG or _PAGE */
+	void *priv;              /* private */
+};
+#define UKP_HW_BREAKPOINT_DEBUGREG 1 /* a debug register (perf_event_open) */
+#define UKP_HW_BREAKPOINT_PAGE     2 /* page protection */
+
+static inline void hw_breakpoint_init(struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->type = PERF_TYPE_BREAKPOINT;
+	attr->size = sizeof(*attr);
+	attr->pinned = 1;
+	attr->sample_period = 1;
+}
+
+static inline struct perf_event_attr *counter_arch_bp(struct perf_event *bp)
+{
+	return &bp->attr;
+}
+
+/*
+ * One thread's breakpoint: tid from gettid(), 0 for the calling thread.
+ * Returns the breakpoint or an error pointer (IS_ERR, PTR_ERR):
+ *  -EINVAL     not a breakpoint attr, bp_type not R, W or RW, bp_len 0,
+ *              an address range that wraps, memory that is executable
+ *  -EFAULT     the range is not (entirely) mapped
+ *  -EOPNOTSUPP shared memory (MAP_SHARED), or no mechanism works
+ *  -ESRCH      no such thread in this process
+ *  -ENOSPC     too many watched pages or breakpoints
+ *  -ENOMEM     no memory
+ *  -EBUSY      called from inside a probe handler
+ */
+UKPROBES_API struct perf_event *register_user_hw_breakpoint(struct perf_event_attr *attr,
+		perf_overflow_handler_t triggered, void *context, int tid);
+/*
+ * Every thread's breakpoint. The kernel returns a per-CPU array of
+ * events; here one event watches every thread, and the array has that
+ * one element: (*ret)[0] (ret[0]) is the event. Errors as above.
+ */
+UKPROBES_API struct perf_event **register_wide_hw_breakpoint(struct perf_event_attr *attr,
+		perf_overflow_handler_t triggered, void *context);
+/* New address, length, type or disabled flag; 0 or -errno (as above).
+ * On error the breakpoint keeps its old settings. */
+UKPROBES_API int modify_user_hw_breakpoint(struct perf_event *bp, struct perf_event_attr *attr);
+/* Handlers running on other threads finish first; the memory is then
+ * unprotected as the program had it. */
+UKPROBES_API void unregister_hw_breakpoint(struct perf_event *bp);
+UKPROBES_API void unregister_wide_hw_breakpoint(struct perf_event **cpu_events);
+/* Which mechanism new breakpoints get: UKP_HW_BREAKPOINT_DEBUGREG when
+ * the machine's debug registers were seen to fire (checked once, by
+ * arming one on a variable and touching it), else
+ * UKP_HW_BREAKPOINT_PAGE. UKPROBES_WATCH=page or =debugreg in the
+ * environment forces one. */
+UKPROBES_API int ukprobes_watch_mechanism(void);
 
 #ifdef __cplusplus
 }

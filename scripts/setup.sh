@@ -2,8 +2,12 @@
 # Installs the build and test dependencies from Debian 12 (run as root, or
 # with sudo available). Safe to run again.
 set -euo pipefail
+# python3.11 and libpython3.11: real targets of the jump-optimization
+# tests (test_optprobe_libs) and of the coverage benchmark (a non-PIE
+# executable).
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
-      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev)
+      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
+      liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -99,6 +99,15 @@ long arch_store_word_nofault(void *dst, uintptr_t v);
 bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);
 
 /*
+ * [reg] IFUNC symbols (STT_GNU_IFUNC). UKP_ARCH_R_IRELATIVE is this
+ * arch's ELF relocation whose addend is a resolver: the dynamic linker
+ * stores what the resolver returned in the relocated word.
+ * arch_ifunc_resolve() calls a resolver the way this arch's dynamic
+ * linker does, and returns the implementation it chose.
+ */
+uintptr_t arch_ifunc_resolve(uintptr_t resolver);
+
+/*
  * Code on the trap path goes into its own section so that it is
  * blacklisted as a whole (the static library puts all of its code there).
  */
@@ -264,5 +273,59 @@ int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st, const struct
  * function's entry, from a signal frame; put them back into another. */
 void arch_jprobe_save_vec(struct arch_jprobe_vec *v, const ucontext_t *uc);
 void arch_jprobe_restore_vec(ucontext_t *uc, const struct arch_jprobe_vec *v);
+
+/* -------------------------------------------------- data watchpoints */
+/* src/arch/<arch>/watch.c and watch_exec.S (page protection, see
+ * src/watch.c). */
+
+#define ARCH_WATCH_R 1 /* = HW_BREAKPOINT_R */
+#define ARCH_WATCH_W 2 /* = HW_BREAKPOINT_W */
+#define ARCH_WATCH_MAX_ACCESS 2
+
+/* One access of an instruction: [addr, addr + len), ARCH_WATCH_R/W. */
+struct arch_watch_access {
+	uintptr_t addr;
+	size_t len;
+	unsigned int type;
+};
+
+/* A fault the instruction raises for the program. */
+struct arch_watch_fault {
+	int sig, code;
+	uintptr_t addr;
+};
+
+/* The core's access to the program's memory, protected pages included
+ * ([trap]; the caller of arch_watch_step holds the watch lock). */
+struct arch_watch_mem {
+	/* 0 if the program may read (write) every byte of the range now,
+	 * else -EFAULT with *fault the first byte it may not */
+	int (*check)(uintptr_t addr, size_t len, bool write, uintptr_t *fault);
+	/* 0 or -EFAULT; they bypass the protection */
+	long (*read)(void *dst, uintptr_t src, size_t n);
+	long (*write)(uintptr_t dst, const void *src, size_t n);
+};
+
+/* [reg] Once, before the first watchpoint. 0 or -errno. */
+int arch_watch_init(void);
+/*
+ * [trap] Run the instruction at regs->ip for the program with its
+ * memory accesses through m. 0: regs as after it (ip at the next
+ * instruction), acc[0..*nacc) what it read and wrote. -EFAULT: it faults
+ * for the program (*f). -EOPNOTSUPP: it cannot run this way; acc[] holds
+ * what it would access as far as the decoder tells.
+ */
+int arch_watch_step(const struct arch_watch_mem *m, struct pt_regs *regs, ucontext_t *uc,
+		    struct arch_watch_access *acc, unsigned int *nacc, struct arch_watch_fault *f);
+/* [trap] A fault at ip inside the code arch_watch_step runs: resume at
+ * *fixup_ip (the fault is recorded for arch_watch_step). */
+bool arch_watch_fixup(uintptr_t ip, int sig, int code, uintptr_t addr, uintptr_t *fixup_ip);
+/* [trap] 0 if the program may write the byte at addr now (an atomic
+ * no-op write), else -EFAULT. */
+long arch_watch_probe_write(uintptr_t addr);
+/* [trap] Was the page fault of uc a write? */
+bool arch_uc_fault_write(const ucontext_t *uc);
+/* [trap] Single-step the thread of uc (trap flag), and stop. */
+void arch_uc_set_single_step(ucontext_t *uc, bool on);
 
 #endif /* UKP_ARCH_H */

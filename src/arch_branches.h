@@ -28,13 +28,19 @@ enum arch_flow_kind {
 	ARCH_FLOW_UNKNOWN,      /* an indirect jump whose targets are unknown */
 	ARCH_FLOW_POINTER,      /* an indirect jump through a pointer loaded from
 				 * memory (no index register, not from the
-				 * stack): from the jump; target is the load,
-				 * the jump itself for jmp *d(%reg), else a mov
-				 * before it whose value reaches the jump when
-				 * nothing jumps into (target, from] */
+				 * stack): from the jump; target is the load:
+				 * the jump itself for jmp *d(%reg) or after
+				 * POINTER_PATH spans, else a mov before it
+				 * whose value reaches the jump when nothing
+				 * jumps into (target, from] */
 	ARCH_FLOW_GLOBAL_POINTER, /* the same from rip-relative memory: a global
 				 * variable or a GOT slot (tail calls of
 				 * -fno-plt code) */
+	ARCH_FLOW_POINTER_PATH, /* before a POINTER or GLOBAL_POINTER whose
+				 * target is the jump itself: the pointer
+				 * passes through the instructions in [from,
+				 * target], which nothing outside the parts
+				 * may enter */
 	ARCH_FLOW_ADDRESS,      /* the code takes the address target, which is
 				 * inside the parts (a rip-relative lea); from 0 */
 	ARCH_FLOW_UNDECODABLE,  /* the bytes at from do not decode */
@@ -60,19 +66,42 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
  * table dispatch, the table's location is known from the code of the
  * parts, and the entries read as targets inside the parts; the entries
  * are read (without faulting) for as long as their targets lie inside
- * one of the parts, so the reported set may be larger than the real one
- * but not smaller. Indirect jumps through a pointer loaded without an
+ * one of the parts or, between code_lo and code_hi (the object's code;
+ * both 0: the parts only), in other code (a case in a stripped cold
+ * part, not reported), so the reported set may be larger than the real
+ * one but not smaller. Indirect jumps through a pointer loaded without an
  * index register (not from the stack) are reported as POINTER, or
  * GLOBAL_POINTER from rip-relative memory (GOT tail calls), for the
- * caller to judge where such a pointer may lead; the rest are UNKNOWN. Indirect calls and returns
- * are not reported. After the parts, ADDRESS for every address inside
+ * caller to judge where such a pointer may lead: jmp *mem at once,
+ * jmp *%reg after the tables, when a backward search over the parts'
+ * instructions finds such a load on every path into the jump
+ * (branches.c, pointer_paths); the rest are UNKNOWN. Indirect calls and
+ * returns are not reported. After the parts, ADDRESS for every address inside
  * them that the code computes with a rip-relative lea, then the TABLE
  * entries.
  * Returns 0 after a full scan, the callback's non-zero value, or
  * -ENOMEM / -EILSEQ (no decoder).
  */
-int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
-		   arch_flow_fn fn, void *arg);
+int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
+		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg);
+
+/*
+ * [reg] The absolute addresses that the instructions of code (len bytes,
+ * at addr in the process) hold as literals: 32-bit immediates (zero- and
+ * sign-extended), 64-bit immediates, absolute displacements of memory
+ * operands (32- and 64-bit, moffs included) and the effective address of
+ * every rip-relative operand; relative branch targets are not reported
+ * (they are control flow, arch_scan_flow). fn(arg, value) is called for
+ * each one in [lo, hi); a non-zero return stops the scan and is returned.
+ * Decoding is linear from code's first byte and restarts at every
+ * address of sync (sorted: symbol and FDE starts, instruction boundaries
+ * the object vouches for) that it would otherwise step over, and one
+ * byte on at undecodable bytes.
+ * Returns 0, the callback's value, or -EILSEQ (no decoder).
+ */
+typedef int (*arch_literal_fn)(void *arg, uintptr_t value);
+int arch_scan_literals(const uint8_t *code, size_t len, uintptr_t addr, const uintptr_t *sync,
+		       size_t nsync, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg);
 
 /*
  * [reg] Are the len bytes at code alignment padding: a run of the fill

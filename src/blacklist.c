@@ -118,6 +118,39 @@ static void add_libc_masked(void)
 	}
 }
 
+/*
+ * libc's memory functions, in a build whose own hit path may call them:
+ * clang and unoptimized builds lower structure initialisation and copies
+ * to memset/memcpy calls, and the sanitizers' __asan_mem* forward to
+ * libc's. A breakpoint there would trap again inside the trap. The names
+ * are IFUNCs: the lookup gives the implementations this process runs.
+ * (GCC's optimized build of the hit path calls none of them, so there
+ * they stay probe-able.)
+ */
+#if defined(__clang__) || !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
+#define UKP_HIT_PATH_CALLS_MEMFUNCS 1
+#else
+#define UKP_HIT_PATH_CALLS_MEMFUNCS 0
+#endif
+static const char *const libc_hit_path[] = { "memset", "memcpy", "memmove" };
+
+static void add_libc_hit_path(void)
+{
+	char spec[64];
+	size_t i;
+
+	for (i = 0; UKP_HIT_PATH_CALLS_MEMFUNCS && i < sizeof(libc_hit_path) / sizeof(libc_hit_path[0]);
+	     i++) {
+		struct ukp_symres sym;
+		uintptr_t a;
+
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_hit_path[i]);
+		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
+			continue;
+		add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_hit_path[i], NULL);
+	}
+}
+
 static void rebuild(void)
 {
 	struct self_search ss = { (uintptr_t)&register_kprobe };
@@ -136,6 +169,7 @@ static void rebuild(void)
 		add_range(restorer, restorer + 16, "__restore_rt", NULL);
 	ukp_for_each_nokprobe(add_range, NULL);
 	add_libc_masked();
+	add_libc_hit_path();
 	built_gen = ukp_objects_generation();
 }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch_branches.h"
 #include "code_refs.h"
 #include "grow_array.h"
 #include "internal.h"
@@ -45,8 +46,9 @@ struct refs {
 	Elf *elf;
 };
 
-static int add_ref(struct refs *r, uintptr_t a)
+static int add_ref(void *arg, uintptr_t a)
 {
+	struct refs *r = arg;
 	uintptr_t *v;
 	size_t i;
 
@@ -253,9 +255,126 @@ static long long announced_bytes(Elf *elf)
 	return total;
 }
 
+/*
+ * [reg] A non-PIE executable (ET_EXEC) needs no relocation to hold the
+ * address of its code: every code address in its image is a literal.
+ * Collect every one of them, from the file (which no probe has touched):
+ * in its executable sections, the literals of the decoded instructions
+ * (arch_scan_literals: immediates, absolute displacements, rip-relative
+ * operands; decoding restarts at every symbol and FDE start); in every
+ * other byte that a PT_LOAD segment maps from the file (data, read-only
+ * data, tables, and any part of a segment no section describes), the
+ * 8-byte word at every 4-byte aligned address. Without section headers,
+ * executable segments are both decoded and read as data.
+ * Why that is enough: C stores a code address in a pointer, 8 bytes,
+ * which the psABI aligns to 8 (a packed structure after an int: 4); GCC
+ * and clang emit non-PIC switch and &&label tables as 8-byte words. A
+ * 4-byte word holding a code address needs a truncating cast or
+ * hand-written data (.long label); it is read back by a 32-bit load,
+ * which the pointer rule never takes for a pointer (codeflow.c), and a
+ * dispatch through it elsewhere is hand-written code jumping into
+ * another function, which the check trusts not to happen as it does for
+ * direct jumps. Reading 4-byte words too would refuse regions for every
+ * string ending in "?IO" (0x004f49xx) and the like. A false candidate
+ * can only refuse a region, never accept one.
+ */
+#define MAX_EXEC_SECTIONS 64
+
+struct range {
+	uintptr_t start, end;
+};
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct range *a = pa, *b = pb;
+
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
+{
+	struct range code[MAX_EXEC_SECTIONS];
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	size_t i, ncode = 0, phnum, fsize;
+	const uint8_t *file;
+	Elf_Scn *scn = NULL;
+	int ret = 0;
+
+	for (i = 0; i < r->nsegs; i++) {
+		if (!r->segs[i].exec)
+			continue;
+		lo = r->segs[i].start < lo ? r->segs[i].start : lo;
+		hi = r->segs[i].end > hi ? r->segs[i].end : hi;
+	}
+	if (lo >= hi)
+		return 0;
+	file = (const uint8_t *)elf_rawfile(r->elf, &fsize);
+	if (!file || elf_getphdrnum(r->elf, &phnum) != 0)
+		return -ENOENT;
+	/* the code: decoded */
+	while (!ret && (scn = elf_nextscn(r->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOENT;
+		if (!(sh.sh_flags & SHF_ALLOC) || !(sh.sh_flags & SHF_EXECINSTR) ||
+		    sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		if (ncode == MAX_EXEC_SECTIONS || sh.sh_offset > fsize ||
+		    sh.sh_size > fsize - sh.sh_offset)
+			return -ENOENT;
+		code[ncode].start = r->obj->base + (uintptr_t)sh.sh_addr;
+		code[ncode].end = code[ncode].start + (uintptr_t)sh.sh_size;
+		ncode++;
+		ret = arch_scan_literals(file + sh.sh_offset, sh.sh_size,
+					 r->obj->base + (uintptr_t)sh.sh_addr, sync, nsync, lo, hi,
+					 add_ref, r);
+	}
+	qsort(code, ncode, sizeof(code[0]), range_cmp);
+	/* the rest of the image: words */
+	for (i = 0; !ret && i < phnum; i++) {
+		GElf_Phdr ph;
+		uintptr_t va, end;
+		size_t k = 0;
+
+		if (!gelf_getphdr(r->elf, (int)i, &ph))
+			return -ENOENT;
+		if (ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)
+			return -ENOENT;
+		if (!ncode && (ph.p_flags & PF_X))
+			ret = arch_scan_literals(file + ph.p_offset, ph.p_filesz,
+						 r->obj->base + (uintptr_t)ph.p_vaddr, sync, nsync,
+						 lo, hi, add_ref, r);
+		va = r->obj->base + (uintptr_t)ph.p_vaddr;
+		end = va + (uintptr_t)ph.p_filesz;
+		for (va = (va + 3) & ~(uintptr_t)3; !ret && va + 4 <= end; va += 4) {
+			const uint8_t *w = file + ph.p_offset + (va - r->obj->base - ph.p_vaddr);
+			uint64_t w64;
+
+			while (k < ncode && code[k].end <= va)
+				k++;
+			if (k < ncode && code[k].start <= va) {
+				va = ((code[k].end + 3) & ~(uintptr_t)3) - 4;
+				continue;
+			}
+			if (va + 8 > end)
+				break;
+			memcpy(&w64, w, 8);
+			if (w64 >= lo && w64 < hi)
+				ret = add_ref(r, (uintptr_t)w64);
+		}
+	}
+	if (ret == -EILSEQ)
+		ret = -ENOENT;	/* no decoder: nothing proven */
+	return ret;
+}
+
 /* [reg] */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
-		       size_t nsegs, uintptr_t **out, size_t *n)
+		       size_t nsegs, const uintptr_t *sync, size_t nsync, uintptr_t **out,
+		       size_t *n)
 {
 	struct refs r = { .obj = obj, .segs = segs, .nsegs = nsegs };
 	Elf_Scn *scn = NULL;
@@ -275,7 +394,7 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		ret = -ENOENT;
 		goto out;
 	}
-	if (eh.e_type != ET_DYN || eh.e_machine != EM_X86_64) {
+	if ((eh.e_type != ET_DYN && eh.e_type != ET_EXEC) || eh.e_machine != EM_X86_64) {
 		ret = -ENOTSUP;
 		goto out;
 	}
@@ -307,6 +426,8 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 	 * counts IRELATIVE ones in both): at least what is announced */
 	if (!ret && found < announced)
 		ret = -ENOENT;
+	if (!ret && eh.e_type == ET_EXEC)
+		ret = literal_refs(&r, sync, nsync);
 out:
 	if (r.elf)
 		elf_end(r.elf);

@@ -8,7 +8,9 @@
  * address was materialized, and in an ET_DYN object an absolute address
  * that lands in memory is either computed by code (a rip-relative lea,
  * which the branch scanner sees) or written by the dynamic loader from
- * one of these relocations.
+ * one of these relocations. A non-PIE executable needs no relocation for
+ * an absolute address: for one, every literal of its image that is a code
+ * address counts instead.
  *
  * Context: [reg] (registration time, registry mutex held, may allocate).
  */
@@ -33,16 +35,24 @@
  *       object, or one of ours it was bound to, at its start)
  * Other types (TLS offsets, PC-relative text relocations, COPY) store no
  * absolute code address.
+ * A non-PIE executable (ET_EXEC) holds the absolute addresses of its
+ * code without relocations: for one, every code address its image holds
+ * as a literal is added (code_refs.c, literal_refs): the literals of the
+ * instructions of its executable sections (decoded linearly, resuming at
+ * each of the nsync sorted addresses of sync - symbol and FDE starts -
+ * that a decoding would step over), and every 8-byte word at a 4-byte
+ * aligned address of the rest of its loaded image.
  * *out is malloc()ed (NULL when *n is 0). Returns 0, or
- *   -ENOTSUP  the object is not ET_DYN (a non-PIE executable holds
- *             absolute addresses that need no relocation), or has REL
+ *   -ENOTSUP  the object is neither ET_DYN nor ET_EXEC, or has REL
  *             relocations (implicit addends in x86-64 code: not handled)
  *   -ENOENT   the file cannot be read, no longer matches the image, or
  *             its relocation sections do not add up to what its dynamic
- *             section announces (section headers stripped)
+ *             section announces (section headers stripped); no decoder
+ *             for an executable's code
  *   -ENOMEM
  */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
-		       size_t nsegs, uintptr_t **out, size_t *n);
+		       size_t nsegs, const uintptr_t *sync, size_t nsync, uintptr_t **out,
+		       size_t *n);
 
 #endif /* UKP_CODE_REFS_H */

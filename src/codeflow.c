@@ -17,7 +17,11 @@
  *    symbols in executable segments), into a sorted array that each check
  *    binary-searches;
  *  - other functions: enter at their own symbol, so no other symbol may
- *    start inside the region;
+ *    start inside the region; but hand-written assembly also jumps into
+ *    another function's body (glibc's __mempcpy_*_erms jumps past the
+ *    first instruction of __memmove_*_erms, which a debug file names):
+ *    the direct targets outside their own FDE of every covered FDE join
+ *    the same index;
  *  - the unwinder: landing pads of the function's and its cold parts'
  *    LSDAs (the user-space counterpart of the kernel's exception-table
  *    check);
@@ -31,22 +35,32 @@
  *
  * The taken-address rule. Any address strictly inside the region that
  * the object's dynamic relocations store (code_refs.c: function pointer
- * tables, &&label tables of PIC code) or that the function computes with
- * a rip-relative lea refuses the region (-EBUSY), whatever the function's
+ * tables, &&label tables of PIC code), that a non-PIE executable holds as
+ * a literal (code_refs.c), or that the function computes with a
+ * rip-relative lea refuses the region (-EBUSY), whatever the function's
  * jumps look like: something may jump or return there.
  *
  * The pointer rule. An indirect jump whose target is not a resolved jump
- * table is accepted when it goes through a pointer loaded from memory
- * without an index register, not rsp-based: jmp *d(%reg), jmp
- * *g(%rip), or jmp *%reg whose value, on the straight-line path before
- * it (conditional branches' fall-through included, no call), comes from
- * such a load and nothing jumps between the load and the jump (no direct
- * or table target of the function, target of uncovered code or landing
- * pad in (load, jump]). Why such a jump cannot land strictly inside the
- * function (so not in the region):
- *  - a switch dispatch computes its target (table base + entry) right
- *    before the jump and jumps; the value reaching a pointer jump is a
- *    plain load, and an indexed load - a table of addresses - stays
+ * table is accepted when it goes through a pointer loaded from memory,
+ * not from the stack: jmp *d(%reg), jmp *g(%rip), or jmp *%reg whose
+ * value, on every path into the jump, comes from such a load or from
+ * the function's caller (branches.c, pointer_paths: a backward search
+ * over the function's own jumps, falls-through and table entries; copies
+ * between registers followed; a call crossed only in a callee-saved
+ * register). "Such a load": mov d(%base),%r / g(%rip),%r /
+ * d(%base,%index,1),%r (a field at a variable offset), 64-bit, not from
+ * %rsp or below %rbp (a spilled register). "From the caller": an
+ * argument register at the function's entry. And nothing from outside
+ * the function enters the path between the loads and the jump (no
+ * target of uncovered code, no landing pad: the POINTER_PATH spans; on a
+ * straight path, no target of the function either, in (load, jump]).
+ * Why such a jump cannot land strictly inside the function (so not in
+ * the region):
+ *  - a switch dispatch computes its target (table base + entry) in
+ *    registers right before the jump (a computed target is at most
+ *    spilled to the stack, never stored elsewhere); the value reaching a
+ *    pointer jump is loaded from non-stack memory or made by another
+ *    function, and a scaled indexed load - a table of addresses - stays
  *    refused unless resolved as a table;
  *  - an address inside a function exists only where something made it:
  *    a call (its return address: after the call, so inside the region
@@ -59,15 +73,28 @@
  *    (&&a - &&b) are only usable from a base label taken the same way.
  *    So the pointer rule also asks that no address inside any part of
  *    the function, other than the start of a symbol (a function
- *    pointer), is computed by its code (lea) or stored by a relocation;
+ *    pointer) or a target of its own resolved jump tables (read by the
+ *    dispatch, not by a plain load), is computed by its code (lea) or
+ *    stored by a relocation at the start of one of its instructions;
  *    a function that takes its own labels keeps its pointer jumps
  *    refused. Labels are local to their function in C, so only the
- *    function's own leas need looking at; other functions are trusted to
- *    enter at symbols, as above.
+ *    function's own leas need looking at; other functions (and so the
+ *    values they pass as arguments) are trusted to hold no address
+ *    inside it but what the taken-address and label checks see, as they
+ *    are trusted to enter at symbols.
  * A non-PIE executable (ET_EXEC) holds absolute addresses that need no
- * relocation, and an object whose relocations cannot be read proves
- * nothing: there, only jumps through rip-relative memory are accepted,
- * as GOT tail calls (what the check did before the pointer rule).
+ * relocation: a code address is materialized by an immediate (mov $imm,
+ * push $imm, movabs), an absolute displacement (lea label(,%reg)), a
+ * rip-relative operand, or a word of data (.data, .rodata, .init_array,
+ * tables...). For one, the relocations are replaced by the index of
+ * every literal of its image that is a code address (code_refs.c,
+ * literal_refs: the decoded instructions of its code, the 8-byte words
+ * at every 4-byte aligned address of everything else it maps), built
+ * once per object; the taken-address rule and the label check above then
+ * hold as for PIC code, with that index for the relocations. An object
+ * whose relocations (or image) cannot be read proves nothing: there,
+ * only jumps through rip-relative memory are accepted, as GOT tail calls
+ * (what the check did before the pointer rule).
  *
  * The padding rule. A region whose code ends with a ret or jmp (its
  * copy stops there: nothing after it runs from the detour) still needs
@@ -127,9 +154,12 @@ struct flow_obj {
 	struct ukp_eh_frame eh;
 	int eh_err;             /* ukp_eh_frame_load's result */
 	uintptr_t fde_max_len;  /* longest FDE range */
+	uintptr_t code_lo, code_hi; /* from the first executable segment's start
+				 * to the last one's end */
 	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
 	size_t ntargets;
-	uintptr_t *refs;        /* code addresses the relocations store (code_refs.h) */
+	uintptr_t *refs;        /* code addresses the relocations (non-PIE: the
+				 * literals) store (code_refs.h) */
 	size_t nrefs;
 	int refs_err;           /* ukp_code_refs_load's result */
 };
@@ -306,6 +336,7 @@ static bool covered(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
 
 struct index_build {
 	struct flow_obj *fo;
+	uintptr_t keep_lo, keep_hi; /* when keep_hi: only targets outside [lo, hi) */
 	size_t cap_targets;
 	uint8_t *buf;
 	size_t cap_buf;
@@ -320,6 +351,8 @@ static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, u
 
 	(void)from;
 	if (kind != ARCH_FLOW_DIRECT)
+		return 0;
+	if (ib->keep_hi && target >= ib->keep_lo && target < ib->keep_hi)
 		return 0;
 	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
 	if (!targets)
@@ -360,7 +393,7 @@ static int index_range(struct index_build *ib, uintptr_t start, uintptr_t end)
 	part.len = ukp_read_original(start, ib->buf, len);
 	ib->ranges++;
 	ib->bytes += part.len;
-	return arch_scan_flow(&part, 1, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
+	return arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
 }
 
 /* [reg] Without usable unwind tables: every gap between symbols in the
@@ -422,8 +455,15 @@ static int build_index(struct flow_obj *fo)
 		for (i = 0; i < fo->eh.nfdes && !ret; i++) {
 			const struct ukp_fde *f = &fo->eh.fdes[i];
 
-			if (!covered(fo, f->start, f->end))
-				ret = index_range(&ib, f->start, f->end);
+			/* a function's own targets are its check's business;
+			 * those that leave it, and all of uncovered code's,
+			 * are everyone's */
+			if (covered(fo, f->start, f->end)) {
+				ib.keep_lo = f->start;
+				ib.keep_hi = f->end;
+			}
+			ret = index_range(&ib, f->start, f->end);
+			ib.keep_lo = ib.keep_hi = 0;
 		}
 	} else {
 		ret = index_gaps(&ib);
@@ -455,6 +495,30 @@ static void flow_obj_free(struct flow_obj *fo)
 	free(fo->refs);
 	ukp_eh_frame_free(&fo->eh);
 	free(fo);
+}
+
+/*
+ * [reg] The code addresses the object holds (code_refs.h); the starts of
+ * its symbols and FDEs are the instruction boundaries that decoding a
+ * non-PIE executable's code for literals resynchronises on.
+ */
+static int load_refs(struct flow_obj *fo)
+{
+	uintptr_t *sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
+	size_t i, n = 0;
+	int ret;
+
+	if (!sync)
+		return -ENOMEM;
+	for (i = 0; i < fo->nsyms; i++)
+		sync[n++] = fo->syms[i].start;
+	for (i = 0; i < fo->eh.nfdes; i++)
+		sync[n++] = fo->eh.fdes[i].start;
+	n = ukp_addrs_sort_unique(sync, n);
+	ret = ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, sync, n, &fo->refs,
+				 &fo->nrefs);
+	free(sync);
+	return ret;
 }
 
 /* [reg] The record of a live object, built on first use. */
@@ -491,13 +555,24 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 		ret = -ENOMEM;
 		goto fail;
 	}
+	fo->code_lo = UINTPTR_MAX;
+	for (i = 0; i < fo->eh.nsegs; i++) {
+		if (!fo->eh.segs[i].exec)
+			continue;
+		if (fo->eh.segs[i].start < fo->code_lo)
+			fo->code_lo = fo->eh.segs[i].start;
+		if (fo->eh.segs[i].end > fo->code_hi)
+			fo->code_hi = fo->eh.segs[i].end;
+	}
+	if (fo->code_lo > fo->code_hi)
+		fo->code_lo = fo->code_hi = 0;
 	for (i = 0; i < fo->eh.nfdes; i++)
 		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
 			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
 	ret = build_index(fo);
 	if (ret)
 		goto fail;
-	fo->refs_err = ukp_code_refs_load(obj, fo->eh.segs, fo->eh.nsegs, &fo->refs, &fo->nrefs);
+	fo->refs_err = load_refs(fo);
 	if (fo->refs_err == -ENOMEM) {
 		ret = -ENOMEM;
 		goto fail;
@@ -548,10 +623,14 @@ struct check {
 	const char *why;
 	uintptr_t *targets;             /* every direct and table target */
 	size_t ntargets, cap_targets;
+	uintptr_t *tables;              /* the table targets alone */
+	size_t ntables, cap_tables;
 	uintptr_t *taken;               /* addresses of the parts' code the code computes */
 	size_t ntaken, cap_taken;
 	struct ptr_jump *ptrs;
 	size_t nptrs, cap_ptrs;
+	uintptr_t *spans;               /* POINTER_PATH: [spans[2k], spans[2k + 1]] */
+	size_t nspans, cap_spans;       /* (counts addresses, two per span) */
 };
 
 static int push_addr(uintptr_t **v, size_t *cap, size_t *n, uintptr_t a)
@@ -585,7 +664,8 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 		return -EBUSY;
 	case ARCH_FLOW_TABLE:
 		if (!in_region(ck, target))
-			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target);
+			return push_addr(&ck->targets, &ck->cap_targets, &ck->ntargets, target) ?:
+			       push_addr(&ck->tables, &ck->cap_tables, &ck->ntables, target);
 		ck->why = "a jump table entry targets the region";
 		return -EBUSY;
 	case ARCH_FLOW_POINTER:
@@ -598,6 +678,9 @@ static int check_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintp
 		p[ck->nptrs].from = from;
 		p[ck->nptrs++].global = kind == ARCH_FLOW_GLOBAL_POINTER;
 		return 0;
+	case ARCH_FLOW_POINTER_PATH:
+		return push_addr(&ck->spans, &ck->cap_spans, &ck->nspans, from) ?:
+		       push_addr(&ck->spans, &ck->cap_spans, &ck->nspans, target);
 	case ARCH_FLOW_ADDRESS:
 		return push_addr(&ck->taken, &ck->cap_taken, &ck->ntaken, target);
 	case ARCH_FLOW_UNKNOWN:
@@ -657,6 +740,17 @@ taken:
 }
 
 /*
+ * [reg] Does an instruction of the part start at a? A label is the start
+ * of an instruction; a code address held elsewhere is none of the
+ * function's labels (in a non-PIE executable: a string or a number that
+ * looks like one, "N\0N\0" or "sIO\0").
+ */
+static bool on_boundary(const struct arch_code_part *part, uintptr_t a)
+{
+	return arch_check_boundary(part->code, a - part->addr, part->len) == 0;
+}
+
+/*
  * [reg] The pointer rule (at the top): the function's jumps through
  * loaded pointers leave it, or go to one of the addresses the object
  * materializes, none of which is inside the function but at a symbol's
@@ -678,13 +772,15 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 	}
 	/* Without the relocations, jumps through globals are taken for
 	 * what they nearly always are: tail calls through the GOT. */
+	ck->ntables = ukp_addrs_sort_unique(ck->tables, ck->ntables);
 	for (i = 0; i < ck->nparts && !fo->refs_err; i++) {
 		uintptr_t ps = ck->parts[i].addr, pe = ps + ck->parts[i].len;
 		size_t lo = 0, hi = fo->nrefs;
 
 		for (k = 0; k < ck->ntaken; k++)
 			if (ck->taken[k] > ps && ck->taken[k] < pe &&
-			    !sym_starts_at(fo, ck->taken[k]))
+			    !sym_starts_at(fo, ck->taken[k]) &&
+			    on_boundary(&ck->parts[i], ck->taken[k]))
 				goto labels;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -695,7 +791,9 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 				hi = mid;
 		}
 		for (k = lo; k < fo->nrefs && fo->refs[k] < pe; k++)
-			if (!sym_starts_at(fo, fo->refs[k]))
+			if (!sym_starts_at(fo, fo->refs[k]) &&
+			    !any_in(ck->tables, ck->ntables, fo->refs[k] - 1, fo->refs[k]) &&
+			    on_boundary(&ck->parts[i], fo->refs[k]))
 				goto labels;
 	}
 	ck->ntargets = ukp_addrs_sort_unique(ck->targets, ck->ntargets);
@@ -707,6 +805,15 @@ static int check_pointers(const struct flow_obj *fo, struct check *ck)
 		     any_in(fo->targets, fo->ntargets, p->def, p->from))) {
 			ck->why = "indirect jump with unknown targets (a jump lands between the "
 				  "pointer's load and the jump)";
+			return -EOPNOTSUPP;
+		}
+	}
+	/* the paths of the value that the arch traced through the
+	 * function's own jumps: no other code may enter them */
+	for (i = 0; i + 1 < ck->nspans; i += 2) {
+		if (any_in(fo->targets, fo->ntargets, ck->spans[i] - 1, ck->spans[i + 1])) {
+			ck->why = "indirect jump with unknown targets (code outside any symbol "
+				  "jumps between the pointer's load and the jump)";
 			return -EOPNOTSUPP;
 		}
 	}
@@ -726,14 +833,17 @@ static int check_pad(uintptr_t pad, void *arg)
 		ck->why = "an exception landing pad is inside the region";
 		return -EBUSY;
 	}
-	for (i = 0; i < ck->nptrs; i++) {
-		if (pad > ck->ptrs[i].def && pad <= ck->ptrs[i].from) {
-			ck->why = "indirect jump with unknown targets (a landing pad lies between "
-				  "the pointer's load and the jump)";
-			return -EOPNOTSUPP;
-		}
-	}
+	for (i = 0; i < ck->nptrs; i++)
+		if (pad > ck->ptrs[i].def && pad <= ck->ptrs[i].from)
+			goto between;
+	for (i = 0; i + 1 < ck->nspans; i += 2)
+		if (pad >= ck->spans[i] && pad <= ck->spans[i + 1])
+			goto between;
 	return 0;
+between:
+	ck->why = "indirect jump with unknown targets (a landing pad lies between "
+		  "the pointer's load and the jump)";
+	return -EOPNOTSUPP;
 }
 
 /* Index of the first FDE that may reach addr: none is longer than
@@ -927,11 +1037,6 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		return -EBUSY;
 	}
 
-	if (uncovered_jumps_into(fo, &ck)) {
-		*why = "code outside any symbol (a stripped .cold part?) jumps into the region";
-		return -EBUSY;
-	}
-
 	/* The function and its cold parts. */
 	parts[0].addr = sym->start;
 	parts[0].len = sym->size;
@@ -956,7 +1061,7 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		}
 	}
 	ck.nparts = n;
-	ret = arch_scan_flow(parts, n, 0, check_flow, &ck);
+	ret = arch_scan_flow(parts, n, fo->code_lo, fo->code_hi, 0, check_flow, &ck);
 	if (!ret && fo->eh_err && fo->eh_err != -ENOENT) {
 		ck.why = "unreadable unwind tables (.eh_frame)";
 		ret = -EOPNOTSUPP;
@@ -967,6 +1072,12 @@ int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t
 		ret = check_taken_in_region(fo, &ck);
 	if (!ret && ck.nptrs)
 		ret = check_pointers(fo, &ck);
+	/* after the function's own jumps, which say more precisely why */
+	if (!ret && uncovered_jumps_into(fo, &ck)) {
+		ck.why = "code outside any symbol (a stripped .cold part?) or in another function "
+			 "jumps into the region";
+		ret = -EBUSY;
+	}
 	if (ret == -ENOMEM) {
 		ck.why = "out of memory";
 	} else if (ret && !ck.why) {
@@ -978,6 +1089,8 @@ out:
 	for (i = 0; i < MAX_PARTS; i++)
 		free((void *)parts[i].code);
 	free(ck.targets);
+	free(ck.tables);
+	free(ck.spans);
 	free(ck.taken);
 	free(ck.ptrs);
 	return ret;

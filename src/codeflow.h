@@ -30,13 +30,15 @@
  * function symbol) targets an address strictly inside (addr, addr+len);
  * every indirect jump in the function and its cold parts has known
  * targets (a resolved jump table) that avoid (addr, addr+len), or is a
- * jump through a pointer loaded from memory (a tail call through a
- * function pointer or the GOT) in a function that takes no address of
- * its own code (codeflow.c, "the pointer rule"); no exception landing
- * pad of the function or its cold parts (their FDEs' LSDAs) is strictly
- * inside the region; no address strictly inside the region is stored by
- * the object's dynamic relocations or computed by a lea of the function
- * ("the taken-address rule").
+ * jump through a pointer loaded from memory or passed by the caller, on
+ * every path into the jump (a tail call through a function pointer or
+ * the GOT) in a function that takes no address of its own code
+ * (codeflow.c, "the pointer rule"); no exception landing pad of the
+ * function or its cold parts (their FDEs' LSDAs) is strictly inside the
+ * region; no address strictly inside the region is stored by the
+ * object's dynamic relocations, held as a literal by a non-PIE
+ * executable, or computed by a lea of the function ("the taken-address
+ * rule").
  * Returns 0, or a negative errno with *why set to a static English text
  * naming the reason (shown to users in probe listings and reports):
  *   -EBUSY       something jumps into the region (or another function or

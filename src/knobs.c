@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "kretprobes.h"
 #include "jprobes.h"
+#include "watch.h"
 
 
 static void report_probe(FILE *out, const struct ukp_site *s, const struct kprobe *kp)
@@ -57,6 +58,8 @@ UKPROBES_API int kprobes_show_list(FILE *out)
 			report_probe(out, order[i], ch->kp);
 	}
 	free(order);
+	/* data watchpoints: "ADDR  w  LEN  TYPE  [PAGE|DEBUGREG]..." */
+	ukp_watch_show(out);
 	ukp_unlock_for_show();
 	return 0;
 }

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "watch.h"
 
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000
@@ -475,6 +476,8 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		if (!(sa.sa_flags & SA_NODEFER))
 			m |= SIGBIT(sig);
 		m &= ~(SIGBIT(SIGTRAP) | SIGBIT(UKP_SCAN_SIG));
+		if (atomic_load_explicit(&ukp_watch_keep_segv, memory_order_relaxed))
+			m &= ~SIGBIT(SIGSEGV); /* watched pages fault */
 		if (sa.sa_flags & SA_RESETHAND) {
 			/* One-shot: as the kernel, reset the handler only; the
 			 * flags and mask stay and are read back. */
@@ -553,13 +556,21 @@ UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, uc
 
 /* ---------------------------------------------------- interposers */
 
-/* SIGTRAP and the scan signal must stay deliverable. */
+/* SIGTRAP and the scan signal must stay deliverable; so must SIGSEGV
+ * once pages are protected for watchpoints (a fault with it blocked
+ * kills). */
 static void strip_sigtrap(const sigset_t **set, sigset_t *copy)
 {
-	if (*set && (sigismember(*set, SIGTRAP) == 1 || sigismember(*set, UKP_SCAN_SIG) == 1)) {
+	bool segv = atomic_load_explicit(&ukp_watch_keep_segv, memory_order_relaxed) &&
+		    *set && sigismember(*set, SIGSEGV) == 1;
+
+	if (*set && (sigismember(*set, SIGTRAP) == 1 || sigismember(*set, UKP_SCAN_SIG) == 1 ||
+		     segv)) {
 		*copy = **set;
 		sigdelset(copy, SIGTRAP);
 		sigdelset(copy, UKP_SCAN_SIG);
+		if (segv)
+			sigdelset(copy, SIGSEGV);
 		*set = copy;
 	}
 }
@@ -579,10 +590,13 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	struct sigaction copy;
 
 	if (act && (sigismember(&act->sa_mask, SIGTRAP) == 1 ||
-		    sigismember(&act->sa_mask, UKP_SCAN_SIG) == 1)) {
+		    sigismember(&act->sa_mask, UKP_SCAN_SIG) == 1 ||
+		    (atomic_load(&ukp_watch_keep_segv) && sigismember(&act->sa_mask, SIGSEGV) == 1))) {
 		copy = *act;
 		sigdelset(&copy.sa_mask, SIGTRAP);
 		sigdelset(&copy.sa_mask, UKP_SCAN_SIG);
+		if (atomic_load(&ukp_watch_keep_segv))
+			sigdelset(&copy.sa_mask, SIGSEGV);
 		act = &copy;
 	}
 	if (idx >= 0 && atomic_load(&installed)) {

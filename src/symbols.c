@@ -4,7 +4,10 @@
  * the module list, for one process).
  *
  * Objects come from dl_iterate_phdr(); symbols are read with libelf from
- * each object's file, lazily, the first time something needs them. The
+ * each object's file, lazily, the first time something needs them; for a
+ * file without .symtab, its debug file or MiniDebugInfo (debuginfo.c)
+ * joins them the first time a lookup misses. An IFUNC name stands for the
+ * implementation its resolver chose in this process. The
  * loader's adds/subs counters tell us cheaply whether the object list may
  * have changed, so every query first brings the cache up to date: nobody
  * gets an answer about a library that was dlclose()d under them.
@@ -34,6 +37,9 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
+#include "debuginfo.h"
+#include "eh_frame.h"
 #include "symbols.h"
 
 #define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
@@ -53,11 +59,25 @@ struct ukp_sym {
 	uintptr_t start;
 	size_t size;            /* effective size (st_size, or up to the next symbol) */
 	uintptr_t sec_end;      /* end of its section, bounds an unsized symbol */
-	const char *name;       /* points into ukp_objent.strings */
+	const char *name;       /* points into one of ukp_objent.strbufs */
 	size_t keylen;          /* length of name before any '@' version suffix */
 	unsigned char bind;
 	unsigned char type;
 	bool sized;             /* st_size != 0 */
+	bool debug;             /* from the debug file or MiniDebugInfo */
+};
+
+/* An IRELATIVE relocation: the word the dynamic linker set to what the
+ * resolver returned. Absolute addresses. */
+struct ukp_irel {
+	uintptr_t resolver;
+	uintptr_t slot;
+};
+
+/* An IFUNC resolved in this process: resolver -> implementation. */
+struct ukp_ifunc {
+	uintptr_t resolver;
+	uintptr_t impl;
 };
 
 enum ukp_syms_state {
@@ -80,7 +100,18 @@ struct ukp_objent {
 	struct ukp_sym *syms;   /* sorted by start, best alias first */
 	size_t nsyms;
 	const struct ukp_sym **by_name; /* sorted by version-less name */
-	char *strings;          /* every kept symbol name */
+	char **strbufs;         /* every kept symbol name: the file's, the debug file's */
+	size_t nstrbufs;
+	bool has_symtab;        /* the file has .symtab: no debug file is needed */
+	bool full;              /* the debug file's symbols were looked for */
+	unsigned int walking;   /* for_each walks on syms: do not replace them */
+	struct ukp_irel *irel;  /* sorted by resolver */
+	size_t nirel, cap_irel;
+	struct ukp_ifunc *ifuncs;       /* resolved so far */
+	size_t nifuncs, cap_ifuncs;
+	struct ukp_sym *impls;  /* IFUNC implementations no symbol names ("NAME.impl") */
+	size_t nimpls;
+	struct ukp_eh_frame *eh;        /* FDEs, to size those (read once) */
 	size_t max_size;        /* largest effective size: bounds address search */
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
@@ -119,12 +150,35 @@ static const char *base_name(const char *path)
 
 static void obj_free_syms(struct ukp_objent *o)
 {
+	size_t i;
+
 	free(o->syms);
 	free(o->by_name);
-	free(o->strings);
+	for (i = 0; i < o->nstrbufs; i++)
+		free(o->strbufs[i]);
+	free(o->strbufs);
+	for (i = 0; i < o->nimpls; i++)
+		free((char *)o->impls[i].name);
+	free(o->impls);
+	free(o->irel);
+	free(o->ifuncs);
+	if (o->eh) {
+		ukp_eh_frame_free(o->eh);
+		free(o->eh);
+	}
 	o->syms = NULL;
 	o->by_name = NULL;
-	o->strings = NULL;
+	o->strbufs = NULL;
+	o->nstrbufs = 0;
+	o->impls = NULL;
+	o->nimpls = 0;
+	o->irel = NULL;
+	o->nirel = o->cap_irel = 0;
+	o->ifuncs = NULL;
+	o->nifuncs = o->cap_ifuncs = 0;
+	o->eh = NULL;
+	o->has_symtab = false;
+	o->full = false;
 	o->nsyms = 0;
 	o->max_size = 0;
 	o->bl_addr = 0;
@@ -209,7 +263,8 @@ static int sym_name_qcmp(const void *pa, const void *pb)
 struct ukp_secinfo {
 	uint64_t addr;
 	uint64_t size;
-	bool exec;              /* allocated, executable, with file contents */
+	bool exec;              /* allocated, executable, with file contents
+				 * (in a debug file: inside an executable segment) */
 };
 
 /* Is a symbol table entry one we keep? Fills *sec_idx. */
@@ -276,15 +331,21 @@ static bool file_matches_image(Elf *elf, const struct ukp_objent *o)
 	return nload == o->nsegs;
 }
 
-static bool obj_range_mapped(const struct ukp_objent *o, uintptr_t addr, size_t len)
+/* [addr, addr+len) inside one segment of o (an executable one if exec). */
+static bool obj_range_in_seg(const struct ukp_objent *o, uintptr_t addr, size_t len, bool exec)
 {
 	size_t i;
 
 	for (i = 0; i < o->nsegs; i++)
 		if (addr >= o->segs[i].start && len <= o->segs[i].end - addr &&
-		    addr < o->segs[i].end)
+		    addr < o->segs[i].end && (!exec || o->segs[i].exec))
 			return true;
 	return false;
+}
+
+static bool obj_range_mapped(const struct ukp_objent *o, uintptr_t addr, size_t len)
+{
+	return obj_range_in_seg(o, addr, len, false);
 }
 
 /*
@@ -295,6 +356,7 @@ static void syms_finish(struct ukp_objent *o)
 {
 	size_t i, next = 0;
 
+	o->max_size = 0;
 	for (i = 0; i < o->nsyms; i++) {
 		struct ukp_sym *s = &o->syms[i];
 
@@ -314,69 +376,57 @@ static void syms_finish(struct ukp_objent *o)
 	}
 }
 
+/* Symbols read from one symbol table, before they join the object's. */
+struct ukp_symread {
+	struct ukp_sym *syms;
+	size_t n;
+	char *strings;
+};
+
 /*
- * [reg] Read the object's symbol table (.symtab, else .dynsym) and the
- * location of its blacklist section. A file that cannot be read leaves the
- * object without symbols; only -ENOMEM is an error, and then nothing is
- * cached so the next call tries again.
+ * [reg] The sections of elf, judged (*secsp, calloc'ed), and its symbol
+ * tables. debug: elf is o's debug file or MiniDebugInfo, whose code
+ * sections are NOBITS; they count when they lie in an executable segment
+ * of the loaded object. For o's own file the blacklist section is noted.
  */
-static int obj_load_syms(struct ukp_objent *o)
+static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_secinfo **secsp,
+			 size_t *shnump, Elf_Scn **symscn, Elf_Scn **dynscn, Elf_Scn **xndxscn)
 {
-	struct ukp_secinfo *secs = NULL;
-	Elf_Scn *scn, *symscn = NULL, *dynscn = NULL, *xndxscn = NULL;
-	Elf_Data *data, *xndxdata = NULL;
-	GElf_Shdr symshdr;
-	GElf_Ehdr ehdr;
-	Elf *elf = NULL;
-	size_t shnum, shstrndx, nent, i, n, strbytes;
-	char *sp;
-	int fd = -1, err = 0;
+	struct ukp_secinfo *secs;
+	size_t shnum, shstrndx;
+	Elf_Scn *scn;
 
-	if (o->syms_state == UKP_SYMS_READ)
-		return 0;
-	if (!o->file || !o->alive)
-		goto done;
-
-	if (!ukp_syms.elf_ready) {
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			goto done;
-		ukp_syms.elf_ready = true;
-	}
-
-	fd = open(o->file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		goto done;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		goto done;
-	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || !file_matches_image(elf, o))
-		goto done;
+	*symscn = *dynscn = *xndxscn = NULL;
+	*secsp = NULL;
 	if (elf_getshdrnum(elf, &shnum) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0)
-		goto done;
-
+		return -ENOENT;
 	secs = calloc(shnum ? shnum : 1, sizeof(*secs));
-	if (!secs) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!secs)
+		return -ENOMEM;
 	for (scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 		size_t idx = elf_ndxscn(scn);
+		bool code;
 		GElf_Shdr sh;
 		const char *name;
 
 		if (!gelf_getshdr(scn, &sh) || idx >= shnum)
 			continue;
+		code = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR);
 		secs[idx].addr = sh.sh_addr;
 		secs[idx].size = sh.sh_size;
-		secs[idx].exec = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR) &&
-				 sh.sh_type != SHT_NOBITS;
+		if (debug)
+			secs[idx].exec = code && sh.sh_size &&
+					 obj_range_in_seg(o, o->pub.base + sh.sh_addr, sh.sh_size, true);
+		else
+			secs[idx].exec = code && sh.sh_type != SHT_NOBITS;
 		if (sh.sh_type == SHT_SYMTAB)
-			symscn = scn;
+			*symscn = scn;
 		else if (sh.sh_type == SHT_DYNSYM)
-			dynscn = scn;
+			*dynscn = scn;
 		else if (sh.sh_type == SHT_SYMTAB_SHNDX)
-			xndxscn = scn;
-
+			*xndxscn = scn;
+		if (debug)
+			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, UKP_BLACKLIST_SECTION) &&
 		    (sh.sh_flags & SHF_ALLOC) && sh.sh_type == SHT_PROGBITS &&
@@ -385,16 +435,31 @@ static int obj_load_syms(struct ukp_objent *o)
 			o->bl_size = sh.sh_size;
 		}
 	}
+	*secsp = secs;
+	*shnump = shnum;
+	return 0;
+}
 
-	if (!symscn)
-		symscn = dynscn;
-	if (!symscn || !gelf_getshdr(symscn, &symshdr) || !symshdr.sh_entsize)
-		goto done;
+/*
+ * [reg] The wanted symbols of the symbol table symscn of elf (xndxscn:
+ * its SHT_SYMTAB_SHNDX, or NULL) into *rd. Only -ENOMEM is an error.
+ */
+static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, Elf_Scn *xndxscn,
+		       const struct ukp_secinfo *secs, size_t shnum, bool debug,
+		       struct ukp_symread *rd)
+{
+	Elf_Data *data, *xndxdata = NULL;
+	GElf_Shdr symshdr;
+	size_t nent, i, n, strbytes;
+	char *sp;
+
+	memset(rd, 0, sizeof(*rd));
+	if (!gelf_getshdr(symscn, &symshdr) || !symshdr.sh_entsize)
+		return 0;
 	data = elf_getdata(symscn, NULL);
 	if (!data)
-		goto done;
-	/* SHT_SYMTAB_SHNDX only belongs to .symtab; .dynsym never uses it. */
-	if (xndxscn && symscn != dynscn)
+		return 0;
+	if (xndxscn)
 		xndxdata = elf_getdata(xndxscn, NULL);
 	nent = symshdr.sh_size / symshdr.sh_entsize;
 
@@ -418,21 +483,21 @@ static int obj_load_syms(struct ukp_objent *o)
 		strbytes += strlen(name) + 1;
 	}
 	if (!n)
-		goto done;
+		return 0;
 
-	o->syms = calloc(n, sizeof(*o->syms));
-	o->by_name = calloc(n, sizeof(*o->by_name));
-	o->strings = malloc(strbytes);
-	if (!o->syms || !o->by_name || !o->strings) {
-		err = -ENOMEM;
-		goto out;
+	rd->syms = calloc(n, sizeof(*rd->syms));
+	rd->strings = malloc(strbytes);
+	if (!rd->syms || !rd->strings) {
+		free(rd->syms);
+		free(rd->strings);
+		memset(rd, 0, sizeof(*rd));
+		return -ENOMEM;
 	}
 
 	/* Second pass: keep them. */
-	sp = o->strings;
-	o->nsyms = 0;
-	for (i = 0; i < nent && o->nsyms < n; i++) {
-		struct ukp_sym *s = &o->syms[o->nsyms];
+	sp = rd->strings;
+	for (i = 0; i < nent && rd->n < n; i++) {
+		struct ukp_sym *s = &rd->syms[rd->n];
 		GElf_Sym sym;
 		Elf32_Word xndx = 0;
 		size_t idx, len;
@@ -457,25 +522,270 @@ static int obj_load_syms(struct ukp_objent *o)
 		s->size = sym.st_size;
 		s->bind = GELF_ST_BIND(sym.st_info);
 		s->type = GELF_ST_TYPE(sym.st_info);
-		o->nsyms++;
+		s->debug = debug;
+		rd->n++;
 	}
+	return 0;
+}
 
-	qsort(o->syms, o->nsyms, sizeof(*o->syms), sym_addr_qcmp);
+static int irel_qcmp(const void *pa, const void *pb)
+{
+	const struct ukp_irel *a = pa, *b = pb;
+
+	return (a->resolver > b->resolver) - (a->resolver < b->resolver);
+}
+
+/*
+ * [reg] The IRELATIVE relocations of o's file: for each, the resolver
+ * and the word where the dynamic linker stored what it returned (the
+ * implementation it chose for this process).
+ */
+static int read_irelative(struct ukp_objent *o, Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(data, (int)i, &r) ||
+			    GELF_R_TYPE(r.r_info) != UKP_ARCH_R_IRELATIVE)
+				continue;
+			if (o->nirel == o->cap_irel) {
+				size_t cap = o->cap_irel ? o->cap_irel * 2 : 64;
+				struct ukp_irel *ir = realloc(o->irel, cap * sizeof(*ir));
+
+				if (!ir)
+					return -ENOMEM;
+				o->irel = ir;
+				o->cap_irel = cap;
+			}
+			o->irel[o->nirel].resolver = o->pub.base + (uintptr_t)r.r_addend;
+			o->irel[o->nirel].slot = o->pub.base + r.r_offset;
+			o->nirel++;
+		}
+	}
+	if (o->nirel)
+		qsort(o->irel, o->nirel, sizeof(*o->irel), irel_qcmp);
+	return 0;
+}
+
+/* Same name (without version) and binding class: one symbol read twice. */
+static bool sym_same(const struct ukp_sym *a, const struct ukp_sym *b)
+{
+	return a->start == b->start && (a->bind != STB_LOCAL) == (b->bind != STB_LOCAL) &&
+	       !key_cmp(a->name, a->keylen, b->name, b->keylen);
+}
+
+/*
+ * [reg] Join rd's symbols to o's tables; rd's strings move to o (the
+ * names handed out before stay valid). A debug symbol that repeats one
+ * of the object's own (same address, name and binding class) is dropped:
+ * the object's carries the version.
+ */
+static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
+{
+	size_t n = o->nsyms + rd->n, i, j, k, out = 0;
+	const struct ukp_sym **by_name;
+	struct ukp_sym *syms;
+	char **strbufs;
+
+	syms = malloc((n ? n : 1) * sizeof(*syms));
+	by_name = malloc((n ? n : 1) * sizeof(*by_name));
+	strbufs = realloc(o->strbufs, (o->nstrbufs + 1) * sizeof(*strbufs));
+	if (strbufs)
+		o->strbufs = strbufs;
+	if (!syms || !by_name || !strbufs) {
+		free(syms);
+		free(by_name);
+		return -ENOMEM;
+	}
+	if (o->nsyms)
+		memcpy(syms, o->syms, o->nsyms * sizeof(*syms));
+	if (rd->n)
+		memcpy(syms + o->nsyms, rd->syms, rd->n * sizeof(*syms));
+	qsort(syms, n, sizeof(*syms), sym_addr_qcmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && syms[j].start == syms[i].start; j++)
+			;
+		for (k = i; k < j; k++) {
+			size_t m;
+			bool dup = false;
+
+			for (m = i; syms[k].debug && m < j && !dup; m++)
+				dup = !syms[m].debug && sym_same(&syms[k], &syms[m]);
+			if (!dup)
+				syms[out++] = syms[k];
+		}
+	}
+	free(o->syms);
+	free(o->by_name);
+	o->syms = syms;
+	o->by_name = by_name;
+	o->nsyms = out;
+	if (rd->strings)
+		o->strbufs[o->nstrbufs++] = rd->strings;
+	rd->strings = NULL;
 	syms_finish(o);
 	for (i = 0; i < o->nsyms; i++)
 		o->by_name[i] = &o->syms[i];
 	qsort(o->by_name, o->nsyms, sizeof(*o->by_name), sym_name_qcmp);
+	return 0;
+}
+
+static void symread_free(struct ukp_symread *rd)
+{
+	free(rd->syms);
+	free(rd->strings);
+	memset(rd, 0, sizeof(*rd));
+}
+
+/* [reg] Open o's file for libelf (o->file must be set). */
+static Elf *obj_open_elf(const struct ukp_objent *o, int *fdp)
+{
+	GElf_Ehdr ehdr;
+	Elf *elf;
+	int fd;
+
+	*fdp = -1;
+	if (!ukp_syms.elf_ready) {
+		if (elf_version(EV_CURRENT) == EV_NONE)
+			return NULL;
+		ukp_syms.elf_ready = true;
+	}
+	fd = open(o->file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || !file_matches_image(elf, o)) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return NULL;
+	}
+	*fdp = fd;
+	return elf;
+}
+
+/*
+ * [reg] Read the object's own symbol table (.symtab, else .dynsym), its
+ * IRELATIVE relocations and the location of its blacklist section. A
+ * file that cannot be read leaves the object without symbols; only
+ * -ENOMEM is an error, and then nothing is cached so the next call tries
+ * again. The debug file is not read here (obj_load_full).
+ */
+static int obj_load_syms(struct ukp_objent *o)
+{
+	struct ukp_secinfo *secs = NULL;
+	Elf_Scn *symscn, *dynscn, *xndxscn;
+	struct ukp_symread rd = { 0 };
+	Elf *elf = NULL;
+	size_t shnum = 0;
+	int fd = -1, err = 0;
+
+	if (o->syms_state == UKP_SYMS_READ)
+		return 0;
+	if (!o->file || !o->alive)
+		goto done;
+	elf = obj_open_elf(o, &fd);
+	if (!elf)
+		goto done;
+	err = read_sections(o, elf, false, &secs, &shnum, &symscn, &dynscn, &xndxscn);
+	if (err == -ENOENT) {
+		err = 0;
+		goto done;
+	}
+	if (!err)
+		err = read_irelative(o, elf);
+	if (err)
+		goto out;
+	o->has_symtab = symscn != NULL;
+	/* SHT_SYMTAB_SHNDX only belongs to .symtab; .dynsym never uses it. */
+	if (!symscn) {
+		symscn = dynscn;
+		xndxscn = NULL;
+	}
+	if (symscn) {
+		err = read_symtab(o, elf, symscn, xndxscn, secs, shnum, false, &rd);
+		if (!err)
+			err = syms_join(o, &rd);
+		if (err)
+			goto out;
+	}
 
 done:
 	o->syms_state = UKP_SYMS_READ;
 out:
 	if (err)
 		obj_free_syms(o);
+	symread_free(&rd);
 	free(secs);
 	if (elf)
 		elf_end(elf);
 	if (fd >= 0)
 		close(fd);
+	return err;
+}
+
+/*
+ * [reg] Also the symbols of o's debug file or MiniDebugInfo, when o's
+ * file has no .symtab: read the first time a lookup misses in the
+ * object's own table (or a walk wants every function), never again.
+ * Only -ENOMEM is an error (and then the next call tries again).
+ */
+static int obj_load_full(struct ukp_objent *o)
+{
+	struct ukp_secinfo *secs = NULL;
+	Elf_Scn *symscn, *dynscn, *xndxscn;
+	struct ukp_symread rd = { 0 };
+	struct ukp_debugsrc src;
+	size_t shnum = 0;
+	Elf *elf;
+	int fd, err;
+
+	err = obj_load_syms(o);
+	if (err || o->full || o->walking)
+		return err;
+	o->full = true;
+	if (o->has_symtab || !o->file || !o->alive)
+		return 0;
+	elf = obj_open_elf(o, &fd);
+	if (!elf)
+		return 0;
+	err = ukp_debuginfo_open(elf, o->realpath ? o->realpath : o->pub.path, &src);
+	if (err == -ENOENT) {
+		err = 0;
+		goto out;
+	}
+	if (err)
+		goto out;
+	err = read_sections(o, src.elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
+	if (!err && symscn)
+		err = read_symtab(o, src.elf, symscn, xndxscn, secs, shnum, true, &rd);
+	if (!err && rd.n)
+		err = syms_join(o, &rd);
+	if (err == -ENOENT)
+		err = 0;
+	symread_free(&rd);
+	free(secs);
+	ukp_debuginfo_close(&src);
+out:
+	elf_end(elf);
+	close(fd);
+	if (err)
+		o->full = false;
 	return err;
 }
 
@@ -509,6 +819,18 @@ static const struct ukp_sym *obj_sym_at(const struct ukp_objent *o, uintptr_t ad
 			break;
 		if (addr - s->start < s->size)
 			best = s;       /* walking down: ends on the best alias */
+	}
+	/* An IFUNC implementation named after its IFUNC, when no real
+	 * symbol names it (obj_sym_at never picks it over one that does). */
+	if (!best || !best->sized) {
+		size_t i;
+
+		for (i = 0; i < o->nimpls; i++) {
+			const struct ukp_sym *s = &o->impls[i];
+
+			if (addr - s->start < s->size && (!best || s->start > best->start))
+				best = s;
+		}
 	}
 	return best;
 }
@@ -560,6 +882,8 @@ static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
 	res->start = s->start;
 	res->size = s->size;
 	res->func = s->sized && (s->type == STT_FUNC || s->type == STT_GNU_IFUNC);
+	res->ifunc = s->type == STT_GNU_IFUNC;
+	res->global = s->bind != STB_LOCAL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -912,6 +1236,165 @@ static bool obj_matches(const struct ukp_objent *o, const char *name)
 }
 
 /* ------------------------------------------------------------------ */
+/* IFUNC symbols                                                      */
+/* ------------------------------------------------------------------ */
+
+/* [reg] The live object with addr in an executable segment, or NULL. */
+static struct ukp_objent *text_owner(uintptr_t addr)
+{
+	const struct ukp_seg *seg;
+	struct ukp_objent *o = live_of(addr, &seg);
+
+	return o && seg->exec ? o : NULL;
+}
+
+/* [reg] The FDE of t's unwind tables that starts at addr, or NULL. */
+static const struct ukp_fde *fde_at(struct ukp_objent *t, uintptr_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!t->eh) {
+		t->eh = calloc(1, sizeof(*t->eh));
+		if (!t->eh)
+			return NULL;
+		/* on -EILSEQ the FDEs read before the error still count */
+		ukp_eh_frame_load(&t->pub, t->eh);
+	}
+	hi = t->eh->nfdes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->eh->fdes[mid].start < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->eh->nfdes && t->eh->fdes[lo].start == addr ? &t->eh->fdes[lo] : NULL;
+}
+
+/*
+ * [reg] Make sure a symbol names the implementation at impl, so that it
+ * can be probed and shown: when neither the object's symbols nor its
+ * debug file's do (a stripped library without its debug package), add
+ * "NAME.impl" (NAME: the IFUNC's), sized by the FDE that starts there
+ * (else running to the next symbol or the end of its segment, unsized).
+ */
+static int impl_symbol(uintptr_t impl, const char *ifunc_name)
+{
+	size_t keylen = strcspn(ifunc_name, "@"), lo = 0, hi;
+	const struct ukp_seg *seg;
+	struct ukp_objent *t = live_of(impl, &seg);
+	const struct ukp_sym *s;
+	const struct ukp_fde *fde;
+	struct ukp_sym *impls, *n;
+	uintptr_t end;
+	char *name;
+	int err;
+
+	if (!t)
+		return -ENOENT;
+	err = obj_load_full(t);
+	if (err)
+		return err;
+	s = obj_sym_at(t, impl);
+	if (s && (s->start == impl || s->sized))
+		return 0;
+	end = seg->end;
+	hi = t->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].start <= impl)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < t->nsyms && t->syms[lo].start < end)
+		end = t->syms[lo].start;
+	fde = fde_at(t, impl);
+	name = malloc(keylen + sizeof(".impl"));
+	impls = realloc(t->impls, (t->nimpls + 1) * sizeof(*impls));
+	if (impls)
+		t->impls = impls;
+	if (!name || !impls) {
+		free(name);
+		return -ENOMEM;
+	}
+	memcpy(name, ifunc_name, keylen);
+	strcpy(name + keylen, ".impl");
+	n = &t->impls[t->nimpls++];
+	memset(n, 0, sizeof(*n));
+	n->start = impl;
+	n->sized = fde && fde->end > impl;
+	n->size = n->sized ? fde->end - impl : end - impl;
+	n->sec_end = impl + n->size;
+	n->name = name;
+	n->keylen = keylen + sizeof(".impl") - 1;
+	n->bind = STB_LOCAL;
+	n->type = STT_FUNC;
+	return 0;
+}
+
+/*
+ * [reg] The implementation the IFUNC whose resolver is at resolver (in
+ * o, named name) stands for in this process, as gdb finds it. First the
+ * word the dynamic linker itself set from the resolver (an IRELATIVE
+ * relocation of o's: no code runs); else, for an exported IFUNC (global),
+ * the resolver is called as the dynamic linker calls it to bind other
+ * objects' references (dlsym() would do the same). A local IFUNC with no
+ * IRELATIVE relocation is never called through: its resolver is not run
+ * (glibc's __x86_cacheinfo is a resolver run for its side effects) and
+ * the answer is -ENOENT. The answer is kept: a resolver's choice does not
+ * change in a process.
+ */
+static int ifunc_resolve(struct ukp_objent *o, uintptr_t resolver, const char *name,
+			 bool global, uintptr_t *impl)
+{
+	size_t lo = 0, hi = o->nirel, i;
+	uintptr_t v = 0;
+	int err;
+
+	for (i = 0; i < o->nifuncs; i++) {
+		if (o->ifuncs[i].resolver == resolver) {
+			v = o->ifuncs[i].impl;
+			goto found;
+		}
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->irel[mid].resolver < resolver)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < o->nirel && o->irel[lo].resolver == resolver &&
+	    obj_range_mapped(o, o->irel[lo].slot, sizeof(v)))
+		memcpy(&v, (const void *)o->irel[lo].slot, sizeof(v));
+	if (!text_owner(v) && global)
+		v = arch_ifunc_resolve(resolver);
+	if (!text_owner(v))
+		return -ENOENT;
+	if (o->nifuncs == o->cap_ifuncs) {
+		size_t cap = o->cap_ifuncs ? o->cap_ifuncs * 2 : 16;
+		struct ukp_ifunc *f = realloc(o->ifuncs, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		o->ifuncs = f;
+		o->cap_ifuncs = cap;
+	}
+	o->ifuncs[o->nifuncs].resolver = resolver;
+	o->ifuncs[o->nifuncs].impl = v;
+	o->nifuncs++;
+found:
+	err = impl_symbol(v, name);
+	if (!err)
+		*impl = v;
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
 /* Interface                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -931,13 +1414,15 @@ uint64_t ukp_objects_generation(void)
 	return ukp_syms.gen;
 }
 
-int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
+int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc)
 {
 	const char *colon, *sym;
 	char *objname = NULL;
-	int pass, err;
+	int round, pass, err;
 	size_t i;
 
+	if (ifunc)
+		*ifunc = false;
 	if (!spec || !addr)
 		return -ENOENT;
 	err = objects_sync();
@@ -968,22 +1453,33 @@ int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
 	}
 
 	/* Globals in load order first (what the dynamic linker would
-	 * bind), then statics. */
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < ukp_syms.nlive; i++) {
-			struct ukp_objent *o = ukp_syms.live[i];
-			const struct ukp_sym *s;
-			int ret;
+	 * bind), then statics; the objects' own tables first, their
+	 * debug files only when those miss. */
+	for (round = 0; round < 2; round++) {
+		for (pass = 0; pass < 2; pass++) {
+			for (i = 0; i < ukp_syms.nlive; i++) {
+				struct ukp_objent *o = ukp_syms.live[i];
+				const struct ukp_sym *s;
+				int ret;
 
-			if (objname && !obj_matches(o, objname))
-				continue;
-			ret = obj_load_syms(o);
-			if (ret) {
-				err = ret;
-				goto out;
-			}
-			s = obj_sym_named(o, sym, pass == 0);
-			if (s) {
+				if (objname && !obj_matches(o, objname))
+					continue;
+				ret = round ? obj_load_full(o) : obj_load_syms(o);
+				if (ret) {
+					err = ret;
+					goto out;
+				}
+				s = obj_sym_named(o, sym, pass == 0);
+				if (!s)
+					continue;
+				if (s->type == STT_GNU_IFUNC) {
+					/* the code the process runs, not the resolver */
+					err = ifunc_resolve(o, s->start, s->name,
+							    s->bind != STB_LOCAL, addr);
+					if (!err && ifunc)
+						*ifunc = true;
+					goto out;
+				}
 				*addr = s->start;
 				err = 0;
 				goto out;
@@ -993,6 +1489,23 @@ int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
 out:
 	free(objname);
 	return err;
+}
+
+int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
+{
+	return ukp_sym_lookup_name_ifunc(spec, addr, NULL);
+}
+
+int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl)
+{
+	struct ukp_objent *o;
+
+	if (!sym || !sym->obj || !sym->ifunc || !impl)
+		return -EINVAL;
+	o = to_ent(sym->obj);
+	if (!o->alive)
+		return -ENOENT;
+	return ifunc_resolve(o, sym->start, sym->name, sym->global, impl);
 }
 
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
@@ -1011,6 +1524,13 @@ int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 	if (err)
 		return err;
 	s = obj_sym_at(o, addr);
+	if (!s || (!s->sized && s->start != addr)) {
+		/* a local function of a stripped object: its debug file */
+		err = obj_load_full(o);
+		if (err)
+			return err;
+		s = obj_sym_at(o, addr);
+	}
 	if (!s)
 		return -ENOENT;
 	fill_res(o, s, res);
@@ -1101,14 +1621,17 @@ void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg)
 
 		if (object && !obj_matches(o, object))
 			continue;
-		if (obj_load_syms(o))
+		/* every function: the debug file's too */
+		if (obj_load_full(o))
 			continue;
+		o->walking++;
 		for (k = 0; k < o->nsyms; k++) {
 			struct ukp_symres res;
 
 			fill_res(o, &o->syms[k], &res);
 			fn(&res, arg);
 		}
+		o->walking--;
 	}
 	ukp_syms.iter_depth--;
 }

@@ -32,6 +32,9 @@ struct ukp_symres {
 	size_t size;         /* size in bytes (to the next symbol when st_size is 0) */
 	bool func;           /* a sized STT_FUNC (or IFUNC) symbol: a compiled
 			      * function's entry follows the calling convention */
+	bool ifunc;          /* an STT_GNU_IFUNC symbol: start is its resolver
+			      * (ukp_sym_ifunc_impl gives the code it chose) */
+	bool global;         /* bound GLOBAL, WEAK or UNIQUE (not LOCAL) */
 };
 
 /*
@@ -62,14 +65,29 @@ uint64_t ukp_objects_generation(void);
  * program also answers to the names of ukp_main_answers_to(). Without object, objects are searched in
  * load order (main program first) and a global definition wins over a local
  * one. Only defined function-like symbols (FUNC, IFUNC, NOTYPE in an
- * executable section) count.
+ * executable section) count; an IFUNC gives the implementation the process
+ * runs (ukp_sym_lookup_name_ifunc).
  * Returns 0, -ENOENT (no such object or symbol) or -ENOMEM.
  */
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr);
 
 /*
+ * The same; *ifunc tells whether the name is an IFUNC (STT_GNU_IFUNC), in
+ * which case *addr is not its resolver but the implementation the
+ * resolver chose in this process (as gdb resolves IFUNCs). An
+ * implementation that no symbol names gets one, "NAME.impl".
+ */
+int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc);
+
+/* The implementation an IFUNC symbol of a walk or a lookup (sym->ifunc)
+ * stands for in this process. Returns 0, -ENOENT, -ENOMEM, -EINVAL. */
+int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl);
+
+/*
  * The function-like symbol containing addr, from .symtab when the file has
- * one, else .dynsym. Returns 0 and fills *res, or -ENOENT.
+ * one, else .dynsym and (when addr is in none of its functions) the
+ * object's debug file or MiniDebugInfo (debuginfo.h). Returns 0 and fills
+ * *res, or -ENOENT.
  */
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
 
@@ -92,7 +110,8 @@ typedef void (*ukp_range_fn)(uintptr_t start, uintptr_t end, const char *name, v
 size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg);
 
 /* Iterate over every function-like symbol of every loaded object (for glob
- * probes and probe-everything tests). */
+ * probes and probe-everything tests), the debug files' too. IFUNC symbols
+ * come as they are (sym->ifunc: start is the resolver). */
 typedef void (*ukp_sym_fn)(const struct ukp_symres *sym, void *arg);
 void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg);
 

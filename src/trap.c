@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "asm_offsets.h"
 #include "jprobes.h"
+#include "watch.h"
 
 #define UKP_OFF(t, f, v) _Static_assert(__builtin_offsetof(t, f) == (v), #t "." #f)
 UKP_OFF(struct ukp_ctlblk, status, CTL_STATUS);
@@ -664,8 +665,13 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 	bool saved_live = ukp_ctl.vec_live;
 
 	ukp_ctl.vec_live = false;
-	if (info->si_code != SI_KERNEL || !breakpoint_trap(uc))
+	if (info->si_code != SI_KERNEL) {
+		/* a data watchpoint's step or debug-register trap (watch.c) */
+		if (!ukp_watch_sigtrap(info, uc))
+			ukp_chain_signal(sig, info, uc);
+	} else if (!breakpoint_trap(uc)) {
 		ukp_chain_signal(sig, info, uc);
+	}
 	ukp_ctl.vec_live = saved_live;
 	ukp_errno = saved_errno;
 }
@@ -778,6 +784,19 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = ukp_errno;
 	struct ukp_site *s;
 
+	if (arch_watch_fixup(ip, sig, info->si_code, (uintptr_t)info->si_addr, &fix)) {
+		arch_uc_set_ip(uc, fix);
+		return;
+	}
+	/* An access to a page protected for a data watchpoint (watch.c):
+	 * before the handler-fault check, since probe handlers may touch
+	 * watched data too (the access is then counted as missed), and
+	 * before the nofault fixup, so that copy_from_user_nofault() reads
+	 * watched data as the program could. */
+	if (ukp_watch_fault(sig, info, uc)) {
+		ukp_errno = saved_errno;
+		return;
+	}
 	if (arch_nofault_fixup(ip, &fix)) {
 		arch_uc_set_ip(uc, fix);
 		return;

@@ -558,6 +558,51 @@ def case_types_golden():
     golden("types.trace", "".join(normalise(l) + "\n" for l in lines))
 
 
+def case_watch():
+    """w SPECs: data watchpoints on a global of the target (both
+    mechanisms: the debug registers where the machine has them, page
+    protection forced with UKPROBES_WATCH=page) and on libc's environ
+    while ls runs: the accessing function with %ip:symbol."""
+    spec = "w:cnt counter:w v=@counter:s64 fn=%ip:symbol"
+    for env in ({}, {"UKPROBES_WATCH": "page"}):
+        r, lines = traced_opts([], [spec, "w:rd counter:r fn=%ip:symbol"], [tgt("types")]) \
+            if not env else traced_env(env, [spec, "w:rd counter:r fn=%ip:symbol"], [tgt("types")])
+        check(r.returncode == 0 and r.stdout == TYPES_OUT and r.stderr == "", "run", show(r))
+        # the instructions' offsets depend on the compiler
+        got = [re.sub(r"fn=tally\+0x[0-9a-f]+/", "fn=tally+OFF/", normalise(l)) for l in lines]
+        # tally(): counter += 3 (a read, then the write), return counter (a read)
+        check(got == ["tgt_types-TID [CPU] TS: rd: (counter+0x0/SIZE len=8 r) fn=tally+OFF/SIZE",
+                      "tgt_types-TID [CPU] TS: cnt: (counter+0x0/SIZE len=8 w) v=1003 "
+                      "fn=tally+OFF/SIZE",
+                      "tgt_types-TID [CPU] TS: rd: (counter+0x0/SIZE len=8 r) fn=tally+OFF/SIZE"],
+              "events %r" % env, show(r), "\n".join(got))
+    r = ukprobe(["stat", "-e", "w:env libc.so.6:environ:r", "--", "ls", "/"])
+    check(r.returncode == 0, "ls", show(r))
+    m = re.search(r"ukprobes/env\s+(\d+)\s+(\d+)", r.stdout + r.stderr)
+    check(m and int(m[1]) > 0, "environ read by ls", show(r))
+    r, lines = traced_env({"UKPROBES_WATCH": "page"},
+                          ["w:env libc.so.6:environ:r fn=%ip:symbol"], ["ls", "/"])
+    check(r.returncode == 0 and "bin\n" in r.stdout, "ls under a page watchpoint", show(r))
+    check(any("fn=getenv+" in l for l in lines), "getenv reads environ", "\n".join(lines))
+    r = ukprobe(["probes", "-e", "w counter/4:rw", "--", tgt("types")])
+    check(r.returncode == 0 and re.search(r"counter\+0x0/0x8 len=4 rw\s+tgt_types:0x[0-9a-f]+"
+                                          r"\s+watchpoint: (debug register|page protection)",
+                                          r.stdout), "probes", show(r))
+
+
+def traced_env(env, specs, argv):
+    """traced() with more environment for the program."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace.txt")
+        args = ["trace", "-o", out]
+        for sp in specs:
+            args += ["-e", sp]
+        r = ukprobe(args + ["--"] + argv, env=dict(os.environ, **env))
+        with open(out) as f:
+            lines = [l.rstrip("\n") for l in f if l.strip()]
+    return r, lines
+
+
 def elf_symbol(path, name):
     """The ELF address of a function, as nm prints it."""
     out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
@@ -760,7 +805,7 @@ def case_dlopen():
 
 PROBES_HEADER = "%-36s %-18s %-44s %-28s %s" % ("EVENT", "ADDRESS", "PROBE POINT", "ELF ADDRESS",
                                                "OPTIMIZED")
-PROBES_ROW = re.compile(r"^(?P<event>\S+) +(?P<addr>0x[0-9a-f]+|-) +(?P<point>\S+(?: \[[^]]+\])?"
+PROBES_ROW = re.compile(r"^(?P<event>\S+) +(?P<addr>0x[0-9a-f]+|-) +(?P<point>(?:\S+ -> )?\S+(?: \[[^]]+\])?"
                         r"(?: \(each match\))?) +(?P<elf>\S+) +(?P<opt>jump|ftrace|no: .*)?"
                         r"(?P<note>(?:pending|cannot probe): .*)?$")
 
@@ -883,10 +928,11 @@ MANPAGES = {
     "ukprobe.1": ["ukprobe trace", "ukprobe stat", "ukprobe probes", "$retval", ".BI @ SYM",
                   ".RI [ OBJ :] 0x ADDR", ".B symbol", ".B char", ".BI b WIDTH", "glob",
                   "EXIT STATUS",
-                  "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen"],
+                  "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen",
+                  "[OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw]", "environ"],
     "ukprobe-trace.1": ["\\-e", "\\-o", "\\-\\-json", "\\-f", "\\-\\-follow", "Perfetto",
                         "\\-\\-no\\-optimize",
-                        "\\(dqph\\(dq:\\(dqX\\(dq"],
+                        "\\(dqph\\(dq:\\(dqX\\(dq", "w[:[GRP/]EVENT]"],
     "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>",
                        "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
@@ -1509,7 +1555,7 @@ def case_attach_sqlite3():
             check(got and all(a[len(' sql="'):-1] in sent for a in got),
                   "the SQL sqlite3 prepared was sent to it", "%s\n%s" % (got[:5], sent[:5]))
             check(same_code(before, code_bytes(p.pid, code_ranges(p.pid))),
-                  "code back after detach %d" % round_)
+                  "code back after detach %d" % round_, str(changed_code(before, code_bytes(p.pid, code_ranges(p.pid)))))
             check(thread_state(p.pid) == state0 and open_files(p.pid) == fds0,
                   "threads, signals and descriptors as before")
         for x in rest:
@@ -1918,6 +1964,96 @@ def case_trigger_errors():
                        "one --trigger per -e SPEC")):
         r = ukprobe(args + ["--", tgt("filtered")])
         check(r.returncode == 2 and msg in r.stderr and r.stdout == "", "usage %s" % args, show(r))
+
+
+def case_ifunc():
+    """An IFUNC (libc's strlen) is probed on the implementation its resolver
+    chose in the process, not on the resolver: every call counts; probes
+    shows both names; in a glob each IFUNC goes to its implementation and
+    one implementation is probed once."""
+    for spec in ("p libc.so.6:strlen", "p strlen", "r libc.so.6:strlen"):
+        r = ukprobe(["stat", "-e", spec, "--", tgt("strings"), "1000"])
+        check(r.returncode == 0 and re.search(r"^ukprobes/\S+ +1000 +0$", r.stdout, re.M),
+              "%s: 1000 hits" % spec, show(r))
+    r = ukprobe(["probes", "-e", "p libc.so.6:strlen", "--", tgt("strings"), "0"])
+    check(r.returncode == 0, "probes", show(r))
+    rows = probes_rows(r.stdout)
+    check(len(rows) == 1 and re.fullmatch(r"strlen -> \S+\+0x[04]/0x[0-9a-f]+ \[libc\.so\.6\]",
+                                          rows[0]["point"]), "strlen -> IMPL", show(r))
+    impl = rows[0]["point"].split(" -> ")[1].split("+")[0]
+    check(impl != "strlen", "the implementation's name", show(r))
+    # trace lines show the code probed, as ftrace's do: one name
+    r = ukprobe(["trace", "-e", "p libc.so.6:strlen", "--", tgt("strings"), "2"])
+    lines = [l for l in r.stdout.splitlines() if "p_strlen_0" in l]
+    check(r.returncode == 0 and len(lines) == 2 and
+          all(parse_line(l)["where"].startswith(impl + "+0x") for l in lines),
+          "trace lines at %s" % impl, show(r))
+    # the resolver's ELF address is not where the probe went
+    libc = [l for l in open("/proc/self/maps") if "libc.so.6" in l][0].split()[-1]
+    resolver = nm_functions(libc, dynamic=True)["strlen"]
+    check(int(rows[0]["elf"].split(":0x")[1], 16) not in (resolver, resolver + 4),
+          "not on the resolver", show(r))
+    # a glob: strlen goes to the same implementation; addresses are unique
+    r = ukprobe(["probes", "libc.so.6", "mem*"])
+    check(r.returncode == 0, "probes libc.so.6 mem*", show(r))
+    rows = probes_rows(r.stdout)
+    addrs = [row["elf"] for row in rows if row["elf"] != "-"]
+    check(len(addrs) == len(set(addrs)), "one probe per implementation", r.stdout)
+    points = {row["event"].split("/")[1]: row["point"] for row in rows}
+    check(points.get("memchr", "").startswith("memchr -> "), "memchr -> IMPL", r.stdout)
+    check(("memcpy" in points) != ("memmove" in points) or
+          points["memcpy"].split(" -> ")[-1] != points["memmove"].split(" -> ")[-1],
+          "memcpy and memmove: one probe when they share the implementation", r.stdout)
+
+
+def libc_debug_file():
+    """The libc6-dbg file of this machine's libc, by build-id (or None)."""
+    libc = [l for l in open("/proc/self/maps") if "libc.so.6" in l][0].split()[-1]
+    out = subprocess.run(["readelf", "-n", libc], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m:
+        return None
+    path = "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])
+    return path if os.path.exists(path) else None
+
+
+def case_debug_symbols():
+    """libc's local functions (only in libc6-dbg's debug file) by name and in
+    globs, at the addresses the debug file gives."""
+    dbg = libc_debug_file()
+    check(dbg, "libc6-dbg is installed (scripts/setup.sh installs it)")
+    funcs = nm_functions(dbg)
+    fn = "__memmove_avx_unaligned_erms"
+    r = ukprobe(["probes", "-e", "p libc.so.6:" + fn, "--", tgt("strings"), "0"])
+    check(r.returncode == 0, "probes", show(r))
+    rows = probes_rows(r.stdout)
+    check(len(rows) == 1 and rows[0]["point"].startswith(fn + "+0x") and
+          int(rows[0]["elf"].split(":0x")[1], 16) in (funcs[fn], funcs[fn] + 4),
+          "%s at the debug file's address %#x" % (fn, funcs[fn]), show(r))
+    r = ukprobe(["probes", "libc.so.6", "__memmove_*"])
+    check(r.returncode == 0, "probes libc.so.6 __memmove_*", show(r))
+    listed = {row["point"].split(" -> ")[0].split("+")[0] for row in probes_rows(r.stdout)}
+    want = {f for f in funcs if f.startswith("__memmove_")}
+    check(fn in listed and len(listed) >= 5 and listed <= want | {f for f in funcs},
+          "the debug file's __memmove_* functions", r.stdout)
+    r = ukprobe(["stat", "-e", "p libc.so.6:" + fn, "--", tgt("strings"), "3"])
+    check(r.returncode == 0 and re.search(r"^ukprobes/\S+ +\d+ +0$", r.stdout, re.M),
+          "stat on a local function", show(r))
+    # MiniDebugInfo (.gnu_debugdata) of an object not loaded yet: the
+    # agent's own reader finds the name (the SPEC waits), and loaded
+    # (ukprobe-host) the library lists it
+    mini = os.path.join(TARGETS, "..", "progs", "libukpds_mini.so")
+    r = ukprobe(["probes", "-e", "p %s:ukpds_local" % mini, "--", tgt("basic")])
+    rows = probes_rows(r.stdout) if r.returncode == 0 else []
+    check(len(rows) == 1 and rows[0]["note"].startswith("pending"), "pending on a local name",
+          show(r))
+    r = ukprobe(["probes", mini, "ukpds_*"])
+    check(r.returncode == 0 and
+          {row["event"] for row in probes_rows(r.stdout)} >= {"ukprobes/ukpds_local"},
+          "probes OBJ lists the MiniDebugInfo function", show(r))
+    # a data symbol only libc's debug file names (malloc's arena)
+    r = ukprobe(["stat", "-e", "p libc.so.6:malloc m=@main_arena:u32", "--", tgt("strings"), "1"])
+    check(r.returncode == 0, "@main_arena from the debug file", show(r))
 
 
 def main():

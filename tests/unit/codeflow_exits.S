@@ -99,7 +99,8 @@ ukt_flow_call_last:
 	.cfi_endproc
 	.size ukt_flow_call_last, . - ukt_flow_call_last
 
-/* A call through a register in the region (refused: not relocatable). */
+/* A call through a register in the middle of the region (refused: its
+ * callee would return into the region). */
 	.globl ukt_flow_call_reg
 	.type ukt_flow_call_reg, @function
 	.p2align 4
@@ -111,6 +112,40 @@ ukt_flow_call_reg:
 	ret
 	.cfi_endproc
 	.size ukt_flow_call_reg, . - ukt_flow_call_reg
+
+/* A call through a register ending the region (accepted). */
+	.globl ukt_flow_call_reg_last
+	.type ukt_flow_call_reg_last, @function
+	.p2align 4
+ukt_flow_call_reg_last:
+	.cfi_startproc
+	pushq %rbx			/* 1 byte */
+	.cfi_adjust_cfa_offset 8
+	movl %edi, %ebx			/* 2 bytes */
+	call *%rsi			/* 2 bytes: the region is 5 */
+	addl %ebx, %eax
+	popq %rbx
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size ukt_flow_call_reg_last, . - ukt_flow_call_reg_last
+
+/* A call through the stack ending the region (refused: the push of the
+ * return address would move the operand). */
+	.globl ukt_flow_call_stack
+	.type ukt_flow_call_stack, @function
+	.p2align 4
+ukt_flow_call_stack:
+	.cfi_startproc
+	pushq %rbx			/* 1 byte */
+	.cfi_adjust_cfa_offset 8
+	movl %edi, %ebx			/* 2 bytes */
+	call *8(%rsp)			/* 4 bytes */
+	popq %rbx
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size ukt_flow_call_stack, . - ukt_flow_call_stack
 
 	.p2align 4
 	.section .note.GNU-stack, "", @progbits

@@ -62,8 +62,8 @@ ukt_flow_ptr_stack:
 	.cfi_endproc
 	.size ukt_flow_ptr_stack, . - ukt_flow_ptr_stack
 
-/* A jump lands between the load and the jump, with another %rax
- * (refused: unknown targets). */
+/* A jump lands between the load and the jump, with another %rax,
+ * computed (refused: unknown targets). */
 	.globl ukt_flow_ptr_between
 	.type ukt_flow_ptr_between, @function
 	.p2align 4
@@ -75,7 +75,7 @@ ukt_flow_ptr_between:
 	movq 8(%rdi), %rax
 .Lpb_jmp:
 	jmp *%rax
-1:	movq %rdx, %rax
+1:	leaq 8(%rdx), %rax
 	jmp .Lpb_jmp
 	.cfi_endproc
 	.size ukt_flow_ptr_between, . - ukt_flow_ptr_between

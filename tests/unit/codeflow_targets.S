@@ -123,14 +123,15 @@ ukt_flow_table_spilled:
 	.long .Lts_out - .Lts_table
 	.text
 
-/* jmp *%rax with nothing to say where %rax points (refused: -EOPNOTSUPP). */
+/* jmp *%rax with nothing to say where %rax points: computed from an
+ * argument (refused: -EOPNOTSUPP). */
 	.globl ukt_flow_indirect_unknown
 	.type ukt_flow_indirect_unknown, @function
 	.p2align 4
 ukt_flow_indirect_unknown:
 	.cfi_startproc
-	movq %rdi, %rax			/* 3 bytes */
-	xchgw %ax, %ax			/* 2 bytes */
+	leaq 8(%rdi), %rax		/* 4 bytes */
+	nop				/* 1 byte */
 	jmp *%rax
 	.cfi_endproc
 	.size ukt_flow_indirect_unknown, . - ukt_flow_indirect_unknown

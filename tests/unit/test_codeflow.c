@@ -39,11 +39,16 @@ extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_re
 	ukt_flow_hot[], ukt_flow_hot_numbered[], ukt_flow_hot_ok[], ukt_flow_victim[],
 	ukt_flow_two_entries[], ukt_flow_pad_in_region[], ukt_flow_pad_elsewhere[];
 extern char ukt_flow_short_ret[], ukt_flow_short_target[], ukt_flow_short_sym[],
-	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[];
+	ukt_flow_short_fde[], ukt_flow_short_code[], ukt_flow_call_last[], ukt_flow_call_reg[],
+	ukt_flow_call_reg_last[], ukt_flow_call_stack[];
 extern char ukt_flow_ptr_global[], ukt_flow_ptr_field[], ukt_flow_ptr_indexed[],
 	ukt_flow_ptr_stack[], ukt_flow_ptr_between[], ukt_flow_ptr_lea_label[],
 	ukt_flow_ptr_data_label[], ukt_flow_ptr_global_label[], ukt_flow_taken_data[],
 	ukt_flow_taken_lea[];
+extern char ukt_flow_path_branch[], ukt_flow_path_join[], ukt_flow_path_saved[],
+	ukt_flow_path_clobbered[], ukt_flow_path_argument[], ukt_flow_path_not_argument[],
+	ukt_flow_path_field[], ukt_flow_path_frame[], ukt_flow_path_uncovered[],
+	ukt_flow_path_jmp_next[];
 extern int ukp_shstk_force;
 int ukt_flow_switch(int op, int a);
 int ukt_flow_split_back(const int *p, int n);
@@ -265,7 +270,9 @@ Test(codeflow, padding_without_unwind_tables_refused)
 Test(codeflow, call_ending_the_region_accepted)
 {
 	expect_opt(ukt_flow_call_last, UKPROBES_OPT_JUMP, "");
-	expect_opt(ukt_flow_call_reg, UKPROBES_OPT_NONE, "call in the region is not relocatable");
+	expect_opt(ukt_flow_call_reg, UKPROBES_OPT_NONE, "not its last instruction");
+	expect_opt(ukt_flow_call_reg_last, UKPROBES_OPT_JUMP, "");
+	expect_opt(ukt_flow_call_stack, UKPROBES_OPT_NONE, "call in the region is not relocatable");
 	/* under a shadow stack the callee's ret would find no return address */
 	ukp_shstk_force = 1;
 	expect_opt(ukt_flow_call_last, UKPROBES_OPT_NONE, "shadow stack");
@@ -284,7 +291,8 @@ Test(codeflow, pointers_that_may_be_tables_refused)
 {
 	expect_verdict(ukt_flow_ptr_indexed, -EOPNOTSUPP, "unknown targets");
 	expect_verdict(ukt_flow_ptr_stack, -EOPNOTSUPP, "unknown targets");
-	expect_verdict(ukt_flow_ptr_between, -EOPNOTSUPP, "between the pointer's load");
+	/* the other path brings a computed %rax, not a loaded pointer */
+	expect_verdict(ukt_flow_ptr_between, -EOPNOTSUPP, "unknown targets");
 }
 
 Test(codeflow, pointers_in_functions_taking_their_labels_refused)
@@ -293,6 +301,25 @@ Test(codeflow, pointers_in_functions_taking_their_labels_refused)
 	expect_verdict(ukt_flow_ptr_data_label, -EOPNOTSUPP, "address of its own code");
 	/* a global is no GOT slot when the function stores its label there */
 	expect_verdict(ukt_flow_ptr_global_label, -EOPNOTSUPP, "address of its own code");
+}
+
+/* Jumps through registers: the pointer's paths (codeflow_paths.S). */
+Test(codeflow, pointer_paths_accepted)
+{
+	expect_verdict(ukt_flow_path_branch, 0, "");
+	expect_verdict(ukt_flow_path_join, 0, "");
+	expect_verdict(ukt_flow_path_saved, 0, "");
+	expect_verdict(ukt_flow_path_argument, 0, "");
+	expect_verdict(ukt_flow_path_field, 0, "");
+}
+
+Test(codeflow, pointer_paths_refused)
+{
+	expect_verdict(ukt_flow_path_clobbered, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_not_argument, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_frame, -EOPNOTSUPP, "unknown targets");
+	expect_verdict(ukt_flow_path_uncovered, -EOPNOTSUPP, "outside any symbol jumps between");
+	expect_verdict(ukt_flow_path_jmp_next, -EOPNOTSUPP, "unknown targets");
 }
 
 /* The code addresses stored by relocations of this PIE: the function
@@ -309,7 +336,7 @@ Test(codeflow, code_refs_of_relocations)
 	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, &v, &n), 0);
 	for (k = 0; k < 2; k++) {
 		bool found = false;
 
@@ -322,7 +349,7 @@ Test(codeflow, code_refs_of_relocations)
 		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
 	/* without the segments nothing matches the file */
 	free(v);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, &v, &n), -ENOENT);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, &v, &n), -ENOENT);
 	ukp_eh_frame_free(&eh);
 	ukp_unlock_for_show();
 }
@@ -360,7 +387,7 @@ Test(codeflow, probes_do_not_hide_jumps)
 /* ---- a compiler's switch ------------------------------------------------ */
 
 struct flow_log {
-	size_t direct, table, unknown, undecodable, pointer, global, address;
+	size_t direct, table, unknown, undecodable, pointer, global, address, path;
 	uintptr_t targets[256], froms[256];
 	enum arch_flow_kind kinds[256];
 	size_t n;
@@ -380,6 +407,7 @@ static int log_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr
 	case ARCH_FLOW_POINTER: l->pointer++; break;
 	case ARCH_FLOW_GLOBAL_POINTER: l->global++; break;
 	case ARCH_FLOW_ADDRESS: l->address++; break;
+	case ARCH_FLOW_POINTER_PATH: l->path++; break;
 	}
 	if (l->n < 256) {
 		l->kinds[l->n] = kind;
@@ -402,7 +430,7 @@ Test(codeflow, compiled_switch_table_resolved)
 	part.code = code;
 	part.len = ukp_read_original(sym.start, code, sym.size);
 	cr_assert_eq(part.len, sym.size);
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	/* 12 cases: at least 12 entries read, all resolved */
 	cr_expect_geq(log.table, 12, "%zu table targets", log.table);
 	cr_expect_eq(log.unknown, 0);
@@ -441,7 +469,7 @@ Test(codeflow, gcc_cold_part_found)
 	part.code = cold_code;
 	part.len = ukp_read_original(cs.start, cold_code, cs.size);
 	memset(&log, 0, sizeof(log));
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	for (i = 0; i < log.n; i++)
 		if (log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] > hot &&
 		    log.targets[i] < hot + hs.size)
@@ -463,7 +491,7 @@ Test(codeflow, gcc_cold_part_found)
 	part.addr = hot;
 	part.code = code;
 	part.len = hs.size;
-	cr_assert_eq(arch_scan_flow(&part, 1, 0, log_flow, &log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
 	for (i = 0; i < log.n; i++)
 		hot_jumps_there |= log.kinds[i] == ARCH_FLOW_DIRECT && log.targets[i] == land;
 
@@ -483,7 +511,7 @@ static void scan_bytes(const uint8_t *code, size_t len, uintptr_t addr, unsigned
 	struct arch_code_part part = { .addr = addr, .code = code, .len = len };
 
 	memset(log, 0, sizeof(*log));
-	cr_assert_eq(arch_scan_flow(&part, 1, flags, log_flow, log), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, flags, log_flow, log), 0);
 }
 
 Test(codeflow, arch_direct_targets)
@@ -516,7 +544,8 @@ Test(codeflow, arch_direct_targets)
 
 Test(codeflow, arch_unknown_and_undecodable)
 {
-	static const uint8_t jmp_rax[] = { 0x48, 0x89, 0xf8, 0xff, 0xe0 };	/* mov; jmp *%rax */
+	/* lea 8(%rdi),%rax; jmp *%rax: a computed target */
+	static const uint8_t jmp_rax[] = { 0x48, 0x8d, 0x47, 0x08, 0xff, 0xe0 };
 	static const uint8_t jmp_mem[] = { 0xff, 0x60, 0x10 };		/* jmp *0x10(%rax) */
 	static const uint8_t far_jmp[] = { 0xff, 0x28 };			/* ljmp *(%rax) */
 	static const uint8_t bad[] = { 0x06, 0xc3 };			/* push es: invalid */
@@ -610,6 +639,44 @@ Test(codeflow, arch_absolute_tables)
 	cr_expect_eq(log.table, 16, "%zu table targets (8 per dispatch)", log.table);
 	for (i = 0; i < 8 && i < log.n; i++)
 		cr_expect_eq(log.targets[i], base + 17 + i);
+	munmap(buf, 4096);
+}
+
+/* A table whose first case is in other code of the object (a cold part
+ * that no symbol names, as CPython's opcode table): read on past it,
+ * every later entry reported; with the parts alone it stops there, and
+ * the dispatch is unknown. */
+Test(codeflow, arch_table_with_cases_in_other_code)
+{
+	uint8_t *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	uintptr_t base = (uintptr_t)buf, table = base + 2048;
+	uint64_t *entries = (uint64_t *)(buf + 2048);
+	struct arch_code_part part = { .addr = base, .code = buf, .len = 17 };
+	struct flow_log log;
+	size_t i;
+
+	cr_assert_neq(buf, MAP_FAILED);
+	/* 0: mov T(,%rax,8),%rax; 8: jmp *%rax; 10..17: ret; the "cold"
+	 * code at 1024 */
+	buf[0] = 0x48; buf[1] = 0x8b; buf[2] = 0x04; buf[3] = 0xc5; put32(buf + 4, (uint32_t)table);
+	buf[8] = 0xff; buf[9] = 0xe0;
+	for (i = 0; i < 7; i++)
+		buf[10 + i] = 0xc3;
+	entries[0] = base + 1024;
+	for (i = 1; i < 8; i++)
+		entries[i] = base + 9 + i;
+	entries[8] = 0;
+
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, base, base + 4096, 0, log_flow, &log), 0);
+	cr_expect_eq(log.unknown, 0);
+	cr_expect_eq(log.table, 7, "%zu table targets", log.table);
+	for (i = 0; i < 7 && i < log.n; i++)
+		cr_expect_eq(log.targets[i], base + 10 + i);
+	memset(&log, 0, sizeof(log));
+	cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, 0, log_flow, &log), 0);
+	cr_expect_eq(log.unknown, 1, "without the object's code range");
 	munmap(buf, 4096);
 }
 

@@ -100,6 +100,45 @@ __asm__(
 	"	ret\n"
 	"	.cfi_endproc\n"
 	".size rg_call_mem, .-rg_call_mem\n"
+
+	/* through a register: call *%rsi, 5 bytes */
+	".globl rg_call_reg\n .type rg_call_reg,@function\n .p2align 4\n"
+	"rg_call_reg:\n"
+	"	.cfi_startproc\n"
+	"	pushq %rbx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.cfi_offset %rbx, -16\n"
+	"	movl %edi, %ebx\n"
+	"	call *%rsi\n"
+	".globl rg_call_reg_ret\n"
+	"rg_call_reg_ret:\n"
+	"	addl %ebx, %eax\n"
+	"	popq %rbx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_restore %rbx\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size rg_call_reg, .-rg_call_reg\n"
+
+	/* through a struct (the fifth argument), with a REX prefix:
+	 * call *8(%r8), 7 bytes */
+	".globl rg_call_field\n .type rg_call_field,@function\n .p2align 4\n"
+	"rg_call_field:\n"
+	"	.cfi_startproc\n"
+	"	pushq %rbx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	.cfi_offset %rbx, -16\n"
+	"	movl %edi, %ebx\n"
+	"	call *8(%r8)\n"
+	".globl rg_call_field_ret\n"
+	"rg_call_field_ret:\n"
+	"	addl %ebx, %eax\n"
+	"	popq %rbx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_restore %rbx\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size rg_call_field, .-rg_call_field\n"
 	".p2align 4\n");
 
 struct rg_obj {
@@ -113,7 +152,9 @@ int rg_short_ptr(struct rg_obj *o);
 int rg_ptr_tail(int x);
 int rg_call(int x);
 int rg_call_mem(int x);
-extern char rg_call_ret[], rg_call_mem_ret[];
+int rg_call_reg(int x, int (*f)(int));
+int rg_call_field(int x, long b, long c, long d, const void *tbl);
+extern char rg_call_ret[], rg_call_mem_ret[], rg_call_reg_ret[], rg_call_field_ret[];
 extern int ukp_shstk_force;
 
 __attribute__((used)) int (*rg_hook)(int);
@@ -178,6 +219,9 @@ static int run_short_ptr(int i) { obj.value = i; return rg_short_ptr(&obj); }
 static int run_ptr_tail(int i) { rg_hook = (i & 1) ? rg_hook_fn : NULL; return rg_ptr_tail(i); }
 static int run_call(int i) { return rg_call(i); }
 static int run_call_mem(int i) { return rg_call_mem(i); }
+static int run_call_reg(int i) { return rg_call_reg(i, rg_callee); }
+static void *const rg_callee_tbl[2] = { NULL, (void *)rg_callee };
+static int run_call_field(int i) { return rg_call_field(i, 0, 0, 0, rg_callee_tbl); }
 
 #define RUNS 64
 
@@ -247,6 +291,27 @@ Test(regions, calls_ending_the_region)
 {
 	same_as_breakpoint("rg_call", (void *)rg_call, run_call);
 	same_as_breakpoint("rg_call_mem", (void *)rg_call_mem, run_call_mem);
+	same_as_breakpoint("rg_call_reg", (void *)rg_call_reg, run_call_reg);
+	same_as_breakpoint("rg_call_field", (void *)rg_call_field, run_call_field);
+}
+
+/* Through a register or a struct: the callee returns into the original
+ * code, right after the call. */
+Test(regions, relocated_indirect_calls_return_into_the_original_code)
+{
+	struct kprobe a = { .addr = (void *)rg_call_reg, .pre_handler = record_pre };
+	struct kprobe b = { .addr = (void *)rg_call_field, .pre_handler = record_pre };
+
+	reg(&a);
+	reg(&b);
+	cr_assert(kprobe_optimized(&a) && kprobe_optimized(&b));
+	cr_expect_eq(rg_call_reg(5, rg_callee), 15);
+	cr_expect_eq(atomic_load(&callee_ret), (void *)rg_call_reg_ret);
+	cr_expect_eq(rg_call_field(6, 0, 0, 0, rg_callee_tbl), 18);
+	cr_expect_eq(atomic_load(&callee_ret), (void *)rg_call_field_ret);
+	cr_expect_eq(atomic_load(&hits), 2);
+	unregister_kprobe(&a);
+	unregister_kprobe(&b);
 }
 
 /* The callee of a relocated call returns into the original code, and

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "debuginfo.h"
+#include "internal.h"
 #include "symbols.h"
 #include "ukp_test.h"
 #include "ukprobes.h"
@@ -545,4 +547,331 @@ Test(symbols, reset_rebuilds)
 	cr_assert_eq(lookup_ok("ukpt_static_fn"), (uintptr_t)&ukpt_static_fn);
 	cr_assert_gt(ukp_objects_generation(), gen);
 	ukp_symbols_reset();
+}
+
+/* ---- IFUNC symbols ------------------------------------------------------ */
+
+/*
+ * libc's strlen is an IFUNC: its symbol is the resolver, which runs once
+ * at load. A probe on the name must sit on the implementation the
+ * resolver chose for this process (what dlsym() returns) and count every
+ * call. Hits are counted only for our string, so the library's own calls
+ * (the optimizer thread's) do not count.
+ */
+static const char ifunc_arg[] = "counted by the strlen probe";
+static int ifunc_hits;
+
+static int ifunc_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	if (regs->di == (unsigned long)ifunc_arg)
+		ifunc_hits++;
+	return 0;
+}
+
+/* dlsym() in libc itself: a sanitizer's interceptor in the program may
+ * take the name first for RTLD_DEFAULT. */
+static uintptr_t libc_dlsym(const char *name)
+{
+	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	void *p;
+
+	cr_assert_not_null(h);
+	p = dlsym(h, name);
+	dlclose(h);
+	cr_assert_not_null(p, "dlsym(libc, %s)", name);
+	return (uintptr_t)p;
+}
+
+static void expect_strlen_probed(const char *spec)
+{
+	bool in_libc = strchr(spec, ':') || libc_dlsym("strlen") == dlsym_addr("strlen");
+	size_t (*volatile fn)(const char *) =
+		(size_t (*)(const char *))(in_libc ? libc_dlsym("strlen") : dlsym_addr("strlen"));
+	struct kprobe kp = { .symbol_name = spec, .pre_handler = ifunc_pre };
+	struct ukp_symres res;
+	uintptr_t addr = 0;
+	bool ifunc = false;
+	size_t total = 0;
+	int i;
+
+	cr_assert_eq(ukp_sym_lookup_name_ifunc(spec, &addr, &ifunc), 0);
+	/* (unless the program interposes strlen: a sanitizer's runtime) */
+	cr_expect(ifunc == in_libc, "%s is an IFUNC", spec);
+	cr_assert_eq(addr, (uintptr_t)fn, "%s: %#lx, dlsym: %p", spec, (unsigned long)addr,
+		     (void *)fn);
+	/* the implementation has a symbol (its own, or "strlen.impl") */
+	cr_assert_eq(ukp_sym_lookup_addr(addr, &res), 0);
+	cr_expect_eq(res.start, addr);
+	cr_expect_gt(res.size, 0);
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_expect((uintptr_t)kp.addr == addr || (uintptr_t)kp.addr == addr + 4,
+		  "probe at %p, implementation at %#lx", (void *)kp.addr, (unsigned long)addr);
+	ifunc_hits = 0;
+	for (i = 0; i < 1000; i++)
+		total += fn(ifunc_arg);
+	unregister_kprobe(&kp);
+	cr_expect_eq(total, 1000 * strlen(ifunc_arg));
+	cr_expect_eq(ifunc_hits, 1000, "%d hits", ifunc_hits);
+}
+
+Test(ifunc, strlen_probed_on_its_implementation)
+{
+	expect_strlen_probed("strlen");
+}
+
+Test(ifunc, libc_strlen_probed_on_its_implementation)
+{
+	expect_strlen_probed("libc.so.6:strlen");
+}
+
+/* Without libc's debug file the implementation is named after the IFUNC
+ * ("strlen.impl"), sized by its FDE. */
+Test(ifunc, implementation_without_debug_file)
+{
+	struct ukp_symres res;
+	uintptr_t addr = lookup_ok("libc.so.6:strlen");
+
+	(void)addr;
+	ukp_symbols_reset();
+	ukp_debuginfo_set_root("/nonexistent");
+	addr = lookup_ok("libc.so.6:strlen");
+	cr_assert_eq(addr, libc_dlsym("strlen"));
+	cr_assert_eq(ukp_sym_lookup_addr(addr, &res), 0);
+	cr_expect_str_eq(res.name, "strlen.impl");
+	cr_expect(res.func, "sized by its FDE");
+	ukp_debuginfo_set_root(NULL);
+}
+
+/* A walk gives IFUNCs as they are; ukp_sym_ifunc_impl resolves them. */
+struct ifunc_walk {
+	uintptr_t strlen_impl;
+	size_t ifuncs;
+};
+
+static void ifunc_walk_cb(const struct ukp_symres *sym, void *arg)
+{
+	struct ifunc_walk *w = arg;
+	uintptr_t impl;
+
+	if (!sym->ifunc)
+		return;
+	w->ifuncs++;
+	/* an exported IFUNC always resolves; a local one when an IRELATIVE
+	 * relocation uses it (else nothing calls through it) */
+	if (!sym->global && ukp_sym_ifunc_impl(sym, &impl) == -ENOENT)
+		return;
+	cr_assert_eq(ukp_sym_ifunc_impl(sym, &impl), 0, "%s", sym->name);
+	cr_assert(ukp_addr_is_text(impl, 1), "%s: %#lx", sym->name, (unsigned long)impl);
+	if (!strcmp(sym->name, "strlen") || !strncmp(sym->name, "strlen@", 7))
+		w->strlen_impl = impl;
+}
+
+Test(ifunc, walk_resolves_each)
+{
+	struct ifunc_walk w = { 0 };
+
+	ukp_for_each_symbol("libc.so.6", ifunc_walk_cb, &w);
+	cr_expect_gt(w.ifuncs, 10);
+	cr_expect_eq(w.strlen_impl, libc_dlsym("strlen"));
+}
+
+/* ---- debug files and MiniDebugInfo ------------------------------------- */
+
+/* With libc6-dbg (scripts/setup.sh installs it), libc's local functions:
+ * the same code as the one memmove may be resolved to, called directly. */
+static int memmove_hits;
+
+static int memmove_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	memmove_hits++;
+	return 0;
+}
+
+Test(debuginfo, libc_local_function_from_debug_file)
+{
+	void *(*fn)(void *, const void *, size_t);
+	struct kprobe kp = { .symbol_name = "libc.so.6:__memmove_avx_unaligned_erms",
+			     .pre_handler = memmove_pre };
+	char src[64] = "copied by __memmove_avx_unaligned_erms", dst[64] = "";
+	struct ukp_symres res;
+	uintptr_t addr = lookup_ok("libc.so.6:__memmove_avx_unaligned_erms");
+
+	cr_assert_eq(ukp_sym_lookup_addr(addr, &res), 0);
+	cr_expect_eq(res.start, addr);
+	cr_expect(res.func && res.size > 64, "%s: %zu bytes", res.name, res.size);
+	cr_expect_str_eq(res.obj->name, "libc.so.6");
+	/* exported names still resolve as before */
+	cr_expect_eq(lookup_ok("libc.so.6:malloc"), libc_dlsym("malloc"));
+	if (!__builtin_cpu_supports("avx"))
+		return; /* the code needs AVX to run */
+	/* libc's memmove in a build whose hit path calls it (blacklist.c) */
+	if (ukp_blacklisted(addr))
+		return;
+	fn = (void *(*)(void *, const void *, size_t))addr;
+	cr_assert_eq(register_kprobe(&kp), 0);
+	memmove_hits = 0;
+	cr_expect_eq(fn(dst, src, sizeof(src)), dst);
+	unregister_kprobe(&kp);
+	cr_expect_str_eq(dst, src);
+	cr_expect_eq(memmove_hits, 1);
+}
+
+static void *open_prog(const char *name)
+{
+	const char *dir = getenv("UKP_TEST_PROGS");
+	char *path;
+	void *h;
+
+	cr_assert_not_null(dir, "UKP_TEST_PROGS is not set");
+	cr_assert_neq(asprintf(&path, "%s/%s", dir, name), -1);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "dlopen(%s): %s", path, dlerror());
+	free(path);
+	return h;
+}
+
+/* Point the debug root at UKP_TEST_PROGS/dir. */
+static void debug_root(const char *dir)
+{
+	static char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("UKP_TEST_PROGS"), dir);
+	ukp_debuginfo_set_root(path);
+}
+
+static int local_hits;
+
+static int local_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	(void)regs;
+	local_hits++;
+	return 0;
+}
+
+/* The stripped object's static function, found through its debug
+ * symbols: at the right address, and probed. */
+static void expect_local_found(const char *obj)
+{
+	char spec[128];
+	struct kprobe kp = { .symbol_name = spec, .pre_handler = local_pre };
+	void *h = open_prog(obj);
+	void *(*where)(void) = (void *(*)(void))dlsym(h, "ukpds_local_addr");
+	int (*call)(int) = (int (*)(int))dlsym(h, "ukpds_call");
+	struct ukp_symres res;
+
+	cr_assert(where && call);
+	snprintf(spec, sizeof(spec), "%s:ukpds_local", obj);
+	cr_assert_eq(lookup_ok(spec), (uintptr_t)where());
+	cr_assert_eq(ukp_sym_lookup_addr((uintptr_t)where() + 1, &res), 0);
+	cr_expect_str_eq(res.name, "ukpds_local");
+	cr_expect(res.func);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	local_hits = 0;
+	call(3);
+	call(4);
+	unregister_kprobe(&kp);
+	cr_expect_eq(local_hits, 2);
+}
+
+Test(debuginfo, minidebuginfo)
+{
+	debug_root("nonexistent");
+	expect_local_found("libukpds_mini.so");
+}
+
+Test(debuginfo, debug_file_by_build_id)
+{
+	debug_root("dbgroot_good");
+	expect_local_found("libukpds_buildid.so");
+}
+
+Test(debuginfo, debug_file_by_debuglink)
+{
+	debug_root("nonexistent");
+	expect_local_found("libukpds_link.so");
+}
+
+/* A debug file at the right place that is another object's. */
+static void expect_local_not_found(const char *obj)
+{
+	char spec[128];
+	void *h;
+	uintptr_t addr;
+	struct ukp_symres res;
+	void *(*where)(void);
+
+	h = open_prog(obj);
+	where = (void *(*)(void))dlsym(h, "ukpds_local_addr");
+	cr_assert_not_null(where);
+	snprintf(spec, sizeof(spec), "%s:ukpds_local", obj);
+	cr_expect_eq(ukp_sym_lookup_name(spec, &addr), -ENOENT);
+	cr_expect_neq(ukp_sym_lookup_addr((uintptr_t)where(), &res), 0,
+		      "%s", res.name);
+	/* the exported ones still come from .dynsym */
+	snprintf(spec, sizeof(spec), "%s:ukpds_call", obj);
+	cr_expect_eq(lookup_ok(spec), (uintptr_t)dlsym(h, "ukpds_call"));
+}
+
+Test(debuginfo, mismatched_build_id_ignored)
+{
+	debug_root("dbgroot_bad");
+	expect_local_not_found("libukpds_badid.so");
+}
+
+/* No build-id: the debuglink's CRC decides. */
+Test(debuginfo, mismatched_debuglink_crc_ignored)
+{
+	debug_root("nonexistent");
+	expect_local_not_found("libukpds_badlink.so");
+}
+
+/*
+ * libc's memset and memcpy (IFUNCs): probed on their implementations,
+ * which a clang, unoptimized or sanitizer build of the library calls from
+ * its own hit path; there they are blacklisted (-EINVAL), elsewhere a hit
+ * counts. Either way the process survives.
+ */
+static int memfn_hits;
+
+static int memfn_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p;
+	if (regs->dx == 77)
+		memfn_hits++;
+	return 0;
+}
+
+Test(ifunc, libc_memory_functions_probed_or_refused)
+{
+	static const char *const names[] = { "libc.so.6:memset", "libc.so.6:memcpy" };
+	void *(*volatile set)(void *, int, size_t) =
+		(void *(*)(void *, int, size_t))libc_dlsym("memset");
+	void *(*volatile cpy)(void *, const void *, size_t) =
+		(void *(*)(void *, const void *, size_t))libc_dlsym("memcpy");
+	char a[128], b[128];
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct kprobe kp = { .symbol_name = names[i], .pre_handler = memfn_pre };
+		int ret = register_kprobe(&kp);
+
+		if (ret) {
+			cr_expect_eq(ret, -EINVAL, "%s: %d", names[i], ret);
+			cr_expect(ukp_blacklisted(i ? libc_dlsym("memcpy") : libc_dlsym("memset")));
+			continue;
+		}
+		memfn_hits = 0;
+		if (i)
+			cpy(a, b, 77);
+		else
+			set(a, 1, 77);
+		unregister_kprobe(&kp);
+		cr_expect_eq(memfn_hits, 1, "%s: %d hits", names[i], memfn_hits);
+	}
+	memset(b, 0, sizeof(b));
 }

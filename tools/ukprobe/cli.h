@@ -170,6 +170,10 @@ int ukp_session_prepare(struct ukp_session *s);
 int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
 /* The text of an address an image announced, or "0x..." */
 const char *ukp_image_addr(const struct ukp_image *img, uint64_t addr, char *buf, size_t len);
+/* The code part of a probe's where: "strlen -> __strlen_avx2+0x0/..." (an
+ * IFUNC and the implementation probed) gives "__strlen_avx2+0x0/...", as
+ * trace lines show the probed code only. */
+const char *ukp_where_code(const char *where);
 void ukp_session_free(struct ukp_session *s);
 
 /* One packet from the agent: dispatch its messages (sets

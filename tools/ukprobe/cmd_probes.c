@@ -115,6 +115,12 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 	snprintf(addr, sizeof(addr), "0x%lx", (unsigned long)m->addr);
 	snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
 		 (unsigned long)(m->addr - m->base));
+	if (spec->is_watch) {
+		/* a data watchpoint: which mechanism it got */
+		fprintf(o->out, "%-36s %-18s %-44s %-28s watchpoint: %s\n", name, addr, r->where,
+			elf, r->why);
+		return;
+	}
 	fprintf(o->out, "%-36s %-18s %-44s %-28s %s%s\n", name, addr, r->where, elf,
 		m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : m->opt == 0 ? "no: " : "?", m->opt == 0 ? r->why : "");
 }

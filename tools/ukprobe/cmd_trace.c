@@ -103,7 +103,7 @@ static void print_event(struct ukp_session *s, struct ukp_image *img,
 		fprintf(t->out, "%s <- %s)", ukp_image_addr(img, rec->caller, buf, sizeof(buf)),
 			pi->func_name);
 	else
-		fprintf(t->out, "%s)", pi->where);
+		fprintf(t->out, "%s)", ukp_where_code(pi->where));
 	ukp_format_args(t->out, img, spec, rec);
 	fputc('\n', t->out);
 	if (spec->stacktrace)

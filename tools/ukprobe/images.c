@@ -92,6 +92,13 @@ static void addrmap_free(struct ukp_addrmap *m)
 	free(m);
 }
 
+const char *ukp_where_code(const char *where)
+{
+	const char *arrow = strstr(where, " -> ");
+
+	return arrow ? arrow + 4 : where;
+}
+
 const char *ukp_image_addr(const struct ukp_image *img, uint64_t addr, char *buf, size_t len)
 {
 	const struct ukp_addrmap *m = img->addrs;

@@ -169,14 +169,18 @@ static int parse_head(struct parser *p, const struct word *w)
 		spec->is_return = false;
 	else if (w->s[0] == 'r')
 		spec->is_return = true;
+	else if (w->s[0] == 'w')
+		spec->is_watch = true;
 	else
-		return spec_fail(p, w->col, "probe type must be 'p' (probe) or 'r' (return probe)");
+		return spec_fail(p, w->col, "probe type must be 'p' (probe), 'r' (return probe) "
+				 "or 'w' (watchpoint)");
 
 	if (mlen) {
 		unsigned long v;
 
 		if (!spec->is_return)
 			return spec_fail(p, w->col + 1, "maxactive is only for return probes");
+		/* (a w SPEC gets here too) */
 		if (!spec_parse_udec(w->s + 1, mlen, &v) || v == 0)
 			return spec_fail(p, w->col + 1, "invalid maxactive number");
 		if (v > UKP_SPEC_MAXACTIVE_MAX)
@@ -232,6 +236,39 @@ static int parse_addr_point(struct parser *p, const struct word *w, const char *
 	spec->off_col = w->col + (int)(q - w->s);
 	if (q < end)
 		return spec_fail(p, spec->off_col, "an address takes no offset");
+	return 0;
+}
+
+/* A watchpoint's "[/LEN][:r|w|rw]" at the end of the point: parsed and
+ * cut off w (the rest is an ordinary point). */
+static int parse_watch_suffix(struct parser *p, struct word *w)
+{
+	struct ukp_spec *spec = p->spec;
+	const char *s = w->s;
+	size_t n = w->len, i;
+
+	spec->watch_type = 3; /* rw */
+	for (i = n; i > 0 && s[i - 1] != ':' && s[i - 1] != '/' && s[i - 1] != '+'; i--)
+		;
+	if (i > 0 && s[i - 1] == ':' && (n - i == 1 || n - i == 2) &&
+	    (!memcmp(s + i, "r", n - i) || !memcmp(s + i, "w", n - i) || !memcmp(s + i, "rw", n - i))) {
+		spec->watch_type = n - i == 2 ? 3 : s[i] == 'r' ? 1 : 2;
+		n = i - 1;
+	}
+	for (i = n; i > 0 && s[i - 1] != '/' && s[i - 1] != ':'; i--)
+		;
+	if (i > 0 && s[i - 1] == '/') {
+		unsigned long len;
+
+		if (!spec_parse_unum(s + i, n - i, &len) || !len)
+			return spec_fail(p, w->col + (int)i, "invalid watchpoint length");
+		if (len > (1UL << 22))
+			return spec_fail(p, w->col + (int)i, "watchpoint length is too big (at most %lu)",
+					 1UL << 22);
+		spec->watch_len = len;
+		n = i - 1;
+	}
+	w->len = n;
 	return 0;
 }
 
@@ -291,6 +328,8 @@ static int parse_point(struct parser *p, const struct word *w)
 	}
 	if (spec->is_return && spec->offset)
 		return spec_fail(p, spec->off_col, "return probe must be on a function entry (+0)");
+	if (spec->is_watch && spec->is_glob)
+		return spec_fail(p, spec->sym_col, "a watchpoint takes one symbol, not a glob");
 	return 0;
 }
 
@@ -312,7 +351,7 @@ static void make_identifier(char *s)
  */
 static void default_event(struct ukp_spec *spec)
 {
-	char c = spec->is_return ? 'r' : 'p';
+	char c = spec->is_return ? 'r' : spec->is_watch ? 'w' : 'p';
 
 	if (spec->is_glob) {
 		spec->event[0] = '\0';
@@ -372,6 +411,8 @@ int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_erro
 		spec_fail(&p, (int)strlen(text), "probe point is not specified");
 		goto bad;
 	}
+	if (spec->is_watch && parse_watch_suffix(&p, &w[1]))
+		goto bad;
 	if (parse_point(&p, &w[1]))
 		goto bad;
 	for (i = 2; i < n; i++)

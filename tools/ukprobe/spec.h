@@ -6,6 +6,13 @@
  *
  *   p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR [FETCHARGS]
  *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0]|[OBJ:]0xADDR [FETCHARGS]
+ *   w[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw] [FETCHARGS]
+ *
+ * A w SPEC is a data watchpoint (register_wide_hw_breakpoint): LEN bytes
+ * (default: the symbol's size, or 8 for an address or an offset) at the
+ * data symbol or address, firing on reads, writes, or both (rw, the
+ * default, as perf's mem: events). Its events come after the access;
+ * %ip is the next instruction of the accessing code.
  *
  * SYM may be a glob (fnmatch: *, ?, [...]): one probe per matching
  * function. 0xADDR is an absolute address without OBJ, and an address of
@@ -89,6 +96,11 @@ struct ukp_fetcharg {
 struct ukp_spec {
 	char *text;                    /* the SPEC as given */
 	bool is_return;
+	/* w: a data watchpoint of watch_len bytes (0: the symbol's size, or
+	 * 8), watch_type HW_BREAKPOINT_R/W/RW (1/2/3) */
+	bool is_watch;
+	unsigned long watch_len;
+	unsigned int watch_type;
 	int maxactive;                 /* 0: the library's default */
 	char group[UKP_SPEC_NAME_MAX + 1];
 	char event[UKP_SPEC_NAME_MAX + 1];

@@ -154,6 +154,8 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 			return spec_fail(p, col, "invalid argument number ($arg1 is the first)");
 		if (!spec->is_return && spec->offset)
 			return spec_fail(p, col, "$argN is only available at a function entry (+0)");
+		if (spec->is_watch)
+			return spec_fail(p, col, "$argN is not available on watchpoints");
 		fa->base = UKP_FA_ARG;
 		fa->param = n;
 		return 0;

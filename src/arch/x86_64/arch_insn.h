@@ -20,6 +20,9 @@
  */
 #define UKP_DWARF_SP 7
 #define UKP_RET_ADDR_SIZE 8
+
+/* R_X86_64_IRELATIVE: the addend is an IFUNC resolver (arch.h). */
+#define UKP_ARCH_R_IRELATIVE 37
 /* Bytes of one out-of-line slot: instruction + trailing int3, rounded. */
 #define UKP_SLOT_SIZE 32
 /*

@@ -19,9 +19,13 @@
  * flow: every rip-relative lea of the scanned code is taken as a possible
  * T (a table base spilled to the stack and reloaded is still found). Of a
  * wrong candidate, the first entry almost never lands inside the code, and
- * entries are read only while they do: the set of targets can grow, which
- * at worst refuses an optimization, but not shrink. A dispatch for which
- * no candidate yields a target is reported as unknown.
+ * entries are read only while they do - inside the scanned parts, or in
+ * other code of the object: a table may send some cases to a cold part
+ * that no symbol names (CPython's opcode table starts with one), and
+ * stopping there would miss the entries after it. The set of targets can
+ * grow, which at worst refuses an optimization, but not shrink. A
+ * dispatch for which no candidate yields a target is reported as
+ * unknown.
  *
  * [reg] everything here: registration time, may allocate. Zydis types
  * stay in this file.
@@ -71,15 +75,39 @@ enum table_kind {
 /* An indirect jump waiting for the table bases of all the code. */
 struct dispatch {
 	uintptr_t from;
+	size_t from_insn;       /* its index in insns */
 	enum table_kind kind;
 	bool lea_base;          /* B is every lea candidate; else B = 0 */
 	int64_t disp;
+};
+
+/* One instruction, as the data flow of a jump register sees it. */
+struct finsn {
+	uintptr_t at;
+	uint8_t len;
+	bool falls;             /* execution may go on to the next instruction */
+	bool call;              /* clobbers the caller-saved registers */
+	bool first;             /* first of its part, or after undecodable bytes */
+	uint16_t writes;        /* gprs written */
+	int8_t ptr_dst;         /* a pointer load: mov d(%rB),%rD, 64-bit, no index,
+				 * not from the stack: D; else NO_GPR */
+	bool ptr_rip;           /* ... from rip-relative memory */
+	int8_t copy_dst, copy_src; /* mov %rS,%rD (64-bit): D and S; else NO_GPR */
+	int8_t jump_reg;        /* jmp *%rJ: J; else NO_GPR */
+	uintptr_t target;       /* a direct jmp/jcc/call: its target; else 0 */
+};
+
+/* A transfer to target from insns[from]. */
+struct edge {
+	uintptr_t target;
+	size_t from;
 };
 
 struct flow_scan {
 	const ZydisDecoder *full, *minimal;
 	const struct arch_code_part *parts;
 	size_t nparts;
+	uintptr_t code_lo, code_hi; /* the object's code, for table entries */
 	unsigned int flags;
 	arch_flow_fn fn;
 	void *arg;
@@ -89,6 +117,14 @@ struct flow_scan {
 	size_t nleas, cap_leas;
 	struct dispatch *disp;
 	size_t ndisp, cap_disp;
+	/* every instruction of the parts (full scans), for the data flow of
+	 * jumps through registers (pointer_paths) */
+	struct finsn *insns;
+	size_t ninsns, cap_insns;
+	struct edge *edges;     /* direct and table transfers inside the parts, by target */
+	size_t nedges, cap_edges;
+	size_t *pending;        /* jmp *%reg to analyse: indexes into insns */
+	size_t npending, cap_pending;
 };
 
 /* gpr number 0..15 (rax, rcx, ..., r15) of a register of any width */
@@ -151,6 +187,7 @@ static int push_dispatch(struct flow_scan *s, uintptr_t from, enum table_kind ki
 	s->disp = d;
 	d = &s->disp[s->ndisp++];
 	d->from = from;
+	d->from_insn = s->ninsns - 1;	/* recorded before it is looked at */
 	d->kind = kind;
 	d->lea_base = lea_base;
 	d->disp = disp;
@@ -263,28 +300,6 @@ static unsigned int straight_len(const struct flow_scan *s)
 	return s->nwin;
 }
 
-/*
- * [reg] jmp *%rJ that is no table dispatch: is %rJ, on the path through
- * the window (which crosses the fall-through of conditional branches),
- * a pointer loaded from memory without an index register and not from
- * the stack? Returns the address of that load (*rip: from rip-relative
- * memory, a global or a GOT slot), or 0.
- */
-static uintptr_t pointer_load(const struct flow_scan *s, int j, bool *rip)
-{
-	const struct isum *w;
-	int i = last_writer(s, 0, j);
-
-	if (i < 0)
-		return 0;
-	w = win_get(s, (unsigned int)i);
-	if (w->mnem != ZYDIS_MNEMONIC_MOV || w->dst != j || !w->load || w->load_bits != 64 ||
-	    w->index != NO_GPR || w->base == 4 /* rsp */ || (w->base == NO_GPR && !w->base_rip))
-		return 0;
-	*rip = w->base_rip;
-	return w->at;
-}
-
 /* [reg] An indirect jmp: report, queue for table resolution, or ignore. */
 static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecodedOperand *op)
 {
@@ -296,18 +311,22 @@ static int indirect_jump(struct flow_scan *s, uintptr_t from, const ZydisDecoded
 	if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
 		int j = gpr64(op->reg.value);
 		unsigned int nwin = s->nwin;
-		uintptr_t def;
-		bool rip = false;
 
 		s->nwin = straight_len(s);
 		m = j == NO_GPR ? 0 : match_reg_dispatch(s, j, &kind, &lea_base, &disp);
 		s->nwin = nwin;
 		if (m == 1)
 			return push_dispatch(s, from, kind, lea_base, disp);
-		def = j == NO_GPR ? 0 : pointer_load(s, j, &rip);
-		if (def)
-			return s->fn(s->arg, rip ? ARCH_FLOW_GLOBAL_POINTER : ARCH_FLOW_POINTER, from,
-				     def);
+		if (j != NO_GPR) {	/* a pointer? pointer_paths, after the tables */
+			size_t *p = ukp_grow(s->pending, &s->cap_pending, s->npending,
+					     sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			s->pending = p;
+			s->pending[s->npending++] = s->ninsns - 1;
+			return 0;
+		}
 	} else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		   op->mem.segment != ZYDIS_REGISTER_FS && op->mem.segment != ZYDIS_REGISTER_GS) {
 		int64_t d = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
@@ -370,6 +389,280 @@ static void summarise(struct isum *is, const ZydisDecodedInstruction *insn,
 	}
 }
 
+/*
+ * Is the memory operand of a load a place where a pointer is kept, not
+ * a table or the stack? d(%rB) and g(%rip), and d(%rB,%rI,1) (a field at
+ * a variable offset: an object's vectorcall slot); not a scaled index (a
+ * table of addresses, resolved as a jump table or refused), not rsp- or
+ * frame-based (d(%rsp), a negative offset from %rbp: a spilled register
+ * may hold a computed switch target, see codeflow.c).
+ */
+static bool pointer_source(const struct isum *is)
+{
+	if (is->base_rip)
+		return is->index == NO_GPR;
+	if (is->base == NO_GPR || is->base == 4 /* rsp */ ||
+	    (is->base == 5 /* rbp */ && is->disp < 0))
+		return false;
+	return is->index == NO_GPR || (is->scale == 1 && is->index != 4);
+}
+
+/* [reg] Keep one instruction of a full scan for pointer_paths. */
+static int record_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstruction *insn,
+		       const ZydisDecodedOperand *ops, const struct isum *is)
+{
+	struct finsn *f = ukp_grow(s->insns, &s->cap_insns, s->ninsns, sizeof(*f));
+	bool jmp = insn->mnemonic == ZYDIS_MNEMONIC_JMP;
+
+	if (!f)
+		return -ENOMEM;
+	s->insns = f;
+	f = &s->insns[s->ninsns];
+	memset(f, 0, sizeof(*f));
+	f->at = at;
+	f->len = insn->length;
+	f->falls = !jmp && insn->mnemonic != ZYDIS_MNEMONIC_RET;
+	f->call = insn->meta.category == ZYDIS_CATEGORY_CALL;
+	f->first = !s->ninsns || s->insns[s->ninsns - 1].at + s->insns[s->ninsns - 1].len != at;
+	f->writes = is->writes;
+	f->ptr_dst = f->copy_dst = f->copy_src = f->jump_reg = NO_GPR;
+	if (is->mnem == ZYDIS_MNEMONIC_MOV && is->dst != NO_GPR && is->load && is->load_bits == 64 &&
+	    pointer_source(is)) {
+		f->ptr_dst = is->dst;
+		f->ptr_rip = is->base_rip;
+	}
+	if (is->mnem == ZYDIS_MNEMONIC_MOV && is->dst != NO_GPR && is->src != NO_GPR && !is->load) {
+		f->copy_dst = is->dst;
+		f->copy_src = is->src;
+	}
+	if (jmp && ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER)
+		f->jump_reg = (int8_t)gpr64(ops[0].reg.value);
+	if (insn->raw.imm[0].is_relative)
+		f->target = at + insn->length + (uintptr_t)insn->raw.imm[0].value.s;
+	s->ninsns++;
+	return 0;
+}
+
+static int push_edge(struct flow_scan *s, uintptr_t target, size_t from)
+{
+	struct edge *e = ukp_grow(s->edges, &s->cap_edges, s->nedges, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	s->edges = e;
+	s->edges[s->nedges].target = target;
+	s->edges[s->nedges++].from = from;
+	return 0;
+}
+
+static int edge_cmp(const void *pa, const void *pb)
+{
+	const struct edge *a = pa, *b = pb;
+
+	if (a->target != b->target)
+		return (a->target > b->target) - (a->target < b->target);
+	return (a->from > b->from) - (a->from < b->from);
+}
+
+/* First edge to target (s->edges sorted). */
+static size_t edge_lower(const struct flow_scan *s, uintptr_t target)
+{
+	size_t lo = 0, hi = s->nedges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->edges[mid].target < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* rax, rcx, rdx, rsi, rdi, r8-r11: what a call may change (psABI) */
+#define CALLER_SAVED 0x0fc7u
+/* rdi, rsi, rdx, rcx, r8, r9: the integer arguments (psABI) */
+#define ARG_REGS 0x03c6u
+/* (instruction, register) pairs looked at per jump, at most */
+#define PATH_MAX_VISITS 8192u
+
+struct path_work {
+	size_t at;              /* insns index */
+	int8_t reg;             /* the register whose value at its entry we want */
+};
+
+/*
+ * [reg] jmp *%rJ that is no table dispatch (insns[j]): does %rJ hold, on
+ * every path that reaches the jump, a pointer loaded from memory without
+ * an index register and not from the stack? A backward search over the
+ * instructions of the parts: the predecessors of an instruction are the
+ * one before it when that one goes on to it (not a jmp or ret), and every
+ * direct transfer and resolved table entry to it; along a path the value
+ * may be copied from another register (mov %rS,%rJ), may cross a call
+ * only in a callee-saved register, and must not come from the function's
+ * entry (an argument); an instruction with no predecessor (the padding
+ * after a ret) is reached by no path.
+ * Every instruction the value passes through on its way (the jump
+ * included, the loads not) must not be entered from outside the parts:
+ * those are reported as ARCH_FLOW_POINTER_PATH spans for the caller to
+ * check (targets of other code, landing pads). Then POINTER or
+ * GLOBAL_POINTER (every load rip-relative): target the load when there
+ * is one load and the path is the straight run from it to the jump (the
+ * caller checks (load, jump] then), else the jump itself. UNKNOWN when
+ * the search fails.
+ */
+static int pointer_paths(struct flow_scan *s, size_t j)
+{
+	struct path_work *stack = NULL;
+	size_t nstack = 0, cap = 0, visits = 0, ndefs = 0, def = 0, i, first = s->ninsns, last = 0;
+	uint16_t *seen = calloc(s->ninsns, sizeof(*seen));
+	uint8_t *mark = calloc(s->ninsns, 1);
+	bool ok = seen && mark, all_rip = true, args = false, straight;
+	int ret = 0;
+
+#define PUSH(i_, r_) do {                                                        \
+		struct path_work *w_ = ukp_grow(stack, &cap, nstack, sizeof(*stack)); \
+		if (!w_) { ret = -ENOMEM; goto out; }                                 \
+		stack = w_;                                                           \
+		stack[nstack].at = (i_);                                              \
+		stack[nstack++].reg = (int8_t)(r_);                                   \
+	} while (0)
+
+	if (!ok) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	PUSH(j, s->insns[j].jump_reg);
+	while (ok && nstack) {
+		struct path_work w = stack[--nstack];
+		const struct finsn *f = &s->insns[w.at];
+		bool through;
+		size_t e;
+
+		if (seen[w.at] & (1u << w.reg))
+			continue;
+		seen[w.at] |= (uint16_t)(1u << w.reg);
+		mark[w.at] = 1;
+		if (++visits > PATH_MAX_VISITS) {
+			ok = false;
+			break;
+		}
+		if (f->at == s->parts[0].addr) {
+			/* the caller's value: an argument made by other code,
+			 * which holds no address inside this function that
+			 * the taken-address and label checks do not see */
+			if (!(ARG_REGS & (1u << w.reg))) {
+				ok = false;
+				break;
+			}
+			ndefs++;
+			args = true;
+			all_rip = false;
+		}
+		e = edge_lower(s, f->at);
+		/* the instruction before it first (when it may fall through),
+		 * then every transfer to it */
+		for (i = f->first ? s->ninsns : w.at - 1, through = true;;
+		     i = s->edges[e++].from, through = false) {
+			const struct finsn *p;
+
+			if (i == s->ninsns) {	/* no fall-through: the edges only */
+				if (e < s->nedges && s->edges[e].target == f->at)
+					continue;
+				break;
+			}
+			p = &s->insns[i];
+			if (through && !p->falls)
+				goto next;
+			if (p->writes & (1u << w.reg)) {
+				if (p->ptr_dst == w.reg) {
+					ndefs++;
+					def = i;
+					all_rip &= p->ptr_rip;
+				} else if (p->copy_dst == w.reg && p->copy_src != 4 /* rsp */) {
+					PUSH(i, p->copy_src);
+				} else {
+					ok = false;
+					break;
+				}
+			} else if (p->call && (CALLER_SAVED & (1u << w.reg))) {
+				ok = false;
+				break;
+			} else {
+				PUSH(i, w.reg);
+			}
+next:
+			if (!(e < s->nedges && s->edges[e].target == f->at))
+				break;
+		}
+		/* none at all: unreachable (padding after a ret) but from
+		 * outside the parts, which the spans let the caller check */
+	}
+	if (!ok || !ndefs) {
+		ret = s->fn(s->arg, ARCH_FLOW_UNKNOWN, s->insns[j].at, 0);
+		goto out;
+	}
+	for (i = 0; i < s->ninsns; i++) {
+		if (!mark[i])
+			continue;
+		first = first < i ? first : i;
+		last = i;
+	}
+	straight = ndefs == 1 && !args && first == def + 1 && last == j;
+	for (i = first; straight && i <= last; i++)
+		straight = mark[i] && !s->insns[i].first;
+	if (straight) {
+		ret = s->fn(s->arg, all_rip ? ARCH_FLOW_GLOBAL_POINTER : ARCH_FLOW_POINTER,
+			    s->insns[j].at, s->insns[def].at);
+		goto out;
+	}
+	for (i = 0; i < s->ninsns && !ret; i++) {
+		size_t k = i;
+
+		if (!mark[i])
+			continue;
+		while (k + 1 < s->ninsns && mark[k + 1] && !s->insns[k + 1].first)
+			k++;
+		ret = s->fn(s->arg, ARCH_FLOW_POINTER_PATH, s->insns[i].at, s->insns[k].at);
+		i = k;
+	}
+	if (!ret)
+		ret = s->fn(s->arg, all_rip ? ARCH_FLOW_GLOBAL_POINTER : ARCH_FLOW_POINTER,
+			    s->insns[j].at, s->insns[j].at);
+out:
+#undef PUSH
+	free(stack);
+	free(seen);
+	free(mark);
+	return ret;
+}
+
+/* [reg] The jumps through registers, once every transfer is known. */
+static int resolve_pointers(struct flow_scan *s)
+{
+	size_t i;
+	int ret;
+
+	if (!s->npending)
+		return 0;
+	for (i = 0; i < s->ninsns; i++) {
+		if (s->insns[i].target) {
+			ret = push_edge(s, s->insns[i].target, i);
+			if (ret)
+				return ret;
+		}
+	}
+	if (s->nedges)
+		qsort(s->edges, s->nedges, sizeof(*s->edges), edge_cmp);
+	for (i = 0; i < s->npending; i++) {
+		ret = pointer_paths(s, s->pending[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* [reg] One decoded instruction of a full scan. */
 static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstruction *insn,
 		     const ZydisDecodedOperand *ops)
@@ -377,6 +670,10 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 	struct isum is;
 	int ret;
 
+	summarise(&is, insn, ops);
+	ret = record_insn(s, at, insn, ops, &is);
+	if (ret)
+		return ret;
 	if (insn->raw.imm[0].is_relative) {
 		uintptr_t target = at + insn->length + (uintptr_t)insn->raw.imm[0].value.s;
 
@@ -403,7 +700,6 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 		s->nwin = 0;	/* a dispatch is straight-line code */
 		return 0;
 	}
-	summarise(&is, insn, ops);
 	is.at = at;
 	is.cond = insn->meta.category == ZYDIS_CATEGORY_COND_BR;
 	win_push(s, &is);
@@ -485,10 +781,19 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 				break;
 			target = (uintptr_t)e;
 		}
-		if (!in_parts(s, target))
+		if (!in_parts(s, target)) {
+			/* a case in other code of the object (a cold part
+			 * that no symbol names): the table goes on */
+			if (target >= s->code_lo && target < s->code_hi) {
+				(*found)++;
+				continue;
+			}
 			break;
+		}
 		(*found)++;
-		ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
+		ret = push_edge(s, target, d->from_insn);
+		if (!ret)
+			ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
 		if (ret)
 			return ret;
 	}
@@ -534,8 +839,8 @@ static int resolve_tables(struct flow_scan *s)
 }
 
 /* [reg] */
-int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned int flags,
-		   arch_flow_fn fn, void *arg)
+int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
+		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg)
 {
 	struct flow_scan *s;
 	size_t i;
@@ -550,6 +855,8 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned i
 	s->minimal = ukp_x86_decoder(true);
 	s->parts = parts;
 	s->nparts = nparts;
+	s->code_lo = code_lo;
+	s->code_hi = code_hi;
 	s->flags = flags;
 	s->fn = fn;
 	s->arg = arg;
@@ -557,8 +864,13 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, unsigned i
 		ret = scan_part(s, &parts[i]);
 	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))
 		ret = resolve_tables(s);
+	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))
+		ret = resolve_pointers(s);
 	free(s->leas);
 	free(s->disp);
+	free(s->insns);
+	free(s->edges);
+	free(s->pending);
 	free(s);
 	return ret;
 }
@@ -586,4 +898,69 @@ bool arch_is_padding(const uint8_t *code, size_t avail, size_t len)
 		pos += insn.length;
 	}
 	return true;
+}
+
+/* [reg] Report v when it lies in [lo, hi). */
+static int literal(uintptr_t v, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg)
+{
+	return v >= lo && v < hi ? fn(arg, v) : 0;
+}
+
+/* [reg] */
+int arch_scan_literals(const uint8_t *code, size_t len, uintptr_t addr, const uintptr_t *sync,
+		       size_t nsync, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg)
+{
+	const ZydisDecoder *dec = ukp_x86_decoder(true);
+	ZydisDecodedInstruction insn;
+	size_t pos = 0, k = 0;
+	int ret;
+
+	if (!dec)
+		return -EILSEQ;
+	while (pos < len) {
+		uintptr_t at = addr + pos, next;
+		unsigned int i;
+
+		while (k < nsync && sync[k] < at)
+			k++;
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos, len - pos,
+								&insn))) {
+			pos++;
+			continue;
+		}
+		next = at + insn.length;
+		/* an instruction that would cover a known boundary is a wrong
+		 * decoding (data, or a desynchronised start): resume there */
+		if (k < nsync && sync[k] > at && sync[k] < next) {
+			pos = sync[k] - addr;
+			continue;
+		}
+		for (i = 0; i < 2; i++) {
+			const typeof(insn.raw.imm[0]) *imm = &insn.raw.imm[i];
+
+			if (imm->size < 32 || imm->is_relative)
+				continue;
+			if (imm->size == 32) {
+				ret = literal((uintptr_t)(uint32_t)imm->value.u, lo, hi, fn, arg);
+				if (!ret)
+					ret = literal((uintptr_t)(int64_t)(int32_t)imm->value.u, lo, hi,
+						      fn, arg);
+			} else {
+				ret = literal((uintptr_t)imm->value.u, lo, hi, fn, arg);
+			}
+			if (ret)
+				return ret;
+		}
+		if (insn.raw.disp.size >= 32) {
+			bool rip = (insn.attributes & ZYDIS_ATTRIB_HAS_MODRM) && insn.raw.modrm.mod == 0 &&
+				   insn.raw.modrm.rm == 5;
+
+			ret = literal(rip ? next + (uintptr_t)insn.raw.disp.value :
+					    (uintptr_t)insn.raw.disp.value, lo, hi, fn, arg);
+			if (ret)
+				return ret;
+		}
+		pos += insn.length;
+	}
+	return 0;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/auxv.h>
 
 #include "internal.h"	/* arch.h, UKP_TRAP_TEXT */
 #include "emu_ops.h"
@@ -209,4 +210,18 @@ UKP_TRAP_TEXT void arch_resume_ool(const struct ukp_arch_insn *ai, uintptr_t add
 	/* syscall stored its return address, slot + len, in rcx. */
 	if (ai->is_syscall)
 		regs->cx = addr + ai->len;
+}
+
+/*
+ * [reg] glibc's x86-64 dynamic linker calls a resolver with no arguments
+ * (its resolvers read the CPU features it computed); gdb passes AT_HWCAP
+ * in the first argument register, which such a resolver ignores and one
+ * written for the generic ELF convention expects. Not trap text: it runs
+ * only at registration.
+ */
+uintptr_t arch_ifunc_resolve(uintptr_t resolver)
+{
+	uintptr_t (*fn)(unsigned long) = (uintptr_t (*)(unsigned long))resolver;
+
+	return fn(getauxval(AT_HWCAP));
 }

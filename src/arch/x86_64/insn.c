@@ -566,9 +566,33 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
  * under a hardware shadow stack, whose copy of the return address would
  * be missing at the callee's ret.
  */
+/*
+ * call *%reg or call *d(%base,%index,s) with at most a REX prefix, no
+ * rip and no %rsp in the operand, 6 bytes at most (with the push and the
+ * literal: UKP_OPT_RELOC_MAX): the same bytes with ModRM.reg = 4 are a
+ * jmp through the same operand, which reads the same pointer after a
+ * push of the return address (%rsp, which the push moves, is not in it).
+ */
+static bool indirect_call_copyable(const ZydisDecodedInstruction *insn,
+				   const ZydisDecodedOperand *ops)
+{
+	if (insn->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY ||
+	    insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT || insn->opcode != 0xff ||
+	    insn->raw.modrm.reg != 2 || insn->raw.prefix_count > 1 ||
+	    (insn->raw.prefix_count == 1 && !(insn->attributes & ZYDIS_ATTRIB_HAS_REX)) ||
+	    insn->operand_width != 64 || 6 + insn->length + 8 > UKP_OPT_RELOC_MAX)
+		return false;
+	if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER)
+		return ops[0].reg.value != ZYDIS_REGISTER_RSP;
+	return ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	       ops[0].mem.segment != ZYDIS_REGISTER_FS && ops[0].mem.segment != ZYDIS_REGISTER_GS &&
+	       ops[0].mem.base != ZYDIS_REGISTER_RIP && ops[0].mem.base != ZYDIS_REGISTER_EIP &&
+	       ops[0].mem.base != ZYDIS_REGISTER_RSP && ops[0].mem.index != ZYDIS_REGISTER_RSP;
+}
+
 static int relocate_call(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
-			 uintptr_t addr, uintptr_t dest, uint8_t *out, size_t *out_len,
-			 const char **why)
+			 const uint8_t *code, uintptr_t addr, uintptr_t dest, uint8_t *out,
+			 size_t *out_len, const char **why)
 {
 	uintptr_t ret_addr = addr + insn->length;
 	bool direct = insn->opcode == 0xe8;
@@ -576,13 +600,32 @@ static int relocate_call(const ZydisDecodedInstruction *insn, const ZydisDecoded
 	int64_t rel;
 	int32_t r32;
 
+	if (!direct && indirect_call_copyable(insn, ops)) {
+		if (arch_shadow_stack_active()) {
+			*why = "a call in the region cannot be relocated under a shadow stack";
+			return -EOPNOTSUPP;
+		}
+		/* push the return address; the same operand with /4: a jmp */
+		lit = 6 + insn->length;
+		out[0] = 0xff;                  /* push (lit - 6)(%rip) */
+		out[1] = 0x35;
+		r32 = (int32_t)(lit - 6);
+		memcpy(out + 2, &r32, 4);
+		memcpy(out + 6, code, insn->length);
+		out[6 + insn->raw.modrm.offset] = (uint8_t)((code[insn->raw.modrm.offset] & ~0x38) |
+							  (4 << 3));
+		memcpy(out + lit, &ret_addr, 8);
+		*out_len = lit + 8;
+		return insn->length;
+	}
 	if (insn->raw.prefix_count || insn->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY ||
 	    insn->opcode_map != ZYDIS_OPCODE_MAP_DEFAULT ||
 	    !(direct || (insn->opcode == 0xff && insn->raw.modrm.reg == 2 &&
 			 ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
 			 ops[0].mem.base == ZYDIS_REGISTER_RIP &&
 			 ops[0].mem.index == ZYDIS_REGISTER_NONE && insn->length == 6))) {
-		*why = "a call in the region is not relocatable (only call rel32 and call *m(%rip))";
+		*why = "a call in the region is not relocatable (only call rel32, call *m(%rip), "
+		       "and call through a register or memory not based on %rsp)";
 		return -EOPNOTSUPP;
 	}
 	if (arch_shadow_stack_active()) {
@@ -705,7 +748,7 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 	if (insn.meta.category == ZYDIS_CATEGORY_CALL &&
 	    insn.encoding == ZYDIS_INSTRUCTION_ENCODING_LEGACY &&
 	    insn.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (op == 0xe8 || op == 0xff)) {
-		int n = relocate_call(&insn, ops, addr, dest, out, out_len, why);
+		int n = relocate_call(&insn, ops, code, addr, dest, out, out_len, why);
 
 		if (n > 0)
 			*ends = ARCH_RELOC_CALL;
