@@ -1748,6 +1748,13 @@ def case_filter():
                  "-e", FILTER_SPEC % "none", "--", tgt("filtered")])
     check(r.returncode == 0 and re.search(r"^f/two +18 +0$", r.stdout, re.M) and
           re.search(r"^f/none +400 +0$", r.stdout, re.M), "two --filter", show(r))
+    # a watchpoint: tgt_types writes counter once, with 1003 (one
+    # watchpoint per run: two on one address see one hit between them)
+    for expr, n in (("v == 1003", 1), ("v != 1003", 0)):
+        r = ukprobe(["stat", "-e", "w:f/w counter:w v=@counter:s64", "--filter", expr, "--",
+                     tgt("types")])
+        check(r.returncode == 0 and re.search(r"^f/w +%d +0$" % n, r.stdout, re.M),
+              "watchpoint filter %s" % expr, show(r))
     # a return probe: its filter sees $retval and the entry's arguments
     r = ukprobe(["trace", "-e", "r:f/ret visit n=$arg1:s32 v=$retval:s64", "--filter",
                  "n == 3 && v != 0", "--", tgt("filtered")])
