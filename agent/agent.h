@@ -42,6 +42,7 @@ struct ukpa_spec {
 	bool args_ready;          /* @SYM arguments resolved */
 	bool again;               /* its object came back after an unload */
 	int nprobes;              /* probes registered for it */
+	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
@@ -153,6 +154,28 @@ void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *o
  * the entry handler; probes: regs). */
 void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec);
+
+/* ------------------------------------------------------- filter_hit.c */
+/* [hit] Does this hit pass spec->filter (not NULL)? entry as for
+ * ukpa_fetch_args(). */
+bool ukpa_filter_pass(const struct ukp_spec *spec, const struct pt_regs *regs,
+		      const struct pt_regs *entry);
+
+/* ----------------------------------------------------------- unwind.c */
+/* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */
+void ukpa_unwind_refresh(void);
+/* Where ip is: a probed address inside a function, a function's first
+ * instruction, or a return address. */
+enum ukpa_unwind_from { UKPA_UNWIND_INSIDE, UKPA_UNWIND_ENTRY, UKPA_UNWIND_RET };
+/* [hit] The user stack from (ip, sp, bp): ip, then the return address of
+ * each frame above, at most max of them into frames. Returns how many. */
+int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, enum ukpa_unwind_from from,
+		uint64_t *frames, int max);
+
+/* [hit] From ukpa_record(): the stack of a stacktrace event into rec
+ * (ip, caller as ukpa_record() has them). */
+void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,
+		       uintptr_t caller, struct ukp_rec *rec);
 
 /* ------------------------------------------------------------- ring.c */
 int ukpa_rings_init(void);                                     /* [init] */

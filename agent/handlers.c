@@ -23,6 +23,9 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
 	    !atomic_load_explicit(&pr->live, memory_order_acquire))
 		return 0;
+	/* --filter: a rejected hit is neither counted nor recorded */
+	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
+		return 0;
 	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
 	if (ukpa_mode == UKP_MODE_TRACE)
 		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
@@ -50,6 +53,10 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (!rp || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return 0;
 	pr = container_of(rp, struct ukpa_probe, rp);
+	/* --filter: a rejected hit is neither counted nor recorded */
+	if (pr->spec->spec.filter &&
+	    !ukpa_filter_pass(&pr->spec->spec, regs, (const struct pt_regs *)ri->data))
+		return 0;
 	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
 	if (ukpa_mode == UKP_MODE_TRACE)
 		ukpa_record(pr, regs, (const struct pt_regs *)ri->data, (uintptr_t)rp->kp.addr,
@@ -66,6 +73,9 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 
 	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
 	    !atomic_load_explicit(&pr->live, memory_order_acquire))
+		return;
+	/* --filter: a rejected hit is neither counted nor recorded */
+	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
 		return;
 	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
 	if (ukpa_mode == UKP_MODE_TRACE)

@@ -29,11 +29,13 @@
 #include <time.h>
 
 #include "agent.h"
+#include "filter.h"
 #include "internal.h"
 #include "symbols.h"
 
 static struct ukpa_spec *specs;
 static int nspecs;
+static bool want_stacks; /* a stacktrace trigger: unwind.c needs the objects */
 static pthread_mutex_t probes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ukpa_probe *probes_head, **probes_tail = &probes_head;
 static uint32_t nprobes;
@@ -646,9 +648,12 @@ int ukpa_specs_parse(char *defs)
 		struct ukpa_spec *s = &specs[nspecs];
 		struct ukp_spec_error err;
 
-		if (ukp_spec_parse(line, &s->spec, &err))
+		if (ukp_spec_parse_line(line, &s->spec, &err, NULL))
 			return -1; /* ukprobe checked them: not ours */
 		s->index = (uint32_t)nspecs++;
+		s->stack_left = (long)s->spec.stack_count;
+		if (s->spec.stacktrace)
+			want_stacks = true;
 	}
 	return names_add_specs();
 }
@@ -679,6 +684,8 @@ int ukpa_probes_setup(void)
 	int i, failed = 0;
 
 	pthread_mutex_lock(&probes_lock);
+	if (want_stacks)
+		ukpa_unwind_refresh();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
@@ -737,6 +744,8 @@ void ukpa_probes_refresh(void)
 	int i;
 
 	pthread_mutex_lock(&probes_lock);
+	if (want_stacks)
+		ukpa_unwind_refresh();
 	/* the library notices unloaded objects when it is next entered */
 	if (ukp_lock_for_show() == 0)
 		ukp_unlock_for_show();
@@ -909,6 +918,7 @@ void ukpa_probes_unregister_all(void)
 	free(specs);
 	specs = NULL;
 	nspecs = 0;
+	want_stacks = false;
 	ukpa_names_clear();
 	pthread_mutex_unlock(&probes_lock);
 }

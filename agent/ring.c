@@ -155,6 +155,8 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 	}
 	memcpy(rec->comm, r->comm, sizeof(rec->comm));
 	ukpa_fetch_args(&pr->spec->spec, regs, entry, rec);
+	if (pr->spec->spec.stacktrace) /* --trigger stacktrace (unwind.c) */
+		ukpa_stack_record(pr, regs, ip, caller, rec);
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
 out:
 	atomic_store_explicit(&r->writing, 0, memory_order_release);
@@ -305,6 +307,16 @@ static void announce_for(const struct ukp_rec *rec)
 			continue;
 		memcpy(&v, rec->data + fa->off, sizeof(v));
 		announce(v);
+	}
+	if (pr->spec->spec.stacktrace) { /* the frames of a stack */
+		const struct ukp_spec *spec = &pr->spec->spec;
+		uint64_t n, v;
+
+		memcpy(&n, rec->data + spec->stack_off, 8);
+		for (i = 0; i < (int)n && i < (int)spec->stack_max; i++) {
+			memcpy(&v, rec->data + spec->stack_off + 8 + 8 * (size_t)i, 8);
+			announce(v);
+		}
 	}
 }
 

@@ -40,5 +40,8 @@ read -r ok2 bad2 < <(summary build-san/meson-logs/testlog.json)
 
 bash bench/run.sh --quick || status=1
 
+# the SPEC and filter parsers under libFuzzer, a short run (when clang is here)
+bash scripts/fuzz.sh -runs=20000 || status=1
+
 echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
 exit $status

@@ -1706,6 +1706,316 @@ def case_program_names():
                   m[0][1] == m[1][1] and int(m[0][1]) > 0 and r.stderr == "",
                   "python3:PyObject_Malloc for %s" % cmd, show(r))
 
+# ------------------------------------------------------------ --filter
+
+FILTER_SPEC = "p:f/%s visit n=%%di:s32 flags=%%si:u32 name=+0(%%dx):string"
+# key (tgt_filtered's "truth KEY N"), the filter, the same in Python over
+# one event (n, flags, name, comm)
+FILTERS = [
+    ("eq", "n == 7", lambda n, f, s, c: n == 7),
+    ("ne", "n != 7", lambda n, f, s, c: n != 7),
+    ("lt", "n < -10", lambda n, f, s, c: n < -10),
+    ("le", "n<=-10", lambda n, f, s, c: n <= -10),
+    ("gt", "n > 100", lambda n, f, s, c: n > 100),
+    ("ge", "n >= 0x64", lambda n, f, s, c: n >= 100),
+    ("band", "flags & 5", lambda n, f, s, c: f & 5 != 0),
+    ("uns", "flags >= 2147483648", lambda n, f, s, c: f >= 1 << 31),
+    ("seq", 'name == "beta"', lambda n, f, s, c: s == "beta"),
+    ("sne", "name != beta", lambda n, f, s, c: s != "beta"),
+    ("glob", 'name ~ "al*"', lambda n, f, s, c: s.startswith("al")),
+    ("globq", "name ~ '?e*a'", lambda n, f, s, c: len(s) >= 2 and s[1] == "e" and s[-1] == "a"),
+    ("globc", 'name ~ "[a-c]*"', lambda n, f, s, c: s[0] in "abc"),
+    ("and", "n > 0 && flags & 2", lambda n, f, s, c: n > 0 and f & 2 != 0),
+    ("or", "n < -40 || n > 140", lambda n, f, s, c: n < -40 or n > 140),
+    ("prec", "n < -40 || n > 140 && flags & 1", lambda n, f, s, c: n < -40 or (n > 140 and f & 1)),
+    ("not", "!(n >= 0 && n < 100)", lambda n, f, s, c: not (0 <= n < 100)),
+    ("paren", '(n < 0 || name == "gamma") && !(flags & 1)',
+     lambda n, f, s, c: (n < 0 or s == "gamma") and not f & 1),
+    ("comm", 'comm == "filt-worker"', lambda n, f, s, c: c == "filt-worker"),
+    ("commglob", "comm ~ filt-*", lambda n, f, s, c: c.startswith("filt-")),
+]
+FILTER_ARGS_RE = re.compile(r'^ n=(-?\d+) flags=(\d+) name="(.*)"$')
+
+
+def filter_args(filters):
+    args = []
+    for key, expr, _ in filters:
+        args += ["-e", FILTER_SPEC % key, "--filter", expr]
+    return args
+
+
+def truths(out):
+    return {k: int(v) for k, v in re.findall(r"^truth (\w+) (\d+)$", out, re.M)}
+
+
+def check_filtered_trace(lines, filters, truth):
+    """Every event passes its filter, and as many as the program says."""
+    byname = {key: fn for key, _, fn in filters}
+    got = {key: 0 for key in byname}
+    for l in lines:
+        m = parse_line(l)
+        a = FILTER_ARGS_RE.match(m["args"])
+        check(a and m["event"] in byname, "an event of a filter: %r" % l)
+        n, f, s = int(a[1]), int(a[2]), a[3]
+        check(byname[m["event"]](n, f, s, m["comm"]), "%r passes its filter" % l)
+        got[m["event"]] += 1
+    want = {key: truth[key] for key in byname}
+    check(got == want, "events per filter", "got %s" % got, "want %s" % want)
+
+
+def case_filter():
+    # stat: each filtered event counts what the program says it should
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "stat")
+        r = ukprobe(["stat"] + filter_args(FILTERS) + ["-e", "p:f/all visit", "-o", out, "--",
+                                                       tgt("filtered")])
+        check(r.returncode == 0 and r.stderr == "", "stat run", show(r))
+        truth = truths(r.stdout)
+        check(len(truth) == 21 and truth["eq"] == 2 and truth["ne"] == 398, "ground truth", show(r))
+        with open(out) as f:
+            table = f.read()
+        got = {k: int(v) for k, v in re.findall(r"^f/(\w+) +(\d+) +0$", table, re.M)}
+        want = {key: truth[key] for key, _, _ in FILTERS}
+        want["all"] = 400
+        check(got == want, "stat counts", table, "want %s" % want)
+    # trace: only the events that pass, each checked against the filter
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        r = ukprobe(["trace", "-o", out] + filter_args(FILTERS) + ["--", tgt("filtered")])
+        check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
+        with open(out) as f:
+            lines = [l for l in f.read().splitlines() if l]
+    check_filtered_trace(lines, FILTERS, truths(r.stdout))
+    # several --filter for one -e are and-ed (as perf does); one -e's
+    # filter does not touch the next -e
+    r = ukprobe(["stat", "-e", FILTER_SPEC % "two", "--filter", "n > 0", "--filter", "n < 10",
+                 "-e", FILTER_SPEC % "none", "--", tgt("filtered")])
+    check(r.returncode == 0 and re.search(r"^f/two +18 +0$", r.stdout, re.M) and
+          re.search(r"^f/none +400 +0$", r.stdout, re.M), "two --filter", show(r))
+    # a watchpoint: tgt_types writes counter once, with 1003 (one
+    # watchpoint per run: two on one address see one hit between them)
+    for expr, n in (("v == 1003", 1), ("v != 1003", 0)):
+        r = ukprobe(["stat", "-e", "w:f/w counter:w v=@counter:s64", "--filter", expr, "--",
+                     tgt("types")])
+        check(r.returncode == 0 and re.search(r"^f/w +%d +0$" % n, r.stdout, re.M),
+              "watchpoint filter %s" % expr, show(r))
+    # a return probe: its filter sees $retval and the entry's arguments
+    r = ukprobe(["trace", "-e", "r:f/ret visit n=$arg1:s32 v=$retval:s64", "--filter",
+                 "n == 3 && v != 0", "--", tgt("filtered")])
+    ev = [parse_line(l) for l in r.stdout.splitlines() if " ret: " in l]
+    check(r.returncode == 0 and len(ev) == 2 and all(m["args"].startswith(" n=3 v=") for m in ev),
+          "return probe filter", show(r))
+
+
+def case_filter_errors():
+    spec = FILTER_SPEC % "v"
+    cases = read_table("filter_errors.txt")
+    check(len(cases) >= 15, "the table has %d cases" % len(cases))
+    with tempfile.TemporaryDirectory() as d:
+        marker = os.path.join(d, "ran")
+        for expr, col, msg in cases:
+            for cmd in ("trace", "stat"):
+                r = ukprobe([cmd, "-e", spec, "--filter", expr, "--", tgt("basic"),
+                             "--marker", marker])
+                want = error_lines(expr, col, msg)
+                check(r.returncode == 2 and r.stderr == want and r.stdout == "",
+                      "filter %r" % expr, show(r), "want stderr:\n" + want)
+            check(not os.path.exists(marker), "the program ran for %r" % expr)
+    # the fields of the event it is given to, not of another -e
+    r = ukprobe(["trace", "-e", "p:f/a visit x=%di", "-e", "p:f/b visit y=%si", "--filter", "x == 1",
+                 "--", tgt("filtered")])
+    check(r.returncode == 2 and r.stderr == error_lines(
+        "x == 1", 0, "event b has no field x (fields: y, common_pid, comm)"), "field of b", show(r))
+    for args, msg in ((["--filter", "n == 1", "-e", spec, "--", tgt("filtered")],
+                       "a filter applies to the -e SPEC"),
+                      (["-e", spec, "--filter"], "option --filter needs an argument")):
+        r = ukprobe(["trace"] + args)
+        check(r.returncode == 2 and msg in r.stderr and r.stdout == "", "usage %s" % args, show(r))
+    r = ukprobe(["probes", "-e", spec, "--filter", "n == 1", "--", tgt("filtered")])
+    check(r.returncode == 2 and "option '--filter' is not for ukprobe probes" in r.stderr,
+          "probes --filter", show(r))
+
+
+def case_filter_attach():
+    """-p: the filters travel in the CONFIG message; common_pid is the
+    thread id (the main thread's is the process id)."""
+    p = subprocess.Popen([tgt("filtered"), "--wait"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "target ready")
+        filters = FILTERS + [("pid", "common_pid == %d" % p.pid,
+                              lambda n, f, s, c: c == "filt-main")]
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e", "p:f/canary canary"] +
+                             filter_args(filters), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, preexec_fn=no_core)
+
+        def poke():
+            p.stdin.write("canary\n")
+            p.stdin.flush()
+        lines = read_lines_until(t, " canary: ", poke)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out = ""
+        while not out.endswith("done\n"):
+            line = p.stdout.readline()
+            check(line, "the target's round")
+            out += line
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        p.wait(timeout=60)
+        tout, terr = t.communicate(timeout=60)
+        check(t.returncode == 0 and terr.decode() == "", "ukprobe -p ends with the process",
+              "rc=%s %s" % (t.returncode, terr.decode()))
+        lines = [l for l in lines + tout.decode().splitlines() if l and " canary: " not in l]
+        check_filtered_trace(lines, filters, truths(out))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_filter_sqlite3():
+    """Debian's sqlite3: a string glob on the SQL it prepares counts the
+    INSERTs it was given, a number filter the statements of one length."""
+    sq = shutil.which("sqlite3")
+    if not sq:
+        print("no sqlite3: skipped")
+        sys.exit(77)
+    stmts = ["create table t(a integer, b text);"]
+    stmts += ["insert into t values(%d, 'row %d');" % (i, i) for i in range(37)]
+    stmts += ["select count(*) from t where a > %d;" % i for i in range(11)]
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "stat")
+        r = ukprobe(["stat", "-o", out,
+                     "-e", "p:s/ins libsqlite3.so.0:sqlite3_prepare_v2 sql=+0(%si):string",
+                     "--filter", 'sql ~ "insert into t *"',
+                     "-e", "p:s/sel libsqlite3.so.0:sqlite3_prepare_v2 sql=+0(%si):string",
+                     "--filter", 'sql ~ "select*" && !(sql ~ "*a > 1*")',
+                     "-e", "p:s/all libsqlite3.so.0:sqlite3_prepare_v2",
+                     "--", sq], input="\n".join(stmts) + "\n")
+        check(r.returncode == 0 and r.stdout.count("\n") == 11, "sqlite3 ran", show(r))
+        with open(out) as f:
+            table = f.read()
+        got = {k: int(v) for k, v in re.findall(r"^s/(\w+) +(\d+) +0$", table, re.M)}
+        # a > 1, a > 10: the select filter drops 2 of the 11
+        check(got.get("ins") == 37 and got.get("sel") == 9 and got.get("all", 0) >= 49,
+              "sqlite3 counts", table)
+
+
+# ------------------------------------------------------- --trigger stacktrace
+
+def stacks_of(text):
+    """[(event line, [frame text...])] of a trace with stacks."""
+    out = []
+    for l in text.splitlines():
+        if l.startswith(" => "):
+            check(out, "a frame before any event: %r" % l)
+            out[-1][1].append(l[4:])
+        elif l:
+            parse_line(l)
+            out.append((l, []))
+    return out
+
+
+def frame_of(text, prog):
+    """(object, function) of one ' => ' line: 'f+0xoff [obj]',
+    '[obj]+0xoff', 'f+0xoff' (the program)."""
+    m = re.match(r"^\[([^\]]+)\]\+0x[0-9a-f]+$", text)
+    if m:
+        return m[1], None
+    m = re.match(r"^([\w.@]+)\+0x[0-9a-f]+(?: \[([^\]]+)\])?$", text)
+    check(m, "a frame: %r" % text)
+    return m[2] or prog, m[1]
+
+
+def case_stacktrace():
+    # through qsort in libc (no frame pointers: .eh_frame): the frames
+    # glibc's backtrace() saw in the same call
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        r = ukprobe(["trace", "-o", out, "-e", "p cmp", "--trigger", "stacktrace:1", "--",
+                     tgt("stacks")])
+        check(r.returncode == 0 and r.stderr == "", "run", show(r))
+        truth = re.findall(r"^frame (\S+) (\S+)$", r.stdout, re.M)
+        # the library's backtrace() interposer (kretprobe_unwind.c) is a frame too
+        while truth and truth[0][0] == "libukprobe-agent.so":
+            truth.pop(0)
+        with open(out) as f:
+            ev = stacks_of(f.read())
+    check(len(ev) > 100 and ev[0][1] and all(not fr for _, fr in ev[1:]),
+          "one stack (stacktrace:1), on the first event", "\n".join(l for l, _ in ev[:3]))
+    got = [frame_of(t, "tgt_stacks") for t in ev[0][1]]
+    check(len(truth) >= 10 and len(got) == len(truth), "as many frames as backtrace()",
+          "got %s" % got, "want %s" % truth)
+    libc_frames = 0
+    for (gobj, gfn), (tobj, tfn) in zip(got, truth):
+        check(gobj == tobj, "object %s, not %s" % (tobj, gobj), "got %s" % got, "want %s" % truth)
+        if tfn != "-":
+            check(gfn == tfn, "function %s, not %s" % (tfn, gfn), "got %s" % got)
+        libc_frames += gobj == "libc.so.6"
+    check([f for _, f in got[:1]] == ["cmp"] and libc_frames >= 4, "cmp, then qsort's frames in libc",
+          "got %s" % got)
+    # frame pointers only (no unwind tables in the program), from the entry
+    # of a function and from inside one (after its frame is set up)
+    for spec in ("p chain_c", "p chain_c+4"):
+        r = ukprobe(["trace", "-e", spec, "--trigger", "stacktrace", "--", tgt("stacks_nocfi"),
+                     "--chain"])
+        ev = stacks_of("\n".join(l for l in r.stdout.splitlines() if l != "chain done"))
+        check(r.returncode == 0 and len(ev) == 1, "one event", show(r))
+        got = [frame_of(t, "tgt_stacks_nocfi") for t in ev[0][1]]
+        names = [f for o, f in got if o == "tgt_stacks_nocfi"]
+        check(names[:4] == ["chain_c", "chain_b", "chain_a", "main"] and
+              names[-1] == "_start" and any(o == "libc.so.6" for o, _ in got),
+              "chain_c, chain_b, chain_a, main, libc, _start (%s)" % spec, show(r))
+    # a return probe: the stack of the caller it returned to; every hit
+    r = ukprobe(["trace", "-e", "r sort_them", "--trigger", "stacktrace", "--", tgt("stacks")])
+    ev = stacks_of("\n".join(l for l in r.stdout.splitlines()
+                             if not l.startswith(("frame ", "sorted "))))
+    check(r.returncode == 0 and len(ev) == 1, "one return event", show(r))
+    got = [frame_of(t, "tgt_stacks") for t in ev[0][1]]
+    check(got[0] == ("tgt_stacks", "main") and got[-1] == ("tgt_stacks", "_start"),
+          "main first, _start last", show(r))
+    # Debian's ls (stripped, no frame pointers): malloc's callers up to
+    # __libc_start_main and ls's _start, for the first 3 calls only
+    r = ukprobe(["trace", "-e", "p libc.so.6:malloc", "--trigger", "stacktrace:3", "--", "/bin/ls",
+                 "/"], timeout=60)
+    ev = stacks_of("\n".join(l for l in r.stdout.splitlines() if " p_malloc_0: " in l or
+                             l.startswith(" => ")))
+    with_stack = [fr for _, fr in ev if fr]
+    check(r.returncode == 0 and len(ev) > 10 and len(with_stack) == 3, "3 stacks of ls", show(r))
+    for fr in with_stack:
+        check(fr[0] == "malloc+0x0 [libc.so.6]" and
+              any(t.startswith("__libc_start_main+") for t in fr) and
+              re.match(r"^\[ls\]\+0x[0-9a-f]+$", fr[-1]), "malloc .. ls's _start", "\n".join(fr))
+
+
+def case_trigger_errors():
+    spec = "p:f/v visit n=%di:s32 flags=%si:u32 name=+0(%dx):string"
+    big = "p:f/v visit " + " ".join("a%d=%%di" % i for i in range(20))
+    for sp, trig, col, msg in (
+            (spec, "", 0, "empty trigger"),
+            (spec, "foo", 0, "unknown trigger (stacktrace[:N])"),
+            (spec, "hist:keys=n", 0, "the hist trigger is not supported (only stacktrace[:N])"),
+            (spec, "traceoff", 0, "the traceoff trigger is not supported (only stacktrace[:N])"),
+            (spec, "stacktrace:", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace:0", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace:x", 11, "invalid count (stacktrace:N, N from 1)"),
+            (spec, "stacktrace if n > 1", 11, "a trigger's own filter is not supported: use --filter"),
+            (spec, "stacktrace:3 x", 13, "unexpected text after the trigger"),
+            (big, "stacktrace", 0, "the event's arguments leave no room for a stack "
+             "(160 of 192 bytes used, a stack needs 40)")):
+        r = ukprobe(["trace", "-e", sp, "--trigger", trig, "--", tgt("filtered")])
+        check(r.returncode == 2 and r.stderr == error_lines(trig, col, msg) and r.stdout == "",
+              "trigger %r" % trig, show(r), "want:\n" + error_lines(trig, col, msg))
+    for args, msg in ((["stat", "-e", spec, "--trigger", "stacktrace"],
+                       "option '--trigger' is not for ukprobe stat"),
+                      (["trace", "--trigger", "stacktrace", "-e", spec],
+                       "a trigger applies to the -e SPEC before it"),
+                      (["trace", "-e", spec, "--trigger", "stacktrace", "--trigger", "stacktrace:2"],
+                       "one --trigger per -e SPEC")):
+        r = ukprobe(args + ["--", tgt("filtered")])
+        check(r.returncode == 2 and msg in r.stderr and r.stdout == "", "usage %s" % args, show(r))
+
 
 def case_ifunc():
     """An IFUNC (libc's strlen) is probed on the implementation its resolver

@@ -28,6 +28,13 @@ static void usage(FILE *out)
 	      "                       @SYM[+|-OFFS], +|-OFFS(FETCHARG); TYPE one of u8..u64,\n"
 	      "                       s8..s64, x8..x64 (the default is x64), char, string,\n"
 	      "                       symbol, bWIDTH@OFFSET/CONTAINER-SIZE\n"
+	      "      --filter EXPR  only the hits of the -e before it that pass EXPR, in\n"
+	      "                     the kernel's event filter syntax on its argument names,\n"
+	      "                     common_pid and comm: == != < <= > >= & ~ (glob), && || !\n"
+	      "                     ( ), e.g. 'size >= 4096 && comm ~ \"ls*\"'\n"
+	      "      --trigger stacktrace[:N]\n"
+	      "                     after an -e: the user stack of each of its hits (the\n"
+	      "                     first N), \" => func+0xoff [obj]\" lines under the event\n"
 	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
 	      "                     no text trace is written then\n"
@@ -53,6 +60,29 @@ struct trace_out {
 	struct ukp_json *json;
 };
 
+/* --trigger stacktrace: the frames under the event, as ftrace prints a
+ * stack: " => func+0xoff [obj]" (the symbol without its size). */
+static void print_stack(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
+			const struct ukp_rec *rec)
+{
+	char buf[32];
+	uint64_t n, v, i;
+
+	memcpy(&n, rec->data + spec->stack_off, 8);
+	for (i = 0; i < n && i < spec->stack_max; i++) {
+		const char *text, *size, *rest;
+
+		memcpy(&v, rec->data + spec->stack_off + 8 + 8 * i, 8);
+		text = ukp_image_addr(img, v, buf, sizeof(buf));
+		size = strstr(text, "/0x");
+		rest = size ? size + strcspn(size, " ") : NULL;
+		if (size && (size_t)(size - text) < 4096)
+			fprintf(out, " => %.*s%s\n", (int)(size - text), text, rest);
+		else
+			fprintf(out, " => %s\n", text);
+	}
+}
+
 static void print_event(struct ukp_session *s, struct ukp_image *img,
 			const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg)
 {
@@ -76,6 +106,8 @@ static void print_event(struct ukp_session *s, struct ukp_image *img,
 		fprintf(t->out, "%s)", ukp_where_code(pi->where));
 	ukp_format_args(t->out, img, spec, rec);
 	fputc('\n', t->out);
+	if (spec->stacktrace)
+		print_stack(t->out, img, spec, rec);
 }
 
 /* the trace streams: whatever arrived together is written out */

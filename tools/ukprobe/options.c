@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "filter.h"
 
-enum { OPT_JSON = 256, OPT_NO_OPTIMIZE };
+enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER };
 
 /* -p PID[,PID...]: appended to s->pids. 0 or -1 (said why). */
 static int parse_pids(const char *arg, struct ukp_session *s)
@@ -53,7 +54,138 @@ static int parse_pids(const char *arg, struct ukp_session *s)
 }
 
 /*
- * -e SPEC (repeatable), -o FILE, -f (not for probes), --no-optimize,
+ * --filter EXPR after -e SPEC: compiled against its SPEC (errors with a
+ * caret in EXPR). Several --filter for one -e are and-ed, as perf does.
+ * 0 or -1 (said why).
+ */
+static int compile_filters(struct ukp_spec *specs, char **filters, int n)
+{
+	struct ukp_spec_error err;
+	struct ukp_filter *f;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char *text = filters[i], *p;
+
+		if (!text)
+			continue;
+		/* each part on its own first: the caret points into what was typed */
+		for (p = text; p; p = strchr(p, UKP_FILTER_SEP)) {
+			char *part, *end;
+
+			if (*p == UKP_FILTER_SEP)
+				p++;
+			end = strchr(p, UKP_FILTER_SEP);
+			part = strndup(p, end ? (size_t)(end - p) : strlen(p));
+			if (!part) {
+				ukp_err("out of memory");
+				return -1;
+			}
+			if (ukp_filter_compile(part, &specs[i], &f, &err)) {
+				ukp_spec_err(part, err.col, "%s", err.msg);
+				free(part);
+				return -1;
+			}
+			free(f);
+			free(part);
+		}
+		if (strchr(text, UKP_FILTER_SEP)) {
+			/* (A) && (B) */
+			size_t len = strlen(text);
+			char *both = malloc(2 * len + 8), *o = both;
+
+			if (!both) {
+				ukp_err("out of memory");
+				return -1;
+			}
+			*o++ = '(';
+			for (p = text; *p; p++) {
+				if (*p == UKP_FILTER_SEP) {
+					memcpy(o, ") && (", 6);
+					o += 6;
+				} else {
+					*o++ = *p;
+				}
+			}
+			*o++ = ')';
+			*o = '\0';
+			free(text);
+			filters[i] = text = both;
+		}
+		if (ukp_filter_compile(text, &specs[i], &specs[i].filter, &err)) {
+			ukp_spec_err(text, err.col, "%s", err.msg);
+			return -1;
+		}
+		specs[i].filter_text = strdup(text);
+		if (!specs[i].filter_text) {
+			ukp_err("out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* --trigger TEXT after -e SPEC (ukprobe trace): one per -e. 0 or -1
+ * (said why). */
+static int parse_triggers(struct ukp_spec *specs, char **triggers, int n)
+{
+	struct ukp_spec_error err;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!triggers[i])
+			continue;
+		if (ukp_trigger_parse(triggers[i], &specs[i], &err)) {
+			ukp_spec_err(triggers[i], err.col, "%s", err.msg);
+			return -1;
+		}
+		specs[i].trigger_text = strdup(triggers[i]);
+		if (!specs[i].trigger_text) {
+			ukp_err("out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* --filter EXPR for the -e before it: kept in filters[i] (malloc'ed;
+ * several joined by UKP_FILTER_SEP). 0 or -1 (said why). */
+static int add_filter(char **filters, int ntexts, const char *arg)
+{
+	char *old, *text;
+
+	if (!ntexts) {
+		ukp_err("--filter %s: a filter applies to the -e SPEC before it, and there is none",
+			arg);
+		return -1;
+	}
+	old = filters[ntexts - 1];
+	if (old) {
+		if (asprintf(&text, "%s%c%s", old, UKP_FILTER_SEP, arg) < 0)
+			text = NULL;
+	} else {
+		text = strdup(arg);
+	}
+	if (!text) {
+		ukp_err("out of memory");
+		return -1;
+	}
+	free(old);
+	filters[ntexts - 1] = text;
+	return 0;
+}
+
+static void free_filters(char **filters, int n)
+{
+	int i;
+
+	for (i = 0; filters && i < n; i++)
+		free(filters[i]);
+	free(filters);
+}
+
+/*
+ * -e SPEC (repeatable), --filter EXPR (after an -e), -o FILE, -f (not for probes), --no-optimize,
  * --json FILE (when json is not NULL), -h. s->mode tells the command.
  */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
@@ -67,14 +199,20 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "trigger", required_argument, NULL, OPT_TRIGGER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char **texts = calloc((size_t)argc, sizeof(*texts));
+	char **filters = calloc((size_t)argc, sizeof(*filters));
+	char **triggers = calloc((size_t)argc, sizeof(*triggers));
 	const char *bad = NULL;
 	int ntexts = 0, c;
 
-	if (!texts) {
+	if (!texts || !filters || !triggers) {
+		free(filters);
+		free(triggers);
 		ukp_err("out of memory");
 		return UKP_EXIT_FAIL;
 	}
@@ -112,6 +250,30 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			}
 			break;
 		}
+		case OPT_FILTER:
+			if (s->mode == UKP_MODE_PROBES) {
+				bad = "--filter";
+				goto bad_option;
+			}
+			if (add_filter(filters, ntexts, optarg))
+				goto usage;
+			break;
+		case OPT_TRIGGER:
+			if (s->mode != UKP_MODE_TRACE) {
+				bad = "--trigger";
+				goto bad_option;
+			}
+			if (!ntexts) {
+				ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
+					"there is none", optarg);
+				goto usage;
+			}
+			if (triggers[ntexts - 1]) {
+				ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
+				goto usage;
+			}
+			triggers[ntexts - 1] = optarg;
+			break;
 		case OPT_NO_OPTIMIZE:
 			s->no_optimize = true;
 			break;
@@ -125,6 +287,8 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		case 'h':
 			usage(stdout);
 			free(texts);
+			free_filters(filters, argc);
+			free(triggers);
 			return 0;
 		case ':':
 			/* a short option, or a long one (its argv word) */
@@ -152,15 +316,26 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 	/* probes OBJ [GLOB]: no SPEC; the command makes one */
 	if (s->mode == UKP_MODE_PROBES && !ntexts) {
 		free(texts);
+		free_filters(filters, argc);
+		free(triggers);
 		s->cmd = argv + optind;
 		return -1;
 	}
 	if (ukp_cli_parse_specs(texts, ntexts, &s->specs)) {
 		free(texts);
+		free_filters(filters, argc);
+		free(triggers);
 		return UKP_EXIT_USAGE;
 	}
 	s->nspecs = ntexts;
 	free(texts);
+	if (compile_filters(s->specs, filters, ntexts) || parse_triggers(s->specs, triggers, ntexts)) {
+		free_filters(filters, argc);
+		free(triggers);
+		return UKP_EXIT_USAGE;
+	}
+	free_filters(filters, argc);
+	free(triggers);
 	s->cmd = argv + optind;
 	return -1;
 
@@ -169,5 +344,7 @@ bad_option:
 usage:
 	fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
 	free(texts);
+	free_filters(filters, argc);
+	free(triggers);
 	return UKP_EXIT_USAGE;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "filter.h"
 
 int ukp_session_prepare(struct ukp_session *s)
 {
@@ -57,7 +58,9 @@ char *ukp_join_specs(const struct ukp_session *s)
 	int i;
 
 	for (i = 0; i < s->nspecs; i++)
-		len += strlen(s->specs[i].text) + 1;
+		len += strlen(s->specs[i].text) + 1 +
+		       (s->specs[i].filter_text ? strlen(s->specs[i].filter_text) + 2 : 0) +
+		       (s->specs[i].trigger_text ? strlen(s->specs[i].trigger_text) + 2 : 0);
 	out = calloc(1, len);
 	if (!out)
 		return NULL;
@@ -65,6 +68,15 @@ char *ukp_join_specs(const struct ukp_session *s)
 		if (i)
 			strcat(out, "\n");
 		strcat(out, s->specs[i].text);
+		/* "SPEC\x1fFfilter\x1fTtrigger" (filter.h) */
+		if (s->specs[i].filter_text) {
+			strcat(out, (char[]){ UKP_FILTER_SEP, 'F', '\0' });
+			strcat(out, s->specs[i].filter_text);
+		}
+		if (s->specs[i].trigger_text) {
+			strcat(out, (char[]){ UKP_FILTER_SEP, 'T', '\0' });
+			strcat(out, s->specs[i].trigger_text);
+		}
 	}
 	return out;
 }

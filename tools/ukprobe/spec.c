@@ -447,7 +447,12 @@ void ukp_spec_free(struct ukp_spec *spec)
 	free(spec->text);
 	free(spec->object);
 	free(spec->symbol);
-	spec->text = spec->object = spec->symbol = NULL;
+	free(spec->filter_text);
+	free(spec->filter);
+	free(spec->trigger_text);
+	spec->trigger_text = NULL;
+	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
+	spec->filter = NULL;
 }
 
 char *ukp_spec_symbol_name(const struct ukp_spec *spec)

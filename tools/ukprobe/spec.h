@@ -47,6 +47,8 @@
 #define UKP_SPEC_NUM_SLOT     8    /* bytes a number takes in an event */
 #define UKP_SPEC_DEFAULT_GROUP "ukprobes"
 
+struct ukp_filter;
+
 /* Where a fetch argument starts. */
 enum ukp_fa_base {
 	UKP_FA_REG,     /* %REG: param = word index in struct pt_regs */
@@ -116,6 +118,17 @@ struct ukp_spec {
 	int nargs;
 	struct ukp_fetcharg args[UKP_SPEC_MAX_ARGS];
 	unsigned int payload;          /* bytes of payload an event needs */
+	/* --filter (filter.h): its text and compiled program, or NULL;
+	 * both malloc'ed, freed by ukp_spec_free() */
+	char *filter_text;
+	struct ukp_filter *filter;
+	/* --trigger stacktrace[:N] (filter.h): the stack goes in the
+	 * payload at stack_off, a u64 count then up to stack_max addresses;
+	 * stack_count N: at most N stacks (0: every hit) */
+	char *trigger_text;
+	bool stacktrace;
+	unsigned long stack_count;
+	unsigned int stack_off, stack_max;
 };
 
 /* Where a SPEC went wrong: a column (0-based, in the SPEC text) and what. */

@@ -20,7 +20,7 @@ struct word {
 	int col;
 };
 
-#define MAX_WORDS (UKP_SPEC_MAX_ARGS + 3)
+#define MAX_WORDS (UKP_SPEC_MAX_ARGS + 2) /* the head, the probe point, the args */
 
 struct parser {
 	struct ukp_spec *spec;

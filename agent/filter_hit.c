@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * filter_hit.c - [hit] an event's --filter, evaluated in the traced
+ * thread before the hit is counted or recorded (the kernel's
+ * filter_match_preds). The arguments are fetched by the trace's own code
+ * (fetch.c) into a record on the stack; the compiled program
+ * (tools/ukprobe/filter.c) runs over it. Async-signal-safe and
+ * allocation-free: syscalls only for the thread's id and name, and only
+ * when the filter needs them.
+ */
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "filter.h"
+
+bool ukpa_filter_pass(const struct ukp_spec *spec, const struct pt_regs *regs,
+		      const struct pt_regs *entry)
+{
+	const struct ukp_filter *f = spec->filter;
+	struct ukp_rec rec;
+	int tid = 0;
+
+	rec.faults = 0;
+	if (f->uses_comm) {
+		memset(rec.comm, 0, sizeof(rec.comm));
+		prctl(PR_GET_NAME, rec.comm, 0, 0, 0);
+	}
+	if (f->uses_pid)
+		tid = (int)syscall(SYS_gettid);
+	ukpa_fetch_args(spec, regs, entry, &rec);
+	return ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid);
+}

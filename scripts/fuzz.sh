@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target of ukprobe's SPEC and filter parsers
+# (tests/fuzz/) with clang (ASan + UBSan) and runs it on a copy of the
+# seed corpus. Extra arguments go to libFuzzer; by default a short run
+# (-runs=20000), as CI does. A long run by hand:
+#   bash scripts/fuzz.sh -runs=10000000 -jobs=1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v clang >/dev/null; then
+  echo "fuzz: no clang, skipped"
+  exit 0
+fi
+mkdir -p build-fuzz
+src=tools/ukprobe
+clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/filter.c" "$src/trigger.c" \
+  -o build-fuzz/fuzz_spec_filter
+rm -rf build-fuzz/corpus
+cp -r tests/fuzz/corpus build-fuzz/corpus
+args=("$@")
+[ ${#args[@]} -eq 0 ] && args=(-runs=20000)
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-fuzz/fuzz_spec_filter -max_len=4096 -timeout=10 "${args[@]}" build-fuzz/corpus
