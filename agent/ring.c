@@ -14,7 +14,8 @@
  * when its copy says the ring is full.
  *
  * The hit path is vector-free (handlers.c): the timestamp is the CPU's
- * time-stamp counter, read with rdtscp, which gives the CPU number too;
+ * time-stamp counter (rdtsc), the CPU number comes from rdpid (or both
+ * from rdtscp);
  * the reader converts it to CLOCK_MONOTONIC nanoseconds before the record
  * leaves the process (interpolating between a pair of readings of both
  * clocks taken at start-up and one taken at each pass: the counter is
@@ -78,6 +79,11 @@
 #define RECYCLE_EVERY 64 /* passes */
 #define OBJECTS_EVERY 16 /* passes */
 #define FILE_CHUNK (1UL << 20)         /* bytes per write to the -o file */
+#define POPULATE_FIRST (1UL << 20)     /* ring bytes committed when a thread claims it */
+#define POPULATE_AHEAD (4UL << 20)     /* the reader keeps so much committed ahead */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 _Static_assert(sizeof(struct ukp_rec) == UKP_REC_SIZE, "record size");
 _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header");
@@ -95,6 +101,7 @@ struct ring {
 	_Atomic(unsigned char *) recs;
 	_Atomic int owner;        /* tid, 0 when free, -1 while being set up */
 	/* the consumer's */
+	size_t populated;         /* ring bytes committed (set by the claim) */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	uint64_t end;             /* head seen at the start of a pass */
 } __attribute__((aligned(64)));
@@ -126,13 +133,23 @@ static _Atomic unsigned long flush_req, flush_done;
 
 /* ------------------------------------------------------------ [hit] */
 
-/* The time-stamp counter, and the CPU (Linux keeps the CPU number in
- * TSC_AUX, under the NUMA node from bit 12). */
+/* The time-stamp counter, and the CPU: rdtsc and rdpid where the CPU has
+ * rdpid (cheaper than rdtscp), else rdtscp. Linux keeps the CPU number
+ * in TSC_AUX, which both read, under the NUMA node from bit 12. */
+static bool use_rdpid;
+
 static inline uint64_t tsc_cpu(int32_t *cpu)
 {
 	uint32_t lo, hi, aux;
+	uint64_t pid;
 
-	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	if (use_rdpid) {
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		__asm__ volatile("rdpid %0" : "=r"(pid));
+		aux = (uint32_t)pid;
+	} else {
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	}
 	*cpu = (int32_t)(aux & 0xfff);
 	return (uint64_t)hi << 32 | lo;
 }
@@ -187,6 +204,11 @@ static struct ring *claim_ring(void)
 				return NULL;
 			}
 			atomic_store_explicit(&r->recs, mem, memory_order_relaxed);
+			/* page faults in the traced thread cost more than the
+			 * record: the start is committed now, the rest by the
+			 * reader ahead of the thread (populate_ahead) */
+			r->populated = POPULATE_FIRST < ring_bytes ? POPULATE_FIRST : ring_bytes;
+			madvise(mem, r->populated, MADV_POPULATE_WRITE);
 			r->tail_seen = atomic_load_explicit(&r->tail, memory_order_relaxed);
 			r->stalled = false;
 			get_comm(r);
@@ -393,16 +415,22 @@ static void cal_read(uint64_t *tsc, uint64_t *ns)
 	*tsc = a + (b - a) / 2;
 }
 
-static uint64_t tsc_to_ns(uint64_t tsc)
+/* ns per TSC tick as a 32.32 fixed-point factor, from the two readings
+ * (computed once per pass: no division per event) */
+static uint64_t cal_mult;
+
+static void cal_update(void)
 {
 	uint64_t dt = cal_tsc1 - cal_tsc0;
 
-	if (!dt)
-		return cal_ns0;
+	cal_mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
+}
+
+static uint64_t tsc_to_ns(uint64_t tsc)
+{
 	if (tsc >= cal_tsc0)
-		return cal_ns0 + (uint64_t)((unsigned __int128)(tsc - cal_tsc0) *
-					     (cal_ns1 - cal_ns0) / dt);
-	return cal_ns0 - (uint64_t)((unsigned __int128)(cal_tsc0 - tsc) * (cal_ns1 - cal_ns0) / dt);
+		return cal_ns0 + (uint64_t)(((unsigned __int128)(tsc - cal_tsc0) * cal_mult) >> 32);
+	return cal_ns0 - (uint64_t)(((unsigned __int128)(cal_tsc0 - tsc) * cal_mult) >> 32);
 }
 
 /* One packet into the -o file: FROM and whole messages, one write (the
@@ -514,6 +542,25 @@ static struct ukp_rec *ring_rec(struct ring *r, uint64_t i)
 				  (i & (ring_recs - 1)) * rec_size);
 }
 
+/* Commit the ring's pages before its thread writes there (its first lap):
+ * a page fault in the traced thread costs more than a record. */
+static void populate_ahead(struct ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	size_t want, len;
+
+	if (r->populated >= ring_bytes || head >= ring_recs)
+		return;
+	want = (size_t)head * rec_size + POPULATE_AHEAD;
+	if (want <= r->populated)
+		return;
+	len = (want + POPULATE_AHEAD < ring_bytes ? want + POPULATE_AHEAD : ring_bytes) -
+	      r->populated;
+	madvise(atomic_load_explicit(&r->recs, memory_order_relaxed) + r->populated, len,
+		MADV_POPULATE_WRITE);
+	r->populated += len;
+}
+
 /* One pass over every ring: the records published when it started, in
  * timestamp order. Returns how many. */
 static size_t drain_pass(void)
@@ -522,13 +569,16 @@ static size_t drain_pass(void)
 	size_t total = 0;
 	int nact = 0, i;
 
-	if (use_tsc)
+	if (use_tsc) {
 		cal_read(&cal_tsc1, &cal_ns1);
+		cal_update();
+	}
 	for (i = 0; i < NRINGS; i++) {
 		struct ring *r = &rings[i];
 
 		if (atomic_load_explicit(&r->owner, memory_order_acquire) <= 0)
 			continue;
+		populate_ahead(r);
 		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
 		if (atomic_load_explicit(&r->tail, memory_order_relaxed) != r->end)
 			act[nact++] = r;
@@ -686,7 +736,15 @@ static bool tsc_usable(void)
 	if (eax < 0x80000001)
 		return false;
 	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000001));
-	return edx & (1u << 27); /* RDTSCP */
+	if (!(edx & (1u << 27))) /* RDTSCP: TSC_AUX is set up */
+		return false;
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
+	if (eax >= 7) {
+		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx)
+				 : "a"(7), "c"(0));
+		use_rdpid = ecx & (1u << 22); /* RDPID */
+	}
+	return true;
 }
 
 void ukpa_rings_set_file(const char *fdtext)
