@@ -44,7 +44,9 @@ else
     meson setup build-bench -Dbench=true -Dtests=false >/dev/null
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
-  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 >/dev/null
+  bench/bench_coverage bench/bench_uftrace bench/bench_uftrace_nop5 \
+  bench/bench_tool_hit bench/bench_tool_lib tools/ukprobe/ukprobe agent/libukprobe-agent.so \
+  agent/ukprobe-host >/dev/null
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")
@@ -138,6 +140,16 @@ done
 # -------------------------------------------------------------- coverage
 echo "bench: jump-optimization coverage of libc, libz, libsqlite3 (bench_coverage)" >&2
 "$bin/bench_coverage" "${q[@]}" --json "$work/coverage.json" || status=1
+
+# ------------------------------------------------------------------ tool
+# ukprobe itself on real programs, with uftrace and bpftrace (its own
+# tables and JSON: bench/results/latest-tool.{json,md} in a full run)
+echo "bench: the ukprobe tool on sqlite3 and python3, with uftrace and bpftrace (bench_tool.py)" >&2
+tool_peers=(); [ $peers = 0 ] && tool_peers=(--no-peers)
+python3 bench/bench_tool.py --ukprobe build-bench/tools/ukprobe/ukprobe --bin "$bin" "${q[@]}" \
+  "${tool_peers[@]}" --json "${out%.json}-tool.json" ${md:+--md "${md%.md}-tool.md"} \
+  >"$work/tool.md" || status=1
+cat "$work/tool.md"
 
 # ----------------------------------------------------------------- report
 cmd="bash bench/run.sh"
