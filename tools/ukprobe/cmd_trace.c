@@ -73,14 +73,47 @@ static void print_event(struct ukp_session *s, struct ukp_image *img,
 		return;
 	memcpy(comm, rec->comm, sizeof(rec->comm));
 	comm[sizeof(rec->comm)] = '\0';
-	fprintf(t->out, "%16s-%-7d [%03d] %5lu.%06lu: %s: (", comm, rec->tid, rec->cpu,
-		(unsigned long)(rec->ts / 1000000000ULL),
-		(unsigned long)(rec->ts % 1000000000ULL / 1000), pi->event);
-	if (spec->is_return)
-		fprintf(t->out, "%s <- %s)", ukp_image_addr(img, rec->caller, buf, sizeof(buf)),
-			pi->func_name);
-	else
-		fprintf(t->out, "%s)", pi->where);
+	if (rec->tid >= 0 && rec->cpu >= 0) {
+		/* "%16s-%-7d [%03d] %5lu.%06lu: ", by hand (millions of lines) */
+		char line[128];
+		size_t n = strlen(comm), len = 0, k;
+
+		for (k = n; k < 16; k++)
+			line[len++] = ' ';
+		memcpy(line + len, comm, n);
+		len += n;
+		line[len++] = '-';
+		k = ukp_fmt_ulong(line + len, (unsigned long)rec->tid, 0, false);
+		len += k;
+		for (; k < 7; k++)
+			line[len++] = ' ';
+		memcpy(line + len, " [", 2);
+		len += 2;
+		len += ukp_fmt_ulong(line + len, (unsigned long)rec->cpu, 3, true);
+		memcpy(line + len, "] ", 2);
+		len += 2;
+		len += ukp_fmt_ulong(line + len, (unsigned long)(rec->ts / 1000000000ULL), 5, false);
+		line[len++] = '.';
+		len += ukp_fmt_ulong(line + len, (unsigned long)(rec->ts % 1000000000ULL / 1000), 6,
+				     true);
+		memcpy(line + len, ": ", 2);
+		len += 2;
+		fwrite(line, 1, len, t->out);
+	} else {
+		fprintf(t->out, "%16s-%-7d [%03d] %5lu.%06lu: ", comm, rec->tid, rec->cpu,
+			(unsigned long)(rec->ts / 1000000000ULL),
+			(unsigned long)(rec->ts % 1000000000ULL / 1000));
+	}
+	fputs(pi->event, t->out);
+	fputs(": (", t->out);
+	if (spec->is_return) {
+		fputs(ukp_image_addr(img, rec->caller, buf, sizeof(buf)), t->out);
+		fputs(" <- ", t->out);
+		fputs(pi->func_name, t->out);
+	} else {
+		fputs(pi->where, t->out);
+	}
+	fputc(')', t->out);
 	ukp_format_args(t->out, img, spec, rec);
 	fputc('\n', t->out);
 }
