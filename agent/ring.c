@@ -238,8 +238,9 @@ static bool room(struct ring *r, uint64_t head)
 		r->tail_seen = t;
 		if (head - t < ring_recs)
 			return true;
-		if (raw_fd < 0 || r->stalled)
-			return false;
+		if (raw_fd < 0 || r->stalled ||
+		    !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+			return false; /* (tracing stops: the reader's last pass comes) */
 		if (waited++ >= FULL_WAIT_YIELDS) {
 			/* the reader may be waiting for something this
 			 * thread holds: drop until it moves again */
