@@ -142,6 +142,14 @@ static int capture_print(enum ukprobes_print_level level, const char *fmt, va_li
 	const char *why;
 	size_t n;
 
+	/* UKPROBE_DEBUG=1: the library's debug messages about our probes
+	 * (whether a handler was proven vector-free, ...) on stderr */
+	if (level == UKPROBES_DEBUG && getenv("UKPROBE_DEBUG") &&
+	    !strcmp(getenv("UKPROBE_DEBUG"), "1")) {
+		fputs("ukprobe-agent: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		return 0;
+	}
 	if (level != UKPROBES_WARN)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);

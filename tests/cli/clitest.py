@@ -457,6 +457,23 @@ def case_trace_file_hot():
           "\n".join(file_lines), "\n".join(sock_lines))
 
 
+def case_vector_free():
+    """The agent's handlers (stat's and trace's, of probes and return
+    probes, with every kind of fetch argument) pass libukprobes' proof
+    that they leave the vector state alone, so that a jump-optimized hit
+    saves none (UKPROBE_DEBUG=1 prints the library's verdicts)."""
+    env = dict(os.environ, UKPROBE_DEBUG="1")
+    with tempfile.TemporaryDirectory() as d:
+        for cmd in ("trace", "stat"):
+            args = [cmd, "-o", os.path.join(d, cmd)]
+            for sp in BASIC_SPECS:
+                args += ["-e", sp]
+            r = ukprobe(args + ["--", tgt("basic"), "x"], env=env)
+            check(r.returncode == 3, "%s runs" % cmd, show(r))
+            check("state saved" not in r.stderr and "ukprobe-agent: " not in r.stderr,
+                  "%s: every handler proven vector-free" % cmd, show(r))
+
+
 def case_fork():
     """Without -f a forked child runs untraced."""
     r, lines = traced(["p step n=%di:s32"], [tgt("forker")])
