@@ -326,11 +326,15 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 		const char *name = res.name;
 		uintptr_t pa;
 
-		/* aliases (free/cfree): the name the user gave, if it is one */
-		if (prefer && ukp_sym_lookup_name(prefer, &pa) == 0 && pa == res.start) {
-			name = strrchr(prefer, ':');
-			name = name ? name + 1 : prefer;
-		}
+		/* aliases (free/cfree): the name the user gave, if it is one
+		 * (looked up only when it differs: a lookup by "path:name"
+		 * resolves the path of every object it passes) */
+		const char *pname = prefer ? strrchr(prefer, ':') : NULL;
+
+		pname = pname ? pname + 1 : prefer;
+		if (prefer && strcmp(pname, name) && ukp_sym_lookup_name(prefer, &pa) == 0 &&
+		    pa == res.start)
+			name = pname;
 		if (res.obj && !res.obj->is_main)
 			snprintf(buf, len, "%s+0x%lx/0x%lx [%s]", name,
 				 (unsigned long)(addr - res.start), (unsigned long)res.size,
