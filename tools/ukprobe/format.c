@@ -3,6 +3,7 @@
  * format.c - argument values as ftrace prints them, and the output file.
  */
 #include <errno.h>
+#include <stdio_ext.h>
 #include <string.h>
 
 #include "cli.h"
@@ -152,10 +153,10 @@ FILE *ukp_open_output(const char *path)
 {
 	FILE *f;
 
-	if (!path)
-		return stdout;
-	f = fopen(path, "w");
+	f = path ? fopen(path, "w") : stdout;
 	if (!f)
 		ukp_err("cannot open %s: %s", path, strerror(errno));
+	else
+		__fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread: no lock per call */
 	return f;
 }
