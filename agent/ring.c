@@ -79,8 +79,8 @@
 #define RECYCLE_EVERY 64 /* passes */
 #define OBJECTS_EVERY 16 /* passes */
 #define FILE_CHUNK (1UL << 20)         /* bytes per write to the -o file */
-#define POPULATE_FIRST (1UL << 20)     /* ring bytes committed when a thread claims it */
-#define POPULATE_AHEAD (4UL << 20)     /* the reader keeps so much committed ahead */
+#define POPULATE_FIRST (256UL << 10)   /* ring bytes committed when a thread claims it */
+#define POPULATE_STEP_MAX (4UL << 20)  /* the most the reader commits ahead at once */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -548,22 +548,22 @@ static struct ukp_rec *ring_rec(struct ring *r, uint64_t i)
 }
 
 /* Commit the ring's pages before its thread writes there (its first lap):
- * a page fault in the traced thread costs more than a record. */
+ * a page fault in the traced thread costs more than a record. A thread
+ * that has used half of what is committed gets as much again (at most
+ * POPULATE_STEP_MAX): a thread that hits rarely keeps a small ring. */
 static void populate_ahead(struct ring *r)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	size_t want, len;
+	size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
 
-	if (r->populated >= ring_bytes || head >= ring_recs)
+	if (r->populated >= ring_bytes || head >= ring_recs ||
+	    (size_t)head * rec_size < r->populated / 2)
 		return;
-	want = (size_t)head * rec_size + POPULATE_AHEAD;
-	if (want <= r->populated)
-		return;
-	len = (want + POPULATE_AHEAD < ring_bytes ? want + POPULATE_AHEAD : ring_bytes) -
-	      r->populated;
-	madvise(atomic_load_explicit(&r->recs, memory_order_relaxed) + r->populated, len,
+	if (step > ring_bytes - r->populated)
+		step = ring_bytes - r->populated;
+	madvise(atomic_load_explicit(&r->recs, memory_order_relaxed) + r->populated, step,
 		MADV_POPULATE_WRITE);
-	r->populated += len;
+	r->populated += step;
 }
 
 /* One pass over every ring: the records published when it started, in
