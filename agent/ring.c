@@ -170,14 +170,17 @@ static uint64_t kernel_clock(int32_t *cpu)
 
 static void get_comm(struct ring *r)
 {
-	char name[16] = { 0 };
-	int i;
+	uint64_t name[2];
 
+	/* words, not "char name[16] = { 0 }": without optimization clang
+	 * zeroes that with a call of memset */
+	name[0] = 0;
+	name[1] = 0;
 	/* not prctl(): glibc's has a stack protector, whose failure path
 	 * (abort) the vector-free proof follows into sigaction */
 	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
-	for (i = 0; i < 16; i++)
-		r->comm[i] = name[i];
+	((uint64_t *)(void *)r->comm)[0] = name[0];
+	((uint64_t *)(void *)r->comm)[1] = name[1];
 }
 
 static struct ring *claim_ring(void)
