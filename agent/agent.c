@@ -50,7 +50,7 @@ static pid_t agent_pid;
 static uint64_t image_id;
 
 /* -f: our variables, to put back into an exec'd program's environment */
-#define NVARS 7
+#define NVARS 8
 static char *saved_vars[NVARS];
 
 /* ----------------------------------------------------------- output */
@@ -83,6 +83,15 @@ int ukpa_send(const void *buf, size_t len)
 		}
 	}
 	return 0;
+}
+
+void ukpa_from_header(struct ukp_msg_from *from)
+{
+	*from = (struct ukp_msg_from){
+		.h = { UKPM_FROM, sizeof(*from) },
+		.pid = (int32_t)agent_pid,
+		.image = image_id,
+	};
 }
 
 bool ukpa_active(void)
@@ -131,7 +140,7 @@ static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reaso
 
 static const char *const our_vars[NVARS] = {
 	UKP_ENV_FD, UKP_ENV_EVENTS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
-	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED,
+	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED, UKP_ENV_RAW_FD,
 };
 
 static const char *self_path(void)
@@ -414,6 +423,7 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
+	ukpa_rings_set_file(getenv(UKP_ENV_RAW_FD));
 	if (ukpa_follow)
 		save_environment();
 	else

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <ukprobes.h>
 
@@ -59,7 +60,8 @@ struct ukpa_probe {
 	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
 	uintptr_t waddr;          /* w events: the watched address */
 	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
-	_Atomic unsigned long hits;
+	_Atomic uint64_t hits;    /* hits of threads without a counts slot, and of
+				   * exited threads (counts.c) */
 	uintptr_t func, base;
 	int opt;                  /* UKPROBES_OPT_* or -1 */
 	char why[160];            /* why not optimized */
@@ -75,6 +77,8 @@ extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
 /* [init][reader] One packet: the FROM header and len bytes of whole
  * messages. 0 or -1. */
 int ukpa_send(const void *buf, size_t len);
+/* [reader] The FROM message that starts this image's packets. */
+void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
  * sharing our memory)? */
 bool ukpa_active(void);
@@ -104,6 +108,8 @@ int ukpa_attach_forked(int fd);
 /* [init] Parse the SPECs (one per line). 0 or -1. */
 int ukpa_specs_parse(char *defs);
 int ukpa_specs_count(void);
+/* [init] Payload bytes an event of SPEC i needs. */
+size_t ukpa_spec_payload(int i);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);
@@ -128,15 +134,55 @@ int ukpa_probes_send_stats_nowait(void);
 const struct ukpa_probe *ukpa_probe_by_id(uint32_t id);
 /* [init] Detach: unregister every probe, forget every SPEC. */
 void ukpa_probes_unregister_all(void);
+/* [any] Probe ids given so far (ids are 0 .. count-1). */
+uint32_t ukpa_probes_count(void);
 /* [init] Any pending SPEC left? */
 bool ukpa_probes_pending(void);
 
 /* --------------------------------------------------------- handlers.c */
-/* [hit] The handlers of the agent's kprobes and kretprobes. */
+/* [hit] The handlers of the agent's kprobes and kretprobes: _pre records
+ * (trace), _count only counts (stat). Both are vector-free (libukprobes
+ * proves it when the probe is registered) so that a jump-optimized hit
+ * needs no vector state saved: no libc string functions, no calls
+ * through pointers, only system calls and code of this object. */
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
+
+/* ----------------------------------------------------------- counts.c */
+/* Per-thread hit counters (see counts.c): probe ids below this count in
+ * the thread's own slot. */
+#define UKPA_COUNT_IDS (1u << 20)
+extern UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
+/* [hit] The first hit of a thread (claims its slot), and hits of
+ * threads without one. */
+void ukpa_count_slow(struct ukpa_probe *pr);
+/* [hit] One hit of pr: a plain add to the thread's own counter. */
+static inline void ukpa_count_hit(struct ukpa_probe *pr)
+{
+	_Atomic uint64_t *c = ukpa_my_counts;
+
+	if (__builtin_expect(c != NULL && pr->id < UKPA_COUNT_IDS, 1))
+		atomic_store_explicit(&c[pr->id],
+				      atomic_load_explicit(&c[pr->id], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	else
+		ukpa_count_slow(pr);
+}
+/* [reader] Fold the counts of exited threads into their probes. */
+void ukpa_counts_recycle_dead(void);
+/* [init][reader] Every hit of pr so far (its total and every thread's
+ * count); with the counts lock held. */
+uint64_t ukpa_count_of(const struct ukpa_probe *pr);
+void ukpa_counts_lock(void);
+int ukpa_counts_timedlock(const struct timespec *until);
+void ukpa_counts_unlock(void);
+/* [init] Counts from zero (a new image in the same process). */
+void ukpa_counts_reset(void);
+/* [init] In a forked child: no slot of the parent's threads. */
+void ukpa_counts_after_fork(void);
 
 /* ------------------------------------------------------------ names.c */
 /* [init] Event names in use, as "group/event". */
@@ -178,6 +224,9 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 		       uintptr_t caller, struct ukp_rec *rec);
 
 /* ------------------------------------------------------------- ring.c */
+/* [init] trace -o FILE: the descriptor of the file the reader writes
+ * (UKP_ENV_RAW_FD's value, or NULL). Before ukpa_rings_init(). */
+void ukpa_rings_set_file(const char *fdtext);
 int ukpa_rings_init(void);                                     /* [init] */
 int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */
 /* [init] Stop tracing, wait for handlers that are writing, drain every

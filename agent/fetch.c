@@ -4,12 +4,35 @@
  * process_fetch_insn, for struct ukp_fetcharg). Memory is read with
  * copy_from_user_nofault(): a bad pointer marks the argument as faulted,
  * never crashes the program.
+ *
+ * Vector-free, as the handlers (handlers.c): no libc string functions
+ * (they use vector registers), hand-written byte loops instead; the
+ * empty asm in them keeps the compiler from turning a loop back into a
+ * call of memset/memcpy.
  */
-#include <string.h>
-
 #include "agent.h"
 
 #define PAGE_SZ 4096UL
+
+static void zero(unsigned char *d, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		d[i] = 0;
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static bool has_nul(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!s[i])
+			return true;
+	return false;
+}
 
 static bool read_word(uintptr_t addr, unsigned long *v, unsigned int size)
 {
@@ -42,7 +65,7 @@ static bool read_string(char *dst, uintptr_t addr, size_t max)
 			dst[n] = '\0'; /* n < max here */
 			return true;
 		}
-		if (memchr(dst + n, '\0', chunk))
+		if (has_nul(dst + n, chunk))
 			return true;
 		n += chunk;
 	}
@@ -108,9 +131,9 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 			v = fa->param;
 			break;
 		case UKP_FA_COMM:
-			memset(slot, 0, UKP_SPEC_STR_SLOT);
-			memcpy(slot, rec->comm, sizeof(rec->comm));
-			slot[sizeof(rec->comm) - 1] = '\0';
+			zero(slot, UKP_SPEC_STR_SLOT);
+			for (d = 0; d < (int)sizeof(rec->comm) - 1; d++)
+				slot[d] = (unsigned char)rec->comm[d];
 			continue;
 		}
 
@@ -128,7 +151,7 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		}
 		if (!ok) {
 			rec->faults |= 1u << i;
-			memset(slot, 0, fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : 8);
+			zero(slot, fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : 8);
 			continue;
 		}
 		if (fa->type != UKP_TY_STRING) {
@@ -136,7 +159,7 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 				v &= (1UL << (fa->size * 8)) - 1;
 			if (fa->bf_width)
 				v = bitfield(fa, v);
-			memcpy(slot, &v, 8);
+			*(unsigned long *)(void *)slot = v; /* slots are 8-aligned */
 		}
 	}
 }

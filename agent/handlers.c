@@ -1,32 +1,53 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * handlers.c - [hit] the probe handlers the agent registers: they run in
- * libukprobes' SIGTRAP handler (and the return trampoline), on any thread
- * of the program. Async-signal-safe and allocation-free: they read the
- * probe (immutable once live), count, and write one record into the
+ * libukprobes' SIGTRAP handler, its detours and its return trampoline,
+ * on any thread of the program. Async-signal-safe and allocation-free:
+ * they read the probe (immutable once live), count in the thread's own
+ * counters (counts.c), and in trace mode write one record into the
  * thread's ring (ring.c) with the fetch arguments (fetch.c).
+ *
+ * They must stay vector-free (agent.h): libukprobes then calls them from
+ * a jump-optimized probe without saving the vector state (with AVX-512,
+ * an XSAVE/XRSTOR pair costs far more than the whole hit). Hence the
+ * hand-written copy below instead of memcpy.
  *
  * A hit records nothing while the thread runs agent code (ukpa_busy),
  * before the probe was announced (live), or when tracing stopped.
  */
 #include <stddef.h>
-#include <string.h>
 
 #include "agent.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
+static inline bool recording(const struct ukpa_probe *pr)
+{
+	return !ukpa_busy && atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) &&
+	       atomic_load_explicit(&pr->live, memory_order_acquire);
+}
+
+/* stat: count, nothing else */
+int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+
+	(void)regs;
+	if (recording(pr))
+		ukpa_count_hit(pr);
+	return 0;
+}
+
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
 
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
-	    !atomic_load_explicit(&pr->live, memory_order_acquire))
+	if (!recording(pr))
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded */
 	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
 		return 0;
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)
 		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
 	return 0;
@@ -37,11 +58,18 @@ int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kretprobe *rp = get_kretprobe(ri);
 	struct ukpa_probe *pr = rp ? container_of(rp, struct ukpa_probe, rp) : NULL;
+	unsigned long *dst = (unsigned long *)(void *)ri->data;
+	const unsigned long *src = (const unsigned long *)regs;
+	size_t i;
 
-	if (!pr || ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
-	    !atomic_load_explicit(&pr->live, memory_order_acquire))
+	if (!pr || !recording(pr))
 		return 1; /* no return handler for this call */
-	memcpy(ri->data, regs, sizeof(*regs));
+	/* not memcpy: libc's uses vector registers. The empty asm keeps the
+	 * compiler from turning the loop into a memcpy call. */
+	for (i = 0; i < sizeof(*regs) / sizeof(long); i++) {
+		dst[i] = src[i];
+		__asm__ volatile("" ::: "memory");
+	}
 	return 0;
 }
 
@@ -57,7 +85,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (pr->spec->spec.filter &&
 	    !ukpa_filter_pass(&pr->spec->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)
 		ukpa_record(pr, regs, (const struct pt_regs *)ri->data, (uintptr_t)rp->kp.addr,
 			    (uintptr_t)ri->ret_addr);
@@ -77,7 +105,7 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 	/* --filter: a rejected hit is neither counted nor recorded */
 	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
 		return;
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)
 		ukpa_record(pr, regs, regs, pr->waddr, 0);
 }

@@ -57,6 +57,11 @@ const struct ukpa_probe *ukpa_probe_by_id(uint32_t id)
 	return chunk ? chunk[id % CHUNK] : NULL;
 }
 
+uint32_t ukpa_probes_count(void)
+{
+	return __atomic_load_n(&nprobes, __ATOMIC_ACQUIRE);
+}
+
 /* ----------------------------------------------------- event names */
 
 static int names_add_specs(void);
@@ -140,6 +145,14 @@ static int capture_print(enum ukprobes_print_level level, const char *fmt, va_li
 	const char *why;
 	size_t n;
 
+	/* UKPROBE_DEBUG=1: the library's debug messages about our probes
+	 * (whether a handler was proven vector-free, ...) on stderr */
+	if (level == UKPROBES_DEBUG && getenv("UKPROBE_DEBUG") &&
+	    !strcmp(getenv("UKPROBE_DEBUG"), "1")) {
+		fputs("ukprobe-agent: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		return 0;
+	}
 	if (level != UKPROBES_WARN)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -191,7 +204,7 @@ static int probe_publish(struct ukpa_probe *pr)
 	}
 	pr->id = id;
 	chunk[id % CHUNK] = pr;
-	nprobes++;
+	__atomic_store_n(&nprobes, id + 1, __ATOMIC_RELEASE);
 	*probes_tail = pr;
 	probes_tail = &pr->next;
 	return 0;
@@ -229,7 +242,9 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
-		kp->pre_handler = ukpa_kp_pre;
+		/* stat without a filter only counts; a filter needs the full handler */
+		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || spec->filter ? ukpa_kp_pre
+								      : ukpa_kp_count;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);
@@ -679,6 +694,11 @@ int ukpa_specs_count(void)
 	return nspecs;
 }
 
+size_t ukpa_spec_payload(int i)
+{
+	return specs[i].spec.payload;
+}
+
 int ukpa_probes_setup(void)
 {
 	int i, failed = 0;
@@ -818,7 +838,9 @@ static void send_stats_locked(void);
 void ukpa_probes_send_stats(void)
 {
 	pthread_mutex_lock(&probes_lock);
+	ukpa_counts_lock();
 	send_stats_locked();
+	ukpa_counts_unlock();
 	pthread_mutex_unlock(&probes_lock);
 }
 
@@ -830,7 +852,12 @@ int ukpa_probes_send_stats_nowait(void)
 	until.tv_sec++;
 	if (pthread_mutex_timedlock(&probes_lock, &until))
 		return -1;
+	if (ukpa_counts_timedlock(&until)) {
+		pthread_mutex_unlock(&probes_lock);
+		return -1;
+	}
 	send_stats_locked();
+	ukpa_counts_unlock();
 	pthread_mutex_unlock(&probes_lock);
 	return 0;
 }
@@ -845,7 +872,7 @@ static void send_stats_locked(void)
 		batch[n++] = (struct ukp_msg_stat){
 			.h = { UKPM_STAT, sizeof(struct ukp_msg_stat) },
 			.id = pr->id,
-			.hits = atomic_load(&pr->hits),
+			.hits = ukpa_count_of(pr),
 			.missed = pr->spec->spec.is_return ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
 				  : pr->wbp ? pr->wbp[0]->nmissed
 							   : pr->kp.nmissed,

@@ -4,24 +4,50 @@
  * thread that sends them to ukprobe.
  *
  * A thread gets a ring at its first recorded hit (claimed from a fixed
- * pool with one compare-and-swap) and keeps it until it exits; then the
- * reader returns the ring to the pool once it is empty. Each ring has one
- * producer (its thread's handlers, which never nest: libukprobes counts a
- * hit inside a handler as missed) and one consumer (the reader): head is
- * written by the producer, tail by the consumer, and a record is
- * published by the release store of head. A full ring, or a thread for
- * which no ring is left, drops the event and counts it: the program is
- * never blocked or slowed beyond the probe itself.
+ * table with one compare-and-swap, its memory mapped then) and keeps it
+ * until it exits; then the reader gives the ring back once it is empty.
+ * Each ring has one producer (its thread's handlers, which never nest:
+ * libukprobes counts a hit inside a handler as missed) and one consumer
+ * (the reader): head is written by the producer, tail by the consumer,
+ * and a record is published by the release store of head. The producer
+ * keeps its own copy of tail and reads the consumer's cache line only
+ * when its copy says the ring is full.
+ *
+ * The hit path is vector-free (handlers.c): the timestamp is the CPU's
+ * time-stamp counter (rdtsc), the CPU number comes from rdpid (or both
+ * from rdtscp);
+ * the reader converts it to CLOCK_MONOTONIC nanoseconds before the record
+ * leaves the process (interpolating between a pair of readings of both
+ * clocks taken at start-up and one taken at each pass: the counter is
+ * the kernel's clocksource, so the two are linear). Where the kernel's
+ * clocksource is not the TSC, the handler asks the kernel (a system
+ * call) instead.
+ *
+ * Records are fixed-size slots of the ring, as large as the largest
+ * event of the image needs; each goes out with only its event's
+ * payload. Where the output goes:
+ *  - to ukprobe over the socket (a full ring drops the event and counts
+ *    it: the program is never blocked or slowed beyond the probe itself);
+ *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
+ *    formats after the run: the reader writes the same packets there
+ *    (FROM, SYM and EVENT messages) in large writes, and never waits for
+ *    ukprobe. The rings are larger, and a thread that finds its ring
+ *    full waits for the reader (yielding) a bounded time before it drops
+ *    the event, so that a reader kept off the CPU for a while loses
+ *    nothing. Drops are counted.
  *
  * The reader merges the rings by timestamp in each pass, announces (SYM)
  * every address an event needs before the event itself (return
- * addresses, values of symbol-typed arguments), and writes batches to
- * the socket. Now and then it also looks whether the program loaded
- * objects that pending SPECs wait for (libc's own dlopen()s, which the
- * dlopen interposer does not see).
+ * addresses, values of symbol-typed arguments), and writes batches out.
+ * Now and then it also looks whether the program loaded objects that
+ * pending SPECs wait for (libc's own dlopen()s, which the dlopen
+ * interposer does not see), and folds the counts of exited threads
+ * (counts.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,7 +57,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,10 +71,19 @@
  * needs; taken by ordinary threads only. */
 
 #define NRINGS 128
-#define RING_RECS 2048 /* a power of two */
+#define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
+#define RING_BYTES_FILE (16UL << 20)   /* per thread, with -o FILE */
+#define FULL_WAIT_YIELDS 200000        /* -o FILE: a full ring waits so long at most */
+#define COMM_EVERY 256                 /* hits between two looks at the thread's name */
 #define IDLE_SLEEP_NS 1000000L
 #define RECYCLE_EVERY 64 /* passes */
 #define OBJECTS_EVERY 16 /* passes */
+#define FILE_CHUNK (1UL << 20)         /* bytes per write to the -o file */
+#define POPULATE_FIRST (256UL << 10)   /* ring bytes committed when a thread claims it */
+#define POPULATE_STEP_MAX (4UL << 20)  /* the most the reader commits ahead at once */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 _Static_assert(sizeof(struct ukp_rec) == UKP_REC_SIZE, "record size");
 _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header");
@@ -55,23 +92,37 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 struct ring {
 	/* the producer's */
 	_Atomic uint64_t head;
+	uint64_t tail_seen;       /* the consumer's tail, as last read */
 	_Atomic uint64_t lost;
 	_Atomic int writing;
+	bool stalled;             /* a wait for the reader timed out */
 	unsigned int comm_age;
-	char comm[16];
-	struct ukp_rec *recs;
-	_Atomic int owner;        /* tid, 0 when free */
+	char comm[16] __attribute__((aligned(8)));
+	_Atomic(unsigned char *) recs;
+	_Atomic int owner;        /* tid, 0 when free, -1 while being set up */
 	/* the consumer's */
+	size_t populated;         /* ring bytes committed (set by the claim) */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
 	uint64_t end;             /* head seen at the start of a pass */
 } __attribute__((aligned(64)));
 
 static struct ring rings[NRINGS];
-static struct ukp_rec *ring_mem;
+static size_t rec_size;       /* bytes of a ring slot */
+static uint64_t ring_recs;    /* slots per ring, a power of two */
+static size_t ring_bytes;
 static UKPA_TLS struct ring *my_ring;
 static _Atomic uint64_t lost_noring;   /* hits of threads that got no ring */
 static _Atomic uint64_t lost_recycled; /* lost counts of rings given back */
+static _Atomic uint64_t lost_write;    /* records the -o file did not take */
 static pid_t my_pid;
+static bool use_tsc;                   /* timestamps are TSC readings */
+static bool need_fence;                /* no membarrier: writers fence themselves */
+
+/* -o FILE: the file the reader writes (UKP_ENV_RAW_FD), or -1 */
+static int raw_fd = -1;
+static dev_t raw_dev;
+static ino_t raw_ino;
+static bool raw_broken;
 
 static pthread_t reader;
 static bool reader_running;             /* started, and not stopped */
@@ -82,9 +133,79 @@ static _Atomic unsigned long flush_req, flush_done;
 
 /* ------------------------------------------------------------ [hit] */
 
+/* The time-stamp counter, and the CPU: rdtsc and rdpid where the CPU has
+ * rdpid (cheaper than rdtscp), else rdtscp. Linux keeps the CPU number
+ * in TSC_AUX, which both read, under the NUMA node from bit 12. */
+static bool use_rdpid;
+
+static inline uint64_t tsc_cpu(int32_t *cpu)
+{
+	uint32_t lo, hi, aux;
+	uint64_t pid;
+
+	if (use_rdpid) {
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		__asm__ volatile("rdpid %0" : "=r"(pid));
+		aux = (uint32_t)pid;
+	} else {
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	}
+	*cpu = (int32_t)(aux & 0xfff);
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* Where the TSC is not the kernel's clock: ask the kernel (the vDSO's
+ * clock_gettime is reached through a pointer, which the vector-free
+ * proof cannot follow). */
+static uint64_t kernel_clock(int32_t *cpu)
+{
+	struct timespec ts;
+	unsigned int c = 0;
+
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	syscall(SYS_getcpu, &c, NULL, NULL);
+	*cpu = (int32_t)c;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void get_comm(struct ring *r)
+{
+	uint64_t name[2];
+
+	/* words, not "char name[16] = { 0 }": without optimization clang
+	 * zeroes that with a call of memset */
+	name[0] = 0;
+	name[1] = 0;
+	/* not prctl(): glibc's has a stack protector, whose failure path
+	 * (abort) the vector-free proof follows into sigaction */
+	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
+	((uint64_t *)(void *)r->comm)[0] = name[0];
+	((uint64_t *)(void *)r->comm)[1] = name[1];
+}
+
+/* [hit, init] Give r fresh record memory of ring_bytes, empty. */
+static int ring_map(struct ring *r)
+{
+	/* reserved, not committed: pages are committed as the thread
+	 * writes records */
+	void *mem = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (mem == MAP_FAILED)
+		return -ENOMEM;
+	atomic_store_explicit(&r->recs, mem, memory_order_relaxed);
+	/* page faults in the traced thread cost more than the record: the
+	 * start is committed now, the rest by the reader ahead of the
+	 * thread (populate_ahead) */
+	r->populated = POPULATE_FIRST < ring_bytes ? POPULATE_FIRST : ring_bytes;
+	madvise(mem, r->populated, MADV_POPULATE_WRITE);
+	r->tail_seen = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	r->stalled = false;
+	return 0;
+}
+
 static struct ring *claim_ring(void)
 {
-	int tid = (int)syscall(SYS_gettid);
 	int i;
 
 	for (i = 0; i < NRINGS; i++) {
@@ -92,14 +213,19 @@ static struct ring *claim_ring(void)
 
 		if (atomic_load_explicit(&rings[i].owner, memory_order_relaxed))
 			continue;
-		if (atomic_compare_exchange_strong_explicit(&rings[i].owner, &expected, tid,
+		if (atomic_compare_exchange_strong_explicit(&rings[i].owner, &expected, -1,
 							    memory_order_acquire,
 							    memory_order_relaxed)) {
 			struct ring *r = &rings[i];
 
-			memset(r->comm, 0, sizeof(r->comm));
-			prctl(PR_GET_NAME, r->comm, 0, 0, 0);
+			if (ring_map(r)) {
+				atomic_store_explicit(&r->owner, 0, memory_order_release);
+				return NULL;
+			}
+			get_comm(r);
 			r->comm_age = 0;
+			atomic_store_explicit(&r->owner, (int)syscall(SYS_gettid),
+					      memory_order_release);
 			my_ring = r;
 			return r;
 		}
@@ -107,13 +233,44 @@ static struct ring *claim_ring(void)
 	return NULL;
 }
 
+/* Is there room for a record (head is the producer's)? With -o FILE,
+ * wait for the reader a while when there is not. */
+static bool room(struct ring *r, uint64_t head)
+{
+	unsigned int waited = 0;
+
+	if (head - r->tail_seen < ring_recs)
+		return true;
+	for (;;) {
+		uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+
+		if (t != r->tail_seen)
+			r->stalled = false; /* the reader moves again */
+		r->tail_seen = t;
+		if (head - t < ring_recs)
+			return true;
+		if (raw_fd < 0 || r->stalled ||
+		    !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+			return false; /* (tracing stops: the reader's last pass comes) */
+		if (waited++ >= FULL_WAIT_YIELDS) {
+			/* the reader may be waiting for something this
+			 * thread holds: drop until it moves again */
+			r->stalled = true;
+			return false;
+		}
+		sched_yield();
+	}
+}
+
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller)
 {
 	struct ring *r = my_ring;
 	struct ukp_rec *rec;
-	struct timespec ts;
-	uint64_t head, tail;
+	uint64_t head;
+	const char *c;
+	char *d;
+	int32_t cpu;
 
 	if (!r) {
 		r = claim_ring();
@@ -123,37 +280,41 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		}
 	}
 	/* Dekker with ukpa_reader_stop(): either it sees us writing, or we
-	 * see that tracing stopped. */
+	 * see that tracing stopped. Its membarrier() is the fence on our
+	 * side, unless the kernel has none. */
 	atomic_store_explicit(&r->writing, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	if (need_fence)
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		goto out;
 
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	if (head - tail >= RING_RECS) {
+	if (!room(r, head)) {
 		atomic_store_explicit(&r->lost,
 				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 		goto out;
 	}
-	rec = &r->recs[head & (RING_RECS - 1)];
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	rec = (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+				 (head & (ring_recs - 1)) * rec_size);
+	rec->ts = use_tsc ? tsc_cpu(&cpu) : kernel_clock(&cpu);
 	rec->h.type = UKPM_EVENT;
-	rec->h.len = UKP_REC_SIZE;
-	rec->ts = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	rec->h.len = (uint32_t)(UKP_REC_HEADER + ((pr->spec->spec.payload + 7) & ~7u));
 	rec->ip = ip;
 	rec->caller = caller;
 	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
-	rec->cpu = sched_getcpu();
+	rec->cpu = cpu;
 	rec->id = pr->id;
 	rec->faults = 0;
 	/* the thread may rename itself: look again now and then */
-	if (++r->comm_age >= 64) {
+	if (++r->comm_age >= COMM_EVERY) {
 		r->comm_age = 0;
-		prctl(PR_GET_NAME, r->comm, 0, 0, 0);
+		get_comm(r);
 	}
-	memcpy(rec->comm, r->comm, sizeof(rec->comm));
+	for (c = r->comm, d = rec->comm; c < r->comm + sizeof(r->comm); c += 8, d += 8)
+		*(uint64_t *)(void *)d = *(const uint64_t *)(const void *)c;
 	ukpa_fetch_args(&pr->spec->spec, regs, entry, rec);
 	if (pr->spec->spec.stacktrace) /* --trigger stacktrace (unwind.c) */
 		ukpa_stack_record(pr, regs, ip, caller, rec);
@@ -182,11 +343,13 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 
 		/* aliases (free/cfree): the name the user gave, if it is one;
 		 * an IFUNC's name goes before its implementation's
-		 * ("strlen -> __strlen_avx2+0x0/...") */
-		if (prefer && ukp_sym_lookup_name_ifunc(prefer, &pa, &ifunc) == 0 &&
-		    pa == res.start) {
-			given = strrchr(prefer, ':');
-			given = given ? given + 1 : prefer;
+		 * ("strlen -> __strlen_avx2+0x0/..."). Looked up only when it
+		 * differs: a lookup by "path:name" resolves the path of every
+		 * object it passes. */
+		given = prefer ? strrchr(prefer, ':') : NULL;
+		given = given ? given + 1 : prefer;
+		if (prefer && strcmp(given, name) &&
+		    ukp_sym_lookup_name_ifunc(prefer, &pa, &ifunc) == 0 && pa == res.start) {
 			if (ifunc)
 				n = snprintf(buf, len, "%s -> ", given);
 			else
@@ -250,22 +413,112 @@ static bool seen_add(uint64_t addr)
 	return true;
 }
 
-static char outbuf[64 * 1024];
-static size_t outlen;
+/* What a pass writes out: packets of at most UKP_PACKET_MAX bytes to
+ * the socket, or larger writes to the -o file. */
+static char outbuf[FILE_CHUNK];
+static size_t outlen, out_events;
+
+/* TSC to CLOCK_MONOTONIC: two readings of both clocks, the first taken
+ * at start-up, the second at the start of each pass (every record that
+ * pass sends was written before it, give or take the pass). */
+static uint64_t cal_tsc0, cal_ns0, cal_tsc1, cal_ns1;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A reading of both clocks, the TSC taken around the clock's reading. */
+static void cal_read(uint64_t *tsc, uint64_t *ns)
+{
+	int32_t cpu;
+	uint64_t a = tsc_cpu(&cpu), b;
+
+	*ns = mono_ns();
+	b = tsc_cpu(&cpu);
+	*tsc = a + (b - a) / 2;
+}
+
+/* ns per TSC tick as a 32.32 fixed-point factor, from the two readings
+ * (computed once per pass: no division per event) */
+static uint64_t cal_mult;
+
+static void cal_update(void)
+{
+	uint64_t dt = cal_tsc1 - cal_tsc0;
+
+	cal_mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
+}
+
+static uint64_t tsc_to_ns(uint64_t tsc)
+{
+	if (tsc >= cal_tsc0)
+		return cal_ns0 + (uint64_t)(((unsigned __int128)(tsc - cal_tsc0) * cal_mult) >> 32);
+	return cal_ns0 - (uint64_t)(((unsigned __int128)(cal_tsc0 - tsc) * cal_mult) >> 32);
+}
+
+/* One packet into the -o file: FROM and whole messages, one write (the
+ * file is opened with O_APPEND and shared by every image with -f: a
+ * write lands whole). */
+static void raw_write(const void *buf, size_t len, size_t events)
+{
+	struct ukp_msg_from from;
+	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
+	struct stat st;
+	ssize_t n;
+
+	ukpa_from_header(&from);
+	if (!raw_broken && (fstat(raw_fd, &st) || st.st_dev != raw_dev || st.st_ino != raw_ino))
+		raw_broken = true; /* the program closed it, and the number was reused */
+	while (!raw_broken) {
+		n = writev(raw_fd, iov, 2);
+		if (n == (ssize_t)(sizeof(from) + len))
+			return;
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* a short write leaves half a packet: ukprobe stops there */
+		raw_broken = true;
+	}
+	atomic_fetch_add(&lost_write, events);
+}
 
 static void out_flush(void)
 {
-	if (outlen)
+	if (outlen && raw_fd >= 0)
+		raw_write(outbuf, outlen, out_events);
+	else if (outlen)
 		ukpa_send(outbuf, outlen);
-	outlen = 0;
+	outlen = out_events = 0;
+}
+
+static void *out_room(size_t len)
+{
+	size_t max = raw_fd >= 0 ? sizeof(outbuf) : UKP_PACKET_MAX - sizeof(struct ukp_msg_from);
+
+	if (outlen + len > max)
+		out_flush();
+	outlen += len;
+	return outbuf + outlen - len;
 }
 
 static void out_put(const void *p, size_t len)
 {
-	if (outlen + len > sizeof(outbuf))
-		out_flush();
-	memcpy(outbuf + outlen, p, len);
-	outlen += len;
+	memcpy(out_room(len), p, len);
+}
+
+/* An event as it leaves the process: its own length, the timestamp in
+ * nanoseconds. */
+static void out_event(const struct ukp_rec *rec)
+{
+	struct ukp_rec *o = out_room(rec->h.len);
+
+	memcpy(o, rec, rec->h.len);
+	if (use_tsc)
+		o->ts = tsc_to_ns(rec->ts);
+	out_events++;
 }
 
 /* A SYM message for addr, unless it was sent already. */
@@ -320,6 +573,31 @@ static void announce_for(const struct ukp_rec *rec)
 	}
 }
 
+static struct ukp_rec *ring_rec(struct ring *r, uint64_t i)
+{
+	return (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+				  (i & (ring_recs - 1)) * rec_size);
+}
+
+/* Commit the ring's pages before its thread writes there (its first lap):
+ * a page fault in the traced thread costs more than a record. A thread
+ * that has used half of what is committed gets as much again (at most
+ * POPULATE_STEP_MAX): a thread that hits rarely keeps a small ring. */
+static void populate_ahead(struct ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
+
+	if (r->populated >= ring_bytes || head >= ring_recs ||
+	    (size_t)head * rec_size < r->populated / 2)
+		return;
+	if (step > ring_bytes - r->populated)
+		step = ring_bytes - r->populated;
+	madvise(atomic_load_explicit(&r->recs, memory_order_relaxed) + r->populated, step,
+		MADV_POPULATE_WRITE);
+	r->populated += step;
+}
+
 /* One pass over every ring: the records published when it started, in
  * timestamp order. Returns how many. */
 static size_t drain_pass(void)
@@ -328,11 +606,16 @@ static size_t drain_pass(void)
 	size_t total = 0;
 	int nact = 0, i;
 
+	if (use_tsc) {
+		cal_read(&cal_tsc1, &cal_ns1);
+		cal_update();
+	}
 	for (i = 0; i < NRINGS; i++) {
 		struct ring *r = &rings[i];
 
-		if (!atomic_load_explicit(&r->owner, memory_order_acquire))
+		if (atomic_load_explicit(&r->owner, memory_order_acquire) <= 0)
 			continue;
+		populate_ahead(r);
 		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
 		if (atomic_load_explicit(&r->tail, memory_order_relaxed) != r->end)
 			act[nact++] = r;
@@ -344,8 +627,8 @@ static size_t drain_pass(void)
 		uint64_t t;
 
 		for (i = 0; i < nact; i++) {
-			uint64_t tl = atomic_load_explicit(&act[i]->tail, memory_order_relaxed);
-			struct ukp_rec *c = &act[i]->recs[tl & (RING_RECS - 1)];
+			struct ukp_rec *c = ring_rec(act[i], atomic_load_explicit(
+							       &act[i]->tail, memory_order_relaxed));
 
 			if (!rec || c->ts < rec->ts) {
 				rec = c;
@@ -354,7 +637,7 @@ static size_t drain_pass(void)
 		}
 		r = act[best];
 		announce_for(rec);
-		out_put(rec, UKP_REC_SIZE);
+		out_event(rec);
 		t = atomic_load_explicit(&r->tail, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->tail, t, memory_order_release);
 		total++;
@@ -373,15 +656,20 @@ static void recycle_dead(void)
 		struct ring *r = &rings[i];
 		int tid = atomic_load_explicit(&r->owner, memory_order_acquire);
 
-		if (!tid || atomic_load_explicit(&r->head, memory_order_acquire) !=
+		if (tid <= 0 || atomic_load_explicit(&r->head, memory_order_acquire) !=
 				    atomic_load_explicit(&r->tail, memory_order_relaxed))
 			continue;
 		if (syscall(SYS_tgkill, my_pid, tid, 0) == 0 || errno != ESRCH)
 			continue;
 		atomic_fetch_add(&lost_recycled, atomic_load(&r->lost));
 		atomic_store(&r->lost, 0);
+		munmap(atomic_load(&r->recs), ring_bytes);
+		atomic_store(&r->recs, NULL);
+		atomic_store(&r->head, 0);
+		atomic_store(&r->tail, 0);
 		atomic_store_explicit(&r->owner, 0, memory_order_release);
 	}
+	ukpa_counts_recycle_dead();
 }
 
 /* Did the loader load or unload objects since the last look? (The
@@ -467,31 +755,100 @@ static void *reader_main(void *arg)
 
 /* ------------------------------------------------------------ [init] */
 
+/* Is the TSC the kernel's clock (so that it runs at one rate and in step
+ * on every CPU), and has the CPU rdtscp? */
+static bool tsc_usable(void)
+{
+	char cs[32] = "";
+	unsigned int eax, ebx, ecx, edx;
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, cs, sizeof(cs) - 1);
+	close(fd);
+	if (n < 3 || strncmp(cs, "tsc", 3) || (n > 3 && cs[3] != '\n'))
+		return false;
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000000));
+	if (eax < 0x80000001)
+		return false;
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000001));
+	if (!(edx & (1u << 27))) /* RDTSCP: TSC_AUX is set up */
+		return false;
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
+	if (eax >= 7) {
+		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx)
+				 : "a"(7), "c"(0));
+		use_rdpid = ecx & (1u << 22); /* RDPID */
+	}
+	return true;
+}
+
+void ukpa_rings_set_file(const char *fdtext)
+{
+	struct stat st;
+	char *end;
+	long fd;
+
+	if (!fdtext)
+		return;
+	fd = strtol(fdtext, &end, 10);
+	if (*end || fd < 0 || fd > 1 << 20 || fstat((int)fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	raw_fd = (int)fd;
+	raw_dev = st.st_dev;
+	raw_ino = st.st_ino;
+	/* with -f the programs we exec write there too */
+	fcntl(raw_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
+}
+
 int ukpa_rings_init(void)
 {
-	size_t bytes = (size_t)NRINGS * RING_RECS * sizeof(struct ukp_rec);
+	size_t payload = 0, old_bytes = ring_bytes;
 	int i;
 
 	my_pid = getpid();
-	if (ring_mem) {
-		/* attached again: the rings were drained at the detach, and
-		 * each stays with its thread */
+	/* slots as large as the largest event of the SPECs */
+	for (i = 0; i < ukpa_specs_count(); i++)
+		if (ukpa_spec_payload(i) > payload)
+			payload = ukpa_spec_payload(i);
+	rec_size = (UKP_REC_HEADER + payload + 15) & ~(size_t)15;
+	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
+	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
+		;
+	ring_bytes = ring_recs * rec_size;
+	use_tsc = tsc_usable();
+	if (use_tsc) {
+		cal_read(&cal_tsc0, &cal_ns0);
+		cal_tsc1 = cal_tsc0;
+		cal_ns1 = cal_ns0;
+	}
+	need_fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0;
+	if (old_bytes) {
+		/* attached again (ukprobe -p): the rings were drained at the
+		 * detach and each stays with its thread; the new SPECs may
+		 * need other slots, so each starts again, empty, at the new
+		 * size (no thread records while tracing is off) */
 		atomic_store(&lost_noring, 0);
 		atomic_store(&lost_recycled, 0);
-		for (i = 0; i < NRINGS; i++)
-			atomic_store(&rings[i].lost, 0);
-		return 0;
+		atomic_store(&lost_write, 0);
+		for (i = 0; i < NRINGS; i++) {
+			struct ring *r = &rings[i];
+			unsigned char *mem = atomic_load(&r->recs);
+
+			atomic_store(&r->lost, 0);
+			atomic_store(&r->head, 0);
+			atomic_store(&r->tail, 0);
+			if (!mem)
+				continue;
+			munmap(mem, old_bytes);
+			atomic_store(&r->recs, NULL);
+			if (ring_map(r))
+				return -ENOMEM;
+		}
 	}
-	/* reserved, not committed: a ring costs memory once its thread
-	 * writes to it */
-	ring_mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (ring_mem == MAP_FAILED) {
-		ring_mem = NULL;
-		return -ENOMEM;
-	}
-	for (i = 0; i < NRINGS; i++)
-		rings[i].recs = ring_mem + (size_t)i * RING_RECS;
 	return 0;
 }
 
@@ -539,6 +896,10 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 
 	atomic_store(&ukpa_tracing, false);
 	atomic_thread_fence(memory_order_seq_cst);
+	/* every running thread passes a full barrier: a handler that still
+	 * saw tracing on has its writing flag visible now (ukpa_record) */
+	if (!need_fence)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 	/* handlers that passed the check finish their record (bounded: a
 	 * thread stopped inside a handler must not hang the exit) */
 	for (i = 0; i < NRINGS; i++) {
@@ -557,11 +918,11 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 		       (timeout_ms < 0 || waited++ < (long)timeout_ms * 50))
 			nanosleep(&step, NULL);
 		reader_running = false;
-	} else if (ring_mem) {
+	} else if (rec_size) {
 		drain_pass();
 		out_flush();
 	}
-	lost = atomic_load(&lost_noring) + atomic_load(&lost_recycled);
+	lost = atomic_load(&lost_noring) + atomic_load(&lost_recycled) + atomic_load(&lost_write);
 	for (i = 0; i < NRINGS; i++)
 		lost += atomic_load(&rings[i].lost);
 	return lost;
@@ -612,6 +973,11 @@ void ukpa_rings_after_fork(void)
 	atomic_store(&flush_done, 0);
 	my_pid = getpid();
 	for (i = 0; i < NRINGS; i++) {
+		unsigned char *mem = atomic_load(&rings[i].recs);
+
+		if (mem)
+			munmap(mem, ring_bytes);
+		atomic_store(&rings[i].recs, NULL);
 		atomic_store(&rings[i].head, 0);
 		atomic_store(&rings[i].tail, 0);
 		atomic_store(&rings[i].lost, 0);
@@ -621,6 +987,8 @@ void ukpa_rings_after_fork(void)
 	my_ring = NULL;
 	atomic_store(&lost_noring, 0);
 	atomic_store(&lost_recycled, 0);
+	atomic_store(&lost_write, 0);
+	ukpa_counts_after_fork();
 	ukpa_rings_new_image();
 }
 
@@ -630,5 +998,6 @@ void ukpa_rings_new_image(void)
 	 * table may have been mid-update: drop it, do not free it) */
 	seen = NULL;
 	seen_cap = seen_n = 0;
-	outlen = 0;
+	outlen = out_events = 0;
+	ukpa_counts_reset();
 }

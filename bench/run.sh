@@ -45,7 +45,8 @@ else
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
   bench/bench_coverage bench/bench_coverage_preload.so bench/bench_uftrace bench/bench_uftrace_nop5 \
-  tools/ukprobe/ukprobe agent/libukprobe-agent.so >/dev/null
+  bench/bench_tool_hit bench/bench_tool_lib tools/ukprobe/ukprobe agent/libukprobe-agent.so \
+  agent/ukprobe-host >/dev/null
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")
@@ -156,6 +157,16 @@ echo "bench: ukprobe -p (attach.py): stop and attach times" >&2
 reps=10; [ $quick = 1 ] && reps=2
 python3 bench/attach.py --ukprobe build-bench/tools/ukprobe/ukprobe --reps $reps \
   --json "$work/attach.json" || status=1
+
+# ------------------------------------------------------------------ tool
+# ukprobe itself on real programs, with uftrace and bpftrace (its own
+# tables and JSON: bench/results/latest-tool.{json,md} in a full run)
+echo "bench: the ukprobe tool on sqlite3 and python3, with uftrace and bpftrace (bench_tool.py)" >&2
+tool_peers=(); [ $peers = 0 ] && tool_peers=(--no-peers)
+python3 bench/bench_tool.py --ukprobe build-bench/tools/ukprobe/ukprobe --bin "$bin" "${q[@]}" \
+  "${tool_peers[@]}" --json "${out%.json}-tool.json" ${md:+--md "${md%.md}-tool.md"} \
+  >"$work/tool.md" || status=1
+cat "$work/tool.md"
 
 # ----------------------------------------------------------------- report
 cmd="bash bench/run.sh"

@@ -7,7 +7,7 @@ set -euo pipefail
 # executable).
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
-      liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11)
+      liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -25,4 +25,12 @@ if ! command -v uftrace >/dev/null 2>&1; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq uftrace >/dev/null 2>&1 ||
     echo "setup: uftrace not installed (optional: the benchmark skips that peer)" >&2
+fi
+# Optional: bpftrace, a peer in the tool benchmark (bench/bench_tool.py
+# skips it when it is missing or cannot attach: it needs root).
+if ! command -v bpftrace >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bpftrace >/dev/null 2>&1 ||
+    echo "setup: bpftrace not installed (optional: the benchmark skips that peer)" >&2
 fi

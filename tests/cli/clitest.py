@@ -403,6 +403,78 @@ def case_flood():
     check(all(a < b for a, b in zip(ticks, ticks[1:])), "events in order, none twice")
 
 
+def case_stat_threads():
+    """Hit counts are kept per thread and summed at the end: with more
+    threads alive at once than the agent has per-thread slots (some count
+    in the shared total), and with waves of threads that exit (their
+    counts are folded into the total when their slots are reused)."""
+    for waves, threads, n in ((3, 300, 1000), (4, 120, 5000)):
+        total = waves * threads * n + 1
+        r = ukprobe(["stat", "-e", "p hit", "--", tgt("manythreads"), str(waves), str(threads),
+                     str(n)], timeout=120)
+        check(r.returncode == 0 and r.stderr == "", "run", show(r))
+        check(r.stdout.startswith("hits %d\n" % total), "program output", show(r))
+        m = re.search(r"^ukprobes/p_hit_0 +(\d+) +(\d+)$", r.stdout, re.M)
+        check(m and int(m[1]) == total and int(m[2]) == 0,
+              "%d hits counted, none missed" % total, show(r))
+
+
+def case_trace_file_hot():
+    """trace -o FILE: the agent writes binary records to a file that
+    ukprobe formats after the run, so a hot probe loses nothing; and the
+    lines are the ones the socket path (standard output) prints."""
+    n = 2000000
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        r = ukprobe(["trace", "-e", "p tick i=%di:u32", "-o", out, "--", tgt("flood"), str(n)],
+                    timeout=300)
+        check(r.returncode == 0 and r.stdout == "ticks %d\n" % n, "run", show(r))
+        check(r.stderr == "", "nothing lost, no warning", show(r))
+        count = 0
+        with open(out) as f:
+            for l in f:
+                check(l.endswith(" p_tick_0: (tick+0x0/0x%s) i=%d\n" %
+                                 (l.split("/0x")[1].split(")")[0], count)),
+                      "event %d in order: %r" % (count, l))
+                count += 1
+        check(count == n, "%d events in the file, %d hits" % (count, n))
+        check(not [f for f in os.listdir(d) if f != "trace"], "no file left behind",
+              str(os.listdir(d)))
+    # the same events through the socket (standard output) and through
+    # the file: the same lines
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace")
+        args = ["trace"]
+        for sp in BASIC_SPECS:
+            args += ["-e", sp]
+        rf = ukprobe(args + ["-o", out, "--", tgt("basic"), LONG_NAME])
+        rs = ukprobe(args + ["--", tgt("basic"), LONG_NAME])
+        with open(out) as f:
+            file_lines = [normalise(l) for l in f.read().splitlines()]
+    sock_lines = [normalise(l) for l in rs.stdout.splitlines() if LINE_RE.match(l)]
+    check(rf.returncode == 3 and rs.returncode == 3 and rf.stderr == "" and rs.stderr == "",
+          "runs", show(rf), show(rs))
+    check(file_lines and file_lines == sock_lines, "file and socket lines agree",
+          "\n".join(file_lines), "\n".join(sock_lines))
+
+
+def case_vector_free():
+    """The agent's handlers (stat's and trace's, of probes and return
+    probes, with every kind of fetch argument) pass libukprobes' proof
+    that they leave the vector state alone, so that a jump-optimized hit
+    saves none (UKPROBE_DEBUG=1 prints the library's verdicts)."""
+    env = dict(os.environ, UKPROBE_DEBUG="1")
+    with tempfile.TemporaryDirectory() as d:
+        for cmd in ("trace", "stat"):
+            args = [cmd, "-o", os.path.join(d, cmd)]
+            for sp in BASIC_SPECS:
+                args += ["-e", sp]
+            r = ukprobe(args + ["--", tgt("basic"), "x"], env=env)
+            check(r.returncode == 3, "%s runs" % cmd, show(r))
+            check("state saved" not in r.stderr and "ukprobe-agent: " not in r.stderr,
+                  "%s: every handler proven vector-free" % cmd, show(r))
+
+
 def case_fork():
     """Without -f a forked child runs untraced."""
     r, lines = traced(["p step n=%di:s32"], [tgt("forker")])

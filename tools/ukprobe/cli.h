@@ -237,6 +237,10 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
  * size, sign-extended for s types (the bits of a long). */
 unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char *slot);
 
+/* printf("%*lu") (or "%0*lu" when zero) of v into out, which has room
+ * for 24 + width characters; returns the length. */
+size_t ukp_fmt_ulong(char *out, unsigned long v, int width, bool zero);
+
 /* Opens -o FILE (or returns stdout for NULL). Prints why not. */
 FILE *ukp_open_output(const char *path);
 

@@ -5,9 +5,22 @@
  *
  *   comm-tid [cpu] seconds.micros: event: (sym+0xoff/0xsize) name=value ...
  *   comm-tid [cpu] seconds.micros: event: (caller+0xoff/0xsize <- func) ...
+ *
+ * To standard output (or a FIFO, a terminal) the events come over the
+ * agent's socket and are printed as they arrive (a slow reader makes the
+ * agent drop events, counted). With -o FILE or --json FILE, formatting must not stand
+ * between the traced threads and the disk: the agent writes its records,
+ * in binary, straight into a temporary file next to FILE (UKP_ENV_RAW_FD),
+ * and ukprobe formats that file when the program has ended.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -96,14 +109,47 @@ static void print_event(struct ukp_session *s, struct ukp_image *img,
 		return;
 	memcpy(comm, rec->comm, sizeof(rec->comm));
 	comm[sizeof(rec->comm)] = '\0';
-	fprintf(t->out, "%16s-%-7d [%03d] %5lu.%06lu: %s: (", comm, rec->tid, rec->cpu,
-		(unsigned long)(rec->ts / 1000000000ULL),
-		(unsigned long)(rec->ts % 1000000000ULL / 1000), pi->event);
-	if (spec->is_return)
-		fprintf(t->out, "%s <- %s)", ukp_image_addr(img, rec->caller, buf, sizeof(buf)),
-			pi->func_name);
-	else
-		fprintf(t->out, "%s)", ukp_where_code(pi->where));
+	if (rec->tid >= 0 && rec->cpu >= 0) {
+		/* "%16s-%-7d [%03d] %5lu.%06lu: ", by hand (millions of lines) */
+		char line[128];
+		size_t n = strlen(comm), len = 0, k;
+
+		for (k = n; k < 16; k++)
+			line[len++] = ' ';
+		memcpy(line + len, comm, n);
+		len += n;
+		line[len++] = '-';
+		k = ukp_fmt_ulong(line + len, (unsigned long)rec->tid, 0, false);
+		len += k;
+		for (; k < 7; k++)
+			line[len++] = ' ';
+		memcpy(line + len, " [", 2);
+		len += 2;
+		len += ukp_fmt_ulong(line + len, (unsigned long)rec->cpu, 3, true);
+		memcpy(line + len, "] ", 2);
+		len += 2;
+		len += ukp_fmt_ulong(line + len, (unsigned long)(rec->ts / 1000000000ULL), 5, false);
+		line[len++] = '.';
+		len += ukp_fmt_ulong(line + len, (unsigned long)(rec->ts % 1000000000ULL / 1000), 6,
+				     true);
+		memcpy(line + len, ": ", 2);
+		len += 2;
+		fwrite(line, 1, len, t->out);
+	} else {
+		fprintf(t->out, "%16s-%-7d [%03d] %5lu.%06lu: ", comm, rec->tid, rec->cpu,
+			(unsigned long)(rec->ts / 1000000000ULL),
+			(unsigned long)(rec->ts % 1000000000ULL / 1000));
+	}
+	fputs(pi->event, t->out);
+	fputs(": (", t->out);
+	if (spec->is_return) {
+		fputs(ukp_image_addr(img, rec->caller, buf, sizeof(buf)), t->out);
+		fputs(" <- ", t->out);
+		fputs(pi->func_name, t->out);
+	} else {
+		fputs(ukp_where_code(pi->where), t->out);
+	}
+	fputc(')', t->out);
 	ukp_format_args(t->out, img, spec, rec);
 	fputc('\n', t->out);
 	if (spec->stacktrace)
@@ -120,13 +166,109 @@ static void flush_batch(struct ukp_session *s, void *arg)
 		fflush(t->out);
 }
 
+/* Is path (NULL: none) a regular file, or one to be made? A FIFO, a
+ * terminal or /dev/stdout is read as the trace goes: events stream. */
+static bool to_file(const char *path)
+{
+	struct stat st;
+
+	return !path || stat(path, &st) || S_ISREG(st.st_mode);
+}
+
+/* An unnamed file for the agent's records, in the directory of path
+ * (the output goes to the same file system), or in $TMPDIR. -1 if none
+ * could be made (said why). */
+static int raw_open(const char *path)
+{
+	char *copy = strdup(path), *dir, *tmpl = NULL;
+	const char *tmp = getenv("TMPDIR");
+	int fd = -1, i;
+
+	if (!copy) {
+		ukp_err("out of memory");
+		return -1;
+	}
+	dir = dirname(copy);
+	for (i = 0; i < 2 && fd < 0; i++) {
+		const char *d = i ? (tmp && *tmp ? tmp : "/tmp") : dir;
+
+		fd = open(d, O_TMPFILE | O_RDWR | O_APPEND, 0600);
+		if (fd < 0 && asprintf(&tmpl, "%s/.ukprobe-raw-XXXXXX", d) > 0) {
+			fd = mkstemp(tmpl);
+			if (fd >= 0) {
+				unlink(tmpl);
+				fcntl(fd, F_SETFL, O_APPEND);
+			}
+			free(tmpl);
+			tmpl = NULL;
+		}
+	}
+	if (fd < 0)
+		ukp_err("cannot make a file for the trace's records next to %s: %s", path,
+			strerror(errno));
+	free(copy);
+	return fd;
+}
+
+/*
+ * Format the records the agent wrote (proto.h: packets of a FROM message
+ * and whole messages of its image), now that every image has described
+ * its probes. 0, or -1 when the file is damaged (said so).
+ */
+static int raw_format(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
+		      void *arg)
+{
+	struct ukp_image *img = NULL;
+	struct stat st;
+	const char *p;
+	size_t pos = 0, size;
+	void *map;
+	int ret = 0;
+
+	if (fstat(fd, &st)) {
+		ukp_err("the trace's records: %s", strerror(errno));
+		return -1;
+	}
+	size = (size_t)st.st_size;
+	if (!size)
+		return 0;
+	map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		ukp_err("the trace's records: %s", strerror(errno));
+		return -1;
+	}
+	madvise(map, size, MADV_SEQUENTIAL);
+	p = map;
+	while (pos < size) {
+		struct ukp_msg h;
+
+		if (size - pos < sizeof(h))
+			break;
+		memcpy(&h, p + pos, sizeof(h));
+		if (h.len < sizeof(h) || h.len > UKP_MSG_MAX || (h.len & 7) || h.len > size - pos ||
+		    (!img && h.type != UKPM_FROM) ||
+		    (h.type != UKPM_FROM && h.type != UKPM_SYM && h.type != UKPM_EVENT) ||
+		    ukp_images_handle(s, &img, p + pos, h.type, h.len, ops, arg))
+			break;
+		pos += h.len;
+	}
+	if (pos < size) {
+		ukp_warn("the trace's records are damaged after %zu of %zu bytes: the rest is not "
+			 "shown", pos, size);
+		ret = -1;
+	}
+	munmap(map, size);
+	return ret;
+}
+
 int ukp_cmd_trace(int argc, char **argv)
 {
 	const struct ukp_session_ops ops = { .event = print_event, .batch = flush_batch };
 	struct ukp_session s = { .mode = UKP_MODE_TRACE };
 	struct trace_out t = { NULL, NULL };
 	const char *output = NULL, *json = NULL;
-	int code;
+	int code, raw = -1;
+	char num[16];
 
 	code = ukp_cli_parse_run_options(argc, argv, "trace", usage, &s, &output, &json);
 	if (code >= 0)
@@ -142,8 +284,23 @@ int ukp_cmd_trace(int argc, char **argv)
 		if (!t.out)
 			code = UKP_EXIT_FAIL;
 	}
+	/* a file: the agent writes binary records, formatted after the run
+	 * (a launched program: the descriptor goes through its environment;
+	 * an attached one streams over the socket) */
+	if (!code && !s.npids && (output || json) && to_file(output) && to_file(json)) {
+		raw = raw_open(output ? output : json);
+		snprintf(num, sizeof(num), "%d", raw);
+		if (raw < 0 || setenv(UKP_ENV_RAW_FD, num, 1))
+			code = UKP_EXIT_FAIL;
+	}
 	if (!code)
 		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
+	if (raw >= 0) {
+		unsetenv(UKP_ENV_RAW_FD);
+		if (s.first && !s.first->setup_failed && raw_format(&s, raw, &ops, &t))
+			code = code ? code : UKP_EXIT_FAIL;
+		close(raw);
+	}
 	if (t.json && ukp_json_close(t.json, &s))
 		code = code ? code : UKP_EXIT_FAIL;
 	if (t.out && t.out != stdout && fclose(t.out))

@@ -3,6 +3,7 @@
  * format.c - argument values as ftrace prints them, and the output file.
  */
 #include <errno.h>
+#include <stdio_ext.h>
 #include <string.h>
 
 #include "cli.h"
@@ -29,6 +30,61 @@ static void put_string(FILE *out, const unsigned char *s, size_t max)
 	fputc('"', out);
 	if (i == max)
 		fputs("...", out); /* longer than an event holds */
+}
+
+/* Hand-written number formatting: a trace to a file has millions of
+ * lines, and printf's format parsing is most of their cost. Each writes
+ * backwards from end and returns the first character. */
+static char *fmt_dec(char *end, unsigned long v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+static char *fmt_hex(char *end, unsigned long v)
+{
+	do {
+		*--end = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	return end;
+}
+
+/* What printf("%*lu", width, v) and ("%0*lu") write, into out (room for
+ * 24 + width). Returns the length. */
+size_t ukp_fmt_ulong(char *out, unsigned long v, int width, bool zero)
+{
+	char buf[24], *p = fmt_dec(buf + sizeof(buf), v);
+	size_t n = (size_t)(buf + sizeof(buf) - p), pad = (size_t)width > n ? (size_t)width - n : 0;
+
+	memset(out, zero ? '0' : ' ', pad);
+	memcpy(out + pad, p, n);
+	return pad + n;
+}
+
+static void put_number(FILE *out, unsigned long v, int type)
+{
+	char buf[32], *end = buf + sizeof(buf), *p;
+
+	switch (type) {
+	case UKP_TY_U:
+		p = fmt_dec(end, v);
+		break;
+	case UKP_TY_S:
+		p = fmt_dec(end, (long)v < 0 ? -v : v);
+		if ((long)v < 0)
+			*--p = '-';
+		break;
+	default:
+		p = fmt_hex(end, v);
+		*--p = 'x';
+		*--p = '0';
+		break;
+	}
+	fwrite(p, 1, (size_t)(end - p), out);
 }
 
 unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char *slot)
@@ -67,7 +123,9 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 		const unsigned char *slot = rec->data + fa->off;
 		unsigned long v;
 
-		fprintf(out, " %s=", fa->name);
+		fputc(' ', out);
+		fputs(fa->name, out);
+		fputc('=', out);
 		if (rec->faults & (1u << i)) {
 			fputs("(fault)", out);
 			continue;
@@ -84,14 +142,8 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 		case UKP_TY_SYMBOL:
 			fputs(ukp_image_addr(img, v, buf, sizeof(buf)), out);
 			break;
-		case UKP_TY_U:
-			fprintf(out, "%lu", v);
-			break;
-		case UKP_TY_S:
-			fprintf(out, "%ld", (long)v);
-			break;
 		default:
-			fprintf(out, "0x%lx", v);
+			put_number(out, v, fa->type);
 			break;
 		}
 	}
@@ -101,10 +153,10 @@ FILE *ukp_open_output(const char *path)
 {
 	FILE *f;
 
-	if (!path)
-		return stdout;
-	f = fopen(path, "w");
+	f = path ? fopen(path, "w") : stdout;
 	if (!f)
 		ukp_err("cannot open %s: %s", path, strerror(errno));
+	else
+		__fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread: no lock per call */
 	return f;
 }

@@ -348,9 +348,11 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 	case UKPM_EVENT: {
 		struct ukp_rec rec;
 
-		if (len != sizeof(rec))
+		/* the payload its event needs (proto.h); the rest is zeros */
+		if (len < UKP_REC_HEADER || len > sizeof(rec))
 			return -1;
-		memcpy(&rec, p, sizeof(rec));
+		memcpy(&rec, p, len);
+		memset((char *)&rec + len, 0, sizeof(rec) - len);
 		if (rec.id >= img->nprobes || !img->probes[rec.id].used)
 			return -1;
 		if (ops && ops->event)

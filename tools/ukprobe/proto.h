@@ -13,6 +13,11 @@
  *   UKPROBE_NO_OPTIMIZE "1": kprobes_set_optimization(false) first
  *   UKPROBE_FOLLOWED    set by the first image with -f: the images after
  *                       it know they are followed ones
+ *   UKPROBE_RAW_FD  (trace -o FILE) a regular file opened with O_APPEND:
+ *                   the agent writes its SYM and EVENT messages there
+ *                   instead of to the socket, as packets (each a FROM
+ *                   message, then whole messages of that image, in one
+ *                   write); ukprobe formats them after the run
  * Without UKPROBE_FOLLOW the agent removes them (and itself from
  * LD_PRELOAD) from the environment at start-up, and a forked child stops
  * tracing: only the first process is traced. With it they stay, so that
@@ -64,6 +69,7 @@
 #define UKP_ENV_DLOPEN      "UKPROBE_DLOPEN"
 #define UKP_ENV_NO_OPTIMIZE "UKPROBE_NO_OPTIMIZE"
 #define UKP_ENV_FOLLOWED    "UKPROBE_FOLLOWED" /* set by the agent: images after the first */
+#define UKP_ENV_RAW_FD      "UKPROBE_RAW_FD"
 
 /* Exit status of a program whose probes could not be registered (the
  * agent ends it before main runs). */
@@ -168,8 +174,10 @@ struct ukp_msg_sym {
 };
 
 /*
- * One probe hit: a fixed-size record, written by the probe handler into
- * its thread's ring buffer and sent as it is.
+ * One probe hit: a record written by the probe handler into its thread's
+ * ring buffer. It goes out with the payload its event needs: h.len is
+ * UKP_REC_HEADER plus the SPEC's payload rounded up to 8 (at most
+ * UKP_REC_SIZE); the bytes after it read as zeros.
  */
 #define UKP_REC_SIZE 256
 #define UKP_REC_HEADER 64

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The tool benchmark: ukprobe on real Debian programs, side by side with
+the program alone, uftrace and bpftrace, in one run (README "Benchmarks").
+
+  bench_tool.py --ukprobe PATH --bin DIR [--quick] [--reps N] [--no-peers] [--json FILE]
+                [--md FILE]
+
+Workloads (each command run --reps times per tool, tools interleaved in
+every repetition; medians, and ratios to the program alone taken per
+repetition):
+  sqlite3   the sqlite3 shell runs a SQL script (tables, 20,000 inserts,
+            an index, joins, aggregates) with every exported function of
+            libsqlite3 probed (`p libsqlite3.so.0:*`)
+  python3   python3.11 runs a small script (json, re, arithmetic) with
+            one hot function of the interpreter probed (PyTuple_New)
+  start     the sqlite3 shell with an empty script and every libsqlite3
+            function probed: start-up and attach cost of each tool
+Tools: the program alone; `ukprobe stat`; `ukprobe trace -o FILE` (events
+written vs hits counted by stat, events lost); `uftrace record -P`
+(entries only, to disk); `bpftrace` counting the same uprobes (root; it
+counts hits of every process running the probed file, so on a shared
+machine its count may be higher).
+A tool that is missing or cannot run is skipped with the reason.
+
+Per hit (micro): bench_tool_hit calls a 3-instruction function N times
+and reports the thread's CPU time per call: alone, the library's own
+jump-optimized kprobe (`o`, bench_tool_lib), `ukprobe stat` and
+`ukprobe trace -o` (two fetch args and a timestamp) on the same function.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SQLITE_LIB = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
+PYTHON = "/usr/bin/python3.11"
+PY_FUNC = "PyTuple_New"
+
+SQL = """
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+CREATE TABLE u(x INTEGER, y TEXT);
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+INSERT INTO t SELECT i, printf('row-%d', i % 977), i * 0.5 FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+INSERT INTO u SELECT i % 1000, hex(i) FROM n;
+COMMIT;
+CREATE INDEX ub ON u(x);
+SELECT count(*), sum(c) FROM t;
+SELECT b, count(*) FROM t GROUP BY b ORDER BY 2 DESC LIMIT 3;
+SELECT count(*) FROM t JOIN u ON u.x = t.a % 1000 WHERE t.a < {join};
+UPDATE t SET c = c + 1 WHERE a % 3 = 0;
+SELECT max(c) FROM t;
+"""
+
+PY = """
+import json, re
+data = [{{"id": i, "name": "n%d" % i, "tags": [i % 7, i % 11]}} for i in range({n})]
+text = json.dumps(data)
+back = json.loads(text)
+words = re.findall(r"n(\\d+)", text)
+total = 0
+for i in range({n} * 5):
+    total += (i * 3) % 7
+print(len(back), len(words), total)
+"""
+
+
+def run(cmd, env=None, timeout=600):
+    if cmd[0] == "bpftrace":
+        # one uprobe per libsqlite3 function: above bpftrace's default limit
+        env = dict(os.environ, BPFTRACE_MAX_PROBES="100000")
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    return time.monotonic() - t0, r
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+class Tools:
+    def __init__(self, ukprobe, work, peers):
+        self.ukprobe = ukprobe
+        self.work = work
+        self.skips = {}
+        if not peers:
+            self.skips["uftrace"] = self.skips["bpftrace"] = "peers not requested (--no-peers)"
+        elif not shutil.which("uftrace"):
+            self.skips["uftrace"] = "uftrace is not installed"
+        if not peers:
+            pass
+        elif not shutil.which("bpftrace"):
+            self.skips["bpftrace"] = "bpftrace is not installed"
+        elif os.geteuid() != 0:
+            self.skips["bpftrace"] = "bpftrace needs root"
+
+    def commands(self, wl, quick):
+        """(tool, argv, how to count its events) for workload wl."""
+        out = os.path.join(self.work, "trace.txt")
+        ud = os.path.join(self.work, "uftrace.data")
+        yield "alone", wl["argv"], None
+        yield "ukprobe stat", [self.ukprobe, "stat", "-e", wl["spec"], "--"] + wl["argv"], "stat"
+        yield ("ukprobe trace -o", [self.ukprobe, "trace", "-o", out, "-e", wl["spec"], "--"] +
+               wl["argv"], "trace")
+        if "uftrace" not in self.skips:
+            yield ("uftrace record", ["uftrace", "record", "--no-libcall", "--no-event", "-d", ud,
+                                      "-P", wl["uftrace"]] + wl["argv"], "uftrace")
+        if "bpftrace" not in self.skips and not (quick and wl["uprobe"].endswith("*")):
+            prog = "uprobe:%s { @hits = count(); }" % wl["uprobe"]
+            yield ("bpftrace", ["bpftrace", "-q", "-e", prog, "-c", " ".join(wl["argv"])],
+                   "bpftrace")
+
+
+def count_events(how, r, work):
+    """(events, lost) the tool reports, or (None, None)."""
+    lost = 0
+    m = re.search(r"(\d+) events lost", r.stderr)
+    if m:
+        lost = int(m[1])
+    if how == "stat":
+        hits = [int(x) for x in re.findall(r"^\S+/\S+ +(\d+) +\d+$", r.stdout, re.M)]
+        return sum(hits), lost
+    if how == "trace":
+        with open(os.path.join(work, "trace.txt"), "rb") as f:
+            n = sum(1 for _ in f)
+        return n, lost
+    if how == "bpftrace":
+        m = re.search(r"@hits: (\d+)", r.stdout)
+        return (int(m[1]) if m else None), None
+    return None, None
+
+
+def bench_workloads(args, tools, work):
+    rows = int(2000 if args.quick else 20000)
+    sql = os.path.join(work, "script.sql")
+    with open(sql, "w") as f:
+        f.write(SQL.format(rows=rows, join=rows // 20))
+    empty = os.path.join(work, "empty.sql")
+    with open(empty, "w") as f:
+        f.write("SELECT 1;\n")
+    py = os.path.join(work, "script.py")
+    with open(py, "w") as f:
+        f.write(PY.format(n=3000 if args.quick else 30000))
+    wls = [
+        {"id": "sqlite3", "what": "sqlite3 shell, SQL script, every libsqlite3 function probed",
+         "argv": ["sqlite3", ":memory:", ".read " + sql], "spec": "p libsqlite3.so.0:*",
+         "uftrace": ".@libsqlite3.so.0", "uprobe": SQLITE_LIB + ":*"},
+        {"id": "python3", "what": "python3.11 script, %s probed" % PY_FUNC,
+         "argv": [PYTHON, py], "spec": "p python3.11:%s" % PY_FUNC,
+         "uftrace": "%s@python3.11" % PY_FUNC, "uprobe": PYTHON + ":" + PY_FUNC},
+        {"id": "start", "what": "sqlite3 shell, empty script, every libsqlite3 function probed "
+                                "(start-up, attach)",
+         "argv": ["sqlite3", ":memory:", ".read " + empty], "spec": "p libsqlite3.so.0:*",
+         "uftrace": ".@libsqlite3.so.0", "uprobe": SQLITE_LIB + ":*"},
+    ]
+    results = []
+    for wl in wls:
+        if shutil.which(wl["argv"][0]):
+            wl["argv"][0] = shutil.which(wl["argv"][0])  # bpftrace -c wants a path
+        else:
+            results.append({"id": wl["id"], "what": wl["what"], "skipped": "%s is not installed"
+                            % wl["argv"][0]})
+            continue
+        times, counts, lost, fails = {}, {}, {}, {}
+        for rep in range(args.reps):
+            for tool, argv, how in tools.commands(wl, args.quick):
+                if tool in fails:
+                    continue
+                t, r = run(argv)
+                if r.returncode != 0:
+                    fails[tool] = "exit status %d: %s" % (r.returncode,
+                                                          (r.stderr.strip().splitlines() or [""])[-1][:200])
+                    continue
+                times.setdefault(tool, []).append(t)
+                n, l = count_events(how, r, work)
+                if n is not None:
+                    counts.setdefault(tool, []).append(n)
+                if l is not None:
+                    lost.setdefault(tool, []).append(l)
+        alone = times.get("alone", [])
+        row = {"id": wl["id"], "what": wl["what"], "tools": {}}
+        for tool, ts in times.items():
+            ratios = [a / b for a, b in zip(ts, alone)] if tool != "alone" else []
+            row["tools"][tool] = {
+                "seconds": {"median": median(ts), "min": min(ts), "max": max(ts), "n": len(ts)},
+                "ratio_to_alone": median(ratios),
+                "events": median(counts.get(tool, [])),
+                "lost": max(lost[tool]) if tool in lost else None,
+            }
+        skips = dict(tools.skips)
+        if args.quick and wl["uprobe"].endswith("*") and "bpftrace" not in skips:
+            skips["bpftrace"] = "quick mode: attaching a uprobe per function takes minutes"
+        for tool, why in list(fails.items()) + list(skips.items()):
+            row["tools"].setdefault(tool, {"skipped": why})
+        st, tr = row["tools"].get("ukprobe stat", {}), row["tools"].get("ukprobe trace -o", {})
+        ut = row["tools"].get("uftrace record", {})
+        if st.get("seconds") and ut.get("seconds") and alone:
+            over = lambda x: x["seconds"]["median"] - median(alone)
+            if over(ut) > 0:
+                row["stat_overhead_vs_uftrace"] = over(st) / over(ut)
+                if tr.get("seconds"):
+                    row["trace_overhead_vs_uftrace"] = over(tr) / over(ut)
+        results.append(row)
+    return results
+
+
+def bench_micro(args, bindir):
+    n = 200000 if args.quick else 2000000
+    hit, lib = os.path.join(bindir, "bench_tool_hit"), os.path.join(bindir, "bench_tool_lib")
+    fn = "%s:bench_tool_target" % hit
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace.txt")
+        cmds = [
+            ("call", [hit, str(n)]),
+            ("o", [lib, str(n)]),
+            ("stat", [args.ukprobe, "stat", "-o", os.path.join(d, "stat.txt"), "-e", "p " + fn,
+                      "--", hit, str(n)]),
+            ("trace -o", [args.ukprobe, "trace", "-o", out, "-e", "p %s a=%%di b=%%si" % fn,
+                          "--", hit, str(n)]),
+        ]
+        ns, wall, lost = {}, {}, {}
+        for rep in range(args.reps):
+            for name, argv in cmds:
+                _, r = run(argv)
+                m = re.search(r"ns_per_call ([\d.]+) wall_ns_per_call ([\d.]+)", r.stdout)
+                if r.returncode or not m:
+                    print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
+                    continue
+                ns.setdefault(name, []).append(float(m[1]))
+                wall.setdefault(name, []).append(float(m[2]))
+                lm = re.search(r"(\d+) events lost", r.stderr)
+                if name == "trace -o":
+                    with open(out, "rb") as f:
+                        written = sum(1 for _ in f)
+                    lost.setdefault(name, []).append(n - written)
+    rows = {}
+    for name in ns:
+        o = ns.get("o", [])
+        rows[name] = {
+            "ns": {"median": median(ns[name]), "min": min(ns[name]), "max": max(ns[name]),
+                   "n": len(ns[name])},
+            "wall_ns": {"median": median(wall[name])},
+            "ratio_to_o": median([a / b for a, b in zip(ns[name], o)]) if o else None,
+            "lost": max(lost[name]) if name in lost else None,
+        }
+    return {"hits": n, "rows": rows}
+
+
+def markdown(res):
+    out = []
+    m = res["micro"]
+    out.append("Per hit on `bench_tool_target` (`lea 0x1(%%rdi),%%eax; add %%esi,%%eax; ret`), "
+               "%d calls, thread CPU time per call, median of %d (the machine is shared and "
+               "noisy: compare the ratios):\n" % (m["hits"], res["reps"]))
+    out.append("| | ns/call | min | max | × library `o` | events lost |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    labels = {"call": "the function alone", "o": "library: optimized kprobe (`o`)",
+              "stat": "`ukprobe stat`", "trace -o": "`ukprobe trace -o` (2 args + timestamp)"}
+    for k in ("call", "o", "stat", "trace -o"):
+        r = m["rows"].get(k)
+        if not r:
+            out.append("| %s | skipped | | | | |" % labels[k])
+            continue
+        out.append("| %s | %.1f | %.1f | %.1f | %s | %s |" % (
+            labels[k], r["ns"]["median"], r["ns"]["min"], r["ns"]["max"],
+            "%.2f" % r["ratio_to_o"] if r["ratio_to_o"] and k != "call" else "",
+            "" if r["lost"] is None else r["lost"]))
+    out.append("")
+    for w in res["workloads"]:
+        out.append("`%s`: %s; wall time, median of %d:\n" % (w["id"], w["what"], res["reps"]))
+        if "skipped" in w:
+            out.append("skipped: %s\n" % w["skipped"])
+            continue
+        out.append("| tool | seconds | min | max | × alone | events | lost |")
+        out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for tool, t in w["tools"].items():
+            if "skipped" in t:
+                out.append("| %s | skipped: %s | | | | | |" % (tool, t["skipped"]))
+                continue
+            out.append("| %s | %.3f | %.3f | %.3f | %s | %s | %s |" % (
+                tool, t["seconds"]["median"], t["seconds"]["min"], t["seconds"]["max"],
+                "%.2f" % t["ratio_to_alone"] if t["ratio_to_alone"] else "",
+                "" if t["events"] is None else "%d" % t["events"],
+                "" if t["lost"] is None else t["lost"]))
+        extra = []
+        if "stat_overhead_vs_uftrace" in w:
+            extra.append("overhead of `ukprobe stat` / overhead of `uftrace record`: %.2f" %
+                         w["stat_overhead_vs_uftrace"])
+        if "trace_overhead_vs_uftrace" in w:
+            extra.append("`ukprobe trace -o` / `uftrace record`: %.2f" %
+                         w["trace_overhead_vs_uftrace"])
+        out.append("")
+        if extra:
+            out.append("; ".join(extra) + ".\n")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ukprobe", required=True)
+    ap.add_argument("--bin", required=True, help="the directory of bench_tool_hit/_lib")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--no-peers", action="store_true", help="no uftrace, no bpftrace")
+    ap.add_argument("--json")
+    ap.add_argument("--md")
+    args = ap.parse_args()
+    if args.reps is None:
+        args.reps = 1 if args.quick else 5
+    with tempfile.TemporaryDirectory(prefix="ukpbench-tool.") as work:
+        tools = Tools(args.ukprobe, work, not args.no_peers)
+        res = {"reps": args.reps, "quick": args.quick, "micro": bench_micro(args, args.bin),
+               "workloads": bench_workloads(args, tools, work)}
+    md = markdown(res)
+    sys.stdout.write(md)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
