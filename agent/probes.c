@@ -696,7 +696,7 @@ int ukpa_specs_count(void)
 
 size_t ukpa_spec_payload(int i)
 {
-	return specs[i].spec.payload;
+	return ukp_spec_record_payload(&specs[i].spec);
 }
 
 int ukpa_probes_setup(void)

@@ -301,7 +301,8 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 				 (head & (ring_recs - 1)) * rec_size);
 	rec->ts = use_tsc ? tsc_cpu(&cpu) : kernel_clock(&cpu);
 	rec->h.type = UKPM_EVENT;
-	rec->h.len = (uint32_t)(UKP_REC_HEADER + ((pr->spec->spec.payload + 7) & ~7u));
+	rec->h.len = (uint32_t)(UKP_REC_HEADER +
+				 ((ukp_spec_record_payload(&pr->spec->spec) + 7) & ~7u));
 	rec->ip = ip;
 	rec->caller = caller;
 	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);

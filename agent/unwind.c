@@ -73,6 +73,21 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+
+/* [hit] n words to a record slot (maybe unaligned) without memcpy():
+ * libc's uses vector registers (agent.h: the handlers stay vector-free). */
+static void words_out(unsigned char *dst, const uint64_t *src, uint64_t n)
+{
+	uint64_t i;
+	unsigned int b;
+
+	for (i = 0; i < n; i++)
+		for (b = 0; b < 8; b++) {
+			dst[i * 8 + b] = (unsigned char)(src[i] >> (8 * b));
+			__asm__ volatile("" ::: "memory");
+		}
+}
+
 /* [init] (under the probes lock: one builder at a time) */
 void ukpa_unwind_refresh(void)
 {
@@ -378,7 +393,10 @@ static bool parse_cie(uintptr_t addr, struct cie *cie, struct row *init)
 	if (version != 1 && version != 3)
 		return false;
 	aug = (const char *)c.p;
-	alen = strnlen(aug, (size_t)(c.end - c.p));
+	/* not strnlen() nor memcpy() on the hit path: libc's use vector
+	 * registers (agent.h: the handlers stay vector-free) */
+	for (alen = 0; alen < (size_t)(c.end - c.p) && aug[alen]; alen++)
+		__asm__ volatile("" ::: "memory");
 	if (alen == (size_t)(c.end - c.p))
 		return false;
 	c.p += alen + 1;
@@ -467,7 +485,8 @@ static bool find_row(const struct uw_range *rg, uintptr_t ip, struct row *row)
 	}
 	if (!fde || !read_record(fde, buf, &n) || n < 8)
 		return false;
-	memcpy(&cie_ptr, buf, 4);
+	cie_ptr = (int32_t)((uint32_t)buf[0] | (uint32_t)buf[1] << 8 | (uint32_t)buf[2] << 16 |
+			    (uint32_t)buf[3] << 24);
 	if (!cie_ptr || !parse_cie(fde + 4 - (uintptr_t)(intptr_t)cie_ptr, &cie, &init))
 		return false;
 	c = (struct cur){ buf + 4, buf + n, fde + 8, false };
@@ -558,6 +577,6 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 						  ip == pr->func ? UKPA_UNWIND_ENTRY : UKPA_UNWIND_INSIDE,
 						  frames, (int)max);
 	}
-	memcpy(rec->data + spec->stack_off, &n, 8);
-	memcpy(rec->data + spec->stack_off + 8, frames, n * 8);
+	words_out(rec->data + spec->stack_off, &n, 1);
+	words_out(rec->data + spec->stack_off + 8, frames, n);
 }

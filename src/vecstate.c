@@ -45,12 +45,20 @@ static bool own_handler(const void *fn)
 	return fn == (const void *)ukp_kretprobe_pre_handler;
 }
 
+/*
+ * Calls the check need not follow: arch_vecsafe_call saves the state
+ * itself; ukp_signals_install is reached from copy_from_user_nofault()
+ * only when the library's handlers are not installed, which no hit ever
+ * sees (they are installed when the library is loaded, and again before
+ * the first registration after ukprobes_shutdown()).
+ */
 static const uintptr_t *safe_calls(size_t *n)
 {
-	static uintptr_t safe[1];
+	static uintptr_t safe[2];
 
 	safe[0] = (uintptr_t)arch_vecsafe_call;
-	*n = 1;
+	safe[1] = (uintptr_t)ukp_signals_install;
+	*n = 2;
 	return safe;
 }
 

@@ -392,14 +392,21 @@ backtrack:
 	}
 }
 
+/* [hit] No libc string functions from here on: the agent runs this in
+ * the traced thread, where its handlers must leave the vector state
+ * alone (libc's str and mem functions use vector registers). */
 static bool pred_string(const struct ukp_filter_pred *pr, const char *s, size_t max)
 {
-	size_t n = strnlen(s, max);
-	bool eq;
+	size_t n = 0, i;
+	bool eq = true;
 
+	while (n < max && s[n])
+		n++;
 	if (pr->op == UKP_FOP_GLOB)
 		return ukp_filter_glob(pr->str, s, n);
-	eq = n == strlen(pr->str) && !memcmp(s, pr->str, n);
+	for (i = 0; i < n && eq; i++)
+		eq = pr->str[i] == s[i];
+	eq = eq && !pr->str[n];
 	return pr->op == UKP_FOP_EQ ? eq : !eq;
 }
 
@@ -451,8 +458,13 @@ static bool pred_run(const struct ukp_filter_pred *pr, const unsigned char *data
 	} else {
 		uint64_t v = 0;
 
-		if (!(faults & (1u << pr->arg)))
-			memcpy(&v, data + spec->args[pr->arg].off, 8);
+		if (!(faults & (1u << pr->arg))) {
+			const unsigned char *b = data + spec->args[pr->arg].off;
+			int k;
+
+			for (k = 7; k >= 0; k--)
+				v = v << 8 | b[k];
+		}
 		return pred_number(pr, v);
 	}
 }

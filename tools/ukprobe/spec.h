@@ -131,6 +131,13 @@ struct ukp_spec {
 	unsigned int stack_off, stack_max;
 };
 
+/* [any] Bytes of payload an event's record carries: its arguments and,
+ * with --trigger stacktrace, the room for its stack. */
+static inline unsigned int ukp_spec_record_payload(const struct ukp_spec *s)
+{
+	return s->stacktrace ? s->stack_off + 8 + 8 * s->stack_max : s->payload;
+}
+
 /* Where a SPEC went wrong: a column (0-based, in the SPEC text) and what. */
 struct ukp_spec_error {
 	int col;
