@@ -119,6 +119,9 @@ bool ukpa_probes_pending(void);
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+/* [hit] stat's: count only (vector-free, so optimized hits stay cheap). */
+int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 
 /* ------------------------------------------------------------ names.c */
 /* [init] Event names in use, as "group/event". */

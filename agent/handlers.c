@@ -29,6 +29,37 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/*
+ * stat's handlers: a count and nothing else. Kept apart from the tracing
+ * ones, whose record path calls libc, so that the library proves them
+ * vector-free and a jump-optimized hit takes its assembly fast path
+ * instead of saving the vector state around the call.
+ */
+int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+
+	(void)regs;
+	if (!ukpa_busy && atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) &&
+	    atomic_load_explicit(&pr->live, memory_order_acquire))
+		atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	return 0;
+}
+
+int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kretprobe *rp = get_kretprobe(ri);
+	struct ukpa_probe *pr;
+
+	(void)regs;
+	if (!rp || ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		return 0;
+	pr = container_of(rp, struct ukpa_probe, rp);
+	if (atomic_load_explicit(&pr->live, memory_order_acquire))
+		atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
+	return 0;
+}
+
 /* Return probes: the registers at the entry are kept for $argN. */
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
