@@ -35,6 +35,7 @@ static void usage(FILE *out)
 	      "that match GLOB (default *) as 'p OBJ:GLOB' would probe them.\n"
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"

@@ -18,6 +18,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help); its fetch\n"
 	      "                     arguments are checked but not fetched\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
 	      "  -f, --follow       count in forked children and exec'd programs too\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"

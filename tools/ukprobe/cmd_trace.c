@@ -27,6 +27,7 @@ static void usage(FILE *out)
 	      "                       @SYM[+|-OFFS], +|-OFFS(FETCHARG); TYPE one of u8..u64,\n"
 	      "                       s8..s64, x8..x64 (the default is x64), char, string,\n"
 	      "                       symbol, bWIDTH@OFFSET/CONTAINER-SIZE\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
 	      "                     no text trace is written then\n"
