@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "symbols.h"
 
 /* ------------------------------------------------------- ELF files */
 
@@ -305,13 +306,21 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* As the library matches the object of "object:sym" (symbols.h): the
+ * file's names, another path to the same file, and for the main program
+ * the names it was started by. */
 static bool obj_matches(const struct ukpa_obj *o, const char *name)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], named[PATH_MAX];
 
 	if (!strcmp(base_name(o->path), name) || !strcmp(o->path, name))
 		return true;
-	return realpath(o->path, real) && (!strcmp(real, name) || !strcmp(base_name(real), name));
+	if (o->is_main && ukp_main_answers_to(name))
+		return true;
+	if (!realpath(o->path, real))
+		return false;
+	return !strcmp(real, name) || !strcmp(base_name(real), name) ||
+	       (strchr(name, '/') && realpath(name, named) && !strcmp(real, named));
 }
 
 static struct loaded *find_loaded(struct walk *w, const char *name)

@@ -199,7 +199,7 @@ static size_t name_keylen(const char *name)
 
 /* If name (keylen bytes) is "<base>.cold" or "<base>.cold.<digits>",
  * the length of <base>; else 0. */
-static size_t cold_base_len(const char *name, size_t keylen)
+size_t ukp_cold_base_len(const char *name, size_t keylen)
 {
 	static const char cold[] = ".cold";
 	size_t end = keylen, i;
@@ -254,7 +254,7 @@ static int load_syms(struct flow_obj *fo)
 		return -ENOMEM;
 	for (i = 0; i < fo->nsyms; i++) {
 		const char *name = fo->names + fo->syms[i].name;
-		size_t baselen = cold_base_len(name, name_keylen(name));
+		size_t baselen = ukp_cold_base_len(name, name_keylen(name));
 
 		fo->maxend[i] = fo->syms[i].end;
 		if (i && fo->maxend[i - 1] > fo->maxend[i])

@@ -67,6 +67,11 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 			    size_t code_len, const char **why);
 
+/* [any] If name (keylen bytes, before any "@version") names a GCC cold
+ * part, "<base>.cold" or "<base>.cold.<digits>", the length of <base>;
+ * else 0. */
+size_t ukp_cold_base_len(const char *name, size_t keylen);
+
 /*
  * [reg] Forget the per-object caches of objects that are no longer loaded
  * (ukp_object_alive) - call after dlclose. After ukp_symbols_reset()

@@ -311,6 +311,10 @@ struct eh_cie {
 	uint8_t fde_enc;        /* 'R', absptr by default */
 	uint8_t lsda_enc;       /* 'L', omit by default */
 	bool aug_z;             /* FDEs carry an augmentation data length */
+	uint64_t code_align;    /* DW_CFA_advance_loc factor */
+	int64_t data_align;     /* DW_CFA_offset factor */
+	uint64_t ra_reg;        /* the return address column */
+	uintptr_t insns, insns_end; /* initial instructions */
 };
 
 /* Parsing state of one object. */
@@ -378,12 +382,12 @@ static int parse_cie(struct eh_walk *w, uintptr_t addr, struct eh_cie *cie)
 		(void)cur_u8(&c);		/* address_size */
 		(void)cur_u8(&c);		/* segment_selector_size */
 	}
-	(void)cur_uleb(&c);			/* code alignment */
-	(void)cur_sleb(&c);			/* data alignment */
+	cie->code_align = cur_uleb(&c);
+	cie->data_align = cur_sleb(&c);
 	if (version == 1)
-		(void)cur_u8(&c);		/* return address register */
+		cie->ra_reg = cur_u8(&c);
 	else
-		(void)cur_uleb(&c);
+		cie->ra_reg = cur_uleb(&c);
 	if (aug[i] == 'z') {
 		uint64_t alen = cur_uleb(&c);
 
@@ -421,6 +425,8 @@ static int parse_cie(struct eh_walk *w, uintptr_t addr, struct eh_cie *cie)
 	}
 	if (c.bad || (aug_end && c.pos > aug_end))
 		return -EILSEQ;
+	cie->insns = aug_end ? aug_end : c.pos;
+	cie->insns_end = end;
 	return 0;
 }
 
@@ -460,19 +466,20 @@ static int fde_add(struct eh_walk *w, const struct ukp_fde *f)
 }
 
 /*
- * [reg] The FDE at addr (a search table entry): add it to the list.
- * Returns 0 (also for an FDE of discarded code, not added) or -errno.
+ * [reg] Read the FDE at addr: its range (f->start 0 for an FDE of
+ * discarded code), CIE and call frame instructions [*insns, *insns_end).
  */
-static int parse_fde(struct eh_walk *w, uintptr_t addr)
+static int read_fde(struct eh_walk *w, uintptr_t addr, struct ukp_fde *f,
+		    const struct eh_cie **ciep, uintptr_t *insns, uintptr_t *insns_end)
 {
 	struct eh_cur c;
 	const struct eh_cie *cie;
-	struct ukp_fde f = { 0 };
 	uintptr_t end, id_field, range;
 	uint64_t id;
 	bool dwarf64;
 	int ret;
 
+	memset(f, 0, sizeof(*f));
 	cur_init(&c, &w->frame, addr, w->frame.hi);
 	if (!cur_length(&c, &end, &dwarf64))
 		return -EILSEQ;	/* unreadable, or the terminator */
@@ -485,7 +492,7 @@ static int parse_fde(struct eh_walk *w, uintptr_t addr)
 	if (ret)
 		return ret;
 
-	f.start = cur_encoded(&c, cie->fde_enc, 0);
+	f->start = cur_encoded(&c, cie->fde_enc, 0);
 	range = (uintptr_t)cur_value(&c, cie->fde_enc & PE_FMT_MASK);
 	if (cie->aug_z) {
 		uint64_t alen = cur_uleb(&c);
@@ -494,16 +501,37 @@ static int parse_fde(struct eh_walk *w, uintptr_t addr)
 		if (!c.bad && alen > end - c.pos)
 			return -EILSEQ;
 		if (cie->lsda_enc != PE_OMIT)
-			f.lsda = cur_encoded(&c, cie->lsda_enc, 0);
+			f->lsda = cur_encoded(&c, cie->lsda_enc, 0);
 		if (!c.bad && c.pos > aug_end)
 			return -EILSEQ;
+		c.pos = aug_end;
 	}
 	if (c.bad)
 		return -EILSEQ;
 	/* An FDE of discarded code keeps pc_begin 0 or an empty range. */
-	if (!f.start || !range || f.start + range < f.start)
-		return 0;
-	f.end = f.start + range;
+	if (!f->start || !range || f->start + range < f->start)
+		f->start = 0;
+	else
+		f->end = f->start + range;
+	*ciep = cie;
+	*insns = c.pos;
+	*insns_end = end;
+	return 0;
+}
+
+/*
+ * [reg] The FDE at addr (a search table entry): add it to the list.
+ * Returns 0 (also for an FDE of discarded code, not added) or -errno.
+ */
+static int parse_fde(struct eh_walk *w, uintptr_t addr)
+{
+	const struct eh_cie *cie;
+	struct ukp_fde f;
+	uintptr_t insns, insns_end;
+	int ret = read_fde(w, addr, &f, &cie, &insns, &insns_end);
+
+	if (ret || !f.start)
+		return ret;
 	return fde_add(w, &f);
 }
 
@@ -676,5 +704,332 @@ int ukp_eh_landing_pads(const struct ukp_eh_frame *eh, const struct ukp_fde *fde
 	}
 out:
 	free(m);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The return address rule at one address                             */
+/* ------------------------------------------------------------------ */
+
+/* DW_CFA_* opcodes (DWARF 4, section 6.4.2, and the GNU extensions). */
+#define CFA_ADVANCE_LOC        0x40    /* high two bits; low six: delta */
+#define CFA_OFFSET             0x80    /* low six: register */
+#define CFA_RESTORE            0xc0    /* low six: register */
+#define CFA_NOP                0x00
+#define CFA_SET_LOC            0x01
+#define CFA_ADVANCE_LOC1       0x02
+#define CFA_ADVANCE_LOC2       0x03
+#define CFA_ADVANCE_LOC4       0x04
+#define CFA_OFFSET_EXTENDED    0x05
+#define CFA_RESTORE_EXTENDED   0x06
+#define CFA_UNDEFINED          0x07
+#define CFA_SAME_VALUE         0x08
+#define CFA_REGISTER           0x09
+#define CFA_REMEMBER_STATE     0x0a
+#define CFA_RESTORE_STATE      0x0b
+#define CFA_DEF_CFA            0x0c
+#define CFA_DEF_CFA_REGISTER   0x0d
+#define CFA_DEF_CFA_OFFSET     0x0e
+#define CFA_DEF_CFA_EXPRESSION 0x0f
+#define CFA_EXPRESSION         0x10
+#define CFA_OFFSET_EXTENDED_SF 0x11
+#define CFA_DEF_CFA_SF         0x12
+#define CFA_DEF_CFA_OFFSET_SF  0x13
+#define CFA_VAL_OFFSET         0x14
+#define CFA_VAL_OFFSET_SF      0x15
+#define CFA_VAL_EXPRESSION     0x16
+#define CFA_GNU_ARGS_SIZE      0x2e
+#define CFA_GNU_NEG_OFFSET_EXT 0x2f
+
+#define CFA_STACK_DEPTH 8
+
+/* The rows' state: the CFA and the return address column only. */
+struct cfa_state {
+	struct ukp_eh_ra row;
+	struct ukp_eh_ra init;          /* after the CIE's instructions (DW_CFA_restore) */
+	struct ukp_eh_ra stack[CFA_STACK_DEPTH];
+	unsigned int depth;
+	uintptr_t loc;
+	uintptr_t target;
+};
+
+static void ra_set(struct cfa_state *st, const struct eh_cie *cie, uint64_t reg,
+		   enum ukp_eh_ra_rule rule, int64_t off)
+{
+	if (reg != cie->ra_reg)
+		return;
+	st->row.rule = rule;
+	st->row.ra_off = off;
+}
+
+/*
+ * [reg] Run call frame instructions [c->pos, c->end) while the location
+ * stays at or below st->target. Returns 0 (ran out of instructions or
+ * passed the target: st->row is the target's row) or -EILSEQ (malformed,
+ * or an opcode not known).
+ */
+static int cfa_run(struct eh_cur *c, const struct eh_cie *cie, struct cfa_state *st)
+{
+	while (c->pos < c->end) {
+		uint8_t op = cur_u8(c);
+		uint64_t reg, delta = 0;
+		int64_t off;
+		bool advance = false;
+
+		switch (op & 0xc0) {
+		case CFA_ADVANCE_LOC:
+			delta = op & 0x3f;
+			advance = true;
+			break;
+		case CFA_OFFSET:
+			off = (int64_t)cur_uleb(c) * cie->data_align;
+			ra_set(st, cie, op & 0x3f, UKP_EH_RA_AT_CFA, off);
+			break;
+		case CFA_RESTORE:
+			ra_set(st, cie, op & 0x3f, st->init.rule, st->init.ra_off);
+			break;
+		default:
+			switch (op) {
+			case CFA_NOP:
+			case CFA_GNU_ARGS_SIZE:
+				if (op == CFA_GNU_ARGS_SIZE)
+					(void)cur_uleb(c);
+				break;
+			case CFA_SET_LOC: {
+				uintptr_t loc = cur_encoded(c, cie->fde_enc, 0);
+
+				if (c->bad)
+					return -EILSEQ;
+				if (loc > st->target)
+					return 0;
+				st->loc = loc;
+				break;
+			}
+			case CFA_ADVANCE_LOC1:
+			case CFA_ADVANCE_LOC2:
+			case CFA_ADVANCE_LOC4:
+				delta = cur_uint(c, op == CFA_ADVANCE_LOC1 ? 1 : op == CFA_ADVANCE_LOC2 ? 2 : 4);
+				advance = true;
+				break;
+			case CFA_OFFSET_EXTENDED:
+				reg = cur_uleb(c);
+				off = (int64_t)cur_uleb(c) * cie->data_align;
+				ra_set(st, cie, reg, UKP_EH_RA_AT_CFA, off);
+				break;
+			case CFA_OFFSET_EXTENDED_SF:
+				reg = cur_uleb(c);
+				off = cur_sleb(c) * cie->data_align;
+				ra_set(st, cie, reg, UKP_EH_RA_AT_CFA, off);
+				break;
+			case CFA_GNU_NEG_OFFSET_EXT:
+				reg = cur_uleb(c);
+				off = -(int64_t)cur_uleb(c) * cie->data_align;
+				ra_set(st, cie, reg, UKP_EH_RA_AT_CFA, off);
+				break;
+			case CFA_RESTORE_EXTENDED:
+				ra_set(st, cie, cur_uleb(c), st->init.rule, st->init.ra_off);
+				break;
+			case CFA_UNDEFINED:
+				ra_set(st, cie, cur_uleb(c), UKP_EH_RA_UNDEFINED, 0);
+				break;
+			case CFA_SAME_VALUE:
+				ra_set(st, cie, cur_uleb(c), UKP_EH_RA_SAME, 0);
+				break;
+			case CFA_REGISTER:
+				reg = cur_uleb(c);
+				(void)cur_uleb(c);
+				ra_set(st, cie, reg, UKP_EH_RA_OTHER, 0);
+				break;
+			case CFA_VAL_OFFSET:
+			case CFA_VAL_OFFSET_SF:
+				reg = cur_uleb(c);
+				if (op == CFA_VAL_OFFSET)
+					(void)cur_uleb(c);
+				else
+					(void)cur_sleb(c);
+				ra_set(st, cie, reg, UKP_EH_RA_OTHER, 0);
+				break;
+			case CFA_EXPRESSION:
+			case CFA_VAL_EXPRESSION: {
+				uint64_t len;
+
+				reg = cur_uleb(c);
+				len = cur_uleb(c);
+				if (c->bad || len > c->end - c->pos)
+					return -EILSEQ;
+				c->pos += (uintptr_t)len;
+				ra_set(st, cie, reg, UKP_EH_RA_OTHER, 0);
+				break;
+			}
+			case CFA_REMEMBER_STATE:
+				if (st->depth == CFA_STACK_DEPTH)
+					return -EILSEQ;
+				st->stack[st->depth++] = st->row;
+				break;
+			case CFA_RESTORE_STATE:
+				if (!st->depth)
+					return -EILSEQ;
+				/* the CFA is part of the remembered row too */
+				st->row = st->stack[--st->depth];
+				break;
+			case CFA_DEF_CFA:
+				st->row.cfa_reg = cur_uleb(c);
+				st->row.cfa_off = (int64_t)cur_uleb(c);
+				st->row.cfa_expr = false;
+				break;
+			case CFA_DEF_CFA_SF:
+				st->row.cfa_reg = cur_uleb(c);
+				st->row.cfa_off = cur_sleb(c) * cie->data_align;
+				st->row.cfa_expr = false;
+				break;
+			case CFA_DEF_CFA_REGISTER:
+				st->row.cfa_reg = cur_uleb(c);
+				break;
+			case CFA_DEF_CFA_OFFSET:
+				st->row.cfa_off = (int64_t)cur_uleb(c);
+				break;
+			case CFA_DEF_CFA_OFFSET_SF:
+				st->row.cfa_off = cur_sleb(c) * cie->data_align;
+				break;
+			case CFA_DEF_CFA_EXPRESSION: {
+				uint64_t len = cur_uleb(c);
+
+				if (c->bad || len > c->end - c->pos)
+					return -EILSEQ;
+				c->pos += (uintptr_t)len;
+				st->row.cfa_expr = true;
+				break;
+			}
+			default:
+				return -EILSEQ;
+			}
+		}
+		if (c->bad)
+			return -EILSEQ;
+		if (advance) {
+			uintptr_t loc = st->loc + (uintptr_t)(delta * cie->code_align);
+
+			if (loc > st->target || loc < st->loc)
+				return 0;
+			st->loc = loc;
+		}
+	}
+	return 0;
+}
+
+/* Bytes of one search table field: the fixed-size encodings only. */
+static unsigned int table_field_size(uint8_t enc)
+{
+	switch (enc & PE_FMT_MASK) {
+	case PE_UDATA4:
+	case PE_SDATA4:
+		return 4;
+	case PE_UDATA8:
+	case PE_SDATA8:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+/* [reg] */
+int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_eh_ra *out)
+{
+	struct ukp_eh_frame eh = { 0 };
+	struct phdr_match pm = { .obj = obj, .eh = &eh };
+	struct eh_walk *w = NULL;
+	struct eh_mem *hdr_mem = NULL;
+	const struct eh_cie *cie;
+	struct cfa_state st;
+	struct ukp_fde f;
+	struct eh_cur c;
+	uint8_t version, frame_enc, count_enc, table_enc;
+	uintptr_t frame, table, fde = 0, insns, insns_end;
+	uint64_t count, lo, hi;
+	unsigned int fsz;
+	int ret;
+
+	if (!obj)
+		return -ENOENT;
+	dl_iterate_phdr(match_cb, &pm);
+	ret = pm.err ? pm.err : -ENOENT;
+	if (pm.err || !pm.found || !pm.hdr)
+		goto out;
+	w = calloc(1, sizeof(*w));
+	hdr_mem = calloc(1, sizeof(*hdr_mem));
+	ret = -ENOMEM;
+	if (!w || !hdr_mem)
+		goto out;
+	w->eh = &eh;
+	ret = -EILSEQ;
+	if (!mem_at(hdr_mem, &eh, pm.hdr))
+		goto out;
+	cur_init(&c, hdr_mem, pm.hdr, pm.hdr + pm.hdr_len);
+	version = cur_u8(&c);
+	frame_enc = cur_u8(&c);
+	count_enc = cur_u8(&c);
+	table_enc = cur_u8(&c);
+	frame = cur_encoded(&c, frame_enc, pm.hdr);
+	fsz = table_field_size(table_enc);
+	if (c.bad || version != 1 || !frame || count_enc == PE_OMIT || !fsz)
+		goto out;
+	if (!mem_at(&w->frame, &eh, frame) || !mem_at(&w->cie_mem, &eh, frame))
+		goto out;
+	count = cur_value(&c, count_enc);
+	table = c.pos;
+	if (c.bad || count > pm.hdr_len / (2 * fsz) || table + count * 2 * fsz > c.end)
+		goto out;
+
+	/* the last entry starting at or below addr (the table is sorted) */
+	for (lo = 0, hi = count; lo < hi;) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uintptr_t loc;
+
+		cur_init(&c, hdr_mem, table + (uintptr_t)mid * 2 * fsz, pm.hdr + pm.hdr_len);
+		loc = cur_encoded(&c, table_enc, pm.hdr);
+		if (c.bad)
+			goto out;
+		if (loc <= addr) {
+			lo = mid + 1;
+			fde = cur_encoded(&c, table_enc, pm.hdr);
+			if (c.bad)
+				goto out;
+		} else {
+			hi = mid;
+		}
+	}
+	ret = -ENOENT;
+	if (!lo || !fde)
+		goto out;
+	ret = read_fde(w, fde, &f, &cie, &insns, &insns_end);
+	if (ret)
+		goto out;
+	ret = -ENOENT;
+	if (!f.start || addr < f.start || addr >= f.end)
+		goto out;
+
+	memset(&st, 0, sizeof(st));
+	st.loc = f.start;
+	st.target = addr;
+	st.row.rule = UKP_EH_RA_SAME;   /* a column no instruction names */
+	cur_init(&c, &w->cie_mem, cie->insns, cie->insns_end);
+	ret = cfa_run(&c, cie, &st);
+	if (ret)
+		goto out;
+	if (st.depth || st.loc != f.start) {
+		ret = -EILSEQ;  /* a CIE has no business moving on */
+		goto out;
+	}
+	st.init = st.row;
+	cur_init(&c, &w->frame, insns, insns_end);
+	ret = cfa_run(&c, cie, &st);
+	if (!ret)
+		*out = st.row;
+out:
+	if (w)
+		free(w->cies);
+	free(w);
+	free(hdr_mem);
+	ukp_eh_frame_free(&eh);
 	return ret;
 }

@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "codeflow.h"
+#include "func_entry.h"
 
 #define SITE_TABLE_BITS 12
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -713,6 +714,30 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
 	ukp_unlock();
 	if (why)
 		*why = w;
+	return ret;
+}
+
+int ukp_kretprobe_entry_check(const struct kprobe *p, const char **why)
+{
+	struct kprobe tmp = { .addr = p->addr, .symbol_name = p->symbol_name,
+			      .offset = p->offset };
+	struct ukp_symres sym;
+	bool on_entry = false;
+	uintptr_t a;
+	int ret;
+
+	*why = NULL;
+	ret = ukp_lock();
+	if (ret)
+		return ret;
+	ret = kprobe_addr(&tmp, &a, &on_entry, &sym);
+	if (!ret && !on_entry) {
+		*why = "not on a function entry";
+		ret = -EINVAL;
+	}
+	if (!ret)
+		ret = ukp_func_entry_called(&sym, a, why);
+	ukp_unlock();
 	return ret;
 }
 

@@ -865,6 +865,7 @@ UKPROBES_API int register_kretprobe(struct kretprobe *rp)
 	struct kretprobe_holder *h;
 	kprobe_opcode_t *saved_addr;
 	unsigned int saved_flags;
+	const char *why;
 	struct kprobe *kp;
 	bool disabled;
 	int ret;
@@ -881,6 +882,18 @@ UKPROBES_API int register_kretprobe(struct kretprobe *rp)
 	if (holder_of(rp)) {
 		pr_warn("kretprobes: the same kretprobe is registered twice\n");
 		ret = -EINVAL;
+		goto out;
+	}
+	/* As the kernel (kprobe_on_func_entry), before anything else; and
+	 * only where a call put the return address on top of the stack. */
+	ret = ukp_kretprobe_entry_check(&rp->kp, &why);
+	if (ret) {
+		if (why && rp->kp.symbol_name)
+			pr_warn("kretprobes: cannot probe %s+%#x: %s\n", rp->kp.symbol_name,
+				rp->kp.offset, why);
+		else if (why)
+			pr_warn("kretprobes: cannot probe %p: %s\n",
+				(void *)((uintptr_t)rp->kp.addr + rp->kp.offset), why);
 		goto out;
 	}
 	if (arch_shadow_stack_active()) {

@@ -893,8 +893,22 @@ static struct ukp_objent *live_of(uintptr_t addr, const struct ukp_seg **segp)
 /* Does an "object" part of a spec name o? */
 static bool obj_matches(const struct ukp_objent *o, const char *name)
 {
-	return !strcmp(o->pub.name, name) || !strcmp(o->pub.path, name) ||
-	       !strcmp(o->realname, name) || (o->realpath && !strcmp(o->realpath, name));
+	const char *real = o->realpath ? o->realpath : o->pub.is_main ? o->pub.path : NULL;
+	char *named;
+	bool same;
+
+	if (!strcmp(o->pub.name, name) || !strcmp(o->pub.path, name) ||
+	    !strcmp(o->realname, name) || (o->realpath && !strcmp(o->realpath, name)))
+		return true;
+	if (o->pub.is_main && ukp_main_answers_to(name))
+		return true;
+	/* another path to the same file: relative, or through a symlink */
+	if (!strchr(name, '/') || !real)
+		return false;
+	named = realpath(name, NULL);
+	same = named && !strcmp(named, real);
+	free(named);
+	return same;
 }
 
 /* ------------------------------------------------------------------ */

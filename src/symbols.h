@@ -42,13 +42,24 @@ struct ukp_symres {
  */
 bool ukp_objects_refresh(void);
 
+/*
+ * [any] Does name name the main program as it was started: the path
+ * execve() was given (AT_EXECFN), argv[0] as the program got it, or the
+ * basename of either? ("python3" for /usr/bin/python3.11 run through the
+ * /usr/bin/python3 symlink.) Its own file names (the real path and its
+ * basename) are matched by the lookups themselves.
+ */
+bool ukp_main_answers_to(const char *name);
+
 /* Generation counter, bumped every time the object list changes. */
 uint64_t ukp_objects_generation(void);
 
 /*
  * Resolve "sym" or "object:sym" to an absolute address. object matches a
  * loaded object's basename ("libz.so.1"), full path, or the basename of its
- * resolved path ("libz.so.1.2.13"). Without object, objects are searched in
+ * resolved path ("libz.so.1.2.13"); a path (with a '/') also matches when
+ * it resolves to the object's file ("./prog", a symlink); the main
+ * program also answers to the names of ukp_main_answers_to(). Without object, objects are searched in
  * load order (main program first) and a global definition wins over a local
  * one. Only defined function-like symbols (FUNC, IFUNC, NOTYPE in an
  * executable section) count.

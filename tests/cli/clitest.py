@@ -949,6 +949,100 @@ def case_manpage():
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
 
 
+def case_return_everything():
+    """r PROG:* on an ordinary -O2 -g program: the ELF entry point and the
+    .cold part are not return-probed (the library refuses them, and says
+    why), every other function is; the program's output and exit status
+    are those of a run without probes. p PROG:* keeps them."""
+    prog = tgt("cold")
+    words = ["delta", "be", "alpha"]
+    plain = subprocess.run([prog] + words, capture_output=True, text=True, timeout=60)
+    check(plain.returncode == 4 and plain.stdout.startswith("argc 4 checksum"),
+          "the plain run", show(plain))
+    r = ukprobe(["stat", "-e", "r tgt_cold:*", "--", prog] + words)
+    check(r.returncode == plain.returncode, "exit status under probes", show(r), show(plain))
+    check(r.stdout.startswith(plain.stdout), "output under probes", show(r), show(plain))
+    # fib recurses deeper than maxactive: hits + misses (GCC turns some of
+    # its recursion into a loop, so the count of calls is its own)
+    hits = {ev: int(h) + int(m) for ev, h, m in
+            re.findall(r"^ukprobes/(\w+)\s+(\d+)\s+(\d+)$", r.stdout, re.M)}
+    check(hits.get("main__return") == 1 and hits.get("checksum__return") == 1 and
+          hits.get("fib__return", 0) > 0 and
+          hits.get("report_rare__return") == 3 and hits.get("by_length__return", 0) > 0,
+          "every function's returns are counted", show(r))
+    check("_start__return" not in hits and "checksum_cold__return" not in hits,
+          "_start and checksum.cold are not probed", show(r))
+    skipped = 2 if "checksum.cold" in nm_functions(prog) else 1
+    check("%d of the" % skipped in r.stderr and
+          "functions matching * cannot be probed" in r.stderr,
+          "the skipped functions are counted", show(r))
+    # ukprobe probes says why
+    r = ukprobe(["probes", "-e", "r tgt_cold:*", "--", prog])
+    check(r.returncode == 0 and r.stderr == "", "probes r", show(r))
+    rows = {row["event"]: row for row in probes_rows(r.stdout)}
+    check(rows["ukprobes/_start__return"]["note"] ==
+          "cannot probe: cannot put a return probe here: the ELF entry point: the kernel "
+          "enters it with argc where a return address would be", "_start's row", r.stdout)
+    gcc = "checksum.cold" in nm_functions(prog)   # clang makes no .cold part
+    check(not gcc or rows["ukprobes/checksum_cold__return"]["note"] ==
+          "cannot probe: cannot put a return probe here: a .cold part of a function: "
+          "reached by jumps, never called", ".cold's row", r.stdout)
+    check(rows["ukprobes/checksum__return"]["addr"] != "-" and
+          not rows["ukprobes/checksum__return"]["note"], "checksum's row", r.stdout)
+    # Debian's python3 exports _start in .dynsym: every return probed
+    py = os.path.realpath("/usr/bin/python3")
+    if os.path.exists(py):
+        script = "import json, re; print(sum(range(10)), json.dumps({'a': [1, 2]}), " \
+                 "re.sub('b+', '-', 'abbbc'))"
+        plain = subprocess.run([py, "-c", script], capture_output=True, text=True, timeout=60)
+        r = ukprobe(["stat", "-e", "r %s:*" % os.path.basename(py), "--", py, "-c", script],
+                    timeout=300)
+        check(r.returncode == plain.returncode == 0 and r.stdout.startswith(plain.stdout) and
+              "ended without the agent's final report" not in r.stderr,
+              "r %s:*" % py, show(r), show(plain))
+    # kprobes there are fine
+    r = ukprobe(["probes", "-e", "p tgt_cold:*", "--", prog])
+    rows = {row["event"]: row for row in probes_rows(r.stdout)}
+    check(r.returncode == 0 and rows["ukprobes/_start"]["addr"] != "-" and
+          not rows["ukprobes/_start"]["note"] and
+          (not gcc or (rows["ukprobes/checksum_cold"]["addr"] != "-" and
+                       not rows["ukprobes/checksum_cold"]["note"])),
+          "p keeps them", show(r))
+
+
+def case_program_names():
+    """OBJ names the program as the user typed it: through a symlink (as
+    /usr/bin/python3 -> python3.11), by its basename, found in PATH, by
+    a relative path, and by its real file's name."""
+    with tempfile.TemporaryDirectory() as d:
+        alias = os.path.join(d, "ukt-alias")
+        os.symlink(tgt("basic"), alias)
+        specs = ["p:n/typed ukt-alias:add", "p:n/full %s:add" % alias,
+                 "p:n/real tgt_basic:add", "p:n/rel ./ukt-alias:add"]
+        for cmd, env in (([alias], None), (["./ukt-alias"], None),
+                         (["ukt-alias"], dict(os.environ, PATH=d + ":/usr/bin:/bin"))):
+            args = ["stat"]
+            for sp in specs:
+                args += ["-e", sp]
+            r = ukprobe(args + ["--"] + cmd, cwd=d, env=env)
+            check(r.returncode == 3 and r.stdout.startswith(BASIC_OUT % "world") and
+                  all(re.search(r"^n/%s +3 +0$" % ev, r.stdout, re.M)
+                      for ev in ("typed", "full", "real", "rel")) and r.stderr == "",
+                  "names of %s" % cmd, show(r))
+    # the real python3 symlink of Debian
+    py = "/usr/bin/python3"
+    if os.path.islink(py) and os.path.basename(os.path.realpath(py)) != "python3":
+        real = os.path.basename(os.path.realpath(py))
+        for cmd, env in (([py], None), (["python3"], dict(os.environ, PATH="/usr/bin:/bin"))):
+            r = ukprobe(["stat", "-e", "p:n/short python3:PyObject_Malloc",
+                         "-e", "p:n/real %s:PyObject_Malloc" % real, "--"] + cmd +
+                        ["-c", "print('hi')"], env=env)
+            m = re.findall(r"^n/(short|real) +(\d+) +0$", r.stdout, re.M)
+            check(r.returncode == 0 and r.stdout.startswith("hi\n") and len(m) == 2 and
+                  m[0][1] == m[1][1] and int(m[0][1]) > 0 and r.stderr == "",
+                  "python3:PyObject_Malloc for %s" % cmd, show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

@@ -127,7 +127,9 @@ int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f
 		snprintf(buf, len, "probe point is not an instruction boundary%s", why);
 		return off_or_sym;
 	case EINVAL:
-		if (spec->is_return)
+		if (spec->is_return && f->why && f->why[0])
+			snprintf(buf, len, "cannot put a return probe here: %s", f->why);
+		else if (spec->is_return)
 			snprintf(buf, len, "cannot put a return probe here (blacklisted, or not a "
 				 "function entry)%s", why);
 		else

@@ -12,6 +12,14 @@
 #include <stdint.h>
 
 #define UKP_MAX_INSN_SIZE 15
+/*
+ * A called function's entry, as the call frame information describes it:
+ * the CFA is the stack pointer (DWARF register UKP_DWARF_SP) plus the
+ * return address's size, and the return address is saved at CFA minus
+ * that size (the CIE's initial row of every x86-64 compiler).
+ */
+#define UKP_DWARF_SP 7
+#define UKP_RET_ADDR_SIZE 8
 /* Bytes of one out-of-line slot: instruction + trailing int3, rounded. */
 #define UKP_SLOT_SIZE 32
 /*
