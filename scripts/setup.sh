@@ -3,7 +3,8 @@
 # with sudo available). Safe to run again.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
-      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev)
+      libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
+      python3.11 libpython3.11-testsuite sqlite3 pigz binutils)   # the torture tier's programs
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
