@@ -13,11 +13,12 @@
  *           directories, which the loader searches after ld.so.cache).
  *  _exit    the image's events are flushed and its final report sent
  *           (destructors do not run: shells and forked children end so).
- *  exec*    before the program is replaced, the image's events are
+ *  exec*    the library's interposers (src/exec.c) call the agent's
+ *           hooks: before the program is replaced, the image's events are
  *           flushed and its final report sent (else they are lost); with
  *           -f the new program's environment gets the agent back if the
- *           program dropped it; when the exec fails, tracing goes on in a
- *           new image.
+ *           program dropped it (ukpa_exec_env); when the exec fails,
+ *           tracing goes on in a new image.
  *
  * They carry glibc's version names (.symver, in nodes of the library's
  * version script) so that programs' versioned references bind to them.
@@ -42,7 +43,6 @@
 
 #include "agent.h"
 
-#define ENV_MAX 4096
 
 extern char **environ;
 
@@ -175,122 +175,6 @@ __attribute__((visibility("default"))) void *ukpa_dlopen_old(const char *file, i
 {
 	return dlopen_then_probe(file, mode, __builtin_return_address(0));
 }
-
-/* -------------------------------------------------------------- exec */
-
-enum exec_kind { BY_PATH, BY_FILE, BY_FD };
-
-static int real_exec(enum exec_kind kind, const char *path, int fd, char *const argv[],
-		     char *const envp[])
-{
-	static int (*ve)(const char *, char *const[], char *const[]);
-	static int (*vpe)(const char *, char *const[], char *const[]);
-	static int (*fe)(int, char *const[], char *const[]);
-
-	switch (kind) {
-	case BY_PATH:
-		if (!ve)
-			ve = (int (*)(const char *, char *const[], char *const[]))
-				dlvsym(RTLD_NEXT, "execve", "GLIBC_2.2.5");
-		return ve ? ve(path, argv, envp) : (errno = ENOSYS, -1);
-	case BY_FILE:
-		if (!vpe)
-			vpe = (int (*)(const char *, char *const[], char *const[]))
-				dlsym(RTLD_NEXT, "execvpe");
-		return vpe ? vpe(path, argv, envp) : (errno = ENOSYS, -1);
-	default:
-		if (!fe)
-			fe = (int (*)(int, char *const[], char *const[]))
-				dlvsym(RTLD_NEXT, "fexecve", "GLIBC_2.2.5");
-		return fe ? fe(fd, argv, envp) : (errno = ENOSYS, -1);
-	}
-}
-
-/* Every exec goes through here. */
-static int do_exec(enum exec_kind kind, const char *path, int fd, char *const argv[],
-		   char *const envp[])
-{
-	char *env[ENV_MAX];
-	int ret, saved;
-
-	ukpa_before_exec();
-	ret = real_exec(kind, path, fd, argv, ukpa_exec_env(envp, env, ENV_MAX));
-	saved = errno;
-	ukpa_after_failed_exec();
-	errno = saved;
-	return ret;
-}
-
-__asm__(".symver ukpa_execve, execve@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execve(const char *path, char *const argv[],
-						       char *const envp[])
-{
-	return do_exec(BY_PATH, path, -1, argv, envp);
-}
-
-__asm__(".symver ukpa_execv, execv@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execv(const char *path, char *const argv[])
-{
-	return do_exec(BY_PATH, path, -1, argv, environ);
-}
-
-__asm__(".symver ukpa_execvp, execvp@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_execvp(const char *file, char *const argv[])
-{
-	return do_exec(BY_FILE, file, -1, argv, environ);
-}
-
-__asm__(".symver ukpa_fexecve, fexecve@@GLIBC_2.2.5");
-__attribute__((visibility("default"))) int ukpa_fexecve(int fd, char *const argv[],
-							char *const envp[])
-{
-	return do_exec(BY_FD, NULL, fd, argv, envp);
-}
-
-/* The execl family: the arguments into an array (on the stack: may run
- * in a vfork() child). with_env: execle's envp follows the NULL. */
-#define ARGS_MAX 4096
-
-static int execl_common(enum exec_kind kind, const char *path, const char *arg, va_list ap,
-			bool with_env)
-{
-	char *argv[ARGS_MAX];
-	char *const *envp = environ;
-	size_t n = 0;
-
-	argv[n++] = (char *)arg;
-	while (arg && n < ARGS_MAX) {
-		arg = va_arg(ap, const char *);
-		argv[n++] = (char *)arg;
-	}
-	if (n == ARGS_MAX && arg) {
-		errno = E2BIG;
-		return -1;
-	}
-	if (with_env)
-		envp = va_arg(ap, char *const *);
-	return do_exec(kind, path, -1, argv, envp);
-}
-
-/* execl, execlp, execle: the same but for how they find the program
- * and where the environment comes from */
-#define EXECL(fn, kind, with_env)                                                  \
-	__asm__(".symver ukpa_" #fn ", " #fn "@@GLIBC_2.2.5");                     \
-	__attribute__((visibility("default"))) int ukpa_##fn(const char *path,     \
-							     const char *arg, ...) \
-	{                                                                          \
-		va_list ap;                                                        \
-		int ret;                                                           \
-                                                                                   \
-		va_start(ap, arg);                                                 \
-		ret = execl_common(kind, path, arg, ap, with_env);                 \
-		va_end(ap);                                                        \
-		return ret;                                                        \
-	}
-
-EXECL(execl, BY_PATH, false)
-EXECL(execlp, BY_FILE, false)
-EXECL(execle, BY_PATH, true)
 
 /* ------------------------------------------------------------- _exit */
 

@@ -266,13 +266,33 @@ extern bool ukp_scan_without_proc;            /* tests: as if /proc had no sysca
 
 /* ------------------------------------------------------------ signals */
 /* signals.c */
-int ukp_signals_install(void);                /* [reg] */
+int ukp_signals_install(void);                /* [reg], or [any] when not yet done */
+bool ukp_signals_installed(void);             /* [trap] */
+void ukp_signals_rewrap(void);                /* [reg] */
 void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc); /* [trap] */
 void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc); /* [trap] */
 uintptr_t ukp_libc_restorer(void);            /* glibc's __restore_rt, or 0 */
 void ukp_restore_rt(void);                    /* our own restorer (asm) */
 extern const uint64_t ukp_async_mask;         /* signals blocked during steps */
 extern const uint64_t ukp_fault_mask;         /* SIGSEGV|SIGBUS|SIGFPE|SIGILL|SIGTRAP */
+/* The signals the library keeps deliverable in the kernel's mask; the
+ * program's blocking of them is virtual (sigmask.c). */
+#define UKP_OWNED_MASK ((1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSEGV - 1)) | \
+			(1ULL << (SIGBUS - 1)) | (1ULL << (SIGFPE - 1)) |  \
+			(1ULL << (SIGILL - 1)) | (1ULL << (UKP_SCAN_SIG - 1)))
+/* sigmask.c: the program's view of its mask, per thread. */
+struct ukp_vmask_frame {
+	uint64_t prev;   /* the program's owned bits before the handler */
+	uint64_t kernel; /* owned bits the kernel had in uc (the library's) */
+};
+uint64_t ukp_vmask_get(void);                 /* [trap] */
+void ukp_vmask_set(uint64_t m);               /* [trap] */
+bool ukp_vmask_hold(int sig, const siginfo_t *info, bool *forced); /* [trap] */
+void ukp_vmask_flush(void);                   /* [trap] */
+void ukp_vmask_enter(ucontext_t *uc, uint64_t add, struct ukp_vmask_frame *f); /* [trap] */
+void ukp_vmask_leave(ucontext_t *uc, const struct ukp_vmask_frame *f); /* [trap] */
+bool ukp_exec_mask_enter(uint64_t *saved);    /* [any] around an execve */
+void ukp_exec_mask_leave(const uint64_t *saved);
 /* raw syscalls usable in [trap] */
 long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old);
 int ukp_sys_gettid(void);

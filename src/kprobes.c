@@ -381,6 +381,7 @@ static void do_init(void)
 		init_err = ret;
 		return;
 	}
+	ukp_signals_rewrap();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

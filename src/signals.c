@@ -11,23 +11,33 @@
  * and called by ukp_chain_signal() for every signal that is not ours, with
  * the flags and mask the program asked for.
  *
- * The interposers also keep SIGTRAP deliverable: a blocked SIGTRAP at an
- * int3 makes the kernel reset it to SIG_DFL and kill the process, so it is
- * dropped from every mask the program sets (sigprocmask, pthread_sigmask,
- * sa_mask).
+ * The library's signals also stay deliverable: a blocked SIGTRAP at an
+ * int3 makes the kernel reset it to SIG_DFL and kill the process, and a
+ * blocked SIGSEGV does the same to copy_from_user_nofault() or a
+ * faulting probe handler. The kernel never gets them in a mask from the
+ * program (sa_mask here, sigprocmask and the others in sigmask.c); the
+ * program's blocking of them is kept per thread and shown back to it
+ * (sigmask.c): the program's handlers run between ukp_vmask_enter() and
+ * ukp_vmask_leave(), and an owned signal the program sent while it
+ * blocks it is held until it unblocks it (ukp_chain_signal).
+ *
+ * The handlers are installed when the library is loaded (a constructor),
+ * so that copy_from_user_nofault() and the masks work before anything
+ * else is called, on every thread.
  *
  * Every other handler the program installs through sigaction()/signal()
  * is wrapped: the kernel gets prog_wrapper (same flags plus SA_SIGINFO,
- * same mask plus UKP_SCAN_SIG until the context is recorded), which
+ * same mask less the owned signals, plus UKP_SCAN_SIG until the context
+ * is recorded), which
  * keeps the interrupted context on a per-thread stack while the
  * program's handler runs (ukp_uc_push, threads.c), so that a thread scan
  * sees a thread whose signal frame returns into a slot.
  * Reading the action back gives the program's handler, not the wrapper.
  * Handlers already in the kernel when the library installs its own are
- * wrapped then (wrap_installed_handler).
+ * wrapped then, and again when the registry starts (wrap_installed_handler).
  * UKP_SCAN_SIG (SIGRTMAX) is owned like SIGTRAP: the scan uses it, the
- * program's actions for it are recorded and chained, and it is dropped
- * from every mask the program sets.
+ * program's actions for it are recorded and chained, and the program
+ * blocks it in its view only.
  *
  * Not covered: code that calls the rt_sigaction/rt_sigprocmask system
  * calls directly, and the old System V sigset()/sighold() family.
@@ -147,8 +157,6 @@ static unsigned long kernel_sa_flags = ~0UL; /* KERNEL_SA_FLAGS on >= 5.11 */
 static uintptr_t page_mask = 4095; /* set at install time */
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
-static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
 static int (*real_dlclose)(void *);
 
 /* Resolve the next definitions once, before main (dlsym is not
@@ -157,10 +165,6 @@ __attribute__((constructor)) static void resolve_reals(void)
 {
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
 		dlsym(RTLD_NEXT, "sigaction");
-	real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))
-		dlsym(RTLD_NEXT, "sigprocmask");
-	real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))
-		dlsym(RTLD_NEXT, "pthread_sigmask");
 	real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
 }
 
@@ -190,13 +194,16 @@ static UKP_TRAP_TEXT void copy_words(void *dst, const void *src, size_t bytes)
  * SIGTRAP: libc's sigaction, called under the lock, may be probed (a
  * blocked SIGTRAP from a breakpoint is fatal), and our breakpoint path
  * never takes this lock for a breakpoint of ours. */
-static UKP_TRAP_TEXT void act_lock_acquire(uint64_t *old)
+static UKP_TRAP_TEXT void act_lock_acquire_blocking(uint64_t *old, uint64_t all)
 {
-	uint64_t all = ~(1ULL << (SIGTRAP - 1));
-
 	ukp_sys_sigprocmask(SIG_BLOCK, &all, old);
 	while (atomic_flag_test_and_set_explicit(&act_lock, memory_order_acquire))
 		__builtin_ia32_pause();
+}
+
+static UKP_TRAP_TEXT void act_lock_acquire(uint64_t *old)
+{
+	act_lock_acquire_blocking(old, ~(1ULL << (SIGTRAP - 1)));
 }
 
 static UKP_TRAP_TEXT void act_lock_release(const uint64_t *old)
@@ -253,6 +260,7 @@ static UKP_TRAP_TEXT bool is_function(const struct sigaction *sa)
 static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 {
 	const uint64_t scan_bit = SIGBIT(UKP_SCAN_SIG);
+	struct ukp_vmask_frame vf;
 	struct sigaction sa;
 
 	if (sig <= 0 || sig > 64)
@@ -273,6 +281,8 @@ static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 		return;
 	}
 	ukp_uc_push(uc);
+	/* the owned signals of its sa_mask are blocked in its view only */
+	ukp_vmask_enter(uc, *(const uint64_t *)&sa.sa_mask, &vf);
 	ukp_sys_sigprocmask(SIG_UNBLOCK, &scan_bit, NULL);
 	if (sa.sa_flags & SA_SIGINFO)
 		sa.sa_sigaction(sig, info, uc);
@@ -280,6 +290,7 @@ static UKP_TRAP_TEXT void prog_wrapper(int sig, siginfo_t *info, void *uc)
 		sa.sa_handler(sig);
 	ukp_sys_sigprocmask(SIG_BLOCK, &scan_bit, NULL);
 	ukp_uc_pop();
+	ukp_vmask_leave(uc, &vf);
 }
 
 /* [any] The action the kernel gets for the program's action act. */
@@ -288,7 +299,16 @@ static void wrapper_action(struct sigaction *k, const struct sigaction *act)
 	*k = *act;
 	k->sa_sigaction = prog_wrapper;
 	k->sa_flags |= SA_SIGINFO;
+	*(uint64_t *)&k->sa_mask &= ~UKP_OWNED_MASK;
 	sigaddset(&k->sa_mask, UKP_SCAN_SIG);
+}
+
+/* [any] The program's own signals of sa_mask (the kernel was given it
+ * without them), from its recorded action. */
+static void restore_owned_mask(struct sigaction *sa, const struct sigaction *prev)
+{
+	*(uint64_t *)&sa->sa_mask = (*(uint64_t *)&sa->sa_mask & ~UKP_OWNED_MASK) |
+				    (*(const uint64_t *)&prev->sa_mask & UKP_OWNED_MASK);
 }
 
 /* [any] An action read back from the kernel: the program's handler where
@@ -300,14 +320,18 @@ static void unwrap_action(struct sigaction *sa, const struct sigaction *prev)
 		/* the kernel reset our wrapper to SIG_DFL (SA_RESETHAND) and
 		 * kept its flags: the program never asked for SA_SIGINFO */
 		sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
-		sigdelset(&sa->sa_mask, UKP_SCAN_SIG);
+		restore_owned_mask(sa, prev);
 		return;
 	}
-	if (sa->sa_sigaction != prog_wrapper)
+	if (sa->sa_sigaction != prog_wrapper) {
+		/* SIG_DFL/SIG_IGN set through sigaction(): its mask as given */
+		if (sa->sa_handler == prev->sa_handler && !is_function(prev))
+			restore_owned_mask(sa, prev);
 		return;
+	}
 	sa->sa_sigaction = prev->sa_sigaction;
 	sa->sa_flags = (sa->sa_flags & ~SA_SIGINFO) | (prev->sa_flags & SA_SIGINFO);
-	sigdelset(&sa->sa_mask, UKP_SCAN_SIG);
+	restore_owned_mask(sa, prev);
 }
 
 /* ---------------------------------------------------- installation */
@@ -356,7 +380,10 @@ int ukp_signals_install(void)
 
 	if (atomic_load(&installed))
 		return 0;
-	act_lock_acquire(&old);
+	/* Every signal blocked, SIGTRAP too: no probe exists before this,
+	 * and a handler of the program that interrupted us here could call
+	 * copy_from_user_nofault(), which installs (and spins on the lock). */
+	act_lock_acquire_blocking(&old, ~0ULL);
 	if (atomic_load(&installed))
 		goto out;
 	page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
@@ -413,10 +440,44 @@ int ukp_signals_install(void)
 	}
 	for (int sig = 1; sig < 65; sig++)
 		wrap_installed_handler(sig);
+	/* What this thread blocked of ours before (an exec'd image keeps
+	 * the mask) becomes its program's view, and deliverable for real. */
+	ukp_vmask_set(ukp_vmask_get() | (old & UKP_OWNED_MASK));
+	old &= ~UKP_OWNED_MASK;
 	atomic_store(&installed, true);
 out:
 	act_lock_release(&old);
 	return ret;
+}
+
+/* [reg] Wrap the handlers that reached the kernel behind the library's
+ * back since it was loaded (raw rt_sigaction): done again when the
+ * registry starts, so that their frames are seen by thread scans. */
+void ukp_signals_rewrap(void)
+{
+	uint64_t old;
+
+	if (!atomic_load(&installed))
+		return;
+	act_lock_acquire(&old);
+	for (int sig = 1; sig < 65; sig++)
+		wrap_installed_handler(sig);
+	act_lock_release(&old);
+}
+
+/* [any] Whether the handlers are in place (copy_from_user_nofault). */
+UKP_TRAP_TEXT bool ukp_signals_installed(void)
+{
+	return atomic_load_explicit(&installed, memory_order_acquire);
+}
+
+/* At load time: copy_from_user_nofault() and the program's view of its
+ * masks must work before any other call into the library. */
+__attribute__((constructor(65535))) static void install_at_load(void)
+{
+	if (!real_sigaction)
+		resolve_reals();
+	ukp_signals_install();
 }
 
 /* [reg] glibc's __restore_rt, found at install time (0 if unknown). */
@@ -439,12 +500,19 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 	uint64_t *ucmask = (uint64_t *)&uc->uc_sigmask;
 	int idx = owned_index(sig);
 	struct sigaction sa;
+	bool forced;
 	void *h;
 
 	if (idx < 0)
 		return;
+	/* Blocked in the program's view: a sent signal waits there; a
+	 * fault cannot wait and kills (the kernel's force_sig). */
+	if (ukp_vmask_hold(sig, info, &forced))
+		return;
 	prog_action_read(idx, &sa);
 	h = (void *)sa.sa_handler;
+	if (forced)
+		h = (void *)SIG_DFL;
 	if (h == (void *)SIG_IGN) {
 		/* An ignored fault raised by the CPU kills the process, as
 		 * the kernel does (force_sig resets it to SIG_DFL). */
@@ -470,11 +538,17 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		return;
 	}
 	{
-		uint64_t m = *ucmask | *(const uint64_t *)&sa.sa_mask;
+		/* The kernel's mask for the handler: the interrupted one (less
+		 * the library's SIGTRAP and scan signal) plus sa_mask, without
+		 * the owned signals; those, and sig itself, are blocked in the
+		 * program's view (ukp_vmask_enter). */
+		uint64_t add = *(const uint64_t *)&sa.sa_mask;
+		uint64_t m = (*ucmask & ~(SIGBIT(SIGTRAP) | SIGBIT(UKP_SCAN_SIG))) |
+			     (add & ~UKP_OWNED_MASK);
+		struct ukp_vmask_frame vf;
 
 		if (!(sa.sa_flags & SA_NODEFER))
-			m |= SIGBIT(sig);
-		m &= ~(SIGBIT(SIGTRAP) | SIGBIT(UKP_SCAN_SIG));
+			add |= SIGBIT(sig);
 		if (sa.sa_flags & SA_RESETHAND) {
 			/* One-shot: as the kernel, reset the handler only; the
 			 * flags and mask stay and are read back. */
@@ -490,6 +564,7 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		/* the scan signal (blocked in our handlers) is let in only
 		 * while uc is on the stack of contexts (see prog_wrapper) */
 		ukp_uc_push(uc);
+		ukp_vmask_enter(uc, add, &vf);
 		ukp_sys_sigprocmask(SIG_SETMASK, &m, NULL);
 		if (sa.sa_flags & SA_SIGINFO)
 			sa.sa_sigaction(sig, info, uc);
@@ -498,6 +573,7 @@ UKP_TRAP_TEXT void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		m = SIGBIT(UKP_SCAN_SIG);
 		ukp_sys_sigprocmask(SIG_BLOCK, &m, NULL);
 		ukp_uc_pop();
+		ukp_vmask_leave(uc, &vf);
 	}
 }
 
@@ -553,17 +629,6 @@ UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, uc
 
 /* ---------------------------------------------------- interposers */
 
-/* SIGTRAP and the scan signal must stay deliverable. */
-static void strip_sigtrap(const sigset_t **set, sigset_t *copy)
-{
-	if (*set && (sigismember(*set, SIGTRAP) == 1 || sigismember(*set, UKP_SCAN_SIG) == 1)) {
-		*copy = **set;
-		sigdelset(copy, SIGTRAP);
-		sigdelset(copy, UKP_SCAN_SIG);
-		*set = copy;
-	}
-}
-
 /* The process the records above belong to (0: none written yet). */
 static _Atomic int records_pid;
 
@@ -598,7 +663,7 @@ static bool borrowed_memory(void)
  */
 static int child_sigaction(int sig, int idx, const struct sigaction *act, struct sigaction *oact)
 {
-	struct sigaction prev;
+	struct sigaction prev, copy;
 	int ret;
 
 	if (idx >= 0 && atomic_load(&installed)) {
@@ -607,6 +672,12 @@ static int child_sigaction(int sig, int idx, const struct sigaction *act, struct
 		return 0;
 	}
 	pa_read(&wrapped_actions[sig], &prev);
+	if (act && (*(const uint64_t *)&act->sa_mask & UKP_OWNED_MASK)) {
+		/* the library's signals stay deliverable in the kernel */
+		copy = *act;
+		*(uint64_t *)&copy.sa_mask &= ~UKP_OWNED_MASK;
+		act = &copy;
+	}
 	ret = call_real_sigaction(sig, act, oact);
 	if (ret == 0 && oact)
 		unwrap_action(oact, &prev);
@@ -627,21 +698,15 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	int idx = owned_index(sig);
 	struct sigaction copy;
 
-	if (act && (sigismember(&act->sa_mask, SIGTRAP) == 1 ||
-		    sigismember(&act->sa_mask, UKP_SCAN_SIG) == 1)) {
-		copy = *act;
-		sigdelset(&copy.sa_mask, SIGTRAP);
-		sigdelset(&copy.sa_mask, UKP_SCAN_SIG);
-		act = &copy;
-	}
 	if (sig > 0 && sig < 65 && borrowed_memory())
 		return child_sigaction(sig, idx, act, oact);
+	/* The owned signals of sa_mask are recorded as given and blocked
+	 * in the program's view only while its handler runs. */
 	if (idx >= 0 && atomic_load(&installed)) {
 		uint64_t old;
 
 		if (act) {
-			if (act != &copy)
-				copy = *act;
+			copy = *act;
 			sigdelset(&copy.sa_mask, SIGKILL);
 			sigdelset(&copy.sa_mask, SIGSTOP);
 			copy.sa_flags &= (int)kernel_sa_flags;
@@ -667,7 +732,17 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 
 		act_lock_acquire(&old);
 		pa_read(&wrapped_actions[sig], &prev);
-		if (act && is_function(act)) {
+		if (act && !is_function(act) &&
+		    (*(const uint64_t *)&act->sa_mask & UKP_OWNED_MASK)) {
+			/* SIG_DFL/SIG_IGN: recorded as given, the kernel
+			 * gets its mask without the owned signals */
+			pa_write(&wrapped_actions[sig], act);
+			copy = *act;
+			*(uint64_t *)&copy.sa_mask &= ~UKP_OWNED_MASK;
+			ret = call_real_sigaction(sig, &copy, oact);
+			if (ret)
+				pa_write(&wrapped_actions[sig], &prev);
+		} else if (act && is_function(act)) {
 			wrapper_action(&k, act);
 			pa_write(&wrapped_actions[sig], act);
 			ret = call_real_sigaction(sig, &k, oact);
@@ -726,30 +801,6 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighand
 __attribute__((visibility("default"))) sighandler_t __sysv_signal(int sig, sighandler_t handler)
 {
 	return sysv_signal(sig, handler);
-}
-
-__attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *set,
-						       sigset_t *old)
-{
-	sigset_t copy;
-
-	if (how != SIG_UNBLOCK)
-		strip_sigtrap(&set, &copy);
-	if (real_sigprocmask)
-		return real_sigprocmask(how, set, old);
-	return (int)ukp_sys_sigprocmask(how, (const uint64_t *)set, (uint64_t *)old);
-}
-
-__attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t *set,
-							   sigset_t *old)
-{
-	sigset_t copy;
-
-	if (how != SIG_UNBLOCK)
-		strip_sigtrap(&set, &copy);
-	if (real_pthread_sigmask)
-		return real_pthread_sigmask(how, set, old);
-	return -(int)ukp_sys_sigprocmask(how, (const uint64_t *)set, (uint64_t *)old);
 }
 
 void ukp_after_dlclose(void);

@@ -772,12 +772,22 @@ UKP_TRAP_TEXT struct kprobe *kprobe_running(void)
 	return ukp_ctl.cur_kp;
 }
 
+/* [any] A copy for the public API. The fixup is done by the library's
+ * SIGSEGV/SIGBUS handler, installed when the library is loaded; called
+ * before that (from another object's constructor), it is installed now. */
+static UKP_TRAP_TEXT long public_copy_nofault(void *dst, const void *src, size_t size)
+{
+	if (__builtin_expect(!ukp_signals_installed(), 0) && ukp_signals_install())
+		return -EFAULT;
+	return arch_copy_nofault(dst, src, size);
+}
+
 /* [any] */
 UKP_TRAP_TEXT long copy_from_user_nofault(void *dst, const void *src, size_t size)
 {
 	if (!size)
 		return 0;
-	return arch_copy_nofault(dst, src, size);
+	return public_copy_nofault(dst, src, size);
 }
 
 /* [any] */
@@ -785,8 +795,8 @@ UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs
 {
 	unsigned long v;
 
-	if (arch_copy_nofault(&v, (const void *)(regs->sp + (unsigned long)n * sizeof(long)),
-			      sizeof(v)))
+	if (public_copy_nofault(&v, (const void *)(regs->sp + (unsigned long)n * sizeof(long)),
+				sizeof(v)))
 		return 0;
 	return v;
 }

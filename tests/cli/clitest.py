@@ -572,6 +572,50 @@ def case_segv():
     check(r.stdout == "recovered 3\n", "the program's handler ran", show(r))
 
 
+SIGMASK_PY = r"""
+import os, signal, subprocess
+S = signal
+S.pthread_sigmask(S.SIG_BLOCK, [S.SIGTRAP])
+print("mask", sorted(S.pthread_sigmask(S.SIG_BLOCK, [])))
+got = []
+S.signal(S.SIGTRAP, lambda s, f: got.append(int(s)))
+os.kill(os.getpid(), S.SIGTRAP)
+print("pending", sorted(S.sigpending()), "got", got)
+r = subprocess.run(["grep", "SigBlk", "/proc/self/status"], capture_output=True, text=True)
+print("child", r.stdout.strip())
+S.pthread_sigmask(S.SIG_UNBLOCK, [S.SIGTRAP])
+print("pending", sorted(S.sigpending()), "got", got)
+S.pthread_sigmask(S.SIG_SETMASK, [S.SIGSEGV, S.SIGUSR1, S.SIGTRAP])
+print("mask", sorted(S.pthread_sigmask(S.SIG_BLOCK, [])))
+os.kill(os.getpid(), S.SIGTRAP)
+print("wait", S.sigtimedwait([S.SIGTRAP], 0).si_signo, "got", got)
+"""
+
+
+def case_python_sigmask():
+    """Python blocks SIGTRAP under probes: it sees exactly what it sees
+    without them (mask, pending, a child's mask, sigtimedwait)."""
+    py = "/usr/bin/python3"
+    if not os.access(py, os.X_OK):
+        print("skip: no %s" % py)
+        sys.exit(77)
+    plain = subprocess.run([py, "-c", SIGMASK_PY], capture_output=True, text=True, timeout=60)
+    check(plain.returncode == 0 and "child SigBlk:\t0000000000000010" in plain.stdout,
+          "the run without probes", show(plain))
+    with tempfile.TemporaryDirectory() as d:
+        st = os.path.join(d, "stat")
+        r = ukprobe(["stat", "-o", st, "-e", "p libc.so.6:malloc", "-e", "p libc.so.6:getpid",
+                     "--", py, "-c", SIGMASK_PY])
+        with open(st) as f:
+            table = f.read()
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    check(r.stdout == plain.stdout, "the output differs from the run without probes",
+          show(r), plain.stdout)
+    hits = {row.split()[0]: int(row.split()[1]) for row in table.splitlines()[1:] if row.strip()}
+    check(hits.get("ukprobes/p_malloc_0", 0) > 0 and hits.get("ukprobes/p_getpid_0", 0) > 0,
+          "the probes fired", table)
+
+
 TYPES_OUT = "letter 118 flags 4464 tally 1003 dispatch 21 fact 24 probe everything\n"
 TYPES_SPECS = [
     "p letter c=%di:char cx=%di:x8 q=@motto+2:char",

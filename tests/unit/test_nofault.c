@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy_from_user_nofault() (and the other public functions that may be
+ * called at any time) in every state of the library: before anything
+ * else was called, on threads that never hit a probe, after every probe
+ * was unregistered, with kprobes disabled, in a forked child, in the
+ * program's own signal handlers and in probe handlers (breakpoint and
+ * optimized). Each state is tried twice: as it is, and with the fault
+ * signals blocked by the program (the library must keep them
+ * deliverable, or the kernel kills the process at the first bad read).
+ *
+ * Every test runs in its own process, forked from a runner that never
+ * registers a probe: "before anything else" is the state each test
+ * starts in.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ukprobes.h"
+#include "ukp_test.h"
+
+/* Targets: nf_opt's first two instructions make a 5-byte region
+ * (optimizable); nf_bp gets a probe with a post_handler (breakpoint). */
+__asm__(".text\n"
+	".globl nf_opt\n .type nf_opt,@function\n"
+	"nf_opt:\n"
+	"	movl %edi, %eax\n"
+	"	addl $7, %eax\n"
+	"	ret\n"
+	".size nf_opt, .-nf_opt\n"
+	".globl nf_bp\n .type nf_bp,@function\n"
+	"nf_bp:\n"
+	"	movl %edi, %eax\n"
+	"	addl $9, %eax\n"
+	"	ret\n"
+	".size nf_bp, .-nf_bp\n");
+int nf_opt(int x);
+int nf_bp(int x);
+
+static void *unmapped(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(munmap(p, (size_t)ps), 0);
+	return p;
+}
+
+/* [any, signal handler] The bad reads, as a bit mask of failures. */
+static void *volatile bad_page;
+
+static int bad_reads(void)
+{
+	char buf[32];
+	int fails = 0;
+
+	if (copy_from_user_nofault(buf, NULL, 8) != -EFAULT)
+		fails |= 1;
+	if (copy_from_user_nofault(buf, bad_page, sizeof(buf)) != -EFAULT)
+		fails |= 2;
+	if (copy_from_user_nofault(buf, (void *)0xffff800000000000UL, 8) != -EFAULT)
+		fails |= 4;
+	return fails;
+}
+
+static void block_faults(int how)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGSEGV);
+	sigaddset(&s, SIGBUS);
+	cr_assert_eq(sigprocmask(how, &s, NULL), 0);
+}
+
+/* The state as it is, then with the fault signals blocked. */
+static void expect_nofault_works(const char *state)
+{
+	static const long good = 0x1234;
+	long v = 0;
+
+	bad_page = unmapped();
+	cr_expect_eq(bad_reads(), 0, "%s: a bad read did not give -EFAULT", state);
+	cr_expect_eq(copy_from_user_nofault(&v, &good, sizeof(v)), 0, "%s", state);
+	cr_expect_eq(v, 0x1234);
+	block_faults(SIG_BLOCK);
+	cr_expect_eq(bad_reads(), 0, "%s, SIGSEGV blocked: no -EFAULT", state);
+	block_faults(SIG_UNBLOCK);
+}
+
+Test(nofault, before_anything_else)
+{
+	char two[2];
+	long ps = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 2 * (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	struct pt_regs regs;
+
+	/* the first call into the library */
+	cr_expect_eq(copy_from_user_nofault(two, NULL, 1), -EFAULT);
+	/* a range that runs into an unmapped page */
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(munmap(p + ps, (size_t)ps), 0);
+	cr_expect_eq(copy_from_user_nofault(two, p + ps - 1, 2), -EFAULT);
+	cr_expect_eq(copy_from_user_nofault(two, p + ps - 1, 1), 0);
+	memset(&regs, 0, sizeof(regs));
+	cr_expect_eq(regs_get_kernel_stack_nth(&regs, 0), 0);
+	expect_nofault_works("before anything else");
+}
+
+/* The other functions that may be called at any time, first thing. */
+Test(nofault, other_entry_points_before_anything_else)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct pt_regs regs;
+	void *cur = NULL;
+	long word = 0;
+
+	memset(&regs, 0, sizeof(regs));
+	regs.sp = (unsigned long)bad_page;
+	cr_expect_eq(regs_get_kernel_stack_nth(&regs, 3), 0);
+	cr_expect_null(kprobe_running());
+	cr_expect(kprobes_enabled());
+	cr_expect_eq(kprobes_handler_faults(), 0);
+	cr_expect(!is_kretprobe_trampoline(0));
+	cr_expect(!is_kretprobe_trampoline((unsigned long)nf_opt));
+	cr_expect_eq(kretprobe_find_ret_addr(0, &word, &cur), 0);
+	cr_expect_eq(kprobes_show_list(f), 0);
+	fflush(f);
+	cr_expect_eq(len, 0, "no probe listed: %s", buf);
+	cr_expect_eq(kprobes_show_blacklist(f), 0);
+	fclose(f);
+	cr_expect_gt(len, 0, "the blacklist is listed");
+	free(buf);
+	cr_expect_geq(ukprobes_optimizable((void *)nf_opt, NULL), 0);
+	cr_expect_eq(ukprobes_wait_optimizer(), 0);
+	expect_nofault_works("after the other entry points");
+}
+
+/* A thread that exists before the first registration; it reads before,
+ * and after the main thread registered, hit and unregistered a probe,
+ * without ever hitting one. */
+static atomic_int phase;
+static atomic_int thread_fails;
+
+static void *early_thread(void *arg)
+{
+	(void)arg;
+	atomic_fetch_or(&thread_fails, bad_reads());
+	atomic_store(&phase, 1);
+	while (atomic_load(&phase) != 2)
+		usleep(1000);
+	atomic_fetch_or(&thread_fails, bad_reads() << 4);
+	return NULL;
+}
+
+static atomic_int pre_hits;
+static int count_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&pre_hits, 1);
+	return 0;
+}
+
+static void count_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+}
+
+Test(nofault, thread_created_before_the_library_started_never_hit)
+{
+	struct kprobe kp = { .symbol_name = "nf_bp", .pre_handler = count_pre,
+			     .post_handler = count_post };
+	pthread_t t;
+
+	bad_page = unmapped();
+	cr_assert_eq(pthread_create(&t, NULL, early_thread, NULL), 0);
+	while (atomic_load(&phase) != 1)
+		usleep(1000);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_expect_eq(nf_bp(1), 10);
+	cr_expect_eq(atomic_load(&pre_hits), 1);
+	unregister_kprobe(&kp);
+	atomic_store(&phase, 2);
+	pthread_join(t, NULL);
+	cr_expect_eq(atomic_load(&thread_fails), 0, "failures %#x", atomic_load(&thread_fails));
+}
+
+static void *blocked_thread(void *arg)
+{
+	sigset_t s;
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, SIGSEGV);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	return (void *)(intptr_t)bad_reads();
+}
+
+Test(nofault, new_thread_with_sigsegv_blocked)
+{
+	pthread_t t;
+	void *r;
+
+	bad_page = unmapped();
+	cr_assert_eq(pthread_create(&t, NULL, blocked_thread, NULL), 0);
+	pthread_join(t, &r);
+	cr_expect_eq(r, NULL);
+}
+
+Test(nofault, after_every_probe_was_unregistered)
+{
+	struct kprobe a = { .symbol_name = "nf_bp", .pre_handler = count_pre,
+			    .post_handler = count_post };
+	struct kprobe b = { .symbol_name = "nf_opt", .pre_handler = count_pre };
+
+	cr_assert_eq(register_kprobe(&a), 0);
+	cr_assert_eq(register_kprobe(&b), 0);
+	cr_expect_eq(nf_bp(1) + nf_opt(1), 18);
+	unregister_kprobe(&a);
+	unregister_kprobe(&b);
+	expect_nofault_works("after unregistering");
+}
+
+Test(nofault, with_kprobes_disabled)
+{
+	struct kprobe a = { .symbol_name = "nf_bp", .pre_handler = count_pre,
+			    .post_handler = count_post };
+
+	cr_assert_eq(register_kprobe(&a), 0);
+	cr_assert_eq(kprobes_set_enabled(false), 0);
+	expect_nofault_works("kprobes disabled");
+	cr_assert_eq(kprobes_set_enabled(true), 0);
+	unregister_kprobe(&a);
+}
+
+Test(nofault, in_a_forked_child)
+{
+	int status;
+	pid_t pid;
+
+	bad_page = unmapped();
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		sigset_t s;
+		int f = bad_reads();
+
+		sigemptyset(&s);
+		sigaddset(&s, SIGSEGV);
+		sigprocmask(SIG_BLOCK, &s, NULL);
+		_exit(f | bad_reads() << 4);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status), "the child died of signal %d", WTERMSIG(status));
+	cr_expect_eq(WEXITSTATUS(status), 0);
+}
+
+/* The program's handler of an asynchronous signal, blocking every signal
+ * while it runs (sa_mask from sigfillset). */
+static volatile int handler_fails = -1;
+
+static void usr1_reads(int sig)
+{
+	handler_fails = bad_reads();
+}
+
+Test(nofault, in_the_programs_signal_handler)
+{
+	struct sigaction sa;
+
+	bad_page = unmapped();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = usr1_reads;
+	sigfillset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	raise(SIGUSR1);
+	cr_expect_eq(handler_fails, 0);
+}
+
+/* The program's own SIGSEGV handler, for a fault of the program's own
+ * (SIGSEGV is blocked while it runs). */
+static sigjmp_buf out;
+
+static void segv_reads(int sig)
+{
+	handler_fails = bad_reads();
+	siglongjmp(out, 1);
+}
+
+Test(nofault, in_the_programs_sigsegv_handler)
+{
+	struct sigaction sa;
+
+	bad_page = unmapped();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = segv_reads;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGSEGV, &sa, NULL), 0);
+	handler_fails = -1;
+	if (sigsetjmp(out, 1) == 0)
+		ukt_load_int(NULL);
+	cr_expect_eq(handler_fails, 0);
+	/* and again: the handler's exit restored the mask */
+	handler_fails = -1;
+	if (sigsetjmp(out, 1) == 0)
+		ukt_load_int(bad_page);
+	cr_expect_eq(handler_fails, 0);
+}
+
+/* Probe handlers, breakpoint and optimized, with the fault signals
+ * blocked by the program (the optimized one runs in the thread's own
+ * context, with the program's mask). */
+static atomic_int probe_fails = -1;
+
+static int reading_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_store(&probe_fails, bad_reads());
+	return 0;
+}
+
+Test(nofault, from_within_probe_handlers)
+{
+	struct kprobe bp = { .symbol_name = "nf_bp", .pre_handler = reading_pre,
+			     .post_handler = count_post };
+	struct kprobe opt = { .symbol_name = "nf_opt", .pre_handler = reading_pre };
+
+	bad_page = unmapped();
+	cr_assert_eq(register_kprobe(&bp), 0);
+	cr_assert_eq(register_kprobe(&opt), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&opt), "nf_opt should be optimized");
+	cr_expect(!kprobe_optimized(&bp));
+	block_faults(SIG_BLOCK);
+	cr_expect_eq(nf_bp(1), 10);
+	cr_expect_eq(atomic_exchange(&probe_fails, -1), 0, "breakpoint handler");
+	cr_expect_eq(nf_opt(1), 8);
+	cr_expect_eq(atomic_exchange(&probe_fails, -1), 0, "optimized handler");
+	block_faults(SIG_UNBLOCK);
+	cr_expect_eq(bp.nmissed + opt.nmissed, 0, "no handler fault was counted");
+	cr_expect_eq(kprobes_handler_faults(), 0);
+	unregister_kprobe(&bp);
+	unregister_kprobe(&opt);
+}
