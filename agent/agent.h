@@ -147,6 +147,7 @@ bool ukpa_probes_pending(void);
  * through pointers, only system calls and code of this object. */
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);

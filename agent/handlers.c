@@ -53,6 +53,22 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/* stat's return handler (no --filter): count, nothing else, and no
+ * entry handler to copy the registers */
+int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kretprobe *rp = get_kretprobe(ri);
+	struct ukpa_probe *pr;
+
+	(void)regs;
+	if (!rp)
+		return 0;
+	pr = container_of(rp, struct ukpa_probe, rp);
+	if (recording(pr))
+		ukpa_count_hit(pr);
+	return 0;
+}
+
 /* Return probes: the registers at the entry are kept for $argN. */
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {

@@ -235,7 +235,11 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	}
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
-	if (spec->is_return) {
+	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !spec->filter) {
+		pr->rp.handler = ukpa_rp_count;
+		pr->rp.maxactive = spec->maxactive;
+		ret = register_kretprobe(&pr->rp);
+	} else if (spec->is_return) {
 		pr->rp.handler = ukpa_rp_ret;
 		pr->rp.entry_handler = ukpa_rp_entry;
 		pr->rp.data_size = sizeof(struct pt_regs);

@@ -7,7 +7,8 @@ set -euo pipefail
 # executable).
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
-      liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3)
+      liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
+      libpython3.11-testsuite pigz)   # the last two: the torture tier's programs
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -102,6 +102,38 @@ static const char *const libc_masked[] = {
 	"__libc_sigaction", "sigprocmask", "pthread_sigmask", "execve",
 };
 
+/*
+ * glibc functions whose body, not their entry, runs with every signal
+ * blocked: pthread_create blocks them all (raw rt_sigprocmask) around
+ * the clone of the new thread, so that it starts with them blocked. A
+ * breakpoint inside it killed Python's threads (found by the torture
+ * tier: a random probe on pthread_create+0x7ac). The entry (past an
+ * endbr64) stays probe-able: pthread_create is worth tracing, and the
+ * mask is only set further in.
+ */
+static const char *const libc_masked_body[] = { "pthread_create" };
+
+static void add_libc_masked_bodies(void)
+{
+	char spec[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(libc_masked_body) / sizeof(libc_masked_body[0]); i++) {
+		struct ukp_symres sym;
+		static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+		uint8_t b[4];
+		uintptr_t a, entry;
+
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_body[i]);
+		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym) || sym.size < 2)
+			continue;
+		entry = sym.start;
+		if (ukp_read_original(entry, b, 4) == 4 && !memcmp(b, endbr64, 4))
+			entry += 4;
+		add_range(entry + 1, sym.start + sym.size, libc_masked_body[i], NULL);
+	}
+}
+
 static void add_libc_masked(void)
 {
 	char spec[64];
@@ -170,6 +202,7 @@ static void rebuild(void)
 	ukp_for_each_nokprobe(add_range, NULL);
 	add_libc_masked();
 	add_libc_hit_path();
+	add_libc_masked_bodies();
 	built_gen = ukp_objects_generation();
 }
 

@@ -630,6 +630,61 @@ UKP_TRAP_TEXT void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, uc
 
 /* ---------------------------------------------------- interposers */
 
+/* The process the records above belong to (0: none written yet). */
+static _Atomic int records_pid;
+
+/*
+ * [any] True in a child that shares this memory with the process that
+ * owns the records without sharing its signal actions: a vfork() child
+ * (or clone(CLONE_VM)) until it execs or exits. Python's subprocess
+ * resets every handler in such a child before exec; written into the
+ * records, that would take the parent's handlers away. A fork() child
+ * has its own copy of the records: it takes them over. kcmp() tells the
+ * two apart (where it is missing, a child is taken for a fork child).
+ */
+static bool borrowed_memory(void)
+{
+	int pid = ukp_sys_getpid();
+	int owner = atomic_load(&records_pid);
+
+	if (owner == pid)
+		return false;
+	if (owner && syscall(SYS_kcmp, pid, owner, 1 /* KCMP_VM */, 0, 0) == 0)
+		return true;
+	atomic_store(&records_pid, pid);
+	return false;
+}
+
+/*
+ * [any] sigaction() in a vfork() child (borrowed_memory): the child's own
+ * actions, in the kernel; the records stay the parent's. The library's
+ * signals keep its handlers (the child runs the same, probed, text until
+ * it execs): a new action for one of them is not kept, reading one gives
+ * the parent's.
+ */
+static int child_sigaction(int sig, int idx, const struct sigaction *act, struct sigaction *oact)
+{
+	struct sigaction prev, copy;
+	int ret;
+
+	if (idx >= 0 && atomic_load(&installed)) {
+		if (oact)
+			prog_action_read(idx, oact);
+		return 0;
+	}
+	pa_read(&wrapped_actions[sig], &prev);
+	if (act && (*(const uint64_t *)&act->sa_mask & UKP_OWNED_MASK)) {
+		/* the library's signals stay deliverable in the kernel */
+		copy = *act;
+		*(uint64_t *)&copy.sa_mask &= ~UKP_OWNED_MASK;
+		act = &copy;
+	}
+	ret = call_real_sigaction(sig, act, oact);
+	if (ret == 0 && oact)
+		unwrap_action(oact, &prev);
+	return ret;
+}
+
 /*
  * [any] The program's sigaction(): for a signal the library owns, only
  * recorded (and reported back); otherwise passed on. The record is what
@@ -644,6 +699,8 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	int idx = owned_index(sig);
 	struct sigaction copy;
 
+	if (sig > 0 && sig < 65 && borrowed_memory())
+		return child_sigaction(sig, idx, act, oact);
 	/* The owned signals of sa_mask are recorded as given and blocked
 	 * in the program's view only while its handler runs. */
 	if (idx >= 0 && atomic_load(&installed)) {

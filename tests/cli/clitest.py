@@ -237,6 +237,39 @@ def case_stat_golden():
           re.search(r"^ukprobes/p_add_0 +3 +0$", r.stdout, re.M), "stat to stdout", show(r))
 
 
+def case_events_file():
+    """-E FILE: SPECs one per line (comments and blank lines skipped), in
+    the order of the options; the same table as with -e."""
+    with tempfile.TemporaryDirectory() as d:
+        specs = os.path.join(d, "specs")
+        with open(specs, "w") as f:
+            f.write("# the basic SPECs\n\n")
+            for s in BASIC_SPECS[1:]:
+                f.write("  %s  \n# between\n" % s)
+        by_e, by_file = os.path.join(d, "e.stat"), os.path.join(d, "f.stat")
+        args = ["stat", "-o", by_e]
+        for s in BASIC_SPECS:
+            args += ["-e", s]
+        r = ukprobe(args + ["--", tgt("basic")])
+        check(r.returncode == 3 and r.stderr == "", "stat with -e", show(r))
+        r = ukprobe(["stat", "-o", by_file, "-e", BASIC_SPECS[0], "-E", specs,
+                     "--", tgt("basic")])
+        check(r.returncode == 3 and r.stderr == "", "stat with -E", show(r))
+        with open(by_e) as a, open(by_file) as b:
+            ta, tb = a.read(), b.read()
+        check(ta == tb and len(ta.splitlines()) == len(BASIC_SPECS) + 1,
+              "-E gives the table -e gives", ta, tb)
+        r = ukprobe(["stat", "-E", os.path.join(d, "nope"), "--", tgt("basic")])
+        check(r.returncode == 2 and r.stderr.startswith(PREFIX + os.path.join(d, "nope") +
+                                                        ": No such file or directory"),
+              "a missing file", show(r))
+        with open(specs, "a") as f:
+            f.write("p add+%\n")
+        r = ukprobe(["probes", "-E", specs, "--", tgt("basic")])
+        check(r.returncode == 2 and r.stderr.startswith(PREFIX + "p add+%"),
+              "a malformed SPEC in the file is reported", show(r))
+
+
 def case_trace_stdout():
     r = ukprobe(["trace", "-e", "p add a=%di:s32", "-e", "p greet", "--", tgt("basic")])
     check(r.returncode == 3 and r.stderr == "", "run", show(r))

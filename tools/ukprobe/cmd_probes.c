@@ -37,6 +37,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
 	      "  -p, --pid PID      in the running process PID (OBJ: as it has it loaded)\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"

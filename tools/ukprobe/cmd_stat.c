@@ -21,6 +21,7 @@ static void usage(FILE *out)
 	      "                     arguments are checked, and fetched only for --filter\n"
 	      "      --filter EXPR  count only the hits of the -e before it that pass EXPR\n"
 	      "                     (see ukprobe trace --help)\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
 	      "  -p, --pid PID[,PID]...\n"
 	      "                     attach to running processes instead of running CMD;\n"

@@ -48,6 +48,7 @@ static void usage(FILE *out)
 	      "      --trigger stacktrace[:N]\n"
 	      "                     after an -e: the user stack of each of its hits (the\n"
 	      "                     first N), \" => func+0xoff [obj]\" lines under the event\n"
+	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
 	      "                     no text trace is written then\n"

@@ -175,17 +175,109 @@ static int add_filter(char **filters, int ntexts, const char *arg)
 	return 0;
 }
 
-static void free_filters(char **filters, int n)
-{
-	int i;
+/* The SPECs of -e and -E, each with its --filter (malloc'ed, several
+ * joined by UKP_FILTER_SEP) and --trigger texts, in order. */
+struct spec_texts {
+	char **texts, **filters, **triggers;
+	int n, cap;
+	char **owned; /* texts read from -E files */
+	int nowned;
+};
 
-	for (i = 0; filters && i < n; i++)
-		free(filters[i]);
-	free(filters);
+/* 0 or -1 (said why); an owned text is freed on failure. */
+static int add_text(struct spec_texts *t, char *text, bool owned)
+{
+	if (t->n == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		char **texts = realloc(t->texts, (size_t)cap * sizeof(char *));
+		char **filters = texts ? realloc(t->filters, (size_t)cap * sizeof(char *)) : NULL;
+		char **triggers = filters ? realloc(t->triggers, (size_t)cap * sizeof(char *)) : NULL;
+		char **own = triggers ? realloc(t->owned, (size_t)cap * sizeof(char *)) : NULL;
+
+		if (texts)
+			t->texts = texts;
+		if (filters)
+			t->filters = filters;
+		if (triggers)
+			t->triggers = triggers;
+		if (own)
+			t->owned = own;
+		if (!own) {
+			if (owned)
+				free(text);
+			ukp_err("out of memory");
+			return -1;
+		}
+		t->cap = cap;
+	}
+	t->filters[t->n] = NULL;
+	t->triggers[t->n] = NULL;
+	t->texts[t->n++] = text;
+	if (owned)
+		t->owned[t->nowned++] = text;
+	return 0;
 }
 
 /*
- * -e SPEC (repeatable), --filter EXPR (after an -e), -o FILE, -f (not for probes), --no-optimize,
+ * -E FILE: one SPEC per line; blank lines and lines starting with '#'
+ * are skipped (for thousands of probes, which argv would make unwieldy).
+ * 0 or -1 (said why).
+ */
+static int add_file(struct spec_texts *t, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int ret = 0;
+
+	if (!f) {
+		ukp_err("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (!ret && (len = getline(&line, &cap, f)) >= 0) {
+		char *b = line, *e = line + len;
+
+		while (e > b && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		while (*b == ' ' || *b == '\t')
+			b++;
+		if (!*b || *b == '#')
+			continue;
+		b = strdup(b);
+		if (!b) {
+			ukp_err("out of memory");
+			ret = -1;
+			break;
+		}
+		ret = add_text(t, b, true);
+	}
+	if (!ret && ferror(f)) {
+		ukp_err("%s: %s", path, strerror(errno));
+		ret = -1;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static void free_texts(struct spec_texts *t)
+{
+	int i;
+
+	for (i = 0; i < t->nowned; i++)
+		free(t->owned[i]);
+	for (i = 0; t->filters && i < t->n; i++)
+		free(t->filters[i]);
+	free(t->owned);
+	free(t->texts);
+	free(t->filters);
+	free(t->triggers);
+}
+
+/*
+ * -e SPEC (repeatable), -E FILE (repeatable: a file of SPECs), --filter EXPR
+ * (after an -e), -o FILE, -f (not for probes), --no-optimize,
  * --json FILE (when json is not NULL), -h. s->mode tells the command.
  */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
@@ -193,6 +285,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 {
 	static const struct option opts[] = {
 		{ "event", required_argument, NULL, 'e' },
+		{ "events-file", required_argument, NULL, 'E' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -204,25 +297,22 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char **texts = calloc((size_t)argc, sizeof(*texts));
-	char **filters = calloc((size_t)argc, sizeof(*filters));
-	char **triggers = calloc((size_t)argc, sizeof(*triggers));
+	struct spec_texts t = { 0 };
 	const char *bad = NULL;
-	int ntexts = 0, c;
+	int c;
 
-	if (!texts || !filters || !triggers) {
-		free(filters);
-		free(triggers);
-		ukp_err("out of memory");
-		return UKP_EXIT_FAIL;
-	}
 	optind = 1;
 	opterr = 0; /* the messages below name ukprobe and the command */
-	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+:e:o:p:h" : "+:e:o:fp:d:h",
+	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+:e:E:o:p:h" : "+:e:E:o:fp:d:h",
 				opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
-			texts[ntexts++] = optarg;
+			if (add_text(&t, optarg, false))
+				goto fail;
+			break;
+		case 'E':
+			if (add_file(&t, optarg))
+				goto fail;
 			break;
 		case 'o':
 			*output = optarg;
@@ -255,7 +345,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 				bad = "--filter";
 				goto bad_option;
 			}
-			if (add_filter(filters, ntexts, optarg))
+			if (add_filter(t.filters, t.n, optarg))
 				goto usage;
 			break;
 		case OPT_TRIGGER:
@@ -263,16 +353,16 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 				bad = "--trigger";
 				goto bad_option;
 			}
-			if (!ntexts) {
+			if (!t.n) {
 				ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
 					"there is none", optarg);
 				goto usage;
 			}
-			if (triggers[ntexts - 1]) {
+			if (t.triggers[t.n - 1]) {
 				ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
 				goto usage;
 			}
-			triggers[ntexts - 1] = optarg;
+			t.triggers[t.n - 1] = optarg;
 			break;
 		case OPT_NO_OPTIMIZE:
 			s->no_optimize = true;
@@ -286,9 +376,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			break;
 		case 'h':
 			usage(stdout);
-			free(texts);
-			free_filters(filters, argc);
-			free(triggers);
+			free_texts(&t);
 			return 0;
 		case ':':
 			/* a short option, or a long one (its argv word) */
@@ -314,28 +402,22 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		goto usage;
 	}
 	/* probes OBJ [GLOB]: no SPEC; the command makes one */
-	if (s->mode == UKP_MODE_PROBES && !ntexts) {
-		free(texts);
-		free_filters(filters, argc);
-		free(triggers);
+	if (s->mode == UKP_MODE_PROBES && !t.n) {
+		free_texts(&t);
 		s->cmd = argv + optind;
 		return -1;
 	}
-	if (ukp_cli_parse_specs(texts, ntexts, &s->specs)) {
-		free(texts);
-		free_filters(filters, argc);
-		free(triggers);
+	if (ukp_cli_parse_specs(t.texts, t.n, &s->specs)) {
+		free_texts(&t);
 		return UKP_EXIT_USAGE;
 	}
-	s->nspecs = ntexts;
-	free(texts);
-	if (compile_filters(s->specs, filters, ntexts) || parse_triggers(s->specs, triggers, ntexts)) {
-		free_filters(filters, argc);
-		free(triggers);
+	s->nspecs = t.n;
+	if (compile_filters(s->specs, t.filters, t.n) ||
+	    parse_triggers(s->specs, t.triggers, t.n)) {
+		free_texts(&t);
 		return UKP_EXIT_USAGE;
 	}
-	free_filters(filters, argc);
-	free(triggers);
+	free_texts(&t);
 	s->cmd = argv + optind;
 	return -1;
 
@@ -343,8 +425,9 @@ bad_option:
 	ukp_err("option '%s' is not for ukprobe %s", bad, name);
 usage:
 	fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
-	free(texts);
-	free_filters(filters, argc);
-	free(triggers);
+	free_texts(&t);
 	return UKP_EXIT_USAGE;
+fail:
+	free_texts(&t);
+	return UKP_EXIT_FAIL;
 }

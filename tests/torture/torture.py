@@ -1,0 +1,614 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The torture tier: real Debian programs under thousands of probes.
+
+Each case runs a real program (Python's own regression tests, the sqlite3
+shell on a SQL workload, zlib round trips through pigz, coreutils) twice:
+once as it is, once under `ukprobe stat` with probes put by one of three
+modes, and passes when the exit status and the (normalised) output are the
+same:
+
+  entry   every function entry of an object kprobed   (p OBJ:*)
+  return  every function of an object kretprobed      (r OBJ:*)
+  insn    N instruction boundaries chosen at random   (p OBJ:0xADDR ...)
+          from objdump's disassembly of the object's function symbols,
+          with a seed that is printed
+
+  torture.py [--tier short|long] [--seed N] [--case GLOB]... [--list]
+             [--keep DIR] [--ukprobe PATH] [--timeout-factor F]
+
+Every case prints the exact ukprobe command it ran (random probes go to a
+file of SPECs, given with -E; --keep keeps it, and the outputs). The last
+line is "torture: N passed, N failed". Exit status: 0 when every case
+passed, 1 otherwise, 77 when nothing could run (missing programs).
+
+The short tier is what scripts/test.sh runs (fixed seed, a few minutes);
+the long tier runs by hand, and its results go to doc/torture.md.
+"""
+import argparse
+import bisect
+import difflib
+import fnmatch
+import hashlib
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_SEED = 13
+
+PYTHON = "/usr/bin/python3.11"
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+LIBZ = "/lib/x86_64-linux-gnu/libz.so.1"
+LIBSQLITE = "/lib/x86_64-linux-gnu/libsqlite3.so.0"
+
+# ------------------------------------------------------------ objects
+
+# Instructions the library refuses by design (README, "Errors"): they are
+# never chosen, so that a refusal of anything else is a finding.
+REFUSED_MNEMONICS = {
+    "int3", "int", "int1", "icebp", "ud0", "ud1", "ud2", "into",
+    "ljmp", "lcall", "lret", "lretq", "iret", "iretq", "iretw", "iretl",
+    "xbegin",
+}
+REFUSED_PATTERNS = [
+    re.compile(r"\bdata16\b.*\b(j\w+|call\w*|ret\w*|loop\w*)\b"),  # 0x66 branches
+    re.compile(r"\b(jmp|call)\w*\s+\*%[fg]s:"),                     # through %fs/%gs
+    re.compile(r"\b(jmpw|callw|retw)\b"),
+]
+INSN_RE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
+
+
+def elf_functions(path, names=None):
+    """(start, size, name) of the sized, defined FUNC symbols of the file
+    (.symtab and .dynsym), one per start address; names, when given, gets
+    every name's (start, size)."""
+    out = subprocess.run(["readelf", "-W", "--syms", "--dyn-syms", path],
+                         capture_output=True, text=True, check=True).stdout
+    funcs = {}
+    for line in out.splitlines():
+        f = line.split()
+        # Num: Value Size Type Bind Vis Ndx Name
+        if len(f) < 8 or f[3] != "FUNC" or f[6] == "UND":
+            continue
+        start, size = int(f[1], 16), int(f[2], 0)
+        if size <= 0:
+            continue
+        name = f[7].split("@")[0]
+        funcs.setdefault(start, (start, size, name))
+        if names is not None:
+            names[name] = (start, size)
+    return sorted(funcs.values())
+
+
+def unprobeable(ukprobe, path):
+    """The functions `ukprobe probes OBJ '*'` says cannot be probed
+    (the library's blacklist: glibc's functions that run with every
+    signal blocked, ...)."""
+    out = subprocess.run([ukprobe, "probes", path, "*"], capture_output=True, text=True).stdout
+    return {line.split()[0].split("/", 1)[1] for line in out.splitlines()
+            if "cannot probe" in line}
+
+
+def instruction_boundaries(ukprobe, path):
+    """Every instruction inside a function symbol that the library should
+    accept, as (address, function, text), from objdump's disassembly.
+    A function whose start is not an instruction of the listing (objdump
+    lost sync) is left out whole, and so are the functions the library
+    refuses whole."""
+    names = {}
+    funcs = elf_functions(path, names)
+    refused = [names[n] for n in unprobeable(ukprobe, path) if n in names]
+    dis = subprocess.run(["objdump", "-d", "-w", "--no-show-raw-insn", path],
+                         capture_output=True, text=True, check=True).stdout
+    insns = {}
+    for line in dis.splitlines():
+        m = INSN_RE.match(line)
+        if m:
+            insns[int(m.group(1), 16)] = m.group(2).strip()
+    addrs = sorted(insns)
+    out = []
+    for start, size, name in funcs:
+        if start not in insns or any(a <= start < a + n for a, n in refused):
+            continue
+        i = bisect.bisect_left(addrs, start)
+        while i < len(addrs) and addrs[i] < start + size:
+            text = insns[addrs[i]]
+            words = text.replace(",", " ").split()
+            mnem = next((w for w in words if w not in
+                         ("lock", "rep", "repz", "repnz", "repe", "repne", "bnd",
+                          "notrack", "cs", "ds", "ss", "es", "fs", "gs", "data16",
+                          "addr32", "rex", "rex.W")), "")
+            if (mnem not in REFUSED_MNEMONICS and not mnem.startswith("(bad)")
+                    and not any(p.search(text) for p in REFUSED_PATTERNS)):
+                out.append((addrs[i], name, text))
+            i += 1
+    return out
+
+
+_BOUNDARIES = {}
+
+
+def random_insns(ukprobe, path, n, rng):
+    if path not in _BOUNDARIES:
+        _BOUNDARIES[path] = instruction_boundaries(ukprobe, path)
+    all_ = _BOUNDARIES[path]
+    return sorted(rng.sample(all_, min(n, len(all_))))
+
+# ------------------------------------------------------- normalising
+
+
+def strip_ukprobe(text):
+    """The program's stderr without ukprobe's own messages (a message and
+    the SPEC/caret lines under it), and those messages."""
+    kept, ours = [], []
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("ukprobe: "):
+            ours.append(lines[i].rstrip("\n"))
+            i += 1
+            while i < len(lines) and re.match(r"^ *\^\s*$", lines[i]):
+                i += 1
+            continue
+        kept.append(lines[i])
+        i += 1
+    return "".join(kept), ours
+
+
+def norm_common(text, tmp):
+    text = text.replace(tmp, "<TMP>")
+    return text
+
+
+def norm_python(text, tmp):
+    """regrtest's output: times, load averages, its cwd and pids change
+    from run to run."""
+    text = norm_common(text, tmp)
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"^\d+:\d\d:\d\d (load avg: [\d.]+ )?", "", line)
+        line = re.sub(r" -- test_\w+ (passed|failed|skipped)( \(.*\))? in .*$", "", line)
+        line = re.sub(r" in (\d+ min )?[\d.]+ (sec|ms)\b", " in <T>", line)
+        line = re.sub(r"test_python_\d+", "test_python_<PID>", line)
+        line = re.sub(r"\(\d+(\.\d+)? (sec|ms)\)", "(<T>)", line)
+        if re.match(r"^(Total duration|Ran \d+ tests? in)", line):
+            continue
+        if re.match(r"^(== CPU count|== Python build|== encodings|== resources"
+                    r"|== cwd|== hash algorithm|== platform|== Python|== fs encoding"
+                    r"|== Threads|== Seed)", line):
+            continue
+        # regrtest names the slowest tests and the ones still running:
+        # which they are depends on the load
+        if re.match(r"^(\d+ slowest tests?:|- test_\w+: |running: |.*\(\d+ sec\)$)", line):
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def junit_results(path):
+    """(test, outcome) of regrtest's --junit-xml, in order; outcome is
+    ok, skipped, failure or error (with the message's first line)."""
+    if not os.path.exists(path):
+        return ["<no junit file>"]
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        return ["<junit unreadable: %s>" % e]
+    out = []
+    for tc in root.iter("testcase"):
+        what = "ok"
+        for child in tc:
+            if child.tag in ("skipped", "failure", "error"):
+                msg = (child.get("message") or "").splitlines()[:1]
+                what = child.tag + (": " + msg[0] if msg and child.tag != "skipped" else "")
+        out.append("%s %s %s" % (tc.get("name"), tc.get("result"), what))
+    return out
+
+# ------------------------------------------------------------ targets
+
+
+class Target:
+    def __init__(self, name, argv, probe_objs, norm=norm_common, files=(),
+                 follow=False, setup=None, shell=False, needs=()):
+        self.name = name
+        self.argv = argv              # {tmp} is the case's directory
+        self.probe_objs = probe_objs  # mode -> [object names (as ukprobe takes them)]
+        self.norm = norm
+        self.files = files            # files of {tmp} compared too: (name, reader)
+        self.follow = follow
+        self.setup = setup            # makes the inputs in {tmp}
+        self.needs = needs            # programs that must exist
+
+    def args(self, tmp):
+        return [a.replace("{tmp}", tmp) for a in self.argv]
+
+
+def setup_sql(tmp, rng):
+    sql = os.path.join(HERE, "workload.sql")
+    shutil.copy(sql, os.path.join(tmp, "workload.sql"))
+
+
+def make_data(tmp, size, seed):
+    """A compressible but not trivial file: words from a fixed vocabulary
+    in an order given by the seed, with some random bytes."""
+    rng = random.Random(seed)
+    words = [("%x" % rng.getrandbits(rng.randint(4, 40))) for _ in range(4000)]
+    out = bytearray()
+    while len(out) < size:
+        if rng.random() < 0.02:
+            out += rng.randbytes(rng.randint(1, 300))
+        else:
+            out += (" ".join(rng.choice(words) for _ in range(rng.randint(1, 20))) + "\n").encode()
+    with open(os.path.join(tmp, "data"), "wb") as f:
+        f.write(out[:size])
+
+
+def setup_zlib_short(tmp, rng):
+    make_data(tmp, 3 << 20, 1)
+
+
+def setup_zlib_long(tmp, rng):
+    make_data(tmp, 32 << 20, 1)
+
+
+def setup_sort(tmp, rng):
+    make_data(tmp, 4 << 20, 2)
+
+
+def python_target(name, modules, match=None):
+    """regrtest on modules; match: the test id patterns to run (its
+    --matchfile), or all of them."""
+    def setup(tmp, rng):
+        if match:
+            with open(os.path.join(tmp, "match.txt"), "w") as f:
+                f.write("\n".join(match) + "\n")
+    return Target(
+        name,
+        [PYTHON, "-m", "test", "--junit-xml", "{tmp}/junit.xml", "--tempdir", "{tmp}/pytmp"] +
+        (["--matchfile", "{tmp}/match.txt"] if match else []) + modules,
+        {"entry": [PYTHON], "return": [PYTHON], "insn": [PYTHON, LIBC]},
+        norm=norm_python,
+        files=(("junit.xml", junit_results),),
+        follow=True,
+        setup=setup,
+        needs=(PYTHON,))
+
+
+SQLITE_ARGV = ["/usr/bin/sqlite3", "-bail", "{tmp}/db.sqlite", ".read {tmp}/workload.sql"]
+# pigz compresses with zlib's deflate (-n: no name nor time in the
+# header, so the bytes depend on the data only), decompresses with its
+# inflateBack, and gzip (its own code) checks the stream too.
+ZLIB_SH = ("pigz -{level} -n -p 2 -c data > data.gz && sha256sum data.gz && pigz -d -c data.gz"
+           " | cmp - data && gzip -d -c data.gz | cmp - data && pigz -l data.gz && pigz -t data.gz"
+           " && pigz -1 -n -c data | pigz -d | sha256sum && echo zlib round trip ok")
+SORT_SH = ("sort data | sha256sum && sort -r -k2 -t ' ' --parallel=2 -S 1M data | sha256sum && "
+           "sort -u -n data | sha256sum && ls -R /usr/lib/python3.11 | sha256sum")
+
+# The short tier: whole modules that take a second or two, and the parts
+# of test_signal and test_subprocess that do not wait for timeouts
+# (signals between processes, wakeup fds, sigwait, vfork+exec children).
+PY_SHORT = ["test_json", "test_thread", "test_zlib", "test_signal", "test_subprocess"]
+PY_SHORT_MATCH = [
+    "test.test_json.*", "test.test_thread.*", "test.test_zlib.*",
+    "test.test_signal.PosixTests.*", "test.test_signal.WakeupSignalTests.*",
+    "test.test_signal.PendingSignalsTests.test_sigwait*",
+    "test.test_signal.PendingSignalsTests.test_pthread*",
+    "test.test_signal.PidfdSignalTest.*",
+    "test.test_signal.SiginterruptTest.test_siginterrupt_on",
+    "test.test_subprocess.ProcessTestCase.test_call*",
+    "test.test_subprocess.ProcessTestCase.test_communicate*",
+    "test.test_subprocess.POSIXProcessTestCase.test_send_signal*",
+    "test.test_subprocess.POSIXProcessTestCase.test_preexec*",
+    "test.test_subprocess.POSIXProcessTestCase.test_restore_signals*",
+]
+PY_LONG = ["test_json", "test_re", "test_zlib", "test_thread", "test_os", "test_threading",
+           "test_signal", "test_subprocess", "test_fork1", "test_pickle", "test_set",
+           "test_itertools", "test_queue", "test_select", "test_unicode", "test_math",
+           "test_long", "test_exceptions", "test_gzip", "test_struct", "test_dict"]
+
+
+def targets(tier):
+    py = (python_target("python", PY_SHORT, PY_SHORT_MATCH) if tier == "short"
+          else python_target("python", PY_LONG))
+    sqlite = Target("sqlite3", SQLITE_ARGV,
+                    {"entry": [LIBSQLITE], "return": [LIBSQLITE], "insn": [LIBSQLITE, LIBC]},
+                    setup=setup_sql, needs=("/usr/bin/sqlite3",))
+    zlib = Target("zlib", ["/bin/sh", "-c", ZLIB_SH.format(level=6 if tier == "short" else 9)],
+                  {"entry": [LIBZ], "return": [LIBZ], "insn": [LIBZ]},
+                  setup=setup_zlib_short if tier == "short" else setup_zlib_long,
+                  follow=True, needs=("/usr/bin/pigz",))
+    core = Target("coreutils", ["/bin/sh", "-c", SORT_SH],
+                  {"entry": [LIBC], "return": [LIBC], "insn": [LIBC]},
+                  setup=setup_sort, follow=True)
+    return {t.name: t for t in (py, sqlite, zlib, core)}
+
+
+# (target, mode, random probes per object) of each tier
+TIERS = {
+    "short": [
+        ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 1000),
+        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 1000),
+        ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 500),
+        ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 1000),
+    ],
+    "long": [
+        ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 2000),
+        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 2000),
+        ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 1000),
+        ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 2000),
+    ],
+}
+
+# ------------------------------------------------------------ running
+
+
+def run(argv, cwd, env, timeout):
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, start_new_session=True)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, out, err = "timeout after %ds" % timeout, e.stdout or b"", e.stderr or b""
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), \
+        time.monotonic() - t0
+
+
+def read_stat(path):
+    """events, hits, misses, and the events not counted/registered."""
+    ev = hits = missed = 0
+    odd = []
+    try:
+        lines = open(path).read().splitlines()[1:]
+    except OSError:
+        return 0, 0, 0, ["<no stat table>"]
+    for line in lines:
+        f = line.split()
+        if len(f) == 3 and f[1].isdigit():
+            ev += 1
+            hits += int(f[1])
+            missed += int(f[2])
+        else:
+            odd.append(line)
+    return ev, hits, missed, odd
+
+
+def obj_name(path):
+    return os.path.basename(path)
+
+
+def diff(a, b, what):
+    d = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "without probes",
+                                  "with probes", lineterm="", n=2))
+    if len(d) > 60:
+        d = d[:60] + ["... (%d more lines)" % (len(d) - 60)]
+    return "%s differs:\n%s" % (what, "\n".join(d))
+
+
+class Case:
+    def __init__(self, target, mode, count, seed):
+        self.t, self.mode, self.count, self.seed = target, mode, count, seed
+        self.name = "%s/%s" % (target.name, mode)
+
+    def specs(self, ukprobe):
+        objs = self.t.probe_objs[self.mode]
+        if self.mode == "entry":
+            return ["p %s:*" % obj_name(o) for o in objs]
+        if self.mode == "return":
+            return ["r %s:*" % obj_name(o) for o in objs]
+        out = []
+        for o in objs:
+            rng = random.Random("%d/%s/%s" % (self.seed, self.name, obj_name(o)))
+            for addr, func, text in random_insns(ukprobe, o, self.count, rng):
+                out.append("p %s:0x%x  # %s: %s" % (obj_name(o), addr, func, text))
+        return out
+
+    def drop_blacklisted(self, ukprobe, specs, work, log):
+        """Random SPECs inside the library's blacklist ranges that are not
+        whole functions (glibc code run with every signal blocked, such as
+        pthread_create's body) are taken out, each one logged: `ukprobe
+        probes` names them one at a time. Any other refusal is kept, for
+        the case to fail on."""
+        path = os.path.join(work, self.name.replace("/", "-") + ".check")
+        host = [self.t.needs[0] if self.t.needs else "/bin/true"]
+        for _ in range(100):
+            with open(path, "w") as f:
+                f.write("\n".join(s.partition("  # ")[0] for s in specs) + "\n")
+            r = subprocess.run([ukprobe, "probes", "-o", "/dev/null", "-E", path, "--"] + host,
+                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            m = re.search(r"^ukprobe: error: (p \S+): cannot probe this address \(blacklisted",
+                          r.stderr, re.M)
+            if r.returncode == 0 or not m:
+                break
+            bad = [s for s in specs if s.partition("  # ")[0] == m.group(1)]
+            if not bad:
+                break
+            log("[%s]   left out (blacklisted): %s" % (self.name, bad[0]))
+            specs = [s for s in specs if s is not bad[0]]
+        return specs
+
+
+def prepare(c, work, suffix):
+    d = os.path.join(work, c.t.name + suffix)
+    os.makedirs(os.path.join(d, "pytmp"))
+    if c.t.setup:
+        c.t.setup(d, None)
+    return d
+
+
+def base_env():
+    env = dict(os.environ, LC_ALL="C", TZ="UTC")
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+class Reference:
+    """A target's run without probes (once per target: every mode is
+    compared with it): exit status, normalised outputs and files."""
+
+    def __init__(self, c, work):
+        self.dir = prepare(c, work, ".ref")
+        env = dict(base_env(), TMPDIR=self.dir + "/pytmp")
+        self.rc, out, err, self.secs = run(c.t.args(self.dir), self.dir, env, 900)
+        self.out, self.err = c.t.norm(out, self.dir), c.t.norm(err, self.dir)
+        self.files = {f: "\n".join(reader(os.path.join(self.dir, f))) for f, reader in c.t.files}
+
+
+def run_case(c, ref, ukprobe, work, factor, log):
+    tmp = prepare(c, work, "-" + c.mode + ".ukp")
+    specs = c.specs(ukprobe)
+    if c.mode == "insn":
+        specs = c.drop_blacklisted(ukprobe, specs, work, log)
+    base = os.path.join(work, c.name.replace("/", "-"))
+    spec_file, stat_file = base + ".spec", base + ".stat"
+    cmd = [ukprobe, "stat", "-o", stat_file] + (["-f"] if c.t.follow else [])
+    if c.mode == "insn":
+        with open(spec_file, "w") as f:
+            f.write("# torture.py --seed %d --case %s: %d random instruction probes\n"
+                    % (c.seed, c.name, len(specs)))
+            # ukprobe takes whole lines as SPECs: keep the comments apart
+            for s in specs:
+                spec, _, note = s.partition("  # ")
+                f.write("# %s\n%s\n" % (note, spec))
+        cmd += ["-E", spec_file]
+        nprobes = "%d random instructions" % len(specs)
+    else:
+        for s in specs:
+            cmd += ["-e", s]
+        nprobes = "every function of " + ", ".join(s.split()[1][:-2] for s in specs)
+
+    log("[%s] probes: %s; seed %d" % (c.name, nprobes, c.seed))
+    argv = c.t.args(tmp)
+    log("[%s] $ cd %s && %s" % (c.name, tmp, " ".join(shlex.quote(a) for a in cmd + ["--"] + argv)))
+    timeout = max(60, int(ref.secs * factor))
+    rc, out, err, secs = run(cmd + ["--"] + argv, tmp, dict(base_env(), TMPDIR=tmp + "/pytmp"),
+                             timeout)
+    err, ours = strip_ukprobe(err)
+    problems = []
+    if ref.rc != rc:
+        problems.append("exit status %s without probes, %s with" % (ref.rc, rc))
+    out, err = c.t.norm(out, tmp), c.t.norm(err, tmp)
+    if ref.out != out:
+        problems.append(diff(ref.out, out, "stdout"))
+    if ref.err != err:
+        problems.append(diff(ref.err, err, "stderr"))
+    for fname, reader in c.t.files:
+        got = "\n".join(reader(os.path.join(tmp, fname)))
+        if ref.files[fname] != got:
+            problems.append(diff(ref.files[fname], got, fname))
+    for m in ours:
+        # a glob's functions that cannot be probed are counted, and a
+        # process that ends by a signal or _exit() (tests kill their
+        # children) has no final report: not failures when the status and
+        # the output are right; anything else ukprobe says is
+        if re.search(r"functions matching .* cannot be probed|ended without the agent's final"
+                     r" report \(killed, or _exit\(\)\)", m):
+            log("[%s]   %s" % (c.name, m))
+        else:
+            problems.append("ukprobe said: " + m)
+    ev, hits, missed, odd = read_stat(stat_file)
+    if not hits:
+        problems.append("no probe was hit")
+    for line in odd[:5]:
+        log("[%s]   stat: %s" % (c.name, line))
+    status = "PASS" if not problems else "FAIL"
+    log("[%s] %s: %d events, %d hits, %d missed; %.1fs without probes, %.1fs with"
+        % (c.name, status, ev, hits, missed, ref.secs, secs))
+    for p in problems:
+        for line in p.splitlines():
+            log("[%s]   %s" % (c.name, line))
+    if not problems:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return not problems, dict(case=c.name, seed=c.seed, probes=len(specs), events=ev, hits=hits,
+                              missed=missed, ref_s=ref.secs, probed_s=secs, ok=not problems)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tier", choices=("short", "long"), default="short")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--case", action="append", default=[],
+                    help="run only the cases matching this glob (target/mode)")
+    ap.add_argument("--count", type=int, help="random probes per object (insn mode)")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--keep", help="keep every case's files in this directory")
+    ap.add_argument("--ukprobe", default=os.environ.get(
+        "UKPROBE", os.path.join(ROOT, "build", "tools", "ukprobe", "ukprobe")))
+    ap.add_argument("--timeout-factor", type=float, default=40.0,
+                    help="a probed run may take this many times the plain run (min 60 s)")
+    a = ap.parse_args()
+    a.ukprobe = os.path.abspath(a.ukprobe)
+
+    tg = targets(a.tier)
+    cases = []
+    for tname, mode, count in TIERS[a.tier]:
+        c = Case(tg[tname], mode, a.count or count, a.seed)
+        if a.case and not any(fnmatch.fnmatch(c.name, g) for g in a.case):
+            continue
+        cases.append(c)
+    if a.list:
+        for c in cases:
+            print(c.name, c.count or "")
+        return 0
+    for c in cases:
+        for need in c.t.needs:
+            if not os.path.exists(need):
+                print("torture: %s needs %s: skipped" % (c.name, need))
+                return 77
+    if not os.access(a.ukprobe, os.X_OK):
+        print("torture: no ukprobe at %s (build first)" % a.ukprobe)
+        return 77
+
+    work = a.keep or tempfile.mkdtemp(prefix="ukp-torture-")
+    os.makedirs(work, exist_ok=True)
+
+    logf = open(os.path.join(work, "torture.log"), "a")
+
+    def log(s):
+        print(s, flush=True)
+        logf.write(s + "\n")
+        logf.flush()
+
+    log("torture: tier %s, seed %d (reproduce: %s --tier %s --seed %d --case NAME), files in %s"
+        % (a.tier, a.seed, os.path.relpath(__file__, os.getcwd()), a.tier, a.seed, work))
+    # Kernel uprobes of other tools (bpftrace, bcc) put int3 into the text
+    # of every process that maps their object: the library then sees them
+    # (an entry "cannot be probed: exception instruction"). Say so.
+    try:
+        with open("/sys/kernel/tracing/uprobe_events") as f:
+            others = f.read().split()
+        objs = {os.path.realpath(o) for c in cases for o in c.t.probe_objs[c.mode]}
+        hit = sorted({o for o in objs for e in others
+                      if os.path.realpath(e.rsplit(":", 1)[0]) == o})
+        if hit:
+            log("torture: note: kernel uprobes are set on %s by another program: their int3s are"
+                " in every process's text" % ", ".join(hit))
+    except OSError:
+        pass
+    t_start = time.monotonic()
+    passed = failed = 0
+    refs = {}
+    for c in cases:
+        if c.t.name not in refs:
+            refs[c.t.name] = Reference(c, work)
+        ok, _ = run_case(c, refs[c.t.name], a.ukprobe, work, a.timeout_factor, log)
+        passed += ok
+        failed += not ok
+    if not failed and not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    log("torture: %d passed, %d failed (%.0fs)" % (passed, failed, time.monotonic() - t_start))
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
