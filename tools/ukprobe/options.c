@@ -312,7 +312,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			break;
 		case 'E':
 			if (add_file(&t, optarg))
-				goto fail;
+				goto usage;
 			break;
 		case 'o':
 			*output = optarg;
