@@ -207,6 +207,20 @@ struct row {
 	struct rule ra, bp;
 };
 
+/* [hit] Row copies by field: a struct assignment may become a call of
+ * libc's memcpy (clang at -O0), which uses vector registers (agent.h:
+ * the handlers stay vector-free). */
+static void row_copy(struct row *d, const struct row *s)
+{
+	d->cfa_reg = s->cfa_reg;
+	d->cfa_off = s->cfa_off;
+	d->cfa_bad = s->cfa_bad;
+	d->ra.kind = s->ra.kind;
+	d->ra.off = s->ra.off;
+	d->bp.kind = s->bp.kind;
+	d->bp.off = s->bp.off;
+}
+
 struct cie {
 	uint64_t code_align;
 	int64_t data_align;
@@ -292,12 +306,12 @@ static bool cfa_run(struct cur *c, const struct cie *cie, struct row *r, const s
 			case 0x0a: /* remember_state */
 				if (depth == STATE_DEPTH)
 					return false;
-				stack[depth++] = *r;
+				row_copy(&stack[depth++], r);
 				break;
 			case 0x0b: /* restore_state */
 				if (!depth)
 					return false;
-				*r = stack[--depth];
+				row_copy(r, &stack[--depth]);
 				break;
 			case 0x0c: /* def_cfa */
 				r->cfa_reg = c_leb(c, false);
@@ -386,7 +400,10 @@ static bool parse_cie(uintptr_t addr, struct cie *cie, struct row *init)
 
 	if (!read_record(addr, buf, &n) || n < 8)
 		return false;
-	c = (struct cur){ buf, buf + n, addr + 4, false };
+	c.p = buf;
+	c.end = buf + n;
+	c.addr = addr + 4;
+	c.bad = false;
 	if (c_uint(&c, 4) != 0)
 		return false; /* not a CIE */
 	version = c_u8(&c);
@@ -442,7 +459,11 @@ static bool parse_cie(uintptr_t addr, struct cie *cie, struct row *init)
 	}
 	if (c.bad)
 		return false;
-	memset(init, 0, sizeof(*init));
+	init->cfa_reg = 0;
+	init->cfa_off = 0;
+	init->cfa_bad = false;
+	init->ra.kind = init->bp.kind = 0;
+	init->ra.off = init->bp.off = 0;
 	init->ra.kind = R_LOST;
 	return cfa_run(&c, cie, init, init, 0, 0) && !init->cfa_bad;
 }
@@ -489,7 +510,10 @@ static bool find_row(const struct uw_range *rg, uintptr_t ip, struct row *row)
 			    (uint32_t)buf[3] << 24);
 	if (!cie_ptr || !parse_cie(fde + 4 - (uintptr_t)(intptr_t)cie_ptr, &cie, &init))
 		return false;
-	c = (struct cur){ buf + 4, buf + n, fde + 8, false };
+	c.p = buf + 4;
+	c.end = buf + n;
+	c.addr = fde + 8;
+	c.bad = false;
 	start = c_ptr(&c, cie.fde_enc);
 	range = c_ptr(&c, cie.fde_enc & 0x0f);
 	if (c.bad || ip < start || ip - start >= range)
@@ -502,7 +526,7 @@ static bool find_row(const struct uw_range *rg, uintptr_t ip, struct row *row)
 		c.p += zlen;
 		c.addr += zlen;
 	}
-	*row = init;
+	row_copy(row, &init);
 	return cfa_run(&c, &cie, row, &init, start, ip) && !row->cfa_bad;
 }
 

@@ -73,12 +73,41 @@ print(len(back), len(words), total)
 """
 
 
+UPROBE_EVENTS = "/sys/kernel/tracing/uprobe_events"
+
+
+def uprobe_events():
+    try:
+        with open(UPROBE_EVENTS) as f:
+            return set(l.split()[0] for l in f if l.strip())
+    except OSError:
+        return set()
+
+
+def drop_uprobe_events(names):
+    """Remove uprobe events bpftrace left in tracefs (it makes some through
+    tracefs, and a bpftrace that fails or is killed leaves them: their int3s
+    would stay in every process that maps the file, the tests' too)."""
+    for n in names:
+        try:
+            with open(UPROBE_EVENTS, "a") as f:
+                f.write("-:%s\n" % n.split(":", 1)[1])
+        except OSError:
+            pass
+
+
 def run(cmd, env=None, timeout=600):
+    before = None
     if cmd[0] == "bpftrace":
         # one uprobe per libsqlite3 function: above bpftrace's default limit
         env = dict(os.environ, BPFTRACE_MAX_PROBES="100000")
+        before = uprobe_events()
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    finally:
+        if before is not None:
+            drop_uprobe_events(uprobe_events() - before)
     return time.monotonic() - t0, r
 
 
