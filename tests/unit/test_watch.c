@@ -1020,9 +1020,10 @@ static struct perf_event *watch_counted(void *addr, unsigned long len, unsigned 
 	return bp;
 }
 
+/* a 4-byte store to the lower half of g.counter */
 static UKP_TARGET void store_counter_low(int v)
 {
-	*(volatile int *)&g.counter = v;
+	__asm__ volatile("movl %1, (%0)" : : "r"(&g.counter), "r"(v) : "memory");
 }
 
 /* Two, three and four breakpoints on g.counter: identical ranges (one
@@ -1050,6 +1051,18 @@ static void several_on_one_global(bool debugreg)
 	cr_assert_eq(c[1], 3, "second: %d", c[1]);
 	cr_assert_eq(load_counter(), 102);
 	cr_assert_eq(c[0] + c[1], 6);
+	/* the first goes (its debug register stays with the second) and
+	 * comes back */
+	unregister_hw_breakpoint(bp[0]);
+	store_counter(150);
+	cr_assert_eq(c[0], 3);
+	cr_assert_eq(c[1], 4, "second: %d", c[1]);
+	bp[0] = watch_counted(&g.counter, 8, HW_BREAKPOINT_W, &c[0], false);
+	if (debugreg)
+		cr_assert_eq(bp[0]->mechanism, UKP_HW_BREAKPOINT_DEBUGREG);
+	store_counter(160);
+	cr_assert_eq(c[0], 4, "first: %d", c[0]);
+	cr_assert_eq(c[1], 5, "second: %d", c[1]);
 
 	bp[2] = watch_counted(&g.counter, 8, HW_BREAKPOINT_RW, &c[2], true);
 	if (debugreg) /* not the same thread set and type: its own trap would clash */
@@ -1057,8 +1070,8 @@ static void several_on_one_global(bool debugreg)
 	for (i = 0; i < 2; i++)
 		store_counter(200 + i);
 	cr_assert_eq(load_counter(), 201);
-	cr_assert_eq(c[0], 5, "first: %d", c[0]);
-	cr_assert_eq(c[1], 5, "second: %d", c[1]);
+	cr_assert_eq(c[0], 6, "first: %d", c[0]);
+	cr_assert_eq(c[1], 7, "second: %d", c[1]);
 	cr_assert_eq(c[2], 3, "third (rw, wide): %d", c[2]);
 
 	/* the upper half only: a store to the lower half does not touch it */
@@ -1067,27 +1080,27 @@ static void several_on_one_global(bool debugreg)
 		cr_assert_eq(bp[3]->mechanism, UKP_HW_BREAKPOINT_PAGE);
 	store_counter(300);
 	store_counter_low(7);
-	cr_assert_eq(c[0], 7, "first: %d", c[0]);
-	cr_assert_eq(c[1], 7, "second: %d", c[1]);
+	cr_assert_eq(c[0], 8, "first: %d", c[0]);
+	cr_assert_eq(c[1], 9, "second: %d", c[1]);
 	cr_assert_eq(c[2], 5, "third (rw, wide): %d", c[2]);
 	cr_assert_eq(c[3], 1, "fourth (upper half): %d", c[3]);
 
 	/* the first one goes: the others keep their hits */
 	unregister_hw_breakpoint(bp[0]);
 	store_counter(400);
-	cr_assert_eq(c[0], 7);
-	cr_assert_eq(c[1], 8, "second: %d", c[1]);
+	cr_assert_eq(c[0], 8);
+	cr_assert_eq(c[1], 10, "second: %d", c[1]);
 	cr_assert_eq(c[2], 6, "third (rw, wide): %d", c[2]);
 	cr_assert_eq(c[3], 2, "fourth (upper half): %d", c[3]);
 	unregister_hw_breakpoint(bp[2]);
 	store_counter(500);
-	cr_assert_eq(c[1], 9, "second: %d", c[1]);
+	cr_assert_eq(c[1], 11, "second: %d", c[1]);
 	cr_assert_eq(c[2], 6);
 	cr_assert_eq(c[3], 3, "fourth (upper half): %d", c[3]);
 	unregister_hw_breakpoint(bp[1]);
 	unregister_hw_breakpoint(bp[3]);
 	store_counter(600);
-	cr_assert_eq(c[0] + c[1] + c[2] + c[3], 7 + 9 + 6 + 3);
+	cr_assert_eq(c[0] + c[1] + c[2] + c[3], 8 + 11 + 6 + 3);
 	cr_assert_eq(g.counter, 600);
 }
 
