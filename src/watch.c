@@ -11,7 +11,14 @@
  * inherit_thread, so threads created later get it too. Used only where
  * the machine was seen to deliver such a trap (detect_mechanism) and the
  * breakpoint fits the hardware (length 1, 2, 4 or 8, aligned, W or RW,
- * at most 4); anything else takes page protection.
+ * at most 4); anything else takes page protection. Breakpoints with the
+ * same thread set and the same address, length and type share one event
+ * (hwid) and its trap calls every one of them: two events overflowing on
+ * one access would send two SIGTRAPs at once, and the second, a legacy
+ * signal still pending, would be lost. For the same reason a breakpoint
+ * whose range overlaps another debug-register breakpoint's in any other
+ * way (a thread both may fire on) takes page protection: the library
+ * then runs every access to that page and reports it to both.
  *
  * Page protection (UKP_HW_BREAKPOINT_PAGE): every page holding watched
  * bytes is made PROT_NONE (a breakpoint on reads) or read-only (writes
@@ -86,6 +93,7 @@ struct wpriv {
 	unsigned int nfds;
 	bool armed;
 	uint64_t id;              /* for sig_data */
+	uint64_t hwid;            /* the sig_data id of the events this bp's traps come on */
 };
 
 /* Everything below is written under wlock (and the registry mutex on
@@ -337,12 +345,12 @@ struct fire {
 };
 
 /* [trap] under wlock: the enabled breakpoints an access of this thread
- * touched. An access the library made for the program (emulated:
- * emulated true) was never seen by the debug registers, so their
- * breakpoints are reported here too; one the CPU made (an in-place
- * step) reached them on its own. */
+ * touched. An access the library made for the program was never seen by the debug registers, so their breakpoints are
+ * reported here too. So is one the CPU made in an in-place step: its
+ * debug-register trap comes on the same #DB as the step's and is lost
+ * with it (two SIGTRAPs at once), or dropped (perf_trap). */
 static UKP_TRAP_TEXT unsigned int collect(const struct arch_watch_access *acc, unsigned int nacc,
-					  uintptr_t ip, struct fire *out, bool emulated)
+					  uintptr_t ip, struct fire *out)
 {
 	unsigned int i, j, n = 0;
 	int tid = 0;
@@ -351,7 +359,7 @@ static UKP_TRAP_TEXT unsigned int collect(const struct arch_watch_access *acc, u
 		struct perf_event *bp = bps[i];
 		struct wpriv *pv = bp->priv;
 
-		if (!pv->armed || (!emulated && bp->mechanism != UKP_HW_BREAKPOINT_PAGE))
+		if (!pv->armed)
 			continue;
 		for (j = 0; j < nacc && n < MAX_FIRE; j++) {
 			const struct arch_watch_access *a = &acc[j];
@@ -538,7 +546,7 @@ UKP_TRAP_TEXT bool ukp_watch_fault(int sig, siginfo_t *info, ucontext_t *uc)
 		return true;
 	}
 	atomic_fetch_add_explicit(&ukp_watch_emulated, 1, memory_order_relaxed);
-	nfire = collect(acc, nacc, arch_uc_ip(uc), fire, true);
+	nfire = collect(acc, nacc, arch_uc_ip(uc), fire);
 	ukp_read_lock(c);
 	wlock_drop();
 	arch_regs_to_ucontext(uc, &regs);
@@ -564,7 +572,7 @@ static UKP_TRAP_TEXT bool step_done(ucontext_t *uc)
 	*(uint64_t *)&uc->uc_sigmask = wt.step_mask;
 	wlock_take();
 	step_close();
-	nfire = collect(wt.acc, wt.nacc, wt.step_ip, fire, false);
+	nfire = collect(wt.acc, wt.nacc, wt.step_ip, fire);
 	ukp_read_lock(c);
 	wlock_drop();
 	if (nfire) {
@@ -583,10 +591,9 @@ static UKP_TRAP_TEXT bool perf_trap(siginfo_t *info, ucontext_t *uc)
 	uint64_t data = *(uint64_t *)((char *)info + 24);
 	uint32_t type = *(uint32_t *)((char *)info + 32);
 	struct ukp_ctlblk *c = &ukp_ctl;
-	struct fire f;
+	struct fire f[MAX_FIRE];
 	struct pt_regs regs;
-	unsigned int i;
-	bool found = false;
+	unsigned int i, n = 0;
 
 	if (type != PERF_TYPE_BREAKPOINT)
 		return false;
@@ -596,22 +603,28 @@ static UKP_TRAP_TEXT bool perf_trap(siginfo_t *info, ucontext_t *uc)
 	}
 	if ((data & PERF_TAG_MASK) != PERF_TAG)
 		return false; /* the program's own event */
+	if (wt.stepping)
+		return true; /* an in-place step's access: step_done reports it */
 	ukp_read_lock(c);
 	wlock_take();
-	for (i = 0; i < nbps && !found; i++) {
-		if (((struct wpriv *)bps[i]->priv)->id == (data & ~PERF_TAG_MASK)) {
-			found = true;
-			f.bp = bps[i];
-		}
+	/* every breakpoint sharing the event (hw_share) */
+	for (i = 0; i < nbps && n < MAX_FIRE; i++) {
+		struct wpriv *pv = bps[i]->priv;
+
+		if (!pv->armed || bps[i]->mechanism != UKP_HW_BREAKPOINT_DEBUGREG ||
+		    pv->hwid != (data & ~PERF_TAG_MASK))
+			continue;
+		f[n].bp = bps[i];
+		f[n].sd.addr = bps[i]->attr.bp_addr;
+		f[n].sd.len = bps[i]->attr.bp_len;
+		f[n].sd.type = bps[i]->attr.bp_type;
+		f[n].sd.ip = 0;
+		n++;
 	}
 	wlock_drop();
-	if (found) {
-		f.sd.addr = f.bp->attr.bp_addr;
-		f.sd.len = f.bp->attr.bp_len;
-		f.sd.type = f.bp->attr.bp_type;
-		f.sd.ip = 0;
+	if (n) {
 		arch_regs_from_ucontext(&regs, uc);
-		fire_all(c, &f, 1, &regs);
+		fire_all(c, f, n, &regs);
 		arch_regs_to_ucontext(uc, &regs);
 	}
 	ukp_read_unlock(c);
@@ -682,7 +695,7 @@ int ukp_watch_user_copy(void *user, void *bounce, size_t len, bool write, uintpt
 	if (!r)
 		r = write ? mem_write((uintptr_t)user, bounce, len)
 			  : mem_read(bounce, (uintptr_t)user, len);
-	nfire = r ? 0 : collect(&a, 1, ip, fire, true);
+	nfire = r ? 0 : collect(&a, 1, ip, fire);
 	ukp_read_lock(c);
 	wlock_drop_reg(&old);
 	if (nfire) {
@@ -983,12 +996,60 @@ static int detect_mechanism(void)
 	return detect_hits ? UKP_HW_BREAKPOINT_DEBUGREG : UKP_HW_BREAKPOINT_PAGE;
 }
 
-/* [reg] A debug register on bp's thread, or on every thread. */
+/* [reg] An armed debug-register breakpoint other than bp whose event bp
+ * can share: same thread set, address, length and type. */
+static struct perf_event *hw_share(const struct perf_event *bp)
+{
+	unsigned int i;
+
+	for (i = 0; i < nbps; i++) {
+		const struct perf_event *o = bps[i];
+
+		if (o != bp && ((struct wpriv *)o->priv)->armed &&
+		    o->mechanism == UKP_HW_BREAKPOINT_DEBUGREG && o->tid == bp->tid &&
+		    o->attr.bp_addr == bp->attr.bp_addr && o->attr.bp_len == bp->attr.bp_len &&
+		    o->attr.bp_type == bp->attr.bp_type)
+			return (struct perf_event *)o;
+	}
+	return NULL;
+}
+
+/* [reg] Does bp's range overlap an armed debug-register breakpoint's on a
+ * thread both may fire on? Its own event would trap together with that
+ * one's (see the top of this file). */
+static bool hw_overlaps(const struct perf_event *bp)
+{
+	unsigned int i;
+
+	for (i = 0; i < nbps; i++) {
+		const struct perf_event *o = bps[i];
+
+		if (o == bp || !((struct wpriv *)o->priv)->armed ||
+		    o->mechanism != UKP_HW_BREAKPOINT_DEBUGREG ||
+		    (o->tid && bp->tid && o->tid != bp->tid))
+			continue;
+		if (o->attr.bp_addr < bp->attr.bp_addr + bp->attr.bp_len &&
+		    bp->attr.bp_addr < o->attr.bp_addr + o->attr.bp_len)
+			return true;
+	}
+	return false;
+}
+
+/* [reg] A debug register on bp's thread, or on every thread; or the
+ * event of an identical breakpoint (hw_share). */
 static int hw_arm(struct perf_event *bp)
 {
 	struct wpriv *pv = bp->priv;
+	struct perf_event *same = hw_share(bp);
 	int *fds = NULL, n = 0, cap = 0, fd, ret = 0;
 
+	if (same) {
+		pv->hwid = ((struct wpriv *)same->priv)->hwid;
+		pv->fds = NULL;
+		pv->nfds = 0;
+		return 0;
+	}
+	pv->hwid = pv->id;
 	if (bp->tid) {
 		fds = malloc(sizeof(*fds));
 		if (!fds)
@@ -1041,11 +1102,27 @@ static int hw_arm(struct perf_event *bp)
 	return 0;
 }
 
-/* [reg] */
+/* [reg] bp is disarmed already: its event goes, or passes to a breakpoint
+ * that shares it. */
 static void hw_disarm(struct perf_event *bp)
 {
 	struct wpriv *pv = bp->priv;
+	unsigned int i;
 
+	if (!pv->fds)
+		return; /* a sharer: the owner keeps the event */
+	for (i = 0; i < nbps; i++) {
+		struct wpriv *o = bps[i]->priv;
+
+		if (bps[i] != bp && o->armed && bps[i]->mechanism == UKP_HW_BREAKPOINT_DEBUGREG &&
+		    o->hwid == pv->hwid) {
+			o->fds = pv->fds;
+			o->nfds = pv->nfds;
+			pv->fds = NULL;
+			pv->nfds = 0;
+			return;
+		}
+	}
 	while (pv->nfds)
 		close(pv->fds[--pv->nfds]);
 	free(pv->fds);
@@ -1053,7 +1130,7 @@ static void hw_disarm(struct perf_event *bp)
 	hw_used--;
 }
 
-/* [reg] May bp use a debug register? */
+/* [reg] May bp use a debug register of its own (hw_overlaps aside)? */
 static bool hw_fits(const struct perf_event_attr *a)
 {
 	return mechanism == UKP_HW_BREAKPOINT_DEBUGREG && hw_used < HW_SLOTS &&
@@ -1070,7 +1147,7 @@ static int arm(struct perf_event *bp)
 
 	if (bp->attr.disabled)
 		return 0;
-	if (hw_fits(&bp->attr)) {
+	if (hw_share(bp) || (hw_fits(&bp->attr) && !hw_overlaps(bp))) {
 		bp->mechanism = UKP_HW_BREAKPOINT_DEBUGREG;
 		ret = hw_arm(bp);
 	} else {

@@ -987,3 +987,163 @@ Test(watch, threads_and_handlers_that_block_every_signal)
 	cr_assert_eq(nrec, 1);
 	unregister_wide_hw_breakpoint(bp);
 }
+
+/* ------------------------------------ several breakpoints on one global */
+
+/* Each breakpoint counts its own hits (its context is its counter). */
+static void count_own(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs)
+{
+	(void)d;
+	(void)regs;
+	atomic_fetch_add((_Atomic int *)bp->overflow_handler_context, 1);
+}
+
+static struct perf_event *watch_counted(void *addr, unsigned long len, unsigned int type,
+					_Atomic int *count, bool wide)
+{
+	struct perf_event_attr attr;
+	struct perf_event *bp;
+
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = (uintptr_t)addr;
+	attr.bp_len = len;
+	attr.bp_type = type;
+	if (wide) {
+		struct perf_event **w = register_wide_hw_breakpoint(&attr, count_own, count);
+
+		cr_assert(!IS_ERR(w), "register wide: %ld", PTR_ERR(w));
+		bp = w[0];
+	} else {
+		bp = register_user_hw_breakpoint(&attr, count_own, count, 0);
+		cr_assert(!IS_ERR(bp), "register: %ld", PTR_ERR(bp));
+	}
+	return bp;
+}
+
+/* a 4-byte store to the lower half of g.counter */
+static UKP_TARGET void store_counter_low(int v)
+{
+	__asm__ volatile("movl %1, (%0)" : : "r"(&g.counter), "r"(v) : "memory");
+}
+
+/* Two, three and four breakpoints on g.counter: identical ranges (one
+ * thread and every thread) and one on its upper half; every access fires
+ * every breakpoint it touches, exactly once each, whatever mechanism
+ * each got and in whatever order they go away. */
+static void several_on_one_global(bool debugreg)
+{
+	static _Atomic int c[4];
+	struct perf_event *bp[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		c[i] = 0;
+	bp[0] = watch_counted(&g.counter, 8, HW_BREAKPOINT_W, &c[0], false);
+	bp[1] = watch_counted(&g.counter, 8, HW_BREAKPOINT_W, &c[1], false);
+	if (debugreg) {
+		cr_assert_eq(bp[0]->mechanism, UKP_HW_BREAKPOINT_DEBUGREG);
+		cr_assert_eq(bp[1]->mechanism, UKP_HW_BREAKPOINT_DEBUGREG);
+	}
+	for (i = 0; i < 3; i++)
+		store_counter(100 + i);
+	cr_assert_eq(g.counter, 102);
+	cr_assert_eq(c[0], 3, "first: %d", c[0]);
+	cr_assert_eq(c[1], 3, "second: %d", c[1]);
+	cr_assert_eq(load_counter(), 102);
+	cr_assert_eq(c[0] + c[1], 6);
+	/* the first goes (its debug register stays with the second) and
+	 * comes back */
+	unregister_hw_breakpoint(bp[0]);
+	store_counter(150);
+	cr_assert_eq(c[0], 3);
+	cr_assert_eq(c[1], 4, "second: %d", c[1]);
+	bp[0] = watch_counted(&g.counter, 8, HW_BREAKPOINT_W, &c[0], false);
+	if (debugreg)
+		cr_assert_eq(bp[0]->mechanism, UKP_HW_BREAKPOINT_DEBUGREG);
+	store_counter(160);
+	cr_assert_eq(c[0], 4, "first: %d", c[0]);
+	cr_assert_eq(c[1], 5, "second: %d", c[1]);
+
+	bp[2] = watch_counted(&g.counter, 8, HW_BREAKPOINT_RW, &c[2], true);
+	if (debugreg) /* not the same thread set and type: its own trap would clash */
+		cr_assert_eq(bp[2]->mechanism, UKP_HW_BREAKPOINT_PAGE);
+	for (i = 0; i < 2; i++)
+		store_counter(200 + i);
+	cr_assert_eq(load_counter(), 201);
+	cr_assert_eq(c[0], 6, "first: %d", c[0]);
+	cr_assert_eq(c[1], 7, "second: %d", c[1]);
+	cr_assert_eq(c[2], 3, "third (rw, wide): %d", c[2]);
+
+	/* the upper half only: a store to the lower half does not touch it */
+	bp[3] = watch_counted((char *)&g.counter + 4, 4, HW_BREAKPOINT_W, &c[3], false);
+	if (debugreg)
+		cr_assert_eq(bp[3]->mechanism, UKP_HW_BREAKPOINT_PAGE);
+	store_counter(300);
+	store_counter_low(7);
+	cr_assert_eq(c[0], 8, "first: %d", c[0]);
+	cr_assert_eq(c[1], 9, "second: %d", c[1]);
+	cr_assert_eq(c[2], 5, "third (rw, wide): %d", c[2]);
+	cr_assert_eq(c[3], 1, "fourth (upper half): %d", c[3]);
+
+	/* the first one goes: the others keep their hits */
+	unregister_hw_breakpoint(bp[0]);
+	store_counter(400);
+	cr_assert_eq(c[0], 8);
+	cr_assert_eq(c[1], 10, "second: %d", c[1]);
+	cr_assert_eq(c[2], 6, "third (rw, wide): %d", c[2]);
+	cr_assert_eq(c[3], 2, "fourth (upper half): %d", c[3]);
+	unregister_hw_breakpoint(bp[2]);
+	store_counter(500);
+	cr_assert_eq(c[1], 11, "second: %d", c[1]);
+	cr_assert_eq(c[2], 6);
+	cr_assert_eq(c[3], 3, "fourth (upper half): %d", c[3]);
+	unregister_hw_breakpoint(bp[1]);
+	unregister_hw_breakpoint(bp[3]);
+	store_counter(600);
+	cr_assert_eq(c[0] + c[1] + c[2] + c[3], 8 + 11 + 6 + 3);
+	cr_assert_eq(g.counter, 600);
+}
+
+Test(watch, several_breakpoints_on_one_global)
+{
+	several_on_one_global(false);
+}
+
+Test(watch_mech, several_breakpoints_on_one_global)
+{
+	if (!machine_has_debugregs())
+		cr_skip_test("this machine's debug registers do not fire");
+	several_on_one_global(true);
+}
+
+Test(watch_mech, debug_register_and_page_on_the_same_bytes_stepped_in_place)
+{
+	/* a page breakpoint on reads of the same long: a store that cannot
+	 * run on a copy is stepped in place, and the debug register sees
+	 * it; a store run for the program is reported by the library;
+	 * either way each breakpoint counts each access it covers once */
+	static _Atomic int chw, cpg;
+	struct perf_event *hw, *pg;
+	unsigned long steps;
+	int i;
+
+	if (!machine_has_debugregs())
+		cr_skip_test("this machine's debug registers do not fire");
+	chw = cpg = 0;
+	hw = watch_counted(&g.counter, 8, HW_BREAKPOINT_W, &chw, true);
+	pg = watch_counted(&g.counter, 8, HW_BREAKPOINT_R, &cpg, false);
+	cr_assert_eq(hw->mechanism, UKP_HW_BREAKPOINT_DEBUGREG);
+	cr_assert_eq(pg->mechanism, UKP_HW_BREAKPOINT_PAGE);
+	steps = ukp_watch_inplace_steps;
+	for (i = 0; i < 3; i++)
+		__asm__ volatile("movq %%rsp, (%0)" : : "r"(&g.counter) : "memory");
+	cr_assert_eq(ukp_watch_inplace_steps, steps + 3);
+	cr_assert_eq(chw, 3, "debug register: %d", chw);
+	cr_assert_eq(cpg, 0, "page (reads): %d", cpg);
+	store_counter(1);
+	cr_assert_eq(load_counter(), 1);
+	cr_assert_eq(chw, 4, "debug register: %d", chw);
+	cr_assert_eq(cpg, 1, "page (reads): %d", cpg);
+	unregister_hw_breakpoint(pg);
+	unregister_hw_breakpoint(hw);
+}
