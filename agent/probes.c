@@ -307,6 +307,7 @@ struct matches {
 	struct match *m;
 	size_t n, cap;
 	bool nomem;
+	bool everything;          /* the pattern is only '*'s */
 };
 
 /* [reg] under the library's lock: collect, register later. Aliases come
@@ -324,6 +325,11 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 						  !strcmp(sym->obj->path, ms->skip_path)))
 		return;
 	if (ms->n && ms->m[ms->n - 1].start == sym->start)
+		return;
+	/* every function (a glob of only wildcards): the object's own
+	 * symbol table, not the internals only its debug file names, some
+	 * of which glibc runs with every signal blocked */
+	if (sym->debug && ms->everything)
 		return;
 	memcpy(name, sym->name, len);
 	name[len] = '\0';
@@ -415,6 +421,7 @@ static int register_glob(struct ukpa_spec *s)
 	size_t i;
 	int ret, pass;
 
+	ms.everything = strspn(ms.pattern, "*") == strlen(ms.pattern);
 	if (!s->spec.object)
 		ms.skip_path = agent_path();
 	ret = ukp_lock_for_show();

@@ -884,6 +884,7 @@ static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
 	res->func = s->sized && (s->type == STT_FUNC || s->type == STT_GNU_IFUNC);
 	res->ifunc = s->type == STT_GNU_IFUNC;
 	res->global = s->bind != STB_LOCAL;
+	res->debug = s->debug;
 }
 
 /* ------------------------------------------------------------------ */

@@ -35,6 +35,8 @@ struct ukp_symres {
 	bool ifunc;          /* an STT_GNU_IFUNC symbol: start is its resolver
 			      * (ukp_sym_ifunc_impl gives the code it chose) */
 	bool global;         /* bound GLOBAL, WEAK or UNIQUE (not LOCAL) */
+	bool debug;          /* known from the object's debug file or MiniDebugInfo
+			      * only (not in its own symbol table) */
 };
 
 /*
