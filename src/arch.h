@@ -24,6 +24,7 @@
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
 #include "arch_tls.h"  /* arch_thread_pointer() */
 #include "arch_jprobe.h" /* struct arch_jprobe_vec */
+#include "arch_syscall.h" /* arch_syscall3/4(): raw system calls */
 
 /*
  * [reg] Walk instructions from the start of a function to decide whether

@@ -104,18 +104,6 @@ static UKP_TRAP_TEXT unsigned int slot_of(int sig)
 	return sig == UKP_SCAN_SIG ? 0 : (unsigned int)sig;
 }
 
-static inline long sys4(long n, long a, long b, long c, long d)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* [trap] The owned signals this thread's program blocks. */
 UKP_TRAP_TEXT uint64_t ukp_vmask_get(void)
 {
@@ -190,7 +178,7 @@ UKP_TRAP_TEXT void ukp_vmask_flush(void)
 
 		held_siginfo(sig, &si);
 		vsig.pending &= ~SIGBIT(sig);
-		sys4(__NR_rt_tgsigqueueinfo, ukp_sys_getpid(), ukp_sys_gettid(), sig, (long)&si);
+		arch_syscall4(__NR_rt_tgsigqueueinfo, ukp_sys_getpid(), ukp_sys_gettid(), sig, (long)&si);
 	}
 }
 
@@ -390,7 +378,7 @@ __attribute__((visibility("default"))) int sigpending(sigset_t *set)
 		ret = real_sigpending(set);
 	} else {
 		memset(set, 0, sizeof(*set));
-		ret = (int)sys4(__NR_rt_sigpending, (long)set, 8, 0, 0);
+		ret = (int)arch_syscall4(__NR_rt_sigpending, (long)set, 8, 0, 0);
 		if (ret < 0) {
 			errno = -ret;
 			ret = -1;

@@ -84,58 +84,35 @@ struct ksigaction {
 
 /* ------------------------------------------------------ raw syscalls */
 
-static inline long sys3(long n, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-static inline long sys4(long n, long a, long b, long c, long d)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 UKP_TRAP_TEXT long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old)
 {
-	return sys4(__NR_rt_sigprocmask, how, (long)set, (long)old, 8);
+	return arch_syscall4(__NR_rt_sigprocmask, how, (long)set, (long)old, 8);
 }
 
 UKP_TRAP_TEXT int ukp_sys_gettid(void)
 {
-	return (int)sys3(__NR_gettid, 0, 0, 0);
+	return (int)arch_syscall3(__NR_gettid, 0, 0, 0);
 }
 
 UKP_TRAP_TEXT int ukp_sys_getpid(void)
 {
-	return (int)sys3(__NR_getpid, 0, 0, 0);
+	return (int)arch_syscall3(__NR_getpid, 0, 0, 0);
 }
 
 UKP_TRAP_TEXT long ukp_sys_tgkill(int pid, int tid, int sig)
 {
-	return sys3(__NR_tgkill, pid, tid, sig);
+	return arch_syscall3(__NR_tgkill, pid, tid, sig);
 }
 
 static UKP_TRAP_TEXT long sys_rt_sigaction(int sig, const struct ksigaction *act,
 					   struct ksigaction *old)
 {
-	return sys4(__NR_rt_sigaction, sig, (long)act, (long)old, 8);
+	return arch_syscall4(__NR_rt_sigaction, sig, (long)act, (long)old, 8);
 }
 
 static UKP_TRAP_TEXT long sys_tgsigqueueinfo(int pid, int tid, int sig, siginfo_t *info)
 {
-	return sys4(__NR_rt_tgsigqueueinfo, pid, tid, sig, (long)info);
+	return arch_syscall4(__NR_rt_tgsigqueueinfo, pid, tid, sig, (long)info);
 }
 
 /* ------------------------------------------- the program's actions */
@@ -586,7 +563,7 @@ static UKP_TRAP_TEXT int segv_code(uintptr_t addr)
 {
 	unsigned char vec;
 
-	if (sys3(__NR_mincore, (long)(addr & ~page_mask), 1, (long)&vec) == -ENOMEM)
+	if (arch_syscall3(__NR_mincore, (long)(addr & ~page_mask), 1, (long)&vec) == -ENOMEM)
 		return SEGV_MAPERR;
 	return SEGV_ACCERR;
 }

@@ -135,20 +135,6 @@ struct wthread {
 };
 static UKP_TLS struct wthread wt;
 
-/* ----------------------------------------------------- raw syscalls */
-
-static UKP_TRAP_TEXT long wsys(long n, long a, long b, long c, long d)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 /* ------------------------------------------------------------ lock */
 
 /*
@@ -178,7 +164,7 @@ static UKP_TRAP_TEXT void wlock_take(void)
 		if (++spins < 64)
 			__builtin_ia32_pause();
 		else
-			wsys(SYS_sched_yield, 0, 0, 0, 0);
+			arch_syscall4(SYS_sched_yield, 0, 0, 0, 0);
 	}
 }
 
@@ -238,7 +224,7 @@ static UKP_TRAP_TEXT int eff_prot(const struct wpage *p)
 
 static UKP_TRAP_TEXT long sys_mprotect(uintptr_t a, size_t len, int prot)
 {
-	return wsys(SYS_mprotect, (long)a, (long)len, prot, 0);
+	return arch_syscall4(SYS_mprotect, (long)a, (long)len, prot, 0);
 }
 
 /* ------------------------------------------------ /proc/self/mem */
@@ -248,7 +234,7 @@ static UKP_TRAP_TEXT bool mem_fd_ok(void)
 	struct stat st;
 
 	return mem_fd >= 0 && mem_pid == ukp_sys_getpid() &&
-	       wsys(SYS_fstat, mem_fd, (long)&st, 0, 0) == 0 && st.st_dev == mem_dev &&
+	       arch_syscall4(SYS_fstat, mem_fd, (long)&st, 0, 0) == 0 && st.st_dev == mem_dev &&
 	       st.st_ino == mem_ino;
 }
 
@@ -262,11 +248,11 @@ static UKP_TRAP_TEXT int mem_get(void)
 
 	if (mem_fd_ok())
 		return mem_fd;
-	fd = wsys(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0);
+	fd = arch_syscall4(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (wsys(SYS_fstat, fd, (long)&st, 0, 0)) {
-		wsys(SYS_close, fd, 0, 0, 0);
+	if (arch_syscall4(SYS_fstat, fd, (long)&st, 0, 0)) {
+		arch_syscall4(SYS_close, fd, 0, 0, 0);
 		return -1;
 	}
 	mem_dev = st.st_dev;
@@ -283,7 +269,7 @@ static UKP_TRAP_TEXT long mem_rw(long nr, uintptr_t addr, void *buf, size_t n)
 	if (fd < 0)
 		return -EFAULT;
 	while (n) {
-		long r = wsys(nr, fd, (long)buf, (long)n, (long)addr);
+		long r = arch_syscall4(nr, fd, (long)buf, (long)n, (long)addr);
 
 		if (r <= 0)
 			return -EFAULT;

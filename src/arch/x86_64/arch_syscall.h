@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch_syscall.h - raw system calls for the hit path: no libc wrapper
+ * (no errno, no cancellation point, nothing that could be probed).
+ * [any] context, signal handlers included. Returns the kernel's value
+ * (-errno on failure).
+ */
+#ifndef UKP_ARCH_SYSCALL_H
+#define UKP_ARCH_SYSCALL_H
+
+static inline long arch_syscall4(long n, long a, long b, long c, long d)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline long arch_syscall3(long n, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+#endif
