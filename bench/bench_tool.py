@@ -18,9 +18,9 @@ repetition):
             function probed: start-up and attach cost of each tool
 Tools: the program alone; `ukprobe stat`; `ukprobe trace -o FILE` (events
 written vs hits counted by stat, events lost); `uftrace record -P`
-(entries only, to disk); `bpftrace` counting the same uprobes (root; it
-counts hits of every process running the probed file, so on a shared
-machine its count may be higher).
+(entries only, to disk); `bpftrace` counting the same uprobes (root).
+Every tool runs private copies of python3.11 and libsqlite3 (a kernel
+uprobe reaches every process mapping the probed file).
 A tool that is missing or cannot run is skipped with the reason.
 
 Per hit (micro): bench_tool_hit calls a 3-instruction function N times
@@ -98,9 +98,10 @@ def drop_uprobe_events(names):
 
 def run(cmd, env=None, timeout=600):
     before = None
+    env = dict(os.environ, **(env or {}))
     if cmd[0] == "bpftrace":
         # one uprobe per libsqlite3 function: above bpftrace's default limit
-        env = dict(os.environ, BPFTRACE_MAX_PROBES="100000")
+        env["BPFTRACE_MAX_PROBES"] = "100000"
         before = uprobe_events()
     t0 = time.monotonic()
     try:
@@ -178,17 +179,30 @@ def bench_workloads(args, tools, work):
     py = os.path.join(work, "script.py")
     with open(py, "w") as f:
         f.write(PY.format(n=3000 if args.quick else 30000))
+    # Kernel uprobes (bpftrace) go into every process that maps the probed
+    # file: on the system's python3.11 and libsqlite3 they rewrote the
+    # entries that other programs' ukprobe had jump-optimized (their first
+    # byte int3, then the file's byte back) and crashed them (doc/torture.md,
+    # bug 4). Every tool here runs private copies, under the same names.
+    os.makedirs(os.path.join(work, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(work, "lib"), exist_ok=True)
+    python = os.path.join(work, "bin", os.path.basename(PYTHON))
+    sqlite_lib = os.path.join(work, "lib", os.path.basename(SQLITE_LIB))
+    for src, dst in ((PYTHON, python), (SQLITE_LIB, sqlite_lib)):
+        if os.path.exists(src):
+            shutil.copy2(src, dst)
+    lib_env = {"LD_LIBRARY_PATH": os.path.join(work, "lib")}
     wls = [
         {"id": "sqlite3", "what": "sqlite3 shell, SQL script, every libsqlite3 function probed",
          "argv": ["sqlite3", ":memory:", ".read " + sql], "spec": "p libsqlite3.so.0:*",
-         "uftrace": ".@libsqlite3.so.0", "uprobe": SQLITE_LIB + ":*"},
+         "uftrace": ".@libsqlite3.so.0", "uprobe": sqlite_lib + ":*", "env": lib_env},
         {"id": "python3", "what": "python3.11 script, %s probed" % PY_FUNC,
-         "argv": [PYTHON, py], "spec": "p python3.11:%s" % PY_FUNC,
-         "uftrace": "%s@python3.11" % PY_FUNC, "uprobe": PYTHON + ":" + PY_FUNC},
+         "argv": [python, py], "spec": "p python3.11:%s" % PY_FUNC,
+         "uftrace": "%s@python3.11" % PY_FUNC, "uprobe": python + ":" + PY_FUNC},
         {"id": "start", "what": "sqlite3 shell, empty script, every libsqlite3 function probed "
                                 "(start-up, attach)",
          "argv": ["sqlite3", ":memory:", ".read " + empty], "spec": "p libsqlite3.so.0:*",
-         "uftrace": ".@libsqlite3.so.0", "uprobe": SQLITE_LIB + ":*"},
+         "uftrace": ".@libsqlite3.so.0", "uprobe": sqlite_lib + ":*", "env": lib_env},
     ]
     results = []
     for wl in wls:
@@ -203,7 +217,7 @@ def bench_workloads(args, tools, work):
             for tool, argv, how in tools.commands(wl, args.quick):
                 if tool in fails:
                     continue
-                t, r = run(argv)
+                t, r = run(argv, wl.get("env"))
                 if r.returncode != 0:
                     fails[tool] = "exit status %d: %s" % (r.returncode,
                                                           (r.stderr.strip().splitlines() or [""])[-1][:200])
