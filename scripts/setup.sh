@@ -2,13 +2,16 @@
 # Installs the build and test dependencies from Debian 12 (run as root, or
 # with sudo available). Safe to run again.
 set -euo pipefail
-# python3.11 and libpython3.11: real targets of the jump-optimization
-# tests (test_optprobe_libs) and of the coverage benchmark (a non-PIE
-# executable).
+# Besides the build: libc6-dbg (libc's debug symbols, for the tests of
+# debug files), xz-utils and binutils (the tests make a MiniDebugInfo
+# object; the torture tier disassembles with objdump), python3.11,
+# libpython3.11, sqlite3 and python3 (real targets of the tests and
+# benchmarks; python3.11 is a non-PIE executable), and
+# libpython3.11-testsuite and pigz (the torture tier's programs).
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
-      libpython3.11-testsuite pigz)   # the last two: the torture tier's programs
+      libpython3.11-testsuite pigz)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
