@@ -466,17 +466,21 @@ static void set_up(const char *fds, const char *defs, const char *mode)
  * [init] On the agent's thread in a process ukprobe attached to: the
  * settings came over fd (CONFIG). As set_up(), but nothing ends the
  * program: a SPEC that cannot be registered ends the session (END with
- * setup_failed), and the caller detaches. Returns 0 (tracing), 1
+ * setup_failed), and the caller detaches. raw_fd: trace -o's records
+ * file (it came with CONFIG; this session owns it), or -1. Returns 0 (tracing), 1
  * (probes mode: reported) or -1 (failed, reported).
  */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
-		      const char *load)
+		      const char *load, int raw_fd)
 {
 	static bool atfork_done;
 	struct stat st;
 
-	if (fstat(fd, &st))
+	if (fstat(fd, &st)) {
+		if (raw_fd >= 0)
+			close(raw_fd);
 		return -1;
+	}
 	out_fd = fd;
 	out_dev = st.st_dev;
 	out_ino = st.st_ino;
@@ -486,6 +490,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	ukpa_mode = mode;
 	ukpa_follow = follow;
 	ukpa_attached = true;
+	ukpa_rings_set_fd(raw_fd);
 	ukpa_rings_new_image();
 	if (ukpa_specs_parse(defs)) {
 		send_end(0, true, UKP_END_EXIT);
@@ -534,6 +539,8 @@ void ukpa_attach_end(bool tracing)
 	ukpa_reader_stop(-1);
 	ukpa_probes_unregister_all();
 	ukpa_reader_exit();
+	/* the reader wrote its last records: the next session may have none */
+	ukpa_rings_close_file();
 	kprobes_set_optimization(true);
 	ukprobes_shutdown();
 	d.tid = (int32_t)gettid();

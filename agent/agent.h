@@ -96,7 +96,7 @@ char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
 /* [init] attach.c's session (see agent.c). */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
-		      const char *load);
+		      const char *load, int raw_fd);
 void ukpa_attach_end(bool tracing);
 /* [init] In a forked child of an attached process (-f): a new
  * connection to ukprobe (fd or -1), and the thread that waits on it for
@@ -228,6 +228,11 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* [init] trace -o FILE: the descriptor of the file the reader writes
  * (UKP_ENV_RAW_FD's value, or NULL). Before ukpa_rings_init(). */
 void ukpa_rings_set_file(const char *fdtext);
+/* [init] The same with a descriptor (an attached process: it came with
+ * CONFIG); ukpa_rings_close_file() closes it when the session ends,
+ * after the reader's last pass. */
+void ukpa_rings_set_fd(int fd);
+void ukpa_rings_close_file(void);
 int ukpa_rings_init(void);                                     /* [init] */
 int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */
 /* [init] Stop tracing, wait for handlers that are writing, drain every

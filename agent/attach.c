@@ -57,22 +57,39 @@ int ukpa_attach_connect(void)
 	return fd;
 }
 
-/* The CONFIG packet (ukprobe sends it as soon as it accepts us). */
-static char *read_config(int fd, struct ukp_msg_config *c, char **load)
+/* The CONFIG packet (ukprobe sends it as soon as it accepts us), and
+ * with it, for trace -o FILE, the records file (*raw: the descriptor,
+ * or -1). */
+static char *read_config(int fd, struct ukp_msg_config *c, char **load, int *raw)
 {
 	size_t cap = UKP_PACKET_MAX;
 	char *buf = malloc(cap + 1);
 	struct pollfd pfd = { fd, POLLIN, 0 };
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = &ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm;
 	ssize_t n;
 	char *text, *end;
 
+	*raw = -1;
 	if (!buf)
 		return NULL;
+	iov.iov_base = buf;
+	iov.iov_len = cap;
 	/* ukprobe answers at once; do not wait for ever on a stale one */
 	if (poll(&pfd, 1, 10000) != 1)
 		goto bad;
-	n = recv(fd, buf, cap, 0);
-	if (n < (ssize_t)sizeof(*c))
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && *raw < 0)
+			memcpy(raw, CMSG_DATA(cm), sizeof(int));
+	if (n < (ssize_t)sizeof(*c) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		goto bad;
 	buf[n] = '\0';
 	memcpy(c, buf, sizeof(*c));
@@ -87,6 +104,9 @@ static char *read_config(int fd, struct ukp_msg_config *c, char **load)
 	*load = buf + (*load - text);
 	return buf;
 bad:
+	if (*raw >= 0)
+		close(*raw);
+	*raw = -1;
 	free(buf);
 	return NULL;
 }
@@ -110,7 +130,7 @@ static void *agent_main(void *arg)
 {
 	struct ukp_msg_config c;
 	char *defs, *load = NULL;
-	int fd, ret = -1;
+	int fd, raw, ret = -1;
 
 	(void)arg;
 	ukpa_busy = 1;
@@ -118,13 +138,13 @@ static void *agent_main(void *arg)
 	fd = ukpa_attach_connect();
 	if (fd < 0)
 		goto out;
-	defs = read_config(fd, &c, &load);
+	defs = read_config(fd, &c, &load, &raw);
 	if (!defs) {
 		close(fd);
 		goto out;
 	}
 	ret = ukpa_attach_begin(fd, (enum ukp_mode)c.mode, c.flags & UKP_CONFIG_FOLLOW,
-				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load);
+				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load, raw);
 	if (ret == 0)
 		wait_detach(fd);
 	ukpa_attach_end(ret == 0);
@@ -141,9 +161,13 @@ static void *forked_main(void *arg)
 	int fd = (int)(intptr_t)arg;
 	struct ukp_msg_config c;
 	char *load, *defs;
+	int raw;
 
 	ukpa_busy = 1;
-	defs = read_config(fd, &c, &load);
+	/* the child writes its records to the file it has from its parent */
+	defs = read_config(fd, &c, &load, &raw);
+	if (raw >= 0)
+		close(raw);
 	free(defs);
 	wait_detach(fd);
 	ukpa_attach_end(true);

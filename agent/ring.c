@@ -789,20 +789,36 @@ static bool tsc_usable(void)
 
 void ukpa_rings_set_file(const char *fdtext)
 {
-	struct stat st;
 	char *end;
 	long fd;
 
 	if (!fdtext)
 		return;
 	fd = strtol(fdtext, &end, 10);
-	if (*end || fd < 0 || fd > 1 << 20 || fstat((int)fd, &st) || !S_ISREG(st.st_mode))
+	if (*end || fd < 0 || fd > 1 << 20)
 		return;
-	raw_fd = (int)fd;
+	ukpa_rings_set_fd((int)fd);
+}
+
+void ukpa_rings_set_fd(int fd)
+{
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	raw_fd = fd;
 	raw_dev = st.st_dev;
 	raw_ino = st.st_ino;
+	raw_broken = false;
 	/* with -f the programs we exec write there too */
 	fcntl(raw_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
+}
+
+void ukpa_rings_close_file(void)
+{
+	if (raw_fd >= 0)
+		close(raw_fd);
+	raw_fd = -1;
 }
 
 int ukpa_rings_init(void)

@@ -1387,6 +1387,84 @@ def case_attach_python():
             p.wait()
 
 
+def case_attach_trace_file():
+    """trace -p PID -o FILE: the attached agent gets the records file with
+    its settings and writes binary records there, as a launched program
+    does, so a hot probe loses nothing; the descriptor leaves with the
+    agent at the detach, and a second attach (until the exit) starts a
+    new file."""
+    def check_file(path, first, last):
+        """Every event from the first recorded to last, in order; the
+        agent starts recording a moment after the code is patched, so
+        the first is at most a few thousand calls after first."""
+        i = None
+        with open(path) as f:
+            for l in f:
+                if i is None:
+                    i = int(l.rsplit("i=", 1)[1])
+                    check(first <= i < first + n, "the first event: %r" % l)
+                check(l.endswith(" p_tick_0: (tick+0x0/0x%s) i=%d\n" %
+                                 (l.split("/0x")[1].split(")")[0], i)),
+                      "event %d in order: %r" % (i, l))
+                i += 1
+        check(i == last + 1, "events up to the last call: %s, %d" % (i, last))
+    p = subprocess.Popen([tgt("flood"), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    n = 600000
+
+    def go(total):
+        p.stdin.write("%d\n" % n)
+        p.stdin.flush()
+        check(p.stdout.readline() == "done %d\n" % total, "the target ran %d calls" % total)
+    try:
+        pid = p.pid
+        go(n)
+        ranges = code_ranges(pid)
+        before, fds0 = code_bytes(pid, ranges), open_files(pid)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "trace")
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-o", out,
+                                  "-e", "p tick i=%di:u32"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+            end = time.time() + 30
+            while same_code(before, code_bytes(pid, ranges)) and time.time() < end:
+                time.sleep(0.01)
+            check(not same_code(before, code_bytes(pid, ranges)), "tick is patched")
+            time.sleep(0.3)  # the optimizer's jump, then the agent records
+            go(2 * n)
+            go(3 * n)
+            t.send_signal(signal.SIGTERM)
+            o, e = t.communicate(timeout=120)
+            check(t.returncode == 0 and o == "" and e == "", "detached: nothing lost",
+                  "rc=%s %s %s" % (t.returncode, o, e))
+            check_file(out, n, 3 * n - 1)
+            check(same_code(before, code_bytes(pid, code_ranges(pid))), "code back")
+            check(open_files(pid) == fds0, "the records file left with the agent",
+                  open_files(pid))
+            check(os.listdir(d) == ["trace"], "no file left behind", str(os.listdir(d)))
+            go(4 * n)
+            # again, until the program ends
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-o", out,
+                                  "-e", "p tick i=%di:u32"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+            end = time.time() + 30
+            while same_code(before, code_bytes(pid, ranges)) and time.time() < end:
+                time.sleep(0.01)
+            time.sleep(0.3)
+            go(5 * n)
+            p.stdin.close()
+            check(p.stdout.readline() == "ticks %d\n" % (5 * n) and p.wait(timeout=60) == 0,
+                  "the target's exit")
+            o, e = t.communicate(timeout=120)
+            check(t.returncode == 0 and o == "" and e == "", "traced until the exit",
+                  "rc=%s %s %s" % (t.returncode, o, e))
+            check_file(out, 4 * n, 5 * n - 1)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def case_attach_dlopen():
     """Attached, a SPEC on an object the process loads later (python3
     imports bz2: libbz2) waits for it and is registered after the load."""

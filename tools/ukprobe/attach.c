@@ -105,6 +105,30 @@ static char *config_packet(const struct ukp_session *s, size_t *len)
 	return buf;
 }
 
+/* CONFIG on a new connection, with trace -o's records file for the
+ * agent to write (SCM_RIGHTS), as a launched program gets it through
+ * its environment. */
+static bool send_config(const struct ukp_session *s, int fd, const char *config, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)config, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (s->send_raw) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = &ctl;
+		mh.msg_controllen = sizeof(ctl);
+		ctl.h.cmsg_level = SOL_SOCKET;
+		ctl.h.cmsg_type = SCM_RIGHTS;
+		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.h), &s->raw_fd, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
 struct conn {
 	int fd;
 	pid_t pid;
@@ -365,7 +389,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			}
 			if (fd >= 0 && nconns < cap_conns &&
 			    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-			    send(fd, config, config_len, MSG_NOSIGNAL) == (ssize_t)config_len) {
+			    send_config(s, fd, config, config_len)) {
 				conns[nconns++] = (struct conn){ fd, cred.pid };
 				open_conns++;
 				if (detaching) {

@@ -148,6 +148,8 @@ struct ukp_session {
 	pid_t *pids;              /* -p: the processes to attach to (npids) */
 	int npids;
 	double duration;          /* -d SECONDS (attached: 0 is none) */
+	bool send_raw;            /* -p with trace -o: agents get raw_fd with CONFIG */
+	int raw_fd;               /* the records file (proto.h), when send_raw */
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */

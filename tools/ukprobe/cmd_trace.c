@@ -286,13 +286,15 @@ int ukp_cmd_trace(int argc, char **argv)
 			code = UKP_EXIT_FAIL;
 	}
 	/* a file: the agent writes binary records, formatted after the run
-	 * (a launched program: the descriptor goes through its environment;
-	 * an attached one streams over the socket) */
-	if (!code && !s.npids && (output || json) && to_file(output) && to_file(json)) {
+	 * (a launched program gets the descriptor through its environment,
+	 * an attached one with its settings) */
+	if (!code && (output || json) && to_file(output) && to_file(json)) {
 		raw = raw_open(output ? output : json);
 		snprintf(num, sizeof(num), "%d", raw);
-		if (raw < 0 || setenv(UKP_ENV_RAW_FD, num, 1))
+		if (raw < 0 || (!s.npids && setenv(UKP_ENV_RAW_FD, num, 1)))
 			code = UKP_EXIT_FAIL;
+		s.send_raw = s.npids > 0;
+		s.raw_fd = raw;
 	}
 	if (!code)
 		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
