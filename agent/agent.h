@@ -110,6 +110,8 @@ int ukpa_specs_parse(char *defs);
 int ukpa_specs_count(void);
 /* [init] Payload bytes an event of SPEC i needs. */
 size_t ukpa_spec_payload(int i);
+/* [init] Does an event fetch $duration? */
+bool ukpa_specs_use_duration(void);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);
@@ -225,6 +227,20 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 		       uintptr_t caller, struct ukp_rec *rec);
 
 /* ------------------------------------------------------------- ring.c */
+/* [hit] A reading of the clock events are stamped with (TSC ticks, or
+ * ns where the TSC is not the kernel's clock), and the ns a span of
+ * readings lasted ($duration). */
+uint64_t ukpa_clock_now(void);
+uint64_t ukpa_clock_span_ns(uint64_t span);
+
+/* What a return probe keeps from its function's entry (kretprobe
+ * instance data): the registers, for $argN, and the entry's clock
+ * reading, for $duration. */
+struct ukpa_entry {
+	struct pt_regs regs;
+	uint64_t clock;
+};
+
 /* [init] trace -o FILE: the descriptor of the file the reader writes
  * (UKP_ENV_RAW_FD's value, or NULL). Before ukpa_rings_init(). */
 void ukpa_rings_set_file(const char *fdtext);

@@ -130,6 +130,12 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		case UKP_FA_SYM: /* resolved to an address at registration */
 			v = fa->param;
 			break;
+		case UKP_FA_DURATION:
+			/* only on return probes (the parser says so): entry is
+			 * the instance's struct ukpa_entry */
+			v = ukpa_clock_span_ns(ukpa_clock_now() -
+					       ((const struct ukpa_entry *)(const void *)entry)->clock);
+			break;
 		case UKP_FA_COMM:
 			zero(slot, UKP_SPEC_STR_SLOT);
 			for (d = 0; d < (int)sizeof(rec->comm) - 1; d++)

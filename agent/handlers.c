@@ -69,12 +69,14 @@ int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-/* Return probes: the registers at the entry are kept for $argN. */
+/* Return probes: the registers at the entry are kept for $argN, and the
+ * clock for $duration. */
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kretprobe *rp = get_kretprobe(ri);
 	struct ukpa_probe *pr = rp ? container_of(rp, struct ukpa_probe, rp) : NULL;
-	unsigned long *dst = (unsigned long *)(void *)ri->data;
+	struct ukpa_entry *e = (struct ukpa_entry *)(void *)ri->data;
+	unsigned long *dst = (unsigned long *)(void *)&e->regs;
 	const unsigned long *src = (const unsigned long *)regs;
 	size_t i;
 
@@ -86,6 +88,9 @@ int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		dst[i] = src[i];
 		__asm__ volatile("" ::: "memory");
 	}
+	/* last: the time the handler took is not the function's */
+	if (pr->spec->spec.uses_duration)
+		e->clock = ukpa_clock_now();
 	return 0;
 }
 

@@ -242,7 +242,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	} else if (spec->is_return) {
 		pr->rp.handler = ukpa_rp_ret;
 		pr->rp.entry_handler = ukpa_rp_entry;
-		pr->rp.data_size = sizeof(struct pt_regs);
+		pr->rp.data_size = sizeof(struct ukpa_entry);
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
@@ -708,6 +708,16 @@ int ukpa_specs_count(void)
 size_t ukpa_spec_payload(int i)
 {
 	return ukp_spec_record_payload(&specs[i].spec);
+}
+
+bool ukpa_specs_use_duration(void)
+{
+	int i;
+
+	for (i = 0; i < nspecs; i++)
+		if (specs[i].spec.uses_duration)
+			return true;
+	return false;
 }
 
 int ukpa_probes_setup(void)

@@ -419,6 +419,26 @@ static bool seen_add(uint64_t addr)
 static char outbuf[FILE_CHUNK];
 static size_t outlen, out_events;
 
+/* ns per TSC tick (32.32 fixed point) for $duration: measured over a
+ * few milliseconds at start-up, then over the whole run at each pass
+ * (the handlers read it: one word, no lock) */
+static _Atomic uint64_t span_mult;
+
+uint64_t ukpa_clock_now(void)
+{
+	int32_t cpu;
+
+	return use_tsc ? tsc_cpu(&cpu) : kernel_clock(&cpu);
+}
+
+uint64_t ukpa_clock_span_ns(uint64_t span)
+{
+	if (!use_tsc)
+		return span;
+	return (uint64_t)(((unsigned __int128)span *
+			   atomic_load_explicit(&span_mult, memory_order_relaxed)) >> 32);
+}
+
 /* TSC to CLOCK_MONOTONIC: two readings of both clocks, the first taken
  * at start-up, the second at the start of each pass (every record that
  * pass sends was written before it, give or take the pass). */
@@ -610,6 +630,9 @@ static size_t drain_pass(void)
 	if (use_tsc) {
 		cal_read(&cal_tsc1, &cal_ns1);
 		cal_update();
+		/* a baseline long enough to beat the start-up one */
+		if (cal_mult && cal_ns1 - cal_ns0 > 50000000)
+			atomic_store_explicit(&span_mult, cal_mult, memory_order_relaxed);
 	}
 	for (i = 0; i < NRINGS; i++) {
 		struct ring *r = &rings[i];
@@ -838,9 +861,21 @@ int ukpa_rings_init(void)
 	ring_bytes = ring_recs * rec_size;
 	use_tsc = tsc_usable();
 	if (use_tsc) {
+		struct timespec pause = { 0, 5000000 };
+		uint64_t t, n;
+
 		cal_read(&cal_tsc0, &cal_ns0);
 		cal_tsc1 = cal_tsc0;
 		cal_ns1 = cal_ns0;
+		if (ukpa_specs_use_duration() && !atomic_load(&span_mult)) {
+			/* $duration: a first rate before any event */
+			while (nanosleep(&pause, &pause) && errno == EINTR)
+				;
+			cal_read(&t, &n);
+			if (t > cal_tsc0)
+				atomic_store(&span_mult, (uint64_t)(((unsigned __int128)(n - cal_ns0) << 32) /
+								    (t - cal_tsc0)));
+		}
 	}
 	need_fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0;
 	if (old_bytes) {

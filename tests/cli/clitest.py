@@ -1990,6 +1990,52 @@ def case_filter():
           "return probe filter", show(r))
 
 
+SLEEPER = ("import time\n"
+           "for i in range(5): time.sleep(0.002)\n"
+           "for i in range(2): time.sleep(0.12)\n")
+
+
+def case_duration():
+    """$duration on a return probe: Debian's python3 sleeps five times
+    2 ms and twice 120 ms (clock_nanosleep); each duration is at least
+    the sleep and at most the time between two returns, and filters on
+    it select the long calls."""
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    r = ukprobe(["trace", "-e", "r:sl libc.so.6:clock_nanosleep ret=$retval:s32 $duration",
+                 "--", py, "-c", SLEEPER])
+    check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
+    ev = [parse_line(l) for l in r.stdout.splitlines() if " sl: " in l]
+    check(len(ev) == 7, "seven sleeps", show(r))
+    durs = []
+    for m in ev:
+        a = re.fullmatch(r" ret=0 duration=(\d+)", m["args"])
+        check(a, "ret and duration: %r" % m["args"])
+        durs.append(int(a[1]))
+    for i, d in enumerate(durs):
+        want = 2000000 if i < 5 else 120000000
+        check(want <= d < want + 80000000, "sleep %d: %d ns" % (i, d))
+        if i:
+            # returns are at least a duration apart (timestamps in us)
+            gap = round((float(ev[i]["ts"]) - float(ev[i - 1]["ts"])) * 1e6) * 1000
+            check(d <= gap + 20000, "duration %d within the %d ns between returns" % (d, gap))
+    # stat counts what the filter on duration passes; a named argument too
+    for flt, n in (("duration > 50000000", 2), ("duration < 50000000", 5),
+                   ("duration >= 2000000 && ret == 0", 7)):
+        r = ukprobe(["stat", "-e", "r:sl libc.so.6:clock_nanosleep ret=$retval:s32 $duration",
+                     "--filter", flt, "--", py, "-c", SLEEPER])
+        check(r.returncode == 0 and re.search(r"^ukprobes/sl +%d +0$" % n, r.stdout, re.M),
+              "stat --filter '%s': %d" % (flt, n), show(r))
+    r = ukprobe(["trace", "-e", "r:sl libc.so.6:clock_nanosleep t=$duration:u64", "--filter",
+                 "t > 100000000", "--", py, "-c", SLEEPER])
+    ev = [parse_line(l) for l in r.stdout.splitlines() if " sl: " in l]
+    check(r.returncode == 0 and len(ev) == 2 and
+          all(120000000 <= int(m["args"].split("=")[1]) for m in ev), "a named $duration",
+          show(r))
+
+
 def case_filter_errors():
     spec = FILTER_SPEC % "v"
     cases = read_table("filter_errors.txt")

@@ -20,6 +20,7 @@
  * them) with OBJ.
  *
  * FETCHARGS: [NAME=]FETCHARG[:TYPE], FETCHARG one of %REG, $argN, $retval,
+ * $duration (r only: ns since the entry; named "duration" by default),
  * $stack, $stackN, $comm, @ADDR, @SYM[+|-OFFS], +|-[u]OFFS(FETCHARG); TYPE
  * one of u8..u64, s8..s64, x8..x64, char, string (ustring is the same
  * here), symbol, b<bit-width>@<bit-offset>/<container-size>.
@@ -57,6 +58,8 @@ enum ukp_fa_base {
 	UKP_FA_STACKP,  /* $stack: the stack pointer */
 	UKP_FA_RETVAL,  /* $retval */
 	UKP_FA_COMM,    /* $comm */
+	UKP_FA_DURATION, /* $duration: ns from the function's entry to this
+			 * return (r events only) */
 	UKP_FA_IMM,     /* @ADDR: param = ADDR, followed by a dereference */
 	UKP_FA_SYM,     /* @SYM[+|-OFFS]: symbol and symoff; param = the address
 			 * once resolved (by the agent), then as UKP_FA_IMM */
@@ -118,6 +121,7 @@ struct ukp_spec {
 	int nargs;
 	struct ukp_fetcharg args[UKP_SPEC_MAX_ARGS];
 	unsigned int payload;          /* bytes of payload an event needs */
+	bool uses_duration;            /* an argument is $duration */
 	/* --filter (filter.h): its text and compiled program, or NULL;
 	 * both malloc'ed, freed by ukp_spec_free() */
 	char *filter_text;

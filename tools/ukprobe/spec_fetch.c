@@ -116,6 +116,8 @@ static int parse_deref(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 		return -1;
 	if (fa->base == UKP_FA_COMM)
 		return spec_fail(p, icol, "$comm can not be dereferenced");
+	if (fa->base == UKP_FA_DURATION)
+		return spec_fail(p, icol, "$duration can not be dereferenced");
 	fa->deref[fa->nderef++] = s[0] == '-' ? -(long)off : (long)off;
 	return 0;
 }
@@ -136,6 +138,12 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 	}
 	if (vlen == 4 && !memcmp(v, "comm", 4)) {
 		fa->base = UKP_FA_COMM;
+		return 0;
+	}
+	if (vlen == 8 && !memcmp(v, "duration", 8)) {
+		if (!spec->is_return)
+			return spec_fail(p, col, "$duration is only available on return probes");
+		fa->base = UKP_FA_DURATION;
 		return 0;
 	}
 	if (vlen == 5 && !memcmp(v, "stack", 5)) {
@@ -160,7 +168,8 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 		fa->param = n;
 		return 0;
 	}
-	return spec_fail(p, col, "invalid $-variable (one of $argN, $retval, $stack, $stackN, $comm)");
+	return spec_fail(p, col, "invalid $-variable (one of $argN, $retval, $duration, $stack, $stackN, "
+			 "$comm)");
 }
 
 /* @SYM[+|-OFFS]: a data (or any) symbol's address, resolved by the
@@ -327,6 +336,11 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 		bcol = w->col + (int)nlen + 1;
 		if (!blen)
 			return spec_fail(p, bcol, "no argument expression");
+	} else if (blen >= 9 && !memcmp(body, "$duration", 9) && (blen == 9 || body[9] == ':') &&
+		   !name_used(spec, "duration", 8)) {
+		/* what filters and hist keys call it (the kernel's synthetic
+		 * events and perf's latency fields name it so) */
+		snprintf(fa->name, sizeof(fa->name), "duration");
 	} else {
 		snprintf(fa->name, sizeof(fa->name), "arg%d", spec->nargs + 1);
 		if (name_used(spec, fa->name, strlen(fa->name)))
@@ -350,6 +364,10 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 	} else if (fa->base == UKP_FA_COMM) {
 		fa->type = UKP_TY_STRING;
 		fa->size = UKP_SPEC_STR_SLOT;
+	} else if (fa->base == UKP_FA_DURATION) {
+		/* a number of nanoseconds: decimal */
+		fa->type = UKP_TY_U;
+		fa->size = 8;
 	} else {
 		/* The kernel's default on 64-bit: x64. */
 		fa->type = UKP_TY_X;
@@ -363,6 +381,8 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 			    "too many arguments: an event holds %d bytes (8 a number, %d a string)",
 			    UKP_SPEC_PAYLOAD_MAX, UKP_SPEC_STR_SLOT);
 	spec->payload += fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT;
+	if (fa->base == UKP_FA_DURATION)
+		spec->uses_duration = true;
 	spec->nargs++;
 	return 0;
 }
