@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch_branches.h"
 #include "internal.h"
 
 struct bl_range {
@@ -151,6 +152,142 @@ static void add_libc_masked(void)
 }
 
 /*
+ * The roots of the code a thread runs with every signal blocked, whose
+ * callees are masked too (masked_closure): what start_thread calls after
+ * it blocks every signal on its way out (freeing the thread's
+ * descriptor and stack under the stack cache's lock: __nptl_free_tcb,
+ * the private lock's slow paths), what the new thread runs before its
+ * mask is restored, what the child of posix_spawn runs before its exec
+ * (__spawni_child, as a whole: following its calls would take in
+ * dup2, fcntl, ioctl, chdir, ... which the child calls only for the
+ * file actions it was given, and which users probe), and clone. A random breakpoint in
+ * __lll_lock_wait_private killed an exiting Python thread in the torture
+ * tier (open bug 5, doc/torture.md). Local names come from the debug
+ * file (libc6-dbg); an object without it keeps only its exported roots.
+ * start_thread is taken as a whole but its callees are not followed:
+ * its unmasked part calls the thread's function, exit and the
+ * destructors, which must stay probe-able; its masked callees are named
+ * instead.
+ */
+static const char *const libc_masked_whole[] = { "start_thread", "__spawni_child" };
+static const char *const libc_masked_roots[] = {
+	"__nptl_free_tcb", "__nptl_deallocate_stack", "__lll_lock_wait_private",
+	"__lll_lock_wake_private", "__nptl_death_event", "__clone_internal", "__clone3",
+	"__clone",
+};
+
+/*
+ * Functions that end the process (a failed assertion, a fatal libc
+ * message): masked code may call them, but following them would take in
+ * the whole of abort() and backtrace(); a breakpoint there ends a process
+ * that was ending anyway.
+ */
+static const char *const libc_fatal[] = {
+	"__libc_fatal", "__libc_message", "__assert_fail", "__fortify_fail", "abort",
+	"__stack_chk_fail", "__chk_fail",
+};
+
+#define MASKED_MAX 128
+
+struct masked_walk {
+	const struct ukp_object *libc;
+	uintptr_t start[MASKED_MAX];    /* functions taken, by entry */
+	size_t size[MASKED_MAX];
+	const char *name[MASKED_MAX];
+	size_t n;
+	uintptr_t stop[sizeof(libc_fatal) / sizeof(libc_fatal[0])];
+	const struct ukp_symres *cur;
+};
+
+static void masked_take(struct masked_walk *w, const struct ukp_symres *sym)
+{
+	size_t i;
+
+	if (!sym->size || w->n == MASKED_MAX)
+		return;
+	for (i = 0; i < w->n; i++)
+		if (w->start[i] == sym->start)
+			return;
+	for (i = 0; i < sizeof(w->stop) / sizeof(w->stop[0]); i++)
+		if (w->stop[i] == sym->start)
+			return;
+	w->start[w->n] = sym->start;
+	w->size[w->n] = sym->size;
+	w->name[w->n] = sym->name;
+	w->n++;
+}
+
+/* A direct call or jump out of the function being scanned: its callee. */
+static int masked_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct masked_walk *w = arg;
+	struct ukp_symres sym;
+
+	(void)from;
+	if (kind != ARCH_FLOW_DIRECT ||
+	    (target >= w->cur->start && target < w->cur->start + w->cur->size))
+		return 0;
+	/* (calls into other objects go through the PLT: not followed) */
+	if (!ukp_sym_lookup_addr(target, &sym) && sym.start == target && sym.obj == w->libc)
+		masked_take(w, &sym);
+	return 0;
+}
+
+static void add_libc_masked_closure(void)
+{
+	struct masked_walk *w = calloc(1, sizeof(*w));
+	char spec[64];
+	uintptr_t a;
+	size_t i, done;
+
+	if (!w)
+		return;
+	for (i = 0; i < sizeof(libc_fatal) / sizeof(libc_fatal[0]); i++) {
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_fatal[i]);
+		if (!ukp_sym_lookup_name(spec, &a))
+			w->stop[i] = a;
+	}
+	for (i = 0; i < sizeof(libc_masked_roots) / sizeof(libc_masked_roots[0]); i++) {
+		struct ukp_symres sym;
+
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_roots[i]);
+		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
+			continue;
+		w->libc = sym.obj;
+		masked_take(w, &sym);
+	}
+	/* breadth first over direct calls and tail jumps */
+	for (done = 0; done < w->n; done++) {
+		struct ukp_symres sym;
+		struct arch_code_part part;
+		uint8_t *code = malloc(w->size[done]);
+
+		if (!code)
+			break;
+		if (ukp_sym_lookup_addr(w->start[done], &sym) ||
+		    ukp_read_original(w->start[done], code, w->size[done]) != w->size[done]) {
+			free(code);
+			continue;
+		}
+		part = (struct arch_code_part){ w->start[done], code, w->size[done] };
+		w->cur = &sym;
+		arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, masked_flow, w);
+		free(code);
+	}
+	for (i = 0; i < w->n; i++)
+		add_range(w->start[i], w->start[i] + w->size[i], w->name[i], NULL);
+	for (i = 0; i < sizeof(libc_masked_whole) / sizeof(libc_masked_whole[0]); i++) {
+		struct ukp_symres sym;
+
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_whole[i]);
+		if (!ukp_sym_lookup_name(spec, &a) && !ukp_sym_lookup_addr(a, &sym))
+			add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_masked_whole[i],
+				  NULL);
+	}
+	free(w);
+}
+
+/*
  * libc's memory functions, in a build whose own hit path may call them:
  * clang and unoptimized builds lower structure initialisation and copies
  * to memset/memcpy calls, and the sanitizers' __asan_mem* forward to
@@ -203,6 +340,7 @@ static void rebuild(void)
 	add_libc_masked();
 	add_libc_hit_path();
 	add_libc_masked_bodies();
+	add_libc_masked_closure();
 	built_gen = ukp_objects_generation();
 }
 
