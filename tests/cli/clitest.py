@@ -2370,9 +2370,15 @@ def case_trigger_errors():
     big = "p:f/v visit " + " ".join("a%d=%%di" % i for i in range(20))
     for sp, trig, col, msg in (
             (spec, "", 0, "empty trigger"),
-            (spec, "foo", 0, "unknown trigger (stacktrace[:N])"),
-            (spec, "hist:keys=n", 0, "the hist trigger is not supported (only stacktrace[:N])"),
-            (spec, "traceoff", 0, "the traceoff trigger is not supported (only stacktrace[:N])"),
+            (spec, "foo", 0, "unknown trigger (stacktrace[:N] or hist:...)"),
+            (spec, "hist:keys=name.log2", 15, "'name' is a string: no modifier"),
+            (spec, "hist:keys=n:vals=name", 17, "'name' is a string: a value must be a number"),
+            (spec, "hist:keys=n:pause", 12, "pause, cont and clear are for a running hist: not "
+             "supported"),
+            (spec, "hist:keys=n x", 12, "unexpected text after the trigger (if FILTER?)"),
+            (spec, "hist:keys=n if n >", 18, "expected a number"),
+            (spec, "snapshot", 0, "the snapshot trigger is not supported (stacktrace[:N] or "
+             "hist:...)"),
             (spec, "stacktrace:", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:0", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:x", 11, "invalid count (stacktrace:N, N from 1)"),
@@ -2384,7 +2390,9 @@ def case_trigger_errors():
         check(r.returncode == 2 and r.stderr == error_lines(trig, col, msg) and r.stdout == "",
               "trigger %r" % trig, show(r), "want:\n" + error_lines(trig, col, msg))
     for args, msg in ((["stat", "-e", spec, "--trigger", "stacktrace"],
-                       "option '--trigger' is not for ukprobe stat"),
+                       "stacktrace: stat prints no events: stacktrace is for ukprobe trace"),
+                      (["probes", "-e", spec, "--trigger", "hist:keys=n"],
+                       "option '--trigger' is not for ukprobe probes"),
                       (["trace", "--trigger", "stacktrace", "-e", spec],
                        "a trigger applies to the -e SPEC before it"),
                       (["trace", "-e", spec, "--trigger", "stacktrace", "--trigger", "stacktrace:2"],
