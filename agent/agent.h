@@ -44,6 +44,7 @@ struct ukpa_spec {
 	bool again;               /* its object came back after an unload */
 	int nprobes;              /* probes registered for it */
 	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
+	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
@@ -205,9 +206,10 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec);
 
 /* ------------------------------------------------------- filter_hit.c */
-/* [hit] Does this hit pass spec->filter (not NULL)? entry as for
+/* [hit] Does this hit pass the SPEC's --filter (if any)? Then its hist
+ * (if any) takes it. One of the two is set; entry as for
  * ukpa_fetch_args(). */
-bool ukpa_filter_pass(const struct ukp_spec *spec, const struct pt_regs *regs,
+bool ukpa_filter_pass(const struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry);
 
 /* ----------------------------------------------------------- unwind.c */
@@ -226,7 +228,23 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, enum ukpa_unwind_from 
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,
 		       uintptr_t caller, struct ukp_rec *rec);
 
+/* --------------------------------------------------------- hist_hit.c */
+struct ukp_hist;
+struct ukpa_hist_table;
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h);  /* [init] */
+void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
+void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
+/* [hit] One hit that passed --filter: the hist's own filter, then its
+ * entry. data/faults: the fetched arguments; comm, pid when the hist
+ * uses them. */
+void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
+		   const unsigned char *data, uint32_t faults, const char *comm, int pid);
+/* [init] The table to ukprobe (UKPM_SYM, UKPM_HIST). */
+void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec);
+
 /* ------------------------------------------------------------- ring.c */
+/* [init] The text of addr to ukprobe at once (UKPM_SYM). */
+void ukpa_send_sym(uint64_t addr);
 /* [hit] A reading of the clock events are stamped with (TSC ticks, or
  * ns where the TSC is not the kernel's clock), and the ns a span of
  * readings lasted ($duration). */

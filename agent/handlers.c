@@ -44,8 +44,9 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 
 	if (!recording(pr))
 		return 0;
-	/* --filter: a rejected hit is neither counted nor recorded */
-	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
+	/* --filter: a rejected hit is neither counted nor recorded (nor put
+	 * in the hist) */
+	if ((pr->spec->spec.filter || pr->spec->hist) && !ukpa_filter_pass(pr->spec, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)
@@ -102,9 +103,10 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (!rp || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return 0;
 	pr = container_of(rp, struct ukpa_probe, rp);
-	/* --filter: a rejected hit is neither counted nor recorded */
-	if (pr->spec->spec.filter &&
-	    !ukpa_filter_pass(&pr->spec->spec, regs, (const struct pt_regs *)ri->data))
+	/* --filter: a rejected hit is neither counted nor recorded (nor put
+	 * in the hist) */
+	if ((pr->spec->spec.filter || pr->spec->hist) &&
+	    !ukpa_filter_pass(pr->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)
@@ -123,8 +125,9 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
 	    !atomic_load_explicit(&pr->live, memory_order_acquire))
 		return;
-	/* --filter: a rejected hit is neither counted nor recorded */
-	if (pr->spec->spec.filter && !ukpa_filter_pass(&pr->spec->spec, regs, regs))
+	/* --filter: a rejected hit is neither counted nor recorded (nor put
+	 * in the hist) */
+	if ((pr->spec->spec.filter || pr->spec->hist) && !ukpa_filter_pass(pr->spec, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE)

@@ -235,7 +235,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	}
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
-	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !spec->filter) {
+	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !spec->filter && !spec->hist) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
@@ -247,8 +247,9 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		ret = register_kretprobe(&pr->rp);
 	} else {
 		/* stat without a filter only counts; a filter needs the full handler */
-		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || spec->filter ? ukpa_kp_pre
-								      : ukpa_kp_count;
+		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || spec->filter || spec->hist
+					  ? ukpa_kp_pre
+					  : ukpa_kp_count;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);
@@ -678,6 +679,11 @@ int ukpa_specs_parse(char *defs)
 			return -1; /* ukprobe checked them: not ours */
 		s->index = (uint32_t)nspecs++;
 		s->stack_left = (long)s->spec.stack_count;
+		if (s->spec.hist) {
+			s->hist = ukpa_hist_new(s->spec.hist);
+			if (!s->hist)
+				return -1;
+		}
 		if (s->spec.stacktrace)
 			want_stacks = true;
 	}
@@ -847,10 +853,13 @@ void ukpa_probes_restart(void)
 		pr->rp.nmissed = 0;
 		send_probe(pr);
 	}
-	for (i = 0; i < nspecs; i++)
+	for (i = 0; i < nspecs; i++) {
+		/* a new image: its own hists */
+		ukpa_hist_reset(specs[i].hist);
 		if (specs[i].pending)
 			send_probe_msg(&specs[i], ~0u, 0, 0, 0, UKP_PROBE_PENDING, -1, 0, 0, 0,
 				       specs[i].spec.event, "", specs[i].spec.object, "");
+	}
 	pthread_mutex_unlock(&probes_lock);
 }
 
@@ -888,6 +897,7 @@ static void send_stats_locked(void)
 	struct ukp_msg_stat batch[256];
 	struct ukpa_probe *pr;
 	size_t n = 0;
+	int i;
 
 	for (pr = probes_head; pr; pr = pr->next) {
 		batch[n++] = (struct ukp_msg_stat){
@@ -903,6 +913,9 @@ static void send_stats_locked(void)
 			n = 0;
 		}
 	}
+	for (i = 0; i < nspecs; i++)
+		if (specs[i].hist)
+			ukpa_hist_send(specs[i].hist, specs[i].index);
 }
 
 /*
@@ -961,8 +974,10 @@ void ukpa_probes_unregister_all(void)
 	probes_head = NULL;
 	probes_tail = &probes_head;
 	nprobes = 0;
-	for (i = 0; i < nspecs; i++)
+	for (i = 0; i < nspecs; i++) {
+		ukpa_hist_free(specs[i].hist);
 		ukp_spec_free(&specs[i].spec);
+	}
 	free(specs);
 	specs = NULL;
 	nspecs = 0;

@@ -562,6 +562,23 @@ static void announce(uint64_t addr)
 	out_put(&u, u.m.h.len);
 }
 
+void ukpa_send_sym(uint64_t addr)
+{
+	union {
+		struct ukp_msg_sym m;
+		char buf[512];
+	} u;
+	size_t tlen;
+
+	memset(&u, 0, sizeof(u));
+	ukpa_symbolize(addr, u.m.text, sizeof(u.buf) - sizeof(u.m), NULL, NULL);
+	tlen = strlen(u.m.text) + 1;
+	u.m.h.type = UKPM_SYM;
+	u.m.h.len = (uint32_t)((sizeof(u.m) + tlen + 7) & ~(size_t)7);
+	u.m.addr = addr;
+	ukpa_send(&u, u.m.h.len);
+}
+
 /* The addresses an event needs: where a function returned to, and the
  * values of symbol arguments. (Probed addresses came with the PROBE
  * messages.) */

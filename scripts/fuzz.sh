@@ -13,7 +13,7 @@ fi
 mkdir -p build-fuzz
 src=tools/ukprobe
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/filter.c" "$src/trigger.c" \
+  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
   -o build-fuzz/fuzz_spec_filter
 rm -rf build-fuzz/corpus
 cp -r tests/fuzz/corpus build-fuzz/corpus

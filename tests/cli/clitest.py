@@ -2036,6 +2036,153 @@ def case_duration():
           show(r))
 
 
+HIST_PY = """import os, sys, time
+fd = os.open("/dev/null", os.O_WRONLY)
+os.dup2(fd, 50)
+for n, k in ((100, 10), (5000, 5), (70000, 3), (4096, 7)):
+    for i in range(k):
+        os.write(50, b"x" * n)
+for name, k in (("/etc/hostname", 4), ("/etc/passwd", 2)):
+    for i in range(k):
+        os.close(os.open(name, os.O_RDONLY))
+for i in range(5): time.sleep(0.002)
+for i in range(2): time.sleep(0.12)
+if len(sys.argv) > 1:
+    pid = os.fork()
+    os.write(50, b"y" * 3)
+    if pid:
+        os.waitpid(pid, 0)
+    else:
+        os.write(50, b"z" * 3)
+        os._exit(0)
+"""
+
+HIST_RE = re.compile(r"^\{ (?P<keys>.*) \} hitcount: +(?P<hits>\d+)(?P<vals>.*)$")
+
+
+def hist_tables(text):
+    """The hist tables in ukprobe's output: {event: (header, rows,
+    totals)}, rows as (keys text, hitcount, {val: number})."""
+    out = {}
+    for part in text.split("# event histogram\n")[1:]:
+        ev = re.search(r"^# event: (\S+)$", part, re.M)
+        info = re.search(r"^# trigger info: (.*) \[active\]$", part, re.M)
+        check(ev and info, "a hist header", part)
+        rows = []
+        for line in part.splitlines():
+            m = HIST_RE.match(line)
+            if m:
+                vals = dict((k, int(v, 0) if v.startswith("0x") else int(v))
+                            for k, v in re.findall(r"  (\w+): +(\S+)", m["vals"]))
+                rows.append((m["keys"], int(m["hits"]), vals))
+        tot = re.search(r"^Totals:\n    Hits: (\d+)\n    Entries: (\d+)\n    Dropped: (\d+)$",
+                        part, re.M)
+        check(tot, "totals", part)
+        out[ev[1]] = (info[1], rows, tuple(int(x) for x in tot.groups()))
+    return out
+
+
+def case_hist():
+    """--trigger hist: Debian's python3 writes, opens and sleeps known
+    numbers of times; the histograms made in the program say so, in the
+    kernel's hist format, with every key modifier, vals, sort, size and
+    Dropped, the trigger's own filter, $duration, stat and trace, and the
+    images of a fork (-f) merged."""
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    w = "p:w libc.so.6:write fd=%di:s32 n=%dx:u64"
+    r = ukprobe(["stat",
+                 "-e", w, "--trigger", "hist:keys=n.log2:vals=n:sort=n if fd == 50",
+                 "-e", "p:o libc.so.6:open64 path=+0(%di):string",
+                 "--trigger", 'hist:keys=path:sort=hitcount.descending if path ~ "/etc/*"',
+                 "-e", "r:s libc.so.6:clock_nanosleep $duration",
+                 "--trigger", "hist:keys=duration.buckets=100000000:sort=duration",
+                 "--", py, "-c", HIST_PY])
+    check(r.returncode == 0 and r.stderr == "", "stat run", show(r))
+    t = hist_tables(r.stdout)
+    check(set(t) == {"ukprobes/w", "ukprobes/o", "ukprobes/s"}, "three tables", r.stdout)
+    info, rows, tot = t["ukprobes/w"]
+    check(info == "hist:keys=n.log2:vals=hitcount,n:sort=n:size=2048 if fd == 50", "info", info)
+    check(rows == [("n: ~ 2^7 ", 10, {"n": 1000}), ("n: ~ 2^12", 7, {"n": 28672}),
+                   ("n: ~ 2^13", 5, {"n": 25000}), ("n: ~ 2^17", 3, {"n": 210000})],
+          "write sizes by log2", r.stdout)
+    check(tot == (25, 4, 0), "write totals", tot)
+    stat_w = int(re.search(r"^ukprobes/w +(\d+)", r.stdout, re.M)[1])
+    check(stat_w >= 25, "stat counts every write (%d)" % stat_w)
+    info, rows, tot = t["ukprobes/o"]
+    check([(k.split()[1], n) for k, n, _ in rows] == [("/etc/hostname", 4), ("/etc/passwd", 2)]
+          and tot == (6, 2, 0), "open64 paths, descending", r.stdout)
+    info, rows, tot = t["ukprobes/s"]
+    check([(k, n) for k, n, _ in rows] == [("duration: ~ 0-99999999", 5),
+                                           ("duration: ~ 100000000-199999999", 2)] and
+          tot == (7, 2, 0), "sleep durations in buckets", r.stdout)
+    # size and Dropped: a table of 2 entries for 4 sizes; .hex; sort by key
+    r = ukprobe(["stat", "-e", w, "--trigger", "hist:keys=n.hex:sort=n.descending:size=2 if fd == 50",
+                 "--", py, "-c", HIST_PY])
+    check(r.returncode == 0 and r.stderr == "", "size=2", show(r))
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/w"]
+    hexes = [int(k.split()[1], 16) for k, _, _ in rows]
+    check(tot[0] == 25 and tot[1] == 2 and len(rows) == 2 and
+          tot[2] == 25 - sum(n for _, n, _ in rows) and tot[2] > 0 and
+          set(hexes) <= {100, 5000, 70000, 4096} and hexes == sorted(hexes, reverse=True),
+          "two entries, the rest dropped; hex keys descending", r.stdout)
+    # .sym and .sym-offset: the callers of malloc, in trace (after the
+    # events); the entries add up to the events printed
+    r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
+                 "--trigger", "hist:keys=caller.sym-offset:sort=hitcount.descending",
+                 "--", "ls", "/"])
+    check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
+    events = [l for l in r.stdout.splitlines() if LINE_RE.match(l) and " m: " in l]
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/m"]
+    check(tot[0] == len(events) and tot[2] == 0 and sum(n for _, n, _ in rows) == len(events) and
+          [n for _, n, _ in rows] == sorted((n for _, n, _ in rows), reverse=True),
+          "every malloc in the hist (%d events)" % len(events), r.stdout[-3000:])
+    callers = {}
+    for l in events:
+        c = int(parse_line(l)["args"].split("=")[1], 16)
+        callers[c] = callers.get(c, 0) + 1
+    for k, n, _ in rows:
+        m = re.fullmatch(r"caller: \[([0-9a-f]+)\] (\S+\+0x[0-9a-f]+/0x[0-9a-f]+ \[\S+\]|"
+                         r"\[\S+\]\+0x[0-9a-f]+) *", k)
+        check(m and callers.get(int(m[1], 16)) == n, "caller %r: %s" % (k, n), str(callers))
+    r = ukprobe(["stat", "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
+                 "--trigger", "hist:keys=caller.sym", "--", "ls", "/"])
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/m"]
+    check(rows and all(re.fullmatch(r"caller: \[[0-9a-f]+\] ([^+ ]+ \[\S+\]|\[\S+\]\+0x[0-9a-f]+) *", k)
+                       for k, _, _ in rows), ".sym: names without offsets", r.stdout)
+    # -f: the parent's and the child's writes, keyed by process
+    r = ukprobe(["stat", "-f", "-e", w,
+                 "--trigger", "hist:keys=common_pid.execname,n:sort=n,common_pid if fd == 50 && n == 3",
+                 "--", py, "-c", HIST_PY, "fork"])
+    check(r.returncode == 0 and r.stderr == "", "stat -f", show(r))
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/w"]
+    pids = [re.fullmatch(r"common_pid: (\S+) +\[ *(\d+)\], n: +3", k) for k, _, _ in rows]
+    check(len(rows) == 2 and all(pids) and pids[0][2] != pids[1][2] and
+          all(p[1] == "python3.11" for p in pids) and sorted(n for _, n, _ in rows) == [1, 2] and
+          tot == (3, 2, 0), "two processes, execname", r.stdout)
+    # malformed triggers: the column and what is wrong
+    for trig, col, msg in (
+            ("hist:keys=nope", 10, "the event has no field 'nope'"),
+            ("hist:keys=n.bogus", 12, "unknown modifier"),
+            ("hist:keys=n:vals=fd.log2", 20, "a value takes only .hex"),
+            ("hist:keys=n:sort=fd", 17, "sort by a key, a value or hitcount"),
+            ("hist:keys=n:size=0", 17, "size needs a number"),
+            ("hist:keys=hitcount", 10, "hitcount can not be a key"),
+            ("hist:vals=n", 5, "hist needs keys"),
+            ("hist:keys=n if fd >", 19, ""),
+            ("hist:keys=fd.execname", 13, ".execname is for common_pid")):
+        r = ukprobe(["stat", "-e", w, "--trigger", trig, "--", "true"])
+        lines = r.stderr.splitlines()
+        check(r.returncode != 0 and msg in r.stderr and any(l.strip() == "^" for l in lines) and
+              any(trig in l for l in lines), "error for %r" % trig, show(r))
+        caret = [l for l in lines if l.strip() == "^"][0]
+        text = [l for l in lines if trig in l][0]
+        check(caret.index("^") - text.index(trig) == col, "caret of %r at %d" % (trig, col),
+              show(r))
+
+
 def case_filter_errors():
     spec = FILTER_SPEC % "v"
     cases = read_table("filter_errors.txt")
@@ -2223,9 +2370,15 @@ def case_trigger_errors():
     big = "p:f/v visit " + " ".join("a%d=%%di" % i for i in range(20))
     for sp, trig, col, msg in (
             (spec, "", 0, "empty trigger"),
-            (spec, "foo", 0, "unknown trigger (stacktrace[:N])"),
-            (spec, "hist:keys=n", 0, "the hist trigger is not supported (only stacktrace[:N])"),
-            (spec, "traceoff", 0, "the traceoff trigger is not supported (only stacktrace[:N])"),
+            (spec, "foo", 0, "unknown trigger (stacktrace[:N] or hist:...)"),
+            (spec, "hist:keys=name.log2", 15, "'name' is a string: no modifier"),
+            (spec, "hist:keys=n:vals=name", 17, "'name' is a string: a value must be a number"),
+            (spec, "hist:keys=n:pause", 12, "pause, cont and clear are for a running hist: not "
+             "supported"),
+            (spec, "hist:keys=n x", 12, "unexpected text after the trigger (if FILTER?)"),
+            (spec, "hist:keys=n if n >", 18, "expected a number"),
+            (spec, "snapshot", 0, "the snapshot trigger is not supported (stacktrace[:N] or "
+             "hist:...)"),
             (spec, "stacktrace:", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:0", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:x", 11, "invalid count (stacktrace:N, N from 1)"),
@@ -2237,7 +2390,9 @@ def case_trigger_errors():
         check(r.returncode == 2 and r.stderr == error_lines(trig, col, msg) and r.stdout == "",
               "trigger %r" % trig, show(r), "want:\n" + error_lines(trig, col, msg))
     for args, msg in ((["stat", "-e", spec, "--trigger", "stacktrace"],
-                       "option '--trigger' is not for ukprobe stat"),
+                       "stacktrace: stat prints no events: stacktrace is for ukprobe trace"),
+                      (["probes", "-e", spec, "--trigger", "hist:keys=n"],
+                       "option '--trigger' is not for ukprobe probes"),
                       (["trace", "--trigger", "stacktrace", "-e", spec],
                        "a trigger applies to the -e SPEC before it"),
                       (["trace", "-e", spec, "--trigger", "stacktrace", "--trigger", "stacktrace:2"],

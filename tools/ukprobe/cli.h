@@ -162,7 +162,14 @@ struct ukp_session {
 	bool protocol_error;
 	int probe_errors;         /* SPECs reported as errors */
 	int wstatus;
+	struct ukp_hist_rows *hists; /* hist triggers' tables, per SPEC (hist_print.c) */
 };
+
+/* hist_print.c: an UKPM_HIST message (0, or -1: malformed), the tables
+ * in the kernel's hist format at the end, and their memory. */
+int ukp_hist_take(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len);
+void ukp_hist_print(FILE *out, struct ukp_session *s);
+void ukp_hist_free_rows(struct ukp_session *s);
 
 /* Find the agent and the command, and check that the command can take a
  * preloaded library. Prints why not and returns an exit code, or 0. */

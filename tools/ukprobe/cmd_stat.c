@@ -21,6 +21,10 @@ static void usage(FILE *out)
 	      "                     arguments are checked, and fetched only for --filter\n"
 	      "      --filter EXPR  count only the hits of the -e before it that pass EXPR\n"
 	      "                     (see ukprobe trace --help)\n"
+	      "      --trigger 'hist:keys=FIELD[.MOD][,...][:vals=...][:sort=...][:size=N] [if EXPR]'\n"
+	      "                     a histogram of the hits of the -e before it, made in\n"
+	      "                     the program, printed after the table (the kernel's\n"
+	      "                     hist trigger; see ukprobe-stat(1))\n"
 	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
 	      "  -p, --pid PID[,PID]...\n"
@@ -160,6 +164,9 @@ int ukp_cmd_stat(int argc, char **argv)
 		/* a table only when the probes were in place */
 		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, &s))
 			code = code ? code : UKP_EXIT_FAIL;
+		/* the hist triggers' tables after it, as the kernel's hist files */
+		if (out && s.first && !s.first->setup_failed && s.states)
+			ukp_hist_print(out, &s);
 	}
 	if (out && out != stdout && fclose(out))
 		code = code ? code : UKP_EXIT_FAIL;

@@ -48,6 +48,10 @@ static void usage(FILE *out)
 	      "      --trigger stacktrace[:N]\n"
 	      "                     after an -e: the user stack of each of its hits (the\n"
 	      "                     first N), \" => func+0xoff [obj]\" lines under the event\n"
+	      "      --trigger 'hist:keys=FIELD[.MOD][,...][:vals=...][:sort=...][:size=N] [if EXPR]'\n"
+	      "                     after an -e: a histogram of its hits, made in the\n"
+	      "                     program, printed after the trace (the kernel's hist\n"
+	      "                     trigger: MOD hex sym sym-offset log2 buckets=N execname)\n"
 	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the trace to FILE instead of standard output\n"
 	      "      --json FILE    write a Chrome trace-event (Perfetto) file; without -o\n"
@@ -304,6 +308,9 @@ int ukp_cmd_trace(int argc, char **argv)
 			code = code ? code : UKP_EXIT_FAIL;
 		close(raw);
 	}
+	/* the hist triggers' tables after the events, as the kernel's hist files */
+	if (t.out && s.first && !s.first->setup_failed)
+		ukp_hist_print(t.out, &s);
 	if (t.json && ukp_json_close(t.json, &s))
 		code = code ? code : UKP_EXIT_FAIL;
 	if (t.out && t.out != stdout && fclose(t.out))

@@ -125,9 +125,9 @@ static int compile_filters(struct ukp_spec *specs, char **filters, int n)
 	return 0;
 }
 
-/* --trigger TEXT after -e SPEC (ukprobe trace): one per -e. 0 or -1
- * (said why). */
-static int parse_triggers(struct ukp_spec *specs, char **triggers, int n)
+/* --trigger TEXT after -e SPEC (trace; stat takes hist): one per -e.
+ * 0 or -1 (said why). */
+static int parse_triggers(struct ukp_spec *specs, char **triggers, int n, enum ukp_mode mode)
 {
 	struct ukp_spec_error err;
 	int i;
@@ -137,6 +137,11 @@ static int parse_triggers(struct ukp_spec *specs, char **triggers, int n)
 			continue;
 		if (ukp_trigger_parse(triggers[i], &specs[i], &err)) {
 			ukp_spec_err(triggers[i], err.col, "%s", err.msg);
+			return -1;
+		}
+		if (mode == UKP_MODE_STAT && specs[i].stacktrace) {
+			ukp_spec_err(triggers[i], 0, "stat prints no events: stacktrace is for "
+				     "ukprobe trace");
 			return -1;
 		}
 		specs[i].trigger_text = strdup(triggers[i]);
@@ -349,7 +354,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 				goto usage;
 			break;
 		case OPT_TRIGGER:
-			if (s->mode != UKP_MODE_TRACE) {
+			if (s->mode == UKP_MODE_PROBES) {
 				bad = "--trigger";
 				goto bad_option;
 			}
@@ -413,7 +418,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 	}
 	s->nspecs = t.n;
 	if (compile_filters(s->specs, t.filters, t.n) ||
-	    parse_triggers(s->specs, t.triggers, t.n)) {
+	    parse_triggers(s->specs, t.triggers, t.n, s->mode)) {
 		free_texts(&t);
 		return UKP_EXIT_USAGE;
 	}

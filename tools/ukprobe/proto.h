@@ -86,6 +86,7 @@ enum ukp_msg_type {
 	UKPM_CONFIG,            /* ukprobe -> agent, attached */
 	UKPM_DETACH,            /* ukprobe -> agent, attached */
 	UKPM_DETACHED,
+	UKPM_HIST,
 };
 
 struct ukp_msg {
@@ -233,6 +234,22 @@ struct ukp_msg_config {
 	uint32_t flags;            /* UKP_CONFIG_* */
 	uint32_t pad;
 	char text[];
+};
+
+/*
+ * A hist trigger's table (tools/ukprobe/hist.h), at the end of an image:
+ * n entries of entry_size bytes follow (ukp_hist_entry_size). A table
+ * takes one message or more; the first (first != 0) carries its totals.
+ */
+struct ukp_msg_hist {
+	struct ukp_msg h;
+	uint32_t spec;             /* the SPEC's index */
+	uint32_t n;
+	uint32_t entry_size;
+	uint32_t first;
+	uint64_t hits;             /* every hit that reached the hist */
+	uint64_t dropped;          /* hits that found no free entry */
+	unsigned char data[];
 };
 
 /* The agent is gone but for the thread tid, which is about to return. */

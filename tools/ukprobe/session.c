@@ -284,6 +284,7 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 void ukp_session_free(struct ukp_session *s)
 {
 	ukp_images_free(s);
+	ukp_hist_free_rows(s);
 	free(s->agent);
 	free(s->path);
 	free(s->pids);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hist.h"
 #include "spec_parse.h"
 
 int spec_fail(struct parser *p, int col, const char *fmt, ...)
@@ -451,6 +452,8 @@ void ukp_spec_free(struct ukp_spec *spec)
 	free(spec->filter);
 	free(spec->trigger_text);
 	spec->trigger_text = NULL;
+	ukp_hist_free(spec->hist);
+	spec->hist = NULL;
 	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
 	spec->filter = NULL;
 }

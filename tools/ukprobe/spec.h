@@ -49,6 +49,7 @@
 #define UKP_SPEC_DEFAULT_GROUP "ukprobes"
 
 struct ukp_filter;
+struct ukp_hist;
 
 /* Where a fetch argument starts. */
 enum ukp_fa_base {
@@ -133,6 +134,8 @@ struct ukp_spec {
 	bool stacktrace;
 	unsigned long stack_count;
 	unsigned int stack_off, stack_max;
+	/* --trigger hist:... (hist.h), malloc'ed, or NULL */
+	struct ukp_hist *hist;
 };
 
 /* [any] Bytes of payload an event's record carries: its arguments and,

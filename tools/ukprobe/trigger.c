@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trigger.c - --trigger, in the kernel's event trigger syntax
- * (Documentation/trace/events.rst, "Event triggers"): stacktrace and
- * stacktrace:N so far. Plain C; not for signal context.
+ * (Documentation/trace/events.rst, "Event triggers"): stacktrace,
+ * stacktrace:N and hist (hist.c). Plain C; not for signal context.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "hist.h"
 
 static int fail(struct ukp_spec_error *err, size_t col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -27,7 +28,7 @@ static int fail(struct ukp_spec_error *err, size_t col, const char *fmt, ...)
 
 int ukp_trigger_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err)
 {
-	static const char *const later[] = { "hist", "traceon", "traceoff", "snapshot",
+	static const char *const later[] = { "traceon", "traceoff", "snapshot",
 					     "enable_event", "disable_event", "enable_hist",
 					     "disable_hist" };
 	size_t b = 0, e, i, len = strlen(text);
@@ -46,12 +47,14 @@ int ukp_trigger_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_e
 		;
 	if (e == b)
 		return fail(err, b, "empty trigger");
+	if (e - b == 4 && !strncmp(text + b, "hist", 4))
+		return ukp_hist_parse(text + e, (int)e, spec, err);
 	if (e - b != 10 || strncmp(text + b, "stacktrace", 10)) {
 		for (i = 0; i < sizeof(later) / sizeof(later[0]); i++)
 			if (strlen(later[i]) == e - b && !strncmp(text + b, later[i], e - b))
-				return fail(err, b, "the %s trigger is not supported (only stacktrace[:N])",
+				return fail(err, b, "the %s trigger is not supported (stacktrace[:N] or hist:...)",
 					    later[i]);
-		return fail(err, b, "unknown trigger (stacktrace[:N])");
+		return fail(err, b, "unknown trigger (stacktrace[:N] or hist:...)");
 	}
 	if (spec->stacktrace)
 		return fail(err, b, "this event has a stacktrace trigger already");

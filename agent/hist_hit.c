@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hist_hit.c - the hist trigger's table in the traced process
+ * (tools/ukprobe/hist.h): one per SPEC, an open-addressing hash table of
+ * hist->size entries that the traced threads update in place, and its
+ * transfer to ukprobe at the end (UKPM_HIST).
+ *
+ * [hit] ukpa_hist_hit(): async-signal-safe, allocation-free and
+ * lock-free: an empty entry is claimed with a compare-and-swap of its
+ * state word (0 empty, 1 being filled, 2 in use), filled, then
+ * published; counts are atomic additions. A thread that meets an entry
+ * another thread is filling waits a bounded time, then counts its hit as
+ * dropped (as a full table does) rather than spin in a signal handler.
+ * Vector-free, as every handler (handlers.c): byte loops with an empty
+ * asm instead of memcpy/memcmp.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "filter.h"
+#include "hist.h"
+
+#define ST_EMPTY 0
+#define ST_FILLING 1
+#define ST_USED 2
+#define WAIT_SPINS 4096
+
+struct ukpa_hist_table {
+	const struct ukp_hist *h;
+	unsigned char *e;         /* size entries of esize bytes */
+	unsigned int esize;
+	_Atomic uint64_t hits;    /* every hit that passed (Totals: Hits) */
+	_Atomic uint64_t dropped; /* hits that found no entry */
+};
+
+/* [init] */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h)
+{
+	struct ukpa_hist_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->h = h;
+	t->esize = ukp_hist_entry_size(h);
+	t->e = calloc(h->size, t->esize);
+	if (!t->e) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* [init] */
+void ukpa_hist_free(struct ukpa_hist_table *t)
+{
+	if (!t)
+		return;
+	free(t->e);
+	free(t);
+}
+
+/* [init] A forked child starts with an empty table (its parent's hits
+ * are the parent's). */
+void ukpa_hist_reset(struct ukpa_hist_table *t)
+{
+	if (!t)
+		return;
+	memset(t->e, 0, (size_t)t->h->size * t->esize);
+	atomic_store(&t->hits, 0);
+	atomic_store(&t->dropped, 0);
+}
+
+static inline void copy(unsigned char *d, const unsigned char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		d[i] = s[i];
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static inline bool same(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 8)
+		if (*(const uint64_t *)(const void *)(a + i) != *(const uint64_t *)(const void *)(b + i))
+			return false;
+	return true;
+}
+
+static inline uint64_t *word(unsigned char *e, unsigned int off)
+{
+	return (uint64_t *)(void *)(e + off);
+}
+
+/* A string slot into a key: up to its NUL, zeros after (the bytes past
+ * the NUL are whatever the fetch left there). */
+static void key_string(unsigned char *d, const unsigned char *s, unsigned int n)
+{
+	unsigned int i;
+	bool end = false;
+
+	for (i = 0; i < n; i++) {
+		if (!end && !s[i])
+			end = true;
+		d[i] = end ? 0 : s[i];
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static const unsigned char key_zeros[UKP_SPEC_STR_SLOT];
+
+static uint64_t field_value(const struct ukp_hist_field *f, const struct ukp_spec *spec,
+			    const unsigned char *data, uint32_t faults, int pid)
+{
+	const struct ukp_fetcharg *fa;
+	uint64_t v;
+
+	if (f->arg == UKP_HIST_PID)
+		return (uint64_t)(uint32_t)pid;
+	fa = &spec->args[f->arg];
+	if (faults & (1u << f->arg))
+		return 0;
+	v = *(const uint64_t *)(const void *)(data + fa->off);
+	/* signed arguments: extended to 64 bits, so that sums add up */
+	if (f->is_signed && fa->size < 8 && (v >> (fa->size * 8 - 1)) & 1)
+		v |= ~0ULL << (fa->size * 8);
+	return v;
+}
+
+void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
+		   const unsigned char *data, uint32_t faults, const char *comm, int pid)
+{
+	const struct ukp_hist *h = t->h;
+	unsigned char key[3 * UKP_SPEC_STR_SLOT] __attribute__((aligned(8)));
+	unsigned int koff = ukp_hist_key_off(h), mask = h->size - 1, i, n;
+	uint64_t hash = 0xcbf29ce484222325ULL;
+	int k;
+
+	if (h->filter && !ukp_filter_run(h->filter, spec, data, faults, comm, pid))
+		return;
+	atomic_fetch_add_explicit(&t->hits, 1, memory_order_relaxed);
+	for (k = 0; k < h->nkeys; k++) {
+		const struct ukp_hist_field *f = &h->keys[k];
+
+		if (f->arg == UKP_HIST_COMM) {
+			key_string(key + f->off, (const unsigned char *)comm, 16);
+		} else if (f->is_string) {
+			/* a string that could not be read: "" */
+			key_string(key + f->off, faults & (1u << f->arg) ? key_zeros
+					       : data + spec->args[f->arg].off, f->size);
+		} else {
+			*word(key, f->off) = ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
+		}
+	}
+	for (i = 0; i < h->key_bytes; i++)
+		hash = (hash ^ key[i]) * 0x100000001b3ULL;
+	for (n = 0, i = (unsigned int)(hash ^ (hash >> 32)) & mask; n < h->size;
+	     n++, i = (i + 1) & mask) {
+		unsigned char *e = t->e + (size_t)i * t->esize;
+		_Atomic uint64_t *state = (_Atomic uint64_t *)(void *)e;
+		uint64_t st = atomic_load_explicit(state, memory_order_acquire);
+		int spins;
+
+		if (st == ST_EMPTY) {
+			uint64_t expect = ST_EMPTY;
+
+			if (atomic_compare_exchange_strong_explicit(state, &expect, ST_FILLING,
+								    memory_order_acq_rel,
+								    memory_order_acquire)) {
+				copy(e + koff, key, h->key_bytes);
+				if (h->execname)
+					key_string(e + ukp_hist_comm_off(h), (const unsigned char *)comm, 16);
+				atomic_store_explicit(state, ST_USED, memory_order_release);
+				st = ST_USED;
+			} else {
+				st = expect;
+			}
+		}
+		for (spins = 0; st == ST_FILLING && spins < WAIT_SPINS; spins++) {
+			__asm__ volatile("pause" ::: "memory");
+			st = atomic_load_explicit(state, memory_order_acquire);
+		}
+		if (st == ST_FILLING)
+			break;
+		if (!same(e + koff, key, h->key_bytes))
+			continue;
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + 8), 1,
+					  memory_order_relaxed);
+		for (k = 0; k < h->nvals; k++)
+			atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + 16 + 8 * k),
+						  field_value(&h->vals[k], spec, data, faults, pid),
+						  memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+}
+
+/*
+ * [init] The table to ukprobe: UKPM_SYM for the addresses .sym keys
+ * show, then UKPM_HIST messages of whole entries (the first with the
+ * totals, one even when the table is empty). Runs when the threads may
+ * still hit: an entry being filled is left out.
+ */
+void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec)
+{
+	const struct ukp_hist *h = t->h;
+	unsigned char buf[UKP_MSG_MAX] __attribute__((aligned(8)));
+	struct ukp_msg_hist *m = (struct ukp_msg_hist *)(void *)buf;
+	size_t per = (sizeof(buf) - sizeof(*m)) / t->esize;
+	unsigned int i, koff = ukp_hist_key_off(h);
+	bool first = true;
+	int k;
+
+	for (i = 0; i < h->size; i++) {
+		const unsigned char *e = t->e + (size_t)i * t->esize;
+
+		if (atomic_load((const _Atomic uint64_t *)(const void *)e) != ST_USED)
+			continue;
+		for (k = 0; k < h->nkeys; k++)
+			if (h->keys[k].mod == UKP_HM_SYM || h->keys[k].mod == UKP_HM_SYMOFF)
+				ukpa_send_sym(*(const uint64_t *)(const void *)(e + koff +
+										 h->keys[k].off));
+	}
+	memset(buf, 0, sizeof(*m));
+	for (i = 0;; i++) {
+		const unsigned char *e = i < h->size ? t->e + (size_t)i * t->esize : NULL;
+
+		if (e && atomic_load((const _Atomic uint64_t *)(const void *)e) == ST_USED) {
+			memcpy(m->data + (size_t)m->n * t->esize, e, t->esize);
+			m->n++;
+		}
+		if (!e || m->n == per) {
+			m->h.type = UKPM_HIST;
+			m->h.len = (uint32_t)((sizeof(*m) + (size_t)m->n * t->esize + 7) & ~(size_t)7);
+			m->spec = spec;
+			m->entry_size = t->esize;
+			m->first = first;
+			m->hits = first ? atomic_load(&t->hits) : 0;
+			m->dropped = first ? atomic_load(&t->dropped) : 0;
+			if (!e || m->n)
+				ukpa_send(m, m->h.len);
+			first = false;
+			m->n = 0;
+		}
+		if (!e)
+			break;
+	}
+}
