@@ -37,6 +37,7 @@
 #include "agent.h"
 
 _Atomic bool ukpa_tracing;
+_Atomic bool ukpa_trace_on = true;
 enum ukp_mode ukpa_mode;
 bool ukpa_follow;
 bool ukpa_attached;
@@ -50,7 +51,7 @@ static pid_t agent_pid;
 static uint64_t image_id;
 
 /* -f: our variables, to put back into an exec'd program's environment */
-#define NVARS 8
+#define NVARS 9
 static char *saved_vars[NVARS];
 
 /* ----------------------------------------------------------- output */
@@ -140,7 +141,7 @@ static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reaso
 
 static const char *const our_vars[NVARS] = {
 	UKP_ENV_FD, UKP_ENV_EVENTS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
-	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED, UKP_ENV_RAW_FD,
+	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED, UKP_ENV_RAW_FD, UKP_ENV_TRACING_OFF,
 };
 
 static const char *self_path(void)
@@ -414,6 +415,7 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	image_id = new_image_id();
 	ukpa_mode = parse_mode(mode);
 	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
+	atomic_store(&ukpa_trace_on, !getenv(UKP_ENV_TRACING_OFF));
 	/* with -f the programs we exec keep the socket */
 	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
 	copy = strdup(defs);
@@ -471,7 +473,7 @@ static void set_up(const char *fds, const char *defs, const char *mode)
  * (probes mode: reported) or -1 (failed, reported).
  */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
-		      const char *load, int raw_fd)
+		      const char *load, int raw_fd, bool tracing_off)
 {
 	static bool atfork_done;
 	struct stat st;
@@ -490,6 +492,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	ukpa_mode = mode;
 	ukpa_follow = follow;
 	ukpa_attached = true;
+	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);
 	ukpa_rings_new_image();
 	if (ukpa_specs_parse(defs)) {

@@ -45,6 +45,7 @@ struct ukpa_spec {
 	int nprobes;              /* probes registered for it */
 	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
+	_Atomic long onoff_left;  /* traceon/traceoff:N: changes still to make */
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
@@ -71,6 +72,9 @@ struct ukpa_probe {
 
 /* ------------------------------------------------------------ agent.c */
 extern _Atomic bool ukpa_tracing;    /* handlers record */
+/* trace records events (the kernel's tracing_on): traceon/traceoff
+ * triggers and --tracing-off set it; counts and hists go on regardless */
+extern _Atomic bool ukpa_trace_on;
 extern enum ukp_mode ukpa_mode;
 extern bool ukpa_follow;             /* -f */
 extern bool ukpa_attached;           /* injected by ukprobe -p (attach.c) */
@@ -97,7 +101,7 @@ char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
 /* [init] attach.c's session (see agent.c). */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
-		      const char *load, int raw_fd);
+		      const char *load, int raw_fd, bool tracing_off);
 void ukpa_attach_end(bool tracing);
 /* [init] In a forked child of an attached process (-f): a new
  * connection to ukprobe (fd or -1), and the thread that waits on it for
@@ -207,9 +211,9 @@ void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 
 /* ------------------------------------------------------- filter_hit.c */
 /* [hit] Does this hit pass the SPEC's --filter (if any)? Then its hist
- * (if any) takes it. One of the two is set; entry as for
- * ukpa_fetch_args(). */
-bool ukpa_filter_pass(const struct ukpa_spec *s, const struct pt_regs *regs,
+ * and its traceon/traceoff trigger (if any) take it. One of them is
+ * set; entry as for ukpa_fetch_args(). */
+bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry);
 
 /* ----------------------------------------------------------- unwind.c */

@@ -144,7 +144,8 @@ static void *agent_main(void *arg)
 		goto out;
 	}
 	ret = ukpa_attach_begin(fd, (enum ukp_mode)c.mode, c.flags & UKP_CONFIG_FOLLOW,
-				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load, raw);
+				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load, raw,
+				c.flags & UKP_CONFIG_TRACING_OFF);
 	if (ret == 0)
 		wait_detach(fd);
 	ukpa_attach_end(ret == 0);

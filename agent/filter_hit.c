@@ -18,17 +18,44 @@
 #include "filter.h"
 #include "hist.h"
 
-bool ukpa_filter_pass(const struct ukpa_spec *s, const struct pt_regs *regs,
+/*
+ * traceon/traceoff: as the kernel's *_count triggers, N counts the
+ * changes made (a traceoff while tracing is off changes nothing and
+ * costs nothing of N).
+ */
+static void onoff(struct ukpa_spec *s, const struct ukp_rec *rec, int tid)
+{
+	const struct ukp_spec *spec = &s->spec;
+	bool on = spec->onoff > 0;
+	long left;
+
+	if (atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed) == on)
+		return;
+	if (spec->onoff_filter &&
+	    !ukp_filter_run(spec->onoff_filter, spec, rec->data, rec->faults, rec->comm, tid))
+		return;
+	left = atomic_load_explicit(&s->onoff_left, memory_order_relaxed);
+	do {
+		if (!left)
+			return;
+	} while (left > 0 && !atomic_compare_exchange_weak_explicit(&s->onoff_left, &left, left - 1,
+								     memory_order_relaxed,
+								     memory_order_relaxed));
+	atomic_store_explicit(&ukpa_trace_on, on, memory_order_relaxed);
+}
+
+bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry)
 {
 	const struct ukp_spec *spec = &s->spec;
 	const struct ukp_filter *f = spec->filter;
 	const struct ukp_hist *h = spec->hist;
+	const struct ukp_filter *o = spec->onoff_filter;
 	struct ukp_rec rec;
 	int tid = 0;
 
 	rec.faults = 0;
-	if ((f && f->uses_comm) || (h && h->uses_comm)) {
+	if ((f && f->uses_comm) || (h && h->uses_comm) || (o && o->uses_comm)) {
 		/* not memset() nor glibc's prctl() (stack protector: its
 		 * failure path reaches abort): the hit path stays vector-free */
 		uint64_t *w = (uint64_t *)(void *)rec.comm;
@@ -40,12 +67,14 @@ bool ukpa_filter_pass(const struct ukpa_spec *s, const struct pt_regs *regs,
 		}
 		syscall(SYS_prctl, PR_GET_NAME, rec.comm, 0, 0, 0);
 	}
-	if ((f && f->uses_pid) || (h && h->uses_pid))
+	if ((f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid))
 		tid = (int)syscall(SYS_gettid);
 	ukpa_fetch_args(spec, regs, entry, &rec);
 	if (f && !ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid))
 		return false;
 	if (s->hist)
 		ukpa_hist_hit(s->hist, spec, rec.data, rec.faults, rec.comm, tid);
+	if (spec->onoff)
+		onoff(s, &rec, tid);
 	return true;
 }

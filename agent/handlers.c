@@ -46,10 +46,10 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist) && !ukpa_filter_pass(pr->spec, regs, regs))
+	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) && !ukpa_filter_pass(pr->spec, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
-	if (ukpa_mode == UKP_MODE_TRACE)
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
 		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
 	return 0;
 }
@@ -105,11 +105,11 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist) &&
+	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) &&
 	    !ukpa_filter_pass(pr->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
-	if (ukpa_mode == UKP_MODE_TRACE)
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
 		ukpa_record(pr, regs, (const struct pt_regs *)ri->data, (uintptr_t)rp->kp.addr,
 			    (uintptr_t)ri->ret_addr);
 	return 0;
@@ -127,9 +127,9 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist) && !ukpa_filter_pass(pr->spec, regs, regs))
+	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) && !ukpa_filter_pass(pr->spec, regs, regs))
 		return;
 	ukpa_count_hit(pr);
-	if (ukpa_mode == UKP_MODE_TRACE)
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
 		ukpa_record(pr, regs, regs, pr->waddr, 0);
 }

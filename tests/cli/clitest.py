@@ -2183,6 +2183,62 @@ def case_hist():
               show(r))
 
 
+ONOFF_PY = """import os
+fd = os.open("/dev/null", os.O_WRONLY)
+os.dup2(fd, 50)
+def w(tag, k):
+    for i in range(k): os.write(50, tag)
+w(b"a", 3); os.getppid(); w(b"b", 4); os.getuid(); w(b"c", 5); os.getppid(); w(b"d", 2); os.getuid()
+"""
+
+
+def case_traceonoff():
+    """traceon/traceoff triggers and --tracing-off: Debian's python3
+    (-S -I: no site, which calls getuid) writes a, b, c and d between
+    getppid (traceon) and getuid (traceoff); the trace holds exactly what
+    was written while recording was on, with the kernel's rules: a
+    traceon's own event is recorded, a traceoff's is not, N counts the
+    changes made, and a trigger's own filter decides."""
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    base = ["-e", "p:w libc.so.6:write fd=%di:s32 c=+0(%si):u8", "--filter", "fd == 50"]
+
+    def run(pre, on, off):
+        r = ukprobe(["trace"] + pre + base + ["-e", "p:on libc.so.6:getppid", "--trigger", on,
+                                              "-e", "p:off libc.so.6:getuid", "--trigger", off,
+                                              "--", py, "-S", "-I", "-c", ONOFF_PY])
+        check(r.returncode == 0 and r.stderr == "", "trace %s %s %s" % (pre, on, off), show(r))
+        out = []
+        for l in r.stdout.splitlines():
+            m = parse_line(l)
+            out.append(m["event"] if m["event"] in ("on", "off")
+                       else chr(int(m["args"].split("c=")[1])))
+        return " ".join(out)
+    for pre, on, off, want in (
+            (["--tracing-off"], "traceon", "traceoff", "on b b b b on d d"),
+            (["--tracing-off"], "traceon:1", "traceoff", "on b b b b"),
+            (["--tracing-off"], "traceon", 'traceoff if comm == "nope"',
+             "on b b b b off c c c c c on d d off"),
+            ([], "traceon", "traceoff:1", "a a a on b b b b on d d off"),
+            ([], "traceon if common_pid == 1", "traceoff", "a a a on b b b b")):
+        got = run(pre, on, off)
+        check(got == want, "%s %s / %s: %s" % (pre, on, off, got), "want %s" % want)
+    r = ukprobe(["stat", "-e", "p:on libc.so.6:getppid", "--trigger", "traceon", "--", "true"])
+    check(r.returncode == 2 and "traceon is for ukprobe trace" in r.stderr, "stat traceon", show(r))
+    r = ukprobe(["stat", "--tracing-off", "-e", "p:on libc.so.6:getppid", "--", "true"])
+    check(r.returncode == 2 and "--tracing-off" in r.stderr, "stat --tracing-off", show(r))
+    for trig, col, msg in (("traceon:0", 8, "invalid count (traceon:N, N from 1)"),
+                           ("traceoff:x", 9, "invalid count (traceoff:N, N from 1)"),
+                           ("traceon x", 8, "unexpected text after the trigger (if FILTER?)"),
+                           ("traceoff if nope == 1", 12, "")):
+        r = ukprobe(["trace", "-e", "p:on libc.so.6:getppid", "--trigger", trig, "--", "true"])
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and msg in r.stderr and len(lines) == 2 and
+              lines[1].index("^") - lines[0].index(trig) == col, "error for %r" % trig, show(r))
+
+
 def case_filter_errors():
     spec = FILTER_SPEC % "v"
     cases = read_table("filter_errors.txt")
@@ -2370,15 +2426,15 @@ def case_trigger_errors():
     big = "p:f/v visit " + " ".join("a%d=%%di" % i for i in range(20))
     for sp, trig, col, msg in (
             (spec, "", 0, "empty trigger"),
-            (spec, "foo", 0, "unknown trigger (stacktrace[:N] or hist:...)"),
+            (spec, "foo", 0, "unknown trigger (stacktrace[:N], hist:..., traceon, traceoff)"),
             (spec, "hist:keys=name.log2", 15, "'name' is a string: no modifier"),
             (spec, "hist:keys=n:vals=name", 17, "'name' is a string: a value must be a number"),
             (spec, "hist:keys=n:pause", 12, "pause, cont and clear are for a running hist: not "
              "supported"),
             (spec, "hist:keys=n x", 12, "unexpected text after the trigger (if FILTER?)"),
             (spec, "hist:keys=n if n >", 18, "expected a number"),
-            (spec, "snapshot", 0, "the snapshot trigger is not supported (stacktrace[:N] or "
-             "hist:...)"),
+            (spec, "snapshot", 0, "the snapshot trigger is not supported (stacktrace[:N], "
+             "hist:..., traceon, traceoff)"),
             (spec, "stacktrace:", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:0", 11, "invalid count (stacktrace:N, N from 1)"),
             (spec, "stacktrace:x", 11, "invalid count (stacktrace:N, N from 1)"),

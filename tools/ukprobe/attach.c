@@ -79,7 +79,8 @@ static char *config_packet(const struct ukp_session *s, size_t *len)
 		.version = UKP_PROTO_VERSION,
 		.mode = s->mode,
 		.flags = (s->follow ? UKP_CONFIG_FOLLOW : 0) |
-			 (s->no_optimize ? UKP_CONFIG_NO_OPTIMIZE : 0),
+			 (s->no_optimize ? UKP_CONFIG_NO_OPTIMIZE : 0) |
+			 (s->tracing_off ? UKP_CONFIG_TRACING_OFF : 0),
 	};
 	size_t n;
 

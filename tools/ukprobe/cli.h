@@ -142,6 +142,7 @@ struct ukp_session {
 	enum ukp_mode mode;
 	bool follow;              /* -f */
 	bool no_optimize;         /* --no-optimize */
+	bool tracing_off;         /* trace --tracing-off: until a traceon trigger */
 	const char *load;         /* probes mode: an object for the agent to dlopen */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
 	char **cmd;               /* the command and its arguments (NULL-terminated) */

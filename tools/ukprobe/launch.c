@@ -227,6 +227,7 @@ void ukp_launch(const struct ukp_session *s, int fd, const char *events)
 	    setenv(UKP_ENV_MODE, modes[s->mode], 1) ||
 	    (s->follow ? setenv(UKP_ENV_FOLLOW, "1", 1) : unsetenv(UKP_ENV_FOLLOW)) ||
 	    (s->no_optimize ? setenv(UKP_ENV_NO_OPTIMIZE, "1", 1) : unsetenv(UKP_ENV_NO_OPTIMIZE)) ||
+	    (s->tracing_off ? setenv(UKP_ENV_TRACING_OFF, "1", 1) : unsetenv(UKP_ENV_TRACING_OFF)) ||
 	    (s->load ? setenv(UKP_ENV_DLOPEN, s->load, 1) : unsetenv(UKP_ENV_DLOPEN))) {
 		ukp_err("cannot set up the environment: %s", strerror(errno));
 		_exit(UKP_EXIT_FAIL);

@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "filter.h"
 
-enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER };
+enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER, OPT_TRACING_OFF };
 
 /* -p PID[,PID...]: appended to s->pids. 0 or -1 (said why). */
 static int parse_pids(const char *arg, struct ukp_session *s)
@@ -139,9 +139,10 @@ static int parse_triggers(struct ukp_spec *specs, char **triggers, int n, enum u
 			ukp_spec_err(triggers[i], err.col, "%s", err.msg);
 			return -1;
 		}
-		if (mode == UKP_MODE_STAT && specs[i].stacktrace) {
-			ukp_spec_err(triggers[i], 0, "stat prints no events: stacktrace is for "
-				     "ukprobe trace");
+		if (mode == UKP_MODE_STAT && (specs[i].stacktrace || specs[i].onoff)) {
+			ukp_spec_err(triggers[i], 0, "stat prints no events: %s is for ukprobe trace",
+				     specs[i].stacktrace ? "stacktrace"
+				     : specs[i].onoff > 0 ? "traceon" : "traceoff");
 			return -1;
 		}
 		specs[i].trigger_text = strdup(triggers[i]);
@@ -297,6 +298,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
+		{ "tracing-off", no_argument, NULL, OPT_TRACING_OFF },
 		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "trigger", required_argument, NULL, OPT_TRIGGER },
 		{ "help", no_argument, NULL, 'h' },
@@ -371,6 +373,13 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			break;
 		case OPT_NO_OPTIMIZE:
 			s->no_optimize = true;
+			break;
+		case OPT_TRACING_OFF:
+			if (s->mode != UKP_MODE_TRACE) {
+				bad = "--tracing-off";
+				goto bad_option;
+			}
+			s->tracing_off = true;
 			break;
 		case OPT_JSON:
 			if (!json) {

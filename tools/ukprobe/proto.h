@@ -70,6 +70,7 @@
 #define UKP_ENV_NO_OPTIMIZE "UKPROBE_NO_OPTIMIZE"
 #define UKP_ENV_FOLLOWED    "UKPROBE_FOLLOWED" /* set by the agent: images after the first */
 #define UKP_ENV_RAW_FD      "UKPROBE_RAW_FD"
+#define UKP_ENV_TRACING_OFF "UKPROBE_TRACING_OFF" /* trace --tracing-off */
 
 /* Exit status of a program whose probes could not be registered (the
  * agent ends it before main runs). */
@@ -227,6 +228,7 @@ struct ukp_msg_end {
  * empty; NUL-terminated). */
 #define UKP_CONFIG_FOLLOW      0x1
 #define UKP_CONFIG_NO_OPTIMIZE 0x2
+#define UKP_CONFIG_TRACING_OFF 0x4
 struct ukp_msg_config {
 	struct ukp_msg h;
 	uint32_t version;          /* UKP_PROTO_VERSION */

@@ -454,6 +454,8 @@ void ukp_spec_free(struct ukp_spec *spec)
 	spec->trigger_text = NULL;
 	ukp_hist_free(spec->hist);
 	spec->hist = NULL;
+	free(spec->onoff_filter);
+	spec->onoff_filter = NULL;
 	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
 	spec->filter = NULL;
 }

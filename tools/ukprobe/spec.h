@@ -136,6 +136,12 @@ struct ukp_spec {
 	unsigned int stack_off, stack_max;
 	/* --trigger hist:... (hist.h), malloc'ed, or NULL */
 	struct ukp_hist *hist;
+	/* --trigger traceon|traceoff[:N] [if FILTER]: +1 traceon, -1
+	 * traceoff, 0 none; onoff_count N (0: every time); onoff_filter its
+	 * own filter (malloc'ed) or NULL */
+	int onoff;
+	unsigned long onoff_count;
+	struct ukp_filter *onoff_filter;
 };
 
 /* [any] Bytes of payload an event's record carries: its arguments and,
