@@ -2162,6 +2162,37 @@ def case_hist():
     check(len(rows) == 2 and all(pids) and pids[0][2] != pids[1][2] and
           all(p[1] == "python3.11" for p in pids) and sorted(n for _, n, _ in rows) == [1, 2] and
           tot == (3, 2, 0), "two processes, execname", r.stdout)
+    # --json: the same tables (stat: with the counts; trace: beside the
+    # events of the Chrome trace file)
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "stat.json")
+        r = ukprobe(["stat", "--json", js, "-e", w,
+                     "--trigger", "hist:keys=n.log2,common_pid.execname:vals=n:sort=n if fd == 50",
+                     "--", py, "-c", HIST_PY])
+        check(r.returncode == 0 and r.stderr == "", "stat --json", show(r))
+        with open(js) as f:
+            doc = json.load(f)
+        text = hist_tables(r.stdout)["ukprobes/w"]
+        hj = doc["histograms"][0]
+        check(doc["events"][0]["event"] == "ukprobes/w" and
+              doc["events"][0]["hits"] == int(re.search(r"^ukprobes/w +(\d+)", r.stdout, re.M)[1]),
+              "counts in the JSON", json.dumps(doc)[:2000])
+        check(hj["event"] == "ukprobes/w" and hj["trigger"] == text[0] and
+              [(e["keys"][0]["value"], e["hitcount"], e["vals"]["n"]) for e in hj["entries"]] ==
+              [(7, 10, 1000), (12, 7, 28672), (13, 5, 25000), (17, 3, 210000)] and
+              all(e["keys"][1]["mod"] == "execname" and e["keys"][1]["comm"] == "python3.11"
+                  for e in hj["entries"]) and
+              hj["totals"] == {"hits": 25, "entries": 4, "dropped": 0}, "hist in the JSON",
+              json.dumps(hj)[:3000])
+        js = os.path.join(d, "trace.json")
+        r = ukprobe(["trace", "--json", js, "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
+                     "--trigger", "hist:keys=caller.sym", "--", "ls", "/"])
+        with open(js) as f:
+            doc = json.load(f)
+        hj = doc["histograms"][0]
+        check(r.returncode == 0 and doc["traceEvents"] and
+              sum(e["hitcount"] for e in hj["entries"]) == hj["totals"]["hits"] > 0 and
+              all("sym" in e["keys"][0] for e in hj["entries"]), "trace --json", show(r))
     # malformed triggers: the column and what is wrong
     for trig, col, msg in (
             ("hist:keys=nope", 10, "the event has no field 'nope'"),

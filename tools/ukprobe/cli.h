@@ -170,6 +170,9 @@ struct ukp_session {
  * in the kernel's hist format at the end, and their memory. */
 int ukp_hist_take(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len);
 void ukp_hist_print(FILE *out, struct ukp_session *s);
+/* ,"histograms":[...] (nothing without a hist trigger), for a JSON
+ * object being written */
+void ukp_hist_json(FILE *out, struct ukp_session *s);
 void ukp_hist_free_rows(struct ukp_session *s);
 
 /* Find the agent and the command, and check that the command can take a
@@ -262,5 +265,7 @@ void ukp_json_event(struct ukp_json *j, struct ukp_session *s, struct ukp_image 
 /* Ends the file (entries whose return never came become instants).
  * 0, or -1 when it could not be written. */
 int ukp_json_close(struct ukp_json *j, struct ukp_session *s);
+/* s as a JSON string, at most max bytes of it (bytes >= 0x7f as \u00XX) */
+void ukp_json_str(FILE *out, const char *s, size_t max);
 
 #endif /* UKPROBE_CLI_H */

@@ -4,6 +4,7 @@
  * and print hits and misses per event when it ends (the kernel's
  * kprobe_profile, with a header).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ static void usage(FILE *out)
 	      "                     hist trigger; see ukprobe-stat(1))\n"
 	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the table to FILE instead of standard output\n"
+	      "      --json FILE    write the counts and the hists to FILE as JSON too\n"
 	      "  -p, --pid PID[,PID]...\n"
 	      "                     attach to running processes instead of running CMD;\n"
 	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
@@ -86,7 +88,7 @@ static int row_cmp(const void *pa, const void *pb)
  * glob's functions in the order they were registered; a SPEC that was
  * never registered anywhere is shown as such.
  */
-static int print_table(FILE *out, const struct ukp_session *s)
+static int print_table(FILE *out, FILE *json, struct ukp_session *s)
 {
 	struct table t = { NULL, 0, 0 };
 	size_t i, k;
@@ -137,6 +139,26 @@ static int print_table(FILE *out, const struct ukp_session *s)
 				s->states[r->spec].registered ? "<not counted>" : "<not registered>",
 				"-");
 	}
+	if (json) {
+		fputs("{\"events\":[", json);
+		for (i = 0; i < t.n; i++) {
+			const struct row *r = &t.rows[i];
+			char name[2 * UKP_SPEC_NAME_MAX + 2];
+
+			snprintf(name, sizeof(name), "%s/%s", r->group, r->event);
+			fputs(i ? ",\n{\"event\":" : "\n{\"event\":", json);
+			ukp_json_str(json, name, sizeof(name));
+			if (r->counted)
+				fprintf(json, ",\"hits\":%lu,\"missed\":%lu}", (unsigned long)r->hits,
+					(unsigned long)r->missed);
+			else
+				fprintf(json, ",\"registered\":%s}",
+					s->states[r->spec].registered ? "true" : "false");
+		}
+		fputs("]", json);
+		ukp_hist_json(json, s);
+		fputs("}\n", json);
+	}
 	free(t.rows);
 	return 0;
 nomem:
@@ -148,25 +170,36 @@ nomem:
 int ukp_cmd_stat(int argc, char **argv)
 {
 	struct ukp_session s = { .mode = UKP_MODE_STAT };
-	const char *output = NULL;
-	FILE *out = NULL;
+	const char *output = NULL, *json = NULL;
+	FILE *out = NULL, *jf = NULL;
 	int code;
 
-	code = ukp_cli_parse_run_options(argc, argv, "stat", usage, &s, &output, NULL);
+	code = ukp_cli_parse_run_options(argc, argv, "stat", usage, &s, &output, &json);
 	if (code >= 0)
 		return code;
 	code = ukp_session_prepare(&s);
+	if (!code && json) {
+		jf = fopen(json, "w");
+		if (!jf) {
+			ukp_err("cannot write %s: %s", json, strerror(errno));
+			code = UKP_EXIT_FAIL;
+		}
+	}
 	if (!code) {
 		out = ukp_open_output(output);
 		code = !out ? UKP_EXIT_FAIL
 		       : s.npids ? ukp_session_attach(&s, NULL, NULL)
 				 : ukp_session_run(&s, NULL, NULL);
 		/* a table only when the probes were in place */
-		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, &s))
+		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, jf, &s))
 			code = code ? code : UKP_EXIT_FAIL;
 		/* the hist triggers' tables after it, as the kernel's hist files */
 		if (out && s.first && !s.first->setup_failed && s.states)
 			ukp_hist_print(out, &s);
+	}
+	if (jf && (ferror(jf) | fclose(jf))) {
+		ukp_err("cannot write %s", json);
+		code = code ? code : UKP_EXIT_FAIL;
 	}
 	if (out && out != stdout && fclose(out))
 		code = code ? code : UKP_EXIT_FAIL;

@@ -27,6 +27,7 @@ struct ukp_hist_rows {
 	size_t n, cap;
 	uint64_t hits, dropped;
 	bool got;                       /* a table came (from some image) */
+	bool ready;                     /* merged and sorted (prepare) */
 };
 
 static uint64_t key_word(const struct hist_row *r, const struct ukp_hist_field *f)
@@ -224,6 +225,17 @@ static void merge(struct ukp_hist_rows *hr, const struct ukp_hist *h)
 	hr->n = o;
 }
 
+/* Merged and sorted, once (the text and the JSON show the same). */
+static void prepare(struct ukp_hist_rows *hr, const struct ukp_hist *h)
+{
+	if (hr->ready)
+		return;
+	merge(hr, h);
+	sorting = h;
+	qsort(hr->rows, hr->n, sizeof(*hr->rows), by_sort);
+	hr->ready = true;
+}
+
 void ukp_hist_print(FILE *out, struct ukp_session *s)
 {
 	int j, k;
@@ -239,9 +251,7 @@ void ukp_hist_print(FILE *out, struct ukp_session *s)
 		fprintf(out, "\n# event histogram\n#\n# event: %s/%s\n# trigger info: %s [active]\n#\n\n",
 			s->specs[j].group, s->specs[j].event, h->info);
 		if (hr) {
-			merge(hr, h);
-			sorting = h;
-			qsort(hr->rows, hr->n, sizeof(*hr->rows), by_sort);
+			prepare(hr, h);
 			for (i = 0; i < hr->n; i++) {
 				const struct hist_row *r = &hr->rows[i];
 
@@ -263,6 +273,86 @@ void ukp_hist_print(FILE *out, struct ukp_session *s)
 		fprintf(out, "\nTotals:\n    Hits: %" PRIu64 "\n    Entries: %zu\n    Dropped: %" PRIu64
 			"\n\n", hr ? hr->hits : 0, hr ? hr->n : 0, hr ? hr->dropped : 0);
 	}
+}
+
+/* {"field":..,"mod":..,"value":..[,"sym"|"comm"|"to":..]} of key k */
+static void json_key(FILE *out, const struct ukp_hist_field *f, const struct hist_row *r, int k)
+{
+	static const char *const mods[] = {
+		[UKP_HM_NONE] = "", [UKP_HM_HEX] = "hex", [UKP_HM_SYM] = "sym",
+		[UKP_HM_SYMOFF] = "sym-offset", [UKP_HM_LOG2] = "log2",
+		[UKP_HM_BUCKETS] = "buckets", [UKP_HM_EXECNAME] = "execname",
+	};
+	uint64_t v = f->is_string ? 0 : key_word(r, f);
+
+	fputs("{\"field\":", out);
+	ukp_json_str(out, f->name, sizeof(f->name));
+	if (f->mod != UKP_HM_NONE)
+		fprintf(out, ",\"mod\":\"%s\"", mods[f->mod]);
+	fputs(",\"value\":", out);
+	if (f->is_string)
+		ukp_json_str(out, (const char *)r->key + f->off, f->size);
+	else if (f->is_signed && f->mod == UKP_HM_NONE)
+		fprintf(out, "%" PRId64, (int64_t)v);
+	else
+		fprintf(out, "%" PRIu64, v);
+	if ((f->mod == UKP_HM_SYM || f->mod == UKP_HM_SYMOFF) && r->sym[k]) {
+		fputs(",\"sym\":", out);
+		ukp_json_str(out, r->sym[k], strlen(r->sym[k]));
+	} else if (f->mod == UKP_HM_EXECNAME) {
+		fputs(",\"comm\":", out);
+		ukp_json_str(out, r->comm, sizeof(r->comm));
+	} else if (f->mod == UKP_HM_BUCKETS) {
+		fprintf(out, ",\"to\":%" PRIu64, v + f->buckets - 1);
+	}
+	fputc('}', out);
+}
+
+void ukp_hist_json(FILE *out, struct ukp_session *s)
+{
+	bool first = true;
+	int j, k;
+	size_t i;
+
+	for (j = 0; j < s->nspecs; j++) {
+		const struct ukp_hist *h = s->specs[j].hist;
+		struct ukp_hist_rows *hr = s->hists ? &s->hists[j] : NULL;
+		char name[2 * UKP_SPEC_NAME_MAX + 2];
+
+		if (!h)
+			continue;
+		fputs(first ? ",\"histograms\":[\n{\"event\":" : ",\n{\"event\":", out);
+		first = false;
+		snprintf(name, sizeof(name), "%s/%s", s->specs[j].group, s->specs[j].event);
+		ukp_json_str(out, name, sizeof(name));
+		fputs(",\"trigger\":", out);
+		ukp_json_str(out, h->info, strlen(h->info));
+		fputs(",\"entries\":[", out);
+		if (hr)
+			prepare(hr, h);
+		for (i = 0; hr && i < hr->n; i++) {
+			const struct hist_row *r = &hr->rows[i];
+
+			fputs(i ? ",\n {\"keys\":[" : "\n {\"keys\":[", out);
+			for (k = 0; k < h->nkeys; k++) {
+				if (k)
+					fputc(',', out);
+				json_key(out, &h->keys[k], r, k);
+			}
+			fprintf(out, "],\"hitcount\":%" PRIu64 ",\"vals\":{", r->hits);
+			for (k = 0; k < h->nvals; k++) {
+				if (k)
+					fputc(',', out);
+				ukp_json_str(out, h->vals[k].name, sizeof(h->vals[k].name));
+				fprintf(out, h->vals[k].is_signed ? ":%" PRId64 : ":%" PRIu64, r->vals[k]);
+			}
+			fputs("}}", out);
+		}
+		fprintf(out, "],\"totals\":{\"hits\":%" PRIu64 ",\"entries\":%zu,\"dropped\":%" PRIu64
+			"}}", hr ? hr->hits : 0, hr ? hr->n : 0, hr ? hr->dropped : 0);
+	}
+	if (!first)
+		fputs("]", out);
 }
 
 void ukp_hist_free_rows(struct ukp_session *s)

@@ -47,7 +47,7 @@ struct ukp_json {
 
 /* ---------------------------------------------------------- writing */
 
-static void put_str(FILE *out, const char *s, size_t max)
+void ukp_json_str(FILE *out, const char *s, size_t max)
 {
 	size_t i;
 
@@ -92,14 +92,14 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 
 		if (i)
 			fputc(',', out);
-		put_str(out, fa->name, UKP_SPEC_ARGNAME_MAX);
+		ukp_json_str(out, fa->name, UKP_SPEC_ARGNAME_MAX);
 		fputc(':', out);
 		if (rec->faults & (1u << i)) {
 			fputs("\"(fault)\"", out);
 			continue;
 		}
 		if (fa->type == UKP_TY_STRING) {
-			put_str(out, (const char *)slot, UKP_SPEC_STR_SLOT);
+			ukp_json_str(out, (const char *)slot, UKP_SPEC_STR_SLOT);
 			continue;
 		}
 		v = ukp_arg_number(fa, slot);
@@ -112,14 +112,14 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			break;
 		case UKP_TY_CHAR:
 			c[0] = (char)v;
-			put_str(out, c, 1);
+			ukp_json_str(out, c, 1);
 			break;
 		case UKP_TY_SYMBOL:
-			put_str(out, ukp_image_addr(img, v, buf, sizeof(buf)), 512);
+			ukp_json_str(out, ukp_image_addr(img, v, buf, sizeof(buf)), 512);
 			break;
 		default:
 			snprintf(buf, sizeof(buf), "0x%lx", v);
-			put_str(out, buf, sizeof(buf));
+			ukp_json_str(out, buf, sizeof(buf));
 			break;
 		}
 	}
@@ -148,9 +148,9 @@ static void put_common(struct ukp_json *j, const char *name, const char *cat, co
 {
 	begin(j);
 	fputs("{\"name\":", j->out);
-	put_str(j->out, name, 512);
+	ukp_json_str(j->out, name, 512);
 	fputs(",\"cat\":", j->out);
-	put_str(j->out, cat, 512);
+	ukp_json_str(j->out, cat, 512);
 	fprintf(j->out, ",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,", ph, pid, tid);
 	put_ts(j->out, "ts", ts);
 }
@@ -168,7 +168,7 @@ static void put_meta(struct ukp_json *j, const char *what, int32_t pid, int32_t 
 	begin(j);
 	fprintf(j->out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 		what, pid, tid);
-	put_str(j->out, name, max);
+	ukp_json_str(j->out, name, max);
 	fputs("}}", j->out);
 }
 
@@ -340,7 +340,11 @@ int ukp_json_close(struct ukp_json *j, struct ukp_session *s)
 			free(t);
 		}
 	}
-	fputs("\n]}\n", j->out);
+	fputs("\n]", j->out);
+	/* the hist triggers' tables beside the events (viewers skip keys
+	 * they do not know) */
+	ukp_hist_json(j->out, s);
+	fputs("}\n", j->out);
 	if (ferror(j->out) | fclose(j->out)) {
 		ukp_err("cannot write %s", j->path);
 		ret = -1;
