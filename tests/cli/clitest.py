@@ -131,8 +131,8 @@ def case_help():
                       (["stat", "-e"], "ukprobe: error: option -e needs an argument\n"
                        "Try 'ukprobe stat --help'."),
                       (["trace", "--json"], "ukprobe: error: option --json needs an argument\n"),
-                      (["stat", "--json", "f", "-e", "p add", "true"],
-                       "ukprobe: error: option '--json' is not for ukprobe stat\n"),
+                      (["probes", "--json", "f", "-e", "p add", "true"],
+                       "ukprobe: error: option '--json' is not for ukprobe probes\n"),
                       (["trace", "--", "true"], "no probe: give at least one -e SPEC"),
                       (["trace", "-e", "p add"], "no command to run"),
                       (["stat", "-e", "p add"], "no command to run")):
