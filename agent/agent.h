@@ -246,6 +246,16 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 /* [init] The table to ukprobe (UKPM_SYM, UKPM_HIST). */
 void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec);
 
+/* --------------------------------------------------------- demangle.c */
+/* [init] Is name a mangled C++ or Rust symbol? Its demangled form
+ * (malloc'ed), or NULL when it is not one or does not demangle. */
+bool ukpa_mangled(const char *name);
+char *ukpa_demangle(const char *name);
+/* [init] The qualified name in a demangled one, without return type,
+ * template arguments and parameters ("int ns::f<int>(int)": "ns::f"),
+ * for event names. */
+void ukpa_demangled_base(const char *demangled, char *out, size_t len);
+
 /* ------------------------------------------------------------- ring.c */
 /* [init] The text of addr to ukprobe at once (UKPM_SYM). */
 void ukpa_send_sym(uint64_t addr);

@@ -336,8 +336,15 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 		return;
 	memcpy(name, sym->name, len);
 	name[len] = '\0';
-	if (fnmatch(ms->pattern, name, 0))
-		return;
+	if (fnmatch(ms->pattern, name, 0)) {
+		/* a C++ or Rust function: its demangled name may match */
+		char *d = ukpa_demangle(name);
+		bool match = d && !fnmatch(ms->pattern, d, 0);
+
+		free(d);
+		if (!match)
+			return;
+	}
 	/* an implementation that cannot be found: nothing to probe for
 	 * that name (its resolver runs once, at load) */
 	if (sym->ifunc && ukp_sym_ifunc_impl(sym, &start))
@@ -416,6 +423,22 @@ static const char *agent_path(void)
 	return path[0] ? path : NULL;
 }
 
+/* A match's event name: from its demangled name for C++ and Rust
+ * (shapes::scale(int) gives shapes__scale; overloads get _1, _2...). */
+static void glob_event_name(const struct ukp_spec *spec, const char *name, char *event, size_t len)
+{
+	char base[256];
+	char *d = ukpa_demangle(name);
+
+	if (d) {
+		ukpa_demangled_base(d, base, sizeof(base));
+		free(d);
+		if (base[0])
+			name = base;
+	}
+	ukpa_glob_event_name(spec, name, event, len);
+}
+
 /* One probe per function matching the glob. 0, or -ENOENT when nothing
  * matched. Functions that cannot be probed are reported one by one. */
 static int register_glob(struct ukpa_spec *s)
@@ -444,7 +467,7 @@ static int register_glob(struct ukpa_spec *s)
 
 			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
 				continue;
-			ukpa_glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
+			glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
 				ret = -ENOMEM;

@@ -328,6 +328,7 @@ out:
 
 void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, const char *prefer)
 {
+	static char demangled[1024]; /* (under the library's show lock) */
 	struct ukp_symres res;
 	const struct ukp_object *obj;
 
@@ -358,6 +359,16 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 		}
 		if (n < 0 || (size_t)n >= len)
 			n = 0;
+		/* C++ and Rust names as people read them */
+		if (ukpa_mangled(name)) {
+			char *d = ukpa_demangle(name);
+
+			if (d) {
+				snprintf(demangled, sizeof(demangled), "%s", d);
+				free(d);
+				name = demangled;
+			}
+		}
 		if (res.obj && !res.obj->is_main)
 			snprintf(buf + n, len - (size_t)n, "%s+0x%lx/0x%lx [%s]", name,
 				 (unsigned long)(addr - res.start), (unsigned long)res.size,

@@ -131,8 +131,8 @@ def case_help():
                       (["stat", "-e"], "ukprobe: error: option -e needs an argument\n"
                        "Try 'ukprobe stat --help'."),
                       (["trace", "--json"], "ukprobe: error: option --json needs an argument\n"),
-                      (["stat", "--json", "f", "-e", "p add", "true"],
-                       "ukprobe: error: option '--json' is not for ukprobe stat\n"),
+                      (["probes", "--json", "f", "-e", "p add", "true"],
+                       "ukprobe: error: option '--json' is not for ukprobe probes\n"),
                       (["trace", "--", "true"], "no probe: give at least one -e SPEC"),
                       (["trace", "-e", "p add"], "no command to run"),
                       (["stat", "-e", "p add"], "no command to run")):
@@ -2486,6 +2486,58 @@ def case_trigger_errors():
                        "one --trigger per -e SPEC")):
         r = ukprobe(args + ["--", tgt("filtered")])
         check(r.returncode == 2 and msg in r.stderr and r.stdout == "", "usage %s" % args, show(r))
+
+
+def case_demangle():
+    """C++ and Rust names as people read them: tgt_cxx's overloads, const
+    member, templates, and libstdc++'s std::string, probed by demangled
+    globs and quoted names, shown demangled in probes and trace, counted
+    as often as the program calls them; mangled names still work."""
+    n = 7
+    cxx = tgt("cxx")
+    r = ukprobe(["stat", "-e", "p tgt_cxx:shapes::scale*",
+                 "-e", 'p tgt_cxx:"shapes::Circle::area() const"',
+                 "-e", "r:tw tgt_cxx:*shapes::twice<int>*",
+                 "-e", "p:mangled tgt_cxx:_ZN6shapes5scaleEd",
+                 "-e", "p:app libstdc++.so.6:std::__cxx11::basic_string<char*::_M_append*",
+                 "--", cxx, str(n)])
+    check(r.returncode == 0 and r.stderr == "" and r.stdout.startswith("calls %d length %d " % (n, 3 * n)),
+          "stat run", show(r))
+    rows = dict((m[0], int(m[1])) for m in re.findall(r"^ukprobes/(\S+) +(\d+) +0$", r.stdout, re.M))
+    check(rows == {"shapes__scale": n, "shapes__scale_1": n, "shapes__Circle__area": n, "tw": n,
+                   "mangled": n, "app": 2 * n},
+          "each function as often as called, events named from the demangled names", r.stdout)
+    r = ukprobe(["probes", "-e", "p tgt_cxx:shapes::*", "--", cxx, "1"])
+    check(r.returncode == 0, "probes", show(r))
+    # (a demangled name has blanks: the probe point is what lies between
+    # the address and the ELF address)
+    where = sorted(m[0] for m in re.findall(r"^\S+ +0x[0-9a-f]+ +(.+?) +\S+:0x[0-9a-f]+ +(jump|ftrace|no: .*)$",
+                                            r.stdout, re.M))
+    check(len(where) == 3 and where[0].startswith("shapes::Circle::area() const+0x0/") and
+          where[1].startswith("shapes::scale(double)+0x0/") and
+          where[2].startswith("shapes::scale(int)+0x0/"), "probes shows demangled names",
+          r.stdout)
+    r = ukprobe(["trace", "-e", "p tgt_cxx:shapes::scale*",
+                 "-e", 'r:ar tgt_cxx:"shapes::Circle::area() const" v=$retval:x64', "--", cxx, "2"])
+    # (the where holds parentheses: LINE_RE's [^)]* does not do)
+    ev = [m.groupdict() for m in re.finditer(
+        r"^ *tgt_cxx-\d+ +\[\d+\] +[\d.]+: (?P<event>\w+): \((?P<where>.*)\)(?P<args>( v=\S+)?)$",
+        r.stdout, re.M)]
+    check(r.returncode == 0 and len(ev) == 6 and
+          {m["where"].split("+0x")[0] for m in ev if m["event"] != "ar"} ==
+          {"shapes::scale(int)", "shapes::scale(double)"} and
+          all(m["where"].endswith(" <- shapes::Circle::area() const") for m in ev
+              if m["event"] == "ar"), "trace shows demangled names", show(r))
+    # a quoted name with '+' and blanks, from libstdc++
+    r = ukprobe(["stat", "-e", 'p:nw libstdc++.so.6:"operator new(unsigned long)"', "--", cxx, "20"])
+    check(r.returncode == 0 and re.search(r"^ukprobes/nw +[1-9]\d* +0$", r.stdout, re.M),
+          "operator new", show(r))
+    for spec, col, msg in (('p tgt_cxx:"shapes::x', 2, "the quote is not closed"),
+                           ('p tgt_cxx:""', 10, "symbol is not specified"),
+                           ('p tgt_cxx:ab"cd"', 12, 'a quoted symbol must be the whole symbol (OBJ:"NAME")')):
+        r = ukprobe(["stat", "-e", spec, "--", cxx, "1"])
+        check(r.returncode == 2 and r.stderr == error_lines(spec, col, msg), "error %r" % spec,
+              show(r), "want:\n" + error_lines(spec, col, msg))
 
 
 def case_ifunc():

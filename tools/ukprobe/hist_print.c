@@ -38,19 +38,23 @@ static uint64_t key_word(const struct hist_row *r, const struct ukp_hist_field *
 	return v;
 }
 
-/* "sym+0xoff/0xsize [obj]" -> "sym [obj]" (.sym) or kept (.sym-offset) */
+/* "sym+0xoff/0xsize [obj]" -> "sym [obj]" (.sym) or kept (.sym-offset);
+ * a demangled sym may hold blanks and '+': its offset is the last "+0x" */
 static char *sym_text(const char *t, bool offset)
 {
-	const char *plus = strchr(t, '+'), *sp = strchr(t, ' ');
+	const char *plus = NULL, *q, *obj;
 	char *out;
 
-	if (offset || !plus || t[0] == '[' || (sp && sp < plus))
+	for (q = strstr(t, "+0x"); q; q = strstr(q + 1, "+0x"))
+		plus = q;
+	if (offset || !plus || t[0] == '[')
 		return strdup(t);
+	obj = strstr(plus, " [");
 	out = malloc(strlen(t) + 1);
 	if (!out)
 		return NULL;
 	memcpy(out, t, (size_t)(plus - t));
-	strcpy(out + (plus - t), sp ? sp : "");
+	strcpy(out + (plus - t), obj ? obj : "");
 	return out;
 }
 

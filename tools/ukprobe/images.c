@@ -277,8 +277,17 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	pi->base = m.base;
 	pi->event = strdup(texts[0]);
 	pi->where = strdup(texts[1]);
-	/* the function's name: the text up to "+0x" */
-	pi->func_name = strndup(texts[1], strcspn(texts[1], "+ "));
+	/* the function's name: the text up to its last "+0x" (a demangled
+	 * C++ name has blanks and may have '+'), or an IFUNC's name before
+	 * " -> " */
+	{
+		const char *t = texts[1], *arrow = strstr(t, " -> "), *plus = NULL, *q;
+
+		for (q = strstr(t, "+0x"); q && (!arrow || q < arrow); q = strstr(q + 1, "+0x"))
+			plus = q;
+		pi->func_name = strndup(t, arrow ? (size_t)(arrow - t)
+					 : plus ? (size_t)(plus - t) : strcspn(t, " "));
+	}
 	pi->object = strdup(texts[2]);
 	pi->why = strdup(texts[3]);
 	st->registered++;

@@ -107,8 +107,16 @@ static int split_words(struct parser *p, const char *text, struct word *w, int m
 		if (i == len)
 			break;
 		start = i;
-		while (i < len && text[i] != ' ' && text[i] != '\t')
+		/* "..." keeps blanks in a word (a C++ name's parameters) */
+		while (i < len && text[i] != ' ' && text[i] != '\t') {
+			if (text[i++] != '"')
+				continue;
+			while (i < len && text[i] != '"')
+				i++;
+			if (i == len)
+				return spec_fail(p, (int)start, "the quote is not closed");
 			i++;
+		}
 		if (n == max)
 			return spec_fail(p, (int)start, "too many arguments (at most %d)", UKP_SPEC_MAX_ARGS);
 		w[n].s = text + start;
@@ -273,7 +281,50 @@ static int parse_watch_suffix(struct parser *p, struct word *w)
 	return 0;
 }
 
-/* [OBJ:]SYM[+OFFS] or [OBJ:]0xADDR */
+/* Characters of a demangled C++ or Rust name besides spec_sym_char's
+ * (blanks and '-' '+' only inside quotes). */
+static bool cxx_char(char c)
+{
+	return c && strchr(":<>~,()&", c);
+}
+
+/* "NAME" in [q, end) (q at the opening quote): the name as an fnmatch
+ * pattern into spec->symbol ('*' and '?' stay wildcards; brackets and
+ * backslashes are escaped: operator[]). Returns the closing quote. */
+static const char *quoted_symbol(struct parser *p, const struct word *w, const char *q,
+				 const char *end)
+{
+	struct ukp_spec *spec = p->spec;
+	const char *close = memchr(q + 1, '"', (size_t)(end - q - 1)), *c;
+	char *o;
+
+	if (!close) {
+		spec_fail(p, w->col + (int)(q - w->s), "the quote is not closed");
+		return NULL;
+	}
+	if (close == q + 1) {
+		spec_fail(p, w->col + (int)(q - w->s), "symbol is not specified");
+		return NULL;
+	}
+	spec->symbol = o = malloc(2 * (size_t)(close - q) + 1);
+	if (!o) {
+		spec_fail(p, spec->sym_col, "out of memory");
+		return NULL;
+	}
+	for (c = q + 1; c < close; c++) {
+		if (*c == '*' || *c == '?')
+			spec->is_glob = true;
+		if (*c == '[' || *c == ']' || *c == '\\')
+			*o++ = '\\';
+		*o++ = *c;
+	}
+	*o = '\0';
+	return close;
+}
+
+/* [OBJ:]SYM[+OFFS] or [OBJ:]0xADDR; SYM may be a demangled C++ or
+ * Rust name ("..." when it has blanks, '+' or '-'), matched against
+ * the demangled names of the object's functions. */
 static int parse_point(struct parser *p, const struct word *w)
 {
 	struct ukp_spec *spec = p->spec;
@@ -281,9 +332,13 @@ static int parse_point(struct parser *p, const struct word *w)
 	size_t i;
 
 	spec->point_col = w->col;
-	for (i = 0; i < w->len; i++)
-		if (s[i] == ':')
+	/* OBJ ends at the first ':' that is not half of a "::" (outside
+	 * quotes): libstdc++.so.6:std::foo */
+	for (i = 0; i < w->len && s[i] != '"'; i++)
+		if (s[i] == ':' && (i + 1 == w->len || s[i + 1] != ':') && (!i || s[i - 1] != ':')) {
 			colon = s + i;
+			break;
+		}
 	if (colon) {
 		if (colon == s)
 			return spec_fail(p, w->col, "object name is empty");
@@ -299,6 +354,14 @@ static int parse_point(struct parser *p, const struct word *w)
 		return spec_fail(p, spec->sym_col, "symbol is not specified");
 	if (isdigit((unsigned char)*sym))
 		return parse_addr_point(p, w, sym);
+	if (*sym == '"') {
+		q = quoted_symbol(p, w, sym, end);
+		if (!q)
+			return -1;
+		spec->cxx_name = true;
+		q++;
+		goto offset;
+	}
 	for (q = sym; q < end && *q != '+' && *q != '-'; q++) {
 		if (*q == '*' || *q == '?') {
 			spec->is_glob = true;
@@ -309,6 +372,11 @@ static int parse_point(struct parser *p, const struct word *w)
 				return spec_fail(p, w->col + (int)(q - s), "glob bracket is not closed");
 			spec->is_glob = true;
 			q = close;
+		} else if (cxx_char(*q)) {
+			spec->cxx_name = true;
+		} else if (*q == '"') {
+			return spec_fail(p, w->col + (int)(q - s),
+					 "a quoted symbol must be the whole symbol (OBJ:\"NAME\")");
 		} else if (!spec_sym_char(*q)) {
 			return spec_fail(p, w->col + (int)(q - s), "invalid character in the symbol name");
 		}
@@ -316,6 +384,11 @@ static int parse_point(struct parser *p, const struct word *w)
 	spec->symbol = strndup(sym, (size_t)(q - sym));
 	if (!spec->symbol)
 		return spec_fail(p, spec->sym_col, "out of memory");
+offset:
+	/* a demangled name is matched as a pattern, as a glob is: one probe
+	 * per function it names (overloads, clones) */
+	if (spec->cxx_name)
+		spec->is_glob = true;
 	spec->off_col = w->col + (int)(q - s);
 	if (q < end) {
 		unsigned long off;

@@ -15,7 +15,10 @@
  * %ip is the next instruction of the accessing code.
  *
  * SYM may be a glob (fnmatch: *, ?, [...]): one probe per matching
- * function. 0xADDR is an absolute address without OBJ, and an address of
+ * function; globs match demangled C++ and Rust names too. SYM may be a
+ * demangled name (std::vector<int>::push_back*, or quoted when it has
+ * blanks, '+' or '-': "operator new(unsigned long)"), matched against
+ * the demangled names, one probe per function it names. 0xADDR is an absolute address without OBJ, and an address of
  * the object's ELF file (its virtual addresses, as nm and objdump show
  * them) with OBJ.
  *
@@ -114,6 +117,8 @@ struct ukp_spec {
 	bool is_addr;                  /* [OBJ:]0xADDR */
 	unsigned long addr;
 	bool is_glob;                  /* symbol is a pattern */
+	bool cxx_name;                 /* symbol is a demangled C++/Rust name
+					* (an fnmatch pattern; is_glob too) */
 	bool event_given;              /* EVENT was written (else a default) */
 	int event_col;                 /* columns, for error reports */
 	int point_col;                 /* start of [OBJ:]SYM[+OFFS] */

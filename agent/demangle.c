@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * demangle.c - C++ and Rust symbol names as people read them, with
+ * libiberty's demangler (GNU v3 C++, Rust legacy and v0), for what the
+ * agent shows (probe and address texts) and for globs and SPEC symbols
+ * that name functions that way.
+ *
+ * [init]/[reader] only (allocates): never in the hit path.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libiberty/demangle.h>
+
+#include "agent.h"
+
+bool ukpa_mangled(const char *name)
+{
+	/* _Z: the Itanium C++ ABI (and legacy Rust); _R: Rust v0 */
+	return name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+}
+
+char *ukpa_demangle(const char *name)
+{
+	if (!ukpa_mangled(name))
+		return NULL;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+}
+
+void ukpa_demangled_base(const char *d, char *out, size_t len)
+{
+	const char *b = d, *e = NULL, *c;
+	int depth = 0;
+	size_t n = 0;
+
+	/* the qualified name: after a return type ("int ns::f<int>(int)"),
+	 * before the parameters; "operator new" keeps its blank */
+	for (c = d; *c && !e; c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>' && depth > 0)
+			depth--;
+		else if (!depth && *c == ' ' && !(c - d >= 8 && !strncmp(c - 8, "operator", 8)))
+			b = c + 1;
+		else if (!depth && *c == '(' && c > d && !(c - d >= 8 && !strncmp(c - 8, "operator", 8)))
+			e = c;
+	}
+	if (!e)
+		e = d + strlen(d);
+	/* without template arguments */
+	for (c = b, depth = 0; c < e && n + 1 < len; c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>' && depth > 0)
+			depth--;
+		else if (!depth)
+			out[n++] = *c;
+	}
+	out[n] = '\0';
+}
