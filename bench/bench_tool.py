@@ -268,6 +268,18 @@ def bench_micro(args, bindir):
                       "--", hit, str(n)]),
             ("trace -o", [args.ukprobe, "trace", "-o", out, "-e", "p %s a=%%di b=%%si" % fn,
                           "--", hit, str(n)]),
+            # the triggers' costs, against a bare stat hit (#16): a filter
+            # that rejects every hit (b is the loop's counter, below
+            # 10^8), a hist update, a stack trace recorded
+            ("stat --filter", [args.ukprobe, "stat", "-o", os.path.join(d, "f.txt"),
+                               "-e", "p %s b=%%si:u32" % fn, "--filter", "b > 100000000",
+                               "--", hit, str(n)]),
+            ("stat hist", [args.ukprobe, "stat", "-o", os.path.join(d, "h.txt"),
+                           "-e", "p %s b=%%si:u32" % fn, "--trigger", "hist:keys=b.log2",
+                           "--", hit, str(n)]),
+            ("trace stacktrace", [args.ukprobe, "trace", "-o", os.path.join(d, "s.txt"),
+                                  "-e", "p " + fn, "--trigger", "stacktrace", "--", hit,
+                                  str(n // 10)]),
         ]
         ns, wall, lost = {}, {}, {}
         for rep in range(args.reps):
@@ -292,6 +304,8 @@ def bench_micro(args, bindir):
                    "n": len(ns[name])},
             "wall_ns": {"median": median(wall[name])},
             "ratio_to_o": median([a / b for a, b in zip(ns[name], o)]) if o else None,
+            "ratio_to_stat": median([a / b for a, b in zip(ns[name], ns.get("stat", []))])
+                             if ns.get("stat") else None,
             "lost": max(lost[name]) if name in lost else None,
         }
     return {"hits": n, "rows": rows}
@@ -303,18 +317,23 @@ def markdown(res):
     out.append("Per hit on `bench_tool_target` (`lea 0x1(%%rdi),%%eax; add %%esi,%%eax; ret`), "
                "%d calls, thread CPU time per call, median of %d (the machine is shared and "
                "noisy: compare the ratios):\n" % (m["hits"], res["reps"]))
-    out.append("| | ns/call | min | max | × library `o` | events lost |")
-    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    out.append("| | ns/call | min | max | × library `o` | × `stat` | events lost |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     labels = {"call": "the function alone", "o": "library: optimized kprobe (`o`)",
-              "stat": "`ukprobe stat`", "trace -o": "`ukprobe trace -o` (2 args + timestamp)"}
-    for k in ("call", "o", "stat", "trace -o"):
+              "stat": "`ukprobe stat`", "trace -o": "`ukprobe trace -o` (2 args + timestamp)",
+              "stat --filter": "`stat --filter` (a filter that rejects every hit)",
+              "stat hist": "`stat --trigger hist:keys=b.log2` (a hist update)",
+              "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)"}
+    for k in ("call", "o", "stat", "trace -o", "stat --filter", "stat hist", "trace stacktrace"):
         r = m["rows"].get(k)
         if not r:
-            out.append("| %s | skipped | | | | |" % labels[k])
+            out.append("| %s | skipped | | | | | |" % labels[k])
             continue
-        out.append("| %s | %.1f | %.1f | %.1f | %s | %s |" % (
+        out.append("| %s | %.1f | %.1f | %.1f | %s | %s | %s |" % (
             labels[k], r["ns"]["median"], r["ns"]["min"], r["ns"]["max"],
             "%.2f" % r["ratio_to_o"] if r["ratio_to_o"] and k != "call" else "",
+            "%.2f" % r["ratio_to_stat"] if r.get("ratio_to_stat") and k not in ("call", "o", "stat")
+            else "",
             "" if r["lost"] is None else r["lost"]))
     out.append("")
     for w in res["workloads"]:
