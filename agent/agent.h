@@ -208,6 +208,10 @@ void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *o
  * the entry handler; probes: regs). */
 void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec);
+/* [hit] Only the arguments whose bit is set in mask (the others' slots
+ * are left as they are): what a filter or a hist reads. */
+void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
+		     const struct pt_regs *entry, struct ukp_rec *rec, uint32_t mask);
 
 /* ------------------------------------------------------- filter_hit.c */
 /* [hit] Does this hit pass the SPEC's --filter (if any)? Then its hist

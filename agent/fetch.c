@@ -101,9 +101,17 @@ static unsigned long bitfield(const struct ukp_fetcharg *fa, unsigned long v)
 void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec)
 {
+	ukpa_fetch_some(spec, regs, entry, rec, ~0u);
+}
+
+void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
+		     const struct pt_regs *entry, struct ukp_rec *rec, uint32_t mask)
+{
 	int i;
 
 	for (i = 0; i < spec->nargs; i++) {
+		if (!(mask & (1u << i)))
+			continue;
 		const struct ukp_fetcharg *fa = &spec->args[i];
 		unsigned char *slot = rec->data + fa->off;
 		unsigned long v = 0;

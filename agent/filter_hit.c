@@ -69,7 +69,9 @@ bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 	}
 	if ((f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid))
 		tid = (int)syscall(SYS_gettid);
-	ukpa_fetch_args(spec, regs, entry, &rec);
+	/* only what the filter and the triggers read */
+	ukpa_fetch_some(spec, regs, entry, &rec,
+			(f ? f->args_used : 0) | (h ? h->args_used : 0) | (o ? o->args_used : 0));
 	if (f && !ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid))
 		return false;
 	if (s->hist)

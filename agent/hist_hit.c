@@ -8,7 +8,11 @@
  * [hit] ukpa_hist_hit(): async-signal-safe, allocation-free and
  * lock-free: an empty entry is claimed with a compare-and-swap of its
  * state word (0 empty, 1 being filled, 2 in use), filled, then
- * published; counts are atomic additions. A thread that meets an entry
+ * published. The thread that made an entry counts in it with plain
+ * stores (its own words: no other thread writes them, and a thread's
+ * hits never nest), the others with atomic additions (a locked
+ * instruction costs as much as the rest of the update): most keys are
+ * hit by one thread, the thread that made them. A thread that meets an entry
  * another thread is filling waits a bounded time, then counts its hit as
  * dropped (as a full table does) rather than spin in a signal handler.
  * Vector-free, as every handler (handlers.c): byte loops with an empty
@@ -26,12 +30,23 @@
 #define ST_USED 2
 #define WAIT_SPINS 4096
 
+/*
+ * A table entry: state, the maker (its thread's identity), the maker's
+ * hits and the others', the maker's sums and the others', then what the
+ * wire entry has after its counts (the comm, the key).
+ */
+#define E_OWNER 8
+#define E_OWN_HITS 16
+#define E_HITS 24
+#define E_VALS 32
+
 struct ukpa_hist_table {
 	const struct ukp_hist *h;
 	unsigned char *e;         /* size entries of esize bytes */
 	unsigned int esize;
-	_Atomic uint64_t hits;    /* every hit that passed (Totals: Hits) */
-	_Atomic uint64_t dropped; /* hits that found no entry */
+	unsigned int tail;        /* where the comm and key start in an entry */
+	_Atomic uint64_t dropped; /* hits that found no entry (Totals: Hits is
+				   * the entries' hits and these) */
 };
 
 /* [init] */
@@ -42,7 +57,8 @@ struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h)
 	if (!t)
 		return NULL;
 	t->h = h;
-	t->esize = ukp_hist_entry_size(h);
+	t->tail = E_VALS + 16 * (unsigned int)h->nvals;
+	t->esize = t->tail + (ukp_hist_entry_size(h) - ukp_hist_comm_off(h));
 	t->e = calloc(h->size, t->esize);
 	if (!t->e) {
 		free(t);
@@ -67,7 +83,6 @@ void ukpa_hist_reset(struct ukpa_hist_table *t)
 	if (!t)
 		return;
 	memset(t->e, 0, (size_t)t->h->size * t->esize);
-	atomic_store(&t->hits, 0);
 	atomic_store(&t->dropped, 0);
 }
 
@@ -113,7 +128,21 @@ static void key_string(unsigned char *d, const unsigned char *s, unsigned int n)
 
 static const unsigned char key_zeros[UKP_SPEC_STR_SLOT];
 
-static uint64_t field_value(const struct ukp_hist_field *f, const struct ukp_spec *spec,
+/* The thread's identity: the address of a thread-local byte (one
+ * instruction; unique among live threads) */
+static UKPA_TLS char thread_mark;
+
+static inline void add_own(unsigned char *e, unsigned int off, uint64_t v)
+{
+	_Atomic uint64_t *w = (_Atomic uint64_t *)(void *)(e + off);
+
+	/* one writer: a load and a store (atomic only so that the reader at
+	 * the end sees whole words) */
+	atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) uint64_t field_value(const struct ukp_hist_field *f, const struct ukp_spec *spec,
 			    const unsigned char *data, uint32_t faults, int pid)
 {
 	const struct ukp_fetcharg *fa;
@@ -136,13 +165,13 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 {
 	const struct ukp_hist *h = t->h;
 	unsigned char key[3 * UKP_SPEC_STR_SLOT] __attribute__((aligned(8)));
-	unsigned int koff = ukp_hist_key_off(h), mask = h->size - 1, i, n;
-	uint64_t hash = 0xcbf29ce484222325ULL;
+	unsigned int koff = t->tail + (h->execname ? 16 : 0), mask = h->size - 1, i, n;
+	uintptr_t self = (uintptr_t)&thread_mark;
+	uint64_t hash = 0;
 	int k;
 
 	if (h->filter && !ukp_filter_run(h->filter, spec, data, faults, comm, pid))
 		return;
-	atomic_fetch_add_explicit(&t->hits, 1, memory_order_relaxed);
 	for (k = 0; k < h->nkeys; k++) {
 		const struct ukp_hist_field *f = &h->keys[k];
 
@@ -156,8 +185,10 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 			*word(key, f->off) = ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
 		}
 	}
-	for (i = 0; i < h->key_bytes; i++)
-		hash = (hash ^ key[i]) * 0x100000001b3ULL;
+	/* a word at a time (keys are whole words), then mixed */
+	for (i = 0; i < h->key_bytes; i += 8)
+		hash = (hash ^ *word(key, i)) * 0x9e3779b97f4a7c15ULL;
+	hash ^= hash >> 29;
 	for (n = 0, i = (unsigned int)(hash ^ (hash >> 32)) & mask; n < h->size;
 	     n++, i = (i + 1) & mask) {
 		unsigned char *e = t->e + (size_t)i * t->esize;
@@ -172,8 +203,9 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 								    memory_order_acq_rel,
 								    memory_order_acquire)) {
 				copy(e + koff, key, h->key_bytes);
+				*(uint64_t *)(void *)(e + E_OWNER) = self;
 				if (h->execname)
-					key_string(e + ukp_hist_comm_off(h), (const unsigned char *)comm, 16);
+					key_string(e + t->tail, (const unsigned char *)comm, 16);
 				atomic_store_explicit(state, ST_USED, memory_order_release);
 				st = ST_USED;
 			} else {
@@ -181,19 +213,28 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 			}
 		}
 		for (spins = 0; st == ST_FILLING && spins < WAIT_SPINS; spins++) {
+#if defined(__x86_64__)
 			__asm__ volatile("pause" ::: "memory");
+#endif
 			st = atomic_load_explicit(state, memory_order_acquire);
 		}
 		if (st == ST_FILLING)
 			break;
 		if (!same(e + koff, key, h->key_bytes))
 			continue;
-		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + 8), 1,
+		if (*(const uint64_t *)(const void *)(e + E_OWNER) == self) {
+			add_own(e, E_OWN_HITS, 1);
+			for (k = 0; k < h->nvals; k++)
+				add_own(e, E_VALS + 8 * (unsigned int)k,
+					field_value(&h->vals[k], spec, data, faults, pid));
+			return;
+		}
+		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + E_HITS), 1,
 					  memory_order_relaxed);
 		for (k = 0; k < h->nvals; k++)
-			atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + 16 + 8 * k),
-						  field_value(&h->vals[k], spec, data, faults, pid),
-						  memory_order_relaxed);
+			atomic_fetch_add_explicit(
+				(_Atomic uint64_t *)(void *)(e + E_VALS + 8 * (h->nvals + k)),
+				field_value(&h->vals[k], spec, data, faults, pid), memory_order_relaxed);
 		return;
 	}
 	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
@@ -205,21 +246,28 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
  * totals, one even when the table is empty). Runs when the threads may
  * still hit: an entry being filled is left out.
  */
+static uint64_t word_of(const unsigned char *e, unsigned int off)
+{
+	return atomic_load((const _Atomic uint64_t *)(const void *)(e + off));
+}
+
 void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec)
 {
 	const struct ukp_hist *h = t->h;
 	unsigned char buf[UKP_MSG_MAX] __attribute__((aligned(8)));
 	struct ukp_msg_hist *m = (struct ukp_msg_hist *)(void *)buf;
-	size_t per = (sizeof(buf) - sizeof(*m)) / t->esize;
-	unsigned int i, koff = ukp_hist_key_off(h);
+	unsigned int wsize = ukp_hist_entry_size(h), i, koff = t->tail + (h->execname ? 16 : 0);
+	size_t per = (sizeof(buf) - sizeof(*m)) / wsize;
+	uint64_t hits = 0;
 	bool first = true;
 	int k;
 
 	for (i = 0; i < h->size; i++) {
 		const unsigned char *e = t->e + (size_t)i * t->esize;
 
-		if (atomic_load((const _Atomic uint64_t *)(const void *)e) != ST_USED)
+		if (word_of(e, 0) != ST_USED)
 			continue;
+		hits += word_of(e, E_OWN_HITS) + word_of(e, E_HITS);
 		for (k = 0; k < h->nkeys; k++)
 			if (h->keys[k].mod == UKP_HM_SYM || h->keys[k].mod == UKP_HM_SYMOFF)
 				ukpa_send_sym(*(const uint64_t *)(const void *)(e + koff +
@@ -229,17 +277,29 @@ void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec)
 	for (i = 0;; i++) {
 		const unsigned char *e = i < h->size ? t->e + (size_t)i * t->esize : NULL;
 
-		if (e && atomic_load((const _Atomic uint64_t *)(const void *)e) == ST_USED) {
-			memcpy(m->data + (size_t)m->n * t->esize, e, t->esize);
+		if (e && word_of(e, 0) == ST_USED) {
+			/* the wire's entry: state, hits, sums, then comm and key */
+			unsigned char *w = m->data + (size_t)m->n * wsize;
+			uint64_t v = ST_USED;
+
+			memcpy(w, &v, 8);
+			v = word_of(e, E_OWN_HITS) + word_of(e, E_HITS);
+			memcpy(w + 8, &v, 8);
+			for (k = 0; k < h->nvals; k++) {
+				v = word_of(e, E_VALS + 8 * (unsigned int)k) +
+				    word_of(e, E_VALS + 8 * (unsigned int)(h->nvals + k));
+				memcpy(w + 16 + 8 * k, &v, 8);
+			}
+			memcpy(w + ukp_hist_comm_off(h), e + t->tail, wsize - ukp_hist_comm_off(h));
 			m->n++;
 		}
 		if (!e || m->n == per) {
 			m->h.type = UKPM_HIST;
-			m->h.len = (uint32_t)((sizeof(*m) + (size_t)m->n * t->esize + 7) & ~(size_t)7);
+			m->h.len = (uint32_t)((sizeof(*m) + (size_t)m->n * wsize + 7) & ~(size_t)7);
 			m->spec = spec;
-			m->entry_size = t->esize;
+			m->entry_size = wsize;
 			m->first = first;
-			m->hits = first ? atomic_load(&t->hits) : 0;
+			m->hits = first ? hits + atomic_load(&t->dropped) : 0;
 			m->dropped = first ? atomic_load(&t->dropped) : 0;
 			if (!e || m->n)
 				ukpa_send(m, m->h.len);

@@ -2193,6 +2193,19 @@ def case_hist():
         check(r.returncode == 0 and doc["traceEvents"] and
               sum(e["hitcount"] for e in hj["entries"]) == hj["totals"]["hits"] > 0 and
               all("sym" in e["keys"][0] for e in hj["entries"]), "trace --json", show(r))
+    # threads: every thread hits every key (the entry's maker counts in
+    # its own words, the others atomically): exact counts and sums
+    waves, threads, n = 2, 8, 500
+    r = ukprobe(["stat", "-e", "p:h hit i=%di:s64", "--trigger", "hist:keys=i:vals=i:size=1024",
+                 "--", tgt("manythreads"), str(waves), str(threads), str(n)], timeout=120)
+    check(r.returncode == 0 and r.stderr == "", "threads run", show(r))
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/h"]
+    got = dict((int(k.split(":")[1]), (hits, v["i"])) for k, hits, v in rows)
+    want = dict((i, (waves * threads, waves * threads * i)) for i in range(n))
+    want[-1] = (1, -1)
+    check(got == want and tot == (waves * threads * n + 1, n + 1, 0),
+          "every key counted by every thread", str(tot),
+          str(sorted(set(got.items()) ^ set(want.items()))[:10]))
     # malformed triggers: the column and what is wrong
     for trig, col, msg in (
             ("hist:keys=nope", 10, "the event has no field 'nope'"),

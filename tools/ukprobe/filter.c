@@ -184,6 +184,7 @@ static int parse_pred(struct fparser *p)
 		const struct ukp_fetcharg *fa = &p->spec->args[a];
 
 		pr->arg = a;
+		p->f->args_used |= 1u << a;
 		pr->is_string = fa->type == UKP_TY_STRING;
 		pr->is_signed = fa->type == UKP_TY_S && !fa->bf_width;
 		pr->size = fa->bf_width ? 8 : fa->size;
@@ -459,11 +460,12 @@ static bool pred_run(const struct ukp_filter_pred *pr, const unsigned char *data
 		uint64_t v = 0;
 
 		if (!(faults & (1u << pr->arg))) {
-			const unsigned char *b = data + spec->args[pr->arg].off;
-			int k;
+			/* one load (a byte loop is not merged into one here):
+			 * slots are 8 bytes, little-endian; the type may alias
+			 * the record's bytes */
+			typedef uint64_t __attribute__((may_alias, aligned(1))) u64_any;
 
-			for (k = 7; k >= 0; k--)
-				v = v << 8 | b[k];
+			v = *(const u64_any *)(const void *)(data + spec->args[pr->arg].off);
 		}
 		return pred_number(pr, v);
 	}
@@ -475,6 +477,9 @@ bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
 	bool stack[UKP_FILTER_MAX_PREDS];
 	int sp = 0, i;
 
+	/* the common case, one comparison: no evaluation stack */
+	if (f->ninsns == 1)
+		return pred_run(&f->preds[0], data, faults, comm, pid, spec);
 	for (i = 0; i < f->ninsns; i++) {
 		uint32_t insn = f->insns[i];
 

@@ -58,6 +58,7 @@ enum ukp_filter_insn { UKP_FI_PRED, UKP_FI_AND, UKP_FI_OR, UKP_FI_NOT };
 struct ukp_filter {
 	int npreds, ninsns;
 	bool uses_pid, uses_comm;
+	uint32_t args_used;       /* bit i: the filter reads fetch argument i */
 	struct ukp_filter_pred preds[UKP_FILTER_MAX_PREDS];
 	/* insn i: kind in the low 8 bits, predicate index above */
 	uint32_t insns[3 * UKP_FILTER_MAX_PREDS];

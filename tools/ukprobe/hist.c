@@ -74,6 +74,7 @@ static int parse_field(struct hp *p, const char *b, const char *e, bool is_key,
 			return fail(p, b, "the event has no field '%s' (its fetch arguments, "
 				    "common_pid, comm%s)", f->name, is_key ? "" : ", hitcount");
 		f->arg = i;
+		p->h->args_used |= 1u << i;
 		f->is_string = p->spec->args[i].type == UKP_TY_STRING;
 		f->is_signed = p->spec->args[i].type == UKP_TY_S;
 		f->size = f->is_string ? UKP_SPEC_STR_SLOT : p->spec->args[i].size;
@@ -352,6 +353,7 @@ int ukp_hist_parse(const char *text, int col, struct ukp_spec *spec, struct ukp_
 		}
 		p.h->uses_pid |= p.h->filter->uses_pid;
 		p.h->uses_comm |= p.h->filter->uses_comm;
+		p.h->args_used |= p.h->filter->args_used;
 	}
 	p.h->info = make_info(p.h, filter);
 	if (!p.h->info) {

@@ -65,6 +65,7 @@ struct ukp_hist {
 	unsigned int key_bytes;   /* a multiple of 8 */
 	bool uses_pid, uses_comm; /* the keys or the filter need them */
 	bool execname;            /* an entry keeps the comm of its first hit */
+	uint32_t args_used;       /* bit i: keys, vals or filter read argument i */
 	struct ukp_filter *filter; /* "if FILTER", or NULL */
 	char *info;               /* "hist:keys=...:vals=...:sort=...:size=N" as the
 				   * kernel's "# trigger info" line shows it */
