@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The tool benchmark: ukprobe on real Debian programs, side by side with
-the program alone, uftrace and bpftrace, in one run (README "Benchmarks").
+the program alone, uftrace and bpftrace, in one run (doc/benchmarks.md).
 
   bench_tool.py --ukprobe PATH --bin DIR [--quick] [--reps N] [--no-peers] [--json FILE]
                 [--md FILE]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark runner: builds the benchmarks into build-bench
 # (-Dbench=true), runs them, prints the table and writes it as JSON
-# (see README.md, "Benchmarks").
+# (see doc/benchmarks.md).
 #
 #   bash bench/run.sh            full run (a few minutes): writes
 #                                bench/results/latest.json and latest.md

@@ -831,7 +831,7 @@ static void altstack_key_init(void)
  * cannot write a signal frame there, so the SIGSEGV of every access on
  * it must go to an alternate stack (the library's fault handlers ask for
  * one). The thread gets one if it has none. (Other threads' stacks are
- * the program's business: see README.md.)
+ * the program's business: see doc/watchpoints.md.)
  */
 static void altstack_for_own_stack(uintptr_t a, size_t len)
 {

@@ -53,7 +53,7 @@ LIBSQLITE = "/lib/x86_64-linux-gnu/libsqlite3.so.0"
 
 # ------------------------------------------------------------ objects
 
-# Instructions the library refuses by design (README, "Errors"): they are
+# Instructions the library refuses by design (doc/api.md, "Errors"): they are
 # never chosen, so that a refusal of anything else is a finding.
 REFUSED_MNEMONICS = {
     "int3", "int", "int1", "icebp", "ud0", "ud1", "ud2", "into",
