@@ -564,7 +564,7 @@ static int warn_lost(void *arg)
  * longjmp()s away must not leave from the middle of it, with the read
  * side held and the per-thread probe state half set. Holding them back
  * costs nothing unless a signal arrives (two rt_sigprocmask calls per
- * return did, about 0.5 us).
+ * return did, the cost of a trap).
  */
 UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int lazy)
 {

@@ -221,7 +221,7 @@ UKP_TRAP_TEXT int ukp_kprobe_thunk(void *arg, struct pt_regs *regs)
  * this level nothing else uses the jump buffer, cur_kp and fault_kp are
  * NULL, and prev only matters while status is KPROBE_REENTER, which the
  * restored status is not. The handler is called directly, not through a
- * thunk (about 5 ns less on an optimized hit). The caller set
+ * thunk (cheaper on an optimized hit). The caller set
  * c->cur_site and c->status.
  */
 static UKP_TRAP_TEXT __attribute__((noinline)) int call_outer(struct ukp_ctlblk *c,

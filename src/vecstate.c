@@ -6,8 +6,8 @@
  * probe (the return trampoline, kretprobe_tramp.S) interrupt the program
  * with no signal frame, so the vector, x87 and MXCSR state of the
  * interrupted code is still in the registers when C code runs. Saving it
- * on every hit costs more than the rest of the hit (about 30 ns here;
- * XSAVE is 150). The kernel's optprobes never save it: kernel handlers
+ * on every hit costs more than the rest of the hit (an XSAVE/XRSTOR
+ * pair: see bench/). The kernel's optprobes never save it: kernel handlers
  * may not touch it. We get the same cost without that rule:
  *
  *  - The library's own hit path is built with -mgeneral-regs-only and

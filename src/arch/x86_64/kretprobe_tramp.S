@@ -80,7 +80,7 @@ ukp_kretprobe_trampoline:
 	movq %rax, PT_BP(%rsp)
 	/* The flags are not kept: no function keeps them across a call
 	 * (the ABI; only DF, which is 0 at every return) and pushfq/popfq
-	 * cost 8 ns here. regs->flags reads IF and the reserved bit 1. */
+	 * cost more than the rest here. regs->flags reads IF and the reserved bit 1. */
 	movq $0x202, PT_FLAGS(%rsp)
 	leaq 16(%rbp), %rax		/* S + 8: sp after the return */
 	movq %rax, PT_SP(%rsp)
@@ -89,7 +89,7 @@ ukp_kretprobe_trampoline:
 	movq $USER_CS, PT_CS(%rsp)
 	movq $USER_DS, PT_SS(%rsp)
 	/* No cld: DF is clear at every return (the ABI), as at an entry
-	 * (optprobe_tramp.S); cld costs about 1 ns here. */
+	 * (optprobe_tramp.S); cld is not free. */
 
 	/* The vector state: left in the registers when the hit path is
 	 * vector-free (ukp_vec_lazy, see optprobe_tramp.S), else kept

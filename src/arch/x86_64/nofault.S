@@ -34,7 +34,7 @@ ukp_nofault_fixup:
 /*
  * long arch_load_word_nofault(uintptr_t *v, const void *src)
  * long arch_store_word_nofault(void *dst, uintptr_t v)
- *   one 8-byte access (a rep movsb costs about 10 ns to start up);
+ *   one 8-byte access (a rep movsb is slow to start up);
  *   0 or -EFAULT as above, through the same fixup. Clobber only rax
  *   (and rdx for the load).
  */

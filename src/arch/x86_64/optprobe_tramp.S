@@ -32,7 +32,7 @@
  * kernel's optprobes. Otherwise VEC_SAVE/VEC_RESTORE (tramp.h) keep it
  * here, below pt_regs.
  *
- * Flags come back without popfq (8 ns here): OF by an add, the other
+ * Flags come back without popfq (slow): OF by an add, the other
  * arithmetic flags by sahf, DF by std when it was set. A handler's change
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
@@ -238,7 +238,7 @@
 	/*
 	 * The template of probes at a function's entry. There the ABI
 	 * leaves DF clear and no flag live, so the flags are read without
-	 * pushfq (2 ns here): lahf and seto give every arithmetic flag;
+	 * pushfq (slow): lahf and seto give every arithmetic flag;
 	 * regs->flags gets them with IF and bit 1 set, and they come back
 	 * with sahf and an add (DF stays clear: no cld, no std). The frame
 	 * is the same as below (the pushfq slot keeps errno on the fast
@@ -316,7 +316,7 @@ ukp_optprobe_common:
 
 .Llazy:
 	testl $0x400, PT_FLAGS(%rbx)	/* cld only when DF is set: it is */
-	jz 1f				/* not cheap here (about 1 ns) */
+	jz 1f				/* not cheap here */
 	cld
 1:	FAST_HIT .Lslow, .Lregs
 .Lslow:

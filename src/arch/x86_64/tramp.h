@@ -11,7 +11,7 @@
  * area, the cheap way when it can: xmm0-15 (with AVX, all of ymm0-15:
  * glibc's string functions end with vzeroupper, which clears every
  * upper half) and MXCSR (reloaded only if it changed), chosen by
- * ukp_opt_vec_mode (optprobe.c). XSAVE and XRSTOR cost about 150 ns per
+ * ukp_opt_vec_mode (optprobe.c). XSAVE and XRSTOR cost more than the whole hit per
  * pair on this kind of machine (a KVM guest), ten times the rest of a
  * hit. The x87 stack must be empty for C code; if TOP is not 0 (the
  * interrupted code has values on it), or XCR0 has state beyond
@@ -125,7 +125,7 @@
 	vmovdqu %ymm14, 448(%rsp)
 	vmovdqu %ymm15, 480(%rsp)
 	/* Clean upper halves for the C code's SSE: a legacy SSE
-	 * instruction with dirty upper halves costs about 70 ns here. */
+	 * instruction with dirty upper halves is costly (bench/). */
 	vzeroupper
 	jmp 89f
 82:	movups %xmm0, 0(%rsp)
