@@ -114,14 +114,25 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  */
 #define UKP_TRAP_TEXT __attribute__((section("ukprobes_text")))
 
-/* The breakpoint instruction and its length. */
-#define UKP_BREAKPOINT_INSN 0xcc
-#define UKP_BREAKPOINT_SIZE 1
-
-/* The length of the system call instruction (syscall, int $0x80): a
- * thread the kernel restarts in a system call resumes this far before the
- * instruction pointer it reports while the thread is blocked (threads.c). */
-#define UKP_SYSCALL_INSN_SIZE 2
+/*
+ * Each arch's arch_insn.h gives, besides struct ukp_arch_insn:
+ *   UKP_BREAKPOINT_INSN, UKP_BREAKPOINT_SIZE  the breakpoint instruction
+ *       (its first byte, written first) and its length;
+ *   UKP_TRAPNR_BREAKPOINT  the trap number a breakpoint raises
+ *       (arch_uc_trapnr());
+ *   UKP_SYSCALL_INSN_SIZE  the length of the system call instruction: a
+ *       thread the kernel restarts in a system call resumes this far
+ *       before the instruction pointer it reports (threads.c);
+ *   arch_entry_skip(code, avail)  the bytes a function entry starts with
+ *       that a probe on the entry goes past (the kernel's
+ *       arch_adjust_kprobe_addr: x86's endbr64);
+ *   arch_is_opt_jump(code)  whether code starts with the instruction an
+ *       optimized probe writes (so that its original bytes are shown);
+ *   arch_breakpoint_before(b)  whether the bytes b[0..1], which end at a
+ *       breakpoint's trap address, still hold a breakpoint (ours or the
+ *       program's own).
+ * Inline: the trap path calls them.
+ */
 /* The signal restorer, glibc's __restore_rt as ours (nofault.S):
  * mov $15, %rax; syscall. A thread in it, or just past it in the system
  * call, returns to the signal context at its stack pointer. */

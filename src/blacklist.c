@@ -121,16 +121,14 @@ static void add_libc_masked_bodies(void)
 
 	for (i = 0; i < sizeof(libc_masked_body) / sizeof(libc_masked_body[0]); i++) {
 		struct ukp_symres sym;
-		static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-		uint8_t b[4];
+		uint8_t b[UKP_MAX_INSN_SIZE];
 		uintptr_t a, entry;
 
 		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_body[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym) || sym.size < 2)
 			continue;
-		entry = sym.start;
-		if (ukp_read_original(entry, b, 4) == 4 && !memcmp(b, endbr64, 4))
-			entry += 4;
+		/* the entry past an endbr64 (arch_entry_skip) stays probe-able */
+		entry = sym.start + arch_entry_skip(b, ukp_read_original(sym.start, b, sizeof(b)));
 		add_range(entry + 1, sym.start + sym.size, libc_masked_body[i], NULL);
 	}
 }

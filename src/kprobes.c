@@ -486,12 +486,14 @@ size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 	return n;
 }
 
-static bool starts_with_endbr64(uintptr_t addr)
+/* [reg] The bytes a probe on the function entry at addr goes past
+ * (arch_entry_skip: x86's endbr64), or 0. */
+static size_t entry_skip(uintptr_t addr)
 {
-	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	uint8_t b[4];
+	uint8_t b[UKP_MAX_INSN_SIZE];
+	size_t n = ukp_read_original(addr, b, sizeof(b));
 
-	return ukp_read_original(addr, b, 4) == 4 && !memcmp(b, endbr64, 4);
+	return arch_entry_skip(b, n);
 }
 
 /*
@@ -504,6 +506,7 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 {
 	uintptr_t addr;
 	unsigned long off;
+	size_t skip;
 	int ret;
 
 	if ((p->symbol_name && p->addr) || (!p->symbol_name && !p->addr))
@@ -521,13 +524,10 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 	if (ukp_sym_lookup_addr(addr, sym))
 		return -ENOENT;
 	off = addr - sym->start;
-	if (starts_with_endbr64(sym->start)) {
-		*on_entry = off == 0 || off == 4;
-		if (*on_entry)
-			off = 4;
-	} else {
-		*on_entry = off == 0;
-	}
+	skip = entry_skip(sym->start);
+	*on_entry = off == 0 || (skip && off == skip);
+	if (*on_entry)
+		off = skip;
 	*out = sym->start + off;
 	return 0;
 }

@@ -551,7 +551,7 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 	for (i = 0; i < len; i++) {
 		struct ukp_site *s;
 
-		if (buf[i] != 0xe9)
+		if (!arch_is_opt_jump(buf + i))
 			continue;
 		s = ukp_site_lookup(addr + i);
 		if (!s || atomic_load(&s->opt.state) != UKP_OPT_JUMP)

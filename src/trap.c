@@ -58,9 +58,6 @@ _Static_assert(sizeof(((struct ukp_ctlblk *)0)->status) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->in_handler) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->defer_async) == 4, "idle words");
 
-/* The trap number the kernel records for a breakpoint (x86 #BP). */
-#define UKP_TRAPNR_BREAKPOINT 3
-
 UKP_TLS struct ukp_ctlblk ukp_ctl;
 UKP_TLS unsigned long ukp_tls_boosted_hits;
 UKP_TLS unsigned long ukp_tls_ool_resumes;
@@ -627,10 +624,9 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		goto out;
 	}
 	/* Our breakpoint was removed after this thread hit it: run the
-	 * original instruction (the kernel does the same). "cd 03" (int $3)
-	 * is the program's own and leaves ip two bytes on. */
-	if (arch_copy_nofault(b, (void *)(addr - 1), 2) == 0 && b[1] != UKP_BREAKPOINT_INSN &&
-	    !(b[0] == 0xcd && b[1] == 0x03)) {
+	 * original instruction (the kernel does the same). The program's
+	 * own breakpoint is not ours to skip. */
+	if (arch_copy_nofault(b, (void *)(addr - 1), 2) == 0 && !arch_breakpoint_before(b)) {
 		arch_uc_set_ip(uc, addr);
 		goto out;
 	}

@@ -9,9 +9,37 @@
 #define UKP_ARCH_INSN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define UKP_MAX_INSN_SIZE 15
+
+/* The breakpoint (int3), its trap number (#BP) and the length of a
+ * system call instruction (syscall, int $0x80): see arch.h. */
+#define UKP_BREAKPOINT_INSN 0xcc
+#define UKP_BREAKPOINT_SIZE 1
+#define UKP_TRAPNR_BREAKPOINT 3
+#define UKP_SYSCALL_INSN_SIZE 2
+
+/* [any] endbr64, which a probe on a function's entry goes past. */
+static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
+{
+	return avail >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e &&
+	       code[3] == 0xfa ? 4 : 0;
+}
+
+/* [any] The jmp rel32 of an optimized probe. */
+static inline bool arch_is_opt_jump(const uint8_t *code)
+{
+	return code[0] == 0xe9;
+}
+
+/* [trap] b: the two bytes before the trap address: our int3 (the second)
+ * or the program's "int $3" (cd 03), which leaves the address two on. */
+static inline bool arch_breakpoint_before(const uint8_t b[2])
+{
+	return b[1] == UKP_BREAKPOINT_INSN || (b[0] == 0xcd && b[1] == 0x03);
+}
 /*
  * A called function's entry, as the call frame information describes it:
  * the CFA is the stack pointer (DWARF register UKP_DWARF_SP) plus the
