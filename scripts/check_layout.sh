@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Layout checks anyone can run with grep (issue 17): no file under src/
 # outside src/arch/ names an x86 opcode (the arch code owns the
-# instruction set: src/arch.h says what each arch provides).
+# instruction set: src/arch.h says what each arch provides), and the
+# assembly's offsets are generated (src/asm_offsets.c), not kept by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # one-byte opcodes and the first bytes of multi-byte ones, as C constants
@@ -10,6 +11,10 @@ bad=$(grep -nEr --include='*.c' --include='*.h' "$pat" src | grep -v '^src/arch/
 if [ -n "$bad" ]; then
   echo "check_layout: x86 opcodes outside src/arch/:" >&2
   echo "$bad" >&2
+  exit 1
+fi
+if [ -e src/asm_offsets.h ] || { [ -d .git ] && [ -n "$(git ls-files src/asm_offsets.h)" ]; }; then
+  echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/asm_offsets.c" >&2
   exit 1
 fi
 echo "check_layout: ok"

@@ -63,51 +63,13 @@
 
 #include "internal.h"
 #include "kretprobes.h"
-#include "asm_offsets.h" /* KRP_MAX_DEPTH: pending return probes per thread (uprobes' MAX_URETPROBE_DEPTH) */
+#include "kretprobes_layout.h"
 #define KRP_MAX_THREADS 4096
 /* tid of a record being claimed or reclaimed */
 #define KRP_TID_BUSY (-1)
 
 #define krp_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
-
-struct kretprobe_holder {
-	struct kretprobe *_Atomic rp;  /* NULL once unregistered */
-	_Atomic uint64_t free_head;    /* ABA tag << 32 | (index + 1); 0: empty */
-	_Atomic uint32_t *free_next;   /* per instance: index + 1 of the next free one */
-	unsigned char *insts;
-	size_t stride;
-	int ninst;
-	struct kretprobe *owner;       /* [krp_mutex] the registered struct */
-	/* entry_handler and handler as proven vector-free at registration
-	 * (vecstate.c), or NULL */
-	const void *vf_entry, *vf_handler;
-	struct kretprobe_holder *next; /* [krp_mutex] registered or zombie list */
-};
-
-/* In front of every instance. */
-struct krp_inst_hdr {
-	struct kretprobe_holder *rph;
-	uint32_t idx;
-	uint32_t pad;
-};
-
-struct krp_entry {
-	uintptr_t slot;                          /* where the trampoline address is */
-	uintptr_t ret;                           /* the real return address */
-	struct kretprobe_instance *_Atomic ri;   /* NULL once consumed */
-};
-
-struct krp_thread {
-	_Atomic int tid;             /* 0: free; KRP_TID_BUSY: being (re)claimed */
-	int pid;                     /* process the record belongs to (fork) */
-	unsigned long task;          /* pthread_self() */
-	bool shstk;                  /* the thread has a shadow stack */
-	_Atomic unsigned int depth;  /* entries in use */
-	/* A free instance kept by this thread (see "Spares" above). */
-	struct kretprobe_instance *_Atomic spare;
-	struct krp_entry e[KRP_MAX_DEPTH];
-};
 
 static struct krp_thread krp_threads[KRP_MAX_THREADS];
 static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) */
@@ -116,32 +78,8 @@ static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) *
 UKP_TLS struct krp_thread *ukp_krp_self;
 #define krp_self ukp_krp_self
 
-/* What the arch fast paths (asm_offsets.h) rely on. */
-#define KRP_OFF(t, f, v) _Static_assert(__builtin_offsetof(t, f) == (v), #t "." #f)
-KRP_OFF(struct kretprobe, kp, 0);
-KRP_OFF(struct kretprobe, handler, RP_HANDLER);
-KRP_OFF(struct kretprobe, entry_handler, RP_ENTRY);
-KRP_OFF(struct kretprobe, rph, RP_RPH);
-KRP_OFF(struct kretprobe_instance, ret_addr, RI_RET_ADDR);
-KRP_OFF(struct kretprobe_instance, rp, RI_RP);
-KRP_OFF(struct kretprobe_instance, task, RI_TASK);
-KRP_OFF(struct kretprobe_holder, rp, H_RP);
-KRP_OFF(struct kretprobe_holder, free_head, H_FREE_HEAD);
-KRP_OFF(struct kretprobe_holder, free_next, H_FREE_NEXT);
-KRP_OFF(struct kretprobe_holder, insts, H_INSTS);
-KRP_OFF(struct kretprobe_holder, stride, H_STRIDE);
-KRP_OFF(struct kretprobe_holder, vf_handler, H_VF_HANDLER);
-KRP_OFF(struct krp_inst_hdr, rph, 0);
-_Static_assert(sizeof(struct krp_inst_hdr) == INST_HDR_SIZE, "INST_HDR_SIZE");
-KRP_OFF(struct krp_thread, task, KT_TASK);
-KRP_OFF(struct krp_thread, shstk, KT_SHSTK);
-KRP_OFF(struct krp_thread, depth, KT_DEPTH);
-KRP_OFF(struct krp_thread, spare, KT_SPARE);
-KRP_OFF(struct krp_thread, e, KT_E);
-KRP_OFF(struct krp_entry, slot, E_SLOT);
-KRP_OFF(struct krp_entry, ret, E_RET);
-KRP_OFF(struct krp_entry, ri, E_RI);
-_Static_assert(sizeof(struct krp_entry) == E_SIZE, "E_SIZE");
+/* What the arch fast paths rely on beyond the offsets (asm_offsets.c
+ * generates those): the sizes they step by and load. */
 _Static_assert(sizeof(((struct krp_thread *)0)->depth) == 4, "depth is 32 bits");
 
 static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;

@@ -20,13 +20,15 @@
 #define UKP_KRETPROBES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ukprobes.h"
 
-/* [thread] The calling thread's return stack, NULL before its first
- * kretprobe hit (the arch fast paths read it, asm_offsets.h). */
 struct krp_thread;
+
+/* [thread] The calling thread's return stack, NULL before its first
+ * kretprobe hit (the arch fast paths read it). */
 extern __attribute__((tls_model("initial-exec"))) __thread struct krp_thread *ukp_krp_self;
 
 /* The kretprobe pre_handler (the list shows its probes as "r"). */

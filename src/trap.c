@@ -27,32 +27,11 @@
 #include <ucontext.h>
 
 #include "internal.h"
-#include "asm_offsets.h"
 #include "jprobes.h"
 #include "watch.h"
 
-#define UKP_OFF(t, f, v) _Static_assert(__builtin_offsetof(t, f) == (v), #t "." #f)
-UKP_OFF(struct ukp_ctlblk, status, CTL_STATUS);
-UKP_OFF(struct ukp_ctlblk, depth, CTL_DEPTH);
-UKP_OFF(struct ukp_ctlblk, in_handler, CTL_IN_HANDLER);
-UKP_OFF(struct ukp_ctlblk, defer_async, CTL_DEFER_ASYNC);
-UKP_OFF(struct ukp_ctlblk, cur_site, CTL_CUR_SITE);
-UKP_OFF(struct ukp_ctlblk, cur_kp, CTL_CUR_KP);
-UKP_OFF(struct ukp_ctlblk, fault_kp, CTL_FAULT_KP);
-UKP_OFF(struct ukp_ctlblk, rec, CTL_REC);
-UKP_OFF(struct ukp_ctlblk, deferred_mask, CTL_DEFERRED);
-UKP_OFF(struct ukp_ctlblk, jb, CTL_JB);
-UKP_OFF(struct ukp_site, addr, SITE_ADDR);
-UKP_OFF(struct ukp_site, fast_kp, SITE_FAST_KP);
-UKP_OFF(struct ukp_site, fast_pre, SITE_FAST_PRE);
-UKP_OFF(struct ukp_site, opt.detour, SITE_DETOUR);
-UKP_OFF(struct ukp_thread_rec, seq, REC_SEQ);
-UKP_OFF(struct kprobe, pre_handler, KP_PRE);
-UKP_OFF(struct kprobe, post_handler, KP_POST);
-UKP_OFF(struct kprobe, flags, KP_FLAGS);
-_Static_assert(KP_FLAGS_OFF == (KPROBE_FLAG_GONE | KPROBE_FLAG_DISABLED), "KP_FLAGS_OFF");
-_Static_assert(KP_HIT_ACTIVE == KPROBE_HIT_ACTIVE, "KP_HIT_ACTIVE");
-_Static_assert(BREAKPOINT_SIZE == UKP_BREAKPOINT_SIZE, "BREAKPOINT_SIZE");
+/* The fast paths (src/arch, through the offsets src/asm_offsets.c
+ * generates) test these pairs of 32-bit words as one 64-bit word. */
 _Static_assert(sizeof(((struct ukp_ctlblk *)0)->status) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->depth) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->in_handler) == 4 &&

@@ -31,7 +31,7 @@
  * a handler may change the return value through regs->ax.
  */
 #include "tramp.h"
-#include "../../asm_offsets.h"
+#include "asm_offsets.h"
 
 	.section ukprobes_text, "ax", @progbits
 	.p2align 4

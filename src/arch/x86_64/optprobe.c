@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "asm_offsets.h"
+#include "detour.h"
 
 /* Read by optprobe_tramp.S: 0 save with XSAVE(C)/FXSAVE, 1 xmm0-15 by
  * hand, 2 ymm0-15 by hand. */
@@ -81,7 +82,7 @@ static const uint8_t entry_code[UKP_OPT_COPY_OFFSET] = {
 	0xff, 0x15, 0, 0, 0, 0,                         /* call *common(%rip) */
 	0x48, 0x8d, 0xa4, 0x24, 0x88, 0x00, 0x00, 0x00, /* lea 0x88(%rsp),%rsp */
 };
-/* where the template comes back to (asm_offsets.h) */
+/* where the template comes back to (detour.h) */
 _Static_assert(DETOUR_RESUME == 17, "DETOUR_RESUME");
 #define LIT_SITE   (UKP_DETOUR_SIZE - 16)
 #define LIT_COMMON (UKP_DETOUR_SIZE - 8)

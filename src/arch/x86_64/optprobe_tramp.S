@@ -37,7 +37,7 @@
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
 #include "tramp.h"
-#include "../../asm_offsets.h"
+#include "asm_offsets.h"
 
 /* Offset from rsp after pushfq + sub PT_SIZE to the probed code's sp. */
 #define ENTRY_SP  (PT_SIZE + 8 + 144)

@@ -21,7 +21,8 @@
 #ifndef UKP_X86_TRAMP_H
 #define UKP_X86_TRAMP_H
 
-#include "../../asm_offsets.h" /* IDLE_OR */
+#include "asm_offsets.h" /* generated: the core's offsets (src/asm_offsets.c) */
+#include "detour.h"        /* DETOUR_RESUME */
 
 #define PT_R15     0
 #define PT_R14     8
