@@ -553,41 +553,40 @@ static void out_event(const struct ukp_rec *rec)
 	out_events++;
 }
 
-/* A SYM message for addr, unless it was sent already. */
+union sym_msg {
+	struct ukp_msg_sym m;
+	char buf[512];
+};
+
+/* A SYM message for addr: its length. */
+static uint32_t sym_msg(union sym_msg *u, uint64_t addr)
+{
+	size_t tlen;
+
+	memset(u, 0, sizeof(*u));
+	ukpa_symbolize(addr, u->m.text, sizeof(u->buf) - sizeof(u->m), NULL, NULL);
+	tlen = strlen(u->m.text) + 1;
+	u->m.h.type = UKPM_SYM;
+	u->m.h.len = (uint32_t)((sizeof(u->m) + tlen + 7) & ~(size_t)7);
+	u->m.addr = addr;
+	return u->m.h.len;
+}
+
+/* [reader] A SYM message for addr, unless it was sent already. */
 static void announce(uint64_t addr)
 {
-	union {
-		struct ukp_msg_sym m;
-		char buf[512];
-	} u;
-	size_t tlen;
+	union sym_msg u;
 
 	if (!addr || !seen_add(addr))
 		return;
-	memset(&u, 0, sizeof(u));
-	ukpa_symbolize(addr, u.m.text, sizeof(u.buf) - sizeof(u.m), NULL, NULL);
-	tlen = strlen(u.m.text) + 1;
-	u.m.h.type = UKPM_SYM;
-	u.m.h.len = (uint32_t)((sizeof(u.m) + tlen + 7) & ~(size_t)7);
-	u.m.addr = addr;
-	out_put(&u, u.m.h.len);
+	out_put(&u, sym_msg(&u, addr));
 }
 
 void ukpa_send_sym(uint64_t addr)
 {
-	union {
-		struct ukp_msg_sym m;
-		char buf[512];
-	} u;
-	size_t tlen;
+	union sym_msg u;
 
-	memset(&u, 0, sizeof(u));
-	ukpa_symbolize(addr, u.m.text, sizeof(u.buf) - sizeof(u.m), NULL, NULL);
-	tlen = strlen(u.m.text) + 1;
-	u.m.h.type = UKPM_SYM;
-	u.m.h.len = (uint32_t)((sizeof(u.m) + tlen + 7) & ~(size_t)7);
-	u.m.addr = addr;
-	ukpa_send(&u, u.m.h.len);
+	ukpa_send(&u, sym_msg(&u, addr));
 }
 
 /* The addresses an event needs: where a function returned to, and the

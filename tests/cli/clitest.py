@@ -1423,14 +1423,18 @@ def case_attach_trace_file():
         before, fds0 = code_bytes(pid, ranges), open_files(pid)
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "trace")
-            t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-o", out,
-                                  "-e", "p tick i=%di:u32"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
-            end = time.time() + 30
-            while same_code(before, code_bytes(pid, ranges)) and time.time() < end:
-                time.sleep(0.01)
-            check(not same_code(before, code_bytes(pid, ranges)), "tick is patched")
-            time.sleep(0.3)  # the optimizer's jump, then the agent records
+
+            def attach():
+                t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-o", out,
+                                      "-e", "p tick i=%di:u32"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+                end = time.time() + 30
+                while same_code(before, code_bytes(pid, ranges)) and time.time() < end:
+                    time.sleep(0.01)
+                check(not same_code(before, code_bytes(pid, ranges)), "tick is patched")
+                time.sleep(0.3)  # the optimizer's jump, then the agent records
+                return t
+            t = attach()
             go(2 * n)
             go(3 * n)
             t.send_signal(signal.SIGTERM)
@@ -1444,13 +1448,7 @@ def case_attach_trace_file():
             check(os.listdir(d) == ["trace"], "no file left behind", str(os.listdir(d)))
             go(4 * n)
             # again, until the program ends
-            t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-o", out,
-                                  "-e", "p tick i=%di:u32"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
-            end = time.time() + 30
-            while same_code(before, code_bytes(pid, ranges)) and time.time() < end:
-                time.sleep(0.01)
-            time.sleep(0.3)
+            t = attach()
             go(5 * n)
             p.stdin.close()
             check(p.stdout.readline() == "ticks %d\n" % (5 * n) and p.wait(timeout=60) == 0,
