@@ -112,6 +112,15 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 	for (i = 0; i < spec->nargs; i++) {
 		if (!(mask & (1u << i)))
 			continue;
+		if (spec->args[i].plain_reg) {
+			const struct ukp_fetcharg *fa = &spec->args[i];
+			unsigned long v = ((const unsigned long *)regs)[fa->param];
+
+			if (fa->size < 8)
+				v &= (1UL << (fa->size * 8)) - 1;
+			*(unsigned long *)(void *)(rec->data + fa->off) = v;
+			continue;
+		}
 		const struct ukp_fetcharg *fa = &spec->args[i];
 		unsigned char *slot = rec->data + fa->off;
 		unsigned long v = 0;

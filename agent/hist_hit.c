@@ -175,6 +175,11 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 	for (k = 0; k < h->nkeys; k++) {
 		const struct ukp_hist_field *f = &h->keys[k];
 
+		if (!f->is_string) {
+			*word(key, f->off) = ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
+			continue;
+		}
+
 		if (f->arg == UKP_HIST_COMM) {
 			key_string(key + f->off, (const unsigned char *)comm, 16);
 		} else if (f->is_string) {

@@ -96,6 +96,9 @@ struct ukp_fetcharg {
 	/* bitfield (type u, size = the container): bits [bf_offset,
 	 * bf_offset + bf_width) of the container; bf_width 0 otherwise */
 	unsigned int bf_width, bf_offset;
+	bool plain_reg;                /* a register's value as it is (no
+					* dereference, bitfield or string): the
+					* fetch's short path */
 	char *symbol;                  /* UKP_FA_SYM */
 	long symoff;
 };

@@ -374,6 +374,8 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 		fa->size = 8;
 	}
 
+	fa->plain_reg = fa->base == UKP_FA_REG && !fa->nderef && !fa->bf_width &&
+			fa->type != UKP_TY_STRING;
 	fa->off = spec->payload;
 	if (spec->payload + (fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT) >
 	    UKP_SPEC_PAYLOAD_MAX)
