@@ -4,7 +4,8 @@
 # ukprobe on the system's own programs: the directories and files ls
 # opens (arguments, strings, return values), malloc/free/qsort/strcoll
 # counted over a whole shell pipeline (-f: forks and execs), and sort's
-# calls to qsort and strcoll as a Perfetto trace (--json).
+# calls to qsort and strcoll as a Perfetto trace (--json), and two
+# histograms made in ls (--trigger hist: malloc sizes, readdir latency).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -43,3 +44,10 @@ print("%s: %d events, %d calls with durations (%d qsort of %s lines, %d strcoll)
          "/".join(str(e["args"]["entry"]["n"]) for e in q),
          len([e for e in calls if e["name"] == "strcoll"])))
 PY
+echo
+echo "--- ukprobe stat --trigger hist: the sizes ls asks malloc for, and how long its readdir calls take ---"
+$ukprobe stat -f -e 'p:malloc libc.so.6:malloc size=%di:u64 comm=$comm' \
+              --trigger 'hist:keys=size.log2:vals=size:sort=size if comm == "ls"' \
+              -e 'r:readdir libc.so.6:readdir64 $duration' \
+              --trigger 'hist:keys=duration.buckets=1000:sort=duration' \
+              -- sh -c 'ls -R /usr/share/doc/zlib1g /usr/share/doc/libc6 > /dev/null' 
