@@ -311,9 +311,24 @@ def bench_micro(args, bindir):
     return {"hits": n, "rows": rows}
 
 
+def commit():
+    """The commit measured (with + when the tree has changes)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+" if dirty else "") if rev else "unknown"
+    except OSError:
+        return "unknown"
+
+
 def markdown(res):
     out = []
     m = res["micro"]
+    if res.get("commit"):
+        out.append("Measured at commit `%s`, %s.\n" % (res["commit"], res.get("date", "")))
     out.append("Per hit on `bench_tool_target` (`lea 0x1(%%rdi),%%eax; add %%esi,%%eax; ret`), "
                "%d calls, thread CPU time per call, median of %d (the machine is shared and "
                "noisy: compare the ratios):\n" % (m["hits"], res["reps"]))
@@ -379,7 +394,9 @@ def main():
         args.reps = 1 if args.quick else 5
     with tempfile.TemporaryDirectory(prefix="ukpbench-tool.") as work:
         tools = Tools(args.ukprobe, work, not args.no_peers)
-        res = {"reps": args.reps, "quick": args.quick, "micro": bench_micro(args, args.bin),
+        res = {"reps": args.reps, "quick": args.quick, "commit": commit(),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "micro": bench_micro(args, args.bin),
                "workloads": bench_workloads(args, tools, work)}
     md = markdown(res)
     sys.stdout.write(md)
