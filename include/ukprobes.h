@@ -197,6 +197,28 @@ UKPROBES_API long copy_from_user_nofault(void *dst, const void *src, size_t size
 UKPROBES_API int kprobes_show_list(FILE *out);
 /* One line per range: "0xSTART-0xEND\tSYMBOL" */
 UKPROBES_API int kprobes_show_blacklist(FILE *out);
+
+/*
+ * Symbols, with the kernel's kallsyms names: the functions of every
+ * loaded object (and of their debug files), as probes see them.
+ * kallsyms_lookup_name(): the address of "sym" or "object:sym" (names as
+ * symbol_name takes them; an IFUNC gives the implementation the process
+ * uses), 0 if none. kallsyms_on_each_symbol(): fn(data, name, addr) for
+ * every function, aliases included, the program first; a non-zero return
+ * stops the walk and is returned. sprint_symbol(): "sym+0xoff/0xsize
+ * [object]" of an address (the program's own without "[object]"), or
+ * "0x..." outside every function, into buffer (at least
+ * KSYM_SYMBOL_LEN bytes); sprint_symbol_no_offset(): "sym [object]".
+ * They return the length written. Not for handlers (they take locks and
+ * may allocate).
+ */
+#define KSYM_SYMBOL_LEN 512
+UKPROBES_API unsigned long kallsyms_lookup_name(const char *name);
+UKPROBES_API int kallsyms_on_each_symbol(int (*fn)(void *data, const char *name,
+						   unsigned long addr),
+					 void *data);
+UKPROBES_API int sprint_symbol(char *buffer, unsigned long address);
+UKPROBES_API int sprint_symbol_no_offset(char *buffer, unsigned long address);
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);
