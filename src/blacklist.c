@@ -156,9 +156,11 @@ static void add_libc_masked(void)
  * descriptor and stack under the stack cache's lock: __nptl_free_tcb,
  * the private lock's slow paths), what the new thread runs before its
  * mask is restored, what the child of posix_spawn runs before its exec
- * (__spawni_child, as a whole: following its calls would take in
- * dup2, fcntl, ioctl, chdir, ... which the child calls only for the
- * file actions it was given, and which users probe), and clone. A random breakpoint in
+ * (__spawni_child, as a whole; the functions it reaches, such as
+ * close, dup2, fcntl, ioctl, chdir for the file actions it was given,
+ * past their first instruction only: users probe their entries, which
+ * are jump-optimized, and a random probe inside __close_nocancel killed
+ * a posix_spawn child in the torture tier), and clone. A random breakpoint in
  * __lll_lock_wait_private killed an exiting Python thread in the torture
  * tier (open bug 5, doc/torture.md). Local names come from the debug
  * file (libc6-dbg); an object without it keeps only its exported roots.
@@ -231,7 +233,14 @@ static int masked_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uint
 	return 0;
 }
 
-static void add_libc_masked_closure(void)
+/*
+ * The closure from roots; bodies_only: each function found but the roots
+ * is refused past its first instruction only (its entry stays
+ * probe-able), for code that users probe at the entry and that a masked
+ * context reaches only in some paths (the posix_spawn child's file
+ * actions: close, dup2, fcntl, ...).
+ */
+static void masked_closure(const char *const *roots, size_t nroots, bool bodies_only)
 {
 	struct masked_walk *w = calloc(1, sizeof(*w));
 	char spec[64];
@@ -245,10 +254,10 @@ static void add_libc_masked_closure(void)
 		if (!ukp_sym_lookup_name(spec, &a))
 			w->stop[i] = a;
 	}
-	for (i = 0; i < sizeof(libc_masked_roots) / sizeof(libc_masked_roots[0]); i++) {
+	for (i = 0; i < nroots; i++) {
 		struct ukp_symres sym;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_roots[i]);
+		snprintf(spec, sizeof(spec), "libc.so.6:%s", roots[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
 			continue;
 		w->libc = sym.obj;
@@ -272,8 +281,31 @@ static void add_libc_masked_closure(void)
 		arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, masked_flow, w);
 		free(code);
 	}
-	for (i = 0; i < w->n; i++)
-		add_range(w->start[i], w->start[i] + w->size[i], w->name[i], NULL);
+	for (i = 0; i < w->n; i++) {
+		uintptr_t from = w->start[i];
+
+		if (bodies_only && i >= nroots) {
+			uint8_t b[UKP_MAX_INSN_SIZE];
+			size_t n = ukp_read_original(from, b, sizeof(b)), skip = arch_entry_skip(b, n);
+
+			/* past the entry's first instruction */
+			from += skip + (arch_insn_length(b + skip, n - skip) ?: 1);
+		}
+		add_range(from, w->start[i] + w->size[i], w->name[i], NULL);
+	}
+	free(w);
+}
+
+static void add_libc_masked_closure(void)
+{
+	static const char *const spawn_child[] = { "__spawni_child" };
+	char spec[64];
+	uintptr_t a;
+	size_t i;
+
+	masked_closure(libc_masked_roots, sizeof(libc_masked_roots) / sizeof(libc_masked_roots[0]),
+		       false);
+	masked_closure(spawn_child, 1, true);
 	for (i = 0; i < sizeof(libc_masked_whole) / sizeof(libc_masked_whole[0]); i++) {
 		struct ukp_symres sym;
 
@@ -282,7 +314,6 @@ static void add_libc_masked_closure(void)
 			add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_masked_whole[i],
 				  NULL);
 	}
-	free(w);
 }
 
 /*

@@ -147,3 +147,39 @@ Test(libc_masked, threads_exit_under_probes)
 	}
 	unregister_kprobe(&kp);
 }
+
+/*
+ * The child of posix_spawn runs its file actions with every signal
+ * blocked: the functions it reaches (close, dup2, fcntl, ...) refuse
+ * probes past their first instruction, and keep their entries (users
+ * probe those; they are jump-optimized). A random probe inside
+ * __close_nocancel killed Python's posix_spawn children (torture tier,
+ * python/insn seed 21).
+ */
+static void body_refused_entry_kept(const char *name, bool need)
+{
+	struct kprobe entry = { .symbol_name = name, .pre_handler = pre };
+	unsigned int off;
+	int ret = register_kprobe(&entry);
+
+	if (ret == -ENOENT && !need)
+		cr_skip_test("%s: not in libc's symbols (no libc6-dbg?)", name);
+	cr_assert_eq(ret, 0, "%s's entry: %d", name, ret);
+	unregister_kprobe(&entry);
+	/* 12 bytes past the entry's first instruction: the body */
+	for (off = 8; off < 20; off++) {
+		struct kprobe k = { .symbol_name = name, .offset = off, .pre_handler = pre };
+
+		ret = register_kprobe(&k);
+		if (ret == 0)
+			unregister_kprobe(&k);
+		cr_assert(ret == -EINVAL || ret == -EILSEQ, "%s+%#x: %d (want -EINVAL)", name, off,
+			  ret);
+	}
+}
+
+Test(libc_masked, spawn_child_bodies)
+{
+	body_refused_entry_kept("libc.so.6:dup2", true);
+	body_refused_entry_kept("libc.so.6:__close_nocancel", false);
+}
