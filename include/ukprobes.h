@@ -420,7 +420,7 @@ UKPROBES_API unsigned long kretprobe_find_ret_addr(unsigned long task, void *fp,
 /* ------------------------------------------------------------------ */
 /*
  * Jprobes (kprobes-2.6 "How Does a Jprobe Work?"; deprecated: the kernel
- * disabled them in 4.15 and removed them in 4.18; see the README for
+ * disabled them in 4.15 and removed them in 4.18; see doc/jprobes.md for
  * what to use instead). Kept here as a compatibility layer.
  *
  * A jprobe sits on a function's entry (after an endbr64). Its handler,
@@ -514,7 +514,7 @@ static inline int enable_jprobe(struct jprobe *jp)
  * (debug registers), under the same rules as a kprobe pre_handler
  * (async-signal-safe only). An access while this thread runs a probe
  * handler of any kind is not reported: it is counted in bp->nmissed.
- * See README.md, "Watchpoints", for the mechanisms and their limits.
+ * See doc/watchpoints.md for the mechanisms and their limits.
  */
 #include <linux/perf_event.h>
 #include <linux/hw_breakpoint.h>

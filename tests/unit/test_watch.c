@@ -361,7 +361,7 @@ Test(watch, stack_data)
 	long local[16];
 	struct perf_event *bp;
 	/* not on the stack: sigaltstack() writes it from the kernel, and a
-	 * system call cannot write a watched page (see README.md) */
+	 * system call cannot write a watched page (see doc/watchpoints.md) */
 	static stack_t ss;
 
 	memset(local, 0, sizeof(local));

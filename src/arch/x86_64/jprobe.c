@@ -10,7 +10,7 @@
  * AVX component (upper halves of ymm0-15, non-compacted format) at the
  * offset CPUID leaf 0xd sub-leaf 2 gives. AVX-512 state is not kept:
  * a handler that changes the upper parts of zmm0-7 passes that change
- * on (the README says so).
+ * on (doc/jprobes.md says so).
  */
 #include <cpuid.h>
 #include <errno.h>
