@@ -46,6 +46,8 @@ struct ukpa_spec {
 	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
 	_Atomic long onoff_left;  /* traceon/traceoff:N: changes still to make */
+	bool checked;             /* a --filter, hist or traceon/traceoff: every
+				   * hit goes through ukpa_filter_pass() */
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */

@@ -46,7 +46,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -105,7 +105,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) &&
+	if (pr->spec->checked &&
 	    !ukpa_filter_pass(pr->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
@@ -127,7 +127,7 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if ((pr->spec->spec.filter || pr->spec->hist || pr->spec->spec.onoff) && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))

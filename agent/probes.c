@@ -235,8 +235,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	}
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
-	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !spec->filter && !spec->hist &&
-	    !spec->onoff) {
+	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
@@ -247,11 +246,10 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
-		/* stat without a filter only counts; a filter needs the full handler */
-		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || spec->filter || spec->hist ||
-					  spec->onoff
-					  ? ukpa_kp_pre
-					  : ukpa_kp_count;
+		/* stat without a filter or trigger only counts; they need the
+		 * full handler */
+		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || pr->spec->checked ? ukpa_kp_pre
+										  : ukpa_kp_count;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);
@@ -705,6 +703,7 @@ int ukpa_specs_parse(char *defs)
 		s->index = (uint32_t)nspecs++;
 		s->stack_left = (long)s->spec.stack_count;
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
+		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;
 		if (s->spec.hist) {
 			s->hist = ukpa_hist_new(s->spec.hist);
 			if (!s->hist)
