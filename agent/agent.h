@@ -47,7 +47,10 @@ struct ukpa_spec {
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
 	_Atomic long onoff_left;  /* traceon/traceoff:N: changes still to make */
 	bool checked;             /* a --filter, hist or traceon/traceoff: every
-				   * hit goes through ukpa_filter_pass() */
+				   * hit goes through ukpa_filter_pass() ... */
+	bool hist_regs;           /* ... or, when the hist is all it has and it
+				   * reads only registers (ukpa_hist_regs_only),
+				   * through ukpa_hist_hit_regs() */
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
@@ -241,7 +244,7 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;
 struct ukpa_hist_table;
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h);  /* [init] */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec); /* [init] spec->hist's */
 void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
 void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
 /* [hit] One hit that passed --filter: the hist's own filter, then its
@@ -249,6 +252,12 @@ void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
  * uses them. */
 void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 		   const unsigned char *data, uint32_t faults, const char *comm, int pid);
+/* [init] Does the hist read only registers as they are (plain_reg
+ * arguments; no filter of its own, no comm, no common_pid)? Its hits can
+ * then go to ukpa_hist_hit_regs(). */
+bool ukpa_hist_regs_only(const struct ukpa_hist_table *t);
+/* [hit] The hit of such a hist, straight from the registers. */
+void ukpa_hist_hit_regs(struct ukpa_hist_table *t, const struct pt_regs *regs);
 /* [init] The table to ukprobe (UKPM_SYM, UKPM_HIST). */
 void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec);
 

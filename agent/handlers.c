@@ -27,6 +27,18 @@ static inline bool recording(const struct ukpa_probe *pr)
 	       atomic_load_explicit(&pr->live, memory_order_acquire);
 }
 
+/* A checked SPEC's hit: does it pass its --filter (and go into its
+ * triggers)? A hist that reads only registers takes it without a fetch. */
+static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
+			  const struct pt_regs *entry)
+{
+	if (s->hist_regs) {
+		ukpa_hist_hit_regs(s->hist, regs);
+		return true;
+	}
+	return ukpa_filter_pass(s, regs, entry);
+}
+
 /* stat: count, nothing else */
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 {
@@ -46,7 +58,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr->spec, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -105,8 +117,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked &&
-	    !ukpa_filter_pass(pr->spec, regs, (const struct pt_regs *)ri->data))
+	if (pr->spec->checked && !passes(pr->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -127,7 +138,7 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr->spec, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))

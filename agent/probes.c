@@ -705,9 +705,11 @@ int ukpa_specs_parse(char *defs)
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
 		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;
 		if (s->spec.hist) {
-			s->hist = ukpa_hist_new(s->spec.hist);
+			s->hist = ukpa_hist_new(&s->spec);
 			if (!s->hist)
 				return -1;
+			s->hist_regs = !s->spec.filter && !s->spec.onoff &&
+				       ukpa_hist_regs_only(s->hist);
 		}
 		if (s->spec.stacktrace)
 			want_stacks = true;

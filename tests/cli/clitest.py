@@ -2225,6 +2225,57 @@ def case_hist():
               show(r))
 
 
+def case_hist_regs():
+    """A hist whose keys and vals are registers as they are (no filter of
+    its own, no comm or common_pid) takes its hits straight from the
+    registers, without the fetch; the same hist with a filter that
+    passes everything goes the fetched way. Both must give the exact
+    table: a u8 cut from a wider register, s32 and s8 sign-extended, log2
+    of a negative number, buckets, two threads, Dropped."""
+    def log2(x):
+        return 0 if x <= 1 else (x - 1).bit_length()
+
+    def s(v, bits):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+
+    def run(threads, n, spec, trig):
+        # a: the registers' path; b: the same with a filter of its own
+        r = ukprobe(["stat", "-e", "p:a %s:hit %s" % (tgt("manythreads"), spec), "--trigger", trig,
+                     "-e", "p:b %s:hit %s" % (tgt("manythreads"), spec), "--trigger",
+                     trig + " if i != 1000000", "--", tgt("manythreads"), "1", str(threads),
+                     str(n)])
+        check(r.returncode == 0 and r.stderr == "", "run %s %s" % (spec, trig), show(r))
+        t = hist_tables(r.stdout)
+        check(t["ukprobes/a"][1:] == t["ukprobes/b"][1:], "both ways agree (%s)" % trig, r.stdout)
+        return t["ukprobes/a"][1:], r.stdout
+
+    threads, n = 2, 300
+    calls = list(range(n)) * threads + [-1]
+    (rows, tot), out = run(threads, n, "i=%di:s32 u=%di:u8 c=%di:s8",
+                           "hist:keys=u,i.log2:vals=i,c:size=1024")
+    want = {}
+    for v in calls:
+        k = (v & 0xff, log2(s(v, 32) & (2**64 - 1)))
+        h, si, sc = want.get(k, (0, 0, 0))
+        want[k] = (h + 1, si + s(v, 32), sc + s(v, 8))
+    got = {}
+    for keys, hits, vals in rows:
+        m = re.fullmatch(r"u: +(\d+), i: ~ 2\^(\d+) *", keys)
+        check(m, "keys %r" % keys, out)
+        got[(int(m[1]), int(m[2]))] = (hits, vals["i"], vals["c"])
+    check(got == want and tot == (len(calls), len(want), 0), "u8, s32.log2, s8 sums", str(tot),
+          str(sorted(set(got.items()) ^ set(want.items()))[:10]))
+    check(want[(255, 64)] == (1, -1, -1), "the -1 call")
+    # one thread, so that the first four buckets take the table
+    (rows, tot), out = run(1, n, "i=%di:s16 c=%di:s8", "hist:keys=i.buckets=64:vals=c:size=4")
+    got = [(keys.split("~")[1].strip(), hits, vals["c"]) for keys, hits, vals in rows]
+    want = [("%d-%d" % (b, b + 63), 64, sum(s(v, 8) for v in range(b, b + 64)))
+            for b in (0, 64, 128, 192)]
+    check(sorted(got) == sorted(want) and tot == (n + 1, 4, n + 1 - 4 * 64),
+          "buckets, Dropped", str(tot), out)
+
+
 ONOFF_PY = """import os
 fd = os.open("/dev/null", os.O_WRONLY)
 os.dup2(fd, 50)
