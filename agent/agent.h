@@ -34,6 +34,13 @@
 
 #define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
 
+/* A fetch argument that is a register as it is (plain_reg): its
+ * pt_regs word, its slot in the record, its bytes. */
+struct ukpa_plain_arg {
+	uint32_t reg, off;
+	uint64_t keep;
+};
+
 /* One -e SPEC, in this process image. */
 struct ukpa_spec {
 	struct ukp_spec spec;     /* @SYM arguments get their address in param */
@@ -51,6 +58,12 @@ struct ukpa_spec {
 	bool hist_regs;           /* ... or, when the hist is all it has and it
 				   * reads only registers (ukpa_hist_regs_only),
 				   * through ukpa_hist_hit_regs() */
+	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
+	bool need_comm, need_pid;
+	uint32_t fetch_mask;      /* the arguments read */
+	int nplain;               /* -1, or: they are all registers as they are,
+				   * plain[0..nplain) */
+	struct ukpa_plain_arg plain[UKP_SPEC_MAX_ARGS];
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
@@ -224,6 +237,8 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
  * set; entry as for ukpa_fetch_args(). */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry);
+/* [init] What ukpa_filter_pass() needs for s, worked out once. */
+void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ----------------------------------------------------------- unwind.c */
 /* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */

@@ -711,6 +711,7 @@ int ukpa_specs_parse(char *defs)
 			s->hist_regs = !s->spec.filter && !s->spec.onoff &&
 				       ukpa_hist_regs_only(s->hist);
 		}
+		ukpa_filter_prepare(s);
 		if (s->spec.stacktrace)
 			want_stacks = true;
 	}

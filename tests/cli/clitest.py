@@ -2276,6 +2276,27 @@ def case_hist_regs():
           "buckets, Dropped", str(tot), out)
 
 
+def case_filter_regs():
+    """--filter over fetch arguments that are all registers as they are:
+    the agent copies them from the registers without the fetch's loop,
+    cut to their bytes (u8 and u16 of a long whose upper bytes are set);
+    a hist behind the filter reads the same record. tgt_manythreads:
+    two threads call hit(i) for i in 0..299, then hit(-1)."""
+    m = tgt("manythreads")
+    r = ukprobe(["stat", "-e", "p:f/u8 %s:hit u=%%di:u8" % m, "--filter", "u == 5",
+                 "-e", "p:f/u16 %s:hit w=%%di:u16" % m, "--filter", "w == 65535",
+                 "-e", "p:f/h %s:hit u=%%di:u8 i=%%di:s64" % m, "--filter", "u < 3",
+                 "--trigger", "hist:keys=u:vals=i:sort=u", "--", m, "1", "2", "300"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    got = dict(re.findall(r"^f/(\w+) +(\d+) +0$", r.stdout, re.M))
+    # u8: 5 and 261 in each thread; u16: only -1
+    check(got == {"u8": "4", "u16": "1", "h": "12"}, "counts %s" % got, r.stdout)
+    _, rows, tot = hist_tables(r.stdout)["f/h"]
+    check([(k, n, v["i"]) for k, n, v in rows] ==
+          [("u:          0", 4, 512), ("u:          1", 4, 516), ("u:          2", 4, 520)] and
+          tot == (12, 3, 0), "the hist behind the filter", r.stdout)
+
+
 ONOFF_PY = """import os
 fd = os.open("/dev/null", os.O_WRONLY)
 os.dup2(fd, 50)
