@@ -71,11 +71,31 @@ struct ukpa_hist_table {
 	int nkeys, nvals;
 	bool execname;
 	struct reg_field kreg[UKP_HIST_MAX_KEYS], vreg[UKP_HIST_MAX_VALS]; /* regs_only */
+	uint64_t id;              /* the table's number (never 0, never reused) */
 	const struct ukp_hist *h;
 	bool regs_only;           /* ukpa_hist_regs_only() */
 	_Atomic uint64_t dropped; /* hits that found no entry (Totals: Hits is
 				   * the entries' hits and these) */
 };
+
+static _Atomic uint64_t last_id;
+
+/*
+ * [hit] Each thread remembers the entry it counted in last, per table (a
+ * few tables share a slot; the table's number says whose it is): a hit
+ * with the same key, the common case, goes to it without the hash and
+ * the probe sequence. Only the thread's own hits read and write its
+ * slots (hits do not nest), and the entry is used only while it holds
+ * the key: a reset table (fork) is empty, so its entries are looked up
+ * again. The number, never reused, keeps a slot from leading into a
+ * freed table.
+ */
+#define CACHE_SLOTS 4
+struct last_entry {
+	uint64_t id;
+	unsigned char *e;
+};
+static UKPA_TLS struct last_entry last_entry[CACHE_SLOTS];
 
 /* [init] f as a register as it is, if it is one. */
 static bool reg_field_of(const struct ukp_hist_field *f, const struct ukp_spec *spec,
@@ -105,6 +125,7 @@ struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec)
 	if (!t)
 		return NULL;
 	t->h = h;
+	t->id = atomic_fetch_add(&last_id, 1) + 1;
 	t->tail = E_VALS + 16 * (unsigned int)h->nvals;
 	t->koff = t->tail + (h->execname ? 16 : 0);
 	t->esize = t->tail + (ukp_hist_entry_size(h) - ukp_hist_comm_off(h));
@@ -243,20 +264,53 @@ static inline uint64_t hash_word(uint64_t hash, uint64_t w)
 	return (hash ^ w) * HASH_MUL;
 }
 
-/*
- * The hit into the entry of key (key_bytes bytes, 8-aligned; hash its
- * hash_word() chain), made if there is none yet; vals: the values'
- * numbers. comm: the thread's name, for execname tables only. Both hit
- * paths inline it.
- */
+/* The entry's counts take the hit: in the maker's own words with plain
+ * stores, or atomically. */
 static inline __attribute__((always_inline)) void
-add_hit(struct ukpa_hist_table *t, const unsigned char *key, uint64_t hash, const uint64_t *vals,
-	const char *comm)
+count_in(struct ukpa_hist_table *t, unsigned char *e, uintptr_t self, const uint64_t *vals)
 {
-	unsigned int koff = t->koff, mask = t->mask, i, n;
-	uintptr_t self = (uintptr_t)&thread_mark;
 	int k;
 
+	if (*(const uint64_t *)(const void *)(e + E_OWNER) == self) {
+		add_own(e, E_OWN_HITS, 1);
+		for (k = 0; k < t->nvals; k++)
+			add_own(e, E_VALS + 8 * (unsigned int)k, vals[k]);
+		return;
+	}
+	atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + E_HITS), 1,
+				  memory_order_relaxed);
+	for (k = 0; k < t->nvals; k++)
+		atomic_fetch_add_explicit(
+			(_Atomic uint64_t *)(void *)(e + E_VALS + 8 * (t->nvals + k)), vals[k],
+			memory_order_relaxed);
+}
+
+/*
+ * The hit into the entry of key (key_bytes bytes, 8-aligned), made if
+ * there is none yet; vals: the values' numbers. comm: the thread's name,
+ * for execname tables only. Both hit paths inline it.
+ */
+static inline __attribute__((always_inline)) void
+add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *vals,
+	const char *comm)
+{
+	struct last_entry *last = &last_entry[t->id & (CACHE_SLOTS - 1)];
+	unsigned int koff = t->koff, mask = t->mask, i, n;
+	uintptr_t self = (uintptr_t)&thread_mark;
+	uint64_t hash = 0;
+
+	if (last->id == t->id) {
+		unsigned char *e = last->e;
+
+		if (atomic_load_explicit((_Atomic uint64_t *)(void *)e, memory_order_acquire) ==
+			    ST_USED &&
+		    same(e + koff, key, t->key_bytes)) {
+			count_in(t, e, self, vals);
+			return;
+		}
+	}
+	for (i = 0; i < t->key_bytes; i += 8)
+		hash = hash_word(hash, *(const uint64_t *)(const void *)(key + i));
 	for (n = 0, i = (unsigned int)(hash >> t->shift) & mask; n <= mask;
 	     n++, i = (i + 1) & mask) {
 		unsigned char *e = t->e + (size_t)i * t->esize;
@@ -290,18 +344,9 @@ add_hit(struct ukpa_hist_table *t, const unsigned char *key, uint64_t hash, cons
 			break;
 		if (!same(e + koff, key, t->key_bytes))
 			continue;
-		if (*(const uint64_t *)(const void *)(e + E_OWNER) == self) {
-			add_own(e, E_OWN_HITS, 1);
-			for (k = 0; k < t->nvals; k++)
-				add_own(e, E_VALS + 8 * (unsigned int)k, vals[k]);
-			return;
-		}
-		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + E_HITS), 1,
-					  memory_order_relaxed);
-		for (k = 0; k < t->nvals; k++)
-			atomic_fetch_add_explicit(
-				(_Atomic uint64_t *)(void *)(e + E_VALS + 8 * (t->nvals + k)), vals[k],
-				memory_order_relaxed);
+		last->id = t->id;
+		last->e = e;
+		count_in(t, e, self, vals);
 		return;
 	}
 	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
@@ -313,8 +358,7 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 {
 	const struct ukp_hist *h = t->h;
 	unsigned char key[3 * UKP_SPEC_STR_SLOT] __attribute__((aligned(8)));
-	uint64_t vals[UKP_HIST_MAX_VALS], hash = 0;
-	unsigned int i;
+	uint64_t vals[UKP_HIST_MAX_VALS];
 	int k;
 
 	if (h->filter && !ukp_filter_run(h->filter, spec, data, faults, comm, pid))
@@ -332,11 +376,9 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 				   faults & (1u << f->arg) ? key_zeros : data + spec->args[f->arg].off,
 				   f->size);
 	}
-	for (i = 0; i < h->key_bytes; i += 8)
-		hash = hash_word(hash, *word(key, i));
 	for (k = 0; k < h->nvals; k++)
 		vals[k] = field_value(&h->vals[k], spec, data, faults, pid);
-	add_hit(t, key, hash, vals, comm);
+	add_hit(t, key, vals, comm);
 }
 
 /* [hit] A regs_only table's hit: its fields straight from the
@@ -344,7 +386,7 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 void ukpa_hist_hit_regs(struct ukpa_hist_table *t, const struct pt_regs *regs)
 {
 	const uint64_t *w = (const uint64_t *)(const void *)regs;
-	uint64_t key[UKP_HIST_MAX_KEYS], vals[UKP_HIST_MAX_VALS], hash = 0;
+	uint64_t key[UKP_HIST_MAX_KEYS], vals[UKP_HIST_MAX_VALS];
 	int k;
 
 	for (k = 0; k < t->nkeys; k++) {
@@ -353,14 +395,13 @@ void ukpa_hist_hit_regs(struct ukpa_hist_table *t, const struct pt_regs *regs)
 		/* numbers only: key word k is at offset 8k */
 		key[k] = ukp_hist_mod_value(r->mod, r->buckets,
 					    ((w[r->reg] & r->keep) ^ r->sign) - r->sign);
-		hash = hash_word(hash, key[k]);
 	}
 	for (k = 0; k < t->nvals; k++) {
 		const struct reg_field *r = &t->vreg[k];
 
 		vals[k] = ((w[r->reg] & r->keep) ^ r->sign) - r->sign;
 	}
-	add_hit(t, (const unsigned char *)key, hash, vals, NULL);
+	add_hit(t, (const unsigned char *)key, vals, NULL);
 }
 
 /*

@@ -2231,7 +2231,8 @@ def case_hist_regs():
     registers, without the fetch; the same hist with a filter that
     passes everything goes the fetched way. Both must give the exact
     table: a u8 cut from a wider register, s32 and s8 sign-extended, log2
-    of a negative number, buckets, two threads, Dropped."""
+    of a negative number, buckets, two threads, Dropped. And the entry a
+    thread remembers per table: five tables in turn, a forked child."""
     def log2(x):
         return 0 if x <= 1 else (x - 1).bit_length()
 
@@ -2274,6 +2275,31 @@ def case_hist_regs():
             for b in (0, 64, 128, 192)]
     check(sorted(got) == sorted(want) and tot == (n + 1, 4, n + 1 - 4 * 64),
           "buckets, Dropped", str(tot), out)
+    # five tables on one function, hit in turn (a thread remembers its
+    # last entry per table in a few slots that tables share): each its own
+    args = []
+    for e in "abcde":
+        args += ["-e", "p:%s %s:hit u=%%di:u8" % (e, tgt("manythreads")),
+                 "--trigger", "hist:keys=u:size=512"]
+    r = ukprobe(["stat"] + args + ["--", tgt("manythreads"), "1", "2", str(n)])
+    check(r.returncode == 0 and r.stderr == "", "five tables", show(r))
+    want = {}
+    for v in calls:
+        want[v & 0xff] = want.get(v & 0xff, 0) + 1
+    for e in "abcde":
+        _, rows, tot = hist_tables(r.stdout)["ukprobes/" + e]
+        got = dict((int(k.split(":")[1]), n) for k, n, _ in rows)
+        check(got == want and tot == (len(calls), len(want), 0), "table %s of five" % e,
+              r.stdout)
+    # -f: tgt_forker's step(1) in the parent, step(2) in the forked child
+    # (whose table starts empty: the entry the thread counted in last
+    # before the fork is gone, and its key is 0), step(3) in the parent
+    r = ukprobe(["stat", "-f", "-e", "p:a %s:step n=%%di:u32" % tgt("forker"),
+                 "--trigger", "hist:keys=n.buckets=10", "--", tgt("forker")])
+    check(r.returncode == 0 and r.stderr == "", "stat -f", show(r))
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/a"]
+    check([(k, n) for k, n, _ in rows] == [("n: ~ 0-9", 3)] and tot == (3, 1, 0),
+          "the child's hit after the fork", r.stdout)
 
 
 def case_filter_regs():
