@@ -69,6 +69,10 @@ struct ukpa_spec {
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
 struct ukpa_probe {
 	struct ukpa_spec *spec;
+	/* its SPEC's hist when that is all it has and reads only registers
+	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
+	 * one load */
+	struct ukpa_hist_table *hist_regs;
 	uint32_t id;              /* struct ukp_rec.id */
 	uint16_t flags;           /* UKP_PROBE_* */
 	char event[UKP_SPEC_NAME_MAX + 1];
@@ -172,6 +176,7 @@ bool ukpa_probes_pending(void);
  * through pointers, only system calls and code of this object. */
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);

@@ -50,6 +50,19 @@ int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/* stat with a hist read from the registers (and nothing else): the hist,
+ * and the count */
+int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+
+	if (recording(pr)) {
+		ukpa_hist_hit_regs(pr->hist_regs, regs);
+		ukpa_count_hit(pr);
+	}
+	return 0;
+}
+
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);

@@ -181,6 +181,7 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 	if (!pr)
 		return NULL;
 	pr->spec = s;
+	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
 	snprintf(pr->event, sizeof(pr->event), "%s", event);
@@ -246,10 +247,15 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
-		/* stat without a filter or trigger only counts; they need the
-		 * full handler */
-		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || pr->spec->checked ? ukpa_kp_pre
-										  : ukpa_kp_count;
+		/* stat without a filter or trigger only counts; a hist read
+		 * from the registers has its own; the others need the full
+		 * handler */
+		if (ukpa_mode == UKP_MODE_TRACE)
+			kp->pre_handler = ukpa_kp_pre;
+		else if (pr->hist_regs)
+			kp->pre_handler = ukpa_kp_hist;
+		else
+			kp->pre_handler = pr->spec->checked ? ukpa_kp_pre : ukpa_kp_count;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);

@@ -506,6 +506,15 @@ def case_vector_free():
             check(r.returncode == 3, "%s runs" % cmd, show(r))
             check("state saved" not in r.stderr and "ukprobe-agent: " not in r.stderr,
                   "%s: every handler proven vector-free" % cmd, show(r))
+    # stat's handlers of filters and hists: on registers (their own paths)
+    # and fetched (ukpa_filter_pass), on probes and return probes
+    args = ["stat", "-e", "p:v/h add a=%di:s32 b=%si:u32", "--trigger", "hist:keys=a.log2:vals=b",
+            "-e", "p:v/f add a=%di:s32", "--filter", "a > 1",
+            "-e", "p:v/g norm x=+0(%di):s64", "--trigger", "hist:keys=x if x > 0",
+            "-e", "r:v/r add v=$retval:s32", "--trigger", "hist:keys=v"]
+    r = ukprobe(args + ["--", tgt("basic"), "x"], env=env)
+    check(r.returncode == 3 and "ukprobe-agent: " not in r.stderr,
+          "stat: filter and hist handlers proven vector-free", show(r))
 
 
 def case_fork():
