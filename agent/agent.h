@@ -41,6 +41,8 @@ struct ukpa_plain_arg {
 	uint64_t keep;
 };
 
+struct ukp_filter_pred;
+
 /* One -e SPEC, in this process image. */
 struct ukpa_spec {
 	struct ukp_spec spec;     /* @SYM arguments get their address in param */
@@ -58,6 +60,10 @@ struct ukpa_spec {
 	bool hist_regs;           /* ... or, when the hist is all it has and it
 				   * reads only registers (ukpa_hist_regs_only),
 				   * through ukpa_hist_hit_regs() */
+	/* ... or, when the --filter is all it has and is one comparison of a
+	 * register as it is, through ukp_filter_pred_number() on reg_pred_arg */
+	const struct ukp_filter_pred *reg_pred;
+	struct ukpa_plain_arg reg_pred_arg;
 	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
 	bool need_comm, need_pid;
 	uint32_t fetch_mask;      /* the arguments read */
@@ -242,7 +248,8 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
  * set; entry as for ukpa_fetch_args(). */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry);
-/* [init] What ukpa_filter_pass() needs for s, worked out once. */
+/* [init] What ukpa_filter_pass() needs for s, worked out once, and
+ * whether s->reg_pred does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ----------------------------------------------------------- unwind.c */

@@ -6,7 +6,9 @@
  * fetched arguments when the filter passes. The arguments are fetched
  * by the trace's own code (fetch.c) into a record on the stack, or,
  * when those read are all registers as they are, copied from pt_regs;
- * the compiled program (tools/ukprobe/filter.c) runs over it. Async-signal-safe and
+ * the compiled program (tools/ukprobe/filter.c) runs over it. A filter
+ * alone on its SPEC that is one comparison of a register is decided by
+ * the handler itself (handlers.c), on pt_regs. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only
  * when the filter needs them.
  */
@@ -56,6 +58,18 @@ void ukpa_filter_prepare(struct ukpa_spec *s)
 	s->need_comm = (f && f->uses_comm) || (h && h->uses_comm) || (o && o->uses_comm);
 	s->need_pid = (f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid);
 	s->fetch_mask = (f ? f->args_used : 0) | (h ? h->args_used : 0) | (o ? o->args_used : 0);
+	/* a filter and nothing else, one comparison of a number that is a
+	 * register as it is: that register, cut as the fetch cuts it */
+	s->reg_pred = NULL;
+	if (f && !h && !spec->onoff && f->ninsns == 1 && f->preds[0].arg >= 0 &&
+	    !f->preds[0].is_string && spec->args[f->preds[0].arg].plain_reg) {
+		const struct ukp_fetcharg *fa = &spec->args[f->preds[0].arg];
+
+		s->reg_pred = &f->preds[0];
+		s->reg_pred_arg.reg = (uint32_t)fa->param;
+		s->reg_pred_arg.off = fa->off;
+		s->reg_pred_arg.keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	}
 	s->nplain = 0;
 	for (i = 0; i < spec->nargs; i++) {
 		const struct ukp_fetcharg *fa = &spec->args[i];

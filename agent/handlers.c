@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "agent.h"
+#include "filter.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -28,7 +29,8 @@ static inline bool recording(const struct ukpa_probe *pr)
 }
 
 /* A checked SPEC's hit: does it pass its --filter (and go into its
- * triggers)? A hist that reads only registers takes it without a fetch. */
+ * triggers)? A hist that reads only registers takes it, and a filter of
+ * one comparison of a register decides, without a fetched record. */
 static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
 			  const struct pt_regs *entry)
 {
@@ -36,6 +38,10 @@ static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
 		ukpa_hist_hit_regs(s->hist, regs);
 		return true;
 	}
+	if (s->reg_pred)
+		return ukp_filter_pred_number(s->reg_pred,
+					      ((const unsigned long *)regs)[s->reg_pred_arg.reg] &
+						      s->reg_pred_arg.keep);
 	return ukpa_filter_pass(s, regs, entry);
 }
 

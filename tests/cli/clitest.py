@@ -2315,8 +2315,10 @@ def case_filter_regs():
     """--filter over fetch arguments that are all registers as they are:
     the agent copies them from the registers without the fetch's loop,
     cut to their bytes (u8 and u16 of a long whose upper bytes are set);
-    a hist behind the filter reads the same record. tgt_manythreads:
-    two threads call hit(i) for i in 0..299, then hit(-1)."""
+    a hist behind the filter reads the same record; a filter of one
+    comparison alone on its SPEC is decided in the handler, one with a
+    trigger beside it is not. tgt_manythreads: two threads call hit(i)
+    for i in 0..299, then hit(-1)."""
     m = tgt("manythreads")
     r = ukprobe(["stat", "-e", "p:f/u8 %s:hit u=%%di:u8" % m, "--filter", "u == 5",
                  "-e", "p:f/u16 %s:hit w=%%di:u16" % m, "--filter", "w == 65535",
@@ -2330,6 +2332,17 @@ def case_filter_regs():
     check([(k, n, v["i"]) for k, n, v in rows] ==
           [("u:          0", 4, 512), ("u:          1", 4, 516), ("u:          2", 4, 520)] and
           tot == (12, 3, 0), "the hist behind the filter", r.stdout)
+    # a filter of one comparison of a register decides alone; with a
+    # trigger beside it, the trigger still runs: traceon at i == 5 (its
+    # own event recorded), then the other event's i > 5 (one thread)
+    r = ukprobe(["trace", "--tracing-off",
+                 "-e", "p:f/on %s:hit i=%%di:s64" % m, "--filter", "i == 5", "--trigger", "traceon",
+                 "-e", "p:f/ev %s:hit c=%%di:u8" % m, "--filter", "c > 5", "--", m, "1", "1", "10"])
+    check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
+    got = [(p["event"], p["args"].strip())
+           for p in map(parse_line, (l for l in r.stdout.splitlines() if LINE_RE.match(l)))]
+    check(got == [("on", "i=5")] + [("ev", "c=%d" % i) for i in (6, 7, 8, 9, 255)],
+          "traceon beside a filter, then u8 255 > 5", r.stdout)
 
 
 ONOFF_PY = """import os
