@@ -34,6 +34,15 @@
 
 #define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
 
+/* A fetch argument that is a register as it is (plain_reg): its
+ * pt_regs word, its slot in the record, its bytes. */
+struct ukpa_plain_arg {
+	uint32_t reg, off;
+	uint64_t keep;
+};
+
+struct ukp_filter_pred;
+
 /* One -e SPEC, in this process image. */
 struct ukpa_spec {
 	struct ukp_spec spec;     /* @SYM arguments get their address in param */
@@ -47,12 +56,29 @@ struct ukpa_spec {
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
 	_Atomic long onoff_left;  /* traceon/traceoff:N: changes still to make */
 	bool checked;             /* a --filter, hist or traceon/traceoff: every
-				   * hit goes through ukpa_filter_pass() */
+				   * hit goes through ukpa_filter_pass() ... */
+	bool hist_regs;           /* ... or, when the hist is all it has and it
+				   * reads only registers (ukpa_hist_regs_only),
+				   * through ukpa_hist_hit_regs() */
+	/* ... or, when the --filter is all it has and is one comparison of a
+	 * register as it is, through ukp_filter_pred_number() on reg_pred_arg */
+	const struct ukp_filter_pred *reg_pred;
+	struct ukpa_plain_arg reg_pred_arg;
+	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
+	bool need_comm, need_pid;
+	uint32_t fetch_mask;      /* the arguments read */
+	int nplain;               /* -1, or: they are all registers as they are,
+				   * plain[0..nplain) */
+	struct ukpa_plain_arg plain[UKP_SPEC_MAX_ARGS];
 };
 
 /* One registered probe: a SPEC, or one function a glob SPEC matched. */
 struct ukpa_probe {
 	struct ukpa_spec *spec;
+	/* its SPEC's hist when that is all it has and reads only registers
+	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
+	 * one load */
+	struct ukpa_hist_table *hist_regs;
 	uint32_t id;              /* struct ukp_rec.id */
 	uint16_t flags;           /* UKP_PROBE_* */
 	char event[UKP_SPEC_NAME_MAX + 1];
@@ -156,6 +182,7 @@ bool ukpa_probes_pending(void);
  * through pointers, only system calls and code of this object. */
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
@@ -221,6 +248,9 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
  * set; entry as for ukpa_fetch_args(). */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry);
+/* [init] What ukpa_filter_pass() needs for s, worked out once, and
+ * whether s->reg_pred does instead. */
+void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ----------------------------------------------------------- unwind.c */
 /* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */
@@ -241,7 +271,7 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;
 struct ukpa_hist_table;
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h);  /* [init] */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec); /* [init] spec->hist's */
 void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
 void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
 /* [hit] One hit that passed --filter: the hist's own filter, then its
@@ -249,6 +279,12 @@ void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
  * uses them. */
 void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 		   const unsigned char *data, uint32_t faults, const char *comm, int pid);
+/* [init] Does the hist read only registers as they are (plain_reg
+ * arguments; no filter of its own, no comm, no common_pid)? Its hits can
+ * then go to ukpa_hist_hit_regs(). */
+bool ukpa_hist_regs_only(const struct ukpa_hist_table *t);
+/* [hit] The hit of such a hist, straight from the registers. */
+void ukpa_hist_hit_regs(struct ukpa_hist_table *t, const struct pt_regs *regs);
 /* [init] The table to ukprobe (UKPM_SYM, UKPM_HIST). */
 void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec);
 

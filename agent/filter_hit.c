@@ -3,9 +3,12 @@
  * filter_hit.c - [hit] an event's --filter, evaluated in the traced
  * thread before the hit is counted or recorded (the kernel's
  * filter_match_preds), and its hist trigger, updated with the same
- * fetched arguments when the filter passes. The arguments are fetched by the trace's own code
- * (fetch.c) into a record on the stack; the compiled program
- * (tools/ukprobe/filter.c) runs over it. Async-signal-safe and
+ * fetched arguments when the filter passes. The arguments are fetched
+ * by the trace's own code (fetch.c) into a record on the stack, or,
+ * when those read are all registers as they are, copied from pt_regs;
+ * the compiled program (tools/ukprobe/filter.c) runs over it. A filter
+ * alone on its SPEC that is one comparison of a register is decided by
+ * the handler itself (handlers.c), on pt_regs. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only
  * when the filter needs them.
  */
@@ -44,34 +47,79 @@ static void onoff(struct ukpa_spec *s, const struct ukp_rec *rec, int tid)
 	atomic_store_explicit(&ukpa_trace_on, on, memory_order_relaxed);
 }
 
+/* [init] */
+void ukpa_filter_prepare(struct ukpa_spec *s)
+{
+	const struct ukp_spec *spec = &s->spec;
+	const struct ukp_filter *f = spec->filter, *o = spec->onoff_filter;
+	const struct ukp_hist *h = spec->hist;
+	int i;
+
+	s->need_comm = (f && f->uses_comm) || (h && h->uses_comm) || (o && o->uses_comm);
+	s->need_pid = (f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid);
+	s->fetch_mask = (f ? f->args_used : 0) | (h ? h->args_used : 0) | (o ? o->args_used : 0);
+	/* a filter and nothing else, one comparison of a number that is a
+	 * register as it is: that register, cut as the fetch cuts it */
+	s->reg_pred = NULL;
+	if (f && !h && !spec->onoff && f->ninsns == 1 && f->preds[0].arg >= 0 &&
+	    !f->preds[0].is_string && spec->args[f->preds[0].arg].plain_reg) {
+		const struct ukp_fetcharg *fa = &spec->args[f->preds[0].arg];
+
+		s->reg_pred = &f->preds[0];
+		s->reg_pred_arg.reg = (uint32_t)fa->param;
+		s->reg_pred_arg.off = fa->off;
+		s->reg_pred_arg.keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	}
+	s->nplain = 0;
+	for (i = 0; i < spec->nargs; i++) {
+		const struct ukp_fetcharg *fa = &spec->args[i];
+
+		if (!(s->fetch_mask & (1u << i)))
+			continue;
+		if (!fa->plain_reg) {
+			s->nplain = -1;
+			return;
+		}
+		s->plain[s->nplain].reg = (uint32_t)fa->param;
+		s->plain[s->nplain].off = fa->off;
+		s->plain[s->nplain++].keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	}
+}
+
+/* [hit] */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 		      const struct pt_regs *entry)
 {
 	const struct ukp_spec *spec = &s->spec;
 	const struct ukp_filter *f = spec->filter;
-	const struct ukp_hist *h = spec->hist;
-	const struct ukp_filter *o = spec->onoff_filter;
 	struct ukp_rec rec;
-	int tid = 0;
+	int tid = 0, i;
 
 	rec.faults = 0;
-	if ((f && f->uses_comm) || (h && h->uses_comm) || (o && o->uses_comm)) {
+	if (s->need_comm) {
 		/* not memset() nor glibc's prctl() (stack protector: its
 		 * failure path reaches abort): the hit path stays vector-free */
 		uint64_t *w = (uint64_t *)(void *)rec.comm;
-		size_t i;
 
-		for (i = 0; i < sizeof(rec.comm) / 8; i++) {
+		for (i = 0; i < (int)(sizeof(rec.comm) / 8); i++) {
 			w[i] = 0;
 			__asm__ volatile("" ::: "memory");
 		}
 		syscall(SYS_prctl, PR_GET_NAME, rec.comm, 0, 0, 0);
 	}
-	if ((f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid))
+	if (s->need_pid)
 		tid = (int)syscall(SYS_gettid);
-	/* only what the filter and the triggers read */
-	ukpa_fetch_some(spec, regs, entry, &rec,
-			(f ? f->args_used : 0) | (h ? h->args_used : 0) | (o ? o->args_used : 0));
+	/* only what the filter and the triggers read; registers as they are
+	 * without the fetch's general loop (ukpa_fetch_some's short path) */
+	if (s->nplain >= 0) {
+		const unsigned long *w = (const unsigned long *)regs;
+
+		for (i = 0; i < s->nplain; i++)
+			*(uint64_t *)(void *)(rec.data + s->plain[i].off) =
+				w[s->plain[i].reg] & s->plain[i].keep;
+	} else {
+		ukpa_fetch_some(spec, regs, entry, &rec, s->fetch_mask);
+	}
 	if (f && !ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid))
 		return false;
 	if (s->hist)

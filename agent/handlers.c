@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "agent.h"
+#include "filter.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -25,6 +26,23 @@ static inline bool recording(const struct ukpa_probe *pr)
 {
 	return !ukpa_busy && atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) &&
 	       atomic_load_explicit(&pr->live, memory_order_acquire);
+}
+
+/* A checked SPEC's hit: does it pass its --filter (and go into its
+ * triggers)? A hist that reads only registers takes it, and a filter of
+ * one comparison of a register decides, without a fetched record. */
+static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
+			  const struct pt_regs *entry)
+{
+	if (s->hist_regs) {
+		ukpa_hist_hit_regs(s->hist, regs);
+		return true;
+	}
+	if (s->reg_pred)
+		return ukp_filter_pred_number(s->reg_pred,
+					      ((const unsigned long *)regs)[s->reg_pred_arg.reg] &
+						      s->reg_pred_arg.keep);
+	return ukpa_filter_pass(s, regs, entry);
 }
 
 /* stat: count, nothing else */
@@ -38,6 +56,19 @@ int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
+/* stat with a hist read from the registers (and nothing else): the hist,
+ * and the count */
+int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+
+	if (recording(pr)) {
+		ukpa_hist_hit_regs(pr->hist_regs, regs);
+		ukpa_count_hit(pr);
+	}
+	return 0;
+}
+
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
@@ -46,7 +77,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr->spec, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -105,8 +136,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked &&
-	    !ukpa_filter_pass(pr->spec, regs, (const struct pt_regs *)ri->data))
+	if (pr->spec->checked && !passes(pr->spec, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -127,7 +157,7 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !ukpa_filter_pass(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr->spec, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))

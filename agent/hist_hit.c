@@ -5,8 +5,10 @@
  * hist->size entries that the traced threads update in place, and its
  * transfer to ukprobe at the end (UKPM_HIST).
  *
- * [hit] ukpa_hist_hit(): async-signal-safe, allocation-free and
- * lock-free: an empty entry is claimed with a compare-and-swap of its
+ * [hit] ukpa_hist_hit() (the fields from the fetched record) and
+ * ukpa_hist_hit_regs() (a hist whose fields are all registers as they
+ * are, read straight from pt_regs: no record, no fetch): async-signal-safe,
+ * allocation-free and lock-free: an empty entry is claimed with a compare-and-swap of its
  * state word (0 empty, 1 being filled, 2 in use), filled, then
  * published. The thread that made an entry counts in it with plain
  * stores (its own words: no other thread writes them, and a thread's
@@ -40,31 +42,123 @@
 #define E_HITS 24
 #define E_VALS 32
 
+/*
+ * A key or val that is a register as it is (a plain_reg fetch argument):
+ * read straight from pt_regs by ukpa_hist_hit_regs(), cut to the
+ * argument's bytes as the fetch does, and sign-extended as field_value()
+ * does: v = ((w & keep) ^ sign) - sign; keys then get their modifier.
+ */
+struct reg_field {
+	unsigned int reg;         /* the pt_regs word */
+	enum ukp_hist_mod mod;    /* keys */
+	uint64_t keep;            /* the argument's bytes */
+	uint64_t sign;            /* a signed argument shorter than 8 bytes: its
+				   * sign bit; else 0 */
+	uint64_t buckets;         /* keys: .buckets=N */
+};
+
+/*
+ * What a hit reads comes first, copied from the hist so that a hit
+ * follows no pointer from here but to the entries.
+ */
 struct ukpa_hist_table {
-	const struct ukp_hist *h;
 	unsigned char *e;         /* size entries of esize bytes */
 	unsigned int esize;
 	unsigned int tail;        /* where the comm and key start in an entry */
+	unsigned int koff;        /* where the key starts in an entry */
+	unsigned int key_bytes;   /* h->key_bytes */
+	unsigned int shift, mask; /* an entry's index: the hash's top bits */
+	int nkeys, nvals;
+	bool execname;
+	struct reg_field kreg[UKP_HIST_MAX_KEYS], vreg[UKP_HIST_MAX_VALS]; /* regs_only */
+	uint64_t id;              /* the table's number (never 0, never reused) */
+	const struct ukp_hist *h;
+	bool regs_only;           /* ukpa_hist_regs_only() */
 	_Atomic uint64_t dropped; /* hits that found no entry (Totals: Hits is
 				   * the entries' hits and these) */
 };
 
-/* [init] */
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_hist *h)
+static _Atomic uint64_t last_id;
+
+/*
+ * [hit] Each thread remembers the entry it counted in last, per table (a
+ * few tables share a slot; the table's number says whose it is): a hit
+ * with the same key, the common case, goes to it without the hash and
+ * the probe sequence. Only the thread's own hits read and write its
+ * slots (hits do not nest), and the entry is used only while it holds
+ * the key: a reset table (fork) is empty, so its entries are looked up
+ * again. The number, never reused, keeps a slot from leading into a
+ * freed table.
+ */
+#define CACHE_SLOTS 4
+struct last_entry {
+	uint64_t id;
+	unsigned char *e;
+};
+static UKPA_TLS struct last_entry last_entry[CACHE_SLOTS];
+
+/* [init] f as a register as it is, if it is one. */
+static bool reg_field_of(const struct ukp_hist_field *f, const struct ukp_spec *spec,
+			 struct reg_field *r)
 {
+	const struct ukp_fetcharg *fa;
+
+	if (f->arg < 0 || f->is_string || !spec->args[f->arg].plain_reg)
+		return false;
+	fa = &spec->args[f->arg];
+	r->reg = (unsigned int)fa->param;
+	r->keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	r->sign = f->is_signed && fa->size < 8 ? 1ULL << (fa->size * 8 - 1) : 0;
+	r->mod = f->mod;
+	r->buckets = f->buckets;
+	return true;
+}
+
+/* [init] */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec)
+{
+	const struct ukp_hist *h = spec->hist;
 	struct ukpa_hist_table *t = calloc(1, sizeof(*t));
+	unsigned int bits;
+	int k;
 
 	if (!t)
 		return NULL;
 	t->h = h;
+	t->id = atomic_fetch_add(&last_id, 1) + 1;
 	t->tail = E_VALS + 16 * (unsigned int)h->nvals;
+	t->koff = t->tail + (h->execname ? 16 : 0);
 	t->esize = t->tail + (ukp_hist_entry_size(h) - ukp_hist_comm_off(h));
+	t->key_bytes = h->key_bytes;
+	t->nkeys = h->nkeys;
+	t->nvals = h->nvals;
+	t->execname = h->execname;
+	/* size is a power of two; a table of one entry takes bit 63 and
+	 * masks it off */
+	for (bits = 0; (1u << bits) < h->size; bits++)
+		;
+	t->shift = 64 - (bits ? bits : 1);
+	t->mask = h->size - 1;
+	/* no filter of its own, no comm, no thread id: every field a
+	 * register (execname goes with common_pid) */
+	t->regs_only = !h->filter && !h->uses_comm && !h->uses_pid;
+	for (k = 0; k < h->nkeys; k++)
+		t->regs_only = reg_field_of(&h->keys[k], spec, &t->kreg[k]) &&
+			       h->keys[k].off == 8u * (unsigned int)k && t->regs_only;
+	for (k = 0; k < h->nvals; k++)
+		t->regs_only = reg_field_of(&h->vals[k], spec, &t->vreg[k]) && t->regs_only;
 	t->e = calloc(h->size, t->esize);
 	if (!t->e) {
 		free(t);
 		return NULL;
 	}
 	return t;
+}
+
+/* [init] */
+bool ukpa_hist_regs_only(const struct ukpa_hist_table *t)
+{
+	return t->regs_only;
 }
 
 /* [init] */
@@ -142,8 +236,9 @@ static inline void add_own(unsigned char *e, unsigned int off, uint64_t v)
 			      memory_order_relaxed);
 }
 
-static inline __attribute__((always_inline)) uint64_t field_value(const struct ukp_hist_field *f, const struct ukp_spec *spec,
-			    const unsigned char *data, uint32_t faults, int pid)
+static inline __attribute__((always_inline)) uint64_t
+field_value(const struct ukp_hist_field *f, const struct ukp_spec *spec, const unsigned char *data,
+	    uint32_t faults, int pid)
 {
 	const struct ukp_fetcharg *fa;
 	uint64_t v;
@@ -160,41 +255,63 @@ static inline __attribute__((always_inline)) uint64_t field_value(const struct u
 	return v;
 }
 
-void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
-		   const unsigned char *data, uint32_t faults, const char *comm, int pid)
+/* The hash of a key: word by word, multiplied (the index takes its top
+ * bits, which depend on every bit of the key) */
+#define HASH_MUL 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t hash_word(uint64_t hash, uint64_t w)
 {
-	const struct ukp_hist *h = t->h;
-	unsigned char key[3 * UKP_SPEC_STR_SLOT] __attribute__((aligned(8)));
-	unsigned int koff = t->tail + (h->execname ? 16 : 0), mask = h->size - 1, i, n;
-	uintptr_t self = (uintptr_t)&thread_mark;
-	uint64_t hash = 0;
+	return (hash ^ w) * HASH_MUL;
+}
+
+/* The entry's counts take the hit: in the maker's own words with plain
+ * stores, or atomically. */
+static inline __attribute__((always_inline)) void
+count_in(struct ukpa_hist_table *t, unsigned char *e, uintptr_t self, const uint64_t *vals)
+{
 	int k;
 
-	if (h->filter && !ukp_filter_run(h->filter, spec, data, faults, comm, pid))
+	if (*(const uint64_t *)(const void *)(e + E_OWNER) == self) {
+		add_own(e, E_OWN_HITS, 1);
+		for (k = 0; k < t->nvals; k++)
+			add_own(e, E_VALS + 8 * (unsigned int)k, vals[k]);
 		return;
-	for (k = 0; k < h->nkeys; k++) {
-		const struct ukp_hist_field *f = &h->keys[k];
+	}
+	atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + E_HITS), 1,
+				  memory_order_relaxed);
+	for (k = 0; k < t->nvals; k++)
+		atomic_fetch_add_explicit(
+			(_Atomic uint64_t *)(void *)(e + E_VALS + 8 * (t->nvals + k)), vals[k],
+			memory_order_relaxed);
+}
 
-		if (!f->is_string) {
-			*word(key, f->off) = ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
-			continue;
-		}
+/*
+ * The hit into the entry of key (key_bytes bytes, 8-aligned), made if
+ * there is none yet; vals: the values' numbers. comm: the thread's name,
+ * for execname tables only. Both hit paths inline it.
+ */
+static inline __attribute__((always_inline)) void
+add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *vals,
+	const char *comm)
+{
+	struct last_entry *last = &last_entry[t->id & (CACHE_SLOTS - 1)];
+	unsigned int koff = t->koff, mask = t->mask, i, n;
+	uintptr_t self = (uintptr_t)&thread_mark;
+	uint64_t hash = 0;
 
-		if (f->arg == UKP_HIST_COMM) {
-			key_string(key + f->off, (const unsigned char *)comm, 16);
-		} else if (f->is_string) {
-			/* a string that could not be read: "" */
-			key_string(key + f->off, faults & (1u << f->arg) ? key_zeros
-					       : data + spec->args[f->arg].off, f->size);
-		} else {
-			*word(key, f->off) = ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
+	if (last->id == t->id) {
+		unsigned char *e = last->e;
+
+		if (atomic_load_explicit((_Atomic uint64_t *)(void *)e, memory_order_acquire) ==
+			    ST_USED &&
+		    same(e + koff, key, t->key_bytes)) {
+			count_in(t, e, self, vals);
+			return;
 		}
 	}
-	/* a word at a time (keys are whole words), then mixed */
-	for (i = 0; i < h->key_bytes; i += 8)
-		hash = (hash ^ *word(key, i)) * 0x9e3779b97f4a7c15ULL;
-	hash ^= hash >> 29;
-	for (n = 0, i = (unsigned int)(hash ^ (hash >> 32)) & mask; n < h->size;
+	for (i = 0; i < t->key_bytes; i += 8)
+		hash = hash_word(hash, *(const uint64_t *)(const void *)(key + i));
+	for (n = 0, i = (unsigned int)(hash >> t->shift) & mask; n <= mask;
 	     n++, i = (i + 1) & mask) {
 		unsigned char *e = t->e + (size_t)i * t->esize;
 		_Atomic uint64_t *state = (_Atomic uint64_t *)(void *)e;
@@ -207,9 +324,9 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 			if (atomic_compare_exchange_strong_explicit(state, &expect, ST_FILLING,
 								    memory_order_acq_rel,
 								    memory_order_acquire)) {
-				copy(e + koff, key, h->key_bytes);
+				copy(e + koff, key, t->key_bytes);
 				*(uint64_t *)(void *)(e + E_OWNER) = self;
-				if (h->execname)
+				if (t->execname)
 					key_string(e + t->tail, (const unsigned char *)comm, 16);
 				atomic_store_explicit(state, ST_USED, memory_order_release);
 				st = ST_USED;
@@ -225,24 +342,66 @@ void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
 		}
 		if (st == ST_FILLING)
 			break;
-		if (!same(e + koff, key, h->key_bytes))
+		if (!same(e + koff, key, t->key_bytes))
 			continue;
-		if (*(const uint64_t *)(const void *)(e + E_OWNER) == self) {
-			add_own(e, E_OWN_HITS, 1);
-			for (k = 0; k < h->nvals; k++)
-				add_own(e, E_VALS + 8 * (unsigned int)k,
-					field_value(&h->vals[k], spec, data, faults, pid));
-			return;
-		}
-		atomic_fetch_add_explicit((_Atomic uint64_t *)(void *)(e + E_HITS), 1,
-					  memory_order_relaxed);
-		for (k = 0; k < h->nvals; k++)
-			atomic_fetch_add_explicit(
-				(_Atomic uint64_t *)(void *)(e + E_VALS + 8 * (h->nvals + k)),
-				field_value(&h->vals[k], spec, data, faults, pid), memory_order_relaxed);
+		last->id = t->id;
+		last->e = e;
+		count_in(t, e, self, vals);
 		return;
 	}
 	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+}
+
+/* [hit] */
+void ukpa_hist_hit(struct ukpa_hist_table *t, const struct ukp_spec *spec,
+		   const unsigned char *data, uint32_t faults, const char *comm, int pid)
+{
+	const struct ukp_hist *h = t->h;
+	unsigned char key[3 * UKP_SPEC_STR_SLOT] __attribute__((aligned(8)));
+	uint64_t vals[UKP_HIST_MAX_VALS];
+	int k;
+
+	if (h->filter && !ukp_filter_run(h->filter, spec, data, faults, comm, pid))
+		return;
+	for (k = 0; k < h->nkeys; k++) {
+		const struct ukp_hist_field *f = &h->keys[k];
+
+		if (!f->is_string)
+			*word(key, f->off) =
+				ukp_hist_key_value(f, field_value(f, spec, data, faults, pid));
+		else if (f->arg == UKP_HIST_COMM)
+			key_string(key + f->off, (const unsigned char *)comm, 16);
+		else /* a string that could not be read: "" */
+			key_string(key + f->off,
+				   faults & (1u << f->arg) ? key_zeros : data + spec->args[f->arg].off,
+				   f->size);
+	}
+	for (k = 0; k < h->nvals; k++)
+		vals[k] = field_value(&h->vals[k], spec, data, faults, pid);
+	add_hit(t, key, vals, comm);
+}
+
+/* [hit] A regs_only table's hit: its fields straight from the
+ * registers, nothing fetched into a record. */
+void ukpa_hist_hit_regs(struct ukpa_hist_table *t, const struct pt_regs *regs)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)regs;
+	uint64_t key[UKP_HIST_MAX_KEYS], vals[UKP_HIST_MAX_VALS];
+	int k;
+
+	for (k = 0; k < t->nkeys; k++) {
+		const struct reg_field *r = &t->kreg[k];
+
+		/* numbers only: key word k is at offset 8k */
+		key[k] = ukp_hist_mod_value(r->mod, r->buckets,
+					    ((w[r->reg] & r->keep) ^ r->sign) - r->sign);
+	}
+	for (k = 0; k < t->nvals; k++) {
+		const struct reg_field *r = &t->vreg[k];
+
+		vals[k] = ((w[r->reg] & r->keep) ^ r->sign) - r->sign;
+	}
+	add_hit(t, (const unsigned char *)key, vals, NULL);
 }
 
 /*

@@ -181,6 +181,7 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 	if (!pr)
 		return NULL;
 	pr->spec = s;
+	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
 	snprintf(pr->event, sizeof(pr->event), "%s", event);
@@ -246,10 +247,15 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		pr->rp.maxactive = spec->maxactive;
 		ret = register_kretprobe(&pr->rp);
 	} else {
-		/* stat without a filter or trigger only counts; they need the
-		 * full handler */
-		kp->pre_handler = ukpa_mode == UKP_MODE_TRACE || pr->spec->checked ? ukpa_kp_pre
-										  : ukpa_kp_count;
+		/* stat without a filter or trigger only counts; a hist read
+		 * from the registers has its own; the others need the full
+		 * handler */
+		if (ukpa_mode == UKP_MODE_TRACE)
+			kp->pre_handler = ukpa_kp_pre;
+		else if (pr->hist_regs)
+			kp->pre_handler = ukpa_kp_hist;
+		else
+			kp->pre_handler = pr->spec->checked ? ukpa_kp_pre : ukpa_kp_count;
 		ret = register_kprobe(kp);
 	}
 	ukprobes_set_print(NULL);
@@ -705,10 +711,13 @@ int ukpa_specs_parse(char *defs)
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
 		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;
 		if (s->spec.hist) {
-			s->hist = ukpa_hist_new(s->spec.hist);
+			s->hist = ukpa_hist_new(&s->spec);
 			if (!s->hist)
 				return -1;
+			s->hist_regs = !s->spec.filter && !s->spec.onoff &&
+				       ukpa_hist_regs_only(s->hist);
 		}
+		ukpa_filter_prepare(s);
 		if (s->spec.stacktrace)
 			want_stacks = true;
 	}

@@ -506,6 +506,15 @@ def case_vector_free():
             check(r.returncode == 3, "%s runs" % cmd, show(r))
             check("state saved" not in r.stderr and "ukprobe-agent: " not in r.stderr,
                   "%s: every handler proven vector-free" % cmd, show(r))
+    # stat's handlers of filters and hists: on registers (their own paths)
+    # and fetched (ukpa_filter_pass), on probes and return probes
+    args = ["stat", "-e", "p:v/h add a=%di:s32 b=%si:u32", "--trigger", "hist:keys=a.log2:vals=b",
+            "-e", "p:v/f add a=%di:s32", "--filter", "a > 1",
+            "-e", "p:v/g norm x=+0(%di):s64", "--trigger", "hist:keys=x if x > 0",
+            "-e", "r:v/r add v=$retval:s32", "--trigger", "hist:keys=v"]
+    r = ukprobe(args + ["--", tgt("basic"), "x"], env=env)
+    check(r.returncode == 3 and "ukprobe-agent: " not in r.stderr,
+          "stat: filter and hist handlers proven vector-free", show(r))
 
 
 def case_fork():
@@ -2223,6 +2232,117 @@ def case_hist():
         text = [l for l in lines if trig in l][0]
         check(caret.index("^") - text.index(trig) == col, "caret of %r at %d" % (trig, col),
               show(r))
+
+
+def case_hist_regs():
+    """A hist whose keys and vals are registers as they are (no filter of
+    its own, no comm or common_pid) takes its hits straight from the
+    registers, without the fetch; the same hist with a filter that
+    passes everything goes the fetched way. Both must give the exact
+    table: a u8 cut from a wider register, s32 and s8 sign-extended, log2
+    of a negative number, buckets, two threads, Dropped. And the entry a
+    thread remembers per table: five tables in turn, a forked child."""
+    def log2(x):
+        return 0 if x <= 1 else (x - 1).bit_length()
+
+    def s(v, bits):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+
+    def run(threads, n, spec, trig):
+        # a: the registers' path; b: the same with a filter of its own
+        r = ukprobe(["stat", "-e", "p:a %s:hit %s" % (tgt("manythreads"), spec), "--trigger", trig,
+                     "-e", "p:b %s:hit %s" % (tgt("manythreads"), spec), "--trigger",
+                     trig + " if i != 1000000", "--", tgt("manythreads"), "1", str(threads),
+                     str(n)])
+        check(r.returncode == 0 and r.stderr == "", "run %s %s" % (spec, trig), show(r))
+        t = hist_tables(r.stdout)
+        check(t["ukprobes/a"][1:] == t["ukprobes/b"][1:], "both ways agree (%s)" % trig, r.stdout)
+        return t["ukprobes/a"][1:], r.stdout
+
+    threads, n = 2, 300
+    calls = list(range(n)) * threads + [-1]
+    (rows, tot), out = run(threads, n, "i=%di:s32 u=%di:u8 c=%di:s8",
+                           "hist:keys=u,i.log2:vals=i,c:size=1024")
+    want = {}
+    for v in calls:
+        k = (v & 0xff, log2(s(v, 32) & (2**64 - 1)))
+        h, si, sc = want.get(k, (0, 0, 0))
+        want[k] = (h + 1, si + s(v, 32), sc + s(v, 8))
+    got = {}
+    for keys, hits, vals in rows:
+        m = re.fullmatch(r"u: +(\d+), i: ~ 2\^(\d+) *", keys)
+        check(m, "keys %r" % keys, out)
+        got[(int(m[1]), int(m[2]))] = (hits, vals["i"], vals["c"])
+    check(got == want and tot == (len(calls), len(want), 0), "u8, s32.log2, s8 sums", str(tot),
+          str(sorted(set(got.items()) ^ set(want.items()))[:10]))
+    check(want[(255, 64)] == (1, -1, -1), "the -1 call")
+    # one thread, so that the first four buckets take the table
+    (rows, tot), out = run(1, n, "i=%di:s16 c=%di:s8", "hist:keys=i.buckets=64:vals=c:size=4")
+    got = [(keys.split("~")[1].strip(), hits, vals["c"]) for keys, hits, vals in rows]
+    want = [("%d-%d" % (b, b + 63), 64, sum(s(v, 8) for v in range(b, b + 64)))
+            for b in (0, 64, 128, 192)]
+    check(sorted(got) == sorted(want) and tot == (n + 1, 4, n + 1 - 4 * 64),
+          "buckets, Dropped", str(tot), out)
+    # five tables on one function, hit in turn (a thread remembers its
+    # last entry per table in a few slots that tables share): each its own
+    args = []
+    for e in "abcde":
+        args += ["-e", "p:%s %s:hit u=%%di:u8" % (e, tgt("manythreads")),
+                 "--trigger", "hist:keys=u:size=512"]
+    r = ukprobe(["stat"] + args + ["--", tgt("manythreads"), "1", "2", str(n)])
+    check(r.returncode == 0 and r.stderr == "", "five tables", show(r))
+    want = {}
+    for v in calls:
+        want[v & 0xff] = want.get(v & 0xff, 0) + 1
+    for e in "abcde":
+        _, rows, tot = hist_tables(r.stdout)["ukprobes/" + e]
+        got = dict((int(k.split(":")[1]), n) for k, n, _ in rows)
+        check(got == want and tot == (len(calls), len(want), 0), "table %s of five" % e,
+              r.stdout)
+    # -f: tgt_forker's step(1) in the parent, step(2) in the forked child
+    # (whose table starts empty: the entry the thread counted in last
+    # before the fork is gone, and its key is 0), step(3) in the parent
+    r = ukprobe(["stat", "-f", "-e", "p:a %s:step n=%%di:u32" % tgt("forker"),
+                 "--trigger", "hist:keys=n.buckets=10", "--", tgt("forker")])
+    check(r.returncode == 0 and r.stderr == "", "stat -f", show(r))
+    _, rows, tot = hist_tables(r.stdout)["ukprobes/a"]
+    check([(k, n) for k, n, _ in rows] == [("n: ~ 0-9", 3)] and tot == (3, 1, 0),
+          "the child's hit after the fork", r.stdout)
+
+
+def case_filter_regs():
+    """--filter over fetch arguments that are all registers as they are:
+    the agent copies them from the registers without the fetch's loop,
+    cut to their bytes (u8 and u16 of a long whose upper bytes are set);
+    a hist behind the filter reads the same record; a filter of one
+    comparison alone on its SPEC is decided in the handler, one with a
+    trigger beside it is not. tgt_manythreads: two threads call hit(i)
+    for i in 0..299, then hit(-1)."""
+    m = tgt("manythreads")
+    r = ukprobe(["stat", "-e", "p:f/u8 %s:hit u=%%di:u8" % m, "--filter", "u == 5",
+                 "-e", "p:f/u16 %s:hit w=%%di:u16" % m, "--filter", "w == 65535",
+                 "-e", "p:f/h %s:hit u=%%di:u8 i=%%di:s64" % m, "--filter", "u < 3",
+                 "--trigger", "hist:keys=u:vals=i:sort=u", "--", m, "1", "2", "300"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    got = dict(re.findall(r"^f/(\w+) +(\d+) +0$", r.stdout, re.M))
+    # u8: 5 and 261 in each thread; u16: only -1
+    check(got == {"u8": "4", "u16": "1", "h": "12"}, "counts %s" % got, r.stdout)
+    _, rows, tot = hist_tables(r.stdout)["f/h"]
+    check([(k, n, v["i"]) for k, n, v in rows] ==
+          [("u:          0", 4, 512), ("u:          1", 4, 516), ("u:          2", 4, 520)] and
+          tot == (12, 3, 0), "the hist behind the filter", r.stdout)
+    # a filter of one comparison of a register decides alone; with a
+    # trigger beside it, the trigger still runs: traceon at i == 5 (its
+    # own event recorded), then the other event's i > 5 (one thread)
+    r = ukprobe(["trace", "--tracing-off",
+                 "-e", "p:f/on %s:hit i=%%di:s64" % m, "--filter", "i == 5", "--trigger", "traceon",
+                 "-e", "p:f/ev %s:hit c=%%di:u8" % m, "--filter", "c > 5", "--", m, "1", "1", "10"])
+    check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
+    got = [(p["event"], p["args"].strip())
+           for p in map(parse_line, (l for l in r.stdout.splitlines() if LINE_RE.match(l)))]
+    check(got == [("on", "i=5")] + [("ev", "c=%d" % i) for i in (6, 7, 8, 9, 255)],
+          "traceon beside a filter, then u8 255 > 5", r.stdout)
 
 
 ONOFF_PY = """import os

@@ -444,6 +444,11 @@ static bool pred_number(const struct ukp_filter_pred *pr, uint64_t v)
 	}
 }
 
+bool ukp_filter_pred_number(const struct ukp_filter_pred *pr, uint64_t v)
+{
+	return pred_number(pr, v);
+}
+
 static bool pred_run(const struct ukp_filter_pred *pr, const unsigned char *data,
 		     uint32_t faults, const char *comm, int pid, const struct ukp_spec *spec)
 {
@@ -471,15 +476,16 @@ static bool pred_run(const struct ukp_filter_pred *pr, const unsigned char *data
 	}
 }
 
-bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
-		    const unsigned char *data, uint32_t faults, const char *comm, int pid)
+/* Filters of more than one comparison: the evaluation stack (out of
+ * line, so that a one-comparison filter does not set up its frame) */
+static __attribute__((noinline)) bool run_stack(const struct ukp_filter *f,
+						const struct ukp_spec *spec,
+						const unsigned char *data, uint32_t faults,
+						const char *comm, int pid)
 {
 	bool stack[UKP_FILTER_MAX_PREDS];
 	int sp = 0, i;
 
-	/* the common case, one comparison: no evaluation stack */
-	if (f->ninsns == 1)
-		return pred_run(&f->preds[0], data, faults, comm, pid, spec);
 	for (i = 0; i < f->ninsns; i++) {
 		uint32_t insn = f->insns[i];
 
@@ -501,6 +507,15 @@ bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
 		}
 	}
 	return sp == 1 && stack[0];
+}
+
+bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
+		    const unsigned char *data, uint32_t faults, const char *comm, int pid)
+{
+	/* the common case, one comparison: no evaluation stack */
+	if (f->ninsns == 1)
+		return pred_run(&f->preds[0], data, faults, comm, pid, spec);
+	return run_stack(f, spec, data, faults, comm, pid);
 }
 
 /* ------------------------------------------------------------ wire */

@@ -101,17 +101,21 @@ void ukp_hist_free(struct ukp_hist *h);
 
 /* [hit] A key field's value as it goes in the key: .log2 and .buckets
  * applied (the others change only how it is printed). */
-static inline uint64_t ukp_hist_key_value(const struct ukp_hist_field *f, uint64_t v)
+static inline uint64_t ukp_hist_mod_value(enum ukp_hist_mod mod, uint64_t buckets, uint64_t v)
 {
-	if (f->mod == UKP_HM_LOG2) {
+	if (mod == UKP_HM_LOG2) {
 		/* the kernel's ilog2(roundup_pow_of_two(v)) */
 		if (v <= 1)
 			return 0;
 		return 64 - (uint64_t)__builtin_clzll(v - 1);
 	}
-	if (f->mod == UKP_HM_BUCKETS)
-		return v / f->buckets * f->buckets;
+	if (mod == UKP_HM_BUCKETS)
+		return v / buckets * buckets;
 	return v;
+}
+static inline uint64_t ukp_hist_key_value(const struct ukp_hist_field *f, uint64_t v)
+{
+	return ukp_hist_mod_value(f->mod, f->buckets, v);
 }
 
 #endif /* UKPROBE_HIST_H */
