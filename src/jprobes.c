@@ -70,7 +70,7 @@ UKP_TRAP_TEXT int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	copy_words((unsigned long *)&j->regs, (const unsigned long *)regs,
 		   sizeof(*regs) / sizeof(long));
 	j->prepared = jp;
-	regs->ip = (unsigned long)*(void *volatile *)&jp->entry;
+	instruction_pointer_set(regs, (unsigned long)*(void *volatile *)&jp->entry);
 	return 1;
 }
 
@@ -86,7 +86,7 @@ UKP_TRAP_TEXT bool ukp_jprobe_enter(struct ukp_ctlblk *c, struct ukp_site *s,
 	/* The handler runs on a copy of the stack top, whose return address
 	 * is the library's: the probed function's stack is never written,
 	 * and a handler that forgets jprobe_return() is caught. */
-	if (arch_jprobe_start(uc, &j->start, &j->regs, regs->ip)) {
+	if (arch_jprobe_start(uc, &j->start, &j->regs, instruction_pointer(regs))) {
 		__atomic_fetch_add(&jp->kp.nmissed, 1, __ATOMIC_RELAXED);
 		copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
 			   sizeof(*regs) / sizeof(long));

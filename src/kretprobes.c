@@ -545,7 +545,7 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 	}
 	/* Unwinders see the real return address from here on. */
 	*ret_slot = real;
-	regs->ip = real;
+	instruction_pointer_set(regs, real);
 	set_depth(t, d);
 
 	for (i = 0; i < n; i++) {

@@ -385,7 +385,7 @@ static UKP_TRAP_TEXT void scan_answer(ucontext_t *uc)
 	if (n > UKP_SCAN_MAX_RANGES)
 		return;
 	arch_regs_from_ucontext(&regs, uc);
-	bits = my_hits(req.ranges, n, regs.ip, regs.sp);
+	bits = my_hits(req.ranges, n, instruction_pointer(&regs), user_stack_pointer(&regs));
 	/* OR first, acknowledge after: a stale answer only adds bits */
 	if (bits)
 		atomic_fetch_or_explicit(&req.hit, bits, memory_order_release);

@@ -330,12 +330,12 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, in
 	if (c->status || c->in_handler) {
 		inc_nmissed(s);
 	} else {
-		regs->ip = s->addr + UKP_BREAKPOINT_SIZE;
+		instruction_pointer_set(regs, s->addr + UKP_BREAKPOINT_SIZE);
 		c->cur_site = s;
 		c->status = KPROBE_HIT_ACTIVE;
 		run_handlers(c, s, regs, false);
 		if (s->opt.ftrace_len) {
-			regs->ip = s->addr + s->opt.len;
+			instruction_pointer_set(regs, s->addr + s->opt.len);
 			c->status = KPROBE_HIT_SSDONE;
 			run_handlers(c, s, regs, true);
 		}
@@ -358,7 +358,7 @@ static UKP_TRAP_TEXT void boost(struct ukp_site *s, struct pt_regs *regs, uconte
 	if (!atomic_load_explicit(&s->boosted, memory_order_relaxed))
 		atomic_store_explicit(&s->boosted, true, memory_order_relaxed);
 	ukp_tls_boosted_hits++;
-	regs->ip = s->slot + UKP_BOOST_OFFSET;
+	instruction_pointer_set(regs, s->slot + UKP_BOOST_OFFSET);
 	arch_regs_to_ucontext(uc, regs);
 }
 
@@ -386,8 +386,9 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		 * with no single step (the kernel's setup_detour_execution). */
 		if (!reenter)
 			reset_current_kprobe(c);
-		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
-			   UKP_OPT_COPY_OFFSET;
+		instruction_pointer_set(regs, atomic_load_explicit(&s->opt.detour,
+								   memory_order_relaxed) +
+					      UKP_OPT_COPY_OFFSET);
 		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
@@ -433,7 +434,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 	}
 	c->cur_site = s;
 	atomic_fetch_add(&s->inflight, 1);
-	regs->ip = s->slot;
+	instruction_pointer_set(regs, s->slot);
 	arch_regs_to_ucontext(uc, regs);
 	if (!s->ainsn.blocking) {
 		c->step_mask = *uc_mask(uc);
@@ -891,7 +892,7 @@ UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs
 {
 	unsigned long v;
 
-	if (public_copy_nofault(&v, (const void *)(regs->sp + (unsigned long)n * sizeof(long)),
+	if (public_copy_nofault(&v, (const void *)(user_stack_pointer(regs) + (unsigned long)n * sizeof(long)),
 				sizeof(v)))
 		return 0;
 	return v;
