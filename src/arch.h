@@ -30,8 +30,9 @@
  * [reg] Walk instructions from the start of a function to decide whether
  * the byte at code[off] starts an instruction. code[0] is the function's
  * first byte; avail bytes of code are readable (avail > off).
- * Returns 0 (on a boundary) or -EILSEQ (not on a boundary, or a byte
- * sequence before it does not decode).
+ * Returns 0 (on a boundary), -EILSEQ (not on a boundary, or a byte
+ * sequence before it does not decode) or -EINVAL (the arch cannot probe
+ * there: AArch64 inside a load/store-exclusive sequence).
  */
 int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
 
@@ -116,8 +117,14 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
 
 /*
  * Each arch's arch_insn.h gives, besides struct ukp_arch_insn:
- *   UKP_BREAKPOINT_INSN, UKP_BREAKPOINT_SIZE  the breakpoint instruction
- *       (its first byte, written first) and its length;
+ *   UKP_BREAKPOINT_BYTES, UKP_BREAKPOINT_SIZE  the breakpoint instruction
+ *       (its bytes, an initializer, written first) and its length, which
+ *       is sizeof(kprobe_opcode_t);
+ *   UKP_BREAKPOINT_IP_OFFSET  how far past the breakpoint's address the
+ *       trap leaves the instruction pointer (x86: 1, AArch64: 0);
+ *   UKP_TEXT_POKE_MEM  1: code is written through /proc/self/mem;
+ *       0: through a store to a page made writable for it, then the
+ *       cache maintenance the architecture needs (text_patch.c);
  *   UKP_TRAPNR_BREAKPOINT  the trap number a breakpoint raises
  *       (arch_uc_trapnr());
  *   UKP_SYSCALL_INSN_SIZE  the length of the system call instruction: a
@@ -128,9 +135,9 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  *       arch_adjust_kprobe_addr: x86's endbr64);
  *   arch_is_opt_jump(code)  whether code starts with the instruction an
  *       optimized probe writes (so that its original bytes are shown);
- *   arch_breakpoint_before(b)  whether the bytes b[0..1], which end at a
- *       breakpoint's trap address, still hold a breakpoint (ours or the
- *       program's own).
+ *   arch_breakpoint_before(b)  whether the UKP_BREAKPOINT_CHECK_LEN
+ *       bytes b at a breakpoint's address + UKP_BREAKPOINT_CHECK_OFF
+ *       still hold a breakpoint (ours or the program's own).
  * Inline: the trap path calls them.
  */
 /* The signal restorer, glibc's __restore_rt as ours (nofault.S):

@@ -330,7 +330,7 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, in
 	if (c->status || c->in_handler) {
 		inc_nmissed(s);
 	} else {
-		instruction_pointer_set(regs, s->addr + UKP_BREAKPOINT_SIZE);
+		instruction_pointer_set(regs, s->addr + UKP_BREAKPOINT_IP_OFFSET);
 		c->cur_site = s;
 		c->status = KPROBE_HIT_ACTIVE;
 		run_handlers(c, s, regs, false);
@@ -553,11 +553,11 @@ static UKP_TRAP_TEXT bool jprobe_break(struct ukp_ctlblk *c, ucontext_t *uc,
 static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 {
 	struct ukp_ctlblk *c = &ukp_ctl;
-	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_SIZE;
+	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_IP_OFFSET;
 	struct pending_fault pf = { 0, 0, 0 };
 	struct ukp_site *s;
 	uintptr_t slot;
-	uint8_t b[2];
+	uint8_t b[UKP_BREAKPOINT_CHECK_LEN];
 
 	/* Handlers must be able to fault even where the program blocked the
 	 * fault signals; the kernel restores the mask on return. */
@@ -606,7 +606,8 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	/* Our breakpoint was removed after this thread hit it: run the
 	 * original instruction (the kernel does the same). The program's
 	 * own breakpoint is not ours to skip. */
-	if (arch_copy_nofault(b, (void *)(addr - 1), 2) == 0 && !arch_breakpoint_before(b)) {
+	if (arch_copy_nofault(b, (void *)(addr + UKP_BREAKPOINT_CHECK_OFF), sizeof(b)) == 0 &&
+	    !arch_breakpoint_before(b)) {
 		arch_uc_set_ip(uc, addr);
 		goto out;
 	}
