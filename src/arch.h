@@ -22,7 +22,7 @@
 
 #include "ukprobes.h"
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
-#include "arch_tls.h"  /* arch_thread_pointer() */
+#include "arch_tls.h"  /* arch_thread_pointer(), arch_cpu_relax() */
 #include "arch_jprobe.h" /* struct arch_jprobe_vec */
 #include "arch_syscall.h" /* arch_syscall3/4(): raw system calls */
 
@@ -126,7 +126,8 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  *       0: through a store to a page made writable for it, then the
  *       cache maintenance the architecture needs (text_patch.c);
  *   UKP_TRAPNR_BREAKPOINT  the trap number a breakpoint raises
- *       (arch_uc_trapnr());
+ *       (arch_uc_trapnr()); UKP_BREAKPOINT_SI_CODE the si_code of its
+ *       SIGTRAP (<signal.h>);
  *   UKP_SYSCALL_INSN_SIZE  the length of the system call instruction: a
  *       thread the kernel restarts in a system call resumes this far
  *       before the instruction pointer it reports (threads.c);
@@ -140,10 +141,10 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  *       still hold a breakpoint (ours or the program's own).
  * Inline: the trap path calls them.
  */
-/* The signal restorer, glibc's __restore_rt as ours (nofault.S):
- * mov $15, %rax; syscall. A thread in it, or just past it in the system
- * call, returns to the signal context at its stack pointer. */
-#define UKP_RESTORER_SIZE 9
+/* arch_insn.h also gives UKP_RESTORER_SIZE, the length of the signal
+ * restorer (ukp_restore_rt in nofault.S: rt_sigreturn), and
+ * UKP_RESTORER_UC_OFFSET: a thread in it, or just past it in the system
+ * call, returns to the signal context at its stack pointer plus that. */
 
 /* ------------------------------------------------------ return probes */
 /* src/arch/<arch>/kretprobe.c and the trampoline (kretprobe_tramp.S). */
@@ -277,8 +278,9 @@ extern char ukp_jprobe_return_bp[], ukp_jprobe_handler_ret[];
 /* [any] jprobe_return()'s trap (the int3 at ukp_jprobe_return_bp). */
 void arch_jprobe_return_trap(void);
 
-/* [reg] Once, before the first jprobe. */
-void arch_jprobe_init(void);
+/* [reg] Once, before the first jprobe. 0, or -errno: jprobes cannot
+ * work here (register_jprobe fails with it). */
+int arch_jprobe_init(void);
 /*
  * [trap] Make uc start the handler at entry with the registers regs of a
  * hit at a function's entry, on a copy of the stack top placed below

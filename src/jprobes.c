@@ -143,9 +143,11 @@ UKPROBES_API UKP_TRAP_TEXT void jprobe_return(void)
 
 static pthread_once_t jp_once = PTHREAD_ONCE_INIT;
 
+static int jp_init_ret;
+
 static void jp_init(void)
 {
-	arch_jprobe_init();
+	jp_init_ret = arch_jprobe_init();
 }
 
 /* [reg] The handler must be a function's first instruction (the
@@ -189,6 +191,8 @@ UKPROBES_API int register_jprobe(struct jprobe *jp)
 	if (ret)
 		return ret;
 	pthread_once(&jp_once, jp_init);
+	if (jp_init_ret)
+		return jp_init_ret;
 	kp = &jp->kp;
 	saved_addr = kp->addr;
 	saved_flags = kp->flags;

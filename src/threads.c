@@ -324,7 +324,8 @@ static UKP_TRAP_TEXT uint64_t ip_hits(const struct ukp_range *r, unsigned int n,
 
 	if (!at_restorer(ip))
 		return bits;
-	if (arch_copy_nofault(&copy.uc_mcontext, &((ucontext_t *)sp)->uc_mcontext,
+	if (arch_copy_nofault(&copy.uc_mcontext,
+			      &((ucontext_t *)(sp + UKP_RESTORER_UC_OFFSET))->uc_mcontext,
 			      sizeof(copy.uc_mcontext)))
 		return all_ranges(n);
 	return bits | ranges_hit(r, n, arch_uc_ip(&copy));

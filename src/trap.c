@@ -576,8 +576,11 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		}
 		/* No jprobe handler runs on this thread: jprobe_return()
 		 * returns; the stub is not reached that way (the program's). */
-		if (addr == (uintptr_t)ukp_jprobe_return_bp)
+		if (addr == (uintptr_t)ukp_jprobe_return_bp) {
+			/* past the breakpoint (where x86's int3 left it) */
+			arch_uc_set_ip(uc, addr + UKP_BREAKPOINT_SIZE);
 			goto out;
+		}
 		ukp_read_unlock(c);
 		return false;
 	}
@@ -629,8 +632,10 @@ out:
 }
 
 /*
- * [trap] The SIGTRAP handler. Only an int3 raises SIGTRAP with SI_KERNEL;
- * a SIGTRAP sent with kill()/raise()/sigqueue() (si_code <= 0), a
+ * [trap] The SIGTRAP handler. Only a breakpoint instruction raises
+ * SIGTRAP with UKP_BREAKPOINT_SI_CODE (x86's int3: SI_KERNEL, AArch64's
+ * brk: TRAP_BRKPT); a SIGTRAP sent with kill()/raise()/sigqueue()
+ * (si_code <= 0), a
  * single-step trap (TRAP_TRACE) or a hardware breakpoint (TRAP_HWBKPT)
  * says nothing about the byte before ip and is the program's.
  */
@@ -642,7 +647,7 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 	bool saved_live = ukp_ctl.vec_live;
 
 	ukp_ctl.vec_live = false;
-	if (info->si_code != SI_KERNEL) {
+	if (info->si_code != UKP_BREAKPOINT_SI_CODE) {
 		/* a data watchpoint's step or debug-register trap (watch.c) */
 		if (!ukp_watch_sigtrap(info, uc))
 			ukp_chain_signal(sig, info, uc);

@@ -162,7 +162,7 @@ static UKP_TRAP_TEXT void wlock_take(void)
 								  memory_order_relaxed))
 			return;
 		if (++spins < 64)
-			__builtin_ia32_pause();
+			arch_cpu_relax();
 		else
 			arch_syscall4(SYS_sched_yield, 0, 0, 0, 0);
 	}

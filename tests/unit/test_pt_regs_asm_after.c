@@ -13,5 +13,5 @@
 
 Test(pt_regs_header, sys_ptrace_requests_usable)
 {
-	cr_assert_eq((int)PTRACE_GETREGS, 12);
+	cr_assert_eq((int)PTRACE_GETREGSET, 0x4204);
 }

@@ -25,7 +25,15 @@
  * the program is ever writable, and x86 needs no cache maintenance. */
 #define UKP_TEXT_POKE_MEM 1
 #define UKP_TRAPNR_BREAKPOINT 3
+/* The si_code of a SIGTRAP from int3 */
+#define UKP_BREAKPOINT_SI_CODE SI_KERNEL
 #define UKP_SYSCALL_INSN_SIZE 2
+
+/* The signal restorer (nofault.S: mov $15, %rax; syscall) and where the
+ * context is from its stack pointer (the frame's return address is
+ * popped): see arch.h. */
+#define UKP_RESTORER_SIZE 9
+#define UKP_RESTORER_UC_OFFSET 0
 
 /* [any] endbr64, which a probe on a function's entry goes past. */
 static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
