@@ -164,8 +164,23 @@ extern char ukp_kretprobe_trampoline[];
 int arch_kretprobe_init(void);
 
 /* [trap] At a hit of a probe on a function's first instruction: the
- * stack address of the return address. */
+ * frame's identity, a stack address (x86: where the return address is;
+ * AArch64: the stack pointer). Frames deeper in the stack have lower
+ * slots. */
 uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs);
+
+/*
+ * arch_kretprobe.h, per arch: [trap] inline
+ *   arch_kretprobe_get_ret(regs, slot, &ret), arch_kretprobe_set_ret(regs,
+ *   slot, ret): read and replace the return address at a function's
+ *   entry (false if memory faulted);
+ *   arch_kretprobe_put_back(regs, slot, real): in the trampoline's
+ *   dispatch, the real return address back where the return took it
+ *   from (regs and slot as the trampoline passed them);
+ *   UKP_KRP_RET_IN_SLOT: 1 if the return address stays in memory at the
+ *   slot for the whole call (the unwinder interposers restore it there).
+ */
+#include "arch_kretprobe.h"
 
 /* [any] True if the calling thread runs with a hardware shadow stack
  * (return addresses cannot be rewritten). One system call. */

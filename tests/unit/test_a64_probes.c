@@ -335,11 +335,148 @@ Test(a64_refused, exclusives_and_breakpoints)
 	cr_expect_eq(register_kprobe(&kp), -EILSEQ, "brk");
 }
 
-Test(a64_unported, features_refuse_with_eopnotsupp)
+Test(a64_unported, jprobes_refuse_with_eopnotsupp)
 {
-	struct kretprobe rp = { .kp.addr = (void *)a_ool, .maxactive = 4 };
 	struct jprobe jp = { .kp.addr = (void *)a_ool, .entry = (void *)a_add3 };
 
-	cr_expect_eq(register_kretprobe(&rp), -EOPNOTSUPP);
 	cr_expect_eq(register_jprobe(&jp), -EOPNOTSUPP);
+}
+
+/* ---------------------------------------------------- return probes */
+
+static atomic_long ret_seen[8];
+static atomic_int nret;
+
+static int ret_record(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	int i = atomic_fetch_add(&nret, 1);
+
+	if (i < 8)
+		atomic_store(&ret_seen[i], (long)regs_return_value(regs));
+	return 0;
+}
+
+static int ret_double(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	regs->regs[0] *= 2;
+	return 0;
+}
+
+struct entry_data { long arg; };
+
+static int entry_keep(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	((struct entry_data *)ri->data)->arg = (long)regs_get_kernel_argument(regs, 0);
+	return 0;
+}
+
+static int ret_check_data(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	/* a_add3: returns its argument + 3 */
+	if ((long)regs_return_value(regs) == ((struct entry_data *)ri->data)->arg + 3)
+		atomic_fetch_add(&nret, 1);
+	return 0;
+}
+
+static void ret_reset(void)
+{
+	atomic_store(&nret, 0);
+	for (int i = 0; i < 8; i++)
+		atomic_store(&ret_seen[i], 0);
+}
+
+Test(a64_kretprobe, leaf_and_nested_returns)
+{
+	struct kretprobe leaf = { .kp.addr = (void *)a_add3, .handler = ret_record,
+				  .maxactive = 4 };
+	struct kretprobe outer = { .kp.addr = (void *)a_bl, .handler = ret_record,
+				   .maxactive = 4 };
+
+	ret_reset();
+	cr_assert_eq(register_kretprobe(&leaf), 0);
+	cr_expect_eq(a_add3(4), 7);
+	cr_expect_eq(atomic_load(&nret), 1);
+	cr_expect_eq(atomic_load(&ret_seen[0]), 7);
+	cr_assert_eq(register_kretprobe(&outer), 0);
+	/* a_bl calls a_add3 with bl: the inner return first, then the outer */
+	cr_expect_eq(a_bl(10), 13);
+	cr_expect_eq(atomic_load(&nret), 3);
+	cr_expect_eq(atomic_load(&ret_seen[1]), 13);
+	cr_expect_eq(atomic_load(&ret_seen[2]), 13);
+	unregister_kretprobe(&outer);
+	unregister_kretprobe(&leaf);
+	cr_expect_eq(leaf.nmissed + outer.nmissed, 0);
+	cr_expect_eq(a_bl(1), 4);
+	cr_expect_eq(atomic_load(&nret), 3, "unregistered: no more returns");
+}
+
+Test(a64_kretprobe, handler_changes_return_value_and_entry_data)
+{
+	struct kretprobe dbl = { .kp.addr = (void *)a_add3, .handler = ret_double,
+				 .maxactive = 2 };
+	struct kretprobe data = { .kp.addr = (void *)a_ool, .handler = ret_check_data,
+				  .entry_handler = entry_keep,
+				  .data_size = sizeof(struct entry_data), .maxactive = 2 };
+
+	cr_assert_eq(register_kretprobe(&dbl), 0);
+	cr_expect_eq(a_add3(1), 8);
+	cr_expect_eq(a_blr(1), 8, "through blr: the same");
+	unregister_kretprobe(&dbl);
+	cr_expect_eq(a_add3(1), 4);
+	(void)data;
+	data.kp.addr = (void *)a_add3;
+	ret_reset();
+	cr_assert_eq(register_kretprobe(&data), 0);
+	for (long i = 0; i < 5; i++)
+		cr_expect_eq(a_add3(i * 100), i * 100 + 3);
+	cr_expect_eq(atomic_load(&nret), 5, "the entry's data at each return");
+	unregister_kretprobe(&data);
+}
+
+static long a_fact(long n);
+/* through a pointer the compiler cannot see: real recursion, no loop */
+static long (*volatile a_fact_p)(long) = a_fact;
+
+__attribute__((noinline)) static long a_fact(long n)
+{
+	return n <= 1 ? 1 : n * a_fact_p(n - 1);
+}
+
+static sigjmp_buf leave_jb;
+
+__attribute__((noinline)) static long a_leave(long n)
+{
+	__asm__ volatile("" ::: "memory");
+	if (n < 0)
+		siglongjmp(leave_jb, 1);
+	return n + 1;
+}
+
+Test(a64_kretprobe, recursion_and_longjmp)
+{
+	struct kretprobe rp = { .kp.addr = (void *)a_fact, .handler = ret_record,
+				.maxactive = 16 };
+	struct kretprobe lp = { .kp.addr = (void *)a_leave, .handler = ret_record,
+				.maxactive = 4 };
+
+	ret_reset();
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	cr_expect_eq(a_fact(5), 120);
+	cr_expect_eq(atomic_load(&nret), 5);
+	cr_expect_eq(atomic_load(&ret_seen[0]), 1, "the deepest returns first");
+	cr_expect_eq(atomic_load(&ret_seen[4]), 120);
+	unregister_kretprobe(&rp);
+
+	ret_reset();
+	cr_assert_eq(register_kretprobe(&lp), 0);
+	if (!sigsetjmp(leave_jb, 0))
+		a_leave(-1);
+	/* the frame left by longjmp: dropped, without a handler, when the
+	 * next call uses its stack */
+	cr_expect_eq(a_leave(1), 2);
+	cr_expect_eq(a_leave(2), 3);
+	cr_expect_eq(atomic_load(&nret), 2);
+	cr_expect_eq(atomic_load(&ret_seen[0]), 2);
+	unregister_kretprobe(&lp);
+	cr_expect_eq(lp.nmissed, 0);
 }

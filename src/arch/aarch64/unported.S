@@ -6,10 +6,6 @@
  */
 	.section ukprobes_text, "ax", %progbits
 	.p2align 4
-	.globl ukp_kretprobe_trampoline
-	.hidden ukp_kretprobe_trampoline
-ukp_kretprobe_trampoline:
-	brk #0x7ff
 	.globl ukp_optprobe_common
 	.hidden ukp_optprobe_common
 ukp_optprobe_common:

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * unported.c - the arch entry points of the features this AArch64 port
- * does not have yet: jump optimization, return probes, jprobes, data
+ * does not have yet: jump optimization, jprobes, data
  * watchpoints and the vector-use proof (doc/arch.md lists them). Each
  * feature's init answers -EOPNOTSUPP, so the core refuses those probes
- * with that errno (register_kretprobe, register_jprobe,
- * register_wide_hw_breakpoint) or keeps them on breakpoints (the
+ * with that errno (register_jprobe, register_wide_hw_breakpoint) or keeps them on breakpoints (the
  * optimizer); the per-hit entry points below are never reached while
  * their init refuses, and say so by failing safe.
  */
@@ -38,29 +37,6 @@ size_t arch_patchable_nops(const uint8_t *code, size_t avail)
 void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
 {
 	(void)ao, (void)kretprobe;
-}
-
-/* --- return probes */
-int arch_kretprobe_init(void)
-{
-	return -EOPNOTSUPP;
-}
-
-UKP_TRAP_TEXT uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs)
-{
-	(void)regs;
-	return 0;
-}
-
-bool arch_shadow_stack_active(void)
-{
-	return false;
-}
-
-const void *arch_kretprobe_pseudo_fde(uintptr_t *func)
-{
-	(void)func;
-	return NULL; /* as before arch_kretprobe_init */
 }
 
 /* --- jprobes */
