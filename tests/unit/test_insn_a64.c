@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_insn_a64.c - the AArch64 arch layer on its own: the decoder
- * (boundaries, classification, slot and boost images) and the simulator
- * of the instructions that read or write pc (src/arch/aarch64).
+ * (boundaries, classification, slot and boost images), the simulator
+ * of the instructions that read or write pc, and the relocation of one
+ * instruction into a detour (src/arch/aarch64).
  *
  * The CPU is the reference wherever it can be asked: each simulated
  * instruction also runs for real from an executable buffer, with every
@@ -26,6 +27,7 @@
  *       -DUKP_STANDALONE_TEST -I/opt/ukp-a64/usr/include -Iinclude -Isrc \
  *       -Isrc/arch/aarch64 -I$B/inc -o $B/test_insn_a64 tests/unit/test_insn_a64.c \
  *       tests/unit/insn_a64_stub.S src/arch/aarch64/insn.c src/arch/aarch64/core.c \
+ *       src/arch/aarch64/reloc.c \
  *       -L/opt/ukp-a64/usr/lib/aarch64-linux-gnu -lcriterion \
  *       -Wl,-rpath-link,/usr/lib/aarch64-linux-gnu \
  *       -Wl,-rpath-link,/opt/ukp-a64/usr/lib/aarch64-linux-gnu
@@ -73,6 +75,14 @@ long arch_copy_nofault(void *dst, const void *src, size_t n)
 	if (w > 0 && read(fd[0], dst, (size_t)w) != w)
 		return -EFAULT;
 	return w == (ssize_t)n ? 0 : -EFAULT;
+}
+
+/* Stand-in for the arch's check of a guarded control stack (GCS). */
+static bool test_gcs;
+
+bool arch_shadow_stack_active(void)
+{
+	return test_gcs;
 }
 #endif
 
@@ -1271,4 +1281,253 @@ Test(insn_a64, libc_boundaries)
 	cr_log_info("libc: %zu of %zu instructions inside exclusive sequences", inside, total);
 	cr_assert_gt(inside, 10u);
 	cr_assert_gt(total, 200000u);
+}
+
+/* ------------------------------------------------------- relocation */
+
+/*
+ * Relocate insn at addr_off to dest_off, then run the original and the
+ * copy on the CPU with the same registers (lit: 8 bytes put at lit_off
+ * before each run): the same registers after both, and the copy ends
+ * where the original does (its fall-through: the end of the copy).
+ */
+static void check_reloc(uint32_t insn, size_t addr_off, size_t dest_off, const struct a64_in *in,
+			size_t want_len, enum arch_reloc_end want_end, const uint64_t *lit,
+			size_t lit_off)
+{
+	uint8_t b[4], copy[UKP_OPT_RELOC_MAX + 8];
+	enum arch_reloc_end ends;
+	const char *why = NULL;
+	struct cpu_out o1, o2;
+	size_t n = 0, k;
+	int ret, i;
+
+	le32(b, insn);
+	ret = arch_relocate_insn(b, 4, xaddr(addr_off), xaddr(dest_off), copy, &n, &ends, &why);
+	cr_assert_eq(ret, 4, "%08x: %d (%s)", insn, ret, why ? why : "");
+	cr_assert_eq(n, want_len, "%08x: %zu bytes, want %zu", insn, n, want_len);
+	cr_assert_eq(ends, want_end, "%08x: ends %d", insn, ends);
+
+	if (lit) {
+		put(lit_off, (uint32_t)*lit);
+		put(lit_off + 4, (uint32_t)(*lit >> 32));
+	}
+	put(addr_off, insn);
+	run(addr_off, in, &o1);
+	if (lit) {
+		put(lit_off, (uint32_t)*lit);
+		put(lit_off + 4, (uint32_t)(*lit >> 32));
+	}
+	for (k = 0; k < n; k += 4)
+		put(dest_off + k, arch_a64_read_insn(copy + k));
+	run(dest_off, in, &o2);
+
+	cr_assert_eq(o1.sig, SIGTRAP, "%08x: original ended in %d", insn, o1.sig);
+	cr_assert_eq(o2.sig, SIGTRAP, "%08x: copy ended in %d at %#" PRIx64, insn, o2.sig, o2.pc);
+	cr_assert_eq(o2.word, FILL_INSN);
+	if (o1.pc == xaddr(addr_off) + 4)
+		cr_assert_eq(o2.pc, xaddr(dest_off) + n, "%08x: copy fell through to %#" PRIx64,
+			     insn, o2.pc);
+	else
+		cr_assert_eq(o2.pc, o1.pc, "%08x: copy went to %#" PRIx64 ", original %#" PRIx64,
+			     insn, o2.pc, o1.pc);
+	for (i = 0; i < 31; i++)
+		cr_assert_eq(o2.x[i], o1.x[i], "%08x: x%d copy %#" PRIx64 ", original %#" PRIx64,
+			     insn, i, o2.x[i], o1.x[i]);
+}
+
+#define NEAR_A 0x200000u	/* addr */
+#define NEAR_D 0x201000u	/* dest within +-1 MiB and +-32 KiB */
+#define FAR_A 0x080000u
+#define FAR_D 0x380000u		/* 3 MiB away */
+
+static int relocate_err(uint32_t insn, uintptr_t addr, uintptr_t dest)
+{
+	uint8_t b[4], copy[UKP_OPT_RELOC_MAX];
+	enum arch_reloc_end ends;
+	const char *why = NULL;
+	size_t n;
+	int ret;
+
+	le32(b, insn);
+	ret = arch_relocate_insn(b, 4, addr, dest, copy, &n, &ends, &why);
+	if (ret < 0)
+		cr_assert(why && *why);
+	return ret;
+}
+
+Test(insn_a64, reloc_plain_and_leaving)
+{
+	struct a64_in in;
+
+	xbuf_init();
+	random_in(&in, 0);
+	check_reloc(0x91001020, NEAR_A, FAR_D, &in, 4, ARCH_RELOC_NEXT, NULL, 0);	/* add */
+	check_reloc(enc_b(false, 0x100), FAR_A, FAR_D, &in, 4, ARCH_RELOC_LEAVES, NULL, 0);
+	check_reloc(enc_b(false, -0x40000), FAR_D, FAR_A, &in, 4, ARCH_RELOC_LEAVES, NULL, 0);
+	in.x[7] = xaddr(0x300000);
+	check_reloc(enc_br(0, 7), FAR_A, FAR_D, &in, 4, ARCH_RELOC_LEAVES, NULL, 0);
+	in.x[30] = xaddr(0x300100);
+	check_reloc(enc_br(2, 30), FAR_A, FAR_D, &in, 4, ARCH_RELOC_LEAVES, NULL, 0);
+	/* b.al leaves too */
+	check_reloc(enc_bcond(14, 0x40000, false), FAR_A, FAR_D, &in, 4, ARCH_RELOC_LEAVES, NULL,
+		    0);
+}
+
+Test(insn_a64, reloc_conditional_near_and_far)
+{
+	struct a64_in in;
+	unsigned int cond, flags, bit;
+
+	xbuf_init();
+	for (cond = 0; cond < 14; cond++) {
+		for (flags = 0; flags < 16; flags += 5) {
+			random_in(&in, (uint64_t)flags << 28);
+			check_reloc(enc_bcond(cond, 0x200, false), NEAR_A, NEAR_D, &in, 4,
+				    ARCH_RELOC_NEXT, NULL, 0);
+			check_reloc(enc_bcond(cond, -0x400, false), FAR_A + 0x1000, FAR_D, &in, 8,
+				    ARCH_RELOC_NEXT, NULL, 0);
+		}
+	}
+	for (bit = 0; bit < 64; bit += 9) {
+		random_in(&in, 0);
+		in.x[3] = rnd() | 1ull << bit;
+		in.x[4] = in.x[3] & ~(1ull << bit);
+		check_reloc(enc_tb(false, bit, 3, 0x100), NEAR_A, NEAR_D, &in, 4, ARCH_RELOC_NEXT,
+			    NULL, 0);
+		check_reloc(enc_tb(false, bit, 4, 0x100), NEAR_A, NEAR_D + 0x10000, &in, 8,
+			    ARCH_RELOC_NEXT, NULL, 0);
+		check_reloc(enc_tb(true, bit, 3, -0x100), NEAR_A, NEAR_D + 0x10000, &in, 8,
+			    ARCH_RELOC_NEXT, NULL, 0);
+		check_reloc(enc_tb(true, bit, 4, -0x100), NEAR_A, NEAR_D + 0x10000, &in, 8,
+			    ARCH_RELOC_NEXT, NULL, 0);
+	}
+	random_in(&in, 0);
+	in.x[5] = 0;
+	in.x[6] = 0x100000000u;
+	check_reloc(enc_cb(false, true, 5, 0x80), FAR_A, FAR_D, &in, 8, ARCH_RELOC_NEXT, NULL, 0);
+	check_reloc(enc_cb(true, true, 5, 0x80), FAR_A, FAR_D, &in, 8, ARCH_RELOC_NEXT, NULL, 0);
+	check_reloc(enc_cb(false, false, 6, 0x80), FAR_A, FAR_D, &in, 8, ARCH_RELOC_NEXT, NULL,
+		    0);
+	check_reloc(enc_cb(true, false, 6, 0x80), NEAR_A, NEAR_D, &in, 4, ARCH_RELOC_NEXT, NULL,
+		    0);
+}
+
+Test(insn_a64, reloc_calls)
+{
+	struct a64_in in;
+
+	xbuf_init();
+	random_in(&in, 0);
+	check_reloc(enc_b(true, 0x1000), FAR_A, FAR_D, &in, 16, ARCH_RELOC_CALL, NULL, 0);
+	check_reloc(enc_b(true, -0x1000), FAR_D, FAR_A, &in, 16, ARCH_RELOC_CALL, NULL, 0);
+	in.x[5] = xaddr(0x300000);
+	check_reloc(enc_br(1, 5), FAR_A, FAR_D, &in, 16, ARCH_RELOC_CALL, NULL, 0);
+	cr_assert_eq(relocate_err(enc_br(1, 30), 0x10000, 0x20000), -EOPNOTSUPP);
+	test_gcs = true;
+	cr_assert_eq(relocate_err(enc_b(true, 0x1000), 0x10000, 0x20000), -EOPNOTSUPP);
+	test_gcs = false;
+}
+
+Test(insn_a64, reloc_adr_adrp)
+{
+	static const int64_t imms[] = { 0, 0x123, -0x7f8, 0xfffff, -0x100000 };
+	struct a64_in in;
+	int64_t rel;
+	size_t i;
+
+	xbuf_init();
+	for (i = 0; i < sizeof(imms) / sizeof(imms[0]); i++) {
+		random_in(&in, 0);
+		/* adr reaches the target from dest only when the target is
+		 * within 1 MiB of it; else adrp + add */
+		rel = (int64_t)NEAR_A + imms[i] - (int64_t)NEAR_D;
+		check_reloc(enc_adr(false, imms[i], 9), NEAR_A, NEAR_D, &in,
+			    rel >= -0x100000 && rel < 0x100000 ? 4 : 8, ARCH_RELOC_NEXT, NULL, 0);
+		rel = (int64_t)(FAR_A + 4 * i) + imms[i] - (int64_t)FAR_D;
+		check_reloc(enc_adr(false, imms[i], 9), FAR_A + 4 * i, FAR_D, &in,
+			    rel >= -0x100000 && rel < 0x100000 ? 4 : 8, ARCH_RELOC_NEXT, NULL, 0);
+		check_reloc(enc_adr(false, imms[i], 9), FAR_D - 0x80000, FAR_A, &in, 8,
+			    ARCH_RELOC_NEXT, NULL, 0);
+		/* adrp: the page is 4 GiB back from addr, more from dest */
+		if (imms[i] == -0x100000)
+			cr_assert_eq(relocate_err(enc_adr(true, imms[i], 10), xaddr(FAR_A),
+						  xaddr(FAR_D)), -EINVAL);
+		else
+			check_reloc(enc_adr(true, imms[i], 10), FAR_A + 4 * i, FAR_D, &in, 4,
+				    ARCH_RELOC_NEXT, NULL, 0);
+		check_reloc(enc_adr(false, imms[i], 31), FAR_A, FAR_D, &in, 4, ARCH_RELOC_NEXT,
+			    NULL, 0);
+	}
+}
+
+Test(insn_a64, reloc_ldr_literal)
+{
+	struct a64_in in;
+	uint64_t v = 0x8123456789abcdefu;
+	unsigned int opc;
+
+	xbuf_init();
+	for (opc = 0; opc < 3; opc++) {
+		random_in(&in, 0);
+		/* near: re-based */
+		check_reloc(enc_ldr_lit(opc, 0x40, 2), NEAR_A, NEAR_D, &in, 4, ARCH_RELOC_NEXT, &v,
+			    NEAR_A + 0x40);
+		/* far, literal 8-aligned: adrp + ldr [x, #lo12] */
+		check_reloc(enc_ldr_lit(opc, 0x40, 2), FAR_A, FAR_D, &in, 8, ARCH_RELOC_NEXT, &v,
+			    FAR_A + 0x40);
+		/* far, literal 4 mod 8: the X load needs the add */
+		check_reloc(enc_ldr_lit(opc, 0x44, 3), FAR_A, FAR_D, &in, opc == 1 ? 12 : 8,
+			    ARCH_RELOC_NEXT, &v, FAR_A + 0x44);
+	}
+	cr_assert_eq(relocate_err(enc_ldr_lit(1, 0x40, 31), 0x0, 0x400000), -EINVAL);
+}
+
+Test(insn_a64, reloc_refusals_and_other_literals)
+{
+	uint8_t b[4], copy[UKP_OPT_RELOC_MAX];
+	enum arch_reloc_end ends;
+	const char *why;
+	size_t n;
+
+	cr_assert_eq(relocate_err(enc_b(false, 0x100), 0, 0x8000000 + 0x200), -EINVAL);
+	cr_assert_eq(relocate_err(enc_b(true, 0x100), 0, 0x8000000 + 0x200), -EINVAL);
+	cr_assert_eq(relocate_err(enc_bcond(0, 0x100, false), 0, 0x8000000 + 0x200), -EINVAL);
+	cr_assert_eq(relocate_err(enc_adr(true, 0, 1), 0, 0x100000000ull + 0x1000), -EINVAL);
+	cr_assert_eq(relocate_err(0xd4000001, 0x1000, 0x2000), -EOPNOTSUPP);	/* svc */
+	cr_assert_eq(relocate_err(0xc85f7c20, 0x1000, 0x2000), -EOPNOTSUPP);	/* ldxr */
+	cr_assert_eq(relocate_err(0xd71f0822, 0x1000, 0x2000), -EOPNOTSUPP);	/* braa */
+	cr_assert_eq(relocate_err(0xd503205f, 0x1000, 0x2000), -EOPNOTSUPP);	/* wfe */
+	cr_assert_eq(relocate_err(0x1d010440, 0x1000, 0x2000), -EOPNOTSUPP);	/* cpyp */
+	cr_assert_eq(relocate_err(0xd4200000, 0x1000, 0x2000), -EILSEQ);	/* brk */
+	cr_assert_eq(relocate_err(0x00000000, 0x1000, 0x2000), -EILSEQ);	/* udf */
+
+	/* retaa: authenticated with sp, copied as is */
+	le32(b, 0xd65f0bff);
+	cr_assert_eq(arch_relocate_insn(b, 4, 0x1000, 0x9000, copy, &n, &ends, &why), 4);
+	cr_assert(n == 4 && ends == ARCH_RELOC_LEAVES && arch_a64_read_insn(copy) == 0xd65f0bff);
+	/* ldr d1, lit: re-based within reach, refused beyond */
+	le32(b, 0x5c000041);	/* ldr d1, .+8 */
+	cr_assert_eq(arch_relocate_insn(b, 4, 0x100000, 0x100400, copy, &n, &ends, &why), 4);
+	cr_assert_eq(arch_a64_read_insn(copy), 0x5c000041u | ((uint32_t)(-0x3f8 / 4) & 0x7ffff) << 5);
+	cr_assert_eq(relocate_err(0x5c000041, 0x100000, 0x400000), -EINVAL);
+	/* prfm (literal) beyond reach: a nop */
+	le32(b, 0xd8000040);
+	cr_assert_eq(arch_relocate_insn(b, 4, 0x100000, 0x400000, copy, &n, &ends, &why), 4);
+	cr_assert_eq(arch_a64_read_insn(copy), 0xd503201fu);
+}
+
+Test(insn_a64, patchable_nops)
+{
+	uint8_t code[8];
+
+	le32(code, 0xd503201f);
+	le32(code + 4, 0xd503201f);
+	cr_assert_eq(arch_patchable_nops(code, 8), 4u);
+	cr_assert_eq(arch_patchable_nops(code, 4), 4u);
+	cr_assert_eq(arch_patchable_nops(code, 3), 0u);
+	le32(code, 0xd503245f);	/* bti c */
+	cr_assert_eq(arch_patchable_nops(code, 8), 0u);
+	le32(code, 0xd503233f);	/* paciasp */
+	cr_assert_eq(arch_patchable_nops(code, 8), 0u);
 }

@@ -49,6 +49,13 @@
  *    only pc changes, to addr + 4.
  *  - arch_insn_length(): 4, or 0 when fewer than 4 bytes are available or
  *    the word is an encoding known to be unallocated.
+ *  - arch_relocate_insn() (reloc.c): the copy of one instruction for a
+ *    detour at dest, pc-relative forms re-encoded or rewritten, at most
+ *    UKP_OPT_RELOC_MAX bytes; -EINVAL when a target is out of reach from
+ *    dest, -EOPNOTSUPP for what cannot run from a copy, -EILSEQ for
+ *    exception instructions and unallocated encodings.
+ *  - arch_patchable_nops() (reloc.c): 4 when the entry starts with a nop
+ *    (one covers the 4-byte jump), else 0.
  */
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
@@ -190,7 +197,15 @@ struct ukp_arch_insn {
 	int64_t imm;        /* byte offset from addr (adrp: from addr's 4 KiB page) */
 };
 
-/* The jump optimization's state: optprobe.c is not ported yet. */
+/*
+ * Jump optimization: the jump an optimized probe writes is a b imm26
+ * (+-128 MiB), one instruction like the breakpoint. The longest copy of
+ * one relocated instruction (reloc.c) is a call: ldr x30, literal; b or
+ * br; the 8-byte return address. The detour's layout and struct
+ * ukp_arch_opt belong to optprobe.c, which is not ported yet.
+ */
+#define UKP_OPT_JUMP_SIZE 4
+#define UKP_OPT_RELOC_MAX 16
 struct ukp_arch_opt;
 
 #endif /* UKP_ARCH_INSN_H */

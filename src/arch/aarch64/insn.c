@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "classify.h"
 #include "sim_ops.h"
 
 #define A64_B_INSN UINT32_C(0x14000000)
@@ -305,12 +306,8 @@ static int classify_load_store(struct ukp_arch_insn *ai, uint32_t insn)
 	return 0;
 }
 
-/*
- * [reg] Classify insn into ai (sim and operands, blocking, why). Returns
- * 0 (simulated when ai->sim, else out of line) or a negative errno; sets
- * *boost to whether an out-of-line copy may run without the trap back.
- */
-static int classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
+/* [reg] classify.h */
+int ukp_a64_classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
 {
 	*boost = true;
 	switch (field(insn, 25, 4)) {	/* op0 */
@@ -384,7 +381,7 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 		return refuse(ai, -EILSEQ, "address not 4-aligned");
 	insn = arch_a64_read_insn(code);
 	ai->opcode = insn;
-	ret = classify(ai, insn, &boost);
+	ret = ukp_a64_classify(ai, insn, &boost);
 	if (ret || ai->sim != UKP_SIM_NONE)
 		return ret;
 
@@ -407,7 +404,8 @@ size_t arch_insn_length(const uint8_t *code, size_t avail)
 		return 0;
 	memset(&ai, 0, sizeof(ai));
 	/* Every refusal but "unallocated" is an instruction that decodes. */
-	if (classify(&ai, arch_a64_read_insn(code), &boost) == -EILSEQ && ai.why == unallocated)
+	if (ukp_a64_classify(&ai, arch_a64_read_insn(code), &boost) == -EILSEQ &&
+	    ai.why == unallocated)
 		return 0;
 	return 4;
 }
