@@ -23,7 +23,9 @@
  *  - arch_prepare_insn(): len is always 4. The instruction is either
  *      simulated (ool false; core.c): b, bl, b.cond (and bc.cond), cbz,
  *        cbnz, tbz, tbnz, br, blr, ret (plain register forms), adr, adrp,
- *        ldr (literal) of a W or X register, ldrsw (literal);
+ *        ldr (literal) of a W or X register, ldrsw (literal); bl, blr
+ *        and ret are refused (-EOPNOTSUPP) under a guarded control
+ *        stack (arch_shadow_stack_active());
  *      or run out of line (ool true): slot_image = the instruction, then
  *        brk #0x006 (UKP_SSTEP_BREAKPOINT_INSN), slot_len 8; svc sets
  *        blocking. When the instruction may run without a trap back and
@@ -68,9 +70,11 @@
 
 /*
  * The probe's breakpoint: brk #0x004, the kernel's BRK64_OPCODE_KPROBES
- * (so a debugger tells it from its own brk #0). A uint32_t value; in
- * memory it is the little-endian UKP_BREAKPOINT_BYTES. The trap leaves
- * pc AT the brk (x86's int3 leaves ip past it).
+ * (so a debugger tells it from its own brk #0). At EL0 the kernel turns
+ * every brk into SIGTRAP (TRAP_BRKPT) except uprobes' brk #0x005, which
+ * is therefore not used. A uint32_t value; in memory it is the
+ * little-endian UKP_BREAKPOINT_BYTES. The trap leaves pc AT the brk
+ * (x86's int3 leaves ip past it).
  */
 #define UKP_BREAKPOINT_INSN UINT32_C(0xd4200080)
 #define UKP_BREAKPOINT_BYTES { 0x80, 0x00, 0x20, 0xd4 }
@@ -82,10 +86,11 @@
 
 /*
  * What arch_uc_trapnr() returns for a brk: the exception class of BRK64
- * in ESR_EL1 (ESR_ELx_EC_BRK64). The kernel does not put an ESR record
- * into the signal frame of a brk at EL0 (only faults record one), so
+ * in ESR_EL1 (ESR_ELx_EC_BRK64). The signal frame's ESR record cannot
+ * say it: a brk at EL0 ends in send_user_sigtrap(), which does not set
+ * the fault code that record reports (only arm64_notify_die() does), so
  * arch_uc_trapnr() must tell a brk from the instruction at pc
- * (arch_breakpoint_at), not from the frame.
+ * (arch_breakpoint_at).
  */
 #define UKP_TRAPNR_BREAKPOINT 0x3c
 

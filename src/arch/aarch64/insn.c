@@ -246,8 +246,8 @@ static int classify_branch_sys(struct ukp_arch_insn *ai, uint32_t insn, bool *bo
 	}
 	if ((insn & UINT32_C(0xff000000)) == UINT32_C(0x54000000)) {		/* b.cond */
 		/* bit 4 set: bc.cond (FEAT_HBC), the same branch with a
-		 * hint that it is consistent; the kernel's mask misses it
-		 * and would step it. */
+		 * hint that it is consistent; the kernel's b.cond mask
+		 * (0xff000010) does not match it. */
 		ai->sim = UKP_SIM_BCOND;
 		ai->cond = (uint8_t)field(insn, 0, 4);
 		ai->imm = sfield(insn, 5, 19) * 4;
@@ -382,8 +382,20 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 	insn = arch_a64_read_insn(code);
 	ai->opcode = insn;
 	ret = ukp_a64_classify(ai, insn, &boost);
-	if (ret || ai->sim != UKP_SIM_NONE)
+	if (ret)
 		return ret;
+	if (ai->sim != UKP_SIM_NONE) {
+		/* Under a guarded control stack (FEAT_GCS) bl/blr push and
+		 * ret pops the return address there too, which a simulation
+		 * from the signal handler cannot do (as the x86 core refuses
+		 * its call relocation under a shadow stack). */
+		if ((ai->sim == UKP_SIM_BL || ai->sim == UKP_SIM_BLR || ai->sim == UKP_SIM_RET) &&
+		    arch_shadow_stack_active())
+			return refuse(ai, -EOPNOTSUPP,
+				      "a call or return cannot be simulated under a guarded "
+				      "control stack");
+		return 0;
+	}
 
 	put_insn(ai->slot_image, insn);
 	put_insn(ai->slot_image + 4, UKP_SSTEP_BREAKPOINT_INSN);
