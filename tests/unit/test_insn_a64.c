@@ -318,13 +318,15 @@ static void regs_from(struct pt_regs *regs, const struct a64_in *in, uintptr_t p
 		regs->regs[i] = in->x[i];
 	regs->sp = 0x7ffff000u;
 	regs->pc = pc;
-	regs->pstate = in->nzcv;
+	/* any BTYPE: the brk may have been reached by an indirect branch;
+	 * after the instruction it is what the instruction sets */
+	regs->pstate = in->nzcv | (rnd() & 3) << 10;
 }
 
 /*
  * Put insn at pos, run it on the CPU, simulate it with arch_emulate, and
- * compare: every x register, pc and NZCV; a load that faulted on the CPU
- * must be -EFAULT with the same address and no register changed.
+ * compare: every x register, pc, NZCV and BTYPE; a load that faulted on
+ * the CPU must be -EFAULT with the same address and no register changed.
  * Returns the CPU's pc (where it led).
  */
 static uint64_t check_sim(uint32_t insn, size_t pos, const struct a64_in *in,
@@ -334,6 +336,7 @@ static uint64_t check_sim(uint32_t insn, size_t pos, const struct a64_in *in,
 	struct pt_regs regs;
 	struct cpu_out out;
 	uintptr_t addr = xaddr(pos), fault = 0;
+	uint64_t pstate;
 	int i, ret;
 
 	ret = prep(&ai, insn, addr, addr + 0x1000);
@@ -342,6 +345,7 @@ static uint64_t check_sim(uint32_t insn, size_t pos, const struct a64_in *in,
 		  ai.sim, want);
 	/* simulated first: the run restores the buffer (literals too) */
 	regs_from(&regs, in, addr);
+	pstate = regs.pstate;
 	ret = arch_emulate(&ai, addr, &regs, &fault);
 	put(pos, insn);
 	run(pos, in, &out);
@@ -354,6 +358,7 @@ static uint64_t check_sim(uint32_t insn, size_t pos, const struct a64_in *in,
 		for (i = 0; i < 31; i++)
 			cr_assert_eq(regs.regs[i], in->x[i], "%08x: x%d changed on a fault", insn, i);
 		cr_assert_eq(regs.pc, addr);
+		cr_assert_eq(regs.pstate, pstate);
 		return out.pc;
 	}
 	cr_assert_eq(ret, 0, "%08x: sim %d", insn, ret);
@@ -367,8 +372,11 @@ static uint64_t check_sim(uint32_t insn, size_t pos, const struct a64_in *in,
 	for (i = 0; i < 31; i++)
 		cr_assert_eq(regs.regs[i], out.x[i], "%08x: x%d sim %#" PRIx64 ", cpu %#" PRIx64,
 			     insn, i, regs.regs[i], out.x[i]);
-	cr_assert_eq(regs.pstate & 0xf0000000u, out.pstate & 0xf0000000u);
+	/* NZCV unchanged; BTYPE (bits 11:10) as the CPU set it (qemu's
+	 * default cpu has FEAT_BTI; the buffer is not a guarded page) */
 	cr_assert_eq(out.pstate & 0xf0000000u, in->nzcv);
+	cr_assert_eq(regs.pstate & 0xf0000c00u, out.pstate & 0xf0000c00u,
+		     "%08x: pstate sim %#" PRIx64 ", cpu %#" PRIx64, insn, regs.pstate, out.pstate);
 	return out.pc;
 }
 

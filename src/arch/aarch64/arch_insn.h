@@ -46,7 +46,11 @@
  *                  kernel restarts them from the first of the three, at
  *                  pc - 4 or - 8), transactional tstart/tcancel.
  *
- *  - arch_emulate(): on entry regs->pc == addr (the brk's address).
+ *  - arch_emulate(): on entry regs->pc == addr (the brk's address). Sets
+ *    pc, x30 (bl, blr), the destination register (adr, adrp, ldr literal;
+ *    31 is xzr) and PSTATE.BTYPE as the instruction would (br 01, blr 10,
+ *    every other 00); a literal load that faults changes nothing and
+ *    returns -EFAULT with *fault_addr the literal's address.
  *  - arch_resume_ool(): on entry regs->pc == slot + 4 (the trailing brk);
  *    only pc changes, to addr + 4.
  *  - arch_insn_length(): 4, or 0 when fewer than 4 bytes are available or

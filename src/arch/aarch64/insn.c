@@ -347,9 +347,9 @@ int ukp_a64_classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
 /*
  * [reg] The boost copy for slot + UKP_BOOST_OFFSET: the instruction, then
  * "b addr + 4" from slot + UKP_BOOST_OFFSET + 4, if a b (+-128 MiB)
- * reaches. The kernel has no booster on arm64 because its out-of-line
- * copies may be re-based; here none reads pc, so the copy is the same
- * word.
+ * reaches. The kernel's arm64 kprobes have no booster; here no
+ * instruction that runs out of line reads pc, so the copy is the same
+ * word wherever it runs.
  */
 static void prepare_boost(struct ukp_arch_insn *ai, uint32_t insn, uintptr_t addr,
 			  uintptr_t slot)
