@@ -620,6 +620,46 @@ Test(insn_a64, inline_helpers)
 	cr_assert_eq(arch_entry_skip(b, 4), 0u);
 }
 
+/*
+ * Why arch_entry_skip() skips nothing: a probe's brk that replaces the
+ * "bti c" of an entry in a guarded page (PROT_BTI) still traps as a
+ * breakpoint when reached by blr (a brk is no Branch Target exception),
+ * with BTYPE 10 in the frame, where a nop there raises SIGILL; the bti
+ * then runs from the unguarded slot.
+ */
+Test(insn_a64, brk_is_a_landing_pad_in_a_guarded_page)
+{
+	static const uint32_t words[] = { UKP_BREAKPOINT_INSN, 0xd503201f /* nop */ };
+	static const int want[] = { SIGTRAP, SIGILL };
+	struct cpu_out out;
+	uint8_t *page;
+	size_t k;
+
+	xbuf_init();
+	page = mmap(NULL, A64_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(page, MAP_FAILED);
+	for (k = 0; k < 2; k++)
+		le32(page + 4 * k, words[k]);
+	le32(page + 8, FILL_INSN);
+	if (mprotect(page, A64_PAGE, PROT_READ | PROT_EXEC | 0x10 /* PROT_BTI */)) {
+		cr_assert_eq(errno, EINVAL);
+		cr_skip_test("this CPU has no BTI: no guarded pages");
+	}
+	for (k = 0; k < 2; k++) {
+		struct a64_in in;
+
+		random_in(&in, 0);
+		in.x[9] = (uintptr_t)page + 4 * k;
+		put(MID, enc_br(1, 9));		/* blr x9 */
+		run(MID, &in, &out);
+		cr_assert_eq(out.sig, want[k], "word %zu: signal %d", k, out.sig);
+		cr_assert_eq(out.pc, (uintptr_t)page + 4 * k);
+		if (k == 0)
+			cr_assert_eq(out.pstate & 0xc00u, 0x800u);	/* BTYPE c */
+	}
+	munmap(page, A64_PAGE);
+}
+
 /* ------------------------------------------------------- boundaries */
 
 Test(insn_a64, boundary_alignment)

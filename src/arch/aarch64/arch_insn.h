@@ -121,8 +121,10 @@ static inline uint32_t arch_a64_read_insn(const uint8_t *b)
  * [any] Bytes a probe on a function's entry goes past: none on AArch64.
  * The kernel's arm64 kprobes have no arch_adjust_kprobe_addr (only x86
  * and powerpc do), and a BTI landing pad (bti c, bti jc) or paciasp /
- * pacibsp at the entry is itself probe-able: it runs out of line (pacia*
- * signs x30 with sp, neither depends on pc), so nothing is skipped.
+ * pacibsp at the entry is itself probe-able: the brk that replaces it is
+ * a valid target of blr in a guarded page (it traps as a breakpoint, not
+ * as a Branch Target exception), and the instruction runs out of line
+ * from the unguarded slot (pacia* signs x30 with sp, neither reads pc).
  */
 static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
 {
