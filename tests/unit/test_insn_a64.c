@@ -534,7 +534,6 @@ Test(insn_a64, classify_samples)
 		cr_assert_eq(ai.blocking, s->blocking, "%s", s->text);
 		cr_assert_eq(ai.boostable, s->boost, "%08x %s: boostable %d", s->insn, s->text,
 			     ai.boostable);
-		/* arch_insn_length: only the unallocated ones do not decode */
 	}
 }
 
