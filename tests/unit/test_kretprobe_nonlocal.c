@@ -499,7 +499,7 @@ Test(nonlocal, exit_inside_a_probed_frame)
 
 static void *walk[64];
 static int nwalk;
-static unsigned long ra_inner, ra_outer;
+static unsigned long ra_inner, ra_outer __attribute__((unused));
 
 static _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg)
 {
@@ -538,7 +538,7 @@ UKP_TARGET long krp_walk_top(long how)
 
 static long (*volatile f_walk_top)(long) = krp_walk_top;
 
-static bool in_fn(void *a, void *fn)
+static __attribute__((unused)) bool in_fn(void *a, void *fn)
 {
 	return (char *)a > (char *)fn && (char *)a < (char *)fn + 128;
 }

@@ -23,7 +23,9 @@
  *  - arch_prepare_insn(): len is always 4. The instruction is either
  *      simulated (ool false; core.c): b, bl, b.cond (and bc.cond), cbz,
  *        cbnz, tbz, tbnz, br, blr, ret (plain register forms), adr, adrp,
- *        ldr (literal) of a W or X register, ldrsw (literal);
+ *        ldr (literal) of a W or X register, ldrsw (literal); bl, blr
+ *        and ret are refused (-EOPNOTSUPP) under a guarded control
+ *        stack (arch_shadow_stack_active());
  *      or run out of line (ool true): slot_image = the instruction, then
  *        brk #0x006 (UKP_SSTEP_BREAKPOINT_INSN), slot_len 8; svc sets
  *        blocking. When the instruction may run without a trap back and
@@ -44,11 +46,22 @@
  *                  kernel restarts them from the first of the three, at
  *                  pc - 4 or - 8), transactional tstart/tcancel.
  *
- *  - arch_emulate(): on entry regs->pc == addr (the brk's address).
+ *  - arch_emulate(): on entry regs->pc == addr (the brk's address). Sets
+ *    pc, x30 (bl, blr), the destination register (adr, adrp, ldr literal;
+ *    31 is xzr) and PSTATE.BTYPE as the instruction would (br 01, blr 10,
+ *    every other 00); a literal load that faults changes nothing and
+ *    returns -EFAULT with *fault_addr the literal's address.
  *  - arch_resume_ool(): on entry regs->pc == slot + 4 (the trailing brk);
  *    only pc changes, to addr + 4.
  *  - arch_insn_length(): 4, or 0 when fewer than 4 bytes are available or
  *    the word is an encoding known to be unallocated.
+ *  - arch_relocate_insn() (reloc.c): the copy of one instruction for a
+ *    detour at dest, pc-relative forms re-encoded or rewritten, at most
+ *    UKP_OPT_RELOC_MAX bytes; -EINVAL when a target is out of reach from
+ *    dest, -EOPNOTSUPP for what cannot run from a copy, -EILSEQ for
+ *    exception instructions and unallocated encodings.
+ *  - arch_patchable_nops() (reloc.c): 4 when the entry starts with a nop
+ *    (one covers the 4-byte jump), else 0.
  */
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
@@ -61,9 +74,11 @@
 
 /*
  * The probe's breakpoint: brk #0x004, the kernel's BRK64_OPCODE_KPROBES
- * (so a debugger tells it from its own brk #0). A uint32_t value; in
- * memory it is the little-endian UKP_BREAKPOINT_BYTES. The trap leaves
- * pc AT the brk (x86's int3 leaves ip past it).
+ * (so a debugger tells it from its own brk #0). At EL0 the kernel turns
+ * every brk into SIGTRAP (TRAP_BRKPT) except uprobes' brk #0x005, which
+ * is therefore not used. A uint32_t value; in memory it is the
+ * little-endian UKP_BREAKPOINT_BYTES. The trap leaves pc AT the brk
+ * (x86's int3 leaves ip past it).
  */
 #define UKP_BREAKPOINT_INSN UINT32_C(0xd4200080)
 #define UKP_BREAKPOINT_BYTES { 0x80, 0x00, 0x20, 0xd4 }
@@ -75,10 +90,11 @@
 
 /*
  * What arch_uc_trapnr() returns for a brk: the exception class of BRK64
- * in ESR_EL1 (ESR_ELx_EC_BRK64). The kernel does not put an ESR record
- * into the signal frame of a brk at EL0 (only faults record one), so
+ * in ESR_EL1 (ESR_ELx_EC_BRK64). The signal frame's ESR record cannot
+ * say it: a brk at EL0 ends in send_user_sigtrap(), which does not set
+ * the fault code that record reports (only arm64_notify_die() does), so
  * arch_uc_trapnr() must tell a brk from the instruction at pc
- * (arch_breakpoint_at), not from the frame.
+ * (arch_breakpoint_at).
  */
 #define UKP_TRAPNR_BREAKPOINT 0x3c
 /* The si_code of a SIGTRAP from brk */
@@ -107,8 +123,10 @@ static inline uint32_t arch_a64_read_insn(const uint8_t *b)
  * [any] Bytes a probe on a function's entry goes past: none on AArch64.
  * The kernel's arm64 kprobes have no arch_adjust_kprobe_addr (only x86
  * and powerpc do), and a BTI landing pad (bti c, bti jc) or paciasp /
- * pacibsp at the entry is itself probe-able: it runs out of line (pacia*
- * signs x30 with sp, neither depends on pc), so nothing is skipped.
+ * pacibsp at the entry is itself probe-able: the brk that replaces it is
+ * a valid target of blr in a guarded page (it traps as a breakpoint, not
+ * as a Branch Target exception), and the instruction runs out of line
+ * from the unguarded slot (pacia* signs x30 with sp, neither reads pc).
  */
 static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
 {
@@ -192,9 +210,15 @@ struct ukp_arch_insn {
 	int64_t imm;        /* byte offset from addr (adrp: from addr's 4 KiB page) */
 };
 
-/* The jump optimization's state: optprobe.c is not ported yet. */
-struct ukp_arch_opt;
-
+/*
+ * Jump optimization: the jump an optimized probe writes is a b imm26
+ * (+-128 MiB), one instruction like the breakpoint. The longest copy of
+ * one relocated instruction (reloc.c) is a call: ldr x30, literal; b or
+ * br; the 8-byte return address. The detour's layout and struct
+ * ukp_arch_opt belong to optprobe.c, which is not ported yet.
+ */
+#define UKP_OPT_JUMP_SIZE 4
+#define UKP_OPT_RELOC_MAX 16
 
 /* The signal restorer (nofault.S: mov x8, #139; svc #0) and where the
  * context is from its stack pointer: the kernel's rt_sigframe starts
@@ -205,14 +229,12 @@ struct ukp_arch_opt;
 /*
  * Jump optimization is not ported to AArch64 yet (unported.c refuses
  * it); these size the core's per-site optimization state for the jump
- * it will use: one `b` (4 bytes) over one instruction.
+ * it will use: one `b` over one instruction.
  */
 #define UKP_DETOUR_SIZE      64
 #define UKP_OPT_COPY_OFFSET  0
-#define UKP_OPT_JUMP_SIZE    4
 #define UKP_OPT_MAX_REGION   4
 #define UKP_OPT_MAX_INSNS    1
-#define UKP_OPT_RELOC_MAX    16
 
 struct ukp_arch_opt {
 	uint8_t len;

@@ -23,6 +23,10 @@
 #define A64_PSTATE_Z (UINT64_C(1) << 30)
 #define A64_PSTATE_C (UINT64_C(1) << 29)
 #define A64_PSTATE_V (UINT64_C(1) << 28)
+/* PSTATE.BTYPE, the branch type a BTI landing pad checks (FEAT_BTI) */
+#define A64_PSTATE_BTYPE_MASK (UINT64_C(3) << 10)
+#define A64_PSTATE_BTYPE_JC (UINT64_C(1) << 10)	/* br x16/x17, br from an unguarded page */
+#define A64_PSTATE_BTYPE_C (UINT64_C(2) << 10)	/* blr */
 
 /* [trap] Register r as these instructions read it: 31 is xzr. */
 static UKP_TRAP_TEXT uint64_t xreg(const struct pt_regs *regs, unsigned int r)
@@ -85,9 +89,9 @@ fault:
 	return -EFAULT;
 }
 
-/* [trap] */
-UKP_TRAP_TEXT int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr,
-			       struct pt_regs *regs, uintptr_t *fault_addr)
+/* [trap] The simulation proper: everything but BTYPE. */
+static UKP_TRAP_TEXT int sim_insn(const struct ukp_arch_insn *ai, uintptr_t addr,
+				  struct pt_regs *regs, uintptr_t *fault_addr)
 {
 	uint64_t next = addr + 4, target = addr + (uint64_t)ai->imm, v;
 	bool taken;
@@ -143,6 +147,35 @@ UKP_TRAP_TEXT int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr,
 	default:
 		return -EINVAL;	/* not prepared for simulation */
 	}
+}
+
+/*
+ * [trap] PSTATE.BTYPE after the simulated instruction, as the CPU sets it:
+ * br and blr set it for the landing pad at their target, every other
+ * instruction clears it. (The brk may have been reached by an indirect
+ * branch, leaving a BTYPE that must not reach the next instruction.) br
+ * sets 11 on the CPU when it is in a guarded page and not through x16
+ * or x17; the signal handler cannot tell a guarded page, so it takes 01,
+ * which every landing pad (bti c, j, jc) accepts.
+ */
+static UKP_TRAP_TEXT void set_btype(struct pt_regs *regs, unsigned int sim)
+{
+	regs->pstate &= ~A64_PSTATE_BTYPE_MASK;
+	if (sim == UKP_SIM_BR)
+		regs->pstate |= A64_PSTATE_BTYPE_JC;
+	else if (sim == UKP_SIM_BLR)
+		regs->pstate |= A64_PSTATE_BTYPE_C;
+}
+
+/* [trap] */
+UKP_TRAP_TEXT int arch_emulate(const struct ukp_arch_insn *ai, uintptr_t addr,
+			       struct pt_regs *regs, uintptr_t *fault_addr)
+{
+	int ret = sim_insn(ai, addr, regs, fault_addr);
+
+	if (!ret)
+		set_btype(regs, ai->sim);
+	return ret;
 }
 
 /* [trap] */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "classify.h"
 #include "sim_ops.h"
 
 #define A64_B_INSN UINT32_C(0x14000000)
@@ -155,6 +156,7 @@ static int classify_system(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
 {
 	if ((insn & UINT32_C(0xffffffe0)) == UINT32_C(0xd5233060))
 		return refuse(ai, -EOPNOTSUPP, "tstart: its failure path resumes relative to pc");
+	*boost = false;
 	if ((insn & UINT32_C(0xfffff01f)) == UINT32_C(0xd503201f))
 		*boost = hint_boostable(insn);
 	else if ((insn & UINT32_C(0xfffff01f)) == UINT32_C(0xd503301f))
@@ -244,8 +246,8 @@ static int classify_branch_sys(struct ukp_arch_insn *ai, uint32_t insn, bool *bo
 	}
 	if ((insn & UINT32_C(0xff000000)) == UINT32_C(0x54000000)) {		/* b.cond */
 		/* bit 4 set: bc.cond (FEAT_HBC), the same branch with a
-		 * hint that it is consistent; the kernel's mask misses it
-		 * and would step it. */
+		 * hint that it is consistent; the kernel's b.cond mask
+		 * (0xff000010) does not match it. */
 		ai->sim = UKP_SIM_BCOND;
 		ai->cond = (uint8_t)field(insn, 0, 4);
 		ai->imm = sfield(insn, 5, 19) * 4;
@@ -304,12 +306,8 @@ static int classify_load_store(struct ukp_arch_insn *ai, uint32_t insn)
 	return 0;
 }
 
-/*
- * [reg] Classify insn into ai (sim and operands, blocking, why). Returns
- * 0 (simulated when ai->sim, else out of line) or a negative errno; sets
- * *boost to whether an out-of-line copy may run without the trap back.
- */
-static int classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
+/* [reg] classify.h */
+int ukp_a64_classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
 {
 	*boost = true;
 	switch (field(insn, 25, 4)) {	/* op0 */
@@ -349,9 +347,9 @@ static int classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
 /*
  * [reg] The boost copy for slot + UKP_BOOST_OFFSET: the instruction, then
  * "b addr + 4" from slot + UKP_BOOST_OFFSET + 4, if a b (+-128 MiB)
- * reaches. The kernel has no booster on arm64 because its out-of-line
- * copies may be re-based; here none reads pc, so the copy is the same
- * word.
+ * reaches. The kernel's arm64 kprobes have no booster; here no
+ * instruction that runs out of line reads pc, so the copy is the same
+ * word wherever it runs.
  */
 static void prepare_boost(struct ukp_arch_insn *ai, uint32_t insn, uintptr_t addr,
 			  uintptr_t slot)
@@ -383,9 +381,21 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 		return refuse(ai, -EILSEQ, "address not 4-aligned");
 	insn = arch_a64_read_insn(code);
 	ai->opcode = insn;
-	ret = classify(ai, insn, &boost);
-	if (ret || ai->sim != UKP_SIM_NONE)
+	ret = ukp_a64_classify(ai, insn, &boost);
+	if (ret)
 		return ret;
+	if (ai->sim != UKP_SIM_NONE) {
+		/* Under a guarded control stack (FEAT_GCS) bl/blr push and
+		 * ret pops the return address there too, which a simulation
+		 * from the signal handler cannot do (as the x86 core refuses
+		 * its call relocation under a shadow stack). */
+		if ((ai->sim == UKP_SIM_BL || ai->sim == UKP_SIM_BLR || ai->sim == UKP_SIM_RET) &&
+		    arch_shadow_stack_active())
+			return refuse(ai, -EOPNOTSUPP,
+				      "a call or return cannot be simulated under a guarded "
+				      "control stack");
+		return 0;
+	}
 
 	put_insn(ai->slot_image, insn);
 	put_insn(ai->slot_image + 4, UKP_SSTEP_BREAKPOINT_INSN);
@@ -406,7 +416,8 @@ size_t arch_insn_length(const uint8_t *code, size_t avail)
 		return 0;
 	memset(&ai, 0, sizeof(ai));
 	/* Every refusal but "unallocated" is an instruction that decodes. */
-	if (classify(&ai, arch_a64_read_insn(code), &boost) == -EILSEQ && ai.why == unallocated)
+	if (ukp_a64_classify(&ai, arch_a64_read_insn(code), &boost) == -EILSEQ &&
+	    ai.why == unallocated)
 		return 0;
 	return 4;
 }

@@ -26,14 +26,6 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	return -EOPNOTSUPP;
 }
 
-/* No [FTRACE] entries either: the NOPs of -fpatchable-function-entry
- * are used by jump optimization only. */
-size_t arch_patchable_nops(const uint8_t *code, size_t avail)
-{
-	(void)code, (void)avail;
-	return 0;
-}
-
 void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
 {
 	(void)ao, (void)kretprobe;
