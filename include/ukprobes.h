@@ -30,71 +30,18 @@ extern "C" {
 #endif
 
 /*
- * Register state at a probe hit, with the kernel's x86-64 field names and
- * order. At a breakpoint hit, ip is the probed address + 1 (as the kernel
- * shows it); in a post_handler it is the address of the next instruction
- * to run. Handlers may change any field; the change takes effect.
+ * struct pt_regs, instruction_pointer(), instruction_pointer_set(),
+ * user_stack_pointer(), regs_return_value(), regs_get_kernel_argument(),
+ * regs_get_kernel_stack_nth(), kprobe_opcode_t: per architecture.
  */
-struct pt_regs {
-	unsigned long r15;
-	unsigned long r14;
-	unsigned long r13;
-	unsigned long r12;
-	unsigned long bp;
-	unsigned long bx;
-	unsigned long r11;
-	unsigned long r10;
-	unsigned long r9;
-	unsigned long r8;
-	unsigned long ax;
-	unsigned long cx;
-	unsigned long dx;
-	unsigned long si;
-	unsigned long di;
-	unsigned long orig_ax;
-	unsigned long ip;
-	unsigned long cs;
-	unsigned long flags;
-	unsigned long sp;
-	unsigned long ss;
-};
+#if defined(__x86_64__)
+#include "ukprobes-arch/x86_64.h"
+#elif defined(__aarch64__)
+#include "ukprobes-arch/aarch64.h"
+#else
+#error "ukprobes: unsupported architecture (x86-64 and AArch64 are)"
+#endif
 
-static inline unsigned long instruction_pointer(const struct pt_regs *regs)
-{
-	return regs->ip;
-}
-
-static inline unsigned long regs_return_value(const struct pt_regs *regs)
-{
-	return regs->ax;
-}
-
-/*
- * The n-th word above the stack pointer (n = 0 is *sp), read without
- * faulting; 0 when the address cannot be read.
- */
-UKPROBES_API unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs,
-						      unsigned int n);
-
-/*
- * SysV x86-64 integer argument n (0-based) of a function, valid at its
- * entry: di, si, dx, cx, r8, r9, then the stack above the return address.
- */
-static inline unsigned long regs_get_kernel_argument(const struct pt_regs *regs,
-						     unsigned int n)
-{
-	switch (n) {
-	case 0: return regs->di;
-	case 1: return regs->si;
-	case 2: return regs->dx;
-	case 3: return regs->cx;
-	case 4: return regs->r8;
-	case 5: return regs->r9;
-	default: return regs_get_kernel_stack_nth(regs, n - 5);
-	}
-}
-
-typedef unsigned char kprobe_opcode_t;
 struct kprobe;
 
 typedef int (*kprobe_pre_handler_t)(struct kprobe *, struct pt_regs *);
@@ -102,8 +49,9 @@ typedef void (*kprobe_post_handler_t)(struct kprobe *, struct pt_regs *,
 				      unsigned long flags);
 /*
  * Called when a pre or post handler of this probe faults (SIGSEGV, SIGBUS,
- * SIGFPE, SIGILL). trapnr is the x86 trap number (14 page fault, 13 general
- * protection, 0 divide error, 6 invalid opcode, ...); regs are the
+ * SIGFPE, SIGILL). trapnr is the hardware trap number (x86-64: 14 page
+ * fault, 13 general protection, 0 divide error, 6 invalid opcode, ...;
+ * AArch64: the exception class of the syndrome, ESR_ELx.EC); regs are the
  * registers of the faulting handler. The faulting handler is abandoned in
  * every case and the program carries on; the return value is ignored.
  */

@@ -66,10 +66,17 @@ static int handler_pre(struct kprobe *p, struct pt_regs *regs)
 	put_str(&l, p->symbol_name);
 	put_str(&l, "> p->addr = 0x");
 	put_hex(&l, (unsigned long)p->addr);
+#if defined(__x86_64__)
 	put_str(&l, ", ip = ");
 	put_hex(&l, regs->ip);
 	put_str(&l, ", flags = 0x");
 	put_hex(&l, regs->flags);
+#elif defined(__aarch64__)
+	put_str(&l, ", pc = ");
+	put_hex(&l, regs->pc);
+	put_str(&l, ", pstate = 0x");
+	put_hex(&l, regs->pstate);
+#endif
 	put_str(&l, ", arg0 = 0x");
 	put_hex(&l, regs_get_kernel_argument(regs, 0));
 	emit(&l);
@@ -86,8 +93,13 @@ static void handler_post(struct kprobe *p, struct pt_regs *regs, unsigned long f
 	put_str(&l, p->symbol_name);
 	put_str(&l, "> p->addr = 0x");
 	put_hex(&l, (unsigned long)p->addr);
+#if defined(__x86_64__)
 	put_str(&l, ", flags = 0x");
 	put_hex(&l, regs->flags);
+#elif defined(__aarch64__)
+	put_str(&l, ", pstate = 0x");
+	put_hex(&l, regs->pstate);
+#endif
 	emit(&l);
 }
 

@@ -49,6 +49,14 @@ read -r ok2 bad2 < <(summary build-san/meson-logs/testlog.json)
 
 bash bench/run.sh --quick || status=1
 
+# The AArch64 build under qemu-user (doc/arch.md).
+bash scripts/test_aarch64.sh build-aarch64 || status=1
+ok3=0; bad3=1
+if [ -f build-aarch64/meson-logs/testlog.json ]; then
+  read -r ok3 bad3 < <(summary build-aarch64/meson-logs/testlog.json)
+fi
+ok2=$((ok2 + ok3)); bad2=$((bad2 + bad3))
+
 # the SPEC and filter parsers under libFuzzer, a short run (when clang is here)
 bash scripts/fuzz.sh -runs=20000 || status=1
 

@@ -22,7 +22,7 @@
 
 #include "ukprobes.h"
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
-#include "arch_tls.h"  /* arch_thread_pointer() */
+#include "arch_tls.h"  /* arch_thread_pointer(), arch_cpu_relax() */
 #include "arch_jprobe.h" /* struct arch_jprobe_vec */
 #include "arch_syscall.h" /* arch_syscall3/4(): raw system calls */
 
@@ -30,8 +30,9 @@
  * [reg] Walk instructions from the start of a function to decide whether
  * the byte at code[off] starts an instruction. code[0] is the function's
  * first byte; avail bytes of code are readable (avail > off).
- * Returns 0 (on a boundary) or -EILSEQ (not on a boundary, or a byte
- * sequence before it does not decode).
+ * Returns 0 (on a boundary), -EILSEQ (not on a boundary, or a byte
+ * sequence before it does not decode) or -EINVAL (the arch cannot probe
+ * there: AArch64 inside a load/store-exclusive sequence).
  */
 int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
 
@@ -116,10 +117,17 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
 
 /*
  * Each arch's arch_insn.h gives, besides struct ukp_arch_insn:
- *   UKP_BREAKPOINT_INSN, UKP_BREAKPOINT_SIZE  the breakpoint instruction
- *       (its first byte, written first) and its length;
+ *   UKP_BREAKPOINT_BYTES, UKP_BREAKPOINT_SIZE  the breakpoint instruction
+ *       (its bytes, an initializer, written first) and its length, which
+ *       is sizeof(kprobe_opcode_t);
+ *   UKP_BREAKPOINT_IP_OFFSET  how far past the breakpoint's address the
+ *       trap leaves the instruction pointer (x86: 1, AArch64: 0);
+ *   UKP_TEXT_POKE_MEM  1: code is written through /proc/self/mem;
+ *       0: through a store to a page made writable for it, then the
+ *       cache maintenance the architecture needs (text_patch.c);
  *   UKP_TRAPNR_BREAKPOINT  the trap number a breakpoint raises
- *       (arch_uc_trapnr());
+ *       (arch_uc_trapnr()); UKP_BREAKPOINT_SI_CODE the si_code of its
+ *       SIGTRAP (<signal.h>);
  *   UKP_SYSCALL_INSN_SIZE  the length of the system call instruction: a
  *       thread the kernel restarts in a system call resumes this far
  *       before the instruction pointer it reports (threads.c);
@@ -128,15 +136,15 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  *       arch_adjust_kprobe_addr: x86's endbr64);
  *   arch_is_opt_jump(code)  whether code starts with the instruction an
  *       optimized probe writes (so that its original bytes are shown);
- *   arch_breakpoint_before(b)  whether the bytes b[0..1], which end at a
- *       breakpoint's trap address, still hold a breakpoint (ours or the
- *       program's own).
+ *   arch_breakpoint_before(b)  whether the UKP_BREAKPOINT_CHECK_LEN
+ *       bytes b at a breakpoint's address + UKP_BREAKPOINT_CHECK_OFF
+ *       still hold a breakpoint (ours or the program's own).
  * Inline: the trap path calls them.
  */
-/* The signal restorer, glibc's __restore_rt as ours (nofault.S):
- * mov $15, %rax; syscall. A thread in it, or just past it in the system
- * call, returns to the signal context at its stack pointer. */
-#define UKP_RESTORER_SIZE 9
+/* arch_insn.h also gives UKP_RESTORER_SIZE, the length of the signal
+ * restorer (ukp_restore_rt in nofault.S: rt_sigreturn), and
+ * UKP_RESTORER_UC_OFFSET: a thread in it, or just past it in the system
+ * call, returns to the signal context at its stack pointer plus that. */
 
 /* ------------------------------------------------------ return probes */
 /* src/arch/<arch>/kretprobe.c and the trampoline (kretprobe_tramp.S). */
@@ -156,8 +164,23 @@ extern char ukp_kretprobe_trampoline[];
 int arch_kretprobe_init(void);
 
 /* [trap] At a hit of a probe on a function's first instruction: the
- * stack address of the return address. */
+ * frame's identity, a stack address (x86: where the return address is;
+ * AArch64: the stack pointer). Frames deeper in the stack have lower
+ * slots. */
 uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs);
+
+/*
+ * arch_kretprobe.h, per arch: [trap] inline
+ *   arch_kretprobe_get_ret(regs, slot, &ret), arch_kretprobe_set_ret(regs,
+ *   slot, ret): read and replace the return address at a function's
+ *   entry (false if memory faulted);
+ *   arch_kretprobe_put_back(regs, slot, real): in the trampoline's
+ *   dispatch, the real return address back where the return took it
+ *   from (regs and slot as the trampoline passed them);
+ *   UKP_KRP_RET_IN_SLOT: 1 if the return address stays in memory at the
+ *   slot for the whole call (the unwinder interposers restore it there).
+ */
+#include "arch_kretprobe.h"
 
 /* [any] True if the calling thread runs with a hardware shadow stack
  * (return addresses cannot be rewritten). One system call. */
@@ -270,8 +293,9 @@ extern char ukp_jprobe_return_bp[], ukp_jprobe_handler_ret[];
 /* [any] jprobe_return()'s trap (the int3 at ukp_jprobe_return_bp). */
 void arch_jprobe_return_trap(void);
 
-/* [reg] Once, before the first jprobe. */
-void arch_jprobe_init(void);
+/* [reg] Once, before the first jprobe. 0, or -errno: jprobes cannot
+ * work here (register_jprobe fails with it). */
+int arch_jprobe_init(void);
 /*
  * [trap] Make uc start the handler at entry with the registers regs of a
  * hit at a function's entry, on a copy of the stack top placed below

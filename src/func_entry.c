@@ -98,10 +98,14 @@ int ukp_func_entry_called(const struct ukp_symres *sym, uintptr_t addr, const ch
 		*why = "the unwind table marks it the outermost frame: no return address";
 		return -EINVAL;
 	}
-	if (ra.cfa_expr || ra.cfa_reg != UKP_DWARF_SP || ra.cfa_off != UKP_RET_ADDR_SIZE ||
-	    ra.rule != UKP_EH_RA_AT_CFA || ra.ra_off != -UKP_RET_ADDR_SIZE) {
-		*why = "the unwind table says the return address is not on top of the stack "
-		       "here (code reached by a jump)";
+	if (ra.cfa_expr || ra.cfa_reg != UKP_DWARF_SP || ra.cfa_off != UKP_ENTRY_CFA_OFF ||
+	    (UKP_KRP_RET_IN_SLOT ? ra.rule != UKP_EH_RA_AT_CFA || ra.ra_off != -UKP_RET_ADDR_SIZE
+				 : ra.rule != UKP_EH_RA_SAME)) {
+		*why = UKP_KRP_RET_IN_SLOT
+			       ? "the unwind table says the return address is not on top of the "
+				 "stack here (code reached by a jump)"
+			       : "the unwind table says the return address is not in the link "
+				 "register here (code reached by a jump)";
 		return -EINVAL;
 	}
 	return 0;

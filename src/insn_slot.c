@@ -142,7 +142,7 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
-	memset(p, UKP_BREAKPOINT_INSN, CHUNK_SIZE);
+	ukp_fill_breakpoints(p, CHUNK_SIZE);
 	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
 		munmap(p, CHUNK_SIZE);
 		return NULL;
@@ -259,7 +259,7 @@ void ukp_slot_free(uintptr_t slot)
 	if (!c)
 		return;
 	idx = (slot - c->base) / UKP_SLOT_SIZE;
-	memset(fill, UKP_BREAKPOINT_INSN, sizeof(fill));
+	ukp_fill_breakpoints(fill, sizeof(fill));
 	ukp_text_poke(slot, fill, sizeof(fill));
 	atomic_store(&c->owner[idx], NULL);
 	if (c->used[idx]) {

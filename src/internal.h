@@ -80,7 +80,7 @@ struct ukp_site {
 	bool gone;                           /* its object was unloaded */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
-	uint8_t opcode;                      /* original first byte */
+	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
 	const struct ukp_object *obj;
 	char *symname;                       /* containing symbol, for the list */
 	unsigned long symoff;
@@ -206,6 +206,11 @@ void ukp_sync_after_fork_child(void);         /* [reg] */
 /* ------------------------------------------------------------- text */
 /* text_patch.c */
 int ukp_text_poke(uintptr_t addr, const void *buf, size_t len); /* [reg] */
+/* The breakpoint instruction's bytes, as written over a probed address. */
+extern const uint8_t ukp_breakpoint_insn[UKP_BREAKPOINT_SIZE];
+/* [any] Fill n bytes (a multiple of UKP_BREAKPOINT_SIZE) with breakpoints,
+ * so that a stray jump into unused code traps. */
+void ukp_fill_breakpoints(void *p, size_t n);
 bool ukp_text_sync(void);                     /* [reg] serialize every thread */
 int ukp_text_init(void);                      /* [reg] */
 void ukp_text_after_fork(void);               /* [any] */

@@ -70,7 +70,7 @@ UKP_TRAP_TEXT int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	copy_words((unsigned long *)&j->regs, (const unsigned long *)regs,
 		   sizeof(*regs) / sizeof(long));
 	j->prepared = jp;
-	regs->ip = (unsigned long)*(void *volatile *)&jp->entry;
+	instruction_pointer_set(regs, (unsigned long)*(void *volatile *)&jp->entry);
 	return 1;
 }
 
@@ -86,7 +86,7 @@ UKP_TRAP_TEXT bool ukp_jprobe_enter(struct ukp_ctlblk *c, struct ukp_site *s,
 	/* The handler runs on a copy of the stack top, whose return address
 	 * is the library's: the probed function's stack is never written,
 	 * and a handler that forgets jprobe_return() is caught. */
-	if (arch_jprobe_start(uc, &j->start, &j->regs, regs->ip)) {
+	if (arch_jprobe_start(uc, &j->start, &j->regs, instruction_pointer(regs))) {
 		__atomic_fetch_add(&jp->kp.nmissed, 1, __ATOMIC_RELAXED);
 		copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
 			   sizeof(*regs) / sizeof(long));
@@ -143,9 +143,11 @@ UKPROBES_API UKP_TRAP_TEXT void jprobe_return(void)
 
 static pthread_once_t jp_once = PTHREAD_ONCE_INIT;
 
+static int jp_init_ret;
+
 static void jp_init(void)
 {
-	arch_jprobe_init();
+	jp_init_ret = arch_jprobe_init();
 }
 
 /* [reg] The handler must be a function's first instruction (the
@@ -189,6 +191,8 @@ UKPROBES_API int register_jprobe(struct jprobe *jp)
 	if (ret)
 		return ret;
 	pthread_once(&jp_once, jp_init);
+	if (jp_init_ret)
+		return jp_init_ret;
 	kp = &jp->kp;
 	saved_addr = kp->addr;
 	saved_flags = kp->flags;

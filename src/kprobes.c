@@ -165,12 +165,11 @@ bool ukp_site_wants_armed(const struct ukp_site *s)
 /* [reg] Write the breakpoint. */
 int ukp_site_arm(struct ukp_site *s)
 {
-	uint8_t bp = UKP_BREAKPOINT_INSN;
 	int ret;
 
 	if (atomic_load(&s->armed) || s->gone)
 		return 0;
-	ret = ukp_text_poke(s->addr, &bp, 1);
+	ret = ukp_text_poke(s->addr, ukp_breakpoint_insn, UKP_BREAKPOINT_SIZE);
 	if (ret)
 		return ret;
 	ukp_text_sync();
@@ -190,7 +189,7 @@ int ukp_site_disarm(struct ukp_site *s)
 	if (!s->gone)
 		ukp_opt_unoptimize(s);
 	if (!s->gone) {
-		ret = ukp_text_poke(s->addr, &s->opcode, 1);
+		ret = ukp_text_poke(s->addr, s->opcode, UKP_BREAKPOINT_SIZE);
 		if (ret)
 			return ret;
 		ukp_text_sync();
@@ -474,12 +473,12 @@ size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 	for (n = 0; n < len; n++)
 		if (arch_copy_nofault(&buf[n], (const void *)(addr + n), 1))
 			break;
-	for (i = 0; i < n; i++) {
-		if (buf[i] == UKP_BREAKPOINT_INSN) {
+	for (i = 0; i + UKP_BREAKPOINT_SIZE <= n; i++) {
+		if (!memcmp(&buf[i], ukp_breakpoint_insn, UKP_BREAKPOINT_SIZE)) {
 			struct ukp_site *s = ukp_site_lookup(addr + i);
 
 			if (s)
-				buf[i] = s->opcode;
+				memcpy(&buf[i], s->opcode, UKP_BREAKPOINT_SIZE);
 		}
 	}
 	ukp_opt_unpatch(addr, buf, n);
@@ -585,7 +584,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		/* [insn][int3] at 0, [insn'][jmp] at UKP_BOOST_OFFSET */
 		uint8_t img[UKP_SLOT_SIZE];
 
-		memset(img, UKP_BREAKPOINT_INSN, sizeof(img));
+		ukp_fill_breakpoints(img, sizeof(img));
 		memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
 		if (s->ainsn.boostable)
 			memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
@@ -600,7 +599,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		ukp_slot_free(s->slot);
 		s->slot = 0;
 	}
-	s->opcode = code[off];
+	memcpy(s->opcode, code + off, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
 	s->symoff = off;
@@ -699,7 +698,7 @@ static int __register_kprobe(struct kprobe *p)
 		}
 		new_site = true;
 	}
-	p->opcode = s->opcode;
+	memcpy(&p->opcode, s->opcode, sizeof(p->opcode));
 	ch->kp = p;
 	ch->site = s;
 	/* (a jprobe's pre_handler must not be called by the optimized

@@ -422,7 +422,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		return 0;
 	}
 	slot = arch_kretprobe_ret_slot(regs);
-	if (!read_word(slot, &cur)) {
+	if (!arch_kretprobe_get_ret(regs, slot, &cur)) {
 		krp_missed(rp);
 		return 0;
 	}
@@ -479,7 +479,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 	e->ret = real;
 	atomic_store_explicit(&e->ri, ri, memory_order_relaxed);
 	set_depth(t, d + 1);
-	if (!chained && !write_word(slot, TRAMPOLINE)) {
+	if (!chained && !arch_kretprobe_set_ret(regs, slot, TRAMPOLINE)) {
 		set_depth(t, d);
 		entry_drop(e);
 		krp_missed(rp);
@@ -544,8 +544,8 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 		goto lost;
 	}
 	/* Unwinders see the real return address from here on. */
-	*ret_slot = real;
-	regs->ip = real;
+	arch_kretprobe_put_back(regs, slot, real);
+	instruction_pointer_set(regs, real);
 	set_depth(t, d);
 
 	for (i = 0; i < n; i++) {
@@ -592,7 +592,7 @@ uint64_t ukp_krp_restore(uintptr_t min_sp)
 	uintptr_t cur;
 	unsigned int i;
 
-	if (!t)
+	if (!t || !UKP_KRP_RET_IN_SLOT)
 		return 0;
 	for (i = depth_of(t); i-- > 0;) {
 		struct krp_entry *e = &t->e[i];
@@ -629,7 +629,7 @@ bool ukp_krp_restore_one(uintptr_t min_sp)
 	uintptr_t cur;
 	unsigned int i;
 
-	if (!t)
+	if (!t || !UKP_KRP_RET_IN_SLOT)
 		return false;
 	for (i = depth_of(t); i-- > 0;) {
 		struct krp_entry *e = &t->e[i];

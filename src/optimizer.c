@@ -276,14 +276,13 @@ static int prepare(struct ukp_site *s)
  * the original bytes back, serialize. */
 static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 {
-	uint8_t bp = UKP_BREAKPOINT_INSN;
 	unsigned int i;
 	bool wrote = false;
 
 	for (i = 0; i < n; i++) {
 		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone)
 			continue;
-		ukp_text_poke(v[i]->addr, &bp, 1);
+		ukp_text_poke(v[i]->addr, ukp_breakpoint_insn, UKP_BREAKPOINT_SIZE);
 		wrote = true;
 	}
 	if (wrote)
@@ -292,7 +291,8 @@ static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 	for (i = 0; i < n; i++) {
 		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone)
 			continue;
-		ukp_text_poke(v[i]->addr + 1, v[i]->opt.orig + 1, v[i]->opt.len - 1u);
+		ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.orig + UKP_BREAKPOINT_SIZE,
+			      v[i]->opt.len - UKP_BREAKPOINT_SIZE);
 		wrote = true;
 	}
 	if (wrote)
@@ -324,7 +324,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 
 	ukp_synchronize(); /* trap handlers that chose the slot have left */
 	for (i = 0; i < n; i++) {
-		r[k].start = v[i]->addr + 1;
+		r[k].start = v[i]->addr + UKP_BREAKPOINT_SIZE;
 		r[k++].end = v[i]->addr + v[i]->opt.len;
 		r[k].start = v[i]->slot ? v[i]->slot : 1;
 		r[k++].end = v[i]->slot ? v[i]->slot + UKP_SLOT_SIZE : 1;
@@ -333,7 +333,8 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	for (i = 0; i < n; i++) {
 		ok[i] = !(hit & (3ULL << (2 * i)));
 		if (ok[i])
-			ukp_text_poke(v[i]->addr + 1, v[i]->opt.jump + 1, UKP_OPT_JUMP_SIZE - 1);
+			ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
+				      UKP_OPT_JUMP_SIZE - UKP_BREAKPOINT_SIZE);
 	}
 	ukp_text_sync();
 	for (i = 0; i < n; i++)

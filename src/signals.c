@@ -176,7 +176,7 @@ static UKP_TRAP_TEXT void act_lock_acquire_blocking(uint64_t *old, uint64_t all)
 {
 	ukp_sys_sigprocmask(SIG_BLOCK, &all, old);
 	while (atomic_flag_test_and_set_explicit(&act_lock, memory_order_acquire))
-		__builtin_ia32_pause();
+		arch_cpu_relax();
 }
 
 static UKP_TRAP_TEXT void act_lock_acquire(uint64_t *old)
@@ -203,7 +203,7 @@ static UKP_TRAP_TEXT void pa_read(struct prog_action *pa, struct sigaction *sa)
 
 	do {
 		while ((s = atomic_load_explicit(&pa->seq, memory_order_acquire)) & 1)
-			__builtin_ia32_pause();
+			arch_cpu_relax();
 		copy_words(sa, &pa->sa, sizeof(*sa));
 		atomic_thread_fence(memory_order_acquire);
 	} while (atomic_load_explicit(&pa->seq, memory_order_relaxed) != s);

@@ -108,6 +108,20 @@ void ukp_text_after_fork(void)
 	mem_fd = -1;
 }
 
+const uint8_t ukp_breakpoint_insn[UKP_BREAKPOINT_SIZE] = UKP_BREAKPOINT_BYTES;
+_Static_assert(sizeof(kprobe_opcode_t) == UKP_BREAKPOINT_SIZE,
+	       "struct kprobe's opcode holds what the breakpoint replaces");
+
+/* [any] (internal.h) */
+void ukp_fill_breakpoints(void *p, size_t n)
+{
+	uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i + UKP_BREAKPOINT_SIZE <= n; i += UKP_BREAKPOINT_SIZE)
+		memcpy(b + i, ukp_breakpoint_insn, UKP_BREAKPOINT_SIZE);
+}
+
 /* [reg] Fallback when /proc/self/mem cannot be used: keep the page
  * executable while it is writable. */
 static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
@@ -119,6 +133,9 @@ static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
 	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return -errno;
 	memcpy((void *)addr, buf, len);
+	/* Architectures whose instruction cache does not snoop stores need
+	 * this (a no-op on x86-64). */
+	__builtin___clear_cache((char *)addr, (char *)addr + len);
 	/* Text and slot pages are always r-x when we do not write them. */
 	mprotect((void *)start, end - start, PROT_READ | PROT_EXEC);
 	return 0;
@@ -133,7 +150,7 @@ int ukp_text_poke(uintptr_t addr, const void *buf, size_t len)
 {
 	ssize_t n;
 
-	if (mem_open() < 0)
+	if (!UKP_TEXT_POKE_MEM || mem_open() < 0)
 		return poke_mprotect(addr, buf, len);
 	n = pwrite(mem_fd, buf, len, (off_t)addr);
 	if (n == (ssize_t)len)

@@ -324,7 +324,8 @@ static UKP_TRAP_TEXT uint64_t ip_hits(const struct ukp_range *r, unsigned int n,
 
 	if (!at_restorer(ip))
 		return bits;
-	if (arch_copy_nofault(&copy.uc_mcontext, &((ucontext_t *)sp)->uc_mcontext,
+	if (arch_copy_nofault(&copy.uc_mcontext,
+			      &((ucontext_t *)(sp + UKP_RESTORER_UC_OFFSET))->uc_mcontext,
 			      sizeof(copy.uc_mcontext)))
 		return all_ranges(n);
 	return bits | ranges_hit(r, n, arch_uc_ip(&copy));
@@ -385,7 +386,7 @@ static UKP_TRAP_TEXT void scan_answer(ucontext_t *uc)
 	if (n > UKP_SCAN_MAX_RANGES)
 		return;
 	arch_regs_from_ucontext(&regs, uc);
-	bits = my_hits(req.ranges, n, regs.ip, regs.sp);
+	bits = my_hits(req.ranges, n, instruction_pointer(&regs), user_stack_pointer(&regs));
 	/* OR first, acknowledge after: a stale answer only adds bits */
 	if (bits)
 		atomic_fetch_or_explicit(&req.hit, bits, memory_order_release);

@@ -330,12 +330,12 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, in
 	if (c->status || c->in_handler) {
 		inc_nmissed(s);
 	} else {
-		regs->ip = s->addr + UKP_BREAKPOINT_SIZE;
+		instruction_pointer_set(regs, s->addr + UKP_BREAKPOINT_IP_OFFSET);
 		c->cur_site = s;
 		c->status = KPROBE_HIT_ACTIVE;
 		run_handlers(c, s, regs, false);
 		if (s->opt.ftrace_len) {
-			regs->ip = s->addr + s->opt.len;
+			instruction_pointer_set(regs, s->addr + s->opt.len);
 			c->status = KPROBE_HIT_SSDONE;
 			run_handlers(c, s, regs, true);
 		}
@@ -358,7 +358,7 @@ static UKP_TRAP_TEXT void boost(struct ukp_site *s, struct pt_regs *regs, uconte
 	if (!atomic_load_explicit(&s->boosted, memory_order_relaxed))
 		atomic_store_explicit(&s->boosted, true, memory_order_relaxed);
 	ukp_tls_boosted_hits++;
-	regs->ip = s->slot + UKP_BOOST_OFFSET;
+	instruction_pointer_set(regs, s->slot + UKP_BOOST_OFFSET);
 	arch_regs_to_ucontext(uc, regs);
 }
 
@@ -386,8 +386,9 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		 * with no single step (the kernel's setup_detour_execution). */
 		if (!reenter)
 			reset_current_kprobe(c);
-		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
-			   UKP_OPT_COPY_OFFSET;
+		instruction_pointer_set(regs, atomic_load_explicit(&s->opt.detour,
+								   memory_order_relaxed) +
+					      UKP_OPT_COPY_OFFSET);
 		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
@@ -433,7 +434,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 	}
 	c->cur_site = s;
 	atomic_fetch_add(&s->inflight, 1);
-	regs->ip = s->slot;
+	instruction_pointer_set(regs, s->slot);
 	arch_regs_to_ucontext(uc, regs);
 	if (!s->ainsn.blocking) {
 		c->step_mask = *uc_mask(uc);
@@ -552,11 +553,11 @@ static UKP_TRAP_TEXT bool jprobe_break(struct ukp_ctlblk *c, ucontext_t *uc,
 static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 {
 	struct ukp_ctlblk *c = &ukp_ctl;
-	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_SIZE;
+	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_IP_OFFSET;
 	struct pending_fault pf = { 0, 0, 0 };
 	struct ukp_site *s;
 	uintptr_t slot;
-	uint8_t b[2];
+	uint8_t b[UKP_BREAKPOINT_CHECK_LEN];
 
 	/* Handlers must be able to fault even where the program blocked the
 	 * fault signals; the kernel restores the mask on return. */
@@ -575,8 +576,11 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		}
 		/* No jprobe handler runs on this thread: jprobe_return()
 		 * returns; the stub is not reached that way (the program's). */
-		if (addr == (uintptr_t)ukp_jprobe_return_bp)
+		if (addr == (uintptr_t)ukp_jprobe_return_bp) {
+			/* past the breakpoint (where x86's int3 left it) */
+			arch_uc_set_ip(uc, addr + UKP_BREAKPOINT_SIZE);
 			goto out;
+		}
 		ukp_read_unlock(c);
 		return false;
 	}
@@ -605,7 +609,8 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	/* Our breakpoint was removed after this thread hit it: run the
 	 * original instruction (the kernel does the same). The program's
 	 * own breakpoint is not ours to skip. */
-	if (arch_copy_nofault(b, (void *)(addr - 1), 2) == 0 && !arch_breakpoint_before(b)) {
+	if (arch_copy_nofault(b, (void *)(addr + UKP_BREAKPOINT_CHECK_OFF), sizeof(b)) == 0 &&
+	    !arch_breakpoint_before(b)) {
 		arch_uc_set_ip(uc, addr);
 		goto out;
 	}
@@ -627,8 +632,10 @@ out:
 }
 
 /*
- * [trap] The SIGTRAP handler. Only an int3 raises SIGTRAP with SI_KERNEL;
- * a SIGTRAP sent with kill()/raise()/sigqueue() (si_code <= 0), a
+ * [trap] The SIGTRAP handler. Only a breakpoint instruction raises
+ * SIGTRAP with UKP_BREAKPOINT_SI_CODE (x86's int3: SI_KERNEL, AArch64's
+ * brk: TRAP_BRKPT); a SIGTRAP sent with kill()/raise()/sigqueue()
+ * (si_code <= 0), a
  * single-step trap (TRAP_TRACE) or a hardware breakpoint (TRAP_HWBKPT)
  * says nothing about the byte before ip and is the program's.
  */
@@ -640,7 +647,7 @@ UKP_TRAP_TEXT void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv)
 	bool saved_live = ukp_ctl.vec_live;
 
 	ukp_ctl.vec_live = false;
-	if (info->si_code != SI_KERNEL) {
+	if (info->si_code != UKP_BREAKPOINT_SI_CODE) {
 		/* a data watchpoint's step or debug-register trap (watch.c) */
 		if (!ukp_watch_sigtrap(info, uc))
 			ukp_chain_signal(sig, info, uc);
@@ -891,7 +898,7 @@ UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs
 {
 	unsigned long v;
 
-	if (public_copy_nofault(&v, (const void *)(regs->sp + (unsigned long)n * sizeof(long)),
+	if (public_copy_nofault(&v, (const void *)(user_stack_pointer(regs) + (unsigned long)n * sizeof(long)),
 				sizeof(v)))
 		return 0;
 	return v;

@@ -162,7 +162,7 @@ static UKP_TRAP_TEXT void wlock_take(void)
 								  memory_order_relaxed))
 			return;
 		if (++spins < 64)
-			__builtin_ia32_pause();
+			arch_cpu_relax();
 		else
 			arch_syscall4(SYS_sched_yield, 0, 0, 0, 0);
 	}
@@ -686,8 +686,8 @@ int ukp_watch_user_copy(void *user, void *bounce, size_t len, bool write, uintpt
 	wlock_drop_reg(&old);
 	if (nfire) {
 		memset(&regs, 0, sizeof(regs));
-		regs.ip = ip;
-		regs.sp = (uintptr_t)__builtin_frame_address(0);
+		instruction_pointer_set(&regs, ip);
+		regs.sp = (uintptr_t)__builtin_frame_address(0); /* both archs name it sp */
 		ukp_sys_sigprocmask(SIG_BLOCK, &ukp_async_mask, &old);
 		fire_all(c, fire, nfire, &regs);
 		ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);

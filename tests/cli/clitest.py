@@ -15,6 +15,7 @@ change from run to run and from compiler to compiler.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import glob
+import platform
 import json
 import os
 import re
@@ -25,6 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# The host's multiarch directory: a machine with other architectures' libraries
+# (the aarch64 tests install arm64 ones) has them in its own directories.
+MULTIARCH = platform.machine() + "-linux-gnu"
 
 UKPROBE = os.environ["UKPROBE"]
 TARGETS = os.environ["UKP_TARGETS"]
@@ -916,7 +921,7 @@ def case_json():
 def case_dlopen():
     """SPECs on objects loaded later: dlopen()ed by name through the
     RUNPATH, unloaded and loaded again, and loaded by libc itself."""
-    gconv = sorted(glob.glob("/usr/lib/*/gconv/UTF-16.so"))
+    gconv = sorted(glob.glob(f"/usr/lib/{MULTIARCH}/gconv/UTF-16.so"))
     specs = ["p libz.so.1:compressBound n=%di:u64",
              "p libukp_plugin.so:plugin_* i=%di:s32 calls=@plugin_calls:s32",
              "r libukp_plugin.so:plugin_work r=$retval:s32"]
@@ -1039,7 +1044,7 @@ def case_probes():
     check(r.returncode == 0 and len(nrows) == 3 and
           all(row["opt"] == "no: optimization is turned off" for row in nrows),
           "--no-optimize", show(r))
-    zpath = sorted(glob.glob("/usr/lib/*/libz.so.1") + glob.glob("/lib/*/libz.so.1"))
+    zpath = sorted(glob.glob(f"/usr/lib/{MULTIARCH}/libz.so.1") + glob.glob(f"/lib/{MULTIARCH}/libz.so.1"))
     if zpath:
         zf = nm_functions(zpath[0], dynamic=True)
         got = {row["event"].split("/")[1]: int(row["elf"].split(":0x")[1], 16) for row in rows}

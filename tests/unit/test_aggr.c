@@ -49,7 +49,7 @@ static int log_pre(struct kprobe *p, struct pt_regs *regs)
 		order[norder++] = (char)('a' + i);
 	if (i == pre_stop_index) {
 		/* change the path: resume in agg_other at its entry */
-		regs->ip = (unsigned long)agg_other;
+		instruction_pointer_set(regs, (unsigned long)agg_other);
 		return 1;
 	}
 	return 0;
@@ -84,10 +84,6 @@ static void teardown_three(void)
 	unregister_kprobes(kps, 3);
 }
 
-static uint8_t byte_at(const void *addr)
-{
-	return *(const volatile uint8_t *)addr;
-}
 
 Test(aggr, handlers_run_newest_first)
 {
@@ -111,19 +107,19 @@ Test(aggr, disable_one_keeps_site_armed)
 	setup_three();
 	cr_assert_eq(disable_kprobe(&probes[1]), 0);
 	cr_expect(probes[1].flags & KPROBE_FLAG_DISABLED);
-	cr_expect_eq(byte_at((void *)agg_target), 0xcc);
+	cr_expect(ukt_breakpoint_at((void *)agg_target));
 	cr_expect_eq(agg_target(1), 7);
 	cr_expect_str_eq(order, "caCA");
 	cr_expect_eq(disable_kprobe(&probes[1]), 0, "disabling twice is fine");
 	cr_assert_eq(disable_kprobe(&probes[0]), 0);
 	cr_assert_eq(disable_kprobe(&probes[2]), 0);
-	cr_expect_eq(byte_at((void *)agg_target), probes[0].opcode, "all disabled: disarmed");
+	cr_expect_eq(ukt_opcode_at((void *)agg_target), probes[0].opcode, "all disabled: disarmed");
 	norder = 0;
 	memset(order, 0, sizeof(order));
 	cr_expect_eq(agg_target(1), 7);
 	cr_expect_eq(norder, 0);
 	cr_assert_eq(enable_kprobe(&probes[0]), 0);
-	cr_expect_eq(byte_at((void *)agg_target), 0xcc);
+	cr_expect(ukt_breakpoint_at((void *)agg_target));
 	cr_expect_eq(agg_target(1), 7);
 	cr_expect_str_eq(order, "aA");
 	teardown_three();
@@ -137,7 +133,7 @@ Test(aggr, unregister_one_child_keeps_others)
 	cr_expect_str_eq(order, "baBA");
 	unregister_kprobe(&probes[0]);
 	unregister_kprobe(&probes[1]);
-	cr_expect_eq(byte_at((void *)agg_target), probes[1].opcode, "last one gone: original byte");
+	cr_expect_eq(ukt_opcode_at((void *)agg_target), probes[1].opcode, "last one gone: original byte");
 	norder = 0;
 	cr_expect_eq(agg_target(2), 12);
 	cr_expect_eq(norder, 0);
@@ -198,7 +194,7 @@ Test(knob, global_disarm_keeps_per_probe_state)
 	cr_expect(kprobes_enabled());
 	cr_assert_eq(kprobes_set_enabled(false), 0);
 	cr_expect(!kprobes_enabled());
-	cr_expect_eq(byte_at((void *)agg_target), a.opcode);
+	cr_expect_eq(ukt_opcode_at((void *)agg_target), a.opcode);
 	cr_expect_eq(a.flags & KPROBE_FLAG_DISABLED, 0, "own flags untouched");
 	knob_hits = 0;
 	agg_target(1);

@@ -191,7 +191,7 @@ static void child_own_probes(struct report *r, int arg)
 	unsigned long base = atomic_load(&pre_hits);
 
 	child_check(r, register_kprobe(&kp2) == 0, "register in the child");
-	child_check(r, t2[0] == 0xcc, "no breakpoint in the child's code");
+	child_check(r, ukt_breakpoint_at(t2), "no breakpoint in the child's code");
 	for (int i = 0; i < 4; i++)
 		child_check(r, target2_fp(i) == 2 * i, "wrong result (probed)");
 	child_put(r, (long)atomic_load(&pre2_hits));
@@ -241,7 +241,7 @@ Test(fork, child_registers_and_unregisters, .timeout = 30)
 	memcpy(after, (const void *)fork_target2, sizeof(after));
 	cr_expect_eq(memcmp(before, after, sizeof(before)), 0,
 		     "the child's breakpoint showed up in the parent's code");
-	cr_expect_eq(((const uint8_t *)fork_target)[0], 0xcc,
+	cr_expect(ukt_breakpoint_at((const void *)fork_target),
 		     "the child's unregistration removed the parent's breakpoint");
 	cr_expect_eq(target2_fp(3), 6);
 	cr_expect_eq(atomic_load(&pre2_hits), 0);
@@ -497,7 +497,7 @@ static void child_daemon(struct report *r, int arg)
 		file = memfd;
 	}
 	unregister_kprobe(&kp2);
-	child_check(r, ((const uint8_t *)fork_target2)[0] != 0xcc,
+	child_check(r, !ukt_breakpoint_at((const void *)fork_target2),
 		    "unregistration did not restore the code");
 	child_check(r, fstat(file, &st) == 0 && st.st_size == 0,
 		    "the library wrote into the program's file");

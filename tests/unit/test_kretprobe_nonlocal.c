@@ -499,7 +499,7 @@ Test(nonlocal, exit_inside_a_probed_frame)
 
 static void *walk[64];
 static int nwalk;
-static unsigned long ra_inner, ra_outer;
+static unsigned long ra_inner, ra_outer __attribute__((unused));
 
 static _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg)
 {
@@ -538,11 +538,15 @@ UKP_TARGET long krp_walk_top(long how)
 
 static long (*volatile f_walk_top)(long) = krp_walk_top;
 
-static bool in_fn(void *a, void *fn)
+static __attribute__((unused)) bool in_fn(void *a, void *fn)
 {
 	return (char *)a > (char *)fn && (char *)a < (char *)fn + 128;
 }
 
+/* AArch64: not yet; the return address is saved wherever the probed
+ * function's frame keeps x30, which the unwinder interposers cannot find
+ * (doc/arch.md). */
+#if defined(__x86_64__)
 Test(nonlocal, stack_walks_see_real_return_addresses)
 {
 	struct counted l = COUNTED("krp_walk_leaf", 4), m = COUNTED("krp_walk_mid", 4),
@@ -574,6 +578,7 @@ Test(nonlocal, stack_walks_see_real_return_addresses)
 	unregister_kretprobe(&m.rp);
 	unregister_kretprobe(&t.rp);
 }
+#endif
 
 /* A return handler raises a signal whose handler siglongjmp()s away:
  * the signal waits until the handlers are done, then the jump leaves the

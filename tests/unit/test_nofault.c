@@ -32,6 +32,7 @@
 
 /* Targets: nf_opt's first two instructions make a 5-byte region
  * (optimizable); nf_bp gets a probe with a post_handler (breakpoint). */
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".globl nf_opt\n .type nf_opt,@function\n"
 	"nf_opt:\n"
@@ -45,6 +46,19 @@ __asm__(".text\n"
 	"	addl $9, %eax\n"
 	"	ret\n"
 	".size nf_bp, .-nf_bp\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl nf_opt\n .type nf_opt,%function\n"
+	"nf_opt:\n"
+	"	add w0, w0, #7\n"
+	"	ret\n"
+	".size nf_opt, .-nf_opt\n"
+	".globl nf_bp\n .type nf_bp,%function\n"
+	"nf_bp:\n"
+	"	add w0, w0, #9\n"
+	"	ret\n"
+	".size nf_bp, .-nf_bp\n");
+#endif
 int nf_opt(int x);
 int nf_bp(int x);
 
@@ -349,7 +363,9 @@ Test(nofault, from_within_probe_handlers)
 	cr_assert_eq(register_kprobe(&bp), 0);
 	cr_assert_eq(register_kprobe(&opt), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+#if !defined(__aarch64__) /* no jump optimization there yet (doc/arch.md) */
 	cr_assert(kprobe_optimized(&opt), "nf_opt should be optimized");
+#endif
 	cr_expect(!kprobe_optimized(&bp));
 	block_faults(SIG_BLOCK);
 	cr_expect_eq(nf_bp(1), 10);

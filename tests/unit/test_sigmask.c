@@ -39,6 +39,7 @@
 
 /* sm_opt: an optimizable 5-byte region; sm_bp: a breakpoint probe (it
  * gets a post_handler). */
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".globl sm_opt\n .type sm_opt,@function\n"
 	"sm_opt:\n"
@@ -52,6 +53,19 @@ __asm__(".text\n"
 	"	addl $9, %eax\n"
 	"	ret\n"
 	".size sm_bp, .-sm_bp\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl sm_opt\n .type sm_opt,%function\n"
+	"sm_opt:\n"
+	"	add w0, w0, #7\n"
+	"	ret\n"
+	".size sm_opt, .-sm_opt\n"
+	".globl sm_bp\n .type sm_bp,%function\n"
+	"sm_bp:\n"
+	"	add w0, w0, #9\n"
+	"	ret\n"
+	".size sm_bp, .-sm_bp\n");
+#endif
 int sm_opt(int x);
 int sm_bp(int x);
 

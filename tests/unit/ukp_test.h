@@ -14,6 +14,11 @@
 #define UKP_TARGET __attribute__((noipa, used))
 #endif
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <ukprobes.h>
+
 /*
  * Deliberate faults, in assembly so that UBSan (which would report the
  * undefined behaviour itself and stop) lets the CPU raise the signal.
@@ -22,10 +27,38 @@ static inline int ukt_load_int(const volatile void *p)
 {
 	int v;
 
+#if defined(__x86_64__)
 	__asm__ volatile("movl (%1), %0" : "=r"(v) : "r"(p) : "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("ldr %w0, [%1]" : "=r"(v) : "r"(p) : "memory");
+#endif
 	return v;
 }
 
+/* The breakpoint instruction as the library writes it over a probed
+ * address (x86-64: int3; AArch64: brk #0x004). */
+static inline bool ukt_breakpoint_at(const void *addr)
+{
+#if defined(__x86_64__)
+	static const uint8_t bp[] = { 0xcc };
+#elif defined(__aarch64__)
+	static const uint8_t bp[] = { 0x80, 0x00, 0x20, 0xd4 };
+#endif
+	return memcmp((const void *)addr, bp, sizeof(bp)) == 0;
+}
+
+/* The first kprobe_opcode_t of the code at addr (what struct kprobe's
+ * opcode holds: x86-64 a byte, AArch64 an instruction). */
+static inline kprobe_opcode_t ukt_opcode_at(const void *addr)
+{
+	kprobe_opcode_t v;
+
+	memcpy(&v, (const void *)addr, sizeof(v));
+	return v;
+}
+
+#if defined(__x86_64__)
+/* x86-64 only: AArch64's sdiv does not trap on a zero divisor. */
 static inline int ukt_idiv(int a, int b)
 {
 	int q;
@@ -33,5 +66,6 @@ static inline int ukt_idiv(int a, int b)
 	__asm__ volatile("cltd\n\tidivl %2" : "=a"(q) : "a"(a), "r"(b) : "rdx", "cc");
 	return q;
 }
+#endif
 
 #endif

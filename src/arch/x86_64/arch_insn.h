@@ -17,9 +17,23 @@
 /* The breakpoint (int3), its trap number (#BP) and the length of a
  * system call instruction (syscall, int $0x80): see arch.h. */
 #define UKP_BREAKPOINT_INSN 0xcc
+#define UKP_BREAKPOINT_BYTES { 0xcc }
 #define UKP_BREAKPOINT_SIZE 1
+/* The trap leaves ip past the int3. */
+#define UKP_BREAKPOINT_IP_OFFSET 1
+/* Code is written through /proc/self/mem (text_patch.c): no page of
+ * the program is ever writable, and x86 needs no cache maintenance. */
+#define UKP_TEXT_POKE_MEM 1
 #define UKP_TRAPNR_BREAKPOINT 3
+/* The si_code of a SIGTRAP from int3 */
+#define UKP_BREAKPOINT_SI_CODE SI_KERNEL
 #define UKP_SYSCALL_INSN_SIZE 2
+
+/* The signal restorer (nofault.S: mov $15, %rax; syscall) and where the
+ * context is from its stack pointer (the frame's return address is
+ * popped): see arch.h. */
+#define UKP_RESTORER_SIZE 9
+#define UKP_RESTORER_UC_OFFSET 0
 
 /* [any] endbr64, which a probe on a function's entry goes past. */
 static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
@@ -34,8 +48,12 @@ static inline bool arch_is_opt_jump(const uint8_t *code)
 	return code[0] == 0xe9;
 }
 
-/* [trap] b: the two bytes before the trap address: our int3 (the second)
- * or the program's "int $3" (cd 03), which leaves the address two on. */
+/* [trap] b: the UKP_BREAKPOINT_CHECK_LEN bytes at a breakpoint's
+ * address + UKP_BREAKPOINT_CHECK_OFF, here the two bytes before the trap
+ * address: our int3 (the second) or the program's "int $3" (cd 03),
+ * which leaves the address two on. */
+#define UKP_BREAKPOINT_CHECK_OFF (-1)
+#define UKP_BREAKPOINT_CHECK_LEN 2
 static inline bool arch_breakpoint_before(const uint8_t b[2])
 {
 	return b[1] == UKP_BREAKPOINT_INSN || (b[0] == 0xcd && b[1] == 0x03);

@@ -22,4 +22,10 @@ static inline uintptr_t arch_thread_pointer(void)
 	return tp;
 }
 
+/* [any] In a spin-wait loop (the kernel's cpu_relax). */
+static inline void arch_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
 #endif /* UKP_ARCH_TLS_H */

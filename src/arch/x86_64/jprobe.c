@@ -39,7 +39,7 @@ static UKP_TRAP_TEXT void copy_qwords(volatile uint64_t *d, const volatile uint6
 }
 
 /* [reg] */
-void arch_jprobe_init(void)
+int arch_jprobe_init(void)
 {
 	unsigned int a, b, c, d;
 
@@ -47,6 +47,7 @@ void arch_jprobe_init(void)
 		__cpuid_count(0xd, 2, a, b, c, d);
 		ymm_offset = b;
 	}
+	return 0;
 }
 
 /* [trap] Is the AVX component of this frame there and writable? */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch_syscall.h - raw system calls for the hit path: no libc wrapper
+ * (no errno, no cancellation point, nothing that could be probed).
+ * [any] context, signal handlers included. Returns the kernel's value
+ * (-errno on failure). AArch64: number in x8, arguments in x0..x5,
+ * result in x0, svc #0.
+ */
+#ifndef UKP_ARCH_SYSCALL_H
+#define UKP_ARCH_SYSCALL_H
+
+static inline long arch_syscall4(long n, long a, long b, long c, long d)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3)
+			 : "memory");
+	return x0;
+}
+
+static inline long arch_syscall3(long n, long a, long b, long c)
+{
+	return arch_syscall4(n, a, b, c, 0);
+}
+
+#endif

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch_tls.h - the thread pointer on AArch64 (TPIDR_EL0).
+ *
+ * The trap path must not call libc (a probe there would recurse), yet it
+ * needs errno and the thread's identity. glibc keeps the thread pointer
+ * in TPIDR_EL0 (TLS variant 1: it points at the thread control block,
+ * which follows struct pthread), and libc's errno sits at a fixed offset
+ * from it (initial-exec TLS), the same in every thread. The thread
+ * pointer identifies the thread; unlike x86-64 it is not pthread_self().
+ */
+#ifndef UKP_ARCH_TLS_H
+#define UKP_ARCH_TLS_H
+
+#include <stdint.h>
+
+/* [any] */
+static inline uintptr_t arch_thread_pointer(void)
+{
+	uintptr_t tp;
+
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+	return tp;
+}
+
+/* [any] In a spin-wait loop (the kernel's cpu_relax). */
+static inline void arch_cpu_relax(void)
+{
+	__asm__ volatile("yield" ::: "memory");
+}
+
+#endif /* UKP_ARCH_TLS_H */

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kretprobe.c - AArch64 support for return probes: the frame slot at a
+ * function entry, the guarded control stack check (see arch.h,
+ * arch_kretprobe.h and kretprobe_tramp.S).
+ */
+#include <errno.h>
+#include <sys/prctl.h>
+
+#include "internal.h"
+
+#ifndef PR_GET_SHADOW_STACK_STATUS
+#define PR_GET_SHADOW_STACK_STATUS 74
+#endif
+#define PR_SHADOW_STACK_ENABLE (1UL << 0)
+
+/* [reg] The trampoline keeps no vector state of its own: nothing to size. */
+int arch_kretprobe_init(void)
+{
+	return 0;
+}
+
+/* [trap] The frame's identity: the stack pointer at the entry, which the
+ * function's return leaves as it found it. */
+UKP_TRAP_TEXT uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs)
+{
+	return regs->sp;
+}
+
+/* [any] A guarded control stack (GCS) checks every return against its
+ * own copy: the link register cannot be swapped then. */
+bool arch_shadow_stack_active(void)
+{
+	unsigned long status = 0;
+
+	return prctl(PR_GET_SHADOW_STACK_STATUS, &status, 0, 0, 0) == 0 &&
+	       (status & PR_SHADOW_STACK_ENABLE);
+}
+
+/* [any] No pseudo FDE: the trampoline's own CFI ends the unwinding there
+ * (its return address is undefined), and the real return addresses are
+ * not in memory at known places (arch_kretprobe.h). */
+const void *arch_kretprobe_pseudo_fde(uintptr_t *func)
+{
+	(void)func;
+	return NULL;
+}

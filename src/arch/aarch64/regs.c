@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * regs.c - AArch64 signal context <-> struct pt_regs, the trap number,
+ * and the fixups of nofault.S.
+ *
+ * The kernel saves the interrupted registers in the signal frame's
+ * mcontext (struct sigcontext: regs[31], sp, pc, pstate, then records in
+ * __reserved: FP/SIMD, ESR, ...). Every function here is [trap]:
+ * async-signal-safe, no libc calls.
+ */
+#include <asm/sigcontext.h>
+#include <ucontext.h>
+
+#include "internal.h"
+
+/* ESR_ELx.EC of a BRK instruction from AArch64 state. */
+#define ESR_EC_BRK64 0x3c
+
+UKP_TRAP_TEXT void arch_regs_from_ucontext(struct pt_regs *regs, const ucontext_t *uc)
+{
+	const mcontext_t *m = &uc->uc_mcontext;
+	int i;
+
+	for (i = 0; i < 31; i++)
+		regs->regs[i] = m->regs[i];
+	regs->sp = m->sp;
+	regs->pc = m->pc;
+	regs->pstate = m->pstate;
+}
+
+UKP_TRAP_TEXT void arch_regs_to_ucontext(ucontext_t *uc, const struct pt_regs *regs)
+{
+	mcontext_t *m = &uc->uc_mcontext;
+	int i;
+
+	for (i = 0; i < 31; i++)
+		m->regs[i] = regs->regs[i];
+	m->sp = regs->sp;
+	m->pc = regs->pc;
+	/* rt_sigreturn refuses a pstate that is not user mode; a handler
+	 * may change the condition flags only */
+	m->pstate = (m->pstate & ~0xf0000000ull) | (regs->pstate & 0xf0000000ull);
+}
+
+UKP_TRAP_TEXT uintptr_t arch_uc_ip(const ucontext_t *uc)
+{
+	return (uintptr_t)uc->uc_mcontext.pc;
+}
+
+UKP_TRAP_TEXT void arch_uc_set_ip(ucontext_t *uc, uintptr_t ip)
+{
+	uc->uc_mcontext.pc = ip;
+}
+
+/* [trap] The ESR record of the frame, if the kernel wrote one. */
+static UKP_TRAP_TEXT bool uc_esr(const ucontext_t *uc, uint64_t *esr)
+{
+	const unsigned char *p = uc->uc_mcontext.__reserved;
+	const unsigned char *end = p + sizeof(uc->uc_mcontext.__reserved);
+
+	while (p + sizeof(struct _aarch64_ctx) <= end) {
+		const struct _aarch64_ctx *h = (const void *)p;
+
+		if (h->magic == 0 || h->size < sizeof(*h) || h->size > (size_t)(end - p))
+			break;
+		if (h->magic == ESR_MAGIC && h->size >= sizeof(struct esr_context)) {
+			*esr = ((const struct esr_context *)(const void *)p)->esr;
+			return true;
+		}
+		p += h->size;
+	}
+	return false;
+}
+
+/*
+ * [trap] The exception class of the syndrome (ESR_ELx.EC). The kernel
+ * records the ESR for faults; for a trap without the record (a brk, or
+ * an emulator that leaves it out), a brk at pc makes it ESR_EC_BRK64 and
+ * anything else 0.
+ */
+UKP_TRAP_TEXT int arch_uc_trapnr(const ucontext_t *uc)
+{
+	uint64_t esr;
+	uint32_t insn;
+
+	if (uc_esr(uc, &esr))
+		return (int)((esr >> 26) & 0x3f);
+	if (arch_copy_nofault(&insn, (const void *)uc->uc_mcontext.pc, sizeof(insn)) == 0 &&
+	    (insn & 0xffe0001fu) == 0xd4200000u)
+		return ESR_EC_BRK64;
+	return 0;
+}
+
+extern char ukp_nofault_ld8[], ukp_nofault_st8[], ukp_nofault_ld1[], ukp_nofault_st1[],
+	ukp_nofault_load[], ukp_nofault_store[], ukp_nofault_fixup[];
+
+/* [trap] A fault at one of the accesses of nofault.S resumes at the
+ * fixup, returning -EFAULT. */
+UKP_TRAP_TEXT bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip)
+{
+	if (ip != (uintptr_t)ukp_nofault_ld8 && ip != (uintptr_t)ukp_nofault_st8 &&
+	    ip != (uintptr_t)ukp_nofault_ld1 && ip != (uintptr_t)ukp_nofault_st1 &&
+	    ip != (uintptr_t)ukp_nofault_load && ip != (uintptr_t)ukp_nofault_store)
+		return false;
+	*fixup_ip = (uintptr_t)ukp_nofault_fixup;
+	return true;
+}

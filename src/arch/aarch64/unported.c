@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unported.c - the arch entry points of the features this AArch64 port
+ * does not have yet: jump optimization, jprobes, data
+ * watchpoints and the vector-use proof (doc/arch.md lists them). Each
+ * feature's init answers -EOPNOTSUPP, so the core refuses those probes
+ * with that errno (register_jprobe, register_wide_hw_breakpoint) or keeps them on breakpoints (the
+ * optimizer); the per-hit entry points below are never reached while
+ * their init refuses, and say so by failing safe.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+/* --- jump optimization: every probe stays on its breakpoint */
+int arch_opt_init(void)
+{
+	return -EOPNOTSUPP;
+}
+
+int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
+		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why)
+{
+	(void)ao, (void)code, (void)avail, (void)addr, (void)detour, (void)site, (void)ftrace_len;
+	*why = "jump optimization is not ported to aarch64 yet";
+	return -EOPNOTSUPP;
+}
+
+void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
+{
+	(void)ao, (void)kretprobe;
+}
+
+/* --- jprobes */
+int arch_jprobe_init(void)
+{
+	return -EOPNOTSUPP;
+}
+
+UKP_TRAP_TEXT int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st,
+				    const struct pt_regs *regs, uintptr_t entry)
+{
+	(void)uc, (void)st, (void)regs, (void)entry;
+	return -EFAULT;
+}
+
+UKP_TRAP_TEXT void arch_jprobe_save_vec(struct arch_jprobe_vec *v, const ucontext_t *uc)
+{
+	(void)uc;
+	v->have = 0;
+}
+
+UKP_TRAP_TEXT void arch_jprobe_restore_vec(ucontext_t *uc, const struct arch_jprobe_vec *v)
+{
+	(void)uc, (void)v;
+}
+
+/* --- data watchpoints */
+int arch_watch_init(void)
+{
+	return -EOPNOTSUPP;
+}
+
+UKP_TRAP_TEXT int arch_watch_step(const struct arch_watch_mem *m, struct pt_regs *regs,
+				  ucontext_t *uc, struct arch_watch_access *acc, unsigned int *nacc,
+				  struct arch_watch_fault *f)
+{
+	(void)m, (void)regs, (void)uc, (void)acc, (void)f;
+	*nacc = 0;
+	return -EOPNOTSUPP;
+}
+
+UKP_TRAP_TEXT bool arch_watch_fixup(uintptr_t ip, int sig, int code, uintptr_t addr,
+				    uintptr_t *fixup_ip)
+{
+	(void)ip, (void)sig, (void)code, (void)addr, (void)fixup_ip;
+	return false;
+}
+
+UKP_TRAP_TEXT long arch_watch_probe_write(uintptr_t addr)
+{
+	(void)addr;
+	return -EFAULT;
+}
+
+UKP_TRAP_TEXT bool arch_uc_fault_write(const ucontext_t *uc)
+{
+	(void)uc;
+	return false;
+}
+
+UKP_TRAP_TEXT void arch_uc_set_single_step(ucontext_t *uc, bool on)
+{
+	(void)uc, (void)on; /* AArch64 user space has no single-step flag */
+}
+
+/* --- the vector-use proof: not ported, so no code is proven
+ * vector-free and every handler runs through arch_vecsafe_call */
+int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *safe, size_t nsafe,
+			  size_t (*read)(uintptr_t addr, uint8_t *buf, size_t len),
+			  const char **why, uintptr_t *where)
+{
+	(void)flags, (void)safe, (void)nsafe, (void)read;
+	*why = "the vector-use proof is not ported to aarch64 yet";
+	*where = fn;
+	return 0;
+}
