@@ -5,7 +5,7 @@
  * filter_match_preds), and its hist trigger, updated with the same
  * fetched arguments when the filter passes. The arguments are fetched by the trace's own code
  * (fetch.c) into a record on the stack; the compiled program
- * (tools/ukprobe/filter.c) runs over it. Async-signal-safe and
+ * (common/filter.c) runs over it. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only
  * when the filter needs them.
  */

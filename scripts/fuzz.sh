@@ -11,7 +11,7 @@ if ! command -v clang >/dev/null; then
   exit 0
 fi
 mkdir -p build-fuzz
-src=tools/ukprobe
+src=common
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
   -o build-fuzz/fuzz_spec_filter
