@@ -30,6 +30,10 @@ UKPROBE = os.environ["UKPROBE"]
 TARGETS = os.environ["UKP_TARGETS"]
 SRC = os.environ["UKP_CLI_SRC"]
 PREFIX = "ukprobe: error: "
+# The multiarch directory of this machine's libraries: a machine with a
+# foreign architecture's packages too (an aarch64 cross toolchain) has
+# /usr/lib/aarch64-linux-gnu/libz.so.1 beside ours.
+HOST_LIBDIR = os.uname().machine + "-linux-gnu"
 
 
 class Fail(Exception):
@@ -907,7 +911,7 @@ def case_json():
 def case_dlopen():
     """SPECs on objects loaded later: dlopen()ed by name through the
     RUNPATH, unloaded and loaded again, and loaded by libc itself."""
-    gconv = sorted(glob.glob("/usr/lib/*/gconv/UTF-16.so"))
+    gconv = sorted(glob.glob("/usr/lib/%s/gconv/UTF-16.so" % HOST_LIBDIR))
     specs = ["p libz.so.1:compressBound n=%di:u64",
              "p libukp_plugin.so:plugin_* i=%di:s32 calls=@plugin_calls:s32",
              "r libukp_plugin.so:plugin_work r=$retval:s32"]
@@ -1030,7 +1034,8 @@ def case_probes():
     check(r.returncode == 0 and len(nrows) == 3 and
           all(row["opt"] == "no: optimization is turned off" for row in nrows),
           "--no-optimize", show(r))
-    zpath = sorted(glob.glob("/usr/lib/*/libz.so.1") + glob.glob("/lib/*/libz.so.1"))
+    zpath = sorted(glob.glob("/usr/lib/%s/libz.so.1" % HOST_LIBDIR) +
+                   glob.glob("/lib/%s/libz.so.1" % HOST_LIBDIR))
     if zpath:
         zf = nm_functions(zpath[0], dynamic=True)
         got = {row["event"].split("/")[1]: int(row["elf"].split(":0x")[1], 16) for row in rows}
