@@ -1538,6 +1538,17 @@ int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 	return 0;
 }
 
+const struct ukp_object *ukp_object_named(const char *name)
+{
+	size_t i;
+
+	objects_sync();
+	for (i = 0; i < ukp_syms.nlive; i++)
+		if (obj_matches(ukp_syms.live[i], name))
+			return &ukp_syms.live[i]->pub;
+	return NULL;
+}
+
 const struct ukp_object *ukp_object_of(uintptr_t addr)
 {
 	struct ukp_objent *o;

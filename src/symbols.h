@@ -93,6 +93,10 @@ int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl);
  */
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
 
+/* The first loaded object (load order) that name names, as the "object"
+ * of "object:sym" does, or NULL. */
+const struct ukp_object *ukp_object_named(const char *name);
+
 /* The loaded object containing addr (in any PT_LOAD segment), or NULL. */
 const struct ukp_object *ukp_object_of(uintptr_t addr);
 
