@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spec_fetch.c - the fetch arguments of a probe definition:
- * [NAME=]FETCHARG[:TYPE], the registers and types they may name, and
- * where each value goes in an event. Errors point at the argument, the
+ * [NAME=]FETCHARG[:TYPE], the registers (fetch_regs.h, per architecture)
+ * and types they may name, and where each value goes in an event. Errors point at the argument, the
  * part of it, or the type that is wrong (see spec.c).
  */
 #include <ctype.h>
@@ -11,33 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetch_regs.h"
 #include "spec_parse.h"
-
-
-/* x86-64 register names: the kernel's (regs_query_register_offset), then
- * the usual r-spellings. The index is the word in struct pt_regs. */
-static const struct {
-	const char *name;
-	int index;
-} regs_table[] = {
-	{ "r15", 0 }, { "r14", 1 }, { "r13", 2 }, { "r12", 3 },
-	{ "bp", 4 }, { "bx", 5 }, { "r11", 6 }, { "r10", 7 },
-	{ "r9", 8 }, { "r8", 9 }, { "ax", 10 }, { "cx", 11 },
-	{ "dx", 12 }, { "si", 13 }, { "di", 14 }, { "orig_ax", 15 },
-	{ "ip", 16 }, { "cs", 17 }, { "flags", 18 }, { "sp", 19 },
-	{ "ss", 20 },
-	{ "rbp", 4 }, { "rbx", 5 }, { "rax", 10 }, { "rcx", 11 },
-	{ "rdx", 12 }, { "rsi", 13 }, { "rdi", 14 }, { "rip", 16 },
-	{ "eflags", 18 }, { "rsp", 19 }, { "orig_rax", 15 },
-};
 
 int ukp_spec_reg_index(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(regs_table) / sizeof(regs_table[0]); i++)
-		if (strlen(regs_table[i].name) == len && !memcmp(regs_table[i].name, name, len))
-			return regs_table[i].index;
+	for (i = 0; i < ukp_fetch_nregs; i++)
+		if (strlen(ukp_fetch_regs[i].name) == len && !memcmp(ukp_fetch_regs[i].name, name, len))
+			return ukp_fetch_regs[i].index;
 	return -1;
 }
 
