@@ -92,6 +92,8 @@ struct ukp_fetcharg {
 	long deref[UKP_SPEC_DEREF_MAX + 1];
 	enum ukp_fa_type type;
 	unsigned int size;             /* 1, 2, 4, 8; UKP_SPEC_STR_SLOT for strings */
+	unsigned char tidx;            /* its row in ukp_fetch_types (fetch_types.h):
+					* how it is compared, kept and shown */
 	unsigned int off;              /* where the value goes in an event's payload */
 	/* bitfield (type u, size = the container): bits [bf_offset,
 	 * bf_offset + bf_width) of the container; bf_width 0 otherwise */
