@@ -209,11 +209,6 @@ static int probe_publish(struct ukpa_probe *pr)
 	return 0;
 }
 
-/*
- * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
- * success it is announced and goes live. Returns 0 or the negative errno
- * (the caller reports it; lib_msg says why when the library said).
- */
 /* [init] The object addr is in (its path and load base) into pr, for its
  * PROBE message; nothing when none is. */
 static void object_of(uintptr_t addr, struct ukpa_probe *pr)
@@ -228,6 +223,11 @@ static void object_of(uintptr_t addr, struct ukpa_probe *pr)
 	}
 }
 
+/*
+ * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
+ * success it is announced and goes live. Returns 0 or the negative errno
+ * (the caller reports it; lib_msg says why when the library said).
+ */
 static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
 			  const char *prefer)
 {
@@ -319,8 +319,8 @@ struct matches {
 /* [init] inside the library's walk (module_kallsyms_on_each_symbol_info,
  * under its lock): collect, register later. Aliases come together (the
  * best name first): the first one that matches names the function. An
- * IFUNC stands for the implementation its resolver chose in this
- * process (the walk gives its address). */
+ * IFUNC comes at its resolver: ifunc_impls() puts the implementation
+ * its resolver chose in this process in its place after the walk. */
 static int match_cb(void *arg, const struct ksym_info *sym)
 {
 	struct matches *ms = arg;
@@ -390,6 +390,28 @@ static int match_key_cmp(const void *pa, const void *pb)
 	return (a->i > b->i) - (a->i < b->i);
 }
 
+/* [init] After the walk: each IFUNC match's implementation in place of
+ * its resolver; one that cannot be found is nothing to probe for that
+ * name (its resolver runs once, at load). */
+static void ifunc_impls(struct matches *ms)
+{
+	size_t i, k;
+
+	for (i = k = 0; i < ms->n; i++) {
+		unsigned long impl;
+
+		if (ms->m[i].ifunc && kallsyms_lookup_ifunc(ms->m[i].start, ms->m[i].name, &impl)) {
+			free(ms->m[i].name);
+			free(ms->m[i].prefer);
+			continue;
+		}
+		if (ms->m[i].ifunc)
+			ms->m[i].start = impl;
+		ms->m[k++] = ms->m[i];
+	}
+	ms->n = k;
+}
+
 /* One probe per piece of code: a later match at the same address (two
  * IFUNCs whose resolvers chose one implementation, memmove and memcpy;
  * an IFUNC and its implementation's own name) is dropped, the first
@@ -454,6 +476,8 @@ static int register_glob(struct ukpa_spec *s)
 	ret = module_kallsyms_on_each_symbol_info(s->spec.object, match_cb, &ms);
 	if (ret)
 		return ret;
+	if (!ms.nomem)
+		ifunc_impls(&ms);
 	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
 	/* IFUNC implementations last: they are libc's string and memory
 	 * functions, which registering (the decoder's memset on every

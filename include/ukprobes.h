@@ -248,8 +248,8 @@ UKPROBES_API int module_kallsyms_on_each_symbol(const char *modname,
 struct ksym_info {
 	size_t size;             /* sizeof(struct ksym_info), set by the caller */
 	const char *name;        /* "" when no function holds the address */
-	unsigned long addr;      /* the symbol's start; by name and in walks, an
-				  * IFUNC's implementation that the process uses */
+	unsigned long addr;      /* the symbol's start; by name, an IFUNC's
+				  * implementation that the process uses */
 	unsigned long symsize;
 	unsigned int flags;      /* KSYM_* */
 	const char *modname;     /* the object's file name ("libc.so.6") */
@@ -258,8 +258,10 @@ struct ksym_info {
 };
 /*
  * module_kallsyms_on_each_symbol_info(): the walk of
- * module_kallsyms_on_each_symbol(), with each symbol's ksym_info (IFUNCs
- * whose implementation cannot be found are left out).
+ * module_kallsyms_on_each_symbol(), with each symbol's ksym_info; an
+ * IFUNC (KSYM_IFUNC) comes as its symbol table has it, at its resolver:
+ * kallsyms_lookup_ifunc(sym->addr, sym->name, &impl) gives the
+ * implementation the process uses (0, -ENOENT, -EINVAL, -EBUSY).
  * kallsyms_lookup_info(): the function that holds addr: 0; -ENOENT when
  * none does, with the object filled in (modpath NULL outside every
  * object). kallsyms_lookup_name_info(): the function named as for
@@ -274,6 +276,8 @@ UKPROBES_API int module_kallsyms_on_each_symbol_info(const char *modname,
 						     int (*fn)(void *data,
 							       const struct ksym_info *sym),
 						     void *data);
+UKPROBES_API int kallsyms_lookup_ifunc(unsigned long resolver, const char *name,
+					unsigned long *impl);
 UKPROBES_API int kallsyms_lookup_info(unsigned long addr, struct ksym_info *info, char *buf,
 				      size_t len);
 UKPROBES_API int kallsyms_lookup_name_info(const char *name, struct ksym_info *info, char *buf,

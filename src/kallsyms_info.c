@@ -136,6 +136,23 @@ UKPROBES_API int find_module_info(const char *modname, struct ksym_info *info, c
 	return ret;
 }
 
+UKPROBES_API int kallsyms_lookup_ifunc(unsigned long resolver, const char *name,
+					unsigned long *impl)
+{
+	uintptr_t a;
+	int ret;
+
+	if (!name || !impl)
+		return -EINVAL;
+	if (ukp_in_probe_context() || ukp_lock_for_show())
+		return -EBUSY;
+	ret = ukp_sym_ifunc_impl_at(resolver, name, &a);
+	ukp_unlock_for_show();
+	if (!ret)
+		*impl = a;
+	return ret;
+}
+
 struct walk {
 	int (*fn)(void *data, const struct ksym_info *sym);
 	void *data;
@@ -143,20 +160,18 @@ struct walk {
 };
 
 /* [reg, lock held] One symbol of the walk: strings point into the
- * library's tables for the callback's duration. */
+ * library's tables for the callback's duration. An IFUNC comes at its
+ * resolver: finding every implementation would cost a walk more than
+ * the few a caller wants (kallsyms_lookup_ifunc). */
 static void walk_one(const struct ukp_symres *sym, void *arg)
 {
 	struct walk *w = arg;
 	struct ksym_info info = { .size = sizeof(info) };
-	uintptr_t addr = sym->start;
 
 	if (w->ret)
 		return;
-	/* an IFUNC stands for the implementation the process uses */
-	if (sym->ifunc && ukp_sym_ifunc_impl(sym, &addr))
-		return;
 	info.name = sym->name;
-	info.addr = addr;
+	info.addr = sym->start;
 	info.symsize = sym->size;
 	info.flags = sym_flags(sym) | (sym->obj->is_main ? KSYM_MAIN : 0);
 	info.modname = sym->obj->name;

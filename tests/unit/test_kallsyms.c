@@ -167,6 +167,7 @@ Test(kallsyms, module_on_each_symbol_info)
 {
 	struct infos c;
 	size_t (*f)(const char *);
+	unsigned long impl;
 
 	memset(&c, 0, sizeof(c));
 	cr_assert_eq(module_kallsyms_on_each_symbol_info(NULL, infos_cb, &c), 0);
@@ -177,11 +178,18 @@ Test(kallsyms, module_on_each_symbol_info)
 	cr_assert_gt(c.deflate.symsize, 0);
 	cr_assert_eq(c.deflate.flags & (KSYM_FUNC | KSYM_GLOBAL | KSYM_IFUNC | KSYM_MAIN),
 		     KSYM_FUNC | KSYM_GLOBAL);
-	/* an IFUNC: flagged, at the implementation the process calls */
+	/* an IFUNC: flagged, at its resolver; kallsyms_lookup_ifunc gives
+	 * the implementation the process calls */
 	cr_assert(c.strlen.flags & KSYM_IFUNC);
-	f = (size_t (*)(const char *))c.strlen.addr;
+	cr_assert_neq(c.strlen.addr, kallsyms_lookup_name("libc.so.6:strlen"));
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, "strlen", &impl), 0);
+	f = (size_t (*)(const char *))impl;
 	cr_assert_eq(f("twelve chars"), 12);
-	cr_assert_eq(c.strlen.addr, kallsyms_lookup_name("libc.so.6:strlen"));
+	cr_assert_eq(impl, kallsyms_lookup_name("libc.so.6:strlen"));
+	/* not an IFUNC there, or not that name */
+	cr_assert_eq(kallsyms_lookup_ifunc(c.deflate.addr, "deflate", &impl), -ENOENT);
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, "no_such_function_x", &impl), -ENOENT);
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, NULL, &impl), -EINVAL);
 	cr_assert_eq(module_kallsyms_on_each_symbol_info("libz.so.1", NULL, NULL), -EINVAL);
 }
 
