@@ -9,9 +9,9 @@
  *
  * ELF files are read with libelf and kept in a small cache (symbols by
  * name and by address). A file without .symtab also gets the symbols of
- * its debug file or MiniDebugInfo (common/debuginfo.h, the library's reader), read the first time
- * a name is not found in its .dynsym. Context: [init] and [reader], never
- * [hit]; the cache has its own lock.
+ * its debug file or MiniDebugInfo (common/debuginfo.h, which the library
+ * uses too), read the first time a name is not found in its .dynsym.
+ * Context: [init] and [reader], never [hit]; the cache has its own lock.
  */
 #include <dlfcn.h>
 #include <elf.h>

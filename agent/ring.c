@@ -66,9 +66,6 @@
 
 #include "agent.h"
 
-/* libukprobes' registry lock (src/kprobes.c), which the symbol cache
- * needs; taken by ordinary threads only. */
-
 #define NRINGS 128
 #define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
 #define RING_BYTES_FILE (16UL << 20)   /* per thread, with -o FILE */
