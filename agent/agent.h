@@ -6,7 +6,7 @@
  * record per hit into per-thread ring buffers, and a reader thread sends
  * them to ukprobe (proto.h).
  *
- * Contexts, as in src/internal.h:
+ * Contexts, as the library names them:
  *  [hit]    probe handlers: signal context, async-signal-safe, no malloc,
  *           no locks, no stdio; per-thread state in initial-exec TLS.
  *  [init]   the constructor, destructor, atfork handler and the exec and

@@ -6,7 +6,7 @@
  * fetched arguments when the filter passes. The arguments are fetched
  * by the trace's own code (fetch.c) into a record on the stack, or,
  * when those read are all registers as they are, copied from pt_regs;
- * the compiled program (tools/ukprobe/filter.c) runs over it. A filter
+ * the compiled program (common/filter.c) runs over it. A filter
  * alone on its SPEC that is one comparison of a register is decided by
  * the handler itself (handlers.c), on pt_regs. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only

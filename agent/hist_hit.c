@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hist_hit.c - the hist trigger's table in the traced process
- * (tools/ukprobe/hist.h): one per SPEC, an open-addressing hash table of
+ * (common/hist.h): one per SPEC, an open-addressing hash table of
  * hist->size entries that the traced threads update in place, and its
  * transfer to ukprobe at the end (UKPM_HIST).
  *

@@ -9,9 +9,9 @@
  *
  * ELF files are read with libelf and kept in a small cache (symbols by
  * name and by address). A file without .symtab also gets the symbols of
- * its debug file or MiniDebugInfo (src/debuginfo.h), read the first time
- * a name is not found in its .dynsym. Context: [init] and [reader], never
- * [hit]; the cache has its own lock.
+ * its debug file or MiniDebugInfo (common/debuginfo.h, which the library
+ * uses too), read the first time a name is not found in its .dynsym.
+ * Context: [init] and [reader], never [hit]; the cache has its own lock.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "symbols.h"
 #include "debuginfo.h"
 
 /* ------------------------------------------------------- ELF files */
@@ -373,16 +372,28 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* As the library matches the object of "object:sym" (symbols.h): the
- * file's names, another path to the same file, and for the main program
- * the names it was started by. */
+/* [init] Does name name the main program by one of the names it was
+ * started by (argv[0], the path exec was given)? The library knows them
+ * (find_module_info). */
+static bool main_answers_to(const struct ukpa_obj *o, const char *name)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+
+	return find_module_info(name, &info, buf, sizeof(buf)) == 0 && (info.flags & KSYM_MAIN) &&
+	       info.modbase == o->base;
+}
+
+/* As the library matches the object of "object:sym": the file's names,
+ * another path to the same file, and for the main program the names it
+ * was started by. */
 static bool obj_matches(const struct ukpa_obj *o, const char *name)
 {
 	char real[PATH_MAX], named[PATH_MAX];
 
 	if (!strcmp(base_name(o->path), name) || !strcmp(o->path, name))
 		return true;
-	if (o->is_main && ukp_main_answers_to(name))
+	if (o->is_main && main_answers_to(o, name))
 		return true;
 	if (!realpath(o->path, real))
 		return false;

@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,8 +31,6 @@
 
 #include "agent.h"
 #include "filter.h"
-#include "internal.h"
-#include "symbols.h"
 
 static struct ukpa_spec *specs;
 static int nspecs;
@@ -211,6 +210,20 @@ static int probe_publish(struct ukpa_probe *pr)
 	return 0;
 }
 
+/* [init] The object addr is in (its path and load base) into pr, for its
+ * PROBE message; nothing when none is. */
+static void object_of(uintptr_t addr, struct ukpa_probe *pr)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+
+	kallsyms_lookup_info(addr, &info, buf, sizeof(buf));
+	if (info.modpath) {
+		pr->base = info.modbase;
+		pr->object = strdup(info.modpath);
+	}
+}
+
 /*
  * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
  * success it is announced and goes live. Returns 0 or the negative errno
@@ -222,7 +235,6 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	const struct ukp_spec *spec = &pr->spec->spec;
 	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
 	char where[512];
-	const struct ukp_object *obj;
 	int ret;
 
 	if (symbol_name) {
@@ -275,14 +287,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	}
 	ukpa_symbolize((uintptr_t)kp->addr, where, sizeof(where), &pr->func,
 		       prefer ? prefer : symbol_name);
-	if (ukp_lock_for_show() == 0) {
-		obj = ukp_object_of((uintptr_t)kp->addr);
-		if (obj) {
-			pr->base = obj->base;
-			pr->object = strdup(obj->path);
-		}
-		ukp_unlock_for_show();
-	}
+	object_of((uintptr_t)kp->addr, pr);
 	pr->where = strdup(where);
 	ret = probe_publish(pr);
 	if (ret) {
@@ -317,27 +322,28 @@ struct matches {
 	bool everything;          /* the pattern is only '*'s */
 };
 
-/* [reg] under the library's lock: collect, register later. Aliases come
- * together (the best name first): the first one that matches names the
- * function. An IFUNC stands for the implementation its resolver chose
- * in this process (ukp_sym_ifunc_impl). */
-static void match_cb(const struct ukp_symres *sym, void *arg)
+/* [init] inside the library's walk (module_kallsyms_on_each_symbol_info,
+ * under its lock): collect, register later. Aliases come together (the
+ * best name first): the first one that matches names the function. An
+ * IFUNC comes at its resolver: ifunc_impls() puts the implementation
+ * its resolver chose in this process in its place after the walk. */
+static int match_cb(void *arg, const struct ksym_info *sym)
 {
 	struct matches *ms = arg;
 	char name[512];
 	size_t len = strcspn(sym->name, "@");
-	uintptr_t start = sym->start;
+	uintptr_t start = sym->addr;
 
-	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->obj &&
-						  !strcmp(sym->obj->path, ms->skip_path)))
-		return;
-	if (ms->n && ms->m[ms->n - 1].start == sym->start)
-		return;
+	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->modpath &&
+						  !strcmp(sym->modpath, ms->skip_path)))
+		return 0;
+	if (ms->n && ms->m[ms->n - 1].start == start)
+		return 0;
 	/* every function (a glob of only wildcards): the object's own
 	 * symbol table, not the internals only its debug file names, some
 	 * of which glibc runs with every signal blocked */
-	if (sym->debug && ms->everything)
-		return;
+	if ((sym->flags & KSYM_DEBUG) && ms->everything)
+		return 0;
 	memcpy(name, sym->name, len);
 	name[len] = '\0';
 	if (fnmatch(ms->pattern, name, 0)) {
@@ -347,36 +353,33 @@ static void match_cb(const struct ukp_symres *sym, void *arg)
 
 		free(d);
 		if (!match)
-			return;
+			return 0;
 	}
-	/* an implementation that cannot be found: nothing to probe for
-	 * that name (its resolver runs once, at load) */
-	if (sym->ifunc && ukp_sym_ifunc_impl(sym, &start))
-		return;
 	if (ms->n == ms->cap) {
 		size_t cap = ms->cap ? ms->cap * 2 : 64;
 		struct match *m = realloc(ms->m, cap * sizeof(*m));
 
 		if (!m) {
 			ms->nomem = true;
-			return;
+			return 0;
 		}
 		ms->m = m;
 		ms->cap = cap;
 	}
 	ms->m[ms->n].start = start;
 	ms->m[ms->n].dup = false;
-	ms->m[ms->n].ifunc = sym->ifunc;
+	ms->m[ms->n].ifunc = (sym->flags & KSYM_IFUNC) != 0;
 	ms->m[ms->n].name = strdup(name);
-	ms->m[ms->n].prefer = malloc(strlen(sym->obj->path) + len + 2);
+	ms->m[ms->n].prefer = malloc(strlen(sym->modpath) + len + 2);
 	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
 		free(ms->m[ms->n].name);
 		free(ms->m[ms->n].prefer);
 		ms->nomem = true;
-		return;
+		return 0;
 	}
-	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->obj->path, name);
+	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->modpath, name);
 	ms->n++;
+	return 0;
 }
 
 struct match_key {
@@ -391,6 +394,28 @@ static int match_key_cmp(const void *pa, const void *pb)
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
 	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* [init] After the walk: each IFUNC match's implementation in place of
+ * its resolver; one that cannot be found is nothing to probe for that
+ * name (its resolver runs once, at load). */
+static void ifunc_impls(struct matches *ms)
+{
+	size_t i, k;
+
+	for (i = k = 0; i < ms->n; i++) {
+		unsigned long impl;
+
+		if (ms->m[i].ifunc && kallsyms_lookup_ifunc(ms->m[i].start, ms->m[i].name, &impl)) {
+			free(ms->m[i].name);
+			free(ms->m[i].prefer);
+			continue;
+		}
+		if (ms->m[i].ifunc)
+			ms->m[i].start = impl;
+		ms->m[k++] = ms->m[i];
+	}
+	ms->n = k;
 }
 
 /* One probe per piece of code: a later match at the same address (two
@@ -454,11 +479,11 @@ static int register_glob(struct ukpa_spec *s)
 	ms.everything = strspn(ms.pattern, "*") == strlen(ms.pattern);
 	if (!s->spec.object)
 		ms.skip_path = agent_path();
-	ret = ukp_lock_for_show();
+	ret = module_kallsyms_on_each_symbol_info(s->spec.object, match_cb, &ms);
 	if (ret)
 		return ret;
-	ukp_for_each_symbol(s->spec.object, match_cb, &ms);
-	ukp_unlock_for_show();
+	if (!ms.nomem)
+		ifunc_impls(&ms);
 	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
 	/* IFUNC implementations last: they are libc's string and memory
 	 * functions, which registering (the decoder's memset on every
@@ -596,15 +621,7 @@ static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uin
 	snprintf(pr->why, sizeof(pr->why), "%s",
 		 pr->wbp[0]->mechanism == UKP_HW_BREAKPOINT_DEBUGREG ? "debug register"
 								    : "page protection");
-	if (ukp_lock_for_show() == 0) {
-		const struct ukp_object *o = ukp_object_of(a);
-
-		if (o) {
-			pr->base = o->base;
-			pr->object = strdup(o->path);
-		}
-		ukp_unlock_for_show();
-	}
+	object_of(a, pr);
 	ret = probe_publish(pr);
 	if (ret) {
 		unregister_wide_hw_breakpoint(pr->wbp);
@@ -827,9 +844,14 @@ void ukpa_probes_refresh(void)
 	pthread_mutex_lock(&probes_lock);
 	if (want_stacks)
 		ukpa_unwind_refresh();
-	/* the library notices unloaded objects when it is next entered */
-	if (ukp_lock_for_show() == 0)
-		ukp_unlock_for_show();
+	/* the library notices unloaded objects when it is next entered: a
+	 * look-up (of nothing) enters it */
+	{
+		struct ksym_info none = { .size = sizeof(none) };
+		char buf[1];
+
+		kallsyms_lookup_info(0, &none, buf, sizeof(buf));
+	}
 	for (i = 0; i < nspecs; i++) {
 		struct ukpa_spec *s = &specs[i];
 		struct ukpa_obj obj;

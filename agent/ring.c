@@ -46,6 +46,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -64,11 +65,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "symbols.h"
-#include "internal.h"
-
-/* libukprobes' registry lock (src/kprobes.c), which the symbol cache
- * needs; taken by ordinary threads only. */
 
 #define NRINGS 128
 #define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
@@ -328,19 +324,16 @@ out:
 
 void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, const char *prefer)
 {
-	static char demangled[1024]; /* (under the library's show lock) */
-	struct ukp_symres res;
-	const struct ukp_object *obj;
+	char demangled[1024], names[PATH_MAX + KSYM_NAME_LEN], pnames[PATH_MAX + KSYM_NAME_LEN];
+	struct ksym_info res = { .size = sizeof(res) }, pres = { .size = sizeof(pres) };
+	int ret;
 
 	if (func)
 		*func = 0;
 	snprintf(buf, len, "0x%lx", (unsigned long)addr);
-	if (ukp_lock_for_show())
-		return;
-	if (ukp_sym_lookup_addr(addr, &res) == 0) {
+	ret = kallsyms_lookup_info(addr, &res, names, sizeof(names));
+	if (ret == 0) {
 		const char *name = res.name, *given = NULL;
-		bool ifunc = false;
-		uintptr_t pa;
 		int n = 0;
 
 		/* aliases (free/cfree): the name the user gave, if it is one;
@@ -351,8 +344,9 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 		given = prefer ? strrchr(prefer, ':') : NULL;
 		given = given ? given + 1 : prefer;
 		if (prefer && strcmp(given, name) &&
-		    ukp_sym_lookup_name_ifunc(prefer, &pa, &ifunc) == 0 && pa == res.start) {
-			if (ifunc)
+		    kallsyms_lookup_name_info(prefer, &pres, pnames, sizeof(pnames)) == 0 &&
+		    pres.addr == res.addr) {
+			if (pres.flags & KSYM_IFUNC)
 				n = snprintf(buf, len, "%s -> ", given);
 			else
 				name = given;
@@ -369,25 +363,21 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 				name = demangled;
 			}
 		}
-		if (res.obj && !res.obj->is_main)
+		if (!(res.flags & KSYM_MAIN))
 			snprintf(buf + n, len - (size_t)n, "%s+0x%lx/0x%lx [%s]", name,
-				 (unsigned long)(addr - res.start), (unsigned long)res.size,
-				 res.obj->name);
+				 (unsigned long)(addr - res.addr), res.symsize, res.modname);
 		else
 			snprintf(buf + n, len - (size_t)n, "%s+0x%lx/0x%lx", name,
-				 (unsigned long)(addr - res.start), (unsigned long)res.size);
+				 (unsigned long)(addr - res.addr), res.symsize);
 		if (func)
-			*func = res.start;
-		ukp_unlock_for_show();
+			*func = res.addr;
 		return;
 	}
-	obj = ukp_object_of(addr);
-	if (obj)
-		snprintf(buf, len, "[%s]+0x%lx", obj->name, (unsigned long)(addr - obj->base));
-	ukp_unlock_for_show();
+	if (ret != -ENOENT || !res.modpath)
+		return;
+	snprintf(buf, len, "[%s]+0x%lx", res.modname, (unsigned long)(addr - res.modbase));
 	/* not in a function: a data symbol, maybe */
-	if (obj)
-		ukpa_datasym_symbolize(addr, buf, len);
+	ukpa_datasym_symbolize(addr, buf, len);
 }
 
 /* Addresses already announced to ukprobe (open addressing; 0 = empty). */

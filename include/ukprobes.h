@@ -167,6 +167,71 @@ UKPROBES_API int kallsyms_on_each_symbol(int (*fn)(void *data, const char *name,
 					 void *data);
 UKPROBES_API int sprint_symbol(char *buffer, unsigned long address);
 UKPROBES_API int sprint_symbol_no_offset(char *buffer, unsigned long address);
+
+/*
+ * Per object, as the kernel's module_kallsyms_on_each_symbol(): the walk
+ * of kallsyms_on_each_symbol() over the objects modname names (as the
+ * "object:" part of symbol_name does); NULL: every object. -EINVAL
+ * without fn, -EBUSY from a handler.
+ */
+UKPROBES_API int module_kallsyms_on_each_symbol(const char *modname,
+						int (*fn)(void *data, const char *name,
+							  unsigned long addr),
+						void *data);
+
+/*
+ * A symbol with what a tool needs beside its name and address: its size,
+ * its kind and the loaded object it is in (the kernel's struct module
+ * for "module"). The caller of a look-up sets size to
+ * sizeof(struct ksym_info) (doc/abi.md: a later version may add fields
+ * after these) and gives a buffer that name, modname and modpath are
+ * copied into; a walk's callback gets one of the library's, valid during
+ * the call.
+ */
+#define KSYM_FUNC   0x1  /* a sized function: its start follows the calling convention */
+#define KSYM_IFUNC  0x2  /* an IFUNC (STT_GNU_IFUNC) */
+#define KSYM_GLOBAL 0x4  /* bound GLOBAL, WEAK or UNIQUE */
+#define KSYM_DEBUG  0x8  /* named only by the object's debug file or MiniDebugInfo */
+#define KSYM_MAIN   0x10 /* in the program itself (the kernel's vmlinux) */
+struct ksym_info {
+	size_t size;             /* sizeof(struct ksym_info), set by the caller */
+	const char *name;        /* "" when no function holds the address */
+	unsigned long addr;      /* the symbol's start; by name, an IFUNC's
+				  * implementation that the process uses */
+	unsigned long symsize;
+	unsigned int flags;      /* KSYM_* */
+	const char *modname;     /* the object's file name ("libc.so.6") */
+	const char *modpath;     /* its path (the program's: its real path) */
+	unsigned long modbase;   /* its load bias: address = ELF address + modbase */
+};
+/*
+ * module_kallsyms_on_each_symbol_info(): the walk of
+ * module_kallsyms_on_each_symbol(), with each symbol's ksym_info; an
+ * IFUNC (KSYM_IFUNC) comes as its symbol table has it, at its resolver:
+ * kallsyms_lookup_ifunc(sym->addr, sym->name, &impl) gives the
+ * implementation the process uses (0, -ENOENT, -EINVAL, -EBUSY).
+ * kallsyms_lookup_info(): the function that holds addr: 0; -ENOENT when
+ * none does, with the object filled in (modpath NULL outside every
+ * object). kallsyms_lookup_name_info(): the function named as for
+ * kallsyms_lookup_name(): 0 or -ENOENT. find_module_info(): the first
+ * loaded object modname names (the kernel's find_module()): 0 or
+ * -ENOENT, name "". The look-ups return -EINVAL for a bad size or
+ * argument, -ERANGE when the names do not fit in buf (PATH_MAX plus
+ * KSYM_NAME_LEN always do), -EBUSY from a handler. Not for handlers.
+ */
+#define KSYM_NAME_LEN 512
+UKPROBES_API int module_kallsyms_on_each_symbol_info(const char *modname,
+						     int (*fn)(void *data,
+							       const struct ksym_info *sym),
+						     void *data);
+UKPROBES_API int kallsyms_lookup_ifunc(unsigned long resolver, const char *name,
+					unsigned long *impl);
+UKPROBES_API int kallsyms_lookup_info(unsigned long addr, struct ksym_info *info, char *buf,
+				      size_t len);
+UKPROBES_API int kallsyms_lookup_name_info(const char *name, struct ksym_info *info, char *buf,
+					   size_t len);
+UKPROBES_API int find_module_info(const char *modname, struct ksym_info *info, char *buf,
+				  size_t len);
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);

@@ -2,7 +2,8 @@
 # Layout checks anyone can run with grep (issue 17): no file under src/
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
-# assembly's offsets are generated (src/asm_offsets.c), not kept by hand.
+# assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
+# and the agent includes nothing of src/ or tools/ but the public header.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # one-byte opcodes and the first bytes of multi-byte ones, as C constants
@@ -15,6 +16,30 @@ if [ -n "$bad" ]; then
 fi
 if [ -e src/asm_offsets.h ] || { [ -d .git ] && [ -n "$(git ls-files src/asm_offsets.h)" ]; }; then
   echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/asm_offsets.c" >&2
+  exit 1
+fi
+# The agent is a user of the library like any other: it includes the
+# public header, system headers, its own and common/'s, nothing of src/
+# (the library's insides) or tools/ (the CLI's); what it shares with
+# either lives in common/.
+bad=$(grep -rn '^[[:space:]]*#[[:space:]]*include' agent | while IFS= read -r line; do
+  hdr=$(sed -E 's/.*#[[:space:]]*include[[:space:]]*[<"]([^>"]*)[>"].*/\1/' <<<"$line")
+  case "$line" in
+    *'<ukprobes.h>'*) continue ;;
+    # a system header, unless it is one of the library's or the CLI's
+    # that an include path would find before it
+    *'#'*include*'<'*)
+      { [ -e "src/$hdr" ] || [ -e "tools/ukprobe/$hdr" ]; } && [ ! -e "/usr/include/$hdr" ] ||
+        continue ;;
+  esac
+  if [ -e "agent/$hdr" ] || [ -e "common/$hdr" ]; then
+    [ -e "src/$hdr" ] || [ -e "tools/ukprobe/$hdr" ] || continue
+  fi
+  echo "$line"
+done)
+if [ -n "$bad" ]; then
+  echo "check_layout: the agent includes the library's or the CLI's headers (only <ukprobes.h>, system, agent/ and common/ ones):" >&2
+  echo "$bad" >&2
   exit 1
 fi
 echo "check_layout: ok"

@@ -11,9 +11,10 @@ if ! command -v clang >/dev/null; then
   exit 0
 fi
 mkdir -p build-fuzz
-src=tools/ukprobe
+src=common
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
+  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
+  "$src/arch/$(uname -m)/fetch_regs.c" \
   -o build-fuzz/fuzz_spec_filter
 rm -rf build-fuzz/corpus
 cp -r tests/fuzz/corpus build-fuzz/corpus

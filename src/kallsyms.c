@@ -46,9 +46,10 @@ static void walk_one(const struct ukp_symres *sym, void *arg)
 	w->ret = w->fn(w->data, sym->name, addr);
 }
 
-UKPROBES_API int kallsyms_on_each_symbol(int (*fn)(void *data, const char *name,
-						   unsigned long addr),
-					 void *data)
+UKPROBES_API int module_kallsyms_on_each_symbol(const char *modname,
+						int (*fn)(void *data, const char *name,
+							  unsigned long addr),
+						void *data)
 {
 	struct walk w = { fn, data, 0 };
 
@@ -58,9 +59,16 @@ UKPROBES_API int kallsyms_on_each_symbol(int (*fn)(void *data, const char *name,
 		return -EBUSY;
 	if (ukp_lock_for_show())
 		return -EBUSY;
-	ukp_for_each_symbol(NULL, walk_one, &w);
+	ukp_for_each_symbol(modname, walk_one, &w);
 	ukp_unlock_for_show();
 	return w.ret;
+}
+
+UKPROBES_API int kallsyms_on_each_symbol(int (*fn)(void *data, const char *name,
+						   unsigned long addr),
+					 void *data)
+{
+	return module_kallsyms_on_each_symbol(NULL, fn, data);
 }
 
 static int sprint(char *buffer, unsigned long address, bool offset)

@@ -1509,6 +1509,28 @@ int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl)
 	return ifunc_resolve(o, sym->start, sym->name, sym->global, impl);
 }
 
+int ukp_sym_ifunc_impl_at(uintptr_t resolver, const char *name, uintptr_t *impl)
+{
+	const struct ukp_sym *s = NULL;
+	struct ukp_objent *o;
+	int global;
+
+	if (!name || !impl)
+		return -EINVAL;
+	objects_sync();
+	o = live_of(resolver, NULL);
+	if (!o || obj_load_full(o))
+		return -ENOENT;
+	for (global = 1; global >= 0 && !s; global--) {
+		s = obj_sym_named(o, name, global);
+		if (s && (s->start != resolver || s->type != STT_GNU_IFUNC))
+			s = NULL;
+	}
+	if (!s)
+		return -ENOENT;
+	return ifunc_resolve(o, resolver, s->name, s->bind != STB_LOCAL, impl);
+}
+
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 {
 	struct ukp_objent *o;
@@ -1536,6 +1558,17 @@ int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 		return -ENOENT;
 	fill_res(o, s, res);
 	return 0;
+}
+
+const struct ukp_object *ukp_object_named(const char *name)
+{
+	size_t i;
+
+	objects_sync();
+	for (i = 0; i < ukp_syms.nlive; i++)
+		if (obj_matches(ukp_syms.live[i], name))
+			return &ukp_syms.live[i]->pub;
+	return NULL;
 }
 
 const struct ukp_object *ukp_object_of(uintptr_t addr)

@@ -85,6 +85,10 @@ int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc);
  * stands for in this process. Returns 0, -ENOENT, -ENOMEM, -EINVAL. */
 int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl);
 
+/* The same for the IFUNC symbol name whose resolver is at resolver (a
+ * walk's sym->start). Returns 0, -ENOENT, -ENOMEM, -EINVAL. */
+int ukp_sym_ifunc_impl_at(uintptr_t resolver, const char *name, uintptr_t *impl);
+
 /*
  * The function-like symbol containing addr, from .symtab when the file has
  * one, else .dynsym and (when addr is in none of its functions) the
@@ -92,6 +96,10 @@ int ukp_sym_ifunc_impl(const struct ukp_symres *sym, uintptr_t *impl);
  * *res, or -ENOENT.
  */
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
+
+/* The first loaded object (load order) that name names, as the "object"
+ * of "object:sym" does, or NULL. */
+const struct ukp_object *ukp_object_named(const char *name);
 
 /* The loaded object containing addr (in any PT_LOAD segment), or NULL. */
 const struct ukp_object *ukp_object_of(uintptr_t addr);

@@ -3,10 +3,13 @@
  * The kallsyms look-ups (src/kallsyms.c) on libc and zlib as this
  * process has them loaded: names to addresses (what dlsym says), an
  * IFUNC to the implementation the process uses, the walk over every
- * function, and addresses back to text.
+ * function, and addresses back to text; per object, and with each
+ * symbol's size, kind and object (struct ksym_info).
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -91,4 +94,183 @@ Test(kallsyms, sprint)
 	cr_assert_str_eq(buf, "deflate [libz.so.1]");
 	sprint_symbol(buf, 16);
 	cr_assert_str_eq(buf, "0x10");
+}
+
+/* ------------------------------------------------ per object, with info */
+
+/* zlib's load bias, as the loader has it */
+static unsigned long libz_base(void)
+{
+	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+
+	cr_assert(h);
+	cr_assert_eq(dlinfo(h, RTLD_DI_LINKMAP, &lm), 0);
+	dlclose(h);
+	return (unsigned long)lm->l_addr;
+}
+
+struct names {
+	unsigned long deflate, malloc, n;
+};
+
+static int names_cb(void *data, const char *name, unsigned long addr)
+{
+	struct names *c = data;
+
+	c->n++;
+	if (!strcmp(name, "deflate"))
+		c->deflate = addr;
+	if (!strcmp(name, "malloc"))
+		c->malloc = addr;
+	return 0;
+}
+
+Test(kallsyms, module_on_each_symbol)
+{
+	struct names z = { 0, 0, 0 }, all = { 0, 0, 0 };
+
+	cr_assert_eq(module_kallsyms_on_each_symbol("libz.so.1", names_cb, &z), 0);
+	cr_assert_eq(z.deflate, (unsigned long)(uintptr_t)&deflate);
+	cr_assert_eq(z.malloc, 0); /* libc's, not zlib's */
+	cr_assert_eq(module_kallsyms_on_each_symbol(NULL, names_cb, &all), 0);
+	cr_assert_gt(all.n, z.n);
+	cr_assert_neq(all.malloc, 0);
+	cr_assert_eq(module_kallsyms_on_each_symbol("no_such_object.so", names_cb, &z), 0);
+	cr_assert_eq(module_kallsyms_on_each_symbol("libz.so.1", NULL, NULL), -EINVAL);
+}
+
+struct infos {
+	struct ksym_info deflate, strlen;
+	char deflate_mod[64];
+	unsigned long n, bad;
+};
+
+static int infos_cb(void *data, const struct ksym_info *sym)
+{
+	struct infos *c = data;
+
+	c->n++;
+	if (sym->size != sizeof(*sym) || !sym->modname || !sym->modpath ||
+	    strcmp(sym->modname, strrchr(sym->modpath, '/') + 1))
+		c->bad++;
+	if (!strcmp(sym->name, "deflate")) {
+		c->deflate = *sym;
+		snprintf(c->deflate_mod, sizeof(c->deflate_mod), "%s", sym->modname);
+	}
+	if (!strcmp(sym->name, "strlen") && !strcmp(sym->modname, "libc.so.6"))
+		c->strlen = *sym;
+	return 0;
+}
+
+Test(kallsyms, module_on_each_symbol_info)
+{
+	struct infos c;
+	size_t (*f)(const char *);
+	unsigned long impl;
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(module_kallsyms_on_each_symbol_info(NULL, infos_cb, &c), 0);
+	cr_assert_eq(c.bad, 0, "%lu of %lu symbols without their object", c.bad, c.n);
+	cr_assert_eq(c.deflate.addr, (unsigned long)(uintptr_t)&deflate);
+	cr_assert_str_eq(c.deflate_mod, "libz.so.1");
+	cr_assert_eq(c.deflate.modbase, libz_base());
+	cr_assert_gt(c.deflate.symsize, 0);
+	cr_assert_eq(c.deflate.flags & (KSYM_FUNC | KSYM_GLOBAL | KSYM_IFUNC | KSYM_MAIN),
+		     KSYM_FUNC | KSYM_GLOBAL);
+	/* an IFUNC: flagged, at its resolver; kallsyms_lookup_ifunc gives
+	 * the implementation the process calls */
+	cr_assert(c.strlen.flags & KSYM_IFUNC);
+	cr_assert_neq(c.strlen.addr, kallsyms_lookup_name("libc.so.6:strlen"));
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, "strlen", &impl), 0);
+	f = (size_t (*)(const char *))impl;
+	cr_assert_eq(f("twelve chars"), 12);
+	cr_assert_eq(impl, kallsyms_lookup_name("libc.so.6:strlen"));
+	/* not an IFUNC there, or not that name */
+	cr_assert_eq(kallsyms_lookup_ifunc(c.deflate.addr, "deflate", &impl), -ENOENT);
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, "no_such_function_x", &impl), -ENOENT);
+	cr_assert_eq(kallsyms_lookup_ifunc(c.strlen.addr, NULL, &impl), -EINVAL);
+	cr_assert_eq(module_kallsyms_on_each_symbol_info("libz.so.1", NULL, NULL), -EINVAL);
+}
+
+/* a function of the program itself */
+__attribute__((noinline)) int kallsyms_test_own_function(int x)
+{
+	return x * 3 + 1;
+}
+
+Test(kallsyms, lookup_info)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+	static char heap_like[64];
+	int x = 0;
+
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&deflate + 4, &info, buf,
+					  sizeof(buf)), 0);
+	cr_assert_str_eq(info.name, "deflate");
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)&deflate);
+	cr_assert_str_eq(info.modname, "libz.so.1");
+	cr_assert(strstr(info.modpath, "libz.so.1"), "%s", info.modpath);
+	cr_assert_eq(info.modbase, libz_base());
+	cr_assert_eq(info.flags & KSYM_MAIN, 0);
+	/* the program's own: KSYM_MAIN, the kernel's vmlinux */
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&kallsyms_test_own_function,
+					  &info, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(info.name, "kallsyms_test_own_function");
+	cr_assert(info.flags & KSYM_MAIN);
+	cr_assert_eq(kallsyms_test_own_function(x), 1);
+	/* in the program's data: no function, but its object */
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)heap_like, &info, buf,
+					  sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(info.name, "");
+	cr_assert(info.modpath && (info.flags & KSYM_MAIN));
+	/* on the stack: in no object */
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&x, &info, buf, sizeof(buf)),
+		     -ENOENT);
+	cr_assert_null(info.modpath);
+	/* the caller's struct and buffer */
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&deflate, &info, buf, 4),
+		     -ERANGE);
+	info.size = sizeof(info) - 1;
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&deflate, &info, buf,
+					  sizeof(buf)), -EINVAL);
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&deflate, NULL, buf,
+					  sizeof(buf)), -EINVAL);
+}
+
+Test(kallsyms, lookup_name_info)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+
+	cr_assert_eq(kallsyms_lookup_name_info("libz.so.1:deflate", &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)&deflate);
+	cr_assert_str_eq(info.modname, "libz.so.1");
+	cr_assert_gt(info.symsize, 0);
+	cr_assert_eq(info.flags & KSYM_IFUNC, 0);
+	/* strlen names an IFUNC; the address is its implementation's */
+	cr_assert_eq(kallsyms_lookup_name_info("libc.so.6:strlen", &info, buf, sizeof(buf)), 0);
+	cr_assert(info.flags & KSYM_IFUNC);
+	cr_assert_eq(info.addr, kallsyms_lookup_name("libc.so.6:strlen"));
+	cr_assert_eq(kallsyms_lookup_name_info("libz.so.1:no_such_function_x", &info, buf,
+					       sizeof(buf)), -ENOENT);
+	cr_assert_eq(kallsyms_lookup_name_info(NULL, &info, buf, sizeof(buf)), -EINVAL);
+}
+
+Test(kallsyms, find_module_info)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+
+	cr_assert_eq(find_module_info("libz.so.1", &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.modbase, libz_base());
+	cr_assert_str_eq(info.modname, "libz.so.1");
+	cr_assert_str_eq(info.name, "");
+	cr_assert_eq(info.flags & KSYM_MAIN, 0);
+	/* the program, by the name it was started by */
+	cr_assert_eq(find_module_info(program_invocation_short_name, &info, buf, sizeof(buf)), 0);
+	cr_assert(info.flags & KSYM_MAIN);
+	cr_assert_eq(find_module_info("no_such_object.so", &info, buf, sizeof(buf)), -ENOENT);
+	cr_assert_eq(find_module_info(NULL, &info, buf, sizeof(buf)), -EINVAL);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fetch_types.h"
 
 static void put_string(FILE *out, const unsigned char *s, size_t max)
 {
@@ -65,24 +66,20 @@ size_t ukp_fmt_ulong(char *out, unsigned long v, int width, bool zero)
 	return pad + n;
 }
 
-static void put_number(FILE *out, unsigned long v, int type)
+static void put_number(FILE *out, unsigned long v, const struct ukp_fetch_type *t)
 {
 	char buf[32], *end = buf + sizeof(buf), *p;
 
-	switch (type) {
-	case UKP_TY_U:
-		p = fmt_dec(end, v);
-		break;
-	case UKP_TY_S:
-		p = fmt_dec(end, (long)v < 0 ? -v : v);
-		if ((long)v < 0)
-			*--p = '-';
-		break;
-	default:
+	if (t->hex) {
 		p = fmt_hex(end, v);
 		*--p = 'x';
 		*--p = '0';
-		break;
+	} else if (t->is_signed) {
+		p = fmt_dec(end, (long)v < 0 ? -v : v);
+		if ((long)v < 0)
+			*--p = '-';
+	} else {
+		p = fmt_dec(end, v);
 	}
 	fwrite(p, 1, (size_t)(end - p), out);
 }
@@ -97,7 +94,7 @@ unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char 
 		return v; /* the agent extracted the field */
 	if (bits < 64)
 		v &= (1UL << bits) - 1;
-	if (fa->type == UKP_TY_S && bits < 64 && (v & (1UL << (bits - 1))))
+	if (ukp_fetch_type_of(fa)->is_signed && bits < 64 && (v & (1UL << (bits - 1))))
 		v |= ~0UL << bits;
 	return v;
 }
@@ -120,6 +117,7 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 
 	for (i = 0; i < spec->nargs; i++) {
 		const struct ukp_fetcharg *fa = &spec->args[i];
+		const struct ukp_fetch_type *t = ukp_fetch_type_of(fa);
 		const unsigned char *slot = rec->data + fa->off;
 		unsigned long v;
 
@@ -130,22 +128,17 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			fputs("(fault)", out);
 			continue;
 		}
-		if (fa->type == UKP_TY_STRING) {
+		if (t->print == UKP_PRINT_STRING) {
 			put_string(out, slot, UKP_SPEC_STR_SLOT);
 			continue;
 		}
 		v = ukp_arg_number(fa, slot);
-		switch (fa->type) {
-		case UKP_TY_CHAR:
+		if (t->print == UKP_PRINT_CHAR)
 			put_char(out, (unsigned char)v);
-			break;
-		case UKP_TY_SYMBOL:
+		else if (t->print == UKP_PRINT_SYMBOL)
 			fputs(ukp_image_addr(img, v, buf, sizeof(buf)), out);
-			break;
-		default:
-			put_number(out, v, fa->type);
-			break;
-		}
+		else
+			put_number(out, v, t);
 	}
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fetch_types.h"
 
 struct frame {
 	uint64_t func, ts;
@@ -87,6 +88,7 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 	fputc('{', out);
 	for (i = 0; i < spec->nargs; i++) {
 		const struct ukp_fetcharg *fa = &spec->args[i];
+		const struct ukp_fetch_type *t = ukp_fetch_type_of(fa);
 		const unsigned char *slot = rec->data + fa->off;
 		unsigned long v;
 
@@ -98,29 +100,24 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			fputs("\"(fault)\"", out);
 			continue;
 		}
-		if (fa->type == UKP_TY_STRING) {
+		if (t->print == UKP_PRINT_STRING) {
 			ukp_json_str(out, (const char *)slot, UKP_SPEC_STR_SLOT);
 			continue;
 		}
 		v = ukp_arg_number(fa, slot);
-		switch (fa->type) {
-		case UKP_TY_U:
-			fprintf(out, "%lu", v);
-			break;
-		case UKP_TY_S:
-			fprintf(out, "%ld", (long)v);
-			break;
-		case UKP_TY_CHAR:
+		if (t->print == UKP_PRINT_CHAR) {
 			c[0] = (char)v;
 			ukp_json_str(out, c, 1);
-			break;
-		case UKP_TY_SYMBOL:
+		} else if (t->print == UKP_PRINT_SYMBOL) {
 			ukp_json_str(out, ukp_image_addr(img, v, buf, sizeof(buf)), 512);
-			break;
-		default:
+		} else if (t->hex) {
+			/* JSON numbers cannot be hexadecimal: a string */
 			snprintf(buf, sizeof(buf), "0x%lx", v);
 			ukp_json_str(out, buf, sizeof(buf));
-			break;
+		} else if (t->is_signed) {
+			fprintf(out, "%ld", (long)v);
+		} else {
+			fprintf(out, "%lu", v);
 		}
 	}
 	fputc('}', out);

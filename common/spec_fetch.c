@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spec_fetch.c - the fetch arguments of a probe definition:
- * [NAME=]FETCHARG[:TYPE], the registers and types they may name, and
- * where each value goes in an event. Errors point at the argument, the
+ * [NAME=]FETCHARG[:TYPE], the registers (fetch_regs.h, per architecture)
+ * and types they may name, and where each value goes in an event. Errors point at the argument, the
  * part of it, or the type that is wrong (see spec.c).
  */
 #include <ctype.h>
@@ -11,67 +11,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetch_regs.h"
+#include "fetch_types.h"
 #include "spec_parse.h"
-
-
-/* x86-64 register names: the kernel's (regs_query_register_offset), then
- * the usual r-spellings. The index is the word in struct pt_regs. */
-static const struct {
-	const char *name;
-	int index;
-} regs_table[] = {
-	{ "r15", 0 }, { "r14", 1 }, { "r13", 2 }, { "r12", 3 },
-	{ "bp", 4 }, { "bx", 5 }, { "r11", 6 }, { "r10", 7 },
-	{ "r9", 8 }, { "r8", 9 }, { "ax", 10 }, { "cx", 11 },
-	{ "dx", 12 }, { "si", 13 }, { "di", 14 }, { "orig_ax", 15 },
-	{ "ip", 16 }, { "cs", 17 }, { "flags", 18 }, { "sp", 19 },
-	{ "ss", 20 },
-	{ "rbp", 4 }, { "rbx", 5 }, { "rax", 10 }, { "rcx", 11 },
-	{ "rdx", 12 }, { "rsi", 13 }, { "rdi", 14 }, { "rip", 16 },
-	{ "eflags", 18 }, { "rsp", 19 }, { "orig_rax", 15 },
-};
 
 int ukp_spec_reg_index(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(regs_table) / sizeof(regs_table[0]); i++)
-		if (strlen(regs_table[i].name) == len && !memcmp(regs_table[i].name, name, len))
-			return regs_table[i].index;
+	for (i = 0; i < ukp_fetch_nregs; i++)
+		if (strlen(ukp_fetch_regs[i].name) == len && !memcmp(ukp_fetch_regs[i].name, name, len))
+			return ukp_fetch_regs[i].index;
 	return -1;
 }
 
 
-static const struct {
-	const char *name;
-	enum ukp_fa_type type;
-	unsigned int size;
-} types_table[] = {
-	{ "u8", UKP_TY_U, 1 }, { "u16", UKP_TY_U, 2 }, { "u32", UKP_TY_U, 4 }, { "u64", UKP_TY_U, 8 },
-	{ "s8", UKP_TY_S, 1 }, { "s16", UKP_TY_S, 2 }, { "s32", UKP_TY_S, 4 }, { "s64", UKP_TY_S, 8 },
-	{ "x8", UKP_TY_X, 1 }, { "x16", UKP_TY_X, 2 }, { "x32", UKP_TY_X, 4 }, { "x64", UKP_TY_X, 8 },
-	{ "string", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
-	{ "ustring", UKP_TY_STRING, UKP_SPEC_STR_SLOT },
-	{ "char", UKP_TY_CHAR, 1 },
-	{ "symbol", UKP_TY_SYMBOL, 8 },
-};
+/* fa gets the type of row t (an alias: the row it names). */
+static void set_type(struct ukp_fetcharg *fa, const struct ukp_fetch_type *t)
+{
+	if (t->alias)
+		t--;
+	fa->type = t->type;
+	fa->size = t->size;
+	fa->tidx = (unsigned char)(t - ukp_fetch_types);
+}
 
 #define TYPES_HINT "one of u8..u64, s8..s64, x8..x64, char, string, symbol, bW@O/C"
 
 const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len)
 {
-	static const char prefix[] = { [UKP_TY_U] = 'u', [UKP_TY_S] = 's', [UKP_TY_X] = 'x' };
-
 	if (fa->bf_width)
 		snprintf(buf, len, "b%u@%u/%u", fa->bf_width, fa->bf_offset, fa->size * 8);
-	else if (fa->type == UKP_TY_STRING)
-		snprintf(buf, len, "string");
-	else if (fa->type == UKP_TY_CHAR)
-		snprintf(buf, len, "char");
-	else if (fa->type == UKP_TY_SYMBOL)
-		snprintf(buf, len, "symbol");
 	else
-		snprintf(buf, len, "%c%u", prefix[fa->type], fa->size * 8);
+		snprintf(buf, len, "%s", ukp_fetch_type_of(fa)->name);
 	return buf;
 }
 
@@ -260,8 +232,7 @@ static int parse_bitfield(struct parser *p, struct ukp_fetcharg *fa, const char 
 	if (width + offset > container)
 		return spec_fail(p, tcol, "bitfield does not fit in its container (%lu + %lu > %lu bits)",
 			    width, offset, container);
-	fa->type = UKP_TY_U;
-	fa->size = (unsigned int)container / 8;
+	set_type(fa, ukp_fetch_type_find(UKP_TY_U, (unsigned int)container / 8));
 	fa->bf_width = (unsigned int)width;
 	fa->bf_offset = (unsigned int)offset;
 	return 0;
@@ -271,16 +242,11 @@ static int parse_bitfield(struct parser *p, struct ukp_fetcharg *fa, const char 
 static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, size_t tlen,
 		      int tcol)
 {
-	bool found = false;
-	size_t i;
+	const struct ukp_fetch_type *row = ukp_fetch_type_named(t, tlen);
+	bool found = row != NULL;
 
-	for (i = 0; i < sizeof(types_table) / sizeof(types_table[0]); i++) {
-		if (strlen(types_table[i].name) == tlen && !memcmp(types_table[i].name, t, tlen)) {
-			fa->type = types_table[i].type;
-			fa->size = types_table[i].size;
-			found = true;
-		}
-	}
+	if (row)
+		set_type(fa, row);
 	if (!found && tlen > 1 && t[0] == 'b' && isdigit((unsigned char)t[1])) {
 		if (parse_bitfield(p, fa, t, tlen, tcol))
 			return -1;
@@ -288,9 +254,9 @@ static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, 
 	}
 	if (!found)
 		return spec_fail(p, tcol, "unknown type (" TYPES_HINT ")");
-	if (fa->base == UKP_FA_COMM && fa->type != UKP_TY_STRING)
+	if (fa->base == UKP_FA_COMM && !ukp_fetch_type_of(fa)->is_string)
 		return spec_fail(p, tcol, "$comm is a string");
-	if (fa->type == UKP_TY_STRING && fa->base != UKP_FA_COMM && !fa->nderef)
+	if (ukp_fetch_type_of(fa)->is_string && fa->base != UKP_FA_COMM && !fa->nderef)
 		return spec_fail(p, tcol,
 			    "string accepts only a memory argument: +OFFS(FETCHARG), @ADDR or @SYM");
 	return 0;
@@ -362,27 +328,23 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 		if (parse_type(p, fa, t, blen - (size_t)(t - body), bcol + (int)(t - body)))
 			return -1;
 	} else if (fa->base == UKP_FA_COMM) {
-		fa->type = UKP_TY_STRING;
-		fa->size = UKP_SPEC_STR_SLOT;
+		set_type(fa, ukp_fetch_type_find(UKP_TY_STRING, UKP_SPEC_STR_SLOT));
 	} else if (fa->base == UKP_FA_DURATION) {
 		/* a number of nanoseconds: decimal */
-		fa->type = UKP_TY_U;
-		fa->size = 8;
+		set_type(fa, ukp_fetch_type_find(UKP_TY_U, 8));
 	} else {
 		/* The kernel's default on 64-bit: x64. */
-		fa->type = UKP_TY_X;
-		fa->size = 8;
+		set_type(fa, ukp_fetch_type_find(UKP_TY_X, 8));
 	}
 
 	fa->plain_reg = fa->base == UKP_FA_REG && !fa->nderef && !fa->bf_width &&
-			fa->type != UKP_TY_STRING;
+			!ukp_fetch_type_of(fa)->is_string;
 	fa->off = spec->payload;
-	if (spec->payload + (fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT) >
-	    UKP_SPEC_PAYLOAD_MAX)
+	if (spec->payload + ukp_fetch_type_of(fa)->slot > UKP_SPEC_PAYLOAD_MAX)
 		return spec_fail(p, w->col,
 			    "too many arguments: an event holds %d bytes (8 a number, %d a string)",
 			    UKP_SPEC_PAYLOAD_MAX, UKP_SPEC_STR_SLOT);
-	spec->payload += fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : UKP_SPEC_NUM_SLOT;
+	spec->payload += ukp_fetch_type_of(fa)->slot;
 	if (fa->base == UKP_FA_DURATION)
 		spec->uses_duration = true;
 	spec->nargs++;

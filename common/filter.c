@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetch_types.h"
 #include "filter.h"
 
 #define MAX_DEPTH 64 /* nested parentheses and '!' */
@@ -185,8 +186,8 @@ static int parse_pred(struct fparser *p)
 
 		pr->arg = a;
 		p->f->args_used |= 1u << a;
-		pr->is_string = fa->type == UKP_TY_STRING;
-		pr->is_signed = fa->type == UKP_TY_S && !fa->bf_width;
+		pr->is_string = ukp_fetch_type_of(fa)->is_string;
+		pr->is_signed = ukp_fetch_type_of(fa)->is_signed && !fa->bf_width;
 		pr->size = fa->bf_width ? 8 : fa->size;
 	} else if (len == 10 && !memcmp(p->s + start, "common_pid", 10)) {
 		pr->arg = UKP_FILTER_PID;

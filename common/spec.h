@@ -92,6 +92,8 @@ struct ukp_fetcharg {
 	long deref[UKP_SPEC_DEREF_MAX + 1];
 	enum ukp_fa_type type;
 	unsigned int size;             /* 1, 2, 4, 8; UKP_SPEC_STR_SLOT for strings */
+	unsigned char tidx;            /* its row in ukp_fetch_types (fetch_types.h):
+					* how it is compared, kept and shown */
 	unsigned int off;              /* where the value goes in an event's payload */
 	/* bitfield (type u, size = the container): bits [bf_offset,
 	 * bf_offset + bf_width) of the container; bf_width 0 otherwise */
@@ -186,9 +188,8 @@ char *ukp_spec_symbol_name(const struct ukp_spec *spec);
 void ukp_spec_match_event(const struct ukp_spec *spec, const char *func, char *buf,
 			  size_t len);
 
-/* Name and word index (in struct pt_regs) of x86-64 register names, as
- * the kernel's regs_query_register_offset() accepts them plus the r*
- * spellings. Returns -1 for an unknown name. */
+/* The word index (in struct pt_regs) of a register name of the build's
+ * architecture (fetch_regs.h). Returns -1 for an unknown name. */
 int ukp_spec_reg_index(const char *name, size_t len);
 
 /* The type name as written in a SPEC ("u32", "x64", "string", "b3@4/8"). */

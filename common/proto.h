@@ -239,7 +239,7 @@ struct ukp_msg_config {
 };
 
 /*
- * A hist trigger's table (tools/ukprobe/hist.h), at the end of an image:
+ * A hist trigger's table (common/hist.h), at the end of an image:
  * n entries of entry_size bytes follow (ukp_hist_entry_size). A table
  * takes one message or more; the first (first != 0) carries its totals.
  */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fetch_types.h"
 #include "filter.h"
 #include "hist.h"
 
@@ -75,8 +76,8 @@ static int parse_field(struct hp *p, const char *b, const char *e, bool is_key,
 				    "common_pid, comm%s)", f->name, is_key ? "" : ", hitcount");
 		f->arg = i;
 		p->h->args_used |= 1u << i;
-		f->is_string = p->spec->args[i].type == UKP_TY_STRING;
-		f->is_signed = p->spec->args[i].type == UKP_TY_S;
+		f->is_string = ukp_fetch_type_of(&p->spec->args[i])->is_string;
+		f->is_signed = ukp_fetch_type_of(&p->spec->args[i])->is_signed;
 		f->size = f->is_string ? UKP_SPEC_STR_SLOT : p->spec->args[i].size;
 	}
 	if (!is_key && f->is_string)
