@@ -4,7 +4,8 @@
  * instructions (the kernel's get_insn_slot()).
  *
  * A copy with a rip-relative operand only works if its slot lies within
- * +-2 GiB of the original, so slots come in 64 KiB chunks mapped into a
+ * reach of the original (UKP_SLOT_REACH: x86-64 +-2 GiB, AArch64 +-128
+ * MiB), so slots come in 64 KiB chunks mapped into a
  * free gap of the address space near the probe (read from
  * /proc/self/maps). Chunks are r-x; their contents are written through
  * ukp_text_poke(). Unused slot bytes are int3, so a stray jump traps.
@@ -25,7 +26,7 @@
 #define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)
 #define CHUNK_TABLE 4096 /* power of two; 256 GiB of slots at most */
 /* Keep a margin so that addr +- displacement stays inside 32 bits. */
-#define REACH ((1UL << 31) - (1UL << 20))
+#define REACH UKP_SLOT_REACH /* arch_insn.h: a jump's or branch's reach, less a margin */
 
 struct slot_chunk {
 	uintptr_t base;

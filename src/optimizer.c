@@ -21,11 +21,13 @@
  *      probe's out-of-line slot (which jumps back into the region), or
  *      in a signal frame that returns there, keeps that probe waiting
  *      for a later round (spec footnote [3]);
- *   3. writes the jump, int3 first: the breakpoint stays at the first
- *      byte while the rel32 goes into the next four, every thread is
- *      serialized (membarrier SYNC_CORE), then e9 replaces the int3.
- * Unoptimizing is the reverse: int3 back over e9, serialize, the
- * original bytes back, serialize. A probe whose detour ever existed is
+ *   3. writes the jump, breakpoint first: the breakpoint stays in its
+ *      bytes while the rest of the jump goes after it (x86: the rel32
+ *      after the int3), every thread is serialized (membarrier
+ *      SYNC_CORE), then the jump's first bytes replace the breakpoint
+ *      (x86: e9; AArch64: the whole b, as long as the brk).
+ * Unoptimizing is the reverse: the breakpoint back over the jump's first
+ * bytes, serialize, the original bytes after it back, serialize. A probe whose detour ever existed is
  * freed through the quarantine (kprobes.c) once no thread can be in the
  * detour or in the library's code on its way through it.
  *
@@ -218,6 +220,10 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 
 	if (ret || ftrace_len)
 		return ret;
+	/* One instruction of a fixed-length instruction set: nothing can
+	 * jump into the region, nor point into it, past its first byte. */
+	if (UKP_INSN_FIXED_LEN && ao->len == UKP_INSN_FIXED_LEN && ao->code_len == ao->len)
+		return 0;
 	if (!sym) {
 		if (ukp_sym_lookup_addr(a, &found)) {
 			*why = "no symbol covers the probe";
@@ -289,7 +295,8 @@ static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 		ukp_text_sync();
 	wrote = false;
 	for (i = 0; i < n; i++) {
-		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone)
+		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone ||
+		    v[i]->opt.len == UKP_BREAKPOINT_SIZE)
 			continue;
 		ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.orig + UKP_BREAKPOINT_SIZE,
 			      v[i]->opt.len - UKP_BREAKPOINT_SIZE);
@@ -332,14 +339,14 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	hit = ukp_threads_scan(r, k);
 	for (i = 0; i < n; i++) {
 		ok[i] = !(hit & (3ULL << (2 * i)));
-		if (ok[i])
+		if (ok[i] && UKP_OPT_JUMP_SIZE > UKP_BREAKPOINT_SIZE)
 			ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
 				      UKP_OPT_JUMP_SIZE - UKP_BREAKPOINT_SIZE);
 	}
 	ukp_text_sync();
 	for (i = 0; i < n; i++)
 		if (ok[i])
-			ukp_text_poke(v[i]->addr, v[i]->opt.jump, 1);
+			ukp_text_poke(v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE);
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
 		if (ok[i]) {

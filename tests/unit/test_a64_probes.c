@@ -480,3 +480,79 @@ Test(a64_kretprobe, recursion_and_longjmp)
 	unregister_kretprobe(&lp);
 	cr_expect_eq(lp.nmissed, 0);
 }
+
+/* ---------------------------------------------------- jump optimization */
+
+static int x0_plus_100(struct kprobe *p, struct pt_regs *regs)
+{
+	atomic_fetch_add(&pre_hits, 1);
+	regs->regs[0] += 100;
+	return 0;
+}
+
+Test(a64_optimized, every_class_relocated_into_a_detour)
+{
+	static struct kprobe kps[14];
+	void *at[] = { a_bcond_at, a_cbz_at, a_tbnz_at, a_b_at, a_bl_at, a_blr_at, a_br_at,
+		       a_ret_at, a_adr_at, a_adrp_at, a_ldr_lit_at, a_ldrsw_lit_at, a_ool_at,
+		       a_svc_at };
+	unsigned int i, n = sizeof(at) / sizeof(at[0]);
+
+	atomic_store(&pre_hits, 0);
+	for (i = 0; i < n; i++) {
+		kps[i] = (struct kprobe){ .addr = at[i], .pre_handler = count_pre };
+		cr_assert_eq(register_kprobe(&kps[i]), 0, "%u", i);
+	}
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	/* all but the svc: a system call is not relocated (as on x86-64: a
+	 * thread blocked in it would be inside the detour) */
+	for (i = 0; i < n; i++)
+		cr_expect(kprobe_optimized(&kps[i]) == (at[i] != (void *)a_svc_at),
+			  "probe %u at %p: optimized %d", i, at[i], kprobe_optimized(&kps[i]));
+	for (int r = 0; r < 2; r++) {
+		cr_expect_eq(a_bcond(5), 100);
+		cr_expect_eq(a_bcond(6), 200);
+		cr_expect_eq(a_cbz(0), 1);
+		cr_expect_eq(a_cbz(3), 2);
+		cr_expect_eq(a_tbnz(1L << 40), 1);
+		cr_expect_eq(a_tbnz(1L << 39), 2);
+		cr_expect_eq(a_b(), 7);
+		cr_expect_eq(a_bl(10), 13);
+		cr_expect_eq(a_blr(20), 23);
+		cr_expect_eq(a_br(), 9);
+		cr_expect_eq(a_ret(77), 77);
+		cr_expect_eq(a_adr(), (uintptr_t)a_adr_lit);
+		cr_expect_eq(a_adrp(), (uintptr_t)a_data);
+		cr_expect_eq((unsigned long)a_ldr_lit(), 0x1122334455667788ul);
+		cr_expect_eq(a_ldrsw_lit(), -10);
+		cr_expect_eq(a_ool(1), 24);
+		cr_expect_eq(a_svc(), (long)getpid());
+	}
+	/* a_bcond, a_cbz, a_tbnz twice a round; a_ret through a_bl's and
+	 * a_blr's callee is not probed (a_add3 is) */
+	cr_expect_eq(atomic_load(&pre_hits), 2 * 17);
+	for (i = 0; i < n; i++)
+		unregister_kprobe(&kps[i]);
+	cr_expect_eq(a_bcond(5), 100);
+	cr_expect_eq(atomic_load(&pre_hits), 2 * 17, "unregistered");
+}
+
+Test(a64_optimized, handlers_change_registers)
+{
+	struct kprobe kp = { .addr = (void *)a_add3, .pre_handler = x0_plus_100 };
+	struct kretprobe rp = { .kp.addr = (void *)a_ool, .handler = ret_double, .maxactive = 4 };
+
+	atomic_store(&pre_hits, 0);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_expect(kprobe_optimized(&kp));
+	cr_expect(kprobe_optimized(&rp.kp), "a return probe's entry too");
+	cr_expect_eq(a_add3(1), 104, "x0 as the handler left it");
+	cr_expect_eq(a_bl(1), 104);
+	cr_expect_eq(a_ool(1), 48, "the return probe of an optimized entry");
+	cr_expect_eq(atomic_load(&pre_hits), 2);
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+	cr_expect_eq(a_add3(1), 4);
+}

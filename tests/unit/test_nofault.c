@@ -363,9 +363,7 @@ Test(nofault, from_within_probe_handlers)
 	cr_assert_eq(register_kprobe(&bp), 0);
 	cr_assert_eq(register_kprobe(&opt), 0);
 	cr_assert_eq(ukprobes_wait_optimizer(), 0);
-#if !defined(__aarch64__) /* no jump optimization there yet (doc/arch.md) */
 	cr_assert(kprobe_optimized(&opt), "nf_opt should be optimized");
-#endif
 	cr_expect(!kprobe_optimized(&bp));
 	block_faults(SIG_BLOCK);
 	cr_expect_eq(nf_bp(1), 10);

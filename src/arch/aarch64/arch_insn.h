@@ -227,14 +227,19 @@ struct ukp_arch_insn {
 #define UKP_RESTORER_UC_OFFSET 128
 
 /*
- * Jump optimization is not ported to AArch64 yet (unported.c refuses
- * it); these size the core's per-site optimization state for the jump
- * it will use: one `b` over one instruction.
+ * Jump optimization (optprobe.c): one `b` over one instruction, to a
+ * detour of UKP_DETOUR_SIZE bytes whose relocated copy starts at
+ * UKP_OPT_COPY_OFFSET. Slots and detours are within a b's reach
+ * (UKP_SLOT_REACH, insn_slot.c). Every instruction is
+ * UKP_INSN_FIXED_LEN bytes: a region of one instruction has no middle
+ * to jump into (optimizer.c).
  */
 #define UKP_DETOUR_SIZE      64
-#define UKP_OPT_COPY_OFFSET  0
+#define UKP_OPT_COPY_OFFSET  28
 #define UKP_OPT_MAX_REGION   4
 #define UKP_OPT_MAX_INSNS    1
+#define UKP_SLOT_REACH       ((1UL << 27) - (1UL << 20))
+#define UKP_INSN_FIXED_LEN   4
 
 struct ukp_arch_opt {
 	uint8_t len;

@@ -6,13 +6,5 @@
  */
 	.section ukprobes_text, "ax", %progbits
 	.p2align 4
-	.globl ukp_optprobe_common
-	.hidden ukp_optprobe_common
-ukp_optprobe_common:
-	brk #0x7ff
-	.globl ukp_optprobe_common_end
-	.hidden ukp_optprobe_common_end
-ukp_optprobe_common_end:
-	brk #0x7ff
 
 	.section .note.GNU-stack, "", %progbits

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * unported.c - the arch entry points of the features this AArch64 port
- * does not have yet: jump optimization, jprobes, data
+ * does not have yet: jprobes, data
  * watchpoints and the vector-use proof (doc/arch.md lists them). Each
  * feature's init answers -EOPNOTSUPP, so the core refuses those probes
  * with that errno (register_jprobe, register_wide_hw_breakpoint) or keeps them on breakpoints (the
@@ -11,25 +11,6 @@
 #include <errno.h>
 
 #include "internal.h"
-
-/* --- jump optimization: every probe stays on its breakpoint */
-int arch_opt_init(void)
-{
-	return -EOPNOTSUPP;
-}
-
-int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
-		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why)
-{
-	(void)ao, (void)code, (void)avail, (void)addr, (void)detour, (void)site, (void)ftrace_len;
-	*why = "jump optimization is not ported to aarch64 yet";
-	return -EOPNOTSUPP;
-}
-
-void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
-{
-	(void)ao, (void)kretprobe;
-}
 
 /* --- jprobes */
 int arch_jprobe_init(void)

@@ -121,6 +121,10 @@ struct ukp_arch_insn {
  * A breakpoint hit on a probe whose detour is ready goes straight to the
  * copy at UKP_OPT_COPY_OFFSET (no single step).
  */
+/* Slots and detours within a rel32's reach (insn_slot.c); instructions
+ * have no fixed length (optimizer.c). */
+#define UKP_SLOT_REACH       ((1UL << 31) - (1UL << 20))
+#define UKP_INSN_FIXED_LEN   0
 #define UKP_DETOUR_SIZE      96
 #define UKP_OPT_COPY_OFFSET  25
 #define UKP_OPT_JUMP_SIZE    5
