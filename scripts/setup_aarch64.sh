@@ -13,7 +13,8 @@ SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
       binutils-aarch64-linux-gnu libc6:arm64 libelf-dev:arm64 liblzma-dev:arm64 zlib1g-dev:arm64
-      libsqlite3-dev:arm64 libpython3.11:arm64 libgit2-1.5:arm64 libffi8:arm64 pkg-config)
+      libsqlite3-dev:arm64 libpython3.11:arm64 libstdc++6:arm64 libgit2-1.5:arm64 libffi8:arm64
+      pkg-config)
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
   $SUDO apt-get update -q

@@ -37,6 +37,7 @@
 
 #include "internal.h"
 #include "kretprobes.h"
+#include "kretprobes_layout.h" /* KRP_MAX_DEPTH */
 
 /* libgcc's struct dwarf_eh_bases (unwind-dw2-fde.h). */
 struct ukp_dwarf_eh_bases {
@@ -88,28 +89,30 @@ static int strip_trampolines(void **buffer, int n)
 /* glibc's backtrace(): the real return addresses, never the trampoline. */
 UKPROBES_API int backtrace(void **buffer, int size)
 {
+	uintptr_t locs[KRP_MAX_DEPTH];
 	uint64_t restored;
 	int n;
 
 	if (!real_backtrace)
 		return 0;
-	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0));
+	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0), locs);
 	n = real_backtrace(buffer, size);
-	ukp_krp_rehijack(restored);
+	ukp_krp_rehijack(restored, locs);
 	return n > 0 ? strip_trampolines(buffer, n) : n;
 }
 
 /* libgcc's stack walker, for the programs that call it themselves. */
 UKPROBES_API _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
 {
+	uintptr_t locs[KRP_MAX_DEPTH];
 	_Unwind_Reason_Code ret;
 	uint64_t restored;
 
 	if (!real_unwind_backtrace)
 		return _URC_END_OF_STACK;
-	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0));
+	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0), locs);
 	ret = real_unwind_backtrace(fn, arg);
-	ukp_krp_rehijack(restored);
+	ukp_krp_rehijack(restored, locs);
 	return ret;
 }
 

@@ -584,29 +584,54 @@ lost:
 
 /* --------------------------------------- unwinders and thread exit */
 
+/*
+ * [thread] Where the frame of entry i keeps its hijacked return address
+ * now, or 0: arch_kretprobe_ret_loc() between the next deeper frame's
+ * slot (or min_sp) and the entry's own slot.
+ */
+static uintptr_t ret_loc(struct krp_thread *t, unsigned int i, unsigned int d, uintptr_t min_sp)
+{
+	struct krp_entry *e = &t->e[i];
+	uintptr_t lo = min_sp;
+	unsigned int j;
+
+	for (j = i + 1; j < d; j++) {
+		if (t->e[j].slot < e->slot) {
+			if (t->e[j].slot > lo)
+				lo = t->e[j].slot;
+			break;
+		}
+	}
+	return arch_kretprobe_ret_loc(e->slot, lo, TRAMPOLINE, e->ret);
+}
+
 /* [thread] */
-uint64_t ukp_krp_restore(uintptr_t min_sp)
+uint64_t ukp_krp_restore(uintptr_t min_sp, uintptr_t *locs)
 {
 	struct krp_thread *t = krp_self;
 	uint64_t mask = 0;
-	uintptr_t cur;
-	unsigned int i;
+	unsigned int i, d;
 
-	if (!t || !UKP_KRP_RET_IN_SLOT)
+	if (!t)
 		return 0;
-	for (i = depth_of(t); i-- > 0;) {
+	d = depth_of(t);
+	for (i = d; i-- > 0;) {
 		struct krp_entry *e = &t->e[i];
+		uintptr_t loc;
 
-		if (e->slot < min_sp || !read_word(e->slot, &cur) || cur != TRAMPOLINE)
+		if (e->slot < min_sp)
 			continue;
-		if (write_word(e->slot, e->ret))
+		loc = ret_loc(t, i, d, min_sp);
+		if (loc && write_word(loc, e->ret)) {
+			locs[i] = loc;
 			mask |= 1ULL << i;
+		}
 	}
 	return mask;
 }
 
 /* [thread] */
-void ukp_krp_rehijack(uint64_t mask)
+void ukp_krp_rehijack(uint64_t mask, const uintptr_t *locs)
 {
 	struct krp_thread *t = krp_self;
 	uintptr_t cur;
@@ -617,8 +642,8 @@ void ukp_krp_rehijack(uint64_t mask)
 	for (i = 0; i < KRP_MAX_DEPTH && i < depth_of(t); i++) {
 		struct krp_entry *e = &t->e[i];
 
-		if ((mask & (1ULL << i)) && read_word(e->slot, &cur) && cur == e->ret)
-			write_word(e->slot, TRAMPOLINE);
+		if ((mask & (1ULL << i)) && read_word(locs[i], &cur) && cur == e->ret)
+			write_word(locs[i], TRAMPOLINE);
 	}
 }
 
@@ -626,17 +651,20 @@ void ukp_krp_rehijack(uint64_t mask)
 bool ukp_krp_restore_one(uintptr_t min_sp)
 {
 	struct krp_thread *t = krp_self;
-	uintptr_t cur;
-	unsigned int i;
+	unsigned int i, d;
 
-	if (!t || !UKP_KRP_RET_IN_SLOT)
+	if (!t)
 		return false;
-	for (i = depth_of(t); i-- > 0;) {
+	d = depth_of(t);
+	for (i = d; i-- > 0;) {
 		struct krp_entry *e = &t->e[i];
+		uintptr_t loc;
 
-		if (e->slot < min_sp || !read_word(e->slot, &cur) || cur != TRAMPOLINE)
+		if (e->slot < min_sp)
 			continue;
-		return write_word(e->slot, e->ret);
+		loc = ret_loc(t, i, d, min_sp);
+		if (loc)
+			return write_word(loc, e->ret);
 	}
 	return false;
 }

@@ -57,15 +57,16 @@ uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *ret_slot, int 
 void ukp_krp_recycle(struct kretprobe_instance *ri);
 
 /*
- * [thread] Put the real return address back into every live slot of the
- * calling thread that still holds the trampoline (slots at or above
- * min_sp). Returns a mask of restored entries for ukp_krp_rehijack (bit i
- * = return stack entry i).
+ * [thread] Put the real return address back wherever a live frame of the
+ * calling thread (slots at or above min_sp) still keeps the trampoline
+ * (its slot, or where it saved its link register). Returns a mask of
+ * restored entries for ukp_krp_rehijack (bit i = return stack entry i)
+ * and sets locs[i] (KRP_MAX_DEPTH words) to where each went.
  */
-uint64_t ukp_krp_restore(uintptr_t min_sp);
+uint64_t ukp_krp_restore(uintptr_t min_sp, uintptr_t *locs);
 /* [thread] Undo ukp_krp_restore for the entries in mask that still hold
  * their real return address. */
-void ukp_krp_rehijack(uint64_t mask);
+void ukp_krp_rehijack(uint64_t mask, const uintptr_t *locs);
 /*
  * [thread] An unwinder just read the trampoline address from a return
  * slot of this thread (it asks for the FDE of the byte before the

@@ -543,10 +543,6 @@ static __attribute__((unused)) bool in_fn(void *a, void *fn)
 	return (char *)a > (char *)fn && (char *)a < (char *)fn + 128;
 }
 
-/* AArch64: not yet; the return address is saved wherever the probed
- * function's frame keeps x30, which the unwinder interposers cannot find
- * (doc/arch.md). */
-#if defined(__x86_64__)
 Test(nonlocal, stack_walks_see_real_return_addresses)
 {
 	struct counted l = COUNTED("krp_walk_leaf", 4), m = COUNTED("krp_walk_mid", 4),
@@ -578,7 +574,6 @@ Test(nonlocal, stack_walks_see_real_return_addresses)
 	unregister_kretprobe(&m.rp);
 	unregister_kretprobe(&t.rp);
 }
-#endif
 
 /* A return handler raises a signal whose handler siglongjmp()s away:
  * the signal waits until the handlers are done, then the jump leaves the

@@ -34,4 +34,15 @@ static inline void arch_kretprobe_put_back(struct pt_regs *regs, uintptr_t slot,
 	*(uintptr_t *)slot = real;
 }
 
+/* [thread] Where the frame at slot keeps its return address while it
+ * holds the trampoline: the slot itself (lo, ret: see AArch64's). */
+static inline uintptr_t arch_kretprobe_ret_loc(uintptr_t slot, uintptr_t lo, uintptr_t tramp,
+					       uintptr_t ret)
+{
+	uintptr_t cur;
+
+	(void)lo, (void)ret;
+	return arch_load_word_nofault(&cur, (const void *)slot) == 0 && cur == tramp ? slot : 0;
+}
+
 #endif
