@@ -11,4 +11,25 @@ if [ ! -d "$dir" ]; then
   meson setup --cross-file cross/aarch64-linux-gnu.ini "$dir" >/dev/null
 fi
 meson compile -C "$dir"
-meson test -C "$dir" --print-errorlogs
+status=0
+meson test -C "$dir" --print-errorlogs || status=1
+
+# The library as a user gets it: installed (headers, shared library),
+# then a program built against the installation alone (the kernel's
+# kprobe sample, on libz's deflate) run under qemu.
+dest=$(realpath "$dir")/destdir
+rm -rf "$dest"
+meson install -C "$dir" --destdir "$dest" >/dev/null
+prefix=$dest$(meson introspect "$dir" --buildoptions |
+  python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+libdir=$(dirname "$(find "$prefix" -name libukprobes.so | head -n 1)")
+aarch64-linux-gnu-gcc -I"$prefix/include" samples/kprobe_example.c -o "$dir/kprobe_example_installed" \
+  -L"$libdir" -lukprobes -lz -Wl,-rpath,"$libdir"
+out=$("$dir/kprobe_example_installed" 2>&1) || true
+if grep -q "handler_pre: <libz.so.1:deflate>" <<<"$out" && grep -q "handler_post" <<<"$out"; then
+  echo "aarch64: the installed library works for a program built against it"
+else
+  echo "aarch64: the program built against the installed library failed:"; echo "$out" | head -n 20
+  status=1
+fi
+exit $status

@@ -556,3 +556,35 @@ Test(a64_optimized, handlers_change_registers)
 	unregister_kprobe(&kp);
 	cr_expect_eq(a_add3(1), 4);
 }
+
+/* -fpatchable-function-entry: the entry's nops are an [FTRACE] probe
+ * point: the jump replaces a nop, nothing is relocated, and post
+ * handlers run too (pc past the nop). */
+__attribute__((patchable_function_entry(2), noipa)) long a_patchable(long x)
+{
+	return x * 3;
+}
+
+Test(a64_optimized, ftrace_on_patchable_entry_nops)
+{
+	struct kprobe kp = { .symbol_name = "a_patchable", .pre_handler = count_pre,
+			     .post_handler = count_post };
+
+	atomic_store(&pre_hits, 0);
+	atomic_store(&post_hits, 0);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_expect(kp.flags & KPROBE_FLAG_FTRACE, "flags %#x", kp.flags);
+	/* the nop is now a b to the detour (an [FTRACE] probe is not
+	 * "optimized" in the kernel's sense, but uses the jump) */
+	cr_expect_eq(ukt_opcode_at(kp.addr) & 0xfc000000u, 0x14000000u, "%#x",
+		     ukt_opcode_at(kp.addr));
+	cr_expect_eq(a_patchable(5), 15);
+	cr_expect_eq(a_patchable(7), 21);
+	cr_expect_eq(atomic_load(&pre_hits), 2);
+	cr_expect_eq(atomic_load(&post_hits), 2);
+	cr_expect_eq(atomic_load(&pre_pc), (unsigned long)kp.addr);
+	cr_expect_eq(atomic_load(&post_pc), (unsigned long)kp.addr + 4);
+	unregister_kprobe(&kp);
+	cr_expect_eq(a_patchable(2), 6);
+}

@@ -18,8 +18,9 @@
  *   48  the site, ukp_optprobe_common (literals)
  * A region is one instruction (every instruction is 4 bytes, as is the
  * jump), so nothing can jump into its middle: no control-flow check is
- * needed (optimizer.c), only the relocation. [FTRACE] entries (a nop at
- * the entry, arch_patchable_nops) copy nothing.
+ * needed (optimizer.c), only the relocation. [FTRACE] entries (nops at
+ * the entry, arch_patchable_nops) copy nothing: the jump replaces the
+ * first nop.
  */
 #include <errno.h>
 #include <string.h>
@@ -90,10 +91,12 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		ao->map_copy[0] = 0;
 		ao->ninsn = 1;
 		out += olen;
-	} else if (ftrace_len != UKP_OPT_JUMP_SIZE) {
-		*why = "an [FTRACE] region is one nop";
+	} else if (ftrace_len < UKP_OPT_JUMP_SIZE) {
+		*why = "no nop at the [FTRACE] entry";
 		return -EINVAL;
 	}
+	/* [FTRACE]: the jump replaces the first nop and the detour comes
+	 * back after it; the other nops of the entry run as they are. */
 	ao->code_len = UKP_OPT_JUMP_SIZE;
 	if (ended == ARCH_RELOC_NEXT) {
 		if (!enc_b(detour + out, addr + UKP_OPT_JUMP_SIZE, &w)) {
