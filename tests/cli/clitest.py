@@ -904,10 +904,19 @@ def case_json():
     check(len([e for e in ev if e["ph"] == "X" and e["name"] == "work"]) == 21, "21 work frames")
 
 
+def host_libs(*patterns):
+    """The files the globs match in this machine's own multiarch
+    directories (a cross toolchain installs another arch's libraries
+    next to them: /usr/lib/aarch64-linux-gnu sorts first)."""
+    mine = "/%s-linux-gnu/" % os.uname().machine
+    found = sorted(f for p in patterns for f in glob.glob(p))
+    return [f for f in found if mine in f] or [f for f in found if "-linux-gnu/" not in f]
+
+
 def case_dlopen():
     """SPECs on objects loaded later: dlopen()ed by name through the
     RUNPATH, unloaded and loaded again, and loaded by libc itself."""
-    gconv = sorted(glob.glob("/usr/lib/*/gconv/UTF-16.so"))
+    gconv = host_libs("/usr/lib/*/gconv/UTF-16.so")
     specs = ["p libz.so.1:compressBound n=%di:u64",
              "p libukp_plugin.so:plugin_* i=%di:s32 calls=@plugin_calls:s32",
              "r libukp_plugin.so:plugin_work r=$retval:s32"]
@@ -1030,7 +1039,7 @@ def case_probes():
     check(r.returncode == 0 and len(nrows) == 3 and
           all(row["opt"] == "no: optimization is turned off" for row in nrows),
           "--no-optimize", show(r))
-    zpath = sorted(glob.glob("/usr/lib/*/libz.so.1") + glob.glob("/lib/*/libz.so.1"))
+    zpath = host_libs("/usr/lib/*/libz.so.1", "/lib/*/libz.so.1")
     if zpath:
         zf = nm_functions(zpath[0], dynamic=True)
         got = {row["event"].split("/")[1]: int(row["elf"].split(":0x")[1], 16) for row in rows}
