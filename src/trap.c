@@ -391,7 +391,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		 * with no single step (the kernel's setup_detour_execution). */
 		if (!reenter)
 			reset_current_kprobe(c);
-		regs->ip = atomic_load_explicit(&s->opt.detour, memory_order_relaxed) +
+		regs->ip = atomic_load_explicit(&s->detour, memory_order_relaxed) +
 			   UKP_OPT_COPY_OFFSET;
 		return;
 	}
@@ -820,7 +820,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	if (s && slot != s->slot) {
-		uintptr_t copy = atomic_load(&s->opt.detour) + UKP_OPT_COPY_OFFSET;
+		uintptr_t copy = atomic_load(&s->detour) + UKP_OPT_COPY_OFFSET;
 		unsigned int i = s->opt.ninsn;
 
 		/* the copied instruction that holds ip (copies of jumps are
