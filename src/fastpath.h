@@ -105,7 +105,11 @@ struct ukp_fp_thread {
 /* ------------------------------------------------------------ primitives */
 /*
  * Each arch implements these once (src/arch/<arch>/fastpath_ops.h); the
- * comment names the macro. The C paths of kretprobes.c use the C ones.
+ * comment names the macro. kretprobes.c's C paths use the pool's, the
+ * push and INST_INIT; the others are the fast paths' cases of what its
+ * dispatcher and pre_handler do more generally (several entries per
+ * frame, gone frames, handlers that need the vector state kept).
+ * POOL_PUSH is a call (ukp_krp_recycle) in the assembly.
  *
  * IDLE_OR: the thread is idle (status, depth, in_handler, defer_async
  *   all 0), has its grace-period record (not the overflow one), and no
@@ -209,6 +213,26 @@ static inline bool ukp_fp_spare_put(struct krp_thread *t, struct kretprobe_insta
 	return true;
 }
 
+/* RSTACK_ROOM: may t take an entry for the return slot at slot? No
+ * shadow stack, not full, and no entry of a gone frame (at or below
+ * slot) on top: the C path drops those first. *d = the depth. */
+static inline bool ukp_fp_rstack_room(struct krp_thread *t, uintptr_t slot, unsigned int *d)
+{
+	if (t->shstk)
+		return false;
+	*d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+	return *d == 0 || (*d < KRP_MAX_DEPTH && t->e[*d - 1].slot > slot);
+}
+
+/* INST_INIT: an instance's public fields at an entry. */
+static inline void ukp_fp_inst_init(struct kretprobe_instance *ri, uintptr_t ret,
+				    struct kretprobe *rp, const struct krp_thread *t)
+{
+	ri->ret_addr = (kprobe_opcode_t *)ret;
+	ri->rp = rp;
+	ri->task = t->task;
+}
+
 /* RSTACK_PUSH: entry d of t's return stack (d = its depth, below
  * KRP_MAX_DEPTH), then the depth published after it. */
 static inline void ukp_fp_rstack_push(struct krp_thread *t, unsigned int d, uintptr_t slot,
@@ -221,6 +245,23 @@ static inline void ukp_fp_rstack_push(struct krp_thread *t, unsigned int d, uint
 	atomic_store_explicit(&e->ri, ri, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	atomic_store_explicit(&t->depth, d + 1, memory_order_relaxed);
+}
+
+/* RSTACK_TOP: the top entry of t when it is the only one of the return
+ * slot at slot (else NULL: none, gone frames on top, or chained), *d =
+ * the depth. RSTACK_TOP_RI: its instance, NULL when dropped meanwhile. */
+static inline struct krp_entry *ukp_fp_rstack_top(struct krp_thread *t, uintptr_t slot,
+						  unsigned int *d)
+{
+	struct krp_entry *e;
+
+	*d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+	if (!*d)
+		return NULL;
+	e = &t->e[*d - 1];
+	if (e->slot != slot || (*d > 1 && e[-1].slot == slot))
+		return NULL;
+	return e;
 }
 
 /*

@@ -431,9 +431,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		krp_missed(rp);
 		return 0;
 	}
-	ri->ret_addr = (kprobe_opcode_t *)real;
-	ri->rp = rp;
-	ri->task = t->task;
+	ukp_fp_inst_init(ri, real, rp, t);
 	entry = *(kretprobe_handler_t volatile *)&rp->entry_handler;
 	if (entry && call_krp_handler(entry, ri, regs, p, true, h->vf_entry) != 0) {
 		recycle(ri);

@@ -88,7 +88,7 @@
 	.endm
 
 /*
- * RSTACK_ROOM (the C path's checks before ukp_fp_rstack_push): rs may
+ * RSTACK_ROOM (ukp_fp_rstack_room): rs may
  * take an entry for the return slot at slot: no shadow stack, not full,
  * and no entry of a gone frame (at or below slot) on top, which the C
  * path drops first. d/d32 = the depth; clobbers tmp; else jump to fail.
@@ -151,8 +151,9 @@
 	call ukp_krp_recycle
 	.endm
 
-/* The instance's public fields at an entry (the C pre_handler's): the
- * real return address, its kretprobe, the thread. Clobbers tmp. */
+/* INST_INIT (ukp_fp_inst_init): the instance's public fields at an
+ * entry: the real return address, its kretprobe, the thread. Clobbers
+ * tmp. */
 	.macro INST_INIT ri, ret, rp, rs, tmp
 	movq \ret, P_RI_RET_ADDR(\ri)
 	movq \rp, P_RI_RP(\ri)
@@ -173,7 +174,7 @@
 	.endm
 
 /*
- * RSTACK_TOP (the check before ukp_fp_rstack_pop): the top entry of rs
+ * RSTACK_TOP (ukp_fp_rstack_top): the top entry of rs
  * is the only one for the return slot at slot: e = that entry, eax =
  * the depth; else (none, gone frames on top, or chained: more than one
  * entry for this slot) jump to fail. Clobbers rcx.
@@ -193,8 +194,8 @@
 .Ltop\@:
 	.endm
 
-/* The top entry's instance (ri), or jump to fail when it was dropped
- * meanwhile. */
+/* RSTACK_TOP_RI: the top entry's instance (ri), or jump to fail when it
+ * was dropped meanwhile. */
 	.macro RSTACK_TOP_RI e, ri, fail
 	movq P_E_RI(\e), \ri
 	testq \ri, \ri
