@@ -3,7 +3,10 @@
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
 # assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
-# and the agent includes nothing of src/ or tools/ but the public header.
+# the agent includes nothing of src/ or tools/ but the public header,
+# and the fast paths' .S files use only the offsets of the two blocks of
+# src/fastpath.h (FS_*, FT_*): the rest (P_*) belongs to the primitives
+# (src/arch/<arch>/fastpath_ops.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # one-byte opcodes and the first bytes of multi-byte ones, as C constants
@@ -39,6 +42,14 @@ bad=$(grep -rn '^[[:space:]]*#[[:space:]]*include' agent | while IFS= read -r li
 done)
 if [ -n "$bad" ]; then
   echo "check_layout: the agent includes the library's or the CLI's headers (only <ukprobes.h>, system, agent/ and common/ ones):" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+# The fast paths' assembly writes against src/fastpath.h's two blocks;
+# the P_* layouts behind the primitives stay in fastpath_ops.h.
+bad=$(grep -nE '\bP_[A-Z0-9_]+' src/arch/*/*.S || true)
+if [ -n "$bad" ]; then
+  echo "check_layout: the fast paths use an offset behind the primitives (src/fastpath.h):" >&2
   echo "$bad" >&2
   exit 1
 fi

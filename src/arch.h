@@ -297,14 +297,14 @@ void arch_jprobe_return_trap(void);
  * work here (register_jprobe fails with it). */
 int arch_jprobe_init(void);
 /*
- * [trap] Make uc start the handler at entry with the registers regs of a
- * hit at a function's entry, on a copy of the stack top placed below
- * regs->sp (the probed function's stack is not written; the handler's
- * return address is ukp_jprobe_handler_ret). st must stay valid until
- * the handler starts (per-thread state). 0 or -EFAULT.
+ * [trap] Make regs, the registers of a hit at a function's entry, those
+ * that start the handler at entry, on a copy of the stack top placed
+ * below regs->sp (the probed function's stack is not written; the
+ * handler's return address is ukp_jprobe_handler_ret); the trap writes
+ * them into the signal context. st must stay valid until the handler
+ * starts (per-thread state). 0, or -EFAULT with regs unchanged.
  */
-int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st, const struct pt_regs *regs,
-		      uintptr_t entry);
+int arch_jprobe_start(struct pt_regs *regs, struct arch_jprobe_start *st, uintptr_t entry);
 /* [trap] Keep the vector registers that may carry arguments at a
  * function's entry, from a signal frame; put them back into another. */
 void arch_jprobe_save_vec(struct arch_jprobe_vec *v, const ucontext_t *uc);

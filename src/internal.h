@@ -23,6 +23,7 @@
 #include "ukprobes.h"
 #include "arch.h"
 #include "symbols.h"
+#include "fastpath.h"
 
 #define UKP_TLS __attribute__((tls_model("initial-exec"))) __thread
 
@@ -50,7 +51,6 @@ struct ukp_site_opt {
 	unsigned int tries;                  /* rounds a thread was in the way */
 	int err;                             /* the analysis refused it (-errno) */
 	const char *why;                     /* why it is not optimized, or NULL */
-	_Atomic uintptr_t detour;            /* the detour buffer, 0 if none yet */
 	struct ukp_site *qnext;
 	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
 	uint8_t jump[UKP_OPT_JUMP_SIZE];
@@ -61,14 +61,14 @@ struct ukp_site_opt {
 
 /* One probed address (the kernel's aggregate probe). */
 struct ukp_site {
-	uintptr_t addr;
-	/* The fast path of an optimized hit (optprobe_tramp.S): the only
-	 * child's probe when it has a pre_handler proven vector-free, and
-	 * that handler; fast_kp NULL otherwise. Written [reg] (pre, then kp,
-	 * release), read on hits under the read side; the hit also checks
-	 * the probe's current handlers and flags (asm_offsets.h). */
-	struct kprobe *_Atomic fast_kp;
-	const void *fast_pre;
+	/* First: the block the arch fast paths read (fastpath.h): addr,
+	 * fast_kp, fast_pre, detour, also as s->fp. */
+	union {
+		struct ukp_fp_site fp;
+		struct {
+			UKP_FP_SITE_FIELDS
+		};
+	};
 	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
 	struct ukp_child *_Atomic children;  /* newest first */
 	struct ukp_site *all_next;           /* every site, for the list [reg] */
@@ -98,24 +98,18 @@ struct ukp_thread_rec;
 
 /* The per-thread control block (the kernel's per-CPU kprobe_ctlblk). */
 struct ukp_ctlblk {
-	/* The first fields are read and written by the optimized hit's
-	 * fast path in assembly (offsets in asm_offsets.h): status and
-	 * depth as one word, in_handler and defer_async as another, so
-	 * that "this thread is idle" is two loads. */
-	unsigned int status;
-	unsigned int depth;              /* read-side nesting */
-	int in_handler;                  /* >0 while a user handler runs */
-	/* >0 while the return-probe dispatcher runs: the program's signal
-	 * handlers are held back (prog_wrapper re-queues their signals,
-	 * blocked, and marks them here; the dispatcher unblocks them on
-	 * its way out) instead of two rt_sigprocmask calls per return. */
-	unsigned int defer_async;
-	struct ukp_site *cur_site;       /* current_kprobe */
-	struct kprobe *cur_kp;           /* child whose handler runs (kprobe_running) */
-	struct kprobe *fault_kp;         /* probe whose handler runs */
-	struct ukp_thread_rec *rec;      /* grace-period record */
-	uint64_t deferred_mask;
-	void *jb[5];                     /* __builtin_setjmp buffer */
+	/* First: the block the arch fast paths read and write
+	 * (fastpath.h, which says what each field is), also as c->fp.
+	 * defer_async > 0 while the program's signal handlers are held
+	 * back (prog_wrapper re-queues their signals, blocked, and marks
+	 * them in deferred_mask; the holder delivers them on its way out)
+	 * instead of two rt_sigprocmask calls per hit. */
+	union {
+		struct ukp_fp_thread fp;
+		struct {
+			UKP_FP_THREAD_FIELDS
+		};
+	};
 	struct {
 		struct ukp_site *site;
 		unsigned int status;

@@ -81,12 +81,15 @@ UKP_TRAP_TEXT bool ukp_jprobe_enter(struct ukp_ctlblk *c, struct ukp_site *s,
 	struct ukp_jprobe_ctl *j = &ukp_jp_ctl;
 	struct jprobe *jp = j->prepared;
 	uint64_t *mask = (uint64_t *)&uc->uc_sigmask;
+	uintptr_t entry = instruction_pointer(regs);
 
 	j->prepared = NULL;
 	/* The handler runs on a copy of the stack top, whose return address
 	 * is the library's: the probed function's stack is never written,
 	 * and a handler that forgets jprobe_return() is caught. */
-	if (arch_jprobe_start(uc, &j->start, &j->regs, instruction_pointer(regs))) {
+	copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
+		   sizeof(*regs) / sizeof(long));
+	if (arch_jprobe_start(regs, &j->start, entry)) {
 		__atomic_fetch_add(&jp->kp.nmissed, 1, __ATOMIC_RELAXED);
 		copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
 			   sizeof(*regs) / sizeof(long));
@@ -108,14 +111,16 @@ UKP_TRAP_TEXT bool ukp_jprobe_enter(struct ukp_ctlblk *c, struct ukp_site *s,
 }
 
 /* [trap] See jprobes.h. */
-UKP_TRAP_TEXT struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, ucontext_t *uc)
+UKP_TRAP_TEXT struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, struct pt_regs *regs,
+					       ucontext_t *uc)
 {
 	struct ukp_jprobe_ctl *j = &ukp_jp_ctl;
 	struct ukp_site *s = j->site;
 
 	if (!j->jp)
 		return NULL;
-	arch_regs_to_ucontext(uc, &j->regs);
+	copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
+		   sizeof(*regs) / sizeof(long));
 	arch_jprobe_restore_vec(uc, &j->vec);
 	/* The hit's mask. Signals held back meanwhile are pending, blocked
 	 * only in the context being left: this mask lets them in (after

@@ -59,23 +59,27 @@ static inline bool ukp_jprobe_running(void)
 
 /*
  * [trap] After the pre_handlers of a hit at s, one of them a jprobe's:
- * send the thread to its handler (regs->ip), with the probe state left set (c->status, cur_site,
- * kprobe_running()), the program's signal handlers held back and the
- * read side held until the handler ends. Returns false when the handler
- * cannot run (counted in nmissed): *regs are then the hit's again.
+ * send the thread to its handler (regs->ip): *regs become the registers
+ * the handler starts with (the trap writes them into uc on its way out;
+ * uc's vector registers and mask are saved here), with the probe state
+ * left set (c->status, cur_site, kprobe_running()), the program's signal
+ * handlers held back and the read side held until the handler ends.
+ * Returns false when the handler cannot run (counted in nmissed): *regs
+ * are then the hit's again.
  */
 bool ukp_jprobe_enter(struct ukp_ctlblk *c, struct ukp_site *s, struct pt_regs *regs,
 		      ucontext_t *uc);
 
 /*
  * [trap] The handler ended (jprobe_return(), its return, or a fault):
- * put the hit's registers, vector argument registers and signal mask
- * back into uc, and clear the state taken
+ * put the hit's registers back into *regs (the trap writes them into uc
+ * on its way out), its vector argument registers and signal mask back
+ * into uc, and clear the state taken
  * by ukp_jprobe_enter (the caller holds the read side itself). Returns
  * the site, whose instruction must run next, or NULL when no jprobe
  * handler runs on this thread.
  */
-struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, ucontext_t *uc);
+struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, struct pt_regs *regs, ucontext_t *uc);
 
 /* Handlers that returned without calling jprobe_return(). */
 extern _Atomic unsigned long ukp_jprobe_missing;

@@ -233,7 +233,7 @@ static void site_fast_update(struct ukp_site *s)
 
 static void site_free(struct ukp_site *s)
 {
-	uintptr_t detour = atomic_load(&s->opt.detour);
+	uintptr_t detour = atomic_load(&s->detour);
 
 	if (s->slot)
 		ukp_slot_free(s->slot);
@@ -247,7 +247,7 @@ static void site_free(struct ukp_site *s)
  * grace period): freed, or quarantined if its boosted copy ever ran. */
 static void site_retire(struct ukp_site *s)
 {
-	if ((s->slot && atomic_load(&s->boosted)) || atomic_load(&s->opt.detour)) {
+	if ((s->slot && atomic_load(&s->boosted)) || atomic_load(&s->detour)) {
 		s->all_next = quarantine;
 		quarantine = s;
 		nquarantine++;
@@ -264,7 +264,7 @@ extern char __start_ukprobes_text[], __stop_ukprobes_text[];
  * slot and its detour. Returns how many were added. */
 static unsigned int site_ranges(const struct ukp_site *s, struct ukp_range *r)
 {
-	uintptr_t detour = atomic_load(&s->opt.detour);
+	uintptr_t detour = atomic_load(&s->detour);
 	unsigned int n = 0;
 
 	if (s->slot) {
@@ -305,7 +305,7 @@ unsigned int ukp_quarantine_reclaim(void)
 			first[n] = k;
 			cnt[n] = site_ranges(s, &r[k]);
 			k += cnt[n];
-			detours |= atomic_load(&s->opt.detour) != 0;
+			detours |= atomic_load(&s->detour) != 0;
 		}
 		/* the library's code, when a detour may lead there */
 		r[k].start = detours ? (uintptr_t)__start_ukprobes_text : 1;
@@ -318,7 +318,7 @@ unsigned int ukp_quarantine_reclaim(void)
 		for (i = 0; i < n; i++) {
 			uint64_t mine = cnt[i] ? ((1ULL << cnt[i]) - 1) << first[i] : 0;
 
-			if (atomic_load(&batch[i]->opt.detour))
+			if (atomic_load(&batch[i]->detour))
 				mine |= lib;
 			if (hit & mine) {
 				batch[i]->all_next = keep;

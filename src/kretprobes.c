@@ -73,14 +73,9 @@
 
 static struct krp_thread krp_threads[KRP_MAX_THREADS];
 static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) */
-/* This thread's record, claimed on its first entry; read by the arch
- * fast paths too. */
-UKP_TLS struct krp_thread *ukp_krp_self;
-#define krp_self ukp_krp_self
-
-/* What the arch fast paths rely on beyond the offsets (asm_offsets.c
- * generates those): the sizes they step by and load. */
-_Static_assert(sizeof(((struct krp_thread *)0)->depth) == 4, "depth is 32 bits");
+/* This thread's record, claimed on its first entry: in the per-thread
+ * block, where the arch fast paths read it (fastpath.h). */
+#define krp_self ukp_ctl.rstack
 
 static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct kretprobe_holder *krp_registered; /* [krp_mutex] */
@@ -92,53 +87,24 @@ static bool krp_inited;
 
 /* ------------------------------------------------------------ pool */
 
-static UKP_TRAP_TEXT struct krp_inst_hdr *inst_hdr(struct kretprobe_instance *ri)
-{
-	return (struct krp_inst_hdr *)((char *)ri - sizeof(struct krp_inst_hdr));
-}
-
-static UKP_TRAP_TEXT struct kretprobe_instance *inst_at(struct kretprobe_holder *h, uint32_t i)
-{
-	return (struct kretprobe_instance *)(h->insts + (size_t)i * h->stride +
-					     sizeof(struct krp_inst_hdr));
-}
+/* The pool's operations are the fast paths' primitives (fastpath.h):
+ * one definition for the C paths and the arch's assembly. */
+#define inst_hdr ukp_fp_inst_hdr
+#define inst_at ukp_fp_inst_at
 
 /* [trap] A free instance (with a reference on h), or NULL. Only called
  * while the kretprobe is registered. */
 static UKP_TRAP_TEXT struct kretprobe_instance *pool_get(struct kretprobe_holder *h)
 {
-	uint64_t old = atomic_load_explicit(&h->free_head, memory_order_acquire), new;
-	uint32_t i;
-
-	do {
-		i = (uint32_t)old;
-		if (!i)
-			return NULL;
-		new = (((old >> 32) + 1) << 32) |
-		      atomic_load_explicit(&h->free_next[i - 1], memory_order_relaxed);
-	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
-							 memory_order_acquire,
-							 memory_order_acquire));
-	return inst_at(h, i - 1);
+	return ukp_fp_pool_pop(h);
 }
 
-/* [any] Give an instance back. The holder may be freed (after a grace
- * period) as soon as every instance is back (all_back): nothing touches
- * it after the push. (The trampoline's fast path calls it as
- * ukp_krp_recycle.) */
+/* [any] Give an instance back (ukp_fp_pool_push: the holder may be
+ * freed, after a grace period, as soon as every instance is back). The
+ * trampoline's fast path calls it as ukp_krp_recycle. */
 static UKP_TRAP_TEXT void recycle(struct kretprobe_instance *ri)
 {
-	struct krp_inst_hdr *hd = inst_hdr(ri);
-	struct kretprobe_holder *h = hd->rph;
-	uint32_t i = hd->idx;
-	uint64_t old = atomic_load_explicit(&h->free_head, memory_order_relaxed), new;
-
-	do {
-		atomic_store_explicit(&h->free_next[i], (uint32_t)old, memory_order_relaxed);
-		new = (((old >> 32) + 1) << 32) | (i + 1);
-	} while (!atomic_compare_exchange_weak_explicit(&h->free_head, &old, new,
-							 memory_order_release,
-							 memory_order_relaxed));
+	ukp_fp_pool_push(ri);
 }
 
 UKP_TRAP_TEXT void ukp_krp_recycle(struct kretprobe_instance *ri)
@@ -465,9 +431,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		krp_missed(rp);
 		return 0;
 	}
-	ri->ret_addr = (kprobe_opcode_t *)real;
-	ri->rp = rp;
-	ri->task = t->task;
+	ukp_fp_inst_init(ri, real, rp, t);
 	entry = *(kretprobe_handler_t volatile *)&rp->entry_handler;
 	if (entry && call_krp_handler(entry, ri, regs, p, true, h->vf_entry) != 0) {
 		recycle(ri);
@@ -475,10 +439,7 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 	}
 
 	e = &t->e[d];
-	e->slot = slot;
-	e->ret = real;
-	atomic_store_explicit(&e->ri, ri, memory_order_relaxed);
-	set_depth(t, d + 1);
+	ukp_fp_rstack_push(t, d, slot, real, ri);
 	if (!chained && !arch_kretprobe_set_ret(regs, slot, TRAMPOLINE)) {
 		set_depth(t, d);
 		entry_drop(e);

@@ -27,10 +27,6 @@
 
 struct krp_thread;
 
-/* [thread] The calling thread's return stack, NULL before its first
- * kretprobe hit (the arch fast paths read it). */
-extern __attribute__((tls_model("initial-exec"))) __thread struct krp_thread *ukp_krp_self;
-
 /* The kretprobe pre_handler (the list shows its probes as "r"). */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
 /* [trap] How ukp_call_handler calls a kretprobe handler (for vecstate.c). */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kretprobes_layout.h - the structs of kretprobes.c that the arch fast
- * paths read and write (kretprobe_tramp.S, optprobe_tramp.S) through the
- * offsets src/asm_offsets.c generates at build time. C only (the
- * _Atomic members). Owned by kretprobes.c: nothing else writes them.
+ * kretprobes_layout.h - the structs of kretprobes.c behind the fast
+ * paths' pool and return-stack primitives (src/fastpath.h defines the
+ * operations; each arch's fastpath_ops.h implements them through the
+ * P_* offsets src/asm_offsets.c generates). C only (the _Atomic
+ * members). Owned by kretprobes.c: nothing else writes them.
  */
 #ifndef UKP_KRETPROBES_LAYOUT_H
 #define UKP_KRETPROBES_LAYOUT_H

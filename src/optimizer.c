@@ -245,7 +245,7 @@ static int prepare(struct ukp_site *s)
 	size_t n;
 	int ret;
 
-	if (s->opt.detour)
+	if (s->detour)
 		return 0;
 	n = ukp_read_original(s->addr, code, sizeof(code));
 	detour = ukp_slot_alloc_n(s->addr, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
@@ -272,7 +272,7 @@ static int prepare(struct ukp_site *s)
 	s->opt.ninsn = ao.ninsn;
 	memcpy(s->opt.map_orig, ao.map_orig, sizeof(s->opt.map_orig));
 	memcpy(s->opt.map_copy, ao.map_copy, sizeof(s->opt.map_copy));
-	atomic_store_explicit(&s->opt.detour, detour, memory_order_release);
+	atomic_store_explicit(&s->detour, detour, memory_order_release);
 	return 0;
 }
 

@@ -21,6 +21,11 @@
  * (uc_sigmask is restored by the second), so a program handler cannot
  * run in the middle of a step, except for a system call copied out of
  * line, which may block for long and must stay interruptible.
+ *
+ * A trap converts the signal context to a struct pt_regs once, on entry
+ * (breakpoint_trap, jprobe_fault), and back once, on the way out: every
+ * branch in between works on that one pt_regs (the kernel's handlers get
+ * theirs once from the entry code too).
  */
 #include <errno.h>
 #include <signal.h>
@@ -309,8 +314,8 @@ static UKP_TRAP_TEXT bool post_now(struct ukp_site *s)
  * optimized_callback), called by the shared template with the
  * registers of the probed code in regs (ip is set here). It runs on the
  * thread, in whatever context the probed code ran. The pre_handlers run
- * as on a breakpoint hit (regs->ip == addr + 1); a change of regs->ip
- * is ignored, general registers and arithmetic flags are taken back.
+ * as on a breakpoint hit (ip == addr + UKP_BREAKPOINT_IP_OFFSET); a change
+ * of regs->ip is ignored, general registers and arithmetic flags are taken back.
  * [FTRACE] probes run their post_handlers too (ip == addr + len: the
  * region is NOPs). A hit while this thread runs a probe handler is
  * missed. The program's signal handlers are held back meanwhile (as in
@@ -353,19 +358,19 @@ UKP_TRAP_TEXT void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, in
  * The slot becomes dirty: once freed it waits in quarantine until a
  * thread scan shows nobody can resume in it (kprobes.c).
  */
-static UKP_TRAP_TEXT void boost(struct ukp_site *s, struct pt_regs *regs, ucontext_t *uc)
+static UKP_TRAP_TEXT void boost(struct ukp_site *s, struct pt_regs *regs)
 {
 	if (!atomic_load_explicit(&s->boosted, memory_order_relaxed))
 		atomic_store_explicit(&s->boosted, true, memory_order_relaxed);
 	ukp_tls_boosted_hits++;
 	instruction_pointer_set(regs, s->slot + UKP_BOOST_OFFSET);
-	arch_regs_to_ucontext(uc, regs);
 }
 
 /*
  * Run the probed instruction: emulate it in place, or send the thread to
  * its out-of-line copy. reenter: a reentrant hit (no handlers, the
- * kernel's KPROBE_REENTER).
+ * kernel's KPROBE_REENTER). regs go back into uc when the trap leaves;
+ * only uc's signal mask is changed here.
  */
 static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site *s,
 					   struct pt_regs *regs, ucontext_t *uc, bool reenter,
@@ -386,10 +391,8 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		 * with no single step (the kernel's setup_detour_execution). */
 		if (!reenter)
 			reset_current_kprobe(c);
-		instruction_pointer_set(regs, atomic_load_explicit(&s->opt.detour,
-								   memory_order_relaxed) +
+		instruction_pointer_set(regs, atomic_load_explicit(&s->detour, memory_order_relaxed) +
 					      UKP_OPT_COPY_OFFSET);
-		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
 	if (!s->ainsn.ool) {
@@ -400,8 +403,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		if (arch_emulate(&s->ainsn, s->addr, regs, &fault_addr)) {
 			/* The instruction itself faults (e.g. a call with no
 			 * stack left): the program sees that fault at addr. */
-			arch_regs_to_ucontext(uc, regs);
-			arch_uc_set_ip(uc, s->addr);
+			instruction_pointer_set(regs, s->addr);
 			if (!reenter)
 				reset_current_kprobe(c);
 			pf->sig = SIGSEGV;
@@ -414,7 +416,6 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 			run_handlers(c, s, regs, true);
 			reset_current_kprobe(c);
 		}
-		arch_regs_to_ucontext(uc, regs);
 		return;
 	}
 	if (s->ainsn.boostable && (reenter || !post)) {
@@ -422,7 +423,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 		 * setup_singlestep with reenter). */
 		if (!reenter)
 			reset_current_kprobe(c);
-		boost(s, regs, uc);
+		boost(s, regs);
 		return;
 	}
 	if (reenter) {
@@ -435,7 +436,6 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 	c->cur_site = s;
 	atomic_fetch_add(&s->inflight, 1);
 	instruction_pointer_set(regs, s->slot);
-	arch_regs_to_ucontext(uc, regs);
 	if (!s->ainsn.blocking) {
 		c->step_mask = *uc_mask(uc);
 		c->step_masked = true;
@@ -445,7 +445,7 @@ static UKP_TRAP_TEXT void setup_singlestep(struct ukp_ctlblk *c, struct ukp_site
 
 /* The trailing int3 of an out-of-line copy. */
 static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_site *s,
-					    uintptr_t slot, ucontext_t *uc)
+					    uintptr_t slot, struct pt_regs *regs, ucontext_t *uc)
 {
 	bool mine = (c->status & (KPROBE_HIT_SS | KPROBE_REENTER)) && c->cur_site == s;
 	/*
@@ -459,12 +459,9 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 	 * asynchronous signals blocked.)
 	 */
 	bool orphan = !mine && c->status == 0;
-	struct pt_regs regs;
 
 	ukp_tls_ool_resumes++;
-	arch_regs_from_ucontext(&regs, uc);
-	arch_resume_ool(&s->ainsn, s->addr, slot, &regs);
-	arch_regs_to_ucontext(uc, &regs);
+	arch_resume_ool(&s->ainsn, s->addr, slot, regs);
 	if (mine && c->step_masked) {
 		*uc_mask(uc) = c->step_mask;
 		c->step_masked = false;
@@ -480,45 +477,38 @@ static UKP_TRAP_TEXT void resume_singlestep(struct ukp_ctlblk *c, struct ukp_sit
 	}
 	c->cur_site = s;
 	c->status = KPROBE_HIT_SSDONE;
-	run_handlers(c, s, &regs, true);
-	arch_regs_to_ucontext(uc, &regs);
+	run_handlers(c, s, regs, true);
 	reset_current_kprobe(c);
 }
 
-static UKP_TRAP_TEXT void kprobe_hit(struct ukp_ctlblk *c, struct ukp_site *s, ucontext_t *uc,
-				     struct pending_fault *pf)
+static UKP_TRAP_TEXT void kprobe_hit(struct ukp_ctlblk *c, struct ukp_site *s,
+				     struct pt_regs *regs, ucontext_t *uc, struct pending_fault *pf)
 {
-	struct pt_regs regs;
-
-	arch_regs_from_ucontext(&regs, uc);
 	c->cur_site = s;
 	c->status = KPROBE_HIT_ACTIVE;
 	ukp_jprobe_hit_start();
-	if (run_handlers(c, s, &regs, false)) {
+	if (run_handlers(c, s, regs, false)) {
 		if (ukp_jprobe_prepared()) {
 			/* a jprobe: the thread runs its handler next */
-			if (ukp_jprobe_enter(c, s, &regs, uc))
+			if (ukp_jprobe_enter(c, s, regs, uc))
 				return;
-			setup_singlestep(c, s, &regs, uc, false, pf);
+			setup_singlestep(c, s, regs, uc, false, pf);
 			return;
 		}
 		/* The handler changed the execution path. */
-		arch_regs_to_ucontext(uc, &regs);
 		reset_current_kprobe(c);
 		return;
 	}
-	setup_singlestep(c, s, &regs, uc, false, pf);
+	setup_singlestep(c, s, regs, uc, false, pf);
 }
 
 /* A hit while this thread runs a handler: counted, stepped, no handler. */
 static UKP_TRAP_TEXT void reenter_kprobe(struct ukp_ctlblk *c, struct ukp_site *s,
-					 ucontext_t *uc, struct pending_fault *pf)
+					 struct pt_regs *regs, ucontext_t *uc,
+					 struct pending_fault *pf)
 {
-	struct pt_regs regs;
-
 	inc_nmissed(s);
-	arch_regs_from_ucontext(&regs, uc);
-	setup_singlestep(c, s, &regs, uc, true, pf);
+	setup_singlestep(c, s, regs, uc, true, pf);
 }
 
 _Atomic unsigned long ukp_dropped_steps;
@@ -529,18 +519,16 @@ _Atomic unsigned long ukp_dropped_steps;
  * comes back and the probed instruction runs. False when no jprobe
  * handler runs on this thread. The caller holds the read side.
  */
-static UKP_TRAP_TEXT bool jprobe_break(struct ukp_ctlblk *c, ucontext_t *uc,
-				       struct pending_fault *pf)
+static UKP_TRAP_TEXT bool jprobe_break(struct ukp_ctlblk *c, struct pt_regs *regs,
+				       ucontext_t *uc, struct pending_fault *pf)
 {
-	struct ukp_site *s = ukp_jprobe_leave(c, uc);
-	struct pt_regs regs;
+	struct ukp_site *s = ukp_jprobe_leave(c, regs, uc);
 
 	if (!s)
 		return false;
-	arch_regs_from_ucontext(&regs, uc);
 	c->cur_site = s;
 	c->status = KPROBE_HIT_ACTIVE;
-	setup_singlestep(c, s, &regs, uc, false, pf);
+	setup_singlestep(c, s, regs, uc, false, pf);
 	return true;
 }
 
@@ -555,6 +543,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	struct ukp_ctlblk *c = &ukp_ctl;
 	uintptr_t addr = arch_uc_ip(uc) - UKP_BREAKPOINT_IP_OFFSET;
 	struct pending_fault pf = { 0, 0, 0 };
+	struct pt_regs regs;
 	struct ukp_site *s;
 	uintptr_t slot;
 	uint8_t b[UKP_BREAKPOINT_CHECK_LEN];
@@ -566,10 +555,13 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 
 		ukp_sys_sigprocmask(SIG_UNBLOCK, &m, NULL);
 	}
+	/* The one conversion in; the one out is at "out" (a trap that is
+	 * not ours leaves uc as it is). */
+	arch_regs_from_ucontext(&regs, uc);
 	ukp_read_lock(c);
 
 	if (addr == (uintptr_t)ukp_jprobe_return_bp || addr == (uintptr_t)ukp_jprobe_handler_ret) {
-		if (jprobe_break(c, uc, &pf)) {
+		if (jprobe_break(c, &regs, uc, &pf)) {
 			if (addr == (uintptr_t)ukp_jprobe_handler_ret)
 				atomic_fetch_add(&ukp_jprobe_missing, 1);
 			goto out;
@@ -578,7 +570,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		 * returns; the stub is not reached that way (the program's). */
 		if (addr == (uintptr_t)ukp_jprobe_return_bp) {
 			/* past the breakpoint (where x86's int3 left it) */
-			arch_uc_set_ip(uc, addr + UKP_BREAKPOINT_SIZE);
+			instruction_pointer_set(&regs, addr + UKP_BREAKPOINT_SIZE);
 			goto out;
 		}
 		ukp_read_unlock(c);
@@ -586,13 +578,13 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	}
 	s = ukp_slot_owner(addr, &slot);
 	if (s && s->ainsn.ool && slot == s->slot && addr == slot + s->ainsn.len) {
-		resume_singlestep(c, s, slot, uc);
+		resume_singlestep(c, s, slot, &regs, uc);
 		goto out;
 	}
 	s = ukp_site_lookup(addr);
 	if (s) {
 		if (c->status & (KPROBE_HIT_ACTIVE | KPROBE_HIT_SSDONE)) {
-			reenter_kprobe(c, s, uc, &pf);
+			reenter_kprobe(c, s, &regs, uc, &pf);
 			goto out;
 		}
 		if (c->status) {
@@ -603,7 +595,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 			c->step_masked = false;
 			reset_current_kprobe(c);
 		}
-		kprobe_hit(c, s, uc, &pf);
+		kprobe_hit(c, s, &regs, uc, &pf);
 		goto out;
 	}
 	/* Our breakpoint was removed after this thread hit it: run the
@@ -611,14 +603,14 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	 * own breakpoint is not ours to skip. */
 	if (arch_copy_nofault(b, (void *)(addr + UKP_BREAKPOINT_CHECK_OFF), sizeof(b)) == 0 &&
 	    !arch_breakpoint_before(b)) {
-		arch_uc_set_ip(uc, addr);
+		instruction_pointer_set(&regs, addr);
 		goto out;
 	}
 	/* A probe registered here again after our lookup missed: its site
 	 * was hashed before its int3 was written, so a second lookup finds
 	 * it. Run the instruction again; it traps into the new probe. */
 	if (ukp_site_lookup(addr)) {
-		arch_uc_set_ip(uc, addr);
+		instruction_pointer_set(&regs, addr);
 		goto out;
 	}
 	/* Not ours: the program's int3. */
@@ -626,6 +618,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	return false;
 out:
 	ukp_read_unlock(c);
+	arch_regs_to_ucontext(uc, &regs);
 	if (pf.sig)
 		ukp_deliver_fault(pf.sig, pf.code, pf.addr, uc);
 	return true;
@@ -687,23 +680,26 @@ static UKP_TRAP_TEXT bool jprobe_fault(siginfo_t *info, ucontext_t *uc)
 	struct jprobe *jp = ukp_jp_ctl.jp;
 	struct pending_fault pf = { 0, 0, 0 };
 	kprobe_fault_handler_t fh;
+	struct pt_regs regs;
 
 	if (!jp || c->in_handler || info->si_code <= 0 || c->status != KPROBE_HIT_ACTIVE)
 		return false;
 	atomic_fetch_add(&ukp_handler_fault_count, 1);
 	__atomic_fetch_add(&jp->kp.nmissed, 1, __ATOMIC_RELAXED);
 	fh = *(kprobe_fault_handler_t volatile *)&jp->kp.fault_handler;
+	/* once in, once out, as in breakpoint_trap (the fault_handler's
+	 * changes are dropped: the hit's registers come back) */
+	arch_regs_from_ucontext(&regs, uc);
 	if (fh) {
 		struct fault_call fc = { fh, arch_uc_trapnr(uc) };
-		struct pt_regs regs;
 
-		arch_regs_from_ucontext(&regs, uc);
 		/* the signal frame keeps the vector state */
 		ukp_call_handler(&jp->kp, fault_thunk, &fc, &regs, 0, 0, true);
 	}
 	ukp_read_lock(c);
-	jprobe_break(c, uc, &pf);
+	jprobe_break(c, &regs, uc, &pf);
 	ukp_read_unlock(c);
+	arch_regs_to_ucontext(uc, &regs);
 	if (pf.sig)
 		ukp_deliver_fault(pf.sig, pf.code, pf.addr, uc);
 	return true;
@@ -830,7 +826,7 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	if (s && slot != s->slot) {
-		uintptr_t copy = atomic_load(&s->opt.detour) + UKP_OPT_COPY_OFFSET;
+		uintptr_t copy = atomic_load(&s->detour) + UKP_OPT_COPY_OFFSET;
 		unsigned int i = s->opt.ninsn;
 
 		/* the copied instruction that holds ip (copies of jumps are

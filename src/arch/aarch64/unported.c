@@ -18,10 +18,10 @@ int arch_jprobe_init(void)
 	return -EOPNOTSUPP;
 }
 
-UKP_TRAP_TEXT int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st,
-				    const struct pt_regs *regs, uintptr_t entry)
+UKP_TRAP_TEXT int arch_jprobe_start(struct pt_regs *regs, struct arch_jprobe_start *st,
+				    uintptr_t entry)
 {
-	(void)uc, (void)st, (void)regs, (void)entry;
+	(void)regs, (void)st, (void)entry;
 	return -EFAULT;
 }
 

@@ -116,13 +116,14 @@ _Static_assert(offsetof(struct arch_jprobe_start, entry) == 0 &&
  * [trap] Send the thread to entry through ukp_jprobe_start with the
  * registers regs (those of the hit, at a function's entry): up to
  * ARCH_JPROBE_STACK_BYTES of the stack top (as much as can be read) are
- * copied right below regs->sp, and the handler runs on that copy.
- * Returns 0, or -EFAULT when the stack cannot take it.
+ * copied right below regs->sp, and the handler runs on that copy; regs
+ * become what ukp_jprobe_start starts with (the trap writes them into
+ * the signal context). Returns 0, or -EFAULT (regs unchanged) when the
+ * stack cannot take it.
  */
-UKP_TRAP_TEXT int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st,
-				    const struct pt_regs *regs, uintptr_t entry)
+UKP_TRAP_TEXT int arch_jprobe_start(struct pt_regs *regs, struct arch_jprobe_start *st,
+				    uintptr_t entry)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t sp = regs->sp, page_end, copy, v;
 	size_t n = ARCH_JPROBE_STACK_BYTES / 8;
 
@@ -143,12 +144,11 @@ UKP_TRAP_TEXT int arch_jprobe_start(ucontext_t *uc, struct arch_jprobe_start *st
 	st->si = regs->si;
 	st->di = regs->di;
 	st->r11 = regs->r11;
-	arch_regs_to_ucontext(uc, regs);
-	g[REG_RSI] = (greg_t)sp;
-	g[REG_RDI] = (greg_t)copy;
-	g[REG_RSP] = (greg_t)copy;
-	g[REG_RCX] = (greg_t)n;
-	g[REG_R11] = (greg_t)(uintptr_t)st;
-	g[REG_RIP] = (greg_t)(uintptr_t)ukp_jprobe_start;
+	regs->si = sp;
+	regs->di = copy;
+	regs->sp = copy;
+	regs->cx = n;
+	regs->r11 = (uintptr_t)st;
+	regs->ip = (uintptr_t)ukp_jprobe_start;
 	return 0;
 }

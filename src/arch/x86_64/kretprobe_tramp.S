@@ -30,8 +30,7 @@
  * the dispatcher saves it around each handler that is not (vecstate.c). General registers are restored from pt_regs:
  * a handler may change the return value through regs->ax.
  */
-#include "tramp.h"
-#include "asm_offsets.h"
+#include "tramp.h" /* pt_regs, and fastpath_ops.h: the blocks and primitives */
 
 	.section ukprobes_text, "ax", @progbits
 	.p2align 4
@@ -108,11 +107,12 @@ ukp_kretprobe_trampoline:
 	 * pending kretprobe on this frame, an idle thread, and a return
 	 * handler proven vector-free (or none). Anything else goes to the
 	 * dispatcher with nothing changed. The order is the dispatcher's:
-	 * signals held back, read side, the entry consumed (the real
-	 * return address into S and regs->ip, then the depth), the probe
+	 * signals held back, read side, the entry consumed (RSTACK_POP,
+	 * src/fastpath.h: the real return address into S, the depth, then
+	 * regs->ip), the probe
 	 * state set, the handler called, then the state cleared, the
-	 * instance kept as the thread's spare (kretprobes.c) or, when it
-	 * has one, back to its pool, the read side left and what was held
+	 * instance kept as the thread's spare (SPARE_PUT) or, when it
+	 * has one, back to its pool (POOL_PUSH), the read side left and what was held
 	 * back delivered.
 	 *
 	 * Registers (all restored from pt_regs at 2:): r12 ukp_ctl's
@@ -124,85 +124,56 @@ ukp_kretprobe_trampoline:
 	 */
 	subq $16, %rsp
 	IDLE_OR %r12, %r14, %rax, 3f
-	movq ukp_krp_self@gottpoff(%rip), %rax
-	movq %fs:(%rax), %r15
+	movq %fs:FT_RSTACK(%r12), %r15		/* the return stack */
 	testq %r15, %r15
 	jz 3f
 	/* defer_async = 1, then the read side: depth = 1 */
 	movabsq $(1 << 32), %rax
-	movq %rax, %fs:CTL_IN_HANDLER(%r12)
-	movq %rax, %fs:CTL_STATUS(%r12)
-	addq $1, REC_SEQ(%r14)			/* odd: inside */
+	movq %rax, %fs:FT_IN_HANDLER(%r12)
+	movq %rax, %fs:FT_STATUS(%r12)
+	READ_ENTER %r14				/* odd: inside */
 	leaq 8(%rbp), %rsi			/* S */
-	movl KT_DEPTH(%r15), %eax
-	testl %eax, %eax
-	jz 8f
-	leaq (%rax, %rax, 2), %rcx
-	leaq (KT_E - E_SIZE)(%r15, %rcx, 8), %rdx	/* the top entry */
-	cmpq %rsi, E_SLOT(%rdx)
-	jne 8f					/* gone frames to drop first */
-	cmpl $1, %eax
-	je 1f
-	cmpq %rsi, (E_SLOT - E_SIZE)(%rdx)
-	je 8f					/* chained: more than one */
-1:	movq E_RI(%rdx), %rbx
-	testq %rbx, %rbx
-	jz 8f					/* dropped meanwhile */
-	movq -INST_HDR_SIZE(%rbx), %rcx		/* the holder */
-	movq H_RP(%rcx), %rdi			/* the kretprobe, NULL once gone */
-	xorl %r8d, %r8d
-	testq %rdi, %rdi
-	jz 4f
-	movq RP_HANDLER(%rdi), %r8
-	testq %r8, %r8
-	jz 4f
-	cmpq H_VF_HANDLER(%rcx), %r8
-	jne 8f					/* not proven: the safe call */
-4:	movq %rbx, (%rsp)
+	RSTACK_TOP %r15, %rsi, %rdx, 8f		/* this frame's one entry */
+	RSTACK_TOP_RI %rdx, %rbx, 8f		/* dropped meanwhile */
+	RET_HANDLER %rbx, %rdi, %r8, %r8d, %rcx, 8f	/* not proven: the safe call */
+	movq %rbx, (%rsp)
 	/* Consumed. A plain store, not the exchange of the C paths (a
 	 * locked instruction would wait here for the frame's stores):
 	 * only this thread takes entries of its live return stack, and
 	 * its signal handlers are held back. */
-	movq $0, E_RI(%rdx)
-	movq E_RET(%rdx), %rcx
-	movq %rcx, (%rsi)			/* unwinders see it from here on */
+	RSTACK_POP %r15, %rdx, %rsi, %rcx
 	movq %rcx, (PT_IP - PT_SIZE)(%rbp)
-	subl $1, %eax
-	movl %eax, KT_DEPTH(%r15)
 	testq %r8, %r8
 	jz 5f
 	movq ukp_errno_offset(%rip), %rcx
 	movl %fs:(%rcx), %ecx
 	movl %ecx, 8(%rsp)
-	movq %rdi, %fs:CTL_CUR_KP(%r12)
-	movq %rdi, %fs:CTL_FAULT_KP(%r12)
+	movq %rdi, %fs:FT_CUR_KP(%r12)
+	movq %rdi, %fs:FT_FAULT_KP(%r12)
 	movabsq $(1 << 32 | 1), %rax
-	movq %rax, %fs:CTL_IN_HANDLER(%r12)	/* in_handler 1, defer_async 1 */
-	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
-	movq %rax, %fs:CTL_STATUS(%r12)		/* status ACTIVE, depth 1 */
-	movq %rbp, %fs:CTL_JB(%r12)
+	movq %rax, %fs:FT_IN_HANDLER(%r12)	/* in_handler 1, defer_async 1 */
+	movabsq $(1 << 32 | FP_HIT_ACTIVE), %rax
+	movq %rax, %fs:FT_STATUS(%r12)		/* status ACTIVE, depth 1 */
+	movq %rbp, %fs:FT_JB(%r12)
 	leaq 6f(%rip), %rax
-	movq %rax, %fs:(CTL_JB + 8)(%r12)
-	movq %rsp, %fs:(CTL_JB + 16)(%r12)
+	movq %rax, %fs:(FT_JB + 8)(%r12)
+	movq %rsp, %fs:(FT_JB + 16)(%r12)
 	movq %rbx, %rdi
 	leaq -PT_SIZE(%rbp), %rsi
 	call *%r8
 7:	xorl %eax, %eax
-	movq %rax, %fs:CTL_CUR_KP(%r12)
-	movq %rax, %fs:CTL_FAULT_KP(%r12)
-	movl %eax, %fs:CTL_IN_HANDLER(%r12)
-	movl %eax, %fs:CTL_STATUS(%r12)
+	movq %rax, %fs:FT_CUR_KP(%r12)
+	movq %rax, %fs:FT_FAULT_KP(%r12)
+	movl %eax, %fs:FT_IN_HANDLER(%r12)
+	movl %eax, %fs:FT_STATUS(%r12)
 	movq ukp_errno_offset(%rip), %rcx
 	movl 8(%rsp), %eax
 	movl %eax, %fs:(%rcx)
 5:	/* the instance: the thread's spare if it has none, else back to
 	 * its pool */
-	cmpq $0, KT_SPARE(%r15)
-	jne 1f
-	movq %rbx, KT_SPARE(%r15)
+	SPARE_PUT %r15, %rbx, 1f
 	jmp 4f
-1:	movq %rbx, %rdi
-	call ukp_krp_recycle
+1:	POOL_PUSH %rbx
 4:	xorl %ebx, %ebx				/* done: the way out */
 	jmp 9f
 8:	movl $1, %ebx				/* undo: then the dispatcher */
@@ -212,7 +183,7 @@ ukp_kretprobe_trampoline:
 	jmp 3f
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
 	movq ukp_ctl@gottpoff(%rip), %r12
-	movq %fs:CTL_REC(%r12), %r14
+	movq %fs:FT_REC(%r12), %r14
 	movq (%rsp), %rbx
 	movq %fs:0, %rdi
 	addq %r12, %rdi

@@ -36,8 +36,7 @@
  * arithmetic flags by sahf, DF by std when it was set. A handler's change
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
-#include "tramp.h"
-#include "asm_offsets.h"
+#include "tramp.h" /* pt_regs, and fastpath_ops.h: the blocks and primitives */
 
 /* Offset from rsp after pushfq + sub PT_SIZE to the probed code's sp. */
 #define ENTRY_SP  (PT_SIZE + 8 + 144)
@@ -67,7 +66,8 @@
 	 * grace-period record, no writer asked for heavy read-side fences,
 	 * and the site's only probe is enabled, has no post_handler and
 	 * still has the pre_handler proven vector-free at registration
-	 * (site->fast_kp/fast_pre, kept by kprobes.c). Anything else goes
+	 * (the per-site block's fast_kp/fast_pre, kept by kprobes.c; see
+	 * src/fastpath.h). Anything else goes
 	 * to .Lslow, the C path, with nothing changed.
 	 *
 	 * The per-thread state is set as ukp_optprobe_hit and call_outer
@@ -82,50 +82,45 @@
 	 */
 	.macro FAST_HIT slow, regs
 	movq SITE_SLOT(%rbx), %r15
-	cmpq $0, SITE_FAST_KP(%r15)
+	cmpq $0, FS_KP(%r15)
 	je \slow
 	IDLE_OR %r13, %r14, %rax, \slow
 	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
-	movabsq $(1 << 32 | KP_HIT_ACTIVE), %rax
-	movq %rax, %fs:CTL_IN_HANDLER(%r13)
-	movq %rax, %fs:CTL_STATUS(%r13)
-	addq $1, REC_SEQ(%r14)			/* odd: inside (ukp_read_lock) */
+	movabsq $(1 << 32 | FP_HIT_ACTIVE), %rax
+	movq %rax, %fs:FT_IN_HANDLER(%r13)
+	movq %rax, %fs:FT_STATUS(%r13)
+	READ_ENTER %r14				/* odd: inside (ukp_read_lock) */
 	/* under the read side: the probe as it is now */
-	movq SITE_FAST_KP(%r15), %rdi
+	movq FS_KP(%r15), %rdi
 	testq %rdi, %rdi
 	jz 5f
-	movq KP_PRE(%rdi), %rax
-	cmpq SITE_FAST_PRE(%r15), %rax
-	jne 5f
-	cmpq $0, KP_POST(%rdi)
-	jne 5f
-	testl $KP_FLAGS_OFF, KP_FLAGS(%rdi)
-	jnz 5f
-	movq %r15, %fs:CTL_CUR_SITE(%r13)
-	movq %rdi, %fs:CTL_CUR_KP(%r13)
-	movq %rdi, %fs:CTL_FAULT_KP(%r13)
-	movq SITE_ADDR(%r15), %rcx
-	leaq BREAKPOINT_SIZE(%rcx), %rcx
+	movq FS_PRE(%r15), %rax
+	KPROBE_OK %rdi, %rax, 5f
+	movq %r15, %fs:FT_CUR_SITE(%r13)
+	movq %rdi, %fs:FT_CUR_KP(%r13)
+	movq %rdi, %fs:FT_FAULT_KP(%r13)
+	movq FS_ADDR(%r15), %rcx
+	leaq FP_BREAKPOINT_SIZE(%rcx), %rcx
 	movq %rcx, PT_IP(%rbx)			/* as after a breakpoint */
 	movq ukp_errno_offset(%rip), %rcx
 	movl %fs:(%rcx), %ecx
 	movl %ecx, PT_SIZE(%rbx)
 	movq %rbx, %rbp
-	movq %rbp, %fs:CTL_JB(%r13)
+	movq %rbp, %fs:FT_JB(%r13)
 	leaq 3f(%rip), %rcx
-	movq %rcx, %fs:(CTL_JB + 8)(%r13)
-	movq %rsp, %fs:(CTL_JB + 16)(%r13)
+	movq %rcx, %fs:(FT_JB + 8)(%r13)
+	movq %rsp, %fs:(FT_JB + 16)(%r13)
 	movq %rbx, %rsi
 	call *%rax
 1:	/* leave: the state as before, then what was held back */
 	xorl %eax, %eax
-	movq %rax, %fs:CTL_CUR_SITE(%r13)
-	movq %rax, %fs:CTL_CUR_KP(%r13)
-	movq %rax, %fs:CTL_FAULT_KP(%r13)
-	movq %rax, %fs:CTL_STATUS(%r13)
-	addq $1, REC_SEQ(%r14)			/* even: outside */
-	movq %rax, %fs:CTL_IN_HANDLER(%r13)
-	cmpq $0, %fs:CTL_DEFERRED(%r13)
+	movq %rax, %fs:FT_CUR_SITE(%r13)
+	movq %rax, %fs:FT_CUR_KP(%r13)
+	movq %rax, %fs:FT_FAULT_KP(%r13)
+	movq %rax, %fs:FT_STATUS(%r13)
+	READ_LEAVE %r14				/* even: outside */
+	movq %rax, %fs:FT_IN_HANDLER(%r13)
+	cmpq $0, %fs:FT_DEFERRED(%r13)
 	jne 4f
 2:	movq ukp_errno_offset(%rip), %rcx
 	movl PT_SIZE(%rbx), %eax
@@ -137,7 +132,7 @@
 	movq %rbp, %rbx
 	.cfi_def_cfa_register %rbx
 	movq ukp_ctl@gottpoff(%rip), %r13
-	movq %fs:CTL_REC(%r13), %r14
+	movq %fs:FT_REC(%r13), %r14
 	movq %fs:0, %rdi
 	addq %r13, %rdi
 	movq SITE_SLOT(%rbx), %rsi
@@ -152,10 +147,10 @@
 
 5:	/* not for the fast path after all: undo, then the C path */
 	xorl %eax, %eax
-	movq %rax, %fs:CTL_STATUS(%r13)
-	addq $1, REC_SEQ(%r14)
-	movq %rax, %fs:CTL_IN_HANDLER(%r13)
-	cmpq $0, %fs:CTL_DEFERRED(%r13)
+	movq %rax, %fs:FT_STATUS(%r13)
+	READ_LEAVE %r14
+	movq %rax, %fs:FT_IN_HANDLER(%r13)
+	cmpq $0, %fs:FT_DEFERRED(%r13)
 	je \slow
 	movq %fs:0, %rdi
 	addq %r13, %rdi
@@ -189,7 +184,7 @@
 	 * pt_regs; the site is in its stack slot). */
 	.macro RESUME_ADDR
 	movq SITE_SLOT(%rsp), %rax
-	movq SITE_DETOUR(%rax), %rax
+	movq FS_DETOUR(%rax), %rax
 	addq $DETOUR_RESUME, %rax
 	.endm
 
@@ -382,9 +377,10 @@ ukp_optprobe_krp_entry:
 	 * C path (.Lkrp_full), with nothing changed.
 	 *
 	 * The order is the C path's: signals held back, read side, then
-	 * the instance (from the pool: the same lock-free pop), the entry
-	 * written and published by the depth, and last the trampoline's
-	 * address in the return slot. No user code runs and nothing here
+	 * the instance (SPARE_TAKE, or POOL_POP: the primitives of
+	 * src/fastpath.h), the entry written and published by the depth
+	 * (RSTACK_PUSH), and last the trampoline's address in the return
+	 * slot. No user code runs and nothing here
 	 * can fault (the slot is the live stack), so no probe state is set.
 	 * rsp is pt_regs (16-byte aligned): the scratch registers go to
 	 * their pt_regs slots, rax and rcx are saved, the flags are in
@@ -404,79 +400,29 @@ ukp_optprobe_krp_entry:
 	IDLE_OR %rdx, %r8, %rax, 8f
 	/* defer_async = 1, then the read side: depth = 1 */
 	movabsq $(1 << 32), %rax
-	movq %rax, %fs:CTL_IN_HANDLER(%rdx)
-	movq %rax, %fs:CTL_STATUS(%rdx)
-	addq $1, REC_SEQ(%r8)			/* odd: inside */
+	movq %rax, %fs:FT_IN_HANDLER(%rdx)
+	movq %rax, %fs:FT_STATUS(%rdx)
+	READ_ENTER %r8				/* odd: inside */
 	/* under the read side: the probe as it is now */
-	movq SITE_FAST_KP(%rcx), %rsi		/* the kretprobe (kp first) */
+	movq FS_KP(%rcx), %rsi			/* the kretprobe (kp first) */
 	testq %rsi, %rsi
 	jz 7f
 	leaq ukp_kretprobe_pre_handler(%rip), %rax
-	cmpq %rax, KP_PRE(%rsi)
-	jne 7f
-	cmpq $0, KP_POST(%rsi)
-	jne 7f
-	testl $KP_FLAGS_OFF, KP_FLAGS(%rsi)
-	jnz 7f
-	cmpq $0, RP_ENTRY(%rsi)
-	jne 7f
-	movq RP_RPH(%rsi), %r9			/* the holder */
-	testq %r9, %r9
-	jz 7f
-	movq ukp_krp_self@gottpoff(%rip), %rax
-	movq %fs:(%rax), %rdi			/* the return stack */
+	KPROBE_OK %rsi, %rax, 7f
+	KRP_HOLDER %rsi, %r9, 7f		/* no entry_handler: the holder */
+	movq %fs:FT_RSTACK(%rdx), %rdi		/* the return stack */
 	testq %rdi, %rdi
 	jz 7f
-	cmpb $0, KT_SHSTK(%rdi)
-	jne 7f
 	leaq (PT_SIZE + 8 + 144)(%rsp), %rcx	/* the return slot */
 	movq (%rcx), %r11			/* the return address */
 	leaq ukp_kretprobe_trampoline(%rip), %rax
 	cmpq %rax, %r11
 	je 7f					/* chained */
-	movl KT_DEPTH(%rdi), %r10d
-	testl %r10d, %r10d
-	jz 1f
-	cmpl $KRP_MAX_DEPTH, %r10d
-	jae 7f
-	leaq (%r10, %r10, 2), %rax
-	cmpq %rcx, (KT_E - E_SIZE + E_SLOT)(%rdi, %rax, 8)
-	jbe 7f					/* a gone frame to drop */
-1:	xorl %eax, %eax
-	xchgq %rax, KT_SPARE(%rdi)		/* this thread's spare instance */
-	testq %rax, %rax
-	jz 3f
-	cmpq %r9, -INST_HDR_SIZE(%rax)
-	je 4f					/* one of this kretprobe's */
-	movq %rax, KT_SPARE(%rdi)		/* another's: back (only this thread fills it) */
-3:	movq H_FREE_NEXT(%r9), %rbx
-	movq H_FREE_HEAD(%r9), %rax
-2:	testl %eax, %eax
-	jz 7f					/* none free: the C path counts it */
-	movl %eax, %edx
-	movl -4(%rbx, %rdx, 4), %edx		/* free_next[index] */
-	movq %rax, %r12
-	shrq $32, %r12
-	addq $1, %r12				/* the ABA tag */
-	shlq $32, %r12
-	orq %rdx, %r12
-	lock cmpxchgq %r12, H_FREE_HEAD(%r9)
-	jne 2b
-	leal -1(%rax), %eax
-	imulq H_STRIDE(%r9), %rax
-	addq H_INSTS(%r9), %rax
-	addq $INST_HDR_SIZE, %rax		/* the instance */
-4:	movq %r11, RI_RET_ADDR(%rax)
-	movq %rsi, RI_RP(%rax)
-	movq KT_TASK(%rdi), %rdx
-	movq %rdx, RI_TASK(%rax)
-	leaq (%r10, %r10, 2), %rdx
-	leaq KT_E(%rdi, %rdx, 8), %rdx		/* e[depth] */
-	movq %rcx, E_SLOT(%rdx)
-	movq %r11, E_RET(%rdx)
-	movq %rax, E_RI(%rdx)
-	addl $1, %r10d
-	movl %r10d, KT_DEPTH(%rdi)
+	RSTACK_ROOM %rdi, %rcx, %r10, %r10d, %rax, 7f
+	SPARE_TAKE %rdi, %r9, 4f		/* this thread's spare instance */
+	POOL_POP %r9, 7f			/* none free: the C path counts it */
+4:	INST_INIT %rax, %r11, %rsi, %rdi, %rdx
+	RSTACK_PUSH %rdi, %r10, %r10d, %rcx, %r11, %rax, %rdx
 	leaq ukp_kretprobe_trampoline(%rip), %rax
 	movq %rax, (%rcx)
 	xorl %ebx, %ebx				/* done: the way out */

@@ -5,7 +5,7 @@
  * selectors, and saving/restoring the whole extended state in the area
  * at (%rsp) (64-byte aligned, ukp_krp_xsave_size bytes; sized by
  * arch_kretprobe_init). Both macros clobber rax, rcx, rdx and flags.
- * And IDLE_OR and LEAVE_HELD, the way into and out of the fast paths.
+ * The fast paths' primitives (IDLE_OR, LEAVE_HELD, ...) are in fastpath_ops.h.
  *
  * VEC_SAVE/VEC_RESTORE keep what a C function may clobber in the same
  * area, the cheap way when it can: xmm0-15 (with AVX, all of ymm0-15:
@@ -21,7 +21,7 @@
 #ifndef UKP_X86_TRAMP_H
 #define UKP_X86_TRAMP_H
 
-#include "asm_offsets.h" /* generated: the core's offsets (src/asm_offsets.c) */
+#include "fastpath_ops.h" /* the blocks' offsets and the primitives (src/fastpath.h) */
 #include "detour.h"        /* DETOUR_RESUME */
 
 #define PT_R15     0
@@ -197,49 +197,6 @@
 	jmp 87f
 86:	XSTATE_RESTORE
 87:
-	.endm
-
-/*
- * The fast paths' first check (optprobe_tramp.S, kretprobe_tramp.S; needs
- * asm_offsets.h): is this thread idle (no probe status, read side,
- * handler or held-back signals), with its grace-period record, and has
- * no writer asked for heavy read-side fences? Loads ctl = ukp_ctl's
- * offset from the thread pointer and rec = the record, clobbers tmp and
- * the flags; jumps to fail when not.
- */
-	.macro IDLE_OR ctl, rec, tmp, fail
-	movq ukp_ctl@gottpoff(%rip), \ctl
-	movq %fs:CTL_STATUS(\ctl), \tmp		/* status, depth */
-	orq %fs:CTL_IN_HANDLER(\ctl), \tmp	/* in_handler, defer_async */
-	jnz \fail
-	movq %fs:CTL_REC(\ctl), \rec
-	testq \rec, \rec
-	jz \fail
-	leaq ukp_overflow_rec(%rip), \tmp
-	cmpq \tmp, \rec
-	je \fail
-	cmpb $0, ukp_reader_fence(%rip)
-	jne \fail
-	.endm
-
-/*
- * The way out of a fast path that held signals back and took the read
- * side (status/depth and in_handler/defer_async as two words): both
- * cleared, the read side left (seq even), then the signals that came
- * meanwhile delivered. ctl and rec as IDLE_OR loaded them; clobbers rax,
- * rdi, the flags, and the caller-saved registers when it delivers.
- */
-	.macro LEAVE_HELD ctl, rec
-	xorl %eax, %eax
-	movq %rax, %fs:CTL_STATUS(\ctl)
-	addq $1, REC_SEQ(\rec)			/* even: outside */
-	movq %rax, %fs:CTL_IN_HANDLER(\ctl)
-	cmpq $0, %fs:CTL_DEFERRED(\ctl)
-	je .Lleft\@
-	movq %fs:0, %rdi
-	addq \ctl, %rdi
-	call ukp_defer_async_flush
-.Lleft\@:
 	.endm
 
 #endif
