@@ -12,6 +12,7 @@
 #include <ucontext.h>
 
 #include "internal.h"
+#include "sigframe.h"
 
 /* ESR_ELx.EC of a BRK instruction from AArch64 state. */
 #define ESR_EC_BRK64 0x3c
@@ -55,21 +56,12 @@ UKP_TRAP_TEXT void arch_uc_set_ip(ucontext_t *uc, uintptr_t ip)
 /* [trap] The ESR record of the frame, if the kernel wrote one. */
 static UKP_TRAP_TEXT bool uc_esr(const ucontext_t *uc, uint64_t *esr)
 {
-	const unsigned char *p = uc->uc_mcontext.__reserved;
-	const unsigned char *end = p + sizeof(uc->uc_mcontext.__reserved);
+	const struct esr_context *e = a64_frame_record(uc, ESR_MAGIC, sizeof(*e));
 
-	while (p + sizeof(struct _aarch64_ctx) <= end) {
-		const struct _aarch64_ctx *h = (const void *)p;
-
-		if (h->magic == 0 || h->size < sizeof(*h) || h->size > (size_t)(end - p))
-			break;
-		if (h->magic == ESR_MAGIC && h->size >= sizeof(struct esr_context)) {
-			*esr = ((const struct esr_context *)(const void *)p)->esr;
-			return true;
-		}
-		p += h->size;
-	}
-	return false;
+	if (!e)
+		return false;
+	*esr = e->esr;
+	return true;
 }
 
 /*
