@@ -17,13 +17,15 @@
  *    128-bit vector arguments, the handler writing over all of them;
  *  - a first instruction simulated after the handler (b), a handler
  *    without jprobe_return(), jprobe_return() outside a handler, a kprobe
- *    at the same address, a fault in the handler.
+ *    at the same address, a fault in the handler, a backtrace taken in
+ *    the handler (it ends at the library's stub).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <unwind.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -525,4 +527,54 @@ Test(a64_jprobe, handler_fault)
 	cr_expect_eq(jp12(ARGS12), expect12());
 	cr_expect_eq(fault_calls, 2);
 	unregister_jprobe(&jp);
+}
+
+/* ================================== a backtrace taken in the handler */
+
+struct walk {
+	uintptr_t ip[16];
+	int n;
+};
+static struct walk walk;
+static int walk_rc;
+
+static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+
+	if (w->n == 16)
+		return _URC_NORMAL_STOP;
+	w->ip[w->n++] = _Unwind_GetIP(ctx);
+	return _URC_NO_REASON;
+}
+
+static long j12_backtrace(long a, long b, long c, long d, long e, long f, long g, long h, int i,
+			  long j, short k, long l)
+{
+	walk.n = 0;
+	walk_rc = _Unwind_Backtrace(walk_one, &walk);
+	jprobe_return();
+	return 0;
+}
+
+Test(a64_jprobe, backtrace_in_the_handler_ends_at_the_stub)
+{
+	struct jprobe jp = { .kp.symbol_name = "jp12", .entry = JPROBE_ENTRY(j12_backtrace) };
+	struct walk warm = { .n = 0 };
+	int last;
+
+	_Unwind_Backtrace(walk_one, &warm); /* loads the unwinder now, not in the handler */
+	cr_assert_eq(register_jprobe(&jp), 0);
+	cr_expect_eq(jp12(ARGS12), expect12());
+	unregister_jprobe(&jp);
+	/* this frame, the handler's, then the stub as its caller, where the
+	 * walk ends: the stub's FDE marks the return address undefined */
+	last = walk.n - 1;
+	if (last > 0 && walk.ip[last] == 0)
+		last--; /* libgcc reports the outermost frame's "caller" as 0 */
+	cr_assert_geq(last, 1);
+	cr_expect_eq(walk.ip[last], (uintptr_t)ukp_jprobe_handler_ret, "last %#lx of %d",
+		     (unsigned long)walk.ip[last], walk.n);
+	cr_expect_eq(walk_rc, _URC_END_OF_STACK, "the walk ended by itself: %d (%d frames)",
+		     walk_rc, walk.n);
 }
