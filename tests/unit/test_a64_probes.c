@@ -335,13 +335,6 @@ Test(a64_refused, exclusives_and_breakpoints)
 	cr_expect_eq(register_kprobe(&kp), -EILSEQ, "brk");
 }
 
-Test(a64_unported, jprobes_refuse_with_eopnotsupp)
-{
-	struct jprobe jp = { .kp.addr = (void *)a_ool, .entry = (void *)a_add3 };
-
-	cr_expect_eq(register_jprobe(&jp), -EOPNOTSUPP);
-}
-
 /* ---------------------------------------------------- return probes */
 
 static atomic_long ret_seen[8];

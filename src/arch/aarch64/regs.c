@@ -12,6 +12,10 @@
 #include <ucontext.h>
 
 #include "internal.h"
+#include "sigframe.h"
+
+/* NZCV and BTYPE: the pstate bits a context may change. */
+#define PSTATE_USER_BITS (UINT64_C(0xf0000000) | (UINT64_C(3) << 10))
 
 /* ESR_ELx.EC of a BRK instruction from AArch64 state. */
 #define ESR_EC_BRK64 0x3c
@@ -37,9 +41,11 @@ UKP_TRAP_TEXT void arch_regs_to_ucontext(ucontext_t *uc, const struct pt_regs *r
 		m->regs[i] = regs->regs[i];
 	m->sp = regs->sp;
 	m->pc = regs->pc;
-	/* rt_sigreturn refuses a pstate that is not user mode; a handler
-	 * may change the condition flags only */
-	m->pstate = (m->pstate & ~0xf0000000ull) | (regs->pstate & 0xf0000000ull);
+	/* rt_sigreturn refuses a pstate that is not user mode: what the
+	 * program's own code may change is taken, the condition flags
+	 * NZCV (a handler's, a simulated compare) and BTYPE (set by a
+	 * simulated branch, cleared for a stub entered as by a return) */
+	m->pstate = (m->pstate & ~PSTATE_USER_BITS) | (regs->pstate & PSTATE_USER_BITS);
 }
 
 UKP_TRAP_TEXT uintptr_t arch_uc_ip(const ucontext_t *uc)
@@ -55,21 +61,12 @@ UKP_TRAP_TEXT void arch_uc_set_ip(ucontext_t *uc, uintptr_t ip)
 /* [trap] The ESR record of the frame, if the kernel wrote one. */
 static UKP_TRAP_TEXT bool uc_esr(const ucontext_t *uc, uint64_t *esr)
 {
-	const unsigned char *p = uc->uc_mcontext.__reserved;
-	const unsigned char *end = p + sizeof(uc->uc_mcontext.__reserved);
+	const struct esr_context *e = a64_frame_record(uc, ESR_MAGIC, sizeof(*e));
 
-	while (p + sizeof(struct _aarch64_ctx) <= end) {
-		const struct _aarch64_ctx *h = (const void *)p;
-
-		if (h->magic == 0 || h->size < sizeof(*h) || h->size > (size_t)(end - p))
-			break;
-		if (h->magic == ESR_MAGIC && h->size >= sizeof(struct esr_context)) {
-			*esr = ((const struct esr_context *)(const void *)p)->esr;
-			return true;
-		}
-		p += h->size;
-	}
-	return false;
+	if (!e)
+		return false;
+	*esr = e->esr;
+	return true;
 }
 
 /*

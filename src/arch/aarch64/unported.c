@@ -1,40 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * unported.c - the arch entry points of the features this AArch64 port
- * does not have yet: jprobes, data
- * watchpoints and the vector-use proof (doc/arch.md lists them). Each
- * feature's init answers -EOPNOTSUPP, so the core refuses those probes
- * with that errno (register_jprobe, register_wide_hw_breakpoint) or keeps them on breakpoints (the
- * optimizer); the per-hit entry points below are never reached while
- * their init refuses, and say so by failing safe.
+ * does not have yet: data watchpoints and the vector-use proof
+ * (doc/arch.md lists them). The watchpoints' init answers -EOPNOTSUPP,
+ * so register_wide_hw_breakpoint and the others fail with it; their
+ * per-hit entry points below are never reached while it refuses, and
+ * say so by failing safe.
  */
 #include <errno.h>
 
 #include "internal.h"
-
-/* --- jprobes */
-int arch_jprobe_init(void)
-{
-	return -EOPNOTSUPP;
-}
-
-UKP_TRAP_TEXT int arch_jprobe_start(struct pt_regs *regs, struct arch_jprobe_start *st,
-				    uintptr_t entry)
-{
-	(void)regs, (void)st, (void)entry;
-	return -EFAULT;
-}
-
-UKP_TRAP_TEXT void arch_jprobe_save_vec(struct arch_jprobe_vec *v, const ucontext_t *uc)
-{
-	(void)uc;
-	v->have = 0;
-}
-
-UKP_TRAP_TEXT void arch_jprobe_restore_vec(ucontext_t *uc, const struct arch_jprobe_vec *v)
-{
-	(void)uc, (void)v;
-}
 
 /* --- data watchpoints */
 int arch_watch_init(void)
