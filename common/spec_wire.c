@@ -230,6 +230,69 @@ static bool get_string(struct in *in, char **out)
 	return get(in, *out, (size_t)len + 1);
 }
 
+/*
+ * The bool fields came as bytes: one that is neither 0 nor 1 is no bool
+ * (reading it as one is undefined), so they are checked as bytes before
+ * anything reads them.
+ */
+static bool bytes_bool(const void *base, const size_t *offs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (((const unsigned char *)base)[offs[i]] > 1)
+			return false;
+	return true;
+}
+#define BOOLS(base, ...) \
+	bytes_bool(base, (const size_t[]){ __VA_ARGS__ }, \
+		   sizeof((const size_t[]){ __VA_ARGS__ }) / sizeof(size_t))
+#define AT(T, f) offsetof(T, f)
+
+static bool spec_bools(const struct ukp_spec *s)
+{
+	return BOOLS(s, AT(struct ukp_spec, is_return),
+		     AT(struct ukp_spec, is_watch), AT(struct ukp_spec, is_addr),
+		     AT(struct ukp_spec, is_glob), AT(struct ukp_spec, cxx_name),
+		     AT(struct ukp_spec, event_given), AT(struct ukp_spec, uses_duration),
+		     AT(struct ukp_spec, stacktrace));
+}
+
+static bool filter_bools(const struct ukp_filter *f)
+{
+	int i;
+
+	if (!BOOLS(f, AT(struct ukp_filter, uses_pid),
+		   AT(struct ukp_filter, uses_comm)))
+		return false;
+	for (i = 0; i < f->npreds; i++)
+		if (!BOOLS(&f->preds[i], AT(struct ukp_filter_pred, is_string),
+			   AT(struct ukp_filter_pred, is_signed)))
+			return false;
+	return true;
+}
+
+static bool hist_bools(const struct ukp_hist *h)
+{
+	size_t i;
+
+	if (!BOOLS(h, AT(struct ukp_hist, uses_pid), AT(struct ukp_hist, uses_comm),
+		   AT(struct ukp_hist, execname)))
+		return false;
+	for (i = 0; i < UKP_HIST_MAX_KEYS + UKP_HIST_MAX_VALS; i++) {
+		const struct ukp_hist_field *f = i < UKP_HIST_MAX_KEYS ? &h->keys[i]
+								: &h->vals[i - UKP_HIST_MAX_KEYS];
+
+		if (!BOOLS(f, AT(struct ukp_hist_field, is_string),
+			   AT(struct ukp_hist_field, is_signed)))
+			return false;
+	}
+	for (i = 0; i < UKP_HIST_MAX_SORT; i++)
+		if (!BOOLS(&h->sort[i], AT(struct ukp_hist_sort, descending)))
+			return false;
+	return true;
+}
+
 static bool terminated(const char *s, size_t size)
 {
 	return memchr(s, '\0', size) != NULL;
@@ -305,7 +368,8 @@ static struct ukp_filter *get_filter(struct in *in, const struct ukp_spec *s)
 	if (!get(in, f, FILTER_HEAD) || f->npreds < 0 || f->npreds > UKP_FILTER_MAX_PREDS ||
 	    f->ninsns < 0 || f->ninsns > 3 * UKP_FILTER_MAX_PREDS ||
 	    !get(in, f->preds, (size_t)f->npreds * sizeof(f->preds[0])) ||
-	    !get(in, f->insns, (size_t)f->ninsns * sizeof(f->insns[0])) || !filter_ok(f, s)) {
+	    !get(in, f->insns, (size_t)f->ninsns * sizeof(f->insns[0])) || !filter_bools(f) ||
+	    !filter_ok(f, s)) {
 		in->bad = true;
 		free(f);
 		return NULL;
@@ -396,6 +460,7 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 {
 	struct rec_head head;
 	struct in in;
+	bool read;
 	int i;
 
 	memset(s, 0, sizeof(*s));
@@ -407,18 +472,22 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 	in = (struct in){ outer->p, head.size - sizeof(head), false, false };
 	outer->p += in.left;
 	outer->left -= in.left;
-	if (!get(&in, s, ARGS_OFF) || !get(&in, (char *)s + ARGS_END, sizeof(*s) - ARGS_END))
-		goto bad;
-	/* what the copy brought of the writer's pointers: not ours */
+	read = get(&in, s, ARGS_OFF) && get(&in, (char *)s + ARGS_END, sizeof(*s) - ARGS_END);
+	/* what the copy brought in place of pointers is not ours (also when
+	 * the first part came and the second did not) */
 	s->text = s->object = s->symbol = s->filter_text = s->trigger_text = NULL;
 	s->filter = s->onoff_filter = NULL;
 	s->hist = NULL;
-	if (s->nargs < 0 || s->nargs > UKP_SPEC_MAX_ARGS)
+	if (!read)
+		goto bad;
+	if (s->nargs < 0 || s->nargs > UKP_SPEC_MAX_ARGS || !spec_bools(s))
 		goto bad;
 	for (i = 0; i < s->nargs; i++) {
 		if (!get(&in, &s->args[i], sizeof(s->args[i])))
 			goto bad;
 		s->args[i].symbol = NULL;
+		if (!BOOLS(&s->args[i], AT(struct ukp_fetcharg, plain_reg)))
+			goto bad;
 	}
 	if (!spec_ok(s, nregs))
 		goto bad;
@@ -433,7 +502,7 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 			goto bad;
 		s->hist->filter = NULL;
 		s->hist->info = NULL;
-		if (!hist_ok(s->hist, s) ||
+		if (!hist_bools(s->hist) || !hist_ok(s->hist, s) ||
 		    ((head.parts & REC_HIST_FILTER) && !(s->hist->filter = get_filter(&in, s))))
 			goto bad;
 	}

@@ -344,3 +344,29 @@ Test(spec_wire, every_byte_changed)
 	free(form);
 	free_all(specs, NLINES);
 }
+
+/* A record cut short after its struct's first part, with bytes other
+ * than zeros where the writer's pointers were: the decoder must not take
+ * them for pointers of its own (free them) when it gives up. The form's
+ * layout (spec_wire.c): the header, an 8-byte record head, the struct up
+ * to its args. */
+Test(spec_wire, cut_short_with_bytes_in_pointers)
+{
+	size_t len, first = offsetof(struct ukp_spec, args);
+	char *form = form_of(&lines[1], &len);
+	size_t rec = sizeof(struct ukp_specs_header), cut = rec + 8 + ((first + 7) & ~(size_t)7) + 8;
+	struct ukp_specs_header h;
+	struct ukp_spec *back;
+	uint32_t rec_size = (uint32_t)(cut - rec);
+	int n;
+
+	cr_assert_lt(cut, len);
+	memset(form + rec + 8 + offsetof(struct ukp_spec, text), 0xa5, sizeof(uintptr_t));
+	memset(form + rec + 8 + offsetof(struct ukp_spec, object), 0x5a, sizeof(uintptr_t));
+	memcpy(&h, form, sizeof(h));
+	h.size = cut;
+	memcpy(form, &h, sizeof(h));
+	memcpy(form + rec, &rec_size, sizeof(rec_size));
+	cr_assert_eq(decode(form, cut, &back, &n), UKP_SPECS_DAMAGED);
+	free(form);
+}
