@@ -408,8 +408,9 @@ static int env_fd(const char *text)
 }
 
 /* [init] The SPECs could not be taken: say so (HELLO, then END with
- * UKP_END_SPECS: ukprobe tells a version mismatch by HELLO's version)
- * and end the program before its main(). */
+ * UKP_END_SPECS: ukprobe tells a version mismatch by HELLO's version).
+ * The caller ends the program before its main() or, in an image -f
+ * follows, lets it run untraced. */
 static void specs_refused(enum ukp_origin origin, uint32_t claimed)
 {
 	send_hello(origin, claimed);
