@@ -456,6 +456,8 @@ static bool spec_ok(const struct ukp_spec *s, unsigned int nregs)
 	return true;
 }
 
+/* One record into s (zeroed by the caller's calloc: the unused argument
+ * rows stay zeros). */
 static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 {
 	struct rec_head head;
@@ -463,7 +465,6 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 	bool read;
 	int i;
 
-	memset(s, 0, sizeof(*s));
 	if (!get(outer, &head, sizeof(head)) || head.size < sizeof(head) || (head.size & 7) ||
 	    head.size - sizeof(head) > outer->left) {
 		outer->bad = true;
