@@ -109,14 +109,16 @@ static uint64_t new_image_id(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void send_hello(enum ukp_origin origin)
+/* nspecs: the SPECs of this image (the count ukprobe's form claimed, when
+ * the agent could not take them: ukprobe then reads the END that says so) */
+static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 {
 	struct ukp_msg_hello h = {
 		.h = { UKPM_HELLO, sizeof(h) },
 		.pid = (int32_t)getpid(),
 		.ppid = (int32_t)getppid(),
 		.version = UKP_PROTO_VERSION,
-		.nspecs = (uint32_t)ukpa_specs_count(),
+		.nspecs = nspecs,
 		.mode = ukpa_mode,
 		.origin = origin,
 	};
@@ -140,7 +142,7 @@ static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reaso
 /* ------------------------------------------------------ environment */
 
 static const char *const our_vars[NVARS] = {
-	UKP_ENV_FD, UKP_ENV_EVENTS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
+	UKP_ENV_FD, UKP_ENV_SPECS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
 	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED, UKP_ENV_RAW_FD, UKP_ENV_TRACING_OFF,
 };
 
@@ -310,7 +312,7 @@ static void atfork_child(void)
 		out_ino = st.st_ino;
 	}
 	ukpa_rings_after_fork();
-	send_hello(UKP_ORIGIN_FORK);
+	send_hello(UKP_ORIGIN_FORK, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
 	 * with every signal blocked) */
@@ -366,7 +368,7 @@ void ukpa_after_failed_exec(void)
 	ukpa_busy++;
 	image_id = new_image_id();
 	ukpa_rings_new_image();
-	send_hello(UKP_ORIGIN_EXEC_FAILED);
+	send_hello(UKP_ORIGIN_EXEC_FAILED, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	atomic_store(&ukpa_tracing, true);
 	if (ukpa_reader_start())
@@ -396,17 +398,36 @@ static int load_object(const char *path)
 	return -1;
 }
 
-static void set_up(const char *fds, const char *defs, const char *mode)
+/* A descriptor number as ukprobe wrote it in the environment, or -1. */
+static int env_fd(const char *text)
+{
+	char *end;
+	long fd = strtol(text, &end, 10);
+
+	return *text && !*end && fd >= 0 && fd <= INT_MAX ? (int)fd : -1;
+}
+
+/* [init] The SPECs could not be taken: say so (HELLO, then END with
+ * UKP_END_SPECS: ukprobe tells a version mismatch by HELLO's version).
+ * The caller ends the program before its main() or, in an image -f
+ * follows, lets it run untraced. */
+static void specs_refused(enum ukp_origin origin, uint32_t claimed)
+{
+	send_hello(origin, claimed);
+	send_end(0, true, UKP_END_SPECS);
+}
+
+static void set_up(const char *fds, const char *specs_fds, const char *mode)
 {
 	const char *load = getenv(UKP_ENV_DLOPEN), *noopt = getenv(UKP_ENV_NO_OPTIMIZE);
 	bool first = !getenv(UKP_ENV_FOLLOWED), no_optimize = noopt && !strcmp(noopt, "1");
+	enum ukp_origin origin = first ? UKP_ORIGIN_START : UKP_ORIGIN_EXEC;
+	int fd = env_fd(fds), specs_fd = env_fd(specs_fds);
 	struct stat st;
-	char *copy, *end;
-	long fd;
+	uint32_t claimed;
 	int failed;
 
-	fd = strtol(fds, &end, 10);
-	if (*end || fd < 0 || fd > INT_MAX || fstat((int)fd, &st) || !S_ISSOCK(st.st_mode))
+	if (fd < 0 || fstat(fd, &st) || !S_ISSOCK(st.st_mode))
 		return;
 	out_fd = (int)fd;
 	out_dev = st.st_dev;
@@ -416,12 +437,23 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 	ukpa_mode = parse_mode(mode);
 	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
 	atomic_store(&ukpa_trace_on, !getenv(UKP_ENV_TRACING_OFF));
-	/* with -f the programs we exec keep the socket */
+	/* with -f the programs we exec keep the socket and the SPECs */
 	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
-	copy = strdup(defs);
-	if (load && !(load = strdup(load)))
-		copy = NULL; /* the environment is cleaned below */
-	if (!copy || ukpa_specs_parse(copy)) {
+	if (specs_fd < 0 || ukpa_specs_load(specs_fd, &claimed)) {
+		specs_refused(origin, specs_fd < 0 ? 0 : claimed);
+		if (first)
+			_exit(UKP_EXIT_SETUP);
+		/* an image -f follows (the program closed the descriptor, say):
+		 * it runs untraced, as ukprobe reports */
+		close(out_fd);
+		out_fd = -1;
+		return;
+	}
+	if (!ukpa_follow)
+		close(specs_fd);
+	if (load && !(load = strdup(load))) {
+		/* (the environment is cleaned below) */
+		send_hello(origin, (uint32_t)ukpa_specs_count());
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
@@ -430,7 +462,7 @@ static void set_up(const char *fds, const char *defs, const char *mode)
 		save_environment();
 	else
 		clean_environment();
-	send_hello(first ? UKP_ORIGIN_START : UKP_ORIGIN_EXEC);
+	send_hello(origin, (uint32_t)ukpa_specs_count());
 	if (no_optimize)
 		kprobes_set_optimization(false);
 	if (load && load_object(load)) {
@@ -472,15 +504,17 @@ static void set_up(const char *fds, const char *defs, const char *mode)
  * file (it came with CONFIG; this session owns it), or -1. Returns 0 (tracing), 1
  * (probes mode: reported) or -1 (failed, reported).
  */
-int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
+int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, int specs_fd,
 		      const char *load, int raw_fd, bool tracing_off)
 {
 	static bool atfork_done;
+	uint32_t claimed;
 	struct stat st;
 
 	if (fstat(fd, &st)) {
 		if (raw_fd >= 0)
 			close(raw_fd);
+		close(specs_fd);
 		return -1;
 	}
 	out_fd = fd;
@@ -495,11 +529,14 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);
 	ukpa_rings_new_image();
-	if (ukpa_specs_parse(defs)) {
-		send_end(0, true, UKP_END_EXIT);
+	/* a forked child (-f) has them in its memory: the memfd is done */
+	if (ukpa_specs_load(specs_fd, &claimed)) {
+		close(specs_fd);
+		specs_refused(UKP_ORIGIN_ATTACH, claimed);
 		return -1;
 	}
-	send_hello(UKP_ORIGIN_ATTACH);
+	close(specs_fd);
+	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
 	kprobes_set_optimization(!no_optimize);
 	if (*load && load_object(load)) {
 		send_end(0, true, UKP_END_PROBES);
@@ -555,13 +592,13 @@ void ukpa_attach_end(bool tracing)
 
 __attribute__((constructor)) static void ukpa_init(void)
 {
-	const char *fds = getenv(UKP_ENV_FD), *defs = getenv(UKP_ENV_EVENTS);
+	const char *fds = getenv(UKP_ENV_FD), *specs = getenv(UKP_ENV_SPECS);
 	int saved_errno = errno;
 
-	if (!fds || !defs)
+	if (!fds || !specs)
 		return; /* not started by ukprobe */
 	ukpa_busy++;
-	set_up(fds, defs, getenv(UKP_ENV_MODE));
+	set_up(fds, specs, getenv(UKP_ENV_MODE));
 	ukpa_busy--;
 	errno = saved_errno;
 }

@@ -128,7 +128,7 @@ void ukpa_after_failed_exec(void);
 char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
 /* [init] attach.c's session (see agent.c). */
-int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, char *defs,
+int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, int specs_fd,
 		      const char *load, int raw_fd, bool tracing_off);
 void ukpa_attach_end(bool tracing);
 /* [init] In a forked child of an attached process (-f): a new
@@ -138,8 +138,11 @@ int ukpa_attach_connect(void);
 int ukpa_attach_forked(int fd);
 
 /* ----------------------------------------------------------- probes.c */
-/* [init] Parse the SPECs (one per line). 0 or -1. */
-int ukpa_specs_parse(char *defs);
+/* [init] Take the SPECs, parsed by ukprobe, from the sealed memfd fd
+ * (common/spec_wire.h); the caller keeps or closes fd. 0, or -1 (none of
+ * ukprobe's, another version or layout, damaged, no memory: nothing
+ * taken). *claimed: the SPEC count the form's header gives, or 0. */
+int ukpa_specs_load(int fd, uint32_t *claimed);
 int ukpa_specs_count(void);
 /* [init] Payload bytes an event of SPEC i needs. */
 size_t ukpa_spec_payload(int i);

@@ -8,7 +8,8 @@
  * variables and do nothing; ukprobe_agent_attach() only starts the
  * agent's thread and returns, so the program's thread is back to what
  * it was doing at once. The agent's thread connects to ukprobe's
- * abstract socket NAME, reads its settings (CONFIG), registers the
+ * abstract socket NAME, reads its settings (CONFIG, with the parsed
+ * SPECs' memfd), registers the
  * probes and traces; on DETACH (or when ukprobe is gone: the socket
  * closes) it undoes everything (ukpa_attach_end) and returns.
  *
@@ -58,25 +59,26 @@ int ukpa_attach_connect(void)
 }
 
 /* The CONFIG packet (ukprobe sends it as soon as it accepts us), and
- * with it, for trace -o FILE, the records file (*raw: the descriptor,
- * or -1). */
-static char *read_config(int fd, struct ukp_msg_config *c, char **load, int *raw)
+ * with it the parsed SPECs' memfd (*specs) and, for trace -o FILE, the
+ * records file (*raw: the descriptor, or -1). Returns the object to look
+ * at (malloc'ed; "" for none) or NULL, with no descriptor open. */
+static char *read_config(int fd, struct ukp_msg_config *c, int *specs, int *raw)
 {
 	size_t cap = UKP_PACKET_MAX;
 	char *buf = malloc(cap + 1);
 	struct pollfd pfd = { fd, POLLIN, 0 };
 	union {
 		struct cmsghdr h;
-		char space[CMSG_SPACE(sizeof(int))];
+		char space[CMSG_SPACE(2 * sizeof(int))];
 	} ctl;
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = &ctl, .msg_controllen = sizeof(ctl) };
 	struct cmsghdr *cm;
 	ssize_t n;
-	char *text, *end;
+	char *text;
 
-	*raw = -1;
+	*specs = *raw = -1;
 	if (!buf)
 		return NULL;
 	iov.iov_base = buf;
@@ -85,28 +87,41 @@ static char *read_config(int fd, struct ukp_msg_config *c, char **load, int *raw
 	if (poll(&pfd, 1, 10000) != 1)
 		goto bad;
 	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && *raw < 0)
-			memcpy(raw, CMSG_DATA(cm), sizeof(int));
-	if (n < (ssize_t)sizeof(*c) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+	for (cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int), i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		/* the SPECs' memfd, then trace -o's file; any other is not ours */
+		for (i = 0; i < nfds; i++) {
+			int d;
+
+			memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (i < 2 && (i ? *raw : *specs) < 0)
+				*(i ? raw : specs) = d;
+			else
+				close(d);
+		}
+	}
+	if (n < (ssize_t)sizeof(*c) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || *specs < 0)
 		goto bad;
 	buf[n] = '\0';
 	memcpy(c, buf, sizeof(*c));
-	if (c->h.type != UKPM_CONFIG || c->h.len != (size_t)n || c->version != UKP_PROTO_VERSION)
+	/* (another version's agent: CONFIG's version field is where it was;
+	 * the SPECs' form says so to ukprobe, ukpa_attach_begin) */
+	if (c->h.type != UKPM_CONFIG || c->h.len != (size_t)n)
 		goto bad;
 	text = buf + sizeof(*c);
-	end = memchr(text, '\0', (size_t)n - sizeof(*c));
-	if (!end || end + 1 >= buf + n)
+	if (!memchr(text, '\0', (size_t)n - sizeof(*c)))
 		goto bad;
-	*load = end + 1;
-	memmove(buf, text, (size_t)(buf + n + 1 - text));
-	*load = buf + (*load - text);
+	memmove(buf, text, strlen(text) + 1);
 	return buf;
 bad:
 	if (*raw >= 0)
 		close(*raw);
-	*raw = -1;
+	if (*specs >= 0)
+		close(*specs);
+	*specs = *raw = -1;
 	free(buf);
 	return NULL;
 }
@@ -129,8 +144,8 @@ static void wait_detach(int fd)
 static void *agent_main(void *arg)
 {
 	struct ukp_msg_config c;
-	char *defs, *load = NULL;
-	int fd, raw, ret = -1;
+	char *load;
+	int fd, raw, specs, ret = -1;
 
 	(void)arg;
 	ukpa_busy = 1;
@@ -138,18 +153,18 @@ static void *agent_main(void *arg)
 	fd = ukpa_attach_connect();
 	if (fd < 0)
 		goto out;
-	defs = read_config(fd, &c, &load, &raw);
-	if (!defs) {
+	load = read_config(fd, &c, &specs, &raw);
+	if (!load) {
 		close(fd);
 		goto out;
 	}
 	ret = ukpa_attach_begin(fd, (enum ukp_mode)c.mode, c.flags & UKP_CONFIG_FOLLOW,
-				c.flags & UKP_CONFIG_NO_OPTIMIZE, defs, load, raw,
+				c.flags & UKP_CONFIG_NO_OPTIMIZE, specs, load, raw,
 				c.flags & UKP_CONFIG_TRACING_OFF);
 	if (ret == 0)
 		wait_detach(fd);
 	ukpa_attach_end(ret == 0);
-	free(defs);
+	free(load);
 out:
 	atomic_store(&session, false);
 	return NULL;
@@ -161,15 +176,18 @@ static void *forked_main(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 	struct ukp_msg_config c;
-	char *load, *defs;
-	int raw;
+	char *load;
+	int raw, specs;
 
 	ukpa_busy = 1;
-	/* the child writes its records to the file it has from its parent */
-	defs = read_config(fd, &c, &load, &raw);
+	/* the child writes its records to the file it has from its parent,
+	 * and has its SPECs in memory */
+	load = read_config(fd, &c, &specs, &raw);
 	if (raw >= 0)
 		close(raw);
-	free(defs);
+	if (specs >= 0)
+		close(specs);
+	free(load);
 	wait_detach(fd);
 	ukpa_attach_end(true);
 	atomic_store(&session, false);

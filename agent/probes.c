@@ -19,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,10 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "filter.h"
+#include "spec_wire.h"
 
 static struct ukpa_spec *specs;
 static int nspecs;
@@ -705,25 +710,62 @@ static int spec_resolve(struct ukpa_spec *s)
 	return 0;
 }
 
-int ukpa_specs_parse(char *defs)
+/*
+ * The form in the memfd fd (spec_wire.h), decoded. Sealed against
+ * writing and resizing by ukprobe: anything else at that descriptor (the
+ * program closed it and opened another file there) is not taken.
+ */
+static enum ukp_specs_error specs_read(int fd, struct ukp_spec **out, int *n,
+				       uint32_t *version, uint32_t *claimed)
 {
-	char *line, *save = NULL;
-	int n = 1;
-	char *c;
+	const int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+	struct ukp_specs_header h;
+	enum ukp_specs_error ret;
+	struct stat st;
+	void *map;
+	int seals = fcntl(fd, F_GET_SEALS);
 
-	for (c = defs; *c; c++)
-		if (*c == '\n')
-			n++;
-	specs = calloc((size_t)n, sizeof(*specs));
-	if (!specs)
+	*version = *claimed = 0;
+	if (seals < 0 || (seals & need) != need || fstat(fd, &st) ||
+	    st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return UKP_SPECS_NOT_SPECS;
+	if (!memcmp(h.magic, UKP_SPECS_MAGIC, sizeof(h.magic)))
+		*claimed = h.nspecs;
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return UKP_SPECS_NOMEM;
+	ret = ukp_specs_decode(map, (size_t)st.st_size,
+			       (unsigned int)(sizeof(struct pt_regs) / sizeof(unsigned long)), out, n,
+			       version);
+	munmap(map, (size_t)st.st_size);
+	return ret;
+}
+
+int ukpa_specs_load(int fd, uint32_t *claimed)
+{
+	struct ukp_spec *parsed;
+	uint32_t version;
+	int n, i;
+
+	if (specs_read(fd, &parsed, &n, &version, claimed) != UKP_SPECS_OK)
 		return -1;
-	for (line = strtok_r(defs, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct ukpa_spec *s = &specs[nspecs];
-		struct ukp_spec_error err;
+	specs = calloc((size_t)n + 1, sizeof(*specs));
+	if (!specs) {
+		for (i = 0; i < n; i++)
+			ukp_spec_free(&parsed[i]);
+		free(parsed);
+		return -1;
+	}
+	/* the structs move; what they own goes with them (and is freed by
+	 * ukpa_probes_unregister_all) */
+	for (i = 0; i < n; i++)
+		memcpy(&specs[i].spec, &parsed[i], sizeof(parsed[i]));
+	free(parsed);
+	nspecs = n;
+	for (i = 0; i < n; i++) {
+		struct ukpa_spec *s = &specs[i];
 
-		if (ukp_spec_parse_line(line, &s->spec, &err, NULL))
-			return -1; /* ukprobe checked them: not ours */
-		s->index = (uint32_t)nspecs++;
+		s->index = (uint32_t)i;
 		s->stack_left = (long)s->spec.stack_count;
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
 		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;

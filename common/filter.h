@@ -11,14 +11,11 @@
  * field's type; string fields take == != and ~ (a glob: * ? [...]).
  * String values may be quoted with " or '.
  *
- * The filter is compiled when the SPEC is parsed (by the CLI, to report
- * errors before anything runs, and again by the agent) into one malloc'ed
- * block: a postfix program of predicates over the event's argument
- * slots, which ukp_filter_run() evaluates without allocating.
- *
- * On the wire (environment, CONFIG) an event is one line: the SPEC, then
- * "\x1fF" FILTER and "\x1fT" TRIGGER when given; none of them may
- * contain control characters.
+ * The filter is compiled once, by the CLI (filter.c: errors are reported
+ * before anything runs), into one malloc'ed block: a postfix program of
+ * predicates over the event's argument slots, which ukp_filter_run()
+ * (filter_run.c) evaluates without allocating. The agent gets it compiled
+ * with its SPEC (spec_wire.h) and builds the evaluator only.
  */
 #ifndef UKPROBE_FILTER_H
 #define UKPROBE_FILTER_H
@@ -29,6 +26,8 @@
 
 #include "spec.h"
 
+/* Several --filter of one -e, joined before they are and-ed (the CLI's
+ * options.c) */
 #define UKP_FILTER_SEP     '\x1f'
 #define UKP_FILTER_MAX_PREDS 64   /* the evaluator's stack is one 64-bit word */
 #define UKP_FILTER_TEXT_MAX 1024
@@ -96,15 +95,5 @@ bool ukp_filter_glob(const char *pat, const char *str, size_t len);
  * trigger_text). 0, or -1 with *err (col in text).
  */
 int ukp_trigger_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err);
-
-/*
- * One event as it travels: "SPEC", then for each of its options
- * UKP_FILTER_SEP and "F" FILTER or "T" TRIGGER (line is not kept).
- * Parses the SPEC, compiles its filter into spec->filter (filter_text
- * keeps its text) and parses its trigger (trigger_text). 0 or -1 with
- * *err (col in the SPEC, or in the option's text when err_in_option).
- */
-int ukp_spec_parse_line(const char *line, struct ukp_spec *spec, struct ukp_spec_error *err,
-			bool *err_in_option);
 
 #endif /* UKPROBE_FILTER_H */

@@ -367,12 +367,3 @@ bad:
 	ukp_hist_free(p.h);
 	return -1;
 }
-
-void ukp_hist_free(struct ukp_hist *h)
-{
-	if (!h)
-		return;
-	free(h->filter);
-	free(h->info);
-	free(h);
-}

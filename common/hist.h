@@ -14,8 +14,9 @@
  * merges the tables of every image and prints them in the kernel's hist
  * file format (hist_print.c).
  *
- * Parsed by trigger.c, in the CLI and again in the agent. Plain C, malloc
- * only; not for signal context. The layout helpers are [any].
+ * Parsed by hist.c (from trigger.c), in the CLI only; the agent gets the
+ * parsed form (spec_wire.h). Plain C, malloc only; not for signal
+ * context. The layout helpers are [any].
  */
 #ifndef UKPROBE_HIST_H
 #define UKPROBE_HIST_H
@@ -97,6 +98,7 @@ struct ukp_spec_error;
  * ukp_spec_free). 0, or -1 with *err.
  */
 int ukp_hist_parse(const char *text, int col, struct ukp_spec *spec, struct ukp_spec_error *err);
+/* (spec_parsed.c: the agent frees the hists it decoded) */
 void ukp_hist_free(struct ukp_hist *h);
 
 /* [hit] A key field's value as it goes in the key: .log2 and .buckets

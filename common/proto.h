@@ -4,7 +4,10 @@
  *
  * ukprobe runs the command with LD_PRELOAD=<agent> and these variables:
  *   UKPROBE_FD      the agent's end of a SOCK_SEQPACKET socketpair
- *   UKPROBE_EVENTS  the SPECs, one per line, in -e order (SPEC index = line)
+ *   UKPROBE_SPECS   a sealed memfd (its descriptor number) holding the
+ *                   SPECs, parsed, in -e order (spec_wire.h): the
+ *                   agent parses nothing. With -f it stays open across
+ *                   exec, as the socket does; every image reads it.
  *   UKPROBE_MODE    "trace" (send every hit), "stat" (count only) or
  *                   "probes" (resolve every SPEC, report, and _exit(0)
  *                   before main() runs)
@@ -19,9 +22,16 @@
  *                   message, then whole messages of that image, in one
  *                   write); ukprobe formats them after the run
  * Without UKPROBE_FOLLOW the agent removes them (and itself from
- * LD_PRELOAD) from the environment at start-up, and a forked child stops
- * tracing: only the first process is traced. With it they stay, so that
- * children and exec'd programs are traced too.
+ * LD_PRELOAD) from the environment at start-up, closes the memfd, and a
+ * forked child stops tracing: only the first process is traced. With it
+ * they stay, so that children and exec'd programs are traced too.
+ *
+ * Builds: the memfd's header and HELLO carry UKP_PROTO_VERSION (and the
+ * memfd the layout of the parsed structs). An agent that finds another
+ * version (or layout) says HELLO and END with reason UKP_END_SPECS and
+ * goes no further; ukprobe, seeing another version in HELLO, says that
+ * the two are of different builds. FROM and HELLO keep their layout
+ * across versions, so that this can be told.
  *
  * Every process image the agent runs in (the first program, each forked
  * child, each exec'd program, a process whose exec failed) is an "image":
@@ -47,7 +57,8 @@
  * environment: ukprobe listens on an abstract socket and makes the
  * process dlopen() the agent and call ukprobe_agent_attach(NAME) (see
  * tools/ukprobe/inject.c). The agent's thread connects to NAME and
- * ukprobe sends CONFIG (the same settings as the variables above); the
+ * ukprobe sends CONFIG (the same settings as the variables above, with
+ * the SPECs' memfd, and trace -o's file, as SCM_RIGHTS descriptors); the
  * image (origin ATTACH) goes as above, until ukprobe sends DETACH (or
  * closes the socket): the agent sends its STATs and END (reason
  * DETACH), unregisters every probe, ends its threads, gives the program
@@ -60,10 +71,10 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 2
+#define UKP_PROTO_VERSION 3
 
 #define UKP_ENV_FD          "UKPROBE_FD"
-#define UKP_ENV_EVENTS      "UKPROBE_EVENTS"
+#define UKP_ENV_SPECS       "UKPROBE_SPECS"
 #define UKP_ENV_MODE        "UKPROBE_MODE"
 #define UKP_ENV_FOLLOW      "UKPROBE_FOLLOW"
 #define UKP_ENV_DLOPEN      "UKPROBE_DLOPEN"
@@ -214,6 +225,8 @@ enum ukp_end_reason {
 	UKP_END_EXEC,              /* about to exec another program */
 	UKP_END_PROBES,            /* probes mode: everything was reported */
 	UKP_END_DETACH,            /* attached: ukprobe detached */
+	UKP_END_SPECS,             /* the SPECs' memfd could not be read (missing, of
+				    * another version, damaged): nothing was set up */
 };
 
 struct ukp_msg_end {
@@ -223,9 +236,9 @@ struct ukp_msg_end {
 	uint32_t reason;           /* enum ukp_end_reason */
 };
 
-/* ukprobe's settings for an attached agent, followed by the SPECs (one
- * per line, NUL-terminated) and the object to look at (probes OBJ, or
- * empty; NUL-terminated). */
+/* ukprobe's settings for an attached agent, followed by the object to
+ * look at (probes OBJ, or empty; NUL-terminated). With it, as SCM_RIGHTS:
+ * the SPECs' memfd (spec_wire.h), then trace -o's records file if any. */
 #define UKP_CONFIG_FOLLOW      0x1
 #define UKP_CONFIG_NO_OPTIMIZE 0x2
 #define UKP_CONFIG_TRACING_OFF 0x4

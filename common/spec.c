@@ -410,13 +410,6 @@ offset:
 
 /* ------------------------------------------------------ interface */
 
-static void make_identifier(char *s)
-{
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_')
-			*s = '_';
-}
-
 /*
  * The kernel's default event names, made C identifiers: p_SYM_OFFS and
  * r_SYM_0; p_0xADDR for an address; p_OBJ_0xADDR for an address in an
@@ -443,24 +436,7 @@ static void default_event(struct ukp_spec *spec)
 		snprintf(spec->event, sizeof(spec->event), "%c_%s_%lu", c, spec->symbol,
 			 spec->offset);
 	}
-	make_identifier(spec->event);
-}
-
-void ukp_spec_match_event(const struct ukp_spec *spec, const char *func, char *buf, size_t len)
-{
-	char suffix[32] = "";
-	size_t room;
-
-	if (spec->is_return)
-		snprintf(suffix, sizeof(suffix), "__return");
-	else if (spec->offset)
-		snprintf(suffix, sizeof(suffix), "_%lu", spec->offset);
-	if (len > UKP_SPEC_NAME_MAX + 1)
-		len = UKP_SPEC_NAME_MAX + 1;
-	room = len - 1 - strlen(suffix);
-	snprintf(buf, len, "%s%.*s%s", isdigit((unsigned char)func[0]) ? "_" : "", (int)room,
-		 func, suffix);
-	make_identifier(buf);
+	spec_make_identifier(spec->event);
 }
 
 int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err)
@@ -507,42 +483,4 @@ int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_erro
 bad:
 	ukp_spec_free(spec);
 	return -1;
-}
-
-void ukp_spec_free(struct ukp_spec *spec)
-{
-	int i;
-
-	/* also the argument being parsed when a SPEC failed */
-	for (i = 0; i < UKP_SPEC_MAX_ARGS; i++) {
-		free(spec->args[i].symbol);
-		spec->args[i].symbol = NULL;
-	}
-	free(spec->text);
-	free(spec->object);
-	free(spec->symbol);
-	free(spec->filter_text);
-	free(spec->filter);
-	free(spec->trigger_text);
-	spec->trigger_text = NULL;
-	ukp_hist_free(spec->hist);
-	spec->hist = NULL;
-	free(spec->onoff_filter);
-	spec->onoff_filter = NULL;
-	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
-	spec->filter = NULL;
-}
-
-char *ukp_spec_symbol_name(const struct ukp_spec *spec)
-{
-	size_t len = strlen(spec->symbol) + (spec->object ? strlen(spec->object) + 1 : 0) + 1;
-	char *s = malloc(len);
-
-	if (!s)
-		return NULL;
-	if (spec->object)
-		snprintf(s, len, "%s:%s", spec->object, spec->symbol);
-	else
-		snprintf(s, len, "%s", spec->symbol);
-	return s;
 }

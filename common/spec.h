@@ -28,10 +28,9 @@
  * one of u8..u64, s8..s64, x8..x64, char, string (ustring is the same
  * here), symbol, b<bit-width>@<bit-offset>/<container-size>.
  *
- * Shared by the CLI (which validates every SPEC before running anything)
- * and by the agent (which parses the same text again to build its fetch
- * programs): one parser, one behaviour. Plain C, malloc only; not for
- * signal context.
+ * Parsed once, by the CLI (which validates every SPEC before running
+ * anything); the agent gets the parsed form (spec_wire.h) and does not
+ * build the parser. Plain C, malloc only; not for signal context.
  */
 #ifndef UKPROBE_SPEC_H
 #define UKPROBE_SPEC_H
@@ -175,10 +174,11 @@ struct ukp_spec_error {
  * then). On success the spec owns memory: release it with ukp_spec_free().
  */
 int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err);
+/* What a parsed (or decoded) SPEC owns, freed (spec_parsed.c). */
 void ukp_spec_free(struct ukp_spec *spec);
 
 /* "probe" or "object:probe" as libukprobes' symbol_name takes it;
- * malloc'ed. For symbols (not addresses) only. */
+ * malloc'ed. For symbols (not addresses) only (spec_parsed.c). */
 char *ukp_spec_symbol_name(const struct ukp_spec *spec);
 
 /* The event name a glob match gets when the SPEC names no event:

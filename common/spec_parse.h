@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spec_parse.h - the SPEC parser's insides, shared by spec.c (the
- * definition, its name and probe point) and spec_fetch.c (the fetch
- * arguments and their types). Not for other files: spec.h is the
- * interface.
+ * definition, its name and probe point), spec_fetch.c (the fetch
+ * arguments and their types) and spec_parsed.c (names made from a parsed
+ * SPEC). Not for other files: spec.h is the interface.
  */
 #ifndef UKPROBE_SPEC_PARSE_H
 #define UKPROBE_SPEC_PARSE_H
@@ -41,6 +41,10 @@ bool spec_parse_udec(const char *s, size_t len, unsigned long *out);
 bool spec_parse_unum(const char *s, size_t len, unsigned long *out);
 /* A character of a symbol name. */
 bool spec_sym_char(char c);
+
+/* Make s a C identifier in place: what is not alnum or '_' becomes '_'
+ * (spec_parsed.c). */
+void spec_make_identifier(char *s);
 
 /* One [NAME=]FETCHARG[:TYPE] word (spec_fetch.c). */
 int spec_parse_arg(struct parser *p, const struct word *w);

@@ -3,8 +3,9 @@
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
 # assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
-# the agent includes nothing of src/ or tools/ but the public header,
-# and the fast paths' .S files use only the offsets of the two blocks of
+# the agent includes nothing of src/ or tools/ but the public header and
+# builds no parser (the CLI parses; the agent gets the parsed form), and
+# the fast paths' .S files use only the offsets of the two blocks of
 # src/fastpath.h (FS_*, FT_*): the rest (P_*) belongs to the primitives
 # (src/arch/<arch>/fastpath_ops.h).
 set -euo pipefail
@@ -42,6 +43,20 @@ bad=$(grep -rn '^[[:space:]]*#[[:space:]]*include' agent | while IFS= read -r li
 done)
 if [ -n "$bad" ]; then
   echo "check_layout: the agent includes the library's or the CLI's headers (only <ukprobes.h>, system, agent/ and common/ ones):" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+# SPECs, filters and triggers are parsed once, by the CLI: the agent gets
+# them parsed (common/spec_wire.h) and neither builds nor calls a parser.
+parsers="'(spec|spec_fetch|filter|trigger|hist|fetch_regs)\.c'"
+bad=$( {
+  grep -n 'ukp_common_parse_src' agent/meson.build || true
+  sed -n '/^ukp_common_spec_src/,/)/p' common/meson.build | grep -E "$parsers" || true
+  grep -nE '\b(ukp_spec_parse|ukp_filter_compile|ukp_trigger_parse|ukp_hist_parse|ukp_spec_reg_index)[[:space:]]*\(' \
+    agent/*.c agent/*.h || true
+} )
+if [ -n "$bad" ]; then
+  echo "check_layout: the agent builds or calls a SPEC, filter or trigger parser (it gets them parsed):" >&2
   echo "$bad" >&2
   exit 1
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target of ukprobe's SPEC and filter parsers
-# (tests/fuzz/) with clang (ASan + UBSan) and runs it on a copy of the
-# seed corpus. Extra arguments go to libFuzzer; by default a short run
+# Builds the libFuzzer target of ukprobe's SPEC and filter parsers and
+# of the parsed form its agent reads (tests/fuzz/) with clang (ASan +
+# UBSan) and runs it on a copy of the seed corpus. Extra arguments go to libFuzzer; by default a short run
 # (-runs=20000), as CI does. A long run by hand:
 #   bash scripts/fuzz.sh -runs=10000000 -jobs=1
 set -euo pipefail
@@ -14,6 +14,7 @@ mkdir -p build-fuzz
 src=common
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
+  "$src/spec_parsed.c" "$src/filter_run.c" "$src/spec_wire.c" \
   "$src/arch/$(uname -m)/fetch_regs.c" \
   -o build-fuzz/fuzz_spec_filter
 rm -rf build-fuzz/corpus

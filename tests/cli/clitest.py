@@ -22,6 +22,7 @@ import re
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -2775,6 +2776,116 @@ def case_debug_symbols():
     # a data symbol only libc's debug file names (malloc's arena)
     r = ukprobe(["stat", "-e", "p libc.so.6:malloc m=@main_arena:u32", "--", tgt("strings"), "1"])
     check(r.returncode == 0, "@main_arena from the debug file", show(r))
+
+
+def many_specs(n, point):
+    """n SPECs on one function, with enough fetch args that their text is
+    far beyond one environment string's 128 KB (MAX_ARG_STRLEN)."""
+    return ["p:event_number_%05d %s first=%%di:s32 second=%%si:s32 third=+0(%%sp):x64"
+            % (i, point) for i in range(n)]
+
+
+def agent_alone(specs_fd, pass_fds, argv):
+    """Run argv with the agent preloaded as ukprobe would, but with the
+    SPECs' descriptor given (specs_fd): the agent's side of a build
+    mismatch. Returns (exit status, [(type, message bytes)] it sent)."""
+    import socket
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = dict(os.environ, LD_PRELOAD=os.environ["UKP_AGENT"], UKPROBE_FD=str(b.fileno()),
+               UKPROBE_SPECS=str(specs_fd), UKPROBE_MODE="stat")
+    p = subprocess.run(argv, env=env, pass_fds=(b.fileno(),) + pass_fds, capture_output=True,
+                       timeout=60, preexec_fn=no_core)
+    b.close()
+    msgs = []
+    a.settimeout(10)
+    while True:
+        pkt = a.recv(65536)
+        if not pkt:
+            break
+        pos = 0
+        while pos + 8 <= len(pkt):
+            t, n = struct.unpack_from("=II", pkt, pos)
+            msgs.append((t, pkt[pos:pos + n]))
+            pos += n
+    a.close()
+    return p.returncode, msgs
+
+
+UKPM_FROM, UKPM_HELLO, UKPM_END = 1, 2, 7
+UKP_END_SPECS = 4
+
+
+def specs_memfd(data, seal=True):
+    import fcntl
+    fd = os.memfd_create("specs", os.MFD_ALLOW_SEALING)
+    os.write(fd, data)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+
+
+def case_spec_wire():
+    """The SPECs go to the agent parsed, in a sealed memfd: 2000 SPECs
+    whose text (144 KB) no environment string could hold, through -f's
+    exec and over -p's CONFIG (once limited to 64 KB); an agent refuses a
+    form of another version, or a descriptor that is not a sealed form,
+    and says so before main(); ukprobe refuses an agent of another
+    build, naming both versions."""
+    with tempfile.TemporaryDirectory() as d:
+        specs = os.path.join(d, "specs")
+        many = many_specs(2000, "add")
+        with open(specs, "w") as f:
+            f.write("\n".join(many) + "\n")
+        check(os.path.getsize(specs) > 128 * 1024, "the SPECs' text is over 128 KB")
+        # exec'd by sh: the image after exec reads the inherited memfd
+        r = ukprobe(["stat", "-f", "-E", specs, "--", "sh", "-c", tgt("basic") + " x"])
+        table = {m[1]: (int(m[2]), int(m[3])) for m in
+                 re.finditer(r"^ukprobes/(event_number_\d+) +(\d+) +(\d+)$", r.stdout, re.M)}
+        check(r.returncode == 3 and r.stderr == "" and len(table) == 2000 and
+              all(v == (3, 0) for v in table.values()),
+              "2000 SPECs with -f: every event counts add's 3 calls", show(r)[:3000])
+        # -p: CONFIG and the memfd
+        p = subprocess.Popen([tgt("filtered"), "--wait"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+        try:
+            check(p.stdout.readline() == "ready\n", "target ready")
+            with open(specs, "w") as f:
+                f.write("\n".join(many_specs(2000, "visit")) + "\n")
+            r = ukprobe(["probes", "-p", str(p.pid), "-E", specs])
+            rows = probes_rows(r.stdout) if r.returncode == 0 else []
+            check(len(rows) == 2000 and rows[-1]["event"] == "ukprobes/event_number_01999",
+                  "-p with 2000 SPECs", show(r)[:3000])
+        finally:
+            p.stdin.write("quit\n")
+            p.stdin.flush()
+            p.wait(timeout=60)
+        marker = os.path.join(d, "marker")
+        header = struct.pack("=8s8IQ", b"UKPSPECS", 999, 48, 0, 0, 0, 0, 0, 1, 48)
+        for what, data, seal, nspecs in (("another version", header, True, 1),
+                                         ("an unsealed memfd", header, False, 0),
+                                         ("not a form", b"\0" * 64, True, 0)):
+            fd = specs_memfd(data, seal)
+            try:
+                rc, msgs = agent_alone(fd, (fd,), [tgt("basic"), "--marker", marker])
+            finally:
+                os.close(fd)
+            kinds = [t for t, _ in msgs]
+            hello = struct.unpack_from("=IIiiIIII", msgs[1][1]) if len(msgs) > 1 else ()
+            end = struct.unpack_from("=IIQII", msgs[3][1]) if len(msgs) > 3 else ()
+            check(rc == 127 and not os.path.exists(marker) and
+                  kinds == [UKPM_FROM, UKPM_HELLO, UKPM_FROM, UKPM_END] and
+                  hello[5] == nspecs and end[3:] == (1, UKP_END_SPECS),
+                  "the agent refuses %s before main()" % what,
+                  "rc=%s msgs=%s hello=%s end=%s" % (rc, kinds, hello, end))
+        other = os.path.join(TARGETS, "libukp_other_agent.so")
+        r = ukprobe(["stat", "-e", "p add", "--", tgt("basic"), "--marker", marker],
+                    env=dict(os.environ, UKPROBE_AGENT=other))
+        want = (PREFIX + "the agent %s is of another build than this ukprobe (protocol "
+                "version " % os.path.realpath(other))
+        check(r.returncode == 1 and r.stderr.startswith(want) and
+              r.stderr.count("\n") == 1 and not os.path.exists(marker),
+              "ukprobe refuses an agent of another build", show(r))
 
 
 def main():

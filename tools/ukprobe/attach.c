@@ -4,7 +4,8 @@
  *
  * ukprobe listens on an abstract SOCK_SEQPACKET socket of its own, makes
  * each process load the agent (inject.c), and sends each agent that
- * connects its settings (CONFIG, proto.h). Messages then come as from a
+ * connects its settings (CONFIG, proto.h) and the parsed SPECs (a
+ * memfd, specs_memfd.c). Messages then come as from a
  * launched program, one connection per process. Tracing ends when every
  * process has exited, on SIGINT/SIGTERM/SIGHUP, or when -d SECONDS have
  * passed: ukprobe sends DETACH, reads the last events and counts, and
@@ -70,11 +71,12 @@ static int listen_socket(char *name, size_t len)
 	return -1;
 }
 
-/* CONFIG: settings, the SPECs, the object to look at. */
+/* CONFIG: settings and the object to look at (the SPECs go with it as a
+ * descriptor, send_config). */
 static char *config_packet(const struct ukp_session *s, size_t *len)
 {
-	char *specs = ukp_join_specs(s), *buf;
 	const char *load = s->load ? s->load : "";
+	char *buf;
 	struct ukp_msg_config c = {
 		.version = UKP_PROTO_VERSION,
 		.mode = s->mode,
@@ -82,15 +84,10 @@ static char *config_packet(const struct ukp_session *s, size_t *len)
 			 (s->no_optimize ? UKP_CONFIG_NO_OPTIMIZE : 0) |
 			 (s->tracing_off ? UKP_CONFIG_TRACING_OFF : 0),
 	};
-	size_t n;
+	size_t n = (sizeof(c) + strlen(load) + 1 + 7) & ~(size_t)7;
 
-	if (!specs)
-		return NULL;
-	n = sizeof(c) + strlen(specs) + 1 + strlen(load) + 1;
-	n = (n + 7) & ~(size_t)7;
 	if (n > UKP_PACKET_MAX) {
-		ukp_err("the SPECs are too long to send to an attached process");
-		free(specs);
+		ukp_err("the object's path is too long to send to an attached process");
 		return NULL;
 	}
 	buf = calloc(1, n);
@@ -98,35 +95,33 @@ static char *config_packet(const struct ukp_session *s, size_t *len)
 		c.h.type = UKPM_CONFIG;
 		c.h.len = (uint32_t)n;
 		memcpy(buf, &c, sizeof(c));
-		strcpy(buf + sizeof(c), specs);
-		strcpy(buf + sizeof(c) + strlen(specs) + 1, load);
+		strcpy(buf + sizeof(c), load);
 	}
-	free(specs);
 	*len = n;
 	return buf;
 }
 
-/* CONFIG on a new connection, with trace -o's records file for the
- * agent to write (SCM_RIGHTS), as a launched program gets it through
- * its environment. */
-static bool send_config(const struct ukp_session *s, int fd, const char *config, size_t len)
+/* CONFIG on a new connection, with the parsed SPECs' memfd and trace
+ * -o's records file for the agent to write (SCM_RIGHTS, in that order),
+ * as a launched program gets them through its environment. */
+static bool send_config(const struct ukp_session *s, int fd, const char *config, size_t len,
+			int specs_fd)
 {
 	union {
 		struct cmsghdr h;
-		char space[CMSG_SPACE(sizeof(int))];
+		char space[CMSG_SPACE(2 * sizeof(int))];
 	} ctl;
 	struct iovec iov = { (void *)config, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[2] = { specs_fd, s->raw_fd }, nfds = s->send_raw ? 2 : 1;
 
-	if (s->send_raw) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = &ctl;
-		mh.msg_controllen = sizeof(ctl);
-		ctl.h.cmsg_level = SOL_SOCKET;
-		ctl.h.cmsg_type = SCM_RIGHTS;
-		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&ctl.h), &s->raw_fd, sizeof(int));
-	}
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = &ctl;
+	mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+	ctl.h.cmsg_level = SOL_SOCKET;
+	ctl.h.cmsg_type = SCM_RIGHTS;
+	ctl.h.cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(&ctl.h), fds, (size_t)nfds * sizeof(int));
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
 }
 
@@ -244,7 +239,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	struct conn *conns = NULL;
 	char name[64], *config = NULL, *buf = NULL;
 	size_t config_len = 0, cap = 2 * UKP_PACKET_MAX;
-	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL;
+	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL, specs_fd;
 	int cap_conns = s->npids + 16;
 	long deadline = 0, connect_until;
 	bool detaching = false, timing = getenv("UKPROBE_TIMING") != NULL;
@@ -253,7 +248,9 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	conns = calloc((size_t)cap_conns, sizeof(*conns));
 	pfd = calloc((size_t)cap_conns + 2, sizeof(*pfd));
 	config = config_packet(s, &config_len);
-	if (!buf || !conns || !pfd || !config)
+	/* parsed here, once: each agent that connects gets this form */
+	specs_fd = ukp_specs_memfd(s);
+	if (!buf || !conns || !pfd || !config || specs_fd < 0)
 		goto out;
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
 		ukp_err("pipe: %s", strerror(errno));
@@ -390,7 +387,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			}
 			if (fd >= 0 && nconns < cap_conns &&
 			    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-			    send_config(s, fd, config, config_len)) {
+			    send_config(s, fd, config, config_len, specs_fd)) {
 				conns[nconns++] = (struct conn){ fd, cred.pid };
 				open_conns++;
 				if (detaching) {
@@ -424,6 +421,8 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
 			if (!registered_ms && all_announced(s))
 				registered_ms = now_ms();
+			if (s->protocol_error && s->version_mismatch)
+				goto restore;
 			if (s->protocol_error) {
 				ukp_err("unexpected data from the agent in process %d (a different "
 					"ukprobe version?)",
@@ -446,7 +445,10 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			goto restore;
 		}
 	if (s->first && s->first->setup_failed) {
-		if (!s->probe_errors)
+		if (s->first->end_reason == UKP_END_SPECS)
+			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
+				"another build?)");
+		else if (!s->probe_errors)
 			ukp_err("the agent could not set up tracing in process %d", s->pids[0]);
 		goto restore;
 	}
@@ -469,6 +471,8 @@ out:
 		close(sig_pipe[1]);
 		sig_pipe[0] = sig_pipe[1] = -1;
 	}
+	if (specs_fd >= 0)
+		close(specs_fd);
 	free(buf);
 	free(conns);
 	free(pfd);

@@ -161,6 +161,7 @@ struct ukp_session {
 	size_t nimages;
 	struct ukp_image *first;  /* the program ukprobe ran */
 	bool protocol_error;
+	bool version_mismatch;    /* the agent is of another build (said already) */
 	int probe_errors;         /* SPECs reported as errors */
 	int wstatus;
 	struct ukp_hist_rows *hists; /* hist triggers' tables, per SPEC (hist_print.c) */
@@ -193,8 +194,9 @@ void ukp_session_free(struct ukp_session *s);
  * s->protocol_error on a malformed one). */
 void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
 			const struct ukp_session_ops *ops, void *arg);
-/* The SPECs, one per line (malloc'ed), as the agent reads them. */
-char *ukp_join_specs(const struct ukp_session *s);
+/* specs_memfd.c: the parsed SPECs (common/spec_wire.h) in a sealed
+ * memfd (close-on-exec), or -1 after saying why. */
+int ukp_specs_memfd(const struct ukp_session *s);
 /* Warnings at the end of a run: SPECs never registered, lost events. */
 void ukp_report_end(struct ukp_session *s);
 
@@ -222,8 +224,9 @@ char *ukp_find_host(void);
 int ukp_check_executable(const char *path);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
-/* [child] exec the command with the agent. Does not return. */
-void ukp_launch(const struct ukp_session *s, int fd, const char *events);
+/* [child] exec the command with the agent: fd its socket, specs_fd the
+ * parsed SPECs (ukp_specs_memfd). Does not return. */
+void ukp_launch(const struct ukp_session *s, int fd, int specs_fd);
 
 /* images.c: handle one message from img's packet; -1 on a protocol
  * error. *img is the image of the packet (set by FROM). */

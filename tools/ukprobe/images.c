@@ -330,8 +330,16 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		if (len < sizeof(h))
 			return -1;
 		memcpy(&h, p, sizeof(h));
-		if (h.version != UKP_PROTO_VERSION || (int)h.nspecs != s->nspecs ||
-		    h.pid != img->pid)
+		if (h.version != UKP_PROTO_VERSION) {
+			/* an agent that refused our SPECs says so with its own
+			 * version (proto.h) */
+			ukp_err("the agent %s is of another build than this ukprobe (protocol "
+				"version %u, ukprobe's %u): use the agent ukprobe was built with",
+				s->agent ? s->agent : "", h.version, UKP_PROTO_VERSION);
+			s->version_mismatch = true;
+			return -1;
+		}
+		if ((int)h.nspecs != s->nspecs || h.pid != img->pid)
 			return -1;
 		img->hello = true;
 		img->ppid = h.ppid;

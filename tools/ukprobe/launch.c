@@ -201,13 +201,13 @@ bool ukp_is_program(const char *path)
 	return pie;
 }
 
-void ukp_launch(const struct ukp_session *s, int fd, const char *events)
+void ukp_launch(const struct ukp_session *s, int fd, int specs_fd)
 {
 	static const char *const modes[] = {
 		[UKP_MODE_TRACE] = "trace", [UKP_MODE_STAT] = "stat", [UKP_MODE_PROBES] = "probes",
 	};
 	const char *old = getenv("LD_PRELOAD");
-	char num[16];
+	char num[16], specs_num[16];
 	char *pre;
 
 	if (old && *old) {
@@ -219,11 +219,13 @@ void ukp_launch(const struct ukp_session *s, int fd, const char *events)
 		pre = s->agent;
 	}
 	snprintf(num, sizeof(num), "%d", fd);
+	snprintf(specs_num, sizeof(specs_num), "%d", specs_fd);
 	/* a variable left over from an outer ukprobe must not confuse the
 	 * agent: every one is set or removed */
 	unsetenv(UKP_ENV_FOLLOWED);
-	if (fcntl(fd, F_SETFD, 0) || setenv("LD_PRELOAD", pre, 1) ||
-	    setenv(UKP_ENV_FD, num, 1) || setenv(UKP_ENV_EVENTS, events, 1) ||
+	if (fcntl(fd, F_SETFD, 0) || fcntl(specs_fd, F_SETFD, 0) ||
+	    setenv("LD_PRELOAD", pre, 1) || setenv(UKP_ENV_FD, num, 1) ||
+	    setenv(UKP_ENV_SPECS, specs_num, 1) ||
 	    setenv(UKP_ENV_MODE, modes[s->mode], 1) ||
 	    (s->follow ? setenv(UKP_ENV_FOLLOW, "1", 1) : unsetenv(UKP_ENV_FOLLOW)) ||
 	    (s->no_optimize ? setenv(UKP_ENV_NO_OPTIMIZE, "1", 1) : unsetenv(UKP_ENV_NO_OPTIMIZE)) ||

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "filter.h"
 
 int ukp_session_prepare(struct ukp_session *s)
 {
@@ -49,36 +48,6 @@ static void forward_signal(int sig)
 {
 	if (child_pid > 0)
 		kill((pid_t)child_pid, sig);
-}
-
-char *ukp_join_specs(const struct ukp_session *s)
-{
-	size_t len = 1;
-	char *out;
-	int i;
-
-	for (i = 0; i < s->nspecs; i++)
-		len += strlen(s->specs[i].text) + 1 +
-		       (s->specs[i].filter_text ? strlen(s->specs[i].filter_text) + 2 : 0) +
-		       (s->specs[i].trigger_text ? strlen(s->specs[i].trigger_text) + 2 : 0);
-	out = calloc(1, len);
-	if (!out)
-		return NULL;
-	for (i = 0; i < s->nspecs; i++) {
-		if (i)
-			strcat(out, "\n");
-		strcat(out, s->specs[i].text);
-		/* "SPEC\x1fFfilter\x1fTtrigger" (filter.h) */
-		if (s->specs[i].filter_text) {
-			strcat(out, (char[]){ UKP_FILTER_SEP, 'F', '\0' });
-			strcat(out, s->specs[i].filter_text);
-		}
-		if (s->specs[i].trigger_text) {
-			strcat(out, (char[]){ UKP_FILTER_SEP, 'T', '\0' });
-			strcat(out, s->specs[i].trigger_text);
-		}
-	}
-	return out;
 }
 
 /* Read packets until every holder of the agent's end has closed it (the
@@ -181,6 +150,10 @@ void ukp_report_end(struct ukp_session *s)
 		size_t j;
 
 		lost += img->lost;
+		if (img->end_reason == UKP_END_SPECS && img != s->first)
+			ukp_warn("%s was not traced: the agent could not read the SPECs (the "
+				 "program closed their descriptor?)",
+				 image_name(img, name, sizeof(name)));
 		/* nothing could be lost where no probe was in place */
 		for (j = 0; j < img->nprobes && !img->probes[j].used; j++)
 			;
@@ -207,17 +180,16 @@ void ukp_report_end(struct ukp_session *s)
 int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg)
 {
 	struct sigaction sa, old_int, old_quit, old_term, old_hup;
-	char *events = ukp_join_specs(s);
+	/* parsed here, once: the agent in every image reads this form */
+	int specs_fd = ukp_specs_memfd(s);
 	int sv[2], code, sndbuf = 1 << 20;
 	pid_t pid;
 
-	if (!events) {
-		ukp_err("out of memory");
+	if (specs_fd < 0)
 		return UKP_EXIT_FAIL;
-	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
 		ukp_err("socketpair: %s", strerror(errno));
-		free(events);
+		close(specs_fd);
 		return UKP_EXIT_FAIL;
 	}
 	/* room for whole packets (the agent's end is shared by every image) */
@@ -226,14 +198,16 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 	pid = fork();
 	if (pid < 0) {
 		ukp_err("fork: %s", strerror(errno));
-		free(events);
+		close(specs_fd);
+		close(sv[0]);
+		close(sv[1]);
 		return UKP_EXIT_FAIL;
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		ukp_launch(s, sv[1], events);
+		ukp_launch(s, sv[1], specs_fd);
 	}
-	free(events);
+	close(specs_fd);
 	close(sv[1]);
 	s->pid = pid;
 	child_pid = pid;
@@ -251,7 +225,8 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 	read_messages(s, sv[0], ops, arg);
 	close(sv[0]);
 	if (s->protocol_error) {
-		ukp_err("unexpected data from the agent (a different ukprobe version?)");
+		if (!s->version_mismatch)
+			ukp_err("unexpected data from the agent (a different ukprobe version?)");
 		kill(pid, SIGKILL);
 	}
 	while (waitpid(pid, &s->wstatus, 0) < 0 && errno == EINTR)
@@ -267,7 +242,10 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 		return UKP_EXIT_FAIL;
 	if (s->first && s->first->setup_failed) {
 		/* the errors were reported; the program did not run */
-		if (!s->probe_errors)
+		if (s->first->end_reason == UKP_END_SPECS)
+			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
+				"another build?)");
+		else if (!s->probe_errors)
 			ukp_err("the agent could not set up tracing in %s", s->path);
 		return UKP_EXIT_FAIL;
 	}
