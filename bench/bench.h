@@ -64,7 +64,20 @@ int bench_target_nop5(int x, int y);
  */
 extern const unsigned char bench_detour_copy[];
 extern unsigned long bench_detour_hits;
-#define BENCH_DETOUR_LEN 5
+#if defined(__x86_64__)
+#define BENCH_DETOUR_LEN 5   /* jmp rel32 */
+#elif defined(__aarch64__)
+#define BENCH_DETOUR_LEN 4   /* b */
+#endif
+/* The bytes of bench_target and bench_target_nop5 that must come back
+ * unchanged after each measurement (targets.S). */
+#if defined(__x86_64__)
+#define BENCH_TARGET_LEN 6
+#define BENCH_TARGET_NOP5_LEN 11
+#elif defined(__aarch64__)
+#define BENCH_TARGET_LEN 12
+#define BENCH_TARGET_NOP5_LEN 20
+#endif
 /* Patch (on) or restore (off) bench_target's entry. 0 or -errno. */
 int bench_detour_set(bool on);
 

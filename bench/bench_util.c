@@ -14,9 +14,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "ukprobes.h"
@@ -117,6 +119,20 @@ void bench_detour_handler(struct pt_regs *regs)
  * permissions; the same way the library patches). */
 static int poke_text(void *addr, const void *bytes, size_t len)
 {
+#if defined(__aarch64__)
+	/* a store through a writable mapping, which emulators notice, then
+	 * the cache maintenance the architecture needs */
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(pg - 1);
+	uintptr_t end = ((uintptr_t)addr + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+
+	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return -errno;
+	memcpy(addr, bytes, len);
+	__builtin___clear_cache((char *)addr, (char *)addr + len);
+	mprotect((void *)start, end - start, PROT_READ | PROT_EXEC);
+	return 0;
+#else
 	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	ssize_t n;
 
@@ -127,6 +143,7 @@ static int poke_text(void *addr, const void *bytes, size_t len)
 	if (n != (ssize_t)len)
 		return n < 0 ? -errno : -EIO;
 	return 0;
+#endif
 }
 
 int bench_detour_set(bool on)
@@ -141,9 +158,19 @@ int bench_detour_set(bool on)
 	/* the stub's copy must be what it displaces */
 	if (memcmp(site, bench_detour_copy, BENCH_DETOUR_LEN))
 		return -EILSEQ;
+#if defined(__x86_64__)
 	rel = (int32_t)((intptr_t)bench_detour_stub - (intptr_t)(site + 5));
 	jmp[0] = 0xe9;
 	memcpy(jmp + 1, &rel, 4);
+#elif defined(__aarch64__)
+	{
+		uint32_t b;
+
+		rel = (int32_t)((intptr_t)bench_detour_stub - (intptr_t)site);
+		b = 0x14000000u | ((uint32_t)(rel >> 2) & 0x3ffffffu);
+		memcpy(jmp, &b, 4);
+	}
+#endif
 	return poke_text(site, jmp, sizeof(jmp));
 }
 
@@ -165,7 +192,12 @@ static void bare_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
+#if defined(__aarch64__)
+	/* brk leaves pc at itself (x86's int3 leaves ip past it) */
+	((ucontext_t *)uc)->uc_mcontext.pc += 4;
+#else
 	(void)uc;
+#endif
 }
 
 void bench_bare_init(void)
@@ -212,12 +244,17 @@ double bench_int3_loop(unsigned long iters, int n_int3)
 {
 	uint64_t t0 = bench_now_ns();
 
+#if defined(__x86_64__)
+#define BENCH_TRAP "int3"
+#elif defined(__aarch64__)
+#define BENCH_TRAP "brk #0x100"
+#endif
 	if (n_int3 == 1) {
 		for (unsigned long i = 0; i < iters; i++)
-			__asm__ volatile("int3" ::: "memory");
+			__asm__ volatile(BENCH_TRAP ::: "memory");
 	} else {
 		for (unsigned long i = 0; i < iters; i++)
-			__asm__ volatile("int3\n\tint3" ::: "memory");
+			__asm__ volatile(BENCH_TRAP "\n\t" BENCH_TRAP ::: "memory");
 	}
 	return (double)(bench_now_ns() - t0) / (double)iters;
 }
