@@ -155,7 +155,7 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver);
  * ukp_kretprobe_dispatch (kretprobes.h), restores, and returns to the
  * address the dispatcher gave. The byte before it is covered by no FDE,
  * so that an unwinder that finds the trampoline address on the stack asks
- * for the FDE of that byte (see arch_kretprobe_pseudo_fde).
+ * for the FDE of that byte (see kretprobe_fde.c).
  */
 extern char ukp_kretprobe_trampoline[];
 
@@ -186,15 +186,9 @@ uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs);
  * (return addresses cannot be rewritten). One system call. */
 bool arch_shadow_stack_active(void);
 
-/*
- * [any] A CIE + FDE, in .eh_frame format, for a zero-size frame at the
- * byte before the trampoline: CFA = sp, return address at CFA - 8. An
- * unwinder that met the trampoline as a return address uses it after the
- * real return address has been put back into that slot. Sets *func to
- * the start of the range it covers and returns the FDE (NULL before
- * arch_kretprobe_init).
- */
-const void *arch_kretprobe_pseudo_fde(uintptr_t *func);
+/* The unwinder's pseudo FDE for the trampoline is the core's
+ * (kretprobe_fde.c), from arch_kretprobe.h's UKP_DWARF_RA_COLUMN,
+ * UKP_DWARF_CODE_ALIGN and UKP_KRP_RET_IN_SLOT. */
 
 /* -------------------------------------------------- jump optimization */
 /* src/arch/<arch>/optprobe.c and the shared template (optprobe_tramp.S). */

@@ -123,7 +123,7 @@ UKPROBES_API const void *_Unwind_Find_FDE(void *pc, struct ukp_dwarf_eh_bases *b
 	uintptr_t func;
 
 	if ((uintptr_t)pc == (uintptr_t)ukp_kretprobe_trampoline - 1) {
-		fde = arch_kretprobe_pseudo_fde(&func);
+		fde = ukp_krp_pseudo_fde(&func);
 		/* No hijacked slot left: no frame information, the walk ends
 		 * here (rather than going round in circles). */
 		if (!fde || !ukp_krp_restore_one((uintptr_t)__builtin_frame_address(0)))

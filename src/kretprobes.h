@@ -73,6 +73,9 @@ void ukp_krp_rehijack(uint64_t mask, const uintptr_t *locs);
  * probe. Returns false when there is no such slot.
  */
 bool ukp_krp_restore_one(uintptr_t min_sp);
+/* [any] The unwinder's CIE + FDE for the byte before the trampoline
+ * (kretprobe_fde.c); *func: the start of the range it covers. */
+const void *ukp_krp_pseudo_fde(uintptr_t *func);
 /* [any] The real return address for slot on the calling thread (or on
  * the thread task), 0 if none; see kretprobe_find_ret_addr. */
 uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur);

@@ -13,6 +13,9 @@
  * frame record, arch_kretprobe_ret_loc finds it for the unwinder
  * interposers. */
 #define UKP_KRP_RET_IN_SLOT 0
+/* DWARF's return-address column (x30) and code alignment factor. */
+#define UKP_DWARF_RA_COLUMN 30
+#define UKP_DWARF_CODE_ALIGN 4
 /* At the entry the CFA is sp, and the return address is in x30 (the
  * CIE leaves its rule undescribed: "same value"). */
 #define UKP_ENTRY_CFA_OFF 0

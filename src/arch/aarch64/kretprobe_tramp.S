@@ -22,7 +22,8 @@
  * are scratch at a return). The return address of this frame is marked
  * undefined: an unwinder stops here (doc/arch.md).
  */
-#define PT_SIZE 272
+#include "pt_regs_asm.h"
+
 #define FRAME (PT_SIZE + 16)
 
 	.section ukprobes_text, "ax", %progbits
@@ -36,21 +37,9 @@ ukp_kretprobe_trampoline:
 	.cfi_undefined 30
 	sub sp, sp, #FRAME
 	.cfi_def_cfa_offset FRAME
-	stp x0, x1, [sp, #0]
-	stp x2, x3, [sp, #16]
-	stp x4, x5, [sp, #32]
-	stp x6, x7, [sp, #48]
-	stp x8, x9, [sp, #64]
-	stp x10, x11, [sp, #80]
-	stp x12, x13, [sp, #96]
-	stp x14, x15, [sp, #112]
+	PT_STORE_X0_X15
 	stp x16, x17, [sp, #128]
-	stp x18, x19, [sp, #144]
-	stp x20, x21, [sp, #160]
-	stp x22, x23, [sp, #176]
-	stp x24, x25, [sp, #192]
-	stp x26, x27, [sp, #208]
-	stp x28, x29, [sp, #224]
+	PT_STORE_X18_X29
 	.cfi_offset 29, -(FRAME - 232)
 	add x9, sp, #FRAME
 	stp x30, x9, [sp, #240]		/* regs[30], sp */
@@ -66,21 +55,9 @@ ukp_kretprobe_trampoline:
 	cbz x0, 9f
 	ldp x16, x10, [sp, #256]	/* pc, pstate */
 	msr nzcv, x10
-	ldp x0, x1, [sp, #0]
-	ldp x2, x3, [sp, #16]
-	ldp x4, x5, [sp, #32]
-	ldp x6, x7, [sp, #48]
-	ldp x8, x9, [sp, #64]
-	ldp x10, x11, [sp, #80]
-	ldp x12, x13, [sp, #96]
-	ldp x14, x15, [sp, #112]
+	PT_LOAD_X0_X15
 	ldr x17, [sp, #136]
-	ldp x18, x19, [sp, #144]
-	ldp x20, x21, [sp, #160]
-	ldp x22, x23, [sp, #176]
-	ldp x24, x25, [sp, #192]
-	ldp x26, x27, [sp, #208]
-	ldp x28, x29, [sp, #224]
+	PT_LOAD_X18_X29
 	ldr x30, [sp, #240]
 	add sp, sp, #FRAME
 	.cfi_def_cfa_offset 0

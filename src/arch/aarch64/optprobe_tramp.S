@@ -20,7 +20,8 @@
  *   sp         struct pt_regs
  * [detour] context: the thread, wherever it was.
  */
-#define PT_SIZE 272
+#include "pt_regs_asm.h"
+
 #define FRAME (PT_SIZE + 16)
 
 	.section ukprobes_text, "ax", %progbits
@@ -33,22 +34,10 @@ ukp_optprobe_common:
 	.cfi_undefined 30
 	sub sp, sp, #FRAME
 	.cfi_def_cfa_offset FRAME
-	stp x0, x1, [sp, #0]
-	stp x2, x3, [sp, #16]
-	stp x4, x5, [sp, #32]
-	stp x6, x7, [sp, #48]
-	stp x8, x9, [sp, #64]
-	stp x10, x11, [sp, #80]
-	stp x12, x13, [sp, #96]
-	stp x14, x15, [sp, #112]
+	PT_STORE_X0_X15
 	ldp x0, x1, [sp, #FRAME]	/* the probed code's x16, x17 */
 	stp x0, x1, [sp, #128]
-	stp x18, x19, [sp, #144]
-	stp x20, x21, [sp, #160]
-	stp x22, x23, [sp, #176]
-	stp x24, x25, [sp, #192]
-	stp x26, x27, [sp, #208]
-	stp x28, x29, [sp, #224]
+	PT_STORE_X18_X29
 	ldr x0, [sp, #FRAME + 16]	/* its x30 */
 	add x1, sp, #FRAME + 32		/* its sp */
 	stp x0, x1, [sp, #240]
@@ -68,20 +57,8 @@ ukp_optprobe_common:
 	ldr x1, [sp, #264]
 	msr nzcv, x1
 	ldr x30, [sp, #PT_SIZE]
-	ldp x0, x1, [sp, #0]
-	ldp x2, x3, [sp, #16]
-	ldp x4, x5, [sp, #32]
-	ldp x6, x7, [sp, #48]
-	ldp x8, x9, [sp, #64]
-	ldp x10, x11, [sp, #80]
-	ldp x12, x13, [sp, #96]
-	ldp x14, x15, [sp, #112]
-	ldp x18, x19, [sp, #144]
-	ldp x20, x21, [sp, #160]
-	ldp x22, x23, [sp, #176]
-	ldp x24, x25, [sp, #192]
-	ldp x26, x27, [sp, #208]
-	ldp x28, x29, [sp, #224]
+	PT_LOAD_X0_X15
+	PT_LOAD_X18_X29
 	add sp, sp, #FRAME
 	.cfi_def_cfa_offset 0
 	ret

@@ -10,6 +10,9 @@
 /* The return address is in memory at its slot for the whole call: the
  * unwinder interposers put the real one back there (kretprobe_unwind.c). */
 #define UKP_KRP_RET_IN_SLOT 1
+/* DWARF's return-address column (rip) and code alignment factor. */
+#define UKP_DWARF_RA_COLUMN 16
+#define UKP_DWARF_CODE_ALIGN 1
 /* At the entry the CFA is sp + 8 (the call pushed the return address). */
 #define UKP_ENTRY_CFA_OFF 8
 

@@ -2,8 +2,8 @@
 /*
  * kretprobe.c - x86-64 support for return probes: the size of the
  * trampoline's extended-state save area, the return-address slot at a
- * function entry, shadow-stack detection, and the unwinder's pseudo FDE
- * for the trampoline address (see arch.h and kretprobe_tramp.S).
+ * function entry and shadow-stack detection (see arch.h and
+ * kretprobe_tramp.S).
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -94,92 +94,4 @@ bool arch_shadow_stack_active(void)
 	if (ret != 0)
 		return false;
 	return (features & ARCH_SHSTK_SHSTK) != 0;
-}
-
-/* ----------------------------------------------------- pseudo FDE */
-
-#define DW_EH_PE_absptr 0x00
-#define DW_CFA_def_cfa  0x0c
-#define DW_CFA_offset   0x80
-#define DW_CFA_nop      0x00
-#define DWARF_RSP       7
-#define DWARF_RIP       16
-
-/*
- * One CIE and one FDE, built once at load time (readers see them complete
- * through the release store of pseudo_fde). The FDE uses absolute
- * addresses, so it needs no relocation and describes exactly
- * [trampoline - 1, trampoline + 1).
- */
-static _Alignas(8) unsigned char eh_buf[64];
-static const void *_Atomic pseudo_fde;
-static uintptr_t pseudo_func;
-
-static size_t put_u32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-	return 4;
-}
-
-static size_t put_u64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-	return 8;
-}
-
-static void build_pseudo_fde(void)
-{
-	unsigned char *p = eh_buf, *cie = eh_buf, *fde;
-	size_t n;
-
-	/* CIE: "zR", code align 1, data align -8, return column rip,
-	 * pointers absolute; CFA = rsp + 0, rip saved at CFA - 8. */
-	n = 4;
-	n += put_u32(p + n, 0); /* CIE id */
-	p[n++] = 1;             /* version */
-	p[n++] = 'z';
-	p[n++] = 'R';
-	p[n++] = 0;
-	p[n++] = 1;             /* code alignment (uleb128) */
-	p[n++] = 0x78;          /* data alignment -8 (sleb128) */
-	p[n++] = DWARF_RIP;     /* return address column */
-	p[n++] = 1;             /* augmentation data length */
-	p[n++] = DW_EH_PE_absptr;
-	p[n++] = DW_CFA_def_cfa;
-	p[n++] = DWARF_RSP;
-	p[n++] = 0;
-	p[n++] = DW_CFA_offset | DWARF_RIP;
-	p[n++] = 1;             /* factored: 1 * -8 */
-	while (n % 8)
-		p[n++] = DW_CFA_nop;
-	put_u32(p, (uint32_t)(n - 4));
-
-	fde = p + n;
-	pseudo_func = (uintptr_t)ukp_kretprobe_trampoline - 1;
-	n = 4;
-	n += put_u32(fde + n, (uint32_t)((fde + 4) - cie)); /* CIE pointer */
-	n += put_u64(fde + n, pseudo_func);                  /* pc begin */
-	n += put_u64(fde + n, 2);                            /* pc range */
-	fde[n++] = 0;                                        /* augmentation length */
-	while (n % 8)
-		fde[n++] = DW_CFA_nop;
-	put_u32(fde, (uint32_t)(n - 4));
-	put_u32(fde + n, 0); /* terminator */
-	atomic_store_explicit(&pseudo_fde, fde, memory_order_release);
-}
-
-/* [any] */
-const void *arch_kretprobe_pseudo_fde(uintptr_t *func)
-{
-	const void *f = atomic_load_explicit(&pseudo_fde, memory_order_acquire);
-
-	if (f)
-		*func = pseudo_func;
-	return f;
-}
-
-/* Built at load time: the unwinder may ask before any registration. */
-__attribute__((constructor)) static void kretprobe_arch_ctor(void)
-{
-	build_pseudo_fde();
 }
