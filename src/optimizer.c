@@ -156,27 +156,27 @@ static void queue_add(struct ukp_site *s)
 		return;
 	s->opt.queued = true;
 	s->opt.qnext = queue;
+	if (queue)
+		queue->opt.qpprev = &s->opt.qnext;
+	s->opt.qpprev = &queue;
 	queue = s;
 	nqueued++;
 }
 
+/* O(1): a batch of thousands of probes unregistered while queued. */
 static void queue_del(struct ukp_site *s)
 {
-	struct ukp_site **pp;
-
 	if (!s->opt.queued)
 		return;
-	for (pp = &queue; *pp; pp = &(*pp)->opt.qnext) {
-		if (*pp == s) {
-			*pp = s->opt.qnext;
-			break;
-		}
-	}
+	*s->opt.qpprev = s->opt.qnext;
+	if (s->opt.qnext)
+		s->opt.qnext->opt.qpprev = s->opt.qpprev;
 	s->opt.queued = false;
 	nqueued--;
 }
 
 static void *optimizer_main(void *arg);
+static bool kick_deferred, kick_wanted;
 
 /* Start the optimizer thread in this process if it is not running. */
 static void kick(void)
@@ -184,6 +184,11 @@ static void kick(void)
 	pthread_attr_t attr;
 	pthread_t t;
 	sigset_t all, old;
+
+	if (kick_deferred) {
+		kick_wanted = true;
+		return;
+	}
 
 	if (thread_pid != getpid()) {
 		/* All signals blocked but ours: the thread answers scans and
@@ -366,10 +371,15 @@ static void optimize_round(void)
 
 	queue = NULL;
 	nqueued = 0;
+	/* the list is todo's now */
+	if (todo)
+		todo->opt.qpprev = &todo;
 	while ((s = todo)) {
 		const char *why = NULL;
 
 		todo = s->opt.qnext;
+		if (todo)
+			todo->opt.qpprev = &todo;
 		s->opt.queued = false;
 		if (!wanted(s, &why)) {
 			s->opt.why = why;
@@ -458,6 +468,15 @@ static void lazy_init(void)
 	if (!opt_inited) {
 		arch_opt_init();
 		opt_inited = true;
+	}
+}
+
+void ukp_opt_defer_kick(bool on)
+{
+	kick_deferred = on;
+	if (!on && kick_wanted) {
+		kick_wanted = false;
+		kick();
 	}
 }
 
