@@ -685,7 +685,23 @@ static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
 struct reg_batch {
 	struct ukp_site **v;
 	size_t n;
+	/* the last handler proven (or not) vector-free: a batch's probes
+	 * mostly share their handlers, and the proof walks code */
+	const void *vf_fn;
+	bool vf_ok;
 };
+
+/* [reg] ukp_vec_free, remembered for the batch's last handler. */
+static bool vec_free(struct reg_batch *b, const void *fn)
+{
+	if (!b)
+		return ukp_vec_free(fn);
+	if (b->vf_fn != fn) {
+		b->vf_ok = ukp_vec_free(fn);
+		b->vf_fn = fn;
+	}
+	return b->vf_ok;
+}
 
 /* [reg] The kernel's register_kprobe, under ukp_mutex; b: in a batch. */
 static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
@@ -736,9 +752,9 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	ch->site = s;
 	/* (a jprobe's pre_handler must not be called by the optimized
 	 * hit's fast path: its site stays a breakpoint) */
-	if (p->pre_handler && !ukp_is_jprobe(p) && ukp_vec_free((const void *)p->pre_handler))
+	if (p->pre_handler && !ukp_is_jprobe(p) && vec_free(b, (const void *)p->pre_handler))
 		ch->vf_pre = (const void *)p->pre_handler;
-	if (p->post_handler && ukp_vec_free((const void *)p->post_handler))
+	if (p->post_handler && vec_free(b, (const void *)p->post_handler))
 		ch->vf_post = (const void *)p->post_handler;
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
@@ -975,6 +991,7 @@ static int batch_commit(struct reg_batch *b)
 
 	if (!pk || !img)
 		goto out;
+	ukp_opt_defer_kick(true);
 	/* a dlclose() in another thread since ukp_lock */
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
@@ -1007,7 +1024,6 @@ static int batch_commit(struct reg_batch *b)
 		goto out;
 	}
 	ukp_text_sync();
-	ukp_opt_defer_kick(true);
 	for (i = 0; i < b->n; i++) {
 		struct ukp_site *s = b->v[i];
 
@@ -1017,8 +1033,8 @@ static int batch_commit(struct reg_batch *b)
 		if (!s->gone)
 			ukp_opt_site_changed(s);
 	}
-	ukp_opt_defer_kick(false);
 out:
+	ukp_opt_defer_kick(false);
 	free(pk);
 	free(img);
 	return ret;

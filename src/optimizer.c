@@ -68,6 +68,20 @@ unsigned long ukp_opt_rounds;            /* batches done (tests) */
 
 /* ------------------------------------------------------- helpers */
 
+/* Sites READY or JUMP: while there are none, nothing needs taking out of
+ * a copy of the code (ukp_opt_unpatch) and no region can cover a new
+ * probe (ukp_opt_neighbour), which saves a batch of thousands of probes
+ * dozens of hash lookups per probe. */
+static unsigned long nactive;
+
+static void set_state(struct ukp_site *s, uint8_t st, memory_order mo)
+{
+	uint8_t old = atomic_load(&s->opt.state);
+
+	nactive += (old == UKP_OPT_NONE) - (st == UKP_OPT_NONE);
+	atomic_store_explicit(&s->opt.state, st, mo);
+}
+
 static bool has_post(const struct ukp_site *s)
 {
 	struct ukp_child *ch;
@@ -303,7 +317,7 @@ static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 	if (wrote)
 		ukp_text_sync();
 	for (i = 0; i < n; i++) {
-		atomic_store(&v[i]->opt.state, UKP_OPT_NONE);
+		set_state(v[i], UKP_OPT_NONE, memory_order_seq_cst);
 		set_flags(v[i]);
 	}
 }
@@ -348,7 +362,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
 		if (ok[i]) {
-			atomic_store(&v[i]->opt.state, UKP_OPT_JUMP);
+			set_state(v[i], UKP_OPT_JUMP, memory_order_seq_cst);
 			v[i]->opt.tries = 0;
 			set_flags(v[i]);
 			done++;
@@ -393,7 +407,7 @@ static void optimize_round(void)
 			s->opt.why = "another probe lies inside the region";
 			continue;
 		}
-		atomic_store_explicit(&s->opt.state, UKP_OPT_READY, memory_order_release);
+		set_state(s, UKP_OPT_READY, memory_order_release);
 		s->opt.why = NULL;
 		batch[n++] = s;
 		if (n == OPT_BATCH) {
@@ -473,6 +487,13 @@ static void lazy_init(void)
 
 void ukp_opt_defer_kick(bool on)
 {
+	/* The thread is started before a batch arms anything: glibc runs
+	 * a new thread's first code with every signal blocked, and a batch
+	 * may have probed it (a breakpoint then kills the process). */
+	if (on && thread_pid != getpid()) {
+		kick();
+		kick_wanted = true;
+	}
 	kick_deferred = on;
 	if (!on && kick_wanted) {
 		kick_wanted = false;
@@ -520,7 +541,7 @@ void ukp_opt_site_dead(struct ukp_site *s)
 {
 	queue_del(s);
 	if (s->gone)
-		atomic_store(&s->opt.state, UKP_OPT_NONE);
+		set_state(s, UKP_OPT_NONE, memory_order_seq_cst);
 	else
 		ukp_opt_unoptimize(s);
 }
@@ -532,6 +553,8 @@ void ukp_opt_neighbour(uintptr_t addr, bool appears)
 {
 	size_t k;
 
+	if (appears && !nactive)
+		return;
 	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 
@@ -556,6 +579,8 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	size_t i, k;
 
+	if (!nactive)
+		return;
 	/* a region that starts before addr */
 	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
