@@ -201,7 +201,7 @@ bool ukp_slot_have_free(uintptr_t near)
 {
 	unsigned int i;
 
-	for (i = 0; i < nchunks; i++) {
+	for (i = nchunks; i-- > 0;) {
 		struct slot_chunk *c = chunk_list[i];
 
 		if (c->nused < SLOTS_PER_CHUNK && in_reach(c->base, near) &&
@@ -218,7 +218,8 @@ uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n)
 	unsigned int i;
 	uintptr_t a;
 
-	for (i = 0; i < nchunks; i++) {
+	/* newest first: the older ones are full after a large batch */
+	for (i = nchunks; i-- > 0;) {
 		c = chunk_list[i];
 		if (c->nused + n <= SLOTS_PER_CHUNK && in_reach(c->base, near) &&
 		    in_reach(c->base + CHUNK_SIZE, near) && (a = chunk_take_n(c, n)))

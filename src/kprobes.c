@@ -27,7 +27,7 @@
 
 #define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
-#define KP_INDEX 4096
+#define KP_INDEX 16384 /* batches of 100,000 probes: short chains */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
