@@ -675,21 +675,35 @@ static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
 }
 
 /*
- * [reg] The new sites of a register_kprobes() batch: prepared and
- * hashed, but neither their slots nor their breakpoints written until
- * batch_commit does it for all of them at once (one write per page, one
- * thread synchronization). Until then no probe of the batch can be hit,
+ * [reg] The new sites of a register_kprobes() batch: prepared, but
+ * neither their slots nor their breakpoints written (nor the sites
+ * hashed) until batch_commit does it for all of them at once (one write
+ * per page, one thread synchronization). Until then no probe of the batch can be hit,
  * so the library's own calls into functions the batch probes (malloc,
  * memset, locks, ...) run at full speed.
  */
 struct reg_batch {
 	struct ukp_site **v;
 	size_t n;
+	/* The new sites by address until batch_commit hashes them (after
+	 * their slots are written: a thread trapping on a stale breakpoint
+	 * at the same address must not find a site whose slot is empty). */
+	struct ukp_site **tab;
+	size_t mask;
 	/* the last handler proven (or not) vector-free: a batch's probes
 	 * mostly share their handlers, and the proof walks code */
 	const void *vf_fn;
 	bool vf_ok;
 };
+
+static struct ukp_site **batch_slot(struct reg_batch *b, uintptr_t addr)
+{
+	size_t h = (size_t)((addr * 0x9E3779B97F4A7C15ULL) >> 20) & b->mask;
+
+	while (b->tab[h] && b->tab[h]->addr != addr)
+		h = (h + 1) & b->mask;
+	return &b->tab[h];
+}
 
 /* [reg] ukp_vec_free, remembered for the batch's last handler. */
 static bool vec_free(struct reg_batch *b, const void *fn)
@@ -731,6 +745,8 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	if (!ch)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
+	if (!s && b)
+		s = *batch_slot(b, addr);
 	if (s && ukp_is_jprobe(p) && site_has_jprobe(s)) {
 		pr_warn("jprobes: there is a jprobe at %#lx already\n", (unsigned long)addr);
 		free(ch);
@@ -761,15 +777,17 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	site_fast_update(s);
 	ch->idx_next = kp_index[kp_hash(p)];
 	kp_index[kp_hash(p)] = ch;
+	if (b && new_site) {
+		/* (the caller made room for every probe of the batch) */
+		site_list_add(s);
+		s->batch_pending = true;
+		b->v[b->n++] = s;
+		*batch_slot(b, addr) = s;
+		return 0;
+	}
 	if (new_site) {
 		site_hash_add(s);
 		site_list_add(s);
-	}
-	if (b && new_site) {
-		/* (the caller made room for every probe of the batch) */
-		s->batch_pending = true;
-		b->v[b->n++] = s;
-		return 0;
 	}
 	/* a site of this batch, not written yet: its turn comes */
 	ret = s->batch_pending ? 0 : site_update(s);
@@ -1007,6 +1025,9 @@ static int batch_commit(struct reg_batch *b)
 	ret = ukp_text_poke_many(pk, k);
 	if (ret)
 		goto out;
+	for (i = 0; i < b->n; i++)
+		if (!b->v[i]->gone)
+			site_hash_add(b->v[i]);
 	k = 0;
 	for (i = 0; i < b->n; i++)
 		if (ukp_site_wants_armed(b->v[i]))
@@ -1055,12 +1076,19 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		return -EINVAL;
 	if (ukp_in_probe_context())
 		return -EBUSY;
+	for (b.mask = 15; b.mask < 2 * (size_t)num; b.mask = 2 * b.mask + 1)
+		;
 	b.v = malloc((size_t)num * sizeof(*b.v));
-	if (!b.v)
+	b.tab = calloc(b.mask + 1, sizeof(*b.tab));
+	if (!b.v || !b.tab) {
+		free(b.v);
+		free(b.tab);
 		return -ENOMEM;
+	}
 	ret = ukp_lock();
 	if (ret) {
 		free(b.v);
+		free(b.tab);
 		return ret;
 	}
 	for (i = 0; i < num; i++) {
@@ -1080,6 +1108,7 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 	ukp_bounds_forget();
 	ukp_unlock();
 	free(b.v);
+	free(b.tab);
 	return ret;
 }
 
