@@ -250,6 +250,7 @@ void ukp_opt_site_changed(struct ukp_site *s);
  * (on), then wake it once if anything was queued (off). */
 void ukp_opt_defer_kick(bool on);
 void ukp_opt_site_dead(struct ukp_site *s);
+void ukp_opt_sites_dead(struct ukp_site **v, size_t n);
 void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);

@@ -911,17 +911,54 @@ static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead
 		}
 	}
 	site_fast_update(s);
-	if (!atomic_load(&s->children)) {
-		ukp_opt_site_dead(s);
-		ukp_site_disarm(s);
-		site_hash_del(s);
-		site_list_del(s);
-		ukp_opt_neighbour(s->addr, false);
-		*dead = s;
-	} else {
+	if (!atomic_load(&s->children))
+		*dead = s; /* its text goes in dead_sites_unpatch */
+	else
 		site_update(s);
-	}
 	return ch;
+}
+
+/*
+ * [reg] The sites of an unregistration that lost their last probe: their
+ * jumps go together (one unoptimization pass), then their breakpoints
+ * (one write per page, one ukp_text_sync), then they leave the hash.
+ * NULL entries are skipped.
+ */
+static void dead_sites_unpatch(struct ukp_site **dead, size_t num)
+{
+	struct ukp_poke *pk = malloc((num ? num : 1) * sizeof(*pk));
+	size_t i, k = 0;
+
+	ukp_opt_sites_dead(dead, num);
+	for (i = 0; i < num; i++) {
+		struct ukp_site *s = dead[i];
+
+		if (!s || !atomic_load(&s->armed))
+			continue;
+		if (pk && !s->gone)
+			pk[k++] = (struct ukp_poke){ s->addr, s->opcode, UKP_BREAKPOINT_SIZE };
+		else
+			ukp_site_disarm(s);
+	}
+	if (k && ukp_text_poke_many(pk, k) == 0) {
+		ukp_text_sync();
+		for (i = 0; i < num; i++)
+			if (dead[i] && !dead[i]->gone)
+				atomic_store(&dead[i]->armed, false);
+	} else {
+		/* one by one (each reports its own failure) */
+		for (i = 0; i < num; i++)
+			if (dead[i])
+				ukp_site_disarm(dead[i]);
+	}
+	free(pk);
+	for (i = 0; i < num; i++) {
+		if (!dead[i])
+			continue;
+		site_hash_del(dead[i]);
+		site_list_del(dead[i]);
+		ukp_opt_neighbour(dead[i]->addr, false);
+	}
 }
 
 /* [reg] unregister_kprobes() under ukp_mutex. */
@@ -945,6 +982,7 @@ static void unregister_locked(struct kprobe **kps, int num)
 		if (!chs[i])
 			kps[i]->addr = NULL;
 	}
+	dead_sites_unpatch(dead, (size_t)num);
 	/* Zombies whose last stepping thread has left can go after this
 	 * grace period too. */
 	for (zp = &zombies; (z = *zp);) {

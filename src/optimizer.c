@@ -546,6 +546,33 @@ void ukp_opt_site_dead(struct ukp_site *s)
 		ukp_opt_unoptimize(s);
 }
 
+/* Sites going away together (an unregistration batch; NULL entries
+ * skipped): off the queue, and their jumps taken away in one pass. */
+void ukp_opt_sites_dead(struct ukp_site **v, size_t n)
+{
+	struct ukp_site **act = malloc((n ? n : 1) * sizeof(*act));
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		queue_del(v[i]);
+		if (v[i]->gone)
+			set_state(v[i], UKP_OPT_NONE, memory_order_seq_cst);
+		else if (atomic_load(&v[i]->opt.state) == UKP_OPT_NONE)
+			continue;
+		else if (act)
+			act[k++] = v[i];
+		else
+			ukp_opt_unoptimize(v[i]);
+	}
+	for (i = 0; i < k; i += OPT_BATCH * 64)
+		unoptimize_batch(act + i, (unsigned int)(k - i < OPT_BATCH * 64 ? k - i : OPT_BATCH * 64));
+	if (k)
+		ukp_synchronize(); /* no trap handler still sends threads to a detour's copy */
+	free(act);
+}
+
 /* A probe appears at addr (before its breakpoint is written) or goes
  * away: probes whose region covers addr are unoptimized, or queued
  * again. */
