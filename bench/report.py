@@ -121,8 +121,10 @@ def ratio(r):
 
 
 def mem(r):
-    return "%.0f B (text copies %.0f, heap %.0f)" % (
-        r["bytes_per_probe"], r["text_copy_bytes_per_probe"], r["heap_bytes_per_probe"])
+    opt = ("; %.0f B with the jumps" % r["optimized_bytes_per_probe"]
+           if "optimized_bytes_per_probe" in r else "")
+    return "%.0f B (text copies %.0f, heap %.0f)%s" % (
+        r["bytes_per_probe"], r["text_copy_bytes_per_probe"], r["heap_bytes_per_probe"], opt)
 
 
 # Rows of the overhead table in order (ids from bench_overhead and the
@@ -508,6 +510,8 @@ def table_text(res):
             n = r["count"]
 
             def cell(k):
+                if k not in r:
+                    return "not run"
                 return "%s (%.1f us)" % (secs(r[k]["median"]), r[k]["median"] * 1e6 / n)
             out.append("  %7d %-11s %18s %18s %18s %18s  %s" % (
                 n, "%d+%d" % (r["entries"], r["inner"]), cell("register_single"),
@@ -628,6 +632,8 @@ def table_markdown(res):
             n = r["count"]
 
             def cell(k):
+                if k not in r:
+                    return "not run"
                 return "%s (%.1f µs)" % (secs(r[k]["median"]), r[k]["median"] * 1e6 / n)
             out.append("| %d | %d + %d | %s | %s | %s | %s | %s |" % (
                 n, r["entries"], r["inner"], cell("register_single"), cell("unregister_single"),
@@ -700,7 +706,7 @@ def main():
     if sc:
         res["scaling"] = sc
     regs = []
-    for n in (1000, 10000):
+    for n in (1000, 10000, 100000):
         key = "register_%d" % n
         r = load(os.path.join(a.work, key + ".json"))
         if r:

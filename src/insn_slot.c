@@ -31,6 +31,7 @@
 struct slot_chunk {
 	uintptr_t base;
 	unsigned int nused;
+	unsigned int hint;      /* no free slot below: searches start here */
 	uint8_t used[SLOTS_PER_CHUNK];
 	struct ukp_site *_Atomic owner[SLOTS_PER_CHUNK];
 };
@@ -180,7 +181,8 @@ static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 
 	if (c->nused + n > SLOTS_PER_CHUNK)
 		return 0;
-	for (i = 0; i + n <= SLOTS_PER_CHUNK; i += n) {
+	/* from the hint: taking thousands of slots in a row stays linear */
+	for (i = c->hint / n * n; i + n <= SLOTS_PER_CHUNK; i += n) {
 		for (k = 0; k < n && !c->used[i + k]; k++)
 			;
 		if (k < n)
@@ -188,6 +190,8 @@ static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 		for (k = 0; k < n; k++)
 			c->used[i + k] = 1;
 		c->nused += n;
+		if (n == 1 || c->hint == i)
+			c->hint = (unsigned int)(i + n);
 		return c->base + i * UKP_SLOT_SIZE;
 	}
 	return 0;
@@ -198,7 +202,7 @@ bool ukp_slot_have_free(uintptr_t near)
 {
 	unsigned int i;
 
-	for (i = 0; i < nchunks; i++) {
+	for (i = nchunks; i-- > 0;) {
 		struct slot_chunk *c = chunk_list[i];
 
 		if (c->nused < SLOTS_PER_CHUNK && in_reach(c->base, near) &&
@@ -215,7 +219,8 @@ uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n)
 	unsigned int i;
 	uintptr_t a;
 
-	for (i = 0; i < nchunks; i++) {
+	/* newest first: the older ones are full after a large batch */
+	for (i = nchunks; i-- > 0;) {
 		c = chunk_list[i];
 		if (c->nused + n <= SLOTS_PER_CHUNK && in_reach(c->base, near) &&
 		    in_reach(c->base + CHUNK_SIZE, near) && (a = chunk_take_n(c, n)))
@@ -266,6 +271,8 @@ void ukp_slot_free(uintptr_t slot)
 	if (c->used[idx]) {
 		c->used[idx] = 0;
 		c->nused--;
+		if (idx < c->hint)
+			c->hint = (unsigned int)idx;
 	}
 }
 

@@ -51,7 +51,7 @@ struct ukp_site_opt {
 	unsigned int tries;                  /* rounds a thread was in the way */
 	int err;                             /* the analysis refused it (-errno) */
 	const char *why;                     /* why it is not optimized, or NULL */
-	struct ukp_site *qnext;
+	struct ukp_site *qnext, **qpprev;     /* the queue, O(1) both ways */
 	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
 	uint8_t jump[UKP_OPT_JUMP_SIZE];
 	/* copied instructions: offsets in the region and in the copy */
@@ -78,6 +78,8 @@ struct ukp_site {
 	_Atomic bool armed;                  /* breakpoint written */
 	bool hashed;                         /* reachable from the hit hash */
 	bool gone;                           /* its object was unloaded */
+	bool batch_pending;                  /* new in a register_kprobes() batch:
+					      * slot and breakpoint not written yet */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
@@ -200,6 +202,13 @@ void ukp_sync_after_fork_child(void);         /* [reg] */
 /* ------------------------------------------------------------- text */
 /* text_patch.c */
 int ukp_text_poke(uintptr_t addr, const void *buf, size_t len); /* [reg] */
+/* One code write of a batch (ukp_text_poke_many). */
+struct ukp_poke {
+	uintptr_t addr;
+	const void *buf;
+	size_t len;
+};
+int ukp_text_poke_many(struct ukp_poke *v, size_t n); /* [reg] sorts v */
 /* The breakpoint instruction's bytes, as written over a probed address. */
 extern const uint8_t ukp_breakpoint_insn[UKP_BREAKPOINT_SIZE];
 /* [any] Fill n bytes (a multiple of UKP_BREAKPOINT_SIZE) with breakpoints,
@@ -208,6 +217,11 @@ void ukp_fill_breakpoints(void *p, size_t n);
 bool ukp_text_sync(void);                     /* [reg] serialize every thread */
 int ukp_text_init(void);                      /* [reg] */
 void ukp_text_after_fork(void);               /* [any] */
+
+/* insn_bounds.c: instruction boundaries, decoded once per function
+ * during a batch. 0, -EILSEQ, or 1 when not known (decode as usual). */
+int ukp_bounds_check(const struct ukp_symres *sym, size_t off); /* [reg] */
+void ukp_bounds_forget(void);                 /* [reg] at a batch's end */
 
 /* insn_slot.c */
 uintptr_t ukp_slot_alloc(uintptr_t near);     /* [reg] 0 when none in reach */
@@ -226,7 +240,11 @@ void ukp_opt_after_fork(void);
 void ukp_opt_stop(void);                      /* [reg] teardown.c */
 void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry);
 void ukp_opt_site_changed(struct ukp_site *s);
+/* Hold back waking the optimizer thread while a batch queues its sites
+ * (on), then wake it once if anything was queued (off). */
+void ukp_opt_defer_kick(bool on);
 void ukp_opt_site_dead(struct ukp_site *s);
+void ukp_opt_sites_dead(struct ukp_site **v, size_t n);
 void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);

@@ -25,9 +25,9 @@
 #include "func_entry.h"
 #include "jprobes.h"
 
-#define SITE_TABLE_BITS 12
+#define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
-#define KP_INDEX 4096
+#define KP_INDEX 16384 /* batches of 100,000 probes: short chains */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
@@ -470,9 +470,13 @@ size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	size_t n, i;
 
-	for (n = 0; n < len; n++)
-		if (arch_copy_nofault(&buf[n], (const void *)(addr + n), 1))
-			break;
+	/* all at once, or byte by byte up to the end of the mapping */
+	if (arch_copy_nofault(buf, (const void *)addr, len) == 0)
+		n = len;
+	else
+		for (n = 0; n < len; n++)
+			if (arch_copy_nofault(&buf[n], (const void *)(addr + n), 1))
+				break;
 	for (i = 0; i + UKP_BREAKPOINT_SIZE <= n; i++) {
 		if (!memcmp(&buf[i], ukp_breakpoint_insn, UKP_BREAKPOINT_SIZE)) {
 			struct ukp_site *s = ukp_site_lookup(addr + i);
@@ -531,29 +535,49 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 	return 0;
 }
 
-/* [reg] A new site at addr: check the instruction, copy it to a slot. */
-static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_entry,
-			struct ukp_site **out)
+/* [reg] The out-of-line slot's bytes: [insn][int3] at 0, [insn'][jmp] at
+ * UKP_BOOST_OFFSET, breakpoints elsewhere. */
+static void slot_image(const struct ukp_site *s, uint8_t img[UKP_SLOT_SIZE])
 {
-	size_t off = addr - sym->start, avail, need;
+	ukp_fill_breakpoints(img, UKP_SLOT_SIZE);
+	memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
+	if (s->ainsn.boostable)
+		memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
+}
+
+/* [reg] A new site at addr: check the instruction, copy it to a slot
+ * (in_batch: the slot is written with the batch's breakpoints, by
+ * batch_commit). */
+static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_entry,
+			struct ukp_site **out, bool in_batch)
+{
+	size_t off = addr - sym->start, avail, need, at;
+	uintptr_t start;
 	struct ukp_site *s;
 	uint8_t *code;
 	int ret;
 
-	/* Decode from the function's start: addr must be an instruction
-	 * boundary (the kernel's can_probe). */
-	need = off + UKP_MAX_INSN_SIZE;
+	/* addr must be an instruction boundary (the kernel's can_probe):
+	 * known from the batch's cache, or decoded from the function's
+	 * start; code then holds the function from there, else from addr */
+	ret = in_batch && off ? ukp_bounds_check(sym, off) : 1;
+	if (ret < 0)
+		return ret;
+	start = ret ? sym->start : addr;
+	need = addr - start + UKP_MAX_INSN_SIZE;
 	code = malloc(need);
 	if (!code)
 		return -ENOMEM;
-	avail = ukp_read_original(sym->start, code, need);
-	if (avail <= off) {
+	avail = ukp_read_original(start, code, need);
+	if (avail <= addr - start) {
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = arch_check_boundary(code, off, avail);
+	if (ret)
+		ret = arch_check_boundary(code, off, avail);
 	if (ret)
 		goto out;
+	at = addr - start;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		ret = -ENOMEM;
@@ -572,7 +596,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = arch_prepare_insn(&s->ainsn, code + off, avail - off, addr, s->slot);
+	ret = arch_prepare_insn(&s->ainsn, code + at, avail - at, addr, s->slot);
 	if (ret) {
 		if (s->ainsn.why)
 			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
@@ -581,14 +605,10 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		goto out;
 	}
 	if (s->ainsn.ool) {
-		/* [insn][int3] at 0, [insn'][jmp] at UKP_BOOST_OFFSET */
 		uint8_t img[UKP_SLOT_SIZE];
 
-		ukp_fill_breakpoints(img, sizeof(img));
-		memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
-		if (s->ainsn.boostable)
-			memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
-		ret = ukp_text_poke(s->slot, img, sizeof(img));
+		slot_image(s, img);
+		ret = in_batch ? 0 : ukp_text_poke(s->slot, img, sizeof(img));
 		if (ret) {
 			ukp_slot_free(s->slot);
 			free(s);
@@ -599,7 +619,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		ukp_slot_free(s->slot);
 		s->slot = 0;
 	}
-	memcpy(s->opcode, code + off, UKP_BREAKPOINT_SIZE);
+	memcpy(s->opcode, code + at, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
 	s->symoff = off;
@@ -654,8 +674,51 @@ static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
 	}
 }
 
-/* [reg] The kernel's register_kprobe, under ukp_mutex. */
-static int __register_kprobe(struct kprobe *p)
+/*
+ * [reg] The new sites of a register_kprobes() batch: prepared, but
+ * neither their slots nor their breakpoints written (nor the sites
+ * hashed) until batch_commit does it for all of them at once (one write
+ * per page, one thread synchronization). Until then no probe of the batch can be hit,
+ * so the library's own calls into functions the batch probes (malloc,
+ * memset, locks, ...) run at full speed.
+ */
+struct reg_batch {
+	struct ukp_site **v;
+	size_t n;
+	/* The new sites by address until batch_commit hashes them (after
+	 * their slots are written: a thread trapping on a stale breakpoint
+	 * at the same address must not find a site whose slot is empty). */
+	struct ukp_site **tab;
+	size_t mask;
+	/* the last handler proven (or not) vector-free: a batch's probes
+	 * mostly share their handlers, and the proof walks code */
+	const void *vf_fn;
+	bool vf_ok;
+};
+
+static struct ukp_site **batch_slot(struct reg_batch *b, uintptr_t addr)
+{
+	size_t h = (size_t)((addr * 0x9E3779B97F4A7C15ULL) >> 20) & b->mask;
+
+	while (b->tab[h] && b->tab[h]->addr != addr)
+		h = (h + 1) & b->mask;
+	return &b->tab[h];
+}
+
+/* [reg] ukp_vec_free, remembered for the batch's last handler. */
+static bool vec_free(struct reg_batch *b, const void *fn)
+{
+	if (!b)
+		return ukp_vec_free(fn);
+	if (b->vf_fn != fn) {
+		b->vf_ok = ukp_vec_free(fn);
+		b->vf_fn = fn;
+	}
+	return b->vf_ok;
+}
+
+/* [reg] The kernel's register_kprobe, under ukp_mutex; b: in a batch. */
+static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 {
 	struct ukp_symres sym;
 	struct ukp_child *ch;
@@ -682,6 +745,8 @@ static int __register_kprobe(struct kprobe *p)
 	if (!ch)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
+	if (!s && b)
+		s = *batch_slot(b, addr);
 	if (s && ukp_is_jprobe(p) && site_has_jprobe(s)) {
 		pr_warn("jprobes: there is a jprobe at %#lx already\n", (unsigned long)addr);
 		free(ch);
@@ -691,7 +756,7 @@ static int __register_kprobe(struct kprobe *p)
 		/* optimized probes whose region covers addr take their
 		 * jumps away first */
 		ukp_opt_neighbour(addr, true);
-		ret = site_prepare(addr, &sym, on_entry, &s);
+		ret = site_prepare(addr, &sym, on_entry, &s, b != NULL);
 		if (ret) {
 			free(ch);
 			return ret;
@@ -703,20 +768,29 @@ static int __register_kprobe(struct kprobe *p)
 	ch->site = s;
 	/* (a jprobe's pre_handler must not be called by the optimized
 	 * hit's fast path: its site stays a breakpoint) */
-	if (p->pre_handler && !ukp_is_jprobe(p) && ukp_vec_free((const void *)p->pre_handler))
+	if (p->pre_handler && !ukp_is_jprobe(p) && vec_free(b, (const void *)p->pre_handler))
 		ch->vf_pre = (const void *)p->pre_handler;
-	if (p->post_handler && ukp_vec_free((const void *)p->post_handler))
+	if (p->post_handler && vec_free(b, (const void *)p->post_handler))
 		ch->vf_post = (const void *)p->post_handler;
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
 	site_fast_update(s);
 	ch->idx_next = kp_index[kp_hash(p)];
 	kp_index[kp_hash(p)] = ch;
+	if (b && new_site) {
+		/* (the caller made room for every probe of the batch) */
+		site_list_add(s);
+		s->batch_pending = true;
+		b->v[b->n++] = s;
+		*batch_slot(b, addr) = s;
+		return 0;
+	}
 	if (new_site) {
 		site_hash_add(s);
 		site_list_add(s);
 	}
-	ret = site_update(s);
+	/* a site of this batch, not written yet: its turn comes */
+	ret = s->batch_pending ? 0 : site_update(s);
 	if (ret) {
 		/* could not write the breakpoint: undo */
 		child_unlink(s, ch);
@@ -808,7 +882,7 @@ UKPROBES_API int register_kprobe(struct kprobe *p)
 	ret = ukp_lock();
 	if (ret)
 		return ret;
-	ret = __register_kprobe(p);
+	ret = __register_kprobe(p, NULL);
 	ukp_unlock();
 	return ret;
 }
@@ -837,35 +911,68 @@ static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead
 		}
 	}
 	site_fast_update(s);
-	if (!atomic_load(&s->children)) {
-		ukp_opt_site_dead(s);
-		ukp_site_disarm(s);
-		site_hash_del(s);
-		site_list_del(s);
-		ukp_opt_neighbour(s->addr, false);
-		*dead = s;
-	} else {
+	if (!atomic_load(&s->children))
+		*dead = s; /* its text goes in dead_sites_unpatch */
+	else
 		site_update(s);
-	}
 	return ch;
 }
 
-UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
+/*
+ * [reg] The sites of an unregistration that lost their last probe: their
+ * jumps go together (one unoptimization pass), then their breakpoints
+ * (one write per page, one ukp_text_sync), then they leave the hash.
+ * NULL entries are skipped.
+ */
+static void dead_sites_unpatch(struct ukp_site **dead, size_t num)
+{
+	struct ukp_poke *pk = malloc((num ? num : 1) * sizeof(*pk));
+	size_t i, k = 0;
+
+	ukp_opt_sites_dead(dead, num);
+	for (i = 0; i < num; i++) {
+		struct ukp_site *s = dead[i];
+
+		if (!s || !atomic_load(&s->armed))
+			continue;
+		if (pk && !s->gone)
+			pk[k++] = (struct ukp_poke){ s->addr, s->opcode, UKP_BREAKPOINT_SIZE };
+		else
+			ukp_site_disarm(s);
+	}
+	if (k && ukp_text_poke_many(pk, k) == 0) {
+		ukp_text_sync();
+		for (i = 0; i < num; i++)
+			if (dead[i] && !dead[i]->gone)
+				atomic_store(&dead[i]->armed, false);
+	} else {
+		/* one by one (each reports its own failure) */
+		for (i = 0; i < num; i++)
+			if (dead[i])
+				ukp_site_disarm(dead[i]);
+	}
+	free(pk);
+	for (i = 0; i < num; i++) {
+		if (!dead[i])
+			continue;
+		site_hash_del(dead[i]);
+		site_list_del(dead[i]);
+		ukp_opt_neighbour(dead[i]->addr, false);
+	}
+}
+
+/* [reg] unregister_kprobes() under ukp_mutex. */
+static void unregister_locked(struct kprobe **kps, int num)
 {
 	struct ukp_child **chs;
 	struct ukp_site **dead, *z, **zp, *reap = NULL;
 	int i;
 
-	if (num <= 0 || !kps)
-		return;
-	if (ukp_in_probe_context() || ukp_lock())
-		return;
 	chs = calloc((size_t)num, sizeof(*chs));
 	dead = calloc((size_t)num, sizeof(*dead));
 	if (!chs || !dead) {
 		free(chs);
 		free(dead);
-		ukp_unlock();
 		return;
 	}
 	for (i = 0; i < num; i++) {
@@ -875,6 +982,7 @@ UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
 		if (!chs[i])
 			kps[i]->addr = NULL;
 	}
+	dead_sites_unpatch(dead, (size_t)num);
 	/* Zombies whose last stepping thread has left can go after this
 	 * grace period too. */
 	for (zp = &zombies; (z = *zp);) {
@@ -906,6 +1014,15 @@ UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
 		ukp_quarantine_reclaim();
 	free(chs);
 	free(dead);
+}
+
+UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
+{
+	if (num <= 0 || !kps)
+		return;
+	if (ukp_in_probe_context() || ukp_lock())
+		return;
+	unregister_locked(kps, num);
 	ukp_unlock();
 }
 
@@ -914,20 +1031,122 @@ UKPROBES_API void unregister_kprobe(struct kprobe *p)
 	unregister_kprobes(&p, 1);
 }
 
+/*
+ * [reg] Write the slots, then the breakpoints, of a batch's new sites,
+ * and make every thread see them (one ukp_text_sync). A site whose
+ * object was unloaded meanwhile is [GONE] and left alone. On an error
+ * the breakpoints written go back to the original bytes and nothing is
+ * armed.
+ */
+static int batch_commit(struct reg_batch *b)
+{
+	struct ukp_poke *pk = malloc((b->n ? b->n : 1) * sizeof(*pk));
+	uint8_t (*img)[UKP_SLOT_SIZE] = malloc((b->n ? b->n : 1) * UKP_SLOT_SIZE);
+	size_t i, k = 0;
+	int ret = -ENOMEM;
+
+	if (!pk || !img)
+		goto out;
+	ukp_opt_defer_kick(true);
+	/* a dlclose() in another thread since ukp_lock */
+	if (ukp_objects_refresh())
+		ukp_gone_sweep();
+	for (i = 0; i < b->n; i++) {
+		struct ukp_site *s = b->v[i];
+
+		if (s->gone || !s->slot)
+			continue;
+		slot_image(s, img[i]);
+		pk[k++] = (struct ukp_poke){ s->slot, img[i], UKP_SLOT_SIZE };
+	}
+	/* the slots first: a thread that hits a breakpoint goes there */
+	ret = ukp_text_poke_many(pk, k);
+	if (ret)
+		goto out;
+	for (i = 0; i < b->n; i++)
+		if (!b->v[i]->gone)
+			site_hash_add(b->v[i]);
+	k = 0;
+	for (i = 0; i < b->n; i++)
+		if (ukp_site_wants_armed(b->v[i]))
+			pk[k++] = (struct ukp_poke){ b->v[i]->addr, ukp_breakpoint_insn,
+						     UKP_BREAKPOINT_SIZE };
+	ret = ukp_text_poke_many(pk, k);
+	if (ret) {
+		k = 0;
+		for (i = 0; i < b->n; i++)
+			if (ukp_site_wants_armed(b->v[i]))
+				pk[k++] = (struct ukp_poke){ b->v[i]->addr, b->v[i]->opcode,
+							     UKP_BREAKPOINT_SIZE };
+		ukp_text_poke_many(pk, k);
+		ukp_text_sync();
+		goto out;
+	}
+	ukp_text_sync();
+	for (i = 0; i < b->n; i++) {
+		struct ukp_site *s = b->v[i];
+
+		s->batch_pending = false;
+		if (ukp_site_wants_armed(s))
+			atomic_store(&s->armed, true);
+		if (!s->gone)
+			ukp_opt_site_changed(s);
+	}
+out:
+	ukp_opt_defer_kick(false);
+	free(pk);
+	free(img);
+	return ret;
+}
+
+/*
+ * The kernel's register_kprobes: all or nothing. Every probe is
+ * prepared first with no breakpoint written; then the batch's
+ * breakpoints go in together (batch_commit). On a failure the probes
+ * registered so far are unregistered, and the error returned.
+ */
 UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 {
+	struct reg_batch b = { 0 };
 	int i, ret = 0;
 
 	if (num <= 0 || !kps)
 		return -EINVAL;
-	for (i = 0; i < num; i++) {
-		ret = register_kprobe(kps[i]);
-		if (ret < 0) {
-			if (i > 0)
-				unregister_kprobes(kps, i);
-			break;
-		}
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	for (b.mask = 15; b.mask < 2 * (size_t)num; b.mask = 2 * b.mask + 1)
+		;
+	b.v = malloc((size_t)num * sizeof(*b.v));
+	b.tab = calloc(b.mask + 1, sizeof(*b.tab));
+	if (!b.v || !b.tab) {
+		free(b.v);
+		free(b.tab);
+		return -ENOMEM;
 	}
+	ret = ukp_lock();
+	if (ret) {
+		free(b.v);
+		free(b.tab);
+		return ret;
+	}
+	for (i = 0; i < num; i++) {
+		ret = kps[i] ? __register_kprobe(kps[i], &b) : -EINVAL;
+		if (ret < 0)
+			break;
+	}
+	if (!ret)
+		ret = batch_commit(&b);
+	if (ret) {
+		/* nothing of the batch is armed: the sites go as they came */
+		for (size_t k = 0; k < b.n; k++)
+			b.v[k]->batch_pending = false;
+		if (i > 0)
+			unregister_locked(kps, i);
+	}
+	ukp_bounds_forget();
+	ukp_unlock();
+	free(b.v);
+	free(b.tab);
 	return ret;
 }
 

@@ -70,6 +70,20 @@ unsigned long ukp_opt_rounds;            /* batches done (tests) */
 
 /* ------------------------------------------------------- helpers */
 
+/* Sites READY or JUMP: while there are none, nothing needs taking out of
+ * a copy of the code (ukp_opt_unpatch) and no region can cover a new
+ * probe (ukp_opt_neighbour), which saves a batch of thousands of probes
+ * dozens of hash lookups per probe. */
+static unsigned long nactive;
+
+static void set_state(struct ukp_site *s, uint8_t st, memory_order mo)
+{
+	uint8_t old = atomic_load(&s->opt.state);
+
+	nactive += (old == UKP_OPT_NONE) - (st == UKP_OPT_NONE);
+	atomic_store_explicit(&s->opt.state, st, mo);
+}
+
 static bool has_post(const struct ukp_site *s)
 {
 	struct ukp_child *ch;
@@ -158,27 +172,27 @@ static void queue_add(struct ukp_site *s)
 		return;
 	s->opt.queued = true;
 	s->opt.qnext = queue;
+	if (queue)
+		queue->opt.qpprev = &s->opt.qnext;
+	s->opt.qpprev = &queue;
 	queue = s;
 	nqueued++;
 }
 
+/* O(1): a batch of thousands of probes unregistered while queued. */
 static void queue_del(struct ukp_site *s)
 {
-	struct ukp_site **pp;
-
 	if (!s->opt.queued)
 		return;
-	for (pp = &queue; *pp; pp = &(*pp)->opt.qnext) {
-		if (*pp == s) {
-			*pp = s->opt.qnext;
-			break;
-		}
-	}
+	*s->opt.qpprev = s->opt.qnext;
+	if (s->opt.qnext)
+		s->opt.qnext->opt.qpprev = s->opt.qpprev;
 	s->opt.queued = false;
 	nqueued--;
 }
 
 static void *optimizer_main(void *arg);
+static bool kick_deferred, kick_wanted;
 
 /* Start the optimizer thread in this process if it is not running. */
 static void kick(void)
@@ -186,6 +200,11 @@ static void kick(void)
 	pthread_attr_t attr;
 	pthread_t t;
 	sigset_t all, old;
+
+	if (kick_deferred) {
+		kick_wanted = true;
+		return;
+	}
 
 	if (thread_pid != getpid()) {
 		/* All signals blocked but ours: the thread answers scans and
@@ -305,7 +324,7 @@ static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 	if (wrote)
 		ukp_text_sync();
 	for (i = 0; i < n; i++) {
-		atomic_store(&v[i]->opt.state, UKP_OPT_NONE);
+		set_state(v[i], UKP_OPT_NONE, memory_order_seq_cst);
 		set_flags(v[i]);
 	}
 }
@@ -350,7 +369,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
 		if (ok[i]) {
-			atomic_store(&v[i]->opt.state, UKP_OPT_JUMP);
+			set_state(v[i], UKP_OPT_JUMP, memory_order_seq_cst);
 			v[i]->opt.tries = 0;
 			set_flags(v[i]);
 			done++;
@@ -373,10 +392,15 @@ static void optimize_round(void)
 
 	queue = NULL;
 	nqueued = 0;
+	/* the list is todo's now */
+	if (todo)
+		todo->opt.qpprev = &todo;
 	while ((s = todo)) {
 		const char *why = NULL;
 
 		todo = s->opt.qnext;
+		if (todo)
+			todo->opt.qpprev = &todo;
 		s->opt.queued = false;
 		if (!wanted(s, &why)) {
 			s->opt.why = why;
@@ -390,7 +414,7 @@ static void optimize_round(void)
 			s->opt.why = "another probe lies inside the region";
 			continue;
 		}
-		atomic_store_explicit(&s->opt.state, UKP_OPT_READY, memory_order_release);
+		set_state(s, UKP_OPT_READY, memory_order_release);
 		s->opt.why = NULL;
 		batch[n++] = s;
 		if (n == OPT_BATCH) {
@@ -468,6 +492,22 @@ static void lazy_init(void)
 	}
 }
 
+void ukp_opt_defer_kick(bool on)
+{
+	/* The thread is started before a batch arms anything: glibc runs
+	 * a new thread's first code with every signal blocked, and a batch
+	 * may have probed it (a breakpoint then kills the process). */
+	if (on && thread_pid != getpid()) {
+		kick();
+		kick_wanted = true;
+	}
+	kick_deferred = on;
+	if (!on && kick_wanted) {
+		kick_wanted = false;
+		kick();
+	}
+}
+
 /* A new site: is it an [FTRACE] probe point? abi_entry: the entry of a
  * sized function symbol, where the calling convention holds. */
 void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry)
@@ -508,9 +548,36 @@ void ukp_opt_site_dead(struct ukp_site *s)
 {
 	queue_del(s);
 	if (s->gone)
-		atomic_store(&s->opt.state, UKP_OPT_NONE);
+		set_state(s, UKP_OPT_NONE, memory_order_seq_cst);
 	else
 		ukp_opt_unoptimize(s);
+}
+
+/* Sites going away together (an unregistration batch; NULL entries
+ * skipped): off the queue, and their jumps taken away in one pass. */
+void ukp_opt_sites_dead(struct ukp_site **v, size_t n)
+{
+	struct ukp_site **act = malloc((n ? n : 1) * sizeof(*act));
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		queue_del(v[i]);
+		if (v[i]->gone)
+			set_state(v[i], UKP_OPT_NONE, memory_order_seq_cst);
+		else if (atomic_load(&v[i]->opt.state) == UKP_OPT_NONE)
+			continue;
+		else if (act)
+			act[k++] = v[i];
+		else
+			ukp_opt_unoptimize(v[i]);
+	}
+	for (i = 0; i < k; i += OPT_BATCH * 64)
+		unoptimize_batch(act + i, (unsigned int)(k - i < OPT_BATCH * 64 ? k - i : OPT_BATCH * 64));
+	if (k)
+		ukp_synchronize(); /* no trap handler still sends threads to a detour's copy */
+	free(act);
 }
 
 /* A probe appears at addr (before its breakpoint is written) or goes
@@ -520,6 +587,8 @@ void ukp_opt_neighbour(uintptr_t addr, bool appears)
 {
 	size_t k;
 
+	if (appears && !nactive)
+		return;
 	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);
 
@@ -544,6 +613,8 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	size_t i, k;
 
+	if (!nactive)
+		return;
 	/* a region that starts before addr */
 	for (k = 1; k < UKP_OPT_MAX_REGION; k++) {
 		struct ukp_site *s = ukp_site_lookup(addr - k);

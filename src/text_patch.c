@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <linux/membarrier.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,9 +35,11 @@ static ino_t mem_ino;
 static bool membarrier_ok;
 static pid_t membarrier_pid;
 
+/* Raw system calls here (and for pwrite below): libc's wrappers may be
+ * probed, and registering must not hit the probes it has just armed. */
 static int membarrier(int cmd, unsigned int flags)
 {
-	return (int)syscall(__NR_membarrier, cmd, flags, 0);
+	return (int)arch_syscall3(__NR_membarrier, cmd, flags, 0);
 }
 
 /* [reg] */
@@ -48,7 +51,7 @@ static void membarrier_register(void)
 	/* Readers may skip their fence only while writers can membarrier. */
 	atomic_store(&ukp_reader_fence, true);
 	/* Asked once per process, supported or not. */
-	membarrier_pid = getpid();
+	membarrier_pid = ukp_sys_getpid();
 	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 		return;
 	if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0) == 0)
@@ -71,7 +74,7 @@ static int mem_open(void)
 	struct stat st;
 	int fd, err;
 
-	if (mem_pid == getpid() && mem_fd_ours())
+	if (mem_pid == ukp_sys_getpid() && mem_fd_ours())
 		return 0;
 	/* Ours but another process's memory (forked without atfork):
 	 * close it. Not ours any more: the number is the program's. */
@@ -88,7 +91,7 @@ static int mem_open(void)
 	}
 	mem_dev = st.st_dev;
 	mem_ino = st.st_ino;
-	mem_pid = getpid();
+	mem_pid = ukp_sys_getpid();
 	mem_fd = fd;
 	return 0;
 }
@@ -141,6 +144,8 @@ static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
 	return 0;
 }
 
+static int poke_mem(uintptr_t addr, const void *buf, size_t len);
+
 /*
  * [reg] Write len bytes of code at addr. Returns 0 or a negative errno.
  * The caller orders multi-byte changes (int3 first) and calls
@@ -148,18 +153,87 @@ static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
  */
 int ukp_text_poke(uintptr_t addr, const void *buf, size_t len)
 {
-	ssize_t n;
-
 	if (!UKP_TEXT_POKE_MEM || mem_open() < 0)
 		return poke_mprotect(addr, buf, len);
-	n = pwrite(mem_fd, buf, len, (off_t)addr);
-	if (n == (ssize_t)len)
+	return poke_mem(addr, buf, len);
+}
+
+/* [reg] One write through mem_fd (opened); the mprotect fallback when
+ * the kernel refuses forced writes to read-only mappings
+ * (proc_mem.force_override=never). */
+static int poke_mem(uintptr_t addr, const void *buf, size_t len)
+{
+	long n = arch_syscall4(__NR_pwrite64, mem_fd, (long)buf, (long)len, (long)addr);
+
+	if (n == (long)len)
 		return 0;
-	/* The kernel may refuse forced writes to read-only mappings
-	 * (proc_mem.force_override=never): go through mprotect. */
-	if (n < 0 && (errno == EIO || errno == EPERM || errno == EACCES))
+	if (n == -EIO || n == -EPERM || n == -EACCES)
 		return poke_mprotect(addr, buf, len);
-	return n < 0 ? -errno : -EIO;
+	return n < 0 ? (int)n : -EIO;
+}
+
+static int cmp_poke(const void *a, const void *b)
+{
+	const struct ukp_poke *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Longest span one write covers (bytes between the pokes included). */
+#define SPAN_MAX (64 * 1024UL)
+
+/*
+ * [reg] Write n pokes (sorted here by address; they must not overlap)
+ * with one write per page, or per run of contiguous pages: the bytes
+ * between two pokes of a span are read first and written back as they
+ * are, so that only the poked bytes change. Every code writer holds
+ * ukp_mutex, so nothing of ours changes them in between. Registering a
+ * batch of thousands of probes then costs a few hundred system calls,
+ * not one per probe. The caller orders multi-byte protocols and calls
+ * ukp_text_sync() once. 0 or the first error (some pokes may be done).
+ */
+int ukp_text_poke_many(struct ukp_poke *v, size_t n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *span = NULL;
+	size_t i, j;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_poke);
+	if (UKP_TEXT_POKE_MEM && mem_open() == 0)
+		span = malloc(SPAN_MAX);
+	for (i = 0; i < n && !ret; i = j) {
+		uintptr_t start = v[i].addr, end = v[i].addr + v[i].len;
+		uintptr_t page_end = (start | (uintptr_t)(pg - 1)) + 1;
+
+		/* the pokes on start's page, and on the pages right after
+		 * while they follow without a gap */
+		for (j = i + 1; j < n; j++) {
+			uintptr_t e = v[j].addr + v[j].len;
+
+			if (v[j].addr >= page_end && v[j].addr > end)
+				break;
+			if (e - start > SPAN_MAX)
+				break;
+			if (e > end)
+				end = e;
+		}
+		if (!span || j == i + 1 || arch_copy_nofault(span, (const void *)start, end - start)) {
+			/* one by one: no buffer, a single poke, or a gap
+			 * that cannot be read */
+			for (size_t k = i; k < j && !ret; k++)
+				ret = span ? poke_mem(v[k].addr, v[k].buf, v[k].len)
+					   : ukp_text_poke(v[k].addr, v[k].buf, v[k].len);
+			continue;
+		}
+		for (size_t k = i; k < j; k++)
+			memcpy(span + (v[k].addr - start), v[k].buf, v[k].len);
+		ret = poke_mem(start, span, end - start);
+	}
+	free(span);
+	return ret;
 }
 
 /*
@@ -169,7 +243,7 @@ int ukp_text_poke(uintptr_t addr, const void *buf, size_t len)
  */
 bool ukp_text_sync(void)
 {
-	if (membarrier_pid != getpid())
+	if (membarrier_pid != ukp_sys_getpid())
 		membarrier_register();
 	if (membarrier_ok &&
 	    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0) == 0)
