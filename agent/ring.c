@@ -332,6 +332,8 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 		*func = 0;
 	snprintf(buf, len, "0x%lx", (unsigned long)addr);
 	ret = kallsyms_lookup_info(addr, &res, names, sizeof(names));
+	if (ret == 0 && (res.flags & KSYM_DATA))
+		ret = -ENOENT; /* a variable: named below */
 	if (ret == 0) {
 		const char *name = res.name, *given = NULL;
 		int n = 0;
