@@ -278,8 +278,8 @@ struct ukp_secinfo {
 	uint64_t size;
 	bool exec;              /* allocated, executable, with file contents
 				 * (in a debug file: inside an executable segment) */
-	bool data;              /* allocated, not executable (in a debug
-				 * file: inside a loaded segment) */
+	bool data;              /* allocated, not executable, not TLS (in a
+				 * debug file: inside a loaded segment) */
 };
 
 enum ukp_symkind { UKP_SK_NONE, UKP_SK_FUNC, UKP_SK_DATA };
@@ -447,7 +447,9 @@ static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_
 					 obj_range_in_seg(o, o->pub.base + sh.sh_addr, sh.sh_size, true);
 		else
 			secs[idx].exec = code && sh.sh_type != SHT_NOBITS;
-		secs[idx].data = (sh.sh_flags & SHF_ALLOC) && !(sh.sh_flags & SHF_EXECINSTR) &&
+		/* a TLS section's addresses are offsets in each thread's block */
+		secs[idx].data = (sh.sh_flags & SHF_ALLOC) &&
+				 !(sh.sh_flags & (SHF_EXECINSTR | SHF_TLS)) &&
 				 (!debug || obj_range_mapped(o, o->pub.base + sh.sh_addr,
 							     sh.sh_size ? sh.sh_size : 1));
 		if (sh.sh_type == SHT_SYMTAB)
