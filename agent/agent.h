@@ -375,19 +375,24 @@ char *ukpa_obj_file(const char *name);
  * the function's ELF address. */
 bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t *what,
 			 uint64_t *addr);
-/* [init] The address of a data (or any) symbol: in object first (NULL:
- * none), then in every loaded object in load order, globals first.
- * 0 or -ENOENT. */
-int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr);
-/* The same with the symbol's size (0 if the file gives none). */
-int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
-			     uint64_t *size);
-/* [reader] "sym+0xoff/0xsize [obj]" of a data address, or false. */
-bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
 /* [init] Around fork (pthread_atfork): the ELF cache's lock. */
 void ukpa_objects_lock(void);
 void ukpa_objects_unlock(void);
 void ukpa_objects_after_fork(void);
+
+/* --------------------------------------------------------- datasyms.c */
+/* [init] The address of a variable (or a function) named name: in object
+ * first (NULL: none), then in every loaded object in load order, globals
+ * first. 0 or -ENOENT. */
+int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr);
+/* The same with the symbol's size (0 if the file gives none). */
+int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
+			     uint64_t *size);
+/* [any but hit] "sym+0xoff/0xsize [obj]" of addr in the sized symbol info
+ * (a look-up's), or false. */
+bool ukpa_datasym_format(const struct ksym_info *info, uintptr_t addr, char *buf, size_t len);
+/* [init, reader] The same for the symbol holding addr. */
+bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
 
 /* -------------------------------------------------------- interpose.c */
 /* [init] libc's dlopen, for the agent's own use. */

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * objects.c - what the agent needs to know about ELF objects beyond
- * libukprobes' function symbols (src/symbols.c): loaded objects by name
- * with their load base (OBJ:0xADDR), data symbols (@SYM, and the symbol
- * type's values), and objects that are not loaded yet (a SPEC on a
+ * libukprobes' symbols (kallsyms): loaded objects by name with their load
+ * base (OBJ:0xADDR), and objects that are not loaded yet (a SPEC on a
  * library the program will dlopen(): its file is found and checked
- * before the program runs).
+ * before the program runs). Variables are the library's (datasyms.c).
  *
- * ELF files are read with libelf and kept in a small cache (symbols by
- * name and by address). A file without .symtab also gets the symbols of
- * its debug file or MiniDebugInfo (common/debuginfo.h, which the library
- * uses too), read the first time a name is not found in its .dynsym.
+ * Files not loaded yet are read with libelf and kept in a small cache
+ * (functions and segments). A file without .symtab also gets the symbols
+ * of its debug file or MiniDebugInfo (common/debuginfo.h, which the
+ * library uses too), read the first time a name is not found in its
+ * .dynsym.
  * Context: [init] and [reader], never [hit]; the cache has its own lock.
  */
 #include <dlfcn.h>
@@ -38,7 +38,7 @@
 struct esym {
 	const char *name;         /* into the file's string copy */
 	size_t keylen;            /* up to a version suffix ("@@GLIBC_2.2.5") */
-	uint64_t value, size;
+	uint64_t value;
 	unsigned char type, bind;
 	bool code;                /* in an executable section */
 };
@@ -77,9 +77,9 @@ static bool wanted(const GElf_Sym *s)
 {
 	unsigned char t = GELF_ST_TYPE(s->st_info);
 
+	/* functions only: variables are the library's (datasyms.c) */
 	return s->st_name && s->st_shndx != SHN_UNDEF && s->st_shndx < SHN_LORESERVE &&
-	       (t == STT_OBJECT || t == STT_FUNC || t == STT_GNU_IFUNC || t == STT_NOTYPE ||
-		t == STT_COMMON);
+	       (t == STT_FUNC || t == STT_GNU_IFUNC || t == STT_NOTYPE);
 }
 
 /* Append the wanted symbols of the symbol table symscn of elf to f's;
@@ -120,7 +120,6 @@ static int efile_add_syms(struct efile *f, Elf *elf, Elf_Scn *symscn, char **str
 		at = strchr(e->name, '@');
 		e->keylen = at ? (size_t)(at - e->name) : strlen(e->name);
 		e->value = s.st_value;
-		e->size = s.st_size;
 		e->type = GELF_ST_TYPE(s.st_info);
 		e->bind = GELF_ST_BIND(s.st_info);
 		/* a debug file's code sections are NOBITS, still SHF_EXECINSTR */
@@ -262,10 +261,9 @@ static bool name_is(const struct esym *e, const char *name)
 	return strlen(name) == e->keylen && !memcmp(e->name, name, e->keylen);
 }
 
-/* A symbol named name (pass 0: global or weak; 1: local), in f's own
+/* A function named name (pass 0: global or weak; 1: local), in f's own
  * symbols only. */
-static const struct esym *efile_find_own(const struct efile *f, const char *name, int pass,
-					 bool functions)
+static const struct esym *efile_find_own(const struct efile *f, const char *name, int pass)
 {
 	size_t i;
 
@@ -274,7 +272,7 @@ static const struct esym *efile_find_own(const struct efile *f, const char *name
 
 		if ((e->bind == STB_LOCAL) != (pass == 1) || !name_is(e, name))
 			continue;
-		if (functions && !is_function(e))
+		if (!is_function(e))
 			continue;
 		return e;
 	}
@@ -282,13 +280,13 @@ static const struct esym *efile_find_own(const struct efile *f, const char *name
 }
 
 /* [cache_lock held] The same, and on a miss in the debug file's. */
-static const struct esym *efile_find(struct efile *f, const char *name, int pass, bool functions)
+static const struct esym *efile_find(struct efile *f, const char *name, int pass)
 {
-	const struct esym *e = efile_find_own(f, name, pass, functions);
+	const struct esym *e = efile_find_own(f, name, pass);
 
 	if (!e && !f->debug_read && !f->has_symtab) {
 		efile_read_debug(f);
-		e = efile_find_own(f, name, pass, functions);
+		e = efile_find_own(f, name, pass);
 	}
 	return e;
 }
@@ -569,10 +567,10 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 		}
 		*what = UKP_WHAT_NOMATCH;
 	} else {
-		const struct esym *e = efile_find(f, spec->symbol, 0, true);
+		const struct esym *e = efile_find(f, spec->symbol, 0);
 
 		if (!e)
-			e = efile_find(f, spec->symbol, 1, true);
+			e = efile_find(f, spec->symbol, 1);
 		ok = e != NULL;
 		if (e)
 			*addr = e->value + spec->offset;
@@ -582,100 +580,7 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 	return ok;
 }
 
-/* ------------------------------------------------------ data symbols */
-
-int ukpa_datasym_lookup(const char *object, const char *name, uintptr_t *addr)
-{
-	uint64_t size;
-
-	return ukpa_datasym_lookup_size(object, name, addr, &size);
-}
-
-int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *addr,
-			     uint64_t *size)
-{
-	struct walk w;
-	int pass, ret = -ENOENT;
-	size_t i;
-
-	walk_objects(&w);
-	pthread_mutex_lock(&cache_lock);
-	for (pass = 0; pass < 4 && ret; pass++) {
-		/* passes 0, 1: object's globals, locals; 2, 3: everyone's */
-		if (pass < 2 && !object)
-			continue;
-		for (i = 0; i < w.n && ret; i++) {
-			struct efile *f;
-			const struct esym *e;
-
-			if (pass < 2 && !obj_matches(&w.list[i].obj, object))
-				continue;
-			f = efile_get(w.list[i].obj.is_main ? "/proc/self/exe" : w.list[i].obj.path);
-			e = f ? efile_find(f, name, pass & 1, false) : NULL;
-			if (e) {
-				*addr = w.list[i].obj.base + e->value;
-				*size = e->size;
-				ret = 0;
-			}
-		}
-	}
-	pthread_mutex_unlock(&cache_lock);
-	free(w.list);
-	return ret;
-}
-
-bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len)
-{
-	struct walk w;
-	bool done = false;
-	size_t i, j;
-
-	walk_objects(&w);
-	pthread_mutex_lock(&cache_lock);
-	for (i = 0; i < w.n && !done; i++) {
-		const struct loaded *l = &w.list[i];
-		uint64_t off = addr - l->obj.base;
-		const struct efile *f;
-		size_t lo, hi;
-
-		for (j = 0; j < l->nsegs; j++)
-			if (off >= l->segs[j].vaddr && off - l->segs[j].vaddr < l->segs[j].memsz)
-				break;
-		if (j == l->nsegs)
-			continue;
-		f = efile_get(l->obj.is_main ? "/proc/self/exe" : l->obj.path);
-		if (!f)
-			break;
-		/* the last symbol at or below off, then back over a few */
-		for (lo = 0, hi = f->nsyms; lo < hi;) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (f->syms[mid].value <= off)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (j = lo; j > 0 && lo - j < 16 && !done; j--) {
-			const struct esym *e = &f->syms[j - 1];
-
-			if (e->size && off - e->value < e->size) {
-				if (l->obj.is_main)
-					snprintf(buf, len, "%.*s+0x%lx/0x%lx", (int)e->keylen, e->name,
-						 (unsigned long)(off - e->value),
-						 (unsigned long)e->size);
-				else
-					snprintf(buf, len, "%.*s+0x%lx/0x%lx [%s]", (int)e->keylen,
-						 e->name, (unsigned long)(off - e->value),
-						 (unsigned long)e->size, base_name(l->obj.path));
-				done = true;
-			}
-		}
-		break;
-	}
-	pthread_mutex_unlock(&cache_lock);
-	free(w.list);
-	return done;
-}
+/* ------------------------------------------------------------ fork */
 
 void ukpa_objects_lock(void)
 {

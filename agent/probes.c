@@ -342,6 +342,8 @@ static int match_cb(void *arg, const struct ksym_info *sym)
 	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->modpath &&
 						  !strcmp(sym->modpath, ms->skip_path)))
 		return 0;
+	if (sym->flags & KSYM_DATA) /* a glob names functions */
+		return 0;
 	if (ms->n && ms->m[ms->n - 1].start == start)
 		return 0;
 	/* every function (a glob of only wildcards): the object's own

@@ -332,6 +332,13 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 		*func = 0;
 	snprintf(buf, len, "0x%lx", (unsigned long)addr);
 	ret = kallsyms_lookup_info(addr, &res, names, sizeof(names));
+	if (ret == 0 && (res.flags & KSYM_DATA)) {
+		/* a variable: as the symbol table names it, or its object */
+		if (!ukpa_datasym_format(&res, addr, buf, len))
+			snprintf(buf, len, "[%s]+0x%lx", res.modname,
+				 (unsigned long)(addr - res.modbase));
+		return;
+	}
 	if (ret == 0) {
 		const char *name = res.name, *given = NULL;
 		int n = 0;
@@ -376,8 +383,6 @@ void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, cons
 	if (ret != -ENOENT || !res.modpath)
 		return;
 	snprintf(buf, len, "[%s]+0x%lx", res.modname, (unsigned long)(addr - res.modbase));
-	/* not in a function: a data symbol, maybe */
-	ukpa_datasym_symbolize(addr, buf, len);
 }
 
 /* Addresses already announced to ukprobe (open addressing; 0 = empty). */

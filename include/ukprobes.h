@@ -193,9 +193,11 @@ UKPROBES_API int module_kallsyms_on_each_symbol(const char *modname,
 #define KSYM_GLOBAL 0x4  /* bound GLOBAL, WEAK or UNIQUE */
 #define KSYM_DEBUG  0x8  /* named only by the object's debug file or MiniDebugInfo */
 #define KSYM_MAIN   0x10 /* in the program itself (the kernel's vmlinux) */
+#define KSYM_DATA   0x20 /* a variable (OBJECT, or NOTYPE outside code): symsize
+			  * is its st_size, 0 when the file gives none */
 struct ksym_info {
 	size_t size;             /* sizeof(struct ksym_info), set by the caller */
-	const char *name;        /* "" when no function holds the address */
+	const char *name;        /* "" when no symbol holds the address */
 	unsigned long addr;      /* the symbol's start; by name, an IFUNC's
 				  * implementation that the process uses */
 	unsigned long symsize;
@@ -209,11 +211,15 @@ struct ksym_info {
  * module_kallsyms_on_each_symbol(), with each symbol's ksym_info; an
  * IFUNC (KSYM_IFUNC) comes as its symbol table has it, at its resolver:
  * kallsyms_lookup_ifunc(sym->addr, sym->name, &impl) gives the
- * implementation the process uses (0, -ENOENT, -EINVAL, -EBUSY).
- * kallsyms_lookup_info(): the function that holds addr: 0; -ENOENT when
- * none does, with the object filled in (modpath NULL outside every
- * object). kallsyms_lookup_name_info(): the function named as for
- * kallsyms_lookup_name(): 0 or -ENOENT. find_module_info(): the first
+ * implementation the process uses (0, -ENOENT, -EINVAL, -EBUSY); each
+ * object's data symbols (KSYM_DATA) follow its functions.
+ * kallsyms_lookup_info(): the function that holds addr, else the sized
+ * data symbol that does: 0; -ENOENT when none does, with the object
+ * filled in (modpath NULL outside every object).
+ * kallsyms_lookup_name_info(): the function named as for
+ * kallsyms_lookup_name(), else the data symbol of that name (found the
+ * same way: globals first, in load order): 0 or -ENOENT. The other
+ * look-ups and walks give functions only. find_module_info(): the first
  * loaded object modname names (the kernel's find_module()): 0 or
  * -ENOENT, name "". The look-ups return -EINVAL for a bad size or
  * argument, -ERANGE when the names do not fit in buf (PATH_MAX plus

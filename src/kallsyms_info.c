@@ -4,6 +4,10 @@
  * and object (struct ksym_info): what a tool needs to name what it probes
  * (ukprobe's agent) without the library's internals.
  *
+ * Data symbols (KSYM_DATA) come where no function answers: by address
+ * outside every function, by name when no function has it, and in the
+ * walk after each object's functions.
+ *
  * [reg] each takes the registry mutex; not from a probe handler (-EBUSY).
  */
 #include <errno.h>
@@ -46,7 +50,8 @@ static int put_obj(struct ksym_info *info, const struct ukp_object *obj, char *b
 static unsigned int sym_flags(const struct ukp_symres *sym)
 {
 	return (sym->func ? KSYM_FUNC : 0) | (sym->ifunc ? KSYM_IFUNC : 0) |
-	       (sym->global ? KSYM_GLOBAL : 0) | (sym->debug ? KSYM_DEBUG : 0);
+	       (sym->global ? KSYM_GLOBAL : 0) | (sym->debug ? KSYM_DEBUG : 0) |
+	       (sym->data ? KSYM_DATA : 0);
 }
 
 /* [reg, lock held] info from a look-up's result (sym NULL: addr in no
@@ -85,7 +90,8 @@ UKPROBES_API int kallsyms_lookup_info(unsigned long addr, struct ksym_info *info
 		return -EINVAL;
 	if (ukp_in_probe_context() || ukp_lock_for_show())
 		return -EBUSY;
-	if (ukp_sym_lookup_addr(addr, &sym) == 0) {
+	/* a function first: data symbols name what no function holds */
+	if (ukp_sym_lookup_addr(addr, &sym) == 0 || ukp_data_lookup_addr(addr, &sym) == 0) {
 		ret = fill(info, &sym, NULL, buf, len);
 	} else {
 		ret = fill(info, NULL, ukp_object_of(addr), buf, len);
@@ -114,6 +120,9 @@ UKPROBES_API int kallsyms_lookup_name_info(const char *name, struct ksym_info *i
 		ret = fill(info, &sym, NULL, buf, len);
 		info->addr = addr;
 		info->flags = (info->flags & ~KSYM_IFUNC) | (ifunc ? KSYM_IFUNC : 0);
+	} else if (ukp_data_lookup_name(name, &sym) == 0) {
+		/* no function of that name: a variable (@SYM, watchpoints) */
+		ret = fill(info, &sym, NULL, buf, len);
 	}
 	ukp_unlock_for_show();
 	return ret;
@@ -191,7 +200,7 @@ UKPROBES_API int module_kallsyms_on_each_symbol_info(const char *modname,
 		return -EINVAL;
 	if (ukp_in_probe_context() || ukp_lock_for_show())
 		return -EBUSY;
-	ukp_for_each_symbol(modname, walk_one, &w);
+	ukp_for_each_symbol_kind(modname, true, walk_one, &w);
 	ukp_unlock_for_show();
 	return w.ret;
 }

@@ -54,7 +54,7 @@ struct ukp_seg {
 	bool exec;
 };
 
-/* One function-like symbol. */
+/* One function-like or data symbol. */
 struct ukp_sym {
 	uintptr_t start;
 	size_t size;            /* effective size (st_size, or up to the next symbol) */
@@ -113,6 +113,13 @@ struct ukp_objent {
 	size_t nimpls;
 	struct ukp_eh_frame *eh;        /* FDEs, to size those (read once) */
 	size_t max_size;        /* largest effective size: bounds address search */
+	/* data symbols (OBJECT, or NOTYPE outside code), for @SYM fetch
+	 * arguments and watchpoints: apart, so function look-ups and walks
+	 * never see them. Size is st_size (0: names an address only). */
+	struct ukp_sym *dsyms;  /* sorted by start, best alias first */
+	size_t ndsyms;
+	const struct ukp_sym **dby_name;
+	size_t max_dsize;
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
 
@@ -154,6 +161,8 @@ static void obj_free_syms(struct ukp_objent *o)
 
 	free(o->syms);
 	free(o->by_name);
+	free(o->dsyms);
+	free(o->dby_name);
 	for (i = 0; i < o->nstrbufs; i++)
 		free(o->strbufs[i]);
 	free(o->strbufs);
@@ -168,6 +177,10 @@ static void obj_free_syms(struct ukp_objent *o)
 	}
 	o->syms = NULL;
 	o->by_name = NULL;
+	o->dsyms = NULL;
+	o->dby_name = NULL;
+	o->ndsyms = 0;
+	o->max_dsize = 0;
 	o->strbufs = NULL;
 	o->nstrbufs = 0;
 	o->impls = NULL;
@@ -265,34 +278,47 @@ struct ukp_secinfo {
 	uint64_t size;
 	bool exec;              /* allocated, executable, with file contents
 				 * (in a debug file: inside an executable segment) */
+	bool data;              /* allocated, not executable, not TLS (in a
+				 * debug file: inside a loaded segment) */
 };
 
-/* Is a symbol table entry one we keep? Fills *sec_idx. */
-static bool sym_wanted(const GElf_Sym *sym, Elf32_Word xndx, size_t shnum,
-		       const struct ukp_secinfo *secs, size_t *sec_idx)
+enum ukp_symkind { UKP_SK_NONE, UKP_SK_FUNC, UKP_SK_DATA };
+
+/* Is a symbol table entry one we keep, and in which table? Fills
+ * *sec_idx. */
+static enum ukp_symkind sym_wanted(const GElf_Sym *sym, Elf32_Word xndx, size_t shnum,
+				   const struct ukp_secinfo *secs, size_t *sec_idx)
 {
 	unsigned char type = GELF_ST_TYPE(sym->st_info);
 	size_t idx;
 
-	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
-		return false;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE &&
+	    type != STT_OBJECT)
+		return UKP_SK_NONE;
 	if (sym->st_name == 0)
-		return false;
+		return UKP_SK_NONE;
 	if (sym->st_shndx == SHN_XINDEX)
 		idx = xndx;
 	else if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE)
-		return false;   /* undefined, absolute or common */
+		return UKP_SK_NONE;   /* undefined, absolute or common */
 	else
 		idx = sym->st_shndx;
-	if (idx == 0 || idx >= shnum || !secs[idx].exec)
-		return false;
+	if (idx == 0 || idx >= shnum)
+		return UKP_SK_NONE;
+	*sec_idx = idx;
+	/* data: its end marker (_edata, _end) names an address too */
+	if (secs[idx].data && (type == STT_OBJECT || type == STT_NOTYPE))
+		return sym->st_value >= secs[idx].addr &&
+		       sym->st_value <= secs[idx].addr + secs[idx].size ? UKP_SK_DATA
+									: UKP_SK_NONE;
+	if (!secs[idx].exec || type == STT_OBJECT)
+		return UKP_SK_NONE;
 	/* A zero-length marker at the very end of a section (etext and
 	 * friends) names no code. */
 	if (sym->st_value < secs[idx].addr ||
 	    sym->st_value >= secs[idx].addr + secs[idx].size)
-		return false;
-	*sec_idx = idx;
-	return true;
+		return UKP_SK_NONE;
+	return UKP_SK_FUNC;
 }
 
 /*
@@ -380,6 +406,8 @@ static void syms_finish(struct ukp_objent *o)
 struct ukp_symread {
 	struct ukp_sym *syms;
 	size_t n;
+	struct ukp_sym *dsyms;  /* data symbols */
+	size_t dn;
 	char *strings;
 };
 
@@ -419,6 +447,11 @@ static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_
 					 obj_range_in_seg(o, o->pub.base + sh.sh_addr, sh.sh_size, true);
 		else
 			secs[idx].exec = code && sh.sh_type != SHT_NOBITS;
+		/* a TLS section's addresses are offsets in each thread's block */
+		secs[idx].data = (sh.sh_flags & SHF_ALLOC) &&
+				 !(sh.sh_flags & (SHF_EXECINSTR | SHF_TLS)) &&
+				 (!debug || obj_range_mapped(o, o->pub.base + sh.sh_addr,
+							     sh.sh_size ? sh.sh_size : 1));
 		if (sh.sh_type == SHT_SYMTAB)
 			*symscn = scn;
 		else if (sh.sh_type == SHT_DYNSYM)
@@ -450,7 +483,7 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 {
 	Elf_Data *data, *xndxdata = NULL;
 	GElf_Shdr symshdr;
-	size_t nent, i, n, strbytes;
+	size_t nent, i, n, dn, strbytes;
 	char *sp;
 
 	memset(rd, 0, sizeof(*rd));
@@ -464,31 +497,38 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 	nent = symshdr.sh_size / symshdr.sh_entsize;
 
 	/* First pass: count and size the names, to allocate once. */
-	n = 0;
+	n = dn = 0;
 	strbytes = 0;
 	for (i = 0; i < nent; i++) {
 		GElf_Sym sym;
 		Elf32_Word xndx = 0;
 		size_t idx;
 		const char *name;
+		enum ukp_symkind kind;
 
 		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
 			continue;
-		if (!sym_wanted(&sym, xndx, shnum, secs, &idx))
+		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
+		if (kind == UKP_SK_NONE)
 			continue;
 		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		n++;
+		if (kind == UKP_SK_FUNC)
+			n++;
+		else
+			dn++;
 		strbytes += strlen(name) + 1;
 	}
-	if (!n)
+	if (!n && !dn)
 		return 0;
 
-	rd->syms = calloc(n, sizeof(*rd->syms));
+	rd->syms = calloc(n ? n : 1, sizeof(*rd->syms));
+	rd->dsyms = calloc(dn ? dn : 1, sizeof(*rd->dsyms));
 	rd->strings = malloc(strbytes);
-	if (!rd->syms || !rd->strings) {
+	if (!rd->syms || !rd->dsyms || !rd->strings) {
 		free(rd->syms);
+		free(rd->dsyms);
 		free(rd->strings);
 		memset(rd, 0, sizeof(*rd));
 		return -ENOMEM;
@@ -496,20 +536,25 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 
 	/* Second pass: keep them. */
 	sp = rd->strings;
-	for (i = 0; i < nent && rd->n < n; i++) {
-		struct ukp_sym *s = &rd->syms[rd->n];
+	for (i = 0; i < nent && (rd->n < n || rd->dn < dn); i++) {
+		struct ukp_sym *s;
 		GElf_Sym sym;
 		Elf32_Word xndx = 0;
 		size_t idx, len;
 		const char *name, *at;
+		enum ukp_symkind kind;
 
 		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
 			continue;
-		if (!sym_wanted(&sym, xndx, shnum, secs, &idx))
+		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
+		if (kind == UKP_SK_NONE)
 			continue;
 		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
+		if (kind == UKP_SK_FUNC ? rd->n == n : rd->dn == dn)
+			continue;
+		s = kind == UKP_SK_FUNC ? &rd->syms[rd->n++] : &rd->dsyms[rd->dn++];
 		len = strlen(name) + 1;
 		memcpy(sp, name, len);
 		s->name = sp;
@@ -523,7 +568,6 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 		s->bind = GELF_ST_BIND(sym.st_info);
 		s->type = GELF_ST_TYPE(sym.st_info);
 		s->debug = debug;
-		rd->n++;
 	}
 	return 0;
 }
@@ -589,32 +633,29 @@ static bool sym_same(const struct ukp_sym *a, const struct ukp_sym *b)
 }
 
 /*
- * [reg] Join rd's symbols to o's tables; rd's strings move to o (the
- * names handed out before stay valid). A debug symbol that repeats one
- * of the object's own (same address, name and binding class) is dropped:
- * the object's carries the version.
+ * [reg] old and add (one kind of symbol) as one table in *out, sorted by
+ * address (best alias first) with *by_name sorted by name (pointers
+ * into *out). A debug symbol that repeats one of the object's own (same
+ * address, name and binding class) is dropped: the object's carries the
+ * version. 0 or -ENOMEM (old kept).
  */
-static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
+static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
+		       size_t nadd, struct ukp_sym **out, const struct ukp_sym ***by_name,
+		       size_t *nout)
 {
-	size_t n = o->nsyms + rd->n, i, j, k, out = 0;
-	const struct ukp_sym **by_name;
-	struct ukp_sym *syms;
-	char **strbufs;
+	size_t n = nold + nadd, i, j, k, kept = 0;
+	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
+	const struct ukp_sym **names = malloc((n ? n : 1) * sizeof(*names));
 
-	syms = malloc((n ? n : 1) * sizeof(*syms));
-	by_name = malloc((n ? n : 1) * sizeof(*by_name));
-	strbufs = realloc(o->strbufs, (o->nstrbufs + 1) * sizeof(*strbufs));
-	if (strbufs)
-		o->strbufs = strbufs;
-	if (!syms || !by_name || !strbufs) {
+	if (!syms || !names) {
 		free(syms);
-		free(by_name);
+		free(names);
 		return -ENOMEM;
 	}
-	if (o->nsyms)
-		memcpy(syms, o->syms, o->nsyms * sizeof(*syms));
-	if (rd->n)
-		memcpy(syms + o->nsyms, rd->syms, rd->n * sizeof(*syms));
+	if (nold)
+		memcpy(syms, old, nold * sizeof(*syms));
+	if (nadd)
+		memcpy(syms + nold, add, nadd * sizeof(*syms));
 	qsort(syms, n, sizeof(*syms), sym_addr_qcmp);
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && syms[j].start == syms[i].start; j++)
@@ -626,27 +667,65 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 			for (m = i; syms[k].debug && m < j && !dup; m++)
 				dup = !syms[m].debug && sym_same(&syms[k], &syms[m]);
 			if (!dup)
-				syms[out++] = syms[k];
+				syms[kept++] = syms[k];
 		}
+	}
+	for (i = 0; i < kept; i++)
+		names[i] = &syms[i];
+	qsort(names, kept, sizeof(*names), sym_name_qcmp);
+	*out = syms;
+	*by_name = names;
+	*nout = kept;
+	return 0;
+}
+
+/*
+ * [reg] Join rd's symbols to o's tables (functions and data apart); rd's
+ * strings move to o (the names handed out before stay valid).
+ */
+static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
+{
+	const struct ukp_sym **by_name, **dby_name;
+	struct ukp_sym *syms, *dsyms;
+	size_t n, dn, i;
+	char **strbufs;
+
+	strbufs = realloc(o->strbufs, (o->nstrbufs + 1) * sizeof(*strbufs));
+	if (!strbufs)
+		return -ENOMEM;
+	o->strbufs = strbufs;
+	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &by_name, &n))
+		return -ENOMEM;
+	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dby_name, &dn)) {
+		free(syms);
+		free(by_name);
+		return -ENOMEM;
 	}
 	free(o->syms);
 	free(o->by_name);
+	free(o->dsyms);
+	free(o->dby_name);
 	o->syms = syms;
 	o->by_name = by_name;
-	o->nsyms = out;
+	o->nsyms = n;
+	o->dsyms = dsyms;
+	o->dby_name = dby_name;
+	o->ndsyms = dn;
 	if (rd->strings)
 		o->strbufs[o->nstrbufs++] = rd->strings;
 	rd->strings = NULL;
 	syms_finish(o);
-	for (i = 0; i < o->nsyms; i++)
-		o->by_name[i] = &o->syms[i];
-	qsort(o->by_name, o->nsyms, sizeof(*o->by_name), sym_name_qcmp);
+	o->max_dsize = 0;
+	for (i = 0; i < o->ndsyms; i++)
+		if (o->dsyms[i].size > o->max_dsize)
+			o->max_dsize = o->dsyms[i].size;
 	return 0;
 }
 
 static void symread_free(struct ukp_symread *rd)
 {
 	free(rd->syms);
+	free(rd->dsyms);
 	free(rd->strings);
 	memset(rd, 0, sizeof(*rd));
 }
@@ -774,7 +853,7 @@ static int obj_load_full(struct ukp_objent *o)
 	err = read_sections(o, src.elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
 	if (!err && symscn)
 		err = read_symtab(o, src.elf, symscn, xndxscn, secs, shnum, true, &rd);
-	if (!err && rd.n)
+	if (!err && (rd.n || rd.dn))
 		err = syms_join(o, &rd);
 	if (err == -ENOENT)
 		err = 0;
@@ -836,29 +915,30 @@ static const struct ukp_sym *obj_sym_at(const struct ukp_objent *o, uintptr_t ad
 }
 
 /*
- * [reg] The best definition of name in o with the wanted binding class
- * (global: GLOBAL/WEAK/UNIQUE, or local). "foo" also matches "foo@V" and
- * "foo@@V" (the default version preferred); "foo@V" matches only itself.
+ * [reg] The best definition of name in the name-sorted table by_name[n]
+ * with the wanted binding class (global: GLOBAL/WEAK/UNIQUE, or local).
+ * "foo" also matches "foo@V" and "foo@@V" (the default version
+ * preferred); "foo@V" matches only itself.
  */
-static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const char *name,
-					   bool global)
+static const struct ukp_sym *table_sym_named(const struct ukp_sym *const *by_name, size_t n,
+					     const char *name, bool global)
 {
 	const struct ukp_sym *best = NULL;
 	const char *at = strchr(name, '@');
 	size_t keylen = at ? (size_t)(at - name) : strlen(name);
-	size_t lo = 0, hi = o->nsyms, i;
+	size_t lo = 0, hi = n, i;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct ukp_sym *s = o->by_name[mid];
+		const struct ukp_sym *s = by_name[mid];
 
 		if (key_cmp(s->name, s->keylen, name, keylen) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (i = lo; i < o->nsyms; i++) {
-		const struct ukp_sym *s = o->by_name[i];
+	for (i = lo; i < n; i++) {
+		const struct ukp_sym *s = by_name[i];
 
 		if (key_cmp(s->name, s->keylen, name, keylen) != 0)
 			break;
@@ -869,6 +949,39 @@ static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const cha
 		/* by_name is in address order within a name: keep the
 		 * first unless a later one has a better version. */
 		if (!best || (sym_nondefault_version(best) && !sym_nondefault_version(s)))
+			best = s;
+	}
+	return best;
+}
+
+/* [reg] The same among o's functions. */
+static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const char *name,
+					   bool global)
+{
+	return table_sym_named(o->by_name, o->nsyms, name, global);
+}
+
+/* [reg] The data symbol of o whose st_size bytes hold addr (the nearest
+ * start at or below it, best alias first), or NULL. */
+static const struct ukp_sym *obj_dsym_at(const struct ukp_objent *o, uintptr_t addr)
+{
+	const struct ukp_sym *best = NULL;
+	size_t lo = 0, hi = o->ndsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->dsyms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (hi-- > 0) {
+		const struct ukp_sym *s = &o->dsyms[hi];
+
+		if (addr - s->start >= o->max_dsize || (best && s->start < best->start))
+			break;
+		if (addr - s->start < s->size)
 			best = s;
 	}
 	return best;
@@ -885,6 +998,15 @@ static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
 	res->ifunc = s->type == STT_GNU_IFUNC;
 	res->global = s->bind != STB_LOCAL;
 	res->debug = s->debug;
+	res->data = false;
+}
+
+static void fill_dres(const struct ukp_objent *o, const struct ukp_sym *s,
+		      struct ukp_symres *res)
+{
+	fill_res(o, s, res);
+	res->func = res->ifunc = false;
+	res->data = true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1415,9 +1537,36 @@ uint64_t ukp_objects_generation(void)
 	return ukp_syms.gen;
 }
 
+/*
+ * [reg] "object:sym" or "sym" split: *objname (malloc'ed, NULL without
+ * object) and *sym (into spec). -ENOENT when either part is empty or no
+ * loaded object is named so, -ENOMEM.
+ */
+static int spec_split(const char *spec, char **objname, const char **sym)
+{
+	const char *colon = strrchr(spec, ':');
+	size_t i;
+
+	*objname = NULL;
+	*sym = colon ? colon + 1 : spec;
+	if (!**sym || colon == spec)
+		return -ENOENT;
+	if (!colon)
+		return 0;
+	*objname = strndup(spec, (size_t)(colon - spec));
+	if (!*objname)
+		return -ENOMEM;
+	for (i = 0; i < ukp_syms.nlive; i++)
+		if (obj_matches(ukp_syms.live[i], *objname))
+			return 0;
+	free(*objname);
+	*objname = NULL;
+	return -ENOENT;
+}
+
 int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc)
 {
-	const char *colon, *sym;
+	const char *sym;
 	char *objname = NULL;
 	int round, pass, err;
 	size_t i;
@@ -1429,29 +1578,10 @@ int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc)
 	err = objects_sync();
 	if (err)
 		return err;
-
-	colon = strrchr(spec, ':');
-	if (colon) {
-		objname = strndup(spec, (size_t)(colon - spec));
-		if (!objname)
-			return -ENOMEM;
-		sym = colon + 1;
-	} else {
-		sym = spec;
-	}
+	err = spec_split(spec, &objname, &sym);
+	if (err)
+		return err;
 	err = -ENOENT;
-	if (!*sym || (objname && !*objname))
-		goto out;
-
-	if (objname) {
-		bool found_obj = false;
-
-		for (i = 0; i < ukp_syms.nlive; i++)
-			if (obj_matches(ukp_syms.live[i], objname))
-				found_obj = true;
-		if (!found_obj)
-			goto out;
-	}
 
 	/* Globals in load order first (what the dynamic linker would
 	 * bind), then statics; the objects' own tables first, their
@@ -1490,6 +1620,78 @@ int ukp_sym_lookup_name_ifunc(const char *spec, uintptr_t *addr, bool *ifunc)
 out:
 	free(objname);
 	return err;
+}
+
+int ukp_data_lookup_name(const char *spec, struct ukp_symres *res)
+{
+	const char *sym;
+	char *objname;
+	int round, pass, err;
+	size_t i;
+
+	if (!spec || !res)
+		return -ENOENT;
+	err = objects_sync();
+	if (!err)
+		err = spec_split(spec, &objname, &sym);
+	if (err)
+		return err;
+	/* as for functions: globals in load order, then statics; the debug
+	 * files only when the objects' own tables miss */
+	err = -ENOENT;
+	for (round = 0; round < 2 && err == -ENOENT; round++) {
+		for (pass = 0; pass < 2 && err == -ENOENT; pass++) {
+			for (i = 0; i < ukp_syms.nlive && err == -ENOENT; i++) {
+				struct ukp_objent *o = ukp_syms.live[i];
+				const struct ukp_sym *s;
+				int ret;
+
+				if (objname && !obj_matches(o, objname))
+					continue;
+				ret = round ? obj_load_full(o) : obj_load_syms(o);
+				if (ret) {
+					err = ret;
+					break;
+				}
+				s = table_sym_named(o->dby_name, o->ndsyms, sym, pass == 0);
+				if (s) {
+					fill_dres(o, s, res);
+					err = 0;
+				}
+			}
+		}
+	}
+	free(objname);
+	return err;
+}
+
+int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
+{
+	struct ukp_objent *o;
+	const struct ukp_sym *s;
+	int err;
+
+	err = objects_sync();
+	if (err)
+		return err;
+	o = live_of(addr, NULL);
+	if (!o)
+		return -ENOENT;
+	err = obj_load_syms(o);
+	if (err)
+		return err;
+	s = obj_dsym_at(o, addr);
+	if (!s) {
+		/* a static of a stripped object: its debug file */
+		err = obj_load_full(o);
+		if (err)
+			return err;
+		s = obj_dsym_at(o, addr);
+	}
+	if (!s)
+		return -ENOENT;
+	fill_dres(o, s, res);
+	return 0;
 }
 
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
@@ -1644,6 +1846,11 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 
 void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg)
 {
+	ukp_for_each_symbol_kind(object, false, fn, arg);
+}
+
+void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void *arg)
+{
 	size_t i, k;
 
 	if (!fn)
@@ -1663,6 +1870,12 @@ void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg)
 			struct ukp_symres res;
 
 			fill_res(o, &o->syms[k], &res);
+			fn(&res, arg);
+		}
+		for (k = 0; data && k < o->ndsyms; k++) {
+			struct ukp_symres res;
+
+			fill_dres(o, &o->dsyms[k], &res);
 			fn(&res, arg);
 		}
 		o->walking--;

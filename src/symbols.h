@@ -37,6 +37,8 @@ struct ukp_symres {
 	bool global;         /* bound GLOBAL, WEAK or UNIQUE (not LOCAL) */
 	bool debug;          /* known from the object's debug file or MiniDebugInfo
 			      * only (not in its own symbol table) */
+	bool data;           /* a data symbol (ukp_data_lookup_*): an OBJECT, or
+			      * a NOTYPE outside code; size is its st_size */
 };
 
 /*
@@ -97,6 +99,20 @@ int ukp_sym_ifunc_impl_at(uintptr_t resolver, const char *name, uintptr_t *impl)
  */
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
 
+/*
+ * Data symbols, kept apart from the functions that every look-up above
+ * and ukp_for_each_symbol() see: an OBJECT symbol, or a NOTYPE one
+ * outside code (_edata), in an allocated section.
+ * ukp_data_lookup_name(): "sym" or "object:sym" found as
+ * ukp_sym_lookup_name() finds a function (res->size: st_size, 0 when
+ * the file gives none). ukp_data_lookup_addr(): the sized data symbol
+ * whose bytes hold addr. Both read the debug file or MiniDebugInfo of a
+ * file without .symtab when its own table misses. 0, -ENOENT or
+ * -ENOMEM.
+ */
+int ukp_data_lookup_name(const char *spec, struct ukp_symres *res);
+int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res);
+
 /* The first loaded object (load order) that name names, as the "object"
  * of "object:sym" does, or NULL. */
 const struct ukp_object *ukp_object_named(const char *name);
@@ -124,6 +140,9 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg);
  * come as they are (sym->ifunc: start is the resolver). */
 typedef void (*ukp_sym_fn)(const struct ukp_symres *sym, void *arg);
 void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg);
+/* The same, and with data, each object's data symbols after its
+ * functions (sym->data). */
+void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void *arg);
 
 /* Drop every cached object (after fork in the child it stays valid; used
  * by tests and on exit). */

@@ -4,7 +4,8 @@
  * process has them loaded: names to addresses (what dlsym says), an
  * IFUNC to the implementation the process uses, the walk over every
  * function, and addresses back to text; per object, and with each
- * symbol's size, kind and object (struct ksym_info).
+ * symbol's size, kind and object (struct ksym_info), where variables
+ * (KSYM_DATA) come too: by name, by address and in the walk.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -220,9 +221,17 @@ Test(kallsyms, lookup_info)
 	cr_assert_str_eq(info.name, "kallsyms_test_own_function");
 	cr_assert(info.flags & KSYM_MAIN);
 	cr_assert_eq(kallsyms_test_own_function(x), 1);
-	/* in the program's data: no function, but its object */
-	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)heap_like, &info, buf,
-					  sizeof(buf)), -ENOENT);
+	/* in the program's data: no function, but the variable (its local
+	 * symbol "heap_like.N") */
+	cr_assert_eq(kallsyms_lookup_info((unsigned long)(uintptr_t)&heap_like[10], &info, buf,
+					  sizeof(buf)), 0);
+	cr_assert(!strncmp(info.name, "heap_like", 9), "%s", info.name);
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)heap_like);
+	cr_assert_eq(info.symsize, sizeof(heap_like));
+	cr_assert_eq(info.flags & (KSYM_DATA | KSYM_FUNC | KSYM_GLOBAL | KSYM_MAIN),
+		     KSYM_DATA | KSYM_MAIN);
+	/* in the program's object but in no symbol: its ELF header */
+	cr_assert_eq(kallsyms_lookup_info(info.modbase, &info, buf, sizeof(buf)), -ENOENT);
 	cr_assert_str_eq(info.name, "");
 	cr_assert(info.modpath && (info.flags & KSYM_MAIN));
 	/* on the stack: in no object */
@@ -273,4 +282,121 @@ Test(kallsyms, find_module_info)
 	cr_assert(info.flags & KSYM_MAIN);
 	cr_assert_eq(find_module_info("no_such_object.so", &info, buf, sizeof(buf)), -ENOENT);
 	cr_assert_eq(find_module_info(NULL, &info, buf, sizeof(buf)), -EINVAL);
+}
+
+/* ------------------------------------------------------ data symbols */
+
+/* a variable of the program, global */
+int kallsyms_test_own_variable[3] = { 1, 2, 3 };
+
+Test(kallsyms, data_by_name)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN];
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	unsigned long libc_stdout;
+
+	cr_assert(libc);
+	libc_stdout = (unsigned long)(uintptr_t)dlsym(libc, "stdout");
+	dlclose(libc);
+	/* libc's own (the program may have a copy of it) */
+	cr_assert_eq(kallsyms_lookup_name_info("libc.so.6:stdout", &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.addr, libc_stdout);
+	cr_assert_eq(info.symsize, sizeof(stdout));
+	cr_assert_eq(info.flags & (KSYM_DATA | KSYM_FUNC | KSYM_IFUNC | KSYM_GLOBAL),
+		     KSYM_DATA | KSYM_GLOBAL);
+	cr_assert_str_eq(info.modname, "libc.so.6");
+	/* without object: the one the dynamic linker bound, as functions */
+	cr_assert_eq(kallsyms_lookup_name_info("stdout", &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)&stdout);
+	cr_assert_eq(kallsyms_lookup_name_info("kallsyms_test_own_variable", &info, buf,
+					       sizeof(buf)), 0);
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)kallsyms_test_own_variable);
+	cr_assert_eq(info.symsize, sizeof(kallsyms_test_own_variable));
+	cr_assert(info.flags & KSYM_MAIN);
+	/* a function of the name wins, and stays a function */
+	cr_assert_eq(kallsyms_lookup_name_info("libz.so.1:deflate", &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.flags & (KSYM_DATA | KSYM_FUNC), KSYM_FUNC);
+	/* the name-only look-up is unchanged: functions only */
+	cr_assert_eq(kallsyms_lookup_name("kallsyms_test_own_variable"), 0);
+	cr_assert_eq(kallsyms_lookup_name_info("libz.so.1:stdout", &info, buf, sizeof(buf)),
+		     -ENOENT);
+	cr_assert_eq(kallsyms_lookup_name_info("libc.so.6:no_such_variable_x", &info, buf,
+					       sizeof(buf)), -ENOENT);
+}
+
+Test(kallsyms, data_by_address)
+{
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN], sp[KSYM_SYMBOL_LEN];
+	unsigned long a = (unsigned long)(uintptr_t)&kallsyms_test_own_variable[2];
+
+	cr_assert_eq(kallsyms_lookup_info(a, &info, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(info.name, "kallsyms_test_own_variable");
+	cr_assert_eq(info.addr, (unsigned long)(uintptr_t)kallsyms_test_own_variable);
+	cr_assert_eq(info.flags & (KSYM_DATA | KSYM_GLOBAL | KSYM_MAIN),
+		     KSYM_DATA | KSYM_GLOBAL | KSYM_MAIN);
+	/* sprint_symbol names functions only, as before */
+	sprint_symbol(sp, a);
+	cr_assert(!strncmp(sp, "0x", 2), "%s", sp);
+	/* in a library's variable */
+	cr_assert_eq(kallsyms_lookup_name_info("libc.so.6:stdout", &info, buf, sizeof(buf)), 0);
+	a = info.addr;
+	cr_assert_eq(kallsyms_lookup_info(a + 4, &info, buf, sizeof(buf)), 0);
+	cr_assert_eq(info.addr, a);
+	cr_assert(info.flags & KSYM_DATA);
+	cr_assert_str_eq(info.modname, "libc.so.6");
+}
+
+struct kinds {
+	unsigned long funcs, data, data_unflagged, data_before_func, stdout_seen;
+	const char *last_mod;
+	bool in_data;
+};
+
+static int kinds_cb(void *arg, const struct ksym_info *sym)
+{
+	struct kinds *k = arg;
+
+	if (k->last_mod != sym->modpath) /* a new object: its functions come first */
+		k->in_data = false;
+	k->last_mod = sym->modpath;
+	if (sym->flags & KSYM_DATA) {
+		k->data++;
+		k->in_data = true;
+		if (sym->flags & (KSYM_FUNC | KSYM_IFUNC))
+			k->data_unflagged++;
+		if (!strcmp(sym->name, "stdout") || !strncmp(sym->name, "stdout@", 7))
+			k->stdout_seen++;
+	} else {
+		k->funcs++;
+		if (k->in_data)
+			k->data_before_func++;
+	}
+	return 0;
+}
+
+static int plain_cb(void *data, const char *name, unsigned long addr)
+{
+	(void)addr;
+	if (!strcmp(name, "stdout") || !strcmp(name, "kallsyms_test_own_variable"))
+		++*(unsigned long *)data;
+	return 0;
+}
+
+Test(kallsyms, data_in_info_walk_only)
+{
+	struct kinds k;
+	unsigned long plain = 0;
+
+	memset(&k, 0, sizeof(k));
+	cr_assert_eq(module_kallsyms_on_each_symbol_info("libc.so.6", kinds_cb, &k), 0);
+	cr_assert_gt(k.funcs, 1000);
+	cr_assert_gt(k.data, 10);
+	cr_assert_eq(k.stdout_seen, 1);
+	cr_assert_eq(k.data_unflagged, 0);
+	cr_assert_eq(k.data_before_func, 0, "a function after the object's data");
+	/* the walk without info is the functions' alone */
+	cr_assert_eq(kallsyms_on_each_symbol(plain_cb, &plain), 0);
+	cr_assert_eq(plain, 0);
 }

@@ -784,16 +784,40 @@ Test(debuginfo, minidebuginfo)
 	expect_local_found("libukpds_mini.so");
 }
 
+/* The stripped object's static variable, from its debug file: by name
+ * and by address, a variable (the functions' look-ups do not see it). */
+static void expect_static_data_found(const char *obj)
+{
+	char spec[128];
+	void *h = open_prog(obj);
+	void *(*where)(void) = (void *(*)(void))dlsym(h, "ukpds_tally_addr");
+	struct ukp_symres res;
+	uintptr_t addr;
+
+	cr_assert_not_null(where);
+	snprintf(spec, sizeof(spec), "%s:ukpds_tally", obj);
+	cr_assert_eq(ukp_sym_lookup_name(spec, &addr), -ENOENT);
+	cr_assert_eq(ukp_data_lookup_name(spec, &res), 0);
+	cr_expect_eq(res.start, (uintptr_t)where());
+	cr_expect(res.data && res.debug && !res.func && !res.global);
+	cr_expect_eq(res.size, 4 * sizeof(int));
+	cr_assert_eq(ukp_data_lookup_addr((uintptr_t)where() + 8, &res), 0);
+	cr_expect_str_eq(res.name, "ukpds_tally");
+	cr_expect_str_eq(res.obj->name, obj);
+}
+
 Test(debuginfo, debug_file_by_build_id)
 {
 	debug_root("dbgroot_good");
 	expect_local_found("libukpds_buildid.so");
+	expect_static_data_found("libukpds_buildid.so");
 }
 
 Test(debuginfo, debug_file_by_debuglink)
 {
 	debug_root("nonexistent");
 	expect_local_found("libukpds_link.so");
+	expect_static_data_found("libukpds_link.so");
 }
 
 /* A debug file at the right place that is another object's. */
