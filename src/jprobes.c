@@ -39,6 +39,21 @@
 
 #include "jprobes.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UKP_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UKP_ASAN 1
+#endif
+#ifdef UKP_ASAN
+void __asan_handle_no_return(void);
+#define UKP_ASAN_NO_RETURN() __asan_handle_no_return()
+#else
+#define UKP_ASAN_NO_RETURN() ((void)0)
+#endif
+
 UKP_TLS struct ukp_jprobe_ctl ukp_jp_ctl;
 _Atomic unsigned long ukp_jprobe_missing;
 
@@ -140,8 +155,12 @@ UKP_TRAP_TEXT struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, struct pt_
 /* [any] The end of a jprobe handler (ukprobes.h). */
 UKPROBES_API UKP_TRAP_TEXT void jprobe_return(void)
 {
-	if (ukp_jp_ctl.jp)
+	if (ukp_jp_ctl.jp) {
+		/* The handler's frames are left without returning: a build
+		 * with AddressSanitizer unpoisons them, as longjmp does. */
+		UKP_ASAN_NO_RETURN();
 		arch_jprobe_return_trap();
+	}
 }
 
 /* ---------------------------------------------------- registration */
