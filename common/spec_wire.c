@@ -156,22 +156,27 @@ static void put_spec(struct out *o, const struct ukp_spec *s)
 	}
 }
 
+void ukp_specs_header_init(struct ukp_specs_header *h, int n)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, UKP_SPECS_MAGIC, sizeof(h->magic));
+	h->version = UKP_PROTO_VERSION;
+	h->header_size = sizeof(*h);
+	h->spec_size = sizeof(struct ukp_spec);
+	h->arg_size = sizeof(struct ukp_fetcharg);
+	h->filter_size = sizeof(struct ukp_filter);
+	h->pred_size = sizeof(struct ukp_filter_pred);
+	h->hist_size = sizeof(struct ukp_hist);
+	h->nspecs = (uint32_t)n;
+}
+
 void *ukp_specs_encode(const struct ukp_spec *specs, int n, size_t *len)
 {
-	struct ukp_specs_header h = {
-		.version = UKP_PROTO_VERSION,
-		.header_size = sizeof(h),
-		.spec_size = sizeof(struct ukp_spec),
-		.arg_size = sizeof(struct ukp_fetcharg),
-		.filter_size = sizeof(struct ukp_filter),
-		.pred_size = sizeof(struct ukp_filter_pred),
-		.hist_size = sizeof(struct ukp_hist),
-		.nspecs = (uint32_t)n,
-	};
+	struct ukp_specs_header h;
 	struct out o = { 0 };
 	int i;
 
-	memcpy(h.magic, UKP_SPECS_MAGIC, sizeof(h.magic));
+	ukp_specs_header_init(&h, n);
 	put(&o, &h, sizeof(h));
 	for (i = 0; i < n; i++)
 		put_spec(&o, &specs[i]);

@@ -57,6 +57,10 @@ enum ukp_specs_error {
  * memory). */
 void *ukp_specs_encode(const struct ukp_spec *specs, int n, size_t *len);
 
+/* [any] The header of a form of n SPECs written by this build (magic,
+ * version and struct sizes; size left 0). */
+void ukp_specs_header_init(struct ukp_specs_header *h, int n);
+
 /*
  * [init] The SPECs of the form buf[0..len): *specs (calloc'ed array of
  * *n; free each with ukp_spec_free(), then the array). nregs: the words

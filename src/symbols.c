@@ -869,36 +869,43 @@ out:
 }
 
 /*
- * [reg] The best symbol of o containing addr: the nearest start at or
- * below addr whose extent covers it (a label inside a function wins over
- * the function, as in kallsyms), and at one start the best alias (sorted
- * first).
+ * [reg] The best symbol of the address-sorted table tab[n] containing
+ * addr: the nearest start at or below addr whose extent covers it (a
+ * label inside a function wins over the function, as in kallsyms), and
+ * at one start the best alias (sorted first). No symbol containing addr
+ * starts max_size or more below it.
  */
-static const struct ukp_sym *obj_sym_at(const struct ukp_objent *o, uintptr_t addr)
+static const struct ukp_sym *table_sym_at(const struct ukp_sym *tab, size_t n, size_t max_size,
+					  uintptr_t addr)
 {
 	const struct ukp_sym *best = NULL;
-	size_t lo = 0, hi = o->nsyms;
+	size_t lo = 0, hi = n;
 
 	/* hi := first symbol starting above addr */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (o->syms[mid].start <= addr)
+		if (tab[mid].start <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	/* No symbol containing addr can start more than max_size below it. */
 	while (hi-- > 0) {
-		const struct ukp_sym *s = &o->syms[hi];
+		const struct ukp_sym *s = &tab[hi];
 
-		if (addr - s->start >= o->max_size)
-			break;
-		if (best && s->start < best->start)
+		if (addr - s->start >= max_size || (best && s->start < best->start))
 			break;
 		if (addr - s->start < s->size)
 			best = s;       /* walking down: ends on the best alias */
 	}
+	return best;
+}
+
+/* [reg] The same among o's functions. */
+static const struct ukp_sym *obj_sym_at(const struct ukp_objent *o, uintptr_t addr)
+{
+	const struct ukp_sym *best = table_sym_at(o->syms, o->nsyms, o->max_size, addr);
+
 	/* An IFUNC implementation named after its IFUNC, when no real
 	 * symbol names it (obj_sym_at never picks it over one that does). */
 	if (!best || !best->sized) {
@@ -965,26 +972,7 @@ static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const cha
  * start at or below it, best alias first), or NULL. */
 static const struct ukp_sym *obj_dsym_at(const struct ukp_objent *o, uintptr_t addr)
 {
-	const struct ukp_sym *best = NULL;
-	size_t lo = 0, hi = o->ndsyms;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (o->dsyms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	while (hi-- > 0) {
-		const struct ukp_sym *s = &o->dsyms[hi];
-
-		if (addr - s->start >= o->max_dsize || (best && s->start < best->start))
-			break;
-		if (addr - s->start < s->size)
-			best = s;
-	}
-	return best;
+	return table_sym_at(o->dsyms, o->ndsyms, o->max_dsize, addr);
 }
 
 static void fill_res(const struct ukp_objent *o, const struct ukp_sym *s,
@@ -1665,7 +1653,13 @@ int ukp_data_lookup_name(const char *spec, struct ukp_symres *res)
 	return err;
 }
 
-int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
+/*
+ * [reg] The function (data: the variable) of a live object containing
+ * addr: from the object's own symbol table, else (a local one of a
+ * stripped object, or a function symbol without a size that does not
+ * start at addr) from its debug file.
+ */
+static int lookup_addr(uintptr_t addr, struct ukp_symres *res, bool data)
 {
 	struct ukp_objent *o;
 	const struct ukp_sym *s;
@@ -1680,18 +1674,25 @@ int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 	err = obj_load_syms(o);
 	if (err)
 		return err;
-	s = obj_dsym_at(o, addr);
-	if (!s) {
-		/* a static of a stripped object: its debug file */
+	s = data ? obj_dsym_at(o, addr) : obj_sym_at(o, addr);
+	if (!s || (!data && !s->sized && s->start != addr)) {
 		err = obj_load_full(o);
 		if (err)
 			return err;
-		s = obj_dsym_at(o, addr);
+		s = data ? obj_dsym_at(o, addr) : obj_sym_at(o, addr);
 	}
 	if (!s)
 		return -ENOENT;
-	fill_dres(o, s, res);
+	if (data)
+		fill_dres(o, s, res);
+	else
+		fill_res(o, s, res);
 	return 0;
+}
+
+int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
+{
+	return lookup_addr(addr, res, true);
 }
 
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
@@ -1735,31 +1736,7 @@ int ukp_sym_ifunc_impl_at(uintptr_t resolver, const char *name, uintptr_t *impl)
 
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 {
-	struct ukp_objent *o;
-	const struct ukp_sym *s;
-	int err;
-
-	err = objects_sync();
-	if (err)
-		return err;
-	o = live_of(addr, NULL);
-	if (!o)
-		return -ENOENT;
-	err = obj_load_syms(o);
-	if (err)
-		return err;
-	s = obj_sym_at(o, addr);
-	if (!s || (!s->sized && s->start != addr)) {
-		/* a local function of a stripped object: its debug file */
-		err = obj_load_full(o);
-		if (err)
-			return err;
-		s = obj_sym_at(o, addr);
-	}
-	if (!s)
-		return -ENOENT;
-	fill_res(o, s, res);
-	return 0;
+	return lookup_addr(addr, res, false);
 }
 
 const struct ukp_object *ukp_object_named(const char *name)

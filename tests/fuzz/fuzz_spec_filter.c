@@ -103,16 +103,7 @@ static void round_trip(const struct ukp_spec *spec, const uint8_t *data, size_t 
 /* The input as the records of a form of one SPEC. */
 static void decode_raw(const uint8_t *data, size_t size)
 {
-	struct ukp_specs_header h = {
-		.version = UKP_PROTO_VERSION,
-		.header_size = sizeof(h),
-		.spec_size = sizeof(struct ukp_spec),
-		.arg_size = sizeof(struct ukp_fetcharg),
-		.filter_size = sizeof(struct ukp_filter),
-		.pred_size = sizeof(struct ukp_filter_pred),
-		.hist_size = sizeof(struct ukp_hist),
-		.nspecs = 1,
-	};
+	struct ukp_specs_header h;
 	unsigned char *form = malloc(sizeof(h) + size);
 	struct ukp_spec *back;
 	uint32_t version;
@@ -120,7 +111,7 @@ static void decode_raw(const uint8_t *data, size_t size)
 
 	if (!form)
 		return;
-	memcpy(h.magic, UKP_SPECS_MAGIC, sizeof(h.magic));
+	ukp_specs_header_init(&h, 1);
 	h.size = sizeof(h) + size;
 	memcpy(form, &h, sizeof(h));
 	memcpy(form + sizeof(h), data, size);
