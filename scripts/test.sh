@@ -60,5 +60,18 @@ ok2=$((ok2 + ok3)); bad2=$((bad2 + bad3))
 # the SPEC and filter parsers under libFuzzer, a short run (when clang is here)
 bash scripts/fuzz.sh -runs=20000 || status=1
 
+# Name what failed last, where a truncated CI log still shows it.
+python3 - build/meson-logs/testlog.json build-san/meson-logs/testlog.json \
+  build-aarch64/meson-logs/testlog.json <<'PY' || true
+import json, os, sys
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        print("failed: no test log", path); continue
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
+            print("failed:", path.split("/")[0], r.get("name"), r.get("result"))
+PY
+grep -E '\] FAIL:' build/torture.log 2>/dev/null | sed 's/^/failed: torture /' || true
 echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
 exit $status
