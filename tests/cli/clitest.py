@@ -285,6 +285,21 @@ def case_trace_stdout():
     check(trace == ["tgt_basic-TID [CPU] TS: p_add_0: (add+0x0/SIZE) a=%d" % i
                     for i in range(3)] +
           ["tgt_basic-TID [CPU] TS: p_greet_0: (greet+0x0/SIZE)"], "trace lines", show(r))
+    # Thousands of events and program lines on one pipe: no line of either
+    # is cut by the other (each program line is one write of its own).
+    n = 4000
+    prog = "import os\nfor i in range(%d): os.write(1, b'program line %%06d\\n' %% i)\n" % n
+    r = ukprobe(["trace", "-e", "p:w libc.so.6:write fd=%di:s32 n=%dx:u64", "--",
+                 sys.executable, "-c", prog])
+    check(r.returncode == 0, "many lines", show(r))
+    lines = r.stdout.splitlines()
+    mine = [l for l in lines if re.fullmatch(r"program line \d{6}", l)]
+    events = [l for l in lines if LINE_RE.match(l) and l.endswith(" fd=1 n=20")]
+    known = set(mine)
+    odd = [l for l in lines if l not in known and not LINE_RE.match(l)]
+    check(mine == ["program line %06d" % i for i in range(n)] and len(events) == n and not odd,
+          "%d program lines and %d events whole, %d other lines" % (len(mine), len(events), len(odd)),
+          "\n".join(odd[:10]))
 
 
 def case_exit_status():

@@ -213,10 +213,8 @@ int ukp_cmd_probes(int argc, char **argv)
 		if (!code && s.probe_errors)
 			code = UKP_EXIT_FAIL;
 	}
-	if (o.out && o.out != stdout && fclose(o.out))
+	if (o.out && fclose(o.out))
 		code = code ? code : UKP_EXIT_FAIL;
-	else if (o.out == stdout)
-		fflush(stdout);
 	ukp_session_free(&s);
 	ukp_cli_free_specs(s.specs, s.nspecs);
 	free(spec_text);

@@ -201,10 +201,8 @@ int ukp_cmd_stat(int argc, char **argv)
 		ukp_err("cannot write %s", json);
 		code = code ? code : UKP_EXIT_FAIL;
 	}
-	if (out && out != stdout && fclose(out))
+	if (out && fclose(out))
 		code = code ? code : UKP_EXIT_FAIL;
-	else if (out == stdout)
-		fflush(stdout);
 	ukp_session_free(&s);
 	ukp_cli_free_specs(s.specs, s.nspecs);
 	return code;

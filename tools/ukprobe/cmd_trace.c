@@ -317,10 +317,8 @@ int ukp_cmd_trace(int argc, char **argv)
 		ukp_hist_print(t.out, &s);
 	if (t.json && ukp_json_close(t.json, &s))
 		code = code ? code : UKP_EXIT_FAIL;
-	if (t.out && t.out != stdout && fclose(t.out))
+	if (t.out && fclose(t.out))
 		code = code ? code : UKP_EXIT_FAIL;
-	else if (t.out == stdout)
-		fflush(stdout);
 	ukp_session_free(&s);
 	ukp_cli_free_specs(s.specs, s.nspecs);
 	return code;

@@ -3,7 +3,6 @@
  * format.c - argument values as ftrace prints them, and the output file.
  */
 #include <errno.h>
-#include <stdio_ext.h>
 #include <string.h>
 
 #include "cli.h"
@@ -140,16 +139,4 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 		else
 			put_number(out, v, t);
 	}
-}
-
-FILE *ukp_open_output(const char *path)
-{
-	FILE *f;
-
-	f = path ? fopen(path, "w") : stdout;
-	if (!f)
-		ukp_err("cannot open %s: %s", path, strerror(errno));
-	else
-		__fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread: no lock per call */
-	return f;
 }
