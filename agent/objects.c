@@ -226,6 +226,7 @@ struct in_text {
 	bool found;
 };
 
+/* [init] inside the library's walk of the file's executable segments */
 static int in_text_cb(void *arg, unsigned long addr, unsigned long size)
 {
 	struct in_text *t = arg;

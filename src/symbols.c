@@ -11,6 +11,8 @@
  * loader's adds/subs counters tell us cheaply whether the object list may
  * have changed, so every query first brings the cache up to date: nobody
  * gets an answer about a library that was dlclose()d under them.
+ * Files that are not loaded (yet) are read by the same code, as records
+ * of objects loaded at 0 (ukp_file_object), kept apart from the list.
  *
  * Context: every function runs at registration time ([reg]): ordinary
  * (non-signal) context, registry mutex held by the caller, so the module

@@ -151,7 +151,12 @@ Test(module_file, sqlite_walk_equals_loaded)
 
 Test(module_file, libm_walk_equals_loaded_ifuncs_at_resolvers)
 {
+	/* x86-64's libm chooses its FMA variants by IFUNCs */
+#if defined(__x86_64__)
 	same_walks("libm.so.6", true);
+#else
+	same_walks("libm.so.6", false);
+#endif
 }
 
 struct texts {
@@ -256,7 +261,9 @@ Test(module_file, minidebuginfo)
 	unsigned long bias;
 	void *h;
 
-	cr_assert_not_null(dir, "UKP_TEST_PROGS is not set");
+	/* the aarch64 build has no test objects (tests/progs) */
+	if (!dir)
+		cr_skip_test("UKP_TEST_PROGS is not set");
 	snprintf(path, sizeof(path), "%s/libukpds_mini.so", dir);
 	cr_assert_eq(module_file_kallsyms_lookup_name_info(path, "ukpds_local", &f, fbuf,
 							   sizeof(fbuf)), 0);
