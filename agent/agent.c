@@ -269,12 +269,10 @@ static void atfork_prepare(void)
 	if (ukpa_follow && ukpa_active() && !ukpa_busy)
 		ukpa_reader_flush(100);
 	ukpa_probes_lock();
-	ukpa_objects_lock();
 }
 
 static void atfork_parent(void)
 {
-	ukpa_objects_unlock();
 	ukpa_probes_unlock();
 }
 
@@ -282,7 +280,6 @@ static void atfork_parent(void)
  * without, the child runs untraced. */
 static void atfork_child(void)
 {
-	ukpa_objects_after_fork();
 	ukpa_probes_after_fork();
 	if (out_fd < 0 || agent_pid != atfork_pid)
 		return;

@@ -16,7 +16,7 @@
  * The whole agent is blacklisted by libukprobes (its code is in the same
  * shared object as the library's), and every thread while it runs agent
  * code has ukpa_busy set, so the probes it hits in libc (malloc under
- * libelf, ...) record nothing.
+ * the library's look-ups, ...) record nothing.
  */
 #ifndef UKPROBE_AGENT_H
 #define UKPROBE_AGENT_H
@@ -300,6 +300,9 @@ char *ukpa_demangle(const char *name);
  * template arguments and parameters ("int ns::f<int>(int)": "ns::f"),
  * for event names. */
 void ukpa_demangled_base(const char *demangled, char *out, size_t len);
+/* [init] Does a glob SPEC's pattern match the function name (a symbol
+ * table's, its version suffix dropped), as it is or demangled? */
+bool ukpa_glob_matches(const char *pattern, const char *name);
 
 /* ------------------------------------------------------------- ring.c */
 /* [init] The text of addr to ukprobe at once (UKPM_SYM). */
@@ -366,19 +369,16 @@ bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr);
 /* [init] Is addr in an executable segment of a loaded object? */
 bool ukpa_addr_is_code(uintptr_t addr);
 /* [init] The file a not yet loaded object name would load (malloc'ed
- * path), or NULL: a path as it is; a name searched as dlopen() would
- * (LD_LIBRARY_PATH, the program's RUNPATH, the system directories). */
+ * real path), or NULL: a path as it is; a name searched as dlopen() would
+ * (the library's find_module_file()). */
 char *ukpa_obj_file(const char *name);
 /* [init] For a SPEC waiting for its object: does the file have the
  * function (or a function matching the glob, or code at the address)?
- * Fills *what with UKP_WHAT_SYMBOL/NOMATCH/ADDR when not, and *addr with
- * the function's ELF address. */
+ * Fills *what with UKP_WHAT_SYMBOL/NOMATCH/ADDR when not (OBJECT: the
+ * file is no object), and *addr with the function's ELF address (an
+ * IFUNC's: its resolver's) plus the offset. */
 bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t *what,
 			 uint64_t *addr);
-/* [init] Around fork (pthread_atfork): the ELF cache's lock. */
-void ukpa_objects_lock(void);
-void ukpa_objects_unlock(void);
-void ukpa_objects_after_fork(void);
 
 /* --------------------------------------------------------- datasyms.c */
 /* [init] The address of a variable (or a function) named name: in object

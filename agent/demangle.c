@@ -7,6 +7,7 @@
  *
  * [init]/[reader] only (allocates): never in the hit path.
  */
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libiberty/demangle.h>
@@ -56,4 +57,24 @@ void ukpa_demangled_base(const char *d, char *out, size_t len)
 			out[n++] = *c;
 	}
 	out[n] = '\0';
+}
+
+bool ukpa_glob_matches(const char *pattern, const char *name)
+{
+	char buf[512];
+	size_t len = strcspn(name, "@");
+	char *d;
+	bool match;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	if (!fnmatch(pattern, buf, 0))
+		return true;
+	/* a C++ or Rust function: its demangled name may match */
+	d = ukpa_demangle(buf);
+	match = d && !fnmatch(pattern, d, 0);
+	free(d);
+	return match;
 }

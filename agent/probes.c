@@ -335,12 +335,10 @@ struct matches {
 static int match_cb(void *arg, const struct ksym_info *sym)
 {
 	struct matches *ms = arg;
-	char name[512];
 	size_t len = strcspn(sym->name, "@");
 	uintptr_t start = sym->addr;
 
-	if (ms->nomem || len >= sizeof(name) || (ms->skip_path && sym->modpath &&
-						  !strcmp(sym->modpath, ms->skip_path)))
+	if (ms->nomem || (ms->skip_path && sym->modpath && !strcmp(sym->modpath, ms->skip_path)))
 		return 0;
 	if (sym->flags & KSYM_DATA) /* a glob names functions */
 		return 0;
@@ -351,17 +349,8 @@ static int match_cb(void *arg, const struct ksym_info *sym)
 	 * of which glibc runs with every signal blocked */
 	if ((sym->flags & KSYM_DEBUG) && ms->everything)
 		return 0;
-	memcpy(name, sym->name, len);
-	name[len] = '\0';
-	if (fnmatch(ms->pattern, name, 0)) {
-		/* a C++ or Rust function: its demangled name may match */
-		char *d = ukpa_demangle(name);
-		bool match = d && !fnmatch(ms->pattern, d, 0);
-
-		free(d);
-		if (!match)
-			return 0;
-	}
+	if (!ukpa_glob_matches(ms->pattern, sym->name))
+		return 0;
 	if (ms->n == ms->cap) {
 		size_t cap = ms->cap ? ms->cap * 2 : 64;
 		struct match *m = realloc(ms->m, cap * sizeof(*m));
@@ -376,7 +365,7 @@ static int match_cb(void *arg, const struct ksym_info *sym)
 	ms->m[ms->n].start = start;
 	ms->m[ms->n].dup = false;
 	ms->m[ms->n].ifunc = (sym->flags & KSYM_IFUNC) != 0;
-	ms->m[ms->n].name = strdup(name);
+	ms->m[ms->n].name = strndup(sym->name, len);
 	ms->m[ms->n].prefer = malloc(strlen(sym->modpath) + len + 2);
 	if (!ms->m[ms->n].name || !ms->m[ms->n].prefer) {
 		free(ms->m[ms->n].name);
@@ -384,7 +373,7 @@ static int match_cb(void *arg, const struct ksym_info *sym)
 		ms->nomem = true;
 		return 0;
 	}
-	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->modpath, name);
+	sprintf(ms->m[ms->n].prefer, "%s:%s", sym->modpath, ms->m[ms->n].name);
 	ms->n++;
 	return 0;
 }

@@ -238,6 +238,54 @@ UKPROBES_API int kallsyms_lookup_name_info(const char *name, struct ksym_info *i
 					   size_t len);
 UKPROBES_API int find_module_info(const char *modname, struct ksym_info *info, char *buf,
 				  size_t len);
+
+/*
+ * Object files that are not loaded (yet), read from the file as the
+ * kernel reads a module's symbols from its file before it runs it: a
+ * library the program will dlopen() later, whose probes a tool checks
+ * before the program gets there. modfile is a path (with a '/'), or a
+ * file name looked for as dlopen() from the program would look for it
+ * (LD_LIBRARY_PATH, the program's RUNPATH or RPATH, the loader's system
+ * directories), then next to the loaded objects and in the system's
+ * library directories. The file is read whether it is loaded or not.
+ * find_module_file(): the real path of that file, into buf: 0, -ENOENT
+ * when there is none, -ERANGE when it does not fit (PATH_MAX does).
+ * module_file_kallsyms_on_each_symbol_info(): the walk of
+ * module_kallsyms_on_each_symbol_info() over the file's symbols: the
+ * same symbols with the same flags (its .symtab, else its .dynsym and
+ * its debug file's or MiniDebugInfo's, KSYM_DEBUG; its variables,
+ * KSYM_DATA, after its functions), at their ELF addresses (modbase 0,
+ * modpath the real path); an IFUNC at its resolver (no code of the file
+ * runs: kallsyms_lookup_ifunc() wants it loaded).
+ * module_file_kallsyms_lookup_name_info(): the function of the file
+ * that name names ("foo" also finds "foo@@VERS", the default version
+ * first), globals before locals, its own table before its debug file;
+ * else the variable of that name: 0 or -ENOENT. An IFUNC (KSYM_IFUNC)
+ * gives its resolver's address.
+ * module_file_on_each_text(): fn(data, addr, size) for each executable
+ * PT_LOAD segment of the file, at its ELF address: where code of the
+ * file will be (an address in one is code once the object is loaded at
+ * addr + its load bias); a non-zero return stops the walk and is
+ * returned.
+ * The three return -ENOENT when modfile names no file, -ENOEXEC when it
+ * is not an ELF object of this machine's class, -EINVAL for a bad
+ * argument, -EBUSY from a handler; a walk's callback gets data valid
+ * during the call and must not call the look-ups. Ordinary context
+ * only: not for handlers (they take locks, allocate and may call
+ * dlopen() and dlclose()).
+ */
+UKPROBES_API int find_module_file(const char *modname, char *buf, size_t len);
+UKPROBES_API int module_file_kallsyms_on_each_symbol_info(const char *modfile,
+							  int (*fn)(void *data,
+								    const struct ksym_info *sym),
+							  void *data);
+UKPROBES_API int module_file_kallsyms_lookup_name_info(const char *modfile, const char *name,
+						       struct ksym_info *info, char *buf,
+						       size_t len);
+UKPROBES_API int module_file_on_each_text(const char *modfile,
+					  int (*fn)(void *data, unsigned long addr,
+						    unsigned long size),
+					  void *data);
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);

@@ -3,8 +3,9 @@
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
 # assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
-# the agent includes nothing of src/ or tools/ but the public header and
-# builds no parser (the CLI parses; the agent gets the parsed form), and
+# the agent includes nothing of src/ or tools/ but the public header,
+# reads no ELF file itself and builds no parser (the CLI parses; the
+# agent gets the parsed form), and
 # the fast paths' .S files use only the offsets of the two blocks of
 # src/fastpath.h (FS_*, FT_*): the rest (P_*) belongs to the primitives
 # (src/arch/<arch>/fastpath_ops.h).
@@ -43,6 +44,16 @@ bad=$(grep -rn '^[[:space:]]*#[[:space:]]*include' agent | while IFS= read -r li
 done)
 if [ -n "$bad" ]; then
   echo "check_layout: the agent includes the library's or the CLI's headers (only <ukprobes.h>, system, agent/ and common/ ones):" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+# The agent reads no ELF file itself: the library's reader does, for
+# loaded objects and for files not loaded yet (find_module_file and the
+# module_file_* look-ups), with their debug files.
+bad=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](libelf\.h|gelf\.h|elfutils/[^>"]*|debuginfo\.h)[>"]' \
+  agent/*.c agent/*.h || true)
+if [ -n "$bad" ]; then
+  echo "check_layout: the agent reads ELF files itself (libukprobes' find_module_file and module_file_* do):" >&2
   echo "$bad" >&2
   exit 1
 fi

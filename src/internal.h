@@ -223,6 +223,12 @@ void ukp_text_after_fork(void);               /* [any] */
 int ukp_bounds_check(const struct ukp_symres *sym, size_t off); /* [reg] */
 void ukp_bounds_forget(void);                 /* [reg] at a batch's end */
 
+/* module_file.c: the real path (malloc'ed) of the file dlopen(name) from
+ * the main program would load, or of name itself when it is a path;
+ * NULL when there is none. Not under the registry mutex (it calls
+ * dlopen() and dlclose()). */
+char *ukp_module_file_find(const char *name);
+
 /* insn_slot.c */
 uintptr_t ukp_slot_alloc(uintptr_t near);     /* [reg] 0 when none in reach */
 void ukp_slot_free(uintptr_t slot);           /* [reg] no thread may be inside */

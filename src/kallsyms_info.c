@@ -8,10 +8,15 @@
  * outside every function, by name when no function has it, and in the
  * walk after each object's functions.
  *
+ * Files not loaded (a library the program will dlopen() later) get the
+ * same look-ups, from the file itself (symbols.c's ukp_file_object): its
+ * symbols at their ELF addresses, modbase 0.
+ *
  * [reg] each takes the registry mutex; not from a probe handler (-EBUSY).
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -203,4 +208,128 @@ UKPROBES_API int module_kallsyms_on_each_symbol_info(const char *modname,
 	ukp_for_each_symbol_kind(modname, true, walk_one, &w);
 	ukp_unlock_for_show();
 	return w.ret;
+}
+
+/* ------------------------------------------------ files not loaded */
+
+/* [reg] The record of the file modfile names (found before the lock was
+ * taken: path), *err 0; or NULL with *err. */
+static const struct ukp_object *file_of(const char *path, int *err)
+{
+	*err = -ENOENT;
+	if (!path)
+		return NULL;
+	*err = 0;
+	return ukp_file_object(path, err);
+}
+
+UKPROBES_API int find_module_file(const char *modname, char *buf, size_t len)
+{
+	char *path;
+	size_t n;
+
+	if (!modname || !buf || !len)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	path = ukp_module_file_find(modname);
+	if (!path)
+		return -ENOENT;
+	n = strlen(path) + 1;
+	if (n <= len)
+		memcpy(buf, path, n);
+	free(path);
+	return n <= len ? 0 : -ERANGE;
+}
+
+UKPROBES_API int module_file_kallsyms_lookup_name_info(const char *modfile, const char *name,
+						       struct ksym_info *info, char *buf,
+						       size_t len)
+{
+	const struct ukp_object *obj;
+	struct ukp_symres sym;
+	char *path;
+	int ret;
+
+	if (!modfile || !name || bad_args(info, buf, len))
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	/* searched before the lock: the search may dlclose() */
+	path = ukp_module_file_find(modfile);
+	if (ukp_lock_for_show()) {
+		free(path);
+		return -EBUSY;
+	}
+	obj = file_of(path, &ret);
+	if (obj) {
+		/* a function first, as kallsyms_lookup_name_info() */
+		ret = ukp_file_sym_named(obj, name, false, &sym);
+		if (ret == -ENOENT)
+			ret = ukp_file_sym_named(obj, name, true, &sym);
+		if (!ret)
+			ret = fill(info, &sym, NULL, buf, len);
+	}
+	ukp_unlock_for_show();
+	free(path);
+	return ret;
+}
+
+UKPROBES_API int module_file_kallsyms_on_each_symbol_info(const char *modfile,
+							  int (*fn)(void *data,
+								    const struct ksym_info *sym),
+							  void *data)
+{
+	struct walk w = { fn, data, 0 };
+	const struct ukp_object *obj;
+	char *path;
+	int ret;
+
+	if (!modfile || !fn)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	path = ukp_module_file_find(modfile);
+	if (ukp_lock_for_show()) {
+		free(path);
+		return -EBUSY;
+	}
+	obj = file_of(path, &ret);
+	if (obj) {
+		ukp_file_for_each_symbol(obj, true, walk_one, &w);
+		ret = w.ret;
+	}
+	ukp_unlock_for_show();
+	free(path);
+	return ret;
+}
+
+UKPROBES_API int module_file_on_each_text(const char *modfile,
+					  int (*fn)(void *data, unsigned long addr,
+						    unsigned long size),
+					  void *data)
+{
+	const struct ukp_object *obj;
+	uintptr_t start, end;
+	char *path;
+	bool exec;
+	size_t i;
+	int ret;
+
+	if (!modfile || !fn)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	path = ukp_module_file_find(modfile);
+	if (ukp_lock_for_show()) {
+		free(path);
+		return -EBUSY;
+	}
+	obj = file_of(path, &ret);
+	for (i = 0; obj && !ret && ukp_object_seg(obj, i, &start, &end, &exec); i++)
+		if (exec)
+			ret = fn(data, start, end - start);
+	ukp_unlock_for_show();
+	free(path);
+	return ret;
 }

@@ -11,6 +11,8 @@
  * loader's adds/subs counters tell us cheaply whether the object list may
  * have changed, so every query first brings the cache up to date: nobody
  * gets an answer about a library that was dlclose()d under them.
+ * Files that are not loaded (yet) are read by the same code, as records
+ * of objects loaded at 0 (ukp_file_object), kept apart from the list.
  *
  * Context: every function runs at registration time ([reg]): ordinary
  * (non-signal) context, registry mutex held by the caller, so the module
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
@@ -124,6 +127,13 @@ struct ukp_objent {
 	size_t bl_size;
 
 	struct ukp_objent *next_all;    /* every object ever seen, dead ones too */
+	/* a file read without loading it (ukp_file_object): base 0, never
+	 * in the live list; the file as it was read, to notice a new one */
+	struct ukp_objent *next_file;
+	dev_t dev;
+	ino_t ino;
+	off_t fsize;
+	struct timespec mtime;
 };
 
 static struct {
@@ -137,6 +147,7 @@ static struct {
 	struct ukp_objent **live;       /* loaded objects, in load order */
 	size_t nlive;
 	struct ukp_objent *all; /* every record, for freeing and alive checks */
+	struct ukp_objent *files;       /* files read without loading them */
 } ukp_syms;
 
 static inline struct ukp_objent *to_ent(const struct ukp_object *obj)
@@ -1826,9 +1837,33 @@ void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg)
 	ukp_for_each_symbol_kind(object, false, fn, arg);
 }
 
+/* [reg] Every function of o (the debug file's too), then with data its
+ * data symbols. */
+static void obj_walk(struct ukp_objent *o, bool data, ukp_sym_fn fn, void *arg)
+{
+	size_t k;
+
+	if (obj_load_full(o))
+		return;
+	o->walking++;
+	for (k = 0; k < o->nsyms; k++) {
+		struct ukp_symres res;
+
+		fill_res(o, &o->syms[k], &res);
+		fn(&res, arg);
+	}
+	for (k = 0; data && k < o->ndsyms; k++) {
+		struct ukp_symres res;
+
+		fill_dres(o, &o->dsyms[k], &res);
+		fn(&res, arg);
+	}
+	o->walking--;
+}
+
 void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void *arg)
 {
-	size_t i, k;
+	size_t i;
 
 	if (!fn)
 		return;
@@ -1837,27 +1872,171 @@ void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void
 	for (i = 0; i < ukp_syms.nlive; i++) {
 		struct ukp_objent *o = ukp_syms.live[i];
 
-		if (object && !obj_matches(o, object))
-			continue;
-		/* every function: the debug file's too */
-		if (obj_load_full(o))
-			continue;
-		o->walking++;
-		for (k = 0; k < o->nsyms; k++) {
-			struct ukp_symres res;
-
-			fill_res(o, &o->syms[k], &res);
-			fn(&res, arg);
-		}
-		for (k = 0; data && k < o->ndsyms; k++) {
-			struct ukp_symres res;
-
-			fill_dres(o, &o->dsyms[k], &res);
-			fn(&res, arg);
-		}
-		o->walking--;
+		if (!object || obj_matches(o, object))
+			obj_walk(o, data, fn, arg);
 	}
 	ukp_syms.iter_depth--;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files not loaded                                                   */
+/* ------------------------------------------------------------------ */
+
+/* The ELF header of the object the library is linked into (the linker
+ * defines it): the machine a file must be for. */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+/*
+ * [reg] A record for the ELF file at path (a real path) as if it were
+ * loaded at 0: its PT_LOAD segments from its program headers, so that
+ * everything above (file_matches_image, the debug file's sections judged
+ * by the segments) works on it unchanged. -ENOEXEC when it is not a
+ * 64-bit ELF object for this machine with segments, -ENOENT, -ENOMEM.
+ */
+static int file_new(const char *path, const struct stat *st, struct ukp_objent **out)
+{
+	struct ukp_objent *o;
+	GElf_Ehdr ehdr;
+	size_t phnum, i, nload = 0;
+	Elf *elf;
+	int fd, err = -ENOEXEC;
+
+	if (!ukp_syms.elf_ready) {
+		if (elf_version(EV_CURRENT) == EV_NONE)
+			return -ENOEXEC;
+		ukp_syms.elf_ready = true;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != __ehdr_start.e_machine ||
+	    elf_getphdrnum(elf, &phnum) != 0)
+		goto out;
+	o->segs = calloc(phnum ? phnum : 1, sizeof(*o->segs));
+	o->pub.path = strdup(path);
+	o->realpath = strdup(path);
+	if (!o->segs || !o->pub.path || !o->realpath) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		o->segs[nload].start = ph.p_vaddr;
+		o->segs[nload].end = ph.p_vaddr + ph.p_memsz;
+		o->segs[nload].exec = ph.p_flags & PF_X;
+		nload++;
+	}
+	if (!nload)
+		goto out;
+	o->nsegs = nload;
+	o->pub.name = base_name(o->pub.path);
+	o->realname = base_name(o->realpath);
+	o->file = o->pub.path;
+	o->alive = true;
+	o->syms_state = UKP_SYMS_UNREAD;
+	o->dev = st->st_dev;
+	o->ino = st->st_ino;
+	o->fsize = st->st_size;
+	o->mtime = st->st_mtim;
+	*out = o;
+	o = NULL;
+	err = 0;
+out:
+	if (o)
+		obj_free(o);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+const struct ukp_object *ukp_file_object(const char *path, int *err)
+{
+	struct ukp_objent *o, **pp;
+	struct stat st;
+
+	if (stat(path, &st)) {
+		*err = -errno;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	for (pp = &ukp_syms.files; (o = *pp) != NULL; pp = &o->next_file) {
+		if (strcmp(o->pub.path, path))
+			continue;
+		if (o->dev == st.st_dev && o->ino == st.st_ino && o->fsize == st.st_size &&
+		    o->mtime.tv_sec == st.st_mtim.tv_sec && o->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			*err = 0;
+			return &o->pub;
+		}
+		/* another file now (a rebuilt plugin): read it again */
+		*pp = o->next_file;
+		obj_free(o);
+		break;
+	}
+	*err = file_new(path, &st, &o);
+	if (*err)
+		return NULL;
+	o->next_file = ukp_syms.files;
+	ukp_syms.files = o;
+	return &o->pub;
+}
+
+int ukp_file_sym_named(const struct ukp_object *obj, const char *name, bool data,
+		       struct ukp_symres *res)
+{
+	struct ukp_objent *o = to_ent(obj);
+	const struct ukp_sym *s = NULL;
+	int round, pass, err;
+
+	/* as ukp_sym_lookup_name() in one object: globals, then locals;
+	 * the file's own table, then its debug file's */
+	for (round = 0; round < 2 && !s; round++) {
+		err = round ? obj_load_full(o) : obj_load_syms(o);
+		if (err)
+			return err;
+		for (pass = 0; pass < 2 && !s; pass++)
+			s = data ? table_sym_named(o->dby_name, o->ndsyms, name, pass == 0)
+				 : obj_sym_named(o, name, pass == 0);
+	}
+	if (!s)
+		return -ENOENT;
+	if (data)
+		fill_dres(o, s, res);
+	else
+		fill_res(o, s, res);
+	return 0;
+}
+
+void ukp_file_for_each_symbol(const struct ukp_object *obj, bool data, ukp_sym_fn fn, void *arg)
+{
+	if (fn)
+		obj_walk(to_ent(obj), data, fn, arg);
+}
+
+bool ukp_object_seg(const struct ukp_object *obj, size_t i, uintptr_t *start, uintptr_t *end,
+		    bool *exec)
+{
+	const struct ukp_objent *o = to_ent(obj);
+
+	if (i >= o->nsegs)
+		return false;
+	*start = o->segs[i].start;
+	*end = o->segs[i].end;
+	*exec = o->segs[i].exec;
+	return true;
 }
 
 void ukp_symbols_reset(void)
@@ -1870,6 +2049,13 @@ void ukp_symbols_reset(void)
 		obj_free(o);
 		o = next;
 	}
+	for (o = ukp_syms.files; o;) {
+		struct ukp_objent *next = o->next_file;
+
+		obj_free(o);
+		o = next;
+	}
+	ukp_syms.files = NULL;
 	free(ukp_syms.live);
 	ukp_syms.live = NULL;
 	ukp_syms.nlive = 0;

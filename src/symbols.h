@@ -144,6 +144,32 @@ void ukp_for_each_symbol(const char *object, ukp_sym_fn fn, void *arg);
  * functions (sym->data). */
 void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void *arg);
 
+/*
+ * Object files read without loading them (a library the program will
+ * dlopen() later): the record of the ELF file at path (a real path), as
+ * if it were loaded at 0 (addresses are the file's, base 0), with its
+ * PT_LOAD segments from its program headers. Never in the object list
+ * of the look-ups above; cached, and read again when the file changed
+ * (another inode, size or mtime). NULL with *err: -ENOENT (or another
+ * stat() error), -ENOEXEC (not a 64-bit ELF object for this machine, with
+ * segments),
+ * -ENOMEM. The record stays valid until the next call.
+ */
+const struct ukp_object *ukp_file_object(const char *path, int *err);
+/* The function (data: the variable) name names in a file's record, found
+ * as ukp_sym_lookup_name() finds it in one object (globals, then locals;
+ * its own table, then its debug file's), an IFUNC as its resolver.
+ * 0, -ENOENT or -ENOMEM. */
+int ukp_file_sym_named(const struct ukp_object *obj, const char *name, bool data,
+		       struct ukp_symres *res);
+/* Every function of a file's record (its debug file's too), then with
+ * data its data symbols, as ukp_for_each_symbol_kind(). */
+void ukp_file_for_each_symbol(const struct ukp_object *obj, bool data, ukp_sym_fn fn, void *arg);
+/* The i-th PT_LOAD segment of an object (loaded: absolute addresses; a
+ * file's record: the file's), or false past the last. */
+bool ukp_object_seg(const struct ukp_object *obj, size_t i, uintptr_t *start, uintptr_t *end,
+		    bool *exec);
+
 /* Drop every cached object (after fork in the child it stays valid; used
  * by tests and on exit). */
 void ukp_symbols_reset(void);

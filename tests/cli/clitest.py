@@ -1048,6 +1048,26 @@ def case_probes():
             nm_functions(plugin)["plugin_work"], "pending: not loaded yet, probed when it is"),
            ("ukprobes/plugin_*", "plugin_* (each match)", "libukp_plugin.so",
             "pending: not loaded yet, probed when it is")], "pending rows", r.stdout)
+    # an address in a library not loaded yet: in its file's executable
+    # segment it waits, past its end it is refused (libukprobes reads
+    # the file: module_file_on_each_text)
+    segs = [l.split() for l in subprocess.run(["readelf", "-lW", plugin], capture_output=True,
+                                              text=True, check=True).stdout.splitlines()
+            if l.split()[:1] == ["LOAD"] and "E" in l.split()[6:-1]]
+    check(len(segs) == 1, "one executable segment", segs)
+    end = int(segs[0][2], 16) + int(segs[0][5], 16)
+    # (after a look-up of the same file: its second reading is cached)
+    r = ukprobe(["probes", "-e", "p %s:plugin_work" % plugin, "-e", "p %s:0x%x" % (plugin, end - 1),
+                 "-e", "p %s:0x%x" % (plugin, end), "--", tgt("basic")])
+    rows = probes_rows(r.stdout)
+    check([(row["elf"], row["note"]) for row in rows] ==
+          [("libukp_plugin.so:0x%x" % nm_functions(plugin)["plugin_work"],
+            "pending: not loaded yet, probed when it is"),
+           ("libukp_plugin.so:0x%x" % (end - 1), "pending: not loaded yet, probed when it is")],
+          "an address at the end of the code waits", show(r))
+    check(r.returncode != 0 and "0x%x is not in the code of" % (end - 1) not in r.stderr and
+          "0x%x is not in the code of" % end in r.stderr,
+          "an address past the code is refused", show(r))
     # a library: every function of libz, at nm's addresses
     r = ukprobe(["probes", "libz.so.1"])
     check(r.returncode == 0 and r.stderr == "", "probes libz.so.1", show(r))
@@ -2777,7 +2797,7 @@ def case_debug_symbols():
     check(r.returncode == 0 and re.search(r"^ukprobes/\S+ +\d+ +0$", r.stdout, re.M),
           "stat on a local function", show(r))
     # MiniDebugInfo (.gnu_debugdata) of an object not loaded yet: the
-    # agent's own reader finds the name (the SPEC waits), and loaded
+    # library's reader of the file finds the name (the SPEC waits), and loaded
     # (ukprobe-host) the library lists it
     mini = os.path.join(TARGETS, "..", "progs", "libukpds_mini.so")
     r = ukprobe(["probes", "-e", "p %s:ukpds_local" % mini, "--", tgt("basic")])

@@ -173,6 +173,9 @@ static inline bool arch_breakpoint_before(const uint8_t b[4])
 
 /* R_AARCH64_IRELATIVE: the addend is an IFUNC resolver (arch.h). */
 #define UKP_ARCH_R_IRELATIVE 1032
+/* Debian's multiarch directory name: where a library not loaded yet
+ * is looked for when the search path misses (module_file.c). */
+#define UKP_ARCH_MULTIARCH "aarch64-linux-gnu"
 
 /* Bytes of one out-of-line slot: [insn][brk #6] at 0, the boost copy
  * [insn][b addr+4] at UKP_BOOST_OFFSET. */

@@ -69,6 +69,9 @@ static inline bool arch_breakpoint_before(const uint8_t b[2])
 
 /* R_X86_64_IRELATIVE: the addend is an IFUNC resolver (arch.h). */
 #define UKP_ARCH_R_IRELATIVE 37
+/* Debian's multiarch directory name: where a library not loaded yet
+ * is looked for when the search path misses (module_file.c). */
+#define UKP_ARCH_MULTIARCH "x86_64-linux-gnu"
 /* Bytes of one out-of-line slot: instruction + trailing int3, rounded. */
 #define UKP_SLOT_SIZE 32
 /*
