@@ -12,7 +12,9 @@
  *      first whole instructions covering 5 bytes, each relocatable; a
  *      ret or jmp ends the copy, and the rest of the 5 bytes may then be
  *      the padding after the function; a call may end the region) and
- *      checks the control flow around the region (codeflow.c); the site
+ *      checks the control flow around the region (codeflow.c); when that
+ *      is refused and the first instruction is shorter than the jump, a
+ *      punned jump over it alone (pun(), below) is tried; the site
  *      becomes READY: a breakpoint hit now runs the handlers and goes to
  *      the detour's copy of the region, with no single step;
  *   2. waits for a grace period (no trap handler is still sending a
@@ -32,7 +34,8 @@
  * detour or in the library's code on its way through it.
  *
  * A probe qualifies when no enabled child has a post_handler, some child
- * is enabled, no other probe lies inside its region, the knob is on and
+ * is enabled, no other probe lies inside its jump's bytes (a punned
+ * jump's reach past its region: opt.span), the knob is on and
  * the analysis did not refuse it. A probe at a function entry that starts
  * with patchable NOPs (-fpatchable-function-entry, -mnop-mcount) is an
  * [FTRACE] probe: the NOPs are the region, nothing is copied or analysed,
