@@ -42,8 +42,9 @@ static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
 	       code[3] == 0xfa ? 4 : 0;
 }
 
-/* [any] The jmp rel32 of an optimized probe, or its first prefix. A punned jump may start with up to 3 of these (ES override: ignored by
- * a jmp in 64-bit mode, unlike 0x66, which AMD CPUs honour) to move its
+/* [any] The jmp rel32 of an optimized probe, or its first prefix: a
+ * punned jump may start with up to 3 of these (ES override: ignored by a
+ * jmp in 64-bit mode, unlike 0x66, which AMD CPUs honour) to move its
  * rel32 by one byte each (E9Patch's padded jumps). */
 #define UKP_OPT_PAD_PREFIX   0x26
 static inline bool arch_is_opt_jump(const uint8_t *code)
