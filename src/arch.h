@@ -207,12 +207,30 @@ int arch_opt_init(void);
  * says whether they may be overwritten (ao->code_len: the bytes up to
  * the end of that instruction). A call may only be the region's last
  * instruction. With ftrace_len != 0 the region is that many bytes of
- * NOPs and nothing is copied. site is passed to ukp_optprobe_hit; detour
- * is the buffer's address. Fills ao (len, code_len, jump, image).
- * Returns 0, or -errno with *why set.
+ * NOPs and nothing is copied. pun_pad >= 0: a punned jump with that many
+ * prefixes (below; detour in its window): the region is the first
+ * instruction alone; -1: not punned. site is passed to ukp_optprobe_hit;
+ * detour is the buffer's address. Fills ao (len, span: the bytes the
+ * jump occupies, code_len, jump, image). Returns 0, or -errno with *why
+ * set.
  */
 int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
-		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why);
+		     uintptr_t detour, const void *site, size_t ftrace_len, int pun_pad,
+		     const char **why);
+
+/*
+ * [reg] Instruction punning (x86-64): when the instruction at addr is
+ * shorter than the jump, a jump may replace it alone, its last bytes
+ * being the following instructions' bytes, left as they are. Its target
+ * is then fixed but for the bytes written: the detour must start in
+ * [*lo, *hi] (computed modulo 2^64: the caller checks the range). pad:
+ * the jump starts with that many ignored prefixes, which move its rel32
+ * onto other bytes. Returns that instruction's length (the bytes the
+ * jump writes), or 0 when there is no such jump (AArch64: every
+ * instruction is as long as the b; x86: too many prefixes).
+ */
+size_t arch_opt_pun_window(const uint8_t *code, size_t avail, uintptr_t addr, unsigned int pad,
+			   uintptr_t *lo, uintptr_t *hi);
 
 /* How a relocated instruction ends the copy of a region. */
 enum arch_reloc_end {

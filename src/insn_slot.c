@@ -238,6 +238,209 @@ uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n)
 	return 0;
 }
 
+/*
+ * Detours at a given place: a punned jump (optimizer.c) lands in a
+ * window [lo, hi] fixed by the bytes after the probed instruction (one
+ * address, 256 bytes, 64 KiB or 16 MiB wide). The detour is len bytes
+ * starting anywhere in the window, on free slots of a chunk we have or
+ * of a new chunk mapped there; it takes every slot it overlaps (4 when
+ * it starts inside a slot).
+ */
+#define USER_LO 0x10000UL
+#define USER_HI 0x7fff00000000UL /* canonical user space, as chunk_new */
+
+static bool range_free(const struct slot_chunk *c, uintptr_t a, size_t len)
+{
+	size_t i;
+
+	if (a < c->base || a + len > c->base + CHUNK_SIZE)
+		return false;
+	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++)
+		if (c->used[i])
+			return false;
+	return true;
+}
+
+/* A start in [lo, hi] for len bytes in c (or in a new chunk at base
+ * when c is NULL): slot starts first, then lo itself. 0 if none. */
+static uintptr_t fit_in(const struct slot_chunk *c, uintptr_t base, uintptr_t lo, uintptr_t hi,
+			size_t len)
+{
+	uintptr_t a = lo > base ? lo : base;
+
+	for (a = (a + UKP_SLOT_SIZE - 1) & ~(uintptr_t)(UKP_SLOT_SIZE - 1);
+	     a <= hi && a + len <= base + CHUNK_SIZE; a += UKP_SLOT_SIZE)
+		if (!c || range_free(c, a, len))
+			return a;
+	if (lo >= base && lo <= hi && lo + len <= base + CHUNK_SIZE && (!c || range_free(c, lo, len)))
+		return lo;
+	return 0;
+}
+
+/* The mappings of the process, sorted ([start, end) pairs), or NULL. */
+static unsigned long *read_maps(size_t *n)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long *v = NULL, *nv, start, end;
+	size_t cap = 0;
+	char line[512];
+
+	*n = 0;
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		if (*n + 2 > cap) {
+			cap = cap ? 2 * cap : 512;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				fclose(f);
+				return NULL;
+			}
+			v = nv;
+		}
+		v[(*n)++] = start;
+		v[(*n)++] = end;
+	}
+	fclose(f);
+	return v;
+}
+
+/* Is [lo, hi) free of mappings? */
+static bool unmapped(const unsigned long *maps, size_t n, uintptr_t lo, uintptr_t hi)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 2)
+		if (maps[i] < hi && maps[i + 1] > lo)
+			return false;
+	return true;
+}
+
+/* May a chunk go at base: free, with a chunk of guard on each side that
+ * is free or one of our chunks (windows of nearby probes share them)? */
+static bool chunk_place_ok(const unsigned long *maps, size_t n, uintptr_t base)
+{
+	return unmapped(maps, n, base, base + CHUNK_SIZE) &&
+	       (chunk_of(base - CHUNK_SIZE) || unmapped(maps, n, base - CHUNK_SIZE, base)) &&
+	       (chunk_of(base + CHUNK_SIZE) ||
+		unmapped(maps, n, base + CHUNK_SIZE, base + 2 * CHUNK_SIZE));
+}
+
+/* [reg] A chunk mapped at base (MAP_FIXED_NOREPLACE: never over anything). */
+static struct slot_chunk *chunk_map_at(uintptr_t base)
+{
+	struct slot_chunk *c;
+	void *p = mmap((void *)base, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uintptr_t)p != base) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	ukp_fill_breakpoints(p, CHUNK_SIZE);
+	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	c->base = base;
+	chunk_publish(c);
+	return c;
+}
+
+static void take_range(struct slot_chunk *c, uintptr_t a, size_t len)
+{
+	size_t i;
+
+	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++) {
+		c->used[i] = 1;
+		c->nused++;
+	}
+}
+
+/*
+ * [reg] len bytes of free slots starting in [lo, hi]: in a chunk we have,
+ * else in a new chunk mapped in the window where the chunk and one chunk
+ * of guard on each side are unmapped. take: claim them (mapping the
+ * chunk); else only say where they would be. Returns the start, or 0.
+ */
+uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool take)
+{
+	unsigned long *maps;
+	uintptr_t a = 0, base;
+	size_t nmaps;
+	unsigned int i;
+
+	if (lo < USER_LO + CHUNK_SIZE)
+		lo = USER_LO + CHUNK_SIZE;
+	if (hi > USER_HI - 2 * CHUNK_SIZE)
+		hi = USER_HI - 2 * CHUNK_SIZE;
+	if (lo > hi || !len || len > CHUNK_SIZE)
+		return 0;
+	for (i = nchunks; i-- > 0;) {
+		struct slot_chunk *c = chunk_list[i];
+
+		if (c->base + CHUNK_SIZE <= lo || c->base > hi || c->nused == SLOTS_PER_CHUNK)
+			continue;
+		a = fit_in(c, c->base, lo, hi, len);
+		if (a) {
+			if (take)
+				take_range(c, a, len);
+			return a;
+		}
+	}
+	if (nchunks >= CHUNK_TABLE / 2)
+		return 0;
+	maps = read_maps(&nmaps);
+	if (!maps)
+		return 0;
+	for (base = lo & ~(CHUNK_SIZE - 1); base <= hi; base += CHUNK_SIZE) {
+		struct slot_chunk *c;
+
+		a = fit_in(NULL, base, lo, hi, len);
+		if (!a || !chunk_place_ok(maps, nmaps, base))
+			continue;
+		if (!take)
+			break;
+		c = chunk_map_at(base);
+		if (c) {
+			take_range(c, a, len);
+			break;
+		}
+		a = 0;
+	}
+	free(maps);
+	return base <= hi ? a : 0;
+}
+
+/* [reg] Give back the slots [a, a + len) overlaps (their bytes go back to
+ * int3); no thread may be inside. */
+void ukp_slot_free_range(uintptr_t a, size_t len)
+{
+	uintptr_t p;
+
+	for (p = a & ~(uintptr_t)(UKP_SLOT_SIZE - 1); p < a + len; p += UKP_SLOT_SIZE)
+		ukp_slot_free(p);
+}
+
+/* [reg] */
+void ukp_slot_set_owner_range(uintptr_t a, size_t len, struct ukp_site *s)
+{
+	uintptr_t p;
+
+	for (p = a & ~(uintptr_t)(UKP_SLOT_SIZE - 1); p < a + len; p += UKP_SLOT_SIZE)
+		ukp_slot_set_owner(p, s);
+}
+
 /* [reg] A free slot within reach of near, or 0. */
 uintptr_t ukp_slot_alloc(uintptr_t near)
 {

@@ -48,6 +48,10 @@ struct ukp_site_opt {
 	uint8_t ftrace_len;                  /* patchable NOPs at this entry: [FTRACE] */
 	bool entry;                          /* at a function's entry */
 	uint8_t len;                         /* bytes the jump replaces */
+	uint8_t span;                        /* bytes it occupies: len, or for a
+					      * punned jump also the next
+					      * instructions' bytes its rel32 ends
+					      * in (no other probe may go there) */
 	unsigned int tries;                  /* rounds a thread was in the way */
 	int err;                             /* the analysis refused it (-errno) */
 	const char *why;                     /* why it is not optimized, or NULL */
@@ -239,6 +243,11 @@ struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot); /* [trap] */
 uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n); /* [reg] */
 void ukp_slot_free_n(uintptr_t slot, unsigned int n);      /* [reg] */
 void ukp_slot_set_owner_n(uintptr_t slot, unsigned int n, struct ukp_site *s); /* [reg] */
+/* A detour placed in a window [lo, hi] (a punned jump's), or only the
+ * place it would take (take false); every slot it overlaps is its. */
+uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool take); /* [reg] */
+void ukp_slot_free_range(uintptr_t a, size_t len);          /* [reg] */
+void ukp_slot_set_owner_range(uintptr_t a, size_t len, struct ukp_site *s); /* [reg] */
 
 /* optimizer.c: jump optimization (see there). [reg] unless said. */
 void ukp_opt_init(void);
@@ -255,6 +264,7 @@ void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
 int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
+extern bool ukp_opt_pun;                      /* punned jumps (tests turn them off) */
 /* [detour] The C half of every optimized probe (trap.c); lazy: the
  * template left the vector state in the registers (ukp_vec_lazy). */
 

@@ -238,7 +238,7 @@ static void site_free(struct ukp_site *s)
 	if (s->slot)
 		ukp_slot_free(s->slot);
 	if (detour)
-		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+		ukp_slot_free_range(detour, UKP_DETOUR_SIZE); /* a punned one may start mid-slot */
 	free(s->symname);
 	free(s);
 }

@@ -12,7 +12,9 @@
  *      first whole instructions covering 5 bytes, each relocatable; a
  *      ret or jmp ends the copy, and the rest of the 5 bytes may then be
  *      the padding after the function; a call may end the region) and
- *      checks the control flow around the region (codeflow.c); the site
+ *      checks the control flow around the region (codeflow.c); when that
+ *      is refused and the first instruction is shorter than the jump, a
+ *      punned jump over it alone (pun(), below) is tried; the site
  *      becomes READY: a breakpoint hit now runs the handlers and goes to
  *      the detour's copy of the region, with no single step;
  *   2. waits for a grace period (no trap handler is still sending a
@@ -32,7 +34,8 @@
  * detour or in the library's code on its way through it.
  *
  * A probe qualifies when no enabled child has a post_handler, some child
- * is enabled, no other probe lies inside its region, the knob is on and
+ * is enabled, no other probe lies inside its jump's bytes (a punned
+ * jump's reach past its region: opt.span), the knob is on and
  * the analysis did not refuse it. A probe at a function entry that starts
  * with patchable NOPs (-fpatchable-function-entry, -mnop-mcount) is an
  * [FTRACE] probe: the NOPs are the region, nothing is copied or analysed,
@@ -67,6 +70,8 @@ static pid_t thread_pid;                 /* process the thread runs in */
 static pthread_t thread;                 /* joinable: ukp_opt_stop() waits for its end */
 static bool quit;                        /* ukp_opt_stop(): the thread returns */
 unsigned long ukp_opt_rounds;            /* batches done (tests) */
+/* Tests turn punned jumps off to see the verdicts on whole regions. */
+bool ukp_opt_pun = true;
 
 /* ------------------------------------------------------- helpers */
 
@@ -232,13 +237,19 @@ static void kick(void)
  * (sym: the function, looked up when NULL). 0 or -errno with *why. */
 static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintptr_t a,
 		   uintptr_t detour, const void *site, size_t ftrace_len,
-		   const struct ukp_symres *sym, const char **why)
+		   const struct ukp_symres *sym, int pun_pad, const char **why)
 {
 	struct ukp_symres found;
-	int ret = arch_opt_prepare(ao, code, n, a, detour, site, ftrace_len, why);
+	int ret = arch_opt_prepare(ao, code, n, a, detour, site, ftrace_len, pun_pad, why);
 
 	if (ret || ftrace_len)
 		return ret;
+	/* A punned jump's last bytes are code it does not write: they must
+	 * be the object's text, where nothing else writes. */
+	if (pun_pad >= 0 && !ukp_addr_is_text(a, ao->span)) {
+		*why = "the punned jump leaves the text";
+		return -EINVAL;
+	}
 	/* One instruction of a fixed-length instruction set: nothing can
 	 * jump into the region, nor point into it, past its first byte. */
 	if (UKP_INSN_FIXED_LEN && ao->len == UKP_INSN_FIXED_LEN && ao->code_len == ao->len)
@@ -251,6 +262,44 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 		sym = &found;
 	}
 	return ukp_codeflow_check_exit(sym, a, ao->len, ao->code_len, why);
+}
+
+/*
+ * Instruction punning (arch_opt_pun_window), when the region of a jump
+ * over whole instructions was refused: the jump replaces the first
+ * instruction alone, so jumps to the instructions after it stay valid,
+ * and its detour goes where its unchanged last bytes make it land. The
+ * control-flow check is the first instruction's. take: the detour is
+ * allocated (site is the probe's), else only its place is looked for
+ * (ukp_opt_would). Returns the detour with ao filled, or 0.
+ */
+static uintptr_t pun(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintptr_t a,
+		     const void *site, const struct ukp_symres *sym, bool take)
+{
+	uintptr_t lo, hi, detour;
+	const char *why = NULL;
+	unsigned int pad;
+
+	if (!ukp_opt_pun)
+		return 0;
+	/* with no prefix first: the widest window */
+	for (pad = 0; arch_opt_pun_window(code, n, a, pad, &lo, &hi); pad++) {
+		if (hi < lo)
+			continue;
+		/* the analysis first: a chunk is mapped only for a jump we make */
+		detour = ukp_slot_alloc_window(lo, hi, UKP_DETOUR_SIZE, false);
+		if (!detour || analyse(ao, code, n, a, detour, site, 0, sym, (int)pad, &why))
+			continue;
+		if (!take)
+			return detour;
+		detour = ukp_slot_alloc_window(lo, hi, UKP_DETOUR_SIZE, true);
+		if (!detour)
+			continue;
+		if (!analyse(ao, code, n, a, detour, site, 0, sym, (int)pad, &why))
+			return detour;
+		ukp_slot_free_range(detour, UKP_DETOUR_SIZE);
+	}
+	return 0;
 }
 
 /* Build the detour of s (once). Returns 0, or -errno with s->opt.why
@@ -272,22 +321,36 @@ static int prepare(struct ukp_site *s)
 		s->opt.why = "no executable memory within reach for a detour";
 		return -ENOMEM; /* not remembered: memory may come back */
 	}
-	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, &why);
+	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, -1, &why);
+	if (ret && !s->opt.ftrace_len) {
+		uintptr_t punned;
+
+		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+		punned = pun(&ao, code, n, s->addr, s, NULL, true);
+		if (!punned) {
+			s->opt.err = ret;
+			s->opt.why = why;
+			return ret;
+		}
+		detour = punned;
+		ret = 0;
+	}
 	if (!ret && s->opt.entry)
 		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
 					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
 	if (!ret)
 		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
 	if (ret) {
-		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+		ukp_slot_free_range(detour, UKP_DETOUR_SIZE);
 		s->opt.err = ret;
 		s->opt.why = why ? why : "cannot write the detour";
 		return ret;
 	}
-	ukp_slot_set_owner_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE, s);
+	ukp_slot_set_owner_range(detour, UKP_DETOUR_SIZE, s);
 	memcpy(s->opt.orig, code, ao.len);
 	memcpy(s->opt.jump, ao.jump, sizeof(s->opt.jump));
 	s->opt.len = ao.len;
+	s->opt.span = ao.span;
 	s->opt.ninsn = ao.ninsn;
 	memcpy(s->opt.map_orig, ao.map_orig, sizeof(s->opt.map_orig));
 	memcpy(s->opt.map_copy, ao.map_copy, sizeof(s->opt.map_copy));
@@ -357,10 +420,13 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	}
 	hit = ukp_threads_scan(r, k);
 	for (i = 0; i < n; i++) {
+		/* a punned jump writes its region only: the rest is there */
+		size_t w = v[i]->opt.len < UKP_OPT_JUMP_SIZE ? v[i]->opt.len : UKP_OPT_JUMP_SIZE;
+
 		ok[i] = !(hit & (3ULL << (2 * i)));
-		if (ok[i] && UKP_OPT_JUMP_SIZE > UKP_BREAKPOINT_SIZE)
+		if (ok[i] && w > UKP_BREAKPOINT_SIZE)
 			ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
-				      UKP_OPT_JUMP_SIZE - UKP_BREAKPOINT_SIZE);
+				      w - UKP_BREAKPOINT_SIZE);
 	}
 	ukp_text_sync();
 	for (i = 0; i < n; i++)
@@ -410,7 +476,7 @@ static void optimize_round(void)
 			continue;
 		if (prepare(s))
 			continue;
-		if (!s->opt.ftrace_len && neighbour_inside(s->addr, s->opt.len)) {
+		if (!s->opt.ftrace_len && neighbour_inside(s->addr, s->opt.span)) {
 			s->opt.why = "another probe lies inside the region";
 			continue;
 		}
@@ -595,7 +661,7 @@ void ukp_opt_neighbour(uintptr_t addr, bool appears)
 		if (!s || s->opt.ftrace_len)
 			continue;
 		if (appears) {
-			if (atomic_load(&s->opt.state) != UKP_OPT_NONE && k < s->opt.len) {
+			if (atomic_load(&s->opt.state) != UKP_OPT_NONE && k < s->opt.span) {
 				s->opt.why = "another probe lies inside the region";
 				ukp_opt_unoptimize(s);
 			}
@@ -762,9 +828,11 @@ int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, cons
 		return UKPROBES_OPT_NONE;
 	}
 	/* the real detour is within reach; the image built here is not used */
-	if (analyse(&ao, code, n, a, a, NULL, 0, sym, why))
+	if (analyse(&ao, code, n, a, a, NULL, 0, sym, -1, why) &&
+	    !pun(&ao, code, n, a, NULL, sym, false))
 		return UKPROBES_OPT_NONE;
-	if (neighbour_inside(a, ao.len)) {
+	*why = NULL;
+	if (neighbour_inside(a, ao.span)) {
 		*why = "another probe lies inside the region";
 		return UKPROBES_OPT_NONE;
 	}

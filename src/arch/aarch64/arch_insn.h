@@ -246,6 +246,7 @@ struct ukp_arch_insn {
 
 struct ukp_arch_opt {
 	uint8_t len;
+	uint8_t span;            /* = len: no punned jump here */
 	uint8_t code_len;
 	uint8_t ninsn;
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];

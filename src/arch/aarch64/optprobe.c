@@ -64,7 +64,8 @@ int arch_opt_init(void)
 
 /* [reg] */
 int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
-		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why)
+		     uintptr_t detour, const void *site, size_t ftrace_len, int pun_pad,
+		     const char **why)
 {
 	uint8_t *img = ao->image;
 	uintptr_t common = (uintptr_t)ukp_optprobe_common;
@@ -73,6 +74,10 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	uint32_t w;
 
 	memset(ao, 0, sizeof(*ao));
+	if (pun_pad >= 0) {
+		*why = "no punned jump here";
+		return -EINVAL;
+	}
 	ukp_fill_breakpoints(img, sizeof(ao->image));
 	put32(img + 0, 0xa9be47f0u);			/* stp x16, x17, [sp, #-32]! */
 	put32(img + 4, 0xf9000bfeu);			/* str x30, [sp, #16] */
@@ -113,6 +118,15 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	}
 	put32(ao->jump, w);
 	ao->len = UKP_OPT_JUMP_SIZE;
+	ao->span = UKP_OPT_JUMP_SIZE;
+	return 0;
+}
+
+/* [reg] The b is as long as every instruction: nothing to pun. */
+size_t arch_opt_pun_window(const uint8_t *code, size_t avail, uintptr_t addr, unsigned int pad,
+			   uintptr_t *lo, uintptr_t *hi)
+{
+	(void)code, (void)avail, (void)addr, (void)pad, (void)lo, (void)hi;
 	return 0;
 }
 

@@ -42,10 +42,14 @@ static inline size_t arch_entry_skip(const uint8_t *code, size_t avail)
 	       code[3] == 0xfa ? 4 : 0;
 }
 
-/* [any] The jmp rel32 of an optimized probe. */
+/* [any] The jmp rel32 of an optimized probe, or its first prefix: a
+ * punned jump may start with up to 3 of these (ES override: ignored by a
+ * jmp in 64-bit mode, unlike 0x66, which AMD CPUs honour) to move its
+ * rel32 by one byte each (E9Patch's padded jumps). */
+#define UKP_OPT_PAD_PREFIX   0x26
 static inline bool arch_is_opt_jump(const uint8_t *code)
 {
-	return code[0] == 0xe9;
+	return code[0] == 0xe9 || code[0] == UKP_OPT_PAD_PREFIX;
 }
 
 /* [trap] b: the UKP_BREAKPOINT_CHECK_LEN bytes at a breakpoint's
@@ -139,6 +143,9 @@ struct ukp_arch_insn {
 
 struct ukp_arch_opt {
 	uint8_t len;                          /* bytes the jump replaces (whole insns) */
+	uint8_t span;                         /* bytes the jump occupies: len, or
+					       * more for a punned jump, whose last
+					       * bytes are the next instructions' */
 	uint8_t code_len;                     /* of which run: up to the end of the
 					       * copy (the ret/jmp/call ending it) */
 	uint8_t ninsn;                        /* instructions copied */

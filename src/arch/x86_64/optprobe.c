@@ -70,6 +70,9 @@ static void put_rel32(uint8_t *p, int64_t rel)
 	memcpy(p, &v, 4);
 }
 
+/* prefixes a punned jump may start with */
+#define MAX_PAD 3
+
 static bool fits_rel32(int64_t rel)
 {
 	return rel == (int32_t)rel;
@@ -89,10 +92,16 @@ _Static_assert(DETOUR_RESUME == 17, "DETOUR_RESUME");
 
 /* [reg] */
 int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail, uintptr_t addr,
-		     uintptr_t detour, const void *site, size_t ftrace_len, const char **why)
+		     uintptr_t detour, const void *site, size_t ftrace_len, int pun_pad,
+		     const char **why)
 {
 	uint8_t *img = ao->image;
 	size_t pos = 0, out = UKP_OPT_COPY_OFFSET;
+	bool pun = pun_pad >= 0;
+	/* a punned jump replaces the first instruction only */
+	size_t need = pun ? arch_insn_length(code, avail) : UKP_OPT_JUMP_SIZE;
+	size_t jlen = pun ? (size_t)pun_pad + UKP_OPT_JUMP_SIZE : UKP_OPT_JUMP_SIZE;
+	uint8_t jump[UKP_OPT_JUMP_SIZE + MAX_PAD];
 	enum arch_reloc_end ended = ARCH_RELOC_NEXT;
 	uintptr_t common = (uintptr_t)ukp_optprobe_common;
 
@@ -101,9 +110,14 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	memcpy(img, entry_code, sizeof(entry_code));
 	put_rel32(img + 7, (int64_t)LIT_SITE - 11);
 	put_rel32(img + 13, (int64_t)LIT_COMMON - 17);
+	if (pun && (ftrace_len || !need || need >= UKP_OPT_JUMP_SIZE || pun_pad > MAX_PAD ||
+		    (size_t)pun_pad >= need || avail < jlen)) {
+		*why = "no punned jump here";
+		return -EINVAL;
+	}
 	if (ftrace_len)
 		pos = ftrace_len;	/* NOPs: nothing to copy */
-	while (pos < UKP_OPT_JUMP_SIZE && ended == ARCH_RELOC_NEXT) {
+	while (pos < need && ended == ARCH_RELOC_NEXT) {
 		size_t olen = 0;
 		int n;
 
@@ -132,7 +146,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	ao->code_len = (uint8_t)pos;
 	/* A relocated call pushes addr + pos: the callee must come back to
 	 * the first byte after the region, not into it. */
-	if (ended == ARCH_RELOC_CALL && pos < UKP_OPT_JUMP_SIZE) {
+	if (ended == ARCH_RELOC_CALL && pos < need) {
 		*why = "a call in the region is not its last instruction";
 		return -EOPNOTSUPP;
 	}
@@ -140,7 +154,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	 * needs 5 bytes: the instructions after it only have to be whole
 	 * (what jumps there, and whether they are the function's or the
 	 * padding after it, is the control-flow check's business). */
-	while (pos < UKP_OPT_JUMP_SIZE) {
+	while (pos < need) {
 		size_t n = pos < avail ? arch_insn_length(code + pos, avail - pos) : 0;
 
 		if (!n) {
@@ -153,7 +167,7 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		*why = "the region is too long";
 		return -EINVAL;
 	}
-	if (!fits_rel32((int64_t)detour - (int64_t)(addr + 5))) {
+	if (!fits_rel32((int64_t)detour - (int64_t)(addr + jlen))) {
 		*why = "the detour is out of reach";
 		return -EINVAL;
 	}
@@ -169,10 +183,37 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 	}
 	memcpy(img + LIT_SITE, &site, 8);
 	memcpy(img + LIT_COMMON, &common, 8);
-	ao->jump[0] = 0xe9;
-	put_rel32(ao->jump + 1, (int64_t)detour - (int64_t)(addr + 5));
+	memset(jump, UKP_OPT_PAD_PREFIX, jlen - UKP_OPT_JUMP_SIZE);
+	jump[jlen - 5] = 0xe9;
+	put_rel32(jump + jlen - 4, (int64_t)detour - (int64_t)(addr + jlen));
+	/* The punned jump's last bytes are the next instructions' own. */
+	if (pun && memcmp(jump + pos, code + pos, jlen - pos)) {
+		*why = "the detour is not where the punned jump lands";
+		return -EINVAL;
+	}
+	memcpy(ao->jump, jump, UKP_OPT_JUMP_SIZE);
 	ao->len = (uint8_t)pos;
+	ao->span = (uint8_t)(pos > jlen ? pos : jlen);
 	return 0;
+}
+
+/* [reg] See arch.h: pad prefixes, e9 and the first L-1-pad bytes of
+ * rel32 over an instruction of L < 5 bytes; rel32's other bytes are
+ * those after it. */
+size_t arch_opt_pun_window(const uint8_t *code, size_t avail, uintptr_t addr, unsigned int pad,
+			   uintptr_t *lo, uintptr_t *hi)
+{
+	size_t l = avail >= UKP_OPT_JUMP_SIZE + MAX_PAD ? arch_insn_length(code, avail) : 0;
+	uint32_t rel, free_bits;
+
+	if (!l || l >= UKP_OPT_JUMP_SIZE || pad > MAX_PAD || pad + 1 > l)
+		return 0;
+	memcpy(&rel, code + pad + 1, 4);
+	free_bits = (uint32_t)((1ULL << (8 * (l - 1 - pad))) - 1);
+	rel &= ~free_bits;
+	*lo = addr + pad + UKP_OPT_JUMP_SIZE + (uintptr_t)(int64_t)(int32_t)rel;
+	*hi = *lo + free_bits;
+	return l;
 }
 
 extern char ukp_optprobe_common_entry[];
