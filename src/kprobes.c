@@ -847,6 +847,31 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
 	return ret;
 }
 
+UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *on_entry)
+{
+	struct kprobe tmp;
+	struct ukp_symres sym;
+	bool entry = false;
+	uintptr_t a;
+	int ret;
+
+	if (!p || !addr)
+		return -EINVAL;
+	tmp = (struct kprobe){ .addr = p->addr, .symbol_name = p->symbol_name,
+			       .offset = p->offset };
+	ret = ukp_lock();
+	if (ret)
+		return ret;
+	ret = kprobe_addr(&tmp, &a, &entry, &sym);
+	ukp_unlock();
+	if (ret)
+		return ret;
+	*addr = (void *)a;
+	if (on_entry)
+		*on_entry = entry;
+	return 0;
+}
+
 int ukp_kretprobe_entry_check(const struct kprobe *p, const char **why)
 {
 	struct kprobe tmp = { .addr = p->addr, .symbol_name = p->symbol_name,
