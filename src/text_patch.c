@@ -59,13 +59,14 @@ static void membarrier_register(void)
 	atomic_store(&ukp_reader_fence, !membarrier_ok);
 }
 
-/* [any] Does descriptor mem_fd still name the file we opened? */
+/* [any] Does descriptor mem_fd still name the file we opened? (asked
+ * before every write: raw, as the writes) */
 static bool mem_fd_ours(void)
 {
 	struct stat st;
 
-	return mem_fd >= 0 && fstat(mem_fd, &st) == 0 && st.st_dev == mem_dev &&
-	       st.st_ino == mem_ino;
+	return mem_fd >= 0 && arch_syscall3(__NR_fstat, mem_fd, (long)&st, 0) == 0 &&
+	       st.st_dev == mem_dev && st.st_ino == mem_ino;
 }
 
 /* [reg] A descriptor on this process's memory. */
