@@ -243,6 +243,8 @@ void ukp_opt_site_changed(struct ukp_site *s);
 /* Hold back waking the optimizer thread while a batch queues its sites
  * (on), then wake it once if anything was queued (off). */
 void ukp_opt_defer_kick(bool on);
+/* [reg] The detours of a batch's new sites, before they are armed. */
+void ukp_opt_batch_prepare(struct ukp_site **v, size_t n);
 void ukp_opt_site_dead(struct ukp_site *s);
 void ukp_opt_sites_dead(struct ukp_site **v, size_t n);
 void ukp_opt_unoptimize(struct ukp_site *s);

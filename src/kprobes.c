@@ -1076,6 +1076,8 @@ static int batch_commit(struct reg_batch *b)
 	/* a dlclose() in another thread since ukp_lock */
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
+	/* while nothing of the batch is armed */
+	ukp_opt_batch_prepare(b->v, b->n);
 	for (i = 0; i < b->n; i++) {
 		struct ukp_site *s = b->v[i];
 
@@ -1169,6 +1171,7 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 			unregister_locked(kps, i);
 	}
 	ukp_bounds_forget();
+	ukp_codeflow_memo_forget();
 	ukp_unlock();
 	free(b.v);
 	free(b.tab);
