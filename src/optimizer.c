@@ -410,10 +410,22 @@ void ukp_opt_unoptimize(struct ukp_site *s)
 	ukp_synchronize();
 }
 
+/* n pokes, together; one by one if that fails (each write is checked on
+ * its own then, as ukp_text_poke alone did). */
+static void pokes(struct ukp_poke *pk, size_t n)
+{
+	size_t i;
+
+	if (n && ukp_text_poke_many(pk, n))
+		for (i = 0; i < n; i++)
+			ukp_text_poke(pk[i].addr, pk[i].buf, pk[i].len);
+}
+
 /* Optimize up to OPT_BATCH READY sites; returns how many got the jump.
  * The busy ones go back to the queue. */
 static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 {
+	struct ukp_poke pk[OPT_BATCH];
 	struct ukp_range r[UKP_SCAN_MAX_RANGES];
 	unsigned int i, k = 0, done = 0;
 	uint64_t hit;
@@ -427,16 +439,23 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 		r[k++].end = v[i]->slot ? v[i]->slot + UKP_SLOT_SIZE : 1;
 	}
 	hit = ukp_threads_scan(r, k);
+	/* each step's writes together (one per page): the rest of every
+	 * jump after its breakpoint, then every jump's first bytes */
+	k = 0;
 	for (i = 0; i < n; i++) {
 		ok[i] = !(hit & (3ULL << (2 * i)));
 		if (ok[i] && UKP_OPT_JUMP_SIZE > UKP_BREAKPOINT_SIZE)
-			ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
-				      UKP_OPT_JUMP_SIZE - UKP_BREAKPOINT_SIZE);
+			pk[k++] = (struct ukp_poke){ v[i]->addr + UKP_BREAKPOINT_SIZE,
+						     v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
+						     UKP_OPT_JUMP_SIZE - UKP_BREAKPOINT_SIZE };
 	}
+	pokes(pk, k);
 	ukp_text_sync();
+	k = 0;
 	for (i = 0; i < n; i++)
 		if (ok[i])
-			ukp_text_poke(v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE);
+			pk[k++] = (struct ukp_poke){ v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE };
+	pokes(pk, k);
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
 		if (ok[i]) {
