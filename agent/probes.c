@@ -570,6 +570,9 @@ static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 	ret = probe_describe(pr, (uintptr_t)a, entry, opt, why, prefer);
 	if (ret)
 		return ret;
+	/* where it goes (past an endbr64), as its PROBE message says:
+	 * registering there is registering at the function's start */
+	pr->kp.addr = a;
 	send_probe(pr);
 	return 1;
 }
