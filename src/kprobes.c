@@ -1161,6 +1161,9 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		if (ret < 0)
 			break;
 	}
+	/* the boundaries served the preparation; freed before the batch
+	 * arms anything (free may be one of its probes) */
+	ukp_bounds_forget();
 	if (!ret)
 		ret = batch_commit(&b);
 	if (ret) {
@@ -1170,7 +1173,6 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		if (i > 0)
 			unregister_locked(kps, i);
 	}
-	ukp_bounds_forget();
 	ukp_codeflow_memo_forget();
 	ukp_unlock();
 	free(b.v);
