@@ -217,6 +217,7 @@ void ukp_fill_breakpoints(void *p, size_t n);
 bool ukp_text_sync(void);                     /* [reg] serialize every thread */
 int ukp_text_init(void);                      /* [reg] */
 void ukp_text_after_fork(void);               /* [any] */
+void ukp_text_release(void);                  /* [reg] ukprobes_shutdown */
 
 /* insn_bounds.c: instruction boundaries, decoded once per function
  * during a batch. 0, -EILSEQ, or 1 when not known (decode as usual). */
