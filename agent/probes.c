@@ -89,6 +89,37 @@ static void names_rebuild(void)
 
 /* --------------------------------------------------------- messages */
 
+/* A glob's PROBE messages go out together, many to a packet (the
+ * reader takes whole messages from a packet), instead of one system call
+ * and one wake-up of ukprobe per probe. */
+static struct {
+	bool on;
+	size_t len;
+	union {
+		char buf[UKP_PACKET_MAX - sizeof(struct ukp_msg_from)];
+		uint64_t align;
+	} u;
+} outq;
+
+static void msg_flush(void)
+{
+	if (outq.len)
+		ukpa_send(outq.u.buf, outq.len);
+	outq.len = 0;
+}
+
+static void msg_out(const void *m, size_t len)
+{
+	if (!outq.on) {
+		ukpa_send(m, len);
+		return;
+	}
+	if (outq.len + len > sizeof(outq.u.buf))
+		msg_flush();
+	memcpy(outq.u.buf + outq.len, m, len);
+	outq.len += len;
+}
+
 /* A PROBE message. texts: event, where, object path, why. */
 static void send_probe_msg(const struct ukpa_spec *s, uint32_t id, int err, uint32_t what,
 			   uint32_t argi, uint16_t flags, int opt, uint64_t addr, uint64_t func,
@@ -126,7 +157,7 @@ static void send_probe_msg(const struct ukpa_spec *s, uint32_t id, int err, uint
 	u.m.addr = addr;
 	u.m.func = func;
 	u.m.base = base;
-	ukpa_send(&u, u.m.h.len);
+	msg_out(&u, u.m.h.len);
 }
 
 static void send_probe(const struct ukpa_probe *pr)
@@ -229,18 +260,12 @@ static void object_of(uintptr_t addr, struct ukpa_probe *pr)
 	}
 }
 
-/*
- * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
- * success it is announced and goes live. Returns 0 or the negative errno
- * (the caller reports it; lib_msg says why when the library said).
- */
-static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
-			  const char *prefer)
+/* pr's kprobe (or kretprobe) at symbol_name (+ the SPEC's offset) or at
+ * addr, with its handlers; not registered. 0 or -ENOMEM. */
+static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr)
 {
 	const struct ukp_spec *spec = &pr->spec->spec;
 	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
-	char where[512];
-	int ret;
 
 	if (symbol_name) {
 		pr->symbol_name = strdup(symbol_name);
@@ -251,50 +276,74 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	} else {
 		kp->addr = (kprobe_opcode_t *)addr;
 	}
-	lib_msg[0] = '\0';
-	ukprobes_set_print(capture_print);
 	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
-		ret = register_kretprobe(&pr->rp);
 	} else if (spec->is_return) {
 		pr->rp.handler = ukpa_rp_ret;
 		pr->rp.entry_handler = ukpa_rp_entry;
 		pr->rp.data_size = sizeof(struct ukpa_entry);
 		pr->rp.maxactive = spec->maxactive;
-		ret = register_kretprobe(&pr->rp);
-	} else {
+	} else if (ukpa_mode == UKP_MODE_TRACE) {
 		/* stat without a filter or trigger only counts; a hist read
 		 * from the registers has its own; the others need the full
 		 * handler */
-		if (ukpa_mode == UKP_MODE_TRACE)
-			kp->pre_handler = ukpa_kp_pre;
-		else if (pr->hist_regs)
-			kp->pre_handler = ukpa_kp_hist;
-		else
-			kp->pre_handler = pr->spec->checked ? ukpa_kp_pre : ukpa_kp_count;
-		ret = register_kprobe(kp);
+		kp->pre_handler = ukpa_kp_pre;
+	} else if (pr->hist_regs) {
+		kp->pre_handler = ukpa_kp_hist;
+	} else {
+		kp->pre_handler = pr->spec->checked ? ukpa_kp_pre : ukpa_kp_count;
 	}
+	return 0;
+}
+
+/* pr at addr, a function's entry or not, with what the optimizer will
+ * make of it (ukprobes_optimizable: our probes have no post_handler) and
+ * why not a jump: where it is, its object; then its id. 0 or the negative
+ * errno. */
+static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, int opt,
+			  const char *why, const char *prefer)
+{
+	char where[512];
+
+	if (on_entry)
+		pr->flags |= UKP_PROBE_ENTRY;
+	pr->opt = opt < 0 ? -1 : opt;
+	snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
+	ukpa_symbolize(addr, where, sizeof(where), &pr->func, prefer);
+	object_of(addr, pr);
+	pr->where = strdup(where);
+	return probe_publish(pr);
+}
+
+/*
+ * Register pr at symbol_name (+ the SPEC's offset) or at addr. On
+ * success it is announced and goes live. Returns 0 or the negative errno
+ * (the caller reports it; lib_msg says why when the library said).
+ */
+static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
+			  const char *prefer)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
+	int ret;
+
+	ret = probe_setup(pr, symbol_name, addr);
+	if (ret)
+		return ret;
+	lib_msg[0] = '\0';
+	ukprobes_set_print(capture_print);
+	ret = spec->is_return ? register_kretprobe(&pr->rp) : register_kprobe(kp);
 	ukprobes_set_print(NULL);
 	if (ret)
 		return ret;
-	if (kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY)
-		pr->flags |= UKP_PROBE_ENTRY;
-	/* what the optimizer will make of it (our probes have no
-	 * post_handler), and why not a jump */
 	{
 		const char *why = NULL;
+		int opt = ukprobes_optimizable(kp->addr, &why);
 
-		pr->opt = ukprobes_optimizable(kp->addr, &why);
-		if (pr->opt < 0)
-			pr->opt = -1;
-		snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
+		ret = probe_describe(pr, (uintptr_t)kp->addr, kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY,
+				     opt, why, prefer ? prefer : symbol_name);
 	}
-	ukpa_symbolize((uintptr_t)kp->addr, where, sizeof(where), &pr->func,
-		       prefer ? prefer : symbol_name);
-	object_of((uintptr_t)kp->addr, pr);
-	pr->where = strdup(where);
-	ret = probe_publish(pr);
 	if (ret) {
 		if (spec->is_return)
 			unregister_kretprobe(&pr->rp);
@@ -464,12 +513,109 @@ static void glob_event_name(const struct ukp_spec *spec, const char *name, char 
 	ukpa_glob_event_name(spec, name, event, len);
 }
 
+/* A glob's probes that passed the checks, announced, to be registered
+ * together. */
+struct glob_batch {
+	struct ukpa_probe **pr;
+	struct kprobe **kp;
+	int n;
+	/* those that failed a check or are return probes: registered
+	 * alone, after the batch (match indices) */
+	struct ukpa_probe **alone;
+	size_t *alone_i, nalone;
+};
+
+/* This function cannot be probed: say which. */
+static void glob_match_failed(struct ukpa_spec *s, const struct match *m, struct ukpa_probe *pr,
+			      int err)
+{
+	send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags, -1, m->start + s->spec.offset,
+		       m->start, 0, pr->event, m->name, "", lib_msg);
+	probe_free(pr);
+}
+
+/*
+ * [init] pr, set up at a glob's match: checked as register_kprobe checks
+ * it (where it goes, whether an instruction there can be probed),
+ * described, published and announced, not registered yet (so not live).
+ * 1 when it goes in the batch; 0 when a check failed or it is a return
+ * probe (the caller registers it alone, which says why it fails); or the
+ * negative errno.
+ */
+static int probe_stage(struct ukpa_probe *pr, const char *prefer)
+{
+	const char *why = NULL;
+	bool entry = false;
+	void *a;
+	int opt, ret;
+
+	/* a kretprobe checks more (the function is called) and registers
+	 * one by one anyway */
+	if (pr->spec->spec.is_return || ukprobes_probe_addr(&pr->kp, &a, &entry))
+		return 0;
+	opt = ukprobes_optimizable(a, &why);
+	if (opt < 0)
+		return 0;
+	ret = probe_describe(pr, (uintptr_t)a, entry, opt, why, prefer);
+	if (ret)
+		return ret;
+	/* where it goes (past an endbr64), as its PROBE message says:
+	 * registering there is registering at the function's start */
+	pr->kp.addr = a;
+	send_probe(pr);
+	return 1;
+}
+
+/*
+ * [init] Register a glob's staged probes in one batch (register_kprobes:
+ * one write per page and one thread synchronization for all of them, and
+ * no probe of the batch armed while the library works for the others),
+ * then let them record. The batch is all or nothing: should it fail (a
+ * check the staging cannot make, as running out of slots), each probe is
+ * registered alone; one that fails then was announced already and never
+ * records, and its failure is reported as a match's.
+ */
+static void glob_commit(struct ukpa_spec *s, struct glob_batch *b)
+{
+	int i, ret;
+
+	msg_flush();
+	if (!b->n)
+		return;
+	lib_msg[0] = '\0';
+	ukprobes_set_print(capture_print);
+	ret = register_kprobes(b->kp, b->n);
+	ukprobes_set_print(NULL);
+	for (i = 0; i < b->n; i++) {
+		struct ukpa_probe *pr = b->pr[i];
+
+		if (ret) {
+			int err;
+
+			lib_msg[0] = '\0';
+			ukprobes_set_print(capture_print);
+			err = register_kprobe(&pr->kp);
+			ukprobes_set_print(NULL);
+			if (err) {
+				send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags, -1,
+					       (uintptr_t)pr->kp.addr, pr->func, 0, pr->event,
+					       pr->where, "", lib_msg);
+				continue;
+			}
+		}
+		s->nprobes++;
+		atomic_store_explicit(&pr->live, true, memory_order_release);
+	}
+	b->n = 0;
+}
+
 /* One probe per function matching the glob. 0, or -ENOENT when nothing
  * matched. Functions that cannot be probed are reported one by one. */
 static int register_glob(struct ukpa_spec *s)
 {
 	struct matches ms = { .pattern = s->spec.symbol };
-	size_t i;
+	struct glob_batch b = { 0 };
+	size_t i, k;
 	int ret, pass;
 
 	ms.everything = strspn(ms.pattern, "*") == strlen(ms.pattern);
@@ -481,14 +627,24 @@ static int register_glob(struct ukpa_spec *s)
 	if (!ms.nomem)
 		ifunc_impls(&ms);
 	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
+	if (!ret) {
+		b.pr = malloc(ms.n * sizeof(*b.pr));
+		b.kp = malloc(ms.n * sizeof(*b.kp));
+		b.alone = malloc(ms.n * sizeof(*b.alone));
+		b.alone_i = malloc(ms.n * sizeof(*b.alone_i));
+		if (!b.pr || !b.kp || !b.alone || !b.alone_i)
+			ret = -ENOMEM;
+	}
+	outq.on = true;
 	/* IFUNC implementations last: they are libc's string and memory
 	 * functions, which registering (the decoder's memset on every
-	 * instruction) calls all the time; armed first, they would turn
-	 * each of those calls into a breakpoint hit */
+	 * instruction) calls all the time; a probe registered alone is armed
+	 * at once, and each of those calls would hit it */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < ms.n; i++) {
 			char event[UKP_SPEC_NAME_MAX + 1];
 			struct ukpa_probe *pr;
+			int err;
 
 			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
 				continue;
@@ -496,26 +652,44 @@ static int register_glob(struct ukpa_spec *s)
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
 				ret = -ENOMEM;
+				continue;
+			}
+			err = probe_setup(pr, NULL, ms.m[i].start + s->spec.offset);
+			err = err ? err : probe_stage(pr, ms.m[i].prefer);
+			if (err == 1) {
+				b.pr[b.n] = pr;
+				b.kp[b.n++] = &pr->kp;
+			} else if (err == 0) {
+				/* alone (which says why it fails, or arms a
+				 * return probe at once) */
+				b.alone[b.nalone] = pr;
+				b.alone_i[b.nalone++] = i;
 			} else {
-				int err = probe_register(pr, NULL, ms.m[i].start + s->spec.offset,
-							 ms.m[i].prefer);
-
-				/* this function cannot be probed: say which */
-				if (err) {
-					send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags,
-						       -1, ms.m[i].start + s->spec.offset,
-						       ms.m[i].start, 0, event, ms.m[i].name, "",
-						       lib_msg);
-					probe_free(pr);
-				}
+				lib_msg[0] = '\0';
+				glob_match_failed(s, &ms.m[i], pr, err);
 			}
 		}
+	}
+	for (k = 0; k < b.nalone; k++) {
+		struct match *m = &ms.m[b.alone_i[k]];
+		int err = probe_register(b.alone[k], NULL, m->start + s->spec.offset, m->prefer);
+
+		if (err)
+			glob_match_failed(s, m, b.alone[k], err);
 	}
 	for (i = 0; i < ms.n; i++) {
 		free(ms.m[i].name);
 		free(ms.m[i].prefer);
 	}
 	free(ms.m);
+	free(b.alone);
+	free(b.alone_i);
+	/* last: after it, each call into a function the batch probes (free,
+	 * here) is a hit */
+	glob_commit(s, &b);
+	outq.on = false;
+	free(b.pr);
+	free(b.kp);
 	return ret;
 }
 

@@ -329,6 +329,16 @@ UKPROBES_API int ukprobes_shutdown(void);
  * Nothing is registered or written.
  */
 UKPROBES_API int ukprobes_optimizable(void *addr, const char **why);
+/*
+ * Where register_kprobe(p) would put its probe, without registering it:
+ * *addr is p's symbol_name (or addr) + offset, moved past an endbr64 at a
+ * function's entry as on registration, and *on_entry (if not NULL) says
+ * whether that is a function's entry (KPROBE_FLAG_ON_FUNC_ENTRY). 0, or
+ * -errno as register_kprobe returns it for a point it cannot resolve
+ * (-ENOENT: no such symbol, or no known function there; -EINVAL: not code,
+ * or both or neither of symbol_name and addr). Nothing else is checked.
+ */
+UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *on_entry);
 
 /* Faults raised inside probe handlers since start-up (each one abandoned
  * the handler and was counted in that probe's nmissed too). */

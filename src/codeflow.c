@@ -591,6 +591,8 @@ void ukp_codeflow_forget_dead(void)
 {
 	struct flow_obj *fo, **pp = &flow_objs;
 
+	ukp_codeflow_memo_forget();
+
 	while ((fo = *pp)) {
 		/* ukp_object_alive() only compares the pointer: safe on a
 		 * record whose object was freed by ukp_symbols_reset(). */
@@ -989,9 +991,115 @@ int ukp_codeflow_check(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 	return ukp_codeflow_check_exit(sym, addr, len, len, why);
 }
 
+/*
+ * The answers given since the last ukp_codeflow_memo_forget(): the same
+ * region is asked about again before long (ukprobes_optimizable, then the
+ * detour of a batch's site, or the optimizer's next round), and the answer
+ * depends on the object's code alone, read unpatched. By the region and
+ * its object (the pointer and the load generation: an object loaded again
+ * at the same address is not the same); forgotten with the objects that
+ * went (ukp_codeflow_forget_dead). Out of memory is not an answer.
+ */
+struct memo_ent {
+	uintptr_t addr, fstart;
+	const struct ukp_object *obj;
+	uint64_t gen;
+	size_t fsize, len, code_len;
+	int ret;
+	const char *why;
+};
+static struct memo_ent *memo;
+static size_t memo_mask, memo_n;
+
+static struct memo_ent *memo_slot(struct memo_ent *tab, size_t mask, uintptr_t addr,
+				  size_t len, size_t code_len)
+{
+	size_t h = (size_t)((addr * 0x9E3779B97F4A7C15ULL) >> 24) & mask;
+
+	while (tab[h].addr && (tab[h].addr != addr || tab[h].len != len ||
+			       tab[h].code_len != code_len))
+		h = (h + 1) & mask;
+	return &tab[h];
+}
+
+static const struct memo_ent *memo_find(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+					size_t code_len)
+{
+	const struct memo_ent *e;
+
+	if (!memo)
+		return NULL;
+	e = memo_slot(memo, memo_mask, addr, len, code_len);
+	if (!e->addr || e->obj != sym->obj || e->gen != sym->obj->gen || e->fstart != sym->start ||
+	    e->fsize != sym->size)
+		return NULL;
+	return e;
+}
+
+static void memo_add(const struct ukp_symres *sym, uintptr_t addr, size_t len, size_t code_len,
+		     int ret, const char *why)
+{
+	struct memo_ent *e;
+
+	if (ret == -ENOMEM || !addr)
+		return;
+	if (2 * (memo_n + 1) > memo_mask + 1) {
+		size_t mask = memo_mask ? 2 * memo_mask + 1 : 255, i;
+		struct memo_ent *tab = calloc(mask + 1, sizeof(*tab));
+
+		if (!tab)
+			return;
+		for (i = 0; memo && i <= memo_mask; i++)
+			if (memo[i].addr)
+				*memo_slot(tab, mask, memo[i].addr, memo[i].len, memo[i].code_len) =
+					memo[i];
+		free(memo);
+		memo = tab;
+		memo_mask = mask;
+	}
+	e = memo_slot(memo, memo_mask, addr, len, code_len);
+	if (!e->addr)
+		memo_n++;
+	*e = (struct memo_ent){ addr, sym->start, sym->obj, sym->obj->gen, sym->size, len,
+				code_len, ret, why };
+}
+
+/* [reg] */
+void ukp_codeflow_memo_forget(void)
+{
+	free(memo);
+	memo = NULL;
+	memo_mask = memo_n = 0;
+}
+
+static int check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+		      size_t code_len, const char **why);
+
 /* [reg] */
 int ukp_codeflow_check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
 			    size_t code_len, const char **why)
+{
+	const struct memo_ent *e;
+	const char *dummy;
+	int ret;
+
+	if (!why)
+		why = &dummy;
+	if (sym && sym->obj && ukp_object_alive(sym->obj)) {
+		e = memo_find(sym, addr, len, code_len);
+		if (e) {
+			*why = e->why;
+			return e->ret;
+		}
+		ret = check_exit(sym, addr, len, code_len, why);
+		memo_add(sym, addr, len, code_len, ret, *why);
+		return ret;
+	}
+	return check_exit(sym, addr, len, code_len, why);
+}
+
+static int check_exit(const struct ukp_symres *sym, uintptr_t addr, size_t len,
+		      size_t code_len, const char **why)
 {
 	struct arch_code_part parts[MAX_PARTS];
 	uintptr_t fn_end;

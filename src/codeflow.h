@@ -80,5 +80,9 @@ size_t ukp_cold_base_len(const char *name, size_t keylen);
  * every object counts as gone, so this forgets all of them (tests).
  */
 void ukp_codeflow_forget_dead(void);
+/* [reg] Forget the answers remembered since the last call (the checks
+ * remember theirs until then: a region is asked about again before it
+ * is registered; ukp_codeflow_forget_dead forgets them too). */
+void ukp_codeflow_memo_forget(void);
 
 #endif /* UKP_CODEFLOW_H */

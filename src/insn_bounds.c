@@ -96,7 +96,11 @@ int ukp_bounds_check(const struct ukp_symres *sym, size_t off)
 /* At the end of a batch. */
 void ukp_bounds_forget(void)
 {
+	/* (free only what there is: each call enters libc's free, which
+	 * the batch may have probed) */
 	for (unsigned int i = 0; i < NFUNCS; i++) {
+		if (!cache[i].bits)
+			continue;
 		free(cache[i].bits);
 		cache[i].bits = NULL;
 	}

@@ -221,6 +221,7 @@ void ukp_fill_breakpoints(void *p, size_t n);
 bool ukp_text_sync(void);                     /* [reg] serialize every thread */
 int ukp_text_init(void);                      /* [reg] */
 void ukp_text_after_fork(void);               /* [any] */
+void ukp_text_release(void);                  /* [reg] ukprobes_shutdown */
 
 /* insn_bounds.c: instruction boundaries, decoded once per function
  * during a batch. 0, -EILSEQ, or 1 when not known (decode as usual). */
@@ -258,6 +259,8 @@ void ukp_opt_site_changed(struct ukp_site *s);
 /* Hold back waking the optimizer thread while a batch queues its sites
  * (on), then wake it once if anything was queued (off). */
 void ukp_opt_defer_kick(bool on);
+/* [reg] The detours of a batch's new sites, before they are armed. */
+void ukp_opt_batch_prepare(struct ukp_site **v, size_t n);
 void ukp_opt_site_dead(struct ukp_site *s);
 void ukp_opt_sites_dead(struct ukp_site **v, size_t n);
 void ukp_opt_unoptimize(struct ukp_site *s);

@@ -847,6 +847,31 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
 	return ret;
 }
 
+UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *on_entry)
+{
+	struct kprobe tmp;
+	struct ukp_symres sym;
+	bool entry = false;
+	uintptr_t a;
+	int ret;
+
+	if (!p || !addr)
+		return -EINVAL;
+	tmp = (struct kprobe){ .addr = p->addr, .symbol_name = p->symbol_name,
+			       .offset = p->offset };
+	ret = ukp_lock();
+	if (ret)
+		return ret;
+	ret = kprobe_addr(&tmp, &a, &entry, &sym);
+	ukp_unlock();
+	if (ret)
+		return ret;
+	*addr = (void *)a;
+	if (on_entry)
+		*on_entry = entry;
+	return 0;
+}
+
 int ukp_kretprobe_entry_check(const struct kprobe *p, const char **why)
 {
 	struct kprobe tmp = { .addr = p->addr, .symbol_name = p->symbol_name,
@@ -1051,6 +1076,8 @@ static int batch_commit(struct reg_batch *b)
 	/* a dlclose() in another thread since ukp_lock */
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
+	/* while nothing of the batch is armed */
+	ukp_opt_batch_prepare(b->v, b->n);
 	for (i = 0; i < b->n; i++) {
 		struct ukp_site *s = b->v[i];
 
@@ -1134,6 +1161,9 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		if (ret < 0)
 			break;
 	}
+	/* the boundaries served the preparation; freed before the batch
+	 * arms anything (free may be one of its probes) */
+	ukp_bounds_forget();
 	if (!ret)
 		ret = batch_commit(&b);
 	if (ret) {
@@ -1143,7 +1173,7 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		if (i > 0)
 			unregister_locked(kps, i);
 	}
-	ukp_bounds_forget();
+	ukp_codeflow_memo_forget();
 	ukp_unlock();
 	free(b.v);
 	free(b.tab);

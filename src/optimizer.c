@@ -302,51 +302,48 @@ static uintptr_t pun(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uin
 	return 0;
 }
 
-/* Build the detour of s (once). Returns 0, or -errno with s->opt.why
- * (a refusal is remembered: the code does not change). */
-static int prepare(struct ukp_site *s)
+/* The detour of s built into img, at a new detour (*detour; punned, at
+ * a place its jump's bytes fix, when the plain jump was refused), and
+ * s->opt filled but for the detour itself. 0, or -errno with
+ * s->opt.why (a refusal is remembered: the code does not change). */
+static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *detour)
 {
 	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
 	struct ukp_arch_opt ao;
 	const char *why = NULL;
-	uintptr_t detour;
 	size_t n;
 	int ret;
 
-	if (s->detour)
-		return 0;
 	n = ukp_read_original(s->addr, code, sizeof(code));
-	detour = ukp_slot_alloc_n(s->addr, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
-	if (!detour) {
+	*detour = ukp_slot_alloc_n(s->addr, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+	if (!*detour) {
 		s->opt.why = "no executable memory within reach for a detour";
 		return -ENOMEM; /* not remembered: memory may come back */
 	}
-	ret = analyse(&ao, code, n, s->addr, detour, s, s->opt.ftrace_len, NULL, -1, &why);
+	ret = analyse(&ao, code, n, s->addr, *detour, s, s->opt.ftrace_len, NULL, -1, &why);
 	if (ret && !s->opt.ftrace_len) {
 		uintptr_t punned;
 
-		ukp_slot_free_n(detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
+		ukp_slot_free_n(*detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
 		punned = pun(&ao, code, n, s->addr, s, NULL, true);
 		if (!punned) {
 			s->opt.err = ret;
 			s->opt.why = why;
 			return ret;
 		}
-		detour = punned;
+		*detour = punned;
 		ret = 0;
 	}
-	if (!ret && s->opt.entry)
-		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
-					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
-	if (!ret)
-		ret = ukp_text_poke(detour, ao.image, sizeof(ao.image));
 	if (ret) {
-		ukp_slot_free_range(detour, UKP_DETOUR_SIZE);
+		ukp_slot_free_n(*detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
 		s->opt.err = ret;
 		s->opt.why = why ? why : "cannot write the detour";
 		return ret;
 	}
-	ukp_slot_set_owner_range(detour, UKP_DETOUR_SIZE, s);
+	if (s->opt.entry)
+		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
+					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
+	memcpy(img, ao.image, sizeof(ao.image));
 	memcpy(s->opt.orig, code, ao.len);
 	memcpy(s->opt.jump, ao.jump, sizeof(s->opt.jump));
 	s->opt.len = ao.len;
@@ -354,8 +351,83 @@ static int prepare(struct ukp_site *s)
 	s->opt.ninsn = ao.ninsn;
 	memcpy(s->opt.map_orig, ao.map_orig, sizeof(s->opt.map_orig));
 	memcpy(s->opt.map_copy, ao.map_copy, sizeof(s->opt.map_copy));
-	atomic_store_explicit(&s->detour, detour, memory_order_release);
 	return 0;
+}
+
+/* The detour, written at detour, is s's. */
+static void detour_set(struct ukp_site *s, uintptr_t detour)
+{
+	ukp_slot_set_owner_range(detour, UKP_DETOUR_SIZE, s);
+	atomic_store_explicit(&s->detour, detour, memory_order_release);
+}
+
+/* Build the detour of s (once). Returns 0, or -errno with s->opt.why. */
+static int prepare(struct ukp_site *s)
+{
+	uint8_t img[UKP_DETOUR_SIZE];
+	uintptr_t detour;
+	int ret;
+
+	if (s->detour)
+		return 0;
+	ret = build(s, img, &detour);
+	if (ret)
+		return ret;
+	ret = ukp_text_poke(detour, img, sizeof(img));
+	if (ret) {
+		ukp_slot_free_range(detour, UKP_DETOUR_SIZE);
+		s->opt.err = ret;
+		s->opt.why = "cannot write the detour";
+		return ret;
+	}
+	detour_set(s, detour);
+	return 0;
+}
+
+/*
+ * The detours of a register_kprobes() batch's new sites, built before any
+ * of their breakpoints is written (kprobes.c batch_commit): the analysis
+ * runs libc code (the decoder's memset, malloc, ...) that the batch may
+ * probe, which then runs at full speed instead of through breakpoints
+ * once the batch is armed; and the detours are written together (one
+ * write per page). Only the detours: the optimizer thread still checks
+ * the neighbours and the threads and writes the jumps, as for any other
+ * site; a site left without a detour here gets it there.
+ */
+void ukp_opt_batch_prepare(struct ukp_site **v, size_t n)
+{
+	struct ukp_poke *pk = malloc((n ? n : 1) * sizeof(*pk));
+	uint8_t (*img)[UKP_DETOUR_SIZE] = malloc((n ? n : 1) * UKP_DETOUR_SIZE);
+	struct ukp_site **built = malloc((n ? n : 1) * sizeof(*built));
+	size_t i, k = 0;
+
+	if (!pk || !img || !built)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct ukp_site *s = v[i];
+		uintptr_t detour;
+
+		if (s->gone || s->detour || s->opt.err || !ukp_site_wants_armed(s) || has_jprobe(s) ||
+		    (!s->opt.ftrace_len && (!opt_on || has_post(s))))
+			continue;
+		if (build(s, img[k], &detour))
+			continue;
+		pk[k] = (struct ukp_poke){ detour, img[k], UKP_DETOUR_SIZE };
+		built[k++] = s;
+	}
+	/* (the pokes come back sorted: each one's image says whose it is) */
+	if (k && ukp_text_poke_many(pk, k) == 0) {
+		for (i = 0; i < k; i++)
+			detour_set(built[((const uint8_t *)pk[i].buf - img[0]) / UKP_DETOUR_SIZE],
+				   pk[i].addr);
+	} else {
+		for (i = 0; i < k; i++)
+			ukp_slot_free_range(pk[i].addr, UKP_DETOUR_SIZE);
+	}
+out:
+	free(pk);
+	free(img);
+	free(built);
 }
 
 /* ---------------------------------------------------- (un)patching */
@@ -402,10 +474,22 @@ void ukp_opt_unoptimize(struct ukp_site *s)
 	ukp_synchronize();
 }
 
+/* n pokes, together; one by one if that fails (each write is checked on
+ * its own then, as ukp_text_poke alone did). */
+static void pokes(struct ukp_poke *pk, size_t n)
+{
+	size_t i;
+
+	if (n && ukp_text_poke_many(pk, n))
+		for (i = 0; i < n; i++)
+			ukp_text_poke(pk[i].addr, pk[i].buf, pk[i].len);
+}
+
 /* Optimize up to OPT_BATCH READY sites; returns how many got the jump.
  * The busy ones go back to the queue. */
 static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 {
+	struct ukp_poke pk[OPT_BATCH];
 	struct ukp_range r[UKP_SCAN_MAX_RANGES];
 	unsigned int i, k = 0, done = 0;
 	uint64_t hit;
@@ -419,19 +503,26 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 		r[k++].end = v[i]->slot ? v[i]->slot + UKP_SLOT_SIZE : 1;
 	}
 	hit = ukp_threads_scan(r, k);
+	/* each step's writes together (one per page): the rest of every
+	 * jump after its breakpoint, then every jump's first bytes */
+	k = 0;
 	for (i = 0; i < n; i++) {
 		/* a punned jump writes its region only: the rest is there */
 		size_t w = v[i]->opt.len < UKP_OPT_JUMP_SIZE ? v[i]->opt.len : UKP_OPT_JUMP_SIZE;
 
 		ok[i] = !(hit & (3ULL << (2 * i)));
 		if (ok[i] && w > UKP_BREAKPOINT_SIZE)
-			ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
-				      w - UKP_BREAKPOINT_SIZE);
+			pk[k++] = (struct ukp_poke){ v[i]->addr + UKP_BREAKPOINT_SIZE,
+						     v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
+						     w - UKP_BREAKPOINT_SIZE };
 	}
+	pokes(pk, k);
 	ukp_text_sync();
+	k = 0;
 	for (i = 0; i < n; i++)
 		if (ok[i])
-			ukp_text_poke(v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE);
+			pk[k++] = (struct ukp_poke){ v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE };
+	pokes(pk, k);
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
 		if (ok[i]) {
@@ -490,6 +581,7 @@ static void optimize_round(void)
 	}
 	if (n)
 		jump_batch(batch, n);
+	ukp_codeflow_memo_forget();
 	ukp_opt_rounds++;
 }
 

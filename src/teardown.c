@@ -30,7 +30,7 @@ UKPROBES_API int ukprobes_shutdown(void)
 	ukp_signals_uninstall();
 	/* the descriptor on /proc/self/mem goes too (opened again when
 	 * needed), as after a fork */
-	ukp_text_after_fork();
+	ukp_text_release();
 	ukp_unlock_for_show();
 	return 0;
 }

@@ -59,13 +59,14 @@ static void membarrier_register(void)
 	atomic_store(&ukp_reader_fence, !membarrier_ok);
 }
 
-/* [any] Does descriptor mem_fd still name the file we opened? */
+/* [any] Does descriptor mem_fd still name the file we opened? (asked
+ * before every write: raw, as the writes) */
 static bool mem_fd_ours(void)
 {
 	struct stat st;
 
-	return mem_fd >= 0 && fstat(mem_fd, &st) == 0 && st.st_dev == mem_dev &&
-	       st.st_ino == mem_ino;
+	return mem_fd >= 0 && arch_syscall3(__NR_fstat, mem_fd, (long)&st, 0) == 0 &&
+	       st.st_dev == mem_dev && st.st_ino == mem_ino;
 }
 
 /* [reg] A descriptor on this process's memory. */
@@ -103,12 +104,26 @@ int ukp_text_init(void)
 	return mem_open() == 0 ? 0 : 0; /* mprotect fallback below */
 }
 
-/* [any] Called in the child after fork (pthread_atfork). */
+/* ukp_text_poke_many's buffer, kept from call to call (under ukp_mutex,
+ * as every writer: the optimizer writes each batch of jumps in two). */
+static uint8_t *span_buf;
+
+/* [any] Called in the child after fork (pthread_atfork). (The child
+ * keeps span_buf: a fork without atfork may have left malloc's locks
+ * taken.) */
 void ukp_text_after_fork(void)
 {
 	if (mem_fd_ours())
 		close(mem_fd);
 	mem_fd = -1;
+}
+
+/* [reg] ukprobes_shutdown: the descriptor and the buffer go. */
+void ukp_text_release(void)
+{
+	ukp_text_after_fork();
+	free(span_buf);
+	span_buf = NULL;
 }
 
 const uint8_t ukp_breakpoint_insn[UKP_BREAKPOINT_SIZE] = UKP_BREAKPOINT_BYTES;
@@ -172,11 +187,53 @@ static int poke_mem(uintptr_t addr, const void *buf, size_t len)
 	return n < 0 ? (int)n : -EIO;
 }
 
-static int cmp_poke(const void *a, const void *b)
+/* v by address: a heapsort of our own, as libc's qsort (which may be
+ * probed) copies the elements with memcpy, a call per move. */
+static void sift_down(struct ukp_poke *v, size_t i, size_t n)
 {
-	const struct ukp_poke *x = a, *y = b;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		struct ukp_poke t;
 
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+		if (c >= n)
+			return;
+		if (c + 1 < n && v[c + 1].addr > v[c].addr)
+			c++;
+		if (v[i].addr >= v[c].addr)
+			return;
+		t = v[i];
+		v[i] = v[c];
+		v[c] = t;
+		i = c;
+	}
+}
+
+static void sort_pokes(struct ukp_poke *v, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift_down(v, i, n);
+	for (i = n; i-- > 1;) {
+		struct ukp_poke t = v[0];
+
+		v[0] = v[i];
+		v[i] = t;
+		sift_down(v, 0, i);
+	}
+}
+
+/* memcpy without libc's, which may be probed: a batch copies thousands
+ * of pokes, each a hit of a breakpoint written by an earlier batch. The
+ * volatile destination keeps the compiler from making the loop a call to
+ * memcpy again. */
+static void copy_bytes(uint8_t *dst, const void *src, size_t n)
+{
+	volatile uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (n--)
+		*d++ = *s++;
 }
 
 /* Longest span one write covers (bytes between the pokes included). */
@@ -194,16 +251,21 @@ static int cmp_poke(const void *a, const void *b)
  */
 int ukp_text_poke_many(struct ukp_poke *v, size_t n)
 {
-	long pg = sysconf(_SC_PAGESIZE);
+	static long pg;
 	uint8_t *span = NULL;
 	size_t i, j;
 	int ret = 0;
 
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_poke);
-	if (UKP_TEXT_POKE_MEM && mem_open() == 0)
-		span = malloc(SPAN_MAX);
+	if (!pg)
+		pg = sysconf(_SC_PAGESIZE);
+	sort_pokes(v, n);
+	if (UKP_TEXT_POKE_MEM && mem_open() == 0) {
+		if (!span_buf)
+			span_buf = malloc(SPAN_MAX);
+		span = span_buf;
+	}
 	for (i = 0; i < n && !ret; i = j) {
 		uintptr_t start = v[i].addr, end = v[i].addr + v[i].len;
 		uintptr_t page_end = (start | (uintptr_t)(pg - 1)) + 1;
@@ -229,10 +291,9 @@ int ukp_text_poke_many(struct ukp_poke *v, size_t n)
 			continue;
 		}
 		for (size_t k = i; k < j; k++)
-			memcpy(span + (v[k].addr - start), v[k].buf, v[k].len);
+			copy_bytes(span + (v[k].addr - start), v[k].buf, v[k].len);
 		ret = poke_mem(start, span, end - start);
 	}
-	free(span);
 	return ret;
 }
 

@@ -483,43 +483,100 @@ struct blocked_state {
 enum { T_OUTSIDE_OR_HIT, T_UNKNOWN, T_GONE };
 
 /*
+ * Raw system calls and parsing for the thread's state: libc's (snprintf,
+ * strtoul, openat...) may be probed, and the optimizer scans the threads
+ * for every batch of jumps it writes, while the probes of the batch
+ * before are breakpoints still (each call a hit).
+ */
+
+/* "TID/syscall" into path (at least 20 bytes). */
+static void syscall_path(char *path, int tid)
+{
+	static const char tail[] = "/syscall";
+	volatile char *d = path; /* (not turned into calls to libc) */
+	char digits[12];
+	unsigned int v = (unsigned int)tid, n = 0, i;
+
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(digits));
+	while (n)
+		*d++ = digits[--n];
+	for (i = 0; i < sizeof(tail); i++)
+		*d++ = tail[i];
+}
+
+/* A number at *p (spaces first; base 10 with a sign, or base 16 with an
+ * optional 0x): true with *out and *p past it, false if there is none. */
+static bool parse_num(const char **p, int base, unsigned long *out)
+{
+	const char *q = *p;
+	unsigned long v = 0;
+	bool neg = false, any = false;
+
+	while (*q == ' ' || *q == '\t' || *q == '\n')
+		q++;
+	if (base == 10 && *q == '-') {
+		neg = true;
+		q++;
+	}
+	if (base == 16 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+		q += 2;
+	for (;; q++) {
+		unsigned int dgt;
+
+		if (*q >= '0' && *q <= '9')
+			dgt = (unsigned int)(*q - '0');
+		else if (base == 16 && *q >= 'a' && *q <= 'f')
+			dgt = (unsigned int)(*q - 'a' + 10);
+		else if (base == 16 && *q >= 'A' && *q <= 'F')
+			dgt = (unsigned int)(*q - 'A' + 10);
+		else
+			break;
+		v = v * (unsigned int)base + dgt;
+		any = true;
+	}
+	if (!any)
+		return false;
+	*out = neg ? -v : v;
+	*p = q;
+	return true;
+}
+
+/*
  * [reg] Read the state of thread tid (relative to the /proc/self/task
  * directory dfd): 1 if it is blocked (*st filled), 0 if it is running,
  * a negative errno if we cannot tell (it may be gone).
  */
 static int read_blocked_state(int dfd, int tid, struct blocked_state *st)
 {
-	char path[32], buf[256], *p, *end;
-	unsigned long v[8];
+	char path[32], buf[256];
+	const char *p;
+	unsigned long v[8], nr;
 	unsigned int nv = 0;
-	ssize_t len;
-	int fd, err;
+	long len, fd;
 
 	if (ukp_scan_without_proc)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%d/syscall", tid);
-	fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+	syscall_path(path, tid);
+	fd = arch_syscall4(__NR_openat, dfd, (long)path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, sizeof(buf) - 1);
-	err = errno;
-	close(fd);
+		return (int)fd;
+	len = arch_syscall3(__NR_read, fd, (long)buf, sizeof(buf) - 1);
+	arch_syscall3(__NR_close, fd, 0, 0);
 	if (len < 0)
-		return -err;
+		return (int)len;
 	buf[len] = 0;
-	if (!strncmp(buf, "running", 7))
+	if (buf[0] == 'r' && buf[1] == 'u' && buf[2] == 'n' && buf[3] == 'n' && buf[4] == 'i' &&
+	    buf[5] == 'n' && buf[6] == 'g')
 		return 0;
-	errno = 0;
-	st->nr = strtol(buf, &end, 10);
-	if (end == buf || errno)
+	p = buf;
+	if (!parse_num(&p, 10, &nr))
 		return -EPROTO;
+	st->nr = (long)nr;
 	/* "nr sp pc" when nr < 0, "nr a0..a5 sp pc" otherwise */
-	for (p = end; nv < 8; p = end) {
-		v[nv] = strtoul(p, &end, 16);
-		if (end == p)
-			break;
+	while (nv < 8 && parse_num(&p, 16, &v[nv]))
 		nv++;
-	}
 	if (nv != (st->nr < 0 ? 2u : 8u))
 		return -EPROTO;
 	st->sp = v[nv - 2];

@@ -2860,6 +2860,30 @@ def specs_memfd(data, seal=True):
     return fd
 
 
+def case_endbr():
+    """A function that starts with endbr64 is probed past it: a glob's
+    probes (announced before they are registered) and a single probe say
+    the same place, and count their hits there."""
+    prog = tgt("endbr")
+    if not os.path.exists(prog) or platform.machine() != "x86_64" or not shutil.which("nm"):
+        print("no tgt_endbr (x86-64, -fcf-protection) or no nm: skipped")
+        sys.exit(77)
+    funcs = nm_functions(prog)
+    r = ukprobe(["probes", "-e", "p ebr_*", "-e", "p ebr_add", "--", prog])
+    check(r.returncode == 0 and r.stderr == "", "probes", show(r))
+    rows = {row["event"]: row for row in probes_rows(r.stdout)}
+    for ev, fn in (("ukprobes/ebr_add", "ebr_add"), ("ukprobes/ebr_twice", "ebr_twice"),
+                   ("ukprobes/p_ebr_add_0", "ebr_add")):
+        row = rows.get(ev)
+        check(row and row["point"].startswith("%s+0x4/0x" % fn) and
+              row["elf"] == "tgt_endbr:0x%x" % (funcs[fn] + 4), "row of %s" % ev, r.stdout)
+    check(rows["ukprobes/ebr_add"]["addr"] == rows["ukprobes/p_ebr_add_0"]["addr"],
+          "glob and single probe at one address", r.stdout)
+    r = ukprobe(["stat", "-e", "p ebr_*", "--", prog, "5"])
+    check(r.returncode == 0 and re.search(r"^ukprobes/ebr_add +5 +0$", r.stdout, re.M) and
+          re.search(r"^ukprobes/ebr_twice +5 +0$", r.stdout, re.M), "stat", show(r))
+
+
 def case_spec_wire():
     """The SPECs go to the agent parsed, in a sealed memfd: 2000 SPECs
     whose text (144 KB) no environment string could hold, through -f's

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,49 @@ Test(errors, endbr64_entry_is_stepped_over)
 	cr_expect_eq(t_endbr_fn(1), 2);
 	cr_expect_eq(hits, 1);
 	unregister_kprobe(&kp);
+}
+
+/* ukprobes_probe_addr says where registration puts a probe, registering
+ * nothing: past the endbr64, on the entry or not, the same errors. */
+Test(errors, probe_addr_before_registering)
+{
+	struct kprobe by_name = { .symbol_name = "t_endbr" };
+	struct kprobe by_addr = { .addr = (void *)t_endbr };
+	struct kprobe inside = { .symbol_name = "t_movabs", .offset = 10 };
+	struct kprobe bad[] = {
+		{ .symbol_name = "no_such_function_anywhere" },
+		{ .symbol_name = "err_target", .addr = (void *)err_target },
+		{ .addr = (void *)&data_object },
+	};
+	int want[] = { -ENOENT, -EINVAL, -EINVAL };
+	void *a = NULL;
+	bool entry = false;
+	size_t i;
+
+	cr_assert_eq(ukprobes_probe_addr(&by_name, &a, &entry), 0);
+	cr_expect_eq(a, (void *)(t_endbr + 4));
+	cr_expect(entry);
+	cr_expect_null(by_name.addr, "the kprobe is left as it was");
+	a = NULL;
+	entry = false;
+	cr_assert_eq(ukprobes_probe_addr(&by_addr, &a, &entry), 0);
+	cr_expect_eq(a, (void *)(t_endbr + 4));
+	cr_expect(entry);
+	cr_assert_eq(ukprobes_probe_addr(&inside, &a, &entry), 0);
+	cr_expect_eq(a, (void *)(t_movabs + 10));
+	cr_expect_not(entry);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(ukprobes_probe_addr(&bad[i], &a, NULL), want[i], "case %zu", i);
+	cr_expect_eq(ukprobes_probe_addr(NULL, &a, NULL), -EINVAL);
+	/* nothing was written: the function runs unprobed */
+	cr_expect_eq(t_endbr_fn(1), 2);
+	by_name.pre_handler = count_pre;
+	hits = 0;
+	cr_assert_eq(register_kprobe(&by_name), 0);
+	cr_expect_eq((void *)by_name.addr, (void *)(t_endbr + 4));
+	cr_expect_eq(t_endbr_fn(1), 2);
+	cr_expect_eq(hits, 1);
+	unregister_kprobe(&by_name);
 }
 
 static int rereg_result = 1;

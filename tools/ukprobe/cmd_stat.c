@@ -54,26 +54,56 @@ struct row {
 struct table {
 	struct row *rows;
 	size_t n, cap;
+	/* rows by SPEC and event: index + 1, or 0 (a glob has thousands) */
+	size_t *idx, mask;
 };
+
+static size_t row_hash(uint32_t spec, const char *event)
+{
+	size_t h = 1469598103934665603ULL ^ spec;
+
+	for (; *event; event++)
+		h = (h ^ (unsigned char)*event) * 1099511628211ULL;
+	return h;
+}
+
+/* Where the row of (spec, event) is, or would go, in t->idx. */
+static size_t *idx_slot(const struct table *t, uint32_t spec, const char *event)
+{
+	size_t h = row_hash(spec, event) & t->mask;
+
+	while (t->idx[h] && (t->rows[t->idx[h] - 1].spec != spec ||
+			     strcmp(t->rows[t->idx[h] - 1].event, event)))
+		h = (h + 1) & t->mask;
+	return &t->idx[h];
+}
 
 static struct row *row_of(struct table *t, uint32_t spec, const char *group, const char *event)
 {
-	size_t i;
+	size_t *slot, i;
 
-	for (i = 0; i < t->n; i++)
-		if (t->rows[i].spec == spec && !strcmp(t->rows[i].event, event))
-			return &t->rows[i];
+	if (t->idx && *(slot = idx_slot(t, spec, event)))
+		return &t->rows[*slot - 1];
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 32;
+		size_t cap = t->cap ? t->cap * 2 : 32, *idx = calloc(2 * cap, sizeof(*idx));
 		struct row *r = realloc(t->rows, cap * sizeof(*r));
 
-		if (!r)
+		if (r)
+			t->rows = r;
+		if (!r || !idx) {
+			free(idx);
 			return NULL;
-		t->rows = r;
+		}
 		t->cap = cap;
+		free(t->idx);
+		t->idx = idx;
+		t->mask = 2 * cap - 1;
+		for (i = 0; i < t->n; i++)
+			*idx_slot(t, t->rows[i].spec, t->rows[i].event) = i + 1;
 	}
 	t->rows[t->n] = (struct row){ spec, group, event, false, 0, 0 };
-	return &t->rows[t->n++];
+	*idx_slot(t, spec, event) = ++t->n;
+	return &t->rows[t->n - 1];
 }
 
 static int row_cmp(const void *pa, const void *pb)
@@ -90,7 +120,7 @@ static int row_cmp(const void *pa, const void *pb)
  */
 static int print_table(FILE *out, FILE *json, struct ukp_session *s)
 {
-	struct table t = { NULL, 0, 0 };
+	struct table t = { 0 };
 	size_t i, k;
 	int j;
 
@@ -160,9 +190,11 @@ static int print_table(FILE *out, FILE *json, struct ukp_session *s)
 		fputs("}\n", json);
 	}
 	free(t.rows);
+	free(t.idx);
 	return 0;
 nomem:
 	free(t.rows);
+	free(t.idx);
 	ukp_err("out of memory");
 	return -1;
 }
