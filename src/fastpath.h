@@ -42,7 +42,8 @@ struct ukp_thread_rec;
  * The per-site block: what a fast path reads of its site. Written [reg]
  * by kprobes.c (fast_pre, then fast_kp, release) and optimizer.c
  * (detour), read on hits under the read side.
- *   addr      the probe address (regs->ip = addr + UKP_BREAKPOINT_SIZE)
+ *   addr      the probe address (regs->ip = addr + UKP_BREAKPOINT_IP_OFFSET,
+ *             FP_BREAKPOINT_IP_OFFSET: as after a breakpoint)
  *   fast_kp   the site's only probe when its pre_handler was proven
  *             vector-free, else NULL: no fast path
  *   fast_pre  that handler (the fast path still checks the probe's
