@@ -11,6 +11,10 @@
  * signals held back until the hit is over, a nested hit missed, and the
  * change to the C path (and back) when a second probe comes, the
  * handler is swapped, the probe is disabled or a post_handler appears.
+ * The return trampoline's fast path likewise: the return handler sees
+ * the probe state and the real return address, its register writes
+ * count, errno, faults, held-back signals, recursion, a handler that
+ * uses vectors sent to the C path, and instances that all come back.
  *
  * The fast path exists only when the library's hit path is proven
  * vector-free (ukp_vec_lazy); with UKPROBES_LAZY_VECTOR=0 (the
@@ -36,6 +40,7 @@
 
 extern uint32_t ukp_vec_lazy;
 extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
+extern char ukp_kretprobe_trampoline[], ukp_kretprobe_trampoline_end[];
 
 #define FN(name) ".globl " #name "\n.type " #name ",%function\n" #name ":\n"
 
@@ -517,4 +522,248 @@ Test(a64_optfast, a_second_probe_a_swapped_handler_a_disabled_probe_or_a_post_ha
 	unregister_kprobe(&kp);
 	cr_expect_eq(of_add(0), 7);
 	cr_expect_eq(atomic_load(&hits), 7);
+}
+
+/* ------------------------------------------------------------ returns */
+
+static atomic_long rets, fast_rets;
+static struct kprobe *ret_running;
+static unsigned long ret_pc, ret_lr;
+
+/* [ret] Was this return handler called by the trampoline's fast path? */
+static bool ret_called_fast(void)
+{
+	uintptr_t l = (uintptr_t)ukp_ctl.jb[1];
+
+	return l >= (uintptr_t)ukp_kretprobe_trampoline &&
+	       l < (uintptr_t)ukp_kretprobe_trampoline_end;
+}
+
+static void count_ret(void)
+{
+	atomic_fetch_add(&rets, 1);
+	if (ret_called_fast())
+		atomic_fetch_add(&fast_rets, 1);
+}
+
+static int r_count(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	ret_running = kprobe_running();
+	ret_pc = regs->pc;
+	ret_lr = regs->regs[30];
+	regs->regs[0] += 1000;
+	(void)ri;
+	return 0;
+}
+
+static int r_errno(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	errno = EXDEV;
+	count_ret();
+	(void)ri;
+	(void)regs;
+	return 0;
+}
+
+static int r_fault(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	(void)ukt_load_int(bad_ptr);
+	regs->regs[0] = 5000; /* never reached */
+	(void)ri;
+	return 0;
+}
+
+static int r_signal(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	raw_tgkill(my_pid, my_tid, SIGUSR1);
+	usr1_at_handler_end = atomic_load(&usr1_count);
+	(void)ri;
+	(void)regs;
+	return 0;
+}
+
+/* Not proven vector-free: the dispatcher calls it with the state saved. */
+static int r_vec(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	__asm__ volatile("movi v3.16b, #0x11" ::: "v3");
+	count_ret();
+	(void)ri;
+	(void)regs;
+	return 0;
+}
+
+__attribute__((noinline)) static int call_of_add(int x)
+{
+	int r = of_add(x);
+
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+static void reg_ret(struct kretprobe *rp)
+{
+	cr_assert_eq(register_kretprobe(rp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(&rp->kp));
+	atomic_store(&rets, 0);
+	atomic_store(&fast_rets, 0);
+}
+
+/* A thread's first return claims its return stack on the C path. */
+static void ret_warm_up(void)
+{
+	struct kretprobe w = { .kp.symbol_name = "of_sub", .handler = NULL, .maxactive = 2 };
+
+	warm_up();
+	cr_assert_eq(register_kretprobe(&w), 0);
+	cr_assert_eq(of_sub(5), 2);
+	unregister_kretprobe(&w);
+	cr_assert_not_null(ukp_ctl.rstack);
+}
+
+static void ret_state_clear(void)
+{
+	cr_expect_null(kprobe_running());
+	cr_expect_eq(ukp_ctl.status, 0);
+	cr_expect_eq(ukp_ctl.in_handler, 0);
+	cr_expect_eq(ukp_ctl.depth, 0);
+	cr_expect_eq(ukp_ctl.defer_async, 0);
+	cr_expect_null(ukp_ctl.cur_kp);
+	cr_expect_null(ukp_ctl.fault_kp);
+	cr_expect_eq(ukp_ctl.rec->seq % 2, 0);
+}
+
+Test(a64_optfast, a_return_takes_the_fast_path_and_its_register_writes_count)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&rets), 100);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 100, "every return on the fast path");
+	cr_expect_eq(ret_running, &rp.kp, "kprobe_running() in the return handler");
+	cr_expect(ret_pc > (unsigned long)call_of_add && ret_pc < (unsigned long)call_of_add + 64,
+		  "regs->pc is the real return address");
+	cr_expect_eq(ret_lr, ret_pc, "regs->regs[30] too");
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0, "every instance came back to the pool");
+	cr_expect_eq(call_of_add(1), 8);
+}
+
+Test(a64_optfast, a_return_keeps_errno)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_errno, .maxactive = 2 };
+
+	ret_warm_up();
+	errno = 0;
+	reg_ret(&rp);
+	errno = ENOENT;
+	cr_expect_eq(call_of_add(2), 9);
+	cr_expect_eq(errno, ENOENT, "errno changed by the return handler: %d", errno);
+	cr_expect_eq(atomic_load(&rets), 1);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 1);
+	unregister_kretprobe(&rp);
+}
+
+Test(a64_optfast, a_fault_in_a_return_handler_is_recovered)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_fault, .maxactive = 2 };
+	unsigned long before = atomic_load(&ukp_handler_fault_count);
+
+	ret_warm_up();
+	bad_ptr = (volatile int *)16;
+	reg_ret(&rp);
+	errno = EAGAIN;
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(call_of_add(i), i + 7, "the return value changed");
+	cr_expect_eq(errno, EAGAIN);
+	cr_expect_eq(atomic_load(&rets), 20);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 20);
+	cr_expect_eq(atomic_load(&ukp_handler_fault_count) - before, 20);
+	ret_state_clear();
+	/* the instances went back: both serve 20 more returns */
+	rp.handler = r_count;
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.kp.nmissed, 20, "a handler fault counts on the probe, as on the C path");
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+Test(a64_optfast, program_signals_wait_until_the_return_handler_is_over)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_signal, .maxactive = 2 };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	ret_warm_up();
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&usr1_count, 0);
+	my_pid = getpid();
+	my_tid = syscall(SYS_gettid);
+	reg_ret(&rp);
+	cr_expect_eq(call_of_add(4), 11);
+	cr_expect_eq(atomic_load(&rets), 1);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 1);
+	cr_expect_eq(usr1_at_handler_end, 0, "the program's handler ran inside the return handler");
+	cr_expect_eq(atomic_load(&usr1_count), 1, "the held-back signal was delivered");
+	cr_expect_eq(atomic_load(&usr1_saw_in_handler), 0);
+	unregister_kretprobe(&rp);
+}
+
+Test(a64_optfast, a_return_handler_that_uses_vectors_takes_the_c_path)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_vec, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(call_of_add(i), i + 7);
+	cr_expect_eq(atomic_load(&rets), 10);
+	cr_expect_eq(atomic_load(&fast_rets), 0, "a vector-using handler called directly");
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+/* Recursion: several pending returns on the thread, each its own frame. */
+__attribute__((noinline)) static int rec_caller(int n)
+{
+	int r;
+
+	if (n == 0)
+		return 0;
+	r = of_add(n) + rec_caller(n - 1);
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+Test(a64_optfast, returns_after_nested_calls_all_count)
+{
+	struct kretprobe rp = { .kp.symbol_name = "rec_caller", .handler = r_count,
+				.maxactive = 16 };
+	int want = 0;
+
+	ret_warm_up();
+	reg_ret(&rp);
+	/* each level's return value + 1000, the outer ones adding the
+	 * inner ones' */
+	for (int n = 1; n <= 10; n++)
+		want = n + 7 + want + 1000;
+	cr_expect_eq(rec_caller(10), want + 1000);
+	cr_expect_eq(atomic_load(&rets), 11);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 11);
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
 }

@@ -17,8 +17,14 @@
  * ldar (FAST_KP), so that fast_pre and the probe's fields read after it
  * are the ones published with it (x86's TSO gives that for free).
  *
- * Only the primitives of the optimized hit are here: the kretprobe
- * entry and the return trampoline take the C path on AArch64.
+ * The primitives of the optimized hit and of the return trampoline are
+ * here; the kretprobe entry takes the C path on AArch64 (no POOL_POP,
+ * SPARE_TAKE, RSTACK_ROOM/PUSH, KRP_HOLDER), and so the trampoline keeps
+ * no spare instance (SPARE_PUT): only the entry's fast path takes one,
+ * the C entry would have to steal it back. AArch64 keeps a function's
+ * return address in x30, not in its return slot (the slot is the
+ * frame's identity, the stack pointer at its entry): RSTACK_POP writes
+ * the real return address where the trampoline keeps x30.
  */
 #ifndef UKP_A64_FASTPATH_OPS_H
 #define UKP_A64_FASTPATH_OPS_H
@@ -107,6 +113,74 @@
 	ldr \tmpw, [\kp, #P_KP_FLAGS]
 	tst \tmpw, #P_KP_FLAGS_OFF
 	b.ne \fail
+	.endm
+
+/*
+ * RSTACK_TOP (ukp_fp_rstack_top): the top entry of rs is the only one
+ * for the frame whose slot is slot: e = that entry, d (dw its 32-bit
+ * name) = the depth; else (none, gone frames on top, or chained) jump
+ * to fail. Clobbers tmp and the flags.
+ */
+	.macro RSTACK_TOP rs, slot, e, d, dw, tmp, fail
+	ldr \dw, [\rs, #P_KT_DEPTH]
+	cbz \dw, \fail
+	sub \tmp, \d, #1
+	mov \e, #P_E_SIZE
+	madd \e, \tmp, \e, \rs
+	add \e, \e, #P_KT_E			/* e[depth - 1] */
+	ldr \tmp, [\e, #P_E_SLOT]
+	cmp \tmp, \slot
+	b.ne \fail				/* gone frames to drop first */
+	cmp \dw, #1
+	b.eq .Ltop\@
+	ldur \tmp, [\e, #(P_E_SLOT - P_E_SIZE)]
+	cmp \tmp, \slot
+	b.eq \fail				/* chained: more than one */
+.Ltop\@:
+	.endm
+
+/* RSTACK_TOP_RI: the top entry's instance (ri), or jump to fail when it
+ * was dropped meanwhile. */
+	.macro RSTACK_TOP_RI e, ri, fail
+	ldr \ri, [\e, #P_E_RI]
+	cbz \ri, \fail
+	.endm
+
+/* RET_HANDLER (ukp_fp_ret_handler): fn = the return handler of ri's
+ * kretprobe (rp, loaded with acquire, NULL once gone), 0 when none; jump
+ * to unproven when it is not the one proven vector-free. Clobbers tmp
+ * and the flags. */
+	.macro RET_HANDLER ri, rp, fn, tmp, unproven
+	ldur \tmp, [\ri, #(P_INST_HDR_RPH - P_INST_HDR_SIZE)]	/* the holder */
+	add \rp, \tmp, #P_H_RP
+	ldar \rp, [\rp]			/* the kretprobe, NULL once gone */
+	mov \fn, xzr
+	cbz \rp, .Lrh\@
+	ldr \fn, [\rp, #P_RP_HANDLER]
+	cbz \fn, .Lrh\@
+	ldr \tmp, [\tmp, #P_H_VF_HANDLER]
+	cmp \tmp, \fn
+	b.ne \unproven
+.Lrh\@:
+	.endm
+
+/* RSTACK_POP (ukp_fp_rstack_pop): the top entry e consumed (a plain
+ * store: see there), ret = the real return address, written to loc
+ * (where the return address is kept: on AArch64 the x30 the trampoline
+ * restores), then the depth d (from RSTACK_TOP) lowered. */
+	.macro RSTACK_POP rs, e, dw, loc, ret
+	str xzr, [\e, #P_E_RI]
+	ldr \ret, [\e, #P_E_RET]
+	str \ret, [\loc]
+	sub \dw, \dw, #1
+	str \dw, [\rs, #P_KT_DEPTH]
+	.endm
+
+/* POOL_PUSH (ukp_fp_pool_push): ri back to its pool, by the C
+ * primitive. Clobbers the caller-saved registers. */
+	.macro POOL_PUSH ri
+	mov x0, \ri
+	bl ukp_krp_recycle
 	.endm
 
 #endif
