@@ -14,7 +14,10 @@
  * The return trampoline's fast path likewise: the return handler sees
  * the probe state and the real return address, its register writes
  * count, errno, faults, held-back signals, recursion, a handler that
- * uses vectors sent to the C path, and instances that all come back.
+ * uses vectors sent to the C path, and instances that all come back. A
+ * kretprobe's entry has its fast path in the same template: it takes
+ * the instance the last return kept as the thread's spare (the C entry
+ * never does), and a spare stays free for other threads and the reaper.
  *
  * The fast path exists only when the library's hit path is proven
  * vector-free (ukp_vec_lazy); with UKPROBES_LAZY_VECTOR=0 (the
@@ -25,6 +28,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,6 +39,7 @@
 #include <criterion/criterion.h>
 
 #include "internal.h"
+#include "kretprobes.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
 
@@ -766,4 +771,180 @@ Test(a64_optfast, returns_after_nested_calls_all_count)
 	ret_state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
+}
+
+/* ---------------------------------------------- the entry, and spares */
+
+static struct kretprobe_instance *seen_ri, *seen_spare;
+
+static int r_spare(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	seen_ri = ri;
+	seen_spare = ukp_krp_spare_of_self();
+	(void)regs;
+	return 0;
+}
+
+Test(a64_optfast, a_kretprobe_entry_is_a_fast_path_site)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = NULL, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	if (fast_expected())
+		cr_expect(site_is_fast(&rp.kp), "the kretprobe's entry probe is a fast-path site");
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(call_of_add(i), i + 7);
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+Test(a64_optfast, a_return_keeps_its_instance_as_spare_and_the_next_entry_takes_it)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8);
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(call_of_add(i), i + 7);
+		if (!fast_expected())
+			continue;
+		/* taken by the entry, given back by the return */
+		cr_expect_null(seen_spare, "the entry took the spare");
+		cr_expect_eq(ukp_krp_spare_of_self(), seen_ri, "the return kept its instance");
+	}
+	cr_expect_eq(atomic_load(&rets), 21);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 21);
+	ret_state_clear();
+	unregister_kretprobe(&rp);
+	cr_expect_eq(rp.nmissed, 0);
+}
+
+static void *call_of_add_ten(void *arg)
+{
+	for (int i = 0; i < 10; i++)
+		if (call_of_add(i) != i + 7)
+			return (void *)1;
+	(void)arg;
+	return NULL;
+}
+
+Test(a64_optfast, a_spare_is_free_for_the_other_threads)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 1 };
+	pthread_t th;
+	void *ret;
+
+	ret_warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8);
+	cr_assert_eq(call_of_add(2), 9);
+	if (fast_expected())
+		cr_assert_not_null(ukp_krp_spare_of_self(), "this thread keeps the one instance");
+	/* the other thread finds the pool empty and takes the spare */
+	cr_assert_eq(pthread_create(&th, NULL, call_of_add_ten, NULL), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_null(ret);
+	cr_expect_null(ukp_krp_spare_of_self());
+	/* and back: from the record of the thread that ended */
+	cr_assert_eq(call_of_add(3), 10);
+	cr_expect_eq(atomic_load(&rets), 13);
+	cr_expect_eq(rp.nmissed, 0, "a spare counted as in flight");
+	unregister_kretprobe(&rp);
+}
+
+Test(a64_optfast, a_holder_with_an_instance_in_a_spare_is_reaped)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_spare, .maxactive = 2 };
+	unsigned long holders0;
+
+	ret_warm_up();
+	ukp_krp_reap();
+	holders0 = ukp_krp_holders_allocated();
+	reg_ret(&rp);
+	cr_assert_eq(call_of_add(1), 8);
+	cr_assert_eq(call_of_add(2), 9);
+	if (fast_expected())
+		cr_assert_not_null(ukp_krp_spare_of_self());
+	unregister_kretprobe(&rp);
+	ukp_krp_reap();
+	cr_expect_null(ukp_krp_spare_of_self(), "the reaper took the spare back");
+	cr_expect_eq(ukp_krp_holders_allocated(), holders0, "holder not freed");
+}
+
+/* The entry's fast path with every argument register live: x0-x7 and
+ * the return address reach the function and its caller unchanged. */
+__asm__(".text\n.p2align 4\n"
+	FN(of_args)
+	"	add x0, x0, x1\n	add x0, x0, x2\n	add x0, x0, x3\n	add x0, x0, x4\n"
+	"	add x0, x0, x5\n	add x0, x0, x6\n	add x0, x0, x7\n	ret\n"
+	".size of_args, .-of_args\n");
+long of_args(long, long, long, long, long, long, long, long);
+
+Test(a64_optfast, arguments_survive_a_kretprobe_entry)
+{
+	struct kretprobe rp = { .kp.symbol_name = "of_args", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	for (long i = 0; i < 10; i++)
+		cr_assert_eq(of_args(i, 1, 2, 3, 4, 5, 6, 7 << i), i + 21 + (7 << i) + 1000);
+	cr_expect_eq(atomic_load(&rets), 10);
+	if (fast_expected())
+		cr_expect_eq(atomic_load(&fast_rets), 10);
+	unregister_kretprobe(&rp);
+}
+
+/* Threads entering and returning at once: the pool's compare-and-swap,
+ * the spares taken from other threads when it is empty, and every
+ * instance back at the end (a lost one would count as missed forever). */
+static struct kretprobe stress_rp;
+static atomic_long stress_bad;
+
+static int r_stress(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	atomic_fetch_add(&rets, 1);
+	regs->regs[0] += 1000;
+	(void)ri;
+	return 0;
+}
+
+static void *stress_thread(void *arg)
+{
+	for (int i = 0; i < 3000; i++) {
+		int r = call_of_add(i);
+
+		/* a missed entry runs no return handler */
+		if (r != i + 7 + 1000 && r != i + 7)
+			atomic_fetch_add(&stress_bad, 1);
+	}
+	(void)arg;
+	return NULL;
+}
+
+Test(a64_optfast, threads_share_the_pool_and_the_spares)
+{
+	pthread_t th[4];
+
+	stress_rp = (struct kretprobe){ .kp.symbol_name = "of_add", .handler = r_stress,
+					.maxactive = 3 };
+	ret_warm_up();
+	reg_ret(&stress_rp);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, stress_thread, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+	cr_expect_eq(atomic_load(&stress_bad), 0);
+	cr_expect_eq(atomic_load(&rets) + (long)stress_rp.nmissed, 4 * 3000,
+		     "%ld returns and %d missed entries", atomic_load(&rets), stress_rp.nmissed);
+	/* every instance is back (in the pool or a spare): maxactive
+	 * entries in a row on this thread all find one */
+	atomic_store(&rets, 0);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	unregister_kretprobe(&stress_rp);
 }

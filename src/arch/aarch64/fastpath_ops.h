@@ -2,10 +2,10 @@
 /*
  * fastpath_ops.h - the fast paths' primitives (src/fastpath.h defines
  * each one in C; its comment names the macro) as AArch64 assembler
- * macros, for optprobe_tramp.S. The only AArch64 code that uses the
- * layouts behind them (the P_* offsets asm_offsets.c generates); the .S
- * files touch the two blocks (FS_*, FT_*) and call these. Context:
- * [detour], signals held back where said.
+ * macros, for optprobe_tramp.S and kretprobe_tramp.S. The only AArch64
+ * code that uses the layouts behind them (the P_* offsets asm_offsets.c
+ * generates); the .S files touch the two blocks (FS_*, FT_*) and call
+ * these. Context: [detour] / [ret], signals held back where said.
  *
  * Memory ordering, against the C definitions: the per-thread block is
  * read and written by its own thread only (and its signal handlers,
@@ -17,14 +17,13 @@
  * ldar (FAST_KP), so that fast_pre and the probe's fields read after it
  * are the ones published with it (x86's TSO gives that for free).
  *
- * The primitives of the optimized hit and of the return trampoline are
- * here; the kretprobe entry takes the C path on AArch64 (no POOL_POP,
- * SPARE_TAKE, RSTACK_ROOM/PUSH, KRP_HOLDER), and so the trampoline keeps
- * no spare instance (SPARE_PUT): only the entry's fast path takes one,
- * the C entry would have to steal it back. AArch64 keeps a function's
- * return address in x30, not in its return slot (the slot is the
- * frame's identity, the stack pointer at its entry): RSTACK_POP writes
- * the real return address where the trampoline keeps x30.
+ * The pool's and the spare's atomics are exclusive-access loops
+ * (ldaxr/stxr, ldaxr/stlxr: no LSE needed), with no other memory access
+ * inside a loop. AArch64 keeps a function's return address in x30, not
+ * in its return slot (the slot is the frame's identity, the stack
+ * pointer at its entry): RSTACK_POP writes the real return address where
+ * the trampoline keeps x30, and the entry reads and writes it in
+ * pt_regs.
  */
 #ifndef UKP_A64_FASTPATH_OPS_H
 #define UKP_A64_FASTPATH_OPS_H
@@ -115,6 +114,114 @@
 	b.ne \fail
 	.endm
 
+/* KRP_HOLDER (ukp_fp_krp_holder): h = the holder of kretprobe rp (with
+ * acquire) when it has no entry_handler; else (or unregistered) jump to
+ * fail. Clobbers tmp. */
+	.macro KRP_HOLDER rp, h, tmp, fail
+	ldr \tmp, [\rp, #P_RP_ENTRY]
+	cbnz \tmp, \fail
+	add \h, \rp, #P_RP_RPH
+	ldar \h, [\h]
+	cbz \h, \fail
+	.endm
+
+/*
+ * RSTACK_ROOM (ukp_fp_rstack_room): rs may take an entry for the frame
+ * whose slot is slot: no shadow stack, not full, and no entry of a gone
+ * frame (at or below slot) on top, which the C path drops first. d (dw
+ * its 32-bit name) = the depth; clobbers tmp (tmpw) and the flags; else
+ * jump to fail.
+ */
+	.macro RSTACK_ROOM rs, slot, d, dw, tmp, tmpw, fail
+	ldrb \tmpw, [\rs, #P_KT_SHSTK]
+	cbnz \tmpw, \fail
+	ldr \dw, [\rs, #P_KT_DEPTH]
+	cbz \dw, .Lroom\@
+	cmp \dw, #P_KRP_MAX_DEPTH
+	b.hs \fail
+	mov \tmp, #P_E_SIZE
+	madd \tmp, \d, \tmp, \rs
+	ldur \tmp, [\tmp, #(P_KT_E - P_E_SIZE + P_E_SLOT)]	/* e[depth - 1].slot */
+	cmp \tmp, \slot
+	b.ls \fail
+.Lroom\@:
+	.endm
+
+/* SPARE_TAKE (ukp_fp_spare_take): ri = rs's spare (an atomic exchange
+ * with NULL) and jump to found when it is one of h's; else fall through
+ * (ri clobbered). Clobbers tmp and stw (a 32-bit register). */
+	.macro SPARE_TAKE rs, h, ri, tmp, stw, found
+	add \tmp, \rs, #P_KT_SPARE
+.Lxchg\@:
+	ldaxr \ri, [\tmp]
+	stlxr \stw, xzr, [\tmp]
+	cbnz \stw, .Lxchg\@
+	cbz \ri, .Lnospare\@
+	ldur \tmp, [\ri, #(P_INST_HDR_RPH - P_INST_HDR_SIZE)]
+	cmp \tmp, \h
+	b.eq \found
+	str \ri, [\rs, #P_KT_SPARE]	/* another's: back (only this thread fills it) */
+.Lnospare\@:
+	.endm
+
+/*
+ * POOL_POP (ukp_fp_pool_pop): ri = a free instance of h's pool; jump to
+ * empty when none. The head is read with acquire, then replaced by a
+ * compare-and-swap (ldaxr/stxr, nothing else inside) with the next free
+ * index under a new ABA tag. Clobbers head, old, new (neww its 32-bit
+ * name), idx, stw and the flags.
+ */
+	.macro POOL_POP h, ri, head, old, new, neww, idx, stw, empty
+	add \head, \h, #P_H_FREE_HEAD
+.Lpop\@:
+	ldar \old, [\head]
+	and \idx, \old, #0xffffffff
+	cbz \idx, \empty
+	sub \idx, \idx, #1
+	ldr \ri, [\h, #P_H_FREE_NEXT]
+	ldr \neww, [\ri, \idx, lsl #2]		/* free_next[index] */
+	lsr \ri, \old, #32
+	add \ri, \ri, #1			/* the ABA tag */
+	orr \new, \new, \ri, lsl #32
+	ldaxr \ri, [\head]
+	cmp \ri, \old
+	b.ne .Lagain\@
+	stxr \stw, \new, [\head]
+	cbnz \stw, .Lpop\@
+	b .Lgot\@
+.Lagain\@:
+	clrex
+	b .Lpop\@
+.Lgot\@:
+	ldr \ri, [\h, #P_H_STRIDE]
+	ldr \new, [\h, #P_H_INSTS]
+	madd \ri, \idx, \ri, \new
+	add \ri, \ri, #P_INST_HDR_SIZE		/* the instance */
+	.endm
+
+/* INST_INIT (ukp_fp_inst_init): the instance's public fields at an
+ * entry: the real return address, its kretprobe, the thread. Clobbers
+ * tmp. */
+	.macro INST_INIT ri, ret, rp, rs, tmp
+	str \ret, [\ri, #P_RI_RET_ADDR]
+	str \rp, [\ri, #P_RI_RP]
+	ldr \tmp, [\rs, #P_KT_TASK]
+	str \tmp, [\ri, #P_RI_TASK]
+	.endm
+
+/* RSTACK_PUSH (ukp_fp_rstack_push): entry d of rs = (slot, ret, ri),
+ * then the depth d + 1 published (dw incremented). Clobbers tmp. */
+	.macro RSTACK_PUSH rs, d, dw, slot, ret, ri, tmp
+	mov \tmp, #P_E_SIZE
+	madd \tmp, \d, \tmp, \rs
+	add \tmp, \tmp, #P_KT_E		/* e[depth] */
+	str \slot, [\tmp, #P_E_SLOT]
+	str \ret, [\tmp, #P_E_RET]
+	str \ri, [\tmp, #P_E_RI]
+	add \dw, \dw, #1
+	str \dw, [\rs, #P_KT_DEPTH]
+	.endm
+
 /*
  * RSTACK_TOP (ukp_fp_rstack_top): the top entry of rs is the only one
  * for the frame whose slot is slot: e = that entry, d (dw its 32-bit
@@ -174,6 +281,14 @@
 	str \ret, [\loc]
 	sub \dw, \dw, #1
 	str \dw, [\rs, #P_KT_DEPTH]
+	.endm
+
+/* SPARE_PUT (ukp_fp_spare_put): ri kept as rs's spare, or jump to full
+ * when rs has one (the caller then does POOL_PUSH). Clobbers tmp. */
+	.macro SPARE_PUT rs, ri, tmp, full
+	ldr \tmp, [\rs, #P_KT_SPARE]
+	cbnz \tmp, \full
+	str \ri, [\rs, #P_KT_SPARE]
 	.endm
 
 /* POOL_PUSH (ukp_fp_pool_push): ri back to its pool, by the C

@@ -62,8 +62,10 @@ ukp_kretprobe_trampoline:
 	 * order is the dispatcher's: signals held back, read side, the
 	 * entry consumed (RSTACK_POP, src/fastpath.h: the real return
 	 * address into regs[30], the depth; then pc), the probe state set,
-	 * the handler called, then the state cleared, the instance back to
-	 * its pool (POOL_PUSH), the read side left and what was held back
+	 * the handler called, then the state cleared, the instance kept as
+	 * the thread's spare (SPARE_PUT: the next entry's fast path takes
+	 * it, optprobe_tramp.S) or, when it has one, back to its pool
+	 * (POOL_PUSH), the read side left and what was held back
 	 * delivered.
 	 *
 	 * Registers (callee-saved, all restored from pt_regs at 2:): x19
@@ -122,8 +124,12 @@ ukp_kretprobe_trampoline:
 	mrs x11, tpidr_el0
 	ldr w12, [sp, #ERRNO_SLOT]
 	str w12, [x11, x9]
-5:	POOL_PUSH x23				/* the instance back */
-	mov x19, #0				/* done: the way out */
+5:	/* the instance: the thread's spare if it has none, else back to
+	 * its pool */
+	SPARE_PUT x22, x23, x9, 1f
+	b 4f
+1:	POOL_PUSH x23
+4:	mov x19, #0				/* done: the way out */
 	b 9f
 8:	mov x19, #1				/* undo: then the dispatcher */
 9:	LEAVE_HELD x20, x21, x9

@@ -67,6 +67,10 @@
 	cbz x22, 5f
 	ldr x10, [x19, #FS_PRE]
 	KPROBE_OK x22, x10, x9, w9, 5f
+	adrp x9, ukp_kretprobe_pre_handler
+	add x9, x9, :lo12:ukp_kretprobe_pre_handler
+	cmp x10, x9
+	b.eq 20f				/* a kretprobe's entry */
 	str x19, [x20, #FT_CUR_SITE]
 	str x22, [x20, #FT_CUR_KP]
 	str x22, [x20, #FT_FAULT_KP]
@@ -110,6 +114,42 @@
 5:	/* not for the fast path after all: undo, then the C path */
 	LEAVE_HELD x20, x21, x9
 	b \slow
+
+20:	/*
+	 * The entry of a kretprobe (the work of ukp_kretprobe_pre_handler,
+	 * kretprobes.c, for the usual case): the kretprobe has no
+	 * entry_handler, the thread has its return stack (claimed at its
+	 * first hit, on the C path), the return address (x30, in pt_regs)
+	 * is not the trampoline already (chained), no entry of a gone frame
+	 * is to be dropped, and there is an instance: the thread's spare or
+	 * one from the pool. Anything else: the C path, with nothing
+	 * changed. The order is the C path's: the instance (SPARE_TAKE, or
+	 * POOL_POP), the entry written and published by the depth
+	 * (RSTACK_PUSH), and last the trampoline's address in x30, which
+	 * the detour takes back. No user code runs and nothing here can
+	 * fault. Registers: x22 the kretprobe (kp first), x23 its holder,
+	 * x24 the return stack, x25 the return address, x26 the slot (the
+	 * probed code's sp), x27 the depth, x28 the instance.
+	 */
+	KRP_HOLDER x22, x23, x9, 5b		/* no entry_handler: the holder */
+	ldr x24, [x20, #FT_RSTACK]		/* the return stack */
+	cbz x24, 5b
+	ldr x25, [sp, #PT_X30]			/* the return address */
+	adrp x9, ukp_kretprobe_trampoline
+	add x9, x9, :lo12:ukp_kretprobe_trampoline
+	cmp x25, x9
+	b.eq 5b					/* chained */
+	ldr x26, [sp, #PT_SP]			/* the slot */
+	RSTACK_ROOM x24, x26, x27, w27, x9, w9, 5b
+	SPARE_TAKE x24, x23, x28, x9, w10, 21f	/* this thread's spare instance */
+	POOL_POP x23, x28, x9, x10, x11, w11, x12, w13, 5b	/* none free: the C path counts it */
+21:	INST_INIT x28, x25, x22, x24, x9
+	RSTACK_PUSH x24, x27, w27, x26, x25, x28, x9
+	adrp x9, ukp_kretprobe_trampoline
+	add x9, x9, :lo12:ukp_kretprobe_trampoline
+	str x9, [sp, #PT_X30]
+	LEAVE_HELD x20, x21, x9
+	b \regs
 	.endm
 
 	.section ukprobes_text, "ax", %progbits
