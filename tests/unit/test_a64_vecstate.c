@@ -7,7 +7,8 @@
  * a NEON add, a q-register store, FPCR through mrs/msr), for code it
  * cannot follow (a call through a pointer) and for libc's strlen and
  * memcpy through the PLT (glibc's arm64 versions use SIMD registers),
- * and yes for plain integer code, through direct calls too; a handler
+ * and yes for plain integer code, through direct calls too and through
+ * a bound PLT slot to libc's getpid; a handler
  * proven vector-free is called with the probed code's v0-v31 live and
  * leaves them alone; one swapped in after registration is called with
  * the state saved.
@@ -15,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -135,6 +137,17 @@ static int h_libc(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
+/* Calls libc through the PLT, to integer code: glibc's getpid is a
+ * system call wrapper. Proven once its GOT slot is bound: the walk
+ * follows the PLT stub (adrp, ldr, add, br x17) to libc. */
+static volatile long pid_sink;
+static int h_libc_int(struct kprobe *p, struct pt_regs *regs)
+{
+	(void)p, (void)regs;
+	pid_sink = getpid();
+	return 0;
+}
+
 /* Calls through a pointer it cannot follow. */
 static long (*volatile some_fn)(long) = helper_mix;
 static int h_pointer(struct kprobe *p, struct pt_regs *regs)
@@ -189,6 +202,8 @@ Test(a64_vecstate, handlers_are_judged_by_their_code)
 	cr_expect_not(ukp_vec_free_locking((const void *)a64_h_br), "a jump table");
 	cr_expect_not(ukp_vec_free_locking((const void *)h_vec), "compiled NEON");
 	cr_expect_not(ukp_vec_free_locking((const void *)h_libc), "strlen through the PLT");
+	pid_sink = getpid(); /* binds its PLT slot */
+	cr_expect(ukp_vec_free_locking((const void *)h_libc_int), "getpid through the PLT");
 	cr_expect_not(ukp_vec_free_locking((const void *)h_pointer), "a call through a pointer");
 	cr_expect_not(ukp_vec_free_locking((const void *)memcpy), "libc's memcpy");
 }

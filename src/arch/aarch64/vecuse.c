@@ -213,16 +213,18 @@ static void track(struct got_track *g, uint32_t insn, uintptr_t pc)
 {
 	unsigned int d = insn & 31, n = (insn >> 5) & 31;
 
-	if ((insn & 0x9f000000) == 0x90000000) { /* adrp */
+	if ((insn & 0x9f000000) == 0x90000000) { /* adrp (to xzr: nothing) */
 		uint64_t imm = ((insn >> 29) & 3) | (((insn >> 5) & 0x7ffff) << 2);
 
-		g->page[d] = (pc & ~(uintptr_t)0xfff) + (uintptr_t)(sext((uint32_t)imm, 21) << 12);
+		if (d != 31)
+			g->page[d] = (pc & ~(uintptr_t)0xfff) +
+				     (uintptr_t)(sext((uint32_t)imm, 21) << 12);
 		g->slot[d] = 0;
-	} else if ((insn & 0xffc00000) == 0xf9400000) { /* ldr Xt, [Xn, #uimm12 * 8] */
-		uintptr_t slot = g->page[n] ? g->page[n] + ((insn >> 10) & 0xfff) * 8 : 0;
+	} else if ((insn & 0xffc00000) == 0xf9400000) { /* ldr Xt, [Xn|sp, #uimm12 * 8] */
+		uintptr_t slot = n != 31 && g->page[n] ? g->page[n] + ((insn >> 10) & 0xfff) * 8 : 0;
 
 		g->page[d] = 0;
-		g->slot[d] = slot;
+		g->slot[d] = d != 31 ? slot : 0;
 	} else if ((insn & 0xff800000) == 0x91000000) { /* add Xd, Xn, #imm (no shift) */
 		uintptr_t page = g->page[n] && d != 31 ? g->page[n] + ((insn >> 10) & 0xfff) : 0;
 
