@@ -49,7 +49,8 @@
 	 * Registers: x19 the site, x20 the per-thread block, x21 the
 	 * thread's record, x22 the probe (callee-saved: kept across the
 	 * handler; every one of them is restored from pt_regs afterwards);
-	 * x9-x12 scratch.
+	 * x9-x13 scratch. A kretprobe's entry (its pre_handler is
+	 * ukp_kretprobe_pre_handler) is served at 20 instead of calling it.
 	 */
 	.macro FAST_HIT slow, regs
 	FAST_KP x19, x9, x9
