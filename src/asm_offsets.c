@@ -62,6 +62,7 @@ void ukp_asm_offsets(void)
 	/* constants of the contract */
 	DEFINE(FP_HIT_ACTIVE, KPROBE_HIT_ACTIVE);
 	DEFINE(FP_BREAKPOINT_SIZE, UKP_BREAKPOINT_SIZE);
+	DEFINE(FP_BREAKPOINT_IP_OFFSET, UKP_BREAKPOINT_IP_OFFSET);
 
 	/* behind the primitives only: struct kprobe/kretprobe and
 	 * kretprobe_instance (public), the holder's pool, the instance

@@ -42,7 +42,8 @@ struct ukp_thread_rec;
  * The per-site block: what a fast path reads of its site. Written [reg]
  * by kprobes.c (fast_pre, then fast_kp, release) and optimizer.c
  * (detour), read on hits under the read side.
- *   addr      the probe address (regs->ip = addr + UKP_BREAKPOINT_SIZE)
+ *   addr      the probe address (regs->ip = addr + UKP_BREAKPOINT_IP_OFFSET,
+ *             FP_BREAKPOINT_IP_OFFSET: as after a breakpoint)
  *   fast_kp   the site's only probe when its pre_handler was proven
  *             vector-free, else NULL: no fast path
  *   fast_pre  that handler (the fast path still checks the probe's
@@ -270,8 +271,11 @@ static inline struct krp_entry *ukp_fp_rstack_top(struct krp_thread *t, uintptr_
  * RSTACK_TOP_RI that its instance is still there); the instance is
  * taken with a plain store (only this thread takes entries of its live
  * stack, its signal handlers held back), the real return address goes
- * back into the slot (unwinders see it from then on), then the depth is
- * lowered; returns that address. The C paths take instances with an
+ * back where the return address is kept (*slot: the stack slot on
+ * x86-64, whose address is also the frame's identity; on AArch64 the
+ * x30 the trampoline restores, the identity being the entry's sp;
+ * unwinders see it from then on), then the depth is lowered; returns
+ * that address. The C paths take instances with an
  * atomic exchange instead (they may nest).
  */
 static inline uintptr_t ukp_fp_rstack_pop(struct krp_thread *t, unsigned int d, uintptr_t *slot)

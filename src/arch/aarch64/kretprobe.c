@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "internal.h"
 
@@ -28,11 +29,14 @@ UKP_TRAP_TEXT uintptr_t arch_kretprobe_ret_slot(const struct pt_regs *regs)
 }
 
 /* [any] A guarded control stack (GCS) checks every return against its
- * own copy: the link register cannot be swapped then. */
+ * own copy: the link register cannot be swapped then. A raw system call:
+ * this runs on the hit path (a thread's first return probe), where libc
+ * may be probed, and a lazily bound PLT slot would take the walk of the
+ * vector-use proof into the dynamic linker's resolver. */
 bool arch_shadow_stack_active(void)
 {
 	unsigned long status = 0;
 
-	return prctl(PR_GET_SHADOW_STACK_STATUS, &status, 0, 0, 0) == 0 &&
+	return arch_syscall4(SYS_prctl, PR_GET_SHADOW_STACK_STATUS, (long)&status, 0, 0) == 0 &&
 	       (status & PR_SHADOW_STACK_ENABLE);
 }

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * unported.c - the arch entry points of the features this AArch64 port
- * does not have yet: data watchpoints and the vector-use proof
- * (doc/arch.md lists them). The watchpoints' init answers -EOPNOTSUPP,
- * so register_wide_hw_breakpoint and the others fail with it; their
- * per-hit entry points below are never reached while it refuses, and
- * say so by failing safe.
+ * unported.c - the arch entry points of the feature this AArch64 port
+ * does not have yet: data watchpoints (doc/arch.md lists it). Their
+ * init answers -EOPNOTSUPP, so register_wide_hw_breakpoint and the
+ * others fail with it; their per-hit entry points below are never
+ * reached while it refuses, and say so by failing safe.
  */
 #include <errno.h>
 
@@ -48,16 +47,4 @@ UKP_TRAP_TEXT bool arch_uc_fault_write(const ucontext_t *uc)
 UKP_TRAP_TEXT void arch_uc_set_single_step(ucontext_t *uc, bool on)
 {
 	(void)uc, (void)on; /* AArch64 user space has no single-step flag */
-}
-
-/* --- the vector-use proof: not ported, so no code is proven
- * vector-free and every handler runs through arch_vecsafe_call */
-int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *safe, size_t nsafe,
-			  size_t (*read)(uintptr_t addr, uint8_t *buf, size_t len),
-			  const char **why, uintptr_t *where)
-{
-	(void)flags, (void)safe, (void)nsafe, (void)read;
-	*why = "the vector-use proof is not ported to aarch64 yet";
-	*where = fn;
-	return 0;
 }
