@@ -170,7 +170,7 @@ def expect_spec_errors(cases, rc, extra_args=(), command="trace"):
         for spec, col, msg in cases:
             r = ukprobe([command, "-e", spec] + list(extra_args) +
                         ["--", tgt("basic"), "--marker", marker])
-            want = error_lines(spec, col, msg)
+            want = error_lines(arch_spec(spec), col, msg)
             check(r.returncode == rc and r.stderr == want and r.stdout == "",
                   "SPEC %r" % spec, show(r), "want rc=%d stderr:\n%s" % (rc, want))
             check(not os.path.exists(marker), "the program ran for %r" % spec)
@@ -2619,6 +2619,51 @@ def case_stacktrace():
         check(fr[0] == "malloc+0x0 [libc.so.6]" and
               any(t.startswith("__libc_start_main+") for t in fr) and
               re.match(r"^\[ls\]\+0x[0-9a-f]+$", fr[-1]), "malloc .. ls's _start", "\n".join(fr))
+
+
+def case_trace_a64():
+    """AArch64's fetch arguments on tgt_basic, by their own names: %xN,
+    %sp, %lr, %pc, $argN, $retval on a return probe, $stack and
+    +OFFS(%sp), string and symbol fetches; the values are the program's."""
+    specs = ["p add a=%x0:s32 b=$arg2:u32 h=%x1:x16",
+             "r add $retval:s32",
+             "p:pts/norm norm x=+0(%x0):s64 y=+8($arg1):s64 name=+0(+16(%x0)):string",
+             "r:pts/greet_ret greet len=$retval:u64 who=+0($arg1):string",
+             "p many_args a3=$arg3:s32 a7=$arg7:u32 a8=$arg8:s16 x7=%x7:s16",
+             "p negate v=%x0:s32 lr=%lr:symbol x30=%x30:x64 pc=%pc:symbol "
+             "s0=$stack0:x64 m0=+0(%sp):x64 s1=$stack1:x64 m8=+8(%sp):x64 sp=%sp:x64 st=$stack"]
+    r, lines = traced(specs, [tgt("basic")])
+    check(r.returncode == 3 and r.stderr == "", "run", show(r))
+    got = [(m["event"], m["args"]) for m in map(parse_line, lines)]
+    want = [("p_add_0", " a=%d b=%d h=0x%x" % (i, 10 * i, 10 * i)) for i in range(3)]
+    check([g for g in got if g[0] == "p_add_0"] == want, "add's arguments", "\n".join(lines))
+    check([g[1] for g in got if g[0] == "r_add_0"] == [" arg1=0", " arg1=11", " arg1=22"],
+          "add's return values", "\n".join(lines))
+    check((("norm", ' x=3 y=-4 name="origin"')) in got, "norm's structure", "\n".join(lines))
+    check(("greet_ret", ' len=5 who="world"') in got, "greet's return", "\n".join(lines))
+    check(("p_many_args_0", " a3=3 a7=70000 a8=-8 x7=-8") in got,
+          "many_args: eight arguments in x0..x7", "\n".join(lines))
+    neg = [m for m in map(parse_line, lines) if m["event"] == "p_negate_0"]
+    check(len(neg) == 1, "one negate event", "\n".join(lines))
+    a = dict(kv.split("=", 1) for kv in neg[0]["args"].split())
+    check(a["v"] == "42" and re.fullmatch(r"main\+0x[0-9a-f]+/0x[0-9a-f]+", a["lr"]) and
+          a["pc"].startswith("negate+0x0/") and a["s0"] == a["m0"] and a["s1"] == a["m8"] and
+          a["sp"] == a["st"] and int(a["sp"], 16) % 16 == 0,
+          "negate: the link register in main, pc, the stack", neg[0]["args"])
+    # x86-64's register names are not AArch64's
+    r = ukprobe(["trace", "-e", "p add a=%rdi", "--", tgt("basic")])
+    check(r.returncode == 2 and "unknown register %rdi" in r.stderr, "%rdi refused", show(r))
+
+
+def case_attach_refused():
+    """ukprobe -p on an architecture it is not ported to: a usage error,
+    before anything runs or is stopped."""
+    for cmd in ("trace", "stat", "probes"):
+        r = ukprobe([cmd, "-p", str(os.getpid()), "-e", "p add"])
+        check(r.returncode == 2 and r.stdout == "" and r.stderr.startswith(
+            "ukprobe: error: -p: attaching to a running process is not supported on AArch64 yet")
+              and r.stderr.endswith("Try 'ukprobe %s --help'.\n" % cmd), "-p refused (%s)" % cmd,
+              show(r))
 
 
 def case_trigger_errors():
