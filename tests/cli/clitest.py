@@ -2615,9 +2615,12 @@ def case_stacktrace():
 def case_trace_a64():
     """AArch64's fetch arguments on tgt_basic, by their own names: %xN,
     %sp, %lr, %pc, $argN, $retval on a return probe, $stack and
-    +OFFS(%sp), string and symbol fetches; the values are the program's."""
+    +OFFS(%sp), string and symbol fetches; the values are the program's.
+    And the event clock (the virtual counter): timestamps in order, and
+    $duration."""
     specs = ["p add a=%x0:s32 b=$arg2:u32 h=%x1:x16",
              "r add $retval:s32",
+             "r:pts/greet_took greet $duration",
              "p:pts/norm norm x=+0(%x0):s64 y=+8($arg1):s64 name=+0(+16(%x0)):string",
              "r:pts/greet_ret greet len=$retval:u64 who=+0($arg1):string",
              "p many_args a3=$arg3:s32 a7=$arg7:u32 a8=$arg8:s16 x7=%x7:s16",
@@ -2632,6 +2635,10 @@ def case_trace_a64():
           "add's return values", "\n".join(lines))
     check((("norm", ' x=3 y=-4 name="origin"')) in got, "norm's structure", "\n".join(lines))
     check(("greet_ret", ' len=5 who="world"') in got, "greet's return", "\n".join(lines))
+    took = [int(a.split("=")[1]) for e, a in got if e == "greet_took"]
+    check(len(took) == 1 and 0 < took[0] < 10 ** 10, "greet's $duration", "\n".join(lines))
+    ts = [float(parse_line(l)["ts"]) for l in lines]
+    check(ts == sorted(ts) and ts[-1] - ts[0] < 60, "timestamps in order", "\n".join(lines))
     check(("p_many_args_0", " a3=3 a7=70000 a8=-8 x7=-8") in got,
           "many_args: eight arguments in x0..x7", "\n".join(lines))
     neg = [m for m in map(parse_line, lines) if m["event"] == "p_negate_0"]
