@@ -262,9 +262,10 @@ void ukpa_unwind_refresh(void);
  * instruction, or a return address. */
 enum ukpa_unwind_from { UKPA_UNWIND_INSIDE, UKPA_UNWIND_ENTRY, UKPA_UNWIND_RET };
 /* [hit] The user stack from (ip, sp, bp): ip, then the return address of
- * each frame above, at most max of them into frames. Returns how many. */
-int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, enum ukpa_unwind_from from,
-		uint64_t *frames, int max);
+ * each frame above, at most max of them into frames. Returns how many.
+ * lr: the link register at ip (0: none, or not the first frame's). */
+int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
+		enum ukpa_unwind_from from, uint64_t *frames, int max);
 
 /* [hit] From ukpa_record(): the stack of a stacktrace event into rec
  * (ip, caller as ukpa_record() has them). */
@@ -307,8 +308,8 @@ bool ukpa_glob_matches(const char *pattern, const char *name);
 /* ------------------------------------------------------------- ring.c */
 /* [init] The text of addr to ukprobe at once (UKPM_SYM). */
 void ukpa_send_sym(uint64_t addr);
-/* [hit] A reading of the clock events are stamped with (TSC ticks, or
- * ns where the TSC is not the kernel's clock), and the ns a span of
+/* [hit] A reading of the clock events are stamped with (counter ticks, or
+ * ns where the counter is not usable), and the ns a span of
  * readings lasted ($duration). */
 uint64_t ukpa_clock_now(void);
 uint64_t ukpa_clock_span_ns(uint64_t span);

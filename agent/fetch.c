@@ -72,22 +72,6 @@ static bool read_string(char *dst, uintptr_t addr, size_t max)
 	return true;
 }
 
-/* Function argument i (0-based) at a function entry: SysV x86-64. */
-static bool entry_arg(const struct pt_regs *entry, unsigned long i, unsigned long *v)
-{
-	switch (i) {
-	case 0: *v = entry->di; return true;
-	case 1: *v = entry->si; return true;
-	case 2: *v = entry->dx; return true;
-	case 3: *v = entry->cx; return true;
-	case 4: *v = entry->r8; return true;
-	case 5: *v = entry->r9; return true;
-	default:
-		/* above the return address: sp + 8 is the 7th */
-		return read_word(entry->sp + 8 * (i - 5), v, 8);
-	}
-}
-
 /* The kernel's FETCH_OP_MOD_BF: the field's bits of the container,
  * shifted down. */
 static unsigned long bitfield(const struct ukp_fetcharg *fa, unsigned long v)
@@ -132,13 +116,16 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			v = ((const unsigned long *)regs)[fa->param];
 			break;
 		case UKP_FA_ARG:
-			ok = entry_arg(entry, fa->param - 1, &v);
+			/* the architecture's calling convention, as the
+			 * kernel's FETCH_OP_ARG: an unreadable stack
+			 * argument reads as 0 there too */
+			v = regs_get_kernel_argument(entry, fa->param - 1);
 			break;
 		case UKP_FA_STACK:
-			ok = read_word(regs->sp + 8 * fa->param, &v, 8);
+			ok = read_word(user_stack_pointer(regs) + 8 * fa->param, &v, 8);
 			break;
 		case UKP_FA_STACKP:
-			v = regs->sp;
+			v = user_stack_pointer(regs);
 			break;
 		case UKP_FA_RETVAL:
 			v = regs_return_value(regs);

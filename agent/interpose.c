@@ -21,7 +21,8 @@
  *           tracing goes on in a new image.
  *
  * They carry glibc's version names (.symver, in nodes of the library's
- * version script) so that programs' versioned references bind to them.
+ * version script; UKP_GLIBC_BASE: the architecture's first, src/meson.build)
+ * so that programs' versioned references bind to them.
  * posix_spawn() and system() are not interposed: their children exec
  * with the parent's environment, which keeps the agent with -f.
  *
@@ -170,7 +171,7 @@ __attribute__((visibility("default"))) void *ukpa_dlopen(const char *file, int m
 }
 
 /* programs linked before glibc 2.34 (libdl's dlopen) */
-__asm__(".symver ukpa_dlopen_old, dlopen@GLIBC_2.2.5");
+__asm__(".symver ukpa_dlopen_old, dlopen@" UKP_GLIBC_BASE);
 __attribute__((visibility("default"))) void *ukpa_dlopen_old(const char *file, int mode)
 {
 	return dlopen_then_probe(file, mode, __builtin_return_address(0));
@@ -184,7 +185,7 @@ static void (*real_exit)(int);
  * signal handler, where the loader's lock may be taken. */
 __attribute__((constructor)) static void find_exit(void)
 {
-	real_exit = (void (*)(int))dlvsym(RTLD_NEXT, "_exit", "GLIBC_2.2.5");
+	real_exit = (void (*)(int))dlvsym(RTLD_NEXT, "_exit", UKP_GLIBC_BASE);
 }
 
 static _Noreturn void do_exit(int status)
@@ -196,13 +197,13 @@ static _Noreturn void do_exit(int status)
 		syscall(SYS_exit_group, status);
 }
 
-__asm__(".symver ukpa__exit, _exit@@GLIBC_2.2.5");
+__asm__(".symver ukpa__exit, _exit@@" UKP_GLIBC_BASE);
 __attribute__((visibility("default"))) _Noreturn void ukpa__exit(int status)
 {
 	do_exit(status);
 }
 
-__asm__(".symver ukpa__Exit, _Exit@@GLIBC_2.2.5");
+__asm__(".symver ukpa__Exit, _Exit@@" UKP_GLIBC_BASE);
 __attribute__((visibility("default"))) _Noreturn void ukpa__Exit(int status)
 {
 	do_exit(status);

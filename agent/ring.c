@@ -14,13 +14,13 @@
  * when its copy says the ring is full.
  *
  * The hit path is vector-free (handlers.c): the timestamp is the CPU's
- * time-stamp counter (rdtsc), the CPU number comes from rdpid (or both
- * from rdtscp);
- * the reader converts it to CLOCK_MONOTONIC nanoseconds before the record
- * leaves the process (interpolating between a pair of readings of both
- * clocks taken at start-up and one taken at each pass: the counter is
- * the kernel's clocksource, so the two are linear). Where the kernel's
- * clocksource is not the TSC, the handler asks the kernel (a system
+ * counter, read with the CPU number as the architecture allows
+ * (arch/ARCH/hit_clock.h: x86-64's time-stamp counter, AArch64's virtual
+ * counter); the reader converts it to CLOCK_MONOTONIC nanoseconds before
+ * the record leaves the process (interpolating between a pair of
+ * readings of both clocks taken at start-up and one taken at each pass:
+ * the counter is the kernel's clocksource, so the two are linear). Where
+ * the counter is not usable so, the handler asks the kernel (a system
  * call) instead.
  *
  * Records are fixed-size slots of the ring, as large as the largest
@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "hit_clock.h"
 
 #define NRINGS 128
 #define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
@@ -111,7 +112,7 @@ static _Atomic uint64_t lost_noring;   /* hits of threads that got no ring */
 static _Atomic uint64_t lost_recycled; /* lost counts of rings given back */
 static _Atomic uint64_t lost_write;    /* records the -o file did not take */
 static pid_t my_pid;
-static bool use_tsc;                   /* timestamps are TSC readings */
+static bool use_counter;                   /* timestamps are counter readings */
 static bool need_fence;                /* no membarrier: writers fence themselves */
 
 /* -o FILE: the file the reader writes (UKP_ENV_RAW_FD), or -1 */
@@ -129,28 +130,7 @@ static _Atomic unsigned long flush_req, flush_done;
 
 /* ------------------------------------------------------------ [hit] */
 
-/* The time-stamp counter, and the CPU: rdtsc and rdpid where the CPU has
- * rdpid (cheaper than rdtscp), else rdtscp. Linux keeps the CPU number
- * in TSC_AUX, which both read, under the NUMA node from bit 12. */
-static bool use_rdpid;
-
-static inline uint64_t tsc_cpu(int32_t *cpu)
-{
-	uint32_t lo, hi, aux;
-	uint64_t pid;
-
-	if (use_rdpid) {
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		__asm__ volatile("rdpid %0" : "=r"(pid));
-		aux = (uint32_t)pid;
-	} else {
-		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
-	}
-	*cpu = (int32_t)(aux & 0xfff);
-	return (uint64_t)hi << 32 | lo;
-}
-
-/* Where the TSC is not the kernel's clock: ask the kernel (the vDSO's
+/* Where the counter is not usable: ask the kernel (the vDSO's
  * clock_gettime is reached through a pointer, which the vector-free
  * proof cannot follow). */
 static uint64_t kernel_clock(int32_t *cpu)
@@ -295,7 +275,7 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 	}
 	rec = (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
 				 (head & (ring_recs - 1)) * rec_size);
-	rec->ts = use_tsc ? tsc_cpu(&cpu) : kernel_clock(&cpu);
+	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
 	rec->h.type = UKPM_EVENT;
 	rec->h.len = (uint32_t)(UKP_REC_HEADER +
 				 ((ukp_spec_record_payload(&pr->spec->spec) + 7) & ~7u));
@@ -425,7 +405,7 @@ static bool seen_add(uint64_t addr)
 static char outbuf[FILE_CHUNK];
 static size_t outlen, out_events;
 
-/* ns per TSC tick (32.32 fixed point) for $duration: measured over a
+/* ns per counter tick (32.32 fixed point) for $duration: measured over a
  * few milliseconds at start-up, then over the whole run at each pass
  * (the handlers read it: one word, no lock) */
 static _Atomic uint64_t span_mult;
@@ -434,21 +414,21 @@ uint64_t ukpa_clock_now(void)
 {
 	int32_t cpu;
 
-	return use_tsc ? tsc_cpu(&cpu) : kernel_clock(&cpu);
+	return use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
 }
 
 uint64_t ukpa_clock_span_ns(uint64_t span)
 {
-	if (!use_tsc)
+	if (!use_counter)
 		return span;
 	return (uint64_t)(((unsigned __int128)span *
 			   atomic_load_explicit(&span_mult, memory_order_relaxed)) >> 32);
 }
 
-/* TSC to CLOCK_MONOTONIC: two readings of both clocks, the first taken
+/* The counter to CLOCK_MONOTONIC: two readings of both clocks, the first taken
  * at start-up, the second at the start of each pass (every record that
  * pass sends was written before it, give or take the pass). */
-static uint64_t cal_tsc0, cal_ns0, cal_tsc1, cal_ns1;
+static uint64_t cal_cnt0, cal_ns0, cal_cnt1, cal_ns1;
 
 static uint64_t mono_ns(void)
 {
@@ -458,33 +438,33 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* A reading of both clocks, the TSC taken around the clock's reading. */
-static void cal_read(uint64_t *tsc, uint64_t *ns)
+/* A reading of both clocks, the counter taken around the clock's reading. */
+static void cal_read(uint64_t *cnt, uint64_t *ns)
 {
 	int32_t cpu;
-	uint64_t a = tsc_cpu(&cpu), b;
+	uint64_t a = hit_counter_cpu(&cpu), b;
 
 	*ns = mono_ns();
-	b = tsc_cpu(&cpu);
-	*tsc = a + (b - a) / 2;
+	b = hit_counter_cpu(&cpu);
+	*cnt = a + (b - a) / 2;
 }
 
-/* ns per TSC tick as a 32.32 fixed-point factor, from the two readings
+/* ns per counter tick as a 32.32 fixed-point factor, from the two readings
  * (computed once per pass: no division per event) */
 static uint64_t cal_mult;
 
 static void cal_update(void)
 {
-	uint64_t dt = cal_tsc1 - cal_tsc0;
+	uint64_t dt = cal_cnt1 - cal_cnt0;
 
 	cal_mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
 }
 
-static uint64_t tsc_to_ns(uint64_t tsc)
+static uint64_t counter_to_ns(uint64_t cnt)
 {
-	if (tsc >= cal_tsc0)
-		return cal_ns0 + (uint64_t)(((unsigned __int128)(tsc - cal_tsc0) * cal_mult) >> 32);
-	return cal_ns0 - (uint64_t)(((unsigned __int128)(cal_tsc0 - tsc) * cal_mult) >> 32);
+	if (cnt >= cal_cnt0)
+		return cal_ns0 + (uint64_t)(((unsigned __int128)(cnt - cal_cnt0) * cal_mult) >> 32);
+	return cal_ns0 - (uint64_t)(((unsigned __int128)(cal_cnt0 - cnt) * cal_mult) >> 32);
 }
 
 /* One packet into the -o file: FROM and whole messages, one write (the
@@ -543,8 +523,8 @@ static void out_event(const struct ukp_rec *rec)
 	struct ukp_rec *o = out_room(rec->h.len);
 
 	memcpy(o, rec, rec->h.len);
-	if (use_tsc)
-		o->ts = tsc_to_ns(rec->ts);
+	if (use_counter)
+		o->ts = counter_to_ns(rec->ts);
 	out_events++;
 }
 
@@ -649,8 +629,8 @@ static size_t drain_pass(void)
 	size_t total = 0;
 	int nact = 0, i;
 
-	if (use_tsc) {
-		cal_read(&cal_tsc1, &cal_ns1);
+	if (use_counter) {
+		cal_read(&cal_cnt1, &cal_ns1);
 		cal_update();
 		/* a baseline long enough to beat the start-up one */
 		if (cal_mult && cal_ns1 - cal_ns0 > 50000000)
@@ -801,37 +781,6 @@ static void *reader_main(void *arg)
 
 /* ------------------------------------------------------------ [init] */
 
-/* Is the TSC the kernel's clock (so that it runs at one rate and in step
- * on every CPU), and has the CPU rdtscp? */
-static bool tsc_usable(void)
-{
-	char cs[32] = "";
-	unsigned int eax, ebx, ecx, edx;
-	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		      O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, cs, sizeof(cs) - 1);
-	close(fd);
-	if (n < 3 || strncmp(cs, "tsc", 3) || (n > 3 && cs[3] != '\n'))
-		return false;
-	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000000));
-	if (eax < 0x80000001)
-		return false;
-	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000001));
-	if (!(edx & (1u << 27))) /* RDTSCP: TSC_AUX is set up */
-		return false;
-	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
-	if (eax >= 7) {
-		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx)
-				 : "a"(7), "c"(0));
-		use_rdpid = ecx & (1u << 22); /* RDPID */
-	}
-	return true;
-}
-
 void ukpa_rings_set_file(const char *fdtext)
 {
 	char *end;
@@ -881,22 +830,22 @@ int ukpa_rings_init(void)
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
 		;
 	ring_bytes = ring_recs * rec_size;
-	use_tsc = tsc_usable();
-	if (use_tsc) {
+	use_counter = hit_counter_usable();
+	if (use_counter) {
 		struct timespec pause = { 0, 5000000 };
 		uint64_t t, n;
 
-		cal_read(&cal_tsc0, &cal_ns0);
-		cal_tsc1 = cal_tsc0;
+		cal_read(&cal_cnt0, &cal_ns0);
+		cal_cnt1 = cal_cnt0;
 		cal_ns1 = cal_ns0;
 		if (ukpa_specs_use_duration() && !atomic_load(&span_mult)) {
 			/* $duration: a first rate before any event */
 			while (nanosleep(&pause, &pause) && errno == EINTR)
 				;
 			cal_read(&t, &n);
-			if (t > cal_tsc0)
+			if (t > cal_cnt0)
 				atomic_store(&span_mult, (uint64_t)(((unsigned __int128)(n - cal_ns0) << 32) /
-								    (t - cal_tsc0)));
+								    (t - cal_cnt0)));
 		}
 	}
 	need_fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0;

@@ -5,9 +5,10 @@
  *
  * Each frame is unwound with the call frame information of its object's
  * .eh_frame (found through .eh_frame_hdr's search table), which every
- * x86-64 object carries, frame pointer or not (glibc has none); where an
- * address has no FDE, with the frame pointer chain (or, at a function's
- * first instruction, the return address on top of the stack).
+ * x86-64 and AArch64 object carries, frame pointer or not (x86-64's glibc
+ * has none); where an address has no FDE, with the frame pointer chain
+ * (or, at a function's first instruction, the return address where the
+ * call left it: arch/ARCH/unwind_arch.h).
  *
  * [hit] ukpa_unwind() is async-signal-safe and allocation-free: every
  * read of the program's memory goes through copy_from_user_nofault(), so
@@ -16,16 +17,20 @@
  * table [init] built with dl_iterate_phdr() (ukpa_unwind_refresh(), when
  * objects are loaded or unloaded), published by swapping two copies.
  *
- * Only the CFA (from %rsp or %rbp plus an offset), the return address
- * and %rbp are followed: what x86-64 code needs between calls. A frame
- * whose CFA is a DWARF expression (PLT entries, signal frames) or another
- * register ends the walk unless %rbp leads on.
+ * Only the CFA (from the stack or frame pointer plus an offset), the
+ * return address and the frame pointer are followed: what code needs
+ * between calls. In the first frame, a return address that no rule has
+ * saved yet (AArch64: a leaf, or before the prologue) is the link
+ * register's. A frame whose CFA is a DWARF expression (PLT entries,
+ * signal frames) or another register ends the walk unless the frame
+ * pointer leads on.
  */
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "agent.h"
+#include "unwind_arch.h"
 
 #define UW_MAX_OBJS 1024
 
@@ -229,14 +234,12 @@ struct cie {
 	bool has_z;
 };
 
-#define DW_RBP 6
-#define DW_RSP 7
 #define CFI_BUF 1024
 #define STATE_DEPTH 8
 
 static void set_rule(struct row *r, const struct cie *cie, uint64_t reg, uint8_t kind, int64_t off)
 {
-	struct rule *x = reg == cie->ra_reg ? &r->ra : reg == DW_RBP ? &r->bp : NULL;
+	struct rule *x = reg == cie->ra_reg ? &r->ra : reg == UW_DW_FP ? &r->bp : NULL;
 
 	if (x) {
 		x->kind = kind;
@@ -464,7 +467,8 @@ static bool parse_cie(uintptr_t addr, struct cie *cie, struct row *init)
 	init->cfa_bad = false;
 	init->ra.kind = init->bp.kind = 0;
 	init->ra.off = init->bp.off = 0;
-	init->ra.kind = R_LOST;
+	/* no rule: where it was (x86-64's CIEs give one, AArch64's do not) */
+	init->ra.kind = R_SAME;
 	return cfa_run(&c, cie, init, init, 0, 0) && !init->cfa_bad;
 }
 
@@ -530,10 +534,11 @@ static bool find_row(const struct uw_range *rg, uintptr_t ip, struct row *row)
 	return cfa_run(&c, &cie, row, &init, start, ip) && !row->cfa_bad;
 }
 
-int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, enum ukpa_unwind_from from,
-		uint64_t *frames, int max)
+int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
+		enum ukpa_unwind_from from, uint64_t *frames, int max)
 {
 	int n = 0;
+	bool sp_known = true;     /* false: sp is a lower bound (the frame chain) */
 
 	while (n < max) {
 		/* a return address: the frame's row is that of the call */
@@ -541,35 +546,48 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, enum ukpa_unwind_from 
 		const struct uw_range *rg = range_of(at);
 		struct row row;
 		uintptr_t cfa, ra, nbp = bp;
+		bool from_lr = false;     /* ra is the link register's */
 
 		frames[n++] = ip;
 		if (!rg)
 			break;
 		if (find_row(rg, at, &row)) {
-			if (row.cfa_reg == DW_RSP)
+			if (row.cfa_reg == UW_DW_SP && sp_known)
 				cfa = sp + (uintptr_t)row.cfa_off;
-			else if (row.cfa_reg == DW_RBP)
+			else if (row.cfa_reg == UW_DW_SP && row.bp.kind == R_OFF)
+				/* past its prologue, a function that saves the
+				 * frame pointer points it at where it saved it */
+				cfa = bp - (uintptr_t)row.bp.off;
+			else if (row.cfa_reg == UW_DW_FP)
 				cfa = bp + (uintptr_t)row.cfa_off;
 			else
 				break;
-			if (row.ra.kind != R_OFF || !rd(cfa + (uintptr_t)row.ra.off, &ra, 8))
+			if (row.ra.kind == R_SAME && n == 1 && lr && from != UKPA_UNWIND_RET) {
+				ra = lr;
+				from_lr = true;
+			} else if (row.ra.kind != R_OFF || !rd(cfa + (uintptr_t)row.ra.off, &ra, 8)) {
 				break; /* undefined: the outermost frame */
+			}
 			if (row.bp.kind == R_OFF && !rd(cfa + (uintptr_t)row.bp.off, &nbp, 8))
 				break;
+			sp_known = true;
 		} else if (n == 1 && from == UKPA_UNWIND_ENTRY) {
 			/* a function's first instruction: nothing pushed yet */
-			if (!rd(sp, &ra, 8))
+			if (!uw_entry_frame(sp, lr, &ra, &cfa))
 				break;
-			cfa = sp + 8;
+			from_lr = lr != 0;
 		} else {
 			/* the frame pointer chain */
 			if (bp < sp || (bp & 7) || bp - sp > (1UL << 24) || !rd(bp, &nbp, 8) ||
 			    !rd(bp + 8, &ra, 8))
 				break;
 			cfa = bp + 16;
+			sp_known = UW_FP_CHAIN_SP_EXACT;
 		}
-		if (!ra || cfa <= sp)
-			break; /* the end, or not going up the stack */
+		/* the end, or not going up the stack (a frame that has
+		 * pushed nothing is left once, by the link register) */
+		if (!ra || cfa < sp || (cfa == sp && !from_lr))
+			break;
 		ip = ra;
 		sp = cfa;
 		bp = nbp;
@@ -590,14 +608,16 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 	if (!spec->stack_count ||
 	    (atomic_load_explicit(&pr->spec->stack_left, memory_order_relaxed) > 0 &&
 	     atomic_fetch_sub_explicit(&pr->spec->stack_left, 1, memory_order_relaxed) > 0)) {
+		uintptr_t sp = user_stack_pointer(regs), fp = frame_pointer(regs);
+		uintptr_t lr = uw_link_register(regs);
+
 		if (caller)
-			n = (uint64_t)ukpa_unwind(caller, regs->sp, regs->bp, UKPA_UNWIND_RET, frames,
-						  (int)max);
+			n = (uint64_t)ukpa_unwind(caller, sp, fp, 0, UKPA_UNWIND_RET, frames, (int)max);
 		else if (spec->is_watch) /* ip is the watched address: the access's next insn */
-			n = (uint64_t)ukpa_unwind(regs->ip, regs->sp, regs->bp, UKPA_UNWIND_INSIDE,
-						  frames, (int)max);
+			n = (uint64_t)ukpa_unwind(instruction_pointer(regs), sp, fp, lr,
+						  UKPA_UNWIND_INSIDE, frames, (int)max);
 		else
-			n = (uint64_t)ukpa_unwind(ip, regs->sp, regs->bp,
+			n = (uint64_t)ukpa_unwind(ip, sp, fp, lr,
 						  ip == pr->func ? UKPA_UNWIND_ENTRY : UKPA_UNWIND_INSIDE,
 						  frames, (int)max);
 	}

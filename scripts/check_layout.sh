@@ -37,7 +37,8 @@ bad=$(grep -rn '^[[:space:]]*#[[:space:]]*include' agent | while IFS= read -r li
       { [ -e "src/$hdr" ] || [ -e "tools/ukprobe/$hdr" ]; } && [ ! -e "/usr/include/$hdr" ] ||
         continue ;;
   esac
-  if [ -e "agent/$hdr" ] || [ -e "common/$hdr" ]; then
+  # (agent/arch/ARCH/: the agent's own per-architecture headers)
+  if [ -e "agent/$hdr" ] || [ -e "common/$hdr" ] || ls agent/arch/*/"$hdr" >/dev/null 2>&1; then
     [ -e "src/$hdr" ] || [ -e "tools/ukprobe/$hdr" ] || continue
   fi
   echo "$line"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Cross-builds libukprobes for AArch64 and runs its tests under qemu-user
-# (doc/arch.md): scripts/setup_aarch64.sh installs the toolchain, the
-# arm64 libraries, Criterion and the binfmt registration first.
+# Cross-builds libukprobes and ukprobe for AArch64 and runs their tests
+# under qemu-user (doc/arch.md): the library's (suite aarch64) and
+# ukprobe's (suite cli: the aarch64 ukprobe runs the targets built with it,
+# the agent preloaded, through binfmt_misc). scripts/setup_aarch64.sh
+# installs the toolchain, the arm64 libraries, Criterion and the binfmt
+# registration first.
 # Usage: scripts/test_aarch64.sh [BUILDDIR]   (default build-aarch64)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -59,11 +59,11 @@ static int (*real_fexecve)(int, char *const[], char *const[]);
 __attribute__((constructor)) static void exec_init(void)
 {
 	real_execve = (int (*)(const char *, char *const[], char *const[]))
-		dlvsym(RTLD_NEXT, "execve", "GLIBC_2.2.5");
+		dlvsym(RTLD_NEXT, "execve", UKP_GLIBC_BASE);
 	real_execvpe = (int (*)(const char *, char *const[], char *const[]))
 		dlsym(RTLD_NEXT, "execvpe");
 	real_fexecve = (int (*)(int, char *const[], char *const[]))
-		dlvsym(RTLD_NEXT, "fexecve", "GLIBC_2.2.5");
+		dlvsym(RTLD_NEXT, "fexecve", UKP_GLIBC_BASE);
 }
 
 /* One execve with the program's mask. */

@@ -48,6 +48,12 @@ static inline unsigned long user_stack_pointer(const struct pt_regs *regs)
 	return regs->sp;
 }
 
+/* The frame pointer (x29): the frame record there holds the caller's x29, then x30. */
+static inline unsigned long frame_pointer(const struct pt_regs *regs)
+{
+	return regs->regs[29];
+}
+
 /* The link register: where a function returns to, at its entry. */
 static inline unsigned long procedure_link_pointer(const struct pt_regs *regs)
 {

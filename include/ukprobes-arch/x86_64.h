@@ -84,6 +84,12 @@ static inline unsigned long user_stack_pointer(const struct pt_regs *regs)
 	return regs->sp;
 }
 
+/* The frame pointer (rbp): the caller's rbp is at [bp], the return address at [bp + 8]. */
+static inline unsigned long frame_pointer(const struct pt_regs *regs)
+{
+	return regs->bp;
+}
+
 static inline unsigned long regs_return_value(const struct pt_regs *regs)
 {
 	return regs->ax;

@@ -25,6 +25,22 @@
 #define UKP_EXIT_USAGE 2    /* bad options or a malformed SPEC */
 #define UKP_EXIT_NOCMD 127  /* the command was not found */
 
+/* The programs this build traces: its own architecture's (the agent is
+ * preloaded into them). Attaching to a running process (-p, inject.c)
+ * is ported to x86-64 only: it calls functions in the process through
+ * ptrace's register state (doc/arch.md). */
+#if defined(__x86_64__)
+#define UKP_ELF_MACHINE EM_X86_64
+#define UKP_ARCH_NAME "x86-64"
+#define UKP_CAN_ATTACH 1
+#elif defined(__aarch64__)
+#define UKP_ELF_MACHINE EM_AARCH64
+#define UKP_ARCH_NAME "AArch64"
+#define UKP_CAN_ATTACH 0
+#else
+#error "ukprobe: an architecture of its own (doc/arch.md)"
+#endif
+
 struct ukp_command {
 	const char *name;
 	const char *summary;

@@ -30,6 +30,10 @@
  *
  * The agent then starts its own thread and connects back (agent/attach.c);
  * the stopped thread's part is only the two calls.
+ *
+ * The register state is x86-64's (struct user_regs_struct, the xstate
+ * regset); on other architectures the options refuse -p (cli.h:
+ * UKP_CAN_ATTACH) and ukp_inject() says so.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -48,6 +52,8 @@
 
 #include "cli.h"
 #include "target.h"
+
+#if UKP_CAN_ATTACH
 
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
@@ -382,3 +388,17 @@ out:
 	free(sv.xstate);
 	return code;
 }
+
+#else /* !UKP_CAN_ATTACH */
+
+int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times)
+{
+	(void)agent;
+	(void)name;
+	(void)times;
+	ukp_err("process %d: attaching to a running process is not supported on " UKP_ARCH_NAME
+		" yet", pid);
+	return UKP_EXIT_FAIL;
+}
+
+#endif /* UKP_CAN_ATTACH */

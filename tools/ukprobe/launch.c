@@ -136,8 +136,9 @@ int ukp_check_executable(const char *path)
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
 		goto out; /* not ELF: a script, or exec will say */
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
-		ukp_err("%s is not an x86-64 program: only x86-64 programs can be traced", path);
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != UKP_ELF_MACHINE) {
+		ukp_err("%s is not an " UKP_ARCH_NAME " program: only " UKP_ARCH_NAME
+			" programs can be traced", path);
 		ret = UKP_EXIT_FAIL;
 		goto out;
 	}

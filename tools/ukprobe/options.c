@@ -332,6 +332,11 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			s->follow = true;
 			break;
 		case 'p':
+			if (!UKP_CAN_ATTACH) {
+				ukp_err("-p: attaching to a running process is not supported on "
+					UKP_ARCH_NAME " yet: start the program under ukprobe");
+				goto usage;
+			}
 			if (parse_pids(optarg, s))
 				goto usage;
 			break;

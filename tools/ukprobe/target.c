@@ -211,7 +211,8 @@ out:
 	return ret;
 }
 
-/* The ELF header of the program: 64-bit x86-64, with a loader? */
+/* The ELF header of the program: 64-bit, of this build's architecture,
+ * with a loader? */
 static int check_program(const struct ukp_target *t)
 {
 	char path[64];
@@ -229,11 +230,12 @@ static int check_program(const struct ukp_target *t)
 		ukp_err("process %d (%s): its program is not an ELF file", t->pid, t->comm);
 		return -ENOEXEC;
 	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != UKP_ELF_MACHINE) {
 		close(fd);
-		ukp_err("process %d (%s) is a %s program: only x86-64 processes can be traced",
+		ukp_err("process %d (%s) is a %s program: only " UKP_ARCH_NAME
+			" processes can be traced",
 			t->pid, t->comm,
-			eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "non-x86-64");
+			eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "non-" UKP_ARCH_NAME);
 		return -ENOEXEC;
 	}
 	for (i = 0; i < eh.e_phnum; i++) {
@@ -297,13 +299,17 @@ bool ukp_waiting_syscall(long nr)
 	case SYS_read: case SYS_write: case SYS_readv: case SYS_writev: case SYS_pread64:
 	case SYS_pwrite64: case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
 	case SYS_sendto: case SYS_sendmsg: case SYS_accept: case SYS_accept4: case SYS_connect:
-	case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_epoll_wait:
-	case SYS_epoll_pwait: case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_futex:
-	case SYS_wait4: case SYS_waitid: case SYS_pause: case SYS_rt_sigsuspend:
+	case SYS_ppoll: case SYS_pselect6: case SYS_epoll_pwait: case SYS_nanosleep:
+	case SYS_clock_nanosleep: case SYS_futex: case SYS_wait4: case SYS_waitid:
+	case SYS_rt_sigsuspend:
 	case SYS_rt_sigtimedwait: case SYS_restart_syscall: case SYS_msgrcv: case SYS_semop:
 	case SYS_semtimedop: case SYS_io_getevents: case SYS_flock:
 #ifdef SYS_epoll_pwait2
 	case SYS_epoll_pwait2:
+#endif
+	/* the older calls, which AArch64 has only as the ones above */
+#ifdef SYS_poll
+	case SYS_poll: case SYS_select: case SYS_epoll_wait: case SYS_pause:
 #endif
 		return true;
 	default:
