@@ -11,11 +11,14 @@
  * exactly the expected accesses (offset, length, read/write), the
  * instruction's address, pc past it, and the new bytes of a write.
  * Also: SVE contiguous loads and stores (predicated: the active
- * elements are the access), sp as the base register (pre-index
+ * elements are the access; where qemu-user cannot return from their
+ * faults, performed by calling the emulation directly on a signal frame
+ * built here), sp as the base register (pre-index
  * write-back on a watched stack), pc-relative literal loads from a
  * watched read-only page, and an SVE gather the library cannot perform
  * (the program gets the fault).
  */
+#include <asm/sigcontext.h>
 #include <criterion/criterion.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -29,6 +32,7 @@
 
 #include "ukprobes.h"
 #include "ukp_test.h"
+#include "internal.h"
 #include "watch.h"
 
 /* The harness's register file: x0-x15, then v0-v7. */
@@ -731,4 +735,262 @@ Test(a64_watch, sve_gather_gets_the_fault)
 	/* unwatched, it works */
 	a64w_run(&s, s_sve_gather);
 	cr_assert_eq(memcmp(s.v[0], watched + AREA / 2, 8), 0);
+}
+
+/* ------------------------- SVE and dc zva, performed without a fault */
+
+/*
+ * Under qemu-user the faulting cases above are skipped; the emulation
+ * of SVE and dc zva is then checked by calling it directly
+ * (arch_watch_step, with an arch_watch_mem on plain memory and a signal
+ * frame built here) at the memory instruction of a snippet whose setup
+ * ran natively, against the whole snippet run natively.
+ */
+struct sst {
+	uint64_t x[16];
+	uint8_t z[8 * 256]; /* z0-z7, vl bytes each (the harness's "mul vl") */
+	uint8_t p[8 * 32];  /* p0-p7, vl / 8 bytes each */
+};
+
+#define ZREG(s, i, vl) ((s)->z + (size_t)(i) * (vl))
+#define PREG(s, i, vl) ((s)->p + (size_t)(i) * ((vl) / 8))
+
+void a64w_sve_run(struct sst *s, void (*fn)(void));
+__asm__(".text\n"
+	".arch armv8.4-a\n"
+	".arch_extension sve\n"
+	".p2align 2\n"
+	".globl a64w_sve_run\n"
+	".type a64w_sve_run, %function\n"
+	"a64w_sve_run:\n"
+	"	stp x29, x30, [sp, #-48]!\n"
+	"	mov x29, sp\n"
+	"	stp x19, x20, [sp, #16]\n"
+	"	stp x21, x22, [sp, #32]\n"
+	"	mov x19, x0\n"
+	"	mov x20, x1\n"
+	"	add x21, x19, #128\n"
+	"	add x22, x19, #(128 + 8 * 256)\n"
+	"	ldr z0, [x21, #0, mul vl]\n ldr z1, [x21, #1, mul vl]\n"
+	"	ldr z2, [x21, #2, mul vl]\n ldr z3, [x21, #3, mul vl]\n"
+	"	ldr z4, [x21, #4, mul vl]\n ldr z5, [x21, #5, mul vl]\n"
+	"	ldr z6, [x21, #6, mul vl]\n ldr z7, [x21, #7, mul vl]\n"
+	"	ldr p0, [x22, #0, mul vl]\n ldr p1, [x22, #1, mul vl]\n"
+	"	ldr p2, [x22, #2, mul vl]\n ldr p3, [x22, #3, mul vl]\n"
+	"	ldr p4, [x22, #4, mul vl]\n ldr p5, [x22, #5, mul vl]\n"
+	"	ldr p6, [x22, #6, mul vl]\n ldr p7, [x22, #7, mul vl]\n"
+	"	ldp x0, x1, [x19, #0]\n ldp x2, x3, [x19, #16]\n"
+	"	ldp x4, x5, [x19, #32]\n ldp x6, x7, [x19, #48]\n"
+	"	ldp x8, x9, [x19, #64]\n ldp x10, x11, [x19, #80]\n"
+	"	ldp x12, x13, [x19, #96]\n ldp x14, x15, [x19, #112]\n"
+	"	blr x20\n"
+	"	stp x0, x1, [x19, #0]\n stp x2, x3, [x19, #16]\n"
+	"	stp x4, x5, [x19, #32]\n stp x6, x7, [x19, #48]\n"
+	"	stp x8, x9, [x19, #64]\n stp x10, x11, [x19, #80]\n"
+	"	stp x12, x13, [x19, #96]\n stp x14, x15, [x19, #112]\n"
+	"	str z0, [x21, #0, mul vl]\n str z1, [x21, #1, mul vl]\n"
+	"	str z2, [x21, #2, mul vl]\n str z3, [x21, #3, mul vl]\n"
+	"	str z4, [x21, #4, mul vl]\n str z5, [x21, #5, mul vl]\n"
+	"	str z6, [x21, #6, mul vl]\n str z7, [x21, #7, mul vl]\n"
+	"	str p0, [x22, #0, mul vl]\n str p1, [x22, #1, mul vl]\n"
+	"	str p2, [x22, #2, mul vl]\n str p3, [x22, #3, mul vl]\n"
+	"	str p4, [x22, #4, mul vl]\n str p5, [x22, #5, mul vl]\n"
+	"	str p6, [x22, #6, mul vl]\n str p7, [x22, #7, mul vl]\n"
+	"	ldp x21, x22, [sp, #32]\n"
+	"	ldp x19, x20, [sp, #16]\n"
+	"	ldp x29, x30, [sp], #48\n"
+	"	ret\n"
+	".size a64w_sve_run, .-a64w_sve_run\n");
+
+/* The setup alone (name##_setup, ending in ret) and the whole snippet
+ * (name), whose memory instruction is at name##_mem. */
+#define SPLIT(name, setup, mem)                                                                  \
+	SVE_SNIP(name##_setup, setup);                                                           \
+	SVE_SNIP(name, setup "\n.globl " #name "_mem\n" #name "_mem:\n" mem);                   \
+	extern char name##_mem[]
+
+SPLIT(d_ld1b_while, "whilelo p0.b, xzr, x3", "ld1b {z0.b}, p0/z, [x1]");
+SPLIT(d_ld1b_h, "ptrue p1.h, vl8", "ld1b {z1.h}, p1/z, [x1, #-1, mul vl]");
+SPLIT(d_ld1sh_s, "ptrue p1.s", "ld1sh {z2.s}, p1/z, [x1, #-1, mul vl]");
+SPLIT(d_ld1sw_d, "ptrue p2.d, vl2", "ld1sw {z3.d}, p2/z, [x1, x3, lsl #2]");
+SPLIT(d_ld1b_gap, "ptrue p1.b, vl8\n ptrue p2.b, vl4\n bic p0.b, p1/z, p1.b, p2.b",
+      "ld1b {z4.b}, p0/z, [x1]");
+SPLIT(d_st1b_gap, "ptrue p1.b, vl8\n ptrue p3.b, vl6\n ptrue p4.b, vl3\n"
+		  " bic p0.b, p1/z, p1.b, p3.b\n orr p0.b, p1/z, p0.b, p4.b",
+      "st1b {z0.b}, p0, [x1, #1, mul vl]");
+SPLIT(d_st1w_reg, "mov x6, #7\n whilelo p0.s, xzr, x6\n mov x7, #-4",
+      "st1w {z1.s}, p0, [x1, x7, lsl #2]");
+SPLIT(d_st1h_d, "ptrue p5.d", "st1h {z2.d}, p5, [x1]");
+SPLIT(d_st1b_s_imm, "ptrue p5.s", "st1b {z6.s}, p5, [x1, #-2, mul vl]");
+SPLIT(d_ldnt1d, "ptrue p0.d", "ldnt1d {z5.d}, p0/z, [x1]");
+SPLIT(d_ldnt1h_reg, "ptrue p0.h, vl5", "ldnt1h {z5.h}, p0/z, [x1, x3, lsl #1]");
+SPLIT(d_stnt1w, "ptrue p0.s", "stnt1w {z1.s}, p0, [x1, x3, lsl #2]");
+SPLIT(d_stnt1d_imm, "ptrue p0.d", "stnt1d {z1.d}, p0, [x1, #-1, mul vl]");
+SPLIT(d_ldr_z, "nop", "ldr z6, [x1, #-1, mul vl]");
+SPLIT(d_str_z, "nop", "str z7, [x1]");
+SPLIT(d_str_p, "ptrue p2.h", "str p2, [x1, #3, mul vl]");
+SPLIT(d_ldr_p, "nop", "ldr p3, [x1, #-2, mul vl]");
+SPLIT(d_none, "pfalse p0.b", "ld1b {z0.b}, p0/z, [x1]");
+SPLIT(d_dc_zva, "add x6, x1, x3", "dc zva, x6");
+
+static long dm_read(void *dst, uintptr_t src, size_t n)
+{
+	memcpy(dst, (void *)src, n);
+	return 0;
+}
+
+static long dm_write(uintptr_t dst, const void *src, size_t n)
+{
+	memcpy((void *)dst, src, n);
+	return 0;
+}
+
+static int dm_check(uintptr_t a, size_t len, bool write, uintptr_t *fault)
+{
+	(void)a, (void)len, (void)write, (void)fault;
+	return 0;
+}
+
+static void sst_init(struct sst *s, uint64_t x3, uint8_t *area)
+{
+	int i, j;
+
+	for (i = 0; i < 16; i++)
+		s->x[i] = 0x0123456789abcdefull * (uint64_t)(i + 1);
+	for (j = 0; j < 8 * 256; j++)
+		s->z[j] = (uint8_t)(j * 7 + 1 + j / 256);
+	memset(s->p, 0, sizeof(s->p));
+	s->x[1] = (uintptr_t)area + AREA / 2;
+	s->x[3] = x3;
+}
+
+/* The signal frame of the state s at pc: FP/SIMD and SVE records. */
+static bool build_frame(ucontext_t *uc, const struct sst *s, unsigned int vl)
+{
+	unsigned int vq = vl / 16, i;
+	unsigned char *r = (unsigned char *)uc->uc_mcontext.__reserved;
+	struct fpsimd_context *fp = (void *)r;
+	struct sve_context *sve = (void *)(r + sizeof(*fp));
+	size_t svesize = SVE_SIG_CONTEXT_SIZE(vq);
+
+	memset(uc, 0, sizeof(*uc));
+	if (sizeof(*fp) + svesize + 16 > sizeof(uc->uc_mcontext.__reserved))
+		return false;
+	for (i = 0; i < 16; i++)
+		uc->uc_mcontext.regs[i] = s->x[i];
+	fp->head.magic = FPSIMD_MAGIC;
+	fp->head.size = sizeof(*fp);
+	for (i = 0; i < 8; i++)
+		memcpy(&fp->vregs[i], ZREG(s, i, vl), 16);
+	sve->head.magic = SVE_MAGIC;
+	sve->head.size = (uint32_t)svesize;
+	sve->vl = (uint16_t)vl;
+	for (i = 0; i < 8; i++) {
+		memcpy((char *)sve + SVE_SIG_ZREG_OFFSET(vq, i), ZREG(s, i, vl), vl);
+		memcpy((char *)sve + SVE_SIG_PREG_OFFSET(vq, i), PREG(s, i, vl), vl / 8);
+	}
+	return true;
+}
+
+struct dcase {
+	const char *name;
+	void (*setup)(void), (*fn)(void);
+	const char *mem;
+	uint64_t x3;
+	int off;
+	unsigned int len, type; /* len 0: none */
+};
+
+static void direct_case(const struct dcase *c, unsigned int vl)
+{
+	static uint8_t plain[2 * AREA] __attribute__((aligned(4096)));
+	static uint8_t mine[2 * AREA] __attribute__((aligned(4096)));
+	static struct sst ref, pre;
+	static ucontext_t uc;
+	const struct arch_watch_mem m = { dm_check, dm_read, dm_write };
+	struct sve_context *sve;
+	struct arch_watch_access acc[ARCH_WATCH_MAX_ACCESS];
+	struct arch_watch_fault f;
+	struct pt_regs regs;
+	unsigned int nacc = 0, i, vq = vl / 16;
+	int ret;
+
+	fill(plain);
+	fill(mine);
+	sst_init(&ref, c->x3, plain);
+	a64w_sve_run(&ref, c->fn);
+	sst_init(&pre, c->x3, mine);
+	a64w_sve_run(&pre, c->setup);
+	cr_assert(build_frame(&uc, &pre, vl), "%s: a frame for VL %u", c->name, vl);
+	uc.uc_mcontext.pc = (uintptr_t)c->mem;
+	arch_regs_from_ucontext(&regs, &uc);
+	ret = arch_watch_step(&m, &regs, &uc, acc, &nacc, &f);
+	cr_assert_eq(ret, 0, "%s: %d", c->name, ret);
+	cr_assert_eq(regs.pc, (uintptr_t)c->mem + 4, "%s: pc", c->name);
+	for (i = 0; i < 16; i++)
+		cr_assert_eq(norm(regs.regs[i], mine), norm(ref.x[i], plain), "%s: x%u", c->name, i);
+	sve = (void *)((char *)uc.uc_mcontext.__reserved + sizeof(struct fpsimd_context));
+	for (i = 0; i < 8; i++) {
+		cr_assert_arr_eq((char *)sve + SVE_SIG_ZREG_OFFSET(vq, i), ZREG(&ref, i, vl), vl,
+				 "%s: z%u", c->name, i);
+		cr_assert_arr_eq((char *)sve + SVE_SIG_PREG_OFFSET(vq, i), PREG(&ref, i, vl), vl / 8,
+				 "%s: p%u", c->name, i);
+		cr_assert_arr_eq(&((struct fpsimd_context *)uc.uc_mcontext.__reserved)->vregs[i],
+				 ZREG(&ref, i, vl), 16, "%s: v%u", c->name, i);
+	}
+	cr_assert_arr_eq(mine, plain, AREA, "%s: memory", c->name);
+	cr_assert_eq(nacc, c->len ? 1u : 0u, "%s: %u accesses", c->name, nacc);
+	if (c->len) {
+		cr_assert_eq((long)(acc[0].addr - ((uintptr_t)mine + AREA / 2)), c->off,
+			     "%s: offset %ld", c->name, (long)(acc[0].addr - ((uintptr_t)mine + AREA / 2)));
+		cr_assert_eq(acc[0].len, c->len, "%s: length %zu", c->name, acc[0].len);
+		cr_assert_eq(acc[0].type, c->type, "%s: type", c->name);
+	}
+}
+
+#define D(name, x3, off, len, type) { #name, name##_setup, name, name##_mem, x3, off, len, type }
+
+Test(a64_watch, sve_and_dc_zva_performed_directly)
+{
+	unsigned int vl, pl, i;
+	uint64_t dczid;
+
+	if (!(getauxval(AT_HWCAP) & HWCAP_SVE))
+		cr_skip_test("no SVE");
+	vl = (unsigned int)sve_vl();
+	pl = vl / 8;
+	if (vl > AREA / 4)
+		cr_skip_test("vector length %u", vl);
+	__asm__ volatile("mrs %0, dczid_el0" : "=r"(dczid));
+	{
+		const int v = (int)vl, p = (int)pl;
+		const struct dcase cs[] = {
+			D(d_ld1b_while, 5, 0, 5, R),
+			D(d_ld1b_h, 0, -v / 2, 8, R),
+			D(d_ld1sh_s, 0, -v / 2, vl / 2, R),
+			D(d_ld1sw_d, (uint64_t)-3, -12, 8, R),
+			D(d_ld1b_gap, 0, 4, 4, R),
+			D(d_st1b_gap, 0, v, 8, W),
+			D(d_st1w_reg, 0, -16, 28, W),
+			D(d_st1h_d, 0, 0, vl / 4, W),
+			D(d_st1b_s_imm, 0, -v / 2, vl / 4, W),
+			D(d_ldnt1d, 0, 0, vl, R),
+			D(d_ldnt1h_reg, 3, 6, 10, R),
+			D(d_stnt1w, 2, 8, vl, W),
+			D(d_stnt1d_imm, 0, -v, vl, W),
+			D(d_ldr_z, 0, -v, vl, R),
+			D(d_str_z, 0, 0, vl, W),
+			D(d_str_p, 0, 3 * p, pl, W),
+			D(d_ldr_p, 0, -2 * p, pl, R),
+			D(d_none, 0, 0, 0, 0),
+			D(d_dc_zva, 17, 0, 4u << (dczid & 15), W),
+		};
+
+		for (i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+			if (cs[i].setup == d_dc_zva_setup &&
+			    ((dczid & 16) || (4u << (dczid & 15)) > AREA / 2))
+				continue;
+			direct_case(&cs[i], vl);
+		}
+	}
 }

@@ -451,6 +451,23 @@ static UKP_TRAP_TEXT bool decode_sve(uint32_t insn, const struct pt_regs *r, uns
 	o->vec = true;
 	o->kind = K_SVE;
 	o->pg = (int)((insn >> 10) & 7);
+	/* ldr/str z and p first: their encodings lie inside st1's */
+	if ((insn & 0xffc0e000u) == 0x85804000u || (insn & 0xffc0e000u) == 0xe5804000u ||
+	    (insn & 0xffc0e010u) == 0x85800000u || (insn & 0xffc0e010u) == 0xe5800000u) {
+		/* ldr/str z, p: [xn, #imm, mul vl] */
+		o->preg = !(insn & (1u << 14));
+		o->load = !(insn & (1u << 30));
+		o->store = !o->load;
+		o->pg = -1;
+		o->msize = o->esize = 1;
+		if (!vl)
+			return o->store;
+		o->nsve = o->preg ? vl / 8 : vl;
+		off = (int64_t)sext((((insn >> 16) & 0x3f) << 3) | ((insn >> 10) & 7), 9);
+		o->ea = xbase(r, o->rn) + (uint64_t)(off * (int64_t)o->nsve);
+		o->len = o->nsve;
+		return true;
+	}
 	if ((insn & 0xfe10e000u) == 0xa400a000u || (insn & 0xfe00e000u) == 0xa4004000u) {
 		o->load = true;                       /* ld1*, ld1s* */
 		o->msize = 1u << dm[dtype];
@@ -474,21 +491,6 @@ static UKP_TRAP_TEXT bool decode_sve(uint32_t insn, const struct pt_regs *r, uns
 		o->store = true;                      /* stnt1* */
 		o->msize = o->esize = 1u << msz;
 		imm = insn & (1u << 15);
-	} else if ((insn & 0xffc0e000u) == 0x85804000u || (insn & 0xffc0e000u) == 0xe5804000u ||
-		   (insn & 0xffc0e010u) == 0x85800000u || (insn & 0xffc0e010u) == 0xe5800000u) {
-		/* ldr/str z, p: [xn, #imm, mul vl] */
-		o->preg = !(insn & (1u << 14));
-		o->load = !(insn & (1u << 30));
-		o->store = !o->load;
-		o->pg = -1;
-		o->msize = o->esize = 1;
-		if (!vl)
-			return o->store;
-		o->nsve = o->preg ? vl / 8 : vl;
-		off = (int64_t)sext((((insn >> 16) & 0x3f) << 3) | ((insn >> 10) & 7), 9);
-		o->ea = xbase(r, o->rn) + (uint64_t)(off * (int64_t)o->nsve);
-		o->len = o->nsve;
-		return true;
 	} else {
 		return false;
 	}
