@@ -361,10 +361,17 @@ int arch_watch_init(void);
  * memory accesses through m. 0: regs as after it (ip at the next
  * instruction), acc[0..*nacc) what it read and wrote. -EFAULT: it faults
  * for the program (*f). -EOPNOTSUPP: it cannot run this way; acc[] holds
- * what it would access as far as the decoder tells.
+ * what it would access as far as the decoder tells. ARCH_WATCH_EXCL_OPEN
+ * (AArch64): see below.
  */
 int arch_watch_step(const struct arch_watch_mem *m, struct pt_regs *regs, ucontext_t *uc,
 		    struct arch_watch_access *acc, unsigned int *nacc, struct arch_watch_fault *f);
+/* What arch_watch_step returns for a load-exclusive on a page closed to
+ * reads: acc[] is its read, regs are unchanged, and the core reports it
+ * and leaves the page readable (not writable) until the next access it
+ * runs there (the store-exclusive): the CPU's own load arms the
+ * exclusive monitor, which a load performed for it cannot. */
+#define ARCH_WATCH_EXCL_OPEN 1
 /* [trap] A fault at ip inside the code arch_watch_step runs: resume at
  * *fixup_ip (the fault is recorded for arch_watch_step). */
 bool arch_watch_fixup(uintptr_t ip, int sig, int code, uintptr_t addr, uintptr_t *fixup_ip);

@@ -25,8 +25,9 @@
  * only). Every access to such a page, by any thread, faults into the
  * library's SIGSEGV handler (ukp_watch_fault), which runs the faulting
  * instruction for the program without unprotecting the page
- * (arch_watch_step: the memory operand rewritten onto a scratch copy
- * read and written back through /proc/self/mem), then calls the
+ * (arch_watch_step: on x86-64 the memory operand rewritten onto a
+ * scratch copy, on AArch64 the load or store emulated; the bytes read
+ * and written through /proc/self/mem), then calls the
  * handlers of the breakpoints whose range the access touched. Because
  * the page is never opened, no other thread's access can slip through
  * unseen; the steps are serialized by one lock (wlock), which also keeps
@@ -34,7 +35,9 @@
  * pages, all of which trap. An instruction the arch code cannot run that
  * way is stepped in place instead (trap flag) with its pages open for
  * that one instruction: an access by another thread in that window is
- * not seen (ukp_watch_inplace_steps counts these steps).
+ * not seen (ukp_watch_inplace_steps counts these steps). Where user
+ * space has no single-step (ARCH_WATCH_STEP_IN_PLACE 0: AArch64), the
+ * program gets the page's fault instead (ukp_watch_refused counts them).
  *
  * The program keeps its own view: its mprotect() calls on watched pages
  * are recorded and combined with ours (the mprotect interposer below),
@@ -84,6 +87,7 @@ struct wpage {
 	uintptr_t page;
 	int prog_prot;
 	unsigned int nr, nw; /* page breakpoints on reads (any), on writes only */
+	bool ex_open;        /* readable for a load-exclusive (ARCH_WATCH_EXCL_OPEN) */
 };
 
 /* Private part of a breakpoint. */
@@ -114,6 +118,7 @@ static dev_t mem_dev;
 static ino_t mem_ino;
 
 _Atomic unsigned long ukp_watch_inplace_steps;
+_Atomic unsigned long ukp_watch_refused;
 _Atomic bool ukp_watch_keep_segv;
 _Atomic unsigned long ukp_watch_emulated;
 static volatile int detect_hits;
@@ -215,6 +220,8 @@ static UKP_TRAP_TEXT struct wpage *page_find(uintptr_t page)
 
 static UKP_TRAP_TEXT int eff_prot(const struct wpage *p)
 {
+	if (p->nr && p->ex_open)
+		return p->prog_prot & ~PROT_WRITE;
 	if (p->nr)
 		return PROT_NONE;
 	if (p->nw)
@@ -523,6 +530,31 @@ UKP_TRAP_TEXT bool ukp_watch_fault(int sig, siginfo_t *info, ucontext_t *uc)
 		ukp_deliver_fault(flt.sig, flt.code, flt.addr, uc);
 		return true;
 	}
+	if (ret == ARCH_WATCH_EXCL_OPEN) {
+		/* a load-exclusive on a page closed to reads: reported now,
+		 * then run by the CPU with the page readable (its monitor must
+		 * be armed for the store-exclusive, which faults on the page
+		 * left read-only and closes it again) */
+		w->ex_open = true;
+		sys_mprotect(w->page, pgmask + 1, eff_prot(w));
+		nfire = collect(acc, nacc, arch_uc_ip(uc), fire);
+		ukp_read_lock(c);
+		wlock_drop();
+		if (nfire) {
+			fire_all(c, fire, nfire, &regs);
+			arch_regs_to_ucontext(uc, &regs);
+		}
+		ukp_read_unlock(c);
+		return true;
+	}
+	if (ret && !ARCH_WATCH_STEP_IN_PLACE) {
+		/* no single-step on this architecture: the access cannot be
+		 * made for the program, whose fault this one becomes (as it
+		 * came: SIGSEGV, SEGV_ACCERR, the address) */
+		wlock_drop();
+		atomic_fetch_add_explicit(&ukp_watch_refused, 1, memory_order_relaxed);
+		return false;
+	}
 	if (ret) {
 		/* step it in place; the handlers run at the trap after it */
 		wt.nacc = nacc;
@@ -532,6 +564,10 @@ UKP_TRAP_TEXT bool ukp_watch_fault(int sig, siginfo_t *info, ucontext_t *uc)
 		return true;
 	}
 	atomic_fetch_add_explicit(&ukp_watch_emulated, 1, memory_order_relaxed);
+	if (w->ex_open) {
+		w->ex_open = false;
+		sys_mprotect(w->page, pgmask + 1, eff_prot(w));
+	}
 	nfire = collect(acc, nacc, arch_uc_ip(uc), fire);
 	ukp_read_lock(c);
 	wlock_drop();
@@ -790,6 +826,7 @@ static struct wpage *page_get(uintptr_t page, int prot)
 	pages[i].page = page;
 	pages[i].prog_prot = prot;
 	pages[i].nr = pages[i].nw = 0;
+	pages[i].ex_open = false;
 	atomic_store(&npages, n + 1);
 	return &pages[i];
 }

@@ -35,5 +35,8 @@ extern _Atomic bool ukp_watch_keep_segv;
  * scratch copy, and instructions stepped in place. */
 extern _Atomic unsigned long ukp_watch_emulated;
 extern _Atomic unsigned long ukp_watch_inplace_steps;
+/* Accesses that could be neither run on a copy nor stepped in place
+ * (ARCH_WATCH_STEP_IN_PLACE 0): the program got the fault. */
+extern _Atomic unsigned long ukp_watch_refused;
 
 #endif

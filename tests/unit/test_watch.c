@@ -8,17 +8,21 @@
  * watched buffer. Every test but the debugreg ones forces page
  * protection (UKPROBES_WATCH=page, read once per process: each test runs
  * in its own); the debugreg ones use the debug registers when the machine
- * delivers their traps.
+ * delivers their traps. The x86 instruction classes are in #if blocks;
+ * test_a64_watch.c has AArch64's.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <string.h>
@@ -53,7 +57,7 @@ static void handler(struct perf_event *bp, struct perf_sample_data *d, struct pt
 	recs[i].len = d->len;
 	recs[i].type = d->type;
 	recs[i].ip = d->ip;
-	recs[i].regs_ip = regs->ip;
+	recs[i].regs_ip = instruction_pointer(regs);
 	recs[i].bp = bp;
 	recs[i].value = value_at ? *value_at : 0; /* counted missed: handler context */
 }
@@ -222,10 +226,23 @@ Test(watch, reads_fire_read_watchpoints)
 	cr_assert_eq(g.counter, 3);
 }
 
+/* Are the compiler's atomics one instruction (x86's locked ones,
+ * AArch64's LSE), or a load-exclusive/store-exclusive loop? GCC's
+ * outline atomics pick LSE when the CPU has it. */
+static bool atomics_are_one_access(void)
+{
+#if defined(__aarch64__) && !defined(__ARM_FEATURE_ATOMICS)
+	return getauxval(AT_HWCAP) & HWCAP_ATOMICS;
+#else
+	return true;
+#endif
+}
+
 Test(watch, rw_and_atomics)
 {
 	struct perf_event *bp = watch(&g.counter, 8, HW_BREAKPOINT_RW);
 	long old;
+	int i;
 
 	g.counter = 10;                                      /* W */
 	__atomic_fetch_add(&g.counter, 5, __ATOMIC_SEQ_CST); /* lock xadd: R+W */
@@ -235,12 +252,24 @@ Test(watch, rw_and_atomics)
 	old = __atomic_exchange_n(&g.counter, 30, __ATOMIC_SEQ_CST); /* xchg */
 	cr_assert_eq(old, 20);
 	cr_assert_eq(g.counter, 30); /* R */
-	cr_assert_eq(nrec, 5);
-	cr_assert_eq(recs[0].type, HW_BREAKPOINT_W);
-	cr_assert_eq(recs[1].type, HW_BREAKPOINT_RW);
-	cr_assert_eq(recs[2].type, HW_BREAKPOINT_RW);
-	cr_assert_eq(recs[3].type, HW_BREAKPOINT_RW);
-	cr_assert_eq(recs[4].type, HW_BREAKPOINT_R);
+	if (atomics_are_one_access()) {
+		cr_assert_eq(nrec, 5);
+		cr_assert_eq(recs[0].type, HW_BREAKPOINT_W);
+		cr_assert_eq(recs[1].type, HW_BREAKPOINT_RW);
+		cr_assert_eq(recs[2].type, HW_BREAKPOINT_RW);
+		cr_assert_eq(recs[3].type, HW_BREAKPOINT_RW);
+		cr_assert_eq(recs[4].type, HW_BREAKPOINT_R);
+	} else {
+		/* each atomic a load-exclusive (R) and a store-exclusive (W)
+		 * that succeeds at once: the load reserved the granule */
+		cr_assert_eq(nrec, 8);
+		cr_assert_eq(recs[0].type, HW_BREAKPOINT_W);
+		for (i = 1; i < 7; i += 2) {
+			cr_assert_eq(recs[i].type, HW_BREAKPOINT_R, "record %d", i);
+			cr_assert_eq(recs[i + 1].type, HW_BREAKPOINT_W, "record %d", i + 1);
+		}
+		cr_assert_eq(recs[7].type, HW_BREAKPOINT_R);
+	}
 	unregister_hw_breakpoint(bp);
 }
 
@@ -507,19 +536,24 @@ Test(watch, rep_movs_memcpy_memset_and_vector_stores)
 	char src[4096];
 	struct perf_event *bp;
 	size_t n = 256;
-	void *d = m + 2048, *s = src;
 	int i;
 
 	for (i = 0; i < (int)sizeof(src); i++)
 		src[i] = (char)(i * 7);
 	bp = watch(m + 2048 + 100, 8, HW_BREAKPOINT_RW);
-	/* rep movsb */
-	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
-	cr_assert_eq(nrec, 1);
-	cr_assert_eq(recs[0].addr, (uintptr_t)m + 2048);
-	cr_assert_eq(recs[0].len, 256);
-	cr_assert_eq(recs[0].type, HW_BREAKPOINT_W);
-	cr_assert_eq(memcmp(m + 2048, src, 256), 0);
+#if defined(__x86_64__)
+	{
+		void *d = m + 2048, *s = src;
+
+		/* rep movsb */
+		__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+		cr_assert_eq(nrec, 1);
+		cr_assert_eq(recs[0].addr, (uintptr_t)m + 2048);
+		cr_assert_eq(recs[0].len, 256);
+		cr_assert_eq(recs[0].type, HW_BREAKPOINT_W);
+		cr_assert_eq(memcmp(m + 2048, src, 256), 0);
+	}
+#endif
 	/* libc's memcpy and memset (vector or rep stores, whichever it picks):
 	 * writes only, then the checks' reads */
 	nrec = 0;
@@ -537,6 +571,7 @@ Test(watch, rep_movs_memcpy_memset_and_vector_stores)
 		cr_assert_eq(recs[i].type, HW_BREAKPOINT_W);
 	for (i = 0; i < 8192; i++)
 		cr_assert_eq((unsigned char)m[i], 0x5a);
+#if defined(__x86_64__)
 	/* a 16-byte SSE store and a 32-byte AVX store over the range */
 	nrec = 0;
 	{
@@ -571,6 +606,7 @@ Test(watch, rep_movs_memcpy_memset_and_vector_stores)
 				     __builtin_cpu_supports("avx") ? 0xffff : 0x1111);
 		}
 	}
+#endif
 	unregister_hw_breakpoint(bp);
 	cr_assert_eq(ukp_watch_inplace_steps, 0);
 	munmap(m, 8192);
@@ -672,6 +708,12 @@ Test(watch, zlib_output_buffer)
 	struct perf_event *bp;
 	size_t i;
 
+#if defined(__aarch64__)
+	/* libc's memcpy is SVE code on an SVE CPU, and qemu-user 7.2 aborts
+	 * after a fault in an SVE access (tests/unit/test_a64_watch.c) */
+	if ((getauxval(AT_HWCAP) & HWCAP_SVE) && getenv("UKP_QEMU_USER"))
+		cr_skip_test("qemu-user aborts after a fault in an SVE access");
+#endif
 	for (i = 0; i < sizeof(in); i++)
 		in[i] = (unsigned char)((i * 2654435761u) >> 24) & 0x3f;
 	cr_assert_eq(compress2(out1, &n1, in, sizeof(in), 6), Z_OK);
@@ -811,6 +853,7 @@ Test(watch_mech, beyond_the_hardware_falls_back_to_pages)
 	unregister_hw_breakpoint(bp);
 }
 
+#if defined(__x86_64__)
 Test(watch, stepped_in_place_when_it_cannot_be_run_on_a_copy)
 {
 	/* An instruction that names rsp, and repe cmpsb: run in place with
@@ -867,6 +910,7 @@ Test(watch, stepped_in_place_when_it_cannot_be_run_on_a_copy)
 	cr_assert_eq(page_prot(m), PROT_READ | PROT_WRITE);
 	munmap(m, 8192);
 }
+#endif
 
 static long nofault_seen;
 
@@ -1023,7 +1067,11 @@ static struct perf_event *watch_counted(void *addr, unsigned long len, unsigned 
 /* a 4-byte store to the lower half of g.counter */
 static UKP_TARGET void store_counter_low(int v)
 {
+#if defined(__x86_64__)
 	__asm__ volatile("movl %1, (%0)" : : "r"(&g.counter), "r"(v) : "memory");
+#else
+	__asm__ volatile("str %w1, [%0]" : : "r"(&g.counter), "r"(v) : "memory");
+#endif
 }
 
 /* Two, three and four breakpoints on g.counter: identical ranges (one
@@ -1116,6 +1164,7 @@ Test(watch_mech, several_breakpoints_on_one_global)
 	several_on_one_global(true);
 }
 
+#if defined(__x86_64__)
 Test(watch_mech, debug_register_and_page_on_the_same_bytes_stepped_in_place)
 {
 	/* a page breakpoint on reads of the same long: a store that cannot
@@ -1147,3 +1196,4 @@ Test(watch_mech, debug_register_and_page_on_the_same_bytes_stepped_in_place)
 	unregister_hw_breakpoint(pg);
 	unregister_hw_breakpoint(hw);
 }
+#endif

@@ -112,6 +112,11 @@
  */
 #define UKP_TEXT_POKE_MEM 0
 
+/* No single-step in user space: an instruction arch_watch_step cannot
+ * perform (SVE, memory tagging, ...) is not stepped in place; the
+ * program gets the fault (src/watch.c, doc/watchpoints.md). */
+#define ARCH_WATCH_STEP_IN_PLACE 0
+
 /* [any] AArch64 instructions in memory: a little-endian word. */
 static inline uint32_t arch_a64_read_insn(const uint8_t *b)
 {

@@ -24,6 +24,10 @@
 /* Code is written through /proc/self/mem (text_patch.c): no page of
  * the program is ever writable, and x86 needs no cache maintenance. */
 #define UKP_TEXT_POKE_MEM 1
+
+/* The core may step an instruction in place with the trap flag when
+ * arch_watch_step cannot run it (src/watch.c). */
+#define ARCH_WATCH_STEP_IN_PLACE 1
 #define UKP_TRAPNR_BREAKPOINT 3
 /* The si_code of a SIGTRAP from int3 */
 #define UKP_BREAKPOINT_SI_CODE SI_KERNEL
