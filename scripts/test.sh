@@ -58,7 +58,13 @@ fi
 ok2=$((ok2 + ok3)); bad2=$((bad2 + bad3))
 
 # the SPEC and filter parsers under libFuzzer, a short run (when clang is here)
-bash scripts/fuzz.sh -runs=20000 || status=1
+# (its log in build/fuzz.log: libFuzzer's progress lines would fill the
+# tail of a CI log that should name what failed)
+if bash scripts/fuzz.sh -runs=20000 > build/fuzz.log 2>&1; then
+  echo "fuzz: $(grep -E '^Done [0-9]+ runs' build/fuzz.log | tail -n 1)"
+else
+  status=1; tail -n 40 build/fuzz.log; echo "failed: fuzz (build/fuzz.log)"
+fi
 
 # Name what failed last, where a truncated CI log still shows it.
 python3 - build/meson-logs/testlog.json build-san/meson-logs/testlog.json \
@@ -71,6 +77,14 @@ for path in sys.argv[1:]:
         r = json.loads(line)
         if r.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
             print("failed:", path.split("/")[0], r.get("name"), r.get("result"))
+            # what it said of its failure (criterion's "[----]" lines, the
+            # CLI cases' FAIL lines), a few lines
+            out = (r.get("stdout") or "") + (r.get("stderr") or "")
+            said = [l for l in out.splitlines()
+                    if "[----]" in l or "[FAIL]" in l or l.startswith(("FAIL", "---"))
+                    or "Error" in l or "error:" in l]
+            for l in said[:8]:
+                print("   ", l[:200])
 PY
 grep -E '\] FAIL:' build/torture.log 2>/dev/null | sed 's/^/failed: torture /' || true
 echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
