@@ -83,6 +83,8 @@ for path in sys.argv[1:]:
             said = [l for l in out.splitlines()
                     if "[----]" in l or "[FAIL]" in l or l.startswith(("FAIL", "---"))
                     or "Error" in l or "error:" in l]
+            if not said:  # killed, say: its last lines
+                said = [l for l in out.splitlines() if l.strip()][-4:]
             for l in said[:8]:
                 print("   ", l[:200])
 PY

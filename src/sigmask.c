@@ -249,9 +249,13 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn
  * The next definition of name after this object's. In a program that
  * links the library statically with a sanitizer runtime, the runtime's
  * interceptor of name (a weak definition) was displaced by ours: it is
- * called instead, so that it still sees the call.
+ * called instead, so that it still sees the call. "This object" is
+ * where this function is: the address of our own definition of name, as
+ * code of a shared library takes it, is the first definition in the
+ * program (a sanitizer's interceptor in the executable, when the library
+ * is shared), whose next one is ours again.
  */
-static void *next_fn(const char *name, const void *ours)
+static void *next_fn(const char *name)
 {
 	char buf[64] = "__interceptor_";
 	Dl_info a, b;
@@ -260,13 +264,13 @@ static void *next_fn(const char *name, const void *ours)
 	if (strlen(name) < sizeof(buf) - 15) {
 		strcat(buf, name);
 		p = dlsym(RTLD_DEFAULT, buf);
-		if (p && dladdr(p, &a) && dladdr(ours, &b) && a.dli_fbase == b.dli_fbase)
+		if (p && dladdr(p, &a) && dladdr((const void *)next_fn, &b) && a.dli_fbase == b.dli_fbase)
 			return p;
 	}
 	return dlsym(RTLD_NEXT, name);
 }
 
-#define REAL(name) (__typeof__(real_##name))next_fn(#name, (const void *)name)
+#define REAL(name) (__typeof__(real_##name))next_fn(#name)
 
 /* Resolved once, before main (dlsym is not async-signal-safe). */
 __attribute__((constructor)) static void vmask_init(void)

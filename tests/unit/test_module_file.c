@@ -151,9 +151,11 @@ Test(module_file, sqlite_walk_equals_loaded)
 
 Test(module_file, libm_walk_equals_loaded_ifuncs_at_resolvers)
 {
-	/* x86-64's libm chooses its FMA variants by IFUNCs */
+	/* x86-64's libm chooses its FMA variants by IFUNCs; a sanitizer's
+	 * runtime loads libm before main, and then libmvec (its vector
+	 * variants, IFUNCs as well) is the one not loaded yet */
 #if defined(__x86_64__)
-	same_walks("libm.so.6", true);
+	same_walks(dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD) ? "libmvec.so.1" : "libm.so.6", true);
 #else
 	same_walks("libm.so.6", false);
 #endif
@@ -293,6 +295,8 @@ Test(module_file, errors)
 	struct ksym_info info = { .size = sizeof(info) };
 	char buf[PATH_MAX + KSYM_NAME_LEN], small[4];
 	int calls = 0;
+	/* (loaded before main only by a sanitizer's runtime) */
+	bool libm_was_loaded = dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD) != NULL;
 
 	/* no such file, by name and by path */
 	cr_assert_eq(find_module_file("libukprobes-no-such-object.so.9", buf, sizeof(buf)),
@@ -330,5 +334,6 @@ Test(module_file, errors)
 							   sizeof(buf)), -EINVAL);
 	cr_assert_eq(module_file_kallsyms_on_each_symbol_info("libm.so.6", NULL, NULL), -EINVAL);
 	cr_assert_eq(module_file_on_each_text(NULL, stop_cb, &calls), -EINVAL);
-	cr_assert_null(dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD), "nothing above loads it");
+	cr_assert_eq(dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD) != NULL, libm_was_loaded,
+		     "nothing above loads it");
 }
