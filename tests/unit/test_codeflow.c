@@ -32,6 +32,7 @@
 #include "code_refs.h"
 #include "codeflow.h"
 #include "eh_frame.h"
+#include "grow_array.h"
 #include "internal.h"
 
 extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_region[],
@@ -1004,4 +1005,40 @@ Test(codeflow, exported_entries_of_libz, .timeout = 120)
 Test(codeflow, exported_entries_of_libc, .timeout = 120)
 {
 	cr_expect_gt(survey_object("libc.so.6"), 50.0);
+}
+
+/* The sorted sets of the index: what qsort and dropping repeats give. */
+Test(codeflow, addrs_sort_unique)
+{
+	static const size_t sizes[] = { 1, 2, 31, 32, 33, 1000, 100000 };
+	size_t s, i, n, k;
+
+	srand(7);
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (unsigned int shape = 0; shape < 5; shape++) {
+			uintptr_t *a = malloc(sizes[s] * sizeof(*a)), *b = malloc(sizes[s] * sizeof(*b));
+
+			cr_assert(a && b);
+			n = sizes[s];
+			for (i = 0; i < n; i++) {
+				uintptr_t r = ((uintptr_t)rand() << 33) ^ ((uintptr_t)rand() << 11) ^
+					      (uintptr_t)rand();
+
+				a[i] = shape == 0 ? 0x400000 + r % 0x600000 :	/* code-like */
+				       shape == 1 ? r :				/* 64 bits */
+				       shape == 2 ? 0x7f0000000000 + r % 64 :	/* repeats */
+				       shape == 3 ? 0x1000 + i * 8 :		/* sorted */
+						    UINTPTR_MAX - i % 5;	/* top, reversed */
+			}
+			memcpy(b, a, n * sizeof(*a));
+			qsort(b, n, sizeof(*b), ukp_addr_cmp);
+			for (i = 0, k = 0; i < n; i++)
+				if (!k || b[k - 1] != b[i])
+					b[k++] = b[i];
+			cr_assert_eq(ukp_addrs_sort_unique(a, n), k, "size %zu shape %u", n, shape);
+			cr_assert(!memcmp(a, b, k * sizeof(*a)), "size %zu shape %u", n, shape);
+			free(a);
+			free(b);
+		}
+	}
 }
