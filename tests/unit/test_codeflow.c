@@ -347,7 +347,7 @@ Test(codeflow, code_refs_of_relocations)
 	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL, &v, &n), 0);
 	for (k = 0; k < 2; k++) {
 		bool found = false;
 
@@ -360,7 +360,7 @@ Test(codeflow, code_refs_of_relocations)
 		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
 	/* without the segments nothing matches the file */
 	free(v);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, &v, &n), -ENOENT);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, NULL, &v, &n), -ENOENT);
 	ukp_eh_frame_free(&eh);
 	ukp_unlock_for_show();
 }
@@ -1005,6 +1005,157 @@ Test(codeflow, exported_entries_of_libz, .timeout = 120)
 Test(codeflow, exported_entries_of_libc, .timeout = 120)
 {
 	cr_expect_gt(survey_object("libc.so.6"), 50.0);
+}
+
+/* ---- the index's ranges decoded with the literals (one pass) ---- */
+
+struct found {
+	uintptr_t *v;
+	size_t n, cap;
+};
+
+static int found_add(struct found *f, uintptr_t a, uintptr_t b)
+{
+	if (f->n + 2 > f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 1024;
+		f->v = realloc(f->v, f->cap * sizeof(*f->v));
+		cr_assert_not_null(f->v);
+	}
+	f->v[f->n++] = a;
+	f->v[f->n++] = b;
+	return 0;
+}
+
+static int lit_cb(void *arg, uintptr_t v)
+{
+	return found_add(arg, v, 0);
+}
+
+static int range_cb(void *arg, size_t range, uintptr_t from, uintptr_t target)
+{
+	struct found *per = arg;
+
+	return found_add(&per[range], from, target);
+}
+
+static int alone_cb(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	cr_assert_eq(kind, ARCH_FLOW_DIRECT);
+	return found_add(arg, from, target);
+}
+
+/*
+ * Random bytes (desynchronised decodings everywhere, instructions
+ * running over range ends) and real code (this test's own text): each
+ * range's findings in the literal scan are arch_scan_flow's, in order,
+ * and the literals are those of a scan without ranges; ranges longer
+ * than the scan's memory of decodings, ranges out of the code, a range
+ * done already, symbol starts inside ranges included.
+ */
+static void one_pass_case(const uint8_t *code, size_t len, uintptr_t addr, unsigned int seed)
+{
+	enum { NRANGES = 64, NSYNC = 400 };
+	struct arch_flow_range ranges[NRANGES];
+	struct found per[NRANGES] = { 0 }, lits = { 0 }, lits_alone = { 0 };
+	uintptr_t sync[NSYNC];
+	struct arch_literal_scan sc = {
+		.code = code, .len = len, .addr = addr, .sync = sync, .nsync = NSYNC,
+		.lo = addr, .hi = addr + len, .fn = lit_cb, .arg = &lits,
+		.ranges = ranges, .nranges = NRANGES, .range_fn = range_cb, .range_arg = per,
+	};
+	uintptr_t pos = addr;
+	size_t i, done = 0;
+
+	srand(seed);
+	for (i = 0; i < NSYNC; i++)
+		sync[i] = addr + (size_t)rand() % len;
+	qsort(sync, NSYNC, sizeof(sync[0]), ukp_addr_cmp);
+	for (i = 0; i < NRANGES; i++) {
+		/* mostly short, a few longer than 64 KiB, gaps and touching ends */
+		size_t rlen = i % 16 == 5 ? 70000 + (size_t)rand() % 30000 : 1 + (size_t)rand() % 3000;
+
+		pos += i % 3 ? 0 : (size_t)rand() % 200;
+		ranges[i].start = pos;
+		ranges[i].end = pos + rlen;
+		ranges[i].done = i == 7;	/* done already: left alone */
+		pos += rlen;
+	}
+	cr_assert_eq(arch_scan_literals(&sc), 0);
+	sc.ranges = NULL;
+	sc.nranges = 0;
+	sc.range_fn = NULL;
+	sc.arg = &lits_alone;
+	cr_assert_eq(arch_scan_literals(&sc), 0);
+	cr_expect_eq(lits.n, lits_alone.n);
+	cr_expect(!memcmp(lits.v, lits_alone.v, lits.n * sizeof(*lits.v)), "literals differ");
+	for (i = 0; i < NRANGES; i++) {
+		bool inside = ranges[i].end <= addr + len;
+		struct found alone = { 0 };
+		struct arch_code_part part = {
+			.addr = ranges[i].start, .code = code + (ranges[i].start - addr),
+			.len = ranges[i].end - ranges[i].start,
+		};
+
+		if (i == 7) {
+			cr_expect_eq(per[i].n, 0);
+			continue;
+		}
+		cr_expect_eq(ranges[i].done, inside, "range %zu", i);
+		if (!inside) {
+			cr_expect_eq(per[i].n, 0);
+			continue;
+		}
+		done++;
+		cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, alone_cb, &alone),
+			     0);
+		cr_expect_eq(per[i].n, alone.n, "range %zu: %zu findings, alone %zu", i, per[i].n / 2,
+			     alone.n / 2);
+		cr_expect(!memcmp(per[i].v, alone.v, alone.n * sizeof(*alone.v)),
+			  "range %zu: findings differ", i);
+		free(alone.v);
+		free(per[i].v);
+	}
+	cr_expect_gt(done, NRANGES / 2);
+	free(lits.v);
+	free(lits_alone.v);
+}
+
+Test(codeflow, one_pass_ranges_random_bytes)
+{
+	size_t len = 1u << 20, i;
+	uint8_t *code = malloc(len);
+
+	cr_assert_not_null(code);
+	srand(14);
+	for (i = 0; i < len; i++)
+		code[i] = (uint8_t)rand();
+	one_pass_case(code, len, 0x400000, 1);
+	one_pass_case(code, len, 0x400000, 2);
+	free(code);
+}
+
+Test(codeflow, one_pass_ranges_real_code)
+{
+	/* this test's own code, from the start of its text segment */
+	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_flow_plain);
+	struct ukp_eh_frame eh = { 0 };
+	size_t i;
+
+	cr_assert_not_null(obj);
+	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
+	for (i = 0; i < eh.nsegs; i++) {
+		size_t len = eh.segs[i].end - eh.segs[i].start;
+		uint8_t *code;
+
+		if (!eh.segs[i].exec)
+			continue;
+		code = malloc(len);
+		cr_assert_not_null(code);
+		cr_assert_eq(ukp_read_original(eh.segs[i].start, code, len), len);
+		one_pass_case(code, len, eh.segs[i].start, 3);
+		free(code);
+	}
+	ukp_eh_frame_free(&eh);
 }
 
 /* The sorted sets of the index: what qsort and dropping repeats give. */
