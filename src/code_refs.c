@@ -305,21 +305,26 @@ static int scan_code(struct refs *r, const uint8_t *code, size_t len, uintptr_t 
 		.code = code, .len = len, .addr = va, .sync = sync, .nsync = nsync,
 		.lo = lo, .hi = hi, .fn = add_ref, .arg = r,
 	};
+	size_t chunk = 65536, off = 0;
 	uint8_t *mem = NULL;
-	int ret;
 
-	if (flow && flow->n) {
-		mem = malloc(len);
-		if (mem && ukp_read_original(va, mem, len) == len && !memcmp(mem, code, len)) {
-			sc.ranges = flow->ranges;
-			sc.nranges = flow->n;
-			sc.range_fn = flow->fn;
-			sc.range_arg = flow->arg;
-		}
+	if (flow && flow->n)
+		mem = malloc(chunk);
+	/* a piece at a time: the code can be megabytes */
+	for (; mem && off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+
+		if (ukp_read_original(va + off, mem, n) != n || memcmp(mem, code + off, n))
+			break;
 	}
-	ret = arch_scan_literals(&sc);
+	if (mem && off >= len) {
+		sc.ranges = flow->ranges;
+		sc.nranges = flow->n;
+		sc.range_fn = flow->fn;
+		sc.range_arg = flow->arg;
+	}
 	free(mem);
-	return ret;
+	return arch_scan_literals(&sc);
 }
 
 static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
