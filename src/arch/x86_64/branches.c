@@ -711,42 +711,41 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct x86_lite lite;
 	size_t pos = 0;
 	int ret;
 
 	s->nwin = 0;
 	while (pos < p->len) {
 		uintptr_t at = p->addr + pos;
-		ZyanStatus st;
 
-		if (s->flags & ARCH_FLOW_DIRECT_ONLY)
-			st = ZydisDecoderDecodeInstruction(s->minimal, NULL, p->code + pos,
-							   p->len - pos, &insn);
-		else
-			st = ZydisDecoderDecodeFull(s->full, p->code + pos, p->len - pos,
-						    &insn, ops);
-		if (!ZYAN_SUCCESS(st)) {
-			if (!(s->flags & ARCH_FLOW_DIRECT_ONLY)) {
-				ret = s->fn(s->arg, ARCH_FLOW_UNDECODABLE, at, 0);
+		if (s->flags & ARCH_FLOW_DIRECT_ONLY) {
+			/* lengths and relative immediates: the table decoder */
+			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite)) {
+				pos++;
+				continue;
+			}
+			if (lite.imm[0].rel) {
+				ret = s->fn(s->arg, ARCH_FLOW_DIRECT, at,
+					    at + lite.len + (uintptr_t)lite.imm[0].value);
 				if (ret)
 					return ret;
 			}
+			pos += lite.len;
+			continue;
+		}
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(s->full, p->code + pos, p->len - pos, &insn,
+							 ops))) {
+			ret = s->fn(s->arg, ARCH_FLOW_UNDECODABLE, at, 0);
+			if (ret)
+				return ret;
 			s->nwin = 0;
 			pos++;
 			continue;
 		}
-		if (s->flags & ARCH_FLOW_DIRECT_ONLY) {
-			if (insn.raw.imm[0].is_relative) {
-				ret = s->fn(s->arg, ARCH_FLOW_DIRECT, at,
-					    at + insn.length + (uintptr_t)insn.raw.imm[0].value.s);
-				if (ret)
-					return ret;
-			}
-		} else {
-			ret = full_insn(s, at, &insn, ops);
-			if (ret)
-				return ret;
-		}
+		ret = full_insn(s, at, &insn, ops);
+		if (ret)
+			return ret;
 		pos += insn.length;
 	}
 	return 0;
@@ -939,7 +938,7 @@ static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *s
 
 	while (pos < end) {
 		const struct dcache_ent *e = cache ? &cache[pos % DCACHE_SIZE] : NULL;
-		ZydisDecodedInstruction insn;
+		struct x86_lite insn;
 		size_t len;
 		bool rel;
 		int64_t v;
@@ -948,11 +947,10 @@ static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *s
 			len = e->len;
 			rel = e->rel;
 			v = e->rel_value;
-		} else if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, sc->code + pos,
-								       end - pos, &insn))) {
-			len = insn.length;
-			rel = insn.raw.imm[0].is_relative;
-			v = insn.raw.imm[0].value.s;
+		} else if (ukp_x86_decode_lite(dec, sc->code + pos, end - pos, &insn)) {
+			len = insn.len;
+			rel = insn.imm[0].rel;
+			v = (int64_t)insn.imm[0].value;
 		} else {
 			pos++;
 			continue;
@@ -997,7 +995,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	const ZydisDecoder *dec = ukp_x86_decoder(true);
 	const uintptr_t lo = sc->lo, hi = sc->hi;
 	struct dcache_ent *cache = NULL;
-	ZydisDecodedInstruction insn;
+	struct x86_lite insn;
 	size_t pos = 0, k = 0, next = 0;
 	int ret = 0;
 
@@ -1017,8 +1015,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		}
 		while (k < sc->nsync && sc->sync[k] < at)
 			k++;
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, sc->code + pos,
-								sc->len - pos, &insn))) {
+		if (!ukp_x86_decode_lite(dec, sc->code + pos, sc->len - pos, &insn)) {
 			pos++;
 			continue;
 		}
@@ -1026,11 +1023,11 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 			struct dcache_ent *e = &cache[pos % DCACHE_SIZE];
 
 			e->pos1 = (uint32_t)pos + 1;
-			e->len = insn.length;
-			e->rel = insn.raw.imm[0].is_relative;
-			e->rel_value = insn.raw.imm[0].value.s;
+			e->len = insn.len;
+			e->rel = insn.imm[0].rel;
+			e->rel_value = (int64_t)insn.imm[0].value;
 		}
-		next_at = at + insn.length;
+		next_at = at + insn.len;
 		/* an instruction that would cover a known boundary is a wrong
 		 * decoding (data, or a desynchronised start): resume there */
 		if (k < sc->nsync && sc->sync[k] > at && sc->sync[k] < next_at) {
@@ -1038,31 +1035,30 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 			continue;
 		}
 		for (i = 0; i < 2; i++) {
-			const typeof(insn.raw.imm[0]) *imm = &insn.raw.imm[i];
+			const typeof(insn.imm[0]) *imm = &insn.imm[i];
 
-			if (imm->size < 32 || imm->is_relative)
+			if (imm->size < 32 || imm->rel)
 				continue;
 			if (imm->size == 32) {
-				ret = literal((uintptr_t)(uint32_t)imm->value.u, lo, hi, sc->fn, sc->arg);
+				ret = literal((uintptr_t)(uint32_t)imm->value, lo, hi, sc->fn, sc->arg);
 				if (!ret)
-					ret = literal((uintptr_t)(int64_t)(int32_t)imm->value.u, lo, hi,
+					ret = literal((uintptr_t)(int64_t)(int32_t)imm->value, lo, hi,
 						      sc->fn, sc->arg);
 			} else {
-				ret = literal((uintptr_t)imm->value.u, lo, hi, sc->fn, sc->arg);
+				ret = literal((uintptr_t)imm->value, lo, hi, sc->fn, sc->arg);
 			}
 			if (ret)
 				goto out;
 		}
-		if (insn.raw.disp.size >= 32) {
-			bool rip = (insn.attributes & ZYDIS_ATTRIB_HAS_MODRM) && insn.raw.modrm.mod == 0 &&
-				   insn.raw.modrm.rm == 5;
+		if (insn.disp_size >= 32) {
+			bool rip = insn.has_modrm && insn.mod == 0 && insn.rm == 5;
 
-			ret = literal(rip ? next_at + (uintptr_t)insn.raw.disp.value :
-					    (uintptr_t)insn.raw.disp.value, lo, hi, sc->fn, sc->arg);
+			ret = literal(rip ? next_at + (uintptr_t)insn.disp : (uintptr_t)insn.disp, lo,
+				      hi, sc->fn, sc->arg);
 			if (ret)
 				goto out;
 		}
-		pos += insn.length;
+		pos += insn.len;
 	}
 	if (sc->range_fn)
 		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len);
