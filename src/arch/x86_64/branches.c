@@ -967,20 +967,24 @@ static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *s
 }
 
 /* [reg] The ranges from *next on that end at or before offset upto (and
- * those this scan does not serve: skipped). */
+ * those this scan does not serve: skipped); *due: the end of the next
+ * one (SIZE_MAX: none). */
 static int flow_ranges_upto(const ZydisDecoder *dec, const struct arch_literal_scan *sc,
-			    const struct dcache_ent *cache, size_t *next, size_t upto)
+			    const struct dcache_ent *cache, size_t *next, size_t upto, size_t *due)
 {
 	int ret;
 
+	*due = SIZE_MAX;
 	for (; *next < sc->nranges; (*next)++) {
 		struct arch_flow_range *r = &sc->ranges[*next];
 
 		if (r->done || r->start >= r->end || r->start < sc->addr ||
 		    r->end - sc->addr > sc->len)
 			continue;
-		if (r->end - sc->addr > upto)
+		if (r->end - sc->addr > upto) {
+			*due = r->end - sc->addr;
 			break;
+		}
 		ret = flow_range(dec, sc, cache, *next);
 		if (ret)
 			return ret;
@@ -996,7 +1000,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	const uintptr_t lo = sc->lo, hi = sc->hi;
 	struct dcache_ent *cache = NULL;
 	struct x86_lite insn;
-	size_t pos = 0, k = 0, next = 0;
+	size_t pos = 0, k = 0, next = 0, due = 0;
 	int ret = 0;
 
 	if (!dec)
@@ -1008,8 +1012,8 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		uintptr_t at = sc->addr + pos, next_at;
 		unsigned int i;
 
-		if (sc->range_fn) {
-			ret = flow_ranges_upto(dec, sc, cache, &next, pos);
+		if (sc->range_fn && pos >= due) {
+			ret = flow_ranges_upto(dec, sc, cache, &next, pos, &due);
 			if (ret)
 				goto out;
 		}
@@ -1061,7 +1065,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		pos += insn.len;
 	}
 	if (sc->range_fn)
-		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len);
+		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len, &due);
 out:
 	free(cache);
 	return ret;
