@@ -86,22 +86,57 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg);
 
 /*
- * [reg] The absolute addresses that the instructions of code (len bytes,
- * at addr in the process) hold as literals: 32-bit immediates (zero- and
- * sign-extended), 64-bit immediates, absolute displacements of memory
- * operands (32- and 64-bit, moffs included) and the effective address of
- * every rip-relative operand; relative branch targets are not reported
- * (they are control flow, arch_scan_flow). fn(arg, value) is called for
- * each one in [lo, hi); a non-zero return stops the scan and is returned.
- * Decoding is linear from code's first byte and restarts at every
- * address of sync (sorted: symbol and FDE starts, instruction boundaries
- * the object vouches for) that it would otherwise step over, and one
- * byte on at undecodable bytes.
+ * A range of code whose direct transfers a literal scan reports too (see
+ * struct arch_literal_scan): what arch_scan_flow(ARCH_FLOW_DIRECT_ONLY)
+ * would find in it, from the same bytes.
+ */
+struct arch_flow_range {
+	uintptr_t start, end;
+	bool done;              /* set once every finding of the range is reported */
+};
+
+/* A DIRECT finding of ranges[range]: from the instruction, target its
+ * destination. A non-zero return stops the scan. */
+typedef int (*arch_range_fn)(void *arg, size_t range, uintptr_t from, uintptr_t target);
+typedef int (*arch_literal_fn)(void *arg, uintptr_t value);
+
+/* What arch_scan_literals decodes and reports. */
+struct arch_literal_scan {
+	const uint8_t *code;    /* len bytes, at addr in the process */
+	size_t len;
+	uintptr_t addr;
+	const uintptr_t *sync;  /* sorted: instruction boundaries the object vouches for */
+	size_t nsync;
+	uintptr_t lo, hi;       /* the literals wanted: in [lo, hi) */
+	arch_literal_fn fn;
+	void *arg;
+	/* optional, sorted by start: the ranges whose direct transfers to
+	 * report while the code is decoded anyway. Those inside [addr, addr
+	 * + len) and not done yet are scanned (and marked done), each with
+	 * exactly arch_scan_flow's DIRECT_ONLY decoding of code's bytes
+	 * (from the range's start, linear, to its end as the limit, one
+	 * byte on at undecodable bytes), reusing the decodings of the
+	 * literal scan where they coincide; the rest are left alone. */
+	struct arch_flow_range *ranges;
+	size_t nranges;
+	arch_range_fn range_fn;
+	void *range_arg;
+};
+
+/*
+ * [reg] The absolute addresses that the instructions of the code hold as
+ * literals: 32-bit immediates (zero- and sign-extended), 64-bit
+ * immediates, absolute displacements of memory operands (32- and 64-bit,
+ * moffs included) and the effective address of every rip-relative
+ * operand; relative branch targets are not reported (they are control
+ * flow, arch_scan_flow, and the ranges above). fn(arg, value) is called
+ * for each one in [lo, hi); a non-zero return (of it or range_fn) stops
+ * the scan and is returned. Decoding is linear from code's first byte
+ * and restarts at every address of sync (symbol and FDE starts) that it
+ * would otherwise step over, and one byte on at undecodable bytes.
  * Returns 0, the callback's value, or -EILSEQ (no decoder).
  */
-typedef int (*arch_literal_fn)(void *arg, uintptr_t value);
-int arch_scan_literals(const uint8_t *code, size_t len, uintptr_t addr, const uintptr_t *sync,
-		       size_t nsync, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg);
+int arch_scan_literals(const struct arch_literal_scan *scan);
 
 /*
  * [reg] Are the len bytes at code alignment padding: a run of the fill

@@ -291,7 +291,44 @@ static int range_cmp(const void *pa, const void *pb)
 	return (a->start > b->start) - (a->start < b->start);
 }
 
-static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
+/*
+ * [reg] The literals of the code at va (len bytes of the file at code),
+ * and the direct transfers of flow's ranges inside it. Those are read
+ * from the process's original bytes (ukp_read_original) when scanned
+ * alone: the file's stand for them only where the two are the same.
+ */
+static int scan_code(struct refs *r, const uint8_t *code, size_t len, uintptr_t va,
+		     const uintptr_t *sync, size_t nsync, uintptr_t lo, uintptr_t hi,
+		     struct ukp_code_refs_flow *flow)
+{
+	struct arch_literal_scan sc = {
+		.code = code, .len = len, .addr = va, .sync = sync, .nsync = nsync,
+		.lo = lo, .hi = hi, .fn = add_ref, .arg = r,
+	};
+	size_t chunk = 65536, off = 0;
+	uint8_t *mem = NULL;
+
+	if (flow && flow->n)
+		mem = malloc(chunk);
+	/* a piece at a time: the code can be megabytes */
+	for (; mem && off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+
+		if (ukp_read_original(va + off, mem, n) != n || memcmp(mem, code + off, n))
+			break;
+	}
+	if (mem && off >= len) {
+		sc.ranges = flow->ranges;
+		sc.nranges = flow->n;
+		sc.range_fn = flow->fn;
+		sc.range_arg = flow->arg;
+	}
+	free(mem);
+	return arch_scan_literals(&sc);
+}
+
+static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
+			struct ukp_code_refs_flow *flow)
 {
 	struct range code[MAX_EXEC_SECTIONS];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -326,9 +363,8 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
 		code[ncode].start = r->obj->base + (uintptr_t)sh.sh_addr;
 		code[ncode].end = code[ncode].start + (uintptr_t)sh.sh_size;
 		ncode++;
-		ret = arch_scan_literals(file + sh.sh_offset, sh.sh_size,
-					 r->obj->base + (uintptr_t)sh.sh_addr, sync, nsync, lo, hi,
-					 add_ref, r);
+		ret = scan_code(r, file + sh.sh_offset, sh.sh_size,
+				r->obj->base + (uintptr_t)sh.sh_addr, sync, nsync, lo, hi, flow);
 	}
 	qsort(code, ncode, sizeof(code[0]), range_cmp);
 	/* the rest of the image: words */
@@ -344,9 +380,9 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
 		if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)
 			return -ENOENT;
 		if (!ncode && (ph.p_flags & PF_X))
-			ret = arch_scan_literals(file + ph.p_offset, ph.p_filesz,
-						 r->obj->base + (uintptr_t)ph.p_vaddr, sync, nsync,
-						 lo, hi, add_ref, r);
+			ret = scan_code(r, file + ph.p_offset, ph.p_filesz,
+					r->obj->base + (uintptr_t)ph.p_vaddr, sync, nsync, lo, hi,
+					flow);
 		va = r->obj->base + (uintptr_t)ph.p_vaddr;
 		end = va + (uintptr_t)ph.p_filesz;
 		for (va = (va + 3) & ~(uintptr_t)3; !ret && va + 4 <= end; va += 4) {
@@ -373,8 +409,8 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync)
 
 /* [reg] */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
-		       size_t nsegs, const uintptr_t *sync, size_t nsync, uintptr_t **out,
-		       size_t *n)
+		       size_t nsegs, const uintptr_t *sync, size_t nsync,
+		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n)
 {
 	struct refs r = { .obj = obj, .segs = segs, .nsegs = nsegs };
 	Elf_Scn *scn = NULL;
@@ -427,7 +463,7 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 	if (!ret && found < announced)
 		ret = -ENOENT;
 	if (!ret && eh.e_type == ET_EXEC)
-		ret = literal_refs(&r, sync, nsync);
+		ret = literal_refs(&r, sync, nsync, flow);
 out:
 	if (r.elf)
 		elf_end(r.elf);

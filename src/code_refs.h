@@ -20,8 +20,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch_branches.h"
 #include "eh_frame.h"
 #include "symbols.h"
+
+/*
+ * Direct transfers that the caller wants from ranges of the object's code
+ * (codeflow.c's index): an executable's code is decoded for its literals
+ * anyway, and the ranges inside code whose bytes in the process
+ * (ukp_read_original) are those of the file are scanned in the same pass
+ * (struct arch_literal_scan) and marked done; the caller scans the rest.
+ */
+struct ukp_code_refs_flow {
+	struct arch_flow_range *ranges; /* sorted by start */
+	size_t n;
+	arch_range_fn fn;
+	void *arg;
+};
 
 /*
  * [reg] Read the object's dynamic relocations from its file (libelf) and
@@ -41,7 +56,8 @@
  * instructions of its executable sections (decoded linearly, resuming at
  * each of the nsync sorted addresses of sync - symbol and FDE starts -
  * that a decoding would step over), and every 8-byte word at a 4-byte
- * aligned address of the rest of its loaded image.
+ * aligned address of the rest of its loaded image. flow (or NULL): the
+ * ranges to scan in the same pass, above.
  * *out is malloc()ed (NULL when *n is 0). Returns 0, or
  *   -ENOTSUP  the object is neither ET_DYN nor ET_EXEC, or has REL
  *             relocations (implicit addends in x86-64 code: not handled)
@@ -52,7 +68,7 @@
  *   -ENOMEM
  */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
-		       size_t nsegs, const uintptr_t *sync, size_t nsync, uintptr_t **out,
-		       size_t *n);
+		       size_t nsegs, const uintptr_t *sync, size_t nsync,
+		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n);
 
 #endif /* UKP_CODE_REFS_H */

@@ -90,11 +90,13 @@
  * every literal of its image that is a code address (code_refs.c,
  * literal_refs: the decoded instructions of its code, the 8-byte words
  * at every 4-byte aligned address of everything else it maps), built
- * once per object; the taken-address rule and the label check above then
- * hold as for PIC code, with that index for the relocations. An object
- * whose relocations (or image) cannot be read proves nothing: there,
- * only jumps through rip-relative memory are accepted, as GOT tail calls
- * (what the check did before the pointer rule).
+ * once per object, in the same decoding of its code as the index of
+ * uncovered code's targets above; the taken-address rule and the label
+ * check above then hold as for PIC code, with that index for the
+ * relocations. An object whose relocations (or image) cannot be read
+ * proves nothing: there, only jumps through rip-relative memory are
+ * accepted, as GOT tail calls (what the check did before the pointer
+ * rule).
  *
  * The padding rule. A region whose code ends with a ret or jmp (its
  * copy stops there: nothing after it runs from the detour) still needs
@@ -334,25 +336,32 @@ static bool covered(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
 /* The index of uncovered code                                        */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The ranges of code the index is built from: FDE ranges, or gaps between
+ * symbols. A non-PIE executable's ranges are scanned in the decoding of
+ * its code for literals (code_refs.c, arch_scan_literals), which then
+ * marks them done; the rest are scanned alone (index_range).
+ */
 struct index_build {
 	struct flow_obj *fo;
-	uintptr_t keep_lo, keep_hi; /* when keep_hi: only targets outside [lo, hi) */
+	struct arch_flow_range *ranges; /* by start */
+	bool *own;              /* ranges[i] is a function's FDE: targets inside it are
+				 * that function's check's business */
+	size_t nranges, cap_ranges, cap_own;
 	size_t cap_targets;
 	uint8_t *buf;
 	size_t cap_buf;
-	size_t ranges, bytes;
+	size_t cur;             /* the range index_range scans */
+	size_t alone, bytes;    /* ranges scanned alone, and their bytes */
 };
 
-static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+static int add_target(struct index_build *ib, size_t range, uintptr_t target)
 {
-	struct index_build *ib = arg;
 	struct flow_obj *fo = ib->fo;
+	const struct arch_flow_range *r = &ib->ranges[range];
 	uintptr_t *targets;
 
-	(void)from;
-	if (kind != ARCH_FLOW_DIRECT)
-		return 0;
-	if (ib->keep_hi && target >= ib->keep_lo && target < ib->keep_hi)
+	if (ib->own[range] && target >= r->start && target < r->end)
 		return 0;
 	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
 	if (!targets)
@@ -360,6 +369,22 @@ static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, u
 	fo->targets = targets;
 	fo->targets[fo->ntargets++] = target;
 	return 0;
+}
+
+static int collect_target(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct index_build *ib = arg;
+
+	(void)from;
+	if (kind != ARCH_FLOW_DIRECT)
+		return 0;
+	return add_target(ib, ib->cur, target);
+}
+
+static int range_target(void *arg, size_t range, uintptr_t from, uintptr_t target)
+{
+	(void)from;
+	return add_target(arg, range, target);
 }
 
 static bool in_exec_seg(const struct flow_obj *fo, uintptr_t start, uintptr_t end)
@@ -372,14 +397,34 @@ static bool in_exec_seg(const struct flow_obj *fo, uintptr_t start, uintptr_t en
 	return false;
 }
 
-/* [reg] Add the direct targets of the code in [start, end). */
-static int index_range(struct index_build *ib, uintptr_t start, uintptr_t end)
+/* [reg] Index the code in [start, end) (when it is code). */
+static int add_range(struct index_build *ib, uintptr_t start, uintptr_t end, bool own)
 {
-	struct arch_code_part part;
-	size_t len = end - start;
+	struct arch_flow_range *r;
+	bool *o;
 
 	if (end <= start || !in_exec_seg(ib->fo, start, end))
 		return 0;
+	r = ukp_grow(ib->ranges, &ib->cap_ranges, ib->nranges, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	ib->ranges = r;
+	o = ukp_grow(ib->own, &ib->cap_own, ib->nranges, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	ib->own = o;
+	ib->ranges[ib->nranges] = (struct arch_flow_range){ .start = start, .end = end };
+	ib->own[ib->nranges++] = own;
+	return 0;
+}
+
+/* [reg] Add the direct targets of ranges[i], read from the process. */
+static int index_range(struct index_build *ib, size_t i)
+{
+	struct arch_code_part part;
+	uintptr_t start = ib->ranges[i].start;
+	size_t len = ib->ranges[i].end - start;
+
 	if (len > ib->cap_buf) {
 		uint8_t *p = realloc(ib->buf, len);
 
@@ -391,7 +436,8 @@ static int index_range(struct index_build *ib, uintptr_t start, uintptr_t end)
 	part.addr = start;
 	part.code = ib->buf;
 	part.len = ukp_read_original(start, ib->buf, len);
-	ib->ranges++;
+	ib->cur = i;
+	ib->alone++;
 	ib->bytes += part.len;
 	return arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, collect_target, ib);
 }
@@ -417,7 +463,7 @@ static int index_gaps(struct index_build *ib)
 			if (s->start >= end)
 				break;
 			if (s->start > pos) {
-				ret = index_range(ib, pos, s->start);
+				ret = add_range(ib, pos, s->start, false);
 				if (ret)
 					return ret;
 			}
@@ -425,11 +471,48 @@ static int index_gaps(struct index_build *ib)
 				pos = s->end;
 		}
 		if (pos < end) {
-			ret = index_range(ib, pos, end);
+			ret = add_range(ib, pos, end, false);
 			if (ret)
 				return ret;
 		}
 	}
+	return 0;
+}
+
+/* [reg] The ranges to index. */
+static int index_ranges(struct index_build *ib)
+{
+	const struct flow_obj *fo = ib->fo;
+	size_t i;
+	int ret = 0;
+
+	if (fo->eh_err)
+		return index_gaps(ib);
+	for (i = 0; i < fo->eh.nfdes && !ret; i++) {
+		const struct ukp_fde *f = &fo->eh.fdes[i];
+
+		/* a function's own targets are its check's business; those
+		 * that leave it, and all of uncovered code's, are everyone's */
+		ret = add_range(ib, f->start, f->end, covered(fo, f->start, f->end));
+	}
+	return ret;
+}
+
+/* [reg] The ranges the literal scan did not do, then the index sorted. */
+static int build_index(struct index_build *ib)
+{
+	struct flow_obj *fo = ib->fo;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ib->nranges; i++) {
+		if (ib->ranges[i].done)
+			continue;
+		ret = index_range(ib, i);
+		if (ret)
+			return ret;
+	}
+	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
 	return 0;
 }
 
@@ -440,45 +523,6 @@ static long elapsed_us(const struct timespec *t0)
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	return (t1.tv_sec - t0->tv_sec) * 1000000L + (t1.tv_nsec - t0->tv_nsec) / 1000;
-}
-
-/* [reg] Build the index of targets of uncovered code. */
-static int build_index(struct flow_obj *fo)
-{
-	struct index_build ib = { .fo = fo };
-	struct timespec t0;
-	size_t i;
-	int ret = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (fo->eh_err == 0) {
-		for (i = 0; i < fo->eh.nfdes && !ret; i++) {
-			const struct ukp_fde *f = &fo->eh.fdes[i];
-
-			/* a function's own targets are its check's business;
-			 * those that leave it, and all of uncovered code's,
-			 * are everyone's */
-			if (covered(fo, f->start, f->end)) {
-				ib.keep_lo = f->start;
-				ib.keep_hi = f->end;
-			}
-			ret = index_range(&ib, f->start, f->end);
-			ib.keep_lo = ib.keep_hi = 0;
-		}
-	} else {
-		ret = index_gaps(&ib);
-	}
-	free(ib.buf);
-	if (ret)
-		return ret;
-	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
-	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
-		 "(%zu bytes), %zu jump targets; index built in %ld us\n",
-		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
-		 fo->eh_err == -ENOENT ? " (no unwind tables: gaps between symbols instead)" :
-		 fo->eh_err ? " (unusable: gaps between symbols instead)" : "", ib.ranges, ib.bytes,
-		 fo->ntargets, elapsed_us(&t0));
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,11 +544,15 @@ static void flow_obj_free(struct flow_obj *fo)
 /*
  * [reg] The code addresses the object holds (code_refs.h); the starts of
  * its symbols and FDEs are the instruction boundaries that decoding a
- * non-PIE executable's code for literals resynchronises on.
+ * non-PIE executable's code for literals resynchronises on. That
+ * decoding also scans the index's ranges when one_pass.
  */
-static int load_refs(struct flow_obj *fo)
+static int load_refs(struct flow_obj *fo, struct index_build *ib, bool one_pass)
 {
 	uintptr_t *sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
+	struct ukp_code_refs_flow flow = {
+		.ranges = ib->ranges, .n = ib->nranges, .fn = range_target, .arg = ib,
+	};
 	size_t i, n = 0;
 	int ret;
 
@@ -515,31 +563,22 @@ static int load_refs(struct flow_obj *fo)
 	for (i = 0; i < fo->eh.nfdes; i++)
 		sync[n++] = fo->eh.fdes[i].start;
 	n = ukp_addrs_sort_unique(sync, n);
-	ret = ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, sync, n, &fo->refs,
-				 &fo->nrefs);
+	ret = ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, sync, n,
+				 one_pass ? &flow : NULL, &fo->refs, &fo->nrefs);
 	free(sync);
 	return ret;
 }
 
-/* [reg] The record of a live object, built on first use. */
-static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
+/* [reg] The record of obj, built (one_pass: see load_refs); how many
+ * ranges it indexed, and how many of them alone. */
+static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct flow_obj **out,
+			  size_t *nranges, size_t *nalone)
 {
-	struct flow_obj *fo, **pp;
+	struct index_build ib = { 0 };
+	struct timespec t0;
+	struct flow_obj *fo;
 	size_t i;
 	int ret;
-
-	for (pp = &flow_objs; (fo = *pp); pp = &fo->next) {
-		if (fo->obj != obj)
-			continue;
-		if (fo->gen == obj->gen && fo->base == obj->base) {
-			*out = fo;
-			return 0;
-		}
-		/* a new object where a forgotten one was */
-		*pp = fo->next;
-		flow_obj_free(fo);
-		break;
-	}
 
 	fo = calloc(1, sizeof(*fo));
 	if (!fo)
@@ -569,21 +608,86 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 	for (i = 0; i < fo->eh.nfdes; i++)
 		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
 			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
-	ret = build_index(fo);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ib.fo = fo;
+	ret = index_ranges(&ib);
 	if (ret)
 		goto fail;
-	fo->refs_err = load_refs(fo);
+	fo->refs_err = load_refs(fo, &ib, one_pass);
 	if (fo->refs_err == -ENOMEM) {
 		ret = -ENOMEM;
 		goto fail;
 	}
+	ret = build_index(&ib);
+	if (ret)
+		goto fail;
+	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
+		 "(%zu decoded alone: %zu bytes), %zu jump targets, %zu code references (%d); "
+		 "built in %ld us\n",
+		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
+		 fo->eh_err == -ENOENT ? " (no unwind tables: gaps between symbols instead)" :
+		 fo->eh_err ? " (unusable: gaps between symbols instead)" : "", ib.nranges,
+		 ib.alone, ib.bytes, fo->ntargets, fo->nrefs, fo->refs_err, elapsed_us(&t0));
+	*out = fo;
+	*nranges = ib.nranges;
+	*nalone = ib.alone;
+	ret = 0;
+	goto out;
+fail:
+	flow_obj_free(fo);
+out:
+	free(ib.ranges);
+	free(ib.own);
+	free(ib.buf);
+	return ret;
+}
+
+/* [reg] The record of a live object, built on first use. */
+static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
+{
+	struct flow_obj *fo, **pp;
+	size_t nranges, nalone;
+	int ret;
+
+	for (pp = &flow_objs; (fo = *pp); pp = &fo->next) {
+		if (fo->obj != obj)
+			continue;
+		if (fo->gen == obj->gen && fo->base == obj->base) {
+			*out = fo;
+			return 0;
+		}
+		/* a new object where a forgotten one was */
+		*pp = fo->next;
+		flow_obj_free(fo);
+		break;
+	}
+	ret = flow_obj_build(obj, true, &fo, &nranges, &nalone);
+	if (ret)
+		return ret;
 	fo->next = flow_objs;
 	flow_objs = fo;
 	*out = fo;
 	return 0;
-fail:
+}
+
+/* [reg] */
+int ukp_codeflow_index(const struct ukp_object *obj, bool one_pass,
+		       struct ukp_codeflow_index *out)
+{
+	struct flow_obj *fo;
+	int ret = flow_obj_build(obj, one_pass, &fo, &out->nranges, &out->nalone);
+
+	if (ret)
+		return ret;
+	out->targets = fo->targets;
+	out->ntargets = fo->ntargets;
+	out->refs = fo->refs;
+	out->nrefs = fo->nrefs;
+	out->refs_err = fo->refs_err;
+	fo->targets = fo->refs = NULL;
 	flow_obj_free(fo);
-	return ret;
+	return 0;
 }
 
 /* [reg] */

@@ -11,6 +11,7 @@
 #ifndef UKP_CODEFLOW_H
 #define UKP_CODEFLOW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,5 +85,25 @@ void ukp_codeflow_forget_dead(void);
  * remember theirs until then: a region is asked about again before it
  * is registered; ukp_codeflow_forget_dead forgets them too). */
 void ukp_codeflow_memo_forget(void);
+
+/* What ukp_codeflow_index found. */
+struct ukp_codeflow_index {
+	uintptr_t *targets;     /* direct targets of uncovered code, sorted, unique */
+	size_t ntargets;
+	uintptr_t *refs;        /* code references (code_refs.h), sorted, unique */
+	size_t nrefs;
+	int refs_err;           /* ukp_code_refs_load's result */
+	size_t nranges;         /* ranges of code indexed */
+	size_t nalone;          /* ... of which decoded on their own */
+};
+
+/*
+ * [reg] What the check knows of obj, built afresh and not kept (tests):
+ * with the index's ranges decoded in the literal scan of a non-PIE
+ * executable (one_pass, as the check builds it), or each on its own.
+ * The arrays are malloc()ed. Returns 0 or the build's error.
+ */
+int ukp_codeflow_index(const struct ukp_object *obj, bool one_pass,
+		       struct ukp_codeflow_index *out);
 
 #endif /* UKP_CODEFLOW_H */

@@ -2,7 +2,8 @@
 /*
  * grow_array.h - the two array chores of the registration-time analyses
  * (codeflow.c, eh_frame.c, arch branches.c): growing an array by
- * doubling, and turning a bag of addresses into a sorted set.
+ * doubling, and turning a bag of addresses into a sorted set (the
+ * latter in grow_array.c).
  *
  * Context: [reg] (they allocate; never on the trap path).
  */
@@ -39,18 +40,8 @@ static inline int ukp_addr_cmp(const void *pa, const void *pb)
 	return (a > b) - (a < b);
 }
 
-/* [reg] Sort n addresses and drop repeats; returns how many remain. */
-static inline size_t ukp_addrs_sort_unique(uintptr_t *a, size_t n)
-{
-	size_t i, k = 0;
-
-	if (!n)
-		return 0;
-	qsort(a, n, sizeof(*a), ukp_addr_cmp);
-	for (i = 0; i < n; i++)
-		if (!k || a[k - 1] != a[i])
-			a[k++] = a[i];
-	return k;
-}
+/* [reg] Sort n addresses and drop repeats; returns how many remain
+ * (grow_array.c). */
+size_t ukp_addrs_sort_unique(uintptr_t *a, size_t n);
 
 #endif /* UKP_GROW_ARRAY_H */

@@ -32,6 +32,8 @@
 #include "code_refs.h"
 #include "codeflow.h"
 #include "eh_frame.h"
+#include "decoder.h"
+#include "grow_array.h"
 #include "internal.h"
 
 extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_region[],
@@ -346,7 +348,7 @@ Test(codeflow, code_refs_of_relocations)
 	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL, &v, &n), 0);
 	for (k = 0; k < 2; k++) {
 		bool found = false;
 
@@ -359,7 +361,7 @@ Test(codeflow, code_refs_of_relocations)
 		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
 	/* without the segments nothing matches the file */
 	free(v);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, &v, &n), -ENOENT);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, NULL, &v, &n), -ENOENT);
 	ukp_eh_frame_free(&eh);
 	ukp_unlock_for_show();
 }
@@ -1004,4 +1006,320 @@ Test(codeflow, exported_entries_of_libz, .timeout = 120)
 Test(codeflow, exported_entries_of_libc, .timeout = 120)
 {
 	cr_expect_gt(survey_object("libc.so.6"), 50.0);
+}
+
+/* ---- the index's ranges decoded with the literals (one pass) ---- */
+
+struct found {
+	uintptr_t *v;
+	size_t n, cap;
+};
+
+static int found_add(struct found *f, uintptr_t a, uintptr_t b)
+{
+	if (f->n + 2 > f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 1024;
+		f->v = realloc(f->v, f->cap * sizeof(*f->v));
+		cr_assert_not_null(f->v);
+	}
+	f->v[f->n++] = a;
+	f->v[f->n++] = b;
+	return 0;
+}
+
+static int lit_cb(void *arg, uintptr_t v)
+{
+	return found_add(arg, v, 0);
+}
+
+static int range_cb(void *arg, size_t range, uintptr_t from, uintptr_t target)
+{
+	struct found *per = arg;
+
+	return found_add(&per[range], from, target);
+}
+
+static int alone_cb(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	cr_assert_eq(kind, ARCH_FLOW_DIRECT);
+	return found_add(arg, from, target);
+}
+
+/*
+ * Random bytes (desynchronised decodings everywhere, instructions
+ * running over range ends) and real code (this test's own text): each
+ * range's findings in the literal scan are arch_scan_flow's, in order,
+ * and the literals are those of a scan without ranges; ranges longer
+ * than the scan's memory of decodings, ranges out of the code, a range
+ * done already, symbol starts inside ranges included.
+ */
+static void one_pass_case(const uint8_t *code, size_t len, uintptr_t addr, unsigned int seed)
+{
+	enum { NRANGES = 64, NSYNC = 400 };
+	struct arch_flow_range ranges[NRANGES];
+	struct found per[NRANGES] = { 0 }, lits = { 0 }, lits_alone = { 0 };
+	uintptr_t sync[NSYNC];
+	struct arch_literal_scan sc = {
+		.code = code, .len = len, .addr = addr, .sync = sync, .nsync = NSYNC,
+		.lo = addr, .hi = addr + len, .fn = lit_cb, .arg = &lits,
+		.ranges = ranges, .nranges = NRANGES, .range_fn = range_cb, .range_arg = per,
+	};
+	uintptr_t pos = addr;
+	size_t i, done = 0;
+
+	srand(seed);
+	for (i = 0; i < NSYNC; i++)
+		sync[i] = addr + (size_t)rand() % len;
+	qsort(sync, NSYNC, sizeof(sync[0]), ukp_addr_cmp);
+	for (i = 0; i < NRANGES; i++) {
+		/* mostly short, a few longer than 64 KiB, gaps and touching ends */
+		size_t rlen = i % 16 == 5 ? 70000 + (size_t)rand() % 30000 : 1 + (size_t)rand() % 3000;
+
+		pos += i % 3 ? 0 : (size_t)rand() % 200;
+		ranges[i].start = pos;
+		ranges[i].end = pos + rlen;
+		ranges[i].done = i == 7;	/* done already: left alone */
+		pos += rlen;
+	}
+	cr_assert_eq(arch_scan_literals(&sc), 0);
+	sc.ranges = NULL;
+	sc.nranges = 0;
+	sc.range_fn = NULL;
+	sc.arg = &lits_alone;
+	cr_assert_eq(arch_scan_literals(&sc), 0);
+	cr_expect_eq(lits.n, lits_alone.n);
+	cr_expect(!memcmp(lits.v, lits_alone.v, lits.n * sizeof(*lits.v)), "literals differ");
+	for (i = 0; i < NRANGES; i++) {
+		bool inside = ranges[i].end <= addr + len;
+		struct found alone = { 0 };
+		struct arch_code_part part = {
+			.addr = ranges[i].start, .code = code + (ranges[i].start - addr),
+			.len = ranges[i].end - ranges[i].start,
+		};
+
+		if (i == 7) {
+			cr_expect_eq(per[i].n, 0);
+			continue;
+		}
+		cr_expect_eq(ranges[i].done, inside, "range %zu", i);
+		if (!inside) {
+			cr_expect_eq(per[i].n, 0);
+			continue;
+		}
+		done++;
+		cr_assert_eq(arch_scan_flow(&part, 1, 0, 0, ARCH_FLOW_DIRECT_ONLY, alone_cb, &alone),
+			     0);
+		cr_expect_eq(per[i].n, alone.n, "range %zu: %zu findings, alone %zu", i, per[i].n / 2,
+			     alone.n / 2);
+		cr_expect(!memcmp(per[i].v, alone.v, alone.n * sizeof(*alone.v)),
+			  "range %zu: findings differ", i);
+		free(alone.v);
+		free(per[i].v);
+	}
+	cr_expect_gt(done, NRANGES / 2);
+	free(lits.v);
+	free(lits_alone.v);
+}
+
+Test(codeflow, one_pass_ranges_random_bytes)
+{
+	size_t len = 1u << 20, i;
+	uint8_t *code = malloc(len);
+
+	cr_assert_not_null(code);
+	srand(14);
+	for (i = 0; i < len; i++)
+		code[i] = (uint8_t)rand();
+	one_pass_case(code, len, 0x400000, 1);
+	one_pass_case(code, len, 0x400000, 2);
+	free(code);
+}
+
+Test(codeflow, one_pass_ranges_real_code)
+{
+	/* this test's own code, from the start of its text segment */
+	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_flow_plain);
+	struct ukp_eh_frame eh = { 0 };
+	size_t i;
+
+	cr_assert_not_null(obj);
+	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
+	for (i = 0; i < eh.nsegs; i++) {
+		size_t len = eh.segs[i].end - eh.segs[i].start;
+		uint8_t *code;
+
+		if (!eh.segs[i].exec)
+			continue;
+		code = malloc(len);
+		cr_assert_not_null(code);
+		cr_assert_eq(ukp_read_original(eh.segs[i].start, code, len), len);
+		one_pass_case(code, len, eh.segs[i].start, 3);
+		free(code);
+	}
+	ukp_eh_frame_free(&eh);
+}
+
+/* The sorted sets of the index: what qsort and dropping repeats give. */
+Test(codeflow, addrs_sort_unique)
+{
+	static const size_t sizes[] = { 1, 2, 31, 32, 33, 1000, 100000 };
+	size_t s, i, n, k;
+
+	srand(7);
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (unsigned int shape = 0; shape < 5; shape++) {
+			uintptr_t *a = malloc(sizes[s] * sizeof(*a)), *b = malloc(sizes[s] * sizeof(*b));
+
+			cr_assert(a && b);
+			n = sizes[s];
+			for (i = 0; i < n; i++) {
+				uintptr_t r = ((uintptr_t)rand() << 33) ^ ((uintptr_t)rand() << 11) ^
+					      (uintptr_t)rand();
+
+				a[i] = shape == 0 ? 0x400000 + r % 0x600000 :	/* code-like */
+				       shape == 1 ? r :				/* 64 bits */
+				       shape == 2 ? 0x7f0000000000 + r % 64 :	/* repeats */
+				       shape == 3 ? 0x1000 + i * 8 :		/* sorted */
+						    UINTPTR_MAX - i % 5;	/* top, reversed */
+			}
+			memcpy(b, a, n * sizeof(*a));
+			qsort(b, n, sizeof(*b), ukp_addr_cmp);
+			for (i = 0, k = 0; i < n; i++)
+				if (!k || b[k - 1] != b[i])
+					b[k++] = b[i];
+			cr_assert_eq(ukp_addrs_sort_unique(a, n), k, "size %zu shape %u", n, shape);
+			cr_assert(!memcmp(a, b, k * sizeof(*a)), "size %zu shape %u", n, shape);
+			free(a);
+			free(b);
+		}
+	}
+}
+
+/* ---- the table decoder of whole-object scans against Zydis ---- */
+
+/* Zydis's minimal decoding of p, as struct x86_lite, or false. */
+static bool zydis_lite(const uint8_t *p, size_t avail, struct x86_lite *out)
+{
+	ZydisDecodedInstruction insn;
+	unsigned int i;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(ukp_x86_decoder(true), NULL, p, avail,
+							&insn)))
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->len = insn.length;
+	out->has_modrm = insn.attributes & ZYDIS_ATTRIB_HAS_MODRM;
+	out->mod = out->has_modrm ? insn.raw.modrm.mod : 0;
+	out->rm = out->has_modrm ? insn.raw.modrm.rm : 0;
+	for (i = 0; i < 2; i++) {
+		out->imm[i].size = insn.raw.imm[i].size;
+		out->imm[i].rel = insn.raw.imm[i].is_relative;
+		out->imm[i].value = insn.raw.imm[i].value.u;
+	}
+	out->disp_size = insn.raw.disp.size;
+	out->disp = insn.raw.disp.value;
+	return true;
+}
+
+/* The fields the scans read, the same? (Non-relative immediates: their
+ * low size bits.) */
+static bool lite_same(const struct x86_lite *a, const struct x86_lite *b)
+{
+	unsigned int i;
+
+	if (a->len != b->len || a->has_modrm != b->has_modrm || a->disp_size != b->disp_size ||
+	    (a->disp_size && a->disp != b->disp))
+		return false;
+	if (a->has_modrm && (a->mod != b->mod || a->rm != b->rm))
+		return false;
+	for (i = 0; i < 2; i++) {
+		uint64_t mask = a->imm[i].size >= 64 ? ~0ULL : (1ULL << a->imm[i].size) - 1;
+
+		if (a->imm[i].size != b->imm[i].size || a->imm[i].rel != b->imm[i].rel)
+			return false;
+		if (a->imm[i].rel ? a->imm[i].value != b->imm[i].value :
+				    ((a->imm[i].value ^ b->imm[i].value) & mask))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Every opcode (one byte and 0F xx), without and with each REX prefix,
+ * with every ModRM byte and, where it has one, every SIB byte, followed
+ * by bytes whose sign bits are set: where the table decodes, Zydis
+ * decodes the same; cut one byte short, the table leaves it to Zydis.
+ * And the table decodes most of this test's own code.
+ */
+Test(codeflow, lite_decoder_is_zydis)
+{
+	uint8_t b[32];
+	size_t handled = 0, i, fast = 0, total = 0;
+	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_flow_plain);
+	struct ukp_eh_frame eh = { 0 };
+
+	cr_assert_not_null(ukp_x86_decoder(true));
+	for (unsigned int rex = 0; rex <= 0x10; rex++) {
+		for (unsigned int op = 0; op < 512; op++) {
+			size_t n = 0, at;
+
+			if (rex)
+				b[n++] = (uint8_t)(0x3f + rex);
+			if (op >= 256)
+				b[n++] = 0x0f;
+			b[n++] = (uint8_t)op;
+			at = n;
+			for (unsigned int modrm = 0; modrm < 256; modrm++) {
+				for (unsigned int sib = 0; sib < 256; sib++) {
+					struct x86_lite f, z;
+					bool zok;
+
+					b[at] = (uint8_t)modrm;
+					b[at + 1] = (uint8_t)sib;
+					for (i = at + 2; i < sizeof(b); i++)
+						b[i] = (uint8_t)(0x80 + 3 * i);
+					if (!ukp_x86_lite_fast(b, sizeof(b), &f))
+						break;	/* nor with another SIB */
+					handled++;
+					zok = zydis_lite(b, sizeof(b), &z);
+					cr_assert(zok && lite_same(&f, &z),
+						  "%02x %02x %02x %02x %02x: table len %u, zydis %s len %u",
+						  b[0], b[1], b[2], b[3], b[4], f.len,
+						  zok ? "ok" : "fails", zok ? z.len : 0);
+					cr_assert(!ukp_x86_lite_fast(b, f.len - 1u, &z));
+					/* the SIB matters only where there is one */
+					if (!f.has_modrm || f.mod == 3 || f.rm != 4)
+						break;
+				}
+			}
+		}
+	}
+	cr_expect_gt(handled, 100000);
+	cr_assert_not_null(obj);
+	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
+	for (i = 0; i < eh.nsegs; i++) {
+		size_t len = eh.segs[i].end - eh.segs[i].start, pos = 0;
+		uint8_t *code;
+
+		if (!eh.segs[i].exec)
+			continue;
+		code = malloc(len);
+		cr_assert_not_null(code);
+		cr_assert_eq(ukp_read_original(eh.segs[i].start, code, len), len);
+		while (pos < len) {
+			struct x86_lite f, z;
+			bool zok = zydis_lite(code + pos, len - pos, &z);
+
+			if (ukp_x86_lite_fast(code + pos, len - pos, &f)) {
+				fast++;
+				cr_assert(zok && lite_same(&f, &z), "at %#lx",
+					  (unsigned long)(eh.segs[i].start + pos));
+			}
+			total++;
+			pos += zok ? z.len : 1;
+		}
+		free(code);
+	}
+	ukp_eh_frame_free(&eh);
+	cr_expect_gt(fast, total / 2, "the table decoded %zu of %zu instructions", fast, total);
 }

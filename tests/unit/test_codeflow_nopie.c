@@ -5,7 +5,10 @@
  * where code addresses are literals that need no relocation
  * (code_refs.c, literal_refs): the targets of codeflow_nopie.S.
  *
- * Proves: the literal index holds the code addresses of data words (8
+ * Proves: the index of jump targets and the literals built in one pass
+ * (an executable's code decoded once for both) are those of two passes,
+ * here and in CPython (with libc and libsqlite3 alongside); the literal
+ * index holds the code addresses of data words (8
  * bytes at any 4-byte aligned address) and of immediates; a tail call
  * through a pointer (CPython's _Py_Dealloc) is accepted, and optimized
  * for real, with every hit counted; a region whose inside address is
@@ -18,13 +21,17 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "code_refs.h"
 #include "codeflow.h"
+#include "codeflow_index_check.h"
 #include "eh_frame.h"
 #include "internal.h"
 #include "ukprobes.h"
@@ -85,7 +92,7 @@ Test(nopie, literals_of_data_and_code)
 	obj = ukp_object_of((uintptr_t)ukt_np_plain);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL, &v, &n), 0);
 	for (k = 0; k < 3; k++) {
 		bool found = false;
 
@@ -99,6 +106,65 @@ Test(nopie, literals_of_data_and_code)
 	free(v);
 	ukp_eh_frame_free(&eh);
 	ukp_unlock_for_show();
+}
+
+Test(nopie, index_one_pass_is_two_passes)
+{
+	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_np_plain);
+	struct ukp_codeflow_index one;
+	char msg[256];
+
+	cr_assert_not_null(obj);
+	cr_expect_eq(ukt_index_same(obj, &one, msg, sizeof(msg)), 0, "%s", msg);
+	cr_expect_eq(one.refs_err, 0);
+	cr_expect(one.nranges > 0 && one.nalone < one.nranges,
+		  "one pass decoded %zu of %zu ranges alone", one.nalone, one.nranges);
+}
+
+/* The same in CPython's executable (when installed), libc and libsqlite3. */
+Test(nopie, index_one_pass_is_two_passes_cpython)
+{
+	static const char python[] = "/usr/bin/python3.11";
+	const char *preload = getenv("UKT_INDEX_PRELOAD");
+	char out[4096] = "", *line, *save = NULL;
+	size_t len = 0, same = 0;
+	int fds[2], status;
+	ssize_t r;
+	pid_t pid;
+
+	cr_assert_not_null(preload, "UKT_INDEX_PRELOAD unset");
+	if (access(python, X_OK))
+		cr_skip_test("no %s", python);
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		setenv("LD_PRELOAD", preload, 1);
+		setenv("UKT_INDEX_SYMS", "Py_BytesMain,gnu_get_libc_version,sqlite3_open", 1);
+		setenv("UKT_INDEX_LOAD", "libsqlite3.so.0", 1);
+		execl(python, python, "-c", "pass", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (len + 1 < sizeof(out) && (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fds[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t ranges, alone;
+		const char *p = strstr(line, "): ");
+
+		if (!strstr(line, "the same") || !p || sscanf(p, "): %zu ranges (%zu", &ranges,
+							      &alone) != 2)
+			continue;
+		same++;
+		/* the executable's ranges are decoded with its literals */
+		if (strstr(line, "(Py_BytesMain)"))
+			cr_expect(ranges > 1000 && alone < ranges / 100, "%s", line);
+	}
+	cr_expect_eq(same, 3, "%s", out);
 }
 
 Test(nopie, pointer_tail_call_accepted)

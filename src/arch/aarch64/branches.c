@@ -66,11 +66,9 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	return 0;
 }
 
-int arch_scan_literals(const uint8_t *code, size_t len, uintptr_t addr, const uintptr_t *sync,
-		       size_t nsync, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg)
+int arch_scan_literals(const struct arch_literal_scan *scan)
 {
-	(void)code, (void)len, (void)addr, (void)sync, (void)nsync, (void)lo, (void)hi;
-	(void)fn, (void)arg;
+	(void)scan;
 	return -EOPNOTSUPP; /* only the jump optimizer asks (see above) */
 }
 

@@ -711,42 +711,41 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct x86_lite lite;
 	size_t pos = 0;
 	int ret;
 
 	s->nwin = 0;
 	while (pos < p->len) {
 		uintptr_t at = p->addr + pos;
-		ZyanStatus st;
 
-		if (s->flags & ARCH_FLOW_DIRECT_ONLY)
-			st = ZydisDecoderDecodeInstruction(s->minimal, NULL, p->code + pos,
-							   p->len - pos, &insn);
-		else
-			st = ZydisDecoderDecodeFull(s->full, p->code + pos, p->len - pos,
-						    &insn, ops);
-		if (!ZYAN_SUCCESS(st)) {
-			if (!(s->flags & ARCH_FLOW_DIRECT_ONLY)) {
-				ret = s->fn(s->arg, ARCH_FLOW_UNDECODABLE, at, 0);
+		if (s->flags & ARCH_FLOW_DIRECT_ONLY) {
+			/* lengths and relative immediates: the table decoder */
+			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite)) {
+				pos++;
+				continue;
+			}
+			if (lite.imm[0].rel) {
+				ret = s->fn(s->arg, ARCH_FLOW_DIRECT, at,
+					    at + lite.len + (uintptr_t)lite.imm[0].value);
 				if (ret)
 					return ret;
 			}
+			pos += lite.len;
+			continue;
+		}
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(s->full, p->code + pos, p->len - pos, &insn,
+							 ops))) {
+			ret = s->fn(s->arg, ARCH_FLOW_UNDECODABLE, at, 0);
+			if (ret)
+				return ret;
 			s->nwin = 0;
 			pos++;
 			continue;
 		}
-		if (s->flags & ARCH_FLOW_DIRECT_ONLY) {
-			if (insn.raw.imm[0].is_relative) {
-				ret = s->fn(s->arg, ARCH_FLOW_DIRECT, at,
-					    at + insn.length + (uintptr_t)insn.raw.imm[0].value.s);
-				if (ret)
-					return ret;
-			}
-		} else {
-			ret = full_insn(s, at, &insn, ops);
-			if (ret)
-				return ret;
-		}
+		ret = full_insn(s, at, &insn, ops);
+		if (ret)
+			return ret;
 		pos += insn.length;
 	}
 	return 0;
@@ -906,61 +905,168 @@ static int literal(uintptr_t v, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, 
 	return v >= lo && v < hi ? fn(arg, v) : 0;
 }
 
-/* [reg] */
-int arch_scan_literals(const uint8_t *code, size_t len, uintptr_t addr, const uintptr_t *sync,
-		       size_t nsync, uintptr_t lo, uintptr_t hi, arch_literal_fn fn, void *arg)
+/*
+ * The decodings of a literal scan by code offset, for the flow ranges it
+ * also serves (struct arch_literal_scan): a slot per offset modulo the
+ * size, so a range scanned right after the literal scan passed its end
+ * finds every one of the scan's decodings in it while the range is
+ * shorter than that. Only successful ones are kept.
+ */
+#define DCACHE_SIZE 65536u
+
+struct dcache_ent {
+	uint32_t pos1;          /* code offset + 1; 0: empty */
+	uint8_t len;
+	bool rel;               /* imm[0] is relative: a direct transfer */
+	int64_t rel_value;
+};
+
+/*
+ * [reg] The DIRECT findings of sc->ranges[i]: scan_part's DIRECT_ONLY
+ * walk over it, with the range's end as the decoding limit. A decoding
+ * the literal scan made at the same offset (with a farther limit) stands
+ * for this one when the instruction ends within the range's limit: the
+ * decoder reads an instruction's own bytes and no more, so the same
+ * bytes give the same instruction. Otherwise it is decoded here.
+ */
+static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *sc,
+		      const struct dcache_ent *cache, size_t i)
 {
-	const ZydisDecoder *dec = ukp_x86_decoder(true);
-	ZydisDecodedInstruction insn;
-	size_t pos = 0, k = 0;
+	const struct arch_flow_range *r = &sc->ranges[i];
+	size_t pos = r->start - sc->addr, end = r->end - sc->addr;
 	int ret;
 
-	if (!dec)
-		return -EILSEQ;
-	while (pos < len) {
-		uintptr_t at = addr + pos, next;
-		unsigned int i;
+	while (pos < end) {
+		const struct dcache_ent *e = cache ? &cache[pos % DCACHE_SIZE] : NULL;
+		struct x86_lite insn;
+		size_t len;
+		bool rel;
+		int64_t v;
 
-		while (k < nsync && sync[k] < at)
-			k++;
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos, len - pos,
-								&insn))) {
+		if (e && e->pos1 == pos + 1 && e->len <= end - pos) {
+			len = e->len;
+			rel = e->rel;
+			v = e->rel_value;
+		} else if (ukp_x86_decode_lite(dec, sc->code + pos, end - pos, &insn)) {
+			len = insn.len;
+			rel = insn.imm[0].rel;
+			v = (int64_t)insn.imm[0].value;
+		} else {
 			pos++;
 			continue;
 		}
-		next = at + insn.length;
+		if (rel) {
+			ret = sc->range_fn(sc->range_arg, i, sc->addr + pos,
+					   sc->addr + pos + len + (uintptr_t)v);
+			if (ret)
+				return ret;
+		}
+		pos += len;
+	}
+	return 0;
+}
+
+/* [reg] The ranges from *next on that end at or before offset upto (and
+ * those this scan does not serve: skipped); *due: the end of the next
+ * one (SIZE_MAX: none). */
+static int flow_ranges_upto(const ZydisDecoder *dec, const struct arch_literal_scan *sc,
+			    const struct dcache_ent *cache, size_t *next, size_t upto, size_t *due)
+{
+	int ret;
+
+	*due = SIZE_MAX;
+	for (; *next < sc->nranges; (*next)++) {
+		struct arch_flow_range *r = &sc->ranges[*next];
+
+		if (r->done || r->start >= r->end || r->start < sc->addr ||
+		    r->end - sc->addr > sc->len)
+			continue;
+		if (r->end - sc->addr > upto) {
+			*due = r->end - sc->addr;
+			break;
+		}
+		ret = flow_range(dec, sc, cache, *next);
+		if (ret)
+			return ret;
+		r->done = true;
+	}
+	return 0;
+}
+
+/* [reg] */
+int arch_scan_literals(const struct arch_literal_scan *sc)
+{
+	const ZydisDecoder *dec = ukp_x86_decoder(true);
+	const uintptr_t lo = sc->lo, hi = sc->hi;
+	struct dcache_ent *cache = NULL;
+	struct x86_lite insn;
+	size_t pos = 0, k = 0, next = 0, due = 0;
+	int ret = 0;
+
+	if (!dec)
+		return -EILSEQ;
+	/* without the cache, the ranges are decoded on their own */
+	if (sc->nranges && sc->range_fn)
+		cache = calloc(DCACHE_SIZE, sizeof(*cache));
+	while (pos < sc->len) {
+		uintptr_t at = sc->addr + pos, next_at;
+		unsigned int i;
+
+		if (sc->range_fn && pos >= due) {
+			ret = flow_ranges_upto(dec, sc, cache, &next, pos, &due);
+			if (ret)
+				goto out;
+		}
+		while (k < sc->nsync && sc->sync[k] < at)
+			k++;
+		if (!ukp_x86_decode_lite(dec, sc->code + pos, sc->len - pos, &insn)) {
+			pos++;
+			continue;
+		}
+		if (cache && pos < UINT32_MAX) {
+			struct dcache_ent *e = &cache[pos % DCACHE_SIZE];
+
+			e->pos1 = (uint32_t)pos + 1;
+			e->len = insn.len;
+			e->rel = insn.imm[0].rel;
+			e->rel_value = (int64_t)insn.imm[0].value;
+		}
+		next_at = at + insn.len;
 		/* an instruction that would cover a known boundary is a wrong
 		 * decoding (data, or a desynchronised start): resume there */
-		if (k < nsync && sync[k] > at && sync[k] < next) {
-			pos = sync[k] - addr;
+		if (k < sc->nsync && sc->sync[k] > at && sc->sync[k] < next_at) {
+			pos = sc->sync[k] - sc->addr;
 			continue;
 		}
 		for (i = 0; i < 2; i++) {
-			const typeof(insn.raw.imm[0]) *imm = &insn.raw.imm[i];
+			const typeof(insn.imm[0]) *imm = &insn.imm[i];
 
-			if (imm->size < 32 || imm->is_relative)
+			if (imm->size < 32 || imm->rel)
 				continue;
 			if (imm->size == 32) {
-				ret = literal((uintptr_t)(uint32_t)imm->value.u, lo, hi, fn, arg);
+				ret = literal((uintptr_t)(uint32_t)imm->value, lo, hi, sc->fn, sc->arg);
 				if (!ret)
-					ret = literal((uintptr_t)(int64_t)(int32_t)imm->value.u, lo, hi,
-						      fn, arg);
+					ret = literal((uintptr_t)(int64_t)(int32_t)imm->value, lo, hi,
+						      sc->fn, sc->arg);
 			} else {
-				ret = literal((uintptr_t)imm->value.u, lo, hi, fn, arg);
+				ret = literal((uintptr_t)imm->value, lo, hi, sc->fn, sc->arg);
 			}
 			if (ret)
-				return ret;
+				goto out;
 		}
-		if (insn.raw.disp.size >= 32) {
-			bool rip = (insn.attributes & ZYDIS_ATTRIB_HAS_MODRM) && insn.raw.modrm.mod == 0 &&
-				   insn.raw.modrm.rm == 5;
+		if (insn.disp_size >= 32) {
+			bool rip = insn.has_modrm && insn.mod == 0 && insn.rm == 5;
 
-			ret = literal(rip ? next + (uintptr_t)insn.raw.disp.value :
-					    (uintptr_t)insn.raw.disp.value, lo, hi, fn, arg);
+			ret = literal(rip ? next_at + (uintptr_t)insn.disp : (uintptr_t)insn.disp, lo,
+				      hi, sc->fn, sc->arg);
 			if (ret)
-				return ret;
+				goto out;
 		}
-		pos += insn.length;
+		pos += insn.len;
 	}
-	return 0;
+	if (sc->range_fn)
+		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len, &due);
+out:
+	free(cache);
+	return ret;
 }

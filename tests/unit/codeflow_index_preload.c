@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * codeflow_index_preload.c - LD_PRELOADed into a program by
+ * test_codeflow_nopie (CPython, a stripped non-PIE executable with 5 MB of
+ * code): for the object of each function that UKT_INDEX_SYMS names
+ * (comma-separated, looked up with dlsym after dlopen()ing UKT_INDEX_LOAD
+ * when set), the flow check's index built in one pass and in two must be
+ * the same (codeflow_index_check.h), checked when the program exits. One
+ * line per object on stderr; exit status 3 at the first difference or
+ * failure.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codeflow_index_check.h"
+#include "ukprobes.h"
+
+static void check_objects(void)
+{
+	const char *load = getenv("UKT_INDEX_LOAD"), *syms = getenv("UKT_INDEX_SYMS");
+	char *list, *name, *save = NULL;
+
+	if (!syms)
+		return;
+	int ret = ukp_init();
+
+	if (ret) {
+		fprintf(stderr, "index: ukp_init: %d\n", ret);
+		_exit(3);
+	}
+	if (load && !dlopen(load, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "index: cannot load %s\n", load);
+		_exit(3);
+	}
+	list = strdup(syms);
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		void *fn = dlsym(RTLD_DEFAULT, name);
+		const struct ukp_object *obj = fn ? ukp_object_of((uintptr_t)fn) : NULL;
+		struct ukp_codeflow_index one;
+		char msg[256];
+
+		if (!obj) {
+			fprintf(stderr, "index: %s: no object\n", name);
+			_exit(3);
+		}
+		if (ukt_index_same(obj, &one, msg, sizeof(msg))) {
+			fprintf(stderr, "index: %s (%s): %s\n", obj->path, name, msg);
+			_exit(3);
+		}
+		fprintf(stderr, "index: %s (%s): %s\n", obj->path, name, msg);
+	}
+	free(list);
+}
+
+/* At exit: after every constructor, the library's own included. */
+__attribute__((constructor)) static void at_load(void)
+{
+	atexit(check_objects);
+}
