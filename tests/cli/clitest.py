@@ -2635,6 +2635,16 @@ def case_stacktrace():
     got = [frame_of(t, "tgt_stacks") for t in ev[0][1]]
     check(got[0] == ("tgt_stacks", "main") and got[-1] == ("tgt_stacks", "_start"),
           "main first, _start last", show(r))
+    # a return probe on the function that calls glibc's backtrace(), also
+    # as __backtrace (libgcc's walk, not the library's interposer): no
+    # return event lost
+    for opt in ([], ["--libc-backtrace"]):
+        r = ukprobe(["trace", "-e", "p cmp", "-e", "r cmp", "--", tgt("stacks")] + opt)
+        ev = [parse_line(l)["event"] for l in r.stdout.splitlines()
+              if not l.startswith(("frame ", "sorted "))]
+        check(r.returncode == 0 and len(ev) > 100 and ev.count("p_cmp_0") == ev.count("r_cmp_0")
+              and ev[:2] == ["p_cmp_0", "r_cmp_0"], "every return of cmp %s" % opt,
+              show(r))
     # Debian's ls (stripped, no frame pointers): malloc's callers up to
     # __libc_start_main and ls's _start, for the first 3 calls only (an
     # x86-64 program: not on other architectures)
