@@ -105,14 +105,19 @@ def normalise(line):
     return "%s-TID [CPU] TS: %s: (%s)%s" % (m["comm"], m["event"], where, args)
 
 
-def golden(name, text):
+def golden(name, text, drop=None):
+    """text = golden/NAME; drop: a regular expression cut out of both
+    first (a field whose value differs by architecture)."""
     path = os.path.join(SRC, "golden", name)
     if os.environ.get("UKP_UPDATE_GOLDEN"):
+        check(drop is None, "golden/%s: regenerate it on x86-64" % name)
         with open(path, "w") as f:
             f.write(text)
         return
     with open(path) as f:
         want = f.read()
+    if drop:
+        text, want = re.sub(drop, "", text), re.sub(drop, "", want)
     check(text == want, "output differs from golden/%s" % name, "got:\n" + text, "want:\n" + want)
 
 
@@ -199,7 +204,14 @@ def case_syntax_errors():
 
 
 def case_probe_errors():
-    expect_spec_errors(read_table("probe_errors.txt"), 1)
+    cases = read_table("probe_errors.txt")
+    if ARCH != "x86_64":
+        # OBJ:0xADDR in the ELF headers: x86-64's linker gives code a
+        # segment of its own; AArch64's maps the headers with the code,
+        # so those addresses are in an executable segment and fail later,
+        # at no function (the rows 0x7ffffff are both's)
+        cases = [c for c in cases if not re.search(r":0x[0-9a-f]{1,3}$", c[0])]
+    expect_spec_errors(cases, 1)
     # every failing probe is reported, and the good ones do not run either
     r = ukprobe(["trace", "-e", "p nosuch1", "-e", "p add", "-e", "p nosuch2",
                  "--", tgt("basic")])
@@ -234,7 +246,11 @@ def case_basic_golden():
         check(r.stderr == "", "no errors", show(r))
         with open(out) as f:
             lines = f.read().splitlines()
-    golden("basic.trace", "".join(normalise(l) + "\n" for l in lines))
+    # $stack1 of many_args is its seventh argument on x86-64 (the first
+    # on the stack); AArch64 passes all eight in registers, and the word
+    # there is the caller's (trace_a64 checks $stackN against +N(%sp))
+    golden("basic.trace", "".join(normalise(l) + "\n" for l in lines),
+           drop=None if ARCH == "x86_64" else r" s1=\d+")
     tids = {parse_line(l)["tid"] for l in lines}
     check(len(tids) == 1, "one thread", "\n".join(lines))
     # the same with breakpoints only
@@ -269,7 +285,7 @@ def case_events_file():
         with open(specs, "w") as f:
             f.write("# the basic SPECs\n\n")
             for s in BASIC_SPECS[1:]:
-                f.write("  %s  \n# between\n" % s)
+                f.write("  %s  \n# between\n" % arch_spec(s))
         by_e, by_file = os.path.join(d, "e.stat"), os.path.join(d, "f.stat")
         args = ["stat", "-o", by_e]
         for s in BASIC_SPECS:
@@ -331,8 +347,12 @@ def case_exit_status():
     r = ukprobe(["stat", "-e", "p add", "--", tgt("basic"), "--abort"])
     check(r.returncode == 134 and "ukprobes/p_add_0" in r.stdout and "<not counted>" in r.stdout,
           "stat of a killed program", show(r))
-    r = ukprobe(["trace", "-e", "p libc.so.6:exit", "--", "sh", "-c", "exit 42"])
-    check(r.returncode == 42, "exit status passed on", show(r))
+    r = ukprobe(["trace", "-e", "p libc.so.6:exit", "--", tgt("basic")])
+    check(r.returncode == 3 and len(r.stdout.splitlines()) == 4, "exit status passed on", show(r))
+    # (sh is the machine's: x86-64's only)
+    if ARCH == "x86_64":
+        r = ukprobe(["trace", "-e", "p libc.so.6:exit", "--", "sh", "-c", "exit 42"])
+        check(r.returncode == 42, "exit status passed on (sh)", show(r))
 
 
 def case_static():
@@ -454,7 +474,7 @@ def case_flood():
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
         rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        p = subprocess.Popen([UKPROBE, "trace", "-e", "p tick i=%di:u32", "-o", fifo, "--",
+        p = subprocess.Popen([UKPROBE, "trace", "-e", arch_spec("p tick i=%di:u32"), "-o", fifo, "--",
                               tgt("flood"), str(n)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
@@ -620,18 +640,20 @@ def case_follow():
             want += [("tgt_basic", "p_add_0", "a=%d" % i) for i in range(3)]
         check([e[1:] for e in ev] == want and len({e[0] for e in ev}) == 1,
               "exec (-f %s)" % follow, "\n".join(lines))
-    # a program that clears its environment still gets the agent
-    r, lines = traced_opts(["-f"], specs, ["env", "-i", tgt("basic")])
-    check(r.returncode == 3 and r.stderr == "" and
-          [e[2:] for e in lines_by(lines)] == [("p_add_0", "a=%d" % i) for i in range(3)],
-          "env -i", show(r), "\n".join(lines))
-    # a shell: SPECs that do not apply to it are not errors; it ends with
-    # _exit(), and its children run the program twice
-    r, lines = traced_opts(["-f"], ["p add a=%di:s32"],
-                           ["sh", "-c", "%s; %s" % (tgt("basic"), tgt("basic"))])
-    ev = lines_by(lines)
-    check(r.returncode == 3 and r.stderr == "" and len(ev) == 6 and
-          len({e[0] for e in ev}) == 2, "sh -c", show(r), "\n".join(lines))
+    # a program that clears its environment still gets the agent; a
+    # shell: SPECs that do not apply to it are not errors; it ends with
+    # _exit(), and its children run the program twice (env and sh are the
+    # machine's: x86-64's only)
+    if ARCH == "x86_64":
+        r, lines = traced_opts(["-f"], specs, ["env", "-i", tgt("basic")])
+        check(r.returncode == 3 and r.stderr == "" and
+              [e[2:] for e in lines_by(lines)] == [("p_add_0", "a=%d" % i) for i in range(3)],
+              "env -i", show(r), "\n".join(lines))
+        r, lines = traced_opts(["-f"], ["p add a=%di:s32"],
+                               ["sh", "-c", "%s; %s" % (tgt("basic"), tgt("basic"))])
+        ev = lines_by(lines)
+        check(r.returncode == 3 and r.stderr == "" and len(ev) == 6 and
+              len({e[0] for e in ev}) == 2, "sh -c", show(r), "\n".join(lines))
     # stat sums over the processes
     r = ukprobe(["stat", "-f", "-e", specs[0], "-e", specs[1], "--", tgt("forker"), "--exec",
                  tgt("basic")])
@@ -656,9 +678,12 @@ def case_all_of_libc():
     """A probe on every function of libc, in a shell pipeline and with
     -f in each of its processes; the functions glibc runs with every
     signal blocked (thread start and exit) are refused by name."""
+    # (sh, ls, sort and wc are the machine's: elsewhere tgt_forker, whose
+    # child execs tgt_stacks, which calls qsort)
+    prog = (["sh", "-c", "ls %s | sort | wc -l" % SRC] if ARCH == "x86_64" else
+            [tgt("forker"), "--exec", tgt("stacks")])
     for follow in ([], ["-f"]):
-        r = ukprobe(["stat"] + follow + ["-e", "p libc.so.6:*", "--",
-                                         "sh", "-c", "ls %s | sort | wc -l" % SRC])
+        r = ukprobe(["stat"] + follow + ["-e", "p libc.so.6:*", "--"] + prog)
         m = re.fullmatch(r"ukprobe: warning: p libc\.so\.6:\*: (\d+) of the (\d+) functions matching "
                          r"\* cannot be probed \(ukprobe probes shows why\)\n +\^\n", r.stderr)
         check(r.returncode == 0 and m and int(m[2]) > 1000 and int(m[1]) < 50,
@@ -822,16 +847,18 @@ def case_addresses():
     pie = tgt("types")
     tally = elf_symbol(pie, "tally")
     fact = elf_symbol(pie, "fact")
-    # the entry, the second instruction (push %rbp is one byte at -O0),
-    # a return probe by address; default names as uprobe_events' ones
+    # the entry, the second instruction (push %rbp is one byte at -O0;
+    # AArch64's are four), a return probe by address; default names as
+    # uprobe_events' ones
+    step = 1 if ARCH == "x86_64" else 4
     r, lines = traced(["p tgt_types:0x%x n=%%di:s64" % tally,
-                       "p:second tgt_types:0x%x" % (tally + 1),
+                       "p:second tgt_types:0x%x" % (tally + step),
                        "r %s:0x%x ret=$retval:s64" % (pie, fact)],
                       [pie])
     check(r.returncode == 0 and r.stderr == "" and r.stdout == TYPES_OUT, "run", show(r))
     lines = [normalise(l) for l in lines]
     want = ["tgt_types-TID [CPU] TS: p_tgt_types_0x%x: (tally+0x0/SIZE) n=3" % tally,
-            "tgt_types-TID [CPU] TS: second: (tally+0x1/SIZE)"]
+            "tgt_types-TID [CPU] TS: second: (tally+0x%x/SIZE)" % step]
     want += ["tgt_types-TID [CPU] TS: r_tgt_types_0x%x: (fact+OFF/SIZE <- fact) ret=%d" % (fact, v)
              for v in (1, 2, 6)]
     want += ["tgt_types-TID [CPU] TS: r_tgt_types_0x%x: (main+OFF/SIZE <- fact) ret=24" % fact]
@@ -839,13 +866,14 @@ def case_addresses():
     # absolute addresses: a program that is not position-independent
     nopie = tgt("types_nopie")
     tally = elf_symbol(nopie, "tally")
-    r, lines = traced(["p 0x%x n=%%di:s64" % tally, "p:abs2 0x%x" % (tally + 1)], [nopie])
+    r, lines = traced(["p 0x%x n=%%di:s64" % tally, "p:abs2 0x%x" % (tally + step)], [nopie])
     check(r.returncode == 0 and r.stderr == "", "run (no PIE)", show(r))
     lines = [normalise(l) for l in lines]
     check(lines == ["tgt_types_nopie-TID [CPU] TS: p_0x%x: (tally+0x0/SIZE) n=3" % tally,
-                    "tgt_types_nopie-TID [CPU] TS: abs2: (tally+0x1/SIZE)"],
+                    "tgt_types_nopie-TID [CPU] TS: abs2: (tally+0x%x/SIZE)" % step],
           "absolute address events", "\n".join(lines))
-    # not an instruction boundary (inside "mov %rsp,%rbp")
+    # not an instruction boundary (inside "mov %rsp,%rbp", or AArch64's
+    # first instruction)
     r = ukprobe(["trace", "-e", "p tgt_types:0x%x" % (elf_symbol(pie, "tally") + 2),
                  "--", pie])
     check(r.returncode == 1 and r.stderr == error_lines(
@@ -970,7 +998,7 @@ def case_dlopen():
     # (not once per load)
     check(r.returncode == 0 and r.stderr == "ukprobe: warning: %s: 1 of the 3 functions matching "
           "plugin_* cannot be probed (ukprobe probes shows why)\n%s^\n" %
-          (specs[1], " " * len("ukprobe: warning: p libukp_plugin.so:")) and
+          (arch_spec(specs[1]), " " * len("ukprobe: warning: p libukp_plugin.so:")) and
           r.stdout == "bound 113\nplugin 11 21\nutf-16 6 bytes\n", "run", show(r))
     got = [normalise(l) for l in lines]
     want = ["tgt_dlopen-TID [CPU] TS: p_compressBound_0: (compressBound+0x0/SIZE [libz.so.1]) n=100"]
@@ -2906,8 +2934,8 @@ def case_debug_symbols():
 def many_specs(n, point):
     """n SPECs on one function, with enough fetch args that their text is
     far beyond one environment string's 128 KB (MAX_ARG_STRLEN)."""
-    return ["p:event_number_%05d %s first=%%di:s32 second=%%si:s32 third=+0(%%sp):x64"
-            % (i, point) for i in range(n)]
+    return [arch_spec("p:event_number_%05d %s first=%%di:s32 second=%%si:s32 third=+0(%%sp):x64"
+                      % (i, point)) for i in range(n)]
 
 
 def agent_alone(specs_fd, pass_fds, argv):
@@ -2987,28 +3015,32 @@ def case_spec_wire():
         with open(specs, "w") as f:
             f.write("\n".join(many) + "\n")
         check(os.path.getsize(specs) > 128 * 1024, "the SPECs' text is over 128 KB")
-        # exec'd by sh: the image after exec reads the inherited memfd
-        r = ukprobe(["stat", "-f", "-E", specs, "--", "sh", "-c", tgt("basic") + " x"])
+        # exec'd by sh (x86-64's; elsewhere tgt_forker's exec without a
+        # fork): the image after exec reads the inherited memfd
+        r = ukprobe(["stat", "-f", "-E", specs, "--"] +
+                    (["sh", "-c", tgt("basic") + " x"] if ARCH == "x86_64" else
+                     [tgt("forker"), "--exec-now", tgt("basic"), "x"]))
         table = {m[1]: (int(m[2]), int(m[3])) for m in
                  re.finditer(r"^ukprobes/(event_number_\d+) +(\d+) +(\d+)$", r.stdout, re.M)}
         check(r.returncode == 3 and r.stderr == "" and len(table) == 2000 and
               all(v == (3, 0) for v in table.values()),
               "2000 SPECs with -f: every event counts add's 3 calls", show(r)[:3000])
-        # -p: CONFIG and the memfd
-        p = subprocess.Popen([tgt("filtered"), "--wait"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
-        try:
-            check(p.stdout.readline() == "ready\n", "target ready")
-            with open(specs, "w") as f:
-                f.write("\n".join(many_specs(2000, "visit")) + "\n")
-            r = ukprobe(["probes", "-p", str(p.pid), "-E", specs])
-            rows = probes_rows(r.stdout) if r.returncode == 0 else []
-            check(len(rows) == 2000 and rows[-1]["event"] == "ukprobes/event_number_01999",
-                  "-p with 2000 SPECs", show(r)[:3000])
-        finally:
-            p.stdin.write("quit\n")
-            p.stdin.flush()
-            p.wait(timeout=60)
+        # -p: CONFIG and the memfd (x86-64's only: -p is not ported)
+        if ARCH == "x86_64":
+            p = subprocess.Popen([tgt("filtered"), "--wait"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+            try:
+                check(p.stdout.readline() == "ready\n", "target ready")
+                with open(specs, "w") as f:
+                    f.write("\n".join(many_specs(2000, "visit")) + "\n")
+                r = ukprobe(["probes", "-p", str(p.pid), "-E", specs])
+                rows = probes_rows(r.stdout) if r.returncode == 0 else []
+                check(len(rows) == 2000 and rows[-1]["event"] == "ukprobes/event_number_01999",
+                      "-p with 2000 SPECs", show(r)[:3000])
+            finally:
+                p.stdin.write("quit\n")
+                p.stdin.flush()
+                p.wait(timeout=60)
         marker = os.path.join(d, "marker")
         header = struct.pack("=8s8IQ", b"UKPSPECS", 999, 48, 0, 0, 0, 0, 0, 1, 48)
         for what, data, seal, nspecs in (("another version", header, True, 1),
