@@ -2095,17 +2095,27 @@ SLEEPER = ("import time\n"
            "for i in range(2): time.sleep(0.12)\n")
 
 
-def case_duration():
-    """$duration on a return probe: Debian's python3 sleeps five times
-    2 ms and twice 120 ms (clock_nanosleep); each duration is at least
-    the sleep and at most the time between two returns, and filters on
-    it select the long calls."""
+def python_or(mode, src, *args):
+    """The argv that runs python3 source src on x86-64 (Debian's
+    python3.11), or tgt_syscalls MODE, which makes the same calls, where
+    the machine's python3 is of another architecture."""
+    if ARCH != "x86_64":
+        return [tgt("syscalls"), mode]
     py = "/usr/bin/python3.11"
     if not os.path.exists(py):
         print("no %s: skipped" % py)
         sys.exit(77)
+    return [py] + list(args) + ["-c", src]
+
+
+def case_duration():
+    """$duration on a return probe: Debian's python3 (or tgt_syscalls)
+    sleeps five times 2 ms and twice 120 ms (clock_nanosleep); each
+    duration is at least the sleep and at most the time between two
+    returns, and filters on it select the long calls."""
+    prog = python_or("sleeper", SLEEPER)
     r = ukprobe(["trace", "-e", "r:sl libc.so.6:clock_nanosleep ret=$retval:s32 $duration",
-                 "--", py, "-c", SLEEPER])
+                 "--"] + prog)
     check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
     ev = [parse_line(l) for l in r.stdout.splitlines() if " sl: " in l]
     check(len(ev) == 7, "seven sleeps", show(r))
@@ -2125,11 +2135,11 @@ def case_duration():
     for flt, n in (("duration > 50000000", 2), ("duration < 50000000", 5),
                    ("duration >= 2000000 && ret == 0", 7)):
         r = ukprobe(["stat", "-e", "r:sl libc.so.6:clock_nanosleep ret=$retval:s32 $duration",
-                     "--filter", flt, "--", py, "-c", SLEEPER])
+                     "--filter", flt, "--"] + prog)
         check(r.returncode == 0 and re.search(r"^ukprobes/sl +%d +0$" % n, r.stdout, re.M),
               "stat --filter '%s': %d" % (flt, n), show(r))
     r = ukprobe(["trace", "-e", "r:sl libc.so.6:clock_nanosleep t=$duration:u64", "--filter",
-                 "t > 100000000", "--", py, "-c", SLEEPER])
+                 "t > 100000000", "--"] + prog)
     ev = [parse_line(l) for l in r.stdout.splitlines() if " sl: " in l]
     check(r.returncode == 0 and len(ev) == 2 and
           all(120000000 <= int(m["args"].split("=")[1]) for m in ev), "a named $duration",
@@ -2453,17 +2463,15 @@ def case_traceonoff():
     getppid (traceon) and getuid (traceoff); the trace holds exactly what
     was written while recording was on, with the kernel's rules: a
     traceon's own event is recorded, a traceoff's is not, N counts the
-    changes made, and a trigger's own filter decides."""
-    py = "/usr/bin/python3.11"
-    if not os.path.exists(py):
-        print("no %s: skipped" % py)
-        sys.exit(77)
+    changes made, and a trigger's own filter decides (tgt_syscalls
+    makes the same calls where python3 is not the architecture's)."""
+    prog = python_or("onoff", ONOFF_PY, "-S", "-I")
     base = ["-e", "p:w libc.so.6:write fd=%di:s32 c=+0(%si):u8", "--filter", "fd == 50"]
 
     def run(pre, on, off):
         r = ukprobe(["trace"] + pre + base + ["-e", "p:on libc.so.6:getppid", "--trigger", on,
                                               "-e", "p:off libc.so.6:getuid", "--trigger", off,
-                                              "--", py, "-S", "-I", "-c", ONOFF_PY])
+                                              "--"] + prog)
         check(r.returncode == 0 and r.stderr == "", "trace %s %s %s" % (pre, on, off), show(r))
         out = []
         for l in r.stdout.splitlines():
