@@ -1935,9 +1935,10 @@ def case_return_everything():
           "reached by jumps, never called", ".cold's row", r.stdout)
     check(rows["ukprobes/checksum__return"]["addr"] != "-" and
           not rows["ukprobes/checksum__return"]["note"], "checksum's row", r.stdout)
-    # Debian's python3 exports _start in .dynsym: every return probed
+    # Debian's python3 exports _start in .dynsym: every return probed (the
+    # machine's python3: x86-64's only)
     py = os.path.realpath("/usr/bin/python3")
-    if os.path.exists(py):
+    if ARCH == "x86_64" and os.path.exists(py):
         script = "import json, re; print(sum(range(10)), json.dumps({'a': [1, 2]}), " \
                  "re.sub('b+', '-', 'abbbc'))"
         plain = subprocess.run([py, "-c", script], capture_output=True, text=True, timeout=60)
@@ -1975,9 +1976,10 @@ def case_program_names():
                   all(re.search(r"^n/%s +3 +0$" % ev, r.stdout, re.M)
                       for ev in ("typed", "full", "real", "rel")) and r.stderr == "",
                   "names of %s" % cmd, show(r))
-    # the real python3 symlink of Debian
+    # the real python3 symlink of Debian (the machine's: x86-64's only)
     py = "/usr/bin/python3"
-    if os.path.islink(py) and os.path.basename(os.path.realpath(py)) != "python3":
+    if ARCH == "x86_64" and os.path.islink(py) and \
+            os.path.basename(os.path.realpath(py)) != "python3":
         real = os.path.basename(os.path.realpath(py))
         for cmd, env in (([py], None), (["python3"], dict(os.environ, PATH="/usr/bin:/bin"))):
             r = ukprobe(["stat", "-e", "p:n/short python3:PyObject_Malloc",
@@ -2193,15 +2195,17 @@ def hist_tables(text):
 
 
 def case_hist():
-    """--trigger hist: Debian's python3 writes, opens and sleeps known
-    numbers of times; the histograms made in the program say so, in the
-    kernel's hist format, with every key modifier, vals, sort, size and
-    Dropped, the trigger's own filter, $duration, stat and trace, and the
-    images of a fork (-f) merged."""
-    py = "/usr/bin/python3.11"
-    if not os.path.exists(py):
-        print("no %s: skipped" % py)
-        sys.exit(77)
+    """--trigger hist: Debian's python3 (or tgt_syscalls) writes, opens
+    and sleeps known numbers of times; the histograms made in the program
+    say so, in the kernel's hist format, with every key modifier, vals,
+    sort, size and Dropped, the trigger's own filter, $duration, stat and
+    trace, and the images of a fork (-f) merged."""
+    prog = python_or("hist", HIST_PY)
+    comm = os.path.basename(prog[0])
+    # malloc's callers: in Debian's ls, or in tgt_dlopen's dlopen()s; the
+    # caller is on top of the stack at the entry, or in the link register
+    ls = ["ls", "/"] if ARCH == "x86_64" else [tgt("dlopen")]
+    caller = "+0(%sp)" if ARCH == "x86_64" else "%lr"
     w = "p:w libc.so.6:write fd=%di:s32 n=%dx:u64"
     r = ukprobe(["stat",
                  "-e", w, "--trigger", "hist:keys=n.log2:vals=n:sort=n if fd == 50",
@@ -2209,7 +2213,7 @@ def case_hist():
                  "--trigger", 'hist:keys=path:sort=hitcount.descending if path ~ "/etc/*"',
                  "-e", "r:s libc.so.6:clock_nanosleep $duration",
                  "--trigger", "hist:keys=duration.buckets=100000000:sort=duration",
-                 "--", py, "-c", HIST_PY])
+                 "--"] + prog)
     check(r.returncode == 0 and r.stderr == "", "stat run", show(r))
     t = hist_tables(r.stdout)
     check(set(t) == {"ukprobes/w", "ukprobes/o", "ukprobes/s"}, "three tables", r.stdout)
@@ -2230,7 +2234,7 @@ def case_hist():
           tot == (7, 2, 0), "sleep durations in buckets", r.stdout)
     # size and Dropped: a table of 2 entries for 4 sizes; .hex; sort by key
     r = ukprobe(["stat", "-e", w, "--trigger", "hist:keys=n.hex:sort=n.descending:size=2 if fd == 50",
-                 "--", py, "-c", HIST_PY])
+                 "--"] + prog)
     check(r.returncode == 0 and r.stderr == "", "size=2", show(r))
     _, rows, tot = hist_tables(r.stdout)["ukprobes/w"]
     hexes = [int(k.split()[1], 16) for k, _, _ in rows]
@@ -2240,9 +2244,9 @@ def case_hist():
           "two entries, the rest dropped; hex keys descending", r.stdout)
     # .sym and .sym-offset: the callers of malloc, in trace (after the
     # events); the entries add up to the events printed
-    r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
+    r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc caller=%s:x64" % caller,
                  "--trigger", "hist:keys=caller.sym-offset:sort=hitcount.descending",
-                 "--", "ls", "/"])
+                 "--"] + ls)
     check(r.returncode == 0 and r.stderr == "", "trace run", show(r))
     events = [l for l in r.stdout.splitlines() if LINE_RE.match(l) and " m: " in l]
     _, rows, tot = hist_tables(r.stdout)["ukprobes/m"]
@@ -2257,20 +2261,20 @@ def case_hist():
         m = re.fullmatch(r"caller: \[([0-9a-f]+)\] (\S+\+0x[0-9a-f]+/0x[0-9a-f]+ \[\S+\]|"
                          r"\[\S+\]\+0x[0-9a-f]+) *", k)
         check(m and callers.get(int(m[1], 16)) == n, "caller %r: %s" % (k, n), str(callers))
-    r = ukprobe(["stat", "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
-                 "--trigger", "hist:keys=caller.sym", "--", "ls", "/"])
+    r = ukprobe(["stat", "-e", "p:m libc.so.6:malloc caller=%s:x64" % caller,
+                 "--trigger", "hist:keys=caller.sym", "--"] + ls)
     _, rows, tot = hist_tables(r.stdout)["ukprobes/m"]
     check(rows and all(re.fullmatch(r"caller: \[[0-9a-f]+\] ([^+ ]+ \[\S+\]|\[\S+\]\+0x[0-9a-f]+) *", k)
                        for k, _, _ in rows), ".sym: names without offsets", r.stdout)
     # -f: the parent's and the child's writes, keyed by process
     r = ukprobe(["stat", "-f", "-e", w,
                  "--trigger", "hist:keys=common_pid.execname,n:sort=n,common_pid if fd == 50 && n == 3",
-                 "--", py, "-c", HIST_PY, "fork"])
+                 "--"] + prog + ["fork"])
     check(r.returncode == 0 and r.stderr == "", "stat -f", show(r))
     _, rows, tot = hist_tables(r.stdout)["ukprobes/w"]
     pids = [re.fullmatch(r"common_pid: (\S+) +\[ *(\d+)\], n: +3", k) for k, _, _ in rows]
     check(len(rows) == 2 and all(pids) and pids[0][2] != pids[1][2] and
-          all(p[1] == "python3.11" for p in pids) and sorted(n for _, n, _ in rows) == [1, 2] and
+          all(p[1] == comm for p in pids) and sorted(n for _, n, _ in rows) == [1, 2] and
           tot == (3, 2, 0), "two processes, execname", r.stdout)
     # --json: the same tables (stat: with the counts; trace: beside the
     # events of the Chrome trace file)
@@ -2278,7 +2282,7 @@ def case_hist():
         js = os.path.join(d, "stat.json")
         r = ukprobe(["stat", "--json", js, "-e", w,
                      "--trigger", "hist:keys=n.log2,common_pid.execname:vals=n:sort=n if fd == 50",
-                     "--", py, "-c", HIST_PY])
+                     "--"] + prog)
         check(r.returncode == 0 and r.stderr == "", "stat --json", show(r))
         with open(js) as f:
             doc = json.load(f)
@@ -2290,13 +2294,13 @@ def case_hist():
         check(hj["event"] == "ukprobes/w" and hj["trigger"] == text[0] and
               [(e["keys"][0]["value"], e["hitcount"], e["vals"]["n"]) for e in hj["entries"]] ==
               [(7, 10, 1000), (12, 7, 28672), (13, 5, 25000), (17, 3, 210000)] and
-              all(e["keys"][1]["mod"] == "execname" and e["keys"][1]["comm"] == "python3.11"
+              all(e["keys"][1]["mod"] == "execname" and e["keys"][1]["comm"] == comm
                   for e in hj["entries"]) and
               hj["totals"] == {"hits": 25, "entries": 4, "dropped": 0}, "hist in the JSON",
               json.dumps(hj)[:3000])
         js = os.path.join(d, "trace.json")
-        r = ukprobe(["trace", "--json", js, "-e", "p:m libc.so.6:malloc caller=+0(%sp):x64",
-                     "--trigger", "hist:keys=caller.sym", "--", "ls", "/"])
+        r = ukprobe(["trace", "--json", js, "-e", "p:m libc.so.6:malloc caller=%s:x64" % caller,
+                     "--trigger", "hist:keys=caller.sym", "--"] + ls)
         with open(js) as f:
             doc = json.load(f)
         hj = doc["histograms"][0]

@@ -6,11 +6,18 @@
  * qemu-user), made through the same libc functions:
  *   sleeper  clock_nanosleep five times 2 ms, then twice 120 ms;
  *   onoff    to fd 50 (/dev/null): write "a" 3 times, getppid, "b" 4
- *            times, getuid, "c" 5 times, getppid, "d" twice, getuid.
+ *            times, getuid, "c" 5 times, getppid, "d" twice, getuid;
+ *   hist     to fd 50: 10 writes of 100 bytes, 5 of 5000, 3 of 70000, 7
+ *            of 4096; opens /etc/hostname 4 times, /etc/passwd twice;
+ *            sleeps as sleeper; with "fork" after it, forks, and both
+ *            write 3 bytes to fd 50, the child twice (clitest.py:
+ *            HIST_PY).
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,20 +35,68 @@ static void w(const char *tag, int k)
 			perror("write");
 }
 
-int main(int argc, char **argv)
+static int to_fd50(void)
 {
-	int i, fd;
+	int fd = open("/dev/null", O_WRONLY);
 
-	if (argc > 1 && !strcmp(argv[1], "sleeper")) {
-		for (i = 0; i < 5; i++)
-			nap(2000000);
-		for (i = 0; i < 2; i++)
-			nap(120000000);
+	return fd >= 0 && dup2(fd, 50) == 50 ? 0 : -1;
+}
+
+static void sleeper(void)
+{
+	int i;
+
+	for (i = 0; i < 5; i++)
+		nap(2000000);
+	for (i = 0; i < 2; i++)
+		nap(120000000);
+}
+
+static int hist(int fork_too)
+{
+	static const struct {
+		size_t n;
+		int k;
+	} writes[] = { { 100, 10 }, { 5000, 5 }, { 70000, 3 }, { 4096, 7 } };
+	static char buf[70000];
+	size_t i;
+	int k;
+	pid_t pid;
+
+	if (to_fd50())
+		return 1;
+	memset(buf, 'x', sizeof(buf));
+	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
+		for (k = 0; k < writes[i].k; k++)
+			if (write(50, buf, writes[i].n) != (ssize_t)writes[i].n)
+				return 1;
+	for (k = 0; k < 6; k++)
+		close(open(k < 4 ? "/etc/hostname" : "/etc/passwd", O_RDONLY));
+	sleeper();
+	if (!fork_too)
+		return 0;
+	pid = fork();
+	if (write(50, "yyy", 3) != 3)
+		return 1;
+	if (pid) {
+		waitpid(pid, NULL, 0);
 		return 0;
 	}
+	if (write(50, "zzz", 3) != 3)
+		_exit(1);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "sleeper")) {
+		sleeper();
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "hist"))
+		return hist(argc > 2 && !strcmp(argv[2], "fork"));
 	if (argc > 1 && !strcmp(argv[1], "onoff")) {
-		fd = open("/dev/null", O_WRONLY);
-		if (fd < 0 || dup2(fd, 50) != 50)
+		if (to_fd50())
 			return 1;
 		w("a", 3);
 		getppid();
@@ -53,6 +108,6 @@ int main(int argc, char **argv)
 		getuid();
 		return 0;
 	}
-	fprintf(stderr, "usage: tgt_syscalls sleeper|onoff\n");
+	fprintf(stderr, "usage: tgt_syscalls sleeper|onoff|hist [fork]\n");
 	return 2;
 }
