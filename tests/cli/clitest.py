@@ -68,6 +68,19 @@ def tgt(name):
     return os.path.join(TARGETS, "tgt_" + name)
 
 
+def python_or(mode, src, *args):
+    """The argv that runs python3 source src on x86-64 (Debian's
+    python3.11), or tgt_syscalls MODE, which makes the same calls, where
+    the machine's python3 is of another architecture."""
+    if ARCH != "x86_64":
+        return [tgt("syscalls"), mode]
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    return [py] + list(args) + ["-c", src]
+
+
 def no_core():
     # programs killed on purpose must not leave core files behind
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -742,19 +755,17 @@ print("wait", S.sigtimedwait([S.SIGTRAP], 0).si_signo, "got", got)
 
 
 def case_python_sigmask():
-    """Python blocks SIGTRAP under probes: it sees exactly what it sees
-    without them (mask, pending, a child's mask, sigtimedwait)."""
-    py = "/usr/bin/python3"
-    if not os.access(py, os.X_OK):
-        print("skip: no %s" % py)
-        sys.exit(77)
-    plain = subprocess.run([py, "-c", SIGMASK_PY], capture_output=True, text=True, timeout=60)
+    """Python (or tgt_syscalls) blocks SIGTRAP under probes: it sees
+    exactly what it sees without them (mask, pending, a child's mask,
+    sigtimedwait)."""
+    prog = python_or("sigmask", SIGMASK_PY)
+    plain = subprocess.run(prog, capture_output=True, text=True, timeout=60)
     check(plain.returncode == 0 and "child SigBlk:\t0000000000000010" in plain.stdout,
           "the run without probes", show(plain))
     with tempfile.TemporaryDirectory() as d:
         st = os.path.join(d, "stat")
         r = ukprobe(["stat", "-o", st, "-e", "p libc.so.6:malloc", "-e", "p libc.so.6:getpid",
-                     "--", py, "-c", SIGMASK_PY])
+                     "--"] + prog)
         with open(st) as f:
             table = f.read()
     check(r.returncode == 0 and r.stderr == "", "run", show(r))
@@ -2095,19 +2106,6 @@ def case_filter():
 SLEEPER = ("import time\n"
            "for i in range(5): time.sleep(0.002)\n"
            "for i in range(2): time.sleep(0.12)\n")
-
-
-def python_or(mode, src, *args):
-    """The argv that runs python3 source src on x86-64 (Debian's
-    python3.11), or tgt_syscalls MODE, which makes the same calls, where
-    the machine's python3 is of another architecture."""
-    if ARCH != "x86_64":
-        return [tgt("syscalls"), mode]
-    py = "/usr/bin/python3.11"
-    if not os.path.exists(py):
-        print("no %s: skipped" % py)
-        sys.exit(77)
-    return [py] + list(args) + ["-c", src]
 
 
 def case_duration():

@@ -11,9 +11,14 @@
  *            of 4096; opens /etc/hostname 4 times, /etc/passwd twice;
  *            sleeps as sleeper; with "fork" after it, forks, and both
  *            write 3 bytes to fd 50, the child twice (clitest.py:
- *            HIST_PY).
+ *            HIST_PY);
+ *   sigmask  SIGMASK_PY's steps: SIGTRAP blocked, raised, seen pending,
+ *            the SigBlk of a program a child execs (this one, "status"),
+ *            unblocked (its handler runs), then a mask of three and
+ *            sigtimedwait; each printed.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +92,87 @@ static int hist(int fork_too)
 	_exit(0);
 }
 
+static volatile sig_atomic_t got;
+
+static void on_trap(int sig)
+{
+	got = sig;
+}
+
+static void print_set(const char *what, const sigset_t *set)
+{
+	int sig;
+
+	printf("%s", what);
+	for (sig = 1; sig < 65; sig++)
+		if (sigismember(set, sig) == 1)
+			printf(" %d", sig);
+	printf(" got %d\n", (int)got);
+}
+
+static int status(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigBlk:", 7))
+			printf("child %s", line);
+	return 0;
+}
+
+static int trap_mask(const char *self)
+{
+	sigset_t set, cur;
+	pid_t pid;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTRAP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	print_set("mask", &cur);
+	signal(SIGTRAP, on_trap);
+	kill(getpid(), SIGTRAP);
+	sigpending(&cur);
+	print_set("pending", &cur);
+	fflush(stdout);
+	/* as python's subprocess: a program the child execs reads it */
+	pid = fork();
+	if (pid == 0) {
+		execl(self, self, "status", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, NULL, 0);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	sigpending(&cur);
+	print_set("pending", &cur);
+	sigemptyset(&set);
+	sigaddset(&set, SIGSEGV);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTRAP);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	print_set("mask", &cur);
+	got = 0;
+	kill(getpid(), SIGTRAP);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTRAP);
+	sig = sigtimedwait(&set, NULL, &(struct timespec){ 0, 0 });
+	printf("wait %d got %d\n", sig, (int)got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "sleeper")) {
 		sleeper();
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "sigmask"))
+		return trap_mask(argv[0]);
+	if (argc > 1 && !strcmp(argv[1], "status"))
+		return status();
 	if (argc > 1 && !strcmp(argv[1], "hist"))
 		return hist(argc > 2 && !strcmp(argv[2], "fork"));
 	if (argc > 1 && !strcmp(argv[1], "onoff")) {
@@ -108,6 +188,6 @@ int main(int argc, char **argv)
 		getuid();
 		return 0;
 	}
-	fprintf(stderr, "usage: tgt_syscalls sleeper|onoff|hist [fork]\n");
+	fprintf(stderr, "usage: tgt_syscalls sleeper|onoff|hist [fork]|sigmask\n");
 	return 2;
 }
