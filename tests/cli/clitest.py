@@ -2572,9 +2572,11 @@ def case_filter_attach():
 
 
 def case_filter_sqlite3():
-    """Debian's sqlite3: a string glob on the SQL it prepares counts the
-    INSERTs it was given, a number filter the statements of one length."""
-    sq = shutil.which("sqlite3")
+    """Debian's sqlite3 (or tgt_sqlshell on the architecture's
+    libsqlite3, where sqlite3 is x86-64's): a string glob on the SQL it
+    prepares counts the INSERTs it was given, a number filter the
+    statements of one length."""
+    sq = shutil.which("sqlite3") if ARCH == "x86_64" else tgt("sqlshell")
     if not sq:
         print("no sqlite3: skipped")
         sys.exit(77)
