@@ -188,7 +188,8 @@ bool arch_shadow_stack_active(void);
 
 /* The unwinder's pseudo FDE for the trampoline is the core's
  * (kretprobe_fde.c), from arch_kretprobe.h's UKP_DWARF_RA_COLUMN,
- * UKP_DWARF_CODE_ALIGN and UKP_KRP_RET_IN_SLOT. */
+ * UKP_DWARF_CODE_ALIGN and UKP_ENTRY_CFA_OFF, and arch_insn.h's
+ * UKP_DWARF_SP. */
 
 /* -------------------------------------------------- jump optimization */
 /* src/arch/<arch>/optprobe.c and the shared template (optprobe_tramp.S). */

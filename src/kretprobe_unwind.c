@@ -12,18 +12,18 @@
  *    for the duration of the walk, then the trampoline goes back in. The
  *    trace shows the real addresses and the probes stay armed.
  *
- *  - Unwinding that leaves frames (C++ exceptions, pthread_exit() and
- *    thread cancellation, which unwind with libgcc): libgcc asks
- *    _Unwind_Find_FDE for the frame information of each return address.
- *    For the trampoline's address it asks about the byte before the
- *    trampoline, which only this interposer answers: it puts the real
- *    return address back into the slot the unwinder just read (the
- *    deepest one still hijacked) and describes a zero-size frame whose
- *    return address is that slot. The unwinder then carries on to the
- *    real caller. Only the frames the unwinder actually walks through
- *    lose their return probe (they are being left: their handlers must
- *    not run, and their entries are reclaimed as stale later); frames
- *    above the catch keep theirs.
+ *  - Every other walk with libgcc (C++ exceptions, pthread_exit() and
+ *    thread cancellation, and stack traces our interposers do not stand
+ *    before: glibc's __backtrace, its own calls, a handle on libgcc_s)
+ *    asks _Unwind_Find_FDE for the frame information of each return
+ *    address. For the trampoline's address it asks about the byte
+ *    before the trampoline, which only this interposer answers: a
+ *    zero-size frame whose return address a DWARF expression finds in
+ *    the thread's return stack (kretprobe_fde.c). The walk carries on
+ *    to the real caller and changes nothing: the return probes stay
+ *    armed (a walk may be a trace); the frames an exception or a thread
+ *    exit leaves are dropped as stale later, as after longjmp, without
+ *    their handlers.
  *
  * These definitions take effect where they come first in symbol lookup:
  * in a program linked with the static library, and for the shared
@@ -123,10 +123,10 @@ UKPROBES_API const void *_Unwind_Find_FDE(void *pc, struct ukp_dwarf_eh_bases *b
 	uintptr_t func;
 
 	if ((uintptr_t)pc == (uintptr_t)ukp_kretprobe_trampoline - 1) {
+		/* No return stack on this thread: no frame information, the
+		 * walk ends here. */
 		fde = ukp_krp_pseudo_fde(&func);
-		/* No hijacked slot left: no frame information, the walk ends
-		 * here (rather than going round in circles). */
-		if (!fde || !ukp_krp_restore_one((uintptr_t)__builtin_frame_address(0)))
+		if (!fde)
 			return NULL;
 		bases->tbase = NULL;
 		bases->dbase = NULL;

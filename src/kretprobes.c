@@ -608,28 +608,6 @@ void ukp_krp_rehijack(uint64_t mask, const uintptr_t *locs)
 	}
 }
 
-/* [thread] */
-bool ukp_krp_restore_one(uintptr_t min_sp)
-{
-	struct krp_thread *t = krp_self;
-	unsigned int i, d;
-
-	if (!t)
-		return false;
-	d = depth_of(t);
-	for (i = d; i-- > 0;) {
-		struct krp_entry *e = &t->e[i];
-		uintptr_t loc;
-
-		if (e->slot < min_sp)
-			continue;
-		loc = ret_loc(t, i, d, min_sp);
-		if (loc)
-			return write_word(loc, e->ret);
-	}
-	return false;
-}
-
 /* [any] */
 uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur)
 {

@@ -63,18 +63,9 @@ uint64_t ukp_krp_restore(uintptr_t min_sp, uintptr_t *locs);
 /* [thread] Undo ukp_krp_restore for the entries in mask that still hold
  * their real return address. */
 void ukp_krp_rehijack(uint64_t mask, const uintptr_t *locs);
-/*
- * [thread] An unwinder just read the trampoline address from a return
- * slot of this thread (it asks for the FDE of the byte before the
- * trampoline): put the real return address back into that slot, the
- * deepest live one (at or above min_sp) that still holds the
- * trampoline, since unwinders walk outwards one frame at a time. Frames
- * the unwinder never reaches (those above a catch) keep their return
- * probe. Returns false when there is no such slot.
- */
-bool ukp_krp_restore_one(uintptr_t min_sp);
-/* [any] The unwinder's CIE + FDE for the byte before the trampoline
- * (kretprobe_fde.c); *func: the start of the range it covers. */
+/* [thread] The unwinder's CIE + FDE for the byte before the trampoline
+ * on the calling thread (kretprobe_fde.c), NULL if it has no return
+ * stack; *func: the start of the range it covers. */
 const void *ukp_krp_pseudo_fde(uintptr_t *func);
 /* [any] The real return address for slot on the calling thread (or on
  * the thread task), 0 if none; see kretprobe_find_ret_addr. */

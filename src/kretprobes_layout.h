@@ -16,6 +16,9 @@
 
 /* Pending return probes per thread (uprobes' MAX_URETPROBE_DEPTH). */
 #define KRP_MAX_DEPTH 64
+/* A record's pseudo CIE + FDE (struct krp_thread's eh). */
+#define KRP_EH_SIZE 144
+#define KRP_EH_FDE_OFF 24
 
 struct kretprobe_holder {
 	struct kretprobe *_Atomic rp;  /* NULL once unregistered */
@@ -53,6 +56,10 @@ struct krp_thread {
 	/* A free instance kept by this thread (see "Spares" above). */
 	struct kretprobe_instance *_Atomic spare;
 	struct krp_entry e[KRP_MAX_DEPTH];
+	/* [thread] The unwinder's CIE and FDE for the trampoline, which
+	 * name this record's entries (kretprobe_fde.c); the FDE at
+	 * KRP_EH_FDE_OFF, its length 0 until built. */
+	_Alignas(8) unsigned char eh[KRP_EH_SIZE];
 };
 
 #endif /* UKP_KRETPROBES_LAYOUT_H */

@@ -116,7 +116,10 @@ int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f
 	}
 	switch (-f->err) {
 	case ENOENT:
-		if (spec->is_addr)
+		if (spec->is_addr && spec->object)
+			snprintf(buf, len, "no function of %s contains 0x%lx", spec->object,
+				 (unsigned long)spec->addr);
+		else if (spec->is_addr)
 			snprintf(buf, len, "no function of a loaded object contains 0x%lx",
 				 (unsigned long)f->addr);
 		else

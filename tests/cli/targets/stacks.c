@@ -8,6 +8,10 @@
  * per return address (OBJECT: the basename of its object; FUNCTION: cmp,
  * sort_them or main when it is one of ours, else "-").
  *
+ * With --libc-backtrace, cmp calls glibc's backtrace() as __backtrace,
+ * which no interposer of libukprobes stands before (libgcc walks the
+ * frames of pending return probes on its own).
+ *
  * main -> chain_a -> chain_b -> chain_c: a static call chain, for the
  * build without unwind tables (tgt_stacks_nocfi, frame pointers only),
  * where backtrace() cannot see past our own frames.
@@ -20,6 +24,8 @@
 
 static volatile long sink;
 static int printed;
+extern int __backtrace(void **buffer, int size);
+static int (*walk)(void **buffer, int size) = backtrace;
 
 static const char *ours(void *addr);
 
@@ -29,7 +35,7 @@ __attribute__((noinline)) int cmp(const void *a, const void *b)
 
 	if (!printed) {
 		void *frames[64];
-		int n = backtrace(frames, 64), i;
+		int n = walk(frames, 64), i;
 
 		printed = 1;
 		for (i = 0; i < n; i++) {
@@ -77,6 +83,8 @@ int main(int argc, char **argv)
 		printf("chain done\n");
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--libc-backtrace"))
+		walk = __backtrace;
 	for (i = 0; i < 40; i++)
 		v[i] = (i * 7919) % 101;
 	sort_them(v, 40);
