@@ -24,6 +24,7 @@
 #include "codeflow.h"
 #include "func_entry.h"
 #include "jprobes.h"
+#include "obj_pool.h"
 
 #define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -35,6 +36,10 @@ struct ukp_site *ukp_all_sites;
 
 static struct ukp_site *_Atomic site_table[SITE_TABLE];
 static struct ukp_child *kp_index[KP_INDEX];
+/* Sites at multiples of 32 bytes: the fast path's block (the first 32)
+ * never straddles a cache line. */
+static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
+static struct ukp_pool child_pool = UKP_POOL_INIT(struct ukp_child, 8);
 static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
 static struct ukp_site *quarantine; /* boosted slots waiting for a scan */
 static unsigned int nquarantine;
@@ -239,8 +244,9 @@ static void site_free(struct ukp_site *s)
 		ukp_slot_free(s->slot);
 	if (detour)
 		ukp_slot_free_range(detour, UKP_DETOUR_SIZE); /* a punned one may start mid-slot */
+	ukp_opt_site_free(s);
 	free(s->symname);
-	free(s);
+	ukp_pool_free(&site_pool, s);
 }
 
 /* [reg] A site no thread is stepping in any more (inflight == 0, after a
@@ -578,7 +584,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	if (ret)
 		goto out;
 	at = addr - start;
-	s = calloc(1, sizeof(*s));
+	s = ukp_pool_zalloc(&site_pool);
 	if (!s) {
 		ret = -ENOMEM;
 		goto out;
@@ -592,7 +598,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	if (!s->slot) {
 		pr_warn("kprobes: no executable memory within reach of %#lx\n",
 			(unsigned long)addr);
-		free(s);
+		ukp_pool_free(&site_pool, s);
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -601,7 +607,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		if (s->ainsn.why)
 			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
 		ukp_slot_free(s->slot);
-		free(s);
+		ukp_pool_free(&site_pool, s);
 		goto out;
 	}
 	if (s->ainsn.ool) {
@@ -611,7 +617,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		ret = in_batch ? 0 : ukp_text_poke(s->slot, img, sizeof(img));
 		if (ret) {
 			ukp_slot_free(s->slot);
-			free(s);
+			ukp_pool_free(&site_pool, s);
 			goto out;
 		}
 		ukp_slot_set_owner(s->slot, s);
@@ -741,7 +747,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	p->nmissed = 0;
 	if (ukp_blacklisted(addr))
 		return -EINVAL;
-	ch = calloc(1, sizeof(*ch));
+	ch = ukp_pool_zalloc(&child_pool);
 	if (!ch)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
@@ -749,7 +755,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		s = *batch_slot(b, addr);
 	if (s && ukp_is_jprobe(p) && site_has_jprobe(s)) {
 		pr_warn("jprobes: there is a jprobe at %#lx already\n", (unsigned long)addr);
-		free(ch);
+		ukp_pool_free(&child_pool, ch);
 		return -EEXIST;
 	}
 	if (!s) {
@@ -758,7 +764,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		ukp_opt_neighbour(addr, true);
 		ret = site_prepare(addr, &sym, on_entry, &s, b != NULL);
 		if (ret) {
-			free(ch);
+			ukp_pool_free(&child_pool, ch);
 			return ret;
 		}
 		new_site = true;
@@ -801,7 +807,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 			site_list_del(s);
 		}
 		ukp_synchronize();
-		free(ch);
+		ukp_pool_free(&child_pool, ch);
 		if (new_site)
 			site_free(s);
 	}
@@ -1021,7 +1027,7 @@ static void unregister_locked(struct kprobe **kps, int num)
 	}
 	ukp_synchronize();
 	for (i = 0; i < num; i++) {
-		free(chs[i]);
+		ukp_pool_free(&child_pool, chs[i]);
 		if (!dead[i])
 			continue;
 		if (atomic_load(&dead[i]->inflight) == 0) {
