@@ -543,20 +543,24 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 
 /* [reg] The out-of-line slot's bytes: [insn][int3] at 0, [insn'][jmp] at
  * UKP_BOOST_OFFSET, breakpoints elsewhere. */
-static void slot_image(const struct ukp_site *s, uint8_t img[UKP_SLOT_SIZE])
+static void slot_bytes(const struct ukp_arch_insn *ai, const struct ukp_slot_img *im,
+		       uint8_t img[UKP_SLOT_SIZE])
 {
 	ukp_fill_breakpoints(img, UKP_SLOT_SIZE);
-	memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
-	if (s->ainsn.boostable)
-		memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
+	memcpy(img, im->slot_image, im->slot_len);
+	if (ai->boostable)
+		memcpy(img + UKP_BOOST_OFFSET, im->boost_image, im->boost_len);
 }
 
 /* [reg] A new site at addr: check the instruction, copy it to a slot
- * (in_batch: the slot is written with the batch's breakpoints, by
- * batch_commit). */
+ * (batch_img: in a batch, where the slot's bytes wait until batch_commit
+ * writes them with the batch's breakpoints; NULL: written now). The
+ * site does not keep them. */
 static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_entry,
-			struct ukp_site **out, bool in_batch)
+			struct ukp_site **out, uint8_t *batch_img)
 {
+	bool in_batch = batch_img != NULL;
+	struct ukp_slot_img im;
 	size_t off = addr - sym->start, avail, need, at;
 	uintptr_t start;
 	struct ukp_site *s;
@@ -602,7 +606,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = arch_prepare_insn(&s->ainsn, code + at, avail - at, addr, s->slot);
+	ret = arch_prepare_insn(&s->ainsn, &im, code + at, avail - at, addr, s->slot);
 	if (ret) {
 		if (s->ainsn.why)
 			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
@@ -613,7 +617,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	if (s->ainsn.ool) {
 		uint8_t img[UKP_SLOT_SIZE];
 
-		slot_image(s, img);
+		slot_bytes(&s->ainsn, &im, in_batch ? batch_img : img);
 		ret = in_batch ? 0 : ukp_text_poke(s->slot, img, sizeof(img));
 		if (ret) {
 			ukp_slot_free(s->slot);
@@ -690,6 +694,7 @@ static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
  */
 struct reg_batch {
 	struct ukp_site **v;
+	uint8_t (*img)[UKP_SLOT_SIZE]; /* their slots' bytes, in v's order */
 	size_t n;
 	/* The new sites by address until batch_commit hashes them (after
 	 * their slots are written: a thread trapping on a stale breakpoint
@@ -762,7 +767,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		/* optimized probes whose region covers addr take their
 		 * jumps away first */
 		ukp_opt_neighbour(addr, true);
-		ret = site_prepare(addr, &sym, on_entry, &s, b != NULL);
+		ret = site_prepare(addr, &sym, on_entry, &s, b ? b->img[b->n] : NULL);
 		if (ret) {
 			ukp_pool_free(&child_pool, ch);
 			return ret;
@@ -842,7 +847,7 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
 		avail = ukp_read_original(sym.start, code, off + UKP_MAX_INSN_SIZE);
 		ret = avail > off ? arch_check_boundary(code, off, avail) : -EINVAL;
 		if (!ret)
-			ret = arch_prepare_insn(&ai, code + off, avail - off, a, a);
+			ret = arch_prepare_insn(&ai, NULL, code + off, avail - off, a, a);
 	}
 	if (!ret)
 		ret = ukp_opt_would(a, &sym, on_entry, &w);
@@ -1072,11 +1077,10 @@ UKPROBES_API void unregister_kprobe(struct kprobe *p)
 static int batch_commit(struct reg_batch *b)
 {
 	struct ukp_poke *pk = malloc((b->n ? b->n : 1) * sizeof(*pk));
-	uint8_t (*img)[UKP_SLOT_SIZE] = malloc((b->n ? b->n : 1) * UKP_SLOT_SIZE);
 	size_t i, k = 0;
 	int ret = -ENOMEM;
 
-	if (!pk || !img)
+	if (!pk)
 		goto out;
 	ukp_opt_defer_kick(true);
 	/* a dlclose() in another thread since ukp_lock */
@@ -1089,8 +1093,7 @@ static int batch_commit(struct reg_batch *b)
 
 		if (s->gone || !s->slot)
 			continue;
-		slot_image(s, img[i]);
-		pk[k++] = (struct ukp_poke){ s->slot, img[i], UKP_SLOT_SIZE };
+		pk[k++] = (struct ukp_poke){ s->slot, b->img[i], UKP_SLOT_SIZE };
 	}
 	/* the slots first: a thread that hits a breakpoint goes there */
 	ret = ukp_text_poke_many(pk, k);
@@ -1128,7 +1131,6 @@ static int batch_commit(struct reg_batch *b)
 out:
 	ukp_opt_defer_kick(false);
 	free(pk);
-	free(img);
 	return ret;
 }
 
@@ -1150,15 +1152,18 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 	for (b.mask = 15; b.mask < 2 * (size_t)num; b.mask = 2 * b.mask + 1)
 		;
 	b.v = malloc((size_t)num * sizeof(*b.v));
+	b.img = malloc((size_t)num * sizeof(*b.img));
 	b.tab = calloc(b.mask + 1, sizeof(*b.tab));
-	if (!b.v || !b.tab) {
+	if (!b.v || !b.img || !b.tab) {
 		free(b.v);
+		free(b.img);
 		free(b.tab);
 		return -ENOMEM;
 	}
 	ret = ukp_lock();
 	if (ret) {
 		free(b.v);
+		free(b.img);
 		free(b.tab);
 		return ret;
 	}
@@ -1182,6 +1187,7 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 	ukp_codeflow_memo_forget();
 	ukp_unlock();
 	free(b.v);
+	free(b.img);
 	free(b.tab);
 	return ret;
 }
