@@ -85,7 +85,8 @@ struct ukp_site {
 	struct ukp_site *all_next;           /* every site, for the list [reg] */
 	struct ukp_site **all_pprev;         /* where all_next points at us */
 	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
-	_Atomic unsigned long inflight;      /* threads between step and trailing trap */
+	_Atomic unsigned int inflight;       /* threads between step and trailing trap */
+	uint32_t symoff;                     /* offset in the containing symbol */
 	_Atomic bool armed;                  /* breakpoint written */
 	bool hashed;                         /* reachable from the hit hash */
 	bool gone;                           /* its object was unloaded */
@@ -96,7 +97,6 @@ struct ukp_site {
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
 	const struct ukp_object *obj;
 	char *symname;                       /* containing symbol, for the list */
-	unsigned long symoff;
 	struct ukp_arch_insn ainsn;
 	struct ukp_site_opt opt;
 };

@@ -632,7 +632,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	memcpy(s->opcode, code + at, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
-	s->symoff = off;
+	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
 	*out = s;
 out:
