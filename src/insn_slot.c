@@ -9,6 +9,10 @@
  * free gap of the address space near the probe (read from
  * /proc/self/maps). Chunks are r-x; their contents are written through
  * ukp_text_poke(). Unused slot bytes are int3, so a stray jump traps.
+ * A chunk's pages are PROT_NONE (not resident) until a slot there is
+ * first taken, then filled with int3 and r-x: a punned jump's window
+ * holds a chunk for one detour or a few, and a stray jump into a page
+ * not in use faults instead of trapping.
  *
  * The trap path maps an address back to its slot's site through a
  * lock-free open-addressing table of chunks. Chunks are never unmapped, so
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -32,6 +37,7 @@ struct slot_chunk {
 	uintptr_t base;
 	unsigned int nused;
 	unsigned int hint;      /* no free slot below: searches start here */
+	uint64_t open;          /* pages filled with int3 and r-x (bit per page) */
 	uint8_t used[SLOTS_PER_CHUNK];
 	struct ukp_site *_Atomic owner[SLOTS_PER_CHUNK];
 };
@@ -83,6 +89,36 @@ static bool in_reach(uintptr_t a, uintptr_t near)
 }
 
 /* [reg] Map a new chunk in the free gap closest to near. */
+static size_t page_size(void)
+{
+	static size_t pg;
+
+	if (!pg)
+		pg = (size_t)sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+/* [reg] Make the pages under [a, a + len) of c usable (int3, r-x). */
+static bool chunk_open(struct slot_chunk *c, uintptr_t a, size_t len)
+{
+	size_t pg = page_size() < CHUNK_SIZE ? page_size() : CHUNK_SIZE;
+	uintptr_t p;
+
+	for (p = a & ~(uintptr_t)(pg - 1); p < a + len; p += pg) {
+		uint64_t bit = 1ULL << ((p - c->base) / pg);
+
+		if (c->open & bit)
+			continue;
+		if (mprotect((void *)p, pg, PROT_READ | PROT_WRITE))
+			return false;
+		ukp_fill_breakpoints((void *)p, pg);
+		if (mprotect((void *)p, pg, PROT_READ | PROT_EXEC))
+			return false;
+		c->open |= bit;
+	}
+	return true;
+}
+
 static struct slot_chunk *chunk_new(uintptr_t near)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -136,16 +172,11 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	fclose(f);
 	if (!best)
 		return NULL;
-	p = mmap((void *)best, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+	p = mmap((void *)best, CHUNK_SIZE, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	if ((uintptr_t)p != best) {
-		munmap(p, CHUNK_SIZE);
-		return NULL;
-	}
-	ukp_fill_breakpoints(p, CHUNK_SIZE);
-	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
 		munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
@@ -187,6 +218,8 @@ static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 			;
 		if (k < n)
 			continue;
+		if (!chunk_open(c, c->base + i * UKP_SLOT_SIZE, n * UKP_SLOT_SIZE))
+			return 0;
 		for (k = 0; k < n; k++)
 			c->used[i + k] = 1;
 		c->nused += n;
@@ -333,17 +366,12 @@ static bool chunk_place_ok(const unsigned long *maps, size_t n, uintptr_t base)
 static struct slot_chunk *chunk_map_at(uintptr_t base)
 {
 	struct slot_chunk *c;
-	void *p = mmap((void *)base, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+	void *p = mmap((void *)base, CHUNK_SIZE, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
 	if ((uintptr_t)p != base) {
-		munmap(p, CHUNK_SIZE);
-		return NULL;
-	}
-	ukp_fill_breakpoints(p, CHUNK_SIZE);
-	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
 		munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
@@ -393,6 +421,8 @@ uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool tak
 			continue;
 		a = fit_in(c, c->base, lo, hi, len);
 		if (a) {
+			if (take && !chunk_open(c, a, len))
+				return 0;
 			if (take)
 				take_range(c, a, len);
 			return a;
@@ -412,7 +442,7 @@ uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool tak
 		if (!take)
 			break;
 		c = chunk_map_at(base);
-		if (c) {
+		if (c && chunk_open(c, a, len)) {
 			take_range(c, a, len);
 			break;
 		}
