@@ -29,6 +29,7 @@
 
 #define CHUNK_SIZE (64 * 1024UL)
 #define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)
+#define OWNER_BLOCK 128
 #define CHUNK_TABLE 4096 /* power of two; 256 GiB of slots at most */
 /* Keep a margin so that addr +- displacement stays inside 32 bits. */
 #define REACH UKP_SLOT_REACH /* arch_insn.h: a jump's or branch's reach, less a margin */
@@ -38,9 +39,24 @@ struct slot_chunk {
 	unsigned int nused;
 	unsigned int hint;      /* no free slot below: searches start here */
 	uint64_t open;          /* pages filled with int3 and r-x (bit per page) */
-	uint8_t used[SLOTS_PER_CHUNK];
-	struct ukp_site *_Atomic owner[SLOTS_PER_CHUNK];
+	uint64_t used[SLOTS_PER_CHUNK / 64]; /* bit per slot */
+	/* The owners, by blocks of OWNER_BLOCK slots allocated with their
+	 * first slot taken (a punned jump's window uses one block). */
+	struct ukp_site *_Atomic *_Atomic owner[SLOTS_PER_CHUNK / OWNER_BLOCK];
 };
+
+static bool used(const struct slot_chunk *c, size_t i)
+{
+	return c->used[i / 64] >> (i % 64) & 1;
+}
+
+static void set_used(struct slot_chunk *c, size_t i, bool on)
+{
+	if (on)
+		c->used[i / 64] |= 1ULL << (i % 64);
+	else
+		c->used[i / 64] &= ~(1ULL << (i % 64));
+}
 
 static struct slot_chunk *_Atomic chunk_table[CHUNK_TABLE];
 static struct slot_chunk *chunk_list[CHUNK_TABLE];
@@ -72,13 +88,15 @@ static UKP_TRAP_TEXT struct slot_chunk *chunk_of(uintptr_t addr)
 UKP_TRAP_TEXT struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot)
 {
 	struct slot_chunk *c = chunk_of(addr);
+	struct ukp_site *_Atomic *blk;
 	size_t idx;
 
 	if (!c)
 		return NULL;
 	idx = (addr - c->base) / UKP_SLOT_SIZE;
 	*slot = c->base + idx * UKP_SLOT_SIZE;
-	return atomic_load_explicit(&c->owner[idx], memory_order_acquire);
+	blk = atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_acquire);
+	return blk ? atomic_load_explicit(&blk[idx % OWNER_BLOCK], memory_order_acquire) : NULL;
 }
 
 static bool in_reach(uintptr_t a, uintptr_t near)
@@ -98,12 +116,24 @@ static size_t page_size(void)
 	return pg;
 }
 
-/* [reg] Make the pages under [a, a + len) of c usable (int3, r-x). */
+/* [reg] Make the pages under [a, a + len) of c usable (int3, r-x), with
+ * room for their owners. */
 static bool chunk_open(struct slot_chunk *c, uintptr_t a, size_t len)
 {
-	size_t pg = page_size() < CHUNK_SIZE ? page_size() : CHUNK_SIZE;
+	size_t pg = page_size() < CHUNK_SIZE ? page_size() : CHUNK_SIZE, b;
 	uintptr_t p;
 
+	for (b = (a - c->base) / UKP_SLOT_SIZE / OWNER_BLOCK;
+	     b <= (a + len - 1 - c->base) / UKP_SLOT_SIZE / OWNER_BLOCK; b++) {
+		struct ukp_site *_Atomic *blk;
+
+		if (atomic_load_explicit(&c->owner[b], memory_order_relaxed))
+			continue;
+		blk = calloc(OWNER_BLOCK, sizeof(*blk));
+		if (!blk)
+			return false;
+		atomic_store_explicit(&c->owner[b], blk, memory_order_release);
+	}
 	for (p = a & ~(uintptr_t)(pg - 1); p < a + len; p += pg) {
 		uint64_t bit = 1ULL << ((p - c->base) / pg);
 
@@ -214,14 +244,14 @@ static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 		return 0;
 	/* from the hint: taking thousands of slots in a row stays linear */
 	for (i = c->hint / n * n; i + n <= SLOTS_PER_CHUNK; i += n) {
-		for (k = 0; k < n && !c->used[i + k]; k++)
+		for (k = 0; k < n && !used(c, i + k); k++)
 			;
 		if (k < n)
 			continue;
 		if (!chunk_open(c, c->base + i * UKP_SLOT_SIZE, n * UKP_SLOT_SIZE))
 			return 0;
 		for (k = 0; k < n; k++)
-			c->used[i + k] = 1;
+			set_used(c, i + k, true);
 		c->nused += n;
 		if (n == 1 || c->hint == i)
 			c->hint = (unsigned int)(i + n);
@@ -289,7 +319,7 @@ static bool range_free(const struct slot_chunk *c, uintptr_t a, size_t len)
 	if (a < c->base || a + len > c->base + CHUNK_SIZE)
 		return false;
 	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++)
-		if (c->used[i])
+		if (used(c, i))
 			return false;
 	return true;
 }
@@ -390,7 +420,7 @@ static void take_range(struct slot_chunk *c, uintptr_t a, size_t len)
 	size_t i;
 
 	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++) {
-		c->used[i] = 1;
+		set_used(c, i, true);
 		c->nused++;
 	}
 }
@@ -481,10 +511,12 @@ uintptr_t ukp_slot_alloc(uintptr_t near)
 void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s)
 {
 	struct slot_chunk *c = chunk_of(slot);
+	size_t idx = c ? (slot - c->base) / UKP_SLOT_SIZE : 0;
+	struct ukp_site *_Atomic *blk =
+		c ? atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_relaxed) : NULL;
 
-	if (c)
-		atomic_store_explicit(&c->owner[(slot - c->base) / UKP_SLOT_SIZE], s,
-				      memory_order_release);
+	if (blk)
+		atomic_store_explicit(&blk[idx % OWNER_BLOCK], s, memory_order_release);
 }
 
 /* [reg] Give a slot back. The caller has waited until no thread can be
@@ -492,6 +524,7 @@ void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s)
 void ukp_slot_free(uintptr_t slot)
 {
 	struct slot_chunk *c = chunk_of(slot);
+	struct ukp_site *_Atomic *blk;
 	uint8_t fill[UKP_SLOT_SIZE];
 	size_t idx;
 
@@ -500,9 +533,11 @@ void ukp_slot_free(uintptr_t slot)
 	idx = (slot - c->base) / UKP_SLOT_SIZE;
 	ukp_fill_breakpoints(fill, sizeof(fill));
 	ukp_text_poke(slot, fill, sizeof(fill));
-	atomic_store(&c->owner[idx], NULL);
-	if (c->used[idx]) {
-		c->used[idx] = 0;
+	blk = atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_relaxed);
+	if (blk)
+		atomic_store(&blk[idx % OWNER_BLOCK], NULL);
+	if (used(c, idx)) {
+		set_used(c, idx, false);
 		c->nused--;
 		if (idx < c->hint)
 			c->hint = (unsigned int)idx;
