@@ -1004,11 +1004,11 @@ static void unregister_locked(struct kprobe **kps, int num)
 	struct ukp_site **dead, *z, **zp, *reap = NULL;
 	int i;
 
-	chs = calloc((size_t)num, sizeof(*chs));
-	dead = calloc((size_t)num, sizeof(*dead));
+	chs = ukp_batch_zalloc((size_t)num * sizeof(*chs));
+	dead = ukp_batch_zalloc((size_t)num * sizeof(*dead));
 	if (!chs || !dead) {
-		free(chs);
-		free(dead);
+		ukp_batch_free(chs);
+		ukp_batch_free(dead);
 		return;
 	}
 	for (i = 0; i < num; i++) {
@@ -1048,8 +1048,8 @@ static void unregister_locked(struct kprobe **kps, int num)
 	}
 	if (quarantine_due())
 		ukp_quarantine_reclaim();
-	free(chs);
-	free(dead);
+	ukp_batch_free(chs);
+	ukp_batch_free(dead);
 }
 
 UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
@@ -1076,7 +1076,7 @@ UKPROBES_API void unregister_kprobe(struct kprobe *p)
  */
 static int batch_commit(struct reg_batch *b)
 {
-	struct ukp_poke *pk = malloc((b->n ? b->n : 1) * sizeof(*pk));
+	struct ukp_poke *pk = ukp_batch_zalloc((b->n ? b->n : 1) * sizeof(*pk));
 	size_t i, k = 0;
 	int ret = -ENOMEM;
 
@@ -1130,7 +1130,7 @@ static int batch_commit(struct reg_batch *b)
 	}
 out:
 	ukp_opt_defer_kick(false);
-	free(pk);
+	ukp_batch_free(pk);
 	return ret;
 }
 
@@ -1151,20 +1151,20 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		return -EBUSY;
 	for (b.mask = 15; b.mask < 2 * (size_t)num; b.mask = 2 * b.mask + 1)
 		;
-	b.v = malloc((size_t)num * sizeof(*b.v));
-	b.img = malloc((size_t)num * sizeof(*b.img));
-	b.tab = calloc(b.mask + 1, sizeof(*b.tab));
+	b.v = ukp_batch_zalloc((size_t)num * sizeof(*b.v));
+	b.img = ukp_batch_zalloc((size_t)num * sizeof(*b.img));
+	b.tab = ukp_batch_zalloc((b.mask + 1) * sizeof(*b.tab));
 	if (!b.v || !b.img || !b.tab) {
-		free(b.v);
-		free(b.img);
-		free(b.tab);
+		ukp_batch_free(b.v);
+		ukp_batch_free(b.img);
+		ukp_batch_free(b.tab);
 		return -ENOMEM;
 	}
 	ret = ukp_lock();
 	if (ret) {
-		free(b.v);
-		free(b.img);
-		free(b.tab);
+		ukp_batch_free(b.v);
+		ukp_batch_free(b.img);
+		ukp_batch_free(b.tab);
 		return ret;
 	}
 	for (i = 0; i < num; i++) {
@@ -1186,9 +1186,9 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 	}
 	ukp_codeflow_memo_forget();
 	ukp_unlock();
-	free(b.v);
-	free(b.img);
-	free(b.tab);
+	ukp_batch_free(b.v);
+	ukp_batch_free(b.img);
+	ukp_batch_free(b.tab);
 	return ret;
 }
 

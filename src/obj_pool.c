@@ -3,6 +3,7 @@
  * obj_pool.c - fixed-size object pools (obj_pool.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,4 +47,45 @@ void ukp_pool_free(struct ukp_pool *p, void *obj)
 		return;
 	*(void **)obj = p->free;
 	p->free = obj;
+}
+
+/* Before each array: its size with the header, 0 when from calloc. */
+#define BATCH_HDR 16
+#define BATCH_MMAP_MIN (64 * 1024UL)
+
+void *ukp_batch_zalloc(size_t n)
+{
+	size_t total = n + BATCH_HDR;
+	char *p;
+
+	if (total < n) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (total < BATCH_MMAP_MIN) {
+		p = calloc(1, total);
+		if (!p)
+			return NULL;
+		*(size_t *)p = 0;
+		return p + BATCH_HDR;
+	}
+	p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*(size_t *)p = total;
+	return p + BATCH_HDR;
+}
+
+void ukp_batch_free(void *p)
+{
+	char *h = p ? (char *)p - BATCH_HDR : NULL;
+
+	if (!h)
+		return;
+	if (*(size_t *)h)
+		munmap(h, *(size_t *)h);
+	else
+		free(h);
 }

@@ -32,4 +32,16 @@ void *ukp_pool_zalloc(struct ukp_pool *p);
 /* [reg] Give obj (from p, or NULL) back. */
 void ukp_pool_free(struct ukp_pool *p, void *obj);
 
+/*
+ * [reg] A zeroed temporary array the size of a batch (NULL if out of
+ * memory; errno ENOMEM). From 64 KiB on it has a mapping of its own,
+ * unmapped by ukp_batch_free: a batch of 100,000 probes leaves no
+ * resident heap behind (glibc raises its mmap threshold after the first
+ * large free and then serves such arrays from the heap, whose freed
+ * pages stay resident).
+ */
+void *ukp_batch_zalloc(size_t n);
+/* [reg] Give back an array of ukp_batch_zalloc (or NULL). */
+void ukp_batch_free(void *p);
+
 #endif

@@ -412,9 +412,9 @@ static int prepare(struct ukp_site *s)
  */
 void ukp_opt_batch_prepare(struct ukp_site **v, size_t n)
 {
-	struct ukp_poke *pk = malloc((n ? n : 1) * sizeof(*pk));
-	uint8_t (*img)[UKP_DETOUR_SIZE] = malloc((n ? n : 1) * UKP_DETOUR_SIZE);
-	struct ukp_site **built = malloc((n ? n : 1) * sizeof(*built));
+	struct ukp_poke *pk = ukp_batch_zalloc((n ? n : 1) * sizeof(*pk));
+	uint8_t (*img)[UKP_DETOUR_SIZE] = ukp_batch_zalloc((n ? n : 1) * UKP_DETOUR_SIZE);
+	struct ukp_site **built = ukp_batch_zalloc((n ? n : 1) * sizeof(*built));
 	size_t i, k = 0;
 
 	if (!pk || !img || !built)
@@ -441,9 +441,9 @@ void ukp_opt_batch_prepare(struct ukp_site **v, size_t n)
 			ukp_slot_free_range(pk[i].addr, UKP_DETOUR_SIZE);
 	}
 out:
-	free(pk);
-	free(img);
-	free(built);
+	ukp_batch_free(pk);
+	ukp_batch_free(img);
+	ukp_batch_free(built);
 }
 
 /* ---------------------------------------------------- (un)patching */
