@@ -27,6 +27,17 @@
 #include "arch_syscall.h" /* arch_syscall3/4(): raw system calls */
 
 /*
+ * What arch_prepare_insn() puts in an out-of-line instruction's slot:
+ * written there once (the site keeps only struct ukp_arch_insn).
+ */
+struct ukp_slot_img {
+	uint8_t slot_len;   /* bytes of slot_image in use */
+	uint8_t boost_len;  /* bytes of boost_image in use (0: not boosted) */
+	uint8_t slot_image[UKP_SLOT_SIZE];
+	uint8_t boost_image[UKP_SLOT_SIZE - UKP_BOOST_OFFSET]; /* for slot + UKP_BOOST_OFFSET */
+};
+
+/*
  * [reg] Walk instructions from the start of a function to decide whether
  * the byte at code[off] starts an instruction. code[0] is the function's
  * first byte; avail bytes of code are readable (avail > off).
@@ -43,12 +54,13 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
  *   slot:       the address of the out-of-line slot the instruction will
  *               run from (needed to re-base rip-relative displacements).
  * Fills *ai, including ai->len, ai->ool and, when ai->ool, the slot image
- * (ai->slot_image, ai->slot_len bytes: the relocated instruction followed
- * by a trailing int3 at offset ai->len). When the instruction can be
- * boosted (the kernel's can_boost rules, at most UKP_BOOST_MAX_INSN bytes,
- * never a system call), ai->boostable is set and ai->boost_image
- * (ai->boost_len bytes) holds the instruction re-based for
- * slot + UKP_BOOST_OFFSET followed by a jmp rel32 to addr + len.
+ * *img (img->slot_image, img->slot_len bytes: the relocated instruction
+ * followed by a trailing int3 at offset ai->len; img may be NULL). When
+ * the instruction can be boosted (the kernel's can_boost rules, at most
+ * UKP_BOOST_MAX_INSN bytes, never a system call), ai->boostable is set
+ * and img->boost_image (img->boost_len bytes) holds the instruction
+ * re-based for slot + UKP_BOOST_OFFSET followed by a jmp rel32 to
+ * addr + len.
  * Returns 0 or:
  *   -EILSEQ     undecodable, or an exception instruction (int3, int n,
  *               into, int1, ud0, ud1, ud2)
@@ -58,8 +70,8 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
  *               call/jmp/ret, iret, branches with a 0x66 prefix, xbegin,
  *               memory-indirect branches through fs/gs, ...)
  */
-int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail,
-		      uintptr_t addr, uintptr_t slot);
+int arch_prepare_insn(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
+		      size_t avail, uintptr_t addr, uintptr_t slot);
 
 /*
  * [trap] Emulate a prepared instruction that has !ai->ool. On entry

@@ -9,6 +9,10 @@
  * free gap of the address space near the probe (read from
  * /proc/self/maps). Chunks are r-x; their contents are written through
  * ukp_text_poke(). Unused slot bytes are int3, so a stray jump traps.
+ * A chunk's pages are PROT_NONE (not resident) until a slot there is
+ * first taken, then filled with int3 and r-x: a punned jump's window
+ * holds a chunk for one detour or a few, and a stray jump into a page
+ * not in use faults instead of trapping.
  *
  * The trap path maps an address back to its slot's site through a
  * lock-free open-addressing table of chunks. Chunks are never unmapped, so
@@ -19,11 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 #define CHUNK_SIZE (64 * 1024UL)
 #define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)
+#define OWNER_BLOCK 128
 #define CHUNK_TABLE 4096 /* power of two; 256 GiB of slots at most */
 /* Keep a margin so that addr +- displacement stays inside 32 bits. */
 #define REACH UKP_SLOT_REACH /* arch_insn.h: a jump's or branch's reach, less a margin */
@@ -32,9 +38,25 @@ struct slot_chunk {
 	uintptr_t base;
 	unsigned int nused;
 	unsigned int hint;      /* no free slot below: searches start here */
-	uint8_t used[SLOTS_PER_CHUNK];
-	struct ukp_site *_Atomic owner[SLOTS_PER_CHUNK];
+	uint64_t open;          /* pages filled with int3 and r-x (bit per page) */
+	uint64_t used[SLOTS_PER_CHUNK / 64]; /* bit per slot */
+	/* The owners, by blocks of OWNER_BLOCK slots allocated with their
+	 * first slot taken (a punned jump's window uses one block). */
+	struct ukp_site *_Atomic *_Atomic owner[SLOTS_PER_CHUNK / OWNER_BLOCK];
 };
+
+static bool used(const struct slot_chunk *c, size_t i)
+{
+	return c->used[i / 64] >> (i % 64) & 1;
+}
+
+static void set_used(struct slot_chunk *c, size_t i, bool on)
+{
+	if (on)
+		c->used[i / 64] |= 1ULL << (i % 64);
+	else
+		c->used[i / 64] &= ~(1ULL << (i % 64));
+}
 
 static struct slot_chunk *_Atomic chunk_table[CHUNK_TABLE];
 static struct slot_chunk *chunk_list[CHUNK_TABLE];
@@ -66,13 +88,15 @@ static UKP_TRAP_TEXT struct slot_chunk *chunk_of(uintptr_t addr)
 UKP_TRAP_TEXT struct ukp_site *ukp_slot_owner(uintptr_t addr, uintptr_t *slot)
 {
 	struct slot_chunk *c = chunk_of(addr);
+	struct ukp_site *_Atomic *blk;
 	size_t idx;
 
 	if (!c)
 		return NULL;
 	idx = (addr - c->base) / UKP_SLOT_SIZE;
 	*slot = c->base + idx * UKP_SLOT_SIZE;
-	return atomic_load_explicit(&c->owner[idx], memory_order_acquire);
+	blk = atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_acquire);
+	return blk ? atomic_load_explicit(&blk[idx % OWNER_BLOCK], memory_order_acquire) : NULL;
 }
 
 static bool in_reach(uintptr_t a, uintptr_t near)
@@ -83,6 +107,48 @@ static bool in_reach(uintptr_t a, uintptr_t near)
 }
 
 /* [reg] Map a new chunk in the free gap closest to near. */
+static size_t page_size(void)
+{
+	static size_t pg;
+
+	if (!pg)
+		pg = (size_t)sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+/* [reg] Make the pages under [a, a + len) of c usable (int3, r-x), with
+ * room for their owners. */
+static bool chunk_open(struct slot_chunk *c, uintptr_t a, size_t len)
+{
+	size_t pg = page_size() < CHUNK_SIZE ? page_size() : CHUNK_SIZE, b;
+	uintptr_t p;
+
+	for (b = (a - c->base) / UKP_SLOT_SIZE / OWNER_BLOCK;
+	     b <= (a + len - 1 - c->base) / UKP_SLOT_SIZE / OWNER_BLOCK; b++) {
+		struct ukp_site *_Atomic *blk;
+
+		if (atomic_load_explicit(&c->owner[b], memory_order_relaxed))
+			continue;
+		blk = calloc(OWNER_BLOCK, sizeof(*blk));
+		if (!blk)
+			return false;
+		atomic_store_explicit(&c->owner[b], blk, memory_order_release);
+	}
+	for (p = a & ~(uintptr_t)(pg - 1); p < a + len; p += pg) {
+		uint64_t bit = 1ULL << ((p - c->base) / pg);
+
+		if (c->open & bit)
+			continue;
+		if (mprotect((void *)p, pg, PROT_READ | PROT_WRITE))
+			return false;
+		ukp_fill_breakpoints((void *)p, pg);
+		if (mprotect((void *)p, pg, PROT_READ | PROT_EXEC))
+			return false;
+		c->open |= bit;
+	}
+	return true;
+}
+
 static struct slot_chunk *chunk_new(uintptr_t near)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -136,16 +202,11 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	fclose(f);
 	if (!best)
 		return NULL;
-	p = mmap((void *)best, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+	p = mmap((void *)best, CHUNK_SIZE, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	if ((uintptr_t)p != best) {
-		munmap(p, CHUNK_SIZE);
-		return NULL;
-	}
-	ukp_fill_breakpoints(p, CHUNK_SIZE);
-	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
 		munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
@@ -183,12 +244,14 @@ static uintptr_t chunk_take_n(struct slot_chunk *c, unsigned int n)
 		return 0;
 	/* from the hint: taking thousands of slots in a row stays linear */
 	for (i = c->hint / n * n; i + n <= SLOTS_PER_CHUNK; i += n) {
-		for (k = 0; k < n && !c->used[i + k]; k++)
+		for (k = 0; k < n && !used(c, i + k); k++)
 			;
 		if (k < n)
 			continue;
+		if (!chunk_open(c, c->base + i * UKP_SLOT_SIZE, n * UKP_SLOT_SIZE))
+			return 0;
 		for (k = 0; k < n; k++)
-			c->used[i + k] = 1;
+			set_used(c, i + k, true);
 		c->nused += n;
 		if (n == 1 || c->hint == i)
 			c->hint = (unsigned int)(i + n);
@@ -256,7 +319,7 @@ static bool range_free(const struct slot_chunk *c, uintptr_t a, size_t len)
 	if (a < c->base || a + len > c->base + CHUNK_SIZE)
 		return false;
 	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++)
-		if (c->used[i])
+		if (used(c, i))
 			return false;
 	return true;
 }
@@ -333,17 +396,12 @@ static bool chunk_place_ok(const unsigned long *maps, size_t n, uintptr_t base)
 static struct slot_chunk *chunk_map_at(uintptr_t base)
 {
 	struct slot_chunk *c;
-	void *p = mmap((void *)base, CHUNK_SIZE, PROT_READ | PROT_WRITE,
+	void *p = mmap((void *)base, CHUNK_SIZE, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
 	if ((uintptr_t)p != base) {
-		munmap(p, CHUNK_SIZE);
-		return NULL;
-	}
-	ukp_fill_breakpoints(p, CHUNK_SIZE);
-	if (mprotect(p, CHUNK_SIZE, PROT_READ | PROT_EXEC)) {
 		munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
@@ -362,7 +420,7 @@ static void take_range(struct slot_chunk *c, uintptr_t a, size_t len)
 	size_t i;
 
 	for (i = (a - c->base) / UKP_SLOT_SIZE; i <= (a + len - 1 - c->base) / UKP_SLOT_SIZE; i++) {
-		c->used[i] = 1;
+		set_used(c, i, true);
 		c->nused++;
 	}
 }
@@ -393,6 +451,8 @@ uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool tak
 			continue;
 		a = fit_in(c, c->base, lo, hi, len);
 		if (a) {
+			if (take && !chunk_open(c, a, len))
+				return 0;
 			if (take)
 				take_range(c, a, len);
 			return a;
@@ -412,7 +472,7 @@ uintptr_t ukp_slot_alloc_window(uintptr_t lo, uintptr_t hi, size_t len, bool tak
 		if (!take)
 			break;
 		c = chunk_map_at(base);
-		if (c) {
+		if (c && chunk_open(c, a, len)) {
 			take_range(c, a, len);
 			break;
 		}
@@ -451,10 +511,12 @@ uintptr_t ukp_slot_alloc(uintptr_t near)
 void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s)
 {
 	struct slot_chunk *c = chunk_of(slot);
+	size_t idx = c ? (slot - c->base) / UKP_SLOT_SIZE : 0;
+	struct ukp_site *_Atomic *blk =
+		c ? atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_relaxed) : NULL;
 
-	if (c)
-		atomic_store_explicit(&c->owner[(slot - c->base) / UKP_SLOT_SIZE], s,
-				      memory_order_release);
+	if (blk)
+		atomic_store_explicit(&blk[idx % OWNER_BLOCK], s, memory_order_release);
 }
 
 /* [reg] Give a slot back. The caller has waited until no thread can be
@@ -462,6 +524,7 @@ void ukp_slot_set_owner(uintptr_t slot, struct ukp_site *s)
 void ukp_slot_free(uintptr_t slot)
 {
 	struct slot_chunk *c = chunk_of(slot);
+	struct ukp_site *_Atomic *blk;
 	uint8_t fill[UKP_SLOT_SIZE];
 	size_t idx;
 
@@ -470,9 +533,11 @@ void ukp_slot_free(uintptr_t slot)
 	idx = (slot - c->base) / UKP_SLOT_SIZE;
 	ukp_fill_breakpoints(fill, sizeof(fill));
 	ukp_text_poke(slot, fill, sizeof(fill));
-	atomic_store(&c->owner[idx], NULL);
-	if (c->used[idx]) {
-		c->used[idx] = 0;
+	blk = atomic_load_explicit(&c->owner[idx / OWNER_BLOCK], memory_order_relaxed);
+	if (blk)
+		atomic_store(&blk[idx % OWNER_BLOCK], NULL);
+	if (used(c, idx)) {
+		set_used(c, idx, false);
 		c->nused--;
 		if (idx < c->hint)
 			c->hint = (unsigned int)idx;

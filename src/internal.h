@@ -42,6 +42,17 @@ struct ukp_child {
 
 /* Jump optimization of a site (optimizer.c). */
 enum { UKP_OPT_NONE, UKP_OPT_READY, UKP_OPT_JUMP };
+/* What the jump of a site with a detour replaces and how its copy maps
+ * back: apart from the site (optimizer.c's pool), as only a site with a
+ * detour needs it; set before the detour is published, freed with the
+ * site. */
+struct ukp_opt_region {
+	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
+	uint8_t jump[UKP_OPT_JUMP_SIZE];
+	/* copied instructions: offsets in the region and in the copy */
+	uint8_t ninsn;
+	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
+};
 struct ukp_site_opt {
 	_Atomic uint8_t state;               /* UKP_OPT_*; read on hits */
 	bool queued;                         /* on the optimizer's queue */
@@ -52,15 +63,11 @@ struct ukp_site_opt {
 					      * punned jump also the next
 					      * instructions' bytes its rel32 ends
 					      * in (no other probe may go there) */
-	unsigned int tries;                  /* rounds a thread was in the way */
+	uint8_t tries;                       /* rounds a thread was in the way */
 	int err;                             /* the analysis refused it (-errno) */
 	const char *why;                     /* why it is not optimized, or NULL */
 	struct ukp_site *qnext, **qpprev;     /* the queue, O(1) both ways */
-	uint8_t orig[UKP_OPT_MAX_REGION];    /* the region's original bytes */
-	uint8_t jump[UKP_OPT_JUMP_SIZE];
-	/* copied instructions: offsets in the region and in the copy */
-	uint8_t ninsn;
-	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
+	struct ukp_opt_region *rgn;          /* with the detour, else NULL */
 };
 
 /* One probed address (the kernel's aggregate probe). */
@@ -78,7 +85,8 @@ struct ukp_site {
 	struct ukp_site *all_next;           /* every site, for the list [reg] */
 	struct ukp_site **all_pprev;         /* where all_next points at us */
 	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
-	_Atomic unsigned long inflight;      /* threads between step and trailing trap */
+	_Atomic unsigned int inflight;       /* threads between step and trailing trap */
+	uint32_t symoff;                     /* offset in the containing symbol */
 	_Atomic bool armed;                  /* breakpoint written */
 	bool hashed;                         /* reachable from the hit hash */
 	bool gone;                           /* its object was unloaded */
@@ -89,7 +97,6 @@ struct ukp_site {
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
 	const struct ukp_object *obj;
 	char *symname;                       /* containing symbol, for the list */
-	unsigned long symoff;
 	struct ukp_arch_insn ainsn;
 	struct ukp_site_opt opt;
 };
@@ -263,6 +270,8 @@ void ukp_opt_defer_kick(bool on);
 void ukp_opt_batch_prepare(struct ukp_site **v, size_t n);
 void ukp_opt_site_dead(struct ukp_site *s);
 void ukp_opt_sites_dead(struct ukp_site **v, size_t n);
+/* The site's region (s->opt.rgn) back to the pool, as the site is freed. */
+void ukp_opt_site_free(struct ukp_site *s);
 void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);

@@ -26,7 +26,7 @@ static void report_probe(FILE *out, const struct ukp_site *s, const struct kprob
 		mod = s->obj->name;
 	fprintf(out, "%016lx  %s  %s+0x%lx  %s %s%s%s%s\n", (unsigned long)s->addr,
 		ukp_is_kretprobe(kp) ? "r" : ukp_is_jprobe(kp) ? "j" : "k",
-		s->symname, s->symoff, mod, kprobe_gone(kp) ? "[GONE]" : "",
+		s->symname, (unsigned long)s->symoff, mod, kprobe_gone(kp) ? "[GONE]" : "",
 		(kprobe_disabled(kp) && !kprobe_gone(kp)) ? "[DISABLED]" : "",
 		kprobe_optimized(kp) ? "[OPTIMIZED]" : "", kprobe_ftrace(kp) ? "[FTRACE]" : "");
 }

@@ -24,6 +24,7 @@
 #include "codeflow.h"
 #include "func_entry.h"
 #include "jprobes.h"
+#include "obj_pool.h"
 
 #define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
@@ -35,6 +36,10 @@ struct ukp_site *ukp_all_sites;
 
 static struct ukp_site *_Atomic site_table[SITE_TABLE];
 static struct ukp_child *kp_index[KP_INDEX];
+/* Sites at multiples of 32 bytes: the fast path's block (the first 32)
+ * never straddles a cache line. */
+static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
+static struct ukp_pool child_pool = UKP_POOL_INIT(struct ukp_child, 8);
 static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
 static struct ukp_site *quarantine; /* boosted slots waiting for a scan */
 static unsigned int nquarantine;
@@ -239,8 +244,9 @@ static void site_free(struct ukp_site *s)
 		ukp_slot_free(s->slot);
 	if (detour)
 		ukp_slot_free_range(detour, UKP_DETOUR_SIZE); /* a punned one may start mid-slot */
+	ukp_opt_site_free(s);
 	free(s->symname);
-	free(s);
+	ukp_pool_free(&site_pool, s);
 }
 
 /* [reg] A site no thread is stepping in any more (inflight == 0, after a
@@ -537,20 +543,24 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 
 /* [reg] The out-of-line slot's bytes: [insn][int3] at 0, [insn'][jmp] at
  * UKP_BOOST_OFFSET, breakpoints elsewhere. */
-static void slot_image(const struct ukp_site *s, uint8_t img[UKP_SLOT_SIZE])
+static void slot_bytes(const struct ukp_arch_insn *ai, const struct ukp_slot_img *im,
+		       uint8_t img[UKP_SLOT_SIZE])
 {
 	ukp_fill_breakpoints(img, UKP_SLOT_SIZE);
-	memcpy(img, s->ainsn.slot_image, s->ainsn.slot_len);
-	if (s->ainsn.boostable)
-		memcpy(img + UKP_BOOST_OFFSET, s->ainsn.boost_image, s->ainsn.boost_len);
+	memcpy(img, im->slot_image, im->slot_len);
+	if (ai->boostable)
+		memcpy(img + UKP_BOOST_OFFSET, im->boost_image, im->boost_len);
 }
 
 /* [reg] A new site at addr: check the instruction, copy it to a slot
- * (in_batch: the slot is written with the batch's breakpoints, by
- * batch_commit). */
+ * (batch_img: in a batch, where the slot's bytes wait until batch_commit
+ * writes them with the batch's breakpoints; NULL: written now). The
+ * site does not keep them. */
 static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_entry,
-			struct ukp_site **out, bool in_batch)
+			struct ukp_site **out, uint8_t *batch_img)
 {
+	bool in_batch = batch_img != NULL;
+	struct ukp_slot_img im;
 	size_t off = addr - sym->start, avail, need, at;
 	uintptr_t start;
 	struct ukp_site *s;
@@ -578,7 +588,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	if (ret)
 		goto out;
 	at = addr - start;
-	s = calloc(1, sizeof(*s));
+	s = ukp_pool_zalloc(&site_pool);
 	if (!s) {
 		ret = -ENOMEM;
 		goto out;
@@ -592,26 +602,26 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	if (!s->slot) {
 		pr_warn("kprobes: no executable memory within reach of %#lx\n",
 			(unsigned long)addr);
-		free(s);
+		ukp_pool_free(&site_pool, s);
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = arch_prepare_insn(&s->ainsn, code + at, avail - at, addr, s->slot);
+	ret = arch_prepare_insn(&s->ainsn, &im, code + at, avail - at, addr, s->slot);
 	if (ret) {
 		if (s->ainsn.why)
 			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
 		ukp_slot_free(s->slot);
-		free(s);
+		ukp_pool_free(&site_pool, s);
 		goto out;
 	}
 	if (s->ainsn.ool) {
 		uint8_t img[UKP_SLOT_SIZE];
 
-		slot_image(s, img);
+		slot_bytes(&s->ainsn, &im, in_batch ? batch_img : img);
 		ret = in_batch ? 0 : ukp_text_poke(s->slot, img, sizeof(img));
 		if (ret) {
 			ukp_slot_free(s->slot);
-			free(s);
+			ukp_pool_free(&site_pool, s);
 			goto out;
 		}
 		ukp_slot_set_owner(s->slot, s);
@@ -622,7 +632,7 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	memcpy(s->opcode, code + at, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
 	s->symname = strdup(sym->name ? sym->name : "");
-	s->symoff = off;
+	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
 	*out = s;
 out:
@@ -684,6 +694,7 @@ static void child_unlink(struct ukp_site *s, struct ukp_child *ch)
  */
 struct reg_batch {
 	struct ukp_site **v;
+	uint8_t (*img)[UKP_SLOT_SIZE]; /* their slots' bytes, in v's order */
 	size_t n;
 	/* The new sites by address until batch_commit hashes them (after
 	 * their slots are written: a thread trapping on a stale breakpoint
@@ -741,7 +752,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	p->nmissed = 0;
 	if (ukp_blacklisted(addr))
 		return -EINVAL;
-	ch = calloc(1, sizeof(*ch));
+	ch = ukp_pool_zalloc(&child_pool);
 	if (!ch)
 		return -ENOMEM;
 	s = ukp_site_lookup(addr);
@@ -749,16 +760,16 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		s = *batch_slot(b, addr);
 	if (s && ukp_is_jprobe(p) && site_has_jprobe(s)) {
 		pr_warn("jprobes: there is a jprobe at %#lx already\n", (unsigned long)addr);
-		free(ch);
+		ukp_pool_free(&child_pool, ch);
 		return -EEXIST;
 	}
 	if (!s) {
 		/* optimized probes whose region covers addr take their
 		 * jumps away first */
 		ukp_opt_neighbour(addr, true);
-		ret = site_prepare(addr, &sym, on_entry, &s, b != NULL);
+		ret = site_prepare(addr, &sym, on_entry, &s, b ? b->img[b->n] : NULL);
 		if (ret) {
-			free(ch);
+			ukp_pool_free(&child_pool, ch);
 			return ret;
 		}
 		new_site = true;
@@ -801,7 +812,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 			site_list_del(s);
 		}
 		ukp_synchronize();
-		free(ch);
+		ukp_pool_free(&child_pool, ch);
 		if (new_site)
 			site_free(s);
 	}
@@ -836,7 +847,7 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why)
 		avail = ukp_read_original(sym.start, code, off + UKP_MAX_INSN_SIZE);
 		ret = avail > off ? arch_check_boundary(code, off, avail) : -EINVAL;
 		if (!ret)
-			ret = arch_prepare_insn(&ai, code + off, avail - off, a, a);
+			ret = arch_prepare_insn(&ai, NULL, code + off, avail - off, a, a);
 	}
 	if (!ret)
 		ret = ukp_opt_would(a, &sym, on_entry, &w);
@@ -993,11 +1004,11 @@ static void unregister_locked(struct kprobe **kps, int num)
 	struct ukp_site **dead, *z, **zp, *reap = NULL;
 	int i;
 
-	chs = calloc((size_t)num, sizeof(*chs));
-	dead = calloc((size_t)num, sizeof(*dead));
+	chs = ukp_batch_zalloc((size_t)num * sizeof(*chs));
+	dead = ukp_batch_zalloc((size_t)num * sizeof(*dead));
 	if (!chs || !dead) {
-		free(chs);
-		free(dead);
+		ukp_batch_free(chs);
+		ukp_batch_free(dead);
 		return;
 	}
 	for (i = 0; i < num; i++) {
@@ -1021,7 +1032,7 @@ static void unregister_locked(struct kprobe **kps, int num)
 	}
 	ukp_synchronize();
 	for (i = 0; i < num; i++) {
-		free(chs[i]);
+		ukp_pool_free(&child_pool, chs[i]);
 		if (!dead[i])
 			continue;
 		if (atomic_load(&dead[i]->inflight) == 0) {
@@ -1037,8 +1048,8 @@ static void unregister_locked(struct kprobe **kps, int num)
 	}
 	if (quarantine_due())
 		ukp_quarantine_reclaim();
-	free(chs);
-	free(dead);
+	ukp_batch_free(chs);
+	ukp_batch_free(dead);
 }
 
 UKPROBES_API void unregister_kprobes(struct kprobe **kps, int num)
@@ -1065,12 +1076,11 @@ UKPROBES_API void unregister_kprobe(struct kprobe *p)
  */
 static int batch_commit(struct reg_batch *b)
 {
-	struct ukp_poke *pk = malloc((b->n ? b->n : 1) * sizeof(*pk));
-	uint8_t (*img)[UKP_SLOT_SIZE] = malloc((b->n ? b->n : 1) * UKP_SLOT_SIZE);
+	struct ukp_poke *pk = ukp_batch_zalloc((b->n ? b->n : 1) * sizeof(*pk));
 	size_t i, k = 0;
 	int ret = -ENOMEM;
 
-	if (!pk || !img)
+	if (!pk)
 		goto out;
 	ukp_opt_defer_kick(true);
 	/* a dlclose() in another thread since ukp_lock */
@@ -1083,8 +1093,7 @@ static int batch_commit(struct reg_batch *b)
 
 		if (s->gone || !s->slot)
 			continue;
-		slot_image(s, img[i]);
-		pk[k++] = (struct ukp_poke){ s->slot, img[i], UKP_SLOT_SIZE };
+		pk[k++] = (struct ukp_poke){ s->slot, b->img[i], UKP_SLOT_SIZE };
 	}
 	/* the slots first: a thread that hits a breakpoint goes there */
 	ret = ukp_text_poke_many(pk, k);
@@ -1121,8 +1130,7 @@ static int batch_commit(struct reg_batch *b)
 	}
 out:
 	ukp_opt_defer_kick(false);
-	free(pk);
-	free(img);
+	ukp_batch_free(pk);
 	return ret;
 }
 
@@ -1143,17 +1151,20 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 		return -EBUSY;
 	for (b.mask = 15; b.mask < 2 * (size_t)num; b.mask = 2 * b.mask + 1)
 		;
-	b.v = malloc((size_t)num * sizeof(*b.v));
-	b.tab = calloc(b.mask + 1, sizeof(*b.tab));
-	if (!b.v || !b.tab) {
-		free(b.v);
-		free(b.tab);
+	b.v = ukp_batch_zalloc((size_t)num * sizeof(*b.v));
+	b.img = ukp_batch_zalloc((size_t)num * sizeof(*b.img));
+	b.tab = ukp_batch_zalloc((b.mask + 1) * sizeof(*b.tab));
+	if (!b.v || !b.img || !b.tab) {
+		ukp_batch_free(b.v);
+		ukp_batch_free(b.img);
+		ukp_batch_free(b.tab);
 		return -ENOMEM;
 	}
 	ret = ukp_lock();
 	if (ret) {
-		free(b.v);
-		free(b.tab);
+		ukp_batch_free(b.v);
+		ukp_batch_free(b.img);
+		ukp_batch_free(b.tab);
 		return ret;
 	}
 	for (i = 0; i < num; i++) {
@@ -1175,8 +1186,9 @@ UKPROBES_API int register_kprobes(struct kprobe **kps, int num)
 	}
 	ukp_codeflow_memo_forget();
 	ukp_unlock();
-	free(b.v);
-	free(b.tab);
+	ukp_batch_free(b.v);
+	ukp_batch_free(b.img);
+	ukp_batch_free(b.tab);
 	return ret;
 }
 

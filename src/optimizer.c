@@ -54,6 +54,7 @@
 #include "kretprobes.h"
 #include "jprobes.h"
 #include "codeflow.h"
+#include "obj_pool.h"
 
 #define OPTIMIZE_DELAY_MS 5
 #define MAX_TRIES 200            /* rounds a thread may stay in the way */
@@ -72,6 +73,7 @@ static bool quit;                        /* ukp_opt_stop(): the thread returns *
 unsigned long ukp_opt_rounds;            /* batches done (tests) */
 /* Tests turn punned jumps off to see the verdicts on whole regions. */
 bool ukp_opt_pun = true;
+static struct ukp_pool rgn_pool = UKP_POOL_INIT(struct ukp_opt_region, 8);
 
 /* ------------------------------------------------------- helpers */
 
@@ -343,15 +345,29 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 	if (s->opt.entry)
 		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
 					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
+	/* (kept when writing the detour failed: the next try reuses it) */
+	if (!s->opt.rgn)
+		s->opt.rgn = ukp_pool_zalloc(&rgn_pool);
+	if (!s->opt.rgn) {
+		ukp_slot_free_range(*detour, UKP_DETOUR_SIZE);
+		s->opt.why = "no memory";
+		return -ENOMEM; /* not remembered */
+	}
 	memcpy(img, ao.image, sizeof(ao.image));
-	memcpy(s->opt.orig, code, ao.len);
-	memcpy(s->opt.jump, ao.jump, sizeof(s->opt.jump));
+	memcpy(s->opt.rgn->orig, code, ao.len);
+	memcpy(s->opt.rgn->jump, ao.jump, sizeof(s->opt.rgn->jump));
 	s->opt.len = ao.len;
 	s->opt.span = ao.span;
-	s->opt.ninsn = ao.ninsn;
-	memcpy(s->opt.map_orig, ao.map_orig, sizeof(s->opt.map_orig));
-	memcpy(s->opt.map_copy, ao.map_copy, sizeof(s->opt.map_copy));
+	s->opt.rgn->ninsn = ao.ninsn;
+	memcpy(s->opt.rgn->map_orig, ao.map_orig, sizeof(s->opt.rgn->map_orig));
+	memcpy(s->opt.rgn->map_copy, ao.map_copy, sizeof(s->opt.rgn->map_copy));
 	return 0;
+}
+
+void ukp_opt_site_free(struct ukp_site *s)
+{
+	ukp_pool_free(&rgn_pool, s->opt.rgn);
+	s->opt.rgn = NULL;
 }
 
 /* The detour, written at detour, is s's. */
@@ -396,9 +412,9 @@ static int prepare(struct ukp_site *s)
  */
 void ukp_opt_batch_prepare(struct ukp_site **v, size_t n)
 {
-	struct ukp_poke *pk = malloc((n ? n : 1) * sizeof(*pk));
-	uint8_t (*img)[UKP_DETOUR_SIZE] = malloc((n ? n : 1) * UKP_DETOUR_SIZE);
-	struct ukp_site **built = malloc((n ? n : 1) * sizeof(*built));
+	struct ukp_poke *pk = ukp_batch_zalloc((n ? n : 1) * sizeof(*pk));
+	uint8_t (*img)[UKP_DETOUR_SIZE] = ukp_batch_zalloc((n ? n : 1) * UKP_DETOUR_SIZE);
+	struct ukp_site **built = ukp_batch_zalloc((n ? n : 1) * sizeof(*built));
 	size_t i, k = 0;
 
 	if (!pk || !img || !built)
@@ -425,9 +441,9 @@ void ukp_opt_batch_prepare(struct ukp_site **v, size_t n)
 			ukp_slot_free_range(pk[i].addr, UKP_DETOUR_SIZE);
 	}
 out:
-	free(pk);
-	free(img);
-	free(built);
+	ukp_batch_free(pk);
+	ukp_batch_free(img);
+	ukp_batch_free(built);
 }
 
 /* ---------------------------------------------------- (un)patching */
@@ -452,7 +468,7 @@ static void unoptimize_batch(struct ukp_site **v, unsigned int n)
 		if (atomic_load(&v[i]->opt.state) != UKP_OPT_JUMP || v[i]->gone ||
 		    v[i]->opt.len == UKP_BREAKPOINT_SIZE)
 			continue;
-		ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.orig + UKP_BREAKPOINT_SIZE,
+		ukp_text_poke(v[i]->addr + UKP_BREAKPOINT_SIZE, v[i]->opt.rgn->orig + UKP_BREAKPOINT_SIZE,
 			      v[i]->opt.len - UKP_BREAKPOINT_SIZE);
 		wrote = true;
 	}
@@ -513,7 +529,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 		ok[i] = !(hit & (3ULL << (2 * i)));
 		if (ok[i] && w > UKP_BREAKPOINT_SIZE)
 			pk[k++] = (struct ukp_poke){ v[i]->addr + UKP_BREAKPOINT_SIZE,
-						     v[i]->opt.jump + UKP_BREAKPOINT_SIZE,
+						     v[i]->opt.rgn->jump + UKP_BREAKPOINT_SIZE,
 						     w - UKP_BREAKPOINT_SIZE };
 	}
 	pokes(pk, k);
@@ -521,7 +537,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 	k = 0;
 	for (i = 0; i < n; i++)
 		if (ok[i])
-			pk[k++] = (struct ukp_poke){ v[i]->addr, v[i]->opt.jump, UKP_BREAKPOINT_SIZE };
+			pk[k++] = (struct ukp_poke){ v[i]->addr, v[i]->opt.rgn->jump, UKP_BREAKPOINT_SIZE };
 	pokes(pk, k);
 	ukp_text_sync();
 	for (i = 0; i < n; i++) {
@@ -780,7 +796,7 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 		if (s && atomic_load(&s->opt.state) == UKP_OPT_JUMP && k < s->opt.len) {
 			size_t m = s->opt.len - k;
 
-			memcpy(buf, s->opt.orig + k, m < len ? m : len);
+			memcpy(buf, s->opt.rgn->orig + k, m < len ? m : len);
 			break;
 		}
 	}
@@ -793,7 +809,7 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 		s = ukp_site_lookup(addr + i);
 		if (!s || atomic_load(&s->opt.state) != UKP_OPT_JUMP)
 			continue;
-		memcpy(buf + i, s->opt.orig, len - i < s->opt.len ? len - i : s->opt.len);
+		memcpy(buf + i, s->opt.rgn->orig, len - i < s->opt.len ? len - i : s->opt.len);
 		i += s->opt.len - 1u;
 	}
 }

@@ -827,17 +827,17 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 	}
 	if (s && slot != s->slot) {
 		uintptr_t copy = atomic_load(&s->detour) + UKP_OPT_COPY_OFFSET;
-		unsigned int i = s->opt.ninsn;
+		unsigned int i = s->opt.rgn->ninsn;
 
 		/* the copied instruction that holds ip (copies of jumps are
 		 * longer than the originals) */
-		while (i > 0 && ip < copy + s->opt.map_copy[i - 1])
+		while (i > 0 && ip < copy + s->opt.rgn->map_copy[i - 1])
 			i--;
 		if (i > 0 && ip >= copy) {
 			/* A fault in the detour's copy of the region: the
 			 * program sees it at the original instruction. */
-			uintptr_t orig = s->addr + s->opt.map_orig[i - 1];
-			uintptr_t ins = copy + s->opt.map_copy[i - 1];
+			uintptr_t orig = s->addr + s->opt.rgn->map_orig[i - 1];
+			uintptr_t ins = copy + s->opt.rgn->map_copy[i - 1];
 			uintptr_t a = (uintptr_t)info->si_addr;
 
 			ukp_read_unlock(c);

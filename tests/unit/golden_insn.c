@@ -17,6 +17,9 @@
 
 #include "internal.h"
 
+/* the slot bytes of the last arch_prepare_insn() */
+static struct ukp_slot_img img;
+
 #define SLOT 0x500000UL
 #define DEST 0x600000UL
 
@@ -75,13 +78,13 @@ int main(int argc, char **argv)
 		printf("%lx: ", addr);
 		hex(code, n);
 		memset(&ai, 0, sizeof(ai));
-		ret = arch_prepare_insn(&ai, code, n, addr, SLOT);
+		ret = arch_prepare_insn(&ai, &img, code, n, addr, SLOT);
 		if (ret) {
 			printf(" | prepare %s (%s)", err_name(ret), ai.why ? ai.why : "");
 		} else {
 			printf(" | len %u %s%s%s | slot ", ai.len, ai.ool ? "ool" : "emulated",
 			       ai.boostable ? " boost" : "", ai.blocking ? " blocking" : "");
-			hex(ai.slot_image, ai.slot_len);
+			hex(img.slot_image, img.slot_len);
 		}
 		ret = arch_relocate_insn(code, n, addr, DEST, out, &out_len, &end, &why);
 		if (ret < 0) {

@@ -32,6 +32,9 @@
 #include "arch.h"
 #include "emu_ops.h"
 
+/* the slot bytes of the last arch_prepare_insn() */
+static struct ukp_slot_img img;
+
 #ifdef UKP_STANDALONE_TEST
 /*
  * Stand-ins for nofault.S. process_vm_readv on ourselves copies like
@@ -275,7 +278,7 @@ Test(insn_golden, classification_and_slot_images)
 		int ret;
 
 		memset(&ai, 0xa5, sizeof(ai));	/* prepare must not rely on a clean struct */
-		ret = arch_prepare_insn(&ai, g->code, g->n, addr, slot);
+		ret = arch_prepare_insn(&ai, &img, g->code, g->n, addr, slot);
 		cr_expect_eq(ret, g->ret, "%s: ret %d, want %d", g->name, ret, g->ret);
 		if (ret != g->ret)
 			continue;
@@ -302,10 +305,10 @@ Test(insn_golden, classification_and_slot_images)
 			want[g->len] = 0xcc;
 			want_len = g->len + 1;
 		}
-		cr_expect_eq(ai.slot_len, want_len, "%s: slot_len %u, want %u", g->name,
-			     ai.slot_len, want_len);
-		cr_expect_arr_eq(ai.slot_image, want, want_len, "%s: slot image differs", g->name);
-		cr_expect_eq(ai.slot_image[ai.len], 0xcc, "%s: no trailing int3", g->name);
+		cr_expect_eq(img.slot_len, want_len, "%s: slot_len %u, want %u", g->name,
+			     img.slot_len, want_len);
+		cr_expect_arr_eq(img.slot_image, want, want_len, "%s: slot image differs", g->name);
+		cr_expect_eq(img.slot_image[ai.len], 0xcc, "%s: no trailing int3", g->name);
 	}
 }
 
@@ -314,9 +317,9 @@ Test(insn_golden, syscall_is_marked)
 	static const uint8_t sys[] = { 0x0f, 0x05 }, nop[] = { 0x90 };
 	struct ukp_arch_insn ai;
 
-	cr_assert_eq(arch_prepare_insn(&ai, sys, sizeof(sys), G_ADDR, G_SLOT), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, sys, sizeof(sys), G_ADDR, G_SLOT), 0);
 	cr_assert(ai.ool && ai.is_syscall);
-	cr_assert_eq(arch_prepare_insn(&ai, nop, sizeof(nop), G_ADDR, G_SLOT), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, nop, sizeof(nop), G_ADDR, G_SLOT), 0);
 	cr_assert(ai.ool && !ai.is_syscall);
 }
 
@@ -387,7 +390,7 @@ Test(insn_golden, boostable_and_boost_images)
 		int ret;
 
 		memset(&ai, 0xa5, sizeof(ai));
-		ret = arch_prepare_insn(&ai, g->code, g->n, G_ADDR, G_SLOT);
+		ret = arch_prepare_insn(&ai, &img, g->code, g->n, G_ADDR, G_SLOT);
 		cr_expect_eq(ret, 0, "%s: ret %d", g->name, ret);
 		if (ret)
 			continue;
@@ -396,14 +399,14 @@ Test(insn_golden, boostable_and_boost_images)
 		if (!g->boost || !ai.boostable)
 			continue;
 		cr_expect(ai.ool, "%s: boostable but not ool", g->name);
-		cr_expect_eq(ai.boost_len, ai.len + 5, "%s: boost_len %u", g->name, ai.boost_len);
-		cr_expect_eq(ai.boost_image[ai.len], 0xe9, "%s: no jmp rel32", g->name);
+		cr_expect_eq(img.boost_len, ai.len + 5, "%s: boost_len %u", g->name, img.boost_len);
+		cr_expect_eq(img.boost_image[ai.len], 0xe9, "%s: no jmp rel32", g->name);
 		/* the normal image is untouched: [insn][int3] */
-		cr_expect_eq(ai.slot_image[ai.len], 0xcc, "%s: no trailing int3", g->name);
+		cr_expect_eq(img.slot_image[ai.len], 0xcc, "%s: no trailing int3", g->name);
 		if (g->image_len) {
-			cr_expect_eq(ai.boost_len, g->image_len, "%s: boost_len %u, want %zu",
-				     g->name, ai.boost_len, g->image_len);
-			cr_expect_arr_eq(ai.boost_image, g->image, g->image_len,
+			cr_expect_eq(img.boost_len, g->image_len, "%s: boost_len %u, want %zu",
+				     g->name, img.boost_len, g->image_len);
+			cr_expect_arr_eq(img.boost_image, g->image, g->image_len,
 					 "%s: boost image differs", g->name);
 		}
 	}
@@ -510,7 +513,7 @@ Test(insn_boundary, mid_instruction_and_bad_prefix_stream)
 
 static void prepare_ok(struct ukp_arch_insn *ai, const uint8_t *code, size_t n, uintptr_t addr)
 {
-	int ret = arch_prepare_insn(ai, code, n, addr, addr + PAGE);
+	int ret = arch_prepare_insn(ai, &img, code, n, addr, addr + PAGE);
 
 	cr_assert_eq(ret, 0, "prepare: %d (%s)", ret, ai->why ? ai->why : "");
 	cr_assert(!ai->ool, "expected an emulated instruction");
@@ -1017,7 +1020,7 @@ Test(ool, resume_moves_ip_back_and_fixes_syscall_rcx)
 	struct ukp_arch_insn ai;
 	struct pt_regs regs;
 
-	cr_assert_eq(arch_prepare_insn(&ai, sys, sizeof(sys), addr, slot), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, sys, sizeof(sys), addr, slot), 0);
 	init_regs(&regs, addr);
 	regs.ip = slot + 2 + 1;
 	regs.cx = slot + 2;	/* what the kernel left in rcx */
@@ -1025,7 +1028,7 @@ Test(ool, resume_moves_ip_back_and_fixes_syscall_rcx)
 	cr_assert_eq(regs.ip, addr + 2);
 	cr_assert_eq(regs.cx, addr + 2);
 
-	cr_assert_eq(arch_prepare_insn(&ai, mov, sizeof(mov), addr, slot), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, mov, sizeof(mov), addr, slot), 0);
 	init_regs(&regs, addr);
 	regs.ip = slot + 3 + 1;
 	regs.cx = 0x1234;
@@ -1052,11 +1055,11 @@ static void *rebased_slot(const uint8_t *insn, size_t len, size_t disp_off, uint
 	memcpy(orig, insn, len);
 	put32(orig + disp_off, (uint32_t)((uintptr_t)data - (uintptr_t)(orig + len)));
 
-	cr_assert_eq(arch_prepare_insn(&ai, orig, len, (uintptr_t)orig, (uintptr_t)slot), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, orig, len, (uintptr_t)orig, (uintptr_t)slot), 0);
 	cr_assert(ai.ool);
-	cr_assert_eq(ai.slot_len, len + 1);
-	cr_assert_eq(ai.slot_image[len], 0xcc);
-	memcpy(slot, ai.slot_image, ai.slot_len);
+	cr_assert_eq(img.slot_len, len + 1);
+	cr_assert_eq(img.slot_image[len], 0xcc);
+	memcpy(slot, img.slot_image, img.slot_len);
 	slot[len] = 0xc3;
 	make_exec(slot, 1);
 	return slot;

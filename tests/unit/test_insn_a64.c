@@ -59,6 +59,9 @@
 #include "arch.h"
 #include "sim_ops.h"
 
+/* the slot bytes of the last arch_prepare_insn() */
+static struct ukp_slot_img img;
+
 #ifdef UKP_STANDALONE_TEST
 /*
  * Stand-in for nofault.S: a write() of the source into a pipe copies it
@@ -131,7 +134,7 @@ static int prep(struct ukp_arch_insn *ai, uint32_t w, uintptr_t addr, uintptr_t 
 	uint8_t b[4];
 
 	le32(b, w);
-	return arch_prepare_insn(ai, b, 4, addr, slot);
+	return arch_prepare_insn(ai, &img, b, 4, addr, slot);
 }
 
 /* Encoders for the simulated forms (the Arm ARM's field layouts). */
@@ -523,13 +526,13 @@ Test(insn_a64, classify_samples)
 		if (s->sim == OOL) {
 			cr_assert(ai.ool && ai.sim == UKP_SIM_NONE, "%08x %s: not ool", s->insn,
 				  s->text);
-			cr_assert_eq(ai.slot_len, 8);
-			cr_assert_eq(arch_a64_read_insn(ai.slot_image), s->insn);
-			cr_assert_eq(arch_a64_read_insn(ai.slot_image + 4), 0xd42000c0u);
+			cr_assert_eq(img.slot_len, 8);
+			cr_assert_eq(arch_a64_read_insn(img.slot_image), s->insn);
+			cr_assert_eq(arch_a64_read_insn(img.slot_image + 4), 0xd42000c0u);
 		} else {
 			cr_assert(!ai.ool && ai.sim == s->sim, "%08x %s: sim %d want %d", s->insn,
 				  s->text, ai.sim, s->sim);
-			cr_assert_eq(ai.slot_len, 0);
+			cr_assert_eq(img.slot_len, 0);
 		}
 		cr_assert_eq(ai.blocking, s->blocking, "%s", s->text);
 		cr_assert_eq(ai.boostable, s->boost, "%08x %s: boostable %d", s->insn, s->text,
@@ -574,10 +577,10 @@ Test(insn_a64, prepare_rejects_bad_input)
 	uint8_t b[4];
 
 	le32(b, 0xd503201f);
-	cr_assert_eq(arch_prepare_insn(&ai, b, 3, 0x1000, 0x2000), -EILSEQ);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, b, 3, 0x1000, 0x2000), -EILSEQ);
 	cr_assert_not_null(ai.why);
-	cr_assert_eq(arch_prepare_insn(&ai, b, 4, 0x1002, 0x2000), -EILSEQ);
-	cr_assert_eq(arch_prepare_insn(&ai, b, 4, 0x1000, 0x2000), 0);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, b, 4, 0x1002, 0x2000), -EILSEQ);
+	cr_assert_eq(arch_prepare_insn(&ai, &img, b, 4, 0x1000, 0x2000), 0);
 }
 
 Test(insn_a64, inline_helpers)
@@ -988,8 +991,8 @@ Test(insn_a64, ool_slot_runs)
 
 		cr_assert_eq(prep(&ai, insns[i], xaddr(addr_off), xaddr(slot_off)), 0);
 		cr_assert(ai.ool);
-		for (k = 0; k < ai.slot_len; k += 4)
-			put(slot_off + k, arch_a64_read_insn(ai.slot_image + k));
+		for (k = 0; k < img.slot_len; k += 4)
+			put(slot_off + k, arch_a64_read_insn(img.slot_image + k));
 		random_in(&in, 0x90000000);
 		run(slot_off, &in, &out);
 		cr_assert_eq(out.sig, SIGTRAP);
@@ -1026,11 +1029,11 @@ Test(insn_a64, boost_image_runs)
 
 			cr_assert_eq(prep(&ai, insns[i], xaddr(addr_off), xaddr(slot_off)), 0);
 			cr_assert(ai.ool && ai.boostable, "%08x", insns[i]);
-			cr_assert_eq(ai.boost_len, 8);
-			cr_assert_eq(arch_a64_read_insn(ai.boost_image), insns[i]);
-			put(slot_off + UKP_BOOST_OFFSET, arch_a64_read_insn(ai.boost_image));
+			cr_assert_eq(img.boost_len, 8);
+			cr_assert_eq(arch_a64_read_insn(img.boost_image), insns[i]);
+			put(slot_off + UKP_BOOST_OFFSET, arch_a64_read_insn(img.boost_image));
 			put(slot_off + UKP_BOOST_OFFSET + 4,
-			    arch_a64_read_insn(ai.boost_image + 4));
+			    arch_a64_read_insn(img.boost_image + 4));
 			random_in(&in, 0x30000000);
 			in.x[1] = (uint64_t)(uintptr_t)&word - 8;
 			run(slot_off + UKP_BOOST_OFFSET, &in, &out);
@@ -1056,13 +1059,13 @@ Test(insn_a64, boost_reach)
 	/* b reaches +-128 MiB from slot + 20 */
 	cr_assert_eq(prep(&ai, 0x91001020, addr, addr + 4 - 20 + 0x8000000), 0);
 	cr_assert(ai.ool && ai.boostable);
-	cr_assert_eq(arch_a64_read_insn(ai.boost_image + 4), 0x16000000u);
+	cr_assert_eq(arch_a64_read_insn(img.boost_image + 4), 0x16000000u);
 	cr_assert_eq(prep(&ai, 0x91001020, addr, addr + 4 - 20 + 0x8000000 + 4), 0);
 	cr_assert(ai.ool && !ai.boostable);
-	cr_assert_eq(ai.boost_len, 0);
+	cr_assert_eq(img.boost_len, 0);
 	cr_assert_eq(prep(&ai, 0x91001020, addr, addr + 4 - 20 - 0x8000000 + 4), 0);
 	cr_assert(ai.ool && ai.boostable);
-	cr_assert_eq(arch_a64_read_insn(ai.boost_image + 4), 0x15ffffffu);
+	cr_assert_eq(arch_a64_read_insn(img.boost_image + 4), 0x15ffffffu);
 	cr_assert_eq(prep(&ai, 0x91001020, addr, addr + 4 - 20 - 0x8000000), 0);
 	cr_assert(ai.ool && !ai.boostable);
 	/* svc: never boosted, blocking */
@@ -1240,9 +1243,9 @@ static void check_line(const struct dis_line *d, unsigned int *counts)
 		cr_assert(ai.ool, "%" PRIx64 ": %08x %s %s: simulated as %d", d->addr, d->insn,
 			  d->mn, d->ops, ai.sim);
 		cr_assert_eq(ai.blocking, !strcmp(d->mn, "svc"));
-		cr_assert_eq(arch_a64_read_insn(ai.slot_image), d->insn);
+		cr_assert_eq(arch_a64_read_insn(img.slot_image), d->insn);
 		if (ai.boostable) {
-			uint32_t j = arch_a64_read_insn(ai.boost_image + 4);
+			uint32_t j = arch_a64_read_insn(img.boost_image + 4);
 			int64_t rel = (int64_t)((uint64_t)(j & 0x3ffffff) << 38) >> 36;
 
 			cr_assert_eq(j & 0xfc000000u, 0x14000000u);

@@ -123,7 +123,7 @@ static int insn_boundaries(const void *fn, size_t size, uintptr_t *addrs, int ma
 		int ret;
 
 		cr_assert_eq(arch_check_boundary(code, off, size), 0, "offset %zu", off);
-		ret = arch_prepare_insn(&ai, code + off, size - off, (uintptr_t)code + off,
+		ret = arch_prepare_insn(&ai, NULL, code + off, size - off, (uintptr_t)code + off,
 					(uintptr_t)code + off);
 		cr_assert_eq(ret, 0, "offset %zu: %d", off, ret);
 		addrs[n++] = (uintptr_t)code + off;

@@ -2,9 +2,10 @@
 /*
  * arch_insn.h - AArch64 per-probe instruction state, as the core stores
  * it in each probe site, and the constants of the arch interface (arch.h).
- * The core reads only len, ool, blocking, slot_len, slot_image, why,
- * boostable, boost_len and boost_image; everything after them is private
- * to src/arch/aarch64 (insn.c fills it, core.c reads it in the trap).
+ * The core reads only len, ool, blocking, why and boostable; everything
+ * after them is private to src/arch/aarch64 (insn.c fills it, core.c
+ * reads it in the trap). The slot's bytes (struct ukp_slot_img, arch.h)
+ * are not kept.
  *
  * The AArch64 meaning of the arch.h contracts (insn.c, core.c):
  *
@@ -201,12 +202,8 @@ struct ukp_arch_insn {
 	uint8_t len;        /* always 4 */
 	bool ool;           /* executed out of line (else simulated) */
 	bool blocking;      /* svc: signals stay deliverable while it runs */
-	uint8_t slot_len;   /* bytes of slot_image in use (8) */
-	uint8_t slot_image[UKP_SLOT_SIZE];
-	const char *why;    /* static text explaining an error, or NULL */
 	bool boostable;     /* ool and may run from the boost image */
-	uint8_t boost_len;  /* bytes of boost_image in use (8) */
-	uint8_t boost_image[UKP_SLOT_SIZE - UKP_BOOST_OFFSET]; /* for slot + 16 */
+	const char *why;    /* static text explaining an error, or NULL */
 
 	/* --- private to src/arch/aarch64 --- */
 	uint32_t opcode;    /* the original instruction */

@@ -351,29 +351,33 @@ int ukp_a64_classify(struct ukp_arch_insn *ai, uint32_t insn, bool *boost)
  * instruction that runs out of line reads pc, so the copy is the same
  * word wherever it runs.
  */
-static void prepare_boost(struct ukp_arch_insn *ai, uint32_t insn, uintptr_t addr,
-			  uintptr_t slot)
+static void prepare_boost(struct ukp_arch_insn *ai, struct ukp_slot_img *img, uint32_t insn,
+			  uintptr_t addr, uintptr_t slot)
 {
 	uintptr_t from = slot + UKP_BOOST_OFFSET + 4;
 	int64_t rel = (int64_t)(addr + 4 - from);
 
 	if (rel < -(INT64_C(1) << 27) || rel >= INT64_C(1) << 27 || rel % 4)
 		return;
-	put_insn(ai->boost_image, insn);
-	put_insn(ai->boost_image + 4, A64_B_INSN | (uint32_t)((rel >> 2) & 0x3ffffff));
-	ai->boost_len = 8;
+	put_insn(img->boost_image, insn);
+	put_insn(img->boost_image + 4, A64_B_INSN | (uint32_t)((rel >> 2) & 0x3ffffff));
+	img->boost_len = 8;
 	ai->boostable = true;
 }
 
 /* [reg] */
-int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail,
-		      uintptr_t addr, uintptr_t slot)
+int arch_prepare_insn(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
+		      size_t avail, uintptr_t addr, uintptr_t slot)
 {
+	struct ukp_slot_img scratch;
 	uint32_t insn;
 	bool boost;
 	int ret;
 
+	if (!img)
+		img = &scratch;
 	memset(ai, 0, sizeof(*ai));
+	memset(img, 0, sizeof(*img));
 	ai->len = 4;
 	if (avail < 4)
 		return refuse(ai, -EILSEQ, "fewer than 4 bytes of instruction");
@@ -397,12 +401,12 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 		return 0;
 	}
 
-	put_insn(ai->slot_image, insn);
-	put_insn(ai->slot_image + 4, UKP_SSTEP_BREAKPOINT_INSN);
-	ai->slot_len = 8;
+	put_insn(img->slot_image, insn);
+	put_insn(img->slot_image + 4, UKP_SSTEP_BREAKPOINT_INSN);
+	img->slot_len = 8;
 	ai->ool = true;
 	if (boost && !ai->blocking && slot % 4 == 0)
-		prepare_boost(ai, insn, addr, slot);
+		prepare_boost(ai, img, insn, addr, slot);
 	return 0;
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arch_insn.h - x86-64 per-probe instruction state, as the core stores it
- * in each probe site. The core reads only len, ool, blocking, slot_len,
- * slot_image, boostable, boost_len, boost_image and why; everything else
- * is private to src/arch/x86_64.
+ * in each probe site. The core reads only len, ool, blocking, boostable
+ * and why; everything else is private to src/arch/x86_64. (The slot's
+ * bytes are not kept: struct ukp_slot_img, arch.h.)
  */
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
@@ -98,25 +98,21 @@ struct ukp_arch_insn {
 	bool ool;           /* executed out of line (else emulated) */
 	bool blocking;      /* may block for long (a system call): signals stay
 			     * deliverable while its out-of-line copy runs */
-	uint8_t slot_len;   /* bytes of slot_image in use */
-	uint8_t slot_image[UKP_SLOT_SIZE];
-	const char *why;    /* static text explaining an error, or NULL */
 	bool boostable;     /* ool and may run from the boost image (no trap back) */
-	uint8_t boost_len;  /* bytes of boost_image in use (len + 5) */
-	uint8_t boost_image[UKP_SLOT_SIZE - UKP_BOOST_OFFSET]; /* for slot + 16 */
 
 	/* --- private to the arch code --- */
 	uint8_t emu;        /* enum of the emulated operation */
 	uint8_t cond;       /* jcc condition code (low 4 bits of opcode) */
 	uint8_t addr_size;  /* address size in bits (loop/jrcxz: cx width) */
 	uint8_t is_syscall; /* ool: fix rcx after the step */
-	int64_t rel;        /* relative displacement of a branch */
 	uint16_t imm;       /* ret imm16 */
 	/* indirect branch operand */
 	uint8_t ind_mem;    /* 1: memory operand, 0: register */
 	uint8_t ind_base;   /* pt_regs index of the base (0xff none, 0xfe rip) */
 	uint8_t ind_index;  /* pt_regs index of the index (0xff none) */
 	uint8_t ind_scale;
+	const char *why;    /* static text explaining an error, or NULL */
+	int64_t rel;        /* relative displacement of a branch */
 	int64_t ind_disp;
 };
 

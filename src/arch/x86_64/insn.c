@@ -427,7 +427,7 @@ static bool can_boost(const ZydisDecodedInstruction *insn, const uint8_t *code)
  * re-based there, then jmp rel32 to addr + len. Leaves ai->boostable
  * false when the instruction must trap back after its copy.
  */
-static void prepare_boost(struct ukp_arch_insn *ai, const uint8_t *code,
+static void prepare_boost(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
 			  const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
 			  uintptr_t addr, uintptr_t slot)
 {
@@ -436,15 +436,15 @@ static void prepare_boost(struct ukp_arch_insn *ai, const uint8_t *code,
 	uint8_t *j;
 
 	ai->boostable = false;
-	ai->boost_len = 0;
+	img->boost_len = 0;
 	if (ai->blocking || ai->is_syscall || insn->length > UKP_BOOST_MAX_INSN ||
 	    !can_boost(insn, code))
 		return;
-	memcpy(ai->boost_image, code, insn->length);
+	memcpy(img->boost_image, code, insn->length);
 	if (has_rip_operand(insn, ops)) {
 		const char *why = ai->why;
 
-		if (rebase_rip_disp(ai, ai->boost_image, insn, addr, bslot)) {
+		if (rebase_rip_disp(ai, img->boost_image, insn, addr, bslot)) {
 			ai->why = why;	/* not an error: just not boosted */
 			return;
 		}
@@ -452,49 +452,53 @@ static void prepare_boost(struct ukp_arch_insn *ai, const uint8_t *code,
 	rel = (int64_t)(addr + insn->length) - (int64_t)(bslot + insn->length + UKP_BOOST_JMP_SIZE);
 	if (rel != (int32_t)rel)
 		return;
-	j = ai->boost_image + insn->length;
+	j = img->boost_image + insn->length;
 	j[0] = 0xe9;
 	j[1] = (uint8_t)rel;
 	j[2] = (uint8_t)(rel >> 8);
 	j[3] = (uint8_t)(rel >> 16);
 	j[4] = (uint8_t)(rel >> 24);
-	ai->boost_len = insn->length + UKP_BOOST_JMP_SIZE;
+	img->boost_len = insn->length + UKP_BOOST_JMP_SIZE;
 	ai->boostable = true;
 }
 
-static int prepare_ool(struct ukp_arch_insn *ai, const uint8_t *code,
+static int prepare_ool(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
 		       const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
 		       uintptr_t addr, uintptr_t slot)
 {
 	int ret;
 
-	memcpy(ai->slot_image, code, insn->length);
+	memcpy(img->slot_image, code, insn->length);
 	if (has_rip_operand(insn, ops)) {
-		ret = rebase_rip_disp(ai, ai->slot_image, insn, addr, slot);
+		ret = rebase_rip_disp(ai, img->slot_image, insn, addr, slot);
 		if (ret)
 			return ret;
 	}
-	ai->slot_image[insn->length] = UKP_BREAKPOINT_INSN;
-	ai->slot_len = insn->length + UKP_BREAKPOINT_SIZE;
+	img->slot_image[insn->length] = UKP_BREAKPOINT_INSN;
+	img->slot_len = insn->length + UKP_BREAKPOINT_SIZE;
 	ai->ool = true;
 	/* syscall leaves the slot address in rcx; arch_resume_ool fixes it. */
 	ai->is_syscall = insn->mnemonic == ZYDIS_MNEMONIC_SYSCALL;
 	/* a system call may block for long: keep it interruptible */
 	ai->blocking = ai->is_syscall;
-	prepare_boost(ai, code, insn, ops, addr, slot);
+	prepare_boost(ai, img, code, insn, ops, addr, slot);
 	return 0;
 }
 
 /* [reg] */
-int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avail,
-		      uintptr_t addr, uintptr_t slot)
+int arch_prepare_insn(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
+		      size_t avail, uintptr_t addr, uintptr_t slot)
 {
+	struct ukp_slot_img scratch;
 	const ZydisDecoder *dec = get_decoder();
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	int ret;
 
+	if (!img)
+		img = &scratch;
 	memset(ai, 0, sizeof(*ai));
+	memset(img, 0, sizeof(*img));
 	ai->ind_base = UKP_EMU_REG_NONE;
 	ai->ind_index = UKP_EMU_REG_NONE;
 
@@ -541,7 +545,7 @@ int arch_prepare_insn(struct ukp_arch_insn *ai, const uint8_t *code, size_t avai
 	    !(insn.attributes & ZYDIS_ATTRIB_IS_PRIVILEGED))
 		return refuse(ai, -EOPNOTSUPP, "changes ip and is not emulated");
 
-	return prepare_ool(ai, code, &insn, ops, addr, slot);
+	return prepare_ool(ai, img, code, &insn, ops, addr, slot);
 }
 
 /*
