@@ -15,13 +15,16 @@
  * hits never nest), the others with atomic additions (a locked
  * instruction costs as much as the rest of the update): most keys are
  * hit by one thread, the thread that made them. A thread that meets an entry
- * another thread is filling waits a bounded time, then counts its hit as
- * dropped (as a full table does) rather than spin in a signal handler.
+ * another thread is filling waits a bounded time (spinning, then yielding
+ * the CPU to it), then counts its hit as dropped (as a full table does)
+ * rather than wait without end in a signal handler.
  * Vector-free, as every handler (handlers.c): byte loops with an empty
  * asm instead of memcpy/memcmp.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "filter.h"
@@ -31,6 +34,7 @@
 #define ST_FILLING 1
 #define ST_USED 2
 #define WAIT_SPINS 4096
+#define WAIT_YIELDS 256
 
 /*
  * A table entry: state, the maker (its thread's identity), the maker's
@@ -334,9 +338,15 @@ add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *val
 				st = expect;
 			}
 		}
-		for (spins = 0; st == ST_FILLING && spins < WAIT_SPINS; spins++) {
+		for (spins = 0; st == ST_FILLING && spins < WAIT_SPINS + WAIT_YIELDS; spins++) {
+			/* then yield: a filler preempted inside its few
+			 * stores gets the CPU back (on few CPUs, or under an
+			 * emulator, spinning alone can outlast its slice) */
+			if (spins >= WAIT_SPINS)
+				syscall(SYS_sched_yield);
 #if defined(__x86_64__)
-			__asm__ volatile("pause" ::: "memory");
+			else
+				__asm__ volatile("pause" ::: "memory");
 #endif
 			st = atomic_load_explicit(state, memory_order_acquire);
 		}

@@ -106,6 +106,25 @@ static bool in_reach(uintptr_t a, uintptr_t near)
 	return d < REACH;
 }
 
+/*
+ * Places where mapping a chunk failed although /proc/self/maps shows
+ * them free: qemu-user hides its own mappings from the guest's maps and
+ * takes MAP_FIXED_NOREPLACE as a hint (as kernels before 4.17 do), so a
+ * chunk lands elsewhere and is given back. Those places are not tried
+ * again; a process has few of them.
+ */
+#define MAX_REFUSED 64
+static uintptr_t refused[MAX_REFUSED];
+static unsigned int nrefused;
+
+static bool was_refused(uintptr_t base)
+{
+	for (unsigned int i = 0; i < nrefused; i++)
+		if (refused[i] == base)
+			return true;
+	return false;
+}
+
 /* [reg] Map a new chunk in the free gap closest to near. */
 static size_t page_size(void)
 {
@@ -183,7 +202,11 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 				g0 += CHUNK_SIZE;
 				g1 -= 2 * CHUNK_SIZE;
 				cand = near < g0 ? g0 : near > g1 ? g1 : (near & ~(CHUNK_SIZE - 1));
-				if (cand >= lo && cand + CHUNK_SIZE <= hi && in_reach(cand, near) &&
+				/* the next place of the gap, away from near first */
+				for (unsigned int k = 0; was_refused(cand) && k <= nrefused; k++)
+					cand = cand + CHUNK_SIZE <= g1 ? cand + CHUNK_SIZE
+					       : cand - CHUNK_SIZE >= g0 ? cand - CHUNK_SIZE : cand;
+				if (!was_refused(cand) && cand >= lo && cand + CHUNK_SIZE <= hi && in_reach(cand, near) &&
 				    in_reach(cand + CHUNK_SIZE, near)) {
 					uintptr_t d = cand > near ? cand - near : near - cand;
 
@@ -208,7 +231,10 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		return NULL;
 	if ((uintptr_t)p != best) {
 		munmap(p, CHUNK_SIZE);
-		return NULL;
+		if (nrefused == MAX_REFUSED)
+			return NULL;
+		refused[nrefused++] = best;
+		return chunk_new(near); /* once per refused place at most */
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
