@@ -28,51 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code_walk.h"
 #include "internal.h"
 
 #define WALK_BUDGET 20000
-
-struct walk {
-	uintptr_t *seen;      /* open addressing, 0 = empty */
-	size_t seen_cap;
-	uintptr_t *todo;
-	size_t ntodo, todo_cap;
-	unsigned int insns;
-};
-
-static size_t hash_addr(uintptr_t a, size_t cap)
-{
-	return (size_t)((a * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
-}
-
-/* true if a was not seen before (and marks it) */
-static bool mark(struct walk *w, uintptr_t a)
-{
-	size_t i = hash_addr(a, w->seen_cap);
-
-	while (w->seen[i]) {
-		if (w->seen[i] == a)
-			return false;
-		i = (i + 1) & (w->seen_cap - 1);
-	}
-	w->seen[i] = a;
-	return true;
-}
-
-static int push(struct walk *w, uintptr_t a)
-{
-	if (w->ntodo == w->todo_cap) {
-		size_t cap = w->todo_cap ? w->todo_cap * 2 : 64;
-		uintptr_t *n = realloc(w->todo, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		w->todo = n;
-		w->todo_cap = cap;
-	}
-	w->todo[w->ntodo++] = a;
-	return 0;
-}
 
 static bool is_safe(uintptr_t a, const uintptr_t *safe, size_t nsafe)
 {
@@ -256,14 +215,12 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 			  size_t (*read)(uintptr_t addr, uint8_t *buf, size_t len),
 			  const char **why, uintptr_t *where)
 {
-	struct walk w = { 0 };
+	struct ukp_walk w;
 	int ret = 1;
 
 	*why = NULL;
 	*where = fn;
-	w.seen_cap = 1u << 16; /* > 2 * WALK_BUDGET */
-	w.seen = calloc(w.seen_cap, sizeof(*w.seen));
-	if (!w.seen || push(&w, fn)) {
+	if (ukp_walk_init(&w, WALK_BUDGET) || ukp_walk_push(&w, fn)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -272,7 +229,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 		struct got_track g;
 
 		memset(&g, 0, sizeof(g));
-		while (mark(&w, pc)) {
+		while (ukp_walk_mark(&w, pc)) {
 			uint8_t buf[4];
 			uint32_t insn;
 			uintptr_t t = 0;
@@ -306,20 +263,20 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 			case S_NEXT:
 				break;
 			case S_BRANCH:
-				if (push(&w, t)) {
+				if (ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}
 				break;
 			case S_CALL:
-				if (!is_safe(t, safe, nsafe) && push(&w, t)) {
+				if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}
 				memset(&g, 0, sizeof(g)); /* the callee's registers */
 				break;
 			case S_JUMP:
-				if (!is_safe(t, safe, nsafe) && push(&w, t)) {
+				if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}
@@ -352,7 +309,6 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 next_path:;
 	}
 out:
-	free(w.seen);
-	free(w.todo);
+	ukp_walk_free(&w);
 	return ret;
 }

@@ -26,52 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code_walk.h"
 #include "internal.h"
 #include "decoder.h"
 
 #define WALK_BUDGET 20000
-
-struct walk {
-	uintptr_t *seen;      /* open addressing, 0 = empty */
-	size_t seen_cap;
-	uintptr_t *todo;
-	size_t ntodo, todo_cap;
-	unsigned int insns;
-};
-
-static size_t hash_addr(uintptr_t a, size_t cap)
-{
-	return (size_t)((a * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
-}
-
-/* true if a was not seen before (and marks it) */
-static bool mark(struct walk *w, uintptr_t a)
-{
-	size_t i = hash_addr(a, w->seen_cap);
-
-	while (w->seen[i]) {
-		if (w->seen[i] == a)
-			return false;
-		i = (i + 1) & (w->seen_cap - 1);
-	}
-	w->seen[i] = a;
-	return true;
-}
-
-static int push(struct walk *w, uintptr_t a)
-{
-	if (w->ntodo == w->todo_cap) {
-		size_t cap = w->todo_cap ? w->todo_cap * 2 : 64;
-		uintptr_t *n = realloc(w->todo, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		w->todo = n;
-		w->todo_cap = cap;
-	}
-	w->todo[w->ntodo++] = a;
-	return 0;
-}
 
 static bool vector_reg(ZydisRegister r)
 {
@@ -205,23 +164,21 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 			  const char **why, uintptr_t *where)
 {
 	const ZydisDecoder *dec = ukp_x86_decoder(false);
-	struct walk w = { 0 };
+	struct ukp_walk w;
 	int ret = 1;
 
 	*why = NULL;
 	*where = fn;
 	if (!dec)
 		return -ENOSYS;
-	w.seen_cap = 1u << 16; /* > 2 * WALK_BUDGET */
-	w.seen = calloc(w.seen_cap, sizeof(*w.seen));
-	if (!w.seen || push(&w, fn)) {
+	if (ukp_walk_init(&w, WALK_BUDGET) || ukp_walk_push(&w, fn)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	while (ret == 1 && w.ntodo) {
 		uintptr_t pc = w.todo[--w.ntodo];
 
-		while (mark(&w, pc)) {
+		while (ukp_walk_mark(&w, pc)) {
 			ZydisDecodedInstruction in;
 			ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 			uint8_t buf[UKP_MAX_INSN_SIZE];
@@ -261,7 +218,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				goto next_path;
 			case ZYDIS_MNEMONIC_CALL:
 				if (direct_target(&in, op0, pc, &t) || slot_target(&in, op0, pc, &t)) {
-					if (!is_safe(t, safe, nsafe) && push(&w, t)) {
+					if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 						ret = -ENOMEM;
 						goto out;
 					}
@@ -273,7 +230,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				break;
 			case ZYDIS_MNEMONIC_JMP:
 				if (direct_target(&in, op0, pc, &t) || slot_target(&in, op0, pc, &t)) {
-					if (!is_safe(t, safe, nsafe) && push(&w, t)) {
+					if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 						ret = -ENOMEM;
 						goto out;
 					}
@@ -284,7 +241,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				goto next_path;
 			default:
 				if (in.meta.category == ZYDIS_CATEGORY_COND_BR &&
-				    direct_target(&in, op0, pc, &t) && push(&w, t)) {
+				    direct_target(&in, op0, pc, &t) && ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}
@@ -301,7 +258,6 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 next_path:;
 	}
 out:
-	free(w.seen);
-	free(w.todo);
+	ukp_walk_free(&w);
 	return ret;
 }
