@@ -119,21 +119,22 @@ static struct kprobe *seen_running;
 static unsigned long seen_ip, seen_sp, seen_arg0;
 static int seen_in_handler;
 
-/* [detour] Was this handler called by the fast path? Its recovery point
- * (the label a fault would jump to) is in the template then. */
-static bool called_fast(void)
+/* [detour, ret] Count a handler call in n, and in fast when a fast path
+ * made it: the handler's recovery point (the label a fault would jump
+ * to) is then in that path's code, [lo, hi), not in trap.c. */
+static void count_call(atomic_long *n, atomic_long *fast, const char *lo, const char *hi)
 {
 	uintptr_t l = (uintptr_t)ukp_ctl.jb[1];
 
-	return l >= (uintptr_t)FAST_TEMPLATE && l < (uintptr_t)ukp_optprobe_common_end;
+	atomic_fetch_add(n, 1);
+	if (l >= (uintptr_t)lo && l < (uintptr_t)hi)
+		atomic_fetch_add(fast, 1);
 }
 
-/* [detour] Count a pre_handler call, and whether it came by the fast path. */
+/* [detour] A pre_handler call, by the optimized hit's fast path or not. */
 static void count_hit(void)
 {
-	atomic_fetch_add(&hits, 1);
-	if (called_fast())
-		atomic_fetch_add(&fast_hits, 1);
+	count_call(&hits, &fast_hits, FAST_TEMPLATE, ukp_optprobe_common_end);
 }
 
 static int h_count(struct kprobe *p, struct pt_regs *regs)
@@ -296,6 +297,31 @@ static void warm_up(void)
 	reset();
 }
 
+/* No probe state left after a hit or a return, the read side left. */
+static void state_clear(void)
+{
+	cr_expect_null(kprobe_running());
+	cr_expect_eq(ukp_ctl.status, 0);
+	cr_expect_eq(ukp_ctl.in_handler, 0);
+	cr_expect_eq(ukp_ctl.depth, 0);
+	cr_expect_eq(ukp_ctl.defer_async, 0);
+	cr_expect_null(ukp_ctl.cur_site);
+	cr_expect_null(ukp_ctl.cur_kp);
+	cr_expect_null(ukp_ctl.fault_kp);
+	cr_expect_eq(ukp_ctl.rec->seq % 2, 0, "the read side is left");
+}
+
+/* SIGUSR1 to on_usr1, which counts it (h_signal and r_signal send it). */
+static void catch_usr1(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&usr1_count, 0);
+	my_pid = getpid();
+	my_tid = syscall(SYS_gettid);
+}
+
 #if defined(__aarch64__)
 Test(optfast, the_library_hit_path_is_proven_so_the_fast_path_exists)
 {
@@ -324,15 +350,7 @@ Test(optfast, the_fast_path_sets_the_probe_state_a_handler_sees)
 	cr_expect_neq(seen_sp, 0);
 	cr_expect_eq(seen_in_handler, 1);
 	/* all of it undone after the hit */
-	cr_expect_null(kprobe_running());
-	cr_expect_eq(ukp_ctl.status, 0);
-	cr_expect_eq(ukp_ctl.in_handler, 0);
-	cr_expect_eq(ukp_ctl.depth, 0);
-	cr_expect_eq(ukp_ctl.defer_async, 0);
-	cr_expect_null(ukp_ctl.cur_site);
-	cr_expect_null(ukp_ctl.cur_kp);
-	cr_expect_null(ukp_ctl.fault_kp);
-	cr_expect_eq(ukp_ctl.rec->seq % 2, 0, "the read side is left");
+	state_clear();
 	unregister_kprobe(&kp);
 	cr_expect_eq(kp.nmissed, 0);
 }
@@ -453,12 +471,7 @@ Test(optfast, a_fault_in_the_handler_is_recovered)
 	cr_expect_eq(atomic_load(&faults), 20);
 	cr_expect_eq(atomic_load(&ukp_handler_fault_count) - before, 20);
 	cr_expect_eq(kp.nmissed, 20, "a handler fault counts as missed");
-	cr_expect_eq(ukp_ctl.status, 0);
-	cr_expect_eq(ukp_ctl.in_handler, 0);
-	cr_expect_eq(ukp_ctl.depth, 0);
-	cr_expect_eq(ukp_ctl.defer_async, 0);
-	cr_expect_null(kprobe_running());
-	cr_expect_eq(ukp_ctl.rec->seq % 2, 0);
+	state_clear();
 	/* the probe keeps working, and unregistration does not wait forever */
 	kp.pre_handler = h_count;
 	cr_expect_eq(of_add(3), 10);
@@ -486,13 +499,9 @@ Test(optfast, copy_from_user_nofault_in_the_handler_fails_and_the_handler_goes_o
 Test(optfast, program_signals_wait_until_the_hit_is_over)
 {
 	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_signal };
-	struct sigaction sa = { .sa_handler = on_usr1 };
 
 	warm_up();
-	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	atomic_store(&usr1_count, 0);
-	my_pid = getpid();
-	my_tid = syscall(SYS_gettid);
+	catch_usr1();
 	reg(&kp);
 	for (int i = 0; i < 5; i++) {
 		cr_expect_eq(of_add(4), 11);
@@ -595,21 +604,10 @@ static unsigned long ret_ip;
 static unsigned long ret_lr;
 #endif
 
-/* [ret] Was this return handler called by the trampoline's fast path? */
-static bool ret_called_fast(void)
-{
-	uintptr_t l = (uintptr_t)ukp_ctl.jb[1];
-
-	return l >= (uintptr_t)ukp_kretprobe_trampoline &&
-	       l < (uintptr_t)ukp_kretprobe_trampoline_end;
-}
-
-/* [ret] Count a return handler call, and whether it came by the fast path. */
+/* [ret] A return handler call, by the trampoline's fast path or not. */
 static void count_ret(void)
 {
-	atomic_fetch_add(&rets, 1);
-	if (ret_called_fast())
-		atomic_fetch_add(&fast_rets, 1);
+	count_call(&rets, &fast_rets, ukp_kretprobe_trampoline, ukp_kretprobe_trampoline_end);
 }
 
 static int r_count(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -680,19 +678,6 @@ static void ret_warm_up(void)
 #endif
 }
 
-static void ret_state_clear(void)
-{
-	cr_expect_null(kprobe_running());
-	cr_expect_eq(ukp_ctl.status, 0);
-	cr_expect_eq(ukp_ctl.in_handler, 0);
-	cr_expect_eq(ukp_ctl.depth, 0);
-	cr_expect_eq(ukp_ctl.defer_async, 0);
-	cr_expect_null(ukp_ctl.cur_site);
-	cr_expect_null(ukp_ctl.cur_kp);
-	cr_expect_null(ukp_ctl.fault_kp);
-	cr_expect_eq(ukp_ctl.rec->seq % 2, 0);
-}
-
 __attribute__((noinline)) static int call_of_add(int x)
 {
 	int r = of_add(x);
@@ -719,7 +704,7 @@ Test(optfast, a_return_takes_the_fast_path_and_its_register_writes_count)
 #if defined(__aarch64__)
 	cr_expect_eq(ret_lr, ret_ip, "regs->regs[30] too");
 #endif
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0, "every instance came back to the pool");
 	cr_expect_eq(call_of_add(1), 8);
@@ -757,7 +742,7 @@ Test(optfast, a_fault_in_a_return_handler_is_recovered)
 	if (fast_expected())
 		cr_expect_eq(atomic_load(&fast_rets), 20);
 	cr_expect_eq(atomic_load(&ukp_handler_fault_count) - before, 20);
-	ret_state_clear();
+	state_clear();
 	/* the instances went back: both serve 20 more returns */
 	rp.handler = r_count;
 	for (int i = 0; i < 20; i++)
@@ -770,13 +755,9 @@ Test(optfast, a_fault_in_a_return_handler_is_recovered)
 Test(optfast, program_signals_wait_until_the_return_handler_is_over)
 {
 	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_signal, .maxactive = 2 };
-	struct sigaction sa = { .sa_handler = on_usr1 };
 
 	ret_warm_up();
-	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	atomic_store(&usr1_count, 0);
-	my_pid = getpid();
-	my_tid = syscall(SYS_gettid);
+	catch_usr1();
 	reg_ret(&rp);
 	cr_expect_eq(call_of_add(4), 11);
 	cr_expect_eq(atomic_load(&rets), 1);
@@ -809,7 +790,7 @@ Test(optfast, a_return_handler_that_uses_vectors_is_called_safely)
 		cr_assert_eq(call_of_add(i), i + 7);
 	cr_expect_eq(atomic_load(&rets), 10);
 	cr_expect_eq(atomic_load(&fast_rets), 0, "a vector-using handler called directly");
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
 }
@@ -842,7 +823,7 @@ Test(optfast, returns_after_nested_calls_all_count)
 	cr_expect_eq(atomic_load(&rets), 11);
 	if (fast_expected())
 		cr_expect_eq(atomic_load(&fast_rets), 11);
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
 }
@@ -860,7 +841,7 @@ Test(optfast, returns_of_a_callee_at_every_level_of_a_recursion_all_count)
 		want += n + 7 + 1000;
 	cr_expect_eq(rec_caller(10), want);
 	cr_expect_eq(atomic_load(&rets), 10);
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
 }
@@ -888,7 +869,7 @@ Test(optfast, a_kretprobe_entry_is_a_fast_path_site)
 		cr_expect(site_is_fast(&rp.kp), "the kretprobe's entry probe is a fast-path site");
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(call_of_add(i), i + 7);
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
 }
@@ -911,7 +892,7 @@ Test(optfast, a_return_keeps_its_instance_as_spare_and_the_next_entry_takes_it)
 	cr_expect_eq(atomic_load(&rets), 21);
 	if (fast_expected())
 		cr_expect_eq(atomic_load(&fast_rets), 21);
-	ret_state_clear();
+	state_clear();
 	unregister_kretprobe(&rp);
 	cr_expect_eq(rp.nmissed, 0);
 }
@@ -993,7 +974,7 @@ Test(optfast, a_kretprobe_site_serves_a_kprobe_added_later_and_left_alone)
 		cr_assert_eq(call_of_add(i), i + 7);
 	cr_expect_eq(atomic_load(&hits), 20);
 	cr_expect_eq(atomic_load(&rets), 11);
-	ret_state_clear();
+	state_clear();
 	unregister_kprobe(&kp2);
 	cr_expect_eq(rp.nmissed, 0);
 }
