@@ -660,9 +660,9 @@ static void reg_ret(struct kretprobe *rp)
 	atomic_store(&fast_rets, 0);
 }
 
-/* AArch64: a thread's first return claims its return stack on the C
- * path, and its cases count from a thread that has one; x86-64's count
- * from the first return (its entry template finds no stack there). */
+/* AArch64's return cases start from a thread that has its return stack
+ * (claimed here, on the C path); x86-64's from one that has none, which
+ * their first entry claims: both starts are covered. */
 static void ret_warm_up(void)
 {
 #if defined(__aarch64__)
