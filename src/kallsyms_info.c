@@ -223,6 +223,34 @@ static const struct ukp_object *file_of(const char *path, int *err)
 	return ukp_file_object(path, err);
 }
 
+/* [reg] The look-ups' lock taken and *obj the record of the file modfile
+ * names (NULL with the error returned), *path its path: file_close()
+ * after. -EBUSY: no lock taken, nothing to close. */
+static int file_open(const char *modfile, char **path, const struct ukp_object **obj)
+{
+	int ret;
+
+	*path = NULL;
+	*obj = NULL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	/* searched before the lock: the search may dlclose() */
+	*path = ukp_module_file_find(modfile);
+	if (ukp_lock_for_show()) {
+		free(*path);
+		*path = NULL;
+		return -EBUSY;
+	}
+	*obj = file_of(*path, &ret);
+	return ret == -EBUSY ? -EAGAIN : ret;
+}
+
+static void file_close(char *path)
+{
+	ukp_unlock_for_show();
+	free(path);
+}
+
 UKPROBES_API int find_module_file(const char *modname, char *buf, size_t len)
 {
 	char *path;
@@ -253,15 +281,9 @@ UKPROBES_API int module_file_kallsyms_lookup_name_info(const char *modfile, cons
 
 	if (!modfile || !name || bad_args(info, buf, len))
 		return -EINVAL;
-	if (ukp_in_probe_context())
-		return -EBUSY;
-	/* searched before the lock: the search may dlclose() */
-	path = ukp_module_file_find(modfile);
-	if (ukp_lock_for_show()) {
-		free(path);
-		return -EBUSY;
-	}
-	obj = file_of(path, &ret);
+	ret = file_open(modfile, &path, &obj);
+	if (ret == -EBUSY)
+		return ret;
 	if (obj) {
 		/* a function first, as kallsyms_lookup_name_info() */
 		ret = ukp_file_sym_named(obj, name, false, &sym);
@@ -270,8 +292,7 @@ UKPROBES_API int module_file_kallsyms_lookup_name_info(const char *modfile, cons
 		if (!ret)
 			ret = fill(info, &sym, NULL, buf, len);
 	}
-	ukp_unlock_for_show();
-	free(path);
+	file_close(path);
 	return ret;
 }
 
@@ -287,20 +308,14 @@ UKPROBES_API int module_file_kallsyms_on_each_symbol_info(const char *modfile,
 
 	if (!modfile || !fn)
 		return -EINVAL;
-	if (ukp_in_probe_context())
-		return -EBUSY;
-	path = ukp_module_file_find(modfile);
-	if (ukp_lock_for_show()) {
-		free(path);
-		return -EBUSY;
-	}
-	obj = file_of(path, &ret);
+	ret = file_open(modfile, &path, &obj);
+	if (ret == -EBUSY)
+		return ret;
 	if (obj) {
 		ukp_file_for_each_symbol(obj, true, walk_one, &w);
 		ret = w.ret;
 	}
-	ukp_unlock_for_show();
-	free(path);
+	file_close(path);
 	return ret;
 }
 
@@ -318,18 +333,12 @@ UKPROBES_API int module_file_on_each_text(const char *modfile,
 
 	if (!modfile || !fn)
 		return -EINVAL;
-	if (ukp_in_probe_context())
-		return -EBUSY;
-	path = ukp_module_file_find(modfile);
-	if (ukp_lock_for_show()) {
-		free(path);
-		return -EBUSY;
-	}
-	obj = file_of(path, &ret);
+	ret = file_open(modfile, &path, &obj);
+	if (ret == -EBUSY)
+		return ret;
 	for (i = 0; obj && !ret && ukp_object_seg(obj, i, &start, &end, &exec); i++)
 		if (exec)
 			ret = fn(data, start, end - start);
-	ukp_unlock_for_show();
-	free(path);
+	file_close(path);
 	return ret;
 }
