@@ -28,4 +28,13 @@ bool ukp_walk_mark(struct ukp_walk *w, uintptr_t a);
 int ukp_walk_push(struct ukp_walk *w, uintptr_t a);
 void ukp_walk_free(struct ukp_walk *w);
 
+/* Is a one of the nsafe functions known safe (the walk stops there)? */
+static inline bool ukp_walk_known_safe(uintptr_t a, const uintptr_t *safe, size_t nsafe)
+{
+	for (size_t i = 0; i < nsafe; i++)
+		if (safe[i] == a)
+			return true;
+	return false;
+}
+
 #endif

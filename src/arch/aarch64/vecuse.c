@@ -33,16 +33,6 @@
 
 #define WALK_BUDGET 20000
 
-static bool is_safe(uintptr_t a, const uintptr_t *safe, size_t nsafe)
-{
-	size_t i;
-
-	for (i = 0; i < nsafe; i++)
-		if (safe[i] == a)
-			return true;
-	return false;
-}
-
 static int64_t sext(uint32_t v, unsigned int bits)
 {
 	return (int64_t)((uint64_t)v << (64 - bits)) >> (64 - bits);
@@ -269,14 +259,14 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				}
 				break;
 			case S_CALL:
-				if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
+				if (!ukp_walk_known_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}
 				memset(&g, 0, sizeof(g)); /* the callee's registers */
 				break;
 			case S_JUMP:
-				if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
+				if (!ukp_walk_known_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 					ret = -ENOMEM;
 					goto out;
 				}

@@ -115,16 +115,6 @@ static bool touches_vector(const ZydisDecodedInstruction *in, const ZydisDecoded
 	return false;
 }
 
-static bool is_safe(uintptr_t a, const uintptr_t *safe, size_t nsafe)
-{
-	size_t i;
-
-	for (i = 0; i < nsafe; i++)
-		if (safe[i] == a)
-			return true;
-	return false;
-}
-
 /*
  * The target of a call/jmp through memory, when it is a RIP-relative
  * slot with no index (a GOT entry, "call *foo@GOTPCREL(%rip)" or a PLT
@@ -218,7 +208,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				goto next_path;
 			case ZYDIS_MNEMONIC_CALL:
 				if (direct_target(&in, op0, pc, &t) || slot_target(&in, op0, pc, &t)) {
-					if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
+					if (!ukp_walk_known_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 						ret = -ENOMEM;
 						goto out;
 					}
@@ -230,7 +220,7 @@ int arch_code_vector_free(uintptr_t fn, unsigned int flags, const uintptr_t *saf
 				break;
 			case ZYDIS_MNEMONIC_JMP:
 				if (direct_target(&in, op0, pc, &t) || slot_target(&in, op0, pc, &t)) {
-					if (!is_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
+					if (!ukp_walk_known_safe(t, safe, nsafe) && ukp_walk_push(&w, t)) {
 						ret = -ENOMEM;
 						goto out;
 					}
