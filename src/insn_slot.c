@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -110,8 +111,10 @@ static bool in_reach(uintptr_t a, uintptr_t near)
  * Places where mapping a chunk failed although /proc/self/maps shows
  * them free: qemu-user hides its own mappings from the guest's maps and
  * takes MAP_FIXED_NOREPLACE as a hint (as kernels before 4.17 do), so a
- * chunk lands elsewhere and is given back. Those places are not tried
- * again; a process has few of them.
+ * chunk lands elsewhere and is given back; another thread may have
+ * mapped the place since; or it lies above the end of user space of a
+ * kernel with fewer address bits than UKP_USER_TOP. Those places are not
+ * tried again; a process has few of them.
  */
 #define MAX_REFUSED 64
 static uintptr_t refused[MAX_REFUSED];
@@ -168,6 +171,37 @@ static bool chunk_open(struct slot_chunk *c, uintptr_t a, size_t len)
 	return true;
 }
 
+/*
+ * [reg] Room below the main thread's stack that stays free: the stack
+ * grows down into it up to its limit, and the kernel keeps a guard gap
+ * (stack_guard_gap, 1 MiB) between a growing stack and the mapping below;
+ * a chunk there would stop the stack's growth (a SIGSEGV in a deep
+ * recursion). With no limit the kernel puts mmaps bottom-up, far away.
+ */
+static uintptr_t stack_room(void)
+{
+	static uintptr_t room;
+	struct rlimit rl;
+
+	if (!room) {
+		room = 8UL << 20;
+		if (!getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur < (1UL << 30))
+			room = rl.rlim_cur;
+		room = ((room + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1)) + (1UL << 20);
+	}
+	return room;
+}
+
+/* [reg] The start of a line of /proc/self/maps as a place to avoid: the
+ * stack's with its room below. */
+static unsigned long maps_start(const char *line, unsigned long start)
+{
+	if (!strstr(line, "[stack]"))
+		return start;
+	return start > stack_room() ? start - stack_room() : 0;
+}
+
 static struct slot_chunk *chunk_new(uintptr_t near)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -179,17 +213,19 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	struct slot_chunk *c;
 	void *p;
 
-	if (hi > 0x7fff00000000UL)
-		hi = 0x7fff00000000UL; /* stay in canonical user space */
+	if (hi > UKP_USER_TOP)
+		hi = UKP_USER_TOP; /* stay in user space (arch_insn.h) */
 	if (!f)
 		return NULL;
 	for (;;) {
 		bool last = !fgets(line, sizeof(line), f);
 
 		if (last)
-			start = end = 0x7ffffffff000UL;
+			start = end = UKP_USER_TOP;
 		else if (sscanf(line, "%lx-%lx", &start, &end) != 2)
 			continue;
+		else
+			start = maps_start(line, start);
 		/* gap [prev_end, start): candidates are chunk-aligned */
 		if (start > prev_end) {
 			uintptr_t g0 = (prev_end + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1);
@@ -227,10 +263,13 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		return NULL;
 	p = mmap((void *)best, CHUNK_SIZE, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED && errno != EEXIST && errno != ENOMEM)
 		return NULL;
-	if ((uintptr_t)p != best) {
-		munmap(p, CHUNK_SIZE);
+	/* EEXIST: something was mapped there since maps was read; ENOMEM:
+	 * above the end of this kernel's user space */
+	if (p == MAP_FAILED || (uintptr_t)p != best) {
+		if (p != MAP_FAILED)
+			munmap(p, CHUNK_SIZE);
 		if (nrefused == MAX_REFUSED)
 			return NULL;
 		refused[nrefused++] = best;
@@ -336,7 +375,7 @@ uintptr_t ukp_slot_alloc_n(uintptr_t near, unsigned int n)
  * it starts inside a slot).
  */
 #define USER_LO 0x10000UL
-#define USER_HI 0x7fff00000000UL /* canonical user space, as chunk_new */
+#define USER_HI UKP_USER_TOP /* as chunk_new */
 
 static bool range_free(const struct slot_chunk *c, uintptr_t a, size_t len)
 {
@@ -390,7 +429,7 @@ static unsigned long *read_maps(size_t *n)
 			}
 			v = nv;
 		}
-		v[(*n)++] = start;
+		v[(*n)++] = maps_start(line, start);
 		v[(*n)++] = end;
 	}
 	fclose(f);

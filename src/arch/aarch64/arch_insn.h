@@ -244,6 +244,10 @@ struct ukp_arch_insn {
 #define UKP_OPT_MAX_REGION   4
 #define UKP_OPT_MAX_INSNS    1
 #define UKP_SLOT_REACH       ((1UL << 27) - (1UL << 20))
+/* The end of user space with 48-bit addresses, the most a kernel maps
+ * without a hint; a kernel with fewer bits refuses places above its own
+ * end, which insn_slot.c then does not try again. */
+#define UKP_USER_TOP         (1UL << 48)
 #define UKP_INSN_FIXED_LEN   4
 
 struct ukp_arch_opt {

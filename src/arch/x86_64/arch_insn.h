@@ -131,6 +131,9 @@ struct ukp_arch_insn {
 /* Slots and detours within a rel32's reach (insn_slot.c); instructions
  * have no fixed length (optimizer.c). */
 #define UKP_SLOT_REACH       ((1UL << 31) - (1UL << 20))
+/* The end of user space with 4-level paging (47 bits less the last page);
+ * with 5-level paging the kernel maps above it only when asked to. */
+#define UKP_USER_TOP         0x7ffffffff000UL
 #define UKP_INSN_FIXED_LEN   0
 #define UKP_DETOUR_SIZE      96
 #define UKP_OPT_COPY_OFFSET  25
