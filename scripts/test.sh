@@ -81,13 +81,22 @@ for path in sys.argv[1:]:
             # CLI cases' FAIL lines), a few lines
             out = (r.get("stdout") or "") + (r.get("stderr") or "")
             said = [l for l in out.splitlines()
-                    if "[----]" in l or "[FAIL]" in l or l.startswith(("FAIL", "---"))
-                    or "Error" in l or "error:" in l]
+                    if ("[----]" in l and l.strip() != "[----]") or "[FAIL]" in l
+                    or l.startswith(("FAIL", "---")) or "Error" in l or "error:" in l]
             if not said:  # killed, say: its last lines
                 said = [l for l in out.splitlines() if l.strip()][-4:]
-            for l in said[:8]:
+            for l in said[:16]:
                 print("   ", l[:200])
 PY
+if [ "$status" != 0 ]; then
+  # what a failure on another machine may depend on
+  echo "machine: $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
+    "ASLR $(cat /proc/sys/kernel/randomize_va_space 2>/dev/null)," \
+    "LANG=${LANG-} LC_ALL=${LC_ALL-}," \
+    "uprobe_events $(wc -l < /sys/kernel/tracing/uprobe_events 2>/dev/null || echo -)"
+  echo "packages: $(dpkg-query -W -f='${binary:Package}=${Version} ' libc6 zlib1g libsqlite3-0 \
+    libpython3.11 2>/dev/null)"
+fi
 grep -E '\] FAIL:' build/torture.log 2>/dev/null | sed 's/^/failed: torture /' || true
 echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
 exit $status

@@ -19,7 +19,9 @@
  *     optimized probes are among those hit;
  *  3. kprobes_set_optimization(false): no probe is [OPTIMIZED]; the
  *     workload again, on the breakpoint path: the same output, and the
- *     same hit count on every probe as in 2;
+ *     same hit count on every probe as in 2 (for libpython, 2 and 3 are
+ *     tried again when CPython itself counted differently:
+ *     PYTHON_ATTEMPTS);
  *  4. the knob on again: the same probes are [OPTIMIZED] again;
  *  5. unregistered: the code is as before.
  *
@@ -64,6 +66,17 @@
  * whose paths other code enters, a jump table entry into the region, a
  * call through a register in the region). */
 #define PYTHON_MIN_OPTIMIZED_PCT 97
+/*
+ * CPython's own counts vary now and then from one run of the same script
+ * to the next, on the same path: with LC_ALL=POSIX, one run in seven of
+ * this test saw one object more freed (_Py_Dealloc and PyObject_Free one
+ * more hit each) in the second of two optimized runs, as the breakpoint
+ * run did in others. So for libpython the optimized and breakpoint runs
+ * are repeated, up to this many times, until every count agrees; a
+ * difference the library made would come back every time. zlib, sqlite
+ * and libc count the same on every run and get one attempt.
+ */
+#define PYTHON_ATTEMPTS 3
 
 static uint64_t now_ns(void)
 {
@@ -611,7 +624,7 @@ static void python_workload(struct output *o)
 }
 
 static void optimize_and_exercise(const char *soname, void (*workload)(struct output *),
-				  unsigned int min_pct)
+				  unsigned int min_pct, unsigned int attempts)
 {
 	struct output ref, opt, bp;
 	unsigned long *hits_opt, *hits_bp;
@@ -658,31 +671,50 @@ static void optimize_and_exercise(const char *soname, void (*workload)(struct ou
 	}
 	take_hits(&set, hits_opt); /* nothing here calls the library: zeroes */
 
-	/* 2. */
-	t0 = now_ns();
-	workload(&opt);
-	take_hits(&set, hits_opt);
-	expect_same_output(&opt, &ref, "optimized run");
-	cr_expect_eq(count_optimized(&set), nopt, "probes left [OPTIMIZED] during the workload");
-	for (size_t i = 0; i < set.n; i++) {
-		hit += hits_opt[i] != 0;
-		hit_opt += hits_opt[i] && kprobe_optimized(&set.v[i].kp);
-		total += hits_opt[i];
-	}
-	fprintf(stderr, "%s: optimized run %.2f s, %lu hits on %zu entries, %zu of them "
-			"[OPTIMIZED]\n",
-		soname, (double)(now_ns() - t0) / 1e9, total, hit, hit_opt);
-	cr_expect_geq(hit_opt, 5, "%s: the workload hit only %zu [OPTIMIZED] entries", soname,
-		      hit_opt);
+	/* 2. and 3., up to `attempts` times until the counts agree */
+	for (unsigned int attempt = 1;; attempt++) {
+		size_t differ = 0;
 
-	/* 3. */
-	cr_assert_eq(kprobes_set_optimization(false), 0);
-	cr_expect_eq(count_optimized(&set), 0, "[OPTIMIZED] with the knob off");
-	t0 = now_ns();
-	workload(&bp);
-	take_hits(&set, hits_bp);
-	fprintf(stderr, "%s: breakpoint run %.2f s\n", soname, (double)(now_ns() - t0) / 1e9);
-	expect_same_output(&bp, &ref, "breakpoint run");
+		if (attempt > 1) {
+			cr_assert_eq(kprobes_set_optimization(true), 0);
+			cr_assert_eq(ukprobes_wait_optimizer(), 0);
+			out_free(&opt);
+			out_free(&bp);
+			hit = hit_opt = 0;
+			total = 0;
+		}
+		/* 2. */
+		t0 = now_ns();
+		workload(&opt);
+		take_hits(&set, hits_opt);
+		expect_same_output(&opt, &ref, "optimized run");
+		cr_expect_eq(count_optimized(&set), nopt, "probes left [OPTIMIZED] during the workload");
+		for (size_t i = 0; i < set.n; i++) {
+			hit += hits_opt[i] != 0;
+			hit_opt += hits_opt[i] && kprobe_optimized(&set.v[i].kp);
+			total += hits_opt[i];
+		}
+		fprintf(stderr, "%s: optimized run %.2f s, %lu hits on %zu entries, %zu of them "
+				"[OPTIMIZED]\n",
+			soname, (double)(now_ns() - t0) / 1e9, total, hit, hit_opt);
+		cr_expect_geq(hit_opt, 5, "%s: the workload hit only %zu [OPTIMIZED] entries", soname,
+			      hit_opt);
+
+		/* 3. */
+		cr_assert_eq(kprobes_set_optimization(false), 0);
+		cr_expect_eq(count_optimized(&set), 0, "[OPTIMIZED] with the knob off");
+		t0 = now_ns();
+		workload(&bp);
+		take_hits(&set, hits_bp);
+		fprintf(stderr, "%s: breakpoint run %.2f s\n", soname, (double)(now_ns() - t0) / 1e9);
+		expect_same_output(&bp, &ref, "breakpoint run");
+		for (size_t i = 0; i < set.n; i++)
+			differ += hits_opt[i] != hits_bp[i];
+		if (!differ || attempt == attempts)
+			break;
+		fprintf(stderr, "%s: attempt %u: %zu entries counted differently, again\n", soname,
+			attempt, differ);
+	}
 	for (size_t i = 0; i < set.n; i++)
 		cr_expect_eq(hits_opt[i], hits_bp[i],
 			     "%s (%s): %lu hits optimized, %lu on the breakpoint path", set.v[i].name,
@@ -709,18 +741,18 @@ static void optimize_and_exercise(const char *soname, void (*workload)(struct ou
 Test(optprobe_libs, every_zlib_entry_optimized_and_exercised, .timeout = 120)
 {
 	make_zdata();
-	optimize_and_exercise("libz.so.1", zlib_workload, ZLIB_MIN_OPTIMIZED_PCT);
+	optimize_and_exercise("libz.so.1", zlib_workload, ZLIB_MIN_OPTIMIZED_PCT, 1);
 }
 
 Test(optprobe_libs, every_sqlite_entry_optimized_and_exercised, .timeout = 120)
 {
-	optimize_and_exercise("libsqlite3.so.0", sqlite_workload, SQLITE_MIN_OPTIMIZED_PCT);
+	optimize_and_exercise("libsqlite3.so.0", sqlite_workload, SQLITE_MIN_OPTIMIZED_PCT, 1);
 }
 
 Test(optprobe_libs, libc_entries_of_the_wider_regions, .timeout = 120)
 {
 	only_names = libc_names;
-	optimize_and_exercise("libc.so.6", libc_workload, LIBC_MIN_OPTIMIZED_PCT);
+	optimize_and_exercise("libc.so.6", libc_workload, LIBC_MIN_OPTIMIZED_PCT, 1);
 	only_names = NULL;
 }
 
@@ -735,6 +767,7 @@ Test(optprobe_libs, every_libpython_entry_optimized_and_exercised, .timeout = 30
 
 	python_setup();
 	must_names = hot;
-	optimize_and_exercise("libpython3.11.so.1.0", python_workload, PYTHON_MIN_OPTIMIZED_PCT);
+	optimize_and_exercise("libpython3.11.so.1.0", python_workload, PYTHON_MIN_OPTIMIZED_PCT,
+			      PYTHON_ATTEMPTS);
 	must_names = NULL;
 }
