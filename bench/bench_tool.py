@@ -18,6 +18,7 @@ repetition):
             subprocess, a signal) with every exported function of the
             interpreter probed (`p python3.11:*`; issue 14's every-function
             run; bpftrace skipped: attaching ~1,500 uprobes takes minutes)
+  python3_all_long  the same on 6x the data: hits outweigh start-up
   start     the sqlite3 shell with an empty script and every libsqlite3
             function probed: start-up and attach cost of each tool
   libc_start  `true` with every libc.so.6 function probed (ukprobe only)
@@ -194,7 +195,26 @@ def count_events(how, r, work):
     if how == "bpftrace":
         m = re.search(r"@hits: (\d+)", r.stdout)
         return (int(m[1]) if m else None), None
+    if how == "uftrace":
+        # the calls it recorded, from its own report (uftrace patches the
+        # functions it can: fewer than every function, often)
+        rep = subprocess.run(["uftrace", "report", "-d", os.path.join(work, "uftrace.data"),
+                              "--no-pager", "-f", "call"], capture_output=True, text=True)
+        calls = [int(m[1]) for m in re.finditer(r"^\s*(\d+)\s+\S", rep.stdout, re.M)]
+        return (sum(calls) if rep.returncode == 0 and calls else None), None
     return None, None
+
+
+def count_functions(how, r, work):
+    """How many functions the tool saw hit, or None."""
+    if how == "stat":
+        return len([x for x in re.findall(r"^\S+/\S+ +(\d+) +\d+$", r.stdout, re.M)
+                    if int(x)])
+    if how == "uftrace":
+        rep = subprocess.run(["uftrace", "report", "-d", os.path.join(work, "uftrace.data"),
+                              "--no-pager", "-f", "call"], capture_output=True, text=True)
+        return len(re.findall(r"^\s*\d+\s+\S", rep.stdout, re.M)) or None
+    return None
 
 
 def bench_workloads(args, tools, work):
@@ -211,6 +231,9 @@ def bench_workloads(args, tools, work):
     py_all = os.path.join(work, "script_all.py")
     with open(py_all, "w") as f:
         f.write(PY_ALL.format(n=1000 if args.quick else 10000))
+    py_long = os.path.join(work, "script_long.py")
+    with open(py_long, "w") as f:
+        f.write(PY_ALL.format(n=6000 if args.quick else 60000))
     # Kernel uprobes (bpftrace) go into every process that maps the probed
     # file: on the system's python3.11 and libsqlite3 they rewrote the
     # entries that other programs' ukprobe had jump-optimized (their first
@@ -236,6 +259,11 @@ def bench_workloads(args, tools, work):
          "argv": [python, py_all], "spec": "p python3.11:*", "uftrace": ".", "uprobe": "",
          "no_bpftrace": "attaching a uprobe to each of ~1,500 functions takes minutes (the "
                         "sqlite3 rows show bpftrace on every function)"},
+        {"id": "python3_all_long", "what": "python3_all's script on 6x the data (per-hit "
+                                           "costs over start-up), every python3.11 function "
+                                           "probed",
+         "argv": [python, py_long], "spec": "p python3.11:*", "uftrace": ".", "uprobe": "",
+         "no_bpftrace": "as python3_all"},
         {"id": "start", "what": "sqlite3 shell, empty script, every libsqlite3 function probed "
                                 "(start-up, attach)",
          "argv": ["sqlite3", ":memory:", ".read " + empty], "spec": "p libsqlite3.so.0:*",
@@ -256,7 +284,7 @@ def bench_workloads(args, tools, work):
             results.append({"id": wl["id"], "what": wl["what"], "skipped": "%s is not installed"
                             % wl["argv"][0]})
             continue
-        times, counts, lost, fails = {}, {}, {}, {}
+        times, counts, lost, fails, funcs = {}, {}, {}, {}, {}
         for rep in range(args.reps):
             for tool, argv, how in tools.commands(wl, args.quick):
                 if tool in fails:
@@ -270,6 +298,9 @@ def bench_workloads(args, tools, work):
                 n, l = count_events(how, r, work)
                 if n is not None:
                     counts.setdefault(tool, []).append(n)
+                nf = count_functions(how, r, work)
+                if nf is not None:
+                    funcs.setdefault(tool, []).append(nf)
                 if l is not None:
                     lost.setdefault(tool, []).append(l)
         alone = times.get("alone", [])
@@ -280,6 +311,7 @@ def bench_workloads(args, tools, work):
                 "seconds": {"median": median(ts), "min": min(ts), "max": max(ts), "n": len(ts)},
                 "ratio_to_alone": median(ratios),
                 "events": median(counts.get(tool, [])),
+                "functions": median(funcs.get(tool, [])),
                 "lost": max(lost[tool]) if tool in lost else None,
             }
         skips = dict(tools.skips)
@@ -295,6 +327,10 @@ def bench_workloads(args, tools, work):
             over = lambda x: x["seconds"]["median"] - median(alone)
             if over(ut) > 0:
                 row["stat_overhead_vs_uftrace"] = over(st) / over(ut)
+                # per event: the tools do not see the same events
+                if st.get("events") and ut.get("events"):
+                    row["per_event_ns"] = {"ukprobe stat": over(st) / st["events"] * 1e9,
+                                           "uftrace record": over(ut) / ut["events"] * 1e9}
                 if tr.get("seconds"):
                     row["trace_overhead_vs_uftrace"] = over(tr) / over(ut)
         results.append(row)
@@ -420,6 +456,15 @@ def markdown(res):
         if "trace_overhead_vs_uftrace" in w:
             extra.append("`ukprobe trace -o` / `uftrace record`: %.2f" %
                          w["trace_overhead_vs_uftrace"])
+        if "per_event_ns" in w:
+            pe, t = w["per_event_ns"], w["tools"]
+            extra.append("overhead per event (start-up included): `ukprobe stat` %.0f ns over "
+                         "%d events in %s functions, `uftrace record` %.0f ns over %d calls "
+                         "in %s functions" % (
+                             pe["ukprobe stat"], t["ukprobe stat"]["events"],
+                             t["ukprobe stat"].get("functions") or "?",
+                             pe["uftrace record"], t["uftrace record"]["events"],
+                             t["uftrace record"].get("functions") or "?"))
         out.append("")
         if extra:
             out.append("; ".join(extra) + ".\n")
