@@ -19,6 +19,9 @@ repetition):
             interpreter probed (`p python3.11:*`; issue 14's every-function
             run; bpftrace skipped: attaching ~1,500 uprobes takes minutes)
   python3_all_long  the same on 6x the data: hits outweigh start-up
+  lua       a Lua 5.4 interpreter built at -O2 with its functions' symbols
+            (bench_lua: Debian's liblua5.4.a) runs a script of calls,
+            strings and tables with every function probed (`p bench_lua:*`)
   start     the sqlite3 shell with an empty script and every libsqlite3
             function probed: start-up and attach cost of each tool
   libc_start  `true` with every libc.so.6 function probed (ukprobe only)
@@ -76,6 +79,19 @@ total = 0
 for i in range({n} * 5):
     total += (i * 3) % 7
 print(len(back), len(words), total)
+"""
+
+# Lua: calls, strings, tables, patterns (about 30 M function entries)
+LUA = """
+local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+local t = {{}}
+for i = 1, {n} do t[#t + 1] = tostring(i) .. "x" end
+local s = table.concat(t, ",")
+local c = 0
+for w in s:gmatch("(%d+)x") do c = c + #w end
+local m = {{}}
+for i = 1, 2 * {n} do m[i % 1000] = (m[i % 1000] or 0) + i end
+print(fib({fib}), c, m[7])
 """
 
 PY_ALL = """
@@ -231,6 +247,9 @@ def bench_workloads(args, tools, work):
     py_all = os.path.join(work, "script_all.py")
     with open(py_all, "w") as f:
         f.write(PY_ALL.format(n=1000 if args.quick else 10000))
+    lua = os.path.join(work, "script.lua")
+    with open(lua, "w") as f:
+        f.write(LUA.format(n=30000 if args.quick else 300000, fib=20 if args.quick else 26))
     py_long = os.path.join(work, "script_long.py")
     with open(py_long, "w") as f:
         f.write(PY_ALL.format(n=6000 if args.quick else 60000))
@@ -264,6 +283,14 @@ def bench_workloads(args, tools, work):
                                            "probed",
          "argv": [python, py_long], "spec": "p python3.11:*", "uftrace": ".", "uprobe": "",
          "no_bpftrace": "as python3_all"},
+        # issue 14's every-function run: an interpreter built at -O2
+        # with its ~700 functions' symbols (bench_lua.c)
+        {"id": "lua", "what": "Lua 5.4 interpreter (bench_lua, -O2, Debian's liblua5.4.a), a "
+                              "script of calls, strings and tables, every function probed",
+         "argv": [os.path.join(os.path.abspath(args.bin), "bench_lua"), lua],
+         "spec": "p bench_lua:*", "uftrace": ".", "uprobe": "",
+         "no_bpftrace": "attaching a uprobe to each of ~700 functions takes about a minute "
+                        "per run (the sqlite3 rows show bpftrace on every function)"},
         {"id": "start", "what": "sqlite3 shell, empty script, every libsqlite3 function probed "
                                 "(start-up, attach)",
          "argv": ["sqlite3", ":memory:", ".read " + empty], "spec": "p libsqlite3.so.0:*",

@@ -47,6 +47,9 @@ ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register
   bench/bench_coverage bench/bench_coverage_preload.so bench/bench_uftrace bench/bench_uftrace_nop5 \
   bench/bench_tool_hit bench/bench_tool_lib tools/ukprobe/ukprobe agent/libukprobe-agent.so \
   agent/ukprobe-host >/dev/null
+# the Lua interpreter of the tool benchmark's `lua` workload, where
+# liblua5.4-dev is installed (bench_tool.py skips the workload without it)
+ninja -C build-bench bench/bench_lua >/dev/null 2>&1 || true
 bin=build-bench/bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ukpbench.XXXXXX")

@@ -9,11 +9,12 @@ set -euo pipefail
 # benchmarks; python3.11 is a non-PIE executable), and
 # libpython3.11-testsuite and pigz (the torture tier's programs),
 # libiberty-dev (C++ and Rust demangling in ukprobe) and g++ (a C++ test
-# program), abigail-tools (the ABI check, scripts/abi_check.sh).
+# program), abigail-tools (the ABI check, scripts/abi_check.sh),
+# liblua5.4-dev (the tool benchmark's interpreter, bench/bench_lua.c).
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
-      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools)
+      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
