@@ -24,7 +24,9 @@
  *  - one bad probe in the middle: nothing was ever hit, none is left
  *    registered (no holder left), the text is back byte for byte;
  *  - a batch of return probes on the entries plain kprobes hold already:
- *    both count every call, and each goes without the other.
+ *    both count every call, and each goes without the other; refused
+ *    there (its probes live at once on armed sites), it leaves no return
+ *    probe and no holder behind.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -684,5 +686,55 @@ Test(batch, kretprobes_on_kprobes, .init = r_setup, .timeout = 300)
 	r_check_counts(n);
 	unregister_kretprobes(rpp, (int)n);
 	cr_assert(entries_same(before));
+	free(before);
+}
+
+/* A refused batch of return probes on entries armed kprobes hold: its
+ * probes are live as soon as they join their sites, and the refusal
+ * takes them all back while the threads call through them (pending
+ * returns come back right, the holders are freed once they are home). */
+Test(batch, kretprobes_refused_on_kprobes, .init = r_setup, .timeout = 300)
+{
+	pthread_t t[NTHREADS + 1];
+	size_t n = nrfns, mid = n / 2;
+	uint8_t *before = entries_copy();
+	struct kretprobe bad_rp = { .kp.addr = (kprobe_opcode_t *)((uintptr_t)crc32 + 1),
+				    .handler = r_ret };
+	struct kretprobe **v = calloc(n + 1, sizeof(*v));
+	unsigned long holders = ukp_krp_holders_allocated(), s0, entries = 0, after = 0;
+
+	cr_assert(v);
+	memcpy(v, rpp, mid * sizeof(*v));
+	v[mid] = &bad_rp;
+	memcpy(v + mid + 1, rpp + mid, (n - mid) * sizeof(*v));
+	rfns_reset();
+	cr_assert_eq(register_kprobes(rkpp, (int)n), 0);
+	start_all_workers(t);
+	cr_assert_lt(register_kretprobes(v, (int)n + 1), 0);
+	s0 = atomic_load(&sql_runs);
+	while (atomic_load(&sql_runs) < s0 + 2)
+		sched_yield();
+	stop_all_workers(t);
+	cr_assert_eq(atomic_load(&bad), 0, "wrong results: %lu", atomic_load(&bad));
+	/* no return probe left: the kprobes count on, the entries do not */
+	for (size_t i = 0; i < n; i++)
+		entries += atomic_load(&((struct rfn *)rpp[i])->entries);
+	atomic_store(&((struct rfn *)rpp[0])->hits, 0);
+	cr_assert(sql_once());
+	cr_assert_eq(crc32(0, data, sizeof(data)), crc_want);
+	for (size_t i = 0; i < n; i++)
+		after += atomic_load(&((struct rfn *)rpp[i])->entries);
+	cr_expect_eq(after, entries, "return probes of the refused batch still fire");
+	cr_expect_eq(atomic_load(&((struct rfn *)rpp[0])->hits), 1);
+	unregister_kprobes(rkpp, (int)n);
+	cr_assert(entries_same(before), "text differs after the kprobes went");
+	ukp_krp_reap();
+	cr_expect_eq(ukp_krp_holders_allocated(), holders, "holders left by the refused batch");
+	/* none of them is registered: each can be registered again */
+	rfns_reset();
+	cr_assert_eq(register_kretprobes(rpp, (int)n), 0);
+	unregister_kretprobes(rpp, (int)n);
+	cr_assert(entries_same(before));
+	free(v);
 	free(before);
 }
