@@ -160,6 +160,12 @@ static void send_probe_msg(const struct ukpa_spec *s, uint32_t id, int err, uint
 	msg_out(&u, u.m.h.len);
 }
 
+/* pr's kprobe: its kretprobe's for an r event. */
+static struct kprobe *probe_kprobe(struct ukpa_probe *pr)
+{
+	return pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
+}
+
 static void send_probe(const struct ukpa_probe *pr)
 {
 	const struct kprobe *kp = pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
@@ -514,13 +520,14 @@ static void glob_event_name(const struct ukp_spec *spec, const char *name, char 
 }
 
 /* A glob's probes that passed the checks, announced, to be registered
- * together. */
+ * together (a glob's probes are all return probes or none). */
 struct glob_batch {
 	struct ukpa_probe **pr;
-	struct kprobe **kp;
+	struct kprobe **kp;       /* p events: their kprobes */
+	struct kretprobe **rp;    /* r events: their kretprobes */
 	int n;
-	/* those that failed a check or are return probes: registered
-	 * alone, after the batch (match indices) */
+	/* those that failed a check: registered alone, ahead of the batch
+	 * (match indices) */
 	struct ukpa_probe **alone;
 	size_t *alone_i, nalone;
 };
@@ -535,23 +542,24 @@ static void glob_match_failed(struct ukpa_spec *s, const struct match *m, struct
 }
 
 /*
- * [init] pr, set up at a glob's match: checked as register_kprobe checks
- * it (where it goes, whether an instruction there can be probed),
+ * [init] pr, set up at a glob's match: checked as register_kprobe (or
+ * register_kretprobe) checks it (where it goes, whether an instruction
+ * there can be probed, and for a return probe whether calls reach it),
  * described, published and announced, not registered yet (so not live).
- * 1 when it goes in the batch; 0 when a check failed or it is a return
- * probe (the caller registers it alone, which says why it fails); or the
- * negative errno.
+ * 1 when it goes in the batch; 0 when a check failed (the caller
+ * registers it alone, which says why it fails); or the negative errno.
  */
 static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 {
+	struct kprobe *kp = probe_kprobe(pr);
 	const char *why = NULL;
 	bool entry = false;
 	void *a;
 	int opt, ret;
 
-	/* a kretprobe checks more (the function is called) and registers
-	 * one by one anyway */
-	if (pr->spec->spec.is_return || ukprobes_probe_addr(&pr->kp, &a, &entry))
+	if (ukprobes_probe_addr(kp, &a, &entry))
+		return 0;
+	if (pr->spec->spec.is_return && ukprobes_kretprobe_check(kp, NULL))
 		return 0;
 	opt = ukprobes_optimizable(a, &why);
 	if (opt < 0)
@@ -561,22 +569,24 @@ static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 		return ret;
 	/* where it goes (past an endbr64), as its PROBE message says:
 	 * registering there is registering at the function's start */
-	pr->kp.addr = a;
+	kp->addr = a;
 	send_probe(pr);
 	return 1;
 }
 
 /*
- * [init] Register a glob's staged probes in one batch (register_kprobes:
- * one write per page and one thread synchronization for all of them, and
- * no probe of the batch armed while the library works for the others),
- * then let them record. The batch is all or nothing: should it fail (a
- * check the staging cannot make, as running out of slots), each probe is
- * registered alone; one that fails then was announced already and never
- * records, and its failure is reported as a match's.
+ * [init] Register a glob's staged probes in one batch (register_kprobes
+ * or register_kretprobes: one write per page and one thread
+ * synchronization for all of them, and no probe of the batch armed while
+ * the library works for the others), then let them record. The batch is
+ * all or nothing: should it fail (a check the staging cannot make, as
+ * running out of slots), each probe is registered alone; one that fails
+ * then was announced already and never records, and its failure is
+ * reported as a match's.
  */
 static void glob_commit(struct ukpa_spec *s, struct glob_batch *b)
 {
+	bool ret_probes = s->spec.is_return;
 	int i, ret;
 
 	msg_flush();
@@ -584,7 +594,7 @@ static void glob_commit(struct ukpa_spec *s, struct glob_batch *b)
 		return;
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
-	ret = register_kprobes(b->kp, b->n);
+	ret = ret_probes ? register_kretprobes(b->rp, b->n) : register_kprobes(b->kp, b->n);
 	ukprobes_set_print(NULL);
 	for (i = 0; i < b->n; i++) {
 		struct ukpa_probe *pr = b->pr[i];
@@ -594,12 +604,12 @@ static void glob_commit(struct ukpa_spec *s, struct glob_batch *b)
 
 			lib_msg[0] = '\0';
 			ukprobes_set_print(capture_print);
-			err = register_kprobe(&pr->kp);
+			err = ret_probes ? register_kretprobe(&pr->rp) : register_kprobe(&pr->kp);
 			ukprobes_set_print(NULL);
 			if (err) {
 				send_probe_msg(s, ~0u, err, UKP_WHAT_NONE, 0, pr->flags, -1,
-					       (uintptr_t)pr->kp.addr, pr->func, 0, pr->event,
-					       pr->where, "", lib_msg);
+					       (uintptr_t)probe_kprobe(pr)->addr, pr->func, 0,
+					       pr->event, pr->where, "", lib_msg);
 				continue;
 			}
 		}
@@ -629,10 +639,13 @@ static int register_glob(struct ukpa_spec *s)
 	ret = ms.nomem ? -ENOMEM : ms.n ? matches_dedup(&ms) : -ENOENT;
 	if (!ret) {
 		b.pr = malloc(ms.n * sizeof(*b.pr));
-		b.kp = malloc(ms.n * sizeof(*b.kp));
+		if (s->spec.is_return)
+			b.rp = malloc(ms.n * sizeof(*b.rp));
+		else
+			b.kp = malloc(ms.n * sizeof(*b.kp));
 		b.alone = malloc(ms.n * sizeof(*b.alone));
 		b.alone_i = malloc(ms.n * sizeof(*b.alone_i));
-		if (!b.pr || !b.kp || !b.alone || !b.alone_i)
+		if (!b.pr || (!b.kp && !b.rp) || !b.alone || !b.alone_i)
 			ret = -ENOMEM;
 	}
 	outq.on = true;
@@ -656,12 +669,14 @@ static int register_glob(struct ukpa_spec *s)
 			}
 			err = probe_setup(pr, NULL, ms.m[i].start + s->spec.offset);
 			err = err ? err : probe_stage(pr, ms.m[i].prefer);
-			if (err == 1) {
+			if (err == 1 && b.rp) {
+				b.pr[b.n] = pr;
+				b.rp[b.n++] = &pr->rp;
+			} else if (err == 1) {
 				b.pr[b.n] = pr;
 				b.kp[b.n++] = &pr->kp;
 			} else if (err == 0) {
-				/* alone (which says why it fails, or arms a
-				 * return probe at once) */
+				/* alone (which says why it fails) */
 				b.alone[b.nalone] = pr;
 				b.alone_i[b.nalone++] = i;
 			} else {
@@ -690,6 +705,7 @@ static int register_glob(struct ukpa_spec *s)
 	outq.on = false;
 	free(b.pr);
 	free(b.kp);
+	free(b.rp);
 	return ret;
 }
 

@@ -339,6 +339,18 @@ UKPROBES_API int ukprobes_optimizable(void *addr, const char **why);
  * or both or neither of symbol_name and addr). Nothing else is checked.
  */
 UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *on_entry);
+/*
+ * Would register_kretprobe() take a return probe at p's point (p: the
+ * kretprobe's kp, with symbol_name or addr, and offset)? It must be a
+ * function's entry (the kernel's kprobe_on_func_entry) that calls reach
+ * with the return address on top of the stack: not the ELF entry point,
+ * a .cold part, or code the unwind tables say is entered by a jump. 0, or
+ * -errno as register_kretprobe returns it (-EINVAL with *why, if why is
+ * not NULL, pointing to static text that says why when it can). Whether
+ * the instruction there can be probed is ukprobes_optimizable's to say.
+ * Nothing is registered.
+ */
+UKPROBES_API int ukprobes_kretprobe_check(const struct kprobe *p, const char **why);
 
 /* Faults raised inside probe handlers since start-up (each one abandoned
  * the handler and was counted in that probe's nmissed too). */

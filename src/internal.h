@@ -156,11 +156,6 @@ size_t ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len); /* [reg] */
  * symbol lookups from other modules and the agent); 0 or -errno. */
 int ukp_lock_for_show(void);
 void ukp_unlock_for_show(void);
-/* [reg] Takes the registry mutex. May p (a kretprobe's kprobe, not
- * registered) carry a return probe? The kernel's kprobe_on_func_entry,
- * and an entry that calls reach (func_entry.h). 0, or -EINVAL (with
- * *why), -ENOENT (the symbol lookup's errors), -ENOMEM. */
-int ukp_kretprobe_entry_check(const struct kprobe *p, const char **why);
 
 /* ------------------------------------------------------ grace periods */
 /* sync.c: a thread is "inside" from trap entry to trap exit. */

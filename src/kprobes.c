@@ -24,6 +24,7 @@
 #include "codeflow.h"
 #include "func_entry.h"
 #include "jprobes.h"
+#include "kretprobes.h"
 #include "obj_pool.h"
 
 #define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
@@ -541,6 +542,20 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 	return 0;
 }
 
+/* [reg] May a return probe go at addr, where kprobe_addr put p (the
+ * kernel's kprobe_on_func_entry, and an entry calls reach: func_entry.h)?
+ * 0, or -EINVAL with *why, or -ENOMEM. */
+static int kretprobe_point(uintptr_t addr, bool on_entry, const struct ukp_symres *sym,
+			   const char **why)
+{
+	*why = NULL;
+	if (!on_entry) {
+		*why = "not on a function entry";
+		return -EINVAL;
+	}
+	return ukp_func_entry_called(sym, addr, why);
+}
+
 /* [reg] The out-of-line slot's bytes: [insn][int3] at 0, [insn'][jmp] at
  * UKP_BOOST_OFFSET, breakpoints elsewhere. */
 static void slot_bytes(const struct ukp_arch_insn *ai, const struct ukp_slot_img *im,
@@ -741,6 +756,21 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	ret = kprobe_addr(p, &addr, &on_entry, &sym);
 	if (ret)
 		return ret;
+	/* a kretprobe's, as register_kretprobe checks it first: refused,
+	 * the struct is left as it was */
+	if (ukp_is_kretprobe(p)) {
+		const char *why;
+
+		ret = kretprobe_point(addr, on_entry, &sym, &why);
+		if (ret && why && p->symbol_name)
+			pr_warn("kretprobes: cannot probe %s+%#x: %s\n", p->symbol_name, p->offset,
+				why);
+		else if (ret && why)
+			pr_warn("kretprobes: cannot probe %p: %s\n",
+				(void *)((uintptr_t)p->addr + p->offset), why);
+		if (ret)
+			return ret;
+	}
 	p->addr = (kprobe_opcode_t *)addr; /* written even if a check fails */
 	if (child_find(p)) {
 		pr_warn("kprobes: the same probe is registered twice\n");
@@ -883,27 +913,30 @@ UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *
 	return 0;
 }
 
-int ukp_kretprobe_entry_check(const struct kprobe *p, const char **why)
+UKPROBES_API int ukprobes_kretprobe_check(const struct kprobe *p, const char **why)
 {
-	struct kprobe tmp = { .addr = p->addr, .symbol_name = p->symbol_name,
-			      .offset = p->offset };
+	struct kprobe tmp;
 	struct ukp_symres sym;
 	bool on_entry = false;
+	const char *w = NULL;
 	uintptr_t a;
 	int ret;
 
-	*why = NULL;
+	if (!p)
+		return -EINVAL;
+	tmp = (struct kprobe){ .addr = p->addr, .symbol_name = p->symbol_name,
+			       .offset = p->offset };
 	ret = ukp_lock();
 	if (ret)
 		return ret;
 	ret = kprobe_addr(&tmp, &a, &on_entry, &sym);
-	if (!ret && !on_entry) {
-		*why = "not on a function entry";
-		ret = -EINVAL;
-	}
 	if (!ret)
-		ret = ukp_func_entry_called(&sym, a, why);
+		ret = kretprobe_point(a, on_entry, &sym, &w);
+	if (!ret && ukp_blacklisted(a))
+		ret = -EINVAL;
 	ukp_unlock();
+	if (why)
+		*why = w;
 	return ret;
 }
 

@@ -64,6 +64,7 @@
 #include "internal.h"
 #include "kretprobes.h"
 #include "kretprobes_layout.h"
+#include "obj_pool.h"
 #define KRP_MAX_THREADS 4096
 /* tid of a record being claimed or reclaimed */
 #define KRP_TID_BUSY (-1)
@@ -78,7 +79,9 @@ static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) *
 #define krp_self ukp_ctl.rstack
 
 static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct kretprobe_holder *krp_registered; /* [krp_mutex] */
+/* [krp_mutex] registered holders by owner (batches of thousands) */
+#define KRP_HOLDER_BUCKETS 4096
+static struct kretprobe_holder *krp_registered[KRP_HOLDER_BUCKETS];
 static struct kretprobe_holder *krp_zombies;    /* [krp_mutex] */
 static _Atomic unsigned long krp_nholders;
 static bool krp_inited;
@@ -692,22 +695,35 @@ static int krp_init_locked(void)
 	return 0;
 }
 
+static unsigned int holder_hash(const struct kretprobe *rp)
+{
+	return (unsigned int)(((uintptr_t)rp >> 3) * 0x9E3779B1u) % KRP_HOLDER_BUCKETS;
+}
+
 /* [krp_mutex] The holder of a registered kretprobe, or NULL. */
 static struct kretprobe_holder *holder_of(const struct kretprobe *rp)
 {
 	struct kretprobe_holder *h;
 
-	for (h = krp_registered; h; h = h->next)
+	for (h = krp_registered[holder_hash(rp)]; h; h = h->next)
 		if (h->owner == rp)
 			return h;
 	return NULL;
+}
+
+static void registered_add(struct kretprobe_holder *h)
+{
+	struct kretprobe_holder **head = &krp_registered[holder_hash(h->owner)];
+
+	h->next = *head;
+	*head = h;
 }
 
 static void registered_del(struct kretprobe_holder *h)
 {
 	struct kretprobe_holder **pp;
 
-	for (pp = &krp_registered; *pp; pp = &(*pp)->next) {
+	for (pp = &krp_registered[holder_hash(h->owner)]; *pp; pp = &(*pp)->next) {
 		if (*pp == h) {
 			*pp = h->next;
 			h->next = NULL;
@@ -757,111 +773,146 @@ static int default_maxactive(void)
 	return 2 * n > 10 ? (int)(2 * n) : 10;
 }
 
-/* [krp_mutex] Undo a registration that failed after register_kprobe. */
-static void unregister_failed(struct kprobe *kp, kprobe_opcode_t *addr, unsigned int flags)
+/* The handler last proven (or not) vector-free: a batch's kretprobes
+ * mostly share their handlers, and the proof walks code. */
+struct vf_memo {
+	kretprobe_handler_t fn;
+	const void *proven; /* fn, or NULL */
+};
+
+/* [krp_mutex] fn if it is proven vector-free (vecstate.c), else NULL. */
+static const void *vf_proven(struct vf_memo *m, kretprobe_handler_t fn)
 {
-	unregister_kprobe(kp);
-	kp->addr = addr;
-	kp->flags = flags;
+	if (!fn)
+		return NULL;
+	if (m->fn != fn) {
+		m->fn = fn;
+		m->proven = ukp_vec_free_locking((const void *)fn) ? (const void *)fn : NULL;
+	}
+	return m->proven;
+}
+
+/*
+ * [krp_mutex] rp's holder (maxactive instances), in place and published
+ * before rp's probe is registered: the probe works as soon as it is
+ * armed, which is when its batch is, or at once at a site a kprobe has
+ * armed already. vf: the batch's memos of entry handlers and handlers.
+ */
+static int holder_prepare(struct kretprobe *rp, struct vf_memo vf[2],
+			  struct kretprobe_holder **out)
+{
+	struct kretprobe_holder *h;
+
+	if (holder_of(rp)) {
+		pr_warn("kretprobes: the same kretprobe is registered twice\n");
+		return -EINVAL;
+	}
+	if (rp->data_size > KRETPROBE_MAX_DATA_SIZE)
+		return -E2BIG;
+	if (rp->maxactive <= 0)
+		rp->maxactive = default_maxactive();
+	h = holder_alloc(rp->maxactive, rp->data_size);
+	if (!h)
+		return -ENOMEM;
+	/* As the kernel: the user's pre/post handlers are overwritten (and
+	 * the pre_handler makes the kprobe a kretprobe's: register_kprobes
+	 * checks its point as register_kretprobe does). */
+	rp->kp.pre_handler = ukp_kretprobe_pre_handler;
+	rp->kp.post_handler = NULL;
+	atomic_store_explicit(&h->rp, rp, memory_order_relaxed);
+	h->owner = rp;
+	h->vf_entry = vf_proven(&vf[0], rp->entry_handler);
+	h->vf_handler = vf_proven(&vf[1], rp->handler);
+	rp->nmissed = 0;
+	__atomic_store_n(&rp->rph, h, __ATOMIC_RELEASE);
+	registered_add(h);
+	*out = h;
+	return 0;
+}
+
+/*
+ * [krp_mutex] The holders hs[] of rps[] (NULL entries skipped), whose
+ * probes are unregistered or never were: no return handler of theirs
+ * runs after this, and they wait among the zombies for their instances
+ * to come back.
+ */
+static void holders_retire(struct kretprobe **rps, struct kretprobe_holder **hs, int num)
+{
+	bool any = false;
+	int i;
+
+	for (i = 0; i < num; i++) {
+		if (!hs[i])
+			continue;
+		registered_del(hs[i]);
+		hs[i]->owner = NULL;
+		atomic_store_explicit(&hs[i]->rp, NULL, memory_order_release);
+		any = true;
+	}
+	if (any)
+		ukp_synchronize();
+	for (i = 0; i < num; i++) {
+		if (!hs[i])
+			continue;
+		__atomic_store_n(&rps[i]->rph, NULL, __ATOMIC_RELAXED);
+		hs[i]->next = krp_zombies;
+		krp_zombies = hs[i];
+	}
+	krp_reap_locked();
+}
+
+/*
+ * The kernel's register_kretprobes: all or nothing. Every kretprobe's
+ * holder is prepared first, then their kprobes go in one
+ * register_kprobes() batch (one write per page and one thread
+ * synchronization for all of them). On a failure the ones registered so
+ * far are unregistered, and the error returned.
+ */
+UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num)
+{
+	struct vf_memo vf[2] = { { 0 } };
+	struct kretprobe_holder **hs;
+	struct kprobe **kps;
+	int i, ret;
+
+	if (num <= 0 || !rps)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	hs = ukp_batch_zalloc((size_t)num * sizeof(*hs));
+	kps = ukp_batch_zalloc((size_t)num * sizeof(*kps));
+	if (!hs || !kps) {
+		ukp_batch_free(hs);
+		ukp_batch_free(kps);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&krp_mutex);
+	ret = krp_init_locked();
+	if (!ret) {
+		krp_reap_locked();
+		if (arch_shadow_stack_active()) {
+			pr_warn("kretprobes: return addresses cannot be rewritten under a shadow "
+				"stack\n");
+			ret = -EOPNOTSUPP;
+		}
+	}
+	for (i = 0; !ret && i < num; i++) {
+		ret = rps[i] ? holder_prepare(rps[i], vf, &hs[i]) : -EINVAL;
+		kps[i] = rps[i] ? &rps[i]->kp : NULL;
+	}
+	if (!ret)
+		ret = register_kprobes(kps, num);
+	if (ret)
+		holders_retire(rps, hs, num);
+	pthread_mutex_unlock(&krp_mutex);
+	ukp_batch_free(hs);
+	ukp_batch_free(kps);
+	return ret;
 }
 
 UKPROBES_API int register_kretprobe(struct kretprobe *rp)
 {
-	struct kretprobe_holder *h;
-	kprobe_opcode_t *saved_addr;
-	unsigned int saved_flags;
-	const char *why;
-	struct kprobe *kp;
-	bool disabled;
-	int ret;
-
-	if (!rp)
-		return -EINVAL;
-	if (ukp_in_probe_context())
-		return -EBUSY;
-	pthread_mutex_lock(&krp_mutex);
-	ret = krp_init_locked();
-	if (ret)
-		goto out;
-	krp_reap_locked();
-	if (holder_of(rp)) {
-		pr_warn("kretprobes: the same kretprobe is registered twice\n");
-		ret = -EINVAL;
-		goto out;
-	}
-	/* As the kernel (kprobe_on_func_entry), before anything else; and
-	 * only where a call put the return address on top of the stack. */
-	ret = ukp_kretprobe_entry_check(&rp->kp, &why);
-	if (ret) {
-		if (why && rp->kp.symbol_name)
-			pr_warn("kretprobes: cannot probe %s+%#x: %s\n", rp->kp.symbol_name,
-				rp->kp.offset, why);
-		else if (why)
-			pr_warn("kretprobes: cannot probe %p: %s\n",
-				(void *)((uintptr_t)rp->kp.addr + rp->kp.offset), why);
-		goto out;
-	}
-	if (arch_shadow_stack_active()) {
-		pr_warn("kretprobes: return addresses cannot be rewritten under a shadow stack\n");
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	kp = &rp->kp;
-	saved_addr = kp->addr;
-	saved_flags = kp->flags;
-	disabled = kp->flags & KPROBE_FLAG_DISABLED;
-	/* As the kernel: the user's pre/post handlers are overwritten. The
-	 * probe stays disabled until its holder is in place. */
-	kp->pre_handler = ukp_kretprobe_pre_handler;
-	kp->post_handler = NULL;
-	kp->flags |= KPROBE_FLAG_DISABLED;
-	__atomic_store_n(&rp->rph, NULL, __ATOMIC_RELAXED);
-	ret = register_kprobe(kp);
-	if (ret) {
-		kp->flags = saved_flags;
-		goto out;
-	}
-	if (!(kp->flags & KPROBE_FLAG_ON_FUNC_ENTRY)) {
-		unregister_failed(kp, saved_addr, saved_flags);
-		ret = -EINVAL;
-		goto out;
-	}
-	if (rp->data_size > KRETPROBE_MAX_DATA_SIZE) {
-		unregister_failed(kp, saved_addr, saved_flags);
-		ret = -E2BIG;
-		goto out;
-	}
-	if (rp->maxactive <= 0)
-		rp->maxactive = default_maxactive();
-	h = holder_alloc(rp->maxactive, rp->data_size);
-	if (!h) {
-		unregister_failed(kp, saved_addr, saved_flags);
-		ret = -ENOMEM;
-		goto out;
-	}
-	atomic_store_explicit(&h->rp, rp, memory_order_relaxed);
-	h->owner = rp;
-	if (rp->entry_handler && ukp_vec_free_locking((const void *)rp->entry_handler))
-		h->vf_entry = (const void *)rp->entry_handler;
-	if (rp->handler && ukp_vec_free_locking((const void *)rp->handler))
-		h->vf_handler = (const void *)rp->handler;
-	rp->nmissed = 0;
-	__atomic_store_n(&rp->rph, h, __ATOMIC_RELEASE);
-	h->next = krp_registered;
-	krp_registered = h;
-	if (!disabled) {
-		ret = enable_kprobe(kp);
-		if (ret) {
-			registered_del(h);
-			unregister_kprobe(kp);
-			__atomic_store_n(&rp->rph, NULL, __ATOMIC_RELAXED);
-			kp->flags = saved_flags;
-			holder_free(h);
-		}
-	}
-out:
-	pthread_mutex_unlock(&krp_mutex);
-	return ret;
+	return register_kretprobes(&rp, 1);
 }
 
 UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
@@ -872,11 +923,11 @@ UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
 
 	if (num <= 0 || !rps || ukp_in_probe_context())
 		return;
-	hs = calloc((size_t)num, sizeof(*hs));
-	kps = calloc((size_t)num, sizeof(*kps));
+	hs = ukp_batch_zalloc((size_t)num * sizeof(*hs));
+	kps = ukp_batch_zalloc((size_t)num * sizeof(*kps));
 	if (!hs || !kps) {
-		free(hs);
-		free(kps);
+		ukp_batch_free(hs);
+		ukp_batch_free(kps);
 		return;
 	}
 	pthread_mutex_lock(&krp_mutex);
@@ -889,51 +940,19 @@ UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
 			rps[i]->kp.addr = NULL;
 			continue;
 		}
-		registered_del(hs[i]);
-		hs[i]->owner = NULL;
 		kps[m++] = &rps[i]->kp;
 	}
 	/* No new instance after this (it waits for the trap paths). */
 	unregister_kprobes(kps, m);
-	for (i = 0; i < num; i++)
-		if (hs[i])
-			atomic_store_explicit(&hs[i]->rp, NULL, memory_order_release);
-	/* No return handler of these runs any more after this. */
-	if (m)
-		ukp_synchronize();
-	for (i = 0; i < num; i++) {
-		if (!hs[i])
-			continue;
-		__atomic_store_n(&rps[i]->rph, NULL, __ATOMIC_RELAXED);
-		hs[i]->next = krp_zombies;
-		krp_zombies = hs[i];
-	}
-	krp_reap_locked();
+	holders_retire(rps, hs, num);
 	pthread_mutex_unlock(&krp_mutex);
-	free(hs);
-	free(kps);
+	ukp_batch_free(hs);
+	ukp_batch_free(kps);
 }
 
 UKPROBES_API void unregister_kretprobe(struct kretprobe *rp)
 {
 	unregister_kretprobes(&rp, 1);
-}
-
-UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num)
-{
-	int i, ret = 0;
-
-	if (num <= 0 || !rps)
-		return -EINVAL;
-	for (i = 0; i < num; i++) {
-		ret = register_kretprobe(rps[i]);
-		if (ret < 0) {
-			if (i > 0)
-				unregister_kretprobes(rps, i);
-			break;
-		}
-	}
-	return ret;
 }
 
 UKPROBES_API int disable_kretprobe(struct kretprobe *rp)

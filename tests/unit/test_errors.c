@@ -378,6 +378,40 @@ Test(errors, probe_addr_before_registering)
 	unregister_kprobe(&by_name);
 }
 
+/* ukprobes_kretprobe_check says whether register_kretprobe takes a
+ * return probe there, registering nothing: a function's entry (past its
+ * endbr64 too), not inside one; the look-up's errors. */
+Test(errors, kretprobe_check_before_registering)
+{
+	struct kprobe by_name = { .symbol_name = "t_endbr" };
+	struct kprobe by_addr = { .addr = (void *)t_endbr };
+	struct kprobe past_endbr = { .addr = (void *)(t_endbr + 4) };
+	struct kprobe inside = { .symbol_name = "t_movabs", .offset = 10 };
+	struct kprobe bad[] = {
+		{ .symbol_name = "no_such_function_anywhere" },
+		{ .symbol_name = "err_target", .addr = (void *)err_target },
+		{ .addr = (void *)&data_object },
+	};
+	int want[] = { -ENOENT, -EINVAL, -EINVAL };
+	const char *why = "unset";
+	size_t i;
+
+	cr_expect_eq(ukprobes_kretprobe_check(&by_name, &why), 0);
+	cr_expect_null(why);
+	cr_expect_null(by_name.addr, "the kprobe is left as it was");
+	cr_expect_eq(ukprobes_kretprobe_check(&by_addr, NULL), 0);
+	cr_expect_eq(ukprobes_kretprobe_check(&past_endbr, NULL), 0);
+	cr_expect_eq(ukprobes_kretprobe_check(&inside, &why), -EINVAL);
+	cr_expect(why && strstr(why, "not on a function entry"), "why: %s", why ? why : "(none)");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(ukprobes_kretprobe_check(&bad[i], NULL), want[i], "case %zu", i);
+	cr_expect_eq(ukprobes_kretprobe_check(NULL, NULL), -EINVAL);
+	/* nothing was written: the function runs unprobed */
+	hits = 0;
+	cr_expect_eq(t_endbr_fn(1), 2);
+	cr_expect_eq(hits, 0);
+}
+
 static int rereg_result = 1;
 static struct kprobe inner = { .symbol_name = "t_riprel" };
 static int registering_pre(struct kprobe *p, struct pt_regs *regs)

@@ -9,7 +9,8 @@
  *    codeflow_compiled.c);
  *  - a FUNC symbol whose start the unwind table shows after a push, and
  *    an outermost frame (krp_entry_targets.S);
- * while a kprobe on each of them still registers.
+ * while a kprobe on each of them still registers. ukprobes_kretprobe_check
+ * gives the same answers without registering anything.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -69,15 +70,22 @@ static void entry_init(void)
 TestSuite(kretprobe_entry, .init = entry_init);
 
 /* A kretprobe at sym (or addr) is refused with -EINVAL and the reason
- * names what; the struct is left as it was; a kprobe there registers. */
+ * names what (ukprobes_kretprobe_check says so first, registering
+ * nothing); the struct is left as it was; a kprobe there registers. */
 static void expect_refused(const char *sym, void *addr, const char *reason)
 {
 	struct kretprobe r = { .handler = count_ret };
 	struct kprobe k = { .pre_handler = pre_nop };
+	const char *why = NULL;
 
 	last_warn[0] = '\0';
 	r.kp.symbol_name = sym;
 	r.kp.addr = addr;
+	cr_expect_eq(ukprobes_kretprobe_check(&r.kp, &why), -EINVAL, "check of %s",
+		     sym ? sym : "an address");
+	cr_expect(why && strstr(why, reason), "check's reason for %s: want \"%s\", got \"%s\"",
+		  sym ? sym : "an address", reason, why ? why : "(none)");
+	cr_expect_eq(r.kp.addr, addr, "the check leaves addr alone");
 	cr_expect_eq(register_kretprobe(&r), -EINVAL, "kretprobe on %s", sym ? sym : "an address");
 	cr_expect(strstr(last_warn, reason) != NULL, "reason for %s: want \"%s\", got \"%s\"",
 		  sym ? sym : "an address", reason, last_warn);
@@ -159,12 +167,14 @@ Test(kretprobe_entry, entries_calls_reach)
 	/* a function that pushes, and a nested entry with the return
 	 * address on top of the stack */
 	outer.kp.addr = (kprobe_opcode_t *)ukt_krp_pushed_outer;
+	cr_expect_eq(ukprobes_kretprobe_check(&outer.kp, NULL), 0);
 	cr_expect_eq(register_kretprobe(&outer), 0);
 	unregister_kretprobe(&outer);
 	outer.kp.addr = NULL;
 	outer.kp.flags = 0;
 	outer.kp.symbol_name = "ukt_krp_fall_outer";
 	inner.kp.symbol_name = "ukt_krp_fall_inner";
+	cr_expect_eq(ukprobes_kretprobe_check(&inner.kp, NULL), 0);
 	cr_assert_eq(register_kretprobe(&inner), 0);
 	cr_expect_eq(call_inner(4), 8);
 	cr_expect_eq(ret_calls, 1);
@@ -179,6 +189,7 @@ Test(kretprobe_entry, entries_calls_reach)
 	unregister_kretprobe(&outer);
 	/* no unwind information: nothing says no */
 	nocfi.kp.addr = (kprobe_opcode_t *)ukt_krp_nocfi;
+	cr_expect_eq(ukprobes_kretprobe_check(&nocfi.kp, NULL), 0);
 	cr_expect_eq(register_kretprobe(&nocfi), 0);
 	unregister_kretprobe(&nocfi);
 }
