@@ -1314,7 +1314,14 @@ def read_lines_until(proc, want, poke, timeout=30):
         if r:
             chunk = os.read(fd, 65536).decode()
             if not chunk:
-                break
+                # it ended: say how
+                try:
+                    rc = proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise Fail("the trace ended (status %s) before a line with %r:\n%s\nstderr:\n%s"
+                           % (rc, want, "\n".join((lines + [buf])[-20:]), err))
             buf += chunk
             *done, buf = buf.split("\n")
             lines += done
@@ -1587,11 +1594,14 @@ def case_attach_dlopen():
     if not os.path.exists(py) or subprocess.run([py, "-c", "import bz2"]).returncode:
         print("no python3 with bz2: skipped")
         sys.exit(77)
-    p = subprocess.Popen([py, "-c", "import sys\nfor line in sys.stdin:\n    import bz2\n"
+    p = subprocess.Popen([py, "-c", "import sys\nprint('ready', flush=True)\n"
+                          "for line in sys.stdin:\n    import bz2\n"
                           "    print(len(bz2.compress(line.encode())), flush=True)\n"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          preexec_fn=no_core)
     try:
+        # attached once python runs (not while its loader starts it)
+        check(p.stdout.readline() == "ready\n", "python3 started")
         check(not any("libbz2" in r[2] for r in code_ranges(p.pid)), "libbz2 not loaded yet")
         t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e",
                               "p:bz libbz2.so.1.0:BZ2_bzCompressInit"],
