@@ -418,12 +418,6 @@ int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 			strerror(errno));
 		return -1;
 	}
-	if (!t->libc.path[0] && t->ld_hi) {
-		/* just exec'd: the loader runs, the C library comes next */
-		ukp_err("process %d (%s) is still starting: its dynamic loader has not loaded the C "
-			"library yet (attach again once it runs)", pid, t->comm);
-		return -1;
-	}
 	if (!t->libc.path[0] ||
 	    (elf_dynsym(t->root, &t->libc, "dlopen", &t->dlopen_fn) &&
 	     (!t->libdl.path[0] || elf_dynsym(t->root, &t->libdl, "dlopen", &t->dlopen_fn)))) {
