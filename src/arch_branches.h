@@ -58,6 +58,9 @@ typedef int (*arch_flow_fn)(void *arg, enum arch_flow_kind kind, uintptr_t from,
 #define ARCH_FLOW_DIRECT_ONLY 0x1u /* only DIRECT findings, decoding lengths and
 				    * immediates alone (fast); undecodable
 				    * bytes are stepped over one at a time */
+#define ARCH_FLOW_FULL 0x2u /* x86: every instruction through the full
+				  * decoder, as when a function needs it (tests
+				  * compare both ways) */
 
 /*
  * [reg] Decode every part from its first byte to its end and report the

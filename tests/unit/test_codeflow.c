@@ -1218,6 +1218,12 @@ static bool zydis_lite(const uint8_t *p, size_t avail, struct x86_lite *out)
 	}
 	out->disp_size = insn.raw.disp.size;
 	out->disp = insn.raw.disp.value;
+	/* (the table decodes no lea but those with a 64-bit address) */
+	if (insn.mnemonic == ZYDIS_MNEMONIC_JMP && !insn.raw.imm[0].is_relative)
+		out->flow = LITE_FLOW_FULL;
+	else if (insn.mnemonic == ZYDIS_MNEMONIC_LEA && out->has_modrm && out->mod == 0 &&
+		 out->rm == 5)
+		out->flow = LITE_FLOW_LEA_RIP;
 	return true;
 }
 
@@ -1228,7 +1234,7 @@ static bool lite_same(const struct x86_lite *a, const struct x86_lite *b)
 	unsigned int i;
 
 	if (a->len != b->len || a->has_modrm != b->has_modrm || a->disp_size != b->disp_size ||
-	    (a->disp_size && a->disp != b->disp))
+	    (a->disp_size && a->disp != b->disp) || a->flow != b->flow)
 		return false;
 	if (a->has_modrm && (a->mod != b->mod || a->rm != b->rm))
 		return false;
@@ -1322,4 +1328,95 @@ Test(codeflow, lite_decoder_is_zydis)
 	}
 	ukp_eh_frame_free(&eh);
 	cr_expect_gt(fast, total / 2, "the table decoded %zu of %zu instructions", fast, total);
+}
+
+/* ----------------------------------- the table decoder's flow scans */
+
+#define FLOW_REPORTS_MAX 4096
+
+struct flow_report {
+	int kind;
+	uintptr_t from, target;
+};
+
+struct flow_reports {
+	struct flow_report v[FLOW_REPORTS_MAX];
+	size_t n;
+	bool overflow;
+};
+
+static int collect_report(void *arg, enum arch_flow_kind kind, uintptr_t from, uintptr_t target)
+{
+	struct flow_reports *r = arg;
+
+	if (r->n == FLOW_REPORTS_MAX) {
+		r->overflow = true;
+		return 0;
+	}
+	r->v[r->n++] = (struct flow_report){ (int)kind, from, target };
+	return 0;
+}
+
+struct flow_cmp {
+	size_t functions, differ;
+	char first[160];
+	struct flow_reports a, b;
+};
+
+/* One function both ways: the scan that takes the table decoder where
+ * it can and the full decoder's must report the same, in order. */
+static void compare_flow(const struct ukp_symres *sym, void *arg)
+{
+	struct flow_cmp *c = arg;
+	struct arch_code_part part;
+	uint8_t *code;
+
+	if (!sym->func || !sym->size || sym->size > (1u << 20))
+		return;
+	code = malloc(sym->size);
+	cr_assert_not_null(code);
+	if (ukp_read_original(sym->start, code, sym->size) != sym->size) {
+		free(code);
+		return;
+	}
+	part = (struct arch_code_part){ sym->start, code, sym->size };
+	c->a.n = c->b.n = 0;
+	c->a.overflow = c->b.overflow = false;
+	cr_assert_eq(arch_scan_flow(&part, 1, sym->start, sym->start + sym->size, 0,
+				    collect_report, &c->a), 0);
+	cr_assert_eq(arch_scan_flow(&part, 1, sym->start, sym->start + sym->size, ARCH_FLOW_FULL,
+				    collect_report, &c->b), 0);
+	c->functions++;
+	if (c->a.n != c->b.n || c->a.overflow != c->b.overflow ||
+	    memcmp(c->a.v, c->b.v, c->a.n * sizeof(c->a.v[0]))) {
+		if (!c->differ++)
+			snprintf(c->first, sizeof(c->first), "%s: %zu reports, full decoder %zu",
+				 sym->name, c->a.n, c->b.n);
+	}
+	free(code);
+}
+
+Test(codeflow, table_decoder_scans_report_as_the_full_decoder, .timeout = 240)
+{
+	static const char *const objs[] = { "libz.so.1", "libc.so.6", "libsqlite3.so.0",
+					    "libpython3.11.so.1.0", "libstdc++.so.6" };
+	struct flow_cmp *c = calloc(1, sizeof(*c));
+
+	cr_assert_not_null(c);
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+		size_t before = c->functions;
+
+		/* loaded for the look-ups (kept: the symbols stay valid) */
+		cr_assert_not_null(dlopen(objs[i], RTLD_NOW | RTLD_GLOBAL), "%s: %s", objs[i],
+				   dlerror());
+		cr_assert_eq(ukp_lock_for_show(), 0);
+		ukp_for_each_symbol(objs[i], compare_flow, c);
+		ukp_unlock_for_show();
+		cr_expect_gt(c->functions, before + 50, "%s: %zu functions scanned", objs[i],
+			     c->functions - before);
+	}
+	cr_expect_eq(c->differ, 0, "%zu of %zu functions scanned differently; first: %s",
+		     c->differ, c->functions, c->first);
+	fprintf(stderr, "flow scans: %zu functions, both ways the same\n", c->functions);
+	free(c);
 }

@@ -109,6 +109,7 @@ struct flow_scan {
 	size_t nparts;
 	uintptr_t code_lo, code_hi; /* the object's code, for table entries */
 	unsigned int flags;
+	bool lite;              /* no part needs the full scan (lite_enough) */
 	arch_flow_fn fn;
 	void *arg;
 	struct isum win[WINDOW]; /* ring of the straight-line instructions before */
@@ -706,6 +707,30 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 	return 0;
 }
 
+/*
+ * [reg] Can the parts be scanned with the table decoder? The full scan
+ * reads operands for the jumps through registers and memory (dispatch
+ * tables, pointer paths) and the rip-relative leas; a function without
+ * such a jump, every byte of it decodable, reports the same with the
+ * direct transfers and the leas alone (most functions: the decoding of
+ * operands was most of a probe's analysis).
+ */
+static bool lite_enough(const struct flow_scan *s)
+{
+	struct x86_lite lite;
+	size_t i, pos;
+
+	for (i = 0; i < s->nparts; i++) {
+		const struct arch_code_part *p = &s->parts[i];
+
+		for (pos = 0; pos < p->len; pos += lite.len)
+			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite) ||
+			    lite.flow == LITE_FLOW_FULL)
+				return false;
+	}
+	return true;
+}
+
 /* [reg] Decode one part, reporting as we go. */
 static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 {
@@ -719,7 +744,7 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 	while (pos < p->len) {
 		uintptr_t at = p->addr + pos;
 
-		if (s->flags & ARCH_FLOW_DIRECT_ONLY) {
+		if ((s->flags & ARCH_FLOW_DIRECT_ONLY) || s->lite) {
 			/* lengths and relative immediates: the table decoder */
 			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite)) {
 				pos++;
@@ -728,6 +753,11 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 			if (lite.imm[0].rel) {
 				ret = s->fn(s->arg, ARCH_FLOW_DIRECT, at,
 					    at + lite.len + (uintptr_t)lite.imm[0].value);
+				if (ret)
+					return ret;
+			}
+			if (lite.flow == LITE_FLOW_LEA_RIP && !(s->flags & ARCH_FLOW_DIRECT_ONLY)) {
+				ret = push_lea(s, at + lite.len + (uintptr_t)lite.disp);
 				if (ret)
 					return ret;
 			}
@@ -859,6 +889,7 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	s->flags = flags;
 	s->fn = fn;
 	s->arg = arg;
+	s->lite = !(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL)) && lite_enough(s);
 	for (i = 0; i < nparts && !ret; i++)
 		ret = scan_part(s, &parts[i]);
 	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))

@@ -2,7 +2,8 @@
 /*
  * decode_lite.c - the few fields of an instruction that the scans of a
  * whole object's code need (branches.c: the direct transfers of the flow
- * index and the literals of a non-PIE executable), fast.
+ * index and the literals of a non-PIE executable), fast; and whether a
+ * function's flow scan can do with them (x86_lite.flow).
  *
  * Compiled code is mostly a handful of plain encodings (mov, call, jcc,
  * test, cmp, lea, push, pop, the ALU forms): an opcode with at most one
@@ -94,8 +95,8 @@ static uint64_t le(const uint8_t *p, unsigned int bytes)
 bool ukp_x86_lite_fast(const uint8_t *p, size_t avail, struct x86_lite *out)
 {
 	size_t n = 0;
-	unsigned int f, rex = 0, immbits = 0;
-	bool rel = false;
+	unsigned int f, rex = 0, immbits = 0, op;
+	bool rel = false, map0f = false;
 
 	if (avail < 1)
 		return false;
@@ -109,9 +110,11 @@ bool ukp_x86_lite_fast(const uint8_t *p, size_t avail, struct x86_lite *out)
 		if (++n >= avail)
 			return false;
 		f = two[p[n]];
+		map0f = true;
 	} else {
 		f = one[p[n]];
 	}
+	op = p[n];
 	if (!(f & L_OK) || (rex && (f & L_NOREX)))
 		return false;
 	memset(out, 0, sizeof(*out));
@@ -131,6 +134,10 @@ bool ukp_x86_lite_fast(const uint8_t *p, size_t avail, struct x86_lite *out)
 			return false;
 		if ((f & L_GRP3) && reg == 0)
 			f |= p[n - 2] == 0xf6 ? L_IMM8 : L_IMM32;
+		if (!map0f && op == 0xff && reg == 4)
+			out->flow = LITE_FLOW_FULL;	/* jmp *r/m */
+		else if (!map0f && op == 0x8d && mod == 0 && rm == 5)
+			out->flow = LITE_FLOW_LEA_RIP;
 		out->has_modrm = true;
 		out->mod = (uint8_t)mod;
 		out->rm = (uint8_t)rm;
@@ -198,5 +205,9 @@ bool ukp_x86_decode_lite(const ZydisDecoder *minimal, const uint8_t *p, size_t a
 	}
 	out->disp_size = insn.raw.disp.size;
 	out->disp = insn.raw.disp.value;
+	out->flow = (insn.mnemonic == ZYDIS_MNEMONIC_JMP && !insn.raw.imm[0].is_relative) ||
+				    insn.mnemonic == ZYDIS_MNEMONIC_LEA ?
+			    LITE_FLOW_FULL :
+			    LITE_FLOW_PLAIN;
 	return true;
 }

@@ -32,7 +32,14 @@ struct x86_lite {
 	} imm[2];
 	uint8_t disp_size;      /* raw.disp.size */
 	int64_t disp;           /* raw.disp.value */
+	uint8_t flow;           /* LITE_FLOW_*: what a flow scan must know */
 };
+
+/* x86_lite.flow: a lea of a rip-relative address (its target is an
+ * address the function takes), or an instruction only the full scan
+ * reads (a jmp through a register or memory, a far jmp; any lea the
+ * table left to Zydis), or neither. */
+enum { LITE_FLOW_PLAIN, LITE_FLOW_LEA_RIP, LITE_FLOW_FULL };
 
 /*
  * [reg] Decode the instruction at p (avail bytes readable) for its
