@@ -28,14 +28,19 @@
 
 #define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
 #define SITE_TABLE (1u << SITE_TABLE_BITS)
-#define KP_INDEX 16384 /* batches of 100,000 probes: short chains */
+#define KP_INDEX_MIN_BITS 8
+#define KP_INDEX_LOAD 2 /* children per bucket before the index grows */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
 struct ukp_site *ukp_all_sites;
 
 static struct ukp_site *_Atomic site_table[SITE_TABLE];
-static struct ukp_child *kp_index[KP_INDEX];
+/* Grown with the children (KP_INDEX_LOAD): not sized for the most
+ * probes there may ever be. */
+static struct ukp_child **kp_index;
+static unsigned int kp_index_bits;
+static size_t kp_index_count;
 /* Sites at multiples of 32 bytes: the fast path's block (the first 32)
  * never straddles a cache line. */
 static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
@@ -103,9 +108,14 @@ static void site_hash_del(struct ukp_site *s)
 	s->hashed = false;
 }
 
-static unsigned int kp_hash(const struct kprobe *p)
+static size_t kp_hash_bits(const struct kprobe *p, unsigned int bits)
 {
-	return (unsigned int)(((uintptr_t)p >> 3) * 0x9E3779B1u) % KP_INDEX;
+	return (size_t)(((uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+static size_t kp_hash(const struct kprobe *p)
+{
+	return kp_hash_bits(p, kp_index_bits);
 }
 
 /* [reg] The child record of a registered struct kprobe. */
@@ -113,10 +123,51 @@ static struct ukp_child *child_find(const struct kprobe *p)
 {
 	struct ukp_child *ch;
 
+	if (!kp_index)
+		return NULL;
 	for (ch = kp_index[kp_hash(p)]; ch; ch = ch->idx_next)
 		if (ch->kp == p)
 			return ch;
 	return NULL;
+}
+
+/* [reg] Room in the index for one more child: 0, or -ENOMEM when there
+ * is no index at all (a full one that cannot grow takes longer chains). */
+static int child_index_reserve(void)
+{
+	unsigned int bits = kp_index_bits ? kp_index_bits + 1 : KP_INDEX_MIN_BITS;
+	struct ukp_child **t;
+
+	if (kp_index && kp_index_count < (size_t)KP_INDEX_LOAD << kp_index_bits)
+		return 0;
+	/* (a mapping of its own from 64 KiB on: no heap pinned under it) */
+	t = ukp_batch_zalloc(sizeof(*t) << bits);
+	if (!t)
+		return kp_index ? 0 : -ENOMEM;
+	for (size_t i = 0; kp_index && i < (size_t)1 << kp_index_bits; i++) {
+		struct ukp_child *ch, *next;
+
+		for (ch = kp_index[i]; ch; ch = next) {
+			size_t h = kp_hash_bits(ch->kp, bits);
+
+			next = ch->idx_next;
+			ch->idx_next = t[h];
+			t[h] = ch;
+		}
+	}
+	ukp_batch_free(kp_index);
+	kp_index = t;
+	kp_index_bits = bits;
+	return 0;
+}
+
+static void child_index_add(struct ukp_child *ch)
+{
+	size_t h = kp_hash(ch->kp);
+
+	ch->idx_next = kp_index[h];
+	kp_index[h] = ch;
+	kp_index_count++;
 }
 
 static void child_index_del(struct ukp_child *ch)
@@ -126,6 +177,7 @@ static void child_index_del(struct ukp_child *ch)
 	for (; *pp; pp = &(*pp)->idx_next) {
 		if (*pp == ch) {
 			*pp = ch->idx_next;
+			kp_index_count--;
 			return;
 		}
 	}
@@ -435,6 +487,7 @@ int ukp_init(void)
 }
 
 /* ------------------------------------------------------------- GONE */
+
 
 /* [reg] Probes whose object was unloaded: never touch their memory again. */
 void ukp_gone_sweep(void)
@@ -752,6 +805,9 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	p->nmissed = 0;
 	if (ukp_blacklisted(addr))
 		return -EINVAL;
+	ret = child_index_reserve();
+	if (ret)
+		return ret;
 	ch = ukp_pool_zalloc(&child_pool);
 	if (!ch)
 		return -ENOMEM;
@@ -786,8 +842,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
 	site_fast_update(s);
-	ch->idx_next = kp_index[kp_hash(p)];
-	kp_index[kp_hash(p)] = ch;
+	child_index_add(ch);
 	if (b && new_site) {
 		/* (the caller made room for every probe of the batch) */
 		site_list_add(s);
