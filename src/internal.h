@@ -94,9 +94,12 @@ struct ukp_site {
 					      * slot and breakpoint not written yet */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
+	bool symname_own;                    /* symname is a copy of its own (malloc'ed) */
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
 	const struct ukp_object *obj;
-	char *symname;                       /* containing symbol, for the list */
+	/* Containing symbol, for the list: the symbol cache's name while
+	 * obj's names live, a copy once they go (site_names_keep). */
+	const char *symname;
 	struct ukp_arch_insn ainsn;
 	struct ukp_site_opt opt;
 };

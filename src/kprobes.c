@@ -297,7 +297,8 @@ static void site_free(struct ukp_site *s)
 	if (detour)
 		ukp_slot_free_range(detour, UKP_DETOUR_SIZE); /* a punned one may start mid-slot */
 	ukp_opt_site_free(s);
-	free(s->symname);
+	if (s->symname_own)
+		free((char *)s->symname);
 	ukp_pool_free(&site_pool, s);
 }
 
@@ -426,11 +427,30 @@ static void atfork_child(void)
 	owner_pid = getpid();
 }
 
+/* [reg] The symbol names of obj (NULL: of every object) are about to be
+ * freed (symbols.c): the listed sites there copy theirs. Unlisted ones
+ * (zombies, the quarantine) are never shown again. */
+static void site_names_keep(const struct ukp_object *obj)
+{
+	struct ukp_site *s;
+
+	for (s = ukp_all_sites; s; s = s->all_next) {
+		char *copy;
+
+		if (s->symname_own || (obj && s->obj != obj))
+			continue;
+		copy = strdup(s->symname);
+		s->symname = copy ? copy : "";
+		s->symname_own = copy != NULL;
+	}
+}
+
 static void do_init(void)
 {
 	int ret;
 
 	owner_pid = getpid();
+	ukp_symbols_set_names_hook(site_names_keep);
 	ukp_errno_init();
 	ukp_text_init();
 	ukp_opt_init();
@@ -684,7 +704,8 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	}
 	memcpy(s->opcode, code + at, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
-	s->symname = strdup(sym->name ? sym->name : "");
+	/* (the cache's own name, no copy per site: site_names_keep) */
+	s->symname = sym->name ? sym->name : "";
 	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
 	*out = s;
