@@ -144,7 +144,11 @@ extern UKP_TLS struct ukp_ctlblk ukp_ctl;
 /* Registry (kprobes.c). */
 extern pthread_mutex_t ukp_mutex;
 extern bool ukp_all_disarmed;                 /* kprobes_set_enabled(false) */
+/* site_hash.c: the hit hash */
 struct ukp_site *ukp_site_lookup(uintptr_t addr);   /* [trap] */
+void ukp_site_hash_add(struct ukp_site *s);   /* [reg] */
+void ukp_site_hash_del(struct ukp_site *s);   /* [reg] */
+void ukp_site_hash_reserve(size_t n);         /* [reg] room for n more */
 extern struct ukp_site *ukp_all_sites;        /* [reg] */
 int ukp_site_arm(struct ukp_site *s);         /* [reg] */
 int ukp_site_disarm(struct ukp_site *s);      /* [reg] */

@@ -26,8 +26,6 @@
 #include "jprobes.h"
 #include "obj_pool.h"
 
-#define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
-#define SITE_TABLE (1u << SITE_TABLE_BITS)
 #define KP_INDEX_MIN_BITS 8
 #define KP_INDEX_LOAD 2 /* children per bucket before the index grows */
 
@@ -35,7 +33,6 @@ pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
 struct ukp_site *ukp_all_sites;
 
-static struct ukp_site *_Atomic site_table[SITE_TABLE];
 /* Grown with the children (KP_INDEX_LOAD): not sized for the most
  * probes there may ever be. */
 static struct ukp_child **kp_index;
@@ -63,50 +60,6 @@ static bool quarantine_due(void)
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 static pid_t owner_pid;
-
-static UKP_TRAP_TEXT unsigned int site_hash(uintptr_t a)
-{
-	return (unsigned int)((a * 0x9E3779B97F4A7C15ULL) >> (64 - SITE_TABLE_BITS));
-}
-
-/* [trap] The site at addr, or NULL. */
-UKP_TRAP_TEXT struct ukp_site *ukp_site_lookup(uintptr_t addr)
-{
-	struct ukp_site *s;
-
-	for (s = atomic_load_explicit(&site_table[site_hash(addr)], memory_order_acquire); s;
-	     s = atomic_load_explicit(&s->hnext, memory_order_acquire))
-		if (s->addr == addr)
-			return s;
-	return NULL;
-}
-
-static void site_hash_add(struct ukp_site *s)
-{
-	struct ukp_site *_Atomic *head = &site_table[site_hash(s->addr)];
-
-	atomic_store_explicit(&s->hnext, atomic_load(head), memory_order_relaxed);
-	atomic_store_explicit(head, s, memory_order_release);
-	s->hashed = true;
-}
-
-/* [reg] Unlink; readers already on s keep walking through s->hnext. */
-static void site_hash_del(struct ukp_site *s)
-{
-	struct ukp_site *_Atomic *pp = &site_table[site_hash(s->addr)];
-	struct ukp_site *cur;
-
-	if (!s->hashed)
-		return;
-	while ((cur = atomic_load(pp))) {
-		if (cur == s) {
-			atomic_store_explicit(pp, atomic_load(&s->hnext), memory_order_release);
-			break;
-		}
-		pp = &cur->hnext;
-	}
-	s->hashed = false;
-}
 
 static size_t kp_hash_bits(const struct kprobe *p, unsigned int bits)
 {
@@ -522,7 +475,7 @@ void ukp_gone_sweep(void)
 		s->gone = true;
 		atomic_store(&s->armed, false);
 		ukp_opt_site_dead(s);
-		site_hash_del(s);
+		ukp_site_hash_del(s);
 		for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
 			ch->kp->flags |= KPROBE_FLAG_GONE;
 	}
@@ -873,7 +826,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		return 0;
 	}
 	if (new_site) {
-		site_hash_add(s);
+		ukp_site_hash_add(s);
 		site_list_add(s);
 	}
 	/* a site of this batch, not written yet: its turn comes */
@@ -884,7 +837,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		site_fast_update(s);
 		child_index_del(ch);
 		if (new_site) {
-			site_hash_del(s);
+			ukp_site_hash_del(s);
 			site_list_del(s);
 		}
 		ukp_synchronize();
@@ -1067,7 +1020,7 @@ static void dead_sites_unpatch(struct ukp_site **dead, size_t num)
 	for (i = 0; i < num; i++) {
 		if (!dead[i])
 			continue;
-		site_hash_del(dead[i]);
+		ukp_site_hash_del(dead[i]);
 		site_list_del(dead[i]);
 		ukp_opt_neighbour(dead[i]->addr, false);
 	}
@@ -1175,9 +1128,10 @@ static int batch_commit(struct reg_batch *b)
 	ret = ukp_text_poke_many(pk, k);
 	if (ret)
 		goto out;
+	ukp_site_hash_reserve(b->n); /* (one growth for the batch) */
 	for (i = 0; i < b->n; i++)
 		if (!b->v[i]->gone)
-			site_hash_add(b->v[i]);
+			ukp_site_hash_add(b->v[i]);
 	k = 0;
 	for (i = 0; i < b->n; i++)
 		if (ukp_site_wants_armed(b->v[i]))
