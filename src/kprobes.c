@@ -461,7 +461,6 @@ int ukp_init(void)
 
 /* ------------------------------------------------------------- GONE */
 
-
 /* [reg] Probes whose object was unloaded: never touch their memory again. */
 void ukp_gone_sweep(void)
 {
