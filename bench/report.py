@@ -123,8 +123,10 @@ def ratio(r):
 def mem(r):
     opt = ("; %.0f B with the jumps" % r["optimized_bytes_per_probe"]
            if "optimized_bytes_per_probe" in r else "")
-    return "%.0f B (text copies %.0f, heap %.0f)%s" % (
-        r["bytes_per_probe"], r["text_copy_bytes_per_probe"], r["heap_bytes_per_probe"], opt)
+    own = ("the library's own %.0f, " % r["library_bytes_per_probe"]
+           if "library_bytes_per_probe" in r else "")
+    return "%.0f B (%stext copies %.0f, heap %.0f)%s" % (
+        r["bytes_per_probe"], own, r["text_copy_bytes_per_probe"], r["heap_bytes_per_probe"], opt)
 
 
 # Rows of the overhead table in order (ids from bench_overhead and the

@@ -14,13 +14,14 @@
 
 struct ukp_walk {
 	uintptr_t *seen;      /* open addressing, 0 = empty */
-	size_t seen_cap;
+	size_t seen_cap, nseen;
+	size_t seen_max;      /* the most seen_cap grows to */
 	uintptr_t *todo;
 	size_t ntodo, todo_cap;
 	unsigned int insns;   /* the arch's count, against its budget */
 };
 
-/* Room for more than 2 * budget addresses; 0 or -ENOMEM. */
+/* Room for more than 2 * budget addresses, as they come; 0 or -ENOMEM. */
 int ukp_walk_init(struct ukp_walk *w, unsigned int budget);
 /* true if a was not met before (and marks it) */
 bool ukp_walk_mark(struct ukp_walk *w, uintptr_t a);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "obj_pool.h"
 
 #define NFUNCS 4096              /* power of two */
 #define MAX_FUNC (1024 * 1024UL) /* larger ones take the slow path */
@@ -28,7 +29,9 @@ struct func_bounds {
 	uint64_t *bits;  /* bit k: an instruction starts at start + k */
 };
 
-static struct func_bounds cache[NFUNCS];
+/* NFUNCS entries while a batch lasts, else NULL: a mapping of its own
+ * (ukp_batch_zalloc), not resident between batches. */
+static struct func_bounds *cache;
 
 static unsigned int func_hash(uintptr_t start)
 {
@@ -74,10 +77,13 @@ static void decode_to(struct func_bounds *e, const struct ukp_symres *sym, size_
  */
 int ukp_bounds_check(const struct ukp_symres *sym, size_t off)
 {
-	struct func_bounds *e = &cache[func_hash(sym->start)];
+	struct func_bounds *e;
 
 	if (!sym->size || sym->size > MAX_FUNC || off >= sym->size)
 		return 1;
+	if (!cache && !(cache = ukp_batch_zalloc(NFUNCS * sizeof(*cache))))
+		return 1;
+	e = &cache[func_hash(sym->start)];
 	if (!e->bits || e->start != sym->start) {
 		free(e->bits);
 		e->bits = calloc(sym->size / 64 + 1, sizeof(uint64_t));
@@ -98,10 +104,14 @@ void ukp_bounds_forget(void)
 {
 	/* (free only what there is: each call enters libc's free, which
 	 * the batch may have probed) */
+	if (!cache)
+		return;
 	for (unsigned int i = 0; i < NFUNCS; i++) {
 		if (!cache[i].bits)
 			continue;
 		free(cache[i].bits);
 		cache[i].bits = NULL;
 	}
+	ukp_batch_free(cache);
+	cache = NULL;
 }

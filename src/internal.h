@@ -94,9 +94,12 @@ struct ukp_site {
 					      * slot and breakpoint not written yet */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
+	bool symname_own;                    /* symname is a copy of its own (malloc'ed) */
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
 	const struct ukp_object *obj;
-	char *symname;                       /* containing symbol, for the list */
+	/* Containing symbol, for the list: the symbol cache's name while
+	 * obj's names live, a copy once they go (site_names_keep). */
+	const char *symname;
 	struct ukp_arch_insn ainsn;
 	struct ukp_site_opt opt;
 };
@@ -141,7 +144,11 @@ extern UKP_TLS struct ukp_ctlblk ukp_ctl;
 /* Registry (kprobes.c). */
 extern pthread_mutex_t ukp_mutex;
 extern bool ukp_all_disarmed;                 /* kprobes_set_enabled(false) */
+/* site_hash.c: the hit hash */
 struct ukp_site *ukp_site_lookup(uintptr_t addr);   /* [trap] */
+void ukp_site_hash_add(struct ukp_site *s);   /* [reg] */
+void ukp_site_hash_del(struct ukp_site *s);   /* [reg] */
+void ukp_site_hash_reserve(size_t n);         /* [reg] room for n more */
 extern struct ukp_site *ukp_all_sites;        /* [reg] */
 int ukp_site_arm(struct ukp_site *s);         /* [reg] */
 int ukp_site_disarm(struct ukp_site *s);      /* [reg] */

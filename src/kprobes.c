@@ -27,16 +27,18 @@
 #include "kretprobes.h"
 #include "obj_pool.h"
 
-#define SITE_TABLE_BITS 14 /* batches of 100,000 probes: short chains */
-#define SITE_TABLE (1u << SITE_TABLE_BITS)
-#define KP_INDEX 16384 /* batches of 100,000 probes: short chains */
+#define KP_INDEX_MIN_BITS 8
+#define KP_INDEX_LOAD 2 /* children per bucket before the index grows */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
 struct ukp_site *ukp_all_sites;
 
-static struct ukp_site *_Atomic site_table[SITE_TABLE];
-static struct ukp_child *kp_index[KP_INDEX];
+/* Grown with the children (KP_INDEX_LOAD): not sized for the most
+ * probes there may ever be. */
+static struct ukp_child **kp_index;
+static unsigned int kp_index_bits;
+static size_t kp_index_count;
 /* Sites at multiples of 32 bytes: the fast path's block (the first 32)
  * never straddles a cache line. */
 static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
@@ -60,53 +62,14 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 static pid_t owner_pid;
 
-static UKP_TRAP_TEXT unsigned int site_hash(uintptr_t a)
+static size_t kp_hash_bits(const struct kprobe *p, unsigned int bits)
 {
-	return (unsigned int)((a * 0x9E3779B97F4A7C15ULL) >> (64 - SITE_TABLE_BITS));
+	return (size_t)(((uintptr_t)p * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
 }
 
-/* [trap] The site at addr, or NULL. */
-UKP_TRAP_TEXT struct ukp_site *ukp_site_lookup(uintptr_t addr)
+static size_t kp_hash(const struct kprobe *p)
 {
-	struct ukp_site *s;
-
-	for (s = atomic_load_explicit(&site_table[site_hash(addr)], memory_order_acquire); s;
-	     s = atomic_load_explicit(&s->hnext, memory_order_acquire))
-		if (s->addr == addr)
-			return s;
-	return NULL;
-}
-
-static void site_hash_add(struct ukp_site *s)
-{
-	struct ukp_site *_Atomic *head = &site_table[site_hash(s->addr)];
-
-	atomic_store_explicit(&s->hnext, atomic_load(head), memory_order_relaxed);
-	atomic_store_explicit(head, s, memory_order_release);
-	s->hashed = true;
-}
-
-/* [reg] Unlink; readers already on s keep walking through s->hnext. */
-static void site_hash_del(struct ukp_site *s)
-{
-	struct ukp_site *_Atomic *pp = &site_table[site_hash(s->addr)];
-	struct ukp_site *cur;
-
-	if (!s->hashed)
-		return;
-	while ((cur = atomic_load(pp))) {
-		if (cur == s) {
-			atomic_store_explicit(pp, atomic_load(&s->hnext), memory_order_release);
-			break;
-		}
-		pp = &cur->hnext;
-	}
-	s->hashed = false;
-}
-
-static unsigned int kp_hash(const struct kprobe *p)
-{
-	return (unsigned int)(((uintptr_t)p >> 3) * 0x9E3779B1u) % KP_INDEX;
+	return kp_hash_bits(p, kp_index_bits);
 }
 
 /* [reg] The child record of a registered struct kprobe. */
@@ -114,10 +77,51 @@ static struct ukp_child *child_find(const struct kprobe *p)
 {
 	struct ukp_child *ch;
 
+	if (!kp_index)
+		return NULL;
 	for (ch = kp_index[kp_hash(p)]; ch; ch = ch->idx_next)
 		if (ch->kp == p)
 			return ch;
 	return NULL;
+}
+
+/* [reg] Room in the index for one more child: 0, or -ENOMEM when there
+ * is no index at all (a full one that cannot grow takes longer chains). */
+static int child_index_reserve(void)
+{
+	unsigned int bits = kp_index_bits ? kp_index_bits + 1 : KP_INDEX_MIN_BITS;
+	struct ukp_child **t;
+
+	if (kp_index && kp_index_count < (size_t)KP_INDEX_LOAD << kp_index_bits)
+		return 0;
+	/* (a mapping of its own from 64 KiB on: no heap pinned under it) */
+	t = ukp_batch_zalloc(sizeof(*t) << bits);
+	if (!t)
+		return kp_index ? 0 : -ENOMEM;
+	for (size_t i = 0; kp_index && i < (size_t)1 << kp_index_bits; i++) {
+		struct ukp_child *ch, *next;
+
+		for (ch = kp_index[i]; ch; ch = next) {
+			size_t h = kp_hash_bits(ch->kp, bits);
+
+			next = ch->idx_next;
+			ch->idx_next = t[h];
+			t[h] = ch;
+		}
+	}
+	ukp_batch_free(kp_index);
+	kp_index = t;
+	kp_index_bits = bits;
+	return 0;
+}
+
+static void child_index_add(struct ukp_child *ch)
+{
+	size_t h = kp_hash(ch->kp);
+
+	ch->idx_next = kp_index[h];
+	kp_index[h] = ch;
+	kp_index_count++;
 }
 
 static void child_index_del(struct ukp_child *ch)
@@ -127,6 +131,7 @@ static void child_index_del(struct ukp_child *ch)
 	for (; *pp; pp = &(*pp)->idx_next) {
 		if (*pp == ch) {
 			*pp = ch->idx_next;
+			kp_index_count--;
 			return;
 		}
 	}
@@ -246,7 +251,8 @@ static void site_free(struct ukp_site *s)
 	if (detour)
 		ukp_slot_free_range(detour, UKP_DETOUR_SIZE); /* a punned one may start mid-slot */
 	ukp_opt_site_free(s);
-	free(s->symname);
+	if (s->symname_own)
+		free((char *)s->symname);
 	ukp_pool_free(&site_pool, s);
 }
 
@@ -375,11 +381,30 @@ static void atfork_child(void)
 	owner_pid = getpid();
 }
 
+/* [reg] The symbol names of obj (NULL: of every object) are about to be
+ * freed (symbols.c): the listed sites there copy theirs. Unlisted ones
+ * (zombies, the quarantine) are never shown again. */
+static void site_names_keep(const struct ukp_object *obj)
+{
+	struct ukp_site *s;
+
+	for (s = ukp_all_sites; s; s = s->all_next) {
+		char *copy;
+
+		if (s->symname_own || (obj && s->obj != obj))
+			continue;
+		copy = strdup(s->symname);
+		s->symname = copy ? copy : "";
+		s->symname_own = copy != NULL;
+	}
+}
+
 static void do_init(void)
 {
 	int ret;
 
 	owner_pid = getpid();
+	ukp_symbols_set_names_hook(site_names_keep);
 	ukp_errno_init();
 	ukp_text_init();
 	ukp_opt_init();
@@ -450,7 +475,7 @@ void ukp_gone_sweep(void)
 		s->gone = true;
 		atomic_store(&s->armed, false);
 		ukp_opt_site_dead(s);
-		site_hash_del(s);
+		ukp_site_hash_del(s);
 		for (ch = atomic_load(&s->children); ch; ch = atomic_load(&ch->next))
 			ch->kp->flags |= KPROBE_FLAG_GONE;
 	}
@@ -646,7 +671,8 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	}
 	memcpy(s->opcode, code + at, UKP_BREAKPOINT_SIZE);
 	s->obj = sym->obj;
-	s->symname = strdup(sym->name ? sym->name : "");
+	/* (the cache's own name, no copy per site: site_names_keep) */
+	s->symname = sym->name ? sym->name : "";
 	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
 	*out = s;
@@ -782,6 +808,9 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	p->nmissed = 0;
 	if (ukp_blacklisted(addr))
 		return -EINVAL;
+	ret = child_index_reserve();
+	if (ret)
+		return ret;
 	ch = ukp_pool_zalloc(&child_pool);
 	if (!ch)
 		return -ENOMEM;
@@ -816,8 +845,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
 	site_fast_update(s);
-	ch->idx_next = kp_index[kp_hash(p)];
-	kp_index[kp_hash(p)] = ch;
+	child_index_add(ch);
 	if (b && new_site) {
 		/* (the caller made room for every probe of the batch) */
 		site_list_add(s);
@@ -827,7 +855,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		return 0;
 	}
 	if (new_site) {
-		site_hash_add(s);
+		ukp_site_hash_add(s);
 		site_list_add(s);
 	}
 	/* a site of this batch, not written yet: its turn comes */
@@ -838,7 +866,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		site_fast_update(s);
 		child_index_del(ch);
 		if (new_site) {
-			site_hash_del(s);
+			ukp_site_hash_del(s);
 			site_list_del(s);
 		}
 		ukp_synchronize();
@@ -1024,7 +1052,7 @@ static void dead_sites_unpatch(struct ukp_site **dead, size_t num)
 	for (i = 0; i < num; i++) {
 		if (!dead[i])
 			continue;
-		site_hash_del(dead[i]);
+		ukp_site_hash_del(dead[i]);
 		site_list_del(dead[i]);
 		ukp_opt_neighbour(dead[i]->addr, false);
 	}
@@ -1132,9 +1160,10 @@ static int batch_commit(struct reg_batch *b)
 	ret = ukp_text_poke_many(pk, k);
 	if (ret)
 		goto out;
+	ukp_site_hash_reserve(b->n); /* (one growth for the batch) */
 	for (i = 0; i < b->n; i++)
 		if (!b->v[i]->gone)
-			site_hash_add(b->v[i]);
+			ukp_site_hash_add(b->v[i]);
 	k = 0;
 	for (i = 0; i < b->n; i++)
 		if (ukp_site_wants_armed(b->v[i]))

@@ -150,6 +150,10 @@ static struct {
 	struct ukp_objent *files;       /* files read without loading them */
 } ukp_syms;
 
+/* ukp_symbols_set_names_hook's: names are about to go (kprobes.c keeps
+ * pointers to them in its sites) */
+static void (*names_hook)(const struct ukp_object *obj);
+
 static inline struct ukp_objent *to_ent(const struct ukp_object *obj)
 {
 	return ukp_container_of(obj, struct ukp_objent, pub);
@@ -1257,6 +1261,8 @@ static int objects_rescan(void)
 		if (o->seen)
 			continue;
 		o->alive = false;
+		if (names_hook)
+			names_hook(&o->pub);
 		obj_free_syms(o);
 		o->syms_state = UKP_SYMS_READ;
 		removed = true;
@@ -2039,10 +2045,17 @@ bool ukp_object_seg(const struct ukp_object *obj, size_t i, uintptr_t *start, ui
 	return true;
 }
 
+void ukp_symbols_set_names_hook(void (*fn)(const struct ukp_object *obj))
+{
+	names_hook = fn;
+}
+
 void ukp_symbols_reset(void)
 {
 	struct ukp_objent *o = ukp_syms.all;
 
+	if (names_hook)
+		names_hook(NULL);
 	while (o) {
 		struct ukp_objent *next = o->next_all;
 

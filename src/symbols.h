@@ -174,4 +174,10 @@ bool ukp_object_seg(const struct ukp_object *obj, size_t i, uintptr_t *start, ui
  * by tests and on exit). */
 void ukp_symbols_reset(void);
 
+/* Called with an object whose symbol names (the name of a struct
+ * ukp_symres) are about to be freed, as its unload is noticed, or with
+ * NULL for every object (ukp_symbols_reset): who kept such a name
+ * copies it now. One hook; NULL for none. */
+void ukp_symbols_set_names_hook(void (*fn)(const struct ukp_object *obj));
+
 #endif /* UKP_SYMBOLS_H */

@@ -275,6 +275,57 @@ Test(batch, zlib_everywhere_with_threads, .init = setup, .timeout = 300)
 	free(before);
 }
 
+/* Is a inside the function that starts at start? */
+static bool in_fn(uintptr_t a, uintptr_t start)
+{
+	for (size_t f = 0; f < nfns; f++)
+		if (fns[f].start == start)
+			return a >= start && a < start + fns[f].size;
+	return false;
+}
+
+/*
+ * One by one while the threads run into the probes registered so far
+ * (crc32's and adler32's first): the hit hash grows under them several
+ * times (site_hash.c), and no hit may miss its site (the int3 would go
+ * to the program: SIGTRAP ends the test).
+ */
+Test(batch, one_by_one_while_hit, .init = setup, .timeout = 300)
+{
+	pthread_t t[NTHREADS];
+	size_t n = accepted(), k = 0;
+	uint8_t *before = text_copy();
+	struct kprobe **order = calloc(n, sizeof(*order));
+	unsigned long c0;
+
+	cr_assert(order);
+	cr_assert_gt(n, 2000, "probes accepted: %zu of %zu", n, nkps);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			uintptr_t a = (uintptr_t)kpp[i]->addr;
+			bool hot = in_fn(a, crc_at) || in_fn(a, adler_at);
+
+			if (hot == (pass == 0))
+				order[k++] = kpp[i];
+		}
+	cr_assert_eq(k, n);
+	start_workers(t);
+	for (size_t i = 0; i < n; i++) {
+		order[i]->flags = 0;
+		cr_assert_eq(register_kprobe(order[i]), 0, "probe %zu", i);
+	}
+	c0 = atomic_load(&crc_calls);
+	while (atomic_load(&crc_calls) < c0 + 20)
+		sched_yield();
+	stop_workers(t);
+	cr_expect_eq(atomic_load(&bad), 0, "wrong results: %lu", atomic_load(&bad));
+	cr_expect_gt(atomic_load(&hits[probe_at(crc_at) - kps]), 0);
+	unregister_kprobes(order, (int)n);
+	cr_assert(text_same(before), "text differs after unregister_kprobes");
+	free(order);
+	free(before);
+}
+
 Test(batch, all_or_nothing, .init = setup, .timeout = 300)
 {
 	size_t n = accepted();
