@@ -374,6 +374,9 @@ def attach_markdown(att):
                        " |" * (len(ATTACH_COLS) - 1))
             continue
         out.append("| %s | %s |" % (r["id"], " | ".join(attach_cells(r))))
+    return out
+
+
 # ---------------------------------------- ... at instruction boundaries
 
 INSNS_GOAL = 97.0  # issue 14: >= 97% of the probe-able instruction boundaries
