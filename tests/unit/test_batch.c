@@ -640,21 +640,29 @@ Test(batch, kretprobes_zlib_sqlite_with_threads, .init = r_setup, .timeout = 300
 	free(before);
 }
 
+/* rpp's n return probes with bad in the middle (n + 1 of them). */
+static struct kretprobe **with_bad_in_middle(struct kretprobe *bad, size_t n)
+{
+	struct kretprobe **v = calloc(n + 1, sizeof(*v));
+
+	cr_assert(v);
+	memcpy(v, rpp, n / 2 * sizeof(*v));
+	v[n / 2] = bad;
+	memcpy(v + n / 2 + 1, rpp + n / 2, (n - n / 2) * sizeof(*v));
+	return v;
+}
+
 Test(batch, kretprobes_all_or_nothing, .init = r_setup, .timeout = 300)
 {
 	pthread_t t[NTHREADS + 1];
-	size_t n = nrfns, mid = n / 2;
+	size_t n = nrfns;
 	uint8_t *before = entries_copy();
 	unsigned long holders = ukp_krp_holders_allocated();
 	/* not a function's entry: refused */
 	struct kretprobe bad_rp = { .kp.addr = (kprobe_opcode_t *)((uintptr_t)crc32 + 1),
 				    .handler = r_ret };
-	struct kretprobe **v = calloc(n + 1, sizeof(*v));
+	struct kretprobe **v = with_bad_in_middle(&bad_rp, n);
 
-	cr_assert(v);
-	memcpy(v, rpp, mid * sizeof(*v));
-	v[mid] = &bad_rp;
-	memcpy(v + mid + 1, rpp + mid, (n - mid) * sizeof(*v));
 	rfns_reset();
 	start_all_workers(t);
 	cr_assert_lt(register_kretprobes(v, (int)n + 1), 0);
@@ -747,17 +755,13 @@ Test(batch, kretprobes_on_kprobes, .init = r_setup, .timeout = 300)
 Test(batch, kretprobes_refused_on_kprobes, .init = r_setup, .timeout = 300)
 {
 	pthread_t t[NTHREADS + 1];
-	size_t n = nrfns, mid = n / 2;
+	size_t n = nrfns;
 	uint8_t *before = entries_copy();
 	struct kretprobe bad_rp = { .kp.addr = (kprobe_opcode_t *)((uintptr_t)crc32 + 1),
 				    .handler = r_ret };
-	struct kretprobe **v = calloc(n + 1, sizeof(*v));
+	struct kretprobe **v = with_bad_in_middle(&bad_rp, n);
 	unsigned long holders = ukp_krp_holders_allocated(), s0, entries = 0, after = 0;
 
-	cr_assert(v);
-	memcpy(v, rpp, mid * sizeof(*v));
-	v[mid] = &bad_rp;
-	memcpy(v + mid + 1, rpp + mid, (n - mid) * sizeof(*v));
 	rfns_reset();
 	cr_assert_eq(register_kprobes(rkpp, (int)n), 0);
 	start_all_workers(t);

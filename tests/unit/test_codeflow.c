@@ -1135,9 +1135,11 @@ Test(codeflow, one_pass_ranges_random_bytes)
 	free(code);
 }
 
-Test(codeflow, one_pass_ranges_real_code)
+/* fn on a copy of each executable segment of this test's own code. */
+static void for_each_own_code(void (*fn)(const uint8_t *code, size_t len, uintptr_t start,
+					 void *arg),
+			      void *arg)
 {
-	/* this test's own code, from the start of its text segment */
 	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_flow_plain);
 	struct ukp_eh_frame eh = { 0 };
 	size_t i;
@@ -1153,10 +1155,22 @@ Test(codeflow, one_pass_ranges_real_code)
 		code = malloc(len);
 		cr_assert_not_null(code);
 		cr_assert_eq(ukp_read_original(eh.segs[i].start, code, len), len);
-		one_pass_case(code, len, eh.segs[i].start, 3);
+		fn(code, len, eh.segs[i].start, arg);
 		free(code);
 	}
 	ukp_eh_frame_free(&eh);
+}
+
+static void one_pass_segment(const uint8_t *code, size_t len, uintptr_t start, void *arg)
+{
+	(void)arg;
+	one_pass_case(code, len, start, 3);
+}
+
+Test(codeflow, one_pass_ranges_real_code)
+{
+	/* this test's own code, from the start of its text segment */
+	for_each_own_code(one_pass_segment, NULL);
 }
 
 /* The sorted sets of the index: what qsort and dropping repeats give. */
@@ -1250,6 +1264,25 @@ static bool lite_same(const struct x86_lite *a, const struct x86_lite *b)
 	return true;
 }
 
+/* The table against Zydis on a segment of real code; counts[0] the
+ * instructions the table decoded, counts[1] all. */
+static void lite_segment(const uint8_t *code, size_t len, uintptr_t start, void *arg)
+{
+	size_t *counts = arg, pos = 0;
+
+	while (pos < len) {
+		struct x86_lite f, z;
+		bool zok = zydis_lite(code + pos, len - pos, &z);
+
+		if (ukp_x86_lite_fast(code + pos, len - pos, &f)) {
+			counts[0]++;
+			cr_assert(zok && lite_same(&f, &z), "at %#lx", (unsigned long)(start + pos));
+		}
+		counts[1]++;
+		pos += zok ? z.len : 1;
+	}
+}
+
 /*
  * Every opcode (one byte and 0F xx), without and with each REX prefix,
  * with every ModRM byte and, where it has one, every SIB byte, followed
@@ -1260,9 +1293,7 @@ static bool lite_same(const struct x86_lite *a, const struct x86_lite *b)
 Test(codeflow, lite_decoder_is_zydis)
 {
 	uint8_t b[32];
-	size_t handled = 0, i, fast = 0, total = 0;
-	const struct ukp_object *obj = ukp_object_of((uintptr_t)ukt_flow_plain);
-	struct ukp_eh_frame eh = { 0 };
+	size_t handled = 0, i, fast, total, counts[2] = { 0, 0 };
 
 	cr_assert_not_null(ukp_x86_decoder(true));
 	for (unsigned int rex = 0; rex <= 0x10; rex++) {
@@ -1301,32 +1332,9 @@ Test(codeflow, lite_decoder_is_zydis)
 		}
 	}
 	cr_expect_gt(handled, 100000);
-	cr_assert_not_null(obj);
-	cr_assert_eq(ukp_eh_frame_load(obj, &eh), 0);
-	for (i = 0; i < eh.nsegs; i++) {
-		size_t len = eh.segs[i].end - eh.segs[i].start, pos = 0;
-		uint8_t *code;
-
-		if (!eh.segs[i].exec)
-			continue;
-		code = malloc(len);
-		cr_assert_not_null(code);
-		cr_assert_eq(ukp_read_original(eh.segs[i].start, code, len), len);
-		while (pos < len) {
-			struct x86_lite f, z;
-			bool zok = zydis_lite(code + pos, len - pos, &z);
-
-			if (ukp_x86_lite_fast(code + pos, len - pos, &f)) {
-				fast++;
-				cr_assert(zok && lite_same(&f, &z), "at %#lx",
-					  (unsigned long)(eh.segs[i].start + pos));
-			}
-			total++;
-			pos += zok ? z.len : 1;
-		}
-		free(code);
-	}
-	ukp_eh_frame_free(&eh);
+	for_each_own_code(lite_segment, counts);
+	fast = counts[0];
+	total = counts[1];
 	cr_expect_gt(fast, total / 2, "the table decoded %zu of %zu instructions", fast, total);
 }
 
