@@ -70,6 +70,7 @@ static bool busy;                        /* the thread is working on a batch */
 static pid_t thread_pid;                 /* process the thread runs in */
 static pthread_t thread;                 /* joinable: ukp_opt_stop() waits for its end */
 static bool quit;                        /* ukp_opt_stop(): the thread returns */
+static unsigned int waiters;             /* in ukprobes_wait_optimizer(): no delay */
 unsigned long ukp_opt_rounds;            /* batches done (tests) */
 /* Tests turn punned jumps off to see the verdicts on whole regions. */
 bool ukp_opt_pun = true;
@@ -601,6 +602,24 @@ static void optimize_round(void)
 	ukp_opt_rounds++;
 }
 
+/* [opt] With ukp_mutex held: give the registrations of a batch time to
+ * arrive, unless somebody already waits for the result (the agent
+ * waits before the program runs: the delay was only start-up time). */
+static void delay_for_batch(void)
+{
+	struct timespec end;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_nsec += OPTIMIZE_DELAY_MS * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while (!waiters && !quit)
+		if (pthread_cond_timedwait(&queue_cond, &ukp_mutex, &end) == ETIMEDOUT)
+			break;
+}
+
 static void *optimizer_main(void *arg)
 {
 	sigset_t ours;
@@ -625,9 +644,8 @@ static void *optimizer_main(void *arg)
 		if (quit && !queue)
 			break;
 		busy = true;
-		/* Let the registrations of a batch arrive. */
+		delay_for_batch();
 		pthread_mutex_unlock(&ukp_mutex);
-		nanosleep(&delay, NULL);
 		if (ukp_lock_for_show()) {
 			pthread_mutex_lock(&ukp_mutex);
 			continue;
@@ -820,11 +838,14 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
  * nothing left to do (the mutex is released while waiting). */
 static void wait_idle(void)
 {
+	waiters++;
+	pthread_cond_signal(&queue_cond); /* out of its delay */
 	while (queue || busy) {
 		if (thread_pid != getpid())
 			kick();
 		pthread_cond_wait(&idle_cond, &ukp_mutex);
 	}
+	waiters--;
 }
 
 UKPROBES_API int ukprobes_wait_optimizer(void)
@@ -918,6 +939,7 @@ void ukp_opt_after_fork(void)
 	pthread_cond_init(&queue_cond, NULL);
 	pthread_cond_init(&idle_cond, NULL);
 	busy = false;
+	waiters = 0;
 }
 
 /* [reg] ukprobes_optimizable() for a probe-able address a in sym. */

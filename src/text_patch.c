@@ -59,6 +59,18 @@ static void membarrier_register(void)
 	atomic_store(&ukp_reader_fence, !membarrier_ok);
 }
 
+/*
+ * [init] At load, while the process most likely has one thread: the
+ * kernel then registers at once; with a second thread it waits for an
+ * RCU grace period first (the agent's first registration, after its
+ * reader thread started, spent most of its start-up there). A fork
+ * registers again (membarrier_pid).
+ */
+__attribute__((constructor)) static void membarrier_at_load(void)
+{
+	membarrier_register();
+}
+
 /* [any] Does descriptor mem_fd still name the file we opened? (asked
  * before every write: raw, as the writes) */
 static bool mem_fd_ours(void)
