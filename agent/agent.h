@@ -72,31 +72,40 @@ struct ukpa_spec {
 	struct ukpa_plain_arg plain[UKP_SPEC_MAX_ARGS];
 };
 
-/* One registered probe: a SPEC, or one function a glob SPEC matched. */
+/* One registered probe: a SPEC, or one function a glob SPEC matched.
+ * Aligned (probe_new) so that what a hit reads of it is one cache line:
+ * the second half of kp (the library's fast path checks its pre_handler
+ * and flags) and the fields after kp (the handlers'). With every
+ * function of a program probed, each line a hit touches is a likely
+ * cache miss (the agent's static asserts keep the layout). */
 struct ukpa_probe {
+	char *symbol_name;        /* "obj:sym" for the library, or NULL (by address) */
+	char *where;              /* "sym+0xoff/0xsize [obj]" */
+	char *object;             /* its object's path */
+	uintptr_t func;
+	struct kprobe kp;         /* p events */
+	/* the handlers' fields, on kp's second line */
+	uint32_t id;              /* struct ukp_rec.id */
+	uint16_t flags;           /* UKP_PROBE_* */
+	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
 	struct ukpa_spec *spec;
 	/* its SPEC's hist when that is all it has and reads only registers
 	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
 	 * one load */
 	struct ukpa_hist_table *hist_regs;
-	uint32_t id;              /* struct ukp_rec.id */
-	uint16_t flags;           /* UKP_PROBE_* */
-	char event[UKP_SPEC_NAME_MAX + 1];
-	char *symbol_name;        /* "obj:sym" for the library, or NULL (by address) */
-	char *where;              /* "sym+0xoff/0xsize [obj]" */
-	char *object;             /* its object's path */
-	struct kprobe kp;         /* p events */
+	_Atomic uint64_t hits;    /* hits of threads without a counts slot, and of
+				   * exited threads (counts.c) */
+	/* the rest: registration, listing, r and w events */
 	struct kretprobe rp;      /* r events */
 	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
 	uintptr_t waddr;          /* w events: the watched address */
-	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
-	_Atomic uint64_t hits;    /* hits of threads without a counts slot, and of
-				   * exited threads (counts.c) */
-	uintptr_t func, base;
+	uintptr_t base;
 	int opt;                  /* UKPROBES_OPT_* or -1 */
+	char event[UKP_SPEC_NAME_MAX + 1];
 	char why[160];            /* why not optimized */
 	struct ukpa_probe *next;  /* every probe, in id order */
 };
+#define UKPA_PROBE_ALIGN 64
 
 /* ------------------------------------------------------------ agent.c */
 extern _Atomic bool ukpa_tracing;    /* handlers record */

@@ -207,6 +207,15 @@ static int capture_print(enum ukprobes_print_level level, const char *fmt, va_li
 	return 0;
 }
 
+/* What a hit reads of a probe shares one line (struct ukpa_probe). */
+#define UKPA_LINE_OF(f) (offsetof(struct ukpa_probe, f) / UKPA_PROBE_ALIGN)
+_Static_assert(UKPA_LINE_OF(kp.pre_handler) == UKPA_LINE_OF(kp.flags) &&
+		       UKPA_LINE_OF(kp.flags) == UKPA_LINE_OF(id) &&
+		       UKPA_LINE_OF(id) == UKPA_LINE_OF(live) &&
+		       UKPA_LINE_OF(live) == UKPA_LINE_OF(spec) &&
+		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(hist_regs),
+	       "the fields a hit reads of a probe are on one cache line");
+
 static void probe_free(struct ukpa_probe *pr)
 {
 	free(pr->symbol_name);
@@ -217,10 +226,11 @@ static void probe_free(struct ukpa_probe *pr)
 
 static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint16_t flags)
 {
-	struct ukpa_probe *pr = calloc(1, sizeof(*pr));
+	struct ukpa_probe *pr;
 
-	if (!pr)
+	if (posix_memalign((void **)&pr, UKPA_PROBE_ALIGN, sizeof(*pr)))
 		return NULL;
+	memset(pr, 0, sizeof(*pr));
 	pr->spec = s;
 	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
