@@ -6,8 +6,8 @@
  *
  * A probe is first a breakpoint. If it qualifies, it is queued; the
  * optimizer thread wakes up a little later (OPTIMIZE_DELAY_MS: probes
- * registered together are optimized together) and, under the registry
- * mutex:
+ * registered together are optimized together; at once when somebody
+ * waits in ukprobes_wait_optimizer()) and, under the registry mutex:
  *   1. prepares the detour buffer (arch_opt_prepare: the region is the
  *      first whole instructions covering 5 bytes, each relocatable; a
  *      ret or jmp ends the copy, and the rest of the 5 bytes may then be
