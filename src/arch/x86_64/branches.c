@@ -79,6 +79,11 @@ struct dispatch {
 	enum table_kind kind;
 	bool lea_base;          /* B is every lea candidate; else B = 0 */
 	int64_t disp;
+	/* resolve_tables: the first dispatch with the same kind, lea_base
+	 * and disp (the same tables), and what its reads found */
+	size_t first;
+	size_t found;
+	size_t edge0, edge1;    /* its table edges in edges (when kept) */
 };
 
 /* One instruction, as the data flow of a jump register sees it. */
@@ -784,7 +789,8 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 /*
  * [reg] Read the table of one dispatch at base; report every target while
  * they stay inside the parts. Returns the callback's value or 0; counts
- * the targets in *found.
+ * the targets in *found. The edges are for pointer_paths: none when no
+ * jump waits for it (the scan queued them all).
  */
 static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t base,
 		      size_t *found)
@@ -820,7 +826,7 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 			break;
 		}
 		(*found)++;
-		ret = push_edge(s, target, d->from_insn);
+		ret = s->npending ? push_edge(s, target, d->from_insn) : 0;
 		if (!ret)
 			ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
 		if (ret)
@@ -829,7 +835,70 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 	return 0;
 }
 
-/* [reg] Every queued dispatch against every candidate base. */
+/* Dispatch indexes by kind, lea_base, disp, then index. */
+static int same_table_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct flow_scan *s = arg;
+	size_t ia = *(const size_t *)pa, ib = *(const size_t *)pb;
+	const struct dispatch *a = &s->disp[ia], *b = &s->disp[ib];
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->lea_base != b->lea_base)
+		return a->lea_base ? 1 : -1;
+	if (a->disp != b->disp)
+		return a->disp < b->disp ? -1 : 1;
+	return (ia > ib) - (ia < ib);
+}
+
+/* [reg] Each dispatch's first with the same tables (->first). A switch
+ * dispatched from many places (a computed goto at the end of every case)
+ * has its table read once. */
+static int group_tables(struct flow_scan *s)
+{
+	size_t *by, i;
+
+	for (i = 0; i < s->ndisp; i++)
+		s->disp[i].first = i;
+	if (s->ndisp < 2)
+		return 0;
+	by = malloc(s->ndisp * sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	for (i = 0; i < s->ndisp; i++)
+		by[i] = i;
+	qsort_r(by, s->ndisp, sizeof(*by), same_table_cmp, s);
+	for (i = 1; i < s->ndisp; i++) {
+		const struct dispatch *a = &s->disp[by[i - 1]];
+		struct dispatch *b = &s->disp[by[i]];
+
+		if (a->kind == b->kind && a->lea_base == b->lea_base && a->disp == b->disp)
+			b->first = a->first;
+	}
+	free(by);
+	return 0;
+}
+
+/* [reg] d reads the tables its first read: the same targets, the same
+ * count; its own edges (the callbacks had them all). */
+static int replay_tables(struct flow_scan *s, const struct dispatch *d, size_t *found)
+{
+	const struct dispatch *f = &s->disp[d->first];
+	size_t e;
+	int ret;
+
+	*found = f->found;
+	for (e = f->edge0; e < f->edge1; e++) {
+		ret = push_edge(s, s->edges[e].target, d->from_insn);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* [reg] Every queued dispatch against every candidate base (a table
+ * that several dispatches share: read at the first, its targets
+ * reported once). */
 static int resolve_tables(struct flow_scan *s)
 {
 	size_t i, k;
@@ -843,21 +912,24 @@ static int resolve_tables(struct flow_scan *s)
 		if (ret)
 			return ret;
 	}
+	ret = group_tables(s);
+	if (ret)
+		return ret;
 	for (i = 0; i < s->ndisp; i++) {
-		const struct dispatch *d = &s->disp[i];
+		struct dispatch *d = &s->disp[i];
 		size_t found = 0;
 
-		if (d->lea_base) {
-			for (k = 0; k < s->nleas; k++) {
-				ret = read_table(s, d, s->leas[k], &found);
-				if (ret)
-					return ret;
-			}
+		if (d->first != i) {
+			ret = replay_tables(s, d, &found);
 		} else {
-			ret = read_table(s, d, 0, &found);
-			if (ret)
-				return ret;
+			d->edge0 = s->nedges;
+			for (k = 0; k < (d->lea_base ? s->nleas : 1) && !ret; k++)
+				ret = read_table(s, d, d->lea_base ? s->leas[k] : 0, &found);
+			d->edge1 = s->nedges;
+			d->found = found;
 		}
+		if (ret)
+			return ret;
 		if (!found) {
 			ret = s->fn(s->arg, ARCH_FLOW_UNKNOWN, d->from, 0);
 			if (ret)
