@@ -126,6 +126,15 @@ struct arch_literal_scan {
 	size_t nranges;
 	arch_range_fn range_fn;
 	void *range_arg;
+	/* optional: a piece of the scan. Only the instructions that start
+	 * in [from, to) are decoded (to 0: len; their bytes may go on past
+	 * to, up to len), and only the ranges inside [from, to) scanned. A
+	 * piece from an offset where the whole scan decodes an instruction
+	 * (0, or a piece's *stopped) decodes there what the whole scan
+	 * does. */
+	size_t from, to;
+	size_t *stopped;        /* (or NULL) the offset of the first instruction
+				 * the piece did not decode: to or past it */
 };
 
 /*
@@ -140,6 +149,8 @@ struct arch_literal_scan {
  * and restarts at every address of sync (symbol and FDE starts) that it
  * would otherwise step over, and one byte on at undecodable bytes.
  * Returns 0, the callback's value, or -EILSEQ (no decoder).
+ * Reads nothing but its arguments, writes nothing but the done flags of
+ * the ranges it scans: pieces of one scan may run at the same time.
  */
 int arch_scan_literals(const struct arch_literal_scan *scan);
 

@@ -324,7 +324,7 @@ static int scan_code(struct refs *r, const uint8_t *code, size_t len, uintptr_t 
 		sc.range_arg = flow->arg;
 	}
 	free(mem);
-	return arch_scan_literals(&sc);
+	return ukp_scan_literals(&sc);
 }
 
 static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,

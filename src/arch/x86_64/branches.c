@@ -1075,14 +1075,17 @@ static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *s
 static int flow_ranges_upto(const ZydisDecoder *dec, const struct arch_literal_scan *sc,
 			    const struct dcache_ent *cache, size_t *next, size_t upto, size_t *due)
 {
+	const size_t to = sc->to ? sc->to : sc->len;
 	int ret;
 
 	*due = SIZE_MAX;
 	for (; *next < sc->nranges; (*next)++) {
 		struct arch_flow_range *r = &sc->ranges[*next];
 
-		if (r->done || r->start >= r->end || r->start < sc->addr ||
-		    r->end - sc->addr > sc->len)
+		/* (another piece may be writing the done flag of a range
+		 * that is not this one's) */
+		if (r->start >= r->end || r->start < sc->addr || r->start - sc->addr < sc->from ||
+		    r->end - sc->addr > to || r->done)
 			continue;
 		if (r->end - sc->addr > upto) {
 			*due = r->end - sc->addr;
@@ -1103,7 +1106,8 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	const uintptr_t lo = sc->lo, hi = sc->hi;
 	struct dcache_ent *cache = NULL;
 	struct x86_lite insn;
-	size_t pos = 0, k = 0, next = 0, due = 0;
+	const size_t to = sc->to ? sc->to : sc->len;
+	size_t pos = sc->from, k = 0, next = 0, due = 0;
 	int ret = 0;
 
 	if (!dec)
@@ -1111,7 +1115,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	/* without the cache, the ranges are decoded on their own */
 	if (sc->nranges && sc->range_fn)
 		cache = calloc(DCACHE_SIZE, sizeof(*cache));
-	while (pos < sc->len) {
+	while (pos < to) {
 		uintptr_t at = sc->addr + pos, next_at;
 		unsigned int i;
 
@@ -1168,7 +1172,9 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		pos += insn.len;
 	}
 	if (sc->range_fn)
-		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len, &due);
+		ret = flow_ranges_upto(dec, sc, cache, &next, to, &due);
+	if (sc->stopped)
+		*sc->stopped = pos;
 out:
 	free(cache);
 	return ret;
