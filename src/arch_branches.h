@@ -24,9 +24,10 @@ struct arch_code_part {
 enum arch_flow_kind {
 	ARCH_FLOW_DIRECT,       /* relative jmp/jcc/loop/jrcxz/call/xbegin to target */
 	ARCH_FLOW_TABLE,        /* an indirect jump through a jump table: one
-				 * possible target (reported once per entry;
-				 * tables that several dispatches share, at
-				 * the first of them) */
+				 * possible target (reported once per entry
+				 * read: a table that several dispatches
+				 * read, or that lies inside one read before,
+				 * at the first read) */
 	ARCH_FLOW_UNKNOWN,      /* an indirect jump whose targets are unknown */
 	ARCH_FLOW_POINTER,      /* an indirect jump through a pointer loaded from
 				 * memory (no index register, not from the

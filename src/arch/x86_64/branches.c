@@ -102,6 +102,22 @@ struct finsn {
 	uintptr_t target;       /* a direct jmp/jcc/call: its target; else 0 */
 };
 
+/* A table read that ended before TABLE_MAX_ENTRIES: n entries from start,
+ * at base (TABLE_REL32; 0 for TABLE_ABS64); while edges are kept, the
+ * target of each entry in rtargets[t0..t0 + n). A read that starts at one
+ * of its entries reads the rest of it, and stops where it stopped: its
+ * entries (read once, in switches laid out one after the other, as
+ * CPython's _PyUnicode_ToNumeric's 43 tables). */
+struct table_run {
+	enum table_kind kind;
+	uintptr_t base, start;
+	size_t n, t0;
+};
+
+/* Runs shorter than this are read again (a wrong lea candidate's read
+ * stops at once). */
+#define RUN_MIN 8u
+
 /* A transfer to target from insns[from]. */
 struct edge {
 	uintptr_t target;
@@ -131,6 +147,10 @@ struct flow_scan {
 	size_t nedges, cap_edges;
 	size_t *pending;        /* jmp *%reg to analyse: indexes into insns */
 	size_t npending, cap_pending;
+	struct table_run *runs; /* the tables read */
+	size_t nruns, cap_runs;
+	uintptr_t *rtargets;
+	size_t nrtargets, cap_rtargets;
 };
 
 /* gpr number 0..15 (rax, rcx, ..., r15) of a register of any width */
@@ -792,16 +812,70 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
  * the targets in *found. The edges are for pointer_paths: none when no
  * jump waits for it (the scan queued them all).
  */
+/* A run of kind at base with an entry at at, or NULL. */
+static const struct table_run *run_at(const struct flow_scan *s, enum table_kind kind,
+				      uintptr_t base, uintptr_t at, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < s->nruns; i++) {
+		const struct table_run *r = &s->runs[i];
+
+		if (r->kind == kind && r->base == base && at >= r->start &&
+		    (at - r->start) % size == 0 && (at - r->start) / size < r->n)
+			return r;
+	}
+	return NULL;
+}
+
+/* [reg] A read of d's table from entry j of r: r's entries from j on (its
+ * targets were reported when r was read); d's own edges. */
+static int run_again(struct flow_scan *s, const struct dispatch *d, const struct table_run *r,
+		     size_t j, size_t *found)
+{
+	size_t e;
+	int ret;
+
+	*found += r->n - j;
+	if (!s->npending)
+		return 0;
+	for (e = r->t0 + j; e < r->t0 + r->n; e++) {
+		if (!in_parts(s, s->rtargets[e]))
+			continue;
+		ret = push_edge(s, s->rtargets[e], d->from_insn);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* [reg] Keep the read of n entries from start as a run. */
+static int run_add(struct flow_scan *s, enum table_kind kind, uintptr_t base, uintptr_t start,
+		   size_t n, size_t t0)
+{
+	struct table_run *r = ukp_grow(s->runs, &s->cap_runs, s->nruns, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	s->runs = r;
+	s->runs[s->nruns++] = (struct table_run){ kind, base, start, n, t0 };
+	return 0;
+}
+
 static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t base,
 		      size_t *found)
 {
-	uintptr_t at = base + (uintptr_t)d->disp;
-	size_t size = d->kind == TABLE_REL32 ? 4 : 8;
+	uintptr_t at = base + (uintptr_t)d->disp, start = at;
+	size_t size = d->kind == TABLE_REL32 ? 4 : 8, t0 = s->nrtargets;
+	const struct table_run *r = run_at(s, d->kind, base, at, size);
 	unsigned int i;
 	int ret;
 
+	if (r)
+		return run_again(s, d, r, (at - r->start) / size, found);
 	for (i = 0; i < TABLE_MAX_ENTRIES; i++, at += size) {
 		uintptr_t target;
+		bool inside;
 
 		if (d->kind == TABLE_REL32) {
 			int32_t e;
@@ -816,22 +890,32 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 				break;
 			target = (uintptr_t)e;
 		}
-		if (!in_parts(s, target)) {
-			/* a case in other code of the object (a cold part
-			 * that no symbol names): the table goes on */
-			if (target >= s->code_lo && target < s->code_hi) {
-				(*found)++;
-				continue;
-			}
+		inside = in_parts(s, target);
+		if (!inside && (target < s->code_lo || target >= s->code_hi))
 			break;
+		if (s->npending) {
+			uintptr_t *t = ukp_grow(s->rtargets, &s->cap_rtargets, s->nrtargets,
+						sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			s->rtargets = t;
+			s->rtargets[s->nrtargets++] = target;
 		}
 		(*found)++;
+		/* a case in other code of the object (a cold part that no
+		 * symbol names): the table goes on */
+		if (!inside)
+			continue;
 		ret = s->npending ? push_edge(s, target, d->from_insn) : 0;
 		if (!ret)
 			ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
 		if (ret)
 			return ret;
 	}
+	if (i < TABLE_MAX_ENTRIES && i >= RUN_MIN)
+		return run_add(s, d->kind, base, start, i, t0);
+	s->nrtargets = t0;
 	return 0;
 }
 
@@ -973,6 +1057,8 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	free(s->insns);
 	free(s->edges);
 	free(s->pending);
+	free(s->runs);
+	free(s->rtargets);
 	free(s);
 	return ret;
 }
