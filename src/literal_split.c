@@ -1,39 +1,47 @@
 // SPDX-License-Identifier: MIT
 /*
  * literal_split.c - a large literal scan (arch_scan_literals: a non-PIE
- * executable's code, megabytes of it) in two pieces at the same time,
- * the second one on a helper thread, with exactly the findings of the
- * scan in one piece.
+ * executable's code, megabytes of it) shared with a helper thread, with
+ * exactly the findings of the scan in one piece.
  *
- * Why the pieces add up to the whole scan. The scan's decoding goes from
- * each instruction to the next, or one byte on, or to a boundary (sync)
- * that an instruction would cover; where it goes depends on nothing but
- * the offset it is at. The split offset is a boundary in the middle; the
- * first piece decodes the instructions that start before it, with the
- * bytes of the whole code available, as the whole scan does. When the
- * first piece stops exactly there (*stopped), the whole scan decodes an
- * instruction there too, and from there on does what the second piece
- * did. Otherwise (an instruction at a boundary covered the split
- * offset) the second piece is thrown away and the first goes on. The
- * flow ranges (the index's direct transfers) that lie in one piece are
- * scanned there, with that range's own decoding limit; a range across
- * the split is left to the caller, as any range the scan does not serve.
+ * The code is cut into chunks at boundaries (sync). This thread scans
+ * chunks from the first on, going on from where the previous one
+ * stopped and reporting as it goes; the helper takes chunks from the
+ * last one down, each from its start, logging what it finds; each chunk
+ * is taken by whichever comes first. When the helper gets no time (a
+ * busy machine), this thread scans everything; either way no thread
+ * waits for the other but for the chunk the helper is scanning.
+ *
+ * Why the chunks add up to the whole scan. The scan's decoding goes from
+ * each instruction to the next, or one byte on, or to a boundary that an
+ * instruction would cover; where it goes depends on nothing but the
+ * offset it is at. A chunk decodes the instructions that start in it,
+ * with the bytes of the whole code available, as the whole scan does.
+ * When the chunks before one stopped exactly at its start (*stopped),
+ * the whole scan decodes an instruction there too, and from there on
+ * does what the chunk did: its log is reported. Otherwise (an
+ * instruction covered the chunk's start) the chunk is scanned again from
+ * where the previous one stopped. The flow ranges (the index's direct
+ * transfers) that lie in one chunk are scanned there, with the range's
+ * own decoding limit; a range across chunks is left to the caller, as
+ * any range the scan does not serve.
  *
  * The helper only decodes and logs: it calls none of the caller's
- * callbacks, and scans a copy of the ranges after the split. After it is
- * joined, its done flags are copied back and its findings reported, in
- * its order, after the first piece's: the callbacks see what the whole
- * scan reports, in the same order but for the ranges that cross the
- * split (scanned later by the caller).
+ * callbacks, and scans copies of its chunks' ranges. After it is joined,
+ * its done flags are copied back and its logs reported, chunk after
+ * chunk: the callbacks see what the whole scan reports, in the same
+ * order (but for the ranges across chunks, scanned later by the caller).
  *
- * [reg] everything here; the helper thread runs second_piece alone.
+ * [reg] everything here; the helper thread runs helper_main alone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,34 +51,48 @@
 
 /* Below this, a thread costs more than it saves (tests change it). */
 size_t ukp_literal_split_min = 1u << 20;
-/* Scans whose two pieces were joined (tests). */
+/* Scans of which the helper did a chunk, and (tests) whether to let it
+ * take its first chunk before this thread starts. */
 size_t ukp_literal_splits;
+bool ukp_literal_split_wait;
 
-/* A finding of the second piece: a literal (range SIZE_MAX) or a direct
+#define NCHUNKS 8
+
+/* A finding of the helper: a literal (range SIZE_MAX) or a direct
  * transfer of ranges[range]. */
 struct logged {
 	uintptr_t value, from;
 	size_t range;
 };
 
-struct piece {
-	struct arch_literal_scan sc;
-	struct arch_flow_range *ranges; /* the whole scan's from k0 on, copied */
-	size_t k0;
+enum { FREE, MINE, HELPERS };
+
+struct chunk {
+	size_t start, end;              /* offsets; start is a boundary (or 0) */
+	atomic_int owner;
+	/* the helper's: */
+	struct arch_flow_range *ranges; /* copies of those starting in the chunk */
+	size_t k0, nranges;             /* ... from sc->ranges[k0] */
 	struct logged *log;
 	size_t n, cap;
 	size_t stopped;
 	int ret;
 };
 
-static int log_add(struct piece *p, uintptr_t value, uintptr_t from, size_t range)
+struct split {
+	const struct arch_literal_scan *sc;
+	struct chunk c[NCHUNKS];
+	size_t nc;
+};
+
+static int log_add(struct chunk *c, uintptr_t value, uintptr_t from, size_t range)
 {
-	struct logged *l = ukp_grow(p->log, &p->cap, p->n, sizeof(*l));
+	struct logged *l = ukp_grow(c->log, &c->cap, c->n, sizeof(*l));
 
 	if (!l)
 		return -ENOMEM;
-	p->log = l;
-	p->log[p->n++] = (struct logged){ value, from, range };
+	c->log = l;
+	c->log[c->n++] = (struct logged){ value, from, range };
 	return 0;
 }
 
@@ -81,37 +103,9 @@ static int log_literal(void *arg, uintptr_t value)
 
 static int log_range(void *arg, size_t range, uintptr_t from, uintptr_t target)
 {
-	struct piece *p = arg;
+	struct chunk *c = arg;
 
-	return log_add(p, target, from, p->k0 + range);
-}
-
-/* [reg] (the helper thread) */
-static void *second_piece(void *arg)
-{
-	struct piece *p = arg;
-
-	p->ret = arch_scan_literals(&p->sc);
-	return NULL;
-}
-
-/* The split offset: the first boundary at or after the middle, or 0. */
-static size_t split_at(const struct arch_literal_scan *sc)
-{
-	uintptr_t mid = sc->addr + sc->len / 2;
-	size_t lo = 0, hi = sc->nsync;
-
-	while (lo < hi) {
-		size_t m = lo + (hi - lo) / 2;
-
-		if (sc->sync[m] < mid)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	if (lo == sc->nsync || sc->sync[lo] - sc->addr >= sc->len)
-		return 0;
-	return sc->sync[lo] - sc->addr;
+	return log_add(c, target, from, c->k0 + range);
 }
 
 /* First range starting at or after addr (ranges by start). */
@@ -130,31 +124,106 @@ static size_t range_from(const struct arch_literal_scan *sc, uintptr_t addr)
 	return lo;
 }
 
+/* [reg] (the helper) One chunk, from its start, into its log. */
+static void helper_chunk(const struct arch_literal_scan *whole, struct chunk *c)
+{
+	struct arch_literal_scan sc = *whole;
+
+	sc.from = c->start;
+	sc.to = c->end;
+	sc.stopped = &c->stopped;
+	sc.fn = log_literal;
+	sc.arg = c;
+	sc.range_fn = NULL;
+	sc.nranges = 0;
+	if (whole->range_fn && whole->nranges) {
+		c->k0 = range_from(whole, whole->addr + c->start);
+		c->nranges = range_from(whole, whole->addr + c->end) - c->k0;
+		c->ranges = malloc((c->nranges ? c->nranges : 1) * sizeof(*c->ranges));
+		if (!c->ranges) {
+			c->ret = -ENOMEM;
+			return;
+		}
+		memcpy(c->ranges, whole->ranges + c->k0, c->nranges * sizeof(*c->ranges));
+		sc.ranges = c->ranges;
+		sc.nranges = c->nranges;
+		sc.range_fn = log_range;
+		sc.range_arg = c;
+	}
+	c->ret = arch_scan_literals(&sc);
+}
+
+/* [reg] (the helper thread) Chunks from the last one down, while free. */
+static void *helper_main(void *arg)
+{
+	struct split *sp = arg;
+	size_t i;
+
+	for (i = sp->nc; i-- > 1;) {
+		int want = FREE;
+
+		if (!atomic_compare_exchange_strong(&sp->c[i].owner, &want, HELPERS))
+			break;
+		helper_chunk(sp->sc, &sp->c[i]);
+	}
+	return NULL;
+}
+
 /* Start the helper with every signal blocked but the library's (it
  * answers thread scans and takes breakpoints in what it calls). */
-static bool start_helper(pthread_t *t, struct piece *p)
+static bool start_helper(pthread_t *t, struct split *sp)
 {
 	sigset_t all, old;
 	bool ok;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ok = pthread_create(t, NULL, second_piece, p) == 0;
+	ok = pthread_create(t, NULL, helper_main, sp) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ok;
 }
 
-/* [reg] The helper's findings, after the first piece's. */
-static int replay(const struct arch_literal_scan *sc, const struct piece *p)
+/* The chunks: boundaries of sc at about equal distances. */
+static void cut(struct split *sp)
+{
+	const struct arch_literal_scan *sc = sp->sc;
+	size_t i, k = 0;
+
+	sp->nc = 0;
+	for (i = 0; i < NCHUNKS; i++) {
+		uintptr_t want = sc->addr + sc->len / NCHUNKS * i;
+		size_t start;
+
+		while (k < sc->nsync && sc->sync[k] < want)
+			k++;
+		if (i == 0)
+			start = 0;
+		else if (k < sc->nsync && sc->sync[k] - sc->addr < sc->len)
+			start = sc->sync[k] - sc->addr;
+		else
+			break;
+		if (sp->nc && start <= sp->c[sp->nc - 1].start)
+			continue;
+		if (sp->nc)
+			sp->c[sp->nc - 1].end = start;
+		sp->c[sp->nc].start = start;
+		atomic_init(&sp->c[sp->nc].owner, FREE);
+		sp->nc++;
+	}
+	sp->c[sp->nc - 1].end = sc->len;
+}
+
+/* [reg] The helper's chunk c, reported after the scan got to its start. */
+static int replay(const struct arch_literal_scan *sc, const struct chunk *c)
 {
 	size_t i;
 	int ret;
 
-	for (i = 0; i < p->sc.nranges; i++)
-		if (p->ranges[i].done)
-			sc->ranges[p->k0 + i].done = true;
-	for (i = 0; i < p->n; i++) {
-		const struct logged *l = &p->log[i];
+	for (i = 0; i < c->nranges; i++)
+		if (c->ranges[i].done)
+			sc->ranges[c->k0 + i].done = true;
+	for (i = 0; i < c->n; i++) {
+		const struct logged *l = &c->log[i];
 
 		ret = l->range == SIZE_MAX ? sc->fn(sc->arg, l->value) :
 					     sc->range_fn(sc->range_arg, l->range, l->from, l->value);
@@ -164,53 +233,71 @@ static int replay(const struct arch_literal_scan *sc, const struct piece *p)
 	return 0;
 }
 
-/* [reg] arch_scan_literals(sc), a large whole scan in two pieces. */
+/* [reg] From pos (where the scan got to) to the end of chunk c, here. */
+static int scan_here(const struct arch_literal_scan *sc, const struct chunk *c, size_t *pos)
+{
+	struct arch_literal_scan part = *sc;
+
+	if (*pos >= c->end)
+		return 0;	/* an instruction covered the whole chunk */
+	part.from = *pos;
+	part.to = c->end;
+	part.stopped = pos;
+	return arch_scan_literals(&part);
+}
+
+/* [reg] arch_scan_literals(sc), a large whole scan shared with a helper. */
 int ukp_scan_literals(const struct arch_literal_scan *sc)
 {
-	struct arch_literal_scan first = *sc, rest = *sc;
-	struct piece p = { .sc = *sc };
-	size_t mid, stopped = 0;
+	struct split *sp;
+	size_t i, pos = 0;
+	bool helper, helped = false;
 	pthread_t t;
-	int ret;
+	int ret = 0;
 
 	if (sc->from || sc->to || sc->stopped || sc->len < ukp_literal_split_min)
 		return arch_scan_literals(sc);
-	mid = split_at(sc);
-	if (!mid)
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
 		return arch_scan_literals(sc);
-	p.sc.from = mid;
-	p.sc.stopped = &p.stopped;
-	p.sc.fn = log_literal;
-	p.sc.arg = &p;
-	if (sc->range_fn && sc->nranges) {
-		p.k0 = range_from(sc, sc->addr + mid);
-		p.sc.nranges = sc->nranges - p.k0;
-		p.ranges = malloc((p.sc.nranges ? p.sc.nranges : 1) * sizeof(*p.ranges));
-		if (!p.ranges)
-			return arch_scan_literals(sc);
-		memcpy(p.ranges, sc->ranges + p.k0, p.sc.nranges * sizeof(*p.ranges));
-		p.sc.ranges = p.ranges;
-		p.sc.range_fn = log_range;
-		p.sc.range_arg = &p;
+	sp->sc = sc;
+	cut(sp);
+	atomic_store(&sp->c[0].owner, MINE);
+	helper = sp->nc > 1 && start_helper(&t, sp);
+	while (helper && ukp_literal_split_wait && atomic_load(&sp->c[sp->nc - 1].owner) == FREE)
+		sched_yield();
+	for (i = 0; i < sp->nc && !ret; i++) {
+		int want = FREE;
+
+		if (i && !atomic_compare_exchange_strong(&sp->c[i].owner, &want, MINE))
+			break;
+		ret = scan_here(sc, &sp->c[i], &pos);
 	}
-	if (!start_helper(&t, &p)) {
-		free(p.ranges);
-		return arch_scan_literals(sc);
+	/* the helper stops at the first chunk it finds taken */
+	for (size_t k = i; ret && k < sp->nc; k++) {
+		int want = FREE;
+
+		atomic_compare_exchange_strong(&sp->c[k].owner, &want, MINE);
 	}
-	first.to = mid;
-	first.stopped = &stopped;
-	ret = arch_scan_literals(&first);
-	pthread_join(t, NULL);
-	if (!ret && stopped == mid && !p.ret) {
-		ret = replay(sc, &p);
+	if (helper)
+		pthread_join(t, NULL);
+	for (; i < sp->nc && !ret; i++) {
+		struct chunk *c = &sp->c[i];
+
+		if (pos == c->start && !c->ret) {
+			ret = replay(sc, c);
+			pos = c->stopped;
+			helped = true;
+		} else {
+			ret = scan_here(sc, c, &pos);
+		}
+	}
+	for (i = 0; i < sp->nc; i++) {
+		free(sp->c[i].ranges);
+		free(sp->c[i].log);
+	}
+	free(sp);
+	if (helped)
 		ukp_literal_splits++;
-	} else if (!ret) {
-		/* the whole scan's way did not pass the split offset (or the
-		 * helper failed): go on from where the first piece stopped */
-		rest.from = stopped;
-		ret = arch_scan_literals(&rest);
-	}
-	free(p.ranges);
-	free(p.log);
 	return ret;
 }

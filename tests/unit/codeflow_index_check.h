@@ -81,8 +81,12 @@ static int ukt_index_same(const struct ukp_object *obj, struct ukp_codeflow_inde
 		snprintf(msg, msglen, "no registry lock");
 		return -1;
 	}
+	/* the helper takes its chunks whatever the machine's load */
 	splits = ukp_literal_splits;
-	if (ukp_codeflow_index(obj, true, one) || ukp_codeflow_index(obj, false, &two)) {
+	ukp_literal_split_wait = true;
+	err = ukp_codeflow_index(obj, true, one) || ukp_codeflow_index(obj, false, &two);
+	ukp_literal_split_wait = false;
+	if (err) {
 		snprintf(msg, msglen, "build failed");
 		goto out;
 	}

@@ -163,7 +163,7 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 		/* the executable's ranges are decoded with its literals */
 		if (strstr(line, "(Py_BytesMain)")) {
 			cr_expect(ranges > 1000 && alone < ranges / 100, "%s", line);
-			/* its 5 MB of code: in two pieces, found the same */
+			/* its 5 MB of code: shared with the helper, found the same */
 			while (q && strstr(q + 3, "), "))
 				q = strstr(q + 3, "), ");
 			cr_expect(q && sscanf(q, "), %zu scans split", &splits) == 1 && splits >= 2,
