@@ -732,28 +732,73 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 	return 0;
 }
 
+/* A finding of the table decoder's scan: a direct transfer from at to
+ * value, or (lea) a rip-relative lea of value. */
+struct lite_find {
+	uintptr_t at, value;
+	bool lea;
+};
+
 /*
  * [reg] Can the parts be scanned with the table decoder? The full scan
  * reads operands for the jumps through registers and memory (dispatch
  * tables, pointer paths) and the rip-relative leas; a function without
  * such a jump, every byte of it decodable, reports the same with the
  * direct transfers and the leas alone (most functions: the decoding of
- * operands was most of a probe's analysis).
+ * operands was most of a probe's analysis). When it can, what that scan
+ * finds, in its order, into *finds (*nfinds of them): the scan is this
+ * decoding's. -ENOMEM, or 1 (yes) or 0.
  */
-static bool lite_enough(const struct flow_scan *s)
+static int lite_enough(const struct flow_scan *s, struct lite_find **finds, size_t *nfinds)
 {
 	struct x86_lite lite;
-	size_t i, pos;
+	size_t i, pos, cap = 0;
 
+	*finds = NULL;
+	*nfinds = 0;
 	for (i = 0; i < s->nparts; i++) {
 		const struct arch_code_part *p = &s->parts[i];
 
-		for (pos = 0; pos < p->len; pos += lite.len)
+		for (pos = 0; pos < p->len; pos += lite.len) {
+			uintptr_t at = p->addr + pos;
+			int k;
+
 			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite) ||
 			    lite.flow == LITE_FLOW_FULL)
-				return false;
+				return 0;
+			/* as scan_part: the transfer, then the lea */
+			for (k = 0; k < 2; k++) {
+				struct lite_find *f;
+
+				if (k == 0 ? !lite.imm[0].rel : lite.flow != LITE_FLOW_LEA_RIP)
+					continue;
+				f = ukp_grow(*finds, &cap, *nfinds, sizeof(*f));
+				if (!f)
+					return -ENOMEM;
+				*finds = f;
+				f[*nfinds].at = at;
+				f[*nfinds].lea = k == 1;
+				f[(*nfinds)++].value = at + lite.len +
+					(k == 0 ? (uintptr_t)lite.imm[0].value : (uintptr_t)lite.disp);
+			}
+		}
 	}
-	return true;
+	return 1;
+}
+
+/* [reg] scan_part's lite findings of every part, as lite_enough kept them. */
+static int lite_report(struct flow_scan *s, const struct lite_find *finds, size_t n)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = finds[i].lea ? push_lea(s, finds[i].value) :
+				     s->fn(s->arg, ARCH_FLOW_DIRECT, finds[i].at, finds[i].value);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* [reg] Decode one part, reporting as we go. */
@@ -1027,8 +1072,9 @@ static int resolve_tables(struct flow_scan *s)
 int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
 		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg)
 {
+	struct lite_find *finds = NULL;
 	struct flow_scan *s;
-	size_t i;
+	size_t i, nfinds = 0;
 	int ret = 0;
 
 	if (!ukp_x86_decoder(false) || !ukp_x86_decoder(true))
@@ -1045,8 +1091,13 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	s->flags = flags;
 	s->fn = fn;
 	s->arg = arg;
-	s->lite = !(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL)) && lite_enough(s);
-	for (i = 0; i < nparts && !ret; i++)
+	if (!(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL))) {
+		ret = lite_enough(s, &finds, &nfinds);
+		s->lite = ret == 1;
+		ret = ret == 1 ? lite_report(s, finds, nfinds) : ret;
+		free(finds);
+	}
+	for (i = 0; i < nparts && !ret && !s->lite; i++)
 		ret = scan_part(s, &parts[i]);
 	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))
 		ret = resolve_tables(s);
