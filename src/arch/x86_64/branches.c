@@ -1244,7 +1244,13 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	struct dcache_ent *cache = NULL;
 	struct x86_lite insn;
 	const size_t to = sc->to ? sc->to : sc->len;
+	/* in locals: the callbacks could change *sc for all the compiler
+	 * knows, which would read them again at every instruction */
+	const uint8_t *const code = sc->code;
+	const size_t len = sc->len, nsync = sc->nsync;
+	const uintptr_t addr = sc->addr, *const sync = sc->sync;
 	size_t pos = sc->from, k = 0, next = 0, due = 0;
+	uintptr_t ks = nsync ? sync[0] : UINTPTR_MAX; /* sync[k], or none */
 	int ret = 0;
 
 	if (!dec)
@@ -1253,7 +1259,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	if (sc->nranges && sc->range_fn)
 		cache = calloc(DCACHE_SIZE, sizeof(*cache));
 	while (pos < to) {
-		uintptr_t at = sc->addr + pos, next_at;
+		uintptr_t at = addr + pos, next_at;
 		unsigned int i;
 
 		if (sc->range_fn && pos >= due) {
@@ -1261,9 +1267,9 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 			if (ret)
 				goto out;
 		}
-		while (k < sc->nsync && sc->sync[k] < at)
-			k++;
-		if (!ukp_x86_decode_lite(dec, sc->code + pos, sc->len - pos, &insn)) {
+		while (ks < at)
+			ks = ++k < nsync ? sync[k] : UINTPTR_MAX;
+		if (!ukp_x86_decode_lite(dec, code + pos, len - pos, &insn)) {
 			pos++;
 			continue;
 		}
@@ -1278,8 +1284,8 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		next_at = at + insn.len;
 		/* an instruction that would cover a known boundary is a wrong
 		 * decoding (data, or a desynchronised start): resume there */
-		if (k < sc->nsync && sc->sync[k] > at && sc->sync[k] < next_at) {
-			pos = sc->sync[k] - sc->addr;
+		if (ks > at && ks < next_at) {
+			pos = ks - addr;
 			continue;
 		}
 		for (i = 0; i < 2; i++) {
