@@ -29,6 +29,7 @@
 #include "code_refs.h"
 #include "grow_array.h"
 #include "internal.h"
+#include "scan_share.h"
 
 #ifndef SHT_RELR
 #define SHT_RELR 19

@@ -71,16 +71,4 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		       size_t nsegs, const uintptr_t *sync, size_t nsync,
 		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n);
 
-/*
- * [reg] arch_scan_literals(sc), the same findings in the same order (but
- * for ranges across chunks, left undone for the caller); a large whole
- * scan (from and to 0) is shared with a helper thread that calls none of
- * sc's callbacks (literal_split.c).
- */
-int ukp_scan_literals(const struct arch_literal_scan *sc);
-/* Its smallest code to share, how many scans the helper had a part in,
- * and whether to wait for the helper's first chunk (tests). */
-extern size_t ukp_literal_split_min, ukp_literal_splits;
-extern bool ukp_literal_split_wait;
-
 #endif /* UKP_CODE_REFS_H */

@@ -127,6 +127,7 @@
 #include "eh_frame.h"
 #include "grow_array.h"
 #include "internal.h"
+#include "scan_share.h"
 
 /* A function-like symbol of the object; name is an offset into names. */
 struct flow_sym {
@@ -498,6 +499,65 @@ static int index_ranges(struct index_build *ib)
 	return ret;
 }
 
+/* The ranges build_index scans, read: parts[k] is ranges[which[k]]. */
+struct alone {
+	struct index_build *ib;
+	const size_t *which;
+};
+
+static int alone_target(void *arg, size_t k, uintptr_t from, uintptr_t target)
+{
+	const struct alone *a = arg;
+
+	(void)from;
+	return add_target(a->ib, a->which[k], target);
+}
+
+/* [reg] The ranges the literal scan did not do, each as index_range does
+ * it, read first and scanned by ukp_scan_ranges (shared with a helper
+ * thread: a stripped library's every function); 1 when there is no
+ * memory for that. */
+static int index_alone(struct index_build *ib)
+{
+	struct arch_code_part *parts = malloc(ib->nranges * sizeof(*parts));
+	size_t *which = malloc(ib->nranges * sizeof(*which));
+	size_t i, n = 0, total = 0, off = 0;
+	uint8_t *buf = NULL;
+	int ret = 1;
+
+	for (i = 0; i < ib->nranges; i++)
+		if (!ib->ranges[i].done)
+			total += ib->ranges[i].end - ib->ranges[i].start;
+	if (!total) {
+		ret = 0;
+		goto out;
+	}
+	if (parts && which)
+		buf = malloc(total);
+	if (buf) {
+		for (i = 0; i < ib->nranges; i++) {
+			const struct arch_flow_range *r = &ib->ranges[i];
+
+			if (r->done)
+				continue;
+			parts[n].addr = r->start;
+			parts[n].code = buf + off;
+			parts[n].len = ukp_read_original(r->start, buf + off, r->end - r->start);
+			off += r->end - r->start;
+			ib->alone++;
+			ib->bytes += parts[n].len;
+			which[n++] = i;
+		}
+		ret = ukp_scan_ranges(parts, n, alone_target,
+				      &(struct alone){ .ib = ib, .which = which });
+	}
+out:
+	free(buf);
+	free(parts);
+	free(which);
+	return ret;
+}
+
 /* [reg] The ranges the literal scan did not do, then the index sorted. */
 static int build_index(struct index_build *ib)
 {
@@ -505,13 +565,19 @@ static int build_index(struct index_build *ib)
 	size_t i;
 	int ret;
 
-	for (i = 0; i < ib->nranges; i++) {
-		if (ib->ranges[i].done)
-			continue;
-		ret = index_range(ib, i);
-		if (ret)
-			return ret;
+	ret = index_alone(ib);
+	if (ret == 1) {
+		for (i = 0; i < ib->nranges; i++) {
+			if (ib->ranges[i].done)
+				continue;
+			ret = index_range(ib, i);
+			if (ret)
+				return ret;
+		}
+		ret = 0;
 	}
+	if (ret)
+		return ret;
 	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
 	return 0;
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "code_refs.h"
+#include "scan_share.h"
 #include "codeflow.h"
 #include "internal.h"
 
@@ -66,14 +66,14 @@ static bool ukt_index_equal(const struct ukp_codeflow_index *a,
 /*
  * The index of obj built in one pass (the literal scan serves the ranges)
  * the same as in two, and as in one pass with a large literal scan in
- * one piece (literal_split.c); its ranges and references into *one, and
+ * one piece (scan_share.c); its ranges and references into *one, and
  * a line in msg ("... the same" and how many scans were split).
  */
 static int ukt_index_same(const struct ukp_object *obj, struct ukp_codeflow_index *one,
 			  char *msg, size_t msglen)
 {
 	struct ukp_codeflow_index two = { 0 }, whole = { 0 };
-	size_t split_min = ukp_literal_split_min, splits;
+	size_t split_min = ukp_share_min, splits;
 	int ret = -1, err;
 
 	memset(one, 0, sizeof(*one));
@@ -82,18 +82,18 @@ static int ukt_index_same(const struct ukp_object *obj, struct ukp_codeflow_inde
 		return -1;
 	}
 	/* the helper takes its chunks whatever the machine's load */
-	splits = ukp_literal_splits;
-	ukp_literal_split_wait = true;
+	splits = ukp_shared_scans;
+	ukp_share_wait = true;
 	err = ukp_codeflow_index(obj, true, one) || ukp_codeflow_index(obj, false, &two);
-	ukp_literal_split_wait = false;
+	ukp_share_wait = false;
 	if (err) {
 		snprintf(msg, msglen, "build failed");
 		goto out;
 	}
-	splits = ukp_literal_splits - splits;
-	ukp_literal_split_min = SIZE_MAX;
+	splits = ukp_shared_scans - splits;
+	ukp_share_min = SIZE_MAX;
 	err = ukp_codeflow_index(obj, true, &whole);
-	ukp_literal_split_min = split_min;
+	ukp_share_min = split_min;
 	if (err) {
 		snprintf(msg, msglen, "build failed (in one piece)");
 		goto out;
