@@ -354,21 +354,34 @@ struct index_build {
 	size_t cap_buf;
 	size_t cur;             /* the range index_range scans */
 	size_t alone, bytes;    /* ranges scanned alone, and their bytes */
+	/* RECENT targets added lately, by a hash (or NULL): the same
+	 * target again (calls to one function from everywhere) is not added
+	 * again (the index is a set: sorted and unique when built) */
+	uintptr_t *recent;
 };
+
+#define RECENT_BITS 12
 
 static int add_target(struct index_build *ib, size_t range, uintptr_t target)
 {
 	struct flow_obj *fo = ib->fo;
 	const struct arch_flow_range *r = &ib->ranges[range];
-	uintptr_t *targets;
+	uintptr_t *targets, *seen = NULL;
 
 	if (ib->own[range] && target >= r->start && target < r->end)
 		return 0;
+	if (ib->recent) {
+		seen = &ib->recent[(target * 0x9E3779B97F4A7C15ULL) >> (64 - RECENT_BITS)];
+		if (*seen == target && target)
+			return 0;
+	}
 	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
 	if (!targets)
 		return -ENOMEM;
 	fo->targets = targets;
 	fo->targets[fo->ntargets++] = target;
+	if (seen)
+		*seen = target;
 	return 0;
 }
 
@@ -677,6 +690,7 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct fl
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ib.fo = fo;
+	ib.recent = calloc(1u << RECENT_BITS, sizeof(*ib.recent));
 	ret = index_ranges(&ib);
 	if (ret)
 		goto fail;
@@ -706,6 +720,7 @@ out:
 	free(ib.ranges);
 	free(ib.own);
 	free(ib.buf);
+	free(ib.recent);
 	return ret;
 }
 
