@@ -91,8 +91,10 @@
  * literal_refs: the decoded instructions of its code, the 8-byte words
  * at every 4-byte aligned address of everything else it maps), built
  * once per object, in the same decoding of its code as the index of
- * uncovered code's targets above; the taken-address rule and the label
- * check above then hold as for PIC code, with that index for the
+ * uncovered code's targets above (a large decoding, there and of the
+ * ranges scanned alone, is shared with a helper thread: scan_share.c,
+ * the same findings in the same order); the taken-address rule and the
+ * label check above then hold as for PIC code, with that index for the
  * relocations. An object whose relocations (or image) cannot be read
  * proves nothing: there, only jumps through rip-relative memory are
  * accepted, as GOT tail calls (what the check did before the pointer
