@@ -739,6 +739,12 @@ struct lite_find {
 	bool lea;
 };
 
+/* The findings lite_enough keeps, on the stack: no allocation per
+ * function (while probes of an earlier batch are breakpoints, each call
+ * into a probed malloc would be a hit). A function with more is decoded
+ * again by scan_part. */
+#define LITE_FINDS 256u
+
 /*
  * [reg] Can the parts be scanned with the table decoder? The full scan
  * reads operands for the jumps through registers and memory (dispatch
@@ -746,15 +752,15 @@ struct lite_find {
  * such a jump, every byte of it decodable, reports the same with the
  * direct transfers and the leas alone (most functions: the decoding of
  * operands was most of a probe's analysis). When it can, what that scan
- * finds, in its order, into *finds (*nfinds of them): the scan is this
- * decoding's. -ENOMEM, or 1 (yes) or 0.
+ * finds, in its order, into finds[LITE_FINDS] (*nfinds of them; more than
+ * LITE_FINDS: *nfinds is LITE_FINDS + 1 and finds not filled in full):
+ * the scan is this decoding's. 1 (yes) or 0.
  */
-static int lite_enough(const struct flow_scan *s, struct lite_find **finds, size_t *nfinds)
+static int lite_enough(const struct flow_scan *s, struct lite_find *finds, size_t *nfinds)
 {
 	struct x86_lite lite;
-	size_t i, pos, cap = 0;
+	size_t i, pos;
 
-	*finds = NULL;
 	*nfinds = 0;
 	for (i = 0; i < s->nparts; i++) {
 		const struct arch_code_part *p = &s->parts[i];
@@ -768,17 +774,17 @@ static int lite_enough(const struct flow_scan *s, struct lite_find **finds, size
 				return 0;
 			/* as scan_part: the transfer, then the lea */
 			for (k = 0; k < 2; k++) {
-				struct lite_find *f;
-
 				if (k == 0 ? !lite.imm[0].rel : lite.flow != LITE_FLOW_LEA_RIP)
 					continue;
-				f = ukp_grow(*finds, &cap, *nfinds, sizeof(*f));
-				if (!f)
-					return -ENOMEM;
-				*finds = f;
-				f[*nfinds].at = at;
-				f[*nfinds].lea = k == 1;
-				f[(*nfinds)++].value = at + lite.len +
+				if (*nfinds == LITE_FINDS) {
+					*nfinds = LITE_FINDS + 1;	/* too many to keep */
+					continue;
+				}
+				if (*nfinds > LITE_FINDS)
+					continue;
+				finds[*nfinds].at = at;
+				finds[*nfinds].lea = k == 1;
+				finds[(*nfinds)++].value = at + lite.len +
 					(k == 0 ? (uintptr_t)lite.imm[0].value : (uintptr_t)lite.disp);
 			}
 		}
@@ -1072,9 +1078,10 @@ static int resolve_tables(struct flow_scan *s)
 int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
 		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg)
 {
-	struct lite_find *finds = NULL;
+	struct lite_find finds[LITE_FINDS];
 	struct flow_scan *s;
 	size_t i, nfinds = 0;
+	bool kept = false;
 	int ret = 0;
 
 	if (!ukp_x86_decoder(false) || !ukp_x86_decoder(true))
@@ -1092,12 +1099,11 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	s->fn = fn;
 	s->arg = arg;
 	if (!(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL))) {
-		ret = lite_enough(s, &finds, &nfinds);
-		s->lite = ret == 1;
-		ret = ret == 1 ? lite_report(s, finds, nfinds) : ret;
-		free(finds);
+		s->lite = lite_enough(s, finds, &nfinds);
+		kept = s->lite && nfinds <= LITE_FINDS;
+		ret = kept ? lite_report(s, finds, nfinds) : 0;
 	}
-	for (i = 0; i < nparts && !ret && !s->lite; i++)
+	for (i = 0; i < nparts && !ret && !kept; i++)
 		ret = scan_part(s, &parts[i]);
 	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))
 		ret = resolve_tables(s);
