@@ -24,7 +24,10 @@ struct arch_code_part {
 enum arch_flow_kind {
 	ARCH_FLOW_DIRECT,       /* relative jmp/jcc/loop/jrcxz/call/xbegin to target */
 	ARCH_FLOW_TABLE,        /* an indirect jump through a jump table: one
-				 * possible target (reported once per entry) */
+				 * possible target (reported once per entry
+				 * read: a table that several dispatches
+				 * read, or that lies inside one read before,
+				 * at the first read) */
 	ARCH_FLOW_UNKNOWN,      /* an indirect jump whose targets are unknown */
 	ARCH_FLOW_POINTER,      /* an indirect jump through a pointer loaded from
 				 * memory (no index register, not from the
@@ -124,6 +127,15 @@ struct arch_literal_scan {
 	size_t nranges;
 	arch_range_fn range_fn;
 	void *range_arg;
+	/* optional: a piece of the scan. Only the instructions that start
+	 * in [from, to) are decoded (to 0: len; their bytes may go on past
+	 * to, up to len), and only the ranges inside [from, to) scanned. A
+	 * piece from an offset where the whole scan decodes an instruction
+	 * (0, or a piece's *stopped) decodes there what the whole scan
+	 * does. */
+	size_t from, to;
+	size_t *stopped;        /* (or NULL) the offset of the first instruction
+				 * the piece did not decode: to or past it */
 };
 
 /*
@@ -138,6 +150,8 @@ struct arch_literal_scan {
  * and restarts at every address of sync (symbol and FDE starts) that it
  * would otherwise step over, and one byte on at undecodable bytes.
  * Returns 0, the callback's value, or -EILSEQ (no decoder).
+ * Reads nothing but its arguments, writes nothing but the done flags of
+ * the ranges it scans: pieces of one scan may run at the same time.
  */
 int arch_scan_literals(const struct arch_literal_scan *scan);
 

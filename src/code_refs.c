@@ -29,6 +29,7 @@
 #include "code_refs.h"
 #include "grow_array.h"
 #include "internal.h"
+#include "scan_share.h"
 
 #ifndef SHT_RELR
 #define SHT_RELR 19
@@ -324,7 +325,7 @@ static int scan_code(struct refs *r, const uint8_t *code, size_t len, uintptr_t 
 		sc.range_arg = flow->arg;
 	}
 	free(mem);
-	return arch_scan_literals(&sc);
+	return ukp_scan_literals(&sc);
 }
 
 static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,

@@ -91,8 +91,10 @@
  * literal_refs: the decoded instructions of its code, the 8-byte words
  * at every 4-byte aligned address of everything else it maps), built
  * once per object, in the same decoding of its code as the index of
- * uncovered code's targets above; the taken-address rule and the label
- * check above then hold as for PIC code, with that index for the
+ * uncovered code's targets above (a large decoding, there and of the
+ * ranges scanned alone, is shared with a helper thread: scan_share.c,
+ * the same findings in the same order); the taken-address rule and the
+ * label check above then hold as for PIC code, with that index for the
  * relocations. An object whose relocations (or image) cannot be read
  * proves nothing: there, only jumps through rip-relative memory are
  * accepted, as GOT tail calls (what the check did before the pointer
@@ -127,6 +129,7 @@
 #include "eh_frame.h"
 #include "grow_array.h"
 #include "internal.h"
+#include "scan_share.h"
 
 /* A function-like symbol of the object; name is an offset into names. */
 struct flow_sym {
@@ -353,21 +356,34 @@ struct index_build {
 	size_t cap_buf;
 	size_t cur;             /* the range index_range scans */
 	size_t alone, bytes;    /* ranges scanned alone, and their bytes */
+	/* RECENT targets added lately, by a hash (or NULL): the same
+	 * target again (calls to one function from everywhere) is not added
+	 * again (the index is a set: sorted and unique when built) */
+	uintptr_t *recent;
 };
+
+#define RECENT_BITS 12
 
 static int add_target(struct index_build *ib, size_t range, uintptr_t target)
 {
 	struct flow_obj *fo = ib->fo;
 	const struct arch_flow_range *r = &ib->ranges[range];
-	uintptr_t *targets;
+	uintptr_t *targets, *seen = NULL;
 
 	if (ib->own[range] && target >= r->start && target < r->end)
 		return 0;
+	if (ib->recent) {
+		seen = &ib->recent[(target * 0x9E3779B97F4A7C15ULL) >> (64 - RECENT_BITS)];
+		if (*seen == target && target)
+			return 0;
+	}
 	targets = ukp_grow(fo->targets, &ib->cap_targets, fo->ntargets, sizeof(*fo->targets));
 	if (!targets)
 		return -ENOMEM;
 	fo->targets = targets;
 	fo->targets[fo->ntargets++] = target;
+	if (seen)
+		*seen = target;
 	return 0;
 }
 
@@ -498,6 +514,65 @@ static int index_ranges(struct index_build *ib)
 	return ret;
 }
 
+/* The ranges build_index scans, read: parts[k] is ranges[which[k]]. */
+struct alone {
+	struct index_build *ib;
+	const size_t *which;
+};
+
+static int alone_target(void *arg, size_t k, uintptr_t from, uintptr_t target)
+{
+	const struct alone *a = arg;
+
+	(void)from;
+	return add_target(a->ib, a->which[k], target);
+}
+
+/* [reg] The ranges the literal scan did not do, each as index_range does
+ * it, read first and scanned by ukp_scan_ranges (shared with a helper
+ * thread: a stripped library's every function); 1 when there is no
+ * memory for that. */
+static int index_alone(struct index_build *ib)
+{
+	struct arch_code_part *parts = malloc(ib->nranges * sizeof(*parts));
+	size_t *which = malloc(ib->nranges * sizeof(*which));
+	size_t i, n = 0, total = 0, off = 0;
+	uint8_t *buf = NULL;
+	int ret = 1;
+
+	for (i = 0; i < ib->nranges; i++)
+		if (!ib->ranges[i].done)
+			total += ib->ranges[i].end - ib->ranges[i].start;
+	if (!total) {
+		ret = 0;
+		goto out;
+	}
+	if (parts && which)
+		buf = malloc(total);
+	if (buf) {
+		for (i = 0; i < ib->nranges; i++) {
+			const struct arch_flow_range *r = &ib->ranges[i];
+
+			if (r->done)
+				continue;
+			parts[n].addr = r->start;
+			parts[n].code = buf + off;
+			parts[n].len = ukp_read_original(r->start, buf + off, r->end - r->start);
+			off += r->end - r->start;
+			ib->alone++;
+			ib->bytes += parts[n].len;
+			which[n++] = i;
+		}
+		ret = ukp_scan_ranges(parts, n, alone_target,
+				      &(struct alone){ .ib = ib, .which = which });
+	}
+out:
+	free(buf);
+	free(parts);
+	free(which);
+	return ret;
+}
+
 /* [reg] The ranges the literal scan did not do, then the index sorted. */
 static int build_index(struct index_build *ib)
 {
@@ -505,13 +580,19 @@ static int build_index(struct index_build *ib)
 	size_t i;
 	int ret;
 
-	for (i = 0; i < ib->nranges; i++) {
-		if (ib->ranges[i].done)
-			continue;
-		ret = index_range(ib, i);
-		if (ret)
-			return ret;
+	ret = index_alone(ib);
+	if (ret == 1) {
+		for (i = 0; i < ib->nranges; i++) {
+			if (ib->ranges[i].done)
+				continue;
+			ret = index_range(ib, i);
+			if (ret)
+				return ret;
+		}
+		ret = 0;
 	}
+	if (ret)
+		return ret;
 	fo->ntargets = ukp_addrs_sort_unique(fo->targets, fo->ntargets);
 	return 0;
 }
@@ -611,6 +692,7 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct fl
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ib.fo = fo;
+	ib.recent = calloc(1u << RECENT_BITS, sizeof(*ib.recent));
 	ret = index_ranges(&ib);
 	if (ret)
 		goto fail;
@@ -640,6 +722,7 @@ out:
 	free(ib.ranges);
 	free(ib.own);
 	free(ib.buf);
+	free(ib.recent);
 	return ret;
 }
 

@@ -648,9 +648,58 @@ Test(codeflow, arch_absolute_tables)
 
 	scan_bytes(buf, 25, base, 0, &log);
 	cr_expect_eq(log.unknown, 0);
-	cr_expect_eq(log.table, 16, "%zu table targets (8 per dispatch)", log.table);
+	/* both dispatches read the same table: its entries reported once */
+	cr_expect_eq(log.table, 8, "%zu table targets (8, the table's, once)", log.table);
 	for (i = 0; i < 8 && i < log.n; i++)
 		cr_expect_eq(log.targets[i], base + 17 + i);
+	munmap(buf, 4096);
+}
+
+/*
+ * Two dispatches through one table (or the second through the end of the
+ * first's: switches laid out one after the other) lead to a jmp *%rcx;
+ * the entries are read once, but each dispatch stays a way into its
+ * cases for the pointer's paths: through the first, %rcx is a loaded
+ * pointer; through the second (whose entries are the first's, not read
+ * again), an immediate, so the jump stays unknown.
+ */
+Test(codeflow, arch_shared_table_paths)
+{
+	uint8_t *buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	uintptr_t base = (uintptr_t)buf, table = base + 2048;
+	uint64_t *entries = (uint64_t *)(buf + 2048);
+	static const unsigned int skip[] = { 0, 1, 5 };
+	struct flow_log log;
+	size_t i, k;
+
+	cr_assert_neq(buf, MAP_FAILED);
+	cr_assert_lt(base, 0x7fff0000UL);
+	for (i = 0; i < 12; i++)
+		entries[i] = base + 23;
+	entries[12] = 0;
+	for (k = 0; k < sizeof(skip) / sizeof(skip[0]); k++) {
+		uint32_t second = (uint32_t)(table + 8 * skip[k]);
+
+		/* 0: mov 8(%rdi),%rcx; 4: jmp *T(,%rax,8); 11: mov $1,%ecx;
+		 * 16: jmp *T2(,%rax,8); 23: jmp *%rcx */
+		buf[0] = 0x48; buf[1] = 0x8b; buf[2] = 0x4f; buf[3] = 0x08;
+		buf[4] = 0xff; buf[5] = 0x24; buf[6] = 0xc5; put32(buf + 7, (uint32_t)table);
+		buf[11] = 0xb9; put32(buf + 12, 1);
+		buf[16] = 0xff; buf[17] = 0x24; buf[18] = 0xc5; put32(buf + 19, second);
+		buf[23] = 0xff; buf[24] = 0xe1;
+
+		scan_bytes(buf, 25, base, 0, &log);
+		cr_expect_eq(log.table, 12, "%zu table targets (skip %u)", log.table, skip[k]);
+		cr_expect_eq(log.pointer, 0, "the second dispatch's path brings an immediate");
+		cr_expect_eq(log.unknown, 1);
+
+		/* without the second path (a nop over its mov): the pointer */
+		memset(buf + 11, 0x90, 5);
+		scan_bytes(buf, 25, base, 0, &log);
+		cr_expect_eq(log.unknown, 0, "skip %u", skip[k]);
+		cr_expect_eq(log.pointer, 1);
+	}
 	munmap(buf, 4096);
 }
 

@@ -79,6 +79,11 @@ struct dispatch {
 	enum table_kind kind;
 	bool lea_base;          /* B is every lea candidate; else B = 0 */
 	int64_t disp;
+	/* resolve_tables: the first dispatch with the same kind, lea_base
+	 * and disp (the same tables), and what its reads found */
+	size_t first;
+	size_t found;
+	size_t edge0, edge1;    /* its table edges in edges (when kept) */
 };
 
 /* One instruction, as the data flow of a jump register sees it. */
@@ -96,6 +101,22 @@ struct finsn {
 	int8_t jump_reg;        /* jmp *%rJ: J; else NO_GPR */
 	uintptr_t target;       /* a direct jmp/jcc/call: its target; else 0 */
 };
+
+/* A table read that ended before TABLE_MAX_ENTRIES: n entries from start,
+ * at base (TABLE_REL32; 0 for TABLE_ABS64); while edges are kept, the
+ * target of each entry in rtargets[t0..t0 + n). A read that starts at one
+ * of its entries reads the rest of it, and stops where it stopped: its
+ * entries (read once, in switches laid out one after the other, as
+ * CPython's _PyUnicode_ToNumeric's 43 tables). */
+struct table_run {
+	enum table_kind kind;
+	uintptr_t base, start;
+	size_t n, t0;
+};
+
+/* Runs shorter than this are read again (a wrong lea candidate's read
+ * stops at once). */
+#define RUN_MIN 8u
 
 /* A transfer to target from insns[from]. */
 struct edge {
@@ -126,6 +147,10 @@ struct flow_scan {
 	size_t nedges, cap_edges;
 	size_t *pending;        /* jmp *%reg to analyse: indexes into insns */
 	size_t npending, cap_pending;
+	struct table_run *runs; /* the tables read */
+	size_t nruns, cap_runs;
+	uintptr_t *rtargets;
+	size_t nrtargets, cap_rtargets;
 };
 
 /* gpr number 0..15 (rax, rcx, ..., r15) of a register of any width */
@@ -707,28 +732,79 @@ static int full_insn(struct flow_scan *s, uintptr_t at, const ZydisDecodedInstru
 	return 0;
 }
 
+/* A finding of the table decoder's scan: a direct transfer from at to
+ * value, or (lea) a rip-relative lea of value. */
+struct lite_find {
+	uintptr_t at, value;
+	bool lea;
+};
+
+/* The findings lite_enough keeps, on the stack: no allocation per
+ * function (while probes of an earlier batch are breakpoints, each call
+ * into a probed malloc would be a hit). A function with more is decoded
+ * again by scan_part. */
+#define LITE_FINDS 256u
+
 /*
  * [reg] Can the parts be scanned with the table decoder? The full scan
  * reads operands for the jumps through registers and memory (dispatch
  * tables, pointer paths) and the rip-relative leas; a function without
  * such a jump, every byte of it decodable, reports the same with the
  * direct transfers and the leas alone (most functions: the decoding of
- * operands was most of a probe's analysis).
+ * operands was most of a probe's analysis). When it can, what that scan
+ * finds, in its order, into finds[LITE_FINDS] (*nfinds of them; more than
+ * LITE_FINDS: *nfinds is LITE_FINDS + 1 and finds not filled in full):
+ * the scan is this decoding's. 1 (yes) or 0.
  */
-static bool lite_enough(const struct flow_scan *s)
+static int lite_enough(const struct flow_scan *s, struct lite_find *finds, size_t *nfinds)
 {
 	struct x86_lite lite;
 	size_t i, pos;
 
+	*nfinds = 0;
 	for (i = 0; i < s->nparts; i++) {
 		const struct arch_code_part *p = &s->parts[i];
 
-		for (pos = 0; pos < p->len; pos += lite.len)
+		for (pos = 0; pos < p->len; pos += lite.len) {
+			uintptr_t at = p->addr + pos;
+			int k;
+
 			if (!ukp_x86_decode_lite(s->minimal, p->code + pos, p->len - pos, &lite) ||
 			    lite.flow == LITE_FLOW_FULL)
-				return false;
+				return 0;
+			/* as scan_part: the transfer, then the lea */
+			for (k = 0; k < 2; k++) {
+				if (k == 0 ? !lite.imm[0].rel : lite.flow != LITE_FLOW_LEA_RIP)
+					continue;
+				if (*nfinds == LITE_FINDS) {
+					*nfinds = LITE_FINDS + 1;	/* too many to keep */
+					continue;
+				}
+				if (*nfinds > LITE_FINDS)
+					continue;
+				finds[*nfinds].at = at;
+				finds[*nfinds].lea = k == 1;
+				finds[(*nfinds)++].value = at + lite.len +
+					(k == 0 ? (uintptr_t)lite.imm[0].value : (uintptr_t)lite.disp);
+			}
+		}
 	}
-	return true;
+	return 1;
+}
+
+/* [reg] scan_part's lite findings of every part, as lite_enough kept them. */
+static int lite_report(struct flow_scan *s, const struct lite_find *finds, size_t n)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = finds[i].lea ? push_lea(s, finds[i].value) :
+				     s->fn(s->arg, ARCH_FLOW_DIRECT, finds[i].at, finds[i].value);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* [reg] Decode one part, reporting as we go. */
@@ -784,18 +860,73 @@ static int scan_part(struct flow_scan *s, const struct arch_code_part *p)
 /*
  * [reg] Read the table of one dispatch at base; report every target while
  * they stay inside the parts. Returns the callback's value or 0; counts
- * the targets in *found.
+ * the targets in *found. The edges are for pointer_paths: none when no
+ * jump waits for it (the scan queued them all).
  */
+/* A run of kind at base with an entry at at, or NULL. */
+static const struct table_run *run_at(const struct flow_scan *s, enum table_kind kind,
+				      uintptr_t base, uintptr_t at, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < s->nruns; i++) {
+		const struct table_run *r = &s->runs[i];
+
+		if (r->kind == kind && r->base == base && at >= r->start &&
+		    (at - r->start) % size == 0 && (at - r->start) / size < r->n)
+			return r;
+	}
+	return NULL;
+}
+
+/* [reg] A read of d's table from entry j of r: r's entries from j on (its
+ * targets were reported when r was read); d's own edges. */
+static int run_again(struct flow_scan *s, const struct dispatch *d, const struct table_run *r,
+		     size_t j, size_t *found)
+{
+	size_t e;
+	int ret;
+
+	*found += r->n - j;
+	if (!s->npending)
+		return 0;
+	for (e = r->t0 + j; e < r->t0 + r->n; e++) {
+		if (!in_parts(s, s->rtargets[e]))
+			continue;
+		ret = push_edge(s, s->rtargets[e], d->from_insn);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* [reg] Keep the read of n entries from start as a run. */
+static int run_add(struct flow_scan *s, enum table_kind kind, uintptr_t base, uintptr_t start,
+		   size_t n, size_t t0)
+{
+	struct table_run *r = ukp_grow(s->runs, &s->cap_runs, s->nruns, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	s->runs = r;
+	s->runs[s->nruns++] = (struct table_run){ kind, base, start, n, t0 };
+	return 0;
+}
+
 static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t base,
 		      size_t *found)
 {
-	uintptr_t at = base + (uintptr_t)d->disp;
-	size_t size = d->kind == TABLE_REL32 ? 4 : 8;
+	uintptr_t at = base + (uintptr_t)d->disp, start = at;
+	size_t size = d->kind == TABLE_REL32 ? 4 : 8, t0 = s->nrtargets;
+	const struct table_run *r = run_at(s, d->kind, base, at, size);
 	unsigned int i;
 	int ret;
 
+	if (r)
+		return run_again(s, d, r, (at - r->start) / size, found);
 	for (i = 0; i < TABLE_MAX_ENTRIES; i++, at += size) {
 		uintptr_t target;
+		bool inside;
 
 		if (d->kind == TABLE_REL32) {
 			int32_t e;
@@ -810,26 +941,99 @@ static int read_table(struct flow_scan *s, const struct dispatch *d, uintptr_t b
 				break;
 			target = (uintptr_t)e;
 		}
-		if (!in_parts(s, target)) {
-			/* a case in other code of the object (a cold part
-			 * that no symbol names): the table goes on */
-			if (target >= s->code_lo && target < s->code_hi) {
-				(*found)++;
-				continue;
-			}
+		inside = in_parts(s, target);
+		if (!inside && (target < s->code_lo || target >= s->code_hi))
 			break;
+		if (s->npending) {
+			uintptr_t *t = ukp_grow(s->rtargets, &s->cap_rtargets, s->nrtargets,
+						sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			s->rtargets = t;
+			s->rtargets[s->nrtargets++] = target;
 		}
 		(*found)++;
-		ret = push_edge(s, target, d->from_insn);
+		/* a case in other code of the object (a cold part that no
+		 * symbol names): the table goes on */
+		if (!inside)
+			continue;
+		ret = s->npending ? push_edge(s, target, d->from_insn) : 0;
 		if (!ret)
 			ret = s->fn(s->arg, ARCH_FLOW_TABLE, d->from, target);
+		if (ret)
+			return ret;
+	}
+	if (i < TABLE_MAX_ENTRIES && i >= RUN_MIN)
+		return run_add(s, d->kind, base, start, i, t0);
+	s->nrtargets = t0;
+	return 0;
+}
+
+/* Dispatch indexes by kind, lea_base, disp, then index. */
+static int same_table_cmp(const void *pa, const void *pb, void *arg)
+{
+	const struct flow_scan *s = arg;
+	size_t ia = *(const size_t *)pa, ib = *(const size_t *)pb;
+	const struct dispatch *a = &s->disp[ia], *b = &s->disp[ib];
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->lea_base != b->lea_base)
+		return a->lea_base ? 1 : -1;
+	if (a->disp != b->disp)
+		return a->disp < b->disp ? -1 : 1;
+	return (ia > ib) - (ia < ib);
+}
+
+/* [reg] Each dispatch's first with the same tables (->first). A switch
+ * dispatched from many places (a computed goto at the end of every case)
+ * has its table read once. */
+static int group_tables(struct flow_scan *s)
+{
+	size_t *by, i;
+
+	for (i = 0; i < s->ndisp; i++)
+		s->disp[i].first = i;
+	if (s->ndisp < 2)
+		return 0;
+	by = malloc(s->ndisp * sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	for (i = 0; i < s->ndisp; i++)
+		by[i] = i;
+	qsort_r(by, s->ndisp, sizeof(*by), same_table_cmp, s);
+	for (i = 1; i < s->ndisp; i++) {
+		const struct dispatch *a = &s->disp[by[i - 1]];
+		struct dispatch *b = &s->disp[by[i]];
+
+		if (a->kind == b->kind && a->lea_base == b->lea_base && a->disp == b->disp)
+			b->first = a->first;
+	}
+	free(by);
+	return 0;
+}
+
+/* [reg] d reads the tables its first read: the same targets, the same
+ * count; its own edges (the callbacks had them all). */
+static int replay_tables(struct flow_scan *s, const struct dispatch *d, size_t *found)
+{
+	const struct dispatch *f = &s->disp[d->first];
+	size_t e;
+	int ret;
+
+	*found = f->found;
+	for (e = f->edge0; e < f->edge1; e++) {
+		ret = push_edge(s, s->edges[e].target, d->from_insn);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-/* [reg] Every queued dispatch against every candidate base. */
+/* [reg] Every queued dispatch against every candidate base (a table
+ * that several dispatches share: read at the first, its targets
+ * reported once). */
 static int resolve_tables(struct flow_scan *s)
 {
 	size_t i, k;
@@ -843,21 +1047,24 @@ static int resolve_tables(struct flow_scan *s)
 		if (ret)
 			return ret;
 	}
+	ret = group_tables(s);
+	if (ret)
+		return ret;
 	for (i = 0; i < s->ndisp; i++) {
-		const struct dispatch *d = &s->disp[i];
+		struct dispatch *d = &s->disp[i];
 		size_t found = 0;
 
-		if (d->lea_base) {
-			for (k = 0; k < s->nleas; k++) {
-				ret = read_table(s, d, s->leas[k], &found);
-				if (ret)
-					return ret;
-			}
+		if (d->first != i) {
+			ret = replay_tables(s, d, &found);
 		} else {
-			ret = read_table(s, d, 0, &found);
-			if (ret)
-				return ret;
+			d->edge0 = s->nedges;
+			for (k = 0; k < (d->lea_base ? s->nleas : 1) && !ret; k++)
+				ret = read_table(s, d, d->lea_base ? s->leas[k] : 0, &found);
+			d->edge1 = s->nedges;
+			d->found = found;
 		}
+		if (ret)
+			return ret;
 		if (!found) {
 			ret = s->fn(s->arg, ARCH_FLOW_UNKNOWN, d->from, 0);
 			if (ret)
@@ -871,8 +1078,10 @@ static int resolve_tables(struct flow_scan *s)
 int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t code_lo,
 		   uintptr_t code_hi, unsigned int flags, arch_flow_fn fn, void *arg)
 {
+	struct lite_find finds[LITE_FINDS];
 	struct flow_scan *s;
-	size_t i;
+	size_t i, nfinds = 0;
+	bool kept = false;
 	int ret = 0;
 
 	if (!ukp_x86_decoder(false) || !ukp_x86_decoder(true))
@@ -889,8 +1098,12 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	s->flags = flags;
 	s->fn = fn;
 	s->arg = arg;
-	s->lite = !(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL)) && lite_enough(s);
-	for (i = 0; i < nparts && !ret; i++)
+	if (!(flags & (ARCH_FLOW_DIRECT_ONLY | ARCH_FLOW_FULL))) {
+		s->lite = lite_enough(s, finds, &nfinds);
+		kept = s->lite && nfinds <= LITE_FINDS;
+		ret = kept ? lite_report(s, finds, nfinds) : 0;
+	}
+	for (i = 0; i < nparts && !ret && !kept; i++)
 		ret = scan_part(s, &parts[i]);
 	if (!ret && !(flags & ARCH_FLOW_DIRECT_ONLY))
 		ret = resolve_tables(s);
@@ -901,6 +1114,8 @@ int arch_scan_flow(const struct arch_code_part *parts, size_t nparts, uintptr_t 
 	free(s->insns);
 	free(s->edges);
 	free(s->pending);
+	free(s->runs);
+	free(s->rtargets);
 	free(s);
 	return ret;
 }
@@ -1003,14 +1218,17 @@ static int flow_range(const ZydisDecoder *dec, const struct arch_literal_scan *s
 static int flow_ranges_upto(const ZydisDecoder *dec, const struct arch_literal_scan *sc,
 			    const struct dcache_ent *cache, size_t *next, size_t upto, size_t *due)
 {
+	const size_t to = sc->to ? sc->to : sc->len;
 	int ret;
 
 	*due = SIZE_MAX;
 	for (; *next < sc->nranges; (*next)++) {
 		struct arch_flow_range *r = &sc->ranges[*next];
 
-		if (r->done || r->start >= r->end || r->start < sc->addr ||
-		    r->end - sc->addr > sc->len)
+		/* (another piece may be writing the done flag of a range
+		 * that is not this one's) */
+		if (r->start >= r->end || r->start < sc->addr || r->start - sc->addr < sc->from ||
+		    r->end - sc->addr > to || r->done)
 			continue;
 		if (r->end - sc->addr > upto) {
 			*due = r->end - sc->addr;
@@ -1031,7 +1249,14 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	const uintptr_t lo = sc->lo, hi = sc->hi;
 	struct dcache_ent *cache = NULL;
 	struct x86_lite insn;
-	size_t pos = 0, k = 0, next = 0, due = 0;
+	const size_t to = sc->to ? sc->to : sc->len;
+	/* in locals: the callbacks could change *sc for all the compiler
+	 * knows, which would read them again at every instruction */
+	const uint8_t *const code = sc->code;
+	const size_t len = sc->len, nsync = sc->nsync;
+	const uintptr_t addr = sc->addr, *const sync = sc->sync;
+	size_t pos = sc->from, k = 0, next = 0, due = 0;
+	uintptr_t ks = nsync ? sync[0] : UINTPTR_MAX; /* sync[k], or none */
 	int ret = 0;
 
 	if (!dec)
@@ -1039,8 +1264,8 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	/* without the cache, the ranges are decoded on their own */
 	if (sc->nranges && sc->range_fn)
 		cache = calloc(DCACHE_SIZE, sizeof(*cache));
-	while (pos < sc->len) {
-		uintptr_t at = sc->addr + pos, next_at;
+	while (pos < to) {
+		uintptr_t at = addr + pos, next_at;
 		unsigned int i;
 
 		if (sc->range_fn && pos >= due) {
@@ -1048,9 +1273,9 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 			if (ret)
 				goto out;
 		}
-		while (k < sc->nsync && sc->sync[k] < at)
-			k++;
-		if (!ukp_x86_decode_lite(dec, sc->code + pos, sc->len - pos, &insn)) {
+		while (ks < at)
+			ks = ++k < nsync ? sync[k] : UINTPTR_MAX;
+		if (!ukp_x86_decode_lite(dec, code + pos, len - pos, &insn)) {
 			pos++;
 			continue;
 		}
@@ -1065,8 +1290,8 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		next_at = at + insn.len;
 		/* an instruction that would cover a known boundary is a wrong
 		 * decoding (data, or a desynchronised start): resume there */
-		if (k < sc->nsync && sc->sync[k] > at && sc->sync[k] < next_at) {
-			pos = sc->sync[k] - sc->addr;
+		if (ks > at && ks < next_at) {
+			pos = ks - addr;
 			continue;
 		}
 		for (i = 0; i < 2; i++) {
@@ -1096,7 +1321,9 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 		pos += insn.len;
 	}
 	if (sc->range_fn)
-		ret = flow_ranges_upto(dec, sc, cache, &next, sc->len, &due);
+		ret = flow_ranges_upto(dec, sc, cache, &next, to, &due);
+	if (sc->stopped)
+		*sc->stopped = pos;
 out:
 	free(cache);
 	return ret;

@@ -83,11 +83,25 @@ static int64_t sext(uint64_t v, unsigned int bits)
 	return (int64_t)(v << (64 - bits)) >> (64 - bits);
 }
 
+/* x86 is little-endian. One load of the field's size: a copy of a
+ * variable size into a wider variable is byte stores, then a load that
+ * waits for them (the whole-object scans' hottest spot). */
 static uint64_t le(const uint8_t *p, unsigned int bytes)
 {
+	uint32_t v32;
 	uint64_t v = 0;
 
-	memcpy(&v, p, bytes);	/* x86 is little-endian */
+	switch (bytes) {
+	case 1:
+		return p[0];
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	case 8:
+		memcpy(&v, p, 8);
+		return v;
+	}
+	memcpy(&v, p, bytes);
 	return v;
 }
 
@@ -117,7 +131,15 @@ bool ukp_x86_lite_fast(const uint8_t *p, size_t avail, struct x86_lite *out)
 	op = p[n];
 	if (!(f & L_OK) || (rex && (f & L_NOREX)))
 		return false;
-	memset(out, 0, sizeof(*out));
+	/* each field (a memset of the struct is a rep stos: slow to start) */
+	out->has_modrm = false;
+	out->mod = out->rm = 0;
+	out->imm[0].size = out->imm[1].size = 0;
+	out->imm[0].rel = out->imm[1].rel = false;
+	out->imm[0].value = out->imm[1].value = 0;
+	out->disp_size = 0;
+	out->disp = 0;
+	out->flow = LITE_FLOW_PLAIN;
 	n++;
 	if (f & L_MODRM) {
 		unsigned int modrm, mod, reg, rm;
