@@ -54,8 +54,11 @@ struct ukp_opt_region {
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 };
 struct ukp_site_opt {
+	struct ukp_opt_region *rgn;          /* with the detour, else NULL */
+	uint32_t qidx;                       /* its index on the optimizer's queue */
 	_Atomic uint8_t state;               /* UKP_OPT_*; read on hits */
-	bool queued;                         /* on the optimizer's queue */
+	uint8_t queued;                      /* on the optimizer's queue (or in its
+					      * round's array): optimizer.c */
 	uint8_t ftrace_len;                  /* patchable NOPs at this entry: [FTRACE] */
 	bool entry;                          /* at a function's entry */
 	uint8_t len;                         /* bytes the jump replaces */
@@ -64,10 +67,8 @@ struct ukp_site_opt {
 					      * instructions' bytes its rel32 ends
 					      * in (no other probe may go there) */
 	uint8_t tries;                       /* rounds a thread was in the way */
-	int err;                             /* the analysis refused it (-errno) */
-	const char *why;                     /* why it is not optimized, or NULL */
-	struct ukp_site *qnext, **qpprev;     /* the queue, O(1) both ways */
-	struct ukp_opt_region *rgn;          /* with the detour, else NULL */
+	uint8_t why;                         /* why it is not optimized: ukp_opt_why() */
+	int16_t err;                         /* the analysis refused it (-errno) */
 };
 
 /* One probed address (the kernel's aggregate probe). */
@@ -278,6 +279,7 @@ void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
 int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
+const char *ukp_opt_why(const struct ukp_site *s);  /* [reg] */
 extern bool ukp_opt_pun;                      /* punned jumps (tests turn them off) */
 /* [detour] The C half of every optimized probe (trap.c); lazy: the
  * template left the vector state in the registers (ukp_vec_lazy). */
