@@ -71,7 +71,13 @@ struct ukp_site_opt {
 	int16_t err;                         /* the analysis refused it (-errno) */
 };
 
-/* One probed address (the kernel's aggregate probe). */
+/*
+ * One probed address (the kernel's aggregate probe). Sites come from a
+ * pool at multiples of 32 bytes (kprobes.c), 160 bytes apart: the first
+ * 32 bytes never straddle a cache line. What a breakpoint hit reads
+ * follows them (hnext to ainsn, then opt); what only registration and
+ * the list read comes last.
+ */
 struct ukp_site {
 	/* First: the block the arch fast paths read (fastpath.h): addr,
 	 * fast_kp, fast_pre, detour, also as s->fp. */
@@ -83,26 +89,27 @@ struct ukp_site {
 	};
 	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
 	struct ukp_child *_Atomic children;  /* newest first */
-	struct ukp_site *all_next;           /* every site, for the list [reg] */
-	struct ukp_site **all_pprev;         /* where all_next points at us */
 	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
 	_Atomic unsigned int inflight;       /* threads between step and trailing trap */
-	uint32_t symoff;                     /* offset in the containing symbol */
 	_Atomic bool armed;                  /* breakpoint written */
-	bool hashed;                         /* reachable from the hit hash */
-	bool gone;                           /* its object was unloaded */
-	bool batch_pending;                  /* new in a register_kprobes() batch:
-					      * slot and breakpoint not written yet */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
-	bool symname_own;                    /* symname is a copy of its own (malloc'ed) */
+	/* [reg] only (bits of one byte, which nothing writes on hits) */
+	bool hashed : 1;                     /* reachable from the hit hash */
+	bool gone : 1;                       /* its object was unloaded */
+	bool batch_pending : 1;              /* new in a register_kprobes() batch:
+					      * slot and breakpoint not written yet */
+	bool symname_own : 1;                /* symname is a copy of its own (malloc'ed) */
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
+	uint32_t symoff;                     /* offset in the containing symbol */
+	struct ukp_arch_insn ainsn;
+	struct ukp_site_opt opt;
+	struct ukp_site *all_next;           /* every site, for the list [reg] */
+	struct ukp_site **all_pprev;         /* where all_next points at us */
 	const struct ukp_object *obj;
 	/* Containing symbol, for the list: the symbol cache's name while
 	 * obj's names live, a copy once they go (site_names_keep). */
 	const char *symname;
-	struct ukp_arch_insn ainsn;
-	struct ukp_site_opt opt;
 };
 
 /* kprobe_status values (the kernel's) */

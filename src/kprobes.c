@@ -42,6 +42,8 @@ static size_t kp_index_count;
 /* Sites at multiples of 32 bytes: the fast path's block (the first 32)
  * never straddles a cache line. */
 static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
+/* At most five such blocks: memory per probe (issue 14). */
+_Static_assert(sizeof(struct ukp_site) <= 160, "struct ukp_site grew past 160 bytes");
 static struct ukp_pool child_pool = UKP_POOL_INIT(struct ukp_child, 8);
 static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
 static struct ukp_site *quarantine; /* boosted slots waiting for a scan */
