@@ -36,8 +36,9 @@ struct ukp_child {
 	struct ukp_child *_Atomic next; /* site's list, newest first; read on hits */
 	struct ukp_child *idx_next;     /* kprobe-pointer index chain [reg] */
 	/* The handlers proven vector-free at registration (vecstate.c),
-	 * or NULL; a hit compares them with the current pointers. */
-	const void *vf_pre, *vf_post;
+	 * as ukp_vf_rel() offsets, 0 for none; a hit compares them with
+	 * the current pointers (ukp_vf_is). */
+	int32_t vf_pre, vf_post;
 };
 
 /* Jump optimization of a site (optimizer.c). */
@@ -408,6 +409,33 @@ void ukp_vecstate_init(void);
 bool ukp_vec_free(const void *fn);
 /* [reg] The same, taking the registry mutex. */
 bool ukp_vec_free_locking(const void *fn);
+/*
+ * A proven handler's address in 32 bits (two in every child instead of
+ * two pointers): an offset of +-512 MiB, times 4, plus which of
+ * UKP_VF_BASES bases it is from; 0 for none. The first handler out of
+ * reach of the bases set so far sets the next one (once, before any
+ * child holding an offset from it is published): the program's handlers,
+ * the library's own (kretprobes, jprobes), an agent's. A handler out of
+ * reach of them all is not kept as proven: it is called as an unproven
+ * one, slower, never wrong.
+ */
+#define UKP_VF_BASES 4
+extern uintptr_t ukp_vf_base[UKP_VF_BASES];
+int32_t ukp_vf_rel(const void *fn);           /* [reg] */
+/* [any] Is fn the handler at rel (not 0)? (>> of a negative int is
+ * arithmetic in GCC and Clang) */
+static inline bool ukp_vf_is(int32_t rel, const void *fn)
+{
+	return rel && (uintptr_t)fn - ukp_vf_base[rel & (UKP_VF_BASES - 1)] ==
+			      (uintptr_t)(intptr_t)(rel >> 2);
+}
+/* [reg] The handler at rel, or NULL. */
+static inline const void *ukp_vf_fn(int32_t rel)
+{
+	return rel ? (const void *)(ukp_vf_base[rel & (UKP_VF_BASES - 1)] +
+				    (uintptr_t)(intptr_t)(rel >> 2))
+		   : NULL;
+}
 void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */
 void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 extern _Atomic unsigned long ukp_handler_fault_count;

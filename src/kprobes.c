@@ -240,7 +240,7 @@ static void site_fast_update(struct ukp_site *s)
 	atomic_store_explicit(&s->fast_kp, NULL, memory_order_relaxed);
 	if (!ch || atomic_load(&ch->next) || !ch->vf_pre)
 		return;
-	s->fast_pre = ch->vf_pre;
+	s->fast_pre = ukp_vf_fn(ch->vf_pre);
 	atomic_store_explicit(&s->fast_kp, ch->kp, memory_order_release);
 }
 
@@ -841,9 +841,9 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	/* (a jprobe's pre_handler must not be called by the optimized
 	 * hit's fast path: its site stays a breakpoint) */
 	if (p->pre_handler && !ukp_is_jprobe(p) && vec_free(b, (const void *)p->pre_handler))
-		ch->vf_pre = (const void *)p->pre_handler;
+		ch->vf_pre = ukp_vf_rel((const void *)p->pre_handler);
 	if (p->post_handler && vec_free(b, (const void *)p->post_handler))
-		ch->vf_post = (const void *)p->post_handler;
+		ch->vf_post = ukp_vf_rel((const void *)p->post_handler);
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
 	site_fast_update(s);
