@@ -28,7 +28,7 @@
 #include "obj_pool.h"
 
 #define KP_INDEX_MIN_BITS 8
-#define KP_INDEX_LOAD 2 /* children per bucket before the index grows */
+#define KP_INDEX_LOAD 4 /* children per bucket before the index grows */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
