@@ -166,7 +166,7 @@ static const char *site_why(const struct probe *p)
 		struct ukp_site *s = ukp_site_lookup((uintptr_t)p->kp.addr);
 
 		if (s)
-			why = s->opt.why;
+			why = ukp_opt_why(s);
 	}
 	ukp_unlock_for_show();
 	return why;

@@ -36,8 +36,9 @@ struct ukp_child {
 	struct ukp_child *_Atomic next; /* site's list, newest first; read on hits */
 	struct ukp_child *idx_next;     /* kprobe-pointer index chain [reg] */
 	/* The handlers proven vector-free at registration (vecstate.c),
-	 * or NULL; a hit compares them with the current pointers. */
-	const void *vf_pre, *vf_post;
+	 * as ukp_vf_rel() offsets, 0 for none; a hit compares them with
+	 * the current pointers (ukp_vf_is). */
+	int32_t vf_pre, vf_post;
 };
 
 /* Jump optimization of a site (optimizer.c). */
@@ -54,8 +55,11 @@ struct ukp_opt_region {
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 };
 struct ukp_site_opt {
+	struct ukp_opt_region *rgn;          /* with the detour, else NULL */
+	uint32_t qidx;                       /* its index on the optimizer's queue */
 	_Atomic uint8_t state;               /* UKP_OPT_*; read on hits */
-	bool queued;                         /* on the optimizer's queue */
+	uint8_t queued;                      /* on the optimizer's queue (or in its
+					      * round's array): optimizer.c */
 	uint8_t ftrace_len;                  /* patchable NOPs at this entry: [FTRACE] */
 	bool entry;                          /* at a function's entry */
 	uint8_t len;                         /* bytes the jump replaces */
@@ -64,13 +68,17 @@ struct ukp_site_opt {
 					      * instructions' bytes its rel32 ends
 					      * in (no other probe may go there) */
 	uint8_t tries;                       /* rounds a thread was in the way */
-	int err;                             /* the analysis refused it (-errno) */
-	const char *why;                     /* why it is not optimized, or NULL */
-	struct ukp_site *qnext, **qpprev;     /* the queue, O(1) both ways */
-	struct ukp_opt_region *rgn;          /* with the detour, else NULL */
+	uint8_t why;                         /* why it is not optimized: ukp_opt_why() */
+	int16_t err;                         /* the analysis refused it (-errno) */
 };
 
-/* One probed address (the kernel's aggregate probe). */
+/*
+ * One probed address (the kernel's aggregate probe). Sites come from a
+ * pool at multiples of 32 bytes (kprobes.c), 160 bytes apart: the first
+ * 32 bytes never straddle a cache line. What a breakpoint hit reads
+ * follows them (hnext to ainsn, then opt); what only registration and
+ * the list read comes last.
+ */
 struct ukp_site {
 	/* First: the block the arch fast paths read (fastpath.h): addr,
 	 * fast_kp, fast_pre, detour, also as s->fp. */
@@ -82,26 +90,27 @@ struct ukp_site {
 	};
 	struct ukp_site *_Atomic hnext;      /* hit hash chain (RCU-style) */
 	struct ukp_child *_Atomic children;  /* newest first */
-	struct ukp_site *all_next;           /* every site, for the list [reg] */
-	struct ukp_site **all_pprev;         /* where all_next points at us */
 	uintptr_t slot;                      /* out-of-line slot, 0 if emulated */
 	_Atomic unsigned int inflight;       /* threads between step and trailing trap */
-	uint32_t symoff;                     /* offset in the containing symbol */
 	_Atomic bool armed;                  /* breakpoint written */
-	bool hashed;                         /* reachable from the hit hash */
-	bool gone;                           /* its object was unloaded */
-	bool batch_pending;                  /* new in a register_kprobes() batch:
-					      * slot and breakpoint not written yet */
 	_Atomic bool boosted;                /* a hit ran the boosted copy: the slot
 					      * is "dirty" (quarantined when freed) */
-	bool symname_own;                    /* symname is a copy of its own (malloc'ed) */
+	/* [reg] only (bits of one byte, which nothing writes on hits) */
+	bool hashed : 1;                     /* reachable from the hit hash */
+	bool gone : 1;                       /* its object was unloaded */
+	bool batch_pending : 1;              /* new in a register_kprobes() batch:
+					      * slot and breakpoint not written yet */
+	bool symname_own : 1;                /* symname is a copy of its own (malloc'ed) */
 	uint8_t opcode[UKP_BREAKPOINT_SIZE]; /* the original bytes the breakpoint replaces */
+	uint32_t symoff;                     /* offset in the containing symbol */
+	struct ukp_arch_insn ainsn;
+	struct ukp_site_opt opt;
+	struct ukp_site *all_next;           /* every site, for the list [reg] */
+	struct ukp_site **all_pprev;         /* where all_next points at us */
 	const struct ukp_object *obj;
 	/* Containing symbol, for the list: the symbol cache's name while
 	 * obj's names live, a copy once they go (site_names_keep). */
 	const char *symname;
-	struct ukp_arch_insn ainsn;
-	struct ukp_site_opt opt;
 };
 
 /* kprobe_status values (the kernel's) */
@@ -278,6 +287,7 @@ void ukp_opt_unoptimize(struct ukp_site *s);
 void ukp_opt_neighbour(uintptr_t addr, bool appears);
 void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len);
 int ukp_opt_would(uintptr_t a, const struct ukp_symres *sym, bool on_entry, const char **why);
+const char *ukp_opt_why(const struct ukp_site *s);  /* [reg] */
 extern bool ukp_opt_pun;                      /* punned jumps (tests turn them off) */
 /* [detour] The C half of every optimized probe (trap.c); lazy: the
  * template left the vector state in the registers (ukp_vec_lazy). */
@@ -399,6 +409,33 @@ void ukp_vecstate_init(void);
 bool ukp_vec_free(const void *fn);
 /* [reg] The same, taking the registry mutex. */
 bool ukp_vec_free_locking(const void *fn);
+/*
+ * A proven handler's address in 32 bits (two in every child instead of
+ * two pointers): an offset of +-512 MiB, times 4, plus which of
+ * UKP_VF_BASES bases it is from; 0 for none. The first handler out of
+ * reach of the bases set so far sets the next one (once, before any
+ * child holding an offset from it is published): the program's handlers,
+ * the library's own (kretprobes, jprobes), an agent's. A handler out of
+ * reach of them all is not kept as proven: it is called as an unproven
+ * one, slower, never wrong.
+ */
+#define UKP_VF_BASES 4
+extern uintptr_t ukp_vf_base[UKP_VF_BASES];
+int32_t ukp_vf_rel(const void *fn);           /* [reg] */
+/* [any] Is fn the handler at rel (not 0)? (>> of a negative int is
+ * arithmetic in GCC and Clang) */
+static inline bool ukp_vf_is(int32_t rel, const void *fn)
+{
+	return rel && (uintptr_t)fn - ukp_vf_base[rel & (UKP_VF_BASES - 1)] ==
+			      (uintptr_t)(intptr_t)(rel >> 2);
+}
+/* [reg] The handler at rel, or NULL. */
+static inline const void *ukp_vf_fn(int32_t rel)
+{
+	return rel ? (const void *)(ukp_vf_base[rel & (UKP_VF_BASES - 1)] +
+				    (uintptr_t)(intptr_t)(rel >> 2))
+		   : NULL;
+}
 void ukp_sigtrap_handler(int sig, siginfo_t *info, void *ucv);  /* [trap] */
 void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 extern _Atomic unsigned long ukp_handler_fault_count;

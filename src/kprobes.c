@@ -28,7 +28,7 @@
 #include "obj_pool.h"
 
 #define KP_INDEX_MIN_BITS 8
-#define KP_INDEX_LOAD 2 /* children per bucket before the index grows */
+#define KP_INDEX_LOAD 4 /* children per bucket before the index grows */
 
 pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
 bool ukp_all_disarmed;
@@ -42,6 +42,8 @@ static size_t kp_index_count;
 /* Sites at multiples of 32 bytes: the fast path's block (the first 32)
  * never straddles a cache line. */
 static struct ukp_pool site_pool = UKP_POOL_INIT(struct ukp_site, 32);
+/* At most five such blocks: memory per probe (issue 14). */
+_Static_assert(sizeof(struct ukp_site) <= 160, "struct ukp_site grew past 160 bytes");
 static struct ukp_pool child_pool = UKP_POOL_INIT(struct ukp_child, 8);
 static struct ukp_site *zombies; /* unhashed, a thread may still be in the slot */
 static struct ukp_site *quarantine; /* boosted slots waiting for a scan */
@@ -238,7 +240,7 @@ static void site_fast_update(struct ukp_site *s)
 	atomic_store_explicit(&s->fast_kp, NULL, memory_order_relaxed);
 	if (!ch || atomic_load(&ch->next) || !ch->vf_pre)
 		return;
-	s->fast_pre = ch->vf_pre;
+	s->fast_pre = ukp_vf_fn(ch->vf_pre);
 	atomic_store_explicit(&s->fast_kp, ch->kp, memory_order_release);
 }
 
@@ -839,9 +841,9 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 	/* (a jprobe's pre_handler must not be called by the optimized
 	 * hit's fast path: its site stays a breakpoint) */
 	if (p->pre_handler && !ukp_is_jprobe(p) && vec_free(b, (const void *)p->pre_handler))
-		ch->vf_pre = (const void *)p->pre_handler;
+		ch->vf_pre = ukp_vf_rel((const void *)p->pre_handler);
 	if (p->post_handler && vec_free(b, (const void *)p->post_handler))
-		ch->vf_post = (const void *)p->post_handler;
+		ch->vf_post = ukp_vf_rel((const void *)p->post_handler);
 	/* newest first: handlers run most recently registered first */
 	child_link(s, ch);
 	site_fast_update(s);

@@ -62,8 +62,18 @@
 
 static bool opt_on = true;               /* the knob */
 static bool opt_inited;
-static struct ukp_site *queue;           /* sites to look at, LIFO */
-static unsigned int nqueued;
+/* Sites to look at, taken newest first. A queued site has opt.queued
+ * and its index in the array in opt.qidx (a site keeps 4 bytes for it
+ * instead of two pointers, and the array lives only while sites wait);
+ * one taken off leaves a NULL behind. While a round runs, the sites it
+ * has not looked at yet are in todo (opt.queued Q_TODO). */
+enum { Q_NO, Q_QUEUE, Q_TODO };
+struct site_vec {
+	struct ukp_site **v;
+	uint32_t n, cap;
+};
+static struct site_vec queue, todo;
+static unsigned int nqueued;             /* the non-NULL entries of queue */
 static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
 static bool busy;                        /* the thread is working on a batch */
@@ -77,6 +87,46 @@ bool ukp_opt_pun = true;
 static struct ukp_pool rgn_pool = UKP_POOL_INIT(struct ukp_opt_region, 8);
 
 /* ------------------------------------------------------- helpers */
+
+/* Why a site is not optimized: every reason is a static text and there
+ * are a few dozen of them, so a site keeps the index of its reason
+ * among those met so far (one byte instead of a pointer). */
+#define MAX_WHYS 255
+static const char *whys[MAX_WHYS + 1] = { NULL, "(too many reasons to keep)" };
+static unsigned int nwhys = 1;
+
+static void set_why(struct ukp_site *s, const char *why)
+{
+	unsigned int i;
+
+	if (!why) {
+		s->opt.why = 0;
+		return;
+	}
+	if (whys[s->opt.why] == why)
+		return;
+	for (i = 1; i <= nwhys; i++)
+		if (whys[i] == why)
+			goto found;
+	/* the same text from another object file (or for the first time) */
+	for (i = 2; i <= nwhys; i++)
+		if (!strcmp(whys[i], why))
+			goto found;
+	if (nwhys == MAX_WHYS) {
+		i = 1;
+		goto found;
+	}
+	i = ++nwhys;
+	whys[i] = why;
+found:
+	s->opt.why = (uint8_t)i;
+}
+
+/* [reg] Why s has no jump (when it has none), or NULL. */
+const char *ukp_opt_why(const struct ukp_site *s)
+{
+	return whys[s->opt.why];
+}
 
 /* Sites READY or JUMP: while there are none, nothing needs taking out of
  * a copy of the code (ukp_opt_unpatch) and no region can cover a new
@@ -148,7 +198,7 @@ static bool wanted(const struct ukp_site *s, const char **why)
 		return false;
 	}
 	if (s->opt.err) {
-		*why = s->opt.why;
+		*why = ukp_opt_why(s);
 		return false;
 	}
 	if (!ukp_site_wants_armed(s) || !atomic_load(&s->armed)) {
@@ -178,25 +228,36 @@ static void queue_add(struct ukp_site *s)
 {
 	if (s->opt.queued)
 		return;
-	s->opt.queued = true;
-	s->opt.qnext = queue;
-	if (queue)
-		queue->opt.qpprev = &s->opt.qnext;
-	s->opt.qpprev = &queue;
-	queue = s;
+	if (queue.n == queue.cap) {
+		uint32_t cap = queue.cap ? queue.cap * 2 : 64;
+		struct ukp_site **v = cap > queue.cap ? realloc(queue.v, cap * sizeof(*v)) : NULL;
+
+		if (!v) {
+			set_why(s, "no memory");
+			return;
+		}
+		queue.v = v;
+		queue.cap = cap;
+	}
+	s->opt.queued = Q_QUEUE;
+	s->opt.qidx = queue.n;
+	queue.v[queue.n++] = s;
 	nqueued++;
 }
 
 /* O(1): a batch of thousands of probes unregistered while queued. */
 static void queue_del(struct ukp_site *s)
 {
-	if (!s->opt.queued)
-		return;
-	*s->opt.qpprev = s->opt.qnext;
-	if (s->opt.qnext)
-		s->opt.qnext->opt.qpprev = s->opt.qpprev;
-	s->opt.queued = false;
-	nqueued--;
+	if (s->opt.queued == Q_QUEUE) {
+		queue.v[s->opt.qidx] = NULL;
+		if (--nqueued == 0) {
+			free(queue.v);
+			queue = (struct site_vec){ 0 };
+		}
+	} else if (s->opt.queued == Q_TODO) {
+		todo.v[s->opt.qidx] = NULL;
+	}
+	s->opt.queued = Q_NO;
 }
 
 static void *optimizer_main(void *arg);
@@ -308,7 +369,7 @@ static uintptr_t pun(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uin
 /* The detour of s built into img, at a new detour (*detour; punned, at
  * a place its jump's bytes fix, when the plain jump was refused), and
  * s->opt filled but for the detour itself. 0, or -errno with
- * s->opt.why (a refusal is remembered: the code does not change). */
+ * its why (a refusal is remembered: the code does not change). */
 static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *detour)
 {
 	uint8_t code[UKP_OPT_MAX_REGION + UKP_MAX_INSN_SIZE];
@@ -320,7 +381,7 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 	n = ukp_read_original(s->addr, code, sizeof(code));
 	*detour = ukp_slot_alloc_n(s->addr, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
 	if (!*detour) {
-		s->opt.why = "no executable memory within reach for a detour";
+		set_why(s, "no executable memory within reach for a detour");
 		return -ENOMEM; /* not remembered: memory may come back */
 	}
 	ret = analyse(&ao, code, n, s->addr, *detour, s, s->opt.ftrace_len, NULL, -1, &why);
@@ -330,8 +391,8 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 		ukp_slot_free_n(*detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
 		punned = pun(&ao, code, n, s->addr, s, NULL, true);
 		if (!punned) {
-			s->opt.err = ret;
-			s->opt.why = why;
+			s->opt.err = (int16_t)ret;
+			set_why(s, why);
 			return ret;
 		}
 		*detour = punned;
@@ -339,8 +400,8 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 	}
 	if (ret) {
 		ukp_slot_free_n(*detour, UKP_DETOUR_SIZE / UKP_SLOT_SIZE);
-		s->opt.err = ret;
-		s->opt.why = why ? why : "cannot write the detour";
+		s->opt.err = (int16_t)ret;
+		set_why(s, why ? why : "cannot write the detour");
 		return ret;
 	}
 	if (s->opt.entry)
@@ -351,7 +412,7 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 		s->opt.rgn = ukp_pool_zalloc(&rgn_pool);
 	if (!s->opt.rgn) {
 		ukp_slot_free_range(*detour, UKP_DETOUR_SIZE);
-		s->opt.why = "no memory";
+		set_why(s, "no memory");
 		return -ENOMEM; /* not remembered */
 	}
 	memcpy(img, ao.image, sizeof(ao.image));
@@ -378,7 +439,7 @@ static void detour_set(struct ukp_site *s, uintptr_t detour)
 	atomic_store_explicit(&s->detour, detour, memory_order_release);
 }
 
-/* Build the detour of s (once). Returns 0, or -errno with s->opt.why. */
+/* Build the detour of s (once). Returns 0, or -errno with its why. */
 static int prepare(struct ukp_site *s)
 {
 	uint8_t img[UKP_DETOUR_SIZE];
@@ -393,8 +454,8 @@ static int prepare(struct ukp_site *s)
 	ret = ukp_text_poke(detour, img, sizeof(img));
 	if (ret) {
 		ukp_slot_free_range(detour, UKP_DETOUR_SIZE);
-		s->opt.err = ret;
-		s->opt.why = "cannot write the detour";
+		s->opt.err = (int16_t)ret;
+		set_why(s, "cannot write the detour");
 		return ret;
 	}
 	detour_set(s, detour);
@@ -550,7 +611,7 @@ static unsigned int jump_batch(struct ukp_site **v, unsigned int n)
 		} else if (++v[i]->opt.tries < MAX_TRIES) {
 			queue_add(v[i]);
 		} else {
-			v[i]->opt.why = "a thread stays inside the region";
+			set_why(v[i], "a thread stays inside the region");
 			v[i]->opt.tries = 0;
 		}
 	}
@@ -562,22 +623,24 @@ static void optimize_round(void)
 {
 	struct ukp_site *batch[OPT_BATCH], *s;
 	unsigned int n = 0;
-	struct ukp_site *todo = queue;
+	uint32_t i;
 
-	queue = NULL;
+	/* the array is todo's now; the queue starts again, empty */
+	todo = queue;
+	queue = (struct site_vec){ 0 };
 	nqueued = 0;
-	/* the list is todo's now */
-	if (todo)
-		todo->opt.qpprev = &todo;
-	while ((s = todo)) {
+	for (i = 0; i < todo.n; i++)
+		if (todo.v[i])
+			todo.v[i]->opt.queued = Q_TODO;
+	while (todo.n) {
 		const char *why = NULL;
 
-		todo = s->opt.qnext;
-		if (todo)
-			todo->opt.qpprev = &todo;
-		s->opt.queued = false;
+		s = todo.v[--todo.n];
+		if (!s)
+			continue;
+		s->opt.queued = Q_NO;
 		if (!wanted(s, &why)) {
-			s->opt.why = why;
+			set_why(s, why);
 			continue;
 		}
 		if (atomic_load(&s->opt.state) == UKP_OPT_JUMP)
@@ -585,11 +648,11 @@ static void optimize_round(void)
 		if (prepare(s))
 			continue;
 		if (!s->opt.ftrace_len && neighbour_inside(s->addr, s->opt.span)) {
-			s->opt.why = "another probe lies inside the region";
+			set_why(s, "another probe lies inside the region");
 			continue;
 		}
 		set_state(s, UKP_OPT_READY, memory_order_release);
-		s->opt.why = NULL;
+		set_why(s, NULL);
 		batch[n++] = s;
 		if (n == OPT_BATCH) {
 			jump_batch(batch, n);
@@ -598,6 +661,8 @@ static void optimize_round(void)
 	}
 	if (n)
 		jump_batch(batch, n);
+	free(todo.v);
+	todo = (struct site_vec){ 0 };
 	ukp_codeflow_memo_forget();
 	ukp_opt_rounds++;
 }
@@ -636,12 +701,12 @@ static void *optimizer_main(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &ours, NULL);
 	pthread_mutex_lock(&ukp_mutex);
 	for (;;) {
-		while (!queue && !quit) {
+		while (!nqueued && !quit) {
 			busy = false;
 			pthread_cond_broadcast(&idle_cond);
 			pthread_cond_wait(&queue_cond, &ukp_mutex);
 		}
-		if (quit && !queue)
+		if (quit && !nqueued)
 			break;
 		busy = true;
 		delay_for_batch();
@@ -653,7 +718,7 @@ static void *optimizer_main(void *arg)
 		optimize_round();
 		/* A round that left work behind (threads in the way) waits
 		 * a little before the next one. */
-		if (queue) {
+		if (nqueued) {
 			pthread_mutex_unlock(&ukp_mutex);
 			nanosleep(&delay, NULL);
 			pthread_mutex_lock(&ukp_mutex);
@@ -729,7 +794,7 @@ void ukp_opt_site_changed(struct ukp_site *s)
 		}
 		return;
 	}
-	s->opt.why = why;
+	set_why(s, why);
 	queue_del(s);
 	ukp_opt_unoptimize(s);
 	set_flags(s);
@@ -788,7 +853,7 @@ void ukp_opt_neighbour(uintptr_t addr, bool appears)
 			continue;
 		if (appears) {
 			if (atomic_load(&s->opt.state) != UKP_OPT_NONE && k < s->opt.span) {
-				s->opt.why = "another probe lies inside the region";
+				set_why(s, "another probe lies inside the region");
 				ukp_opt_unoptimize(s);
 			}
 		} else if (atomic_load(&s->opt.state) == UKP_OPT_NONE) {
@@ -840,7 +905,7 @@ static void wait_idle(void)
 {
 	waiters++;
 	pthread_cond_signal(&queue_cond); /* out of its delay */
-	while (queue || busy) {
+	while (nqueued || busy) {
 		if (thread_pid != getpid())
 			kick();
 		pthread_cond_wait(&idle_cond, &ukp_mutex);
@@ -894,7 +959,7 @@ UKPROBES_API int kprobes_set_optimization(bool on)
 		if (s->opt.ftrace_len)
 			continue;
 		queue_del(s);
-		s->opt.why = "optimization is turned off";
+		set_why(s, "optimization is turned off");
 		if (atomic_load(&s->opt.state) != UKP_OPT_NONE)
 			v[n++] = s;
 	}

@@ -251,10 +251,10 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 
 		if (post) {
 			kc.post = *(kprobe_post_handler_t volatile *)&kc.kp->post_handler;
-			vf = (const void *)kc.post == ch->vf_post;
+			vf = ukp_vf_is(ch->vf_post, (const void *)kc.post);
 		} else {
 			kc.pre = *(kprobe_pre_handler_t volatile *)&kc.kp->pre_handler;
-			vf = (const void *)kc.pre == ch->vf_pre;
+			vf = ukp_vf_is(ch->vf_pre, (const void *)kc.pre);
 		}
 		if ((!kc.pre && !kc.post) || kprobe_disabled(kc.kp))
 			continue;

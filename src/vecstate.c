@@ -127,6 +127,27 @@ bool ukp_vec_free(const void *fn)
 	return false;
 }
 
+uintptr_t ukp_vf_base[UKP_VF_BASES];
+
+/* [reg] fn: not NULL. 0 as a whole (base 0, offset 0) reads as none: a
+ * base is set 4 bytes below the handler that sets it. */
+int32_t ukp_vf_rel(const void *fn)
+{
+	_Static_assert(UKP_VF_BASES == 4, "two bits of base");
+	unsigned int i;
+
+	for (i = 0; i < UKP_VF_BASES; i++) {
+		intptr_t d;
+
+		if (!ukp_vf_base[i])
+			ukp_vf_base[i] = (uintptr_t)fn - 4;
+		d = (intptr_t)((uintptr_t)fn - ukp_vf_base[i]);
+		if (d >= -(1L << 29) && d < 1L << 29)
+			return (int32_t)((uint32_t)d << 2 | i);
+	}
+	return 0;
+}
+
 /* [reg] */
 bool ukp_vec_free_locking(const void *fn)
 {

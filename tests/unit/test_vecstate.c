@@ -170,3 +170,38 @@ Test(vecstate, a_handler_swapped_in_later_is_called_with_the_state_saved)
 	cr_expect_eq(atomic_load(&hits), 20);
 	unregister_kprobe(&kp);
 }
+
+/* A child keeps a proven handler in 32 bits (ukp_vf_rel): handlers
+ * gigabytes apart (the program's, the library's, an agent's) each keep
+ * their proof, a pointer next to one is not taken for it, and one out of
+ * reach of every base is kept as unproven. (The addresses are numbers
+ * only: nothing is called.) */
+Test(vecstate, proven_handlers_far_apart_keep_their_proofs)
+{
+	uintptr_t a = (uintptr_t)h_count;
+	const uintptr_t fns[] = {
+		a, a + 64, a - 4096,                        /* one base */
+		a + (3UL << 30), a + (3UL << 30) - 100,     /* a second */
+		a - (5UL << 30),                            /* a third */
+		a + (9UL << 30), a + (9UL << 30) + (500UL << 20), /* a fourth */
+	};
+	size_t i;
+	int32_t rel;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		rel = ukp_vf_rel((const void *)fns[i]);
+		cr_expect_neq(rel, 0, "%zu: %#lx not kept", i, (unsigned long)fns[i]);
+		cr_expect(ukp_vf_is(rel, (const void *)fns[i]), "%zu: %#lx", i, (unsigned long)fns[i]);
+		cr_expect_eq(ukp_vf_fn(rel), (const void *)fns[i], "%zu", i);
+		cr_expect_not(ukp_vf_is(rel, (const void *)(fns[i] + 4)), "%zu: next to it", i);
+		cr_expect_not(ukp_vf_is(rel, (const void *)(fns[i] - 4)), "%zu: before it", i);
+		cr_expect_not(ukp_vf_is(rel, (const void *)(fns[i] + (1UL << 32))), "%zu: 4 GiB on", i);
+	}
+	/* a fifth place: no base left */
+	rel = ukp_vf_rel((const void *)(a + (20UL << 30)));
+	cr_expect_eq(rel, 0);
+	cr_expect_not(ukp_vf_is(rel, (const void *)(a + (20UL << 30))));
+	cr_expect_null(ukp_vf_fn(0));
+	ukp_unlock_for_show();
+}

@@ -203,15 +203,16 @@ struct ukp_arch_insn {
 	bool ool;           /* executed out of line (else simulated) */
 	bool blocking;      /* svc: signals stay deliverable while it runs */
 	bool boostable;     /* ool and may run from the boost image */
-	const char *why;    /* static text explaining an error, or NULL */
 
-	/* --- private to src/arch/aarch64 --- */
+	/* --- private to src/arch/aarch64 (but why) --- */
 	uint32_t opcode;    /* the original instruction */
 	uint8_t sim;        /* enum ukp_a64_sim (sim_ops.h), 0 when ool */
 	uint8_t reg;        /* Rt / Rn / Rd; 31 is xzr for every simulated form */
 	uint8_t cond;       /* b.cond condition */
 	uint8_t bit;        /* tbz/tbnz bit number, 0..63 */
 	uint8_t is64;       /* cbz/cbnz: compare the X (1) or the W (0) register */
+	/* (why here: the small fields fill the words before it, 32 bytes in all) */
+	const char *why;    /* static text explaining an error, or NULL */
 	int64_t imm;        /* byte offset from addr (adrp: from addr's 4 KiB page) */
 };
 

@@ -111,9 +111,11 @@ struct ukp_arch_insn {
 	uint8_t ind_base;   /* pt_regs index of the base (0xff none, 0xfe rip) */
 	uint8_t ind_index;  /* pt_regs index of the index (0xff none) */
 	uint8_t ind_scale;
+	/* x86-64 displacements are at most 32 bits (rel8/rel32, disp8/disp32):
+	 * sign-extended where they are used */
+	int32_t rel;        /* relative displacement of a branch */
+	int32_t ind_disp;
 	const char *why;    /* static text explaining an error, or NULL */
-	int64_t rel;        /* relative displacement of a branch */
-	int64_t ind_disp;
 };
 
 /*

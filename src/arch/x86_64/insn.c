@@ -186,7 +186,7 @@ static int prepare_relative(struct ukp_arch_insn *ai, const ZydisDecodedInstruct
 		return refuse(ai, -EOPNOTSUPP, "relative branch with a 0x66 prefix");
 	ai->emu = op;
 	ai->cond = cond;
-	ai->rel = insn->raw.imm[0].value.s;	/* sign-extended by Zydis */
+	ai->rel = (int32_t)insn->raw.imm[0].value.s;	/* rel8/rel32, sign-extended by Zydis */
 	ai->addr_size = insn->address_width;	/* loop/jrcxz: the cx width */
 	return 0;
 }
@@ -236,7 +236,7 @@ static int prepare_indirect(struct ukp_arch_insn *ai, const ZydisDecodedInstruct
 	    (o->mem.index != ZYDIS_REGISTER_NONE && ai->ind_index >= UKP_PT_REGS_NWORDS))
 		return refuse(ai, -EOPNOTSUPP, "indirect branch with an odd address");
 	ai->ind_scale = ai->ind_index == UKP_EMU_REG_NONE ? 0 : o->mem.scale;
-	ai->ind_disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+	ai->ind_disp = o->mem.disp.has_displacement ? (int32_t)o->mem.disp.value : 0; /* disp8/32 */
 	return 0;
 }
 
