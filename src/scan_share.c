@@ -49,6 +49,7 @@
 
 #include "scan_share.h"
 #include "grow_array.h"
+#include "lower_bound.h"
 #include "internal.h"
 
 /* Below this, a thread costs more than it saves (tests change it). */
@@ -113,17 +114,7 @@ static int log_range(void *arg, size_t range, uintptr_t from, uintptr_t target)
 /* First range starting at or after addr (ranges by start). */
 static size_t range_from(const struct arch_literal_scan *sc, uintptr_t addr)
 {
-	size_t lo = 0, hi = sc->nranges;
-
-	while (lo < hi) {
-		size_t m = lo + (hi - lo) / 2;
-
-		if (sc->ranges[m].start < addr)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	return lo;
+	return UKP_LOWER_BOUND(sc->ranges, sc->nranges, start, addr);
 }
 
 /* [reg] (the helper) One chunk, from its start, into its log. */

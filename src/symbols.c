@@ -43,6 +43,7 @@
 #include "arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
 #include "debuginfo.h"
 #include "eh_frame.h"
+#include "lower_bound.h"
 #include "symbols.h"
 
 #define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
@@ -1478,7 +1479,7 @@ static int impl_symbol(uintptr_t impl, const char *ifunc_name)
 static int ifunc_resolve(struct ukp_objent *o, uintptr_t resolver, const char *name,
 			 bool global, uintptr_t *impl)
 {
-	size_t lo = 0, hi = o->nirel, i;
+	size_t lo, i;
 	uintptr_t v = 0;
 	int err;
 
@@ -1488,14 +1489,7 @@ static int ifunc_resolve(struct ukp_objent *o, uintptr_t resolver, const char *n
 			goto found;
 		}
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (o->irel[mid].resolver < resolver)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = UKP_LOWER_BOUND(o->irel, o->nirel, resolver, resolver);
 	if (lo < o->nirel && o->irel[lo].resolver == resolver &&
 	    obj_range_mapped(o, o->irel[lo].slot, sizeof(v)))
 		memcpy(&v, (const void *)o->irel[lo].slot, sizeof(v));

@@ -42,6 +42,7 @@
 #include "arch_branches.h"
 #include "decoder.h"
 #include "grow_array.h"
+#include "lower_bound.h"
 
 /* Entries read from one table at most: far more than any switch has. */
 #define TABLE_MAX_ENTRIES 65536u
@@ -493,17 +494,7 @@ static int edge_cmp(const void *pa, const void *pb)
 /* First edge to target (s->edges sorted). */
 static size_t edge_lower(const struct flow_scan *s, uintptr_t target)
 {
-	size_t lo = 0, hi = s->nedges;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->edges[mid].target < target)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return UKP_LOWER_BOUND(s->edges, s->nedges, target, target);
 }
 
 /* rax, rcx, rdx, rsi, rdi, r8-r11: what a call may change (psABI) */
