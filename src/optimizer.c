@@ -105,12 +105,9 @@ static void set_why(struct ukp_site *s, const char *why)
 	}
 	if (whys[s->opt.why] == why)
 		return;
+	/* the same text may come from another object file */
 	for (i = 1; i <= nwhys; i++)
-		if (whys[i] == why)
-			goto found;
-	/* the same text from another object file (or for the first time) */
-	for (i = 2; i <= nwhys; i++)
-		if (!strcmp(whys[i], why))
+		if (whys[i] == why || !strcmp(whys[i], why))
 			goto found;
 	if (nwhys == MAX_WHYS) {
 		i = 1;
