@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ ! -d build ]; then meson setup build >/dev/null; fi
+. scripts/meson_dir.sh
+meson_dir build
 meson compile -C build >/dev/null
 ./build/samples/kprobe_example libz.so.1:deflate 2
 

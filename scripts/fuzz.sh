@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang >/dev/null; then
-  echo "fuzz: no clang, skipped"
-  exit 0
+  echo "fuzz: no clang (scripts/setup.sh installs it)" >&2
+  exit 1
 fi
 mkdir -p build-fuzz
 src=common

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Installs the build and test dependencies from Debian 12 (run as root, or
-# with sudo available). Safe to run again.
+# with sudo available), then checks that each thing the build, the tests
+# and the benchmarks call is there. Safe to run again: it installs by list
+# every time (a no-op for what is installed) and skips nothing because a
+# tool happens to be present. scripts/fresh_check.sh runs it on a new
+# Debian 12 root.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup_lib.sh
+
 # Besides the build: libc6-dbg (libc's debug symbols, for the tests of
 # debug files), xz-utils and binutils (the tests make a MiniDebugInfo
 # object; the torture tier disassembles with objdump), python3.11,
@@ -10,34 +17,50 @@ set -euo pipefail
 # libpython3.11-testsuite and pigz (the torture tier's programs),
 # libiberty-dev (C++ and Rust demangling in ukprobe) and g++ (a C++ test
 # program), abigail-tools (the ABI check, scripts/abi_check.sh),
-# liblua5.4-dev (the tool benchmark's interpreter, bench/bench_lua.c).
-pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
+# liblua5.4-dev (the tool benchmark's interpreter, bench/bench_lua.c),
+# groff-base (the man pages' rendering test), util-linux (setpriv,
+# setarch), git (the benchmarks record the commit they measured),
+# uftrace and bpftrace (the benchmarks' peers).
+pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
-      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
+      groff-base util-linux git uftrace bpftrace)
+apt_install "${pkgs[@]}"
+
+need_cmd cc build-essential
+need_cmd g++ g++
+need_cmd clang clang
+need_cmd meson meson
+need_cmd ninja ninja-build
+need_cmd pkg-config pkgconf
+for m in libelf liblzma criterion zlib sqlite3 lua5.4; do
+  need_pc pkg-config "$m" "the -dev package of $m"
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
-fi
-# Optional: uftrace, a peer in the benchmark (bench/run.sh skips it when it
-# is missing). Two small packages; failing to install it fails nothing.
-if ! command -v uftrace >/dev/null 2>&1; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq uftrace >/dev/null 2>&1 ||
-    echo "setup: uftrace not installed (optional: the benchmark skips that peer)" >&2
-fi
-# Optional: bpftrace, a peer in the tool benchmark (bench/bench_tool.py
-# skips it when it is missing or cannot attach: it needs root).
-if ! command -v bpftrace >/dev/null 2>&1; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bpftrace >/dev/null 2>&1 ||
-    echo "setup: bpftrace not installed (optional: the benchmark skips that peer)" >&2
-fi
+need_file /usr/include/Zydis/Zydis.h libzydis-dev
+need_file /usr/include/libiberty/demangle.h libiberty-dev
+# clang's sanitizer runtimes (the ASan+UBSan build, the fuzzers)
+need_file "$(clang -print-file-name=libclang_rt.asan-x86_64.a 2>/dev/null || echo /nonexistent)" \
+  libclang-rt-14-dev
+need_file "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || echo /nonexistent)" \
+  libclang-rt-14-dev
+for c in readelf nm objdump as ld; do need_cmd "$c" binutils; done
+need_cmd xz xz-utils
+need_cmd python3 python3
+need_cmd python3.11 python3.11
+need_cmd sqlite3 sqlite3
+need_cmd pigz pigz
+need_cmd abidw abigail-tools
+need_cmd abidiff abigail-tools
+need_cmd groff groff-base
+need_cmd setpriv util-linux
+need_cmd setarch util-linux
+need_cmd git git
+need_cmd uftrace uftrace
+need_cmd bpftrace bpftrace
+need_file /usr/lib/python3.11/test/regrtest.py libpython3.11-testsuite
+# libc's debug file, by the build-id of the libc installed now
+libc=/lib/$(gcc -print-multiarch)/libc.so.6
+bid=$(readelf -n "$libc" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+need_file "/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug" "libc6-dbg (of the installed libc6)"
+setup_verdict setup

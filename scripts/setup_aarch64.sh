@@ -9,24 +9,20 @@
 #  - qemu registered with binfmt_misc, so that an aarch64 program can
 #    exec another (Criterion runs each test in a child it re-executes).
 set -euo pipefail
-SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
+cd "$(dirname "$0")/.."
+. scripts/setup_lib.sh
+# pkgconf:arm64 brings aarch64-linux-gnu-pkg-config (the cross file's
+# pkgconfig); libiberty-dev:arm64 the demangler ukprobe links;
+# libc6-dbg:arm64 the debug file of the arm64 libc (cli_debug_symbols).
 pkgs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
       binutils-aarch64-linux-gnu libc6:arm64 libelf-dev:arm64 liblzma-dev:arm64 zlib1g-dev:arm64
       libsqlite3-dev:arm64 libpython3.11:arm64 libstdc++6:arm64 libgit2-1.5:arm64 libffi8:arm64
-      pkg-config)
+      pkgconf pkgconf:arm64 libiberty-dev:arm64 libc6-dbg:arm64)
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
-  $SUDO apt-get update -q
+  $SUDO apt-get "${APT_OPTS[@]}" update >/dev/null
 fi
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  $SUDO apt-get update -q || true
-  $SUDO apt-get install -y -q "${missing[@]}"
-fi
+apt_install "${pkgs[@]}"
 
 root=/opt/ukp-a64
 if [ ! -e "$root/usr/lib/aarch64-linux-gnu/libcriterion.so.3" ] ||
@@ -49,4 +45,21 @@ if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
   [ -r "$conf" ] || { echo "setup_aarch64: $conf missing (qemu-user-static)" >&2; exit 1; }
   $SUDO sh -c "cat $conf > /proc/sys/fs/binfmt_misc/register"
 fi
+need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
+need_cmd qemu-aarch64-static qemu-user-static
+need_cmd aarch64-linux-gnu-pkg-config pkgconf:arm64
+for m in libelf liblzma zlib sqlite3; do
+  need_pc aarch64-linux-gnu-pkg-config "$m" "the arm64 -dev package of $m"
+done
+need_file /usr/lib/aarch64-linux-gnu/libiberty.a libiberty-dev:arm64
+need_file /usr/include/libiberty/demangle.h libiberty-dev
+need_file "$root/usr/lib/aarch64-linux-gnu/libcriterion.so.3" "libcriterion3:arm64 (unpacked)"
+need_file "$root/usr/lib/aarch64-linux-gnu/libnanomsg.so.5" "libnanomsg5:arm64 (unpacked)"
+need_file "$root/usr/include/criterion/criterion.h" "libcriterion-dev:arm64 (unpacked)"
+libc=/lib/aarch64-linux-gnu/libc.so.6
+bid=$(readelf -n "$libc" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+need_file "/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug" "libc6-dbg:arm64 (of the installed libc6:arm64)"
+need_file /proc/sys/fs/binfmt_misc/qemu-aarch64 "qemu-user-static (binfmt registration)"
+setup_verdict setup_aarch64
 echo "setup_aarch64: ok"

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+. scripts/meson_dir.sh
 
 summary() {
   # counts of one meson test run, from its JSON log
@@ -21,7 +22,7 @@ PY
 }
 
 status=0
-if [ ! -d build ]; then meson setup build >/dev/null; fi
+meson_dir build
 meson compile -C build
 meson test -C build --print-errorlogs || status=1
 read -r ok1 bad1 < <(summary build/meson-logs/testlog.json)
@@ -35,10 +36,8 @@ read -r okt badt < <(sed -n 's/^torture: \([0-9]*\) passed, \([0-9]*\) failed.*/
   build/torture.log | tail -n 1)
 ok1=$((ok1 + ${okt:-0})); bad1=$((bad1 + ${badt:-1}))
 
-if [ ! -d build-san ]; then
-  CC=clang CXX=clang++ meson setup build-san -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dbuildtype=debug >/dev/null
-fi
+CC=clang CXX=clang++ meson_dir build-san -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dbuildtype=debug
 meson compile -C build-san
 # The library owns SIGSEGV/SIGBUS/SIGFPE/SIGILL (handler faults, faults of
 # probed instructions): ASan must leave those signals to it.

@@ -9,10 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_aarch64.sh
+. scripts/meson_dir.sh
 dir=${1:-build-aarch64}
-if [ ! -d "$dir" ]; then
-  meson setup --cross-file cross/aarch64-linux-gnu.ini "$dir" >/dev/null
-fi
+meson_dir "$dir" --cross-file cross/aarch64-linux-gnu.ini
 meson compile -C "$dir"
 status=0
 meson test -C "$dir" --print-errorlogs || status=1
