@@ -38,21 +38,8 @@
 #include <stdlib.h>
 
 #include "jprobes.h"
+#include "sanitizer.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UKP_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define UKP_ASAN 1
-#endif
-#ifdef UKP_ASAN
-void __asan_handle_no_return(void);
-#define UKP_ASAN_NO_RETURN() __asan_handle_no_return()
-#else
-#define UKP_ASAN_NO_RETURN() ((void)0)
-#endif
 
 UKP_TLS struct ukp_jprobe_ctl ukp_jp_ctl;
 _Atomic unsigned long ukp_jprobe_missing;
@@ -131,11 +118,15 @@ UKP_TRAP_TEXT struct ukp_site *ukp_jprobe_leave(struct ukp_ctlblk *c, struct pt_
 {
 	struct ukp_jprobe_ctl *j = &ukp_jp_ctl;
 	struct ukp_site *s = j->site;
+	uintptr_t handler_sp = regs->sp;
 
 	if (!j->jp)
 		return NULL;
 	copy_words((unsigned long *)regs, (const unsigned long *)&j->regs,
 		   sizeof(*regs) / sizeof(long));
+	/* (ASan) the handler's frames on the stack copy are left here when
+	 * it faulted (jprobe_return cleared them itself) */
+	ukp_asan_frames_left(handler_sp - 128, regs->sp);
 	arch_jprobe_restore_vec(uc, &j->vec);
 	/* The hit's mask. Signals held back meanwhile are pending, blocked
 	 * only in the context being left: this mask lets them in (after

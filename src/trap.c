@@ -33,6 +33,7 @@
 
 #include "internal.h"
 #include "jprobes.h"
+#include "sanitizer.h"
 #include "watch.h"
 
 /* The fast paths (src/arch, through the offsets src/asm_offsets.c
@@ -803,6 +804,17 @@ UKP_TRAP_TEXT void ukp_sigfault_handler(int sig, siginfo_t *info, void *ucv)
 		 * right inside a trap handler, wrong in the return-probe
 		 * dispatcher, which runs in the thread's own context). */
 		ukp_sys_sigprocmask(SIG_SETMASK, (uint64_t *)&uc->uc_sigmask, NULL);
+#ifdef UKP_ASAN
+		{
+			/* the handler's frames, from below its red zone up to
+			 * the frame of the jump buffer (__builtin_setjmp keeps
+			 * the stack pointer in its third word) */
+			struct pt_regs fr;
+
+			arch_regs_from_ucontext(&fr, uc);
+			ukp_asan_frames_left(fr.sp - 128, (uintptr_t)c->jb[2]);
+		}
+#endif
 		__builtin_longjmp(c->jb, 1);
 	}
 	if (sig == SIGSEGV && info->si_code == SI_KERNEL &&

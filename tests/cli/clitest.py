@@ -86,11 +86,27 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def ukprobe(args, **kw):
+def ukprobe(args, exe=None, **kw):
     kw.setdefault("timeout", 60 if ARCH == "x86_64" else 240)  # under qemu-user
     kw.setdefault("preexec_fn", no_core)
     args = [arch_spec(a) if i and args[i - 1] == "-e" else a for i, a in enumerate(args)]
-    return subprocess.run([UKPROBE] + args, capture_output=True, text=True, **kw)
+    return subprocess.run([exe or UKPROBE] + args, capture_output=True, text=True, **kw)
+
+
+def world_copies(*paths):
+    """Copies of these programs in a new directory every user can enter,
+    for the cases that run them as another user: the build may sit below
+    a directory only its owner can enter (a clone in root's home, 0700 on
+    a new Debian machine)."""
+    d = tempfile.mkdtemp(prefix="ukp-world-")
+    os.chmod(d, 0o755)
+    copies = []
+    for p in paths:
+        q = os.path.join(d, os.path.basename(p))
+        shutil.copy2(p, q)
+        os.chmod(q, 0o755)
+        copies.append(q)
+    return d, copies
 
 
 def show(r):
@@ -1712,14 +1728,17 @@ def case_attach_errors():
         # not dumpable, and another user's: ukprobe runs as nobody
         if os.geteuid() == 0 and shutil.which("setpriv"):
             demote = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-            p = start_attachee(mode="nodump", preexec_fn=None) if False else None
-            p = subprocess.Popen(demote + [tgt("attachee"), "0", "nodump"], stdin=subprocess.PIPE,
+            world, (attachee, ukp, agent) = world_copies(tgt("attachee"), UKPROBE,
+                                                          os.environ["UKP_AGENT"])
+            # (ukprobe finds the agent beside it only in its build directory)
+            as_nobody = dict(os.environ, UKPROBE_AGENT=agent)
+            p = subprocess.Popen(demote + [attachee, "0", "nodump"], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             procs.append(p)
             check(p.stdout.readline() == "ready\n", "nodump target started")
             attach_error(p.pid, r"process %d \(tgt_attachee\): not permitted to trace it \(it is "
                          r"not dumpable: PR_SET_DUMPABLE 0, or a set-user-ID program\)" % p.pid,
-                         env=dict(os.environ, UKPROBE_AGENT=""), preexec_fn=lambda: (
+                         exe=ukp, env=as_nobody, preexec_fn=lambda: (
                              no_core(), os.setgroups([]), os.setgid(65534), os.setuid(65534)))
             check(p.poll() is None, "the nodump process still runs")
             p = start_attachee()
@@ -1727,9 +1746,10 @@ def case_attach_errors():
             before, state0 = code_bytes(p.pid, code_ranges(p.pid)), thread_state(p.pid)
             attach_error(p.pid, r"process %d \(tgt_attachee\) belongs to another user \(uid 0\): "
                          r"not permitted to trace it \(run ukprobe as that user or as root\)" % p.pid,
-                         preexec_fn=lambda: (no_core(), os.setgroups([]), os.setgid(65534),
-                                             os.setuid(65534)))
+                         exe=ukp, env=as_nobody, preexec_fn=lambda: (no_core(), os.setgroups([]),
+                                                      os.setgid(65534), os.setuid(65534)))
             untouched(p, before, state0)
+            shutil.rmtree(world, ignore_errors=True)
         else:
             print("not root: the other-user and not-dumpable cases were not run")
         # stopped by SIGSTOP
@@ -2911,12 +2931,39 @@ def libc_debug_file():
 
 def case_debug_symbols():
     """libc's local functions (only in libc6-dbg's debug file) by name and in
-    globs, at the addresses the debug file gives."""
+    globs, at the addresses the debug file gives; on this CPU, and (x86-64)
+    as on one without AVX-512, where glibc's IFUNCs choose other string
+    functions."""
+    debug_symbols_once()
+    if ARCH == "x86_64":
+        os.environ["GLIBC_TUNABLES"] = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW"
+        try:
+            debug_symbols_once()
+        finally:
+            del os.environ["GLIBC_TUNABLES"]
+
+
+def debug_symbols_once():
     dbg = libc_debug_file()
     check(dbg, "libc6-dbg is installed (scripts/setup.sh installs it)")
     funcs = nm_functions(dbg)
-    # one of memmove's IFUNC implementations, local to libc
-    fn = "__memmove_avx_unaligned_erms" if ARCH == "x86_64" else "__memmove_generic"
+    # one of memmove's IFUNC implementations, local to libc, but not the one
+    # the IFUNCs chose on this CPU: the library's own hit path may copy with
+    # that one (a sanitizer build does, through its interceptors), and then
+    # it is rightly blacklisted. Which one is chosen depends on the CPU
+    # (AVX-512 or not, and what glibc prefers on it).
+    chosen = set()
+    for name in ("memmove", "memcpy"):
+        r = ukprobe(["probes", "-e", "p libc.so.6:" + name, "--", tgt("strings"), "0"])
+        check(r.returncode == 0, "probes " + name, show(r))
+        chosen.add(probes_rows(r.stdout)[0]["point"].split(" -> ")[-1].split("+")[0])
+    candidates = (["__memmove_avx_unaligned_erms", "__memmove_evex_unaligned_erms",
+                   "__memmove_sse2_unaligned_erms", "__memmove_avx512_unaligned_erms"]
+                  if ARCH == "x86_64" else
+                  ["__memmove_generic", "__memmove_thunderx", "__memmove_thunderx2",
+                   "__memmove_falkor", "__memmove_a64fx", "__memmove_sve"])
+    fn = next((f for f in candidates if f in funcs and f not in chosen), None)
+    check(fn, "a memmove implementation other than the chosen %s" % sorted(chosen))
     r = ukprobe(["probes", "-e", "p libc.so.6:" + fn, "--", tgt("strings"), "0"])
     check(r.returncode == 0, "probes", show(r))
     rows = probes_rows(r.stdout)

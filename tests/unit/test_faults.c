@@ -258,6 +258,9 @@ static void handler_fault_case(int kind, bool in_pre, bool with_fh, int trapnr)
 	}
 	cr_expect_eq(kp.nmissed, 1);
 	cr_expect_eq(kprobes_handler_faults() - faults0, 1);
+	/* (ASan) the abandoned handler's frames left no poison behind */
+	cr_expect_null(ukt_stale_stack_poison(), "stale ASan poison at %p below the stack",
+		       ukt_stale_stack_poison());
 
 	/* The probe and the thread's state survive: a clean hit next. */
 	fault_kind = F_NONE;

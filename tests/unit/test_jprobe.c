@@ -767,6 +767,9 @@ Test(jprobe, handler_fault)
 	cr_expect_eq(jp.kp.nmissed, 1, "nmissed %lu", jp.kp.nmissed);
 	cr_expect_eq(kprobes_handler_faults() - faults, 1);
 	cr_expect_null(kprobe_running());
+	/* (ASan) the abandoned handler's frames left no poison behind */
+	cr_expect_null(ukt_stale_stack_poison(), "stale ASan poison at %p below the stack",
+		       ukt_stale_stack_poison());
 	/* the thread is back to normal: the next hit runs the handler */
 	cr_expect_eq(jp_six(1, 2, 3, 4, 5, 6), 91);
 	cr_expect_eq(fault_calls, 2);

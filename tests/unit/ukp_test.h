@@ -20,6 +20,39 @@
 #include <ukprobes.h>
 
 /*
+ * In a build with AddressSanitizer: the first poisoned byte in the 32 KiB
+ * of stack below the caller's frame, or NULL. Frames that returned
+ * cleared their poison; only frames left without returning (a faulting
+ * handler's, abandoned by the library) leave it there, and a later use
+ * of that stack by uninstrumented code is then reported as an overflow.
+ * NULL in other builds.
+ */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UKT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UKT_ASAN 1
+#endif
+#ifdef UKT_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+static __attribute__((noinline)) void *ukt_stale_stack_poison(void)
+{
+#ifdef UKT_ASAN
+	char here;
+	/* below this frame's own redzones */
+	char *top = (char *)&here - 256;
+
+	__asm__ volatile("" : : "r"(&here) : "memory");
+	return __asan_region_is_poisoned(top - 32768, 32768);
+#else
+	return NULL;
+#endif
+}
+
+/*
  * Deliberate faults, in assembly so that UBSan (which would report the
  * undefined behaviour itself and stop) lets the CPU raise the signal.
  */
