@@ -116,6 +116,11 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len);
 /* The nearest names to name among cands (up to 3, "a, b, c"), into buf. */
 void ukp_dw_nearest(const char *name, char *const *cands, size_t n, char *buf, size_t len);
 
+/* dwarf_spec.c: where a SPEC's copies go (a FUNC's past its prologue
+ * unless +OFFS is given); *sym_pc the function's symbol, or 0. 0 or -1
+ * with *e. */
+int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp_dw_site **sites,
+		      size_t *ns, Dwarf_Addr *sym_pc, struct ukp_dw_err *e);
 /* dwarf_spec.c: resolve every SPEC that names a source line or a
  * variable; *specs grows (one SPEC per copy of a line or an inlined
  * function); (*origin)[i]: the index among the SPECs as given of SPEC i

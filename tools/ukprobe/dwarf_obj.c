@@ -118,15 +118,10 @@ static char *object_file(const char *obj, const struct ukp_dw_where *w)
 		return regular_file(obj);
 	for (i = 0; w && i < w->npids && !path; i++)
 		path = mapped_file(w->pids[i], obj);
-	if (!path && w && w->cmd && w->cmd[0]) {
-		char *cmd = strchr(w->cmd[0], '/') ? realpath(w->cmd[0], NULL)
-						     : ukp_find_command(w->cmd[0]);
-
-		if (cmd && (!strcmp(base_name(w->cmd[0]), obj) || !strcmp(base_name(cmd), obj)))
-			path = cmd;
-		else
-			free(cmd);
-	}
+	/* the command, by the name it was given (its real name is the
+	 * agent's business: a symlink's) */
+	if (!path && w && w->cmd && w->cmd[0] && !strcmp(base_name(w->cmd[0]), obj))
+		path = strchr(w->cmd[0], '/') ? realpath(w->cmd[0], NULL) : ukp_find_command(w->cmd[0]);
 	if (!path)
 		path = library_file(obj);
 	return path;

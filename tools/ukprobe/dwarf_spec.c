@@ -152,6 +152,34 @@ static int site_args(struct ukp_dw *dw, const struct ukp_dw_site *site,
 	return layout(s, e);
 }
 
+int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp_dw_site **sites,
+		      size_t *ns, Dwarf_Addr *sym_pc, struct ukp_dw_err *e)
+{
+	size_t i;
+	int ret;
+
+	*sym_pc = 0;
+	if (spec->src_line && !spec->src_rel) {
+		ret = ukp_dw_line_sites(dw, spec->symbol, spec->src_line, NULL, sites, ns,
+					spec->off_col, e);
+	} else if (spec->src_line) {
+		const char *file;
+		unsigned int line;
+
+		ret = ukp_dw_func_decl(dw, spec->symbol, &file, &line, spec->sym_col, e);
+		if (!ret)
+			ret = ukp_dw_line_sites(dw, file, line + spec->src_line - 1, spec->symbol,
+						sites, ns, spec->off_col, e);
+	} else {
+		ret = ukp_dw_func_sites(dw, spec->symbol, sites, ns, sym_pc, spec->sym_col, e);
+		for (i = 0; !ret && i < *ns; i++)
+			if (!(*sites)[i].inlined && (*sites)[i].pc == *sym_pc)
+				(*sites)[i].pc = spec->offset ? *sym_pc + spec->offset
+							   : ukp_dw_after_prologue(dw, *sym_pc);
+	}
+	return ret;
+}
+
 /* spec's copies into *out (n of them): 0 or -1 with *e. */
 static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		   struct ukp_spec **out, int *n, struct ukp_dw_err *e)
@@ -207,24 +235,7 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		*n = 1;
 		return 0;
 	}
-	if (spec->src_line && !spec->src_rel) {
-		ret = ukp_dw_line_sites(dw, spec->symbol, spec->src_line, NULL, &sites, &ns,
-					spec->off_col, e);
-	} else if (spec->src_line) {
-		const char *file;
-		unsigned int line;
-
-		ret = ukp_dw_func_decl(dw, spec->symbol, &file, &line, spec->sym_col, e);
-		if (!ret)
-			ret = ukp_dw_line_sites(dw, file, line + spec->src_line - 1, spec->symbol,
-						&sites, &ns, spec->off_col, e);
-	} else {
-		ret = ukp_dw_func_sites(dw, spec->symbol, &sites, &ns, &sym_pc, spec->sym_col, e);
-		for (i = 0; !ret && i < ns; i++)
-			if (!sites[i].inlined && sites[i].pc == sym_pc)
-				sites[i].pc = spec->offset ? sym_pc + spec->offset
-							   : ukp_dw_after_prologue(dw, sym_pc);
-	}
+	ret = ukp_dw_spec_sites(dw, spec, &sites, &ns, &sym_pc, e);
 	if (ret)
 		return -1;
 	v = calloc(ns, sizeof(*v));

@@ -262,6 +262,9 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len)
 		break;
 	case DW_TAG_const_type:
 	case DW_TAG_volatile_type:
+		/* (a const array: its elements say so) */
+		if (type_of(type, &t) && dwarf_tag(&t) == DW_TAG_array_type)
+			return ukp_dw_type_name(&t, buf, len);
 		snprintf(buf, len, "%s %s",
 			 dwarf_tag(type) == DW_TAG_const_type ? "const" : "volatile",
 			 type_of(type, &t) ? ukp_dw_type_name(&t, inner, sizeof(inner)) : "void");

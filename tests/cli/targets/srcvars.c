@@ -62,23 +62,38 @@ __attribute__((noinline)) long total(long a, long b, int c, unsigned long d)
 	return t;
 }
 
+static struct inner in1 = { 11, { 100, -200, 300, -400 }, 5, 300 };
+static struct inner in2 = { -22, { 1, 2, -3, 4 }, 2, 17 };
+
+__attribute__((noinline)) static void one_round(int i)
+{
+	struct node b = { -7, -12345, 200, &in2, NULL, "second", "beta" };
+	struct node a = { 42 + i, -1, 7, &in1, &b, "first", "alpha" };
+	int x = clamp(i * 5 - 4, -3, 6);
+	int y = clamp(-i * 9, -10, 0);
+
+	printf("clamp x=%d y=%d\n", x, y);
+	visit(&a, -i - 1, 3 - i, i % 2 ? BLUE : GREEN);
+	visit(&b, i, -2, RED);
+	total(-1000000000000L * (i + 1), i, -i, 18446744073709551615UL - (unsigned long)i);
+	fflush(stdout);
+}
+
+/* srcvars [ROUNDS]: that many rounds; srcvars -: a round per line read
+ * (ukprobe -p attaches in between), "ready" first */
 int main(int argc, char **argv)
 {
-	static struct inner in1 = { 11, { 100, -200, 300, -400 }, 5, 300 };
-	static struct inner in2 = { -22, { 1, 2, -3, 4 }, 2, 17 };
-	struct node b = { -7, -12345, 200, &in2, NULL, "second", "beta" };
-	struct node a = { 42, -1, 7, &in1, &b, "first", "alpha" };
-	int rounds = argc > 1 ? atoi(argv[1]) : 3, i;
+	char line[64];
+	int i;
 
-	for (i = 0; i < rounds; i++) {
-		int x = clamp(i * 5 - 4, -3, 6);
-		int y = clamp(-i * 9, -10, 0);
-
-		printf("clamp x=%d y=%d\n", x, y);
-		a.key = 42 + i;
-		visit(&a, -i - 1, 3 - i, i % 2 ? BLUE : GREEN);
-		visit(&b, i, -2, RED);
-		total(-1000000000000L * (i + 1), i, -i, 18446744073709551615UL - (unsigned long)i);
+	if (argc > 1 && !strcmp(argv[1], "-")) {
+		printf("ready\n");
+		fflush(stdout);
+		for (i = 0; fgets(line, sizeof(line), stdin); i++)
+			one_round(i);
+		return 0;
 	}
+	for (i = 0; i < (argc > 1 ? atoi(argv[1]) : 3); i++)
+		one_round(i);
 	return 0;
 }
