@@ -81,9 +81,9 @@ int ukp_dw_func_sites(struct ukp_dw *dw, const char *name, struct ukp_dw_site **
 		      size_t *n, Dwarf_Addr *sym_pc, int col, struct ukp_dw_err *e);
 /* The first address of every copy of FILE:LINE (func: only copies in
  * that function, or NULL). 0 or -1 with *e (the lines near it that do
- * have code). */
+ * have code; fcol: FILE's column, col LINE's). */
 int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
-		      const char *func, struct ukp_dw_site **sites, size_t *n, int col,
+		      const char *func, struct ukp_dw_site **sites, size_t *n, int fcol, int col,
 		      struct ukp_dw_err *e);
 /* The function's declaration: file and line (FUNC:+N). 0 or -1. */
 int ukp_dw_func_decl(struct ukp_dw *dw, const char *name, const char **file,

@@ -246,8 +246,21 @@ static bool file_matches(const char *path, const char *file)
 	return pl == fl || path[pl - fl - 1] == '/' || file[0] == '/';
 }
 
+/* Can the line be the function's, which f is a copy of? Optimized code
+ * has rows of an inlined function's lines outside the ranges of its
+ * inlined copy, in its caller: not a copy of the line. */
+static bool line_in_func(Dwarf_Die *f, const char *file, unsigned int line)
+{
+	const char *df = dwarf_decl_file(f);
+	int dl = 0;
+
+	if (!df || dwarf_decl_line(f, &dl))
+		return true; /* nothing to tell by */
+	return file_matches(df, file) && (unsigned int)dl <= line;
+}
+
 int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
-		      const char *func, struct ukp_dw_site **out, size_t *n, int col,
+		      const char *func, struct ukp_dw_site **out, size_t *n, int fcol, int col,
 		      struct ukp_dw_err *e)
 {
 	struct sites s = { 0 };
@@ -272,7 +285,7 @@ int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
 			const char *src = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
 			Dwarf_Addr pc;
 			Dwarf_Die *scopes;
-			bool stmt = false, end = false;
+			bool end = false;
 			int lno = 0, ns, fi;
 
 			if (!src || !file_matches(src, file) || dwarf_lineno(l, &lno) || lno <= 0)
@@ -285,14 +298,16 @@ int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
 					above = (unsigned int)lno;
 				continue;
 			}
-			dwarf_linebeginstatement(l, &stmt);
+			/* (a row that is not a statement's start counts too: in
+			 * optimized code an inlined copy may have no other) */
 			dwarf_lineendsequence(l, &end);
-			if (!stmt || end || dwarf_lineaddr(l, &pc))
+			if (end || dwarf_lineaddr(l, &pc))
 				continue;
 			ns = ukp_dw_scopes(dw, pc, &scopes);
 			fi = ukp_dw_func_scope(scopes, ns);
-			if (fi < 0 || (func && (!dwarf_diename(&scopes[fi]) ||
-						strcmp(dwarf_diename(&scopes[fi]), func)))) {
+			if (fi < 0 || !line_in_func(&scopes[fi], file, line) ||
+			    (func && (!dwarf_diename(&scopes[fi]) ||
+				      strcmp(dwarf_diename(&scopes[fi]), func)))) {
 				free(scopes);
 				continue;
 			}
@@ -327,7 +342,7 @@ int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
 	free(keys);
 	if (!s.n) {
 		if (!file_seen)
-			return ukp_dw_fail(e, col, "no source file %s in the debug information of %s",
+			return ukp_dw_fail(e, fcol, "no source file %s in the debug information of %s",
 					   file, dw->path);
 		if (below && above)
 			return ukp_dw_fail(e, col, "line %u of %s has no code%s (lines %u and %u do)",

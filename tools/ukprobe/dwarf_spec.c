@@ -161,7 +161,7 @@ int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp
 	*sym_pc = 0;
 	if (spec->src_line && !spec->src_rel) {
 		ret = ukp_dw_line_sites(dw, spec->symbol, spec->src_line, NULL, sites, ns,
-					spec->off_col, e);
+					spec->sym_col, spec->off_col, e);
 	} else if (spec->src_line) {
 		const char *file;
 		unsigned int line;
@@ -169,7 +169,7 @@ int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp
 		ret = ukp_dw_func_decl(dw, spec->symbol, &file, &line, spec->sym_col, e);
 		if (!ret)
 			ret = ukp_dw_line_sites(dw, file, line + spec->src_line - 1, spec->symbol,
-						sites, ns, spec->off_col, e);
+						sites, ns, spec->sym_col, spec->off_col, e);
 	} else {
 		ret = ukp_dw_func_sites(dw, spec->symbol, sites, ns, sym_pc, spec->sym_col, e);
 		for (i = 0; !ret && i < *ns; i++)

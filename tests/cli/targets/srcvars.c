@@ -31,14 +31,13 @@ struct node {
 };
 
 /* always inlined, at -O0 too: two copies of each of its lines */
+static volatile int sink;
+
 static inline __attribute__((always_inline)) int clamp(int v, int lo, int hi)
 {
-	int r = v < lo ? lo : v > hi ? hi : v; /* MARK:clamp */
-
-	return r;
+	sink = v; /* MARK:clamp */
+	return v < lo ? lo : v > hi ? hi : v;
 }
-
-static volatile int sink;
 
 __attribute__((noinline)) int visit(struct node *n, int depth, long scale, enum color c)
 {
@@ -69,10 +68,13 @@ __attribute__((noinline)) static void one_round(int i)
 {
 	struct node b = { -7, -12345, 200, &in2, NULL, "second", "beta" };
 	struct node a = { 42 + i, -1, 7, &in1, &b, "first", "alpha" };
-	int x = clamp(i * 5 - 4, -3, 6);
-	int y = clamp(-i * 9, -10, 0);
+	int x, y;
 
-	printf("clamp x=%d y=%d\n", x, y);
+	/* (a call between the copies keeps the compiler from merging them) */
+	x = clamp(i * 5 - 4, -3, 6);
+	printf("clamp x=%d\n", x);
+	y = clamp(-i * 9, -10, 0);
+	printf("clamp y=%d\n", y);
 	visit(&a, -i - 1, 3 - i, i % 2 ? BLUE : GREEN);
 	visit(&b, i, -2, RED);
 	total(-1000000000000L * (i + 1), i, -i, 18446744073709551615UL - (unsigned long)i);
