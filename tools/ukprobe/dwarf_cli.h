@@ -48,6 +48,8 @@ struct ukp_dw {
 	Dwarf_Addr bias;          /* a dwfl address less a DWARF address */
 	Dwarf_CFI *cfi;           /* .eh_frame's, else .debug_frame's, or NULL */
 	Dwarf_Addr cfi_bias;      /* a dwfl address less a CFI address */
+	void *rows;               /* every line table's rows by line (dwarf_point.c) */
+	size_t nrows;
 	struct ukp_dw *next;
 };
 

@@ -172,6 +172,7 @@ struct ukp_dw *ukp_dw_open(const char *obj, const struct ukp_dw_where *w, int co
 			    path);
 		if (dw->dwfl)
 			dwfl_end(dw->dwfl);
+		free(dw->rows);
 		free(dw->name);
 		free(dw->path);
 		free(dw);
@@ -192,6 +193,7 @@ void ukp_dw_close_all(void)
 
 		opened = dw->next;
 		dwfl_end(dw->dwfl);
+		free(dw->rows);
 		free(dw->name);
 		free(dw->path);
 		free(dw);

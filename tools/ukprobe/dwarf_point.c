@@ -259,100 +259,189 @@ static bool line_in_func(Dwarf_Die *f, const char *file, unsigned int line)
 	return file_matches(df, file) && (unsigned int)dl <= line;
 }
 
+/* Every row of every line table, by line number: made once per object,
+ * so that each FILE:LINE looks at its own rows only. */
+struct line_row {
+	unsigned int line;
+	const char *src;          /* the table's file name (libdw's) */
+	Dwarf_Addr pc;
+};
+
+static int row_cmp(const void *pa, const void *pb)
+{
+	const struct line_row *a = pa, *b = pb;
+
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return (a->pc > b->pc) - (a->pc < b->pc);
+}
+
+static int line_index(struct ukp_dw *dw)
+{
+	struct line_row *v = NULL;
+	size_t n = 0, cap = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf_Die cu;
+
+	if (dw->rows)
+		return 0;
+	while (!dwarf_nextcu(dw->dbg, off, &next, &hsize, NULL, NULL, NULL)) {
+		Dwarf_Lines *lines;
+		size_t nl, i;
+
+		if (dwarf_offdie(dw->dbg, off + hsize, &cu) && !dwarf_getsrclines(&cu, &lines, &nl))
+			for (i = 0; i < nl; i++) {
+				Dwarf_Line *l = dwarf_onesrcline(lines, i);
+				const char *src = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+				bool end = false;
+				Dwarf_Addr pc;
+				int lno = 0;
+
+				dwarf_lineendsequence(l, &end);
+				if (!src || end || dwarf_lineno(l, &lno) || lno <= 0 || dwarf_lineaddr(l, &pc))
+					continue;
+				if (n == cap) {
+					struct line_row *nv;
+
+					cap = cap ? 2 * cap : 4096;
+					nv = realloc(v, cap * sizeof(*v));
+					if (!nv) {
+						free(v);
+						return -1;
+					}
+					v = nv;
+				}
+				v[n++] = (struct line_row){ (unsigned int)lno, src, pc };
+			}
+		off = next;
+	}
+	if (!v && !(v = malloc(sizeof(*v))))
+		return -1;
+	qsort(v, n, sizeof(*v), row_cmp);
+	dw->rows = v;
+	dw->nrows = n;
+	return 0;
+}
+
+/* Where line's rows start in the index. */
+static size_t rows_from(const struct ukp_dw *dw, unsigned int line)
+{
+	const struct line_row *v = dw->rows;
+	size_t lo = 0, hi = dw->nrows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].line < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The copy (function scope) row pc is in, into s unless it has one with a
+ * lower address already; keys: the copies' DIEs. strict: only a function
+ * that can hold the line. 0, or -1 (no memory). */
+static int add_copy(struct ukp_dw *dw, Dwarf_Addr pc, const char *file, unsigned int line,
+		    const char *func, bool strict, struct sites *s, Dwarf_Off **keys)
+{
+	Dwarf_Die *scopes, fd;
+	int ns = ukp_dw_scopes(dw, pc, &scopes), fi = ukp_dw_func_scope(scopes, ns);
+	Dwarf_Off key;
+	Dwarf_Addr entry = 0;
+	size_t k;
+
+	if ((fi < 0 && (strict || func)) || (fi >= 0 && strict && !line_in_func(&scopes[fi], file, line)) ||
+	    (func && (!dwarf_diename(&scopes[fi]) || strcmp(dwarf_diename(&scopes[fi]), func)))) {
+		free(scopes);
+		return 0;
+	}
+	/* (code outside any function's DIE: one copy per address) */
+	key = fi >= 0 ? dwarf_dieoffset(&scopes[fi]) : ~(Dwarf_Off)pc;
+	for (k = 0; k < s->n && (*keys)[k] != key; k++)
+		;
+	if (k < s->n) {
+		if (pc < s->v[k].pc)
+			s->v[k].pc = pc;
+		free(scopes);
+		return 0;
+	}
+	{
+		Dwarf_Off *nk = realloc(*keys, (s->n + 1) * sizeof(**keys));
+
+		if (!nk) {
+			free(scopes);
+			return -1;
+		}
+		*keys = nk;
+	}
+	if (sites_add(s, pc, 0, fi >= 0 && dwarf_tag(&scopes[fi]) == DW_TAG_inlined_subroutine)) {
+		free(scopes);
+		return -1;
+	}
+	(*keys)[s->n - 1] = key;
+	if (ukp_dw_code_func(scopes, ns, &fd))
+		dwarf_entrypc(&fd, &entry);
+	s->v[s->n - 1].func_pc = entry;
+	free(scopes);
+	return 0;
+}
+
 int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
 		      const char *func, struct ukp_dw_site **out, size_t *n, int fcol, int col,
 		      struct ukp_dw_err *e)
 {
 	struct sites s = { 0 };
-	/* the copies found: the function scope's DIE of each */
 	Dwarf_Off *keys = NULL;
 	unsigned int below = 0, above = 0;
-	bool file_seen = false;
-	Dwarf_Off off = 0, next;
-	size_t hsize, k;
-	Dwarf_Die cu;
+	const struct line_row *v;
+	bool file_seen = false, any = false;
+	size_t i, first;
+	int pass;
 
-	while (!dwarf_nextcu(dw->dbg, off, &next, &hsize, NULL, NULL, NULL)) {
-		Dwarf_Lines *lines;
-		size_t nl, i;
-
-		if (!dwarf_offdie(dw->dbg, off + hsize, &cu) || dwarf_getsrclines(&cu, &lines, &nl)) {
-			off = next;
-			continue;
+	if (line_index(dw))
+		return ukp_dw_fail(e, col, "out of memory");
+	v = dw->rows;
+	first = rows_from(dw, line);
+	/* the rows of copies that can hold the line; failing that, any */
+	for (pass = 0; pass < 2 && !s.n; pass++)
+		for (i = first; i < dw->nrows && v[i].line == line; i++) {
+			if (!file_matches(v[i].src, file))
+				continue;
+			any = true;
+			if (add_copy(dw, v[i].pc, file, line, func, pass == 0, &s, &keys)) {
+				free(keys);
+				free(s.v);
+				return ukp_dw_fail(e, col, "out of memory");
+			}
 		}
-		for (i = 0; i < nl; i++) {
-			Dwarf_Line *l = dwarf_onesrcline(lines, i);
-			const char *src = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
-			Dwarf_Addr pc;
-			Dwarf_Die *scopes;
-			bool end = false;
-			int lno = 0, ns, fi;
-
-			if (!src || !file_matches(src, file) || dwarf_lineno(l, &lno) || lno <= 0)
-				continue;
-			file_seen = true;
-			if ((unsigned int)lno != line) {
-				if ((unsigned int)lno < line && (unsigned int)lno > below)
-					below = (unsigned int)lno;
-				if ((unsigned int)lno > line && (!above || (unsigned int)lno < above))
-					above = (unsigned int)lno;
-				continue;
-			}
-			/* (a row that is not a statement's start counts too: in
-			 * optimized code an inlined copy may have no other) */
-			dwarf_lineendsequence(l, &end);
-			if (end || dwarf_lineaddr(l, &pc))
-				continue;
-			ns = ukp_dw_scopes(dw, pc, &scopes);
-			fi = ukp_dw_func_scope(scopes, ns);
-			if (fi < 0 || !line_in_func(&scopes[fi], file, line) ||
-			    (func && (!dwarf_diename(&scopes[fi]) ||
-				      strcmp(dwarf_diename(&scopes[fi]), func)))) {
-				free(scopes);
-				continue;
-			}
-			/* the first address of each copy */
-			for (k = 0; k < s.n && keys[k] != dwarf_dieoffset(&scopes[fi]); k++)
-				;
-			if (k < s.n) {
-				if (pc < s.v[k].pc)
-					s.v[k].pc = pc;
-			} else {
-				Dwarf_Off *nk = realloc(keys, (s.n + 1) * sizeof(*keys));
-				Dwarf_Addr entry = 0;
-				Dwarf_Die fd;
-
-				if (!nk || sites_add(&s, pc, 0, dwarf_tag(&scopes[fi]) ==
-							    DW_TAG_inlined_subroutine)) {
-					free(nk ? nk : keys);
-					free(s.v);
-					free(scopes);
-					return ukp_dw_fail(e, col, "out of memory");
-				}
-				keys = nk;
-				keys[s.n - 1] = dwarf_dieoffset(&scopes[fi]);
-				if (ukp_dw_code_func(scopes, ns, &fd))
-					dwarf_entrypc(&fd, &entry);
-				s.v[s.n - 1].func_pc = entry;
-			}
-			free(scopes);
-		}
-		off = next;
-	}
 	free(keys);
-	if (!s.n) {
-		if (!file_seen)
-			return ukp_dw_fail(e, fcol, "no source file %s in the debug information of %s",
-					   file, dw->path);
-		if (below && above)
-			return ukp_dw_fail(e, col, "line %u of %s has no code%s (lines %u and %u do)",
-					   line, file, func ? " in this function" : "", below, above);
-		return ukp_dw_fail(e, col, "line %u of %s has no code%s (line %u does)", line, file,
-				   func ? " in this function" : "", below ? below : above);
+	if (s.n) {
+		*out = s.v;
+		*n = s.n;
+		return 0;
 	}
-	*out = s.v;
-	*n = s.n;
-	return 0;
+	/* the nearest lines of the file that do have code */
+	for (i = 0; i < dw->nrows; i++) {
+		if (!file_matches(v[i].src, file))
+			continue;
+		file_seen = true;
+		if (v[i].line < line && v[i].line > below)
+			below = v[i].line;
+		if (v[i].line > line && (!above || v[i].line < above))
+			above = v[i].line;
+	}
+	if (!file_seen)
+		return ukp_dw_fail(e, fcol, "no source file %s in the debug information of %s", file,
+				   dw->path);
+	if (any || !below || !above)
+		return ukp_dw_fail(e, col, "line %u of %s has no code%s (line %u does)", line, file,
+				   func || any ? " in this function" : "",
+				   below && (!above || line - below <= above - line) ? below : above);
+	return ukp_dw_fail(e, col, "line %u of %s has no code%s (lines %u and %u do)", line, file,
+			   func ? " in this function" : "", below, above);
 }
 
 /* Is d's location at pc a stack slot of the frame (DW_OP_fbreg), as an
