@@ -3121,7 +3121,8 @@ def srcvars_specs(t):
     return ["p:v %s:visit n depth scale c key=n->key neg=n->neg flags=n->flags id=n->in->id "
             "v2=n->in->vals[2] nk=n->next->key small=n->in->small big=n->in->big "
             "nm=n->name:string" % t,
-            "p:vl %s:visit lb=n->label:string nid=n->next->in->id vm=n->in->vals[3]" % t,
+            "p:vl %s:visit lb=n->label:string nid=n->next->in->id vm=n->in->vals[3] "
+            "g=in1.id gv=in2.vals[2]" % t,
             "p:t %s:total $params" % t,
             "r:tr %s:total ret=$retval" % t,
             "p:cl %s:srcvars.c:%d v lo hi" % (t, src_line("clamp")),
@@ -3157,7 +3158,8 @@ def srcvars_compare(events, prog, optimized):
     for e, p in zip(by["vl"], visits):
         check(e["lb"] == '"%s"' % p["label"] and
               e["nid"] == (p["nid"] if p["nkey"] != "0" else "(fault)") and
-              e["vm"] in ("-400", "4"), "visit's label, next->in->id, vals[3]", e, p)
+              e["vm"] in ("-400", "4") and e["g"] == "11" and e["gv"] == "-3",
+              "visit's label, next->in->id, vals[3]; file-level statics", e, p)
     for e, p in zip(by["t"], totals):
         check(all(e[k] == p[k] for k in "abcd"), "total's $params", e, p)
     for e, p in zip(by["tr"], totals):
@@ -3338,6 +3340,31 @@ def case_dwarf_attach():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+
+def case_dwarf_cxx():
+    """C++ from DWARF: this->member in a member function named as
+    demangled, a reference's members, an overload named with its
+    parameters (and refused without them), against the program's prints."""
+    t = tgt("srcvars_cxx")
+    r = ukprobe(["trace", "-e", "p:add %s:acc::Acc::add n total=this->total c=this->count" % t,
+                 "-e", 'p:bump %s:"acc::bump(acc::Acc&, int)" by t=a.total c=a.count' % t,
+                 "--", t, "4"])
+    check(r.returncode == 0 and r.stderr == "", "trace", show(r))
+    ev = [kv(parse_line(l)["args"]) for l in r.stdout.splitlines() if re.search(r" (add|bump): \(", l)]
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith(("add ", "bump "))]
+    check(len(ev) == len(prog) == 8, "8 events, 8 prints", r.stdout)
+    for e, p in zip(ev, prog):
+        want = ({"n": p["n"], "total": p["total"], "c": p["count"]} if "n" in p else
+                {"by": p["by"], "t": p["total"], "c": p["count"]})
+        check(all(e[k] == v for k, v in want.items()), "values", e, p)
+    r = ukprobe(["probes", "-e", "p %s:acc::bump by" % t, "--", t])
+    check(r.returncode == 2 and "acc::bump names 2 functions" in r.stderr, "an overload set",
+          show(r))
+    r = ukprobe(["probes", "--vars", t + ":acc::Acc::add"])
+    check(r.returncode == 0 and r.stdout.startswith("Variables at acc::Acc::add(int)+0x") and
+          re.search(r"^\tstruct Acc \*const +this \(parameter\)$", r.stdout, re.M), "--vars", show(r))
 
 
 def main():

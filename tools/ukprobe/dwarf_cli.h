@@ -81,6 +81,12 @@ struct ukp_dw_site {
  * -1 with *e. */
 int ukp_dw_func_sites(struct ukp_dw *dw, const char *name, struct ukp_dw_site **sites,
 		      size_t *n, Dwarf_Addr *sym_pc, int col, struct ukp_dw_err *e);
+/* The one function of the symbol table whose demangled C++ or Rust name
+ * (whole, or without its parameters) matches pattern: its DWARF address
+ * and its mangled name (malloc'ed). 0 or -1 with *e (none, or several:
+ * overloads). */
+int ukp_dw_cxx_symbol(struct ukp_dw *dw, const char *pattern, Dwarf_Addr *pc, char **mangled,
+		      int col, struct ukp_dw_err *e);
 /* The first address of every copy of FILE:LINE (func: only copies in
  * that function, or NULL). 0 or -1 with *e (the lines near it that do
  * have code; fcol: FILE's column, col LINE's). */
@@ -119,10 +125,11 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len);
 void ukp_dw_nearest(const char *name, char *const *cands, size_t n, char *buf, size_t len);
 
 /* dwarf_spec.c: where a SPEC's copies go (a FUNC's past its prologue
- * unless +OFFS is given); *sym_pc the function's symbol, or 0. 0 or -1
- * with *e. */
+ * unless +OFFS is given); *sym_pc the function's symbol, or 0; *mangled
+ * its mangled name when the SPEC gave a demangled one (malloc'ed), else
+ * NULL. 0 or -1 with *e. */
 int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp_dw_site **sites,
-		      size_t *ns, Dwarf_Addr *sym_pc, struct ukp_dw_err *e);
+		      size_t *ns, Dwarf_Addr *sym_pc, char **mangled, struct ukp_dw_err *e);
 /* dwarf_spec.c: resolve every SPEC that names a source line or a
  * variable; *specs grows (one SPEC per copy of a line or an inlined
  * function); (*origin)[i]: the index among the SPECs as given of SPEC i

@@ -6,6 +6,7 @@
  * probe at a function or a line can name, with their types, at each copy.
  */
 #include <dwarf.h>
+#include <libiberty/demangle.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,8 +172,9 @@ static int list_vars(struct ukp_dw *dw, const struct ukp_spec *spec, FILE *out)
 	struct ukp_dw_site *sites;
 	size_t ns, i;
 	Dwarf_Addr sym_pc;
+	char *mangled;
 
-	if (ukp_dw_spec_sites(dw, spec, &sites, &ns, &sym_pc, &e)) {
+	if (ukp_dw_spec_sites(dw, spec, &sites, &ns, &sym_pc, &mangled, &e)) {
 		ukp_spec_err(spec->text, e.col, "%s", e.msg);
 		return UKP_EXIT_USAGE;
 	}
@@ -182,11 +184,16 @@ static int list_vars(struct ukp_dw *dw, const struct ukp_spec *spec, FILE *out)
 		const char *fn = dwfl_module_addrinfo(dw->mod, sites[i].pc + dw->bias, &off, &sym, NULL,
 						      NULL, NULL);
 
-		fprintf(out, "Variables at %s+0x%lx (%s:0x%lx)%s:\n", fn ? fn : "?", (unsigned long)off,
+		char *d = fn ? cplus_demangle(fn, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO) : NULL;
+
+		fprintf(out, "Variables at %s+0x%lx (%s:0x%lx)%s:\n", d ? d : fn ? fn : "?",
+			(unsigned long)off,
 			strrchr(dw->path, '/') ? strrchr(dw->path, '/') + 1 : dw->path,
 			(unsigned long)sites[i].pc, sites[i].inlined ? ", an inlined copy" : "");
+		free(d);
 		list_scope_vars(dw, &sites[i], out);
 	}
+	free(mangled);
 	free(sites);
 	return 0;
 }
@@ -209,7 +216,8 @@ int ukp_dwarf_list(bool vars, const char *point, const struct ukp_dw_where *w, F
 		return UKP_EXIT_USAGE;
 	}
 	code = UKP_EXIT_USAGE;
-	if (!spec.object || spec.is_addr || spec.is_glob || (!vars && spec.src_line))
+	if (!spec.object || spec.is_addr || (spec.is_glob && !spec.cxx_name) ||
+	    (!vars && (spec.src_line || spec.cxx_name)))
 		ukp_spec_err(text, spec.point_col, "%s takes %s", vars ? "--vars" : "--lines",
 			     vars ? "OBJ:FUNC, OBJ:FILE:LINE or OBJ:FUNC:+N" : "OBJ:FUNC");
 	else if (!(dw = ukp_dw_open(spec.object, w, spec.point_col, &e)))

@@ -9,7 +9,10 @@
  * parameters live in stack slots the prologue fills).
  */
 #include <dwarf.h>
+#include <fnmatch.h>
 #include <gelf.h>
+#include <libiberty/demangle.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +114,75 @@ static Dwarf_Addr symbol_pc(struct ukp_dw *dw, const char *name)
 			return addr - dw->bias;
 	}
 	return 0;
+}
+
+/* A demangled name after its return type ("int ns::f<int>(int)": from
+ * "ns::"): the last blank outside <> and () before the parameters. */
+static const char *after_return_type(const char *d)
+{
+	const char *c, *start = d;
+	int depth = 0;
+
+	for (c = d; *c && !(depth == 0 && *c == '('); c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>')
+			depth--;
+		else if (*c == ' ' && depth == 0)
+			start = c + 1;
+	}
+	return start;
+}
+
+int ukp_dw_cxx_symbol(struct ukp_dw *dw, const char *pattern, Dwarf_Addr *pc, char **mangled,
+		      int col, struct ukp_dw_err *e)
+{
+	int n = dwfl_module_getsymtab(dw->mod), i, found = 0;
+	char first[256] = "", second[256] = "";
+
+	*mangled = NULL;
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *s = dwfl_module_getsym_info(dw->mod, i, &sym, &addr, NULL, NULL, NULL);
+		char *d, *paren;
+		bool match;
+
+		if (!s || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value || s[0] != '_' ||
+		    (s[1] != 'Z' && s[1] != 'R'))
+			continue;
+		d = cplus_demangle(s, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+		if (!d)
+			continue;
+		/* the whole name, or without its parameters (every overload),
+		 * each without a template's return type too */
+		paren = strchr(d, '(');
+		match = !fnmatch(pattern, d, 0) || !fnmatch(pattern, after_return_type(d), 0);
+		if (!match && paren) {
+			*paren = '\0';
+			match = !fnmatch(pattern, d, 0) || !fnmatch(pattern, after_return_type(d), 0);
+			*paren = '(';
+		}
+		if (match && (!found || addr - dw->bias != *pc)) {
+			if (!found++) {
+				*pc = addr - dw->bias;
+				*mangled = strndup(s, strcspn(s, "@"));
+				snprintf(first, sizeof(first), "%s", d);
+			} else if (found == 2) {
+				snprintf(second, sizeof(second), "%s", d);
+			}
+		}
+		free(d);
+	}
+	if (found == 1 && *mangled)
+		return 0;
+	free(*mangled);
+	*mangled = NULL;
+	if (!found)
+		return ukp_dw_fail(e, col, "no function %s in %s", pattern, dw->path);
+	return ukp_dw_fail(e, col, "%s names %d functions (%s, %s%s): variables by name need one "
+			   "(give its parameters: \"%s\")", pattern, found, first, second,
+			   found > 2 ? ", ..." : "", first);
 }
 
 struct inl_walk {
@@ -492,7 +564,7 @@ Dwarf_Addr ukp_dw_after_prologue(struct ukp_dw *dw, Dwarf_Addr entry)
 	free(scopes);
 	if (!skip || dwarf_getsrclines(&cu, &lines, &nl))
 		return entry;
-	/* the line table's prologue_end, else the first row of another line */
+	/* the line table's prologue_end, else the row after the entry's */
 	for (pass = 0; pass < 2 && best == entry; pass++)
 		for (i = 0; i < nl; i++) {
 			Dwarf_Line *l = dwarf_onesrcline(lines, i);
@@ -509,9 +581,11 @@ Dwarf_Addr ukp_dw_after_prologue(struct ukp_dw *dw, Dwarf_Addr entry)
 				}
 				continue;
 			}
+			/* the next row: the first statement, or the function's
+			 * line again past the prologue (a one-line function) */
 			if (pc == entry && l0 < 0)
 				l0 = lno;
-			else if (pc > entry && lno > 0 && lno != l0 && l0 >= 0) {
+			else if (pc > entry && lno > 0 && l0 >= 0) {
 				best = pc;
 				break;
 			}

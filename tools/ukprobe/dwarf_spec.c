@@ -16,6 +16,14 @@
 #include "dwarf_cli.h"
 #include "fetch_types.h"
 
+/* An event name made a C identifier (shapes::scale: shapes__scale). */
+static void spec_event_identifier(char *s)
+{
+	for (; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') && !(*s >= '0' && *s <= '9'))
+			*s = '_';
+}
+
 /* A copy of spec (its strings duplicated), or -1. */
 static int spec_copy(const struct ukp_spec *spec, struct ukp_spec *out)
 {
@@ -153,12 +161,29 @@ static int site_args(struct ukp_dw *dw, const struct ukp_dw_site *site,
 }
 
 int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp_dw_site **sites,
-		      size_t *ns, Dwarf_Addr *sym_pc, struct ukp_dw_err *e)
+		      size_t *ns, Dwarf_Addr *sym_pc, char **mangled, struct ukp_dw_err *e)
 {
 	size_t i;
 	int ret;
 
 	*sym_pc = 0;
+	*mangled = NULL;
+	if (spec->cxx_name && !spec->src_line) {
+		/* a demangled name: the one function it names, its own code */
+		if (ukp_dw_cxx_symbol(dw, spec->symbol, sym_pc, mangled, spec->sym_col, e))
+			return -1;
+		*sites = malloc(sizeof(**sites));
+		if (!*sites) {
+			free(*mangled);
+			*mangled = NULL;
+			return ukp_dw_fail(e, spec->sym_col, "out of memory");
+		}
+		(*sites)[0] = (struct ukp_dw_site){ *sym_pc, *sym_pc, false };
+		(*sites)[0].pc = spec->offset ? *sym_pc + spec->offset
+					      : ukp_dw_after_prologue(dw, *sym_pc);
+		*ns = 1;
+		return 0;
+	}
 	if (spec->src_line && !spec->src_rel) {
 		ret = ukp_dw_line_sites(dw, spec->symbol, spec->src_line, NULL, sites, ns,
 					spec->sym_col, spec->off_col, e);
@@ -188,6 +213,7 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 	struct ukp_spec *v;
 	struct ukp_dw *dw;
 	Dwarf_Addr sym_pc = 0;
+	char *mangled = NULL;
 	size_t ns = 0, i;
 	int ret = 0;
 
@@ -196,7 +222,9 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 	if (!spec->object)
 		return ukp_dw_fail(e, spec->point_col, "a source line or a variable by name needs "
 				   "the object: OBJ:%s", spec->src_line ? "FILE:LINE" : "FUNC");
-	if (spec->is_glob)
+	/* (a demangled name is a pattern for the agent: here it must name
+	 * one function) */
+	if (spec->is_glob && (!spec->cxx_name || strpbrk(spec->symbol, "*?") || spec->is_return))
 		return ukp_dw_fail(e, spec->sym_col, "variables by name need one function, not a "
 				   "pattern");
 	if (spec->is_addr)
@@ -235,7 +263,7 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		*n = 1;
 		return 0;
 	}
-	ret = ukp_dw_spec_sites(dw, spec, &sites, &ns, &sym_pc, e);
+	ret = ukp_dw_spec_sites(dw, spec, &sites, &ns, &sym_pc, &mangled, e);
 	if (ret)
 		return -1;
 	v = calloc(ns, sizeof(*v));
@@ -255,7 +283,19 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 			ret = ukp_dw_fail(e, 0, "out of memory");
 			break;
 		}
-		if (!spec->src_line && !sites[i].inlined && sym_pc && sites[i].func_pc == sym_pc) {
+		if (mangled) {
+			/* the function a demangled name named, by its symbol */
+			s->symbol = strdup(mangled);
+			s->offset = sites[i].pc - sym_pc;
+			s->is_glob = s->cxx_name = false;
+			if (!s->event_given) {
+				snprintf(s->event, sizeof(s->event), "p_%.*s_%lu",
+					 (int)strcspn(spec->symbol, "("), spec->symbol, spec->offset);
+				spec_event_identifier(s->event);
+			}
+			if (!s->symbol)
+				ret = ukp_dw_fail(e, 0, "out of memory");
+		} else if (!spec->src_line && !sites[i].inlined && sym_pc && sites[i].func_pc == sym_pc) {
 			/* the function's own code: by its symbol, as the SPEC said */
 			s->symbol = strdup(spec->symbol);
 			s->offset = sites[i].pc - sym_pc;
@@ -271,6 +311,7 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		*n = (int)i + 1;
 	}
 	free(sites);
+	free(mangled);
 	*out = v;
 	if (ret) {
 		for (i = 0; i < (size_t)*n; i++)

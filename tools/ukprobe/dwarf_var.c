@@ -265,6 +265,12 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len)
 		/* (a const array: its elements say so) */
 		if (type_of(type, &t) && dwarf_tag(&t) == DW_TAG_array_type)
 			return ukp_dw_type_name(&t, buf, len);
+		/* a const pointer: T *const */
+		if (type_of(type, &t) && dwarf_tag(&t) == DW_TAG_pointer_type) {
+			snprintf(buf, len, "%s%s", ukp_dw_type_name(&t, inner, sizeof(inner)),
+				 dwarf_tag(type) == DW_TAG_const_type ? "const" : "volatile");
+			break;
+		}
 		snprintf(buf, len, "%s %s",
 			 dwarf_tag(type) == DW_TAG_const_type ? "const" : "volatile",
 			 type_of(type, &t) ? ukp_dw_type_name(&t, inner, sizeof(inner)) : "void");
@@ -612,8 +618,13 @@ int ukp_dw_var_fetch(struct ukp_dw *dw, const struct ukp_dw_site *site, const ch
 			size_t start = i + (arrow ? 2 : 1);
 			int fl = ident_len(s + start, len - start);
 			Dwarf_Attribute a;
+			bool ref = dwarf_tag(&t) == DW_TAG_reference_type ||
+				   dwarf_tag(&t) == DW_TAG_rvalue_reference_type;
 
-			if (arrow) {
+			/* a C++ reference's members: through its pointer */
+			if (ref && !arrow && type_of(&t, &tt) && peeled(&tt, &tt))
+				arrow = true;
+			else if (arrow) {
 				if (dwarf_tag(&t) != DW_TAG_pointer_type || !type_of(&t, &tt) ||
 				    !peeled(&tt, &tt)) {
 					ukp_dw_fail(e, fcol, "%s is not a pointer to a struct (%s): use .",
