@@ -3226,6 +3226,21 @@ def case_dwarf_vars():
         tables = hist_tables(r.stdout)
         check(tables["ukprobes/v"][1] == [("key:         -7", 4, {"depth": 6})],
               "hist of key < 0 (key -7, depths 0+1+2+3)", r.stdout)
+        # --json: a value not available there is said so, not a number
+        js = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        try:
+            r = ukprobe(["trace", "--json", js, "-e", "p:ve %s:srcvars.c:%d sum depth nope=n" %
+                         (t, src_line("visit_end")), "--", t, "2"])
+            check(r.returncode == 0, "trace --json", show(r))
+            with open(js) as f:
+                doc = json.load(f)
+        finally:
+            os.unlink(js)
+        evs = doc["traceEvents"] if isinstance(doc, dict) else doc
+        ve = [e["args"] for e in evs if e.get("name") == "ve"]
+        check(len(ve) == 4 and all(isinstance(a["sum"], int) for a in ve) and
+              all(a["depth"] == "(unavailable)" for a in ve) == (opt == "2"),
+              "--json: sum a number, depth unavailable at -O2 only", ve)
 
 
 def case_dwarf_errors():
