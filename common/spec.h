@@ -141,6 +141,9 @@ struct ukp_spec {
 	unsigned int src_line;
 	bool src_rel;
 	bool has_vars;                 /* an argument is UKP_FA_VAR */
+	int copy_of;                   /* 1 + the SPEC this one is a further copy
+					* of (a line's or an inlined function's,
+					* DWARF), whose hist table it shares; 0 */
 	int event_col;                 /* columns, for error reports */
 	int point_col;                 /* start of [OBJ:]SYM[+OFFS] */
 	int sym_col;

@@ -3226,6 +3226,15 @@ def case_dwarf_vars():
         tables = hist_tables(r.stdout)
         check(tables["ukprobes/v"][1] == [("key:         -7", 4, {"depth": 6})],
               "hist of key < 0 (key -7, depths 0+1+2+3)", r.stdout)
+        # the clamp line's two copies: one table
+        r = ukprobe(["stat", "-e", "p:cl %s:srcvars.c:%d lo" % (t, src_line("clamp")),
+                     "--trigger", "hist:keys=lo", "--", t, "4"])
+        check(r.returncode == 0 and r.stdout.count("# event histogram") == 1, "one hist", show(r))
+        check(hist_tables(r.stdout)["ukprobes/cl"][1] == [("lo:         -3", 4, {}),
+                                                          ("lo:        -10", 4, {})] or
+              sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) ==
+              sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})]),
+              "the copies' hits in one table", r.stdout)
         # --json: a value not available there is said so, not a number
         js = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         try:

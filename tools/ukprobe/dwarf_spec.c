@@ -389,6 +389,7 @@ int ukp_dwarf_resolve_specs(struct ukp_spec **specs, int *n, int **origin,
 		}
 		for (k = 0; k < ngot; k++) {
 			out[nout] = got[k];
+			out[nout].copy_of = k ? nout - k + 1 : 0;
 			orig[nout++] = i;
 		}
 		free(got);
