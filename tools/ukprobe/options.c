@@ -443,6 +443,8 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 	where.pids = s->pids;
 	where.npids = s->npids;
 	if (ukp_dwarf_resolve_specs(&s->specs, &s->nspecs, &origin, &where)) {
+		ukp_cli_free_specs(s->specs, s->nspecs);
+		s->specs = NULL;
 		s->nspecs = 0;
 		free_texts(&t);
 		return UKP_EXIT_USAGE;
