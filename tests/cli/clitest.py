@@ -3383,6 +3383,13 @@ def case_dwarf_cxx():
         want = ({"n": p["n"], "total": p["total"], "c": p["count"]} if "n" in p else
                 {"by": p["by"], "t": p["total"], "c": p["count"]})
         check(all(e[k] == v for k, v in want.items()), "values", e, p)
+    # a member by its name alone, as the member function's code names it
+    r = ukprobe(["trace", "-e", "p:add %s:acc::Acc::add total count" % t, "--", t, "3"])
+    ev = [kv(parse_line(l)["args"]) for l in r.stdout.splitlines() if " add: (" in l]
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("add ")]
+    check(r.returncode == 0 and len(ev) == len(prog) == 3 and
+          all(e == {"total": p["total"], "count": p["count"]} for e, p in zip(ev, prog)),
+          "members without this->", show(r))
     r = ukprobe(["probes", "-e", "p %s:acc::bump by" % t, "--", t])
     check(r.returncode == 2 and "acc::bump names 2 functions" in r.stderr, "an overload set",
           show(r))

@@ -573,6 +573,18 @@ static void scope_names(Dwarf_Die *scopes, int ns, struct names *all)
 	}
 }
 
+/* Is name a member of the struct this points to (a C++ member
+ * function's)? */
+static bool implicit_member(Dwarf_Die *scopes, int ns, const char *name, size_t len)
+{
+	Dwarf_Die self, t, m;
+	long off;
+
+	return dwarf_getscopevar(scopes, ns, "this", 0, NULL, 0, 0, &self) >= 0 &&
+	       type_of(&self, &t) && peeled(&t, &t) && dwarf_tag(&t) == DW_TAG_pointer_type &&
+	       type_of(&t, &t) && peeled(&t, &t) && find_member(&t, name, len, &m, &off, NULL);
+}
+
 static int too_deep(int col, struct ukp_dw_err *e)
 {
 	return ukp_dw_fail(e, col, "too many dereferences (at most %d)", UKP_SPEC_DEREF_MAX);
@@ -595,6 +607,14 @@ int ukp_dw_var_fetch(struct ukp_dw *dw, const struct ukp_dw_site *site, const ch
 		goto out;
 	}
 	if (!n || dwarf_getscopevar(scopes, ns, what, 0, NULL, 0, 0, &var) < 0) {
+		/* C++: a member of *this by its name alone */
+		if (n && implicit_member(scopes, ns, s, (size_t)n)) {
+			char buf[UKP_SPEC_ARGSTR_MAX + 8];
+
+			snprintf(buf, sizeof(buf), "this->%.*s", (int)len, s);
+			ret = ukp_dw_var_fetch(dw, site, buf, strlen(buf), col - 6, fa, e);
+			goto out;
+		}
 		scope_names(scopes, ns, &all);
 		ukp_dw_nearest(what, all.v, all.n, near, sizeof(near));
 		ukp_dw_fail(e, col, "no variable %s here%s%s%s", what, near[0] ? " (nearest: " : "",
