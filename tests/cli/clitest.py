@@ -3252,6 +3252,15 @@ def case_dwarf_vars():
               "--json: sum a number, depth unavailable at -O2 only", ve)
 
 
+def case_dwarf_dlopen():
+    """A library the program dlopen()s later, found through the program's
+    RUNPATH as its loader finds it: its DWARF names the parameter, and the
+    probe waits for the object."""
+    r = ukprobe(["trace", "-e", "p:pw libukp_plugin.so:plugin_work i", "--", tgt("dlopen")])
+    ev = sorted(kv(parse_line(l)["args"])["i"] for l in r.stdout.splitlines() if " pw: (" in l)
+    check(r.returncode == 0 and ev == ["1", "2"], "plugin_work's i, by name", show(r))
+
+
 def case_dwarf_errors():
     """Source-level SPECs that cannot be resolved: one line each, the caret
     under the word, the nearest names that exist; --lines and --vars."""

@@ -2,8 +2,9 @@
 /*
  * dwarf_obj.c - an OBJ name's file and its DWARF (dwarf_cli.h). The file: a
  * path as it is; the command ukprobe runs when OBJ names it; the file a
- * traced process (-p) has mapped by that name; else what the loader's
- * directories hold (LD_LIBRARY_PATH, ld.so.cache's system directories).
+ * traced process (-p) has mapped by that name; else what the command's
+ * RUNPATH, or the loader's directories hold (LD_LIBRARY_PATH, the system
+ * directories).
  * Its DWARF: the file's own, or its separate debug file as libdwfl finds
  * it (/usr/lib/debug/.build-id/xx/yyyy.debug, .gnu_debuglink), compressed
  * sections too.
@@ -14,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <link.h>
 #include <stdarg.h>
@@ -109,6 +111,55 @@ static char *library_file(const char *obj)
 	return found;
 }
 
+/* obj in the RUNPATH (or RPATH) of the program at path, $ORIGIN
+ * replaced: where the program's dlopen() finds its plugins. */
+static char *runpath_file(const char *path, const char *obj)
+{
+	char *found = NULL, origin[PATH_MAX], buf[PATH_MAX];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	snprintf(origin, sizeof(origin), "%s", path);
+	*strrchr(origin, '/') = '\0';
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; !found && i < sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : 1); i++) {
+			GElf_Dyn dyn;
+			const char *rp, *c;
+
+			if (!gelf_getdyn(data, (int)i, &dyn) ||
+			    (dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH) ||
+			    !(rp = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)))
+				continue;
+			for (c = rp; *c && !found; c += strcspn(c, ":"), c += *c == ':') {
+				size_t n = strcspn(c, ":");
+
+				int len = n >= 7 && !strncmp(c, "$ORIGIN", 7)
+						  ? snprintf(buf, sizeof(buf), "%s%.*s/%s", origin,
+							     (int)(n - 7), c + 7, obj)
+						  : snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, c, obj);
+
+				if (len > 0 && (size_t)len < sizeof(buf))
+					found = regular_file(buf);
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
 static char *object_file(const char *obj, const struct ukp_dw_where *w)
 {
 	char *path = NULL;
@@ -122,6 +173,13 @@ static char *object_file(const char *obj, const struct ukp_dw_where *w)
 	 * agent's business: a symlink's) */
 	if (!path && w && w->cmd && w->cmd[0] && !strcmp(base_name(w->cmd[0]), obj))
 		path = strchr(w->cmd[0], '/') ? realpath(w->cmd[0], NULL) : ukp_find_command(w->cmd[0]);
+	if (!path && w && w->cmd && w->cmd[0] && strchr(w->cmd[0], '/')) {
+		char *prog = realpath(w->cmd[0], NULL);
+
+		if (prog)
+			path = runpath_file(prog, obj);
+		free(prog);
+	}
 	if (!path)
 		path = library_file(obj);
 	return path;
