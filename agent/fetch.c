@@ -140,6 +140,10 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			v = ukpa_clock_span_ns(ukpa_clock_now() -
 					       ((const struct ukpa_entry *)(const void *)entry)->clock);
 			break;
+		case UKP_FA_UNAVAIL:
+		case UKP_FA_VAR: /* (resolved by the CLI: never sent) */
+			ok = false;
+			break;
 		case UKP_FA_COMM:
 			zero(slot, UKP_SPEC_STR_SLOT);
 			for (d = 0; d < (int)sizeof(rec->comm) - 1; d++)

@@ -420,6 +420,94 @@ def bench_micro(args, bindir):
     return {"hits": n, "rows": rows}
 
 
+def bench_dwarf(args, bindir):
+    """Source-level fetches per hit (issue 29): on bench_dwarf_hit's
+    dwarf_target (-O2 -g), a bare `stat` hit, `trace -o` of its four
+    parameters by name ($params) and of the same four registers, of
+    p->next->value and of the same +8(+8(%di)) chain: each against the
+    bare stat hit, and the name against the fetch it becomes."""
+    n = 200000 if args.quick else 2000000
+    hit = os.path.join(bindir, "bench_dwarf_hit")
+    if not os.path.exists(hit):
+        return {"skipped": "no bench_dwarf_hit"}
+    fn = "%s:dwarf_target" % hit
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "trace.txt")
+        cmds = [
+            ("call", [hit, str(n)]),
+            ("stat", [args.ukprobe, "stat", "-o", os.path.join(d, "stat.txt"), "-e", "p " + fn,
+                      "--", hit, str(n)]),
+            ("$params", [args.ukprobe, "trace", "-o", out, "-e", "p %s $params" % fn,
+                         "--", hit, str(n)]),
+            ("4 registers", [args.ukprobe, "trace", "-o", out, "-e",
+                             "p %s p=%%di:x64 x=%%si:s64 y=%%dx:s32 z=%%cx:u32" % fn, "--", hit,
+                             str(n)]),
+            ("p->next->value", [args.ukprobe, "trace", "-o", out, "-e",
+                                "p %s v=p->next->value" % fn, "--", hit, str(n)]),
+            ("+8(+8(%di))", [args.ukprobe, "trace", "-o", out, "-e",
+                             "p %s v=+8(+8(%%di)):s64" % fn, "--", hit, str(n)]),
+            # fetched by a filter that rejects every hit: the fetch's
+            # cost on a stat hit, without a record written
+            ("filter $params", [args.ukprobe, "stat", "-o", os.path.join(d, "f.txt"), "-e",
+                                "p %s $params" % fn, "--filter", "p == 0 || x < 0 || y > 0 || "
+                                "z > 4000000000", "--", hit, str(n)]),
+            ("filter 4 registers", [args.ukprobe, "stat", "-o", os.path.join(d, "f.txt"), "-e",
+                                    "p %s p=%%di:x64 x=%%si:s64 y=%%dx:s32 z=%%cx:u32" % fn,
+                                    "--filter", "p == 0 || x < 0 || y > 0 || z > 4000000000",
+                                    "--", hit, str(n)]),
+            ("filter p->next->value", [args.ukprobe, "stat", "-o", os.path.join(d, "f.txt"),
+                                       "-e", "p %s v=p->next->value" % fn, "--filter", "v < 0",
+                                       "--", hit, str(n)]),
+            ("filter +8(+8(%di))", [args.ukprobe, "stat", "-o", os.path.join(d, "f.txt"), "-e",
+                                    "p %s v=+8(+8(%%di)):s64" % fn, "--filter", "v < 0", "--",
+                                    hit, str(n)]),
+        ]
+        ns = {}
+        for rep in range(args.reps):
+            for name, argv in cmds:
+                _, r = run(argv)
+                m = re.search(r"ns_per_call ([\d.]+)", r.stdout)
+                if r.returncode or not m:
+                    print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
+                    continue
+                ns.setdefault(name, []).append(float(m[1]))
+    rows = {}
+    for name in ns:
+        rows[name] = {"ns": {"median": median(ns[name]), "min": min(ns[name]),
+                             "max": max(ns[name]), "n": len(ns[name])},
+                      "ratio_to_stat": median([a / b for a, b in zip(ns[name], ns.get("stat", []))])
+                      if ns.get("stat") else None}
+    return {"hits": n, "rows": rows}
+
+
+def markdown_dwarf(dw, reps):
+    if "skipped" in dw:
+        return "Source-level fetches: skipped (%s).\n" % dw["skipped"]
+    out = ["Source-level fetches per hit (`bench_dwarf_hit`'s `dwarf_target`, -O2 -g, "
+           "%d calls, median of %d); a name is resolved by ukprobe into the fetch below it:\n"
+           % (dw["hits"], reps),
+           "| | ns/call | min | max | × `stat` |", "| --- | ---: | ---: | ---: | ---: |"]
+    labels = {"call": "the function alone", "stat": "`ukprobe stat`",
+              "$params": "`trace -o` `$params` (4 parameters by name)",
+              "4 registers": "`trace -o` the same 4 registers (`%di`...)",
+              "p->next->value": "`trace -o` `v=p->next->value`",
+              "+8(+8(%di))": "`trace -o` the same `+8(+8(%di))`",
+              "filter $params": "`stat --filter` on `$params` (rejects every hit)",
+              "filter 4 registers": "`stat --filter` on the same 4 registers",
+              "filter p->next->value": "`stat --filter 'v < 0'`, `v=p->next->value`",
+              "filter +8(+8(%di))": "`stat --filter 'v < 0'`, `v=+8(+8(%di))`"}
+    for k, label in labels.items():
+        r = dw["rows"].get(k)
+        if not r:
+            out.append("| %s | skipped | | | |" % label)
+            continue
+        out.append("| %s | %.1f | %.1f | %.1f | %s |" % (
+            label, r["ns"]["median"], r["ns"]["min"], r["ns"]["max"],
+            "%.2f" % r["ratio_to_stat"] if r["ratio_to_stat"] and k not in ("call", "stat")
+            else ""))
+    return "\n".join(out) + "\n"
+
+
 def commit():
     """The commit measured (with + when the tree has changes)."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -505,6 +593,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--no-peers", action="store_true", help="no uftrace, no bpftrace")
+    ap.add_argument("--dwarf-only", action="store_true",
+                    help="only the source-level fetches' rows")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args()
@@ -514,9 +604,11 @@ def main():
         tools = Tools(args.ukprobe, work, not args.no_peers)
         res = {"reps": args.reps, "quick": args.quick, "commit": commit(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "micro": bench_micro(args, args.bin),
-               "workloads": bench_workloads(args, tools, work)}
-    md = markdown(res)
+               "micro": bench_micro(args, args.bin) if not args.dwarf_only else None,
+               "dwarf": bench_dwarf(args, args.bin),
+               "workloads": bench_workloads(args, tools, work) if not args.dwarf_only else []}
+    md = (markdown(res) + "\n" if not args.dwarf_only else "") + markdown_dwarf(res["dwarf"],
+                                                                           args.reps)
     sys.stdout.write(md)
     if args.json:
         with open(args.json, "w") as f:

@@ -45,7 +45,7 @@ else
 fi
 ninja -C build-bench bench/bench_overhead bench/bench_scale bench/bench_register \
   bench/bench_coverage bench/bench_coverage_preload.so bench/bench_uftrace bench/bench_uftrace_nop5 \
-  bench/bench_tool_hit bench/bench_tool_lib tools/ukprobe/ukprobe agent/libukprobe-agent.so \
+  bench/bench_tool_hit bench/bench_tool_lib bench/bench_dwarf_hit tools/ukprobe/ukprobe agent/libukprobe-agent.so \
   agent/ukprobe-host >/dev/null
 # the Lua interpreter of the tool benchmark's `lua` workload, where
 # liblua5.4-dev is installed (bench_tool.py skips the workload without it)

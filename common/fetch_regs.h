@@ -21,4 +21,10 @@ struct ukp_fetch_reg {
 extern const struct ukp_fetch_reg ukp_fetch_regs[];
 extern const size_t ukp_fetch_nregs;
 
+/* The registers by their DWARF numbers (the architecture's psABI), as
+ * names of the table above: what a variable's location names becomes a
+ * %REG fetch. */
+extern const char *const ukp_fetch_dwarf_regs[];
+extern const size_t ukp_fetch_ndwarf_regs;
+
 #endif /* UKPROBE_FETCH_REGS_H */

@@ -322,6 +322,54 @@ static const char *quoted_symbol(struct parser *p, const struct word *w, const c
 	return close;
 }
 
+/* In OBJ:FILE:LINE or OBJ:FUNC:+N, the ':' before LINE (sym: after
+ * OBJ's), or NULL. */
+static const char *src_line_colon(const char *sym, const char *end)
+{
+	const char *c = end, *d;
+
+	while (c > sym && c[-1] != ':')
+		c--;
+	if (c <= sym + 1 || c == end || (c - 2 >= sym && c[-2] == ':'))
+		return NULL;
+	d = c < end && *c == '+' ? c + 1 : c;
+	if (d == end)
+		return NULL;
+	for (; d < end; d++)
+		if (!isdigit((unsigned char)*d))
+			return NULL;
+	return c - 1;
+}
+
+/* OBJ:FILE:LINE or OBJ:FUNC:+N (the CLI finds their code in the object's
+ * DWARF); colon is the one before LINE. */
+static int parse_src_point(struct parser *p, const struct word *w, const char *sym,
+			   const char *colon)
+{
+	struct ukp_spec *spec = p->spec;
+	const char *end = w->s + w->len, *n = colon + 1;
+	unsigned long line;
+
+	spec->src_rel = *n == '+';
+	n += spec->src_rel;
+	spec->off_col = w->col + (int)(colon + 1 - w->s);
+	if (!spec_parse_udec(n, (size_t)(end - n), &line) || line > UINT_MAX ||
+	    (!line && !spec->src_rel))
+		return spec_fail(p, spec->off_col, "invalid line number");
+	if (spec->is_watch)
+		return spec_fail(p, spec->sym_col, "a watchpoint takes a symbol or an address, "
+				 "not a source line");
+	if (spec->is_return)
+		return spec_fail(p, spec->off_col, "return probe must be on a function entry, "
+				 "not a source line");
+	spec->symbol = strndup(sym, (size_t)(colon - sym));
+	if (!spec->symbol)
+		return spec_fail(p, spec->sym_col, "out of memory");
+	/* line 0 of FUNC:+0 is its first line: keep src_line non-zero */
+	spec->src_line = (unsigned int)line + spec->src_rel;
+	return 0;
+}
+
 /* [OBJ:]SYM[+OFFS] or [OBJ:]0xADDR; SYM may be a demangled C++ or
  * Rust name ("..." when it has blanks, '+' or '-'), matched against
  * the demangled names of the object's functions. */
@@ -352,6 +400,8 @@ static int parse_point(struct parser *p, const struct word *w)
 	spec->sym_col = w->col + (int)(sym - s);
 	if (sym == end || *sym == '+' || *sym == '-')
 		return spec_fail(p, spec->sym_col, "symbol is not specified");
+	if (colon && (q = src_line_colon(sym, end)))
+		return parse_src_point(p, w, sym, q);
 	if (isdigit((unsigned char)*sym))
 		return parse_addr_point(p, w, sym);
 	if (*sym == '"') {
@@ -432,6 +482,10 @@ static void default_event(struct ukp_spec *spec)
 			 spec->addr);
 	} else if (spec->is_addr) {
 		snprintf(spec->event, sizeof(spec->event), "%c_0x%lx", c, spec->addr);
+	} else if (spec->src_line) {
+		/* perf probe's: FUNC_L3 for FUNC:+3, FILE_42 */
+		snprintf(spec->event, sizeof(spec->event), "%c_%s_%s%u", c, spec->symbol,
+			 spec->src_rel ? "L" : "", spec->src_line - spec->src_rel);
 	} else {
 		snprintf(spec->event, sizeof(spec->event), "%c_%s_%lu", c, spec->symbol,
 			 spec->offset);

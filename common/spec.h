@@ -7,6 +7,7 @@
  *   p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR [FETCHARGS]
  *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0]|[OBJ:]0xADDR [FETCHARGS]
  *   w[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw] [FETCHARGS]
+ *   p[:[GRP/]EVENT] OBJ:FILE:LINE|OBJ:FUNC:+N [FETCHARGS]   (DWARF)
  *
  * A w SPEC is a data watchpoint (register_wide_hw_breakpoint): LEN bytes
  * (default: the symbol's size, or 8 for an address or an offset) at the
@@ -24,7 +25,9 @@
  *
  * FETCHARGS: [NAME=]FETCHARG[:TYPE], FETCHARG one of %REG, $argN, $retval,
  * $duration (r only: ns since the entry; named "duration" by default),
- * $stack, $stackN, $comm, @ADDR, @SYM[+|-OFFS], +|-[u]OFFS(FETCHARG); TYPE
+ * $stack, $stackN, $comm, @ADDR, @SYM[+|-OFFS], +|-[u]OFFS(FETCHARG), or a
+ * variable by name from the debug information (VAR, VAR->FIELD, VAR.FIELD,
+ * VAR[N], chains of those, $params); TYPE
  * one of u8..u64, s8..s64, x8..x64, char, string (ustring is the same
  * here), symbol, b<bit-width>@<bit-offset>/<container-size>.
  *
@@ -66,6 +69,12 @@ enum ukp_fa_base {
 	UKP_FA_IMM,     /* @ADDR: param = ADDR, followed by a dereference */
 	UKP_FA_SYM,     /* @SYM[+|-OFFS]: symbol and symoff; param = the address
 			 * once resolved (by the agent), then as UKP_FA_IMM */
+	UKP_FA_UNAVAIL, /* a variable whose value the debug information does not
+			 * give at this address: every hit shows it unavailable */
+	UKP_FA_VAR,     /* a variable by name (VAR, VAR->F, VAR.F, VAR[N],
+			 * $params): the text at var_col, var_len; the CLI
+			 * resolves it from DWARF (tools/ukprobe/dwarf_*.c) to
+			 * one of the above before anything is sent */
 };
 
 enum ukp_fa_type {
@@ -102,6 +111,8 @@ struct ukp_fetcharg {
 					* fetch's short path */
 	char *symbol;                  /* UKP_FA_SYM */
 	long symoff;
+	int var_col, var_len;          /* UKP_FA_VAR: where its expression is */
+	bool type_given;               /* :TYPE was written */
 };
 
 struct ukp_spec {
@@ -124,6 +135,15 @@ struct ukp_spec {
 	bool cxx_name;                 /* symbol is a demangled C++/Rust name
 					* (an fnmatch pattern; is_glob too) */
 	bool event_given;              /* EVENT was written (else a default) */
+	/* OBJ:FILE:LINE (symbol is FILE) or OBJ:FUNC:+N (symbol is FUNC,
+	 * src_rel): a source line, resolved from DWARF by the CLI into one
+	 * OBJ:0xADDR SPEC per copy of the line; src_line 0 otherwise */
+	unsigned int src_line;
+	bool src_rel;
+	bool has_vars;                 /* an argument is UKP_FA_VAR */
+	int copy_of;                   /* 1 + the SPEC this one is a further copy
+					* of (a line's or an inlined function's,
+					* DWARF), whose hist table it shares; 0 */
 	int event_col;                 /* columns, for error reports */
 	int point_col;                 /* start of [OBJ:]SYM[+OFFS] */
 	int sym_col;

@@ -166,6 +166,25 @@ static int parse_datasym(struct parser *p, struct ukp_fetcharg *fa, const char *
 	return 0;
 }
 
+/* VAR, VAR->FIELD, VAR.FIELD, VAR[N] and chains of those, $params: kept
+ * as written for the CLI's DWARF resolution, which checks the rest. */
+static int var_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
+		     int col)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_$.->[]", s[i]))
+			return spec_fail(p, col + (int)i, "invalid character in a variable expression");
+	if (p->spec->is_watch)
+		return spec_fail(p, col, "variables by name are not available on watchpoints");
+	fa->base = UKP_FA_VAR;
+	fa->var_col = col;
+	fa->var_len = (int)len;
+	p->spec->has_vars = true;
+	return 0;
+}
+
 static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s, size_t len,
 		       int col, int depth)
 {
@@ -183,6 +202,8 @@ static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 		fa->param = (unsigned long)reg;
 		return 0;
 	case '$':
+		if (!depth && len == 7 && !memcmp(s, "$params", 7))
+			return var_fetch(p, fa, s, len, col);
 		return parse_var(p, fa, s, len, col);
 	case '@':
 		if (len > 1 && (s[1] == '+' || s[1] == '-'))
@@ -199,6 +220,9 @@ static int parse_fetch(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 	case '-':
 		return parse_deref(p, fa, s, len, col, depth);
 	default:
+		/* a variable by name, resolved from DWARF by the CLI */
+		if (!depth && (isalpha((unsigned char)s[0]) || s[0] == '_'))
+			return var_fetch(p, fa, s, len, col);
 		return spec_fail(p, col, "invalid fetch argument");
 	}
 }
@@ -256,7 +280,9 @@ static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, 
 		return spec_fail(p, tcol, "unknown type (" TYPES_HINT ")");
 	if (fa->base == UKP_FA_COMM && !ukp_fetch_type_of(fa)->is_string)
 		return spec_fail(p, tcol, "$comm is a string");
-	if (ukp_fetch_type_of(fa)->is_string && fa->base != UKP_FA_COMM && !fa->nderef)
+	fa->type_given = true;
+	if (ukp_fetch_type_of(fa)->is_string && fa->base != UKP_FA_COMM && !fa->nderef &&
+	    fa->base != UKP_FA_VAR)
 		return spec_fail(p, tcol,
 			    "string accepts only a memory argument: +OFFS(FETCHARG), @ADDR or @SYM");
 	return 0;
@@ -270,6 +296,30 @@ static bool name_used(const struct ukp_spec *spec, const char *name, size_t len)
 		if (strlen(spec->args[i].name) == len && !memcmp(spec->args[i].name, name, len))
 			return true;
 	return false;
+}
+
+/* Does an argument without NAME= name a variable (not $params)? */
+static bool var_word(const char *s, size_t len)
+{
+	return len && (isalpha((unsigned char)s[0]) || s[0] == '_');
+}
+
+/* A variable expression made an argument name: "p->x[2]" gives p_x_2. */
+static void var_name(char *s)
+{
+	char *o = s, *c;
+
+	for (c = s; *c; c++) {
+		bool word = isalnum((unsigned char)*c) || *c == '_';
+
+		if (word)
+			*o++ = *c;
+		else if (o > s && o[-1] != '_')
+			*o++ = '_';
+	}
+	while (o > s && o[-1] == '_')
+		o--;
+	*o = '\0';
 }
 
 /* [NAME=]FETCHARG[:TYPE] */
@@ -307,6 +357,15 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 		/* what filters and hist keys call it (the kernel's synthetic
 		 * events and perf's latency fields name it so) */
 		snprintf(fa->name, sizeof(fa->name), "duration");
+	} else if (var_word(body, blen)) {
+		/* a variable by name is named after it (VAR, p->x: p_x) */
+		const char *c = memchr(body, ':', blen);
+		size_t n = c ? (size_t)(c - body) : blen;
+
+		snprintf(fa->name, sizeof(fa->name), "%.*s", (int)n, body);
+		var_name(fa->name);
+		if (name_used(spec, fa->name, strlen(fa->name)))
+			return spec_fail(p, w->col, "this argument name is already used");
 	} else {
 		snprintf(fa->name, sizeof(fa->name), "arg%d", spec->nargs + 1);
 		if (name_used(spec, fa->name, strlen(fa->name)))

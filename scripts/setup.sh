@@ -20,12 +20,13 @@ cd "$(dirname "$0")/.."
 # liblua5.4-dev (the tool benchmark's interpreter, bench/bench_lua.c),
 # groff-base (the man pages' rendering test), util-linux (setpriv,
 # setarch), git (the benchmarks record the commit they measured),
-# uftrace and bpftrace (the benchmarks' peers).
+# uftrace and bpftrace (the benchmarks' peers), libdw-dev (ukprobe's source
+# lines and variables by name, from DWARF).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
-      groff-base util-linux git uftrace bpftrace)
+      groff-base util-linux git uftrace bpftrace libdw-dev)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
@@ -34,7 +35,7 @@ need_cmd clang clang
 need_cmd meson meson
 need_cmd ninja ninja-build
 need_cmd pkg-config pkgconf
-for m in libelf liblzma criterion zlib sqlite3 lua5.4; do
+for m in libelf libdw liblzma criterion zlib sqlite3 lua5.4; do
   need_pc pkg-config "$m" "the -dev package of $m"
 done
 need_file /usr/include/Zydis/Zydis.h libzydis-dev

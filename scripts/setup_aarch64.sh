@@ -2,7 +2,8 @@
 # Installs what the AArch64 cross build and its tests under qemu-user need
 # on Debian 12 x86-64 (run as root). Safe to run again.
 #  - the cross compilers, qemu-user-static, and Debian's arm64 libraries
-#    through multiarch (libelf, liblzma, zlib, libc6 for qemu -L /);
+#    through multiarch (libelf, liblzma, zlib, libc6 for qemu -L /; libdw:
+#    ukprobe's source-level probes);
 #  - Criterion for arm64 unpacked into /opt/ukp-a64: libcriterion-dev and
 #    libnanomsg5 cannot be installed for amd64 and arm64 at once, and the
 #    native build needs the amd64 ones;
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 # libc6-dbg:arm64 the debug file of the arm64 libc (cli_debug_symbols).
 pkgs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
       binutils-aarch64-linux-gnu libc6:arm64 libelf-dev:arm64 liblzma-dev:arm64 zlib1g-dev:arm64
+      libdw-dev:arm64
       libsqlite3-dev:arm64 libpython3.11:arm64 libstdc++6:arm64 libgit2-1.5:arm64 libffi8:arm64
       pkgconf pkgconf:arm64 libiberty-dev:arm64 libc6-dbg:arm64)
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
@@ -49,7 +51,7 @@ need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
 need_cmd aarch64-linux-gnu-g++ g++-aarch64-linux-gnu
 need_cmd qemu-aarch64-static qemu-user-static
 need_cmd aarch64-linux-gnu-pkg-config pkgconf:arm64
-for m in libelf liblzma zlib sqlite3; do
+for m in libelf libdw liblzma zlib sqlite3; do
   need_pc aarch64-linux-gnu-pkg-config "$m" "the arm64 -dev package of $m"
 done
 need_file /usr/lib/aarch64-linux-gnu/libiberty.a libiberty-dev:arm64

@@ -3149,6 +3149,313 @@ def case_spec_wire():
               "ukprobe refuses an agent of another build", show(r))
 
 
+
+# ------------------------------------------------- source-level probes
+
+def src_line(mark):
+    """The line of targets/srcvars.c that carries "MARK:mark"."""
+    with open(os.path.join(SRC, "targets", "srcvars.c")) as f:
+        for n, l in enumerate(f, 1):
+            if re.search(r"MARK:%s\b" % mark, l):
+                return n
+    raise Fail("no MARK:%s in srcvars.c" % mark)
+
+
+def kv(text):
+    """name=value pairs of a trace line's arguments or a program's line."""
+    return dict(re.findall(r'(\w+)=("[^"]*"|\S+)', text))
+
+
+def srcvars_specs(t):
+    return ["p:v %s:visit n depth scale c key=n->key neg=n->neg flags=n->flags id=n->in->id "
+            "v2=n->in->vals[2] nk=n->next->key small=n->in->small big=n->in->big "
+            "nm=n->name:string" % t,
+            "p:vl %s:visit lb=n->label:string nid=n->next->in->id vm=n->in->vals[3] "
+            "g=in1.id gv=in2.vals[2]" % t,
+            "p:t %s:total $params" % t,
+            "r:tr %s:total ret=$retval" % t,
+            "p:cl %s:srcvars.c:%d v lo hi" % (t, src_line("clamp")),
+            "p:ve %s:srcvars.c:%d sum depth" % (t, src_line("visit_end"))]
+
+
+def srcvars_compare(events, prog, optimized):
+    """The fetched values against what the program printed (in order):
+    equal where available; at -O0 all available, at -O2 all of a
+    function's parameters at its entry, the constants of inlined copies
+    and sum where it is kept."""
+    visits = [kv(l) for l in prog if l.startswith("visit ")]
+    totals = [kv(l) for l in prog if l.startswith("total ")]
+    clamps = [kv(l) for l in prog if l.startswith("clamp ")]
+    by = {}
+    for m in events:
+        by.setdefault(m["event"], []).append(kv(m["args"]))
+    rounds = len(totals)
+    check(rounds >= 3 and len(visits) == 2 * rounds and len(clamps) == 2 * rounds,
+          "the program's own lines", "\n".join(prog))
+    for name, n in (("v", 2 * rounds), ("vl", 2 * rounds), ("t", rounds), ("tr", rounds),
+                    ("ve", 2 * rounds)):
+        check(len(by.get(name, [])) == n, "%d %s events: %d" % (n, name, len(by.get(name, []))))
+    na = "(unavailable)"
+    for e, p in zip(by["v"], visits):
+        want = {"depth": p["depth"], "scale": p["scale"], "c": p["c"], "key": p["key"],
+                "neg": p["neg"], "flags": p["flags"], "id": p["id"], "v2": p["v2"],
+                "small": p["small"], "big": p["big"], "nm": '"%s"' % p["name"],
+                "nk": p["nkey"] if p["nkey"] != "0" else "(fault)"}
+        for k, v in want.items():
+            check(e[k] == v, "visit: %s=%s, the program says %s" % (k, e[k], v), e, p)
+        check(re.fullmatch(r"0x[0-9a-f]+", e["n"]), "a pointer in hex: n=%s" % e["n"])
+    for e, p in zip(by["vl"], visits):
+        check(e["lb"] == '"%s"' % p["label"] and
+              e["nid"] == (p["nid"] if p["nkey"] != "0" else "(fault)") and
+              e["vm"] in ("-400", "4") and e["g"] == "11" and e["gv"] == "-3",
+              "visit's label, next->in->id, vals[3]; file-level statics", e, p)
+    for e, p in zip(by["t"], totals):
+        check(all(e[k] == p[k] for k in "abcd"), "total's $params", e, p)
+    for e, p in zip(by["tr"], totals):
+        check(e["ret"] == p["t"], "total's $retval (signed)", e, p)
+    for e, p in zip(by["ve"], visits):
+        check(e["sum"] == p["sum"] and e["depth"] in (p["depth"], na) and
+              (optimized or e["depth"] == p["depth"]), "sum and depth at the end of visit", e, p)
+    # the clamp line: a copy per call, lo/hi tell which
+    seen_v = 0
+    for e in by["cl"]:
+        check((e["lo"], e["hi"]) in (("-3", "6"), ("-10", "0")), "clamp's lo and hi", e)
+        if e["v"] != na:
+            seen_v += 1
+        check(optimized or e["v"] != na, "clamp's v at -O0", e)
+    check(len(by["cl"]) >= 2 * rounds - 1 and seen_v >= rounds,
+          "the inlined clamp's copies: %d hits, %d with v" % (len(by["cl"]), seen_v))
+    # a value at a copy is the one the program computed there
+    i0 = int(visits[0]["key"]) - 42  # (the program's round number: key 42 + i)
+    want_v = {("-3", "6"): {str(i * 5 - 4) for i in range(i0, i0 + rounds)},
+              ("-10", "0"): {str(-i * 9) for i in range(i0, i0 + rounds)}}
+    for e in by["cl"]:
+        check(e["v"] == na or e["v"] in want_v[(e["lo"], e["hi"])], "clamp's v", e)
+    if not optimized:
+        for name in ("v", "vl", "t", "tr", "cl", "ve"):
+            check(all(na not in e.values() for e in by[name]), "everything available at -O0: %s" % name)
+
+
+def case_dwarf_vars():
+    """Variables by name, source lines, inlined copies and $params from
+    DWARF, at -O0 -g and -O2 -g, against what the program prints: structs
+    through pointers, arrays, bitfields, strings, negative numbers, an enum,
+    $retval typed signed."""
+    for opt in ("0", "2"):
+        t = tgt("srcvars_O" + opt)
+        out = tempfile.NamedTemporaryFile(suffix=".trace", delete=False).name
+        try:
+            args = ["trace", "-o", out]
+            for sp in srcvars_specs(t):
+                args += ["-e", sp]
+            r = ukprobe(args + ["--", t, "4"])
+            check(r.returncode == 0 and r.stderr == "", "trace at -O" + opt, show(r))
+            with open(out) as f:
+                events = [parse_line(l) for l in f if l.strip()]
+        finally:
+            os.unlink(out)
+        srcvars_compare(events, r.stdout.splitlines(), opt == "2")
+        # probes: where each went; the line in the inlined clamp twice
+        args = ["probes"]
+        for sp in srcvars_specs(t):
+            args += ["-e", sp]
+        r = ukprobe(args + ["--", t])
+        check(r.returncode == 0, "probes at -O" + opt, show(r))
+        rows = probes_rows(r.stdout)
+        ev = [x["event"] for x in rows]
+        check(ev.count("ukprobes/cl") == 2 and ev.count("ukprobes/v") == 1,
+              "two copies of the clamp line, one visit", r.stdout)
+        v = rows[ev.index("ukprobes/v")]["point"]
+        # -O0 keeps parameters in stack slots: past the prologue
+        check(v.startswith("visit+0x0/") == (opt == "2"), "visit's probe at -O%s: %s" % (opt, v))
+        # NAME= names as fields of filters and hist keys
+        r = ukprobe(["stat", "-e", "p:v %s:visit key=n->key depth" % t, "--filter", "key < 0",
+                     "--trigger", "hist:keys=key:vals=depth", "--", t, "4"])
+        check(r.returncode == 0 and r.stderr == "", "stat with a filter on names", show(r))
+        tables = hist_tables(r.stdout)
+        check(tables["ukprobes/v"][1] == [("key:         -7", 4, {"depth": 6})],
+              "hist of key < 0 (key -7, depths 0+1+2+3)", r.stdout)
+        # the clamp line's two copies: one table
+        r = ukprobe(["stat", "-e", "p:cl %s:srcvars.c:%d lo" % (t, src_line("clamp")),
+                     "--trigger", "hist:keys=lo", "--", t, "4"])
+        check(r.returncode == 0 and r.stdout.count("# event histogram") == 1, "one hist", show(r))
+        check(hist_tables(r.stdout)["ukprobes/cl"][1] == [("lo:         -3", 4, {}),
+                                                          ("lo:        -10", 4, {})] or
+              sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) ==
+              sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})]),
+              "the copies' hits in one table", r.stdout)
+        # --json: a value not available there is said so, not a number
+        js = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        try:
+            r = ukprobe(["trace", "--json", js, "-e", "p:ve %s:srcvars.c:%d sum depth nope=n" %
+                         (t, src_line("visit_end")), "--", t, "2"])
+            check(r.returncode == 0, "trace --json", show(r))
+            with open(js) as f:
+                doc = json.load(f)
+        finally:
+            os.unlink(js)
+        evs = doc["traceEvents"] if isinstance(doc, dict) else doc
+        ve = [e["args"] for e in evs if e.get("name") == "ve"]
+        check(len(ve) == 4 and all(isinstance(a["sum"], int) for a in ve) and
+              all(a["depth"] == "(unavailable)" for a in ve) == (opt == "2"),
+              "--json: sum a number, depth unavailable at -O2 only", ve)
+
+
+def case_dwarf_dlopen():
+    """A library the program dlopen()s later, found through the program's
+    RUNPATH as its loader finds it: its DWARF names the parameter, and the
+    probe waits for the object."""
+    r = ukprobe(["trace", "-e", "p:pw libukp_plugin.so:plugin_work i", "--", tgt("dlopen")])
+    ev = sorted(kv(parse_line(l)["args"])["i"] for l in r.stdout.splitlines() if " pw: (" in l)
+    check(r.returncode == 0 and ev == ["1", "2"], "plugin_work's i, by name", show(r))
+
+
+def case_dwarf_errors():
+    """Source-level SPECs that cannot be resolved: one line each, the caret
+    under the word, the nearest names that exist; --lines and --vars."""
+    t = tgt("srcvars_O0")
+    cases = [
+        ("p %s:visit ^dept" % t, "no variable dept here (nearest: depth"),
+        ("p %s:visit n->^kye" % t, "struct node has no field kye (nearest: key"),
+        ("p %s:visit n^.key" % t, "n is a pointer (struct node *): use ->"),
+        ("p %s:visit n->in->vals[^7]" % t, "index 7 is out of n->in->vals (4 elements)"),
+        ("p %s:visit ^n->name" % t, "n->name is an array (char[16]): give an element (n->name[N]) or :string"),
+        ("p %s:visit x=^depth:string" % t, "depth is not a char * or char[] (int): no :string"),
+        ("p %s:srcvars.c:^2 n" % t, "line 2 of srcvars.c has no code"),
+        ("p %s:^nosuch.c:20" % t, "no source file nosuch.c in the debug information of"),
+        ("p %s:^nofunc x" % t, "no function nofunc in the debug information of"),
+        ("r %s:visit ^depth" % t, "a return probe has no variables by name"),
+        ("p ^/usr/bin/true:main x", "/usr/bin/true has no debug information (DWARF)"),
+        ("p ^main x", "a source line or a variable by name needs the object: OBJ:FUNC"),
+        ("p %s:vis*it ^x" % t, "variables by name need one function, not a pattern"),
+    ]
+    for marked, msg in cases:
+        col = marked.index("^")
+        spec = marked.replace("^", "", 1)
+        if "vis*it" in spec:
+            col = spec.index("vis*it")
+        r = ukprobe(["probes", "-e", spec, "--", t])
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and len(lines) == 2 and
+              lines[0].startswith(PREFIX + spec + ": " + msg) and
+              lines[1] == " " * (len(PREFIX) + col) + "^", "error for %r" % spec, show(r))
+    # syntax, found by the parser
+    for spec, msg in (("p %s:visit n->x@y" % t, "invalid character in a variable expression"),
+                      ("p %s:srcvars.c:0" % t, "invalid line number"),
+                      ("r %s:srcvars.c:40" % t, "return probe must be on a function entry")):
+        r = ukprobe(["probes", "-e", spec, "--", t])
+        check(r.returncode == 2 and msg in r.stderr, "syntax error for %r" % spec, show(r))
+    # --lines: the function's lines with code, numbered as in the file
+    r = ukprobe(["probes", "--lines", t + ":visit"])
+    check(r.returncode == 0, "--lines", show(r))
+    numbered = {int(l.split()[0]) for l in r.stdout.splitlines()[1:] if re.match(r"^ +\d+  ", l)}
+    check({src_line("visit_sum"), src_line("visit_end")} <= numbered and
+          r.stdout.startswith("<visit@") and "MARK:visit_end" in r.stdout, "--lines visit", r.stdout)
+    r = ukprobe(["probes", "--vars", "%s:srcvars.c:%d" % (t, src_line("clamp"))])
+    check(r.returncode == 0 and r.stdout.count("an inlined copy") == 2 and
+          re.search(r"^\tint +lo \(parameter\)$", r.stdout, re.M), "--vars of the clamp line",
+          show(r))
+    r = ukprobe(["probes", "--vars", tgt("srcvars_O2") + ":visit"])
+    check(r.returncode == 0 and re.search(r"^\tstruct node \* +n \(parameter\)$", r.stdout, re.M)
+          and re.search(r"^\tint +sum \(unavailable here\)$", r.stdout, re.M), "--vars visit -O2",
+          show(r))
+
+
+def case_dwarf_libc():
+    """Debian's libc with its debug file (libc6-dbg): malloc's parameter by
+    its name equals %di (x0) on every hit, in ls; $retval typed from the
+    return type (a pointer, in hex)."""
+    check(libc_debug_file(), "libc6-dbg is installed (scripts/setup.sh installs it)")
+    reg = "%di" if ARCH == "x86_64" else "%x0"
+    r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc n=bytes r=%s:u64" % reg,
+                 "-e", "r:mr libc.so.6:malloc ret=$retval", "--", "ls", "/"])
+    check(r.returncode == 0, "trace ls", show(r))
+    ev = [parse_line(l) for l in r.stdout.splitlines() if re.search(r" (m|mr): \(", l)]
+    ms = [kv(m["args"]) for m in ev if m["event"] == "m"]
+    check(len(ms) > 20 and all(e["n"] == e["r"] for e in ms), "n=bytes is %s on every hit"
+          % reg, "\n".join(m.string for m in ev[:10]))
+    check(all(re.fullmatch(r"0x[0-9a-f]+", kv(m["args"])["ret"]) for m in ev
+              if m["event"] == "mr"), "malloc's $retval as a pointer")
+    r = ukprobe(["probes", "--vars", "libc.so.6:malloc"])
+    check(r.returncode == 0 and re.search(r"^\tsize_t +bytes \(parameter\)$", r.stdout, re.M),
+          "--vars libc.so.6:malloc", show(r))
+
+
+def case_dwarf_attach():
+    """-p: the same source-level SPECs on a running -O2 program (attached
+    after it started), against what it prints."""
+    t = tgt("srcvars_O2")
+    p = subprocess.Popen([t, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "the target started")
+        args = ["trace", "-p", str(p.pid)]
+        for sp in srcvars_specs(t):
+            args += ["-e", sp]
+        tr = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=no_core)
+        def kick():
+            # a round per poll until ukprobe is attached (its first events)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        lines = read_lines_until(tr, " tr: ", kick)
+        for _ in range(4):
+            p.stdin.write("go\n")
+        p.stdin.flush()
+        p.stdin.close()
+        p.wait(timeout=60)
+        tr.send_signal(signal.SIGINT)
+        out, err = tr.communicate(timeout=60)
+        lines += out.decode().splitlines()
+        check(tr.returncode == 0, "ukprobe -p ends with 0", err.decode())
+        prog = p.stdout.read().splitlines()
+        events = [parse_line(l) for l in lines if l.strip()]
+        # the rounds after the first $retval of total are whole: the
+        # program's last rounds (five lines each)
+        first = next(i for i, m in enumerate(events) if m["event"] == "tr")
+        events = events[first + 1:]
+        rounds = sum(1 for m in events if m["event"] == "t")
+        check(rounds >= 4, "whole rounds attached: %d" % rounds)
+        prog_rounds = prog[len(prog) - 5 * rounds:]
+        srcvars_compare(events, prog_rounds, True)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+
+def case_dwarf_cxx():
+    """C++ from DWARF: this->member in a member function named as
+    demangled, a reference's members, an overload named with its
+    parameters (and refused without them), against the program's prints."""
+    t = tgt("srcvars_cxx")
+    r = ukprobe(["trace", "-e", "p:add %s:acc::Acc::add n total=this->total c=this->count" % t,
+                 "-e", 'p:bump %s:"acc::bump(acc::Acc&, int)" by t=a.total c=a.count' % t,
+                 "--", t, "4"])
+    check(r.returncode == 0 and r.stderr == "", "trace", show(r))
+    ev = [kv(parse_line(l)["args"]) for l in r.stdout.splitlines() if re.search(r" (add|bump): \(", l)]
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith(("add ", "bump "))]
+    check(len(ev) == len(prog) == 8, "8 events, 8 prints", r.stdout)
+    for e, p in zip(ev, prog):
+        want = ({"n": p["n"], "total": p["total"], "c": p["count"]} if "n" in p else
+                {"by": p["by"], "t": p["total"], "c": p["count"]})
+        check(all(e[k] == v for k, v in want.items()), "values", e, p)
+    # a member by its name alone, as the member function's code names it
+    r = ukprobe(["trace", "-e", "p:add %s:acc::Acc::add total count" % t, "--", t, "3"])
+    ev = [kv(parse_line(l)["args"]) for l in r.stdout.splitlines() if " add: (" in l]
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("add ")]
+    check(r.returncode == 0 and len(ev) == len(prog) == 3 and
+          all(e == {"total": p["total"], "count": p["count"]} for e, p in zip(ev, prog)),
+          "members without this->", show(r))
+    r = ukprobe(["probes", "-e", "p %s:acc::bump by" % t, "--", t])
+    check(r.returncode == 2 and "acc::bump names 2 functions" in r.stderr, "an overload set",
+          show(r))
+    r = ukprobe(["probes", "--vars", t + ":acc::Acc::add"])
+    check(r.returncode == 0 and r.stdout.startswith("Variables at acc::Acc::add(int)+0x") and
+          re.search(r"^\tstruct Acc \*const +this \(parameter\)$", r.stdout, re.M), "--vars", show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

@@ -24,16 +24,21 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dwarf_cli.h"
 
 static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe probes -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
 	      "       ukprobe probes [-o FILE] OBJ [GLOB]\n"
 	      "       ukprobe probes -p PID -e SPEC... | -p PID OBJ [GLOB]\n"
+	      "       ukprobe probes --lines OBJ:FUNC\n"
+	      "       ukprobe probes --vars OBJ:FUNC|OBJ:FILE:LINE|OBJ:FUNC:+N\n"
 	      "\n"
 	      "Show what SPECs resolve to in CMD (CMD's main() does not run), or list\n"
 	      "the functions of OBJ (a path, or a library name such as libz.so.1)\n"
-	      "that match GLOB (default *) as 'p OBJ:GLOB' would probe them.\n"
+	      "that match GLOB (default *) as 'p OBJ:GLOB' would probe them; from\n"
+	      "OBJ's debug information, the source lines of FUNC that have code\n"
+	      "(--lines), or the variables a probe there can name (--vars).\n"
 	      "\n"
 	      "  -e, --event SPEC   a probe (see ukprobe trace --help)\n"
 	      "  -p, --pid PID      in the running process PID (OBJ: as it has it loaded)\n"
@@ -182,6 +187,33 @@ static int object_session(struct ukp_session *s, char **args, char **spec_text, 
 	return code;
 }
 
+/* probes --lines|--vars POINT (dwarf_list.c) */
+static int list_source(int argc, char **argv)
+{
+	struct ukp_dw_where w = { 0 };
+	char *cmd[2] = { NULL, NULL };
+	const char *colon;
+
+	if (argc != 3) {
+		ukp_err("ukprobe probes %s takes one OBJ:FUNC%s", argv[1],
+			strcmp(argv[1], "--vars") ? "" : " or OBJ:FILE:LINE");
+		fputs("Try 'ukprobe probes --help'.\n", stderr);
+		return UKP_EXIT_USAGE;
+	}
+	/* OBJ may be a program in PATH */
+	colon = strchr(argv[2], ':');
+	if (colon && !memmem(argv[2], (size_t)(colon - argv[2]), ".so", 3)) {
+		cmd[0] = strndup(argv[2], (size_t)(colon - argv[2]));
+		w.cmd = cmd;
+	}
+	{
+		int code = ukp_dwarf_list(!strcmp(argv[1], "--vars"), argv[2], &w, stdout);
+
+		free(cmd[0]);
+		return code;
+	}
+}
+
 int ukp_cmd_probes(int argc, char **argv)
 {
 	const struct ukp_session_ops ops = { .probe = show_probe };
@@ -191,6 +223,8 @@ int ukp_cmd_probes(int argc, char **argv)
 	const char *output = NULL;
 	int code;
 
+	if (argc >= 2 && (!strcmp(argv[1], "--lines") || !strcmp(argv[1], "--vars")))
+		return list_source(argc, argv);
 	code = ukp_cli_parse_run_options(argc, argv, "probes", usage, &s, &output, NULL);
 	if (code >= 0)
 		return code;

@@ -124,7 +124,8 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 		fputs(fa->name, out);
 		fputc('=', out);
 		if (rec->faults & (1u << i)) {
-			fputs("(fault)", out);
+			/* a variable the debug information has no value of here */
+			fputs(fa->base == UKP_FA_UNAVAIL ? "(unavailable)" : "(fault)", out);
 			continue;
 		}
 		if (t->print == UKP_PRINT_STRING) {

@@ -77,7 +77,8 @@ int ukp_hist_take(struct ukp_session *s, struct ukp_image *img, const char *p, s
 		if (!s->hists)
 			return -1;
 	}
-	hr = &s->hists[m.spec];
+	/* the copies of a line or function share their first's table */
+	hr = &s->hists[s->specs[m.spec].copy_of ? s->specs[m.spec].copy_of - 1 : (int)m.spec];
 	hr->got = true;
 	if (m.first) {
 		hr->hits += m.hits;
@@ -249,7 +250,7 @@ void ukp_hist_print(FILE *out, struct ukp_session *s)
 		const struct ukp_hist *h = s->specs[j].hist;
 		struct ukp_hist_rows *hr = s->hists ? &s->hists[j] : NULL;
 
-		if (!h)
+		if (!h || s->specs[j].copy_of)
 			continue;
 		/* a blank line from what came before */
 		fprintf(out, "\n# event histogram\n#\n# event: %s/%s\n# trigger info: %s [active]\n#\n\n",
@@ -323,7 +324,7 @@ void ukp_hist_json(FILE *out, struct ukp_session *s)
 		struct ukp_hist_rows *hr = s->hists ? &s->hists[j] : NULL;
 		char name[2 * UKP_SPEC_NAME_MAX + 2];
 
-		if (!h)
+		if (!h || s->specs[j].copy_of)
 			continue;
 		fputs(first ? ",\"histograms\":[\n{\"event\":" : ",\n{\"event\":", out);
 		first = false;

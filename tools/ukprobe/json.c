@@ -97,7 +97,8 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 		ukp_json_str(out, fa->name, UKP_SPEC_ARGNAME_MAX);
 		fputc(':', out);
 		if (rec->faults & (1u << i)) {
-			fputs("\"(fault)\"", out);
+			fputs(spec->args[i].base == UKP_FA_UNAVAIL ? "\"(unavailable)\"" : "\"(fault)\"",
+			      out);
 			continue;
 		}
 		if (t->print == UKP_PRINT_STRING) {

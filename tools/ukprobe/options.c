@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dwarf_cli.h"
 #include "filter.h"
 
 enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER, OPT_TRACING_OFF };
@@ -58,14 +59,14 @@ static int parse_pids(const char *arg, struct ukp_session *s)
  * caret in EXPR). Several --filter for one -e are and-ed, as perf does.
  * 0 or -1 (said why).
  */
-static int compile_filters(struct ukp_spec *specs, char **filters, int n)
+static int compile_filters(struct ukp_spec *specs, char **filters, const int *origin, int n)
 {
 	struct ukp_spec_error err;
 	struct ukp_filter *f;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		char *text = filters[i], *p;
+		char *text = filters[origin[i]], *p;
 
 		if (!text)
 			continue;
@@ -110,7 +111,7 @@ static int compile_filters(struct ukp_spec *specs, char **filters, int n)
 			*o++ = ')';
 			*o = '\0';
 			free(text);
-			filters[i] = text = both;
+			filters[origin[i]] = text = both;
 		}
 		if (ukp_filter_compile(text, &specs[i], &specs[i].filter, &err)) {
 			ukp_spec_err(text, err.col, "%s", err.msg);
@@ -127,25 +128,28 @@ static int compile_filters(struct ukp_spec *specs, char **filters, int n)
 
 /* --trigger TEXT after -e SPEC (trace; stat takes hist): one per -e.
  * 0 or -1 (said why). */
-static int parse_triggers(struct ukp_spec *specs, char **triggers, int n, enum ukp_mode mode)
+static int parse_triggers(struct ukp_spec *specs, char **triggers, const int *origin, int n,
+			  enum ukp_mode mode)
 {
 	struct ukp_spec_error err;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (!triggers[i])
+		const char *trig = triggers[origin[i]];
+
+		if (!trig)
 			continue;
-		if (ukp_trigger_parse(triggers[i], &specs[i], &err)) {
-			ukp_spec_err(triggers[i], err.col, "%s", err.msg);
+		if (ukp_trigger_parse(trig, &specs[i], &err)) {
+			ukp_spec_err(trig, err.col, "%s", err.msg);
 			return -1;
 		}
 		if (mode == UKP_MODE_STAT && (specs[i].stacktrace || specs[i].onoff)) {
-			ukp_spec_err(triggers[i], 0, "stat prints no events: %s is for ukprobe trace",
+			ukp_spec_err(trig, 0, "stat prints no events: %s is for ukprobe trace",
 				     specs[i].stacktrace ? "stacktrace"
 				     : specs[i].onoff > 0 ? "traceon" : "traceoff");
 			return -1;
 		}
-		specs[i].trigger_text = strdup(triggers[i]);
+		specs[i].trigger_text = strdup(trig);
 		if (!specs[i].trigger_text) {
 			ukp_err("out of memory");
 			return -1;
@@ -305,6 +309,8 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spec_texts t = { 0 };
+	struct ukp_dw_where where = { 0 };
+	int *origin = NULL;
 	const char *bad = NULL;
 	int c;
 
@@ -431,11 +437,25 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		return UKP_EXIT_USAGE;
 	}
 	s->nspecs = t.n;
-	if (compile_filters(s->specs, t.filters, t.n) ||
-	    parse_triggers(s->specs, t.triggers, t.n, s->mode)) {
+	/* source lines and variables by name (DWARF): a SPEC may become one
+	 * per copy of its line; origin[i] is the -e of SPEC i */
+	where.cmd = argv + optind;
+	where.pids = s->pids;
+	where.npids = s->npids;
+	if (ukp_dwarf_resolve_specs(&s->specs, &s->nspecs, &origin, &where)) {
+		ukp_cli_free_specs(s->specs, s->nspecs);
+		s->specs = NULL;
+		s->nspecs = 0;
 		free_texts(&t);
 		return UKP_EXIT_USAGE;
 	}
+	if (compile_filters(s->specs, t.filters, origin, s->nspecs) ||
+	    parse_triggers(s->specs, t.triggers, origin, s->nspecs, s->mode)) {
+		free(origin);
+		free_texts(&t);
+		return UKP_EXIT_USAGE;
+	}
+	free(origin);
 	free_texts(&t);
 	s->cmd = argv + optind;
 	return -1;

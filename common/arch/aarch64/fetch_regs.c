@@ -20,3 +20,12 @@ const struct ukp_fetch_reg ukp_fetch_regs[] = {
 };
 
 const size_t ukp_fetch_nregs = sizeof(ukp_fetch_regs) / sizeof(ukp_fetch_regs[0]);
+
+/* AArch64's DWARF numbers 0..31: x0..x30, sp */
+const char *const ukp_fetch_dwarf_regs[] = {
+	"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
+	"x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20",
+	"x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",
+};
+
+const size_t ukp_fetch_ndwarf_regs = sizeof(ukp_fetch_dwarf_regs) / sizeof(ukp_fetch_dwarf_regs[0]);

@@ -19,3 +19,11 @@ const struct ukp_fetch_reg ukp_fetch_regs[] = {
 };
 
 const size_t ukp_fetch_nregs = sizeof(ukp_fetch_regs) / sizeof(ukp_fetch_regs[0]);
+
+/* The x86-64 psABI's DWARF numbers 0..16 (16: the return address) */
+const char *const ukp_fetch_dwarf_regs[] = {
+	"ax", "dx", "cx", "bx", "si", "di", "bp", "sp",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "ip",
+};
+
+const size_t ukp_fetch_ndwarf_regs = sizeof(ukp_fetch_dwarf_regs) / sizeof(ukp_fetch_dwarf_regs[0]);
