@@ -14,7 +14,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
-      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev)
+      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
+      systemtap-sdt-dev)  # <sys/sdt.h>: the SDT probes of tests/unit/test_usdt.c and tests/cli
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -316,7 +316,9 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 	if (UKP_INSN_FIXED_LEN && ao->len == UKP_INSN_FIXED_LEN && ao->code_len == ao->len)
 		return 0;
 	if (!sym) {
-		if (ukp_sym_lookup_addr(a, &found)) {
+		/* (ukp_sym_lookup_code: a probe without a symbol got past
+		 * registration only as an SDT probe, bounded by its FDE) */
+		if (ukp_sym_lookup_code(a, &found)) {
 			*why = "no symbol covers the probe";
 			return -ENOENT;
 		}
