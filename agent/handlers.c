@@ -31,9 +31,11 @@ static inline bool recording(const struct ukpa_probe *pr)
 /* A checked SPEC's hit: does it pass its --filter (and go into its
  * triggers)? A hist that reads only registers takes it, and a filter of
  * one comparison of a register decides, without a fetched record. */
-static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
+static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *regs,
 			  const struct pt_regs *entry)
 {
+	struct ukpa_spec *s = pr->spec;
+
 	if (s->hist_regs) {
 		ukpa_hist_hit_regs(s->hist, regs);
 		return true;
@@ -42,7 +44,7 @@ static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
 		return ukp_filter_pred_number(s->reg_pred,
 					      ((const unsigned long *)regs)[s->reg_pred_arg.reg] &
 						      s->reg_pred_arg.keep);
-	return ukpa_filter_pass(s, regs, entry);
+	return ukpa_filter_pass(s, pr->fspec, regs, entry);
 }
 
 /* stat: count, nothing else */
@@ -77,7 +79,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -136,7 +138,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, (const struct pt_regs *)ri->data))
+	if (pr->spec->checked && !passes(pr, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -157,7 +159,7 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))

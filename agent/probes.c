@@ -213,6 +213,7 @@ _Static_assert(UKPA_LINE_OF(kp.pre_handler) == UKPA_LINE_OF(kp.flags) &&
 		       UKPA_LINE_OF(kp.flags) == UKPA_LINE_OF(id) &&
 		       UKPA_LINE_OF(id) == UKPA_LINE_OF(live) &&
 		       UKPA_LINE_OF(live) == UKPA_LINE_OF(spec) &&
+		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(fspec) &&
 		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(hist_regs),
 	       "the fields a hit reads of a probe are on one cache line");
 
@@ -232,6 +233,7 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 		return NULL;
 	memset(pr, 0, sizeof(*pr));
 	pr->spec = s;
+	pr->fspec = &s->spec;
 	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
@@ -328,7 +330,8 @@ static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, 
 	snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
 	ukpa_symbolize(addr, where, sizeof(where), &pr->func, prefer);
 	object_of(addr, pr);
-	pr->where = strdup(where);
+	if (!pr->where) /* (an SDT probe's says which note it is) */
+		pr->where = strdup(where);
 	return probe_publish(pr);
 }
 
@@ -830,6 +833,85 @@ static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uin
 	return 0;
 }
 
+/*
+ * An SDT SPEC: one probe per matching note (several notes of one name,
+ * as a probe inlined in several places, share the SPEC's event), at the
+ * note's address, each with its own fetch arguments (usdt.c). 0 when
+ * one probe or more are registered; -1 when none is (each failure
+ * reported).
+ */
+static int register_sdt(struct ukpa_spec *s, const char *objpath)
+{
+	const struct ukp_spec *spec = &s->spec;
+	struct sdt_fail {
+		int err;
+		uint32_t what, argi;
+		uint64_t addr;
+	} last = { 0 };
+	struct ukpa_sdt *m;
+	size_t n, i;
+	int ret, nok = 0;
+
+	ret = ukpa_usdt_matches(spec, &m, &n);
+	if (ret) {
+		spec_failed(s, ret, ret != -ENOENT ? UKP_WHAT_NONE
+				    : spec->is_glob ? UKP_WHAT_NOMATCH : UKP_WHAT_SYMBOL,
+			    0, 0, objpath);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		char event[UKP_SPEC_NAME_MAX + 1], where[768];
+		struct ukp_spec *fs = NULL;
+		struct ukpa_probe *pr = NULL;
+		uint32_t argi = 0, what = UKP_WHAT_NONE;
+
+		if (spec->is_glob)
+			ukpa_glob_event_name(spec, m[i].name, event, sizeof(event));
+		else
+			snprintf(event, sizeof(event), "%s", spec->event);
+		/* what "ukprobe probes --usdt" shows: the note, its
+		 * argument specs, its semaphore's ELF address */
+		snprintf(where, sizeof(where), "%%%s:%s%s%.512s", m[i].provider, m[i].name,
+			 m[i].args[0] ? " args=" : "", m[i].args);
+		if (m[i].p.semaphore)
+			snprintf(where + strlen(where), sizeof(where) - strlen(where),
+				 " semaphore=0x%lx", m[i].p.semaphore - m[i].p.modbase);
+		lib_msg[0] = '\0';
+		ret = ukpa_usdt_compile(spec, &m[i].p, &fs, &argi, lib_msg, sizeof(lib_msg));
+		if (ret == -EINVAL)
+			what = UKP_WHAT_SDT_ARG;
+		if (!ret) {
+			pr = probe_new(s, event, spec->is_glob ? UKP_PROBE_GLOB : 0);
+			ret = pr ? 0 : -ENOMEM;
+		}
+		if (!ret) {
+			if (fs)
+				pr->fspec = fs;
+			pr->where = strdup(where);
+			ret = pr->where ? probe_register(pr, NULL, m[i].p.addr, NULL) : -ENOMEM;
+		}
+		if (ret) {
+			/* a glob's match that failed; the SPEC's failure when
+			 * none is left (below) */
+			if (spec->is_glob)
+				send_probe_msg(s, ~0u, ret, what, argi, UKP_PROBE_GLOB, -1,
+					       m[i].p.addr, 0, 0, event, where, objpath, lib_msg);
+			else
+				spec_failed(s, ret, what, argi, m[i].p.addr, objpath);
+			last = (struct sdt_fail){ ret, what, argi, m[i].p.addr };
+			free(fs);
+			if (pr)
+				probe_free(pr);
+			continue;
+		}
+		nok++;
+	}
+	ukpa_usdt_matches_free(m, n);
+	if (!nok && spec->is_glob)
+		spec_failed(s, last.err, last.what, last.argi, last.addr, objpath);
+	return nok ? 0 : -1;
+}
+
 /* Resolve and register one SPEC. -1 when it failed (reported). */
 static int spec_resolve(struct ukpa_spec *s)
 {
@@ -865,6 +947,8 @@ static int spec_resolve(struct ukpa_spec *s)
 		}
 		return 0;
 	}
+	if (spec->is_sdt)
+		return register_sdt(s, have_obj ? obj.path : NULL);
 	if (spec->is_glob) {
 		ret = register_glob(s);
 		if (ret)
