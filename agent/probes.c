@@ -219,6 +219,8 @@ _Static_assert(UKPA_LINE_OF(kp.pre_handler) == UKPA_LINE_OF(kp.flags) &&
 
 static void probe_free(struct ukpa_probe *pr)
 {
+	if (pr->spec && pr->fspec != &pr->spec->spec)
+		free((void *)pr->fspec);
 	free(pr->symbol_name);
 	free(pr->where);
 	free(pr->object);
@@ -302,6 +304,8 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 		pr->rp.entry_handler = ukpa_rp_entry;
 		pr->rp.data_size = sizeof(struct ukpa_entry);
 		pr->rp.maxactive = spec->maxactive;
+	} else if (pr->sdt_pair) {
+		kp->pre_handler = ukpa_kp_sdt_ret;
 	} else if (ukpa_mode == UKP_MODE_TRACE) {
 		/* stat without a filter or trigger only counts; a hist read
 		 * from the registers has its own; the others need the full
@@ -833,6 +837,79 @@ static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uin
 	return 0;
 }
 
+/* SDT $duration: each NAME__entry probe, registered for its pair (the
+ * NAME__return probes pop what they push). */
+static struct ukpa_sdt_enter *sdt_enters;
+static char sdt_pairs[UKPA_SDT_PAIRS][512]; /* "OBJPATH:%PROVIDER:NAME__entry" */
+
+/*
+ * [init] The pair of SDT NAME__return note m (spec has $duration): its
+ * NAME__entry notes in m's object probed, each once, with
+ * ukpa_sdt_enter_pre. Returns the pair's number (1..), or -EINVAL with
+ * lib_msg (*argi: the $duration argument), or another negative errno.
+ */
+static int sdt_pair(struct ukpa_spec *s, const struct ukpa_sdt *m, uint32_t *argi)
+{
+	const struct ukp_spec *spec = &s->spec;
+	size_t n = strlen(m->name), na = 0, i;
+	char entry[256], key[512];
+	unsigned long *addrs = NULL;
+	int pair, k, ret;
+
+	for (k = 0; k < spec->nargs; k++)
+		if (spec->args[k].base == UKP_FA_DURATION)
+			*argi = (uint32_t)k;
+	if (n < 8 || strcmp(m->name + n - 8, "__return")) {
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: SDT probe %.60s:%.60s is no "
+			 "NAME__return probe", m->provider, m->name);
+		return -EINVAL;
+	}
+	snprintf(entry, sizeof(entry), "%.*s__entry", (int)(n - 8), m->name);
+	snprintf(key, sizeof(key), "%s:%%%s:%s", m->modpath ? m->modpath : "", m->provider, entry);
+	for (pair = 0; pair < UKPA_SDT_PAIRS && sdt_pairs[pair][0] && strcmp(sdt_pairs[pair], key);
+	     pair++)
+		;
+	if (pair == UKPA_SDT_PAIRS) {
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: at most %d SDT entry/return pairs",
+			 UKPA_SDT_PAIRS);
+		return -EINVAL;
+	}
+	ret = ukpa_usdt_addrs(m->modpath, m->provider, entry, &addrs, &na);
+	if (ret == -ENOENT)
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: no SDT probe %.40s:%.40s to pair %.40s:%.40s with",
+			 m->provider, entry, m->provider, m->name);
+	if (ret)
+		return ret == -ENOENT ? -EINVAL : ret;
+	snprintf(sdt_pairs[pair], sizeof(sdt_pairs[pair]), "%s", key);
+	for (i = 0; i < na && !ret; i++) {
+		struct ukpa_sdt_enter *e;
+
+		for (e = sdt_enters; e; e = e->next)
+			if (e->pair == pair + 1 && (unsigned long)e->kp.addr == addrs[i] &&
+			    !kprobe_gone(&e->kp))
+				break;
+		if (e)
+			continue;
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			ret = -ENOMEM;
+			break;
+		}
+		e->pair = (uint8_t)(pair + 1);
+		e->kp.addr = (kprobe_opcode_t *)addrs[i];
+		e->kp.pre_handler = ukpa_sdt_enter_pre;
+		ret = register_kprobe(&e->kp);
+		if (ret) {
+			free(e);
+			break;
+		}
+		e->next = sdt_enters;
+		sdt_enters = e;
+	}
+	free(addrs);
+	return ret ? ret : pair + 1;
+}
+
 /*
  * An SDT SPEC: one probe per matching note (several notes of one name,
  * as a probe inlined in several places, share the SPEC's event), at the
@@ -884,9 +961,20 @@ static int register_sdt(struct ukpa_spec *s, const char *objpath)
 			pr = probe_new(s, event, spec->is_glob ? UKP_PROBE_GLOB : 0);
 			ret = pr ? 0 : -ENOMEM;
 		}
+		if (!ret && fs) {
+			pr->fspec = fs; /* (probe_free's now) */
+			fs = NULL;
+		}
+		if (!ret && spec->uses_duration) {
+			ret = sdt_pair(s, &m[i], &argi);
+			if (ret > 0) {
+				pr->sdt_pair = (uint8_t)ret;
+				ret = 0;
+			} else if (ret == -EINVAL) {
+				what = UKP_WHAT_SDT_ARG;
+			}
+		}
 		if (!ret) {
-			if (fs)
-				pr->fspec = fs;
 			pr->where = strdup(where);
 			ret = pr->where ? probe_register(pr, NULL, m[i].p.addr, NULL) : -ENOMEM;
 		}
@@ -1327,6 +1415,14 @@ void ukpa_probes_unregister_all(void)
 	/* one grace period for all of them */
 	if (nk)
 		unregister_kprobes(kps, nk);
+	while (sdt_enters) {
+		struct ukpa_sdt_enter *e = sdt_enters;
+
+		sdt_enters = e->next;
+		unregister_kprobe(&e->kp);
+		free(e);
+	}
+	memset(sdt_pairs, 0, sizeof(sdt_pairs));
 	if (nr)
 		unregister_kretprobes(rps, nr);
 	free(kps);

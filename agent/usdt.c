@@ -71,6 +71,7 @@ static int collect_cb(void *data, const struct usdt_probe *p)
 	m->p.provider = m->provider;
 	m->p.name = m->name;
 	m->p.args = m->args;
+	m->modpath = p->modpath ? strdup(p->modpath) : NULL;
 	m->p.modname = m->p.modpath = NULL; /* the library's, gone after the walk */
 	for (i = 0; i < m->p.nargs; i++)
 		m->p.arg[i].text = m->args + (p->arg[i].text - p->args);
@@ -102,6 +103,7 @@ void ukpa_usdt_matches_free(struct ukpa_sdt *v, size_t n)
 		free(v[i].provider);
 		free(v[i].name);
 		free(v[i].args);
+		free(v[i].modpath);
 	}
 	free(v);
 }
@@ -216,5 +218,48 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 				!ukp_fetch_type_of(fa)->is_string;
 	}
 	*out = c;
+	return 0;
+}
+
+struct addrs {
+	const char *provider, *name;
+	unsigned long *v;
+	size_t n;
+	bool nomem;
+};
+
+static int addrs_cb(void *data, const struct usdt_probe *p)
+{
+	struct addrs *a = data;
+	unsigned long *v;
+
+	if (strcmp(p->provider, a->provider) || strcmp(p->name, a->name))
+		return 0;
+	v = realloc(a->v, (a->n + 1) * sizeof(*v));
+	if (!v) {
+		a->nomem = true;
+		return 1;
+	}
+	a->v = v;
+	a->v[a->n++] = p->addr;
+	return 0;
+}
+
+int ukpa_usdt_addrs(const char *modpath, const char *provider, const char *name,
+		    unsigned long **out, size_t *n)
+{
+	struct addrs a = { provider, name, NULL, 0, false };
+	int ret = usdt_on_each_probe(modpath, addrs_cb, &a);
+
+	if (!ret && a.nomem)
+		ret = -ENOMEM;
+	if (!ret && !a.n)
+		ret = -ENOENT;
+	if (ret) {
+		free(a.v);
+		return ret;
+	}
+	*out = a.v;
+	*n = a.n;
 	return 0;
 }

@@ -118,6 +118,8 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 		return 0;
 	}
 	if (vlen == 8 && !memcmp(v, "duration", 8)) {
+		if (spec->is_sdt)
+			return spec_sdt_duration(p, fa, col);
 		if (!spec->is_return)
 			return spec_fail(p, col, "$duration is only available on return probes");
 		fa->base = UKP_FA_DURATION;

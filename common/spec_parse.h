@@ -56,6 +56,7 @@ int spec_parse_sdt_point(struct parser *p, const struct word *w);
 void spec_sdt_defaults(struct parser *p, const struct word *head);
 int spec_sdt_arg(struct parser *p, struct ukp_fetcharg *fa, unsigned long n, int col);
 int spec_sdt_type(struct parser *p, struct ukp_fetcharg *fa, bool typed, int tcol);
+int spec_sdt_duration(struct parser *p, struct ukp_fetcharg *fa, int col);
 
 /* One [NAME=]FETCHARG[:TYPE] word (spec_fetch.c). */
 int spec_parse_arg(struct parser *p, const struct word *w);

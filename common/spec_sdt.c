@@ -134,3 +134,16 @@ int spec_sdt_type(struct parser *p, struct ukp_fetcharg *fa, bool typed, int tco
 	(void)p;
 	return 0;
 }
+
+/* $duration: only at a NAME__return probe, paired with NAME__entry */
+int spec_sdt_duration(struct parser *p, struct ukp_fetcharg *fa, int col)
+{
+	const char *name = strchr(p->spec->symbol, ':') + 1;
+	size_t n = strlen(name);
+
+	if (n < 8 || strcmp(name + n - 8, "__return"))
+		return spec_fail(p, col, "$duration at an SDT probe is for a NAME__return probe "
+				 "(the time since its NAME__entry)");
+	fa->base = UKP_FA_DURATION;
+	return 0;
+}

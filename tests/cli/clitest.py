@@ -3145,9 +3145,11 @@ def case_usdt():
         check(re.search(r"^sdt_tgt/%s +%d +0$" % (ev, n), r.stdout, re.M), "stat of " + ev,
               show(r))
     check(re.search(r"^sdt_plug/fire +3000 +0$", r.stdout, re.M), "stat of plug", show(r))
-    # --filter and a hist keyed on SDT arguments
+    # --filter and a hist keyed on SDT arguments; their handlers, as the
+    # others, proven vector-free (UKPROBE_DEBUG=1 would say otherwise)
     r = ukprobe(["stat", "-e", "p %tgt:mem x=$arg1 y=$arg2", "--filter", "x >= 50",
-                 "--", tgt("sdt"), "run", "20"])
+                 "--", tgt("sdt"), "run", "20"], env=dict(os.environ, UKPROBE_DEBUG="1"))
+    check("ukprobe-agent: " not in r.stderr, "vector-free", show(r))
     # x = 2 * (21 + i), i < 20, in three threads: 16 of each >= 50
     check(re.search(r"^sdt_tgt/mem +48 +0$", r.stdout, re.M), "filter on $arg1", show(r))
     r = ukprobe(["stat", "-e", "p %tgt:ptr a=$arg1", "--trigger", "hist:keys=a",
@@ -3266,6 +3268,23 @@ def case_usdt_python():
         check(r.returncode == 0 and re.search(r"\{ fn: target +\} hitcount: +300$", r.stdout, re.M)
               and re.search(r"\{ fn: other +\} hitcount: +1$", r.stdout, re.M),
               "hist of returns by function", show(r))
+        # latency per Python function: function__return's $duration is
+        # the time since its function__entry (target sleeps 2 ms)
+        with open(os.path.join(d, "sleepy.py"), "w") as f:
+            f.write("import sys, time\ndef target():\n    time.sleep(0.002)\n"
+                    "def outer():\n    for i in range(20):\n        target()\n"
+                    "sys.setprofile(slice)\nouter()\n")
+        r = ukprobe(["stat", "-e", "p %python:function__return fn=$arg2:string $duration",
+                     "--trigger", "hist:keys=fn:vals=duration", "--", py,
+                     os.path.join(d, "sleepy.py")])
+        m = re.search(r"\{ fn: target +\} hitcount: +20 +duration: +(\d+)$", r.stdout, re.M)
+        o = re.search(r"\{ fn: outer +\} hitcount: +1 +duration: +(\d+)$", r.stdout, re.M)
+        check(r.returncode == 0 and m and o and 40e6 <= int(m[1]) < 2e9 and
+              int(o[1]) >= int(m[1]), "$duration per Python function", show(r))
+        spec = "p %python:function__entry $duration"
+        r = ukprobe(["trace", "-e", spec, "--", py, "-c", "pass"])
+        check(r.returncode == 2 and r.stderr == error_lines(spec, 26, "$duration at an SDT probe "
+              "is for a NAME__return probe (the time since its NAME__entry)"), spec, show(r))
         r, lines = traced([entry], [py, script, "profile", "2"])
         got = [parse_line(l)["args"] for l in lines if 'fn="target"' in l]
         check(got == [' file="%s" fn="target" line=3' % script] * 2, "trace line", "\n".join(lines))
