@@ -684,6 +684,9 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	s->symname = sym->name ? sym->name : "";
 	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
+	/* an SDT probe's nop: the compiler keeps no flag live across it */
+	if (!on_entry && ukp_usdt_note_at(addr, NULL))
+		ukp_opt_site_sdt(s, sym);
 	*out = s;
 out:
 	free(code);

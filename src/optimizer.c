@@ -778,6 +778,24 @@ void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry)
 	s->opt.ftrace_len = (uint8_t)arch_patchable_nops(code, n);
 }
 
+void ukp_opt_site_sdt(struct ukp_site *s, const struct ukp_symres *sym)
+{
+	/* (a function larger than this is not decoded: the usual template) */
+	const size_t max = 1u << 20;
+	uint8_t *code;
+	size_t n;
+
+	if (!sym->size || sym->size > max)
+		return;
+	code = malloc(sym->size);
+	if (!code)
+		return;
+	n = ukp_read_original(sym->start, code, sym->size);
+	if (n == sym->size && arch_opt_entry_template_ok(code, n))
+		s->opt.entry = true;
+	free(code);
+}
+
 /* Something about s changed (a child came or went, enable/disable, the
  * breakpoint was armed): queue it, or take its jump away now. */
 void ukp_opt_site_changed(struct ukp_site *s)

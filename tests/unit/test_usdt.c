@@ -336,6 +336,55 @@ Test(usdt, threads_counted_exactly)
 	cr_assert_eq(ukt_sem_semaphore, 0);
 }
 
+/* ------------------------------------------------ probes in assembly */
+
+long ukt_sdt_flags(long a, long b);
+long ukt_sdt_df(void);
+
+static _Atomic int handler_df = -1;
+
+/* [hit] counts, and notes whether DF was set in the handler */
+static int df_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned long fl;
+
+	__asm__ volatile("pushfq; popq %0" : "=r"(fl));
+	atomic_store(&handler_df, (int)((fl >> 10) & 1));
+	atomic_fetch_add(&hits, 1);
+	return 0;
+}
+
+/* The flags a program keeps live across its probe come back after an
+ * optimized hit (the jump takes the template of function entries, which
+ * restores the arithmetic flags without popf), and a function that sets
+ * DF keeps the usual template: its handler runs with DF clear, and DF
+ * is the program's again after. */
+Test(usdt, asm_flags_and_df)
+{
+	struct kprobe a = { .symbol_name = "%ukt:flags", .pre_handler = count_pre };
+	struct kprobe b = { .symbol_name = "%ukt:df", .pre_handler = df_pre };
+	const long big = (long)(~0UL >> 1);
+	int round;
+
+	cr_assert_eq(register_kprobe(&a), 0);
+	cr_assert_eq(register_kprobe(&b), 0);
+	for (round = 0; round < 2; round++) {
+		/* signed less: SF != OF, the overflowing cases included */
+		cr_assert_eq(ukt_sdt_flags(1, 2), 1);
+		cr_assert_eq(ukt_sdt_flags(2, 1), 0);
+		cr_assert_eq(ukt_sdt_flags(-big - 1, 1), 1);
+		cr_assert_eq(ukt_sdt_flags(big, -1), 0);
+		cr_assert_eq(ukt_sdt_flags(3, 3), 0);
+		cr_assert_eq(ukt_sdt_df(), 1);
+		cr_assert_eq(atomic_load(&handler_df), 0, "round %d: DF set in the handler", round);
+		cr_assert_eq(ukprobes_wait_optimizer(), 0);
+		cr_assert(kprobe_optimized(&a) && kprobe_optimized(&b), "round %d", round);
+	}
+	cr_assert_eq(atomic_load(&hits), 12);
+	unregister_kprobe(&a);
+	unregister_kprobe(&b);
+}
+
 /* ------------------------------------- a dlopen()ed, stripped object */
 
 static void *open_sdtlib(char *path, size_t len)
