@@ -358,7 +358,11 @@ static void probe_fill(struct usdt_probe *probe, const struct ukp_object *obj,
 
 		while (*s == ' ')
 			s++;
-		end = s + strcspn(s, " ");
+		/* (AArch64's "8@[sp, 16]" has a blank inside its brackets) */
+		for (end = s; *end && (*end != ' ' || (memchr(s, '[', (size_t)(end - s)) &&
+							!memchr(s, ']', (size_t)(end - s))));
+		     end++)
+			;
 		if (end == s) {
 			probe->nargs--;
 			break;
