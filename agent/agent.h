@@ -89,6 +89,9 @@ struct ukpa_probe {
 	uint16_t flags;           /* UKP_PROBE_* */
 	_Atomic bool live;        /* its PROBE message went out: hits are recorded */
 	struct ukpa_spec *spec;
+	/* what its hits fetch: &spec->spec, or for an SDT probe its own
+	 * copy with $argN compiled from its note (usdt.c) */
+	const struct ukp_spec *fspec;
 	/* its SPEC's hist when that is all it has and reads only registers
 	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
 	 * one load */
@@ -101,6 +104,9 @@ struct ukpa_probe {
 	uintptr_t waddr;          /* w events: the watched address */
 	uintptr_t base;
 	int opt;                  /* UKPROBES_OPT_* or -1 */
+	/* an SDT NAME__return probe with $duration: its pair's number
+	 * (1..UKPA_SDT_PAIRS), whose NAME__entry stack it pops; 0 else */
+	uint8_t sdt_pair;
 	char event[UKP_SPEC_NAME_MAX + 1];
 	char why[160];            /* why not optimized */
 	struct ukpa_probe *next;  /* every probe, in id order */
@@ -199,6 +205,20 @@ int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
+/* SDT $duration (usdt.c): a NAME__entry probe pushes the time on its
+ * pair's stack of the thread, the NAME__return probe (sdt_pair) pops
+ * it; a return without an entry is not an event. Stacks are per thread
+ * (claimed from a fixed set on a thread's first entry), UKPA_SDT_DEPTH
+ * deep (deeper entries are counted, not timed). */
+#define UKPA_SDT_PAIRS 4
+#define UKPA_SDT_DEPTH 64
+struct ukpa_sdt_enter {
+	struct kprobe kp;
+	uint8_t pair;
+	struct ukpa_sdt_enter *next;
+};
+int ukpa_sdt_enter_pre(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_sdt_ret(struct kprobe *kp, struct pt_regs *regs);
 
 /* ----------------------------------------------------------- counts.c */
 /* Per-thread hit counters (see counts.c): probe ids below this count in
@@ -257,12 +277,38 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 /* ------------------------------------------------------- filter_hit.c */
 /* [hit] Does this hit pass the SPEC's --filter (if any)? Then its hist
  * and its traceon/traceoff trigger (if any) take it. One of them is
- * set; entry as for ukpa_fetch_args(). */
-bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
-		      const struct pt_regs *entry);
+ * set; entry as for ukpa_fetch_args(); fspec the probe's fetch
+ * arguments (struct ukpa_probe). */
+bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
+		      const struct pt_regs *regs, const struct pt_regs *entry);
 /* [init] What ukpa_filter_pass() needs for s, worked out once, and
  * whether s->reg_pred does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);
+
+/* ------------------------------------------------------------- usdt.c */
+/* One note an SDT SPEC matches: the library's description, its strings
+ * owned here. */
+struct ukpa_sdt {
+	struct usdt_probe p;
+	char *provider, *name, *args, *modpath;
+};
+/* [init] The notes of the loaded objects that spec (is_sdt) names: 0,
+ * -ENOENT (none), -ENOMEM; free with ukpa_usdt_matches_free. */
+int ukpa_usdt_matches(const struct ukp_spec *spec, struct ukpa_sdt **out, size_t *n);
+void ukpa_usdt_matches_free(struct ukpa_sdt *v, size_t n);
+/* [init] The addresses of the notes PROVIDER:NAME of the loaded object
+ * at modpath: 0 (*out malloc'ed), -ENOENT, -ENOMEM. */
+int ukpa_usdt_addrs(const char *modpath, const char *provider, const char *name,
+		    unsigned long **out, size_t *n);
+/* [init] Does the file at path have a note spec names? *what says what
+ * was not found. */
+bool ukpa_usdt_file_has(const char *path, const struct ukp_spec *spec, uint32_t *what);
+/* [init] spec's fetch arguments at note p: *out a malloc'ed copy of
+ * spec with each $argN compiled from p's argument spec, or NULL when
+ * spec has none. 0, -ENOMEM, or -EINVAL with why (and *argi the
+ * argument) when p has no such argument or one ukprobe does not decode. */
+int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
+		      struct ukp_spec **out, uint32_t *argi, char *why, size_t len);
 
 /* ----------------------------------------------------------- unwind.c */
 /* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */

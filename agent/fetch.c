@@ -169,8 +169,13 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			continue;
 		}
 		if (fa->type != UKP_TY_STRING) {
-			if (fa->size < 8)
+			if (fa->size < 8) {
 				v &= (1UL << (fa->size * 8)) - 1;
+				/* an SDT argument's sign, from its note
+				 * (usdt.c) */
+				if (fa->sext && (v >> (fa->size * 8 - 1)))
+					v |= ~0UL << (fa->size * 8);
+			}
 			if (fa->bf_width)
 				v = bitfield(fa, v);
 			*(unsigned long *)(void *)slot = v; /* slots are 8-aligned */

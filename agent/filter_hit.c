@@ -87,8 +87,8 @@ void ukpa_filter_prepare(struct ukpa_spec *s)
 }
 
 /* [hit] */
-bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
-		      const struct pt_regs *entry)
+bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
+		      const struct pt_regs *regs, const struct pt_regs *entry)
 {
 	const struct ukp_spec *spec = &s->spec;
 	const struct ukp_filter *f = spec->filter;
@@ -118,7 +118,7 @@ bool ukpa_filter_pass(struct ukpa_spec *s, const struct pt_regs *regs,
 			*(uint64_t *)(void *)(rec.data + s->plain[i].off) =
 				w[s->plain[i].reg] & s->plain[i].keep;
 	} else {
-		ukpa_fetch_some(spec, regs, entry, &rec, s->fetch_mask);
+		ukpa_fetch_some(fspec, regs, entry, &rec, s->fetch_mask);
 	}
 	if (f && !ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid))
 		return false;

@@ -15,7 +15,10 @@
  * A hit records nothing while the thread runs agent code (ukpa_busy),
  * before the probe was announced (live), or when tracing stopped.
  */
+#include <errno.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "filter.h"
@@ -31,9 +34,11 @@ static inline bool recording(const struct ukpa_probe *pr)
 /* A checked SPEC's hit: does it pass its --filter (and go into its
  * triggers)? A hist that reads only registers takes it, and a filter of
  * one comparison of a register decides, without a fetched record. */
-static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
+static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *regs,
 			  const struct pt_regs *entry)
 {
+	struct ukpa_spec *s = pr->spec;
+
 	if (s->hist_regs) {
 		ukpa_hist_hit_regs(s->hist, regs);
 		return true;
@@ -42,7 +47,7 @@ static inline bool passes(struct ukpa_spec *s, const struct pt_regs *regs,
 		return ukp_filter_pred_number(s->reg_pred,
 					      ((const unsigned long *)regs)[s->reg_pred_arg.reg] &
 						      s->reg_pred_arg.keep);
-	return ukpa_filter_pass(s, regs, entry);
+	return ukpa_filter_pass(s, pr->fspec, regs, entry);
 }
 
 /* stat: count, nothing else */
@@ -77,7 +82,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr, regs, regs))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -136,7 +141,7 @@ int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	pr = container_of(rp, struct ukpa_probe, rp);
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, (const struct pt_regs *)ri->data))
+	if (pr->spec->checked && !passes(pr, regs, (const struct pt_regs *)ri->data))
 		return 0;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
@@ -157,9 +162,93 @@ void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt
 		return;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
-	if (pr->spec->checked && !passes(pr->spec, regs, regs))
+	if (pr->spec->checked && !passes(pr, regs, regs))
 		return;
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
 		ukpa_record(pr, regs, regs, pr->waddr, 0);
+}
+
+/* ------------------------------------------------- SDT $duration */
+
+/* A thread's entry times, one stack per pair. */
+struct sdt_stack {
+	_Atomic int owner;        /* tid, 0 when free */
+	uint32_t depth[UKPA_SDT_PAIRS];
+	uint64_t t[UKPA_SDT_PAIRS][UKPA_SDT_DEPTH];
+};
+#define SDT_STACKS 128
+static struct sdt_stack sdt_stacks[SDT_STACKS];
+static UKPA_TLS struct sdt_stack *my_sdt_stack;
+
+/* [hit] The thread's stack: claimed on its first entry (a dead
+ * thread's is taken back when none is free), or NULL. */
+static struct sdt_stack *sdt_stack_get(void)
+{
+	int tid, i, round, saved;
+
+	if (my_sdt_stack)
+		return my_sdt_stack;
+	tid = (int)syscall(SYS_gettid);
+	saved = errno; /* (tgkill's ESRCH is not the program's) */
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < SDT_STACKS; i++) {
+			struct sdt_stack *st = &sdt_stacks[i];
+			int owner = atomic_load_explicit(&st->owner, memory_order_relaxed);
+
+			if (owner && (round == 0 || syscall(SYS_tgkill, getpid(), owner, 0) == 0))
+				continue;
+			if (!atomic_compare_exchange_strong(&st->owner, &owner, tid))
+				continue;
+			for (int k = 0; k < UKPA_SDT_PAIRS; k++)
+				st->depth[k] = 0;
+			my_sdt_stack = st;
+			errno = saved;
+			return st;
+		}
+	}
+	errno = saved;
+	return NULL;
+}
+
+int ukpa_sdt_enter_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_sdt_enter *e = container_of(kp, struct ukpa_sdt_enter, kp);
+	struct sdt_stack *st;
+	uint32_t d;
+
+	(void)regs;
+	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		return 0;
+	st = sdt_stack_get();
+	if (!st)
+		return 0;
+	d = st->depth[e->pair - 1]++;
+	/* last: the time the handler took is not the function's */
+	if (d < UKPA_SDT_DEPTH)
+		st->t[e->pair - 1][d] = ukpa_clock_now();
+	return 0;
+}
+
+int ukpa_kp_sdt_ret(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct sdt_stack *st = my_sdt_stack;
+	struct ukpa_entry e;
+	uint32_t d;
+
+	if (!st || !st->depth[pr->sdt_pair - 1])
+		return 0; /* no entry seen: no duration */
+	d = --st->depth[pr->sdt_pair - 1];
+	if (d >= UKPA_SDT_DEPTH || !recording(pr))
+		return 0;
+	e.clock = st->t[pr->sdt_pair - 1][d];
+	/* (the registers are the return's: $argN are the note's, fetched
+	 * from regs; entry is read for $duration only) */
+	if (pr->spec->checked && !passes(pr, regs, &e.regs))
+		return 0;
+	ukpa_count_hit(pr);
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
+		ukpa_record(pr, regs, &e.regs, (uintptr_t)kp->addr, 0);
+	return 0;
 }

@@ -239,6 +239,8 @@ bool ukpa_file_has_point(const char *path, const struct ukp_spec *spec, uint32_t
 			 uint64_t *addr)
 {
 	*addr = 0;
+	if (spec->is_sdt)
+		return ukpa_usdt_file_has(path, spec, what);
 	if (spec->is_addr) {
 		struct in_text t = { spec->addr, false };
 		int ret = module_file_on_each_text(path, in_text_cb, &t);

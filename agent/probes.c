@@ -213,11 +213,14 @@ _Static_assert(UKPA_LINE_OF(kp.pre_handler) == UKPA_LINE_OF(kp.flags) &&
 		       UKPA_LINE_OF(kp.flags) == UKPA_LINE_OF(id) &&
 		       UKPA_LINE_OF(id) == UKPA_LINE_OF(live) &&
 		       UKPA_LINE_OF(live) == UKPA_LINE_OF(spec) &&
+		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(fspec) &&
 		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(hist_regs),
 	       "the fields a hit reads of a probe are on one cache line");
 
 static void probe_free(struct ukpa_probe *pr)
 {
+	if (pr->spec && pr->fspec != &pr->spec->spec)
+		free((void *)pr->fspec);
 	free(pr->symbol_name);
 	free(pr->where);
 	free(pr->object);
@@ -232,6 +235,7 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 		return NULL;
 	memset(pr, 0, sizeof(*pr));
 	pr->spec = s;
+	pr->fspec = &s->spec;
 	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
@@ -300,6 +304,8 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 		pr->rp.entry_handler = ukpa_rp_entry;
 		pr->rp.data_size = sizeof(struct ukpa_entry);
 		pr->rp.maxactive = spec->maxactive;
+	} else if (pr->sdt_pair) {
+		kp->pre_handler = ukpa_kp_sdt_ret;
 	} else if (ukpa_mode == UKP_MODE_TRACE) {
 		/* stat without a filter or trigger only counts; a hist read
 		 * from the registers has its own; the others need the full
@@ -328,7 +334,8 @@ static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, 
 	snprintf(pr->why, sizeof(pr->why), "%s", why && pr->opt == 0 ? why : "");
 	ukpa_symbolize(addr, where, sizeof(where), &pr->func, prefer);
 	object_of(addr, pr);
-	pr->where = strdup(where);
+	if (!pr->where) /* (an SDT probe's says which note it is) */
+		pr->where = strdup(where);
 	return probe_publish(pr);
 }
 
@@ -830,6 +837,169 @@ static int watch_register(struct ukpa_probe *pr, const struct ukpa_obj *obj, uin
 	return 0;
 }
 
+/* SDT $duration: each NAME__entry probe, registered for its pair (the
+ * NAME__return probes pop what they push). */
+static struct ukpa_sdt_enter *sdt_enters;
+static char sdt_pairs[UKPA_SDT_PAIRS][512]; /* "OBJPATH:%PROVIDER:NAME__entry" */
+
+/*
+ * [init] The pair of SDT NAME__return note m (spec has $duration): its
+ * NAME__entry notes in m's object probed, each once, with
+ * ukpa_sdt_enter_pre. Returns the pair's number (1..), or -EINVAL with
+ * lib_msg (*argi: the $duration argument), or another negative errno.
+ */
+static int sdt_pair(struct ukpa_spec *s, const struct ukpa_sdt *m, uint32_t *argi)
+{
+	const struct ukp_spec *spec = &s->spec;
+	size_t n = strlen(m->name), na = 0, i;
+	char entry[256], key[512];
+	unsigned long *addrs = NULL;
+	int pair, k, ret;
+
+	for (k = 0; k < spec->nargs; k++)
+		if (spec->args[k].base == UKP_FA_DURATION)
+			*argi = (uint32_t)k;
+	if (n < 8 || strcmp(m->name + n - 8, "__return")) {
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: SDT probe %.60s:%.60s is no "
+			 "NAME__return probe", m->provider, m->name);
+		return -EINVAL;
+	}
+	snprintf(entry, sizeof(entry), "%.*s__entry", (int)(n - 8), m->name);
+	snprintf(key, sizeof(key), "%s:%%%s:%s", m->modpath ? m->modpath : "", m->provider, entry);
+	for (pair = 0; pair < UKPA_SDT_PAIRS && sdt_pairs[pair][0] && strcmp(sdt_pairs[pair], key);
+	     pair++)
+		;
+	if (pair == UKPA_SDT_PAIRS) {
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: at most %d SDT entry/return pairs",
+			 UKPA_SDT_PAIRS);
+		return -EINVAL;
+	}
+	ret = ukpa_usdt_addrs(m->modpath, m->provider, entry, &addrs, &na);
+	if (ret == -ENOENT)
+		snprintf(lib_msg, sizeof(lib_msg), "$duration: no SDT probe %.40s:%.40s to pair %.40s:%.40s with",
+			 m->provider, entry, m->provider, m->name);
+	if (ret)
+		return ret == -ENOENT ? -EINVAL : ret;
+	snprintf(sdt_pairs[pair], sizeof(sdt_pairs[pair]), "%s", key);
+	for (i = 0; i < na && !ret; i++) {
+		struct ukpa_sdt_enter *e;
+
+		for (e = sdt_enters; e; e = e->next)
+			if (e->pair == pair + 1 && (unsigned long)e->kp.addr == addrs[i] &&
+			    !kprobe_gone(&e->kp))
+				break;
+		if (e)
+			continue;
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			ret = -ENOMEM;
+			break;
+		}
+		e->pair = (uint8_t)(pair + 1);
+		e->kp.addr = (kprobe_opcode_t *)addrs[i];
+		e->kp.pre_handler = ukpa_sdt_enter_pre;
+		ret = register_kprobe(&e->kp);
+		if (ret) {
+			free(e);
+			break;
+		}
+		e->next = sdt_enters;
+		sdt_enters = e;
+	}
+	free(addrs);
+	return ret ? ret : pair + 1;
+}
+
+/*
+ * An SDT SPEC: one probe per matching note (several notes of one name,
+ * as a probe inlined in several places, share the SPEC's event), at the
+ * note's address, each with its own fetch arguments (usdt.c). 0 when
+ * one probe or more are registered; -1 when none is (each failure
+ * reported).
+ */
+static int register_sdt(struct ukpa_spec *s, const char *objpath)
+{
+	const struct ukp_spec *spec = &s->spec;
+	struct sdt_fail {
+		int err;
+		uint32_t what, argi;
+		uint64_t addr;
+	} last = { 0 };
+	struct ukpa_sdt *m;
+	size_t n, i;
+	int ret, nok = 0;
+
+	ret = ukpa_usdt_matches(spec, &m, &n);
+	if (ret) {
+		spec_failed(s, ret, ret != -ENOENT ? UKP_WHAT_NONE
+				    : spec->is_glob ? UKP_WHAT_NOMATCH : UKP_WHAT_SYMBOL,
+			    0, 0, objpath);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		char event[UKP_SPEC_NAME_MAX + 1], where[768];
+		struct ukp_spec *fs = NULL;
+		struct ukpa_probe *pr = NULL;
+		uint32_t argi = 0, what = UKP_WHAT_NONE;
+
+		if (spec->is_glob)
+			ukpa_glob_event_name(spec, m[i].name, event, sizeof(event));
+		else
+			snprintf(event, sizeof(event), "%s", spec->event);
+		/* what "ukprobe probes --usdt" shows: the note, its
+		 * argument specs, its semaphore's ELF address */
+		snprintf(where, sizeof(where), "%%%s:%s%s%.512s", m[i].provider, m[i].name,
+			 m[i].args[0] ? " args=" : "", m[i].args);
+		if (m[i].p.semaphore)
+			snprintf(where + strlen(where), sizeof(where) - strlen(where),
+				 " semaphore=0x%lx", m[i].p.semaphore - m[i].p.modbase);
+		lib_msg[0] = '\0';
+		ret = ukpa_usdt_compile(spec, &m[i].p, &fs, &argi, lib_msg, sizeof(lib_msg));
+		if (ret == -EINVAL)
+			what = UKP_WHAT_SDT_ARG;
+		if (!ret) {
+			pr = probe_new(s, event, spec->is_glob ? UKP_PROBE_GLOB : 0);
+			ret = pr ? 0 : -ENOMEM;
+		}
+		if (!ret && fs) {
+			pr->fspec = fs; /* (probe_free's now) */
+			fs = NULL;
+		}
+		if (!ret && spec->uses_duration) {
+			ret = sdt_pair(s, &m[i], &argi);
+			if (ret > 0) {
+				pr->sdt_pair = (uint8_t)ret;
+				ret = 0;
+			} else if (ret == -EINVAL) {
+				what = UKP_WHAT_SDT_ARG;
+			}
+		}
+		if (!ret) {
+			pr->where = strdup(where);
+			ret = pr->where ? probe_register(pr, NULL, m[i].p.addr, NULL) : -ENOMEM;
+		}
+		if (ret) {
+			/* a glob's match that failed; the SPEC's failure when
+			 * none is left (below) */
+			if (spec->is_glob)
+				send_probe_msg(s, ~0u, ret, what, argi, UKP_PROBE_GLOB, -1,
+					       m[i].p.addr, 0, 0, event, where, objpath, lib_msg);
+			else
+				spec_failed(s, ret, what, argi, m[i].p.addr, objpath);
+			last = (struct sdt_fail){ ret, what, argi, m[i].p.addr };
+			free(fs);
+			if (pr)
+				probe_free(pr);
+			continue;
+		}
+		nok++;
+	}
+	ukpa_usdt_matches_free(m, n);
+	if (!nok && spec->is_glob)
+		spec_failed(s, last.err, last.what, last.argi, last.addr, objpath);
+	return nok ? 0 : -1;
+}
+
 /* Resolve and register one SPEC. -1 when it failed (reported). */
 static int spec_resolve(struct ukpa_spec *s)
 {
@@ -865,6 +1035,8 @@ static int spec_resolve(struct ukpa_spec *s)
 		}
 		return 0;
 	}
+	if (spec->is_sdt)
+		return register_sdt(s, have_obj ? obj.path : NULL);
 	if (spec->is_glob) {
 		ret = register_glob(s);
 		if (ret)
@@ -1243,6 +1415,14 @@ void ukpa_probes_unregister_all(void)
 	/* one grace period for all of them */
 	if (nk)
 		unregister_kprobes(kps, nk);
+	while (sdt_enters) {
+		struct ukpa_sdt_enter *e = sdt_enters;
+
+		sdt_enters = e->next;
+		unregister_kprobe(&e->kp);
+		free(e);
+	}
+	memset(sdt_pairs, 0, sizeof(sdt_pairs));
 	if (nr)
 		unregister_kretprobes(rps, nr);
 	free(kps);

@@ -292,7 +292,7 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 	}
 	for (c = r->comm, d = rec->comm; c < r->comm + sizeof(r->comm); c += 8, d += 8)
 		*(uint64_t *)(void *)d = *(const uint64_t *)(const void *)c;
-	ukpa_fetch_args(&pr->spec->spec, regs, entry, rec);
+	ukpa_fetch_args(pr->fspec, regs, entry, rec);
 	if (pr->spec->spec.stacktrace) /* --trigger stacktrace (unwind.c) */
 		ukpa_stack_record(pr, regs, ip, caller, rec);
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);

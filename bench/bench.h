@@ -53,6 +53,9 @@ typedef int (*bench_fn)(int x, int y);
 int bench_target(int x, int y);
 int bench_target2(int x, int y);
 int bench_target_nop5(int x, int y);
+/* bench_target with an SDT probe, "%ukpbench:hit", before its ret
+ * (sdt_target.c; where <sys/sdt.h> is: BENCH_HAVE_SDT) */
+int bench_target_sdt(int x, int y);
 
 /*
  * The bare detour (targets.S): bench_detour_set(true) writes a jmp rel32

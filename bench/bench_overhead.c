@@ -33,6 +33,10 @@
  *   ov           the same with a handler that uses an xmm register: the
  *                hit saves the vector state around it
  *   ro           kretprobe whose entry probe is jump-optimized
+ *   call_sdt     bench_target_sdt (sdt_target.c: bench_target with an SDT
+ *                probe, a nop, before its ret), uninstrumented
+ *   sdt          the optimized kprobe of o on that SDT probe, registered by
+ *                its name "%ukpbench:hit" (skipped without <sys/sdt.h>)
  *   The rows b, r and rb are the breakpoint paths: they run with the
  *   optimization knob off, o and ro with it on.
  *   w            a data watchpoint hit by page protection: bench_store
@@ -84,6 +88,8 @@ enum {
 	M_O,
 	M_OV,
 	M_RO,
+	M_CALLSDT,
+	M_SDT,
 	M_J,
 	M_JR,
 	M_W,
@@ -124,6 +130,8 @@ static struct measure ms[NM] = {
 	[M_O] = { "o", "optimized kprobe", K_UKPROBES, true },
 	[M_OV] = { "ov", "optimized kprobe, handler using xmm", K_UKPROBES, true },
 	[M_RO] = { "ro", "optimized kretprobe", K_UKPROBES, true },
+	[M_CALLSDT] = { "call_sdt", "uninstrumented call, SDT nop inside", K_BOUND, true },
+	[M_SDT] = { "sdt", "optimized kprobe on an SDT probe (its nop)", K_UKPROBES, true },
 	[M_J] = { "j", "jprobe", K_UKPROBES, false },
 	[M_JR] = { "jr", "jprobe + kretprobe", K_UKPROBES, false },
 	[M_W] = { "w", "watchpoint hit (page protection)", K_UKPROBES, false },
@@ -159,6 +167,7 @@ static const struct {
 	{ "ro/o", M_RO, M_O },
 	{ "b/o", M_B, M_O },
 	{ "k_nop5/o", M_KNOP5, M_O },
+	{ "sdt/o", M_SDT, M_O },
 	{ "uprobe/k", M_UP, M_K },
 	{ "uretprobe/r", M_URP, M_R },
 	{ "uprobe/1rt", M_UP, M_RT1 },
@@ -416,6 +425,35 @@ static double sample(int m)
 		unregister_kprobe(&kp);
 		set_opt(true);
 		break;
+	case M_CALLSDT:
+	case M_SDT: {
+#ifdef BENCH_HAVE_SDT
+		const bench_fn fn = bench_target_sdt;
+
+		if (m == M_CALLSDT) {
+			bench_call_loop(fn, WARMUP);
+			ns = bench_call_loop(fn, call_iters);
+			break;
+		}
+		memset(&kp, 0, sizeof(kp));
+		kp.symbol_name = "%ukpbench:hit";
+		kp.pre_handler = on_pre;
+		err = register_kprobe(&kp);
+		if (err)
+			fatal("register_kprobe %ukpbench:hit", err);
+		settle(&kp, KPROBE_FLAG_OPTIMIZED);
+		bench_call_loop(fn, WARMUP);
+		p0 = pre_hits;
+		ns = bench_call_loop(fn, call_iters);
+		check(ms[m].id, pre_hits - p0, call_iters);
+		unregister_kprobe(&kp);
+#else
+		snprintf(ms[m].why, sizeof(ms[m].why), "built without <sys/sdt.h> (systemtap-sdt-dev)");
+		ms[m].skipped = true;
+		return 0;
+#endif
+		break;
+	}
 	case M_R:
 	case M_RB:
 	case M_RO:

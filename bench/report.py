@@ -131,11 +131,12 @@ def mem(r):
 
 # Rows of the overhead table in order (ids from bench_overhead and the
 # uftrace runs).
-ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "ov", "r", "rb", "ro", "kr", "k_nop5", "j", "jr",
+ROWS = ["call", "1rt", "2rt", "detour", "k", "b", "o", "ov", "r", "rb", "ro", "call_sdt", "sdt", "kr",
+        "k_nop5", "j", "jr",
         "w", "w_nb", "w_hw", "uprobe", "uretprobe", "uprobe_nop5", "uretprobe_nop5", "uftrace", "uftrace_nop5"]
 
 RATIOS_SHOWN = ["k/1rt", "k/2rt", "b/1rt", "b/k", "r/1rt", "rb/1rt", "kr/1rt", "r/k", "kr/k", "k_nop5/k", "detour/call",
-                "o/detour", "o/call", "b/o", "ov/o", "ro/r", "ro/o", "k_nop5/o", "j/k", "j/2rt", "jr/j",
+                "o/detour", "o/call", "b/o", "ov/o", "ro/r", "ro/o", "k_nop5/o", "sdt/o", "j/k", "j/2rt", "jr/j",
                 "uprobe/k", "uretprobe/r", "uprobe/1rt", "uprobe_nop5/k", "uprobe_nop5/uprobe",
                 "uretprobe_nop5/r", "w/1rt", "w_nb/w", "w_hw/1rt", "uftrace/k", "uftrace_nop5/k"]
 

@@ -149,6 +149,8 @@ enum ukp_probe_what {
 	UKP_WHAT_NOMATCH,       /* a glob matched no function */
 	UKP_WHAT_DATASYM,       /* fetch argument argi: no such data symbol */
 	UKP_WHAT_ADDR,          /* OBJ:0xADDR outside the object's code */
+	UKP_WHAT_SDT_ARG,       /* fetch argument argi: the SDT probe has no
+				 * such argument, or one not decoded (why) */
 };
 
 /* ukp_msg_probe.flags */

@@ -380,6 +380,8 @@ static int parse_point(struct parser *p, const struct word *w)
 	size_t i;
 
 	spec->point_col = w->col;
+	if (spec_sdt_point(w))
+		return spec_parse_sdt_point(p, w);
 	/* OBJ ends at the first ':' that is not half of a "::" (outside
 	 * quotes): libstdc++.so.6:std::foo */
 	for (i = 0; i < w->len && s[i] != '"'; i++)
@@ -472,6 +474,9 @@ static void default_event(struct ukp_spec *spec)
 
 	if (spec->is_glob) {
 		spec->event[0] = '\0';
+	} else if (spec->is_sdt) {
+		/* perf's: NAME (the group is sdt_PROVIDER) */
+		snprintf(spec->event, sizeof(spec->event), "%s", strchr(spec->symbol, ':') + 1);
 	} else if (spec->is_addr && spec->object) {
 		const char *base = strrchr(spec->object, '/');
 		size_t blen;
@@ -519,6 +524,8 @@ int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_erro
 		goto bad;
 	if (parse_point(&p, &w[1]))
 		goto bad;
+	if (spec->is_sdt)
+		spec_sdt_defaults(&p, &w[0]);
 	for (i = 2; i < n; i++)
 		if (spec_parse_arg(&p, &w[i]))
 			goto bad;

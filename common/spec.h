@@ -8,6 +8,11 @@
  *   r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0]|[OBJ:]0xADDR [FETCHARGS]
  *   w[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw] [FETCHARGS]
  *   p[:[GRP/]EVENT] OBJ:FILE:LINE|OBJ:FUNC:+N [FETCHARGS]   (DWARF)
+ *   p[:[GRP/]EVENT] [OBJ:]%PROVIDER:NAME [FETCHARGS]
+ *
+ * The %PROVIDER:NAME form is an SDT probe (<sys/sdt.h>, USDT; perf's
+ * form): PROVIDER and NAME may be globs; $argN is its Nth SDT argument
+ * (spec_sdt.c). Its event is NAME, in the group sdt_PROVIDER.
  *
  * A w SPEC is a data watchpoint (register_wide_hw_breakpoint): LEN bytes
  * (default: the symbol's size, or 8 for an address or an offset) at the
@@ -113,6 +118,14 @@ struct ukp_fetcharg {
 	long symoff;
 	int var_col, var_len;          /* UKP_FA_VAR: where its expression is */
 	bool type_given;               /* :TYPE was written */
+	/* at an SDT probe: $argN is the Nth SDT argument (UKP_FA_ARG),
+	 * which the agent compiles per probe from the note's spec
+	 * (agent/usdt.c); sdt_default: no :TYPE was given (s64, the
+	 * value sign- or zero-extended from its size in the note) */
+	bool sdt_default;
+	/* set by that compilation only (never on the wire): the value
+	 * is sign-extended from size bytes (agent/fetch.c) */
+	bool sext;
 };
 
 struct ukp_spec {
@@ -134,6 +147,9 @@ struct ukp_spec {
 	bool is_glob;                  /* symbol is a pattern */
 	bool cxx_name;                 /* symbol is a demangled C++/Rust name
 					* (an fnmatch pattern; is_glob too) */
+	bool is_sdt;                   /* [OBJ:]%PROVIDER:NAME, an SDT probe:
+					* symbol is "PROVIDER:NAME" (a pattern
+					* when is_glob), spec_sdt.c */
 	bool event_given;              /* EVENT was written (else a default) */
 	/* OBJ:FILE:LINE (symbol is FILE) or OBJ:FUNC:+N (symbol is FUNC,
 	 * src_rel): a source line, resolved from DWARF by the CLI into one

@@ -36,6 +36,11 @@ static void set_type(struct ukp_fetcharg *fa, const struct ukp_fetch_type *t)
 	fa->tidx = (unsigned char)(t - ukp_fetch_types);
 }
 
+void spec_set_type(struct ukp_fetcharg *fa, const struct ukp_fetch_type *t)
+{
+	set_type(fa, t);
+}
+
 #define TYPES_HINT "one of u8..u64, s8..s64, x8..x64, char, string, symbol, bW@O/C"
 
 const char *ukp_spec_type_name(const struct ukp_fetcharg *fa, char *buf, size_t len)
@@ -113,6 +118,8 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 		return 0;
 	}
 	if (vlen == 8 && !memcmp(v, "duration", 8)) {
+		if (spec->is_sdt)
+			return spec_sdt_duration(p, fa, col);
 		if (!spec->is_return)
 			return spec_fail(p, col, "$duration is only available on return probes");
 		fa->base = UKP_FA_DURATION;
@@ -132,6 +139,8 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 	if (vlen > 3 && !memcmp(v, "arg", 3)) {
 		if (!spec_parse_udec(v + 3, vlen - 3, &n) || n < 1 || n > UKP_SPEC_STACK_MAX)
 			return spec_fail(p, col, "invalid argument number ($arg1 is the first)");
+		if (spec->is_sdt)
+			return spec_sdt_arg(p, fa, n, col);
 		if (!spec->is_return && spec->offset)
 			return spec_fail(p, col, "$argN is only available at a function entry (+0)");
 		if (spec->is_watch)
@@ -281,6 +290,8 @@ static int parse_type(struct parser *p, struct ukp_fetcharg *fa, const char *t, 
 	if (fa->base == UKP_FA_COMM && !ukp_fetch_type_of(fa)->is_string)
 		return spec_fail(p, tcol, "$comm is a string");
 	fa->type_given = true;
+	if (p->spec->is_sdt && fa->base == UKP_FA_ARG)
+		return spec_sdt_type(p, fa, true, tcol);
 	if (ukp_fetch_type_of(fa)->is_string && fa->base != UKP_FA_COMM && !fa->nderef &&
 	    fa->base != UKP_FA_VAR)
 		return spec_fail(p, tcol,
@@ -388,6 +399,8 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 			return -1;
 	} else if (fa->base == UKP_FA_COMM) {
 		set_type(fa, ukp_fetch_type_find(UKP_TY_STRING, UKP_SPEC_STR_SLOT));
+	} else if (spec->is_sdt && fa->base == UKP_FA_ARG) {
+		spec_sdt_type(p, fa, false, bcol);
 	} else if (fa->base == UKP_FA_DURATION) {
 		/* a number of nanoseconds: decimal */
 		set_type(fa, ukp_fetch_type_find(UKP_TY_U, 8));

@@ -46,6 +46,18 @@ bool spec_sym_char(char c);
  * (spec_parsed.c). */
 void spec_make_identifier(char *s);
 
+/* [OBJ:]%PROVIDER:NAME (spec_sdt.c): is w an SDT probe point; parse
+ * it; its default group and event; what $argN and its type are there. */
+struct ukp_fetch_type;
+/* fa gets the type of row t (spec_fetch.c). */
+void spec_set_type(struct ukp_fetcharg *fa, const struct ukp_fetch_type *t);
+bool spec_sdt_point(const struct word *w);
+int spec_parse_sdt_point(struct parser *p, const struct word *w);
+void spec_sdt_defaults(struct parser *p, const struct word *head);
+int spec_sdt_arg(struct parser *p, struct ukp_fetcharg *fa, unsigned long n, int col);
+int spec_sdt_type(struct parser *p, struct ukp_fetcharg *fa, bool typed, int tcol);
+int spec_sdt_duration(struct parser *p, struct ukp_fetcharg *fa, int col);
+
 /* One [NAME=]FETCHARG[:TYPE] word (spec_fetch.c). */
 int spec_parse_arg(struct parser *p, const struct word *w);
 

@@ -259,6 +259,7 @@ static bool spec_bools(const struct ukp_spec *s)
 	return BOOLS(s, AT(struct ukp_spec, is_return),
 		     AT(struct ukp_spec, is_watch), AT(struct ukp_spec, is_addr),
 		     AT(struct ukp_spec, is_glob), AT(struct ukp_spec, cxx_name),
+		     AT(struct ukp_spec, is_sdt),
 		     AT(struct ukp_spec, event_given), AT(struct ukp_spec, uses_duration),
 		     AT(struct ukp_spec, stacktrace));
 }
@@ -492,7 +493,8 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 		if (!get(&in, &s->args[i], sizeof(s->args[i])))
 			goto bad;
 		s->args[i].symbol = NULL;
-		if (!BOOLS(&s->args[i], AT(struct ukp_fetcharg, plain_reg)))
+		if (!BOOLS(&s->args[i], AT(struct ukp_fetcharg, plain_reg),
+			   AT(struct ukp_fetcharg, sdt_default)) || s->args[i].sext)
 			goto bad;
 	}
 	if (!spec_ok(s, nregs))

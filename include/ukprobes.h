@@ -286,6 +286,87 @@ UKPROBES_API int module_file_on_each_text(const char *modfile,
 					  int (*fn)(void *data, unsigned long addr,
 						    unsigned long size),
 					  void *data);
+/*
+ * SDT probes (USDT): the static probe points of <sys/sdt.h> (SystemTap's
+ * and DTrace's markers: DTRACE_PROBE, STAP_PROBE), which an object
+ * describes in its .note.stapsdt notes. Each is a nop in the code with
+ * a provider, a name, argument specs ("-4@%eax 8@-16(%rbp)") and maybe
+ * a semaphore: an unsigned short the program reads to see whether
+ * anyone traces the probe (PROVIDER_NAME_ENABLED()).
+ *
+ * An SDT probe is a kprobe on the note's address: symbol_name
+ * "OBJ:%PROVIDER:NAME" (or "%PROVIDER:NAME": the first loaded object
+ * that has it), offset 0, or addr = usdt_find()'s addr. The address
+ * needs no function symbol around it (the code is decoded from the
+ * start of the function the object's unwind tables say holds it). While
+ * a probe is registered at a note's address, however it was named, the
+ * note's semaphore counts it (the kernel's ref_ctr_offset for uprobes):
+ * raised at registration, lowered at unregistration (not when the
+ * object is gone); several probes on one semaphore count each. After
+ * fork() the child has the parent's probes and semaphores.
+ *
+ * struct usdt_arg: one argument as the note's spec gives it. kind:
+ * USDT_ARG_REG, the value is register reg (a word index of struct
+ * pt_regs); USDT_ARG_MEM, it is in memory at register reg + off;
+ * USDT_ARG_CONST, it is off; USDT_ARG_ADDR, it is in memory at addr (a
+ * symbol's address, "sym(%rip)"; absolute for a loaded object, the
+ * file's for a file); 0, a form the library does not decode (an index
+ * register, a segment, a symbol the object does not name). size: its
+ * bytes (1, 2, 4, 8), is_signed: "-N@". text: the spec, in the probe's
+ * args string (not NUL-terminated: textlen bytes).
+ *
+ * struct usdt_probe: one note. addr, semaphore: absolute in a loaded
+ * object (0: no semaphore); ELF addresses in a file. The caller of
+ * usdt_find() sets size to sizeof(struct usdt_probe) and gives buf for
+ * the strings (-ERANGE when they do not fit; PATH_MAX + 1024 does); a
+ * walk's callback gets the library's, valid during the call.
+ *
+ * usdt_find(): the probe "OBJ:%PROVIDER:NAME" or "%PROVIDER:NAME" of
+ * the loaded objects: 0, -ENOENT. usdt_on_each_probe(): fn for every
+ * note of the objects modname names (NULL: every loaded object, in load
+ * order); a non-zero return stops the walk and is returned.
+ * module_file_usdt_on_each_probe(): the same for a file, loaded or not
+ * (modfile as for module_file_kallsyms_on_each_symbol_info(); -ENOENT,
+ * -ENOEXEC). All return -EINVAL for a bad argument, -EBUSY from a
+ * handler; not for handlers.
+ */
+#define USDT_ARG_MAX   12
+#define USDT_ARG_REG   1
+#define USDT_ARG_MEM   2
+#define USDT_ARG_CONST 3
+#define USDT_ARG_ADDR  4
+struct usdt_arg {
+	int kind;
+	int size;
+	bool is_signed;
+	unsigned int reg;
+	long off;
+	unsigned long addr;
+	const char *text;
+	size_t textlen;
+};
+struct usdt_probe {
+	size_t size;             /* sizeof(struct usdt_probe), set by the caller */
+	const char *provider;
+	const char *name;
+	const char *args;        /* the note's argument specs, "" for none */
+	unsigned long addr;
+	unsigned long semaphore;
+	int nargs;               /* at most USDT_ARG_MAX */
+	struct usdt_arg arg[USDT_ARG_MAX];
+	const char *modname;     /* the object's file name */
+	const char *modpath;     /* its path */
+	unsigned long modbase;   /* its load bias (0 for a file) */
+};
+UKPROBES_API int usdt_find(const char *name, struct usdt_probe *probe, char *buf, size_t len);
+UKPROBES_API int usdt_on_each_probe(const char *modname,
+				    int (*fn)(void *data, const struct usdt_probe *probe),
+				    void *data);
+UKPROBES_API int module_file_usdt_on_each_probe(const char *modfile,
+						int (*fn)(void *data,
+							  const struct usdt_probe *probe),
+						void *data);
+
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);

@@ -21,12 +21,14 @@ cd "$(dirname "$0")/.."
 # groff-base (the man pages' rendering test), util-linux (setpriv,
 # setarch), git (the benchmarks record the commit they measured),
 # uftrace and bpftrace (the benchmarks' peers), libdw-dev (ukprobe's source
-# lines and variables by name, from DWARF).
+# lines and variables by name, from DWARF), systemtap-sdt-dev (<sys/sdt.h>:
+# the SDT probes of tests/unit/test_usdt.c and tests/cli).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
-      groff-base util-linux git uftrace bpftrace libdw-dev)
+      groff-base util-linux git uftrace bpftrace libdw-dev
+      systemtap-sdt-dev)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
@@ -40,6 +42,7 @@ for m in libelf libdw liblzma criterion zlib sqlite3 lua5.4; do
 done
 need_file /usr/include/Zydis/Zydis.h libzydis-dev
 need_file /usr/include/libiberty/demangle.h libiberty-dev
+need_file /usr/include/x86_64-linux-gnu/sys/sdt.h systemtap-sdt-dev
 # clang's sanitizer runtimes (the ASan+UBSan build, the fuzzers)
 need_file "$(clang -print-file-name=libclang_rt.asan-x86_64.a 2>/dev/null || echo /nonexistent)" \
   libclang-rt-14-dev

@@ -280,6 +280,13 @@ extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
  * without a frame or a C call in the usual case, and enters so that
  * the CPU predicts the return to the trampoline. */
 void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe);
+/* [reg] May a probe anywhere in the function whose code is [code, code +
+ * len) take that template too, as an SDT probe's nop may (where the
+ * compiler keeps no flag live: usdt.h)? True when nothing in it can set
+ * what the template leaves alone (x86: no std, popf or iret: DF stays
+ * clear, as the calling convention has it at the entry and after every
+ * call); false when in doubt (code that does not decode). */
+bool arch_opt_entry_template_ok(const uint8_t *code, size_t len);
 
 /* ------------------------------------------------------ vector state */
 /* src/arch/<arch>/vecuse.c, vecsafe_tramp.S; used by vecstate.c. */

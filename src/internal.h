@@ -273,6 +273,10 @@ void ukp_opt_init(void);
 void ukp_opt_after_fork(void);
 void ukp_opt_stop(void);                      /* [reg] teardown.c */
 void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry);
+/* [reg] s is an SDT probe's nop in the function sym: its detour takes
+ * the template of function entries when arch_opt_entry_template_ok says
+ * the function allows it (optimizer.c). */
+void ukp_opt_site_sdt(struct ukp_site *s, const struct ukp_symres *sym);
 void ukp_opt_site_changed(struct ukp_site *s);
 /* Hold back waking the optimizer thread while a batch queues its sites
  * (on), then wake it once if anything was queued (off). */

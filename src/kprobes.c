@@ -26,6 +26,7 @@
 #include "jprobes.h"
 #include "kretprobes.h"
 #include "obj_pool.h"
+#include "usdt.h"
 
 #define KP_INDEX_MIN_BITS 8
 #define KP_INDEX_LOAD 4 /* children per bucket before the index grows */
@@ -549,7 +550,8 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 	if ((p->symbol_name && p->addr) || (!p->symbol_name && !p->addr))
 		return -EINVAL;
 	if (p->symbol_name) {
-		ret = ukp_sym_lookup_name(p->symbol_name, &addr);
+		ret = ukp_usdt_is_name(p->symbol_name) ? ukp_usdt_lookup(p->symbol_name, &addr)
+						       : ukp_sym_lookup_name(p->symbol_name, &addr);
 		if (ret)
 			return ret;
 	} else {
@@ -558,7 +560,12 @@ static int kprobe_addr(struct kprobe *p, uintptr_t *out, bool *on_entry, struct 
 	addr += p->offset;
 	if (!ukp_addr_is_text(addr, 1))
 		return -EINVAL;
-	if (ukp_sym_lookup_addr(addr, sym))
+	/* an SDT probe's nop may be in a function no symbol names (a
+	 * stripped program's static function): the function the unwind
+	 * tables give bounds it, and the boundary check decodes from its
+	 * start as from a symbol's */
+	if (ukp_sym_lookup_addr(addr, sym) &&
+	    (!ukp_usdt_note_at(addr, NULL) || ukp_sym_lookup_code(addr, sym)))
 		return -ENOENT;
 	off = addr - sym->start;
 	skip = entry_skip(sym->start);
@@ -677,6 +684,9 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	s->symname = sym->name ? sym->name : "";
 	s->symoff = (uint32_t)off; /* (a function is less than 4 GiB) */
 	ukp_opt_site_new(s, on_entry, on_entry && sym->func);
+	/* an SDT probe's nop: the compiler keeps no flag live across it */
+	if (!on_entry && ukp_usdt_note_at(addr, NULL))
+		ukp_opt_site_sdt(s, sym);
 	*out = s;
 out:
 	free(code);
@@ -854,6 +864,7 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		s->batch_pending = true;
 		b->v[b->n++] = s;
 		*batch_slot(b, addr) = s;
+		ukp_usdt_probe_added(p, addr);
 		return 0;
 	}
 	if (new_site) {
@@ -875,6 +886,8 @@ static int __register_kprobe(struct kprobe *p, struct reg_batch *b)
 		ukp_pool_free(&child_pool, ch);
 		if (new_site)
 			site_free(s);
+	} else {
+		ukp_usdt_probe_added(p, addr);
 	}
 	return ret;
 }
@@ -1002,6 +1015,7 @@ static struct ukp_child *unregister_top(struct kprobe *p, struct ukp_site **dead
 		return NULL;
 	s = ch->site;
 	p->flags |= KPROBE_FLAG_DISABLED;
+	ukp_usdt_probe_removed(p);
 	child_index_del(ch);
 	for (pp = &s->children; (cur = atomic_load(pp)); pp = &cur->next) {
 		if (cur == ch) {

@@ -316,7 +316,9 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 	if (UKP_INSN_FIXED_LEN && ao->len == UKP_INSN_FIXED_LEN && ao->code_len == ao->len)
 		return 0;
 	if (!sym) {
-		if (ukp_sym_lookup_addr(a, &found)) {
+		/* (ukp_sym_lookup_code: a probe without a symbol got past
+		 * registration only as an SDT probe, bounded by its FDE) */
+		if (ukp_sym_lookup_code(a, &found)) {
 			*why = "no symbol covers the probe";
 			return -ENOENT;
 		}
@@ -774,6 +776,24 @@ void ukp_opt_site_new(struct ukp_site *s, bool on_entry, bool abi_entry)
 	s->opt.entry = abi_entry;
 	n = ukp_read_original(s->addr, code, sizeof(code));
 	s->opt.ftrace_len = (uint8_t)arch_patchable_nops(code, n);
+}
+
+void ukp_opt_site_sdt(struct ukp_site *s, const struct ukp_symres *sym)
+{
+	/* (a function larger than this is not decoded: the usual template) */
+	const size_t max = 1u << 20;
+	uint8_t *code;
+	size_t n;
+
+	if (!sym->size || sym->size > max)
+		return;
+	code = malloc(sym->size);
+	if (!code)
+		return;
+	n = ukp_read_original(sym->start, code, sym->size);
+	if (n == sym->size && arch_opt_entry_template_ok(code, n))
+		s->opt.entry = true;
+	free(code);
 }
 
 /* Something about s changed (a child came or went, enable/disable, the

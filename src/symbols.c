@@ -45,6 +45,7 @@
 #include "eh_frame.h"
 #include "lower_bound.h"
 #include "symbols.h"
+#include "usdt.h"
 
 #define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
 
@@ -56,6 +57,7 @@ struct ukp_seg {
 	uintptr_t start;
 	uintptr_t end;
 	bool exec;
+	bool write;
 };
 
 /* One function-like or data symbol. */
@@ -116,6 +118,7 @@ struct ukp_objent {
 	struct ukp_sym *impls;  /* IFUNC implementations no symbol names ("NAME.impl") */
 	size_t nimpls;
 	struct ukp_eh_frame *eh;        /* FDEs, to size those (read once) */
+	struct ukp_usdt_notes *usdt;    /* its SDT notes (usdt.c), read once */
 	size_t max_size;        /* largest effective size: bounds address search */
 	/* data symbols (OBJECT, or NOTYPE outside code), for @SYM fetch
 	 * arguments and watchpoints: apart, so function look-ups and walks
@@ -1137,6 +1140,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		sg->start = info->dlpi_addr + ph->p_vaddr;
 		sg->end = sg->start + ph->p_memsz;
 		sg->exec = ph->p_flags & PF_X;
+		sg->write = ph->p_flags & PF_W;
 	}
 	sc->n++;
 	return 0;
@@ -1159,6 +1163,7 @@ static void scan_free(struct ukp_scan *sc)
 
 static void obj_free(struct ukp_objent *o)
 {
+	ukp_usdt_notes_free(o->usdt);
 	obj_free_syms(o);
 	free(o->segs);
 	free(o->realpath);
@@ -1934,6 +1939,7 @@ static int file_new(const char *path, const struct stat *st, struct ukp_objent *
 		o->segs[nload].start = ph.p_vaddr;
 		o->segs[nload].end = ph.p_vaddr + ph.p_memsz;
 		o->segs[nload].exec = ph.p_flags & PF_X;
+		o->segs[nload].write = ph.p_flags & PF_W;
 		nload++;
 	}
 	if (!nload)
@@ -2072,4 +2078,75 @@ void ukp_symbols_reset(void)
 	/* Keep the generation moving: cached generations must not match a
 	 * list rebuilt from scratch. */
 	ukp_syms.gen++;
+}
+
+/* ------------------------------------------------ for usdt.c */
+
+struct ukp_usdt_notes **ukp_object_usdt(const struct ukp_object *obj)
+{
+	return &to_ent(obj)->usdt;
+}
+
+Elf *ukp_object_elf(const struct ukp_object *obj, int *fd)
+{
+	return obj_open_elf(to_ent(obj), fd);
+}
+
+const struct ukp_object *ukp_object_nth(size_t i)
+{
+	if (i == 0)
+		objects_sync();
+	return i < ukp_syms.nlive ? &ukp_syms.live[i]->pub : NULL;
+}
+
+bool ukp_object_matches(const struct ukp_object *obj, const char *name)
+{
+	return obj_matches(to_ent(obj), name);
+}
+
+bool ukp_object_writable(const struct ukp_object *obj, uintptr_t addr, size_t len)
+{
+	const struct ukp_objent *o = to_ent(obj);
+	size_t i;
+
+	for (i = 0; i < o->nsegs; i++)
+		if (o->segs[i].write && !o->segs[i].exec && addr >= o->segs[i].start &&
+		    addr + len <= o->segs[i].end)
+			return true;
+	return false;
+}
+
+int ukp_sym_lookup_code(uintptr_t addr, struct ukp_symres *res)
+{
+	struct ukp_objent *t;
+	size_t lo = 0, hi;
+	int err = ukp_sym_lookup_addr(addr, res);
+
+	if (err != -ENOENT)
+		return err;
+	t = text_owner(addr);
+	if (!t)
+		return -ENOENT;
+	if (!t->eh) {
+		t->eh = calloc(1, sizeof(*t->eh));
+		if (!t->eh)
+			return -ENOMEM;
+		ukp_eh_frame_load(&t->pub, t->eh);
+	}
+	/* the last FDE that starts at or before addr */
+	hi = t->eh->nfdes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->eh->fdes[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || t->eh->fdes[lo - 1].end <= addr)
+		return -ENOENT;
+	*res = (struct ukp_symres){ .obj = &t->pub, .name = "",
+				    .start = t->eh->fdes[lo - 1].start,
+				    .size = t->eh->fdes[lo - 1].end - t->eh->fdes[lo - 1].start };
+	return 0;
 }

@@ -170,6 +170,24 @@ void ukp_file_for_each_symbol(const struct ukp_object *obj, bool data, ukp_sym_f
 bool ukp_object_seg(const struct ukp_object *obj, size_t i, uintptr_t *start, uintptr_t *end,
 		    bool *exec);
 
+/*
+ * [reg] The function containing addr as ukp_sym_lookup_addr() finds it,
+ * else, when no symbol covers addr, the code its object's unwind tables
+ * (.eh_frame) say one function holds (res->name "", func false): for a
+ * probe that a note places in an unnamed function (an SDT probe of a
+ * stripped program, usdt.h). 0, -ENOENT or -ENOMEM.
+ */
+int ukp_sym_lookup_code(uintptr_t addr, struct ukp_symres *res);
+
+/* [reg] The i-th loaded object (load order; i == 0 brings the list up
+ * to date), or NULL past the last. */
+const struct ukp_object *ukp_object_nth(size_t i);
+/* [reg] Does name name obj, as the "object" of "object:sym" does? */
+bool ukp_object_matches(const struct ukp_object *obj, const char *name);
+/* [reg] Is [addr, addr+len) inside a writable, not executable, PT_LOAD
+ * segment of obj? */
+bool ukp_object_writable(const struct ukp_object *obj, uintptr_t addr, size_t len);
+
 /* Drop every cached object (after fork in the child it stays valid; used
  * by tests and on exit). */
 void ukp_symbols_reset(void);

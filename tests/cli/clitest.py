@@ -3456,6 +3456,201 @@ def case_dwarf_cxx():
           re.search(r"^\tstruct Acc \*const +this \(parameter\)$", r.stdout, re.M), "--vars", show(r))
 
 
+# ------------------------------------------------------------- SDT (USDT)
+
+SDT_ARGS = ("p %tgt:args $arg1 $arg2 $arg3 $arg4 $arg5 s=$arg6:string g=$arg7 k=$arg8 "
+            "x=$arg5:x32 c=$arg3:u8")
+SDT_MEM = "p %tgt:mem $arg1 $arg2 s=+0($arg3):string $arg4"
+SDT_PTR = "p tgt_sdt:%tgt:ptr $arg1 $arg2"
+SDT_PLUG = "p libukp_sdtplug.so:%plug:fire $arg1 $arg2"
+
+
+def sdt_want(comm):
+    """tgt_sdt's round 0 (targets/sdt.c) as the trace shows it."""
+    return ["%s-TID [CPU] TS: args: (%%tgt:args) arg1=-7 arg2=-1234567890123 arg3=-5 "
+            "arg4=-300 arg5=4000000000 s=\"hello\" g=19088743 k=5 x=0xee6b2800 c=251" % comm,
+            "%s-TID [CPU] TS: mem: (%%tgt:mem) arg1=42 arg2=9 s=\"hello\" arg4=-3" % comm,
+            "%s-TID [CPU] TS: ptr: (%%tgt:ptr) arg1=-99 arg2=-42" % comm]
+
+
+def case_usdt():
+    """SDT probes (targets/sdt.c, -O2): every argument form GCC writes
+    (registers of each width and sign, a rip-relative symbol, constants,
+    memory at a register + offset), typed by the note; $argN:string and
+    +0($argN):string; the semaphores raised while traced (the program
+    counts the calls that saw them) in the program and in an object it
+    dlopen()s later; three threads counted exactly; probes --usdt; the
+    errors."""
+    if not os.path.exists(tgt("sdt")):
+        print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
+        sys.exit(77)
+    r = subprocess.run([tgt("sdt"), "run", "1"], capture_output=True, text=True)
+    check(r.stdout == "enabled=0 plug=0\n", "untraced, no semaphore is raised", r.stdout)
+    r, lines = traced([SDT_ARGS, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    check(r.stdout == "enabled=9 plug=1\n", "semaphores raised while traced", show(r))
+    got = [normalise(l) for l in lines]
+    want = sdt_want("tgt_sdt")
+    check(sorted(got) == sorted(want * 3 + ["tgt_sdt-TID [CPU] TS: fire: (%plug:fire) "
+                                            "arg1=0 arg2=0"]),
+          "events", "\n".join(got), "want:\n" + "\n".join(want))
+    # counted exactly over three threads, and the dlopen()ed object's
+    r = ukprobe(["stat", "-e", "p %tgt:*", "-e", SDT_PLUG, "--", tgt("sdt"), "run", "3000"])
+    check(r.returncode == 0 and r.stdout.startswith("enabled=27000 plug=3000\n"), "stat", show(r))
+    for ev, n in (("mem", 9000), ("args", 9000), ("ptr", 9000)):
+        check(re.search(r"^sdt_tgt/%s +%d +0$" % (ev, n), r.stdout, re.M), "stat of " + ev,
+              show(r))
+    check(re.search(r"^sdt_plug/fire +3000 +0$", r.stdout, re.M), "stat of plug", show(r))
+    # --filter and a hist keyed on SDT arguments; their handlers, as the
+    # others, proven vector-free (UKPROBE_DEBUG=1 would say otherwise)
+    r = ukprobe(["stat", "-e", "p %tgt:mem x=$arg1 y=$arg2", "--filter", "x >= 50",
+                 "--", tgt("sdt"), "run", "20"], env=dict(os.environ, UKPROBE_DEBUG="1"))
+    check("ukprobe-agent: " not in r.stderr, "vector-free", show(r))
+    # x = 2 * (21 + i), i < 20, in three threads: 16 of each >= 50
+    check(re.search(r"^sdt_tgt/mem +48 +0$", r.stdout, re.M), "filter on $arg1", show(r))
+    r = ukprobe(["stat", "-e", "p %tgt:ptr a=$arg1", "--trigger", "hist:keys=a",
+                 "--", tgt("sdt"), "run", "2"])
+    check(re.search(r"\{ a: +-99 \} hitcount: +3$", r.stdout, re.M) and
+          re.search(r"\{ a: +-100 \} hitcount: +3$", r.stdout, re.M), "hist on $arg1", show(r))
+    # probes --usdt: each note with its semaphore and argument specs
+    r = ukprobe(["probes", "--usdt", tgt("sdt")])
+    rows = {l.split()[0]: l.split(None, 4) for l in r.stdout.splitlines()[1:]}
+    check(r.returncode == 0 and sorted(rows) == ["tgt:args", "tgt:mem", "tgt:ptr"], "--usdt",
+          show(r))
+    check(rows["tgt:args"][4] == "-4@%eax -8@%rsi -1@%dl -2@%cx 4@%r8d 8@%r9 "
+          "-4@tgt_global(%rip) -4@$5" and rows["tgt:args"][3] == "jump" and
+          rows["tgt:args"][2].startswith("tgt_sdt:0x"), "--usdt row", show(r))
+    r = ukprobe(["probes", "--usdt", os.path.join(TARGETS, "libukp_sdtplug.so"), "fire"])
+    check(r.returncode == 0 and len(r.stdout.splitlines()) == 2 and
+          r.stdout.splitlines()[1].split()[0] == "plug:fire", "--usdt a library", show(r))
+    # errors
+    for spec, col, msg in (
+            ("p %tgt:args $arg9", 12, "SDT probe tgt:args has 8 arguments, not $arg9"),
+            ("p %tgt:nosuch", 3, "SDT probe %tgt:nosuch not found in the program or its "
+             "libraries"),
+            ("p tgt_sdt:%nope:*", 11, "no SDT probe matches %nope:* in tgt_sdt")):
+        r = ukprobe(["trace", "-e", spec, "--", tgt("sdt"), "run", "1"])
+        check(r.returncode == 1 and r.stderr == error_lines(spec, col, msg), spec, show(r))
+    for spec, col, msg in (
+            ("r %tgt:args", 2, "an SDT probe is a 'p' probe (its place is no function entry "
+             "to return from)"),
+            ("p %tgt:args+4", 11, "an SDT probe takes no offset"),
+            ("p %tgt", 3, "SDT probe name is not specified (OBJ:%PROVIDER:NAME)"),
+            ("p %tgt:args $arg13", 12, "an SDT probe has at most 12 arguments "
+             "($arg1..$arg12)")):
+        r = ukprobe(["trace", "-e", spec, "--", tgt("sdt"), "run", "1"])
+        check(r.returncode == 2 and r.stderr == error_lines(spec, col, msg), spec, show(r))
+
+
+def case_usdt_attach():
+    """-p: SDT probes on a running program and on an object it loaded,
+    their semaphores raised while attached (two probes on one count
+    two) and back to 0 at detach."""
+    if not os.path.exists(tgt("sdt")):
+        print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
+        sys.exit(77)
+    p = subprocess.Popen([tgt("sdt"), "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+
+    def poke(n):
+        p.stdin.write("%d\n" % n)
+        p.stdin.flush()
+        return p.stdout.readline()
+    try:
+        check(p.stdout.readline() == "ready\n", "tgt_sdt started")
+        check(poke(2) == "sem=0,0,0 plug=0 enabled=0\n", "before")
+        t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e", SDT_ARGS, "-e",
+                              "p:args2 %tgt:args", "-e", SDT_MEM, "-e", SDT_PTR, "-e", SDT_PLUG],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        got = []
+        seen = read_lines_until(t, " fire: ", lambda: got.append(poke(1)))
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        out = ("\n".join(seen) + "\n").encode() + out
+        check(t.returncode == 0 and err.decode() == "", "ukprobe ends with 0", err.decode())
+        check(got[-1] == "sem=2,1,1 plug=1 enabled=3\n", "semaphores while attached", got)
+        lines = [normalise(l) for l in out.decode().splitlines() if " args: " in l or
+                 " mem: " in l or " ptr: " in l]
+        check(set(lines) >= set(sdt_want("tgt_sdt")), "events", out.decode())
+        check(poke(2) == "sem=0,0,0 plug=0 enabled=0\n", "semaphores put back at detach")
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "tgt_sdt's status")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+USDT_PY = r"""
+import sys
+def target(i):
+    return i * 2
+def other():
+    pass
+if sys.argv[1] == "profile":
+    sys.setprofile(lambda *a: None)
+for i in range(int(sys.argv[2])):
+    target(i)
+other()
+sys.setprofile(None)
+print("done")
+"""
+
+
+def case_usdt_python():
+    """Debian's python3.11 (non-PIE, .symtab stripped: function__entry
+    sits in no named function): function__entry with fn = "target"
+    counted exactly, from +0($arg2):string and $arg2:string; CPython 3.11
+    fires it only while a profile function is set; function__return
+    paired in a hist; the line probe gives file and line."""
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "calls.py")
+        with open(script, "w") as f:
+            f.write(USDT_PY)
+        entry = ("p python3.11:%python:function__entry file=+0($arg1):string "
+                 "fn=+0($arg2):string line=$arg3")
+        for mode, n in (("profile", 1234), ("plain", 0)):
+            r = ukprobe(["stat", "-e", entry, "--filter", 'fn == "target"', "--", py, script,
+                         mode, "1234"])
+            check(r.returncode == 0 and r.stdout.startswith("done\n") and
+                  re.search(r"^sdt_python/function__entry +%d +0$" % n, r.stdout, re.M),
+                  "%s: %d entries of target" % (mode, n), show(r))
+        r = ukprobe(["stat", "-e", "p %python:function__return fn=$arg2:string line=$arg3",
+                     "--trigger", "hist:keys=fn", "--", py, script, "profile", "300"])
+        check(r.returncode == 0 and re.search(r"\{ fn: target +\} hitcount: +300$", r.stdout, re.M)
+              and re.search(r"\{ fn: other +\} hitcount: +1$", r.stdout, re.M),
+              "hist of returns by function", show(r))
+        # latency per Python function: function__return's $duration is
+        # the time since its function__entry (target sleeps 2 ms)
+        with open(os.path.join(d, "sleepy.py"), "w") as f:
+            f.write("import sys, time\ndef target():\n    time.sleep(0.002)\n"
+                    "def outer():\n    for i in range(20):\n        target()\n"
+                    "sys.setprofile(slice)\nouter()\n")
+        r = ukprobe(["stat", "-e", "p %python:function__return fn=$arg2:string $duration",
+                     "--trigger", "hist:keys=fn:vals=duration", "--", py,
+                     os.path.join(d, "sleepy.py")])
+        m = re.search(r"\{ fn: target +\} hitcount: +20 +duration: +(\d+)$", r.stdout, re.M)
+        o = re.search(r"\{ fn: outer +\} hitcount: +1 +duration: +(\d+)$", r.stdout, re.M)
+        check(r.returncode == 0 and m and o and 40e6 <= int(m[1]) < 2e9 and
+              int(o[1]) >= int(m[1]), "$duration per Python function", show(r))
+        spec = "p %python:function__entry $duration"
+        r = ukprobe(["trace", "-e", spec, "--", py, "-c", "pass"])
+        check(r.returncode == 2 and r.stderr == error_lines(spec, 26, "$duration at an SDT probe "
+              "is for a NAME__return probe (the time since its NAME__entry)"), spec, show(r))
+        r, lines = traced([entry], [py, script, "profile", "2"])
+        got = [parse_line(l)["args"] for l in lines if 'fn="target"' in l]
+        check(got == [' file="%s" fn="target" line=3' % script] * 2, "trace line", "\n".join(lines))
+        # its place is in no function symbol, and is jump-optimized
+        r = ukprobe(["probes", "--usdt", py, "python:function__entry"])
+        row = r.stdout.splitlines()[1].split() if r.returncode == 0 else []
+        check(row[:1] == ["python:function__entry"] and row[3:4] == ["jump"] and
+              row[2].startswith("python3.11:0x"), "probes --usdt python3.11", show(r))
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

@@ -38,7 +38,7 @@
 #ifdef UKT_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
-static __attribute__((noinline)) void *ukt_stale_stack_poison(void)
+static __attribute__((noinline, unused)) void *ukt_stale_stack_poison(void)
 {
 #ifdef UKT_ASAN
 	char here;

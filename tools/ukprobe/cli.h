@@ -158,6 +158,7 @@ struct ukp_session {
 	enum ukp_mode mode;
 	bool follow;              /* -f */
 	bool no_optimize;         /* --no-optimize */
+	bool usdt;                /* probes --usdt OBJ: its SDT probes */
 	bool tracing_off;         /* trace --tracing-off: until a traceon trigger */
 	const char *load;         /* probes mode: an object for the agent to dlopen */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */

@@ -30,6 +30,7 @@ static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe probes -e SPEC [-e SPEC]... [-o FILE] [--] CMD [ARGS]...\n"
 	      "       ukprobe probes [-o FILE] OBJ [GLOB]\n"
+	      "       ukprobe probes --usdt [-o FILE] OBJ [PROVIDER:NAME]\n"
 	      "       ukprobe probes -p PID -e SPEC... | -p PID OBJ [GLOB]\n"
 	      "       ukprobe probes --lines OBJ:FUNC\n"
 	      "       ukprobe probes --vars OBJ:FUNC|OBJ:FILE:LINE|OBJ:FUNC:+N\n"
@@ -44,6 +45,9 @@ static void usage(FILE *out)
 	      "  -p, --pid PID      in the running process PID (OBJ: as it has it loaded)\n"
 	      "  -E, --events-file FILE  SPECs, one per line (# comments)\n"
 	      "  -o, --output FILE  write the list to FILE instead of standard output\n"
+	      "      --usdt         list OBJ's SDT probes (<sys/sdt.h>, USDT): each\n"
+	      "                     PROVIDER:NAME (a glob; NAME alone: any provider)\n"
+	      "                     with its ELF address, semaphore and argument specs\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
@@ -59,6 +63,7 @@ static void usage(FILE *out)
 struct probes_out {
 	FILE *out;
 	bool header;
+	bool usdt;      /* --usdt: the SDT probes' own columns */
 };
 
 static const char *base_name(const char *path)
@@ -73,8 +78,25 @@ static void header(struct probes_out *o)
 	if (o->header)
 		return;
 	o->header = true;
-	fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", "EVENT", "ADDRESS", "PROBE POINT",
-		"ELF ADDRESS", "OPTIMIZED");
+	if (o->usdt)
+		fprintf(o->out, "%-36s %-28s %-28s %-10s %s\n", "SDT PROBE", "ELF ADDRESS",
+			"SEMAPHORE", "OPTIMIZED", "ARGUMENTS");
+	else
+		fprintf(o->out, "%-36s %-18s %-44s %-28s %s\n", "EVENT", "ADDRESS",
+			"PROBE POINT", "ELF ADDRESS", "OPTIMIZED");
+}
+
+/* An SDT probe's where (agent/probes.c): "%PROVIDER:NAME[ args=SPECS]
+ * [ semaphore=0xELFADDR]", cut in three (args and sem "" when none). */
+static void sdt_parts(const char *where, char *point, size_t plen, char *args, size_t alen,
+		      char *sem, size_t slen)
+{
+	const char *a = strstr(where, " args="), *m = strstr(where, " semaphore=");
+	size_t n = a ? (size_t)(a - where) : m ? (size_t)(m - where) : strlen(where);
+
+	snprintf(point, plen, "%.*s", (int)n, where);
+	snprintf(args, alen, "%.*s", a ? (int)((m ? m : a + strlen(a)) - a - 6) : 0, a ? a + 6 : "");
+	snprintf(sem, slen, "%s", m ? m + 11 : "");
 }
 
 static void show_probe(struct ukp_session *s, struct ukp_image *img,
@@ -93,13 +115,16 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 	snprintf(name, sizeof(name), "%s/%s", spec->group,
 		 m->flags & UKP_PROBE_PENDING && spec->is_glob ? spec->symbol : r->event);
 	if (m->flags & UKP_PROBE_PENDING) {
-		if (spec->is_glob)
+		if (spec->is_sdt)
+			snprintf(point, sizeof(point), "%%%s%s", spec->symbol,
+				 spec->is_glob ? " (each match)" : "");
+		else if (spec->is_glob)
 			snprintf(point, sizeof(point), "%s (each match)", spec->symbol);
 		else if (spec->is_addr)
 			snprintf(point, sizeof(point), "-");
 		else
 			snprintf(point, sizeof(point), "%s+0x%lx", spec->symbol, spec->offset);
-		if (spec->is_glob)
+		if (spec->is_glob || spec->is_sdt)
 			snprintf(elf, sizeof(elf), "%s", base_name(r->object));
 		else
 			snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
@@ -121,6 +146,23 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 	snprintf(addr, sizeof(addr), "0x%lx", (unsigned long)m->addr);
 	snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
 		 (unsigned long)(m->addr - m->base));
+	if (spec->is_sdt) {
+		char args[512], sem[64], semat[600];
+		const char *opt = m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : m->opt == 0 ? "no: " : "?";
+
+		sdt_parts(r->where, point, sizeof(point), args, sizeof(args), sem, sizeof(sem));
+		if (!o->usdt) {
+			fprintf(o->out, "%-36s %-18s %-44s %-28s %s%s\n", name, addr, point, elf, opt,
+				m->opt == 0 ? r->why : "");
+			return;
+		}
+		snprintf(semat, sizeof(semat), "%s%s%s", sem[0] ? base_name(r->object) : "-",
+			 sem[0] ? ":" : "", sem);
+		fprintf(o->out, "%-36s %-28s %-28s %-10s %s%s%s\n", point + 1, elf, semat,
+			m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : "no", args[0] ? args : "-",
+			m->opt == 0 ? "  # not optimized: " : "", m->opt == 0 ? r->why : "");
+		return;
+	}
 	if (spec->is_watch) {
 		/* a data watchpoint: which mechanism it got */
 		fprintf(o->out, "%-36s %-18s %-44s %-28s watchpoint: %s\n", name, addr, r->where,
@@ -137,8 +179,15 @@ static int object_session(struct ukp_session *s, char **args, char **spec_text, 
 			  char **pathp)
 {
 	const char *obj = args[0], *glob = args[1] ? args[1] : "*";
-	char *path = NULL, *text;
+	char *path = NULL, *text, pat[1024];
 	int code;
+
+	/* --usdt: "p OBJ:%PROVIDER:NAME", GLOB the note's PROVIDER:NAME
+	 * (or its NAME) */
+	if (s->usdt) {
+		snprintf(pat, sizeof(pat), "%%%s%s", strchr(glob, ':') ? "" : "*:", glob);
+		glob = pat;
+	}
 
 	if (args[1] && args[2]) {
 		ukp_err("ukprobe probes OBJ [GLOB]: one object and one pattern");
@@ -218,7 +267,7 @@ int ukp_cmd_probes(int argc, char **argv)
 {
 	const struct ukp_session_ops ops = { .probe = show_probe };
 	struct ukp_session s = { .mode = UKP_MODE_PROBES };
-	struct probes_out o = { NULL, false };
+	struct probes_out o = { NULL, false, false };
 	char *spec_text = NULL, *argv1[2] = { NULL, NULL }, *path = NULL;
 	const char *output = NULL;
 	int code;
@@ -229,6 +278,11 @@ int ukp_cmd_probes(int argc, char **argv)
 	if (code >= 0)
 		return code;
 	code = 0;
+	o.usdt = s.usdt;
+	if (s.usdt && (s.nspecs || !s.cmd[0])) {
+		ukp_err("--usdt takes an object: ukprobe probes --usdt OBJ [PROVIDER:NAME]");
+		return UKP_EXIT_USAGE;
+	}
 	if (!s.nspecs) {
 		if (!s.cmd[0]) {
 			ukp_err("nothing to show: ukprobe probes -e SPEC -- CMD, or ukprobe probes OBJ");

@@ -224,8 +224,9 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	if (len <= sizeof(m) || p[len - 1] != '\0')
 		return -1;
 	memcpy(&m, p, sizeof(m));
-	if (m.spec >= (uint32_t)s->nspecs || (m.what == UKP_WHAT_DATASYM &&
-					      m.argi >= (uint32_t)s->specs[m.spec].nargs))
+	if (m.spec >= (uint32_t)s->nspecs ||
+	    ((m.what == UKP_WHAT_DATASYM || m.what == UKP_WHAT_SDT_ARG) &&
+	     m.argi >= (uint32_t)s->specs[m.spec].nargs))
 		return -1;
 	for (i = 0, t = p + sizeof(m); i < 4; i++) {
 		if (t >= end)
@@ -277,6 +278,16 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	pi->base = m.base;
 	pi->event = strdup(texts[0]);
 	pi->where = strdup(texts[1]);
+	/* an SDT probe's: "%PROVIDER:NAME", its argument specs and
+	 * semaphore kept for ukprobe probes (cmd_probes.c) */
+	if (pi->where && s->specs[m.spec].is_sdt) {
+		char *x = strstr(pi->where, " args=");
+
+		if (!x)
+			x = strstr(pi->where, " semaphore=");
+		if (x)
+			*x = '\0';
+	}
 	/* the function's name: the text up to its last "+0x" (a demangled
 	 * C++ name has blanks and may have '+'), or an IFUNC's name before
 	 * " -> " */

@@ -12,7 +12,7 @@
 #include "dwarf_cli.h"
 #include "filter.h"
 
-enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER, OPT_TRACING_OFF };
+enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER, OPT_TRACING_OFF, OPT_USDT };
 
 /* -p PID[,PID...]: appended to s->pids. 0 or -1 (said why). */
 static int parse_pids(const char *arg, struct ukp_session *s)
@@ -287,7 +287,8 @@ static void free_texts(struct spec_texts *t)
 
 /*
  * -e SPEC (repeatable), -E FILE (repeatable: a file of SPECs), --filter EXPR
- * (after an -e), -o FILE, -f (not for probes), --no-optimize,
+ * (after an -e), -o FILE, -f (not for probes), --no-optimize, --usdt
+ * (probes only),
  * --json FILE (when json is not NULL), -h. s->mode tells the command.
  */
 int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
@@ -303,6 +304,7 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "no-optimize", no_argument, NULL, OPT_NO_OPTIMIZE },
 		{ "tracing-off", no_argument, NULL, OPT_TRACING_OFF },
+		{ "usdt", no_argument, NULL, OPT_USDT },
 		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "trigger", required_argument, NULL, OPT_TRIGGER },
 		{ "help", no_argument, NULL, 'h' },
@@ -384,6 +386,13 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			break;
 		case OPT_NO_OPTIMIZE:
 			s->no_optimize = true;
+			break;
+		case OPT_USDT:
+			if (s->mode != UKP_MODE_PROBES) {
+				bad = "--usdt";
+				goto bad_option;
+			}
+			s->usdt = true;
 			break;
 		case OPT_TRACING_OFF:
 			if (s->mode != UKP_MODE_TRACE) {

@@ -97,15 +97,28 @@ int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f
 				 "on disk", spec->object);
 		return spec->point_col;
 	case UKP_WHAT_SYMBOL:
-		snprintf(buf, len, "symbol %s not found in %s", spec->symbol, where_searched(spec));
+		if (spec->is_sdt)
+			snprintf(buf, len, "SDT probe %%%s not found in %s", spec->symbol,
+				 where_searched(spec));
+		else
+			snprintf(buf, len, "symbol %s not found in %s", spec->symbol,
+				 where_searched(spec));
 		return spec->sym_col;
 	case UKP_WHAT_NOMATCH:
+		if (spec->is_sdt) {
+			snprintf(buf, len, "no SDT probe matches %%%s in %s", spec->symbol,
+				 where_searched(spec));
+			return spec->sym_col;
+		}
 		snprintf(buf, len, "no function matches %s in %s", spec->symbol,
 			 where_searched(spec));
 		return spec->sym_col;
 	case UKP_WHAT_DATASYM:
 		snprintf(buf, len, "data symbol %s not found in %s", spec->args[f->argi].symbol,
 			 where_searched(spec));
+		return spec->args[f->argi].col;
+	case UKP_WHAT_SDT_ARG:
+		snprintf(buf, len, "%s", f->why && f->why[0] ? f->why : "no such SDT argument");
 		return spec->args[f->argi].col;
 	case UKP_WHAT_ADDR:
 		snprintf(buf, len, "0x%lx is not in the code of %s", (unsigned long)spec->addr,

@@ -787,6 +787,37 @@ size_t arch_insn_length(const uint8_t *code, size_t avail)
 	return insn.length;
 }
 
+/* [reg] A linear decode of the whole function: it holds no data on
+ * x86-64, and an instruction that does not decode answers false. */
+bool arch_opt_entry_template_ok(const uint8_t *code, size_t len)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedInstruction insn;
+	size_t pos = 0;
+
+	if (!dec)
+		return false;
+	while (pos < len) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, NULL, code + pos, len - pos,
+								&insn)))
+			return false;
+		switch (insn.mnemonic) {
+		case ZYDIS_MNEMONIC_STD:
+		case ZYDIS_MNEMONIC_POPF:
+		case ZYDIS_MNEMONIC_POPFD:
+		case ZYDIS_MNEMONIC_POPFQ:
+		case ZYDIS_MNEMONIC_IRET:
+		case ZYDIS_MNEMONIC_IRETD:
+		case ZYDIS_MNEMONIC_IRETQ:
+			return false;
+		default:
+			break;
+		}
+		pos += insn.length;
+	}
+	return true;
+}
+
 /* [reg] */
 size_t arch_patchable_nops(const uint8_t *code, size_t avail)
 {

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usdt_arg.c - AArch64's SDT argument operands (src/usdt.h): what GCC's
+ * "nor" constraint of <sys/sdt.h> writes after "SIZE@": xN, wN, sp,
+ * [REG], [REG, OFF], and constants (a plain number). [any]
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "usdt.h"
+
+/* xN, wN, sp: its word in struct pt_regs (regs[31], then sp), or -1. */
+static int reg_word(const char *s, size_t len)
+{
+	unsigned long n = 0;
+	size_t i;
+
+	if (len == 2 && !memcmp(s, "sp", 2))
+		return 31;
+	if (len == 2 && !memcmp(s, "fp", 2))
+		return 29;
+	if (len < 2 || len > 3 || (s[0] != 'x' && s[0] != 'w'))
+		return -1;
+	for (i = 1; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		n = n * 10 + (unsigned long)(s[i] - '0');
+	}
+	return n <= 30 ? (int)n : -1;
+}
+
+static bool number(const char *s, size_t len, long *v)
+{
+	char buf[32], *end;
+
+	if (!len || len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	*v = strtol(buf, &end, 0);
+	return end != buf && !errno && !*end;
+}
+
+int arch_usdt_operand(const char *s, size_t len, struct ukp_usdt_op *op)
+{
+	const char *comma;
+	int w;
+
+	memset(op, 0, sizeof(*op));
+	if (!len)
+		return -EINVAL;
+	if (s[0] == '[') {
+		if (s[len - 1] != ']')
+			return -EINVAL;
+		s++;
+		len -= 2;
+		comma = memchr(s, ',', len);
+		w = reg_word(s, comma ? (size_t)(comma - s) : len);
+		if (w < 0)
+			return -EINVAL;
+		op->kind = USDT_ARG_MEM;
+		op->reg = (unsigned int)w;
+		if (!comma)
+			return 0;
+		comma++;
+		while (*comma == ' ' && comma < s + len)
+			comma++;
+		if (*comma == '#')
+			comma++;
+		return number(comma, (size_t)(s + len - comma), &op->off) ? 0 : -EINVAL;
+	}
+	w = reg_word(s, len);
+	if (w >= 0) {
+		op->kind = USDT_ARG_REG;
+		op->reg = (unsigned int)w;
+		return 0;
+	}
+	op->kind = USDT_ARG_CONST;
+	return number(s, len, &op->off) ? 0 : -EINVAL;
+}

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usdt.c - SDT probes (usdt.h, <ukprobes.h>'s usdt_*): the notes of an
+ * object's .note.stapsdt section, their argument specs decoded, and the
+ * semaphores of the probes registered on them.
+ *
+ * A note (owner "stapsdt", type 3) holds three addresses (the probe's
+ * nop, the link-time address of the .stapsdt.base section, the
+ * semaphore) and three strings (provider, name, argument specs). When
+ * the object's .stapsdt.base section is not where the note says (the
+ * object was prelinked: moved after the notes were written), the probe
+ * and the semaphore moved with it by the same difference.
+ *
+ * Context: [reg] under the registry mutex (the public functions take
+ * it), ordinary context only.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "usdt.h"
+
+#define NT_STAPSDT 3
+
+void ukp_usdt_notes_free(struct ukp_usdt_notes *notes)
+{
+	if (!notes)
+		return;
+	free(notes->v);
+	free(notes->strs);
+	free(notes);
+}
+
+static int note_cmp(const void *a, const void *b)
+{
+	const struct ukp_usdt_note *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* [reg] The section named name of elf, or NULL. */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/* [reg] The notes of the file behind obj into *out (empty when it has
+ * none or cannot be read). 0 or -ENOMEM. */
+static int notes_read(const struct ukp_object *obj, struct ukp_usdt_notes *out)
+{
+	GElf_Shdr sh, bsh;
+	Elf_Scn *scn;
+	Elf_Data *data;
+	size_t off = 0, noff, doff, cap = 0, slen = 0, scap = 0;
+	GElf_Nhdr nh;
+	uint64_t base_addr = 0;
+	bool have_base;
+	int fd, err = 0;
+	Elf *elf = ukp_object_elf(obj, &fd);
+
+	if (!elf)
+		return 0;
+	have_base = section_named(elf, ".stapsdt.base", &bsh) != NULL;
+	if (have_base)
+		base_addr = bsh.sh_addr;
+	scn = section_named(elf, ".note.stapsdt", &sh);
+	data = scn && sh.sh_type == SHT_NOTE ? elf_getdata(scn, NULL) : NULL;
+	while (data && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+		const char *d = (const char *)data->d_buf + doff, *prov, *name, *args, *end;
+		uint64_t a[3];
+		struct ukp_usdt_note *n;
+		size_t need;
+
+		if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
+		    memcmp((const char *)data->d_buf + noff, "stapsdt", 8) || nh.n_descsz < 27)
+			continue;
+		memcpy(a, d, sizeof(a));
+		end = d + nh.n_descsz;
+		prov = d + sizeof(a);
+		name = memchr(prov, '\0', (size_t)(end - prov));
+		args = name ? memchr(name + 1, '\0', (size_t)(end - name - 1)) : NULL;
+		if (!args || !memchr(args + 1, '\0', (size_t)(end - args - 1)))
+			continue;
+		name++;
+		args++;
+		if (have_base && a[1]) { /* prelinked: moved as a whole */
+			a[0] += base_addr - a[1];
+			if (a[2])
+				a[2] += base_addr - a[1];
+		}
+		if (out->n == cap) {
+			void *v = realloc(out->v, (cap = cap ? 2 * cap : 16) * sizeof(*out->v));
+
+			if (!v)
+				goto nomem;
+			out->v = v;
+		}
+		/* strings as offsets into strs until it stops moving */
+		need = (size_t)(end - prov);
+		if (slen + need > scap) {
+			char *s = realloc(out->strs, scap = 2 * (slen + need) + 256);
+
+			if (!s)
+				goto nomem;
+			out->strs = s;
+		}
+		memcpy(out->strs + slen, prov, need);
+		n = &out->v[out->n++];
+		n->addr = (uintptr_t)a[0] + obj->base;
+		n->sem = a[2] ? (uintptr_t)a[2] + obj->base : 0;
+		n->provider = (const char *)slen;
+		n->name = (const char *)(slen + (size_t)(name - prov));
+		n->args = (const char *)(slen + (size_t)(args - prov));
+		slen += need;
+	}
+	for (size_t i = 0; i < out->n; i++) {
+		out->v[i].provider = out->strs + (size_t)out->v[i].provider;
+		out->v[i].name = out->strs + (size_t)out->v[i].name;
+		out->v[i].args = out->strs + (size_t)out->v[i].args;
+	}
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), note_cmp);
+	goto out;
+nomem:
+	free(out->v);
+	free(out->strs);
+	memset(out, 0, sizeof(*out));
+	err = -ENOMEM;
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+const struct ukp_usdt_notes *ukp_usdt_notes(const struct ukp_object *obj)
+{
+	struct ukp_usdt_notes **slot = ukp_object_usdt(obj), *n;
+
+	if (*slot)
+		return *slot;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	if (notes_read(obj, n)) {
+		free(n);
+		return NULL;
+	}
+	*slot = n;
+	return n;
+}
+
+const struct ukp_usdt_note *ukp_usdt_note_at(uintptr_t addr, const struct ukp_object **objp)
+{
+	const struct ukp_object *obj = ukp_object_of(addr);
+	const struct ukp_usdt_notes *ns = obj ? ukp_usdt_notes(obj) : NULL;
+	size_t lo = 0, hi = ns ? ns->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!ns || lo == ns->n || ns->v[lo].addr != addr)
+		return NULL;
+	if (objp)
+		*objp = obj;
+	return &ns->v[lo];
+}
+
+/* ---------------------------------------------------------- names */
+
+/* "[OBJ:]%PROVIDER:NAME": *obj (malloc'ed, NULL without one), *prov
+ * and *name (into spec; prov's length *provlen). false when not so. */
+static bool name_split(const char *spec, char **obj, const char **prov, size_t *provlen,
+		       const char **name)
+{
+	const char *pct = spec[0] == '%' ? spec : strstr(spec, ":%"), *colon;
+
+	*obj = NULL;
+	if (!pct)
+		return false;
+	if (pct != spec)
+		pct++;
+	colon = strchr(pct + 1, ':');
+	if (!colon || colon == pct + 1 || !colon[1] || strchr(colon + 1, ':'))
+		return false;
+	*prov = pct + 1;
+	*provlen = (size_t)(colon - pct - 1);
+	*name = colon + 1;
+	if (pct != spec) {
+		*obj = strndup(spec, (size_t)(pct - spec - 1));
+		if (!*obj)
+			return false;
+	}
+	return true;
+}
+
+bool ukp_usdt_is_name(const char *spec)
+{
+	char *obj;
+	const char *prov, *name;
+	size_t plen;
+	bool ok = spec && name_split(spec, &obj, &prov, &plen, &name);
+
+	if (ok)
+		free(obj);
+	return ok;
+}
+
+static bool note_named(const struct ukp_usdt_note *n, const char *prov, size_t plen,
+		       const char *name)
+{
+	return strlen(n->provider) == plen && !memcmp(n->provider, prov, plen) &&
+	       !strcmp(n->name, name);
+}
+
+int ukp_usdt_lookup(const char *spec, uintptr_t *addr)
+{
+	const struct ukp_object *obj;
+	const char *prov, *name;
+	char *objname;
+	size_t plen, i, k;
+	int err = -ENOENT;
+
+	if (!name_split(spec, &objname, &prov, &plen, &name))
+		return -ENOENT;
+	for (i = 0; err == -ENOENT && (obj = ukp_object_nth(i)); i++) {
+		const struct ukp_usdt_notes *ns;
+
+		if (objname && !ukp_object_matches(obj, objname))
+			continue;
+		ns = ukp_usdt_notes(obj);
+		if (!ns) {
+			err = -ENOMEM;
+			break;
+		}
+		for (k = 0; k < ns->n; k++) {
+			if (note_named(&ns->v[k], prov, plen, name)) {
+				*addr = ns->v[k].addr;
+				err = 0;
+				break;
+			}
+		}
+	}
+	free(objname);
+	return err;
+}
+
+/* ----------------------------------------------------- semaphores */
+
+/* The probes that raised a semaphore: few (SDT probes only), so a
+ * plain array. */
+struct sem_ref {
+	const struct kprobe *kp;
+	const struct ukp_object *obj;
+	uintptr_t sem;
+};
+static struct sem_ref *refs;
+static size_t nrefs, caprefs;
+
+void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
+{
+	const struct ukp_object *obj;
+	const struct ukp_usdt_note *n = ukp_usdt_note_at(addr, &obj);
+
+	if (!n || !n->sem)
+		return;
+	if (!ukp_object_writable(obj, n->sem, sizeof(unsigned short))) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx is not writable data\n", n->provider,
+			n->name, (unsigned long)n->sem);
+		return;
+	}
+	if (nrefs == caprefs) {
+		size_t cap = caprefs ? 2 * caprefs : 16;
+		struct sem_ref *v = realloc(refs, cap * sizeof(*v));
+
+		if (!v) {
+			pr_warn("usdt: no memory to count the semaphore of %s:%s\n", n->provider,
+				n->name);
+			return;
+		}
+		refs = v;
+		caprefs = cap;
+	}
+	refs[nrefs++] = (struct sem_ref){ p, obj, n->sem };
+	/* the program reads it from any thread, without a lock */
+	__atomic_add_fetch((unsigned short *)n->sem, 1, __ATOMIC_SEQ_CST);
+}
+
+void ukp_usdt_probe_removed(const struct kprobe *p)
+{
+	size_t i;
+
+	for (i = 0; i < nrefs; i++) {
+		unsigned short *c;
+		unsigned short v;
+
+		if (refs[i].kp != p)
+			continue;
+		c = (unsigned short *)refs[i].sem;
+		/* an unloaded object's counter is gone with it */
+		if (ukp_object_alive(refs[i].obj)) {
+			v = __atomic_load_n(c, __ATOMIC_RELAXED);
+			while (v && !__atomic_compare_exchange_n(c, &v, (unsigned short)(v - 1), false,
+								 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				;
+		}
+		refs[i] = refs[--nrefs];
+		return;
+	}
+}
+
+/* ------------------------------------------------------ the API */
+
+/* [reg] probe filled from note n of obj (its args decoded): strings are
+ * the note's. */
+static void probe_fill(struct usdt_probe *probe, const struct ukp_object *obj,
+		       const struct ukp_usdt_note *n)
+{
+	const char *s = n->args;
+
+	memset(probe, 0, sizeof(*probe));
+	probe->size = sizeof(*probe);
+	probe->provider = n->provider;
+	probe->name = n->name;
+	probe->args = n->args;
+	probe->addr = n->addr;
+	probe->semaphore = n->sem;
+	probe->modpath = obj->path;
+	probe->modname = obj->name;
+	probe->modbase = obj->base;
+	while (*s && probe->nargs < USDT_ARG_MAX) {
+		struct usdt_arg *a = &probe->arg[probe->nargs++];
+		const char *end, *at, *op;
+		struct ukp_usdt_op uop;
+		long size = 8;
+
+		while (*s == ' ')
+			s++;
+		/* (AArch64's "8@[sp, 16]" has a blank inside its brackets) */
+		for (end = s; *end && (*end != ' ' || (memchr(s, '[', (size_t)(end - s)) &&
+							!memchr(s, ']', (size_t)(end - s))));
+		     end++)
+			;
+		if (end == s) {
+			probe->nargs--;
+			break;
+		}
+		a->text = s;
+		a->textlen = (size_t)(end - s);
+		at = memchr(s, '@', a->textlen);
+		op = s;
+		if (at) {
+			char *e;
+
+			size = strtol(s, &e, 10);
+			op = at + 1;
+			if (e != at || (labs(size) != 1 && labs(size) != 2 && labs(size) != 4 &&
+					labs(size) != 8)) {
+				s = end;
+				continue; /* kind 0 */
+			}
+		}
+		a->is_signed = size < 0;
+		a->size = (int)labs(size);
+		if (arch_usdt_operand(op, (size_t)(end - op), &uop) == 0) {
+			a->kind = uop.kind;
+			a->reg = uop.reg;
+			a->off = uop.off;
+			if (uop.kind == USDT_ARG_ADDR && uop.sym) {
+				struct ukp_symres r;
+				char sym[KSYM_NAME_LEN];
+
+				a->kind = 0;
+				if (uop.symlen < sizeof(sym)) {
+					memcpy(sym, uop.sym, uop.symlen);
+					sym[uop.symlen] = '\0';
+					if (!ukp_file_sym_named(obj, sym, true, &r) ||
+					    !ukp_file_sym_named(obj, sym, false, &r)) {
+						a->kind = USDT_ARG_ADDR;
+						a->addr = r.start + (unsigned long)uop.off;
+					}
+				}
+				a->off = 0;
+			} else if (uop.kind == USDT_ARG_ADDR) {
+				a->addr = (unsigned long)uop.off + obj->base;
+				a->off = 0;
+			}
+		}
+		s = end;
+	}
+}
+
+struct find {
+	const char *prov, *name;
+	size_t plen;
+	const struct ukp_object *obj;
+	const struct ukp_usdt_note *note;
+};
+
+/* [reg] fn for every note of obj; its first non-zero return. */
+static int walk_object(const struct ukp_object *obj,
+		       int (*fn)(void *data, const struct usdt_probe *probe), void *data)
+{
+	const struct ukp_usdt_notes *ns = ukp_usdt_notes(obj);
+	struct usdt_probe *probe;
+	size_t k;
+	int ret = 0;
+
+	if (!ns)
+		return -ENOMEM;
+	probe = malloc(sizeof(*probe));
+	if (!probe)
+		return -ENOMEM;
+	for (k = 0; k < ns->n && !ret; k++) {
+		probe_fill(probe, obj, &ns->v[k]);
+		ret = fn(data, probe);
+	}
+	free(probe);
+	return ret;
+}
+
+UKPROBES_API int usdt_on_each_probe(const char *modname,
+				    int (*fn)(void *data, const struct usdt_probe *probe),
+				    void *data)
+{
+	const struct ukp_object *obj;
+	size_t i;
+	int ret = 0;
+
+	if (!fn)
+		return -EINVAL;
+	if (ukp_in_probe_context() || ukp_lock_for_show())
+		return -EBUSY;
+	for (i = 0; !ret && (obj = ukp_object_nth(i)); i++)
+		if (!modname || ukp_object_matches(obj, modname))
+			ret = walk_object(obj, fn, data);
+	ukp_unlock_for_show();
+	return ret;
+}
+
+UKPROBES_API int module_file_usdt_on_each_probe(const char *modfile,
+						int (*fn)(void *data,
+							  const struct usdt_probe *probe),
+						void *data)
+{
+	const struct ukp_object *obj = NULL;
+	char *path;
+	int ret;
+
+	if (!modfile || !fn)
+		return -EINVAL;
+	if (ukp_in_probe_context())
+		return -EBUSY;
+	/* searched before the lock: the search may dlclose() */
+	path = ukp_module_file_find(modfile);
+	if (ukp_lock_for_show()) {
+		free(path);
+		return -EBUSY;
+	}
+	ret = -ENOENT;
+	if (path)
+		obj = ukp_file_object(path, &ret);
+	if (obj)
+		ret = walk_object(obj, fn, data);
+	ukp_unlock_for_show();
+	free(path);
+	return ret;
+}
+
+static int put(const char **dst, char *buf, size_t len, size_t *used)
+{
+	size_t n = strlen(*dst) + 1;
+
+	if (n > len - *used)
+		return -ERANGE;
+	memcpy(buf + *used, *dst, n);
+	*dst = buf + *used;
+	*used += n;
+	return 0;
+}
+
+UKPROBES_API int usdt_find(const char *name, struct usdt_probe *probe, char *buf, size_t len)
+{
+	uintptr_t addr;
+	const struct ukp_object *obj;
+	const struct ukp_usdt_note *n;
+	size_t used = 0;
+	const char *args;
+	int ret, i;
+
+	if (!name || !probe || probe->size != sizeof(*probe) || !buf || !len)
+		return -EINVAL;
+	if (ukp_in_probe_context() || ukp_lock_for_show())
+		return -EBUSY;
+	ret = ukp_usdt_lookup(name, &addr);
+	n = ret ? NULL : ukp_usdt_note_at(addr, &obj);
+	if (!ret && !n)
+		ret = -ENOENT;
+	if (!ret) {
+		probe_fill(probe, obj, n);
+		args = probe->args;
+		ret = put(&probe->provider, buf, len, &used) ?: put(&probe->name, buf, len, &used) ?:
+		      put(&probe->args, buf, len, &used) ?: put(&probe->modpath, buf, len, &used);
+		if (!ret) {
+			probe->modname = probe->modpath + (obj->name - obj->path);
+			for (i = 0; i < probe->nargs; i++)
+				probe->arg[i].text = probe->args + (probe->arg[i].text - args);
+		}
+	}
+	ukp_unlock_for_show();
+	return ret;
+}
