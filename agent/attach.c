@@ -198,23 +198,12 @@ static int start_thread(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t t;
-	sigset_t all, old;
 	int ret;
 
-	/* The thread must never run the program's handlers: every signal
-	 * blocked but the synchronous ones (as the reader). */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, fn, arg);
+	ret = ukpa_thread_start(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
 }
 

@@ -1415,6 +1415,161 @@ def case_attach():
             p.wait()
 
 
+# The signals the library keeps deliverable in every thread it starts
+# (doc/signals.md): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGRTMAX.
+OWNED_SIGNALS = sum(1 << (n - 1) for n in (4, 5, 7, 8, 11, 64))
+
+
+def agent_threads_masks(pid, known):
+    """SigBlk of the threads of pid that are not in known (the agent's,
+    the library's), by tid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        if int(tid) in known:
+            continue
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                fields = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except FileNotFoundError:
+            continue
+        out[int(tid)] = (fields["Name"].strip(), int(fields["SigBlk"], 16))
+    return out
+
+
+def stat_rows(out):
+    """{event: hits} of a stat table; hits None when not a number."""
+    rows = out.splitlines()
+    check(rows and rows[0].split() == ["EVENT", "HITS", "MISSED"], "a stat table", out)
+    got = {}
+    for r in rows[1:]:
+        f = r.split()
+        got[f[0]] = int(f[1]) if f[1].isdigit() else None
+    return got
+
+
+ALLOC_SPECS = ["p libc.so.6:malloc", "p libc.so.6:free", "p libc.so.6:calloc",
+               "p libc.so.6:realloc", "r libc.so.6:malloc", "r libc.so.6:realloc"]
+
+
+def case_attach_alloc():
+    """-p on the allocator (the agent's own: the library allocates while
+    it registers, and its threads call malloc) while four threads call
+    malloc, calloc, realloc and free: jump-optimized, breakpoints and
+    return probes; the process lives on as it was. Then Debian's python3."""
+    p = subprocess.Popen([tgt("allocs"), "4"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+
+    def ops():
+        p.stdin.write("count\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        check(line.startswith("ops "), "the program answers", line)
+        return int(line.split()[1])
+    try:
+        check(p.stdout.readline() == "ready\n", "the target started")
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
+        for extra in ([], ["--no-optimize"]):
+            args = ["stat", "-p", str(pid), "-d", "1.5"] + extra
+            for sp in ALLOC_SPECS:
+                args += ["-e", sp]
+            st = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, preexec_fn=no_core)
+            # the agent's threads (and the library's) keep the library's
+            # signals deliverable, however the agent was loaded
+            seen, end = {}, time.time() + 30
+            while st.poll() is None and time.time() < end and len(seen) < 2:
+                seen.update(agent_threads_masks(pid, state0))
+                time.sleep(0.02)
+            check(p.poll() is None, "the process lives while attached %s (status %s)"
+                  % (extra, p.poll()), st.communicate(timeout=60)[1] if p.poll() is not None else "")
+            check(len(seen) >= 2, "the agent's threads ran: %s" % seen)
+            for tid, (name, blk) in seen.items():
+                check(not blk & OWNED_SIGNALS, "thread %d (%s) blocks none of the library's "
+                      "signals: SigBlk %x" % (tid, name, blk))
+            out, err = st.communicate(timeout=60)
+            check(st.returncode == 0 and err == "", "stat -p %s" % extra,
+                  "rc=%s\n%s%s" % (st.returncode, out, err))
+            rows = stat_rows(out)
+            check(len(rows) == len(ALLOC_SPECS) and all(v and v > 100 for v in rows.values()),
+                  "every allocator probe counted %s" % extra, out)
+            check(rows["ukprobes/p_free_0"] >= rows["ukprobes/p_malloc_0"],
+                  "free is called as often as malloc and calloc together", out)
+            check(p.poll() is None, "the process lives %s" % extra)
+            after = code_bytes(pid, code_ranges(pid))
+            check(same_code(before, after), "code back after stat %s: %s"
+                  % (extra, changed_code(before, after)))
+        # trace: every event, with its argument and return value
+        r = ukprobe(["trace", "-p", str(pid), "-d", "0.5",
+                     "-e", "p:m libc.so.6:malloc size=%di:u64",
+                     "-e", "r:mr libc.so.6:malloc ret=$retval:x64"])
+        check(r.returncode == 0 and r.stderr == "", "trace -p", show(r))
+        ev = [parse_line(l) for l in r.stdout.splitlines() if l]
+        sizes = [int(m["args"].split("=")[1]) for m in ev if m["event"] == "m" and
+                 m["comm"].strip() == "tgt_allocs"]
+        check(len(sizes) > 100 and all(16 <= n < 216 for n in sizes),
+              "malloc's sizes are the program's (16..215): %d events" % len(sizes), r.stdout[:2000])
+        check(sum(m["event"] == "mr" for m in ev) > 100, "malloc's returns")
+        # detached: as it was, and it goes on
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code back after the detach: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads and their signal state as before",
+              sorted(set(thread_state(pid).items()) ^ set(state0.items())))
+        check(open_files(pid) == fds0, "no descriptor left behind", open_files(pid))
+        n0 = ops()
+        time.sleep(0.3)
+        check(ops() > n0, "the threads go on after the detach")
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 3 and out == "bad 0\n" and err == "", "what the program saw",
+              "rc=%s %r %r" % (p.returncode, out, err))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # python3: its allocator under attach, while its threads allocate
+    py = "/usr/bin/python3"
+    if not os.path.exists(py):
+        print("no /usr/bin/python3: the python part was not run")
+        return
+    src = ("import sys, threading\n"
+           "n = [0]\n"
+           "def work():\n"
+           "    while True:\n"
+           "        x = [str(i) * 3 for i in range(200)]\n"
+           "        n[0] += 1\n"
+           "for _ in range(3):\n"
+           "    threading.Thread(target=work, daemon=True).start()\n"
+           "for line in sys.stdin:\n"
+           "    print(n[0], flush=True)\n")
+    p = subprocess.Popen([py, "-c", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        p.stdout.readline()
+        for extra in ([], ["--no-optimize"]):
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p libc.so.6:malloc",
+                         "-e", "p libc.so.6:free", "-e", "r libc.so.6:malloc"] + extra)
+            check(r.returncode == 0 and r.stderr == "", "python: stat -p %s" % extra, show(r))
+            rows = stat_rows(r.stdout)
+            check(len(rows) == 3 and all(v and v > 0 for v in rows.values()),
+                  "python's malloc and free counted %s" % extra, r.stdout)
+        check(p.poll() is None, "python lives")
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        a = int(p.stdout.readline())
+        time.sleep(0.2)
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        check(int(p.stdout.readline()) > a, "python's threads go on after the detach")
+    finally:
+        p.kill()
+        p.wait()
+
+
 PY_LOOP = ("import sys, zlib\n"
            "for line in sys.stdin:\n"
            "    print(zlib.crc32(line.encode()), flush=True)\n")
@@ -1776,6 +1931,16 @@ def case_attach_errors():
               r.stderr == PREFIX + "process %d (tgt_attachee) exited during the attach\n" % p.pid,
               "exit during the attach", show(r))
         check(p.wait(timeout=10) == 5, "it exited as it said")
+        # killed after its agent said HELLO, before the probes: it says so
+        for cmd in ("stat", "trace"):
+            p = start_attachee(mode="die-in-attach")
+            procs.append(p)
+            r = ukprobe([cmd, "-p", str(p.pid), "-e", "p:w work", "-e", "p libc.so.6:malloc"])
+            check(r.returncode == 1 and r.stdout == "" and
+                  r.stderr == PREFIX + "process %d (tgt_attachee) ended during the attach, "
+                  "before its probes were in place (killed by SIGKILL)\n" % p.pid,
+                  "%s: killed during the attach" % cmd, show(r))
+            check(p.wait(timeout=10) == -signal.SIGKILL, "it was killed as it meant")
         # several at once, one of them bad: nothing is traced
         a, b = start_attachee(), start_attachee()
         procs += [a, b]

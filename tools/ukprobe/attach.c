@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,6 +148,42 @@ static bool process_gone(pid_t pid)
 	return p && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* How pid ended, for a message: its status while it is a zombie
+ * (/proc/PID/stat's exit_code, Linux 3.5), else a guess. */
+static const char *how_ended(pid_t pid, char *out, size_t len)
+{
+	char path[64], buf[1024], *p;
+	unsigned long code = 0;
+	bool zombie = false;
+	FILE *f;
+	int field;
+
+	snprintf(out, len, "killed, or it exited");
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return out;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p)
+		return out;
+	/* field 3 is the state; exit_code is field 52 */
+	for (field = 2, p = strtok(p + 1, " "); p; p = strtok(NULL, " ")) {
+		field++;
+		if (field == 3)
+			zombie = *p == 'Z';
+		if (field == 52)
+			code = strtoul(p, NULL, 10);
+	}
+	if (!zombie || field < 52)
+		return out;
+	if (WIFSIGNALED((int)code))
+		snprintf(out, len, "killed by SIG%s", sigabbrev_np(WTERMSIG((int)code)) ?: "?");
+	else
+		snprintf(out, len, "exit status %d", WEXITSTATUS((int)code));
+	return out;
+}
+
 /* Did the agent in pid say HELLO? */
 static bool said_hello(const struct ukp_session *s, pid_t pid)
 {
@@ -224,6 +261,17 @@ static bool all_announced(const struct ukp_session *s)
 				   !s->states[k].pending))
 			return false;
 	return true;
+}
+
+/* Did any SPEC get a probe somewhere? */
+static bool any_registered(const struct ukp_session *s)
+{
+	int k;
+
+	for (k = 0; k < s->nspecs && s->states; k++)
+		if (s->states[k].registered)
+			return true;
+	return false;
 }
 
 int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user_ops,
@@ -444,6 +492,17 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			ukp_err("process %d exited during the attach", s->pids[i]);
 			goto restore;
 		}
+	if (s->first && !s->first->ended && !s->first->detached && !any_registered(s)) {
+		/* killed (or it exited) while its agent registered the probes */
+		char how[64];
+
+		ukp_err("process %d (%s) ended during the attach, before its probes were in place "
+			"(%s)",
+			s->first->pid, s->first->comm, how_ended(s->first->pid, how, sizeof(how)));
+		/* its set-up did not complete: no table of probes never placed */
+		s->first->setup_failed = true;
+		goto restore;
+	}
 	if (s->first && s->first->setup_failed) {
 		if (s->first->end_reason == UKP_END_SPECS)
 			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
