@@ -14,7 +14,9 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
-      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev)
+      libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
+      # redis-server, redis-tools: the real-server test of ukprobe -p (cli_attach_redis)
+      redis-server redis-tools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

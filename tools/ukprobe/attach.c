@@ -5,7 +5,12 @@
  * ukprobe listens on an abstract SOCK_SEQPACKET socket of its own, makes
  * each process load the agent (inject.c), and sends each agent that
  * connects its settings (CONFIG, proto.h) and the parsed SPECs (a
- * memfd, specs_memfd.c). Messages then come as from a
+ * memfd, specs_memfd.c). Anyone may connect to an abstract socket: a
+ * peer gets nothing until it is known as an agent (admit): SO_PEERCRED
+ * names a process ukprobe attached to (with -f, or a descendant of
+ * one), and its first message is AUTH with the secret ukprobe handed the
+ * agent at injection. Every other connection is closed unanswered, and
+ * counted. Messages then come as from a
  * launched program, one connection per process. Tracing ends when every
  * process has exited, on SIGINT/SIGTERM/SIGHUP, or when -d SECONDS have
  * passed: ukprobe sends DETACH, reads the last events and counts, and
@@ -17,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -27,6 +33,8 @@
 
 #define CONNECT_TIMEOUT_MS 10000
 #define GONE_TIMEOUT_MS 10000
+#define AUTH_TIMEOUT_MS 5000
+#define ANCESTORS_MAX 64
 
 static int sig_pipe[2] = { -1, -1 };
 
@@ -127,9 +135,97 @@ static bool send_config(const struct ukp_session *s, int fd, const char *config,
 }
 
 struct conn {
-	int fd;
+	int fd;                   /* -1: closed */
 	pid_t pid;
+	uid_t uid;
+	bool agent;               /* admitted: it sent the secret, got CONFIG */
+	long auth_until;          /* not yet: refused after this */
 };
+
+/* Connections refused: how many, and who the first one was. */
+struct refusals {
+	int n;
+	pid_t pid;
+	uid_t uid;
+};
+
+static void refuse(struct refusals *r, int fd, pid_t pid, uid_t uid)
+{
+	if (!r->n++) {
+		r->pid = pid;
+		r->uid = uid;
+	}
+	close(fd);
+}
+
+/* pid's parent, from /proc/PID/stat, or 0. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	long ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* May pid's agent connect? A process ukprobe attached to, or with -f
+ * one of their descendants (a forked child connects too). */
+static bool admitted_pid(const struct ukp_session *s, pid_t pid)
+{
+	int depth, i;
+
+	for (depth = 0; pid > 0 && depth < ANCESTORS_MAX; depth++) {
+		for (i = 0; i < s->npids; i++)
+			if (s->pids[i] == pid)
+				return true;
+		if (!s->follow)
+			return false;
+		pid = parent_of(pid);
+	}
+	return false;
+}
+
+/* The peer's first message: AUTH with the secret? Read without waiting
+ * (poll said there is one); anything else, or more, is a refusal. */
+static bool authenticated(int fd, const unsigned char *secret)
+{
+	struct ukp_msg_auth a;
+	char more[sizeof(a) + 1];
+	unsigned char diff = 0;
+	ssize_t n;
+	size_t i;
+
+	/* (SCM_RIGHTS sent with it are closed unread: no control buffer) */
+	n = recv(fd, more, sizeof(more), MSG_DONTWAIT);
+	if (n != (ssize_t)sizeof(a))
+		return false;
+	memcpy(&a, more, sizeof(a));
+	if (a.h.type != UKPM_AUTH || a.h.len != sizeof(a))
+		return false;
+	for (i = 0; i < sizeof(a.secret); i++)
+		diff |= (unsigned char)(a.secret[i] ^ secret[i]);
+	return diff == 0;
+}
+
+/* A new secret for this session, and its hex for the injected call. */
+static bool make_secret(unsigned char *secret, size_t len, char *hex)
+{
+	size_t i;
+
+	if (getrandom(secret, len, 0) != (ssize_t)len)
+		return false;
+	for (i = 0; i < len; i++)
+		sprintf(hex + 2 * i, "%02x", secret[i]);
+	return true;
+}
 
 /* Gone, or a zombie its parent has not reaped yet. */
 static bool process_gone(pid_t pid)
@@ -288,9 +384,12 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	char name[64], *config = NULL, *buf = NULL;
 	size_t config_len = 0, cap = 2 * UKP_PACKET_MAX;
 	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL, specs_fd;
-	int cap_conns = s->npids + 16;
+	int cap_conns = s->npids + 16, nagents = 0, pending = 0;
 	long deadline = 0, connect_until;
 	bool detaching = false, timing = getenv("UKPROBE_TIMING") != NULL;
+	unsigned char secret[UKP_AUTH_SECRET_LEN];
+	char key[2 * UKP_AUTH_SECRET_LEN + 1];
+	struct refusals refused = { 0 };
 
 	buf = malloc(cap);
 	conns = calloc((size_t)cap_conns, sizeof(*conns));
@@ -300,6 +399,10 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	specs_fd = ukp_specs_memfd(s);
 	if (!buf || !conns || !pfd || !config || specs_fd < 0)
 		goto out;
+	if (!make_secret(secret, sizeof(secret), key)) {
+		ukp_err("getrandom: %s", strerror(errno));
+		goto out;
+	}
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
 		ukp_err("pipe: %s", strerror(errno));
 		goto out;
@@ -329,7 +432,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		 * address of 0): signals wait until the thread is back */
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = ukp_inject(s->pids[i], s->agent, name, &t);
+		ret = ukp_inject(s->pids[i], s->agent, name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (ret) {
 			/* agents already injected see the socket close and
@@ -356,37 +459,47 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			detaching = true;
 			detach_ms = now;
 			for (i = 0; i < nconns; i++)
-				if (conns[i].fd >= 0) {
+				if (conns[i].fd >= 0 && conns[i].agent) {
 					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
 
 					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
 				}
 		}
-		if (nconns >= s->npids && !open_conns)
+		/* connections that did not say who they are in time */
+		for (i = 0; i < nconns && pending; i++)
+			if (conns[i].fd >= 0 && !conns[i].agent && now >= conns[i].auth_until) {
+				refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
+				conns[i].fd = -1;
+				pending--;
+			}
+		if (nagents >= s->npids && !open_conns)
 			break;
-		if (nconns < s->npids) {
+		if (nagents < s->npids) {
 			/* a process gone before its agent connected */
 			for (i = 0; i < s->npids; i++) {
 				int k;
 
-				for (k = 0; k < nconns && conns[k].pid != s->pids[i]; k++)
+				for (k = 0; k < nconns && !(conns[k].agent && conns[k].pid == s->pids[i]);
+				     k++)
 					;
-				if (k == nconns && process_gone(s->pids[i])) {
+				if (k < nconns)
+					continue;
+				if (process_gone(s->pids[i])) {
 					ukp_err("process %d exited during the attach", s->pids[i]);
 					goto restore;
 				}
-			}
-			if (now >= connect_until) {
-				ukp_err("the agent did not connect back from process %d",
-					s->pids[nconns]);
-				goto restore;
+				if (now >= connect_until) {
+					ukp_err("the agent did not connect back from process %d",
+						s->pids[i]);
+					goto restore;
+				}
 			}
 		}
 		pfd[np++] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
 		pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
 		for (i = 0; i < nconns; i++)
 			pfd[np++] = (struct pollfd){ conns[i].fd, POLLIN, 0 };
-		if (nconns < s->npids)
+		if (nagents < s->npids || pending)
 			timeout = 100;
 		if (deadline && !detaching && (timeout < 0 || deadline - now < timeout))
 			timeout = (int)(deadline - now);
@@ -408,7 +521,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				detaching = true;
 				detach_ms = now_ms();
 				for (i = 0; i < nconns; i++)
-					if (conns[i].fd >= 0) {
+					if (conns[i].fd >= 0 && conns[i].agent) {
 						struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
 
 						send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
@@ -433,16 +546,15 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				if (nc && np2)
 					cap_conns *= 2;
 			}
-			if (fd >= 0 && nconns < cap_conns &&
-			    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-			    send_config(s, fd, config, config_len, specs_fd)) {
-				conns[nconns++] = (struct conn){ fd, cred.pid };
-				open_conns++;
-				if (detaching) {
-					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
-
-					send(fd, &m, sizeof(m), MSG_NOSIGNAL);
-				}
+			if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
+				cred = (struct ucred){ 0, (uid_t)-1, (gid_t)-1 };
+			if (fd >= 0 && !admitted_pid(s, cred.pid)) {
+				refuse(&refused, fd, cred.pid, cred.uid);
+			} else if (fd >= 0 && nconns < cap_conns) {
+				/* it says AUTH first (polled with the others) */
+				conns[nconns++] = (struct conn){ fd, cred.pid, cred.uid, false,
+								 now_ms() + AUTH_TIMEOUT_MS };
+				pending++;
 			} else if (fd >= 0) {
 				close(fd);
 			}
@@ -453,8 +565,26 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 			ssize_t r;
 
-			if (p->fd < 0 || !p->revents)
+			if (p->fd < 0 || !p->revents || conns[i].fd < 0)
 				continue;
+			if (!conns[i].agent) {
+				pending--;
+				if (!authenticated(conns[i].fd, secret) ||
+				    !send_config(s, conns[i].fd, config, config_len, specs_fd)) {
+					refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
+					conns[i].fd = -1;
+					continue;
+				}
+				conns[i].agent = true;
+				nagents++;
+				open_conns++;
+				if (detaching) {
+					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
+
+					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
+				}
+				continue;
+			}
 			r = recvmsg(p->fd, &mh, MSG_DONTWAIT);
 			if (r < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -516,8 +646,14 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 restore:
 	/* a connection closed here makes its agent detach */
 	for (i = 0; i < nconns; i++)
-		if (conns[i].fd >= 0)
+		if (conns[i].fd >= 0 && conns[i].agent)
 			close(conns[i].fd);
+		else if (conns[i].fd >= 0)
+			refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
+	if (refused.n)
+		ukp_warn("refused %d connection%s to ukprobe's socket that did not come from the "
+			 "agent of a traced process (the first from process %d, uid %d)",
+			 refused.n, refused.n == 1 ? "" : "s", (int)refused.pid, (int)refused.uid);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);

@@ -224,8 +224,9 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	if (len <= sizeof(m) || p[len - 1] != '\0')
 		return -1;
 	memcpy(&m, p, sizeof(m));
-	if (m.spec >= (uint32_t)s->nspecs || (m.what == UKP_WHAT_DATASYM &&
-					      m.argi >= (uint32_t)s->specs[m.spec].nargs))
+	/* err: 0 or a negative errno (a message is made of it) */
+	if (m.err > 0 || m.err < -4095 || m.spec >= (uint32_t)s->nspecs ||
+	    (m.what == UKP_WHAT_DATASYM && m.argi >= (uint32_t)s->specs[m.spec].nargs))
 		return -1;
 	for (i = 0, t = p + sizeof(m); i < 4; i++) {
 		if (t >= end)
@@ -253,8 +254,13 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 		st->pending = true;
 		return 0;
 	}
-	if (m.id > 1u << 24)
+	/* ids come in order (the agent numbers its probes as it announces
+	 * them; a forked child's skip its parent's dead ones): the table
+	 * grows with what was sent more than with a number it was sent */
+	if (m.id >= UKP_PROBES_MAX || m.id > img->ids + (1u << 16))
 		return -1;
+	if (m.id >= img->ids)
+		img->ids = m.id + 1;
 	if (m.id >= img->nprobes) {
 		size_t n = m.id + 1 > img->nprobes * 2 ? m.id + 1 : img->nprobes * 2;
 		struct ukp_probe_info *np = realloc(img->probes, n * sizeof(*np));
