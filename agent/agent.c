@@ -583,11 +583,15 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		send_end(0, false, UKP_END_PROBES);
 		return 1;
 	}
-	ukprobes_wait_optimizer();
 	if (!atfork_done)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atfork_done = true;
+	/* The process runs already: its hits count from here, as ukprobe's
+	 * -d does (from the probes' announcement), not from when the
+	 * optimizer is done with them (seconds, for thousands of probes on
+	 * a busy machine: a short session then counted nothing). */
 	atomic_store(&ukpa_tracing, true);
+	ukprobes_wait_optimizer();
 	return 0;
 }
 

@@ -1477,17 +1477,23 @@ def case_attach_alloc():
             st = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, preexec_fn=no_core)
             # the agent's threads (and the library's) keep the library's
-            # signals deliverable, however the agent was loaded
-            seen, end = {}, time.time() + 30
-            while st.poll() is None and time.time() < end and len(seen) < 2:
-                seen.update(agent_threads_masks(pid, state0))
+            # signals deliverable, however the agent was loaded (a thread
+            # seen blocking them in two looks in a row: glibc's start of
+            # a thread, with everything blocked, is over in microseconds)
+            seen, last, end = {}, {}, time.time() + 30
+            while st.poll() is None and time.time() < end and len(seen) < 3:
+                now = agent_threads_masks(pid, state0)
+                for tid, (name, blk) in now.items():
+                    check(not (blk & OWNED_SIGNALS and last.get(tid, 0) & OWNED_SIGNALS),
+                          "thread %d (%s) blocks none of the library's signals: SigBlk %x"
+                          % (tid, name, blk))
+                    if not blk & OWNED_SIGNALS:
+                        seen[tid] = name
+                last = {tid: blk for tid, (name, blk) in now.items()}
                 time.sleep(0.02)
             check(p.poll() is None, "the process lives while attached %s (status %s)"
                   % (extra, p.poll()), st.communicate(timeout=60)[1] if p.poll() is not None else "")
             check(len(seen) >= 2, "the agent's threads ran: %s" % seen)
-            for tid, (name, blk) in seen.items():
-                check(not blk & OWNED_SIGNALS, "thread %d (%s) blocks none of the library's "
-                      "signals: SigBlk %x" % (tid, name, blk))
             out, err = st.communicate(timeout=60)
             check(st.returncode == 0 and err == "", "stat -p %s" % extra,
                   "rc=%s\n%s%s" % (st.returncode, out, err))
