@@ -644,12 +644,12 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	ukp_report_end(s);
 	code = 0;
 restore:
-	/* a connection closed here makes its agent detach */
+	/* a connection closed here makes its agent detach (one of a traced
+	 * process that had not said AUTH yet, a child forked as the session
+	 * ended, is not counted as refused) */
 	for (i = 0; i < nconns; i++)
-		if (conns[i].fd >= 0 && conns[i].agent)
+		if (conns[i].fd >= 0)
 			close(conns[i].fd);
-		else if (conns[i].fd >= 0)
-			refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
 	if (refused.n)
 		ukp_warn("refused %d connection%s to ukprobe's socket that did not come from the "
 			 "agent of a traced process (the first from process %d, uid %d)",
