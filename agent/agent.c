@@ -591,6 +591,11 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	 * optimizer is done with them (seconds, for thousands of probes on
 	 * a busy machine: a short session then counted nothing). */
 	atomic_store(&ukpa_tracing, true);
+	{
+		struct ukp_msg ready = { UKPM_READY, sizeof(ready) };
+
+		ukpa_send(&ready, sizeof(ready));
+	}
 	ukprobes_wait_optimizer();
 	return 0;
 }

@@ -65,7 +65,9 @@
  * carries the secret; it closes every other connection unanswered and
  * counts it. Then ukprobe sends CONFIG (the same settings as the variables above, with
  * the SPECs' memfd, and trace -o's file, as SCM_RIGHTS descriptors); the
- * image (origin ATTACH) goes as above, until ukprobe sends DETACH (or
+ * image (origin ATTACH) goes as above, with READY (a bare struct
+ * ukp_msg) once every probe is in place and hits count (-d starts
+ * then), until ukprobe sends DETACH (or
  * closes the socket): the agent sends its STATs and END (reason
  * DETACH), unregisters every probe, ends its threads, gives the program
  * its signal actions back, and sends DETACHED with the id of the one
@@ -106,6 +108,7 @@ enum ukp_msg_type {
 	UKPM_DETACHED,
 	UKPM_HIST,
 	UKPM_AUTH,              /* agent -> ukprobe, attached: first */
+	UKPM_READY,             /* attached: every probe in place, hits count from here */
 };
 
 struct ukp_msg {

@@ -1517,6 +1517,16 @@ def case_attach_alloc():
         check(len(sizes) > 100 and all(16 <= n < 216 for n in sizes),
               "malloc's sizes are the program's (16..215): %d events" % len(sizes), r.stdout[:2000])
         check(sum(m["event"] == "mr" for m in ev) > 100, "malloc's returns")
+        # -d counts from when every probe is in place (READY), not from the
+        # first of a glob's 2,000 announced: 100 ms with every libc
+        # function return-probed count the mallocs of those 100 ms (about
+        # 1,000 to 3,000 here; none when the time ran out while the return
+        # probes were being placed, as it did)
+        r = ukprobe(["stat", "-p", str(pid), "-d", "0.1", "--no-optimize",
+                     "-e", "p:m libc.so.6:malloc", "-e", "r libc.so.6:*"])
+        check(r.returncode == 0, "stat -d 0.1 with every libc function return-probed", show(r))
+        n = stat_rows(r.stdout)["ukprobes/m"] or 0
+        check(n > 200, "100 ms of malloc calls counted: %d" % n)
         # detached: as it was, and it goes on
         after = code_bytes(pid, code_ranges(pid))
         check(same_code(before, after), "code back after the detach: %s" % changed_code(before, after))

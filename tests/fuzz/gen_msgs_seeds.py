@@ -10,7 +10,8 @@ import os
 import struct
 import sys
 
-FROM, HELLO, PROBE, SYM, EVENT, STAT, END, CONFIG, DETACH, DETACHED, HIST = range(1, 12)
+FROM, HELLO, PROBE, SYM, EVENT, STAT, END, CONFIG, DETACH, DETACHED, HIST, AUTH, READY = \
+    range(1, 14)
 VERSION = 4
 ATTACH = 4
 PID = 4242
@@ -78,7 +79,7 @@ def seeds():
     yield "session", packets(
         frm() + hello(),
         frm() + probe(0, 0) + probe(1, 1, texts=("b", "g+0x0/0x20 [prog]", "/prog", "")),
-        frm() + probe(2, 2) + probe(3, 3),
+        frm() + probe(2, 2) + probe(3, 3) + msg(READY, b""),
         frm() + sym(0x1000, "f+0x0/0x10 [prog]") + sym(0x1003, "k+0x3/0x10 [prog]"),
         frm() + event(0, ev0) + event(1, nums + s, caller=0x1003) + event(2, stack),
         frm() + event(3, nums, faults=1),

@@ -347,15 +347,25 @@ static void timed_batch(struct ukp_session *s, void *arg)
 		t->ops->batch(s, t->arg);
 }
 
-/* Every SPEC registered (or failed) somewhere? */
-static bool all_announced(const struct ukp_session *s)
+/* Has every process's agent put its probes in place (READY), or ended
+ * trying? (-d counts from then: a glob's first probe is announced long
+ * before its last, on a busy machine.) */
+static bool all_ready(const struct ukp_session *s)
 {
-	int k;
+	size_t j;
+	int i;
 
-	for (k = 0; k < s->nspecs; k++)
-		if (!s->states || (!s->states[k].registered && !s->states[k].failed &&
-				   !s->states[k].pending))
+	for (i = 0; i < s->npids; i++) {
+		for (j = 0; j < s->nimages; j++) {
+			const struct ukp_image *img = s->images[j];
+
+			if (img->pid == s->pids[i] && img->origin == UKP_ORIGIN_ATTACH &&
+			    (img->ready || img->ended))
+				break;
+		}
+		if (j == s->nimages)
 			return false;
+	}
 	return true;
 }
 
@@ -597,7 +607,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			if (mh.msg_flags & MSG_TRUNC)
 				s->protocol_error = true;
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
-			if (!registered_ms && all_announced(s))
+			if (!registered_ms && all_ready(s))
 				registered_ms = now_ms();
 			if (s->protocol_error && s->version_mismatch)
 				goto restore;

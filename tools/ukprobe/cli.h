@@ -128,6 +128,7 @@ struct ukp_image {
 	size_t nprobes;
 	uint32_t ids;             /* one past the highest probe id announced */
 	struct ukp_addrmap *addrs;
+	bool ready;               /* attached: READY came (probes in place) */
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
 };

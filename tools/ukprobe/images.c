@@ -409,6 +409,9 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		img->setup_failed = m.setup_failed;
 		return 0;
 	}
+	case UKPM_READY:
+		img->ready = true;
+		return 0;
 	case UKPM_DETACHED: {
 		struct ukp_msg_detached m;
 
