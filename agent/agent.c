@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,27 @@ bool ukpa_active(void)
 	return out_fd >= 0 && getpid() == agent_pid;
 }
 
+int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static const int ours[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
+	sigset_t all, old;
+	size_t i;
+	int ret;
+
+	/* Through the interposer when preloaded (the view), libc's when
+	 * injected (ukprobe -p): there SIGTRAP blocked would make a
+	 * breakpoint the thread hits in libc fatal, and SIGRTMAX blocked
+	 * would leave the library's thread scans waiting for it. */
+	sigfillset(&all);
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		sigdelset(&all, ours[i]);
+	sigdelset(&all, SIGRTMAX);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(t, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 static uint64_t new_image_id(void)
 {
 	struct timespec ts;
@@ -123,7 +145,17 @@ static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 		.origin = origin,
 	};
 
-	prctl(PR_GET_NAME, h.comm, 0, 0, 0);
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, h.comm, sizeof(h.comm) - 1) : -1;
+
+	/* the process's name (its main thread's), not this thread's: an
+	 * attached session's thread has a name of its own */
+	if (fd >= 0)
+		close(fd);
+	if (n > 0)
+		h.comm[n - (h.comm[n - 1] == '\n')] = '\0';
+	else
+		prctl(PR_GET_NAME, h.comm, 0, 0, 0);
 	ukpa_send(&h, sizeof(h));
 }
 
@@ -551,11 +583,20 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		send_end(0, false, UKP_END_PROBES);
 		return 1;
 	}
-	ukprobes_wait_optimizer();
 	if (!atfork_done)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atfork_done = true;
+	/* The process runs already: its hits count from here, as ukprobe's
+	 * -d does (from the probes' announcement), not from when the
+	 * optimizer is done with them (seconds, for thousands of probes on
+	 * a busy machine: a short session then counted nothing). */
 	atomic_store(&ukpa_tracing, true);
+	{
+		struct ukp_msg ready = { UKPM_READY, sizeof(ready) };
+
+		ukpa_send(&ready, sizeof(ready));
+	}
+	ukprobes_wait_optimizer();
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #ifndef UKPROBE_AGENT_H
 #define UKPROBE_AGENT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -141,6 +142,13 @@ void ukpa_after_failed_exec(void);
  * variables put back where the program removed them. Writes into
  * out[0..max) and returns it, or envp when nothing is missing. */
 char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
+
+/* [init] Start one of the agent's threads (the reader, the attached
+ * session's): it never runs the program's handlers, so every signal is
+ * blocked but the library's own (the synchronous ones and SIGRTMAX, its
+ * thread scans: doc/signals.md), from its first instruction. attr may
+ * be NULL. 0 or an errno value. */
+int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* [init] attach.c's session (see agent.c). */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, int specs_fd,

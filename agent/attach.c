@@ -3,12 +3,13 @@
  * attach.c - the agent in a running process (ukprobe -p PID).
  *
  * ukprobe makes one thread of the process call dlopen() on the agent
- * and then ukprobe_agent_attach(NAME), with that thread's registers
+ * and then ukprobe_agent_attach(NAME, KEY), with that thread's registers
  * saved (tools/ukprobe/inject.c). The constructors find no UKPROBE_*
  * variables and do nothing; ukprobe_agent_attach() only starts the
  * agent's thread and returns, so the program's thread is back to what
  * it was doing at once. The agent's thread connects to ukprobe's
- * abstract socket NAME, reads its settings (CONFIG, with the parsed
+ * abstract socket NAME, presents KEY (AUTH: ukprobe answers nobody
+ * else, proto.h), reads its settings (CONFIG, with the parsed
  * SPECs' memfd), registers the
  * probes and traces; on DETACH (or when ukprobe is gone: the socket
  * closes) it undoes everything (ukpa_attach_end) and returns.
@@ -40,6 +41,9 @@
 
 static struct sockaddr_un peer;
 static socklen_t peer_len;
+/* what ukprobe gave ukprobe_agent_attach(): every connection presents it
+ * (a forked child's too: it has this memory) */
+static unsigned char secret[UKP_AUTH_SECRET_LEN];
 static _Atomic bool session;          /* a session is running (one at a time) */
 
 int ukpa_attach_connect(void)
@@ -48,6 +52,10 @@ int ukpa_attach_connect(void)
 
 	if (fd < 0)
 		return -1;
+	struct ukp_msg_auth auth = { .h = { UKPM_AUTH, sizeof(auth) } };
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	while (connect(fd, (struct sockaddr *)&peer, peer_len)) {
 		if (errno != EINTR) {
@@ -55,7 +63,41 @@ int ukpa_attach_connect(void)
 			return -1;
 		}
 	}
+	/* The secret goes only to a peer that could have ptraced us
+	 * anyway (root, or our user): not to one that took the name over
+	 * after ukprobe went away. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		close(fd);
+		return -1;
+	}
+	/* ukprobe answers nothing before it */
+	memcpy(auth.secret, secret, sizeof(secret));
+	while (send(fd, &auth, sizeof(auth), MSG_NOSIGNAL) != (ssize_t)sizeof(auth)) {
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	}
 	return fd;
+}
+
+/* The secret as ukprobe wrote it: UKP_AUTH_SECRET_LEN bytes in hex. */
+static bool take_secret(const char *hex)
+{
+	size_t i;
+
+	if (!hex || strlen(hex) != 2 * sizeof(secret))
+		return false;
+	for (i = 0; i < 2 * sizeof(secret); i++) {
+		char c = hex[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			return false;
+		secret[i / 2] = (unsigned char)(i % 2 ? secret[i / 2] | v : v << 4);
+	}
+	return true;
 }
 
 /* The CONFIG packet (ukprobe sends it as soon as it accepts us), and
@@ -198,23 +240,12 @@ static int start_thread(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t t;
-	sigset_t all, old;
 	int ret;
 
-	/* The thread must never run the program's handlers: every signal
-	 * blocked but the synchronous ones (as the reader). */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, fn, arg);
+	ret = ukpa_thread_start(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
 }
 
@@ -226,10 +257,11 @@ int ukpa_attach_forked(int fd)
 /*
  * Called by ukprobe in a thread it stopped (tools/ukprobe/inject.c):
  * start the agent's thread and return at once. name: the abstract
- * socket ukprobe listens on. 0, or a negative errno (-EBUSY: another
- * ukprobe is attached).
+ * socket ukprobe listens on; key: the secret to present there, in hex
+ * (ukprobe wrote it below the thread's stack: it is wiped once taken).
+ * 0, or a negative errno (-EBUSY: another ukprobe is attached).
  */
-__attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name)
+__attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name, char *key)
 {
 	bool expected = false;
 	size_t len = strlen(name);
@@ -237,11 +269,18 @@ __attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name
 
 	if (len + 1 > sizeof(peer.sun_path))
 		return -EINVAL;
+	if (!key)
+		return -EINVAL; /* a ukprobe of another build: it says so */
 	/* a program ukprobe started (the agent preloaded) is traced already */
 	if (ukpa_active())
 		return -EBUSY;
 	if (!atomic_compare_exchange_strong(&session, &expected, true))
 		return -EBUSY;
+	if (!take_secret(key)) {
+		atomic_store(&session, false);
+		return -EINVAL;
+	}
+	explicit_bzero(key, strlen(key));
 	memset(&peer, 0, sizeof(peer));
 	peer.sun_family = AF_UNIX;
 	/* abstract: sun_path starts with a NUL */

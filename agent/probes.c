@@ -47,6 +47,7 @@ static uint32_t nprobes;
 /* id -> probe for the reader: chunks published with a release store */
 #define CHUNK 1024
 #define NCHUNKS 4096
+_Static_assert(CHUNK * NCHUNKS <= UKP_PROBES_MAX, "ukprobe takes ids below UKP_PROBES_MAX");
 static struct ukpa_probe **_Atomic chunks[NCHUNKS];
 
 /* --------------------------------------------------------- [reader] */

@@ -877,7 +877,6 @@ int ukpa_rings_init(void)
 
 int ukpa_reader_start(void)
 {
-	sigset_t all, old;
 	int ret;
 
 	if (reader_exists) {
@@ -886,18 +885,8 @@ int ukpa_reader_start(void)
 		reader_running = true;
 		return 0;
 	}
-	/* The reader must never run the program's signal handlers: it
-	 * starts with every signal blocked but the synchronous ones. */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&reader_stop, false);
-	ret = pthread_create(&reader, NULL, reader_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = ukpa_thread_start(&reader, NULL, reader_main, NULL);
 	if (ret)
 		return -ret;
 	pthread_setname_np(reader, "ukprobe-agent");

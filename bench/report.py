@@ -7,7 +7,7 @@ Called by bench/run.sh:
   report.py --work DIR --mode quick|full --json OUT [--markdown OUT.md]
 
 DIR holds what run.sh collected: overhead.json, scale.json,
-register_<N>.json, coverage.json, coverage_insns.json, attach.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
+register_<N>.json, coverage.json, coverage_insns.json, attach.json, redis.json, uftrace.json / uftrace_nop5.json (+ .calls, the call
 counts `uftrace report` found), skips.tsv (id, reason: what run.sh
 skipped itself). Everything missing is reported as skipped, never as a
 failure.
@@ -378,6 +378,43 @@ def attach_markdown(att):
     return out
 
 
+def redis_cells(r):
+    """no probes' rps, then ukprobe's and bpftrace's ratios (median, min-max)."""
+    def ratio(x):
+        return "%.2f (%.2f-%.2f)" % (x["median"], x["min"], x["max"])
+    return ["%.0f" % r["base_rps"]["median"], ratio(r["ukprobe"]),
+            ratio(r["bpftrace"]) if "bpftrace" in r else "skipped: " + r["bpftrace_skipped"]]
+
+
+REDIS_COLS = ("rps, no probes", "ukprobe -p, 3 probes", "bpftrace, 3 uprobes")
+
+
+def redis_text(rd):
+    out = ["", "Redis (%s): requests per second as a ratio to no probes (median, min-max "
+           "over the rounds)" % rd["command"], ""]
+    out.append("%-12s %s" % ("", "  ".join("%-24s" % c for c in REDIS_COLS)))
+    for r in rd["rows"]:
+        if r["status"] != "ok":
+            out.append("%-12s %s: %s" % (r["id"], r["status"], r.get("reason", "")))
+            continue
+        out.append("%-12s %s" % (r["id"], "  ".join("%-24s" % c for c in redis_cells(r))))
+    return out
+
+
+def redis_markdown(rd):
+    out = ["", "Redis (`%s`; bench/redis.py): Debian's redis-server, requests per second "
+           "with `call`, `processCommand` and `lookupKey` counted, as a ratio to the same "
+           "server without probes in the same round (median, min-max)." % rd["command"], ""]
+    out.append("| | " + " | ".join(REDIS_COLS) + " |")
+    out.append("| --- |" + " --- |" * len(REDIS_COLS))
+    for r in rd["rows"]:
+        if r["status"] != "ok":
+            out.append("| %s | %s: %s | | |" % (r["id"], r["status"], r.get("reason", "")))
+            continue
+        out.append("| %s | %s |" % (r["id"], " | ".join(redis_cells(r))))
+    return out
+
+
 # ---------------------------------------- ... at instruction boundaries
 
 INSNS_GOAL = 97.0  # issue 14: >= 97% of the probe-able instruction boundaries
@@ -542,6 +579,8 @@ def table_text(res):
         out.extend(coverage_text(res["coverage"]))
     if res.get("attach"):
         out.extend(attach_text(res["attach"]))
+    if res.get("redis"):
+        out.extend(redis_text(res["redis"]))
     if res.get("coverage_insns") and insns_libs(res["coverage_insns"]):
         out.extend(insns_text(res["coverage_insns"]))
     if res["skipped"]:
@@ -663,6 +702,8 @@ def table_markdown(res):
         out.extend(coverage_markdown(res["coverage"], res["commit"]))
     if res.get("attach"):
         out.extend(attach_markdown(res["attach"]))
+    if res.get("redis"):
+        out.extend(redis_markdown(res["redis"]))
     if res.get("coverage_insns") and insns_libs(res["coverage_insns"]):
         out.extend(insns_markdown(res["coverage_insns"], res["commit"]))
     if res["skipped"]:
@@ -726,6 +767,9 @@ def main():
     att = load(os.path.join(a.work, "attach.json"))
     if att:
         res["attach"] = att
+    rd = load(os.path.join(a.work, "redis.json"))
+    if rd:
+        res["redis"] = rd
     cov_insns = load(os.path.join(a.work, "coverage_insns.json"))
     if cov_insns:
         res["coverage_insns"] = cov_insns
@@ -747,6 +791,11 @@ def main():
     for r in (att or {}).get("rows", []):
         if r["status"] == "skipped":
             skipped.append({"id": "attach " + r["id"], "reason": r["reason"]})
+    for r in (rd or {}).get("rows", []):
+        if r["status"] == "skipped":
+            skipped.append({"id": r["id"], "reason": r["reason"]})
+        elif r.get("bpftrace_skipped"):
+            skipped.append({"id": r["id"] + " bpftrace", "reason": r["bpftrace_skipped"]})
     res["skipped"] = skipped
 
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)

@@ -163,6 +163,13 @@ reps=10; [ $quick = 1 ] && reps=2
 python3 bench/attach.py --ukprobe build-bench/tools/ukprobe/ukprobe --reps $reps \
   --json "$work/attach.json" || status=1
 
+# ----------------------------------------------------------------- redis
+echo "bench: redis-server under redis-benchmark, 3 probes counting: ukprobe -p, bpftrace (redis.py)" >&2
+rounds=5 requests=200000; [ $quick = 1 ] && rounds=1 requests=5000
+redis_peers=(); [ $peers = 0 ] && redis_peers=(--no-peers)
+python3 bench/redis.py --ukprobe build-bench/tools/ukprobe/ukprobe --rounds $rounds \
+  --requests $requests "${redis_peers[@]}" --json "$work/redis.json" || status=1
+
 # ------------------------------------------------------------------ tool
 # ukprobe itself on real programs, with uftrace and bpftrace (its own
 # tables and JSON: bench/results/latest-tool.{json,md} in a full run)

@@ -55,11 +55,19 @@
  *
  * Attached to a running process (ukprobe -p PID), there is no
  * environment: ukprobe listens on an abstract socket and makes the
- * process dlopen() the agent and call ukprobe_agent_attach(NAME) (see
- * tools/ukprobe/inject.c). The agent's thread connects to NAME and
- * ukprobe sends CONFIG (the same settings as the variables above, with
+ * process dlopen() the agent and call ukprobe_agent_attach(NAME, SECRET)
+ * (see tools/ukprobe/inject.c; SECRET: UKP_AUTH_SECRET_LEN random bytes
+ * in hex, made for this session). The agent's thread connects to NAME
+ * and sends AUTH with the secret first (so does a forked child's, -f,
+ * which has it from its parent's memory). Anyone can connect to an
+ * abstract socket: ukprobe admits a peer only when SO_PEERCRED names a
+ * process it attached to (with -f, or a descendant of one) and AUTH
+ * carries the secret; it closes every other connection unanswered and
+ * counts it. Then ukprobe sends CONFIG (the same settings as the variables above, with
  * the SPECs' memfd, and trace -o's file, as SCM_RIGHTS descriptors); the
- * image (origin ATTACH) goes as above, until ukprobe sends DETACH (or
+ * image (origin ATTACH) goes as above, with READY (a bare struct
+ * ukp_msg) once every probe is in place and hits count (-d starts
+ * then), until ukprobe sends DETACH (or
  * closes the socket): the agent sends its STATs and END (reason
  * DETACH), unregisters every probe, ends its threads, gives the program
  * its signal actions back, and sends DETACHED with the id of the one
@@ -71,7 +79,7 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 3
+#define UKP_PROTO_VERSION 4
 
 #define UKP_ENV_FD          "UKPROBE_FD"
 #define UKP_ENV_SPECS       "UKPROBE_SPECS"
@@ -99,6 +107,8 @@ enum ukp_msg_type {
 	UKPM_DETACH,            /* ukprobe -> agent, attached */
 	UKPM_DETACHED,
 	UKPM_HIST,
+	UKPM_AUTH,              /* agent -> ukprobe, attached: first */
+	UKPM_READY,             /* attached: every probe in place, hits count from here */
 };
 
 struct ukp_msg {
@@ -269,6 +279,14 @@ struct ukp_msg_hist {
 	unsigned char data[];
 };
 
+/* An attached agent's first message (no FROM before it): the secret
+ * ukprobe handed it at injection. */
+#define UKP_AUTH_SECRET_LEN 32
+struct ukp_msg_auth {
+	struct ukp_msg h;
+	unsigned char secret[UKP_AUTH_SECRET_LEN];
+};
+
 /* The agent is gone but for the thread tid, which is about to return. */
 struct ukp_msg_detached {
 	struct ukp_msg h;
@@ -276,6 +294,7 @@ struct ukp_msg_detached {
 	uint32_t pad;
 };
 
+#define UKP_PROBES_MAX (1u << 22)  /* probes of one image, at most (ids below) */
 #define UKP_MSG_MAX 4096           /* no message is longer */
 #define UKP_PACKET_MAX (64 * 1024) /* no packet is longer */
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target of ukprobe's SPEC and filter parsers and
-# of the parsed form its agent reads (tests/fuzz/) with clang (ASan +
-# UBSan) and runs it on a copy of the seed corpus. Extra arguments go to libFuzzer; by default a short run
+# Builds the libFuzzer targets (tests/fuzz/) with clang (ASan + UBSan)
+# and runs each on a copy of its seed corpus: fuzz_spec_filter (ukprobe's
+# SPEC and filter parsers and the parsed form its agent reads; corpus/)
+# and fuzz_agent_msgs (what ukprobe reads from an agent; corpus_msgs/).
+# Extra arguments go to libFuzzer; by default a short run
 # (-runs=20000), as CI does. A long run by hand:
 #   bash scripts/fuzz.sh -runs=10000000 -jobs=1
 set -euo pipefail
@@ -17,9 +19,24 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
   "$src/spec_parsed.c" "$src/filter_run.c" "$src/spec_wire.c" \
   "$src/arch/$(uname -m)/fetch_regs.c" \
   -o build-fuzz/fuzz_spec_filter
-rm -rf build-fuzz/corpus
+# ukprobe's own sources but its main(), for the agent's messages
+cli=()
+for f in tools/ukprobe/*.c; do
+  [ "$f" = tools/ukprobe/main.c ] || cli+=("$f")
+done
+clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -I"$src" -Itools/ukprobe -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
+  -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
+  tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" "$src/spec_fetch.c" \
+  "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
+  "$src/filter_run.c" "$src/spec_wire.c" "$src/arch/$(uname -m)/fetch_regs.c" \
+  -o build-fuzz/fuzz_agent_msgs
+rm -rf build-fuzz/corpus build-fuzz/corpus_msgs
 cp -r tests/fuzz/corpus build-fuzz/corpus
+cp -r tests/fuzz/corpus_msgs build-fuzz/corpus_msgs
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-runs=20000)
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_spec_filter -max_len=4096 -timeout=10 "${args[@]}" build-fuzz/corpus
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-fuzz/fuzz_agent_msgs -max_len=16384 -timeout=10 "${args[@]}" build-fuzz/corpus_msgs

@@ -22,13 +22,14 @@ cd "$(dirname "$0")/.."
 # setarch), git (the benchmarks record the commit they measured),
 # uftrace and bpftrace (the benchmarks' peers), libdw-dev (ukprobe's source
 # lines and variables by name, from DWARF), systemtap-sdt-dev (<sys/sdt.h>:
-# the SDT probes of tests/unit/test_usdt.c and tests/cli).
+# the SDT probes of tests/unit/test_usdt.c and tests/cli), redis-server and
+# redis-tools (the real-server test of ukprobe -p, cli_attach_redis).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
       groff-base util-linux git uftrace bpftrace libdw-dev
-      systemtap-sdt-dev)
+      systemtap-sdt-dev redis-server redis-tools)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
@@ -62,6 +63,9 @@ need_cmd setarch util-linux
 need_cmd git git
 need_cmd uftrace uftrace
 need_cmd bpftrace bpftrace
+need_cmd redis-server redis-server
+need_cmd redis-benchmark redis-tools
+need_cmd redis-cli redis-tools
 need_file /usr/lib/python3.11/test/regrtest.py libpython3.11-testsuite
 # libc's debug file, by the build-id of the libc installed now
 libc=/lib/$(gcc -print-multiarch)/libc.so.6

@@ -56,11 +56,12 @@ if [ -f build-aarch64/meson-logs/testlog.json ]; then
 fi
 ok2=$((ok2 + ok3)); bad2=$((bad2 + bad3))
 
-# the SPEC and filter parsers under libFuzzer, a short run (when clang is here)
+# the SPEC and filter parsers, and what ukprobe reads from an agent, under
+# libFuzzer: a short run of each (when clang is here)
 # (its log in build/fuzz.log: libFuzzer's progress lines would fill the
 # tail of a CI log that should name what failed)
 if bash scripts/fuzz.sh -runs=20000 > build/fuzz.log 2>&1; then
-  echo "fuzz: $(grep -E '^Done [0-9]+ runs' build/fuzz.log | tail -n 1)"
+  echo "fuzz: $(grep -E '^Done [0-9]+ runs' build/fuzz.log | tr '\n' ' ')"
 else
   status=1; tail -n 40 build/fuzz.log; echo "failed: fuzz (build/fuzz.log)"
 fi

@@ -263,9 +263,7 @@ static bool kick_deferred, kick_wanted;
 /* Start the optimizer thread in this process if it is not running. */
 static void kick(void)
 {
-	pthread_attr_t attr;
 	pthread_t t;
-	sigset_t all, old;
 
 	if (kick_deferred) {
 		kick_wanted = true;
@@ -275,18 +273,13 @@ static void kick(void)
 	if (thread_pid != getpid()) {
 		/* All signals blocked but ours: the thread answers scans and
 		 * handles breakpoints in the libc it calls, and nothing else. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pthread_attr_init(&attr);
 		quit = false;
-		if (pthread_create(&t, &attr, optimizer_main, NULL) == 0) {
+		if (ukp_thread_start(&t, optimizer_main, NULL) == 0) {
 			thread = t;
 			thread_pid = getpid();
 		} else {
 			pr_warn("kprobes: cannot start the optimizer thread\n");
 		}
-		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	pthread_cond_signal(&queue_cond);
 }
@@ -686,18 +679,10 @@ static void delay_for_batch(void)
 
 static void *optimizer_main(void *arg)
 {
-	sigset_t ours;
 	struct timespec delay = { 0, OPTIMIZE_DELAY_MS * 1000000L };
 
 	(void)arg;
-	sigemptyset(&ours);
-	sigaddset(&ours, SIGTRAP);
-	sigaddset(&ours, SIGSEGV);
-	sigaddset(&ours, SIGBUS);
-	sigaddset(&ours, SIGFPE);
-	sigaddset(&ours, SIGILL);
-	sigaddset(&ours, UKP_SCAN_SIG);
-	pthread_sigmask(SIG_UNBLOCK, &ours, NULL);
+	/* (started with ours deliverable: ukp_thread_start) */
 	pthread_mutex_lock(&ukp_mutex);
 	for (;;) {
 		while (!nqueued && !quit) {

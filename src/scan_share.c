@@ -166,14 +166,7 @@ static void *literals_helper(void *arg)
  * answers thread scans and takes breakpoints in what it calls). */
 static bool start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-	sigset_t all, old;
-	bool ok;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ok = pthread_create(t, NULL, fn, arg) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ok;
+	return ukp_thread_start(t, fn, arg) == 0;
 }
 
 /* The chunks: boundaries of sc at about equal distances. */

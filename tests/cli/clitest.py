@@ -1431,6 +1431,358 @@ def case_attach():
             p.wait()
 
 
+# The signals the library keeps deliverable in every thread it starts
+# (doc/signals.md): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGRTMAX.
+OWNED_SIGNALS = sum(1 << (n - 1) for n in (4, 5, 7, 8, 11, 64))
+
+
+def agent_threads_masks(pid, known):
+    """SigBlk of the threads of pid that are not in known (the agent's,
+    the library's), by tid."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        if int(tid) in known:
+            continue
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                fields = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except FileNotFoundError:
+            continue
+        out[int(tid)] = (fields["Name"].strip(), int(fields["SigBlk"], 16))
+    return out
+
+
+def stat_rows(out):
+    """{event: hits} of a stat table; hits None when not a number."""
+    rows = out.splitlines()
+    check(rows and rows[0].split() == ["EVENT", "HITS", "MISSED"], "a stat table", out)
+    got = {}
+    for r in rows[1:]:
+        f = r.split()
+        got[f[0]] = int(f[1]) if f[1].isdigit() else None
+    return got
+
+
+ALLOC_SPECS = ["p libc.so.6:malloc", "p libc.so.6:free", "p libc.so.6:calloc",
+               "p libc.so.6:realloc", "r libc.so.6:malloc", "r libc.so.6:realloc"]
+
+
+def case_attach_alloc():
+    """-p on the allocator (the agent's own: the library allocates while
+    it registers, and its threads call malloc) while four threads call
+    malloc, calloc, realloc and free: jump-optimized, breakpoints and
+    return probes; the process lives on as it was. Then Debian's python3."""
+    p = subprocess.Popen([tgt("allocs"), "4"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+
+    def ops():
+        p.stdin.write("count\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        check(line.startswith("ops "), "the program answers", line)
+        return int(line.split()[1])
+    try:
+        check(p.stdout.readline() == "ready\n", "the target started")
+        pid = p.pid
+        ranges = code_ranges(pid)
+        before, state0, fds0 = code_bytes(pid, ranges), thread_state(pid), open_files(pid)
+        for extra in ([], ["--no-optimize"]):
+            args = ["stat", "-p", str(pid), "-d", "1.5"] + extra
+            for sp in ALLOC_SPECS:
+                args += ["-e", sp]
+            st = subprocess.Popen([UKPROBE] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, preexec_fn=no_core)
+            # the agent's threads (and the library's) keep the library's
+            # signals deliverable, however the agent was loaded (a thread
+            # seen blocking them in two looks in a row: glibc's start of
+            # a thread, with everything blocked, is over in microseconds)
+            seen, last, end = {}, {}, time.time() + 30
+            while st.poll() is None and time.time() < end and len(seen) < 3:
+                now = agent_threads_masks(pid, state0)
+                for tid, (name, blk) in now.items():
+                    check(not (blk & OWNED_SIGNALS and last.get(tid, 0) & OWNED_SIGNALS),
+                          "thread %d (%s) blocks none of the library's signals: SigBlk %x"
+                          % (tid, name, blk))
+                    if not blk & OWNED_SIGNALS:
+                        seen[tid] = name
+                last = {tid: blk for tid, (name, blk) in now.items()}
+                time.sleep(0.02)
+            check(p.poll() is None, "the process lives while attached %s (status %s)"
+                  % (extra, p.poll()), st.communicate(timeout=60)[1] if p.poll() is not None else "")
+            check(len(seen) >= 2, "the agent's threads ran: %s" % seen)
+            out, err = st.communicate(timeout=60)
+            check(st.returncode == 0 and err == "", "stat -p %s" % extra,
+                  "rc=%s\n%s%s" % (st.returncode, out, err))
+            rows = stat_rows(out)
+            check(len(rows) == len(ALLOC_SPECS) and all(v and v > 100 for v in rows.values()),
+                  "every allocator probe counted %s" % extra, out)
+            check(rows["ukprobes/p_free_0"] >= rows["ukprobes/p_malloc_0"],
+                  "free is called as often as malloc and calloc together", out)
+            check(p.poll() is None, "the process lives %s" % extra)
+            after = code_bytes(pid, code_ranges(pid))
+            check(same_code(before, after), "code back after stat %s: %s"
+                  % (extra, changed_code(before, after)))
+        # trace: every event, with its argument and return value
+        r = ukprobe(["trace", "-p", str(pid), "-d", "0.5",
+                     "-e", "p:m libc.so.6:malloc size=%di:u64",
+                     "-e", "r:mr libc.so.6:malloc ret=$retval:x64"])
+        check(r.returncode == 0 and r.stderr == "", "trace -p", show(r))
+        ev = [parse_line(l) for l in r.stdout.splitlines() if l]
+        sizes = [int(m["args"].split("=")[1]) for m in ev if m["event"] == "m" and
+                 m["comm"].strip() == "tgt_allocs"]
+        check(len(sizes) > 100 and all(16 <= n < 216 for n in sizes),
+              "malloc's sizes are the program's (16..215): %d events" % len(sizes), r.stdout[:2000])
+        check(sum(m["event"] == "mr" for m in ev) > 100, "malloc's returns")
+        # -d counts from when every probe is in place (READY), not from the
+        # first of a glob's 2,000 announced: 100 ms with every libc
+        # function return-probed count the mallocs of those 100 ms (about
+        # 1,000 to 3,000 here; none when the time ran out while the return
+        # probes were being placed, as it did)
+        r = ukprobe(["stat", "-p", str(pid), "-d", "0.1", "--no-optimize",
+                     "-e", "p:m libc.so.6:malloc", "-e", "r libc.so.6:*"])
+        check(r.returncode == 0, "stat -d 0.1 with every libc function return-probed", show(r))
+        n = stat_rows(r.stdout)["ukprobes/m"] or 0
+        check(n > 200, "100 ms of malloc calls counted: %d" % n)
+        # detached: as it was, and it goes on
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "code back after the detach: %s" % changed_code(before, after))
+        check(thread_state(pid) == state0, "threads and their signal state as before",
+              sorted(set(thread_state(pid).items()) ^ set(state0.items())))
+        check(open_files(pid) == fds0, "no descriptor left behind", open_files(pid))
+        n0 = ops()
+        time.sleep(0.3)
+        check(ops() > n0, "the threads go on after the detach")
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 3 and out == "bad 0\n" and err == "", "what the program saw",
+              "rc=%s %r %r" % (p.returncode, out, err))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # python3: its allocator under attach, while its threads allocate
+    py = "/usr/bin/python3"
+    if not os.path.exists(py):
+        print("no /usr/bin/python3: the python part was not run")
+        return
+    src = ("import sys, threading\n"
+           "n = [0]\n"
+           "def work():\n"
+           "    while True:\n"
+           "        x = [str(i) * 3 for i in range(200)]\n"
+           "        n[0] += 1\n"
+           "for _ in range(3):\n"
+           "    threading.Thread(target=work, daemon=True).start()\n"
+           "for line in sys.stdin:\n"
+           "    print(n[0], flush=True)\n")
+    p = subprocess.Popen([py, "-c", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    try:
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        p.stdout.readline()
+        for extra in ([], ["--no-optimize"]):
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p libc.so.6:malloc",
+                         "-e", "p libc.so.6:free", "-e", "r libc.so.6:malloc"] + extra)
+            check(r.returncode == 0 and r.stderr == "", "python: stat -p %s" % extra, show(r))
+            rows = stat_rows(r.stdout)
+            check(len(rows) == 3 and all(v and v > 0 for v in rows.values()),
+                  "python's malloc and free counted %s" % extra, r.stdout)
+        check(p.poll() is None, "python lives")
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        a = int(p.stdout.readline())
+        time.sleep(0.2)
+        p.stdin.write("x\n")
+        p.stdin.flush()
+        check(int(p.stdout.readline()) > a, "python's threads go on after the detach")
+    finally:
+        p.kill()
+        p.wait()
+
+
+# Connects to ukprobe's abstract socket (found in /proc/net/unix under
+# ukprobe's pid, argv[1]) as soon as it is there, sends AUTH with a
+# secret of zeros (proto.h) and says what came back.
+PY_INTRUDER = ("import socket, struct, sys, time\n"
+               "pre = '@ukprobe-%s-' % sys.argv[1]\n"
+               "name, end = None, time.time() + 20\n"
+               "while not name and time.time() < end:\n"
+               "    for line in open('/proc/net/unix'):\n"
+               "        f = line.split()\n"
+               "        if len(f) >= 8 and f[-1].startswith(pre):\n"
+               "            name = f[-1][1:]\n"
+               "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+               "s.connect('\\0' + name)\n"
+               "s.settimeout(20)\n"
+               "try:\n"
+               "    s.send(struct.pack('II', 12, 40) + bytes(32))\n"
+               "except OSError:\n"
+               "    pass\n"
+               "try:\n"
+               "    data, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(64))\n"
+               "except OSError as e:\n"
+               "    data, anc = b'', []\n"
+               "print('%s got %d bytes %d fds' % (name, len(data), len(anc)), flush=True)\n")
+
+
+def case_attach_auth():
+    """While ukprobe -p waits for its agent and traces, another user
+    connects to its socket first, and the traced process itself connects
+    without the secret: both are refused unanswered (no CONFIG, no
+    descriptor), counted, and the tracing goes on with the right counts."""
+    py = "/usr/bin/python3"
+    if not os.path.exists(py) or os.geteuid() != 0:
+        print("not root, or no /usr/bin/python3: skipped")
+        sys.exit(77)
+    # the traced program: python3, allocating in two threads; on
+    # "connect NAME" it connects to NAME as PY_INTRUDER does
+    src = ("import socket, struct, sys, threading\n"
+           "def work():\n"
+           "    while True:\n"
+           "        x = [str(i) for i in range(100)]\n"
+           "for _ in range(2):\n"
+           "    threading.Thread(target=work, daemon=True).start()\n"
+           "print('ready', flush=True)\n"
+           "for line in sys.stdin:\n"
+           "    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+           "    s.connect('\\0' + line.split()[1])\n"
+           "    s.settimeout(20)\n"
+           "    s.send(struct.pack('II', 12, 40) + bytes(32))\n"
+           "    data, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(64))\n"
+           "    print('got %d bytes %d fds' % (len(data), len(anc)), flush=True)\n")
+    p = subprocess.Popen([py, "-c", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+    procs = [p]
+    try:
+        check(p.stdout.readline() == "ready\n", "the target started")
+        t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-d", "4",
+                              "-e", "p libc.so.6:malloc", "-e", "p libc.so.6:free"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        procs.append(t)
+        # nobody (uid 65534), as soon as the socket is there
+        o = subprocess.Popen([py, "-c", PY_INTRUDER, str(t.pid)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=lambda: (
+                                 no_core(), os.setgroups([]), os.setgid(65534),
+                                 os.setuid(65534)))
+        procs.append(o)
+        out, err = o.communicate(timeout=60)
+        check(o.returncode == 0 and re.fullmatch(r"ukprobe-%d-[0-9a-f]+ got 0 bytes 0 fds\n"
+                                                 % t.pid, out),
+              "another user's connection is closed unanswered", out + err)
+        name = out.split()[0]
+        # the traced process, without the secret
+        p.stdin.write("connect %s\n" % name)
+        p.stdin.flush()
+        check(p.stdout.readline() == "got 0 bytes 0 fds\n",
+              "the traced process's own connection without the secret is closed unanswered")
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err == PREFIX.replace("error", "warning") +
+              "refused 2 connections to ukprobe's socket that did not come from the agent "
+              "of a traced process (the first from process %d, uid 65534)\n" % o.pid,
+              "ukprobe traced on and counted the refusals", "rc=%s\n%s%s" % (t.returncode, out, err))
+        rows = stat_rows(out)
+        check(len(rows) == 2 and all(v and v > 100 for v in rows.values()),
+              "the counts of the traced process", out)
+        check(p.poll() is None, "the process lives")
+    finally:
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
+
+
+def redis_cli(port, *args, **kw):
+    return subprocess.run(["redis-cli", "-p", str(port)] + list(args), capture_output=True,
+                          text=True, timeout=60, **kw)
+
+
+def case_attach_redis():
+    """A real server: Debian's redis-server under redis-benchmark, attached
+    with every function probed, with a filter and a hist trigger, and 20
+    times with return probes (on epoll_wait too, which the main thread is
+    often inside at a detach: pending then); then its code is as it was,
+    its threads go on, no client saw an error and its data is intact."""
+    if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
+        print("no redis-server or redis-benchmark (scripts/setup.sh installs them): skipped")
+        sys.exit(77)
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                            "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, preexec_fn=no_core)
+    procs = [srv]
+    try:
+        for _ in range(200):
+            if redis_cli(port, "ping").stdout == "PONG\n":
+                break
+            time.sleep(0.05)
+        keys = "".join("SET key:%d value-%d\n" % (i, i * 7) for i in range(200))
+        check(redis_cli(port, input=keys).stdout == "OK\n" * 200, "the data is loaded")
+        pid = srv.pid
+        ranges = code_ranges(pid)
+        before, state0 = code_bytes(pid, ranges), thread_state(pid)
+        bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-t", "get,set", "-c", "8",
+                                  "-r", "1000", "-l", "-q"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, preexec_fn=no_core)
+        procs.append(bench)
+        time.sleep(0.5)
+        # every function of the server
+        r = ukprobe(["stat", "-p", str(pid), "-d", "1", "-e", "p redis-server:*"])
+        check(r.returncode == 0, "every function of redis-server", show(r))
+        rows = stat_rows(r.stdout)
+        check(len(rows) > 1000 and sum(v or 0 for v in rows.values()) > 10000 and
+              (rows.get("ukprobes/call") or 0) > 100,
+              "%d functions counted, %d hits, call() %s" % (len(rows), sum(v or 0 for v in rows.values()),
+                                                         rows.get("ukprobes/call")), r.stderr)
+        # a filter and a hist trigger
+        r = ukprobe(["stat", "-p", str(pid), "-d", "1",
+                     "-e", "p:c redis-server:call", "--filter", "common_pid == %d" % pid,
+                     "-e", "p:pc redis-server:processCommand",
+                     "-e", "p:lk redis-server:lookupKey", "--trigger", "hist:keys=common_pid"])
+        check(r.returncode == 0 and r.stderr == "", "filter and hist", show(r))
+        rows = stat_rows(r.stdout.split("\n\n")[0])
+        check(rows["ukprobes/c"] > 100 and rows["ukprobes/c"] == rows["ukprobes/pc"],
+              "call() passed the filter as often as processCommand() ran", r.stdout)
+        hist = re.search(r"\{ common_pid: +%d \} hitcount: +(\d+)" % pid, r.stdout)
+        check(hist and int(hist[1]) == rows["ukprobes/lk"], "the hist counts lookupKey", r.stdout)
+        # 20 attach/detach cycles with return probes
+        for i in range(20):
+            r = ukprobe(["stat", "-p", str(pid), "-d", "0.1", "-e", "p:c redis-server:call",
+                         "-e", "r:rq redis-server:readQueryFromClient",
+                         "-e", "r:ew libc.so.6:epoll_wait"])
+            check(r.returncode == 0 and r.stderr == "", "cycle %d" % i, show(r))
+            rows = stat_rows(r.stdout)
+            check(rows["ukprobes/rq"] > 0 and rows["ukprobes/ew"] > 0, "cycle %d: returns" % i,
+                  r.stdout)
+        after = code_bytes(pid, code_ranges(pid))
+        check(same_code(before, after), "the server's code as it was: %s"
+              % changed_code(before, after))
+        now = thread_state(pid)
+        check(all(now.get(t) == st for t, st in state0.items()),
+              "the server's threads go on as they were", "%s\n%s" % (state0, now))
+        if len(now) != len(state0):
+            print("note: %d threads after the detach, %d before (new: %s)"
+                  % (len(now), len(state0), sorted(set(now) - set(state0))))
+        bench.send_signal(signal.SIGINT)
+        out, _ = bench.communicate(timeout=60)
+        check(not re.search(r"rror|ERR", out), "redis-benchmark saw no error",
+              out[-2000:])
+        got = redis_cli(port, input="".join("GET key:%d\n" % i for i in range(200)))
+        check(got.stdout == "".join("value-%d\n" % (i * 7) for i in range(200)),
+              "the data is intact", got.stdout[:500])
+        check(srv.poll() is None, "the server runs")
+    finally:
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
+
+
 PY_LOOP = ("import sys, zlib\n"
            "for line in sys.stdin:\n"
            "    print(zlib.crc32(line.encode()), flush=True)\n")
@@ -1796,6 +2148,16 @@ def case_attach_errors():
               r.stderr == PREFIX + "process %d (tgt_attachee) exited during the attach\n" % p.pid,
               "exit during the attach", show(r))
         check(p.wait(timeout=10) == 5, "it exited as it said")
+        # killed after its agent said HELLO, before the probes: it says so
+        for cmd in ("stat", "trace"):
+            p = start_attachee(mode="die-in-attach")
+            procs.append(p)
+            r = ukprobe([cmd, "-p", str(p.pid), "-e", "p:w work", "-e", "p libc.so.6:malloc"])
+            check(r.returncode == 1 and r.stdout == "" and
+                  r.stderr == PREFIX + "process %d (tgt_attachee) ended during the attach, "
+                  "before its probes were in place (killed by SIGKILL)\n" % p.pid,
+                  "%s: killed during the attach" % cmd, show(r))
+            check(p.wait(timeout=10) == -signal.SIGKILL, "it was killed as it meant")
         # several at once, one of them bad: nothing is traced
         a, b = start_attachee(), start_attachee()
         procs += [a, b]

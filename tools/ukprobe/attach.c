@@ -5,7 +5,12 @@
  * ukprobe listens on an abstract SOCK_SEQPACKET socket of its own, makes
  * each process load the agent (inject.c), and sends each agent that
  * connects its settings (CONFIG, proto.h) and the parsed SPECs (a
- * memfd, specs_memfd.c). Messages then come as from a
+ * memfd, specs_memfd.c). Anyone may connect to an abstract socket: a
+ * peer gets nothing until it is known as an agent (admit): SO_PEERCRED
+ * names a process ukprobe attached to (with -f, or a descendant of
+ * one), and its first message is AUTH with the secret ukprobe handed the
+ * agent at injection. Every other connection is closed unanswered, and
+ * counted. Messages then come as from a
  * launched program, one connection per process. Tracing ends when every
  * process has exited, on SIGINT/SIGTERM/SIGHUP, or when -d SECONDS have
  * passed: ukprobe sends DETACH, reads the last events and counts, and
@@ -17,8 +22,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +33,8 @@
 
 #define CONNECT_TIMEOUT_MS 10000
 #define GONE_TIMEOUT_MS 10000
+#define AUTH_TIMEOUT_MS 5000
+#define ANCESTORS_MAX 64
 
 static int sig_pipe[2] = { -1, -1 };
 
@@ -126,9 +135,97 @@ static bool send_config(const struct ukp_session *s, int fd, const char *config,
 }
 
 struct conn {
-	int fd;
+	int fd;                   /* -1: closed */
 	pid_t pid;
+	uid_t uid;
+	bool agent;               /* admitted: it sent the secret, got CONFIG */
+	long auth_until;          /* not yet: refused after this */
 };
+
+/* Connections refused: how many, and who the first one was. */
+struct refusals {
+	int n;
+	pid_t pid;
+	uid_t uid;
+};
+
+static void refuse(struct refusals *r, int fd, pid_t pid, uid_t uid)
+{
+	if (!r->n++) {
+		r->pid = pid;
+		r->uid = uid;
+	}
+	close(fd);
+}
+
+/* pid's parent, from /proc/PID/stat, or 0. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	long ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* May pid's agent connect? A process ukprobe attached to, or with -f
+ * one of their descendants (a forked child connects too). */
+static bool admitted_pid(const struct ukp_session *s, pid_t pid)
+{
+	int depth, i;
+
+	for (depth = 0; pid > 0 && depth < ANCESTORS_MAX; depth++) {
+		for (i = 0; i < s->npids; i++)
+			if (s->pids[i] == pid)
+				return true;
+		if (!s->follow)
+			return false;
+		pid = parent_of(pid);
+	}
+	return false;
+}
+
+/* The peer's first message: AUTH with the secret? Read without waiting
+ * (poll said there is one); anything else, or more, is a refusal. */
+static bool authenticated(int fd, const unsigned char *secret)
+{
+	struct ukp_msg_auth a;
+	char more[sizeof(a) + 1];
+	unsigned char diff = 0;
+	ssize_t n;
+	size_t i;
+
+	/* (SCM_RIGHTS sent with it are closed unread: no control buffer) */
+	n = recv(fd, more, sizeof(more), MSG_DONTWAIT);
+	if (n != (ssize_t)sizeof(a))
+		return false;
+	memcpy(&a, more, sizeof(a));
+	if (a.h.type != UKPM_AUTH || a.h.len != sizeof(a))
+		return false;
+	for (i = 0; i < sizeof(a.secret); i++)
+		diff |= (unsigned char)(a.secret[i] ^ secret[i]);
+	return diff == 0;
+}
+
+/* A new secret for this session, and its hex for the injected call. */
+static bool make_secret(unsigned char *secret, size_t len, char *hex)
+{
+	size_t i;
+
+	if (getrandom(secret, len, 0) != (ssize_t)len)
+		return false;
+	for (i = 0; i < len; i++)
+		sprintf(hex + 2 * i, "%02x", secret[i]);
+	return true;
+}
 
 /* Gone, or a zombie its parent has not reaped yet. */
 static bool process_gone(pid_t pid)
@@ -145,6 +242,42 @@ static bool process_gone(pid_t pid)
 	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 	fclose(f);
 	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* How pid ended, for a message: its status while it is a zombie
+ * (/proc/PID/stat's exit_code, Linux 3.5), else a guess. */
+static const char *how_ended(pid_t pid, char *out, size_t len)
+{
+	char path[64], buf[1024], *p;
+	unsigned long code = 0;
+	bool zombie = false;
+	FILE *f;
+	int field;
+
+	snprintf(out, len, "killed, or it exited");
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return out;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p)
+		return out;
+	/* field 3 is the state; exit_code is field 52 */
+	for (field = 2, p = strtok(p + 1, " "); p; p = strtok(NULL, " ")) {
+		field++;
+		if (field == 3)
+			zombie = *p == 'Z';
+		if (field == 52)
+			code = strtoul(p, NULL, 10);
+	}
+	if (!zombie || field < 52)
+		return out;
+	if (WIFSIGNALED((int)code))
+		snprintf(out, len, "killed by SIG%s", sigabbrev_np(WTERMSIG((int)code)) ?: "?");
+	else
+		snprintf(out, len, "exit status %d", WEXITSTATUS((int)code));
+	return out;
 }
 
 /* Did the agent in pid say HELLO? */
@@ -214,16 +347,37 @@ static void timed_batch(struct ukp_session *s, void *arg)
 		t->ops->batch(s, t->arg);
 }
 
-/* Every SPEC registered (or failed) somewhere? */
-static bool all_announced(const struct ukp_session *s)
+/* Has every process's agent put its probes in place (READY), or ended
+ * trying? (-d counts from then: a glob's first probe is announced long
+ * before its last, on a busy machine.) */
+static bool all_ready(const struct ukp_session *s)
+{
+	size_t j;
+	int i;
+
+	for (i = 0; i < s->npids; i++) {
+		for (j = 0; j < s->nimages; j++) {
+			const struct ukp_image *img = s->images[j];
+
+			if (img->pid == s->pids[i] && img->origin == UKP_ORIGIN_ATTACH &&
+			    (img->ready || img->ended))
+				break;
+		}
+		if (j == s->nimages)
+			return false;
+	}
+	return true;
+}
+
+/* Did any SPEC get a probe somewhere? */
+static bool any_registered(const struct ukp_session *s)
 {
 	int k;
 
-	for (k = 0; k < s->nspecs; k++)
-		if (!s->states || (!s->states[k].registered && !s->states[k].failed &&
-				   !s->states[k].pending))
-			return false;
-	return true;
+	for (k = 0; k < s->nspecs && s->states; k++)
+		if (s->states[k].registered)
+			return true;
+	return false;
 }
 
 int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user_ops,
@@ -240,9 +394,12 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	char name[64], *config = NULL, *buf = NULL;
 	size_t config_len = 0, cap = 2 * UKP_PACKET_MAX;
 	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL, specs_fd;
-	int cap_conns = s->npids + 16;
+	int cap_conns = s->npids + 16, nagents = 0, pending = 0;
 	long deadline = 0, connect_until;
 	bool detaching = false, timing = getenv("UKPROBE_TIMING") != NULL;
+	unsigned char secret[UKP_AUTH_SECRET_LEN];
+	char key[2 * UKP_AUTH_SECRET_LEN + 1];
+	struct refusals refused = { 0 };
 
 	buf = malloc(cap);
 	conns = calloc((size_t)cap_conns, sizeof(*conns));
@@ -252,6 +409,10 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	specs_fd = ukp_specs_memfd(s);
 	if (!buf || !conns || !pfd || !config || specs_fd < 0)
 		goto out;
+	if (!make_secret(secret, sizeof(secret), key)) {
+		ukp_err("getrandom: %s", strerror(errno));
+		goto out;
+	}
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
 		ukp_err("pipe: %s", strerror(errno));
 		goto out;
@@ -281,7 +442,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		 * address of 0): signals wait until the thread is back */
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = ukp_inject(s->pids[i], s->agent, name, &t);
+		ret = ukp_inject(s->pids[i], s->agent, name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (ret) {
 			/* agents already injected see the socket close and
@@ -308,37 +469,47 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			detaching = true;
 			detach_ms = now;
 			for (i = 0; i < nconns; i++)
-				if (conns[i].fd >= 0) {
+				if (conns[i].fd >= 0 && conns[i].agent) {
 					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
 
 					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
 				}
 		}
-		if (nconns >= s->npids && !open_conns)
+		/* connections that did not say who they are in time */
+		for (i = 0; i < nconns && pending; i++)
+			if (conns[i].fd >= 0 && !conns[i].agent && now >= conns[i].auth_until) {
+				refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
+				conns[i].fd = -1;
+				pending--;
+			}
+		if (nagents >= s->npids && !open_conns)
 			break;
-		if (nconns < s->npids) {
+		if (nagents < s->npids) {
 			/* a process gone before its agent connected */
 			for (i = 0; i < s->npids; i++) {
 				int k;
 
-				for (k = 0; k < nconns && conns[k].pid != s->pids[i]; k++)
+				for (k = 0; k < nconns && !(conns[k].agent && conns[k].pid == s->pids[i]);
+				     k++)
 					;
-				if (k == nconns && process_gone(s->pids[i])) {
+				if (k < nconns)
+					continue;
+				if (process_gone(s->pids[i])) {
 					ukp_err("process %d exited during the attach", s->pids[i]);
 					goto restore;
 				}
-			}
-			if (now >= connect_until) {
-				ukp_err("the agent did not connect back from process %d",
-					s->pids[nconns]);
-				goto restore;
+				if (now >= connect_until) {
+					ukp_err("the agent did not connect back from process %d",
+						s->pids[i]);
+					goto restore;
+				}
 			}
 		}
 		pfd[np++] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
 		pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
 		for (i = 0; i < nconns; i++)
 			pfd[np++] = (struct pollfd){ conns[i].fd, POLLIN, 0 };
-		if (nconns < s->npids)
+		if (nagents < s->npids || pending)
 			timeout = 100;
 		if (deadline && !detaching && (timeout < 0 || deadline - now < timeout))
 			timeout = (int)(deadline - now);
@@ -360,7 +531,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				detaching = true;
 				detach_ms = now_ms();
 				for (i = 0; i < nconns; i++)
-					if (conns[i].fd >= 0) {
+					if (conns[i].fd >= 0 && conns[i].agent) {
 						struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
 
 						send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
@@ -385,16 +556,15 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				if (nc && np2)
 					cap_conns *= 2;
 			}
-			if (fd >= 0 && nconns < cap_conns &&
-			    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-			    send_config(s, fd, config, config_len, specs_fd)) {
-				conns[nconns++] = (struct conn){ fd, cred.pid };
-				open_conns++;
-				if (detaching) {
-					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
-
-					send(fd, &m, sizeof(m), MSG_NOSIGNAL);
-				}
+			if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
+				cred = (struct ucred){ 0, (uid_t)-1, (gid_t)-1 };
+			if (fd >= 0 && !admitted_pid(s, cred.pid)) {
+				refuse(&refused, fd, cred.pid, cred.uid);
+			} else if (fd >= 0 && nconns < cap_conns) {
+				/* it says AUTH first (polled with the others) */
+				conns[nconns++] = (struct conn){ fd, cred.pid, cred.uid, false,
+								 now_ms() + AUTH_TIMEOUT_MS };
+				pending++;
 			} else if (fd >= 0) {
 				close(fd);
 			}
@@ -405,8 +575,26 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 			ssize_t r;
 
-			if (p->fd < 0 || !p->revents)
+			if (p->fd < 0 || !p->revents || conns[i].fd < 0)
 				continue;
+			if (!conns[i].agent) {
+				pending--;
+				if (!authenticated(conns[i].fd, secret) ||
+				    !send_config(s, conns[i].fd, config, config_len, specs_fd)) {
+					refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
+					conns[i].fd = -1;
+					continue;
+				}
+				conns[i].agent = true;
+				nagents++;
+				open_conns++;
+				if (detaching) {
+					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
+
+					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
+				}
+				continue;
+			}
 			r = recvmsg(p->fd, &mh, MSG_DONTWAIT);
 			if (r < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -419,7 +607,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			if (mh.msg_flags & MSG_TRUNC)
 				s->protocol_error = true;
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
-			if (!registered_ms && all_announced(s))
+			if (!registered_ms && all_ready(s))
 				registered_ms = now_ms();
 			if (s->protocol_error && s->version_mismatch)
 				goto restore;
@@ -444,6 +632,17 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			ukp_err("process %d exited during the attach", s->pids[i]);
 			goto restore;
 		}
+	if (s->first && !s->first->ended && !s->first->detached && !any_registered(s)) {
+		/* killed (or it exited) while its agent registered the probes */
+		char how[64];
+
+		ukp_err("process %d (%s) ended during the attach, before its probes were in place "
+			"(%s)",
+			s->first->pid, s->first->comm, how_ended(s->first->pid, how, sizeof(how)));
+		/* its set-up did not complete: no table of probes never placed */
+		s->first->setup_failed = true;
+		goto restore;
+	}
 	if (s->first && s->first->setup_failed) {
 		if (s->first->end_reason == UKP_END_SPECS)
 			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
@@ -455,10 +654,16 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 	ukp_report_end(s);
 	code = 0;
 restore:
-	/* a connection closed here makes its agent detach */
+	/* a connection closed here makes its agent detach (one of a traced
+	 * process that had not said AUTH yet, a child forked as the session
+	 * ended, is not counted as refused) */
 	for (i = 0; i < nconns; i++)
 		if (conns[i].fd >= 0)
 			close(conns[i].fd);
+	if (refused.n)
+		ukp_warn("refused %d connection%s to ukprobe's socket that did not come from the "
+			 "agent of a traced process (the first from process %d, uid %d)",
+			 refused.n, refused.n == 1 ? "" : "s", (int)refused.pid, (int)refused.uid);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);

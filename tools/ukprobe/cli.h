@@ -126,7 +126,9 @@ struct ukp_image {
 	uint64_t lost;
 	struct ukp_probe_info *probes;   /* by probe id */
 	size_t nprobes;
+	uint32_t ids;             /* one past the highest probe id announced */
 	struct ukp_addrmap *addrs;
+	bool ready;               /* attached: READY came (probes in place) */
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
 };
@@ -223,14 +225,15 @@ void ukp_report_end(struct ukp_session *s);
 int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
 
 /* inject.c: make process pid load the agent and connect back to the
- * abstract socket name. 0, or ukprobe's exit code after one line that
+ * abstract socket name, presenting key (the session's secret, in hex). 0, or ukprobe's exit code after one line that
  * says why (the process is left as it was). */
 struct ukp_inject_times {
 	long stop_us;             /* the chosen thread was stopped this long */
 	long inject_us;           /* ukp_inject() took this long */
 	pid_t tid;                /* the thread */
 };
-int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times);
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+	       struct ukp_inject_times *times);
 
 /* launch.c: the agent, the command, the program that hosts an object
  * (probes OBJ). Print why not and return NULL. */
@@ -265,6 +268,10 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
  * sym+0xoff/0xsize, "(fault)" for unreadable). */
 void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
 		     const struct ukp_rec *rec);
+/* --trigger stacktrace: the frames under the event, as ftrace prints a
+ * stack: " => func+0xoff [obj]" lines. */
+void ukp_format_stack(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
+		      const struct ukp_rec *rec);
 
 /* The number in an argument's slot as its type reads it: masked to its
  * size, sign-extended for s types (the bits of a long). */

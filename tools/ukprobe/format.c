@@ -141,3 +141,26 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			put_number(out, v, t);
 	}
 }
+
+/* --trigger stacktrace: the frames under the event, as ftrace prints a
+ * stack: " => func+0xoff [obj]" (the symbol without its size). */
+void ukp_format_stack(FILE *out, const struct ukp_image *img, const struct ukp_spec *spec,
+		      const struct ukp_rec *rec)
+{
+	char buf[32];
+	uint64_t n, v, i;
+
+	memcpy(&n, rec->data + spec->stack_off, 8);
+	for (i = 0; i < n && i < spec->stack_max; i++) {
+		const char *text, *size, *rest;
+
+		memcpy(&v, rec->data + spec->stack_off + 8 + 8 * i, 8);
+		text = ukp_image_addr(img, v, buf, sizeof(buf));
+		size = strstr(text, "/0x");
+		rest = size ? size + strcspn(size, " ") : NULL;
+		if (size && (size_t)(size - text) < 4096)
+			fprintf(out, " => %.*s%s\n", (int)(size - text), text, rest);
+		else
+			fprintf(out, " => %s\n", text);
+	}
+}

@@ -224,7 +224,8 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 	if (len <= sizeof(m) || p[len - 1] != '\0')
 		return -1;
 	memcpy(&m, p, sizeof(m));
-	if (m.spec >= (uint32_t)s->nspecs ||
+	/* err: 0 or a negative errno (a message is made of it) */
+	if (m.err > 0 || m.err < -4095 || m.spec >= (uint32_t)s->nspecs ||
 	    ((m.what == UKP_WHAT_DATASYM || m.what == UKP_WHAT_SDT_ARG) &&
 	     m.argi >= (uint32_t)s->specs[m.spec].nargs))
 		return -1;
@@ -254,8 +255,13 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 		st->pending = true;
 		return 0;
 	}
-	if (m.id > 1u << 24)
+	/* ids come in order (the agent numbers its probes as it announces
+	 * them; a forked child's skip its parent's dead ones): the table
+	 * grows with what was sent more than with a number it was sent */
+	if (m.id >= UKP_PROBES_MAX || m.id > img->ids + (1u << 16))
 		return -1;
+	if (m.id >= img->ids)
+		img->ids = m.id + 1;
 	if (m.id >= img->nprobes) {
 		size_t n = m.id + 1 > img->nprobes * 2 ? m.id + 1 : img->nprobes * 2;
 		struct ukp_probe_info *np = realloc(img->probes, n * sizeof(*np));
@@ -414,6 +420,9 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		img->setup_failed = m.setup_failed;
 		return 0;
 	}
+	case UKPM_READY:
+		img->ready = true;
+		return 0;
 	case UKPM_DETACHED: {
 		struct ukp_msg_detached m;
 

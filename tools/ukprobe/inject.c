@@ -16,8 +16,8 @@
  *     thread stopped outside the C library and the loader; a thread
  *     found elsewhere is let go and stopped again a little later.
  *  3. Its registers (general and extended state) are saved, and it calls
- *     dlopen(agent, RTLD_NOW) and then ukprobe_agent_attach(name) in the
- *     agent: arguments below its red zone, a return address of 0, so
+ *     dlopen(agent, RTLD_NOW) and then ukprobe_agent_attach(name, key) in
+ *     the agent (key: the session's secret, agent/attach.c): arguments below its red zone, a return address of 0, so
  *     that each call ends in a SIGSEGV at address 0, which stops the
  *     thread for ukprobe and is never delivered.
  *  4. Its registers are put back and it is detached. A system call the
@@ -270,7 +270,8 @@ static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after)
 	return mem_read(t, after - 2, b, 2) == 0 && b[0] == 0x0f && b[1] == 0x05;
 }
 
-int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times)
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+	       struct ukp_inject_times *times)
 {
 	struct ukp_target t;
 	struct saved sv = { 0 };
@@ -348,7 +349,7 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject
 			goto out_restore;
 		}
 		{
-			const char *a[2] = { name, NULL };
+			const char *a[2] = { name, key };
 			const unsigned long n[2] = { 0, 0 };
 
 			ret = call_in(&t, tid, &sv.regs, attach_fn, a, n, &res);
@@ -391,10 +392,12 @@ out:
 
 #else /* !UKP_CAN_ATTACH */
 
-int ukp_inject(pid_t pid, const char *agent, const char *name, struct ukp_inject_times *times)
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+	       struct ukp_inject_times *times)
 {
 	(void)agent;
 	(void)name;
+	(void)key;
 	(void)times;
 	ukp_err("process %d: attaching to a running process is not supported on " UKP_ARCH_NAME
 		" yet", pid);

@@ -117,8 +117,21 @@ static const char *image_name(const struct ukp_image *img, char *buf, size_t len
 
 /* SPECs that no image registered, glob matches that could not be
  * probed, images that ended abruptly, events lost. */
+/* The first image whose agent went away before it ended or detached
+ * (killed, or _exit()), or NULL. */
+static const struct ukp_image *cut_short(const struct ukp_session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nimages; i++)
+		if (s->images[i]->hello && !s->images[i]->ended && !s->images[i]->detached)
+			return s->images[i];
+	return NULL;
+}
+
 void ukp_report_end(struct ukp_session *s)
 {
+	const struct ukp_image *cut = cut_short(s);
 	uint64_t lost = 0;
 	size_t i;
 	int k;
@@ -136,6 +149,14 @@ void ukp_report_end(struct ukp_session *s)
 			ukp_spec_warn(spec->text, spec->point_col,
 				      "%s was never loaded: the probe was not registered",
 				      spec->object);
+		} else if (!st->registered && !st->pending && !st->failed && !st->glob_failed) {
+			char name[64];
+
+			/* no agent got to it: the only way is an image cut short */
+			ukp_spec_warn(spec->text, spec->point_col,
+				      "the probe was not registered: %s ended before its agent "
+				      "registered it (killed, or it exited)",
+				      cut ? image_name(cut, name, sizeof(name)) : "the traced process");
 		}
 		if (st->glob_failed)
 			ukp_spec_warn(spec->text, spec->sym_col,
@@ -157,9 +178,15 @@ void ukp_report_end(struct ukp_session *s)
 		/* nothing could be lost where no probe was in place */
 		for (j = 0; j < img->nprobes && !img->probes[j].used; j++)
 			;
-		if (img->ended || img->setup_failed || s->mode == UKP_MODE_PROBES ||
-		    j == img->nprobes)
+		if (img->ended || img->setup_failed || s->mode == UKP_MODE_PROBES)
 			continue;
+		if (j == img->nprobes) {
+			if (img->origin == UKP_ORIGIN_ATTACH && !img->detached)
+				ukp_warn("%s ended during the attach, before its probes were in "
+					 "place (killed, or it exited)",
+					 image_name(img, name, sizeof(name)));
+			continue;
+		}
 		for (j = i + 1; j < s->nimages; j++)
 			if (s->images[j]->pid == img->pid)
 				last_of_pid = false;

@@ -12,7 +12,9 @@
  * "traceme" (traced by its parent), "exit-on-attach" (the process exits
  * when a thread is created after it is ready: the agent's, while ukprobe
  * injects it; the program exports pthread_create, which the agent's
- * reference binds to);
+ * reference binds to), "die-in-attach" (killed by SIGKILL when the
+ * second thread is created after it is ready: the agent's reader, after
+ * the agent said HELLO and before it registers the probes);
  * where the main thread waits for its input (the thread ukprobe stops):
  * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling),
  * "main-futex" (sem_wait: a futex; another thread reads the input).
@@ -194,15 +196,20 @@ static void *stdin_main(void *arg)
 	}
 }
 
-static int exit_on_attach, ready;
+static int exit_on_attach, die_in_attach, ready;
 
 /* Found first by the agent's reference (the program exports it). */
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
+	static int after_ready;
+
 	if (exit_on_attach && ready)
 		_exit(5);
+	/* the second: the agent's reader, after its HELLO, before the probes */
+	if (die_in_attach && ready && ++after_ready == 2)
+		raise(SIGKILL);
 	if (!real)
 		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
 			dlsym(RTLD_NEXT, "pthread_create");
@@ -285,6 +292,7 @@ int main(int argc, char **argv)
 		nanosleep(&d, NULL);
 	}
 	exit_on_attach = !strcmp(mode, "exit-on-attach");
+	die_in_attach = !strcmp(mode, "die-in-attach");
 	ready = 1;
 	printf("ready\n");
 	fflush(stdout);
