@@ -96,6 +96,9 @@ int ukp_dw_line_sites(struct ukp_dw *dw, const char *file, unsigned int line,
 /* The function's declaration: file and line (FUNC:+N). 0 or -1. */
 int ukp_dw_func_decl(struct ukp_dw *dw, const char *name, const char **file,
 		     unsigned int *line, int col, struct ukp_dw_err *e);
+/* The compilation unit whose code holds pc (aranges, else each unit's
+ * ranges), or NULL. */
+Dwarf_Die *ukp_dw_cu_of(struct ukp_dw *dw, Dwarf_Addr pc, Dwarf_Die *cu);
 /* The scopes at pc, innermost first (free *scopes); their number, or 0. */
 int ukp_dw_scopes(struct ukp_dw *dw, Dwarf_Addr pc, Dwarf_Die **scopes);
 /* The innermost function (subprogram or inlined copy) of scopes, or -1. */

@@ -60,7 +60,7 @@ static int list_lines(struct ukp_dw *dw, const struct ukp_spec *spec, FILE *out)
 		return UKP_EXIT_USAGE;
 	}
 	has = calloc(1u << 16, 1);
-	if (!has || !dwarf_addrdie(dw->dbg, sites[0].pc, &cu) || dwarf_getsrclines(&cu, &lines, &nl)) {
+	if (!has || !ukp_dw_cu_of(dw, sites[0].pc, &cu) || dwarf_getsrclines(&cu, &lines, &nl)) {
 		free(has);
 		free(sites);
 		ukp_err("no line table for %s", spec->symbol);

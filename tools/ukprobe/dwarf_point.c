@@ -50,16 +50,120 @@ static bool is_func(Dwarf_Die *d)
 	return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine;
 }
 
+/*
+ * The compilation unit whose code holds pc: by .debug_aranges where the
+ * object has them (GCC writes them), else by each unit's own ranges
+ * (clang writes no .debug_aranges by default, and this libdw does not
+ * fall back by itself). Returns cu, or NULL.
+ */
+Dwarf_Die *ukp_dw_cu_of(struct ukp_dw *dw, Dwarf_Addr pc, Dwarf_Die *cu)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	if (dwarf_addrdie(dw->dbg, pc, cu))
+		return cu;
+	while (dwarf_nextcu(dw->dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		if (dwarf_offdie(dw->dbg, off + hsize, cu) && dwarf_haspc(cu, pc) > 0)
+			return cu;
+		off = next;
+	}
+	return NULL;
+}
+
+/* The function (subprogram) whose code holds pc, below d: in namespaces
+ * and classes too. */
+static bool func_at(Dwarf_Die *d, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Die c;
+
+	if (dwarf_child(d, &c))
+		return false;
+	do {
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (dwarf_haspc(&c, pc) > 0) {
+				*out = c;
+				return true;
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (func_at(&c, pc, out))
+				return true;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return false;
+}
+
+/*
+ * The scopes at pc, innermost first, found by hand: this libdw's
+ * dwarf_getscopes does not look into namespaces, where clang puts the
+ * definitions of a namespace's functions (GCC puts them at the unit's
+ * level). The function's blocks and inlined copies holding pc, the
+ * function, then its parents.
+ */
+static int scopes_by_hand(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **scopes)
+{
+	Dwarf_Die chain[64], cur, c, *up = NULL;
+	int n = 0, nu, i;
+
+	if (!func_at(cu, pc, &chain[0]))
+		return 0;
+	n = 1;
+	cur = chain[0];
+	while (n < 64 && dwarf_child(&cur, &c) == 0) {
+		bool in = false;
+
+		do {
+			int t = dwarf_tag(&c);
+
+			if ((t == DW_TAG_lexical_block || t == DW_TAG_inlined_subroutine) &&
+			    dwarf_haspc(&c, pc) > 0) {
+				in = true;
+				break;
+			}
+		} while (dwarf_siblingof(&c, &c) == 0);
+		if (!in)
+			break;
+		chain[n++] = c;
+		cur = c;
+	}
+	nu = dwarf_getscopes_die(&chain[0], &up); /* the function, then its parents */
+	if (nu < 1)
+		nu = 1;
+	*scopes = malloc(sizeof(**scopes) * (size_t)(n + nu - 1));
+	if (!*scopes) {
+		free(up);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		(*scopes)[i] = chain[n - 1 - i];
+	for (i = 1; i < nu; i++)
+		(*scopes)[n + i - 1] = up[i];
+	free(up);
+	return n + nu - 1;
+}
+
 int ukp_dw_scopes(struct ukp_dw *dw, Dwarf_Addr pc, Dwarf_Die **scopes)
 {
 	Dwarf_Die cu;
 	int n;
 
 	*scopes = NULL;
-	if (!dwarf_addrdie(dw->dbg, pc, &cu))
+	if (!ukp_dw_cu_of(dw, pc, &cu))
 		return 0;
 	n = dwarf_getscopes(&cu, pc, scopes);
-	return n > 0 ? n : 0;
+	if (n > 0 && ukp_dw_func_scope(*scopes, n) >= 0)
+		return n;
+	free(*scopes);
+	*scopes = NULL;
+	return scopes_by_hand(&cu, pc, scopes);
 }
 
 int ukp_dw_func_scope(Dwarf_Die *scopes, int n)
@@ -273,6 +377,27 @@ int ukp_dw_func_sites(struct ukp_dw *dw, const char *name, struct ukp_dw_site **
 	return 0;
 }
 
+/*
+ * The file a DIE was declared in. DWARF 5 numbers files from 0 (the
+ * unit's primary file: clang writes DW_AT_decl_file 0), which this libdw's
+ * dwarf_decl_file takes for "no file".
+ */
+static const char *decl_file(Dwarf_Die *d)
+{
+	const char *f = dwarf_decl_file(d);
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Die cu;
+	Dwarf_Files *files;
+	size_t nf;
+
+	if (f || !dwarf_attr_integrate(d, DW_AT_decl_file, &a) || dwarf_formudata(&a, &idx) ||
+	    idx != 0 || !dwarf_diecu(d, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nf) ||
+	    !nf)
+		return f;
+	return dwarf_filesrc(files, 0, NULL, NULL);
+}
+
 int ukp_dw_func_decl(struct ukp_dw *dw, const char *name, const char **file,
 		     unsigned int *line, int col, struct ukp_dw_err *e)
 {
@@ -286,7 +411,7 @@ int ukp_dw_func_decl(struct ukp_dw *dw, const char *name, const char **file,
 		if (dwarf_offdie(dw->dbg, off + hsize, &cu)) {
 			dwarf_getfuncs(&cu, func_named, &nf, 0);
 			if (nf.found) {
-				Dwarf_Die *scopes;
+				Dwarf_Die *scopes = NULL;
 				int ns, fi, l = 0;
 
 				/* the function's own DIE: by the scopes at one of
@@ -294,7 +419,7 @@ int ukp_dw_func_decl(struct ukp_dw *dw, const char *name, const char **file,
 				ns = nf.pc ? ukp_dw_scopes(dw, nf.pc, &scopes) : 0;
 				fi = ukp_dw_func_scope(scopes, ns);
 				if (fi >= 0 && dwarf_decl_line(&scopes[fi], &l) == 0 &&
-				    (*file = dwarf_decl_file(&scopes[fi]))) {
+				    (*file = decl_file(&scopes[fi]))) {
 					*line = (unsigned int)l;
 					free(scopes);
 					return 0;
@@ -323,7 +448,7 @@ static bool file_matches(const char *path, const char *file)
  * inlined copy, in its caller: not a copy of the line. */
 static bool line_in_func(Dwarf_Die *f, const char *file, unsigned int line)
 {
-	const char *df = dwarf_decl_file(f);
+	const char *df = decl_file(f);
 	int dl = 0;
 
 	if (!df || dwarf_decl_line(f, &dl))

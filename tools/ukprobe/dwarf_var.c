@@ -213,6 +213,14 @@ static void locate(struct ukp_dw *dw, const struct ukp_dw_site *site, Dwarf_Die 
 	} else if (x[0].atom == DW_OP_addr && n == 1) {
 		if (set_global(dw, x[0].number, lv))
 			lv->kind = LV_MEM;
+	} else if ((x[0].atom == DW_OP_addrx || x[0].atom == DW_OP_GNU_addr_index) && n == 1) {
+		/* DWARF 5's address by its index in .debug_addr (clang) */
+		Dwarf_Attribute ra;
+		Dwarf_Addr ad;
+
+		if (dwarf_getlocation_attr(&a, &x[0], &ra) == 0 && dwarf_formaddr(&ra, &ad) == 0 &&
+		    set_global(dw, ad, lv))
+			lv->kind = LV_MEM;
 	} else if (is_const_op(x[0].atom) && sv) {
 		lv->kind = LV_CONST;
 		lv->cval = x[0].atom >= DW_OP_lit0 && x[0].atom <= DW_OP_lit31
@@ -242,14 +250,28 @@ static bool peeled(Dwarf_Die *t, Dwarf_Die *out)
 	return dwarf_peel_type(t, out) == 0;
 }
 
+/* The number of elements of an array type (0: unknown). */
+static Dwarf_Word array_len(Dwarf_Die *arr)
+{
+	Dwarf_Die sub;
+	Dwarf_Attribute a;
+	Dwarf_Word ub;
+
+	if (dwarf_child(arr, &sub) || dwarf_tag(&sub) != DW_TAG_subrange_type)
+		return 0;
+	if (dwarf_attr_integrate(&sub, DW_AT_count, &a) && !dwarf_formudata(&a, &ub))
+		return ub;
+	if (dwarf_attr_integrate(&sub, DW_AT_upper_bound, &a) && !dwarf_formudata(&a, &ub))
+		return ub + 1;
+	return 0;
+}
+
 const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len)
 {
 	Dwarf_Die t;
 	char inner[256];
 	const char *nm = dwarf_diename(type);
 	Dwarf_Word ub;
-	Dwarf_Die sub;
-	Dwarf_Attribute a;
 
 	switch (dwarf_tag(type)) {
 	case DW_TAG_pointer_type:
@@ -284,10 +306,7 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len)
 			 nm ? nm : "(anonymous)");
 		break;
 	case DW_TAG_array_type:
-		ub = 0;
-		if (dwarf_child(type, &sub) == 0 &&
-		    dwarf_attr_integrate(&sub, DW_AT_upper_bound, &a) && dwarf_formudata(&a, &ub) == 0)
-			ub++;
+		ub = array_len(type);
 		snprintf(buf, len, "%s[%lu]",
 			 type_of(type, &t) ? ukp_dw_type_name(&t, inner, sizeof(inner)) : "?",
 			 (unsigned long)ub);
@@ -299,22 +318,6 @@ const char *ukp_dw_type_name(Dwarf_Die *type, char *buf, size_t len)
 		snprintf(buf, len, "%s", nm ? nm : "?");
 	}
 	return buf;
-}
-
-/* The number of elements of an array type (0: unknown). */
-static Dwarf_Word array_len(Dwarf_Die *arr)
-{
-	Dwarf_Die sub;
-	Dwarf_Attribute a;
-	Dwarf_Word ub;
-
-	if (dwarf_child(arr, &sub) || dwarf_tag(&sub) != DW_TAG_subrange_type)
-		return 0;
-	if (dwarf_attr_integrate(&sub, DW_AT_count, &a) && !dwarf_formudata(&a, &ub))
-		return ub;
-	if (dwarf_attr_integrate(&sub, DW_AT_upper_bound, &a) && !dwarf_formudata(&a, &ub))
-		return ub + 1;
-	return 0;
 }
 
 static bool is_char(Dwarf_Die *t)
@@ -697,11 +700,28 @@ int ukp_dw_var_fetch(struct ukp_dw *dw, const struct ukp_dw_site *site, const ch
 				long byte;
 
 				dwarf_formudata(&a, &bs);
-				if (dwarf_attr(&m, DW_AT_data_bit_offset, &a))
-					dwarf_formudata(&a, &dbo);
 				if (cs <= 0) {
 					ukp_dw_fail(e, fcol, "bitfield of unknown size");
 					goto out;
+				}
+				if (dwarf_attr(&m, DW_AT_data_bit_offset, &a)) {
+					dwarf_formudata(&a, &dbo);
+				} else if (dwarf_attr(&m, DW_AT_bit_offset, &a)) {
+					/* DWARF 2's form (clang writes it): bits from the
+					 * most significant bit of a storage unit of
+					 * DW_AT_byte_size at the member's location, which
+					 * lv.off holds already; little-endian machines */
+					Dwarf_Word bo = 0, unit = (Dwarf_Word)cs;
+					Dwarf_Attribute ua;
+
+					dwarf_formudata(&a, &bo);
+					if (dwarf_attr(&m, DW_AT_byte_size, &ua))
+						dwarf_formudata(&ua, &unit);
+					if (bo + bs > unit * 8) {
+						ukp_dw_fail(e, fcol, "bitfield outside its storage unit");
+						goto out;
+					}
+					dbo = unit * 8 - bo - bs;
 				}
 				byte = (long)(dbo / 8) & ~((long)cs - 1);
 				lv.off += byte;
