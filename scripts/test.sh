@@ -46,7 +46,10 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C build-san --print-errorlogs || status=1
 read -r ok2 bad2 < <(summary build-san/meson-logs/testlog.json)
 
-bash bench/run.sh --quick || status=1
+# (a failure of the benchmark or of the fuzz run counts as one failed test
+# and is named at the end)
+extra_failed=()
+bash bench/run.sh --quick || { status=1; extra_failed+=("bench/run.sh --quick"); }
 
 # The AArch64 build under qemu-user (doc/arch.md).
 bash scripts/test_aarch64.sh build-aarch64 || status=1
@@ -63,7 +66,7 @@ ok2=$((ok2 + ok3)); bad2=$((bad2 + bad3))
 if bash scripts/fuzz.sh -runs=20000 > build/fuzz.log 2>&1; then
   echo "fuzz: $(grep -E '^Done [0-9]+ runs' build/fuzz.log | tr '\n' ' ')"
 else
-  status=1; tail -n 40 build/fuzz.log; echo "failed: fuzz (build/fuzz.log)"
+  status=1; tail -n 40 build/fuzz.log; extra_failed+=("fuzz (build/fuzz.log)")
 fi
 
 # Name what failed last, where a truncated CI log still shows it.
@@ -98,5 +101,6 @@ if [ "$status" != 0 ]; then
     libpython3.11 2>/dev/null)"
 fi
 grep -E '\] FAIL:' build/torture.log 2>/dev/null | sed 's/^/failed: torture /' || true
-echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2)) failed"
+for f in "${extra_failed[@]}"; do echo "failed: $f"; done
+echo "tests: $((ok1 + ok2)) passed, $((bad1 + bad2 + ${#extra_failed[@]})) failed"
 exit $status
