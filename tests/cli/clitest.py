@@ -1746,7 +1746,10 @@ def case_attach_redis():
                      "-e", "p:lk redis-server:lookupKey", "--trigger", "hist:keys=common_pid"])
         check(r.returncode == 0 and r.stderr == "", "filter and hist", show(r))
         rows = stat_rows(r.stdout.split("\n\n")[0])
-        check(rows["ukprobes/c"] > 100 and rows["ukprobes/c"] == rows["ukprobes/pc"],
+        # (each probe's count starts and ends with its own registration: a
+        # command under way at either end of the window may count in
+        # processCommand() and not in the call() it makes, or the reverse)
+        check(rows["ukprobes/c"] > 100 and abs(rows["ukprobes/c"] - rows["ukprobes/pc"]) <= 2,
               "call() passed the filter as often as processCommand() ran", r.stdout)
         hist = re.search(r"\{ common_pid: +%d \} hitcount: +(\d+)" % pid, r.stdout)
         check(hist and int(hist[1]) == rows["ukprobes/lk"], "the hist counts lookupKey", r.stdout)
