@@ -494,7 +494,8 @@ static bool get_spec(struct in *outer, struct ukp_spec *s, unsigned int nregs)
 			goto bad;
 		s->args[i].symbol = NULL;
 		if (!BOOLS(&s->args[i], AT(struct ukp_fetcharg, plain_reg),
-			   AT(struct ukp_fetcharg, sdt_default)) || s->args[i].sext)
+			   AT(struct ukp_fetcharg, type_given), AT(struct ukp_fetcharg, sdt_default),
+			   AT(struct ukp_fetcharg, sext)) || s->args[i].sext)
 			goto bad;
 	}
 	if (!spec_ok(s, nregs))

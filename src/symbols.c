@@ -762,6 +762,8 @@ static Elf *obj_open_elf(const struct ukp_objent *o, int *fdp)
 			return NULL;
 		ukp_syms.elf_ready = true;
 	}
+	if (!o->file)
+		return NULL; /* (the vDSO, an object known by its memory only) */
 	fd = open(o->file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
