@@ -292,7 +292,15 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 	} else {
 		kp->addr = (kprobe_opcode_t *)addr;
 	}
-	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
+	if (ukpa_script_loaded()) {
+		/* a script's probe runs the script's code (script.c) */
+		if (spec->is_return) {
+			pr->rp.handler = ukpa_script_rp(pr->spec->index);
+			pr->rp.maxactive = spec->maxactive;
+		} else {
+			kp->pre_handler = ukpa_script_kp(pr->spec->index);
+		}
+	} else if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
 	} else if (spec->is_return) {

@@ -99,6 +99,7 @@ enum ukp_msg_type {
 	UKPM_DETACH,            /* ukprobe -> agent, attached */
 	UKPM_DETACHED,
 	UKPM_HIST,
+	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
 };
 
 struct ukp_msg {

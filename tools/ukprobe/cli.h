@@ -50,6 +50,7 @@ struct ukp_command {
 int ukp_cmd_trace(int argc, char **argv);
 int ukp_cmd_stat(int argc, char **argv);
 int ukp_cmd_probes(int argc, char **argv);
+int ukp_cmd_run(int argc, char **argv);
 
 /* ------------------------------------------------------- reporting */
 
@@ -167,6 +168,11 @@ struct ukp_session {
 	double duration;          /* -d SECONDS (attached: 0 is none) */
 	bool send_raw;            /* -p with trace -o: agents get raw_fd with CONFIG */
 	int raw_fd;               /* the records file (proto.h), when send_raw */
+	/* run: a compiled script's message (UKPM_SCRIPT, common/script_abi.h),
+	 * whole; -1 when malformed */
+	int (*script_msg)(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
+			  void *arg);
+	void *script_arg;
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */

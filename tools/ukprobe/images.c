@@ -356,6 +356,8 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		return probe_msg(s, img, p, len, ops, arg);
 	case UKPM_HIST:
 		return ukp_hist_take(s, img, p, len);
+	case UKPM_SCRIPT:
+		return s->script_msg ? s->script_msg(s, img, p, len, s->script_arg) : -1;
 	case UKPM_SYM: {
 		struct ukp_msg_sym m;
 

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * script.c - a compiled `ukprobe run` script in this process
+ * (common/script_abi.h, doc/scripts.md): loading it, the thread blocks
+ * its per-thread maps live in, its records and messages to ukprobe.
+ *
+ * The script's handlers are the probes' own handlers (probes.c asks
+ * ukpa_script_kp/rp for them): a hit runs the script's code and calls
+ * back only ukpa_script_thread() (the gate and the thread's block) and,
+ * for a printf, ukpa_script_emit().
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "script_abi.h"
+
+/* the script calls these (agent.map) */
+#define EXPORT __attribute__((visibility("default")))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static const struct ukp_script_desc *desc;
+
+struct block {
+	_Atomic int state;        /* 0 free, 1 being set up, 2 a thread's */
+	void *mem;
+};
+static struct block blocks[UKP_SCRIPT_THREADS];
+static _Atomic uint64_t no_block;  /* hits of threads that found no block */
+static UKPA_TLS void *my_block;
+
+int ukpa_script_load(const char *path)
+{
+	void *h;
+
+	/* RTLD_NOW: its calls into the agent are bound before any hit, so
+	 * that the vector-free proof can follow them */
+	h = ukpa_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "ukprobe-agent: cannot load the script %s: %s\n", path, dlerror());
+		return -1;
+	}
+	desc = dlsym(h, "ukp_script");
+	if (!desc || desc->abi != UKP_SCRIPT_ABI ||
+	    desc->nspecs != (uint32_t)ukpa_specs_count()) {
+		fprintf(stderr, "ukprobe-agent: %s is not a script of this ukprobe\n", path);
+		desc = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+bool ukpa_script_loaded(void)
+{
+	return desc != NULL;
+}
+
+size_t ukpa_script_payload(void)
+{
+	return desc ? desc->out_max : 0;
+}
+
+kprobe_pre_handler_t ukpa_script_kp(uint32_t spec)
+{
+	return desc && spec < desc->nspecs ? desc->kp[spec] : NULL;
+}
+
+kretprobe_handler_t ukpa_script_rp(uint32_t spec)
+{
+	return desc && spec < desc->nspecs ? desc->rp[spec] : NULL;
+}
+
+void ukpa_script_begin(void)
+{
+	if (!desc)
+		return;
+	ukpa_script_send(UKP_SCRIPT_START, ukpa_probes_count(), NULL, 0);
+	desc->begin();
+}
+
+void ukpa_script_end(void)
+{
+	uint64_t drops;
+	uint32_t i;
+
+	if (!desc)
+		return;
+	desc->end();
+	drops = atomic_load(&no_block);
+	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
+		if (atomic_load(&blocks[i].state) == 2)
+			drops += ((struct ukp_script_thread *)blocks[i].mem)->drops;
+	ukpa_script_send(UKP_SCRIPT_DROPS, 0, &drops, sizeof(drops));
+}
+
+/* [hit] Claim a block: once per thread (system calls, no allocation). */
+static void *claim(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < UKP_SCRIPT_THREADS; i++) {
+		int expected = 0;
+		struct ukp_script_thread *t;
+		void *mem;
+
+		if (atomic_load_explicit(&blocks[i].state, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&blocks[i].state, &expected, 1))
+			continue;
+		/* reserved, committed as the maps fill */
+		mem = mmap(NULL, desc->thread_bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (mem == MAP_FAILED) {
+			atomic_store(&blocks[i].state, 0);
+			return NULL;
+		}
+		t = mem;
+		t->tid = (int32_t)syscall(SYS_gettid);
+		/* not prctl(): see ring.c's get_comm */
+		syscall(SYS_prctl, PR_GET_NAME, t->comm, 0, 0, 0);
+		blocks[i].mem = mem;
+		atomic_store_explicit(&blocks[i].state, 2, memory_order_release);
+		my_block = mem;
+		return mem;
+	}
+	return NULL;
+}
+
+EXPORT void *ukpa_script_thread(void)
+{
+	void *b = my_block;
+
+	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		return NULL;
+	if (__builtin_expect(b != NULL, 1))
+		return b;
+	b = claim();
+	if (!b)
+		atomic_fetch_add_explicit(&no_block, 1, memory_order_relaxed);
+	return b;
+}
+
+EXPORT void ukpa_script_emit(const struct kprobe *kp, int ret, const void *data, uint32_t len)
+{
+	const struct ukpa_probe *pr = ret ? container_of(kp, struct ukpa_probe, rp.kp)
+					  : container_of(kp, struct ukpa_probe, kp);
+
+	/* ukprobe knows the probe from its PROBE message first */
+	if (!atomic_load_explicit(&pr->live, memory_order_acquire))
+		return;
+	ukpa_record_data(pr, (uintptr_t)kp->addr, data, len);
+}
+
+EXPORT int ukpa_script_send(uint32_t kind, uint32_t arg, const void *data, uint32_t len)
+{
+	static uint64_t buf[UKP_MSG_MAX / 8];
+	struct ukp_msg_script_hdr *h = (struct ukp_msg_script_hdr *)buf;
+	uint32_t total = (uint32_t)sizeof(*h) + len;
+
+	if (total > sizeof(buf))
+		return -1;
+	h->type = UKPM_SCRIPT;
+	h->len = (total + 7) & ~7u;
+	h->kind = kind;
+	h->arg = arg;
+	memset((char *)buf + total, 0, h->len - total);
+	if (len)
+		memcpy(h + 1, data, len);
+	return ukpa_send(buf, h->len);
+}
+
+EXPORT void *ukpa_script_block(uint32_t i)
+{
+	if (i >= UKP_SCRIPT_THREADS || atomic_load(&blocks[i].state) != 2)
+		return NULL;
+	return blocks[i].mem;
+}

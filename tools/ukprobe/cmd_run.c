@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_run.c - "ukprobe run": a bpftrace-language script on a program's
+ * functions (doc/scripts.md). The script is parsed and checked here
+ * (script/), translated to C, built into a shared object with the
+ * system's C compiler, and loaded by the agent, whose probes then run
+ * its code; its printf records and maps come back here to be printed as
+ * bpftrace prints them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "script/script.h"
+#include "script/script_out.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ukprobe run -e 'PROGRAM' [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
+	      "       ukprobe run FILE [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
+	      "\n"
+	      "Run CMD under a script in bpftrace's language, compiled to native code:\n"
+	      "uprobe:OBJ:FUNC and uretprobe:OBJ:FUNC probes (FUNC may be a glob, OBJ a\n"
+	      "path or a loaded object's name), BEGIN and END, predicates, maps and\n"
+	      "aggregations, printf. The output is bpftrace's.\n"
+	      "\n"
+	      "  -e PROGRAM         the script's text (else FILE)\n"
+	      "  ARG...             the script's positional parameters $1, $2, ...\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
+	      "      --emit-c       print the script's C translation and exit\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "The script is built with the system's C compiler (cc, or $UKPROBE_CC).\n"
+	      "See ukprobe-run(1).\n",
+	      out);
+}
+
+struct run {
+	struct script *sc;
+	struct script_out *out;
+};
+
+static void on_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_probe_info *pi,
+		     const struct ukp_rec *rec, void *arg)
+{
+	struct run *r = arg;
+
+	(void)s;
+	(void)pi;
+	script_out_record(r->out, img, rec->data, rec->h.len - UKP_REC_HEADER);
+}
+
+static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
+		     void *arg)
+{
+	struct run *r = arg;
+
+	(void)s;
+	return script_out_msg(r->out, img, p, len);
+}
+
+static void on_batch(struct ukp_session *s, void *arg)
+{
+	(void)s;
+	fflush(stdout);
+	(void)arg;
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int c;
+
+	if (!f) {
+		ukp_err("cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	while ((c = fgetc(f)) != EOF) {
+		if (n + 2 > cap) {
+			cap = cap ? cap * 2 : 4096;
+			buf = realloc(buf, cap);
+			if (!buf) {
+				fclose(f);
+				return NULL;
+			}
+		}
+		buf[n++] = (char)c;
+	}
+	fclose(f);
+	if (!buf)
+		buf = calloc(1, 1);
+	else
+		buf[n] = '\0';
+	return buf;
+}
+
+/* The script's uprobes as SPECs, one each, in order. */
+static int make_specs(struct script *sc, struct ukp_session *s)
+{
+	char **texts = calloc((size_t)sc->nspecs + 1, sizeof(*texts));
+	int i, n = 0, err;
+
+	for (i = 0; i < sc->nprobes; i++) {
+		const struct probe *p = &sc->probes[i];
+
+		if (p->type != P_UPROBE && p->type != P_URETPROBE)
+			continue;
+		if (asprintf(&texts[n++], "%c:run/p%d %s:%s", p->type == P_UPROBE ? 'p' : 'r', i,
+			     p->obj, p->func) < 0)
+			return -1;
+	}
+	err = n ? ukp_cli_parse_specs(texts, n, &s->specs) : 0;
+	s->nspecs = n;
+	for (i = 0; i < n; i++)
+		free(texts[i]);
+	free(texts);
+	return err;
+}
+
+int ukp_cmd_run(int argc, char **argv)
+{
+	struct ukp_session s = { .mode = UKP_MODE_STAT };
+	struct script sc = { .file = "stdin" };
+	struct ukp_session_ops ops = { .event = on_event, .batch = on_batch };
+	struct run r = { .sc = &sc };
+	const char *program = NULL, *file = NULL;
+	bool emit_c = false;
+	char *dir = NULL, *so = NULL;
+	int i, code;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-e")) {
+			if (++i == argc) {
+				ukp_err("-e needs a program");
+				return UKP_EXIT_USAGE;
+			}
+			program = argv[i];
+		} else if (!strcmp(a, "--no-optimize")) {
+			s.no_optimize = true;
+		} else if (!strcmp(a, "--emit-c")) {
+			emit_c = true;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "-d") || !strcmp(a, "-f")) {
+			ukp_err("run %s: not supported yet (ukprobe run launches CMD)", a);
+			return UKP_EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ukp_err("run: unknown option '%s'", a);
+			fputs("Try 'ukprobe run --help'.\n", stderr);
+			return UKP_EXIT_USAGE;
+		} else if (!program && !file) {
+			file = a;
+		} else {
+			sc.params = realloc(sc.params, (size_t)(sc.nparams + 1) * sizeof(*sc.params));
+			sc.params[sc.nparams++] = argv[i];
+		}
+	}
+	if (!program && !file) {
+		ukp_err("run: no program: -e 'PROGRAM' or FILE");
+		fputs("Try 'ukprobe run --help'.\n", stderr);
+		return UKP_EXIT_USAGE;
+	}
+	if (file) {
+		sc.src = read_file(file);
+		sc.file = file;
+		if (!sc.src)
+			return UKP_EXIT_USAGE;
+	} else {
+		sc.src = strdup(program);
+	}
+	if (script_parse(&sc) || script_check(&sc))
+		return UKP_EXIT_USAGE;
+	if (emit_c)
+		return script_gen(&sc, stdout) ? UKP_EXIT_FAIL : 0;
+	if (i >= argc) {
+		ukp_err("run: no command to run: ukprobe run ... -- CMD [ARGS]");
+		return UKP_EXIT_USAGE;
+	}
+	s.cmd = argv + i;
+	if (make_specs(&sc, &s))
+		return UKP_EXIT_USAGE;
+	so = script_build(&sc, &dir);
+	if (!so) {
+		script_cleanup(dir);
+		return UKP_EXIT_FAIL;
+	}
+	r.out = script_out_new(&sc, stdout);
+	if (!r.out || setenv(UKP_ENV_SCRIPT, so, 1)) {
+		ukp_err("out of memory");
+		script_cleanup(dir);
+		return UKP_EXIT_FAIL;
+	}
+	s.script_msg = on_script;
+	s.script_arg = &r;
+	code = ukp_session_prepare(&s);
+	if (!code) {
+		code = ukp_session_run(&s, &ops, &r);
+		if (s.first && !s.first->setup_failed && script_out_started(r.out))
+			script_out_end(r.out, s.first);
+	}
+	fflush(stdout);
+	ukp_session_free(&s);
+	ukp_cli_free_specs(s.specs, s.nspecs);
+	script_cleanup(dir);
+	free(so);
+	return code;
+}
