@@ -173,6 +173,9 @@ struct ukp_session {
 	int (*script_msg)(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
 			  void *arg);
 	void *script_arg;
+	/* run: says why SPEC spec could not be registered, in the script's
+	 * terms (instead of the SPEC's error) */
+	void (*spec_error)(struct ukp_session *s, int spec, const char *msg, void *arg);
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */

@@ -8,6 +8,8 @@
  * bpftrace prints them.
  */
 #include <errno.h>
+#include <glob.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +62,23 @@ static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p
 	return script_out_msg(r->out, img, p, len);
 }
 
+/* a probe that matches nothing: where it is in the script */
+static void on_spec_error(struct ukp_session *s, int spec, const char *msg, void *arg)
+{
+	struct run *r = arg;
+	int i;
+
+	(void)s;
+	for (i = 0; i < r->sc->nprobes; i++)
+		if (r->sc->probes[i].spec == spec) {
+			const struct probe *p = &r->sc->probes[i];
+
+			script_error(r->sc, p->line, p->col, p->end, "%s", msg);
+			return;
+		}
+	ukp_err("%s", msg);
+}
+
 static void on_batch(struct ukp_session *s, void *arg)
 {
 	(void)s;
@@ -97,6 +116,42 @@ static char *read_file(const char *path)
 	return buf;
 }
 
+/* An OBJ as bpftrace takes it: a library's short name ("libc") is the
+ * file the system's library directories have for it ("libc.so.6"), by
+ * its name, which the agent knows a loaded object by; anything else
+ * (a path, "libc.so.6", the program's name) as it is. */
+static char *object_name(const char *obj)
+{
+	static const char *const dirs[] = {
+		"/lib/*-linux-*", "/usr/lib/*-linux-*", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+		"/usr/local/lib",
+	};
+	size_t i, k;
+
+	if (strchr(obj, '/') || strstr(obj, ".so") || strncmp(obj, "lib", 3))
+		return strdup(obj);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char pat[512];
+		glob_t g;
+
+		snprintf(pat, sizeof(pat), "%s/%s.so.*", dirs[i], obj);
+		if (glob(pat, 0, NULL, &g))
+			continue;
+		for (k = 0; k < g.gl_pathc; k++) {
+			char *base = strrchr(g.gl_pathv[k], '/') + 1;
+
+			/* "libc.so.6", not "libc.so.6.debug" nor a linker script */
+			if (ukp_is_program(g.gl_pathv[k]) || strchr(base + strlen(obj) + 4, '.'))
+				continue;
+			base = strdup(base);
+			globfree(&g);
+			return base;
+		}
+		globfree(&g);
+	}
+	return strdup(obj);
+}
+
 /* The script's uprobes as SPECs, one each, in order. */
 static int make_specs(struct script *sc, struct ukp_session *s)
 {
@@ -108,9 +163,12 @@ static int make_specs(struct script *sc, struct ukp_session *s)
 
 		if (p->type != P_UPROBE && p->type != P_URETPROBE)
 			continue;
-		if (asprintf(&texts[n++], "%c:run/p%d %s:%s", p->type == P_UPROBE ? 'p' : 'r', i,
-			     p->obj, p->func) < 0)
+		char *obj = object_name(p->obj);
+
+		if (!obj || asprintf(&texts[n++], "%c:run/p%d %s:%s", p->type == P_UPROBE ? 'p' : 'r',
+				     i, obj, p->func) < 0)
 			return -1;
+		free(obj);
 	}
 	err = n ? ukp_cli_parse_specs(texts, n, &s->specs) : 0;
 	s->nspecs = n;
@@ -201,6 +259,7 @@ int ukp_cmd_run(int argc, char **argv)
 	}
 	s.script_msg = on_script;
 	s.script_arg = &r;
+	s.spec_error = on_spec_error;
 	code = ukp_session_prepare(&s);
 	if (!code) {
 		code = ukp_session_run(&s, &ops, &r);

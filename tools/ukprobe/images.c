@@ -194,7 +194,9 @@ static int spec_failure(struct ukp_session *s, struct ukp_image *img,
 
 	if (img == s->first && !s->follow) {
 		col = ukp_explain_failure(spec, &f, msg, sizeof(msg));
-		if (s->made_spec)
+		if (s->spec_error)
+			s->spec_error(s, (int)m->spec, msg, s->script_arg);
+		else if (s->made_spec)
 			ukp_err("%s", msg);
 		else
 			ukp_spec_err(spec->text, col, "%s", msg);

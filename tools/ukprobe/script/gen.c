@@ -169,10 +169,14 @@ static void expr(struct gen *g, const struct node *n)
 		fputs("rt_read_str(", o);
 		expr(g, n->args[0]);
 		fputs(", ", o);
-		if (n->nargs > 1)
+		/* bpftrace's: str(x, n) reads n characters (and the NUL) */
+		if (n->nargs > 1) {
+			fputs("(", o);
 			expr(g, n->args[1]);
-		else
+			fputs(") + 1", o);
+		} else {
 			fputs("64", o);
+		}
 		fputc(')', o);
 		break;
 	case N_UNOP:

@@ -554,9 +554,18 @@ void script_out_end(struct script_out *o, const struct ukp_image *img)
 {
 	int i;
 
+	int order[256], j;
+
+	/* bpftrace creates its maps in the order of their names, and prints
+	 * them in that order */
+	for (i = 0; i < o->sc->nmaps; i++) {
+		for (j = i; j > 0 && strcmp(o->sc->maps[order[j - 1]]->name, o->sc->maps[i]->name) > 0; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
 	fputs("\n\n", o->out);
 	for (i = 0; i < o->sc->nmaps; i++)
-		print_map(o, img, i);
+		print_map(o, img, order[i]);
 	fflush(o->out);
 	if (o->drops)
 		ukp_warn("%llu map updates were dropped: a map was full (4096 entries), or a "

@@ -38,7 +38,8 @@ static void syntax(struct parser *ps, const char *what)
 		const struct token *t = &ps->lx.cur;
 
 		if (t->t == T_EOF)
-			script_error(ps->sc, t->line, t->col, t->col + 1, "syntax error, %s", what);
+			script_error(ps->sc, t->line, t->col > 1 ? t->col - 1 : 1, t->col,
+				     "syntax error, %s", what);
 		else
 			script_error(ps->sc, t->line, t->col, t->end, "syntax error, %s", what);
 	}
@@ -351,6 +352,10 @@ static struct node *block_in(struct parser *ps, bool top)
 			return NULL;
 		*tail = s;
 		tail = &s->next;
+		if (ps->lx.cur.t == T_EOF) {
+			syntax(ps, "unexpected end of file, expecting }");
+			return NULL;
+		}
 		if (!lex_is(&ps->lx, "}") && !lex_is(&ps->lx, ";") && s->k != S_IF) {
 			syntax(ps, "expected ';' or '}'");
 			return NULL;

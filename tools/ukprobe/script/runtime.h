@@ -205,8 +205,8 @@ static inline struct rt_str rt_comm(struct rt_ctx *c)
 	return s;
 }
 
-/* str(addr[, n]): at most n - 1 bytes of the string at addr, read
- * without faulting */
+/* str(addr[, n]): at most n - 1 bytes (63 at most) of the string at
+ * addr, read without faulting */
 static inline struct rt_str rt_read_str(int64_t addr, int64_t n)
 {
 	struct rt_str s;

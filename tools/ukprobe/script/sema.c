@@ -494,7 +494,9 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "exit() takes no argument%s%s", NULL, NULL);
 	} else if (!strcmp(f, "print") && n->nargs == 1 && n->args[0]->k == N_MAP &&
 		   !n->args[0]->nargs) {
-		if (!map_use(ck, n->args[0]))
+		/* the whole map: its keys are not checked */
+		n->args[0]->map = map_of(ck, n->args[0]->name);
+		if (!n->args[0]->map)
 			return;
 		if (!ck->blk->init)
 			err(ck, n, "print() of a map is supported in BEGIN and END blocks%s%s", NULL,
@@ -522,7 +524,8 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "%s() expects a map: %s(@m)", f, f);
 			return;
 		}
-		if (!map_use(ck, n->args[0]))
+		n->args[0]->map = map_of(ck, n->args[0]->name);
+		if (!n->args[0]->map)
 			return;
 		if (!ck->blk->init)
 			err(ck, n, "%s() is supported in BEGIN and END blocks%s", f, NULL);
