@@ -179,6 +179,23 @@ def case_run_errors():
               show(r))
 
 
+def case_run_vector_free():
+    """The compiled handlers (maps, hist, str(), comm, printf, nsecs,
+    uretprobes) pass libukprobes' proof that they leave the vector state
+    alone: a jump-optimized hit saves none (UKPROBE_DEBUG=1 prints the
+    library's verdicts)."""
+    env = dict(os.environ, UKPROBE_DEBUG="1")
+    script = ('uprobe:TGT:tag { @[str(arg0), comm] = count(); printf("%s %d\\n", comm, arg1); '
+              '@s = stats(arg1); @l = lhist(arg1, 0, 10, 2); } '
+              'uprobe:TGT:pause_us { @t[tid] = nsecs; } '
+              'uretprobe:TGT:pause_us /@t[tid]/ { @h = hist(nsecs - @t[tid]); delete(@t[tid]); '
+              '@c[cpu >= 0, pid, elapsed > 0] = count(); }').replace("TGT", TGT)
+    r = ukprobe(["run", "-e", script, "--", TGT], env=env)
+    check(r.returncode == 0 and "@h: " in r.stdout, "the script runs", show(r))
+    check("state saved" not in r.stderr and "vector state" not in r.stderr,
+          "every handler proven vector-free", show(r))
+
+
 def bpftrace_attaches():
     bt = shutil.which("bpftrace")
     if not bt:
