@@ -10,6 +10,9 @@
  * for a printf, ukpa_script_emit().
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,85 @@ static struct block blocks[UKP_SCRIPT_THREADS];
 static _Atomic uint64_t no_block;  /* hits of threads that found no block */
 static UKPA_TLS void *my_block;
 
+/* interval probes: a thread started with the script (before any probe is
+ * in place: glibc starts a thread with every signal blocked), which runs
+ * them once BEGIN has */
+static pthread_t timer;
+static bool timer_exists;
+static _Atomic int timer_state;   /* 0 waits, 1 runs the intervals, 2 ends */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *timer_main(void *arg)
+{
+	const struct ukp_script_desc *d = arg;
+	uint64_t next[64], now;
+	uint32_t i, n = d->nintervals < 64 ? d->nintervals : 64;
+
+	/* its hits of the script's probes (in libc) count nothing */
+	ukpa_busy++;
+	while (atomic_load(&timer_state) == 0) {
+		struct timespec step = { 0, 1000000 };
+
+		nanosleep(&step, NULL);
+	}
+	now = mono_ms();
+	for (i = 0; i < n; i++)
+		next[i] = now + d->interval_ms[i];
+	while (atomic_load(&timer_state) == 1) {
+		struct timespec step = { 0, 1000000 };
+
+		now = mono_ms();
+		for (i = 0; i < n; i++)
+			if (now >= next[i]) {
+				d->interval(i);
+				next[i] += d->interval_ms[i];
+			}
+		nanosleep(&step, NULL);
+	}
+	return NULL;
+}
+
+static int timer_start(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	if (!desc->nintervals)
+		return 0;
+	/* no signal handler of the program runs on it */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGTRAP);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&timer_state, 0);
+	ret = pthread_create(&timer, NULL, timer_main, (void *)desc);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return -1;
+	pthread_setname_np(timer, "ukprobe-script");
+	timer_exists = true;
+	return 0;
+}
+
+static void timer_end(void)
+{
+	if (!timer_exists)
+		return;
+	atomic_store(&timer_state, 2);
+	pthread_join(timer, NULL);
+	timer_exists = false;
+}
+
 int ukpa_script_load(const char *path)
 {
 	void *h;
@@ -51,6 +133,11 @@ int ukpa_script_load(const char *path)
 	if (!desc || desc->abi != UKP_SCRIPT_ABI ||
 	    desc->nspecs != (uint32_t)ukpa_specs_count()) {
 		fprintf(stderr, "ukprobe-agent: %s is not a script of this ukprobe\n", path);
+		desc = NULL;
+		return -1;
+	}
+	if (timer_start()) {
+		fprintf(stderr, "ukprobe-agent: cannot start the interval probes' thread\n");
 		desc = NULL;
 		return -1;
 	}
@@ -83,6 +170,7 @@ void ukpa_script_begin(void)
 		return;
 	ukpa_script_send(UKP_SCRIPT_START, ukpa_probes_count(), NULL, 0);
 	desc->begin();
+	atomic_store(&timer_state, 1);
 }
 
 void ukpa_script_end(void)
@@ -92,6 +180,7 @@ void ukpa_script_end(void)
 
 	if (!desc)
 		return;
+	timer_end();
 	desc->end();
 	drops = atomic_load(&no_block);
 	for (i = 0; i < UKP_SCRIPT_THREADS; i++)

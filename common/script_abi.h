@@ -53,6 +53,11 @@ struct ukp_script_desc {
 	int (*const *rp)(struct kretprobe_instance *, struct pt_regs *);
 	void (*begin)(void);      /* [init] after the probes are in, before main() */
 	void (*end)(void);        /* [init] after the last hit: END, then every map */
+	/* interval probes: their periods; the agent's timer thread runs
+	 * interval(i) [init] every interval_ms[i] */
+	uint32_t nintervals;
+	const uint32_t *interval_ms;
+	void (*interval)(uint32_t i);
 };
 
 /* The script's messages to ukprobe (UKPM_SCRIPT, after struct ukp_msg):

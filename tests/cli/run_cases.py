@@ -152,7 +152,7 @@ ERRORS = [
      'uprobe:./tgt_script:work { printf("%d\\n"); }\n                           ~~~~~~\n'),
     ("kprobe:vfs_read { @ = count(); }", 2,
      "stdin:1:1-16: ERROR: probe type 'kprobe' is not supported: ukprobe run traces user "
-     "space (uprobe, uretprobe, BEGIN, END)\nkprobe:vfs_read { @ = count(); }\n"
+     "space (uprobe, uretprobe, BEGIN, END, interval)\nkprobe:vfs_read { @ = count(); }\n"
      "~~~~~~~~~~~~~~~\n"),
     # matches nothing: said by the agent, before the program runs
     ("BEGIN { }\nuprobe:./tgt_script:nosuch* { @ = count(); }", 1,
@@ -194,6 +194,21 @@ def case_run_vector_free():
     check(r.returncode == 0 and "@h: " in r.stdout, "the script runs", show(r))
     check("state saved" not in r.stderr and "vector state" not in r.stderr,
           "every handler proven vector-free", show(r))
+
+
+def case_run_interval():
+    """interval:ms:N and interval:s:N run on the agent's timer thread,
+    with print() of a map; their own sleeps are not counted."""
+    script = ('interval:ms:100 { printf("tick %s\\n", probe); @ticks = count(); } '
+              'interval:ms:250 { print(@ticks); } '
+              'uprobe:libc:clock_nanosleep { @sleeps = count(); }')
+    r = ukprobe(["run", "-e", script, "--", "sleep", "0.55"])
+    lines = r.stdout.split("\n")
+    ticks = lines.count("tick interval:ms:100")
+    check(r.returncode == 0 and lines[0] == "Attaching 3 probes..." and 4 <= ticks <= 6,
+          "about 5 ticks in 0.55 s", show(r))
+    check(r.stdout.endswith("\n\n\n@sleeps: 1\n@ticks: %d\n" % ticks) and
+          "@ticks: 2" in lines, "print() every 250 ms, the maps at the end", show(r))
 
 
 def bpftrace_attaches():

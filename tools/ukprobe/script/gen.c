@@ -482,7 +482,7 @@ static void handlers(struct gen *g)
 {
 	const struct script *sc = g->sc;
 	FILE *o = g->out;
-	int i, n = sc->nspecs + 1;
+	int i, j, n = sc->nspecs + 1;
 
 	for (i = 0; i < sc->nprobes; i++) {
 		const struct probe *p = &sc->probes[i];
@@ -533,10 +533,23 @@ static void handlers(struct gen *g)
 	for (i = 0; i < sc->nmaps; i++)
 		fprintf(o, "\trt_send_map%d();\n", i);
 	fputs("}\n", o);
+	/* interval probes, on the agent's timer thread */
+	fputs("static const uint32_t interval_ms[] = {", o);
+	for (i = 0; i < sc->nprobes; i++)
+		if (sc->probes[i].type == P_INTERVAL)
+			fprintf(o, " %u,", sc->probes[i].ms);
+	fputs(" 0 };\nstatic void interval(uint32_t i)\n{\n\tstruct rt_ctx c;\n\n"
+	      "\tif (rt_stopped)\n\t\treturn;\n\tswitch (i) {\n", o);
+	for (i = 0, j = 0; i < sc->nprobes; i++)
+		if (sc->probes[i].type == P_INTERVAL)
+			fprintf(o, "\tcase %d:\n\t\tinit_ctx(&c, %d);\n\t\tblk%d(&c);\n\t\tbreak;\n",
+				j++, i, sc->probes[i].block);
+	fputs("\tdefault:\n\t\t(void)c;\n\t}\n}\n", o);
 	fprintf(o, "__attribute__((visibility(\"default\"))) const struct ukp_script_desc ukp_script = {\n"
 		   "\t.abi = UKP_SCRIPT_ABI,\n\t.nspecs = %d,\n\t.thread_bytes = THREAD_BYTES,\n"
-		   "\t.out_max = %d,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n};\n",
-		sc->nspecs, sc->out_max);
+		   "\t.out_max = %d,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
+		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n};\n",
+		sc->nspecs, sc->out_max, j);
 }
 
 int script_gen(const struct script *sc, FILE *out)

@@ -79,8 +79,8 @@ static void probe_text(const struct script_out *o, const struct ukp_image *img, 
 		return;
 	}
 	p = &o->sc->probes[idx];
-	if (p->type == P_BEGIN || p->type == P_END) {
-		snprintf(buf, len, "%s", p->type == P_BEGIN ? "BEGIN" : "END");
+	if (p->type == P_BEGIN || p->type == P_END || p->type == P_INTERVAL) {
+		snprintf(buf, len, "%s", p->text);
 		return;
 	}
 	pi = probe_at(img, addr);
@@ -495,7 +495,7 @@ int script_out_msg(struct script_out *o, const struct ukp_image *img, const char
 		int n = (int)h.arg, i;
 
 		for (i = 0; i < o->sc->nprobes; i++)
-			n += o->sc->probes[i].type == P_BEGIN || o->sc->probes[i].type == P_END;
+			n += o->sc->probes[i].type >= P_BEGIN;
 		if (!o->started)
 			fprintf(o->out, "Attaching %d probe%s...\n", n, n == 1 ? "" : "s");
 		o->started = true;

@@ -386,8 +386,24 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 	p.col = col;
 	p.end = end;
 	p.block = sc->nblocks;
+	p.text = strdup(text);
 	if (!strcmp(text, "BEGIN") || !strcmp(text, "END")) {
 		p.type = text[0] == 'B' ? P_BEGIN : P_END;
+	} else if ((tl == 8 && !strncmp(text, "interval", 8)) || (tl == 1 && text[0] == 'i')) {
+		char unit[8] = "";
+		long n = 0;
+		int used = 0;
+
+		p.type = P_INTERVAL;
+		if (sscanf(colon + 1, "%7[a-z]:%ld%n", unit, &n, &used) != 2 || colon[1 + used] ||
+		    n <= 0 || (strcmp(unit, "s") && strcmp(unit, "ms")) ||
+		    n > (strcmp(unit, "s") ? 86400000L : 86400L)) {
+			script_error(sc, p.line, col, end,
+				     "interval probes are interval:s:N or interval:ms:N (N from 1, up "
+				     "to a day)");
+			return -1;
+		}
+		p.ms = (uint32_t)(strcmp(unit, "s") ? n : n * 1000);
 	} else if ((tl == 6 && !strncmp(text, "uprobe", 6)) || (tl == 1 && text[0] == 'u') ||
 		   (tl == 9 && !strncmp(text, "uretprobe", 9)) || (tl == 2 && !strncmp(text, "ur", 2))) {
 		p.type = tl == 6 || tl == 1 ? P_UPROBE : P_URETPROBE;
@@ -404,7 +420,7 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 	} else {
 		script_error(sc, p.line, col, end,
 			     "probe type '%.*s' is not supported: ukprobe run traces user space "
-			     "(uprobe, uretprobe, BEGIN, END)", (int)tl, text);
+			     "(uprobe, uretprobe, BEGIN, END, interval)", (int)tl, text);
 		return -1;
 	}
 	sc->probes = realloc(sc->probes, (size_t)(sc->nprobes + 1) * sizeof(*sc->probes));

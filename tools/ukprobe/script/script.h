@@ -70,7 +70,7 @@ struct node {
 	int fmt;                  /* printf: its format's index */
 };
 
-enum ptype { P_UPROBE, P_URETPROBE, P_BEGIN, P_END };
+enum ptype { P_UPROBE, P_URETPROBE, P_BEGIN, P_END, P_INTERVAL };
 
 struct probe {
 	enum ptype type;
@@ -78,12 +78,14 @@ struct probe {
 	int line, col, end;
 	int block;                /* its action block */
 	int spec;                 /* uprobes: its SPEC index */
+	uint32_t ms;              /* interval: its period */
+	char *text;               /* as written (interval's probe builtin) */
 };
 
 struct block {
 	struct node *pred;
 	struct node *body;        /* S_BLOCK */
-	bool ret, entry, init;    /* used in a uretprobe / uprobe / BEGIN-END */
+	bool ret, entry, init;    /* used in a uretprobe / uprobe / BEGIN, END, interval */
 	char **vars;              /* scratch variables ($x), their types */
 	enum type *vtypes;
 	int nvars;

@@ -499,7 +499,7 @@ static void stmt_call(struct checker *ck, struct node *n)
 		if (!n->args[0]->map)
 			return;
 		if (!ck->blk->init)
-			err(ck, n, "print() of a map is supported in BEGIN and END blocks%s%s", NULL,
+			err(ck, n, "print() of a map is supported in BEGIN, END and interval blocks%s%s", NULL,
 			    NULL);
 	} else if (!strcmp(f, "print")) {
 		if (n->nargs != 1) {
@@ -528,7 +528,7 @@ static void stmt_call(struct checker *ck, struct node *n)
 		if (!n->args[0]->map)
 			return;
 		if (!ck->blk->init)
-			err(ck, n, "%s() is supported in BEGIN and END blocks%s", f, NULL);
+			err(ck, n, "%s() is supported in BEGIN, END and interval blocks%s", f, NULL);
 	} else {
 		expr(ck, n);
 	}
@@ -590,7 +590,7 @@ int script_check(struct script *sc)
 
 		ck.blk = b;
 		if (b->init && (b->entry || b->ret)) {
-			err(&ck, b->body, "BEGIN and END cannot share a block with uprobes%s%s", NULL,
+			err(&ck, b->body, "BEGIN, END and interval probes cannot share a block with uprobes%s%s", NULL,
 			    NULL);
 			break;
 		}
