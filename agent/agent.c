@@ -544,6 +544,10 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	}
 	close(specs_fd);
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
+	if (ukpa_script_load_set()) {
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
 	kprobes_set_optimization(!no_optimize);
 	if (*load && load_object(load)) {
 		send_end(0, true, UKP_END_PROBES);
@@ -566,6 +570,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atfork_done = true;
 	atomic_store(&ukpa_tracing, true);
+	ukpa_script_begin();
 	return 0;
 }
 

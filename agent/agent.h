@@ -408,6 +408,10 @@ bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
 /* [init] Load the compiled script UKPROBE_SCRIPT names, if any (before
  * ukpa_rings_init and the probes). 0, or -1 (said why). */
 int ukpa_script_load(const char *path);
+/* [init] attached: the script CONFIG named, loaded by
+ * ukpa_script_load_set() once the SPECs are (0 when none, or -1) */
+void ukpa_script_set_path(const char *path);
+int ukpa_script_load_set(void);
 bool ukpa_script_loaded(void);
 /* [init] The largest record a script's hit emits (0: no script). */
 size_t ukpa_script_payload(void);

@@ -30,14 +30,21 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 static const struct ukp_script_desc *desc;
+static void *handle;              /* its dlopen() handle */
+static char *set_path;            /* ukpa_script_set_path's */
 
 struct block {
 	_Atomic int state;        /* 0 free, 1 being set up, 2 a thread's */
 	void *mem;
+	uint64_t bytes;
 };
 static struct block blocks[UKP_SCRIPT_THREADS];
 static _Atomic uint64_t no_block;  /* hits of threads that found no block */
 static UKPA_TLS void *my_block;
+/* a thread's block is of the script of this generation (attached again:
+ * another script, whose blocks are new) */
+static _Atomic unsigned generation;
+static UKPA_TLS unsigned my_generation;
 
 /* interval probes: a thread started with the script (before any probe is
  * in place: glibc starts a thread with every signal blocked), which runs
@@ -118,10 +125,56 @@ static void timer_end(void)
 	timer_exists = false;
 }
 
+void ukpa_script_set_path(const char *path)
+{
+	free(set_path);
+	set_path = path && *path ? strdup(path) : NULL;
+}
+
+int ukpa_script_load_set(void)
+{
+	int ret = set_path ? ukpa_script_load(set_path) : 0;
+
+	ukpa_script_set_path(NULL);
+	return ret;
+}
+
+/* [init] A script of an earlier session (attached again): its blocks
+ * and its object go; no probe runs its handlers any more. */
+static void forget(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
+		if (atomic_load(&blocks[i].state) == 2) {
+			munmap(blocks[i].mem, blocks[i].bytes);
+			blocks[i].mem = NULL;
+			atomic_store(&blocks[i].state, 0);
+		}
+	atomic_fetch_add(&generation, 1);
+	atomic_store(&no_block, 0);
+	if (handle)
+		dlclose(handle);
+	handle = NULL;
+	desc = NULL;
+}
+
 int ukpa_script_load(const char *path)
 {
 	void *h;
 
+	Dl_info self;
+
+	if (desc)
+		forget();
+	/* injected (-p), the agent was loaded RTLD_LOCAL: its symbols, which
+	 * the script binds to, go into the global scope */
+	if (dladdr((void *)ukpa_script_thread, &self) && self.dli_fname &&
+	    !ukpa_real_dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+		fprintf(stderr, "ukprobe-agent: cannot make the agent's symbols global: %s\n",
+			dlerror());
+		return -1;
+	}
 	/* RTLD_NOW: its calls into the agent are bound before any hit, so
 	 * that the vector-free proof can follow them */
 	h = ukpa_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -129,6 +182,7 @@ int ukpa_script_load(const char *path)
 		fprintf(stderr, "ukprobe-agent: cannot load the script %s: %s\n", path, dlerror());
 		return -1;
 	}
+	handle = h;
 	desc = dlsym(h, "ukp_script");
 	if (!desc || desc->abi != UKP_SCRIPT_ABI ||
 	    desc->nspecs != (uint32_t)ukpa_specs_count()) {
@@ -214,8 +268,10 @@ static void *claim(void)
 		/* not prctl(): see ring.c's get_comm */
 		syscall(SYS_prctl, PR_GET_NAME, t->comm, 0, 0, 0);
 		blocks[i].mem = mem;
+		blocks[i].bytes = desc->thread_bytes;
 		atomic_store_explicit(&blocks[i].state, 2, memory_order_release);
 		my_block = mem;
+		my_generation = atomic_load_explicit(&generation, memory_order_relaxed);
 		return mem;
 	}
 	return NULL;
@@ -227,7 +283,8 @@ EXPORT void *ukpa_script_thread(void)
 
 	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return NULL;
-	if (__builtin_expect(b != NULL, 1))
+	if (__builtin_expect(b != NULL, 1) &&
+	    my_generation == atomic_load_explicit(&generation, memory_order_relaxed))
 		return b;
 	b = claim();
 	if (!b)

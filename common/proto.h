@@ -243,6 +243,7 @@ struct ukp_msg_end {
 #define UKP_CONFIG_FOLLOW      0x1
 #define UKP_CONFIG_NO_OPTIMIZE 0x2
 #define UKP_CONFIG_TRACING_OFF 0x4
+#define UKP_CONFIG_SCRIPT      0x8 /* the text is a compiled script to load (run) */
 struct ukp_msg_config {
 	struct ukp_msg h;
 	uint32_t version;          /* UKP_PROTO_VERSION */

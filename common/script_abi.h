@@ -65,9 +65,10 @@ struct ukp_script_desc {
 enum ukp_script_kind {
 	UKP_SCRIPT_START = 1,     /* arg: probes attached */
 	UKP_SCRIPT_OUT,           /* one printf/print record (BEGIN, END) */
-	UKP_SCRIPT_MAP,           /* arg: map; data: entries (key, value) */
+	UKP_SCRIPT_MAP,           /* arg: map; data: entries (key, value): the
+				   * process's last (at the end), or a print()'s */
 	UKP_SCRIPT_PRINT,         /* arg: map: print the entries sent since its CLEAR */
-	UKP_SCRIPT_CLEAR,         /* arg: map: forget its entries */
+	UKP_SCRIPT_CLEAR,         /* arg: map: a print() of it begins */
 	UKP_SCRIPT_DROPS,         /* data: u64 updates refused by full maps */
 };
 

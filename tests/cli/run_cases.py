@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clitest import Fail, check, show, tgt, ukprobe  # noqa: E402
+from clitest import Fail, check, show, start_attachee, tgt, ukprobe  # noqa: E402
 
 TGT = tgt("script")
 
@@ -209,6 +209,36 @@ def case_run_interval():
           "about 5 ticks in 0.55 s", show(r))
     check(r.stdout.endswith("\n\n\n@sleeps: 1\n@ticks: %d\n" % ticks) and
           "@ticks: 2" in lines, "print() every 250 ms, the maps at the end", show(r))
+
+
+def case_run_attach():
+    """-p: a script in a running multi-threaded program, for -d seconds;
+    then another script in the same process (the first one's blocks and
+    object are gone); the program sees nothing of either."""
+    if os.uname().machine != "x86_64":
+        print("skip: attaching is x86-64's only")
+        return
+    p = start_attachee(idle=4)
+    try:
+        work = "uprobe:%s:work" % tgt("attachee")
+        r = ukprobe(["run", "-e", work + " { @ = count(); @m[arg0 % 3] = count(); } "
+                     'interval:ms:200 { @ticks = count(); } END { printf("end\\n"); }',
+                     "-p", str(p.pid), "-d", "1"])
+        m = re.fullmatch(r"Attaching 3 probes\.\.\.\nend\n\n\n@: (\d+)\n"
+                         r"((?:@m\[[012]\]: \d+\n){3})@ticks: ([3-6])\n", r.stdout)
+        check(r.returncode == 0 and r.stderr == "" and m, "the first script", show(r))
+        parts = [int(x) for x in re.findall(r": (\d+)", m[2])]
+        check(int(m[1]) > 0 and sum(parts) == int(m[1]), "@m's counts add up to @'s", show(r))
+        r = ukprobe(["run", "-e", work + " { @[probe] = count(); @c[comm] = count(); }",
+                     "-p", str(p.pid), "-d", "0.5"])
+        m = re.fullmatch(r"Attaching 1 probe\.\.\.\n\n\n@\[uprobe:%s:work\]: (\d+)\n"
+                         r"@c\[tgt_attachee\]: (\d+)\n" % re.escape(tgt("attachee")), r.stdout)
+        check(r.returncode == 0 and m and m[1] == m[2] and int(m[1]) > 0,
+              "the second script", show(r))
+    finally:
+        out, err = p.communicate("quit\n", timeout=60)
+    check(p.returncode == 3 and "eintr 0" in out and "actions changed 0" in out and
+          "mask same" in out, "the program saw nothing", out + err)
 
 
 def bpftrace_attaches():

@@ -161,6 +161,7 @@ struct ukp_session {
 	bool no_optimize;         /* --no-optimize */
 	bool tracing_off;         /* trace --tracing-off: until a traceon trigger */
 	const char *load;         /* probes mode: an object for the agent to dlopen */
+	bool load_script;         /* run -p: load is the compiled script */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
 	char **cmd;               /* the command and its arguments (NULL-terminated) */
 	pid_t *pids;              /* -p: the processes to attach to (npids) */

@@ -8,6 +8,7 @@
  * bpftrace prints them.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <glob.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ static void usage(FILE *out)
 {
 	fputs("Usage: ukprobe run -e 'PROGRAM' [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
 	      "       ukprobe run FILE [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
+	      "       ukprobe run -e 'PROGRAM' | FILE [ARG...] -p PID[,PID]... [-d SECONDS]\n"
 	      "\n"
 	      "Run CMD under a script in bpftrace's language, compiled to native code:\n"
 	      "uprobe:OBJ:FUNC and uretprobe:OBJ:FUNC probes (FUNC may be a glob, OBJ a\n"
@@ -29,6 +31,11 @@ static void usage(FILE *out)
 	      "\n"
 	      "  -e PROGRAM         the script's text (else FILE)\n"
 	      "  ARG...             the script's positional parameters $1, $2, ...\n"
+	      "  -p, --pid PID[,PID]...\n"
+	      "                     attach to running processes instead of running CMD;\n"
+	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
+	      "  -d, --duration SECONDS\n"
+	      "                     with -p: detach SECONDS after the probes are in place\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "      --emit-c       print the script's C translation and exit\n"
 	      "  -h, --help         show this help\n"
@@ -152,6 +159,28 @@ static char *object_name(const char *obj)
 	return strdup(obj);
 }
 
+/* -p PID[,PID]...: appended to s->pids. 0 or -1 (said why). */
+static int parse_pids(const char *arg, struct ukp_session *s)
+{
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',')) {
+			ukp_err("-p %s: not a process id (PID[,PID...])", arg);
+			return -1;
+		}
+		s->pids = realloc(s->pids, ((size_t)s->npids + 1) * sizeof(*s->pids));
+		if (!s->pids)
+			return -1;
+		s->pids[s->npids++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
 /* The script's uprobes as SPECs, one each, in order. */
 static int make_specs(struct script *sc, struct ukp_session *s)
 {
@@ -208,8 +237,18 @@ int ukp_cmd_run(int argc, char **argv)
 			s.no_optimize = true;
 		} else if (!strcmp(a, "--emit-c")) {
 			emit_c = true;
-		} else if (!strcmp(a, "-p") || !strcmp(a, "-d") || !strcmp(a, "-f")) {
-			ukp_err("run %s: not supported yet (ukprobe run launches CMD)", a);
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			if (++i == argc || parse_pids(argv[i], &s))
+				return UKP_EXIT_USAGE;
+		} else if (!strcmp(a, "-d") || !strcmp(a, "--duration")) {
+			char *end;
+
+			if (++i == argc || (s.duration = strtod(argv[i], &end)) <= 0 || *end) {
+				ukp_err("-d needs a number of seconds");
+				return UKP_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "-f")) {
+			ukp_err("run -f: not supported (a script runs in the process it starts with)");
 			return UKP_EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
 			ukp_err("run: unknown option '%s'", a);
@@ -239,11 +278,19 @@ int ukp_cmd_run(int argc, char **argv)
 		return UKP_EXIT_USAGE;
 	if (emit_c)
 		return script_gen(&sc, stdout) ? UKP_EXIT_FAIL : 0;
-	if (i >= argc) {
-		ukp_err("run: no command to run: ukprobe run ... -- CMD [ARGS]");
+	if (i >= argc && !s.npids) {
+		ukp_err("run: no command to run: ukprobe run ... -- CMD [ARGS], or -p PID");
 		return UKP_EXIT_USAGE;
 	}
-	s.cmd = argv + i;
+	if (i < argc && s.npids) {
+		ukp_err("run: -p PID or -- CMD, not both");
+		return UKP_EXIT_USAGE;
+	}
+	if (s.duration && !s.npids) {
+		ukp_err("run: -d goes with -p");
+		return UKP_EXIT_USAGE;
+	}
+	s.cmd = i < argc ? argv + i : NULL;
 	if (make_specs(&sc, &s))
 		return UKP_EXIT_USAGE;
 	so = script_build(&sc, &dir);
@@ -260,9 +307,14 @@ int ukp_cmd_run(int argc, char **argv)
 	s.script_msg = on_script;
 	s.script_arg = &r;
 	s.spec_error = on_spec_error;
+	if (s.npids) {
+		/* attached: the agent gets the script's path with CONFIG */
+		s.load = so;
+		s.load_script = true;
+	}
 	code = ukp_session_prepare(&s);
 	if (!code) {
-		code = ukp_session_run(&s, &ops, &r);
+		code = s.npids ? ukp_session_attach(&s, &ops, &r) : ukp_session_run(&s, &ops, &r);
 		if (s.first && !s.first->setup_failed && script_out_started(r.out))
 			script_out_end(r.out, s.first);
 	}

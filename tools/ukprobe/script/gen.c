@@ -530,8 +530,9 @@ static void handlers(struct gen *g)
 		if (sc->probes[i].type == P_END)
 			fprintf(o, "\tinit_ctx(&c, %d);\n\tblk%d(&c);\n", i, sc->probes[i].block);
 	fputs("\trt_stopped = 1;\n", o);
+	/* every map's entries: added to those of the other processes (-p) */
 	for (i = 0; i < sc->nmaps; i++)
-		fprintf(o, "\trt_send_map%d();\n", i);
+		fprintf(o, "\trt_each_map%d(rt_dump%d, 0);\n", i, i);
 	fputs("}\n", o);
 	/* interval probes, on the agent's timer thread */
 	fputs("static const uint32_t interval_ms[] = {", o);

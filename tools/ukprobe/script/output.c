@@ -21,10 +21,19 @@ struct mapdata {
 struct script_out {
 	const struct script *sc;
 	FILE *out;
-	struct mapdata maps[256];
+	struct mapdata maps[256];     /* the entries the processes end with */
+	/* a print()'s entries, between its CLEAR and its PRINT */
+	struct mapdata printing[256];
+	bool collecting[256];
 	uint64_t drops;
 	bool started;
+	/* func and probe values in maps, named as their process names them
+	 * (processes differ): NAMED | index */
+	char **names;
+	size_t nnames;
 };
+
+#define NAMED (1ULL << 63)
 
 struct script_out *script_out_new(const struct script *sc, FILE *out)
 {
@@ -94,6 +103,8 @@ static void value_text(const struct script_out *o, const struct ukp_image *img, 
 {
 	if (t == TY_STR)
 		snprintf(buf, len, "%.64s", (const char *)w);
+	else if ((t == TY_SYM || t == TY_PROBE) && (w[0] & NAMED) && (w[0] & ~NAMED) < o->nnames)
+		snprintf(buf, len, "%s", o->names[w[0] & ~NAMED]);
 	else if (t == TY_SYM)
 		sym_text(img, w[0], buf, len);
 	else if (t == TY_PROBE)
@@ -374,10 +385,10 @@ static void hist_text(FILE *out, const struct mapinfo *m, const uint64_t *v)
 	}
 }
 
-static void print_map(struct script_out *o, const struct ukp_image *img, int id)
+static void print_map(struct script_out *o, const struct ukp_image *img, int id,
+		      struct mapdata *d)
 {
 	const struct mapinfo *m = o->sc->maps[id];
-	struct mapdata *d = &o->maps[id];
 	size_t ew = (size_t)(m->kw + m->vw), i, n = 0;
 	struct row *rows;
 	int k;
@@ -480,6 +491,41 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id)
 	free(rows);
 }
 
+/* w (a func or probe value of img) as NAMED | its name's index */
+static void name_value(struct script_out *o, const struct ukp_image *img, enum type t, uint64_t *w)
+{
+	char text[300];
+	size_t i;
+
+	value_text(o, img, t, w, text, sizeof(text));
+	for (i = 0; i < o->nnames && strcmp(o->names[i], text); i++)
+		;
+	if (i == o->nnames) {
+		char **n = realloc(o->names, (o->nnames + 1) * sizeof(*n));
+
+		if (!n || !(n[o->nnames] = strdup(text)))
+			return;
+		o->names = n;
+		o->nnames++;
+	}
+	*w = NAMED | i;
+}
+
+static void name_entries(struct script_out *o, const struct ukp_image *img,
+			 const struct mapinfo *m, uint64_t *e, size_t n)
+{
+	size_t j;
+	int k, at;
+
+	for (j = 0; j < n; j++, e += m->kw + m->vw) {
+		for (k = 0, at = 0; k < m->nkeys; at += type_words(m->keys[k]), k++)
+			if (m->keys[k] == TY_SYM || m->keys[k] == TY_PROBE)
+				name_value(o, img, m->keys[k], e + at);
+		if (m->vk == V_SYM || m->vk == V_PROBE)
+			name_value(o, img, m->vk == V_SYM ? TY_SYM : TY_PROBE, e + m->kw);
+	}
+}
+
 int script_out_msg(struct script_out *o, const struct ukp_image *img, const char *p, size_t len)
 {
 	struct ukp_msg_script_hdr h;
@@ -519,15 +565,17 @@ int script_out_msg(struct script_out *o, const struct ukp_image *img, const char
 		return -1;
 	{
 		const struct mapinfo *m = o->sc->maps[h.arg];
-		struct mapdata *d = &o->maps[h.arg];
+		struct mapdata *d = o->collecting[h.arg] ? &o->printing[h.arg] : &o->maps[h.arg];
 		size_t ew = (size_t)(m->kw + m->vw) * 8, n;
 
 		switch (h.kind) {
 		case UKP_SCRIPT_CLEAR:
-			d->n = 0;
+			o->collecting[h.arg] = true;
+			o->printing[h.arg].n = 0;
 			return 0;
 		case UKP_SCRIPT_PRINT:
-			print_map(o, img, (int)h.arg);
+			print_map(o, img, (int)h.arg, &o->printing[h.arg]);
+			o->collecting[h.arg] = false;
 			return 0;
 		case UKP_SCRIPT_MAP:
 			/* the message is padded to 8 bytes: whole entries only */
@@ -542,6 +590,7 @@ int script_out_msg(struct script_out *o, const struct ukp_image *img, const char
 				d->cap = cap;
 			}
 			memcpy((char *)d->w + d->n * ew, data, n * ew);
+			name_entries(o, img, m, (uint64_t *)(void *)((char *)d->w + d->n * ew), n);
 			d->n += n;
 			return 0;
 		default:
@@ -565,7 +614,7 @@ void script_out_end(struct script_out *o, const struct ukp_image *img)
 	}
 	fputs("\n\n", o->out);
 	for (i = 0; i < o->sc->nmaps; i++)
-		print_map(o, img, order[i]);
+		print_map(o, img, order[i], &o->maps[order[i]]);
 	fflush(o->out);
 	if (o->drops)
 		ukp_warn("%llu map updates were dropped: a map was full (4096 entries), or a "
