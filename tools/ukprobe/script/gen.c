@@ -79,8 +79,18 @@ static int key(struct gen *g, const struct node *n)
 static int lookup(struct gen *g, const struct node *n, bool insert)
 {
 	const struct mapinfo *m = n->map;
-	int k = key(g, n), p = g->tmp++;
+	int k, p;
 
+	if (!m->kw) {
+		/* @x: the table's first entry */
+		p = g->tmp++;
+		fprintf(g->out, "uint64_t *p%d = rt_single(", p);
+		tab(g, m);
+		fprintf(g->out, ", %d, %d); ", esz(m), insert);
+		return p;
+	}
+	k = key(g, n);
+	p = g->tmp++;
 	fprintf(g->out, "uint64_t *p%d = rt_find(", p);
 	tab(g, m);
 	fprintf(g->out, ", %d, %d, k%d, %d, %d, %s); ", CAP, esz(m), k, m->kw, insert,

@@ -113,10 +113,29 @@ static inline uint64_t *rt_find(uint64_t *tab, uint32_t cap, uint32_t esz, const
 	return e + 1 + kw;
 }
 
+/* A map without keys (@x): its one entry is the table's first, found
+ * without a hash or a search. */
+static inline uint64_t *rt_single(uint64_t *tab, uint32_t esz, int insert)
+{
+	uint64_t st = __atomic_load_n(&tab[0], __ATOMIC_ACQUIRE);
+	uint32_t j;
+
+	if (__builtin_expect(st == RT_USED, 1))
+		return tab + 1;
+	if (!insert || st == RT_CLAIMING ||
+	    !__atomic_compare_exchange_n(&tab[0], &st, RT_CLAIMING, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;
+	for (j = 1; j < esz; j++)
+		tab[j] = 0;
+	__atomic_store_n(&tab[0], RT_USED, __ATOMIC_RELEASE);
+	return tab + 1;
+}
+
 static inline void rt_delete(uint64_t *tab, uint32_t cap, uint32_t esz, const uint64_t *key,
 			     uint32_t kw)
 {
-	uint64_t *v = rt_find(tab, cap, esz, key, kw, 0, 0);
+	uint64_t *v = kw ? rt_find(tab, cap, esz, key, kw, 0, 0) : rt_single(tab, esz, 0);
 
 	if (v)
 		__atomic_store_n(v - 1 - kw, RT_DELETED, __ATOMIC_RELEASE);
