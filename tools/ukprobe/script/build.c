@@ -89,7 +89,7 @@ char *script_build(const struct script *sc, char **dirp)
 		return NULL;
 	}
 	{
-		char *argv[] = { (char *)(cc && *cc ? cc : "cc"), "-O2", "-fPIC", "-shared", "-w",
+		char *argv[] = { (char *)(cc && *cc ? cc : "cc"), "-O2", "-pipe", "-fPIC", "-shared", "-w",
 				 "-mgeneral-regs-only", "-fno-jump-tables", "-fno-stack-protector",
 				 "-fcf-protection=none", "-I", dir, "-Wl,-z,now", "-o", so, src, NULL };
 
