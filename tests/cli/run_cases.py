@@ -241,6 +241,33 @@ def case_run_attach():
           "mask same" in out, "the program saw nothing", out + err)
 
 
+def case_run_threads():
+    """Per-thread tables merged when printed: four named threads and the
+    main one; equal counts in the order of their keys."""
+    prog = tgt("threads")
+    r = ukprobe(["run", "-e", "uprobe:%s:work { @[comm] = count(); @all = count(); "
+                 "@s = sum(arg1); @t[tid] = count(); }" % prog, "--", prog, "1000"])
+    want = ("\n\n@[tgt_threads]: 1\n" + "".join("@[worker-%d]: 1000\n" % i for i in range(4)) +
+            "@all: 4001\n@s: 1998000\n")
+    check(r.returncode == 0 and r.stdout.startswith("Attaching 1 probe...\n") and
+          want in r.stdout and "threads done\n" in r.stdout, "per-thread counts", show(r))
+    tids = re.findall(r"^@t\[(\d+)\]: (\d+)$", r.stdout, re.M)
+    check(sorted(int(n) for _, n in tids) == [1, 1000, 1000, 1000, 1000] and
+          [int(t) for t, _ in tids[1:]] == sorted(int(t) for t, _ in tids[1:]),
+          "one entry per thread, equal counts by tid", show(r))
+
+
+def case_run_full_map():
+    """A map of 5000 keys: 4096 entries at most (bpftrace's default);
+    what did not fit is counted and said at the end."""
+    r = run_script("uprobe:TGT:work { @i++; @k[@i] = count(); }", "50")
+    keys = re.findall(r"^@k\[(\d+)\]: 1$", r.stdout, re.M)
+    m = re.search(r"ukprobe: warning: (\d+) map updates were dropped: a map was full", r.stderr)
+    check(r.returncode == 0 and "\n@i: 5000\n" in r.stdout and m and 3000 < len(keys) <= 4096 and
+          len(keys) + int(m[1]) == 5000, "entries + drops = 5000 updates", show(r))
+    check([int(k) for k in keys] == sorted(int(k) for k in keys), "equal counts by key")
+
+
 def bpftrace_attaches():
     bt = shutil.which("bpftrace")
     if not bt:

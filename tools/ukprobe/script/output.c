@@ -238,10 +238,7 @@ static void merge(const struct mapinfo *m, uint64_t *e, const uint64_t *f)
 	}
 }
 
-static int bytes_cmp(const struct row *a, const struct row *b)
-{
-	return memcmp(a->e, b->e, (size_t)g_map->kw * 8);
-}
+static int by_key(const void *pa, const void *pb);
 
 static int by_sort(const void *pa, const void *pb)
 {
@@ -249,7 +246,7 @@ static int by_sort(const void *pa, const void *pb)
 
 	if (a->sort != b->sort)
 		return a->sort < b->sort ? -1 : 1;
-	return bytes_cmp(a, b);
+	return by_key(a, b);
 }
 
 static int by_count(const void *pa, const void *pb)
@@ -258,10 +255,11 @@ static int by_count(const void *pa, const void *pb)
 
 	if ((uint64_t)a->sort != (uint64_t)b->sort)
 		return (uint64_t)a->sort < (uint64_t)b->sort ? -1 : 1;
-	return bytes_cmp(a, b);
+	return by_key(a, b);
 }
 
-/* bpftrace's sort_by_key: by the first key, then the second, ... */
+/* bpftrace's sort_by_key: by the first key, then the second, ...; also
+ * the order of equal values (bpftrace's is its hash table's) */
 static int by_key(const void *pa, const void *pb)
 {
 	const struct row *a = pa, *b = pb;
