@@ -91,6 +91,7 @@ char *script_build(const struct script *sc, char **dirp)
 	{
 		char *argv[] = { (char *)(cc && *cc ? cc : "cc"), "-O2", "-pipe", "-fPIC", "-shared", "-w",
 				 "-mgeneral-regs-only", "-fno-jump-tables", "-fno-stack-protector",
+				 "-fno-strict-aliasing",
 				 "-fcf-protection=none", "-I", dir, "-Wl,-z,now", "-o", so, src, NULL };
 
 		posix_spawn_file_actions_init(&fa);

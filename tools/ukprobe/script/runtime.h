@@ -29,8 +29,12 @@
 #define RT_DELETED 2
 #define RT_CLAIMING 3
 
+/* a string value: 64 bytes, NUL-padded; copied as words (w) */
 struct rt_str {
-	char s[64];
+	union {
+		char s[64];
+		uint64_t w[8];
+	};
 };
 
 struct rt_ctx {
@@ -202,11 +206,10 @@ static inline int64_t rt_cpu(void)
 
 static inline void rt_zero_str(struct rt_str *s)
 {
-	uint64_t *w = (uint64_t *)(void *)s->s;
 	int i;
 
 	for (i = 0; i < 8; i++)
-		w[i] = 0;
+		s->w[i] = 0;
 }
 
 /* comm: the thread's name, read again every 256 hits (threads rename
@@ -273,21 +276,19 @@ static inline struct rt_str rt_lit(const char *p)
 
 static inline void rt_put_str(uint64_t *dst, struct rt_str s)
 {
-	const uint64_t *w = (const uint64_t *)(const void *)s.s;
 	int i;
 
 	for (i = 0; i < 8; i++)
-		dst[i] = w[i];
+		dst[i] = s.w[i];
 }
 
 static inline struct rt_str rt_get_str(const uint64_t *src)
 {
 	struct rt_str s;
-	uint64_t *w = (uint64_t *)(void *)s.s;
 	int i;
 
 	for (i = 0; i < 8; i++)
-		w[i] = src ? src[i] : 0;
+		s.w[i] = src ? src[i] : 0;
 	return s;
 }
 
