@@ -71,6 +71,20 @@ ONELINERS = [
     # func's address: the process is gone when it prints)
     ("uprobe:TGT:wor*, uprobe:TGT:tag { @[func] = count(); }", "1",
      "\n\n@[tag]: 6\n@[work]: 100\n", "bpftrace names no function of an exited process"),
+    # printf's conversions, print() of values
+    ('BEGIN { printf("%s|%5s|%-5s|%c|%x|%05d|%ld|%u|%X|%o|%3d|\\n", "x", "ab", "cd", 65, 255, '
+     '42, -3, 7, 255, 8, 1234); print(5); print("str"); }', "1",
+     "x|   ab|cd   |A|ff|00042|-3|7|FF|10|1234|\n5\nstr\n\n\n"),
+    # strings compared, string scratch variables and maps, else if,
+    # negative values in hist(), lhist()'s edges, probe
+    ('uprobe:TGT:tag\n/comm == "tgt_script" && arg1 != 3/\n{\n\t$s = str(arg0);\n'
+     '\t$n = -arg1 + 10;\n\tif ($s == "beta") { @b[$s, $n] = count(); }\n'
+     '\telse if ($s != "gamma") { @o = count(); }\n\telse { @g = max($n * 2 - (arg1 << 1)); }\n'
+     '\t@neg = hist(-1 - arg1);\n\t@l = lhist(arg1 + 3, 2, 7, 2);\n\t@x = $s;\n\t@p = probe;\n}\n'
+     'END { printf("%s %s|\\n", @x, @p); }', "1",
+     "gamma uprobe:TGT:tag|\n\n\n@b[beta, 8]: 1\n@b[beta, 9]: 1\n@g: 4\n@l: \n" +
+     hist_lines([("[2, 4)", 1), ("[4, 6)", 2), ("[7, ...)", 2)]) + "\n@neg: \n" +
+     hist_lines([("(..., 0)", 5)]) + "\n@o: 1\n@p: uprobe:TGT:tag\n@x: gamma\n"),
     # print() and clear() in END: printed then, empty at the end
     ("uprobe:TGT:tag { @c[arg1 < 2] = count(); } END { print(@c); clear(@c); }", "1",
      "@c[1]: 2\n@c[0]: 4\n\n\n\n"),
@@ -92,6 +106,7 @@ def case_run_oneliners():
     """Each one-liner's output, exactly as bpftrace prints it."""
     for script, args, want, *_ in ONELINERS:
         r = run_script(script, args)
+        want = want.replace("TGT", TGT)
         check(r.returncode == 0 and r.stdout == attaching(script) + want and r.stderr == "",
               "ukprobe run -e '%s'" % script, "want:\n" + want, show(r))
 

@@ -118,7 +118,7 @@ static void value_text(const struct script_out *o, const struct ukp_image *img, 
 void script_out_record(struct script_out *o, const struct ukp_image *img,
 		       const unsigned char *data, size_t len)
 {
-	uint64_t w[UKP_REC_PAYLOAD / 8] = { 0 };
+	uint64_t w[4096 / 8] = { 0 };
 	const struct fmt *f;
 	const char *p;
 	int arg = 0, at = 1;

@@ -353,19 +353,35 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 			return;
 		}
 	}
-	if (bytes > UKP_REC_PAYLOAD) {
+	/* a hit's record goes into a ring slot; BEGIN, END and interval
+	 * blocks send theirs in a message */
+	if (bytes > (ck->blk->init ? 4000 : UKP_REC_PAYLOAD)) {
 		char b[32];
 
 		snprintf(b, sizeof(b), "%d", bytes);
-		err(ck, n, "printf: its record would take %s bytes; one holds 192 (strings take 64)",
-		    b, NULL);
+		err(ck, n, "printf: its record would take %s bytes; one holds %s (strings take 64)",
+		    b, ck->blk->init ? "4000" : "192");
 		return;
 	}
-	if (bytes > sc->out_max)
+	if (!ck->blk->init && bytes > sc->out_max)
 		sc->out_max = bytes;
 	sc->fmts = realloc(sc->fmts, (size_t)(sc->nfmts + 1) * sizeof(*sc->fmts));
 	n->fmt = sc->nfmts;
 	sc->fmts[sc->nfmts++] = f;
+}
+
+/* an integer literal, or a negated one */
+static bool const_int(const struct node *n, int64_t *v)
+{
+	if (n->k == N_INT) {
+		*v = n->ival;
+		return true;
+	}
+	if (n->k == N_UNOP && !strcmp(n->op, "-") && n->a->k == N_INT && n->a->ival >= 0) {
+		*v = -n->a->ival;
+		return true;
+	}
+	return false;
 }
 
 static void map_kind(struct checker *ck, struct node *at, struct mapinfo *m, enum vkind vk)
@@ -412,21 +428,23 @@ static void assign(struct checker *ck, struct node *s)
 			if (expr(ck, v->args[i]) != TY_INT && !ck->err)
 				err(ck, v->args[i], "%s() expects an integer argument%s", v->name, NULL);
 		if (aggs[k].vk == V_LHIST) {
+			int64_t b[4];
+
 			for (i = 1; i < 4; i++)
-				if (v->args[i]->k != N_INT) {
+				if (!const_int(v->args[i], &b[i]) || b[i] < -(INT64_C(1) << 40) ||
+				    b[i] > (INT64_C(1) << 40)) {
 					err(ck, v->args[i], "lhist(): min, max and step must be integer "
-						"literals%s%s", NULL, NULL);
+						"literals (within 2^40)%s%s", NULL, NULL);
 					return;
 				}
-			if (m->vk == V_LHIST && (m->lmin != v->args[1]->ival || m->lmax != v->args[2]->ival ||
-						 m->lstep != v->args[3]->ival)) {
+			if (m->vk == V_LHIST && (m->lmin != b[1] || m->lmax != b[2] || m->lstep != b[3])) {
 				err(ck, v, "lhist(): %s is used with other bounds elsewhere%s", m->name,
 				    NULL);
 				return;
 			}
-			m->lmin = v->args[1]->ival;
-			m->lmax = v->args[2]->ival;
-			m->lstep = v->args[3]->ival;
+			m->lmin = b[1];
+			m->lmax = b[2];
+			m->lstep = b[3];
 			if (m->lstep <= 0 || m->lmax <= m->lmin) {
 				err(ck, v, "lhist() step must be >= 1 and max > min%s%s", NULL, NULL);
 				return;
