@@ -393,7 +393,8 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 
 	g_map = m;
 	/* the threads' parts of a key together, merged */
-	qsort(d->w, d->n, ew * 8, key_cmp);
+	if (d->n)
+		qsort(d->w, d->n, ew * 8, key_cmp);
 	rows = calloc(d->n + 1, sizeof(*rows));
 	for (i = 0; i < d->n; i++) {
 		uint64_t *e = d->w + i * ew;
@@ -440,7 +441,9 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 			break;
 		}
 	}
-	if (m->vk == V_STR || m->vk == V_SYM || m->vk == V_PROBE)
+	if (!n)
+		;
+	else if (m->vk == V_STR || m->vk == V_SYM || m->vk == V_PROBE)
 		qsort(rows, n, sizeof(*rows), by_key);
 	else
 		qsort(rows, n, sizeof(*rows), m->vk == V_COUNT || m->vk == V_HIST ||
