@@ -326,7 +326,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 			while (*p && strchr("hlzjt", *p))
 				p++;
 			if (!*p || !strchr("diouxXcsp", *p)) {
-				err(ck, n->args[0], "printf: Unknown format string token: '%%%c'",
+				err(ck, n->args[0], "printf: Unknown format string token: '%%%s'",
 				    *p ? (char[]){ *p, 0 } : "", NULL);
 				return;
 			}
