@@ -332,6 +332,19 @@ static void end_image(enum ukp_end_reason reason)
 	send_end(lost, false, reason);
 }
 
+/* [init] script.c: the program got SIGINT or SIGTERM, whose default
+ * action (the end) follows: this image ends first, as at exit, so that
+ * the script's END and maps reach ukprobe. */
+void ukpa_end_before_signal(void)
+{
+	if (!ukpa_active())
+		return;
+	ukpa_busy++;
+	end_image(UKP_END_EXIT);
+	out_fd = -1;
+	ukpa_busy--;
+}
+
 void ukpa_before_exec(void)
 {
 	if (!ukpa_active())

@@ -130,6 +130,8 @@ void ukpa_before_exec(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
+/* [init] Before a signal's default action ends the process (script.c). */
+void ukpa_end_before_signal(void);
 void ukpa_after_failed_exec(void);
 /* [init] The environment an exec'd program gets with -f: envp with our
  * variables put back where the program removed them. Writes into

@@ -48,10 +48,14 @@ static UKPA_TLS unsigned my_generation;
 
 /* interval probes: a thread started with the script (before any probe is
  * in place: glibc starts a thread with every signal blocked), which runs
- * them once BEGIN has */
+ * them once BEGIN has; it also ends the image when SIGINT or SIGTERM
+ * came (see on_signal) */
 static pthread_t timer;
 static bool timer_exists;
 static _Atomic int timer_state;   /* 0 waits, 1 runs the intervals, 2 ends */
+static _Atomic int pending_signal;
+static pid_t owner;               /* the process the script is loaded in */
+static bool launched;             /* not attached: the signals are ours to watch */
 
 static uint64_t mono_ms(void)
 {
@@ -78,8 +82,21 @@ static void *timer_main(void *arg)
 	for (i = 0; i < n; i++)
 		next[i] = now + d->interval_ms[i];
 	while (atomic_load(&timer_state) == 1) {
-		struct timespec step = { 0, 1000000 };
+		/* intervals to the millisecond; a signal within 20 ms */
+		struct timespec step = { 0, n ? 1000000 : 20000000 };
+		int sig = atomic_load(&pending_signal);
 
+		if (sig) {
+			struct sigaction dfl;
+
+			/* END and the maps, then the signal's default action */
+			ukpa_end_before_signal();
+			memset(&dfl, 0, sizeof(dfl));
+			dfl.sa_handler = SIG_DFL;
+			sigaction(sig, &dfl, NULL);
+			kill(getpid(), sig);
+			return NULL;
+		}
 		now = mono_ms();
 		for (i = 0; i < n; i++)
 			if (now >= next[i]) {
@@ -91,12 +108,53 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
+/* [signal] SIGINT or SIGTERM whose action was the default (the end of the
+ * process): the timer thread ends the image first (END, the maps), then
+ * takes the default action. In another process (a forked child, which
+ * the script does not trace), the default action now. */
+static void on_signal(int sig)
+{
+	if ((pid_t)syscall(SYS_getpid) != owner) {
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigaction(sig, &dfl, NULL);
+		kill((pid_t)syscall(SYS_getpid), sig);
+		return;
+	}
+	atomic_store(&pending_signal, sig);
+}
+
+/* [init] Watch SIGINT and SIGTERM where the program leaves them to their
+ * default action (a handler it sets later replaces ours). */
+static void watch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	size_t i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old, sa;
+
+		if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 static int timer_start(void)
 {
 	sigset_t all, old;
 	int ret;
 
-	if (!desc->nintervals)
+	owner = getpid();
+	/* attached, the session ends by ukprobe's DETACH */
+	launched = !ukpa_attached;
+	if (!desc->nintervals && !launched)
 		return 0;
 	/* no signal handler of the program runs on it */
 	sigfillset(&all);
@@ -121,7 +179,9 @@ static void timer_end(void)
 	if (!timer_exists)
 		return;
 	atomic_store(&timer_state, 2);
-	pthread_join(timer, NULL);
+	/* the timer thread ends the image itself for a signal */
+	if (!pthread_equal(pthread_self(), timer))
+		pthread_join(timer, NULL);
 	timer_exists = false;
 }
 
@@ -222,6 +282,9 @@ void ukpa_script_begin(void)
 {
 	if (!desc)
 		return;
+	/* before START: from then on ukprobe's user may press Ctrl-C */
+	if (launched)
+		watch_signals();
 	ukpa_script_send(UKP_SCRIPT_START, ukpa_probes_count(), NULL, 0);
 	desc->begin();
 	atomic_store(&timer_state, 1);

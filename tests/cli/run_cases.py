@@ -11,6 +11,7 @@ scripts on Debian's sqlite3 and python3.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -281,6 +282,26 @@ def case_run_full_map():
     check(r.returncode == 0 and "\n@i: 5000\n" in r.stdout and m and 3000 < len(keys) <= 4096 and
           len(keys) + int(m[1]) == 5000, "entries + drops = 5000 updates", show(r))
     check([int(k) for k in keys] == sorted(int(k) for k in keys), "equal counts by key")
+
+
+def case_run_signal():
+    """A program ended by SIGINT (Ctrl-C) or SIGTERM that leaves them to
+    their default action: END runs and the maps are printed first, then
+    the program ends by the signal."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        u = subprocess.Popen([os.environ["UKPROBE"], "run", "-e",
+                              "uprobe:libc:clock_nanosleep { @n = count(); } "
+                              'END { printf("end\\n"); }', "--", "sleep", "30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = u.stdout.readline()
+        with open("/proc/%d/task/%d/children" % (u.pid, u.pid)) as f:
+            child = int(f.read().split()[0])
+        os.kill(child, sig)
+        out, err = u.communicate(timeout=60)
+        check(first == "Attaching 2 probes...\n" and u.returncode == 128 + sig and
+              re.fullmatch(r"end\n\n\n(@n: [12])?\n", out) and err == "",
+              "END and the maps before the end by %s" % sig.name,
+              "rc=%s\n%s%s\n%s" % (u.returncode, first, out, err))
 
 
 def bpftrace_attaches():
