@@ -1023,7 +1023,8 @@ int ukpa_probes_setup(void)
 	int i, failed = 0;
 
 	pthread_mutex_lock(&probes_lock);
-	if (want_stacks)
+	/* a script may take ustacks */
+	if (want_stacks || ukpa_script_loaded())
 		ukpa_unwind_refresh();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
@@ -1083,7 +1084,8 @@ void ukpa_probes_refresh(void)
 	int i;
 
 	pthread_mutex_lock(&probes_lock);
-	if (want_stacks)
+	/* a script may take ustacks */
+	if (want_stacks || ukpa_script_loaded())
 		ukpa_unwind_refresh();
 	/* the library notices unloaded objects when it is next entered: a
 	 * look-up (of nothing) enters it */

@@ -32,6 +32,10 @@
 static const struct ukp_script_desc *desc;
 static void *handle;              /* its dlopen() handle */
 static char *set_path;            /* ukpa_script_set_path's */
+/* addresses whose symbol went to ukprobe (ukpa_script_sym): an
+ * open-addressing set, grown by doubling */
+static uint64_t *syms_sent;
+static size_t syms_cap, syms_n;
 
 struct block {
 	_Atomic int state;        /* 0 free, 1 being set up, 2 a thread's */
@@ -213,6 +217,10 @@ static void forget(void)
 		}
 	atomic_fetch_add(&generation, 1);
 	atomic_store(&no_block, 0);
+	/* a new session: ukprobe knows no symbol of it yet */
+	free(syms_sent);
+	syms_sent = NULL;
+	syms_cap = syms_n = 0;
 	if (handle)
 		dlclose(handle);
 	handle = NULL;
@@ -382,6 +390,44 @@ EXPORT int ukpa_script_send(uint32_t kind, uint32_t arg, const void *data, uint3
 	if (len)
 		memcpy(h + 1, data, len);
 	return ukpa_send(buf, h->len);
+}
+
+
+static bool sym_add(uint64_t addr)
+{
+	size_t i;
+
+	if (2 * (syms_n + 1) > syms_cap) {
+		size_t cap = syms_cap ? 2 * syms_cap : 1024, j;
+		uint64_t *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return true;
+		for (j = 0; j < syms_cap; j++) {
+			if (!syms_sent[j])
+				continue;
+			for (i = (syms_sent[j] * 0x9e3779b97f4a7c15ULL) & (cap - 1); t[i];
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = syms_sent[j];
+		}
+		free(syms_sent);
+		syms_sent = t;
+		syms_cap = cap;
+	}
+	for (i = (addr * 0x9e3779b97f4a7c15ULL) & (syms_cap - 1); syms_sent[i];
+	     i = (i + 1) & (syms_cap - 1))
+		if (syms_sent[i] == addr)
+			return false;
+	syms_sent[i] = addr;
+	syms_n++;
+	return true;
+}
+
+EXPORT void ukpa_script_sym(uint64_t addr)
+{
+	if (addr && sym_add(addr))
+		ukpa_send_sym(addr);
 }
 
 EXPORT void *ukpa_script_block(uint32_t i)

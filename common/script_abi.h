@@ -89,5 +89,12 @@ void ukpa_script_emit(const struct kprobe *kp, int ret, const void *data, uint32
 int ukpa_script_send(uint32_t kind, uint32_t arg, const void *data, uint32_t len);
 /* [init] Thread i's block, or NULL (i < UKP_SCRIPT_THREADS). */
 void *ukpa_script_block(uint32_t i);
+/* [hit] ustack: the user stack of this hit of kp (ret: a uretprobe's,
+ * which returns to retaddr), at most max return addresses into frames;
+ * how many. */
+int ukpa_script_ustack(const struct kprobe *kp, int ret, uint64_t retaddr,
+		       const struct pt_regs *regs, uint64_t *frames, int max);
+/* [init] addr's symbol to ukprobe (UKPM_SYM), once. */
+void ukpa_script_sym(uint64_t addr);
 
 #endif /* UKPROBE_SCRIPT_ABI_H */

@@ -205,7 +205,7 @@ def case_run_vector_free():
               '@s = stats(arg1); @l = lhist(arg1, 0, 10, 2); } '
               'uprobe:TGT:pause_us { @t[tid] = nsecs; } '
               'uretprobe:TGT:pause_us /@t[tid]/ { @h = hist(nsecs - @t[tid]); delete(@t[tid]); '
-              '@c[cpu >= 0, pid, elapsed > 0] = count(); }').replace("TGT", TGT)
+              '@c[cpu >= 0, pid, elapsed > 0] = count(); @u[ustack] = count(); }').replace("TGT", TGT)
     r = ukprobe(["run", "-e", script, "--", TGT], env=env)
     check(r.returncode == 0 and "@h: " in r.stdout, "the script runs", show(r))
     check("state saved" not in r.stderr and "vector state" not in r.stderr,
@@ -302,6 +302,25 @@ def case_run_signal():
               re.fullmatch(r"end\n\n\n(@n: [12])?\n", out) and err == "",
               "END and the maps before the end by %s" % sig.name,
               "rc=%s\n%s%s\n%s" % (u.returncode, first, out, err))
+
+
+def case_run_ustack():
+    """@[ustack] = count(): the stacks of uprobes and uretprobes, as map
+    keys, as bpftrace prints them (sym+offset, indented by 4); the frames
+    are those of ukprobe trace's stacktrace trigger (.eh_frame: through
+    libc, which has no frame pointers)."""
+    t = ukprobe(["trace", "-e", "p %s:work" % TGT, "--trigger", "stacktrace:1", "--", TGT])
+    truth = re.findall(r"^ => (\S+)\+0x([0-9a-f]+)", t.stdout, re.M)
+    check(t.returncode == 0 and len(truth) >= 3 and truth[1][0] == "main",
+          "the trigger's stack", show(t))
+    frames = "".join("    %s+%d\n" % (f, int(off, 16)) for f, off in truth)
+    r = run_script("uprobe:TGT:work /arg0 < 3/ { @[ustack] = count(); } "
+                   "uretprobe:TGT:tag { @r[ustack(1), retval > 100] = count(); }", "2")
+    main_ret = re.search(r"^@r\[\n    main\+(\d+)\n, 0\]: 6\n@r\[\n    main\+\1\n, 1\]: 6\n$",
+                         r.stdout, re.M)
+    check(r.returncode == 0 and r.stdout.startswith("Attaching 2 probes...\n\n\n@[\n" + frames +
+                                                    "]: 6\n") and main_ret,
+          "the stacks", "want first:\n@[\n" + frames + "]: 6", show(r))
 
 
 def bpftrace_attaches():

@@ -61,7 +61,11 @@ static int key(struct gen *g, const struct node *n)
 
 	fprintf(g->out, "uint64_t k%d[%d] = { 0 }; ", t, m->kw ? m->kw : 1);
 	for (i = 0; i < n->nargs; i++) {
-		if (m->keys[i] == TY_STR) {
+		if (m->keys[i] == TY_STACK) {
+			/* [count, frames...] */
+			fprintf(g->out, "k%d[%d] = (uint64_t)ukpa_script_ustack(c->kp, c->ret, c->retaddr, "
+				"c->regs, k%d + %d, %d); ", t, o, t, o + 1, (int)n->args[i]->ival);
+		} else if (m->keys[i] == TY_STR) {
 			fprintf(g->out, "rt_put_str(k%d + %d, ", t, o);
 			expr(g, n->args[i]);
 			fputs("); ", g->out);
@@ -447,8 +451,16 @@ static void maps(struct gen *g)
 				   "\t\tif (b)\n\t\t\tfn((uint64_t *)(void *)(b + %llu), arg);\n\t}\n}\n",
 				(unsigned long long)map_off(sc, i), (unsigned long long)map_off(sc, i));
 		}
-		fprintf(o, "static void rt_dump%d(uint64_t *t, int arg)\n{\n\t(void)arg;\n"
-			   "\trt_dump_table(%d, t, %d, %d);\n}\n", i, i, CAP, esz(m));
+		fprintf(o, "static void rt_dump%d(uint64_t *t, int arg)\n{\n\t(void)arg;\n", i);
+		{
+			/* ustack keys: their frames' symbols go to ukprobe first */
+			int k, at = 0;
+
+			for (k = 0; k < m->nkeys; at += type_words(m->keys[k]), k++)
+				if (m->keys[k] == TY_STACK)
+					fprintf(o, "\trt_stack_syms(t, %d, %d, %d);\n", CAP, esz(m), 1 + at);
+		}
+		fprintf(o, "\trt_dump_table(%d, t, %d, %d);\n}\n", i, CAP, esz(m));
 		fprintf(o, "static void rt_clear%d(uint64_t *t, int zero)\n{\n"
 			   "\trt_clear_table(t, %d, %d, %d, zero);\n}\n", i, CAP, esz(m), m->kw);
 		fprintf(o, "static void rt_send_map%d(void)\n{\n"
@@ -502,6 +514,7 @@ static void handlers(struct gen *g)
 				   "\tstruct rt_ctx c;\n\tchar *T = ukpa_script_thread();\n\n"
 				   "\tif (!T || rt_stopped)\n\t\treturn 0;\n"
 				   "\tc.T = T;\n\tc.regs = regs;\n\tc.kp = kp;\n\tc.ret = 0;\n"
+				   "\tc.retaddr = 0;\n"
 				   "\tc.init = 0;\n\tc.probe = %d;\n\tblk%d(&c);\n\treturn 0;\n}\n",
 				p->spec, i, p->block);
 		else if (p->type == P_URETPROBE)
@@ -510,6 +523,7 @@ static void handlers(struct gen *g)
 				   "\tchar *T = ukpa_script_thread();\n\n"
 				   "\tif (!T || rt_stopped || !(rp = get_kretprobe(ri)))\n\t\treturn 0;\n"
 				   "\tc.T = T;\n\tc.regs = regs;\n\tc.kp = &rp->kp;\n\tc.ret = 1;\n"
+				   "\tc.retaddr = (uint64_t)(uintptr_t)ri->ret_addr;\n"
 				   "\tc.init = 0;\n\tc.probe = %d;\n\tblk%d(&c);\n\treturn 0;\n}\n",
 				p->spec, i, p->block);
 	}
@@ -526,6 +540,7 @@ static void handlers(struct gen *g)
 	/* BEGIN, END: the init block as the thread's */
 	fputs("static void init_ctx(struct rt_ctx *c, uint32_t probe)\n{\n"
 	      "\tc->T = (char *)rt_init_block;\n\tc->regs = 0;\n\tc->kp = 0;\n\tc->ret = 0;\n"
+	      "\tc->retaddr = 0;\n"
 	      "\tc->init = 1;\n\tc->probe = probe;\n}\n", o);
 	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n"
 	      "\tstruct ukp_script_thread *t = (struct ukp_script_thread *)(void *)rt_init_block;\n\n"

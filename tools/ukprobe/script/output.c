@@ -34,6 +34,7 @@ struct script_out {
 };
 
 #define NAMED (1ULL << 63)
+#define STACK_TEXT 20000             /* a ustack's text: 32 frames of names */
 
 struct script_out *script_out_new(const struct script *sc, FILE *out)
 {
@@ -97,14 +98,49 @@ static void probe_text(const struct script_out *o, const struct ukp_image *img, 
 		 pi && pi->object ? pi->object : p->obj, pi && pi->func_name ? pi->func_name : p->func);
 }
 
+/* a frame of a ustack, as bpftrace's: "sym+OFFSET" (decimal), or the
+ * address */
+static void frame_text(const struct ukp_image *img, uint64_t addr, char *buf, size_t len)
+{
+	char tmp[32];
+	const char *t = img ? ukp_image_addr(img, addr, tmp, sizeof(tmp)) : "";
+	const char *slash = strchr(t, '/'), *plus = NULL, *q;
+
+	for (q = t; slash && q < slash; q++)
+		if (*q == '+')
+			plus = q;
+	if (t[0] != '[' && plus && plus > t && !strncmp(plus, "+0x", 3))
+		snprintf(buf, len, "%.*s+%lu", (int)(plus - t), t, strtoul(plus + 3, NULL, 16));
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
+}
+
+static void stack_text(const struct ukp_image *img, const uint64_t *w, char *buf, size_t len)
+{
+	size_t at = 0;
+	uint64_t i;
+
+	at += (size_t)snprintf(buf, len, "\n");
+	for (i = 0; i < w[0] && i < USTACK_MAX && at < len; i++) {
+		char f[512];
+
+		frame_text(img, w[1 + i], f, sizeof(f));
+		/* a map key's stack: indented by 4, as bpftrace's */
+		at += (size_t)snprintf(buf + at, len - at, "    %s\n", f);
+	}
+}
+
 /* a value of type t at w, as text */
 static void value_text(const struct script_out *o, const struct ukp_image *img, enum type t,
 		       const uint64_t *w, char *buf, size_t len)
 {
 	if (t == TY_STR)
 		snprintf(buf, len, "%.64s", (const char *)w);
-	else if ((t == TY_SYM || t == TY_PROBE) && (w[0] & NAMED) && (w[0] & ~NAMED) < o->nnames)
+	else if ((t == TY_SYM || t == TY_PROBE || t == TY_STACK) && (w[0] & NAMED) &&
+		 (w[0] & ~NAMED) < o->nnames)
 		snprintf(buf, len, "%s", o->names[w[0] & ~NAMED]);
+	else if (t == TY_STACK)
+		stack_text(img, w, buf, len);
 	else if (t == TY_SYM)
 		sym_text(img, w[0], buf, len);
 	else if (t == TY_PROBE)
@@ -191,7 +227,7 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 
 struct row {
 	const uint64_t *e;        /* key words, then value words */
-	char key[512];            /* "[k1, k2]" or "" */
+	char *key;                /* "[k1, k2]" or "" */
 	int64_t sort;             /* what bpftrace sorts by */
 };
 
@@ -411,16 +447,18 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 		size_t at = 0;
 		int o_ = 0;
 
+		r->key = calloc(1, m->nkeys ? (size_t)m->nkeys * (STACK_TEXT + 2) + 2 : 1);
+		if (!r->key) {
+			ukp_err("out of memory");
+			exit(UKP_EXIT_FAIL);
+		}
 		if (m->nkeys) {
 			r->key[at++] = '[';
 			for (k = 0; k < m->nkeys; k++) {
-				char text[300];
+				char text[STACK_TEXT];
 
 				value_text(o, img, m->keys[k], r->e + o_, text, sizeof(text));
-				at += (size_t)snprintf(r->key + at, sizeof(r->key) - at, "%s%s",
-						       k ? ", " : "", text);
-				if (at >= sizeof(r->key) - 2)
-					at = sizeof(r->key) - 2;
+				at += (size_t)sprintf(r->key + at, "%s%s", k ? ", " : "", text);
 				o_ += type_words(m->keys[k]);
 			}
 			r->key[at++] = ']';
@@ -489,13 +527,15 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 	fputc('\n', o->out);
 	if (m->vk == V_STATS || m->vk == V_AVG)
 		fputc('\n', o->out);
+	for (i = 0; i < n; i++)
+		free(rows[i].key);
 	free(rows);
 }
 
 /* w (a func or probe value of img) as NAMED | its name's index */
 static void name_value(struct script_out *o, const struct ukp_image *img, enum type t, uint64_t *w)
 {
-	char text[300];
+	char text[STACK_TEXT];
 	size_t i;
 
 	value_text(o, img, t, w, text, sizeof(text));
@@ -510,6 +550,9 @@ static void name_value(struct script_out *o, const struct ukp_image *img, enum t
 		o->nnames++;
 	}
 	*w = NAMED | i;
+	/* a stack's frames: equal stacks are one key now */
+	if (t == TY_STACK)
+		memset(w + 1, 0, USTACK_MAX * 8);
 }
 
 static void name_entries(struct script_out *o, const struct ukp_image *img,
@@ -520,7 +563,7 @@ static void name_entries(struct script_out *o, const struct ukp_image *img,
 
 	for (j = 0; j < n; j++, e += m->kw + m->vw) {
 		for (k = 0, at = 0; k < m->nkeys; at += type_words(m->keys[k]), k++)
-			if (m->keys[k] == TY_SYM || m->keys[k] == TY_PROBE)
+			if (m->keys[k] == TY_SYM || m->keys[k] == TY_PROBE || m->keys[k] == TY_STACK)
 				name_value(o, img, m->keys[k], e + at);
 		if (m->vk == V_SYM || m->vk == V_PROBE)
 			name_value(o, img, m->vk == V_SYM ? TY_SYM : TY_PROBE, e + m->kw);

@@ -24,6 +24,7 @@
 #include "script_abi.h"
 
 #define RT_PROBES 128             /* the longest probe sequence of a look-up */
+#define USTACK_WORDS 32           /* a ustack key's frames (ukprobe's USTACK_MAX) */
 #define RT_EMPTY 0
 #define RT_USED 1
 #define RT_DELETED 2
@@ -42,6 +43,7 @@ struct rt_ctx {
 	struct pt_regs *regs;     /* NULL in BEGIN and END */
 	struct kprobe *kp;
 	int ret;                  /* a uretprobe's */
+	uint64_t retaddr;         /* a uretprobe's: where its function returns to */
 	int init;                 /* BEGIN, END */
 	uint32_t probe;           /* the script's probe index */
 };
@@ -323,6 +325,23 @@ static void rt_dump_table(uint32_t map, const uint64_t *tab, uint32_t cap, uint3
 	}
 	if (n)
 		ukpa_script_send(UKP_SCRIPT_MAP, map, buf, n * (esz - 1) * 8);
+}
+
+/* [init] The frames of the ustack at word off of every entry: their
+ * symbols to ukprobe (once each) */
+static void rt_stack_syms(const uint64_t *tab, uint32_t cap, uint32_t esz, uint32_t off)
+{
+	uint32_t i;
+	uint64_t j;
+
+	for (i = 0; i < cap; i++) {
+		const uint64_t *e = tab + (size_t)i * esz;
+
+		if (e[0] != RT_USED)
+			continue;
+		for (j = 0; j < e[off] && j < USTACK_WORDS; j++)
+			ukpa_script_sym(e[off + 1 + j]);
+	}
 }
 
 /* [init] clear(), zero() */

@@ -26,7 +26,10 @@ struct token {
 };
 
 /* ------------------------------------------------------------ types */
-enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE };
+enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK };
+
+/* ustack: a count and this many return addresses (ustack(N): N of them) */
+#define USTACK_MAX 32
 
 /* how a map holds its values */
 enum vkind {

@@ -33,7 +33,7 @@ static void err(struct checker *ck, const struct node *n, const char *fmt, const
 
 int type_words(enum type t)
 {
-	return t == TY_STR ? 8 : 1;
+	return t == TY_STR ? 8 : t == TY_STACK ? 1 + USTACK_MAX : 1;
 }
 
 int value_words(const struct mapinfo *m)
@@ -60,7 +60,7 @@ static const char *const vk_names[] = {
 	"hist", "lhist",
 };
 
-static const char *const type_names[] = { "none", "int64", "string", "usym", "probe" };
+static const char *const type_names[] = { "none", "int64", "string", "usym", "probe", "ustack" };
 
 static struct mapinfo *map_of(struct checker *ck, const char *name)
 {
@@ -130,7 +130,7 @@ static enum type builtin(struct checker *ck, struct node *n)
 {
 	static const char *const kernel[] = {
 		"kstack", "ksym", "kaddr", "curtask", "cgroup", "ctx", "jiffies", "args", "sarg0",
-		"sarg1", "sarg2", "sarg3", "sarg4", "sarg5", "username", "ustack", "rand",
+		"sarg1", "sarg2", "sarg3", "sarg4", "sarg5", "username", "rand",
 	};
 	const char *b = n->name;
 	size_t i;
@@ -164,6 +164,12 @@ static enum type builtin(struct checker *ck, struct node *n)
 	}
 	if (!strcmp(b, "probe"))
 		return TY_PROBE;
+	if (!strcmp(b, "ustack")) {
+		if (ck->blk->init)
+			err(ck, n, "ustack can only be used in uprobes and uretprobes%s%s", NULL, NULL);
+		n->ival = USTACK_MAX;
+		return TY_STACK;
+	}
 	for (i = 0; i < sizeof(kernel) / sizeof(kernel[0]); i++)
 		if (!strcmp(b, kernel[i])) {
 			err(ck, n, "the %s builtin is not available in ukprobe run: it traces user "
@@ -188,6 +194,19 @@ static bool is_agg(const char *f)
 
 static enum type call_expr(struct checker *ck, struct node *n)
 {
+	if (!strcmp(n->name, "ustack")) {
+		/* ustack(N): N frames at most */
+		if (n->nargs != 1 || n->args[0]->k != N_INT || n->args[0]->ival < 1 ||
+		    n->args[0]->ival > USTACK_MAX) {
+			err(ck, n, "ustack(N): N from 1 to 32 in ukprobe run (no perf mode)%s%s",
+			    NULL, NULL);
+			return TY_NONE;
+		}
+		if (ck->blk->init)
+			err(ck, n, "ustack can only be used in uprobes and uretprobes%s%s", NULL, NULL);
+		n->ival = n->args[0]->ival;
+		return TY_STACK;
+	}
 	if (!strcmp(n->name, "str")) {
 		if (n->nargs < 1 || n->nargs > 2) {
 			err(ck, n, "str() takes one or two arguments%s%s", NULL, NULL);
@@ -208,7 +227,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 		err(ck, n, "%s() is a statement: it has no value%s", n->name, NULL);
 		return TY_NONE;
 	}
-	if (!strcmp(n->name, "kstack") || !strcmp(n->name, "ustack") ||
+	if (!strcmp(n->name, "kstack") ||
 	    !strcmp(n->name, "ksym") || !strcmp(n->name, "usym") ||
 	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") || !strcmp(n->name, "buf") ||
 	    !strcmp(n->name, "time") || !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
@@ -271,7 +290,8 @@ static enum type expr(struct checker *ck, struct node *n)
 		b = expr(ck, n->b);
 		if (ck->err)
 			return TY_NONE;
-		if ((!strcmp(n->op, "==") || !strcmp(n->op, "!=")) && a == b && a != TY_NONE)
+		if ((!strcmp(n->op, "==") || !strcmp(n->op, "!=")) && a == b && a != TY_NONE &&
+		    a != TY_STACK)
 			return n->ty = TY_INT;
 		if (a != TY_INT || b != TY_INT)
 			err(ck, n, "Type mismatch for '%s': comparing '%s' with another type", n->op,
@@ -281,7 +301,7 @@ static enum type expr(struct checker *ck, struct node *n)
 		a = expr(ck, n->a);
 		b = expr(ck, n->b);
 		c = expr(ck, n->c);
-		if (!ck->err && (a != TY_INT || b != c))
+		if (!ck->err && (a != TY_INT || b != c || b == TY_STACK))
 			err(ck, n, "Ternary operator: the condition is an integer and both branches "
 				"have one type%s%s", NULL, NULL);
 		return n->ty = b;
@@ -335,6 +355,11 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 			if (f.nargs + first >= n->nargs) {
 				err(ck, n, "printf: Not enough arguments for format string%s%s", NULL,
 				    NULL);
+				return;
+			}
+			if (n->args[f.nargs + first]->ty == TY_STACK) {
+				err(ck, n->args[f.nargs + first], "ustack in printf is not supported by "
+				    "ukprobe run: use it as a map key (@[ustack] = count())%s%s", NULL, NULL);
 				return;
 			}
 			if (*p == 's' && n->args[f.nargs + first]->ty != TY_INT)
@@ -461,6 +486,11 @@ static void assign(struct checker *ck, struct node *s)
 	ty = expr(ck, v);
 	if (ck->err)
 		return;
+	if (ty == TY_STACK) {
+		err(ck, v, "ustack is a map key in ukprobe run (@[ustack] = count()), not a value%s%s",
+		    NULL, NULL);
+		return;
+	}
 	if (strcmp(s->op, "=") && ty != TY_INT) {
 		err(ck, s, "'%s' needs integers%s", s->op, NULL);
 		return;
@@ -524,7 +554,9 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "print() takes one argument%s%s", NULL, NULL);
 			return;
 		}
-		expr(ck, n->args[0]);
+		if (expr(ck, n->args[0]) == TY_STACK && !ck->err)
+			err(ck, n, "print(ustack) is not supported by ukprobe run: use it as a map key%s%s",
+			    NULL, NULL);
 		if (!ck->err)
 			printf_check(ck, n, 0, true);
 	} else if (!strcmp(f, "delete")) {
