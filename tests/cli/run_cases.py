@@ -323,6 +323,19 @@ def case_run_ustack():
           "the stacks", "want first:\n@[\n" + frames + "]: 6", show(r))
 
 
+def case_run_time():
+    """time(): the local time when ukprobe prints the record (bpftrace
+    formats it so too), by default %H:%M:%S and a newline."""
+    import time as _time
+    before = _time.localtime()
+    r = run_script('BEGIN { time(); time("%Y|\\n"); } uprobe:TGT:tag /arg1 == 0/ { time("t %Y\\n"); }',
+                   "1")
+    m = re.fullmatch(r"Attaching 2 probes\.\.\.\n(\d\d):(\d\d):(\d\d)\n(\d{4})\|\nt (\d{4})\n\n\n",
+                     r.stdout)
+    check(r.returncode == 0 and m and int(m[4]) >= before.tm_year and m[4] == m[5] and
+          int(m[1]) < 24, "time()'s lines", show(r))
+
+
 def bpftrace_attaches():
     bt = shutil.which("bpftrace")
     if not bt:

@@ -371,6 +371,8 @@ static void call(struct gen *g, const struct node *n)
 		fprintf(o, "rt_print_map%d();\n", n->args[0]->map->id);
 	} else if (!strcmp(n->name, "print")) {
 		record(g, n, 0);
+	} else if (!strcmp(n->name, "time")) {
+		record(g, n, 0);
 	} else if (!strcmp(n->name, "exit")) {
 		fputs("rt_stopped = 1;\n", o);
 	} else if (!strcmp(n->name, "delete")) {

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "script.h"
@@ -163,6 +164,15 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 	if (w[0] >= (uint64_t)o->sc->nfmts)
 		return;
 	f = &o->sc->fmts[w[0]];
+	if (f->time) {
+		char text[256];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		if (localtime_r(&t, &tm) && strftime(text, sizeof(text), f->text, &tm))
+			fputs(text, o->out);
+		return;
+	}
 	if (f->print) {
 		char text[300];
 

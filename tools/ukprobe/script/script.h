@@ -100,6 +100,7 @@ struct fmt {
 	int nargs;
 	enum type *types;
 	bool print;               /* print(value): the value and a newline */
+	bool time;                /* time(): text is strftime's format */
 };
 
 struct script {

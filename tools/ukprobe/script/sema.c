@@ -223,6 +223,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 		return TY_NONE;
 	}
 	if (!strcmp(n->name, "printf") || !strcmp(n->name, "print") || !strcmp(n->name, "exit") ||
+	    !strcmp(n->name, "time") ||
 	    !strcmp(n->name, "delete") || !strcmp(n->name, "clear") || !strcmp(n->name, "zero")) {
 		err(ck, n, "%s() is a statement: it has no value%s", n->name, NULL);
 		return TY_NONE;
@@ -230,7 +231,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 	if (!strcmp(n->name, "kstack") ||
 	    !strcmp(n->name, "ksym") || !strcmp(n->name, "usym") ||
 	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") || !strcmp(n->name, "buf") ||
-	    !strcmp(n->name, "time") || !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
+	    !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
 	    !strcmp(n->name, "signal") || !strcmp(n->name, "override")) {
 		err(ck, n, "%s() is not supported by ukprobe run%s", n->name, NULL);
 		return TY_NONE;
@@ -537,6 +538,22 @@ static void stmt_call(struct checker *ck, struct node *n)
 			expr(ck, n->args[i]);
 		if (!ck->err)
 			printf_check(ck, n, 1, false);
+	} else if (!strcmp(f, "time")) {
+		/* formatted by ukprobe when it prints the record, as bpftrace
+		 * does: the time then */
+		struct fmt t = { 0 };
+
+		if (n->nargs > 1 || (n->nargs == 1 && n->args[0]->k != N_STR)) {
+			err(ck, n, "time() takes a strftime format string, or nothing%s%s", NULL, NULL);
+			return;
+		}
+		t.text = strdup(n->nargs ? n->args[0]->name : "%H:%M:%S\n");
+		t.time = true;
+		ck->sc->fmts = realloc(ck->sc->fmts, (size_t)(ck->sc->nfmts + 1) * sizeof(*ck->sc->fmts));
+		n->fmt = ck->sc->nfmts;
+		ck->sc->fmts[ck->sc->nfmts++] = t;
+		if (!ck->blk->init && ck->sc->out_max < 8)
+			ck->sc->out_max = 8;
 	} else if (!strcmp(f, "exit")) {
 		if (n->nargs)
 			err(ck, n, "exit() takes no argument%s%s", NULL, NULL);
