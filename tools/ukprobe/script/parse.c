@@ -386,9 +386,13 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 	p.col = col;
 	p.end = end;
 	p.block = sc->nblocks;
-	p.text = strdup(text);
 	if (!strcmp(text, "BEGIN") || !strcmp(text, "END")) {
 		p.type = text[0] == 'B' ? P_BEGIN : P_END;
+	} else if (!colon) {
+		script_error(sc, p.line, col, end,
+			     "probe '%s' is not supported: ukprobe run traces user space (uprobe, "
+			     "uretprobe, BEGIN, END, interval)", text);
+		return -1;
 	} else if ((tl == 8 && !strncmp(text, "interval", 8)) || (tl == 1 && text[0] == 'i')) {
 		char unit[8] = "";
 		long n = 0;
@@ -423,6 +427,7 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 			     "(uprobe, uretprobe, BEGIN, END, interval)", (int)tl, text);
 		return -1;
 	}
+	p.text = strdup(text);
 	sc->probes = realloc(sc->probes, (size_t)(sc->nprobes + 1) * sizeof(*sc->probes));
 	sc->probes[sc->nprobes++] = p;
 	return 0;

@@ -154,6 +154,9 @@ int script_gen(const struct script *sc, FILE *out);
 char *script_build(const struct script *sc, char **dir);
 void script_cleanup(char *dir);
 
+/* free.c: everything the stages allocated (not src, not params) */
+void script_free(struct script *sc);
+
 int value_words(const struct mapinfo *m);
 int type_words(enum type t);
 
