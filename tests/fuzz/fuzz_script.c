@@ -3,10 +3,9 @@
  * fuzz_script.c - libFuzzer target for `ukprobe run`'s script compiler
  * (tools/ukprobe/script/): the input is a script's text; it is parsed,
  * checked and, when it checks, translated to C. Nothing may read or write
- * out of bounds or hit undefined behaviour, whatever the text. (Leaks are
- * not checked: ukprobe compiles one script and exits, and a parse that
- * fails keeps its partial tree; script_free() frees what a script holds,
- * so that a run of the fuzzer stays small.)
+ * out of bounds, leak (script_free() frees every allocation of the
+ * stages, a failed parse's partial tree too), recurse without bound, or
+ * hit undefined behaviour, whatever the text.
  * Built and run by scripts/fuzz.sh.
  */
 #include <stdint.h>

@@ -51,14 +51,14 @@ void lex_init(struct lexer *lx, struct script *sc)
 	lx->col = 1;
 	lx->err = false;
 	/* the lines, for error reports */
-	copy = strdup(sc->src);
+	copy = sc_strdup(sc, sc->src);
 	sc->nlines = 0;
 	sc->lines = NULL;
 	for (s = copy; s; s = nl ? nl + 1 : NULL) {
 		nl = strchr(s, '\n');
 		if (nl)
 			*nl = '\0';
-		sc->lines = realloc(sc->lines, (size_t)(sc->nlines + 1) * sizeof(*sc->lines));
+		sc->lines = sc_realloc(sc, sc->lines, (size_t)(sc->nlines + 1) * sizeof(*sc->lines));
 		sc->lines[sc->nlines++] = s;
 	}
 }

@@ -12,13 +12,18 @@
 struct parser {
 	struct lexer lx;
 	struct script *sc;
-	int pred_depth;           /* in a predicate at paren depth 0: '/' ends it */
-	bool in_pred;
+	bool in_pred;             /* in a predicate, outside parentheses: '/' ends it */
+	int depth;                /* nesting of expressions and blocks */
 };
+
+/* deeper nesting is refused, so that the recursion's stack stays small */
+#define MAX_DEPTH 200
+
+static bool deeper(struct parser *ps);
 
 static struct node *node(struct parser *ps, enum nkind k)
 {
-	struct node *n = calloc(1, sizeof(*n));
+	struct node *n = sc_alloc(ps->sc, sizeof(*n));
 
 	n->k = k;
 	n->line = ps->lx.cur.line;
@@ -61,9 +66,9 @@ static bool expect(struct parser *ps, const char *punct)
 
 static struct node *expr(struct parser *ps);
 
-static void add_arg(struct node *n, struct node *a)
+static void add_arg(struct parser *ps, struct node *n, struct node *a)
 {
-	n->args = realloc(n->args, (size_t)(n->nargs + 1) * sizeof(*n->args));
+	n->args = sc_realloc(ps->sc, n->args, (size_t)(n->nargs + 1) * sizeof(*n->args));
 	n->args[n->nargs++] = a;
 }
 
@@ -79,7 +84,7 @@ static void arg_list(struct parser *ps, struct node *n, const char *close)
 
 			if (!a)
 				break;
-			add_arg(n, a);
+			add_arg(ps, n, a);
 			if (!lex_is(&ps->lx, ","))
 				break;
 			lex_next(&ps->lx);
@@ -103,7 +108,7 @@ static struct node *primary(struct parser *ps)
 		return n;
 	case T_STR:
 		n = node(ps, N_STR);
-		n->name = strdup(t->text);
+		n->name = sc_strdup(ps->sc, t->text);
 		lex_next(&ps->lx);
 		return n;
 	case T_POS: {
@@ -120,19 +125,19 @@ static struct node *primary(struct parser *ps)
 			n->ival = 0;
 		} else {
 			n = node(ps, N_STR);
-			n->name = strdup(v);
+			n->name = sc_strdup(ps->sc, v);
 		}
 		lex_next(&ps->lx);
 		return n;
 	}
 	case T_VAR:
 		n = node(ps, N_VAR);
-		n->name = strdup(t->text);
+		n->name = sc_strdup(ps->sc, t->text);
 		lex_next(&ps->lx);
 		return n;
 	case T_MAP:
 		n = node(ps, N_MAP);
-		n->name = malloc(strlen(t->text) + 2);
+		n->name = sc_alloc(ps->sc, strlen(t->text) + 2);
 		sprintf(n->name, "@%s", t->text);
 		lex_next(&ps->lx);
 		if (lex_is(&ps->lx, "[")) {
@@ -142,7 +147,7 @@ static struct node *primary(struct parser *ps)
 		return n;
 	case T_IDENT:
 		n = node(ps, N_BUILTIN);
-		n->name = strdup(t->text);
+		n->name = sc_strdup(ps->sc, t->text);
 		lex_next(&ps->lx);
 		if (lex_is(&ps->lx, "(")) {
 			n->k = N_CALL;
@@ -175,7 +180,10 @@ static struct node *unary(struct parser *ps)
 
 		strcpy(n->op, ps->lx.cur.text);
 		lex_next(&ps->lx);
+		if (!deeper(ps))
+			return NULL;
 		n->a = unary(ps);
+		ps->depth--;
 		if (!n->a)
 			return NULL;
 		n->end = n->a->end;
@@ -194,6 +202,7 @@ static const char *const levels[][5] = {
 static struct node *binary(struct parser *ps, int level)
 {
 	struct node *l;
+	int chain = 0;            /* a chain is a tree as deep as it is long */
 
 	if (level == NLEVELS)
 		return unary(ps);
@@ -209,6 +218,10 @@ static struct node *binary(struct parser *ps, int level)
 		/* a predicate's closing '/' */
 		if (!op || (ps->in_pred && !strcmp(op, "/")))
 			break;
+		if (++chain > MAX_DEPTH) {
+			syntax(ps, "expression too long");
+			return NULL;
+		}
 		n = node(ps, N_BINOP);
 		strcpy(n->op, op);
 		n->col = l->col;
@@ -224,7 +237,28 @@ static struct node *binary(struct parser *ps, int level)
 	return l;
 }
 
+static bool deeper(struct parser *ps)
+{
+	if (++ps->depth <= MAX_DEPTH)
+		return true;
+	syntax(ps, "nested too deeply");
+	return false;
+}
+
+static struct node *expr_in(struct parser *ps);
+
 static struct node *expr(struct parser *ps)
+{
+	struct node *n;
+
+	if (!deeper(ps))
+		return NULL;
+	n = expr_in(ps);
+	ps->depth--;
+	return n;
+}
+
+static struct node *expr_in(struct parser *ps)
 {
 	struct node *c = binary(ps, 0), *n;
 
@@ -334,7 +368,7 @@ static struct node *block_in(struct parser *ps, bool top)
 {
 	struct node *b = node(ps, S_BLOCK), **tail = &b->a;
 
-	if (!expect(ps, "{"))
+	if (!expect(ps, "{") || !deeper(ps))
 		return NULL;
 	while (!failed(ps) && !lex_is(&ps->lx, "}")) {
 		struct node *s;
@@ -363,6 +397,7 @@ static struct node *block_in(struct parser *ps, bool top)
 	}
 	if (failed(ps))
 		return NULL;
+	ps->depth--;
 	if (!top)
 		lex_next(&ps->lx);
 	return b;
@@ -419,16 +454,16 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 				     p.type == P_UPROBE ? "uprobe" : "uretprobe");
 			return -1;
 		}
-		p.obj = strndup(colon + 1, (size_t)(last - colon - 1));
-		p.func = strdup(last + 1);
+		p.obj = sc_strndup(sc, colon + 1, (size_t)(last - colon - 1));
+		p.func = sc_strdup(sc, last + 1);
 	} else {
 		script_error(sc, p.line, col, end,
 			     "probe type '%.*s' is not supported: ukprobe run traces user space "
 			     "(uprobe, uretprobe, BEGIN, END, interval)", (int)tl, text);
 		return -1;
 	}
-	p.text = strdup(text);
-	sc->probes = realloc(sc->probes, (size_t)(sc->nprobes + 1) * sizeof(*sc->probes));
+	p.text = sc_strdup(sc, text);
+	sc->probes = sc_realloc(sc, sc->probes, (size_t)(sc->nprobes + 1) * sizeof(*sc->probes));
 	sc->probes[sc->nprobes++] = p;
 	return 0;
 }
@@ -474,7 +509,7 @@ int script_parse(struct script *sc)
 		blk.body = block_in(&ps, true);
 		if (!blk.body)
 			return -1;
-		sc->blocks = realloc(sc->blocks, (size_t)(sc->nblocks + 1) * sizeof(*sc->blocks));
+		sc->blocks = sc_realloc(sc, sc->blocks, (size_t)(sc->nblocks + 1) * sizeof(*sc->blocks));
 		sc->blocks[sc->nblocks++] = blk;
 	}
 done:

@@ -121,7 +121,18 @@ struct script {
 	int nspecs;
 	int out_max;              /* the longest record */
 	bool has_begin, has_end;
+	/* every allocation of the stages (free.c), freed by script_free() */
+	void **allocs;
+	size_t nallocs, capallocs;
 };
+
+/* free.c: the stages' allocations, each on the script's list (a parse
+ * that fails keeps a partial tree: script_free() frees it all). They
+ * never return NULL: out of memory ends ukprobe. */
+void *sc_alloc(struct script *sc, size_t n);                /* zeroed */
+void *sc_realloc(struct script *sc, void *p, size_t n);     /* p: NULL or sc_alloc's */
+char *sc_strdup(struct script *sc, const char *s);
+char *sc_strndup(struct script *sc, const char *s, size_t n);
 
 /* lex.c */
 struct lexer {

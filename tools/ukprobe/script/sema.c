@@ -73,7 +73,7 @@ static struct mapinfo *map_of(struct checker *ck, const char *name)
 			return sc->maps[i];
 	if (sc->nmaps == 256)
 		return NULL;
-	m = calloc(1, sizeof(*m));
+	m = sc_alloc(sc, sizeof(*m));
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->id = sc->nmaps;
 	m->nkeys = -1;
@@ -320,9 +320,9 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 	int bytes = 8;
 
 	if (print) {
-		f.text = strdup("");
+		f.text = sc_strdup(sc, "");
 		f.nargs = 1;
-		f.types = malloc(sizeof(*f.types));
+		f.types = sc_alloc(sc, sizeof(*f.types));
 		f.types[0] = n->args[0]->ty;
 		f.print = true;
 		bytes += 8 * type_words(f.types[0]);
@@ -332,7 +332,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 			    NULL, NULL);
 			return;
 		}
-		f.text = strdup(n->args[0]->name);
+		f.text = sc_strdup(sc, n->args[0]->name);
 		for (p = f.text; *p; p++) {
 			if (*p != '%')
 				continue;
@@ -351,7 +351,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				    *p ? (char[]){ *p, 0 } : "", NULL);
 				return;
 			}
-			f.types = realloc(f.types, (size_t)(f.nargs + 1) * sizeof(*f.types));
+			f.types = sc_realloc(sc, f.types, (size_t)(f.nargs + 1) * sizeof(*f.types));
 			f.types[f.nargs] = *p == 's' ? TY_STR : TY_INT;
 			if (f.nargs + first >= n->nargs) {
 				err(ck, n, "printf: Not enough arguments for format string%s%s", NULL,
@@ -391,7 +391,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 	}
 	if (!ck->blk->init && bytes > sc->out_max)
 		sc->out_max = bytes;
-	sc->fmts = realloc(sc->fmts, (size_t)(sc->nfmts + 1) * sizeof(*sc->fmts));
+	sc->fmts = sc_realloc(sc, sc->fmts, (size_t)(sc->nfmts + 1) * sizeof(*sc->fmts));
 	n->fmt = sc->nfmts;
 	sc->fmts[sc->nfmts++] = f;
 }
@@ -504,8 +504,8 @@ static void assign(struct checker *ck, struct node *s)
 				err(ck, t, "Undefined or undeclared variable: $%s%s", t->name, NULL);
 				return;
 			}
-			blk->vars = realloc(blk->vars, (size_t)(i + 1) * sizeof(*blk->vars));
-			blk->vtypes = realloc(blk->vtypes, (size_t)(i + 1) * sizeof(*blk->vtypes));
+			blk->vars = sc_realloc(ck->sc, blk->vars, (size_t)(i + 1) * sizeof(*blk->vars));
+			blk->vtypes = sc_realloc(ck->sc, blk->vtypes, (size_t)(i + 1) * sizeof(*blk->vtypes));
 			blk->vars[i] = t->name;
 			blk->vtypes[i] = ty;
 			blk->nvars++;
@@ -547,9 +547,9 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "time() takes a strftime format string, or nothing%s%s", NULL, NULL);
 			return;
 		}
-		t.text = strdup(n->nargs ? n->args[0]->name : "%H:%M:%S\n");
+		t.text = sc_strdup(ck->sc, n->nargs ? n->args[0]->name : "%H:%M:%S\n");
 		t.time = true;
-		ck->sc->fmts = realloc(ck->sc->fmts, (size_t)(ck->sc->nfmts + 1) * sizeof(*ck->sc->fmts));
+		ck->sc->fmts = sc_realloc(ck->sc, ck->sc->fmts, (size_t)(ck->sc->nfmts + 1) * sizeof(*ck->sc->fmts));
 		n->fmt = ck->sc->nfmts;
 		ck->sc->fmts[ck->sc->nfmts++] = t;
 		if (!ck->blk->init && ck->sc->out_max < 8)
