@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target of ukprobe's SPEC and filter parsers and
 # of the parsed form its agent reads (tests/fuzz/) with clang (ASan +
-# UBSan) and runs it on a copy of the seed corpus. Extra arguments go to libFuzzer; by default a short run
+# UBSan) and runs it on a copy of the seed corpus; then the same for
+# ukprobe run's script compiler (tests/fuzz/fuzz_script.c). Extra arguments go to libFuzzer; by default a short run
 # (-runs=20000), as CI does. A long run by hand:
 #   bash scripts/fuzz.sh -runs=10000000 -jobs=1
 set -euo pipefail
@@ -23,3 +24,16 @@ args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-runs=20000)
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_spec_filter -max_len=4096 -timeout=10 "${args[@]}" build-fuzz/corpus
+
+# ukprobe run's script compiler (tests/fuzz/fuzz_script.c): lexer, parser,
+# checks and C translation on any text, with its own seed corpus (the
+# tests' scripts).
+clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -Icommon -Itools/ukprobe/script tests/fuzz/fuzz_script.c tools/ukprobe/script/lex.c \
+  tools/ukprobe/script/parse.c tools/ukprobe/script/sema.c tools/ukprobe/script/gen.c \
+  tools/ukprobe/script/free.c -o build-fuzz/fuzz_script
+rm -rf build-fuzz/corpus_script
+cp -r tests/fuzz/corpus_script build-fuzz/corpus_script
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-fuzz/fuzz_script -max_len=4096 -timeout=10 -close_fd_mask=2 "${args[@]}" \
+  build-fuzz/corpus_script
