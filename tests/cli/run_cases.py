@@ -251,6 +251,19 @@ def case_run_attach():
                          r"@c\[tgt_attachee\]: (\d+)\n" % re.escape(tgt("attachee")), r.stdout)
         check(r.returncode == 0 and m and m[1] == m[2] and int(m[1]) > 0,
               "the second script", show(r))
+        # two processes: their maps merged, func named in each
+        p2 = start_attachee(idle=1)
+        try:
+            r = ukprobe(["run", "-e", work + " { @ = count(); @p[pid] = count(); "
+                         "@f[func] = count(); }", "-p", "%d,%d" % (p.pid, p2.pid), "-d", "0.5"])
+        finally:
+            p2.communicate("quit\n", timeout=60)
+        m = re.fullmatch(r"Attaching 1 probe\.\.\.\n\n\n@: (\d+)\n@f\[work\]: (\d+)\n"
+                         r"@p\[(\d+)\]: (\d+)\n@p\[(\d+)\]: (\d+)\n", r.stdout)
+        check(r.returncode == 0 and m and m[1] == m[2] and
+              sorted([int(m[3]), int(m[5])]) == sorted([p.pid, p2.pid]) and
+              int(m[4]) + int(m[6]) == int(m[1]) and int(m[4]) > 0 and int(m[6]) > 0,
+              "two processes' maps merged", show(r))
     finally:
         out, err = p.communicate("quit\n", timeout=60)
     check(p.returncode == 3 and "eintr 0" in out and "actions changed 0" in out and
