@@ -86,6 +86,11 @@ ONELINERS = [
      "gamma uprobe:TGT:tag|\n\n\n@b[beta, 8]: 1\n@b[beta, 9]: 1\n@g: 4\n@l: \n" +
      hist_lines([("[2, 4)", 1), ("[4, 6)", 2), ("[7, ...)", 2)]) + "\n@neg: \n" +
      hist_lines([("(..., 0)", 5)]) + "\n@o: 1\n@p: uprobe:TGT:tag\n@x: gamma\n"),
+    # usym(): a function pointer named (glibc registers _dl_fini, the
+    # program at_end); string keys' tie by name
+    ("uprobe:libc:__cxa_atexit { @[usym(arg0)] = count(); @last = usym(arg0); }", "1",
+     "\n\n@[_dl_fini]: 1\n@[at_end]: 1\n@last: at_end\n",
+     "bpftrace names no function of an exited process"),
     # print() and clear() in END: printed then, empty at the end
     ("uprobe:TGT:tag { @c[arg1 < 2] = count(); } END { print(@c); clear(@c); }", "1",
      "@c[1]: 2\n@c[0]: 4\n\n\n\n"),

@@ -179,7 +179,15 @@ static void expr(struct gen *g, const struct node *n)
 			fprintf(o, "p%d ? (int64_t)p%d[0] : 0; })", p, p);
 		break;
 	}
-	case N_CALL: /* str() */
+	case N_CALL:
+		if (!strcmp(n->name, "usym")) {
+			/* the address: ukprobe names it */
+			fputs("(int64_t)(", o);
+			expr(g, n->args[0]);
+			fputc(')', o);
+			break;
+		}
+		/* str() */
 		fputs("rt_read_str(", o);
 		expr(g, n->args[0]);
 		fputs(", ", o);
@@ -461,6 +469,10 @@ static void maps(struct gen *g)
 			for (k = 0; k < m->nkeys; at += type_words(m->keys[k]), k++)
 				if (m->keys[k] == TY_STACK)
 					fprintf(o, "\trt_stack_syms(t, %d, %d, %d);\n", CAP, esz(m), 1 + at);
+				else if (m->keys[k] == TY_USYM)
+					fprintf(o, "\trt_addr_syms(t, %d, %d, %d);\n", CAP, esz(m), 1 + at);
+			if (m->vk == V_USYM)
+				fprintf(o, "\trt_addr_syms(t, %d, %d, %d);\n", CAP, esz(m), 1 + m->kw);
 		}
 		fprintf(o, "\trt_dump_table(%d, t, %d, %d);\n}\n", i, CAP, esz(m));
 		fprintf(o, "static void rt_clear%d(uint64_t *t, int zero)\n{\n"

@@ -116,6 +116,17 @@ static void frame_text(const struct ukp_image *img, uint64_t addr, char *buf, si
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
 }
 
+/* usym(): the symbol without its offset, as bpftrace's, or the address */
+static void usym_text(const struct ukp_image *img, uint64_t addr, char *buf, size_t len)
+{
+	char *plus;
+
+	frame_text(img, addr, buf, len);
+	plus = buf[0] != '0' ? strrchr(buf, '+') : NULL;
+	if (plus)
+		*plus = '\0';
+}
+
 static void stack_text(const struct ukp_image *img, const uint64_t *w, char *buf, size_t len)
 {
 	size_t at = 0;
@@ -137,11 +148,13 @@ static void value_text(const struct script_out *o, const struct ukp_image *img, 
 {
 	if (t == TY_STR)
 		snprintf(buf, len, "%.64s", (const char *)w);
-	else if ((t == TY_SYM || t == TY_PROBE || t == TY_STACK) && (w[0] & NAMED) &&
+	else if ((t == TY_SYM || t == TY_PROBE || t == TY_STACK || t == TY_USYM) && (w[0] & NAMED) &&
 		 (w[0] & ~NAMED) < o->nnames)
 		snprintf(buf, len, "%s", o->names[w[0] & ~NAMED]);
 	else if (t == TY_STACK)
 		stack_text(img, w, buf, len);
+	else if (t == TY_USYM)
+		usym_text(img, w[0], buf, len);
 	else if (t == TY_SYM)
 		sym_text(img, w[0], buf, len);
 	else if (t == TY_PROBE)
@@ -242,6 +255,7 @@ struct row {
 };
 
 static const struct mapinfo *g_map; /* for the sorts */
+static const struct script_out *g_out;
 
 static int key_cmp(const void *pa, const void *pb)
 {
@@ -314,6 +328,13 @@ static int by_key(const void *pa, const void *pb)
 	for (i = 0; i < g_map->nkeys; i++) {
 		if (g_map->keys[i] == TY_STR) {
 			int c = strncmp((const char *)(a->e + o), (const char *)(b->e + o), 64);
+
+			if (c)
+				return c;
+		} else if ((a->e[o] & NAMED) && (b->e[o] & NAMED) && a->e[o] != b->e[o] &&
+			   (a->e[o] & ~NAMED) < g_out->nnames && (b->e[o] & ~NAMED) < g_out->nnames) {
+			/* named in ukprobe (func, probe, ustack, usym()): by name */
+			int c = strcmp(g_out->names[a->e[o] & ~NAMED], g_out->names[b->e[o] & ~NAMED]);
 
 			if (c)
 				return c;
@@ -438,6 +459,7 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 	int k;
 
 	g_map = m;
+	g_out = o;
 	/* the threads' parts of a key together, merged */
 	if (d->n)
 		qsort(d->w, d->n, ew * 8, key_cmp);
@@ -491,7 +513,7 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 	}
 	if (!n)
 		;
-	else if (m->vk == V_STR || m->vk == V_SYM || m->vk == V_PROBE)
+	else if (m->vk == V_STR || m->vk == V_SYM || m->vk == V_PROBE || m->vk == V_USYM)
 		qsort(rows, n, sizeof(*rows), by_key);
 	else
 		qsort(rows, n, sizeof(*rows), m->vk == V_COUNT || m->vk == V_HIST ||
@@ -526,7 +548,9 @@ static void print_map(struct script_out *o, const struct ukp_image *img, int id,
 			break;
 		case V_SYM:
 		case V_PROBE:
-			value_text(o, img, m->vk == V_SYM ? TY_SYM : TY_PROBE, v, text, sizeof(text));
+		case V_USYM:
+			value_text(o, img, m->vk == V_SYM ? TY_SYM : m->vk == V_PROBE ? TY_PROBE : TY_USYM, v,
+				   text, sizeof(text));
 			fputs(text, o->out);
 			break;
 		default:
@@ -573,10 +597,12 @@ static void name_entries(struct script_out *o, const struct ukp_image *img,
 
 	for (j = 0; j < n; j++, e += m->kw + m->vw) {
 		for (k = 0, at = 0; k < m->nkeys; at += type_words(m->keys[k]), k++)
-			if (m->keys[k] == TY_SYM || m->keys[k] == TY_PROBE || m->keys[k] == TY_STACK)
+			if (m->keys[k] == TY_SYM || m->keys[k] == TY_PROBE || m->keys[k] == TY_STACK ||
+			    m->keys[k] == TY_USYM)
 				name_value(o, img, m->keys[k], e + at);
-		if (m->vk == V_SYM || m->vk == V_PROBE)
-			name_value(o, img, m->vk == V_SYM ? TY_SYM : TY_PROBE, e + m->kw);
+		if (m->vk == V_SYM || m->vk == V_PROBE || m->vk == V_USYM)
+			name_value(o, img, m->vk == V_SYM ? TY_SYM : m->vk == V_PROBE ? TY_PROBE : TY_USYM,
+				   e + m->kw);
 	}
 }
 

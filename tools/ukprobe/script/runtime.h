@@ -344,6 +344,17 @@ static void rt_stack_syms(const uint64_t *tab, uint32_t cap, uint32_t esz, uint3
 	}
 }
 
+/* [init] The addresses (usym()) at word off of every entry: their
+ * symbols to ukprobe */
+static void rt_addr_syms(const uint64_t *tab, uint32_t cap, uint32_t esz, uint32_t off)
+{
+	uint32_t i;
+
+	for (i = 0; i < cap; i++)
+		if (tab[(size_t)i * esz] == RT_USED)
+			ukpa_script_sym(tab[(size_t)i * esz + off]);
+}
+
 /* [init] clear(), zero() */
 static void rt_clear_table(uint64_t *tab, uint32_t cap, uint32_t esz, uint32_t kw, int zero)
 {

@@ -26,14 +26,14 @@ struct token {
 };
 
 /* ------------------------------------------------------------ types */
-enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK };
+enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK, TY_USYM };
 
 /* ustack: a count and this many return addresses (ustack(N): N of them) */
 #define USTACK_MAX 32
 
 /* how a map holds its values */
 enum vkind {
-	V_NONE, V_INT, V_STR, V_SYM, V_PROBE, /* assigned: one table for the process */
+	V_NONE, V_INT, V_STR, V_SYM, V_PROBE, V_USYM, /* assigned: one table for the process */
 	V_COUNT, V_SUM, V_MIN, V_MAX, V_AVG, V_STATS, V_HIST, V_LHIST, /* per thread */
 };
 

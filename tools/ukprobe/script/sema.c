@@ -56,11 +56,12 @@ int value_words(const struct mapinfo *m)
 }
 
 static const char *const vk_names[] = {
-	"none", "int64", "string", "usym", "probe", "count", "sum", "min", "max", "avg", "stats",
+	"none", "int64", "string", "usym", "probe", "usym", "count", "sum", "min", "max", "avg", "stats",
 	"hist", "lhist",
 };
 
-static const char *const type_names[] = { "none", "int64", "string", "usym", "probe", "ustack" };
+static const char *const type_names[] = { "none", "int64", "string", "usym", "probe", "ustack",
+					   "usym" };
 
 static struct mapinfo *map_of(struct checker *ck, const char *name)
 {
@@ -194,6 +195,15 @@ static bool is_agg(const char *f)
 
 static enum type call_expr(struct checker *ck, struct node *n)
 {
+	if (!strcmp(n->name, "usym")) {
+		/* named by ukprobe when the map is printed */
+		if (n->nargs != 1 || expr(ck, n->args[0]) != TY_INT) {
+			if (!ck->err)
+				err(ck, n, "usym() takes an address%s%s", NULL, NULL);
+			return TY_NONE;
+		}
+		return TY_USYM;
+	}
 	if (!strcmp(n->name, "ustack")) {
 		/* ustack(N): N frames at most */
 		if (n->nargs != 1 || n->args[0]->k != N_INT || n->args[0]->ival < 1 ||
@@ -229,7 +239,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 		return TY_NONE;
 	}
 	if (!strcmp(n->name, "kstack") ||
-	    !strcmp(n->name, "ksym") || !strcmp(n->name, "usym") ||
+	    !strcmp(n->name, "ksym") ||
 	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") || !strcmp(n->name, "buf") ||
 	    !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
 	    !strcmp(n->name, "signal") || !strcmp(n->name, "override")) {
@@ -278,7 +288,8 @@ static enum type expr(struct checker *ck, struct node *n)
 			return TY_NONE;
 		}
 		return n->ty = m->vk == V_STR ? TY_STR : m->vk == V_SYM ? TY_SYM
-						 : m->vk == V_PROBE ? TY_PROBE : TY_INT;
+						 : m->vk == V_PROBE ? TY_PROBE
+						 : m->vk == V_USYM ? TY_USYM : TY_INT;
 	}
 	case N_CALL:
 		return n->ty = call_expr(ck, n);
@@ -358,9 +369,12 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				    NULL);
 				return;
 			}
-			if (n->args[f.nargs + first]->ty == TY_STACK) {
-				err(ck, n->args[f.nargs + first], "ustack in printf is not supported by "
-				    "ukprobe run: use it as a map key (@[ustack] = count())%s%s", NULL, NULL);
+			if (n->args[f.nargs + first]->ty == TY_STACK ||
+			    n->args[f.nargs + first]->ty == TY_USYM) {
+				err(ck, n->args[f.nargs + first], "%s in printf is not supported by "
+				    "ukprobe run: use it in a map (@[%s] = count())",
+				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym()",
+				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym(arg0)");
 				return;
 			}
 			if (*p == 's' && n->args[f.nargs + first]->ty != TY_INT)
@@ -418,7 +432,7 @@ static void map_kind(struct checker *ck, struct node *at, struct mapinfo *m, enu
 		return;
 	}
 	m->vk = vk;
-	m->global = vk <= V_PROBE;
+	m->global = vk <= V_USYM;
 }
 
 static void assign(struct checker *ck, struct node *s)
@@ -523,7 +537,8 @@ static void assign(struct checker *ck, struct node *s)
 		if (!m)
 			return;
 		map_kind(ck, s, m, ty == TY_STR ? V_STR : ty == TY_SYM ? V_SYM
-							   : ty == TY_PROBE ? V_PROBE : V_INT);
+							   : ty == TY_PROBE ? V_PROBE
+							   : ty == TY_USYM ? V_USYM : V_INT);
 		m->vw = value_words(m);
 	}
 }
@@ -571,9 +586,9 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "print() takes one argument%s%s", NULL, NULL);
 			return;
 		}
-		if (expr(ck, n->args[0]) == TY_STACK && !ck->err)
-			err(ck, n, "print(ustack) is not supported by ukprobe run: use it as a map key%s%s",
-			    NULL, NULL);
+		if ((expr(ck, n->args[0]) == TY_STACK || n->args[0]->ty == TY_USYM) && !ck->err)
+			err(ck, n, "print() of a ustack or usym() is not supported by ukprobe run: use it in "
+			    "a map%s%s", NULL, NULL);
 		if (!ck->err)
 			printf_check(ck, n, 0, true);
 	} else if (!strcmp(f, "delete")) {
