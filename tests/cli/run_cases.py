@@ -129,11 +129,16 @@ def case_run_latency():
     check(r.returncode == 0 and lines[:4] == ["Attaching 2 probes...", "", "", ""] and
           lines[4] == "@us: ", "the latency hist", show(r))
     total = 0
+
+    def number(text):
+        return int(text[:-1]) * {"K": 1024, "M": 1 << 20}[text[-1]] if text[-1] in "KM" \
+            else int(text)
     for l in lines[5:]:
         if not l:
             break
-        m = re.match(r"^\[(\d+)K, (\d+)K\)\s+(\d+) \|@*\s*\|$", l)
-        check(m and int(m[1]) >= 1, "a bucket of 1 ms or more: %r" % l, show(r))
+        # microseconds: a 1 ms sleep is in [512, 1K) (1000 to 1023) or above
+        m = re.match(r"^\[(\d+[KM]?), (\d+[KM]?)\)\s+(\d+) \|@*\s*\|$", l)
+        check(m and number(m[2]) > 1000, "a bucket of 1 ms or more: %r" % l, show(r))
         total += int(m[3])
     check(total == 3, "three sleeps timed", show(r))
 
