@@ -484,13 +484,16 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		send_end(0, true, UKP_END_PROBES);
 		_exit(UKP_EXIT_SETUP);
 	}
-	/* The reader thread starts before any probe is in place: glibc
-	 * starts a thread with every signal blocked (_setjmp, __ctype_init
-	 * run so), where a probe's SIGTRAP would kill the process. */
+	/* ukprobe run: the compiled script (script.c), before the rings
+	 * (its records' size) and the probes (its handlers) */
 	if (script && ukpa_script_load(script)) {
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
+	free(script);
+	/* The reader thread starts before any probe is in place: glibc
+	 * starts a thread with every signal blocked (_setjmp, __ctype_init
+	 * run so), where a probe's SIGTRAP would kill the process. */
 	if (ukpa_mode != UKP_MODE_PROBES && (ukpa_rings_init() || ukpa_reader_start())) {
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
