@@ -552,7 +552,7 @@ static void handlers(struct gen *g)
 			fprintf(o, "\t[%d] = rp%d,\n", sc->probes[i].spec, sc->probes[i].spec);
 	fputs("};\n", o);
 	/* BEGIN, END: the init block as the thread's */
-	fputs("static void init_ctx(struct rt_ctx *c, uint32_t probe)\n{\n"
+	fputs("static void __attribute__((unused)) init_ctx(struct rt_ctx *c, uint32_t probe)\n{\n"
 	      "\tc->T = (char *)rt_init_block;\n\tc->regs = 0;\n\tc->kp = 0;\n\tc->ret = 0;\n"
 	      "\tc->retaddr = 0;\n"
 	      "\tc->init = 1;\n\tc->probe = probe;\n}\n", o);
