@@ -79,13 +79,18 @@ ONELINERS = [
     # strings compared, string scratch variables and maps, else if,
     # negative values in hist(), lhist()'s edges, probe
     ('uprobe:TGT:tag\n/comm == "tgt_script" && arg1 != 3/\n{\n\t$s = str(arg0);\n'
-     '\t$n = -arg1 + 10;\n\tif ($s == "beta") { @b[$s, $n] = count(); }\n'
+     '\t$n = -arg1 + 10;\n\tif ($s == "beta") { @b[$s, $n] = sum($n); }\n'
      '\telse if ($s != "gamma") { @o = count(); }\n\telse { @g = max($n * 2 - (arg1 << 1)); }\n'
      '\t@neg = hist(-1 - arg1);\n\t@l = lhist(arg1 + 3, 2, 7, 2);\n\t@x = $s;\n\t@p = probe;\n}\n'
      'END { printf("%s %s|\\n", @x, @p); }', "1",
-     "gamma uprobe:TGT:tag|\n\n\n@b[beta, 8]: 1\n@b[beta, 9]: 1\n@g: 4\n@l: \n" +
+     "gamma uprobe:TGT:tag|\n\n\n@b[beta, 8]: 8\n@b[beta, 9]: 9\n@g: 4\n@l: \n" +
      hist_lines([("[2, 4)", 1), ("[4, 6)", 2), ("[7, ...)", 2)]) + "\n@neg: \n" +
      hist_lines([("(..., 0)", 5)]) + "\n@o: 1\n@p: uprobe:TGT:tag\n@x: gamma\n"),
+    # buf() in printf (%r) and as a key: bytes as they are, \xNN for the others
+    ('uprobe:TGT:tag { printf("%r|%s\\n", buf(arg0, 8), str(arg0)); @[buf(arg0, 3)] = count(); }',
+     "1", r"alpha\x00be|alpha" "\n" r"beta\x00gam|beta" "\n" r"beta\x00gam|beta" "\n" +
+     r"gamma\x00\x00\x00|gamma" "\n" * 1 + r"gamma\x00\x00\x00|gamma" "\n" +
+     r"gamma\x00\x00\x00|gamma" "\n" "\n\n@[alp]: 1\n@[bet]: 2\n@[gam]: 3\n"),
     # usym(): a function pointer named (glibc registers _dl_fini, the
     # program at_end); string keys' tie by name
     ("uprobe:libc:__cxa_atexit { @[usym(arg0)] = count(); @last = usym(arg0); }", "1",

@@ -61,7 +61,11 @@ static int key(struct gen *g, const struct node *n)
 
 	fprintf(g->out, "uint64_t k%d[%d] = { 0 }; ", t, m->kw ? m->kw : 1);
 	for (i = 0; i < n->nargs; i++) {
-		if (m->keys[i] == TY_STACK) {
+		if (m->keys[i] == TY_BUF) {
+			fprintf(g->out, "rt_read_buf(k%d + %d, ", t, o);
+			expr(g, n->args[i]->args[0]);
+			fprintf(g->out, ", %d); ", (int)n->args[i]->ival);
+		} else if (m->keys[i] == TY_STACK) {
 			/* [count, frames...] */
 			fprintf(g->out, "k%d[%d] = (uint64_t)ukpa_script_ustack(c->kp, c->ret, c->retaddr, "
 				"c->regs, k%d + %d, %d); ", t, o, t, o + 1, (int)n->args[i]->ival);
@@ -353,7 +357,11 @@ static void record(struct gen *g, const struct node *n, int first)
 		w += type_words(f->types[i]);
 	fprintf(o, "{ uint64_t r%d[%d]; r%d[0] = %d; ", t, w, t, n->fmt);
 	for (i = 0, w = 1; i < f->nargs; i++) {
-		if (f->types[i] == TY_STR) {
+		if (f->types[i] == TY_BUF) {
+			fprintf(o, "rt_read_buf(r%d + %d, ", t, w);
+			expr(g, n->args[first + i]->args[0]);
+			fprintf(o, ", %d); ", (int)n->args[first + i]->ival);
+		} else if (f->types[i] == TY_STR) {
 			fprintf(o, "rt_put_str(r%d + %d, ", t, w);
 			expr(g, n->args[first + i]);
 			fputs("); ", o);

@@ -116,6 +116,19 @@ static void frame_text(const struct ukp_image *img, uint64_t addr, char *buf, si
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);
 }
 
+/* buf(): printable bytes as they are, the others as \xNN (bpftrace's) */
+static void buf_text(const uint64_t *w, char *buf, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)(w + 1);
+	size_t at = 0;
+	uint64_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < w[0] && i < 64 && at + 5 < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, b[i] >= 32 && b[i] <= 126 ? "%c" : "\\x%02x",
+				       b[i]);
+}
+
 /* usym(): the symbol without its offset, as bpftrace's, or the address */
 static void usym_text(const struct ukp_image *img, uint64_t addr, char *buf, size_t len)
 {
@@ -155,6 +168,8 @@ static void value_text(const struct script_out *o, const struct ukp_image *img, 
 		stack_text(img, w, buf, len);
 	else if (t == TY_USYM)
 		usym_text(img, w[0], buf, len);
+	else if (t == TY_BUF)
+		buf_text(w, buf, len);
 	else if (t == TY_SYM)
 		sym_text(img, w[0], buf, len);
 	else if (t == TY_PROBE)

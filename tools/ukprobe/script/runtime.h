@@ -252,6 +252,18 @@ static inline struct rt_str rt_read_str(int64_t addr, int64_t n)
 	return s;
 }
 
+/* buf(p, n): [n read, 8 words of bytes]; nothing read of an unreadable
+ * range */
+static inline void rt_read_buf(uint64_t *dst, int64_t addr, int64_t n)
+{
+	int i;
+
+	for (i = 0; i < 9; i++)
+		dst[i] = 0;
+	if (!copy_from_user_nofault(dst + 1, (const void *)(uintptr_t)addr, (size_t)n))
+		dst[0] = (uint64_t)n;
+}
+
 static inline int rt_str_eq(struct rt_str a, struct rt_str b)
 {
 	int i;

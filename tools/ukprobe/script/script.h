@@ -26,7 +26,10 @@ struct token {
 };
 
 /* ------------------------------------------------------------ types */
-enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK, TY_USYM };
+enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK, TY_USYM, TY_BUF };
+
+/* buf(p, n): a length and 64 bytes */
+#define BUF_WORDS 9
 
 /* ustack: a count and this many return addresses (ustack(N): N of them) */
 #define USTACK_MAX 32

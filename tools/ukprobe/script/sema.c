@@ -33,7 +33,7 @@ static void err(struct checker *ck, const struct node *n, const char *fmt, const
 
 int type_words(enum type t)
 {
-	return t == TY_STR ? 8 : t == TY_STACK ? 1 + USTACK_MAX : 1;
+	return t == TY_STR ? 8 : t == TY_STACK ? 1 + USTACK_MAX : t == TY_BUF ? BUF_WORDS : 1;
 }
 
 int value_words(const struct mapinfo *m)
@@ -61,7 +61,7 @@ static const char *const vk_names[] = {
 };
 
 static const char *const type_names[] = { "none", "int64", "string", "usym", "probe", "ustack",
-					   "usym" };
+					   "usym", "buffer" };
 
 static struct mapinfo *map_of(struct checker *ck, const char *name)
 {
@@ -195,6 +195,19 @@ static bool is_agg(const char *f)
 
 static enum type call_expr(struct checker *ck, struct node *n)
 {
+	if (!strcmp(n->name, "buf")) {
+		/* buf(p, n): n bytes at p (n a literal, 1 to 64) */
+		if (n->nargs != 2 || n->args[1]->k != N_INT || n->args[1]->ival < 1 ||
+		    n->args[1]->ival > 64) {
+			err(ck, n, "buf(p, n): n an integer literal from 1 to 64 in ukprobe run%s%s",
+			    NULL, NULL);
+			return TY_NONE;
+		}
+		if (expr(ck, n->args[0]) != TY_INT && !ck->err)
+			err(ck, n, "buf() expects an address%s%s", NULL, NULL);
+		n->ival = n->args[1]->ival;
+		return TY_BUF;
+	}
 	if (!strcmp(n->name, "usym")) {
 		/* named by ukprobe when the map is printed */
 		if (n->nargs != 1 || expr(ck, n->args[0]) != TY_INT) {
@@ -240,7 +253,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 	}
 	if (!strcmp(n->name, "kstack") ||
 	    !strcmp(n->name, "ksym") ||
-	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") || !strcmp(n->name, "buf") ||
+	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") ||
 	    !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
 	    !strcmp(n->name, "signal") || !strcmp(n->name, "override")) {
 		err(ck, n, "%s() is not supported by ukprobe run%s", n->name, NULL);
@@ -303,7 +316,7 @@ static enum type expr(struct checker *ck, struct node *n)
 		if (ck->err)
 			return TY_NONE;
 		if ((!strcmp(n->op, "==") || !strcmp(n->op, "!=")) && a == b && a != TY_NONE &&
-		    a != TY_STACK)
+		    a != TY_STACK && a != TY_BUF)
 			return n->ty = TY_INT;
 		if (a != TY_INT || b != TY_INT)
 			err(ck, n, "Type mismatch for '%s': comparing '%s' with another type", n->op,
@@ -313,7 +326,7 @@ static enum type expr(struct checker *ck, struct node *n)
 		a = expr(ck, n->a);
 		b = expr(ck, n->b);
 		c = expr(ck, n->c);
-		if (!ck->err && (a != TY_INT || b != c || b == TY_STACK))
+		if (!ck->err && (a != TY_INT || b != c || b == TY_STACK || b == TY_BUF))
 			err(ck, n, "Ternary operator: the condition is an integer and both branches "
 				"have one type%s%s", NULL, NULL);
 		return n->ty = b;
@@ -357,13 +370,13 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				p++;
 			while (*p && strchr("hlzjt", *p))
 				p++;
-			if (!*p || !strchr("diouxXcsp", *p)) {
+			if (!*p || !strchr("diouxXcspr", *p)) {
 				err(ck, n->args[0], "printf: Unknown format string token: '%%%s'",
 				    *p ? (char[]){ *p, 0 } : "", NULL);
 				return;
 			}
 			f.types = sc_realloc(sc, f.types, (size_t)(f.nargs + 1) * sizeof(*f.types));
-			f.types[f.nargs] = *p == 's' ? TY_STR : TY_INT;
+			f.types[f.nargs] = *p == 's' ? TY_STR : *p == 'r' ? TY_BUF : TY_INT;
 			if (f.nargs + first >= n->nargs) {
 				err(ck, n, "printf: Not enough arguments for format string%s%s", NULL,
 				    NULL);
@@ -381,8 +394,9 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				f.types[f.nargs] = n->args[f.nargs + first]->ty;
 			if (n->args[f.nargs + first]->ty != f.types[f.nargs]) {
 				err(ck, n->args[f.nargs + first],
-				    "printf: %%%s specifier expects %s", *p == 's' ? "s" : "d",
-				    *p == 's' ? "a string (or func, probe)" : "an integer");
+				    "printf: %%%s specifier expects %s", *p == 's' ? "s" : *p == 'r' ? "r" : "d",
+				    *p == 's' ? "a string (or func, probe)" : *p == 'r' ? "a buf()"
+									    : "an integer");
 				return;
 			}
 			bytes += 8 * type_words(f.types[f.nargs]);
@@ -501,9 +515,9 @@ static void assign(struct checker *ck, struct node *s)
 	ty = expr(ck, v);
 	if (ck->err)
 		return;
-	if (ty == TY_STACK) {
-		err(ck, v, "ustack is a map key in ukprobe run (@[ustack] = count()), not a value%s%s",
-		    NULL, NULL);
+	if (ty == TY_STACK || ty == TY_BUF) {
+		err(ck, v, "%s is a map key or a printf argument in ukprobe run, not a value",
+		    ty == TY_STACK ? "ustack" : "buf()", NULL);
 		return;
 	}
 	if (strcmp(s->op, "=") && ty != TY_INT) {
@@ -586,7 +600,8 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "print() takes one argument%s%s", NULL, NULL);
 			return;
 		}
-		if ((expr(ck, n->args[0]) == TY_STACK || n->args[0]->ty == TY_USYM) && !ck->err)
+		if ((expr(ck, n->args[0]) == TY_STACK || n->args[0]->ty == TY_USYM ||
+		     n->args[0]->ty == TY_BUF) && !ck->err)
 			err(ck, n, "print() of a ustack or usym() is not supported by ukprobe run: use it in "
 			    "a map%s%s", NULL, NULL);
 		if (!ck->err)
