@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "script_abi.h"
 
 _Atomic bool ukpa_tracing;
 _Atomic bool ukpa_trace_on = true;
@@ -52,7 +53,7 @@ static pid_t agent_pid;
 static uint64_t image_id;
 
 /* -f: our variables, to put back into an exec'd program's environment */
-#define NVARS 9
+#define NVARS 10
 static char *saved_vars[NVARS];
 
 /* ----------------------------------------------------------- output */
@@ -176,6 +177,7 @@ static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reaso
 static const char *const our_vars[NVARS] = {
 	UKP_ENV_FD, UKP_ENV_SPECS, UKP_ENV_MODE, UKP_ENV_FOLLOW, UKP_ENV_DLOPEN,
 	UKP_ENV_NO_OPTIMIZE, UKP_ENV_FOLLOWED, UKP_ENV_RAW_FD, UKP_ENV_TRACING_OFF,
+	UKP_ENV_SCRIPT,
 };
 
 static const char *self_path(void)
@@ -357,8 +359,22 @@ static void end_image(enum ukp_end_reason reason)
 {
 	uint64_t lost = ukpa_reader_stop(-1);
 
+	ukpa_script_end();
 	ukpa_probes_send_stats();
 	send_end(lost, false, reason);
+}
+
+/* [init] script.c: the program got SIGINT or SIGTERM, whose default
+ * action (the end) follows: this image ends first, as at exit, so that
+ * the script's END and maps reach ukprobe. */
+void ukpa_end_before_signal(void)
+{
+	if (!ukpa_active())
+		return;
+	ukpa_busy++;
+	end_image(UKP_END_EXIT);
+	out_fd = -1;
+	ukpa_busy--;
 }
 
 void ukpa_before_exec(void)
@@ -384,6 +400,7 @@ void ukpa_before_exit(void)
 		return;
 	ukpa_busy++;
 	lost = ukpa_reader_stop(1000);
+	ukpa_script_end();
 	if (ukpa_probes_send_stats_nowait() == 0)
 		send_end(lost, false, UKP_END_EXIT);
 	out_fd = -1;
@@ -449,6 +466,7 @@ static void specs_refused(enum ukp_origin origin, uint32_t claimed)
 static void set_up(const char *fds, const char *specs_fds, const char *mode)
 {
 	const char *load = getenv(UKP_ENV_DLOPEN), *noopt = getenv(UKP_ENV_NO_OPTIMIZE);
+	char *script = getenv(UKP_ENV_SCRIPT) ? strdup(getenv(UKP_ENV_SCRIPT)) : NULL;
 	bool first = !getenv(UKP_ENV_FOLLOWED), no_optimize = noopt && !strcmp(noopt, "1");
 	enum ukp_origin origin = first ? UKP_ORIGIN_START : UKP_ORIGIN_EXEC;
 	int fd = env_fd(fds), specs_fd = env_fd(specs_fds);
@@ -498,6 +516,13 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		send_end(0, true, UKP_END_PROBES);
 		_exit(UKP_EXIT_SETUP);
 	}
+	/* ukprobe run: the compiled script (script.c), before the rings
+	 * (its records' size) and the probes (its handlers) */
+	if (script && ukpa_script_load(script)) {
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
+	free(script);
 	/* The reader thread starts before any probe is in place: glibc
 	 * starts a thread with every signal blocked (_setjmp, __ctype_init
 	 * run so), where a probe's SIGTRAP would kill the process. */
@@ -521,6 +546,7 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 	ukprobes_wait_optimizer();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atomic_store(&ukpa_tracing, true);
+	ukpa_script_begin();
 }
 
 /* ------------------------------------------------------- attached */
@@ -566,6 +592,10 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	}
 	close(specs_fd);
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
+	if (ukpa_script_load_set()) {
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
 	kprobes_set_optimization(!no_optimize);
 	if (*load && load_object(load)) {
 		send_end(0, true, UKP_END_PROBES);
@@ -591,6 +621,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	 * optimizer is done with them (seconds, for thousands of probes on
 	 * a busy machine: a short session then counted nothing). */
 	atomic_store(&ukpa_tracing, true);
+	ukpa_script_begin();
 	{
 		struct ukp_msg ready = { UKPM_READY, sizeof(ready) };
 

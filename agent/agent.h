@@ -137,6 +137,8 @@ void ukpa_before_exec(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
+/* [init] Before a signal's default action ends the process (script.c). */
+void ukpa_end_before_signal(void);
 void ukpa_after_failed_exec(void);
 /* [init] The environment an exec'd program gets with -f: envp with our
  * variables put back where the program removed them. Writes into
@@ -457,6 +459,27 @@ int ukpa_datasym_lookup_size(const char *object, const char *name, uintptr_t *ad
 bool ukpa_datasym_format(const struct ksym_info *info, uintptr_t addr, char *buf, size_t len);
 /* [init, reader] The same for the symbol holding addr. */
 bool ukpa_datasym_symbolize(uintptr_t addr, char *buf, size_t len);
+
+/* ----------------------------------------------------------- script.c */
+/* [init] Load the compiled script UKPROBE_SCRIPT names, if any (before
+ * ukpa_rings_init and the probes). 0, or -1 (said why). */
+int ukpa_script_load(const char *path);
+/* [init] attached: the script CONFIG named, loaded by
+ * ukpa_script_load_set() once the SPECs are (0 when none, or -1) */
+void ukpa_script_set_path(const char *path);
+int ukpa_script_load_set(void);
+bool ukpa_script_loaded(void);
+/* [init] The largest record a script's hit emits (0: no script). */
+size_t ukpa_script_payload(void);
+/* [init] The script's handler for SPEC spec, or NULL. */
+kprobe_pre_handler_t ukpa_script_kp(uint32_t spec);
+kretprobe_handler_t ukpa_script_rp(uint32_t spec);
+/* [init] START and BEGIN, once the probes are in; END and every map
+ * once the last hit is recorded. */
+void ukpa_script_begin(void);
+void ukpa_script_end(void);
+/* [hit] ring.c: a script's record of pr. */
+void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *data, uint32_t len);
 
 /* -------------------------------------------------------- interpose.c */
 /* [init] libc's dlopen, for the agent's own use. */

@@ -200,8 +200,12 @@ static void *agent_main(void *arg)
 		close(fd);
 		goto out;
 	}
+	/* ukprobe run: a compiled script (script.c), loaded with the SPECs */
+	if (c.flags & UKP_CONFIG_SCRIPT)
+		ukpa_script_set_path(load);
 	ret = ukpa_attach_begin(fd, (enum ukp_mode)c.mode, c.flags & UKP_CONFIG_FOLLOW,
-				c.flags & UKP_CONFIG_NO_OPTIMIZE, specs, load, raw,
+				c.flags & UKP_CONFIG_NO_OPTIMIZE, specs,
+				c.flags & UKP_CONFIG_SCRIPT ? "" : load, raw,
 				c.flags & UKP_CONFIG_TRACING_OFF);
 	if (ret == 0)
 		wait_detach(fd);

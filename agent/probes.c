@@ -297,7 +297,15 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 	} else {
 		kp->addr = (kprobe_opcode_t *)addr;
 	}
-	if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
+	if (ukpa_script_loaded()) {
+		/* a script's probe runs the script's code (script.c) */
+		if (spec->is_return) {
+			pr->rp.handler = ukpa_script_rp(pr->spec->index);
+			pr->rp.maxactive = spec->maxactive;
+		} else {
+			kp->pre_handler = ukpa_script_kp(pr->spec->index);
+		}
+	} else if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
 	} else if (spec->is_return) {
@@ -1188,7 +1196,8 @@ int ukpa_probes_setup(void)
 	int i, failed = 0;
 
 	pthread_mutex_lock(&probes_lock);
-	if (want_stacks)
+	/* a script may take ustacks */
+	if (want_stacks || ukpa_script_loaded())
 		ukpa_unwind_refresh();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
@@ -1248,7 +1257,8 @@ void ukpa_probes_refresh(void)
 	int i;
 
 	pthread_mutex_lock(&probes_lock);
-	if (want_stacks)
+	/* a script may take ustacks */
+	if (want_stacks || ukpa_script_loaded())
 		ukpa_unwind_refresh();
 	/* the library notices unloaded objects when it is next entered: a
 	 * look-up (of nothing) enters it */

@@ -302,6 +302,69 @@ out:
 
 /* --------------------------------------------------------- [reader] */
 
+/* [hit] A script's record (script.c): len bytes of data as the payload
+ * of an event of pr, which the script's handler ran for. */
+void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *data, uint32_t len)
+{
+	struct ring *r = my_ring;
+	struct ukp_rec *rec;
+	uint64_t head, *d;
+	const uint64_t *s;
+	const char *c;
+	char *cd;
+	int32_t cpu;
+	uint32_t i;
+
+	if (!r) {
+		r = claim_ring();
+		if (!r) {
+			atomic_fetch_add_explicit(&lost_noring, 1, memory_order_relaxed);
+			return;
+		}
+	}
+	/* as ukpa_record() */
+	atomic_store_explicit(&r->writing, 1, memory_order_relaxed);
+	if (need_fence)
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		goto out;
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (!room(r, head) || UKP_REC_HEADER + len > rec_size) {
+		atomic_store_explicit(&r->lost,
+				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		goto out;
+	}
+	rec = (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+				 (head & (ring_recs - 1)) * rec_size);
+	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
+	rec->h.type = UKPM_EVENT;
+	rec->h.len = (uint32_t)(UKP_REC_HEADER + ((len + 7) & ~7u));
+	rec->ip = ip;
+	rec->caller = 0;
+	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
+	rec->cpu = cpu;
+	rec->id = pr->id;
+	rec->faults = 0;
+	if (++r->comm_age >= COMM_EVERY) {
+		r->comm_age = 0;
+		get_comm(r);
+	}
+	for (c = r->comm, cd = rec->comm; c < r->comm + sizeof(r->comm); c += 8, cd += 8)
+		*(uint64_t *)(void *)cd = *(const uint64_t *)(const void *)c;
+	/* words, not memcpy (vector-free); the script's records are
+	 * multiples of 8 bytes */
+	for (i = 0, s = data, d = (uint64_t *)(void *)rec->data; i < (len + 7) / 8; i++) {
+		d[i] = s[i];
+		__asm__ volatile("" ::: "memory");
+	}
+	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+out:
+	atomic_store_explicit(&r->writing, 0, memory_order_release);
+}
+
 void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, const char *prefer)
 {
 	char demangled[1024], names[PATH_MAX + KSYM_NAME_LEN], pnames[PATH_MAX + KSYM_NAME_LEN];
@@ -825,6 +888,8 @@ int ukpa_rings_init(void)
 	for (i = 0; i < ukpa_specs_count(); i++)
 		if (ukpa_spec_payload(i) > payload)
 			payload = ukpa_spec_payload(i);
+	if (ukpa_script_payload() > payload) /* a script's printf records */
+		payload = ukpa_script_payload();
 	rec_size = (UKP_REC_HEADER + payload + 15) & ~(size_t)15;
 	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)

@@ -26,6 +26,7 @@
  * pointer leads on.
  */
 #include <link.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -593,6 +594,24 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 		bp = nbp;
 	}
 	return n;
+}
+
+/* [hit] ukprobe run's ustack (common/script_abi.h): as a stacktrace
+ * trigger's stack. */
+__attribute__((visibility("default"))) int ukpa_script_ustack(const struct kprobe *kp, int ret,
+							      uint64_t retaddr,
+							      const struct pt_regs *regs,
+							      uint64_t *frames, int max)
+{
+	const struct ukpa_probe *pr;
+	uintptr_t ip = (uintptr_t)kp->addr, sp = user_stack_pointer(regs), fp = frame_pointer(regs);
+
+	if (ret)
+		return ukpa_unwind(retaddr, sp, fp, 0, UKPA_UNWIND_RET, frames, max);
+	pr = (const struct ukpa_probe *)(const void *)((const char *)kp -
+						       offsetof(struct ukpa_probe, kp));
+	return ukpa_unwind(ip, sp, fp, uw_link_register(regs),
+			   ip == pr->func ? UKPA_UNWIND_ENTRY : UKPA_UNWIND_INSIDE, frames, max);
 }
 
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,

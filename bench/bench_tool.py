@@ -35,7 +35,10 @@ A tool that is missing or cannot run is skipped with the reason.
 Per hit (micro): bench_tool_hit calls a 3-instruction function N times
 and reports the thread's CPU time per call: alone, the library's own
 jump-optimized kprobe (`o`, bench_tool_lib), `ukprobe stat` and
-`ukprobe trace -o` (two fetch args and a timestamp) on the same function.
+`ukprobe trace -o` (two fetch args and a timestamp) on the same function,
+`ukprobe run` scripts (`@ = count()`, `@[arg1 & 1023] = count()`) and
+bpftrace's `@ = count()` (root; the kernel's uprobe: wall time per call,
+most of it in the kernel, is its column to read).
 """
 import argparse
 import json
@@ -389,7 +392,23 @@ def bench_micro(args, bindir):
             ("trace stacktrace", [args.ukprobe, "trace", "-o", os.path.join(d, "s.txt"),
                                   "-e", "p " + fn, "--trigger", "stacktrace", "--", hit,
                                   str(n // 10)]),
+            # ukprobe run (issue 31): a script's compiled handler, a count
+            # and a count keyed by an argument (1024 keys)
+            ("run count", [args.ukprobe, "run", "-e", "uprobe:%s { @ = count(); }" % fn,
+                           "--", hit, str(n)]),
+            ("run keyed", [args.ukprobe, "run", "-e",
+                           "uprobe:%s { @[arg1 & 1023] = count(); }" % fn, "--", hit, str(n)]),
         ]
+        # bpftrace on the same function, as root where it attaches (a
+        # private copy: a kernel uprobe is in every process mapping the
+        # file); fewer calls, its hits cost microseconds
+        bt = shutil.which("bpftrace")
+        if bt and not args.no_peers and os.geteuid() == 0:
+            copy = os.path.join(d, "bench_tool_hit")
+            shutil.copy(hit, copy)
+            cmds.append(("bpftrace count", [bt, "-e", "uprobe:%s:bench_tool_target "
+                                            "{ @ = count(); }" % copy,
+                                            "-c", "%s %d" % (copy, max(n // 100, 1000))]))
         ns, wall, lost = {}, {}, {}
         for rep in range(args.reps):
             for name, argv in cmds:
@@ -535,8 +554,12 @@ def markdown(res):
               "stat": "`ukprobe stat`", "trace -o": "`ukprobe trace -o` (2 args + timestamp)",
               "stat --filter": "`stat --filter` (a filter that rejects every hit)",
               "stat hist": "`stat --trigger hist:keys=b.log2` (a hist update)",
-              "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)"}
-    for k in ("call", "o", "stat", "trace -o", "stat --filter", "stat hist", "trace stacktrace"):
+              "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)",
+              "run count": "`ukprobe run` `@ = count()`",
+              "run keyed": "`ukprobe run` `@[arg1 & 1023] = count()` (1024 keys)",
+              "bpftrace count": "bpftrace `@ = count()` (root)"}
+    for k in ("call", "o", "stat", "trace -o", "stat --filter", "stat hist", "trace stacktrace",
+              "run count", "run keyed", "bpftrace count"):
         r = m["rows"].get(k)
         if not r:
             out.append("| %s | skipped | | | | | |" % labels[k])

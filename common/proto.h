@@ -109,6 +109,7 @@ enum ukp_msg_type {
 	UKPM_HIST,
 	UKPM_AUTH,              /* agent -> ukprobe, attached: first */
 	UKPM_READY,             /* attached: every probe in place, hits count from here */
+	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
 };
 
 struct ukp_msg {
@@ -254,6 +255,7 @@ struct ukp_msg_end {
 #define UKP_CONFIG_FOLLOW      0x1
 #define UKP_CONFIG_NO_OPTIMIZE 0x2
 #define UKP_CONFIG_TRACING_OFF 0x4
+#define UKP_CONFIG_SCRIPT      0x8 /* the text is a compiled script to load (run) */
 struct ukp_msg_config {
 	struct ukp_msg h;
 	uint32_t version;          /* UKP_PROTO_VERSION */

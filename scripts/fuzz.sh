@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/) with clang (ASan + UBSan)
 # and runs each on a copy of its seed corpus: fuzz_spec_filter (ukprobe's
-# SPEC and filter parsers and the parsed form its agent reads; corpus/)
-# and fuzz_agent_msgs (what ukprobe reads from an agent; corpus_msgs/).
+# SPEC and filter parsers and the parsed form its agent reads; corpus/),
+# fuzz_agent_msgs (what ukprobe reads from an agent; corpus_msgs/) and
+# fuzz_script (ukprobe run's script compiler; corpus_script/).
 # Extra arguments go to libFuzzer; by default a short run
 # (-runs=20000), as CI does. A long run by hand:
 #   bash scripts/fuzz.sh -runs=10000000 -jobs=1
@@ -40,3 +41,16 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_spec_filter -max_len=4096 -timeout=10 "${args[@]}" build-fuzz/corpus
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_agent_msgs -max_len=16384 -timeout=10 "${args[@]}" build-fuzz/corpus_msgs
+
+# ukprobe run's script compiler (tests/fuzz/fuzz_script.c): lexer, parser,
+# checks and C translation on any text, with its own seed corpus (the
+# tests' scripts).
+clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -Icommon -Itools/ukprobe/script tests/fuzz/fuzz_script.c tools/ukprobe/script/lex.c \
+  tools/ukprobe/script/parse.c tools/ukprobe/script/sema.c tools/ukprobe/script/gen.c \
+  tools/ukprobe/script/free.c -o build-fuzz/fuzz_script
+rm -rf build-fuzz/corpus_script
+cp -r tests/fuzz/corpus_script build-fuzz/corpus_script
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-fuzz/fuzz_script -max_len=4096 -timeout=10 -close_fd_mask=2 "${args[@]}" \
+  build-fuzz/corpus_script

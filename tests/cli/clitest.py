@@ -1219,6 +1219,9 @@ MANPAGES = {
                        "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
                          "cannot probe", "OPTIMIZED", "\\-\\-no\\-optimize"],
+    "ukprobe-run.1": ["\\-e", "\\-p", "\\-d", "uprobe:", "uretprobe:", "BEGIN", "interval:s:",
+                      "hist(x)", "lhist(x,\\ min,\\ max,\\ step)", "printf", "UKPROBE_CC",
+                      "ERROR: Unknown identifier", "\\-\\-no\\-optimize"],
 }
 
 
@@ -1240,7 +1243,7 @@ def case_manpage():
     if not groff:
         print("no groff: rendering not checked")
     # every command's --help names its page
-    for cmd in ("trace", "stat", "probes"):
+    for cmd in ("trace", "stat", "probes", "run"):
         r = ukprobe([cmd, "--help"])
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
 

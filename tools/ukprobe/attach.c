@@ -91,7 +91,8 @@ static char *config_packet(const struct ukp_session *s, size_t *len)
 		.mode = s->mode,
 		.flags = (s->follow ? UKP_CONFIG_FOLLOW : 0) |
 			 (s->no_optimize ? UKP_CONFIG_NO_OPTIMIZE : 0) |
-			 (s->tracing_off ? UKP_CONFIG_TRACING_OFF : 0),
+			 (s->tracing_off ? UKP_CONFIG_TRACING_OFF : 0) |
+			 (s->load_script ? UKP_CONFIG_SCRIPT : 0),
 	};
 	size_t n = (sizeof(c) + strlen(load) + 1 + 7) & ~(size_t)7;
 

@@ -50,6 +50,7 @@ struct ukp_command {
 int ukp_cmd_trace(int argc, char **argv);
 int ukp_cmd_stat(int argc, char **argv);
 int ukp_cmd_probes(int argc, char **argv);
+int ukp_cmd_run(int argc, char **argv);
 
 /* ------------------------------------------------------- reporting */
 
@@ -163,6 +164,7 @@ struct ukp_session {
 	bool usdt;                /* probes --usdt OBJ: its SDT probes */
 	bool tracing_off;         /* trace --tracing-off: until a traceon trigger */
 	const char *load;         /* probes mode: an object for the agent to dlopen */
+	bool load_script;         /* run -p: load is the compiled script */
 	bool made_spec;           /* the SPEC is ukprobe's (probes OBJ): errors without it */
 	char **cmd;               /* the command and its arguments (NULL-terminated) */
 	pid_t *pids;              /* -p: the processes to attach to (npids) */
@@ -170,6 +172,14 @@ struct ukp_session {
 	double duration;          /* -d SECONDS (attached: 0 is none) */
 	bool send_raw;            /* -p with trace -o: agents get raw_fd with CONFIG */
 	int raw_fd;               /* the records file (proto.h), when send_raw */
+	/* run: a compiled script's message (UKPM_SCRIPT, common/script_abi.h),
+	 * whole; -1 when malformed */
+	int (*script_msg)(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
+			  void *arg);
+	void *script_arg;
+	/* run: says why SPEC spec could not be registered, in the script's
+	 * terms (instead of the SPEC's error) */
+	void (*spec_error)(struct ukp_session *s, int spec, const char *msg, void *arg);
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */

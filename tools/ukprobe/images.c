@@ -194,7 +194,9 @@ static int spec_failure(struct ukp_session *s, struct ukp_image *img,
 
 	if (img == s->first && !s->follow) {
 		col = ukp_explain_failure(spec, &f, msg, sizeof(msg));
-		if (s->made_spec)
+		if (s->spec_error)
+			s->spec_error(s, (int)m->spec, msg, s->script_arg);
+		else if (s->made_spec)
 			ukp_err("%s", msg);
 		else
 			ukp_spec_err(spec->text, col, "%s", msg);
@@ -373,6 +375,8 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		return probe_msg(s, img, p, len, ops, arg);
 	case UKPM_HIST:
 		return ukp_hist_take(s, img, p, len);
+	case UKPM_SCRIPT:
+		return s->script_msg ? s->script_msg(s, img, p, len, s->script_arg) : -1;
 	case UKPM_SYM: {
 		struct ukp_msg_sym m;
 

@@ -13,6 +13,7 @@ static const struct ukp_command commands[] = {
 	{ "trace", "run a command and print every probe hit as it happens", ukp_cmd_trace },
 	{ "stat", "run a command and count probe hits and misses per event", ukp_cmd_stat },
 	{ "probes", "show what SPECs resolve to, or list an object's functions", ukp_cmd_probes },
+	{ "run", "run a command under a bpftrace-language script, compiled", ukp_cmd_run },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_run.c - "ukprobe run": a bpftrace-language script on a program's
+ * functions (doc/scripts.md). The script is parsed and checked here
+ * (script/), translated to C, built into a shared object with the
+ * system's C compiler, and loaded by the agent, whose probes then run
+ * its code; its printf records and maps come back here to be printed as
+ * bpftrace prints them.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <glob.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "script/script.h"
+#include "script/script_out.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ukprobe run -e 'PROGRAM' [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
+	      "       ukprobe run FILE [ARG...] [OPTIONS] -- CMD [ARGS]...\n"
+	      "       ukprobe run -e 'PROGRAM' | FILE [ARG...] -p PID[,PID]... [-d SECONDS]\n"
+	      "\n"
+	      "Run CMD under a script in bpftrace's language, compiled to native code:\n"
+	      "uprobe:OBJ:FUNC and uretprobe:OBJ:FUNC probes (FUNC may be a glob, OBJ a\n"
+	      "path or a loaded object's name), BEGIN and END, predicates, maps and\n"
+	      "aggregations, printf. The output is bpftrace's.\n"
+	      "\n"
+	      "  -e PROGRAM         the script's text (else FILE)\n"
+	      "  ARG...             the script's positional parameters $1, $2, ...\n"
+	      "  -p, --pid PID[,PID]...\n"
+	      "                     attach to running processes instead of running CMD;\n"
+	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
+	      "  -d, --duration SECONDS\n"
+	      "                     with -p: detach SECONDS after the probes are in place\n"
+	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
+	      "      --emit-c       print the script's C translation and exit\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "The script is built with the system's C compiler (cc, or $UKPROBE_CC).\n"
+	      "See ukprobe-run(1).\n",
+	      out);
+}
+
+struct run {
+	struct script *sc;
+	struct script_out *out;
+};
+
+static void on_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_probe_info *pi,
+		     const struct ukp_rec *rec, void *arg)
+{
+	struct run *r = arg;
+
+	(void)s;
+	(void)pi;
+	script_out_record(r->out, img, rec->data, rec->h.len - UKP_REC_HEADER);
+}
+
+static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
+		     void *arg)
+{
+	struct run *r = arg;
+
+	(void)s;
+	return script_out_msg(r->out, img, p, len);
+}
+
+/* a probe that matches nothing: where it is in the script */
+static void on_spec_error(struct ukp_session *s, int spec, const char *msg, void *arg)
+{
+	struct run *r = arg;
+	int i;
+
+	(void)s;
+	for (i = 0; i < r->sc->nprobes; i++)
+		if (r->sc->probes[i].spec == spec) {
+			const struct probe *p = &r->sc->probes[i];
+
+			script_error(r->sc, p->line, p->col, p->end, "%s", msg);
+			return;
+		}
+	ukp_err("%s", msg);
+}
+
+static void on_batch(struct ukp_session *s, void *arg)
+{
+	(void)s;
+	fflush(stdout);
+	(void)arg;
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int c;
+
+	if (!f) {
+		ukp_err("cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	while ((c = fgetc(f)) != EOF) {
+		if (n + 2 > cap) {
+			cap = cap ? cap * 2 : 4096;
+			buf = realloc(buf, cap);
+			if (!buf) {
+				fclose(f);
+				return NULL;
+			}
+		}
+		buf[n++] = (char)c;
+	}
+	fclose(f);
+	if (!buf)
+		buf = calloc(1, 1);
+	else
+		buf[n] = '\0';
+	return buf;
+}
+
+/* An OBJ as bpftrace takes it: a library's short name ("libc") is the
+ * file the system's library directories have for it ("libc.so.6"), by
+ * its name, which the agent knows a loaded object by; anything else
+ * (a path, "libc.so.6", the program's name) as it is. */
+static char *object_name(const char *obj)
+{
+	static const char *const dirs[] = {
+		"/lib/*-linux-*", "/usr/lib/*-linux-*", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+		"/usr/local/lib",
+	};
+	size_t i, k;
+
+	if (strchr(obj, '/') || strstr(obj, ".so") || strncmp(obj, "lib", 3))
+		return strdup(obj);
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char pat[512];
+		glob_t g;
+
+		snprintf(pat, sizeof(pat), "%s/%s.so.*", dirs[i], obj);
+		if (glob(pat, 0, NULL, &g))
+			continue;
+		for (k = 0; k < g.gl_pathc; k++) {
+			char *base = strrchr(g.gl_pathv[k], '/') + 1;
+
+			/* "libc.so.6", not "libc.so.6.debug" nor a linker script */
+			if (ukp_is_program(g.gl_pathv[k]) || strchr(base + strlen(obj) + 4, '.'))
+				continue;
+			base = strdup(base);
+			globfree(&g);
+			return base;
+		}
+		globfree(&g);
+	}
+	return strdup(obj);
+}
+
+/* -p PID[,PID]...: appended to s->pids. 0 or -1 (said why). */
+static int parse_pids(const char *arg, struct ukp_session *s)
+{
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',')) {
+			ukp_err("-p %s: not a process id (PID[,PID...])", arg);
+			return -1;
+		}
+		s->pids = realloc(s->pids, ((size_t)s->npids + 1) * sizeof(*s->pids));
+		if (!s->pids)
+			return -1;
+		s->pids[s->npids++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* The script's uprobes as SPECs, one each, in order. */
+static int make_specs(struct script *sc, struct ukp_session *s)
+{
+	char **texts = calloc((size_t)sc->nspecs + 1, sizeof(*texts));
+	int i, n = 0, err;
+
+	for (i = 0; i < sc->nprobes; i++) {
+		const struct probe *p = &sc->probes[i];
+
+		if (p->type != P_UPROBE && p->type != P_URETPROBE)
+			continue;
+		char *obj = object_name(p->obj);
+
+		if (!obj || asprintf(&texts[n++], "%c:run/p%d %s:%s", p->type == P_UPROBE ? 'p' : 'r',
+				     i, obj, p->func) < 0)
+			return -1;
+		free(obj);
+	}
+	err = n ? ukp_cli_parse_specs(texts, n, &s->specs) : 0;
+	s->nspecs = n;
+	for (i = 0; i < n; i++)
+		free(texts[i]);
+	free(texts);
+	return err;
+}
+
+int ukp_cmd_run(int argc, char **argv)
+{
+	struct ukp_session s = { .mode = UKP_MODE_STAT };
+	struct script sc = { .file = "stdin" };
+	struct ukp_session_ops ops = { .event = on_event, .batch = on_batch };
+	struct run r = { .sc = &sc };
+	const char *program = NULL, *file = NULL;
+	bool emit_c = false;
+	char *dir = NULL, *so = NULL;
+	int i, code;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-e")) {
+			if (++i == argc) {
+				ukp_err("-e needs a program");
+				return UKP_EXIT_USAGE;
+			}
+			program = argv[i];
+		} else if (!strcmp(a, "--no-optimize")) {
+			s.no_optimize = true;
+		} else if (!strcmp(a, "--emit-c")) {
+			emit_c = true;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			if (++i == argc || parse_pids(argv[i], &s))
+				return UKP_EXIT_USAGE;
+		} else if (!strcmp(a, "-d") || !strcmp(a, "--duration")) {
+			char *end;
+
+			if (++i == argc || (s.duration = strtod(argv[i], &end)) <= 0 || *end) {
+				ukp_err("-d needs a number of seconds");
+				return UKP_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "-f")) {
+			ukp_err("run -f: not supported (a script runs in the process it starts with)");
+			return UKP_EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ukp_err("run: unknown option '%s'", a);
+			fputs("Try 'ukprobe run --help'.\n", stderr);
+			return UKP_EXIT_USAGE;
+		} else if (!program && !file) {
+			file = a;
+		} else {
+			sc.params = realloc(sc.params, (size_t)(sc.nparams + 1) * sizeof(*sc.params));
+			sc.params[sc.nparams++] = argv[i];
+		}
+	}
+	if (!program && !file) {
+		ukp_err("run: no program: -e 'PROGRAM' or FILE");
+		fputs("Try 'ukprobe run --help'.\n", stderr);
+		return UKP_EXIT_USAGE;
+	}
+	if (file) {
+		sc.src = read_file(file);
+		sc.file = file;
+		if (!sc.src)
+			return UKP_EXIT_USAGE;
+	} else {
+		sc.src = strdup(program);
+	}
+	if (script_parse(&sc) || script_check(&sc))
+		return UKP_EXIT_USAGE;
+	if (emit_c)
+		return script_gen(&sc, stdout) ? UKP_EXIT_FAIL : 0;
+	if (i >= argc && !s.npids) {
+		ukp_err("run: no command to run: ukprobe run ... -- CMD [ARGS], or -p PID");
+		return UKP_EXIT_USAGE;
+	}
+	if (i < argc && s.npids) {
+		ukp_err("run: -p PID or -- CMD, not both");
+		return UKP_EXIT_USAGE;
+	}
+	if (s.duration && !s.npids) {
+		ukp_err("run: -d goes with -p");
+		return UKP_EXIT_USAGE;
+	}
+	s.cmd = i < argc ? argv + i : NULL;
+	if (make_specs(&sc, &s))
+		return UKP_EXIT_USAGE;
+	so = script_build(&sc, &dir);
+	if (!so) {
+		script_cleanup(dir);
+		return UKP_EXIT_FAIL;
+	}
+	r.out = script_out_new(&sc, stdout);
+	if (!r.out || setenv(UKP_ENV_SCRIPT, so, 1)) {
+		ukp_err("out of memory");
+		script_cleanup(dir);
+		return UKP_EXIT_FAIL;
+	}
+	s.script_msg = on_script;
+	s.script_arg = &r;
+	s.spec_error = on_spec_error;
+	if (s.npids) {
+		/* attached: the agent gets the script's path with CONFIG */
+		s.load = so;
+		s.load_script = true;
+	}
+	code = ukp_session_prepare(&s);
+	if (!code) {
+		code = s.npids ? ukp_session_attach(&s, &ops, &r) : ukp_session_run(&s, &ops, &r);
+		if (s.first && !s.first->setup_failed && script_out_started(r.out))
+			script_out_end(r.out, s.first);
+	}
+	fflush(stdout);
+	ukp_session_free(&s);
+	ukp_cli_free_specs(s.specs, s.nspecs);
+	script_cleanup(dir);
+	free(so);
+	return code;
+}
