@@ -59,7 +59,15 @@ static char *saved_vars[NVARS];
 /* [init][reader] The socket may have been closed by the program (some
  * close every descriptor they do not know) and its number reused: never
  * write into someone else's file. */
+static int send_fd(const void *buf, size_t len, int fd);
+
 int ukpa_send(const void *buf, size_t len)
+{
+	return send_fd(buf, len, -1);
+}
+
+/* The same, with a descriptor for ukprobe (SCM_RIGHTS) unless fd < 0. */
+static int send_fd(const void *buf, size_t len, int fd)
 {
 	struct ukp_msg_from from = {
 		.h = { UKPM_FROM, sizeof(from) },
@@ -68,8 +76,24 @@ int ukpa_send(const void *buf, size_t len)
 	};
 	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
 	struct stat st;
 
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
 	if (out_fd < 0 || out_broken)
 		return -1;
 	if (fstat(out_fd, &st) || st.st_dev != out_dev || st.st_ino != out_ino) {
@@ -123,8 +147,13 @@ static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 		.origin = origin,
 	};
 
+	/* with the image's region (region.c), if it has a new one */
+	int fd = ukpa_region_take_fd();
+
 	prctl(PR_GET_NAME, h.comm, 0, 0, 0);
-	ukpa_send(&h, sizeof(h));
+	send_fd(&h, sizeof(h), fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reason)
@@ -269,10 +298,15 @@ static void atfork_prepare(void)
 	if (ukpa_follow && ukpa_active() && !ukpa_busy)
 		ukpa_reader_flush(100);
 	ukpa_probes_lock();
+	/* Until the child has a region of its own, a hit in it would count
+	 * and record in the parent's (shared) memory: libc's fork itself
+	 * (run after this, the last prepare handler) records nothing. */
+	ukpa_busy++;
 }
 
 static void atfork_parent(void)
 {
+	ukpa_busy--;
 	ukpa_probes_unlock();
 }
 
@@ -281,15 +315,16 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ukpa_probes_after_fork();
-	if (out_fd < 0 || agent_pid != atfork_pid)
-		return;
-	if (!ukpa_follow) {
+	if (out_fd < 0 || agent_pid != atfork_pid || !ukpa_follow) {
 		atomic_store(&ukpa_tracing, false);
-		close(out_fd);
-		out_fd = -1;
+		ukpa_region_forget();
+		if (out_fd >= 0 && agent_pid == atfork_pid) {
+			close(out_fd);
+			out_fd = -1;
+		}
+		ukpa_busy--;
 		return;
 	}
-	ukpa_busy++;
 	agent_pid = getpid();
 	image_id = new_image_id();
 	if (ukpa_attached) {
@@ -302,13 +337,19 @@ static void atfork_child(void)
 		out_fd = fd;
 		if (fd < 0 || fstat(fd, &st)) {
 			atomic_store(&ukpa_tracing, false);
+			ukpa_region_forget();
 			ukpa_busy--;
 			return;
 		}
 		out_dev = st.st_dev;
 		out_ino = st.st_ino;
 	}
-	ukpa_rings_after_fork();
+	if (ukpa_rings_after_fork()) {
+		ukpa_region_forget();
+		atomic_store(&ukpa_tracing, false);
+		ukpa_busy--;
+		return;
+	}
 	send_hello(UKP_ORIGIN_FORK, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
@@ -364,7 +405,10 @@ void ukpa_after_failed_exec(void)
 		return;
 	ukpa_busy++;
 	image_id = new_image_id();
-	ukpa_rings_new_image();
+	if (ukpa_rings_new_image()) {
+		ukpa_busy--;
+		return; /* (untraced from here: tracing stays off) */
+	}
 	send_hello(UKP_ORIGIN_EXEC_FAILED, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	atomic_store(&ukpa_tracing, true);
@@ -459,6 +503,12 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		save_environment();
 	else
 		clean_environment();
+	/* the counts and rings in memory ukprobe holds too (region.c) */
+	if (ukpa_rings_new_image()) {
+		send_hello(origin, (uint32_t)ukpa_specs_count());
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
 	send_hello(origin, (uint32_t)ukpa_specs_count());
 	if (no_optimize)
 		kprobes_set_optimization(false);
@@ -525,7 +575,11 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);
-	ukpa_rings_new_image();
+	if (ukpa_rings_new_image()) {
+		close(specs_fd);
+		specs_refused(UKP_ORIGIN_ATTACH, 0);
+		return -1;
+	}
 	/* a forked child (-f) has them in its memory: the memfd is done */
 	if (ukpa_specs_load(specs_fd, &claimed)) {
 		close(specs_fd);

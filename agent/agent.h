@@ -30,6 +30,7 @@
 #include <ukprobes.h>
 
 #include "proto.h"
+#include "region.h"
 #include "spec.h"
 
 #define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
@@ -93,8 +94,6 @@ struct ukpa_probe {
 	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
 	 * one load */
 	struct ukpa_hist_table *hist_regs;
-	_Atomic uint64_t hits;    /* hits of threads without a counts slot, and of
-				   * exited threads (counts.c) */
 	/* the rest: registration, listing, r and w events */
 	struct kretprobe rp;      /* r events */
 	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
@@ -200,10 +199,23 @@ int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
 
+/* ----------------------------------------------------------- region.c */
+/* The image's shared memory (common/region.h): mapped at one address for
+ * the process's life once the first image made it, else NULL. */
+extern struct ukp_region_head *ukpa_region;
+/* [init] A new file for a new image, in the old one's place. keep: the
+ * same process goes on (its threads keep their rings and count slots);
+ * else only this thread exists (a forked child). 0 or -errno. */
+int ukpa_region_new_image(bool keep);
+/* [init] The new image's file, for HELLO (the caller closes it), or -1. */
+int ukpa_region_take_fd(void);
+/* [init] A forked child that is not traced: away from the parent's file. */
+void ukpa_region_forget(void);
+
 /* ----------------------------------------------------------- counts.c */
-/* Per-thread hit counters (see counts.c): probe ids below this count in
- * the thread's own slot. */
-#define UKPA_COUNT_IDS (1u << 20)
+/* Per-thread hit counters in the region (see counts.c): probe ids below
+ * this count in the thread's own slot. */
+#define UKPA_COUNT_IDS UKP_REGION_IDS
 extern UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
 /* [hit] The first hit of a thread (claims its slot), and hits of
  * threads without one. */
@@ -220,16 +232,14 @@ static inline void ukpa_count_hit(struct ukpa_probe *pr)
 	else
 		ukpa_count_slow(pr);
 }
-/* [reader] Fold the counts of exited threads into their probes. */
+/* [reader] Give the slots of exited threads back (their counts stay). */
 void ukpa_counts_recycle_dead(void);
-/* [init][reader] Every hit of pr so far (its total and every thread's
- * count); with the counts lock held. */
+/* [init][reader] Every hit of pr so far (every slot's count); with the
+ * counts lock held. */
 uint64_t ukpa_count_of(const struct ukpa_probe *pr);
 void ukpa_counts_lock(void);
 int ukpa_counts_timedlock(const struct timespec *until);
 void ukpa_counts_unlock(void);
-/* [init] Counts from zero (a new image in the same process). */
-void ukpa_counts_reset(void);
 /* [init] In a forked child: no slot of the parent's threads. */
 void ukpa_counts_after_fork(void);
 
@@ -354,11 +364,13 @@ void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);
-/* [init] In a forked child: empty rings, nothing announced yet. */
-void ukpa_rings_after_fork(void);
-/* [init] A new image in the same process (failed exec): nothing
- * announced yet. */
-void ukpa_rings_new_image(void);
+/* [init] In a forked child: empty rings in a region of its own
+ * (region.c), nothing announced yet. 0 or -errno. */
+int ukpa_rings_after_fork(void);
+/* [init] A new image in the same process (the first, a failed exec, an
+ * attach): a new region (counts from zero, the threads' rings empty),
+ * nothing announced yet. 0 or -errno. */
+int ukpa_rings_new_image(void);
 /* [init][reader] "sym+0xoff/0xsize [obj]" of addr into buf; *func the
  * symbol's start. prefer: a "[obj:]sym" to name the symbol by when it is
  * one of its aliases (or NULL). */

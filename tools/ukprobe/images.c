@@ -165,6 +165,8 @@ void ukp_images_free(struct ukp_session *s)
 			probe_info_free(&img->probes[k]);
 		free(img->probes);
 		addrmap_free(img->addrs);
+		ukp_region_drop(img);
+		free(img->tids);
 		free(img);
 	}
 	free(s->images);
@@ -342,6 +344,8 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		if ((int)h.nspecs != s->nspecs || h.pid != img->pid)
 			return -1;
 		img->hello = true;
+		/* its counts and buffered events, should it end abruptly */
+		ukp_region_take(s, img);
 		img->ppid = h.ppid;
 		img->origin = h.origin;
 		memcpy(img->comm, h.comm, sizeof(h.comm));
@@ -374,6 +378,7 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		memset((char *)&rec + len, 0, sizeof(rec) - len);
 		if (rec.id >= img->nprobes || !img->probes[rec.id].used)
 			return -1;
+		ukp_region_count_event(img, rec.tid);
 		if (ops && ops->event)
 			ops->event(s, img, &img->probes[rec.id], &rec, arg);
 		return 0;
@@ -398,6 +403,7 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 			return -1;
 		memcpy(&m, p, sizeof(m));
 		img->ended = true;
+		ukp_region_drop(img); /* it sent everything */
 		img->end_reason = m.reason;
 		img->lost = m.lost;
 		img->setup_failed = m.setup_failed;

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * region.h - the memory an image's agent counts and buffers events in,
+ * which ukprobe holds too: a memfd the agent makes at the start of each
+ * image (agent/region.c) and sends to ukprobe with its HELLO message (as
+ * SCM_RIGHTS). Whatever the image counted and recorded is in the file
+ * however the process ends (exit, _exit, a raw exit_group, abort,
+ * SIGKILL, a fatal signal): when an image ends without its END message,
+ * ukprobe reads its last counts and the events its reader had not yet
+ * sent from here (tools/ukprobe/region.c).
+ *
+ * The file, at fixed offsets (the header says where, so that ukprobe
+ * checks rather than assumes):
+ *   struct ukp_region_head
+ *   rings: UKP_REGION_RINGS struct ukp_region_ring (one per thread that
+ *          records events, claimed at its first event)
+ *   counts: UKP_REGION_SLOTS + 1 arrays of UKP_REGION_IDS counters, by
+ *          probe id: one per thread that counts (claimed at its first
+ *          hit; a slot of an exited thread goes, counts and all, to the
+ *          next thread that claims one, so no count is ever moved), and
+ *          the last one shared (atomic adds of threads that got no slot)
+ *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart
+ * The file is sparse: only what threads touch takes memory. A probe's
+ * count is the sum of its counters in slots [0, slots_used) and the
+ * shared one. A ring's events not yet sent are its records
+ * [tail, head) (at most ring_recs): tail moves only once the records
+ * before it were written out.
+ */
+#ifndef UKPROBE_REGION_H
+#define UKPROBE_REGION_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define UKP_REGION_MAGIC 0x6e6f696765726b75ULL /* "ukregion" */
+#define UKP_REGION_VERSION 1
+#define UKP_REGION_RINGS 128
+#define UKP_REGION_SLOTS 256
+#define UKP_REGION_IDS (1u << 20)
+#define UKP_REGION_RING_MAX (16UL << 20) /* bytes of one ring's records, at most */
+
+/* One thread's ring: written by its thread (the producer) and the agent's
+ * reader (the consumer), read by ukprobe after the process ended. */
+struct ukp_region_ring {
+	/* the producer's (one cache line) */
+	_Atomic uint64_t head;    /* records published */
+	uint64_t tail_seen;       /* the consumer's tail, as last read */
+	_Atomic uint64_t lost;    /* events dropped (ring full) */
+	_Atomic int32_t writing;
+	uint8_t stalled;          /* a wait for the reader timed out */
+	uint8_t pad0[3];
+	uint32_t comm_age;
+	_Atomic int32_t owner;    /* tid, 0 when free, -1 while being set up */
+	char comm[16];
+	_Atomic uint64_t recs;    /* the agent's address of the records (not ukprobe's) */
+	/* the consumer's, on a line of their own */
+	_Atomic uint64_t tail __attribute__((aligned(64))); /* records written out */
+	uint64_t taken;           /* records copied out, not all written yet */
+	uint64_t end;             /* head seen at the start of a pass */
+	uint64_t populated;       /* ring bytes committed */
+} __attribute__((aligned(64)));
+
+struct ukp_region_head {
+	uint64_t magic;           /* UKP_REGION_MAGIC */
+	uint32_t version;         /* UKP_REGION_VERSION */
+	uint32_t head_size;       /* sizeof(struct ukp_region_head) */
+	uint32_t ring_size;       /* sizeof(struct ukp_region_ring) */
+	uint32_t rings, slots, ids;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t rings_off, counts_off, recs_off, ring_stride, size;
+	/* set when the image starts tracing (0 until then: no rings) */
+	uint64_t rec_size;        /* bytes of one record slot */
+	uint64_t ring_recs;       /* slots per ring, a power of two */
+	/* timestamps: 1 when records hold counter readings, which are
+	 * cal_ns0 + (ts - cal_cnt0) * cal_mult / 2^32 ns (the reader keeps
+	 * cal_mult up to date); 0 when they are CLOCK_MONOTONIC ns */
+	uint32_t use_counter;
+	_Atomic uint32_t slots_used; /* count slots claimed so far: [0, slots_used) */
+	_Atomic uint64_t cal_cnt0, cal_ns0, cal_mult;
+	/* events lost besides the rings' own */
+	_Atomic uint64_t lost_other;
+	_Atomic int32_t slot_owner[UKP_REGION_SLOTS]; /* tid, 0 free, -1 being set up */
+};
+
+#define UKP_REGION_SLOT_BYTES ((uint64_t)UKP_REGION_IDS * sizeof(uint64_t))
+
+/* The layout both ends compute (and ukprobe checks against the header). */
+#define UKP_REGION_RINGS_OFF \
+	((((uint64_t)sizeof(struct ukp_region_head)) + 4095) & ~(uint64_t)4095)
+#define UKP_REGION_COUNTS_OFF \
+	((UKP_REGION_RINGS_OFF + UKP_REGION_RINGS * sizeof(struct ukp_region_ring) + 4095) & \
+	 ~(uint64_t)4095)
+#define UKP_REGION_RECS_OFF \
+	(UKP_REGION_COUNTS_OFF + (UKP_REGION_SLOTS + 1) * UKP_REGION_SLOT_BYTES)
+#define UKP_REGION_SIZE (UKP_REGION_RECS_OFF + UKP_REGION_RINGS * UKP_REGION_RING_MAX)
+
+#endif /* UKPROBE_REGION_H */
