@@ -575,11 +575,6 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);
-	if (ukpa_rings_new_image()) {
-		close(specs_fd);
-		specs_refused(UKP_ORIGIN_ATTACH, 0);
-		return -1;
-	}
 	/* a forked child (-f) has them in its memory: the memfd is done */
 	if (ukpa_specs_load(specs_fd, &claimed)) {
 		close(specs_fd);
@@ -587,6 +582,13 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		return -1;
 	}
 	close(specs_fd);
+	if (ukpa_rings_new_image()) {
+		/* (no memory, or the program mapped something where the
+		 * threads' counters were: ukprobe says it could not set up) */
+		send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
 	kprobes_set_optimization(!no_optimize);
 	if (*load && load_object(load)) {
@@ -634,6 +636,7 @@ void ukpa_attach_end(bool tracing)
 	ukpa_rings_close_file();
 	kprobes_set_optimization(true);
 	ukprobes_shutdown();
+	ukpa_region_release();
 	d.tid = (int32_t)gettid();
 	ukpa_send(&d, sizeof(d));
 	close(out_fd);

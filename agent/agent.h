@@ -211,6 +211,8 @@ int ukpa_region_new_image(bool keep);
 int ukpa_region_take_fd(void);
 /* [init] A forked child that is not traced: away from the parent's file. */
 void ukpa_region_forget(void);
+/* [init] A detach: the file is unmapped (no thread records any more). */
+void ukpa_region_release(void);
 
 /* ----------------------------------------------------------- counts.c */
 /* Per-thread hit counters in the region (see counts.c): probe ids below

@@ -13,6 +13,11 @@
  * and rings (the threads' claims go on) and zero counts and records; a
  * forked child starts from nothing (only its forking thread exists).
  *
+ * A detach unmaps the file (ukpa_region_release): nothing of it stays
+ * in the process. The threads' pointers into it stay in their TLS, so
+ * the next attach maps its file at the same address again, or, when the
+ * program has mapped something there meanwhile, refuses to trace.
+ *
  * Contexts: [init] (ring.c's and counts.c's image changes), with no
  * thread recording (tracing off, or a forked child's only thread).
  */
@@ -30,6 +35,13 @@
 
 struct ukp_region_head *ukpa_region;
 static int region_fd = -1; /* this image's file, until HELLO takes it */
+/* where the file is mapped, for the process's life; unmapped at a
+ * detach (released: ukpa_region is NULL then) */
+static void *region_at;
+static bool released;
+/* at a detach: the header and rings (the threads' claims), for the next
+ * attach's file */
+static unsigned char saved[UKP_REGION_COUNTS_OFF];
 
 _Static_assert(sizeof(struct ukp_region_ring) == 128, "a ring is two cache lines");
 _Static_assert(offsetof(struct ukp_region_ring, recs) < 64, "the producer's line");
@@ -56,6 +68,8 @@ int ukpa_region_new_image(bool keep)
 {
 	int fd = (int)syscall(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC);
 	size_t prefix = UKP_REGION_COUNTS_OFF;
+	const void *from = released ? (const void *)saved : (const void *)region_at;
+	int flags = MAP_SHARED | MAP_NORESERVE;
 	void *at;
 
 	if (fd < 0)
@@ -63,14 +77,22 @@ int ukpa_region_new_image(bool keep)
 	/* sparse: only the pages threads touch take memory */
 	if (ftruncate(fd, (off_t)UKP_REGION_SIZE))
 		goto fail;
-	if (keep && ukpa_region &&
-	    pwrite(fd, ukpa_region, prefix, 0) != (ssize_t)prefix)
+	if (keep && region_at && pwrite(fd, from, prefix, 0) != (ssize_t)prefix)
 		goto fail;
-	at = mmap(ukpa_region, UKP_REGION_SIZE, PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_NORESERVE | (ukpa_region ? MAP_FIXED : 0), fd, 0);
+	/* the same address as before: in place of the last file, or where
+	 * it was before a detach (if nothing else is there now) */
+	if (region_at)
+		flags |= released ? MAP_FIXED_NOREPLACE : MAP_FIXED;
+	at = mmap(region_at, UKP_REGION_SIZE, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (at == MAP_FAILED)
 		goto fail;
-	ukpa_region = at;
+	if (region_at && at != region_at) {
+		/* (a kernel that takes MAP_FIXED_NOREPLACE as a hint) */
+		munmap(at, UKP_REGION_SIZE);
+		goto fail;
+	}
+	ukpa_region = region_at = at;
+	released = false;
 	head_init(ukpa_region);
 	if (region_fd >= 0)
 		close(region_fd);
@@ -87,6 +109,20 @@ int ukpa_region_take_fd(void)
 
 	region_fd = -1;
 	return fd;
+}
+
+void ukpa_region_release(void)
+{
+	if (!ukpa_region)
+		return;
+	memcpy(saved, ukpa_region, sizeof(saved));
+	/* nothing may reach it now: every use checks ukpa_region */
+	ukpa_region = NULL;
+	munmap(region_at, UKP_REGION_SIZE);
+	released = true;
+	if (region_fd >= 0)
+		close(region_fd);
+	region_fd = -1;
 }
 
 void ukpa_region_forget(void)

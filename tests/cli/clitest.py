@@ -3261,6 +3261,59 @@ def case_attach_endings():
                     p.wait()
 
 
+def case_own_allocator():
+    """The agent allocates with an allocator of its own (agent/mem.c):
+    a program with its own malloc/calloc/realloc/free, which notes every
+    caller, sees none of its calls come from libukprobe-agent.so's code
+    (stat and trace, a probe pending on an object the program dlopen()s)."""
+    for cmd in (["stat"], ["trace"]):
+        r = ukprobe(cmd + ["-e", "p:w work", "-e", "p:z libz.so.1:crc32", "--", tgt("ownmalloc")])
+        m = re.search(r"sum 1498500 agent mapped 1 calls (\d+) from the agent (\d+)", r.stdout)
+        check(r.returncode == 0 and m and int(m.group(1)) > 0 and m.group(2) == "0",
+              "%s: no call of the program's allocator from the agent's code" % cmd[0], show(r))
+
+
+def case_attach_busy():
+    """-p on a program that forks and dlopen()s/dlclose()s all the time
+    in threads of its own: attaches that land inside fork() or dlopen()
+    neither hang nor harm it (every child exits 0), and after each detach
+    no thread of the agent and none of its count and event memory (the
+    region's memfd) is left."""
+    p = subprocess.Popen([tgt("busy")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "target ready")
+        # (each thread's start runs with every signal blocked)
+        for _ in range(500):
+            state0 = thread_state(p.pid)
+            if len(state0) == 4 and all(v[1] == 0 for v in state0.values()):
+                break
+            time.sleep(0.01)
+        for i in range(4):
+            cmd = "trace" if i == 3 else "stat"
+            with tempfile.TemporaryDirectory() as d:
+                r = ukprobe([cmd, "-p", str(p.pid), "-d", "0.3", "-e", "p:w work",
+                             "-e", "p:l libz.so.1:crc32"] +
+                            (["-o", os.path.join(d, "t")] if cmd == "trace" else []), timeout=120)
+            check(r.returncode == 0 and r.stderr == "", "%s -p #%d" % (cmd, i), show(r))
+            if cmd == "stat":
+                hits = stat_hits(r.stdout, "ukprobes/w")
+                check(hits and int(hits) > 0, "work() counted", show(r))
+            with open("/proc/%d/maps" % p.pid) as f:
+                maps = f.read()
+            check("ukprobe-region" not in maps, "no region left after detach #%d" % i)
+            check(thread_state(p.pid) == state0, "threads as before, after detach #%d" % i,
+                  "%s\n%s" % (state0, thread_state(p.pid)))
+        out, _ = p.communicate("quit\n", timeout=60)
+        m = re.match(r"forks (\d+) bad (\d+) loads (\d+)", out)
+        check(p.returncode == 0 and m and int(m.group(1)) > 0 and m.group(2) == "0" and
+              int(m.group(3)) > 0, "the program forked and loaded throughout, unharmed", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)
