@@ -59,19 +59,26 @@ static char *saved_vars[NVARS];
 /* [init][reader] The socket may have been closed by the program (some
  * close every descriptor they do not know) and its number reused: never
  * write into someone else's file. */
-static int send_fd(const void *buf, size_t len, int fd);
+static int send_fd(const void *buf, size_t len, int fd, uint32_t seq);
 
 int ukpa_send(const void *buf, size_t len)
 {
-	return send_fd(buf, len, -1);
+	return send_fd(buf, len, -1, 0);
 }
 
-/* The same, with a descriptor for ukprobe (SCM_RIGHTS) unless fd < 0. */
-static int send_fd(const void *buf, size_t len, int fd)
+int ukpa_send_seq(const void *buf, size_t len, uint32_t seq)
+{
+	return send_fd(buf, len, -1, seq);
+}
+
+/* The same, with a descriptor for ukprobe (SCM_RIGHTS) unless fd < 0,
+ * and the reader's packet number (common/region.h) or 0. */
+static int send_fd(const void *buf, size_t len, int fd, uint32_t seq)
 {
 	struct ukp_msg_from from = {
 		.h = { UKPM_FROM, sizeof(from) },
 		.pid = (int32_t)agent_pid,
+		.pad = seq,
 		.image = image_id,
 	};
 	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
@@ -151,7 +158,7 @@ static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 	int fd = ukpa_region_take_fd();
 
 	prctl(PR_GET_NAME, h.comm, 0, 0, 0);
-	send_fd(&h, sizeof(h), fd);
+	send_fd(&h, sizeof(h), fd, 0);
 	if (fd >= 0)
 		close(fd);
 }

@@ -118,6 +118,8 @@ extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
 /* [init][reader] One packet: the FROM header and len bytes of whole
  * messages. 0 or -1. */
 int ukpa_send(const void *buf, size_t len);
+/* [reader] The same for the reader's packet number seq (common/region.h). */
+int ukpa_send_seq(const void *buf, size_t len, uint32_t seq);
 /* [reader] The FROM message that starts this image's packets. */
 void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child

@@ -62,6 +62,8 @@ static void head_init(struct ukp_region_head *h)
 	h->ring_stride = UKP_REGION_RING_MAX;
 	h->size = UKP_REGION_SIZE;
 	atomic_store(&h->lost_other, 0);
+	atomic_store(&h->out_state, UKP_REGION_OUT_STATE(0, UKP_REGION_OUT_NONE, 0));
+	atomic_store(&h->out_seq, 1);
 }
 
 int ukpa_region_new_image(bool keep)

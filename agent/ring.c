@@ -85,10 +85,10 @@ _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header"
 _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 
 /* The rings live in the image's region (common/region.h), which ukprobe
- * holds too: whatever a ring holds that the reader has not written out
- * (its records [tail, head)) reaches ukprobe however the process ends.
- * tail moves only once the records before it were written out (the
- * reader's own position is taken). */
+ * holds too, and so does what the reader took from them and has not
+ * written out yet (its output buffer): whatever a ring holds (its
+ * records [tail, head)) and whatever the buffer holds reaches ukprobe
+ * however the process ends. */
 #define ring ukp_region_ring
 #define rings ((struct ring *)(void *)((char *)ukpa_region + UKP_REGION_RINGS_OFF))
 #define NRINGS UKP_REGION_RINGS
@@ -394,8 +394,19 @@ static bool seen_add(uint64_t addr)
 
 /* What a pass writes out: packets of at most UKP_PACKET_MAX bytes to
  * the socket, or larger writes to the -o file. */
-static char outbuf[FILE_CHUNK];
+#define outbuf ((char *)ukpa_region + UKP_REGION_OUT_OFF)
 static size_t outlen, out_events;
+_Static_assert(FILE_CHUNK == UKP_REGION_OUT_BYTES, "the region's output buffer");
+
+/* The bytes in the buffer are whole messages: ukprobe may read them.
+ * ring, pos: where its last event came from (its tail moves next), or
+ * UKP_REGION_OUT_NONE. */
+static void out_done(unsigned ring, uint64_t pos)
+{
+	atomic_store_explicit(&ukpa_region->out_state,
+			      UKP_REGION_OUT_STATE(outlen, ring, pos & UKP_REGION_OUT_POS_MASK),
+			      memory_order_release);
+}
 
 /* ns per counter tick (32.32 fixed point) for $duration: measured over a
  * few milliseconds at start-up, then over the whole run at each pass
@@ -465,7 +476,7 @@ static uint64_t counter_to_ns(uint64_t cnt)
 /* One packet into the -o file: FROM and whole messages, one write (the
  * file is opened with O_APPEND and shared by every image with -f: a
  * write lands whole). */
-static void raw_write(const void *buf, size_t len, size_t events)
+static void raw_write(const void *buf, size_t len, size_t events, uint32_t seq)
 {
 	struct ukp_msg_from from;
 	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
@@ -473,6 +484,7 @@ static void raw_write(const void *buf, size_t len, size_t events)
 	ssize_t n;
 
 	ukpa_from_header(&from);
+	from.pad = seq; /* (region.h: which of the records ukprobe has) */
 	if (!raw_broken && (fstat(raw_fd, &st) || st.st_dev != raw_dev || st.st_ino != raw_ino))
 		raw_broken = true; /* the program closed it, and the number was reused */
 	while (!raw_broken) {
@@ -487,35 +499,23 @@ static void raw_write(const void *buf, size_t len, size_t events)
 	atomic_fetch_add(&lost_other, events);
 }
 
-/* What was taken of each ring is written out: the records are no longer
- * needed there (ukprobe will not read them again, should the process
- * end now), and the thread may reuse their slots. */
-static void publish_tails(void)
-{
-	int i;
-
-	for (i = 0; i < NRINGS; i++) {
-		struct ring *r = &rings[i];
-
-		if (atomic_load_explicit(&r->tail, memory_order_relaxed) != r->taken)
-			atomic_store_explicit(&r->tail, r->taken, memory_order_release);
-	}
-}
-
 static void out_flush(void)
 {
+	uint32_t seq = atomic_load_explicit(&ukpa_region->out_seq, memory_order_relaxed);
+
 	if (outlen && raw_fd >= 0)
-		raw_write(outbuf, outlen, out_events);
+		raw_write(outbuf, outlen, out_events, seq);
 	else if (outlen)
-		ukpa_send(outbuf, outlen);
+		ukpa_send_seq(outbuf, outlen, seq);
 	if (outlen)
-		publish_tails();
+		atomic_store_explicit(&ukpa_region->out_seq, seq + 1, memory_order_relaxed);
 	outlen = out_events = 0;
+	out_done(UKP_REGION_OUT_NONE, 0);
 }
 
 static void *out_room(size_t len)
 {
-	size_t max = raw_fd >= 0 ? sizeof(outbuf) : UKP_PACKET_MAX - sizeof(struct ukp_msg_from);
+	size_t max = raw_fd >= 0 ? FILE_CHUNK : UKP_PACKET_MAX - sizeof(struct ukp_msg_from);
 
 	if (outlen + len > max)
 		out_flush();
@@ -526,11 +526,13 @@ static void *out_room(size_t len)
 static void out_put(const void *p, size_t len)
 {
 	memcpy(out_room(len), p, len);
+	out_done(UKP_REGION_OUT_NONE, 0);
 }
 
 /* An event as it leaves the process: its own length, the timestamp in
- * nanoseconds. */
-static void out_event(const struct ukp_rec *rec)
+ * nanoseconds. It is the record at pos in ring r, whose tail moves past
+ * it next. */
+static void out_event(const struct ukp_rec *rec, const struct ring *r, uint64_t pos)
 {
 	struct ukp_rec *o = out_room(rec->h.len);
 
@@ -538,6 +540,7 @@ static void out_event(const struct ukp_rec *rec)
 	if (use_counter)
 		o->ts = counter_to_ns(rec->ts);
 	out_events++;
+	out_done((unsigned)(r - rings), pos);
 }
 
 union sym_msg {
@@ -658,7 +661,7 @@ static size_t drain_pass(void)
 			continue;
 		populate_ahead(r);
 		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
-		if (r->taken != r->end)
+		if (atomic_load_explicit(&r->tail, memory_order_relaxed) != r->end)
 			act[nact++] = r;
 	}
 	while (nact) {
@@ -668,7 +671,8 @@ static size_t drain_pass(void)
 		uint64_t t;
 
 		for (i = 0; i < nact; i++) {
-			struct ukp_rec *c = ring_rec(act[i], act[i]->taken);
+			struct ukp_rec *c = ring_rec(act[i], atomic_load_explicit(
+							       &act[i]->tail, memory_order_relaxed));
 
 			if (!rec || c->ts < rec->ts) {
 				rec = c;
@@ -677,8 +681,9 @@ static size_t drain_pass(void)
 		}
 		r = act[best];
 		announce_for(rec);
-		out_event(rec);
-		t = ++r->taken;
+		out_event(rec, r, atomic_load_explicit(&r->tail, memory_order_relaxed));
+		t = atomic_load_explicit(&r->tail, memory_order_relaxed) + 1;
+		atomic_store_explicit(&r->tail, t, memory_order_release);
 		total++;
 		if (t == r->end)
 			act[best] = act[--nact];
@@ -707,7 +712,6 @@ static void recycle_dead(void)
 		atomic_store(&r->recs, 0);
 		atomic_store(&r->head, 0);
 		atomic_store(&r->tail, 0);
-		r->taken = 0;
 		atomic_store_explicit(&r->owner, 0, memory_order_release);
 	}
 	ukpa_counts_recycle_dead();
@@ -890,8 +894,7 @@ int ukpa_rings_init(void)
 			atomic_store(&r->lost, 0);
 			atomic_store(&r->head, 0);
 			atomic_store(&r->tail, 0);
-			r->taken = 0;
-			if (atomic_load(&r->recs))
+				if (atomic_load(&r->recs))
 				ring_map(r);
 		}
 	}
@@ -1058,7 +1061,6 @@ int ukpa_rings_new_image(void)
 		atomic_store(&r->lost, 0);
 		atomic_store(&r->head, 0);
 		atomic_store(&r->tail, 0);
-		r->taken = 0;
 		if (atomic_load(&r->recs))
 			ring_map(r);
 	}

@@ -20,11 +20,20 @@
  *          next thread that claims one, so no count is ever moved), and
  *          the last one shared (atomic adds of threads that got no slot)
  *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart
+ *   out: the reader's output buffer: whole messages (SYM, and EVENT
+ *        with their timestamps in ns) taken from the rings and not yet
+ *        written out, which go out as the packet numbered out_seq (in
+ *        its FROM message's pad)
  * The file is sparse: only what threads touch takes memory. A probe's
  * count is the sum of its counters in slots [0, slots_used) and the
- * shared one. A ring's events not yet sent are its records
- * [tail, head) (at most ring_recs): tail moves only once the records
- * before it were written out.
+ * shared one. Events not yet delivered are the output buffer's (but for
+ * the messages of packet out_seq ukprobe handled: all of a packet sent
+ * on the socket, those before the cut of one written to the -o file),
+ * then the rings' records [tail, head) (at most ring_recs). The reader
+ * copies a record into the buffer, then says so in out_state (the
+ * buffer's length, the ring and the position the record came from),
+ * then moves the ring's tail past it: while the position is still the
+ * ring's tail, the record is in both.
  */
 #ifndef UKPROBE_REGION_H
 #define UKPROBE_REGION_H
@@ -55,7 +64,6 @@ struct ukp_region_ring {
 	_Atomic uint64_t recs;    /* the agent's address of the records (not ukprobe's) */
 	/* the consumer's, on a line of their own */
 	_Atomic uint64_t tail __attribute__((aligned(64))); /* records written out */
-	uint64_t taken;           /* records copied out, not all written yet */
 	uint64_t end;             /* head seen at the start of a pass */
 	uint64_t populated;       /* ring bytes committed */
 } __attribute__((aligned(64)));
@@ -80,6 +88,9 @@ struct ukp_region_head {
 	_Atomic uint64_t cal_cnt0, cal_ns0, cal_mult;
 	/* events lost besides the rings' own */
 	_Atomic uint64_t lost_other;
+	_Atomic uint64_t out_state; /* UKP_REGION_OUT_*() */
+	_Atomic uint32_t out_seq;   /* the buffer's packet number (from 1) */
+	uint32_t pad2;
 	_Atomic int32_t slot_owner[UKP_REGION_SLOTS]; /* tid, 0 free, -1 being set up */
 };
 
@@ -93,6 +104,17 @@ struct ukp_region_head {
 	 ~(uint64_t)4095)
 #define UKP_REGION_RECS_OFF \
 	(UKP_REGION_COUNTS_OFF + (UKP_REGION_SLOTS + 1) * UKP_REGION_SLOT_BYTES)
-#define UKP_REGION_SIZE (UKP_REGION_RECS_OFF + UKP_REGION_RINGS * UKP_REGION_RING_MAX)
+#define UKP_REGION_OUT_OFF (UKP_REGION_RECS_OFF + UKP_REGION_RINGS * UKP_REGION_RING_MAX)
+#define UKP_REGION_OUT_BYTES (1UL << 20)
+#define UKP_REGION_SIZE (UKP_REGION_OUT_OFF + UKP_REGION_OUT_BYTES)
+/* out_state: the buffer's bytes, and where its last event came from
+ * (ring UKP_REGION_OUT_NONE: the last message is not an event) */
+#define UKP_REGION_OUT_NONE 0xffu
+#define UKP_REGION_OUT_STATE(len, ring, pos) \
+	((uint64_t)(len) | (uint64_t)(ring) << 21 | (uint64_t)(pos) << 29)
+#define UKP_REGION_OUT_LEN(s) ((s) & 0x1fffff)
+#define UKP_REGION_OUT_RING(s) (((s) >> 21) & 0xff)
+#define UKP_REGION_OUT_POS(s) ((s) >> 29)
+#define UKP_REGION_OUT_POS_MASK ((1ULL << 35) - 1)
 
 #endif /* UKPROBE_REGION_H */

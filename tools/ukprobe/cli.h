@@ -130,10 +130,11 @@ struct ukp_image {
 	bool has_region;          /* its region's memfd (region.c), until it ends */
 	int region_fd;
 	bool recovered;           /* ended without END: its region was read */
-	/* EVENTs handled per thread: a ring's first so many records came
-	 * (region.c reads only those after) */
-	struct ukp_tid_count { int32_t tid; uint64_t n; } *tids;
-	size_t ntids, tids_cap, tid_last;
+	/* the last packet of its reader's handled (FROM's pad, region.h),
+	 * and how many of its messages: region.c takes only the rest */
+	uint32_t seq;
+	uint64_t seq_msgs;
+	bool in_seq;              /* the packet being handled is that one */
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
 };
@@ -259,8 +260,6 @@ void ukp_launch(const struct ukp_session *s, int fd, int specs_fd);
  * packet did not fit. */
 ssize_t ukp_region_recvmsg(struct ukp_session *s, int fd, void *buf, size_t cap, int flags,
 			   bool *truncated);
-/* One EVENT of img's thread tid handled. */
-void ukp_region_count_event(struct ukp_image *img, int32_t tid);
 /* After a packet: close a memfd no HELLO took. */
 void ukp_region_unclaimed(struct ukp_session *s);
 /* A HELLO: img takes the packet's memfd. */

@@ -166,7 +166,6 @@ void ukp_images_free(struct ukp_session *s)
 		free(img->probes);
 		addrmap_free(img->addrs);
 		ukp_region_drop(img);
-		free(img->tids);
 		free(img);
 	}
 	free(s->images);
@@ -298,8 +297,32 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 
 /* ---------------------------------------------------------- messages */
 
+static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p, uint32_t type,
+		  uint32_t len, const struct ukp_session_ops *ops, void *arg);
+
 int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 		      uint32_t type, uint32_t len, const struct ukp_session_ops *ops, void *arg)
+{
+	int ret = handle(s, imgp, p, type, len, ops, arg);
+
+	/* which of its reader's messages ukprobe has (region.c) */
+	if (!ret && type == UKPM_FROM && *imgp) {
+		struct ukp_msg_from f;
+
+		memcpy(&f, p, sizeof(f));
+		(*imgp)->in_seq = f.pad != 0;
+		if (f.pad) {
+			(*imgp)->seq = f.pad;
+			(*imgp)->seq_msgs = 0;
+		}
+	} else if (!ret && *imgp && (*imgp)->in_seq) {
+		(*imgp)->seq_msgs++;
+	}
+	return ret;
+}
+
+static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p, uint32_t type,
+		  uint32_t len, const struct ukp_session_ops *ops, void *arg)
 {
 	struct ukp_image *img = *imgp;
 
@@ -378,7 +401,6 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		memset((char *)&rec + len, 0, sizeof(rec) - len);
 		if (rec.id >= img->nprobes || !img->probes[rec.id].used)
 			return -1;
-		ukp_region_count_event(img, rec.tid);
 		if (ops && ops->event)
 			ops->event(s, img, &img->probes[rec.id], &rec, arg);
 		return 0;

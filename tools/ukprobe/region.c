@@ -84,41 +84,6 @@ void ukp_region_drop(struct ukp_image *img)
 
 /* ------------------------------------------------------- recovery */
 
-void ukp_region_count_event(struct ukp_image *img, int32_t tid)
-{
-	size_t i = img->tid_last;
-
-	/* (a batch is mostly one thread's) */
-	if (i >= img->ntids || img->tids[i].tid != tid)
-		for (i = 0; i < img->ntids && img->tids[i].tid != tid; i++)
-			;
-	if (i == img->ntids) {
-		if (img->ntids == img->tids_cap) {
-			size_t cap = img->tids_cap ? 2 * img->tids_cap : 16;
-			struct ukp_tid_count *n = realloc(img->tids, cap * sizeof(*n));
-
-			if (!n)
-				return;
-			img->tids = n;
-			img->tids_cap = cap;
-		}
-		img->tids[img->ntids++] = (struct ukp_tid_count){ tid, 0 };
-	}
-	img->tids[i].n++;
-	img->tid_last = i;
-}
-
-/* EVENTs of tid handled so far. */
-static uint64_t events_of(const struct ukp_image *img, int32_t tid)
-{
-	size_t i;
-
-	for (i = 0; i < img->ntids; i++)
-		if (img->tids[i].tid == tid)
-			return img->tids[i].n;
-	return 0;
-}
-
 static bool read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -236,23 +201,83 @@ static uint64_t to_ns(const struct ukp_region_head *h, uint64_t ts)
 	return n0 - (uint64_t)(((unsigned __int128)(c0 - ts) * mult) >> 32);
 }
 
-/* The events the agent's reader had not written out, in time order.
- * A ring's records are its thread's events from the first (its index
- * restarts when the ring goes to another thread): those before tail,
- * and those ukprobe already handled (the reader wrote them, but the
- * process ended before it said so), are not taken again. Returns the
- * events the rings had dropped. */
+struct events {
+	struct taken *v;
+	size_t n, cap;
+};
+
+static struct taken *event_slot(struct events *e)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 1024;
+		struct taken *nv = realloc(e->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		e->v = nv;
+		e->cap = cap;
+	}
+	memset(&e->v[e->n], 0, sizeof(e->v[0]));
+	e->v[e->n].order = e->n;
+	return &e->v[e->n];
+}
+
+static bool is_event(const struct ukp_rec *r)
+{
+	return r->h.type == UKPM_EVENT && r->h.len >= UKP_REC_HEADER && r->h.len <= UKP_REC_SIZE &&
+	       !(r->h.len & 7);
+}
+
+/* The reader's output buffer: the messages ukprobe has not handled (its
+ * SYM messages go to the session now, as they would have), its events
+ * into e. */
+static void take_out(struct out *o, int fd, const struct ukp_region_head *h, struct events *e)
+{
+	uint64_t len = UKP_REGION_OUT_LEN(h->out_state), pos = 0, skip = 0;
+	char *buf;
+
+	if (o->img->seq == h->out_seq)
+		skip = o->img->seq_msgs; /* sent, or cut short in the -o file */
+	if (!len || len > UKP_REGION_OUT_BYTES || !(buf = malloc(len)))
+		return;
+	if (!read_at(fd, buf, len, UKP_REGION_OUT_OFF))
+		len = 0;
+	while (pos + sizeof(struct ukp_msg) <= len) {
+		struct ukp_msg m;
+		struct taken *t;
+
+		memcpy(&m, buf + pos, sizeof(m));
+		if (m.len < sizeof(m) || (m.len & 7) || m.len > len - pos || m.len > UKP_MSG_MAX)
+			break; /* damaged: the rest is not taken */
+		if (skip) {
+			skip--;
+		} else if (m.type == UKPM_SYM) {
+			out_put(o, buf + pos, m.len);
+		} else if (m.type == UKPM_EVENT && m.len <= sizeof(t->rec) && (t = event_slot(e))) {
+			memcpy(&t->rec, buf + pos, m.len);
+			if (is_event(&t->rec))
+				e->n++;
+		}
+		pos += m.len;
+	}
+	free(buf);
+}
+
+/* The events the agent had not delivered, in time order: the reader's
+ * output buffer's, then each ring's records after its tail (but the one
+ * the buffer has, region.h). Returns the events the rings had dropped. */
 static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_head *h)
 {
-	struct taken *all = NULL;
-	size_t n = 0, cap = 0, k;
-	uint64_t lost = 0;
+	uint64_t state = h->out_state, lost = 0;
+	struct events e = { 0 };
+	size_t k;
 	int i;
 
 	if (!h->rec_size || h->rec_size > UKP_REGION_RING_MAX || h->rec_size < UKP_REC_HEADER ||
 	    !h->ring_recs || (h->ring_recs & (h->ring_recs - 1)) ||
 	    h->ring_recs * h->rec_size > UKP_REGION_RING_MAX)
 		return 0;
+	take_out(o, fd, h, &e);
 	for (i = 0; i < UKP_REGION_RINGS; i++) {
 		struct ukp_region_ring r;
 		uint64_t head, tail, x;
@@ -262,41 +287,30 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 		lost += r.lost;
 		head = r.head;
 		tail = r.tail;
-		if (r.owner > 0 && events_of(o->img, r.owner) > tail &&
-		    events_of(o->img, r.owner) - tail <= head - tail)
-			tail = events_of(o->img, r.owner);
 		if (head - tail > h->ring_recs)
 			tail = head - h->ring_recs; /* (cannot be: the thread waits for room) */
+		/* copied to the buffer, the tail not moved yet */
+		if (UKP_REGION_OUT_LEN(state) && UKP_REGION_OUT_RING(state) == (uint64_t)i &&
+		    UKP_REGION_OUT_POS(state) == (tail & UKP_REGION_OUT_POS_MASK) && tail != head)
+			tail++;
 		for (x = tail; x != head; x++) {
-			struct taken *t;
+			struct taken *t = event_slot(&e);
 
-			if (n == cap) {
-				struct taken *na = realloc(all, (cap ? cap * 2 : 1024) * sizeof(*all));
-
-				if (!na)
-					goto out;
-				all = na;
-				cap = cap ? cap * 2 : 1024;
-			}
-			t = &all[n];
-			memset(&t->rec, 0, sizeof(t->rec));
-			if (!read_at(fd, &t->rec,
-				     h->rec_size < sizeof(t->rec) ? h->rec_size : sizeof(t->rec),
-				     UKP_REGION_RECS_OFF + (uint64_t)i * UKP_REGION_RING_MAX +
-					     (x & (h->ring_recs - 1)) * h->rec_size))
+			if (!t || !read_at(fd, &t->rec,
+					   h->rec_size < sizeof(t->rec) ? h->rec_size : sizeof(t->rec),
+					   UKP_REGION_RECS_OFF + (uint64_t)i * UKP_REGION_RING_MAX +
+						   (x & (h->ring_recs - 1)) * h->rec_size))
 				break;
-			if (t->rec.h.type != UKPM_EVENT || t->rec.h.len < UKP_REC_HEADER ||
-			    t->rec.h.len > UKP_REC_SIZE || (t->rec.h.len & 7))
+			if (!is_event(&t->rec))
 				continue; /* not a record: damaged */
 			t->rec.ts = to_ns(h, t->rec.ts);
-			t->order = n++;
+			e.n++;
 		}
 	}
-	qsort(all, n, sizeof(*all), by_time);
-	for (k = 0; k < n; k++)
-		out_put(o, &all[k].rec, all[k].rec.h.len);
-out:
-	free(all);
+	qsort(e.v, e.n, sizeof(*e.v), by_time);
+	for (k = 0; k < e.n; k++)
+		out_put(o, &e.v[k].rec, e.v[k].rec.h.len);
+	free(e.v);
 	return lost;
 }
 
