@@ -4,9 +4,11 @@
  * thread forks all the time (each child exits at once, with status 0),
  * one dlopen()s and dlclose()s libz all the time, and the main thread
  * calls work(). Prints "ready", then runs until stdin closes or says
- * "quit", and prints its counts: forks, bad children, loads.
+ * "quit", and prints its counts: forks, bad children, loads, and reads
+ * of stdin that failed with EINTR.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -70,19 +72,30 @@ int main(void)
 {
 	pthread_t f, l, w;
 	char line[64];
+	long eintr = 0;
 
 	pthread_create(&f, NULL, forker, NULL);
 	pthread_create(&l, NULL, loader, NULL);
 	pthread_create(&w, NULL, worker, NULL);
 	printf("ready\n");
 	fflush(stdout);
-	while (fgets(line, sizeof(line), stdin) && strcmp(line, "quit\n"))
-		;
+	for (;;) {
+		if (!fgets(line, sizeof(line), stdin)) {
+			if (ferror(stdin) && errno == EINTR) {
+				eintr++;
+				clearerr(stdin);
+				continue;
+			}
+			break;
+		}
+		if (!strcmp(line, "quit\n"))
+			break;
+	}
 	atomic_store(&stop, true);
 	pthread_join(f, NULL);
 	pthread_join(l, NULL);
 	pthread_join(w, NULL);
-	printf("forks %ld bad %ld loads %ld\n", atomic_load(&forks), atomic_load(&bad),
-	       atomic_load(&loads));
+	printf("forks %ld bad %ld loads %ld eintr %ld\n", atomic_load(&forks), atomic_load(&bad),
+	       atomic_load(&loads), eintr);
 	return 0;
 }
