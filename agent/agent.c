@@ -61,17 +61,48 @@ static char *saved_vars[NVARS];
 /* [init][reader] The socket may have been closed by the program (some
  * close every descriptor they do not know) and its number reused: never
  * write into someone else's file. */
+static int send_fd(const void *buf, size_t len, int fd, uint32_t seq);
+
 int ukpa_send(const void *buf, size_t len)
+{
+	return send_fd(buf, len, -1, 0);
+}
+
+int ukpa_send_seq(const void *buf, size_t len, uint32_t seq)
+{
+	return send_fd(buf, len, -1, seq);
+}
+
+/* The same, with a descriptor for ukprobe (SCM_RIGHTS) unless fd < 0,
+ * and the reader's packet number (common/region.h) or 0. */
+static int send_fd(const void *buf, size_t len, int fd, uint32_t seq)
 {
 	struct ukp_msg_from from = {
 		.h = { UKPM_FROM, sizeof(from) },
 		.pid = (int32_t)agent_pid,
+		.pad = seq,
 		.image = image_id,
 	};
 	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
 	struct stat st;
 
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
 	if (out_fd < 0 || out_broken)
 		return -1;
 	if (fstat(out_fd, &st) || st.st_dev != out_dev || st.st_ino != out_ino) {
@@ -146,6 +177,8 @@ static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 		.origin = origin,
 	};
 
+	/* with the image's region (region.c), if it has a new one */
+	int rfd = ukpa_region_take_fd();
 	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, h.comm, sizeof(h.comm) - 1) : -1;
 
@@ -157,7 +190,9 @@ static void send_hello(enum ukp_origin origin, uint32_t nspecs)
 		h.comm[n - (h.comm[n - 1] == '\n')] = '\0';
 	else
 		prctl(PR_GET_NAME, h.comm, 0, 0, 0);
-	ukpa_send(&h, sizeof(h));
+	send_fd(&h, sizeof(h), rfd, 0);
+	if (rfd >= 0)
+		close(rfd);
 }
 
 static void send_end(uint64_t lost, bool setup_failed, enum ukp_end_reason reason)
@@ -303,10 +338,15 @@ static void atfork_prepare(void)
 	if (ukpa_follow && ukpa_active() && !ukpa_busy)
 		ukpa_reader_flush(100);
 	ukpa_probes_lock();
+	/* Until the child has a region of its own, a hit in it would count
+	 * and record in the parent's (shared) memory: libc's fork itself
+	 * (run after this, the last prepare handler) records nothing. */
+	ukpa_busy++;
 }
 
 static void atfork_parent(void)
 {
+	ukpa_busy--;
 	ukpa_probes_unlock();
 }
 
@@ -315,15 +355,16 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ukpa_probes_after_fork();
-	if (out_fd < 0 || agent_pid != atfork_pid)
-		return;
-	if (!ukpa_follow) {
+	if (out_fd < 0 || agent_pid != atfork_pid || !ukpa_follow) {
 		atomic_store(&ukpa_tracing, false);
-		close(out_fd);
-		out_fd = -1;
+		ukpa_region_forget();
+		if (out_fd >= 0 && agent_pid == atfork_pid) {
+			close(out_fd);
+			out_fd = -1;
+		}
+		ukpa_busy--;
 		return;
 	}
-	ukpa_busy++;
 	agent_pid = getpid();
 	image_id = new_image_id();
 	if (ukpa_attached) {
@@ -336,13 +377,19 @@ static void atfork_child(void)
 		out_fd = fd;
 		if (fd < 0 || fstat(fd, &st)) {
 			atomic_store(&ukpa_tracing, false);
+			ukpa_region_forget();
 			ukpa_busy--;
 			return;
 		}
 		out_dev = st.st_dev;
 		out_ino = st.st_ino;
 	}
-	ukpa_rings_after_fork();
+	if (ukpa_rings_after_fork()) {
+		ukpa_region_forget();
+		atomic_store(&ukpa_tracing, false);
+		ukpa_busy--;
+		return;
+	}
 	send_hello(UKP_ORIGIN_FORK, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
@@ -413,7 +460,10 @@ void ukpa_after_failed_exec(void)
 		return;
 	ukpa_busy++;
 	image_id = new_image_id();
-	ukpa_rings_new_image();
+	if (ukpa_rings_new_image()) {
+		ukpa_busy--;
+		return; /* (untraced from here: tracing stays off) */
+	}
 	send_hello(UKP_ORIGIN_EXEC_FAILED, (uint32_t)ukpa_specs_count());
 	ukpa_probes_restart();
 	atomic_store(&ukpa_tracing, true);
@@ -509,6 +559,12 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		save_environment();
 	else
 		clean_environment();
+	/* the counts and rings in memory ukprobe holds too (region.c) */
+	if (ukpa_rings_new_image()) {
+		send_hello(origin, (uint32_t)ukpa_specs_count());
+		send_end(0, true, UKP_END_EXIT);
+		_exit(UKP_EXIT_SETUP);
+	}
 	send_hello(origin, (uint32_t)ukpa_specs_count());
 	if (no_optimize)
 		kprobes_set_optimization(false);
@@ -583,7 +639,6 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);
-	ukpa_rings_new_image();
 	/* a forked child (-f) has them in its memory: the memfd is done */
 	if (ukpa_specs_load(specs_fd, &claimed)) {
 		close(specs_fd);
@@ -591,6 +646,13 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		return -1;
 	}
 	close(specs_fd);
+	if (ukpa_rings_new_image()) {
+		/* (no memory, or the program mapped something where the
+		 * threads' counters were: ukprobe says it could not set up) */
+		send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
+		send_end(0, true, UKP_END_EXIT);
+		return -1;
+	}
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
 	if (ukpa_script_load_set()) {
 		send_end(0, true, UKP_END_EXIT);
@@ -652,6 +714,7 @@ void ukpa_attach_end(bool tracing)
 	ukpa_rings_close_file();
 	kprobes_set_optimization(true);
 	ukprobes_shutdown();
+	ukpa_region_release();
 	d.tid = (int32_t)gettid();
 	ukpa_send(&d, sizeof(d));
 	close(out_fd);

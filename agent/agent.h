@@ -31,6 +31,7 @@
 #include <ukprobes.h>
 
 #include "proto.h"
+#include "region.h"
 #include "spec.h"
 
 #define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
@@ -97,8 +98,6 @@ struct ukpa_probe {
 	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
 	 * one load */
 	struct ukpa_hist_table *hist_regs;
-	_Atomic uint64_t hits;    /* hits of threads without a counts slot, and of
-				   * exited threads (counts.c) */
 	/* the rest: registration, listing, r and w events */
 	struct kretprobe rp;      /* r events */
 	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
@@ -126,6 +125,8 @@ extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
 /* [init][reader] One packet: the FROM header and len bytes of whole
  * messages. 0 or -1. */
 int ukpa_send(const void *buf, size_t len);
+/* [reader] The same for the reader's packet number seq (common/region.h). */
+int ukpa_send_seq(const void *buf, size_t len, uint32_t seq);
 /* [reader] The FROM message that starts this image's packets. */
 void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
@@ -230,10 +231,25 @@ struct ukpa_sdt_enter {
 int ukpa_sdt_enter_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_sdt_ret(struct kprobe *kp, struct pt_regs *regs);
 
+/* ----------------------------------------------------------- region.c */
+/* The image's shared memory (common/region.h): mapped at one address for
+ * the process's life once the first image made it, else NULL. */
+extern struct ukp_region_head *ukpa_region;
+/* [init] A new file for a new image, in the old one's place. keep: the
+ * same process goes on (its threads keep their rings and count slots);
+ * else only this thread exists (a forked child). 0 or -errno. */
+int ukpa_region_new_image(bool keep);
+/* [init] The new image's file, for HELLO (the caller closes it), or -1. */
+int ukpa_region_take_fd(void);
+/* [init] A forked child that is not traced: away from the parent's file. */
+void ukpa_region_forget(void);
+/* [init] A detach: the file is unmapped (no thread records any more). */
+void ukpa_region_release(void);
+
 /* ----------------------------------------------------------- counts.c */
-/* Per-thread hit counters (see counts.c): probe ids below this count in
- * the thread's own slot. */
-#define UKPA_COUNT_IDS (1u << 20)
+/* Per-thread hit counters in the region (see counts.c): probe ids below
+ * this count in the thread's own slot. */
+#define UKPA_COUNT_IDS UKP_REGION_IDS
 extern UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
 /* [hit] The first hit of a thread (claims its slot), and hits of
  * threads without one. */
@@ -250,16 +266,14 @@ static inline void ukpa_count_hit(struct ukpa_probe *pr)
 	else
 		ukpa_count_slow(pr);
 }
-/* [reader] Fold the counts of exited threads into their probes. */
+/* [reader] Give the slots of exited threads back (their counts stay). */
 void ukpa_counts_recycle_dead(void);
-/* [init][reader] Every hit of pr so far (its total and every thread's
- * count); with the counts lock held. */
+/* [init][reader] Every hit of pr so far (every slot's count); with the
+ * counts lock held. */
 uint64_t ukpa_count_of(const struct ukpa_probe *pr);
 void ukpa_counts_lock(void);
 int ukpa_counts_timedlock(const struct timespec *until);
 void ukpa_counts_unlock(void);
-/* [init] Counts from zero (a new image in the same process). */
-void ukpa_counts_reset(void);
 /* [init] In a forked child: no slot of the parent's threads. */
 void ukpa_counts_after_fork(void);
 
@@ -410,11 +424,13 @@ void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);
-/* [init] In a forked child: empty rings, nothing announced yet. */
-void ukpa_rings_after_fork(void);
-/* [init] A new image in the same process (failed exec): nothing
- * announced yet. */
-void ukpa_rings_new_image(void);
+/* [init] In a forked child: empty rings in a region of its own
+ * (region.c), nothing announced yet. 0 or -errno. */
+int ukpa_rings_after_fork(void);
+/* [init] A new image in the same process (the first, a failed exec, an
+ * attach): a new region (counts from zero, the threads' rings empty),
+ * nothing announced yet. 0 or -errno. */
+int ukpa_rings_new_image(void);
 /* [init][reader] "sym+0xoff/0xsize [obj]" of addr into buf; *func the
  * symbol's start. prefer: a "[obj:]sym" to name the symbol by when it is
  * one of its aliases (or NULL). */

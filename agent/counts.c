@@ -1,71 +1,71 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * counts.c - hit counts, per thread: a hit adds one to a counter that
- * only its own thread writes (no shared cache line written per hit, no
- * atomic read-modify-write), and the counts are summed when they are
- * reported.
+ * counts.c - hit counts, per thread, in the image's region (region.c,
+ * common/region.h), which ukprobe holds too: whatever was counted up to
+ * the process's last instruction is there for ukprobe however it ends.
+ * A hit adds one to a counter that only its own thread writes (no
+ * shared cache line written per hit, no atomic read-modify-write), and
+ * the counts are summed when they are reported.
  *
- * A thread gets a slot at its first counted hit (claimed from a fixed
- * table with one compare-and-swap): an array of counters indexed by probe
- * id, reserved with mmap (its pages are committed as the thread hits
- * probes). A thread that exits keeps its slot until the reader thread
- * sees it gone: it then adds the slot's counts to the probes' shared
- * totals (pr->hits) and gives the slot back, so an exited thread loses
- * nothing. A thread that gets no slot (more threads than slots, or no
- * memory) counts in pr->hits with an atomic add.
+ * A thread gets a slot at its first counted hit (claimed from the
+ * region's fixed table with one compare-and-swap): an array of counters
+ * indexed by probe id, in the sparse file (its pages take memory as the
+ * thread hits probes). When the reader sees a slot's thread gone, it
+ * gives the slot back as it is: the next thread to claim one goes on
+ * adding to those counters. No count is ever moved from one place to
+ * another, so a process that dies at any instruction leaves every count
+ * in exactly one place. A thread that gets no slot (more threads than
+ * slots) counts in the region's shared slot with atomic adds.
  *
- * Contexts: ukpa_count_slow [hit] (the claim makes system calls, once
+ * Contexts: ukpa_count_slow [hit] (the claim makes one system call, once
  * per thread); the rest [init]/[reader], under counts_lock.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.h"
 
-#define NSLOTS 256
-
-struct slot {
-	_Atomic int owner;        /* tid, 0 when free; -1 while being set up */
-	_Atomic(_Atomic uint64_t *) counts;
-};
-
-static struct slot slots[NSLOTS];
 UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
 static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t counts_pid;
 
-#define SLOT_BYTES ((size_t)UKPA_COUNT_IDS * sizeof(uint64_t))
+/* [any] Slot i's counters (UKP_REGION_SLOTS: the shared one). */
+static _Atomic uint64_t *slot_counts(uint32_t i)
+{
+	return (_Atomic uint64_t *)(void *)((char *)ukpa_region + UKP_REGION_COUNTS_OFF +
+					    i * UKP_REGION_SLOT_BYTES);
+}
 
 /* [hit] A slot for this thread, or NULL. */
 static _Atomic uint64_t *claim_slot(void)
 {
-	int i;
+	struct ukp_region_head *h = ukpa_region;
+	uint32_t i, used;
 
-	for (i = 0; i < NSLOTS; i++) {
+	if (!h)
+		return NULL;
+	for (i = 0; i < UKP_REGION_SLOTS; i++) {
 		int expected = 0;
-		void *mem;
 
-		if (atomic_load_explicit(&slots[i].owner, memory_order_relaxed))
+		if (atomic_load_explicit(&h->slot_owner[i], memory_order_relaxed))
 			continue;
-		if (!atomic_compare_exchange_strong_explicit(&slots[i].owner, &expected, -1,
+		if (!atomic_compare_exchange_strong_explicit(&h->slot_owner[i], &expected, -1,
 							    memory_order_acquire,
 							    memory_order_relaxed))
 			continue;
-		mem = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (mem == MAP_FAILED) {
-			atomic_store_explicit(&slots[i].owner, 0, memory_order_release);
-			return NULL;
-		}
-		atomic_store_explicit(&slots[i].counts, mem, memory_order_relaxed);
-		/* the counts pointer is published with the owner */
-		atomic_store_explicit(&slots[i].owner, (int)syscall(SYS_gettid),
+		/* the slots summed: [0, slots_used) */
+		used = atomic_load_explicit(&h->slots_used, memory_order_relaxed);
+		while (used < i + 1 &&
+		       !atomic_compare_exchange_weak_explicit(&h->slots_used, &used, i + 1,
+							      memory_order_relaxed,
+							      memory_order_relaxed))
+			;
+		atomic_store_explicit(&h->slot_owner[i], (int)syscall(SYS_gettid),
 				      memory_order_release);
-		return mem;
+		return slot_counts(i);
 	}
 	return NULL;
 }
@@ -85,67 +85,47 @@ void ukpa_count_slow(struct ukpa_probe *pr)
 				      memory_order_relaxed);
 		return;
 	}
-	atomic_fetch_add_explicit(&pr->hits, 1, memory_order_relaxed);
-}
-
-/* [init][reader] counts_lock held. */
-static void fold_slot(struct slot *s, uint32_t nprobes)
-{
-	_Atomic uint64_t *c = atomic_load_explicit(&s->counts, memory_order_relaxed);
-	uint32_t id;
-
-	for (id = 0; id < nprobes && id < UKPA_COUNT_IDS; id++) {
-		uint64_t n = atomic_load_explicit(&c[id], memory_order_relaxed);
-		struct ukpa_probe *pr;
-
-		if (!n)
-			continue;
-		pr = (struct ukpa_probe *)ukpa_probe_by_id(id);
-		if (pr)
-			atomic_fetch_add_explicit(&pr->hits, n, memory_order_relaxed);
-	}
-	munmap((void *)c, SLOT_BYTES);
-	atomic_store_explicit(&s->counts, NULL, memory_order_relaxed);
-	atomic_store_explicit(&s->owner, 0, memory_order_release);
+	/* (ids past a slot's: not counted, as none is ever given) */
+	if (ukpa_region && pr->id < UKPA_COUNT_IDS)
+		atomic_fetch_add_explicit(&slot_counts(UKP_REGION_SLOTS)[pr->id], 1,
+					  memory_order_relaxed);
 }
 
 void ukpa_counts_recycle_dead(void)
 {
-	uint32_t nprobes = ukpa_probes_count();
+	struct ukp_region_head *h = ukpa_region;
 	int i;
 
-	if (pthread_mutex_trylock(&counts_lock))
+	if (!h || pthread_mutex_trylock(&counts_lock))
 		return; /* the counts are being reported: next time */
 	if (!counts_pid)
 		counts_pid = getpid();
-	for (i = 0; i < NSLOTS; i++) {
-		int tid = atomic_load_explicit(&slots[i].owner, memory_order_acquire);
+	for (i = 0; i < UKP_REGION_SLOTS; i++) {
+		int tid = atomic_load_explicit(&h->slot_owner[i], memory_order_acquire);
 
 		if (tid <= 0)
 			continue;
 		if (syscall(SYS_tgkill, counts_pid, tid, 0) == 0 || errno != ESRCH)
 			continue;
-		fold_slot(&slots[i], nprobes);
+		/* its counts stay: the next owner adds to them */
+		atomic_store_explicit(&h->slot_owner[i], 0, memory_order_release);
 	}
 	pthread_mutex_unlock(&counts_lock);
 }
 
 uint64_t ukpa_count_of(const struct ukpa_probe *pr)
 {
-	uint64_t n = atomic_load_explicit(&pr->hits, memory_order_relaxed);
-	int i;
+	struct ukp_region_head *h = ukpa_region;
+	uint32_t i, used;
+	uint64_t n = 0;
 
-	if (pr->id >= UKPA_COUNT_IDS)
-		return n;
-	for (i = 0; i < NSLOTS; i++) {
-		_Atomic uint64_t *c;
-
-		if (atomic_load_explicit(&slots[i].owner, memory_order_acquire) <= 0)
-			continue;
-		c = atomic_load_explicit(&slots[i].counts, memory_order_relaxed);
-		n += atomic_load_explicit(&c[pr->id], memory_order_relaxed);
-	}
-	return n;
+	if (!h || pr->id >= UKPA_COUNT_IDS)
+		return 0;
+	used = atomic_load_explicit(&h->slots_used, memory_order_acquire);
+	for (i = 0; i < used; i++)
+		n += atomic_load_explicit(&slot_counts(i)[pr->id], memory_order_relaxed);
+	return n + atomic_load_explicit(&slot_counts(UKP_REGION_SLOTS)[pr->id],
+					memory_order_relaxed);
 }
 
 void ukpa_counts_lock(void)
@@ -163,36 +143,11 @@ void ukpa_counts_unlock(void)
 	pthread_mutex_unlock(&counts_lock);
 }
 
-void ukpa_counts_reset(void)
-{
-	int i;
-
-	pthread_mutex_lock(&counts_lock);
-	for (i = 0; i < NSLOTS; i++) {
-		_Atomic uint64_t *c = atomic_load_explicit(&slots[i].counts, memory_order_relaxed);
-
-		/* zero pages again (the owner keeps its slot) */
-		if (atomic_load_explicit(&slots[i].owner, memory_order_acquire) > 0 && c)
-			madvise((void *)c, SLOT_BYTES, MADV_DONTNEED);
-	}
-	pthread_mutex_unlock(&counts_lock);
-}
-
 void ukpa_counts_after_fork(void)
 {
-	int i;
-
-	/* Only the forking thread exists in the child, under a new tid,
-	 * and the counts so far are the parent's: every slot goes. */
+	/* Only the forking thread exists in the child, under a new tid, in
+	 * a new region (no slot claimed) */
 	pthread_mutex_init(&counts_lock, NULL);
 	counts_pid = getpid();
-	for (i = 0; i < NSLOTS; i++) {
-		_Atomic uint64_t *c = atomic_load_explicit(&slots[i].counts, memory_order_relaxed);
-
-		if (c)
-			munmap((void *)c, SLOT_BYTES);
-		atomic_store(&slots[i].counts, NULL);
-		atomic_store(&slots[i].owner, 0);
-	}
 	ukpa_my_counts = NULL;
 }

@@ -1319,7 +1319,6 @@ void ukpa_probes_restart(void)
 	for (pr = probes_head; pr; pr = pr->next) {
 		if (!atomic_load(&pr->live))
 			continue;
-		atomic_store(&pr->hits, 0);
 		pr->kp.nmissed = 0;
 		pr->rp.kp.nmissed = 0;
 		pr->rp.nmissed = 0;

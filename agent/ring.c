@@ -67,9 +67,7 @@
 #include "agent.h"
 #include "hit_clock.h"
 
-#define NRINGS 128
 #define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
-#define RING_BYTES_FILE (16UL << 20)   /* per thread, with -o FILE */
 #define FULL_WAIT_YIELDS 200000        /* -o FILE: a full ring waits so long at most */
 #define COMM_EVERY 256                 /* hits between two looks at the thread's name */
 #define IDLE_SLEEP_NS 1000000L
@@ -86,31 +84,23 @@ _Static_assert(sizeof(struct ukp_rec) == UKP_REC_SIZE, "record size");
 _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header");
 _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 
-struct ring {
-	/* the producer's */
-	_Atomic uint64_t head;
-	uint64_t tail_seen;       /* the consumer's tail, as last read */
-	_Atomic uint64_t lost;
-	_Atomic int writing;
-	bool stalled;             /* a wait for the reader timed out */
-	unsigned int comm_age;
-	char comm[16] __attribute__((aligned(8)));
-	_Atomic(unsigned char *) recs;
-	_Atomic int owner;        /* tid, 0 when free, -1 while being set up */
-	/* the consumer's */
-	size_t populated;         /* ring bytes committed (set by the claim) */
-	_Atomic uint64_t tail __attribute__((aligned(64)));
-	uint64_t end;             /* head seen at the start of a pass */
-} __attribute__((aligned(64)));
+/* The rings live in the image's region (common/region.h), which ukprobe
+ * holds too, and so does what the reader took from them and has not
+ * written out yet (its output buffer): whatever a ring holds (its
+ * records [tail, head)) and whatever the buffer holds reaches ukprobe
+ * however the process ends. */
+#define ring ukp_region_ring
+#define rings ((struct ring *)(void *)((char *)ukpa_region + UKP_REGION_RINGS_OFF))
+#define NRINGS UKP_REGION_RINGS
+#define RING_BYTES_FILE UKP_REGION_RING_MAX
 
-static struct ring rings[NRINGS];
 static size_t rec_size;       /* bytes of a ring slot */
 static uint64_t ring_recs;    /* slots per ring, a power of two */
 static size_t ring_bytes;
 static UKPA_TLS struct ring *my_ring;
-static _Atomic uint64_t lost_noring;   /* hits of threads that got no ring */
-static _Atomic uint64_t lost_recycled; /* lost counts of rings given back */
-static _Atomic uint64_t lost_write;    /* records the -o file did not take */
+/* events lost besides the rings' own: hits of threads that got no ring,
+ * lost counts of rings given back, records the -o file did not take */
+#define lost_other (ukpa_region->lost_other)
 static pid_t my_pid;
 static bool use_counter;                   /* timestamps are counter readings */
 static bool need_fence;                /* no membarrier: writers fence themselves */
@@ -162,14 +152,12 @@ static void get_comm(struct ring *r)
 /* [hit, init] Give r fresh record memory of ring_bytes, empty. */
 static int ring_map(struct ring *r)
 {
-	/* reserved, not committed: pages are committed as the thread
-	 * writes records */
-	void *mem = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* in the sparse file: pages take memory as the thread writes
+	 * records */
+	unsigned char *mem = (unsigned char *)ukpa_region + UKP_REGION_RECS_OFF +
+			     (size_t)(r - rings) * UKP_REGION_RING_MAX;
 
-	if (mem == MAP_FAILED)
-		return -ENOMEM;
-	atomic_store_explicit(&r->recs, mem, memory_order_relaxed);
+	atomic_store_explicit(&r->recs, (uint64_t)(uintptr_t)mem, memory_order_relaxed);
 	/* page faults in the traced thread cost more than the record: the
 	 * start is committed now, the rest by the reader ahead of the
 	 * thread (populate_ahead) */
@@ -184,6 +172,8 @@ static struct ring *claim_ring(void)
 {
 	int i;
 
+	if (!ukpa_region)
+		return NULL;
 	for (i = 0; i < NRINGS; i++) {
 		int expected = 0;
 
@@ -251,7 +241,8 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 	if (!r) {
 		r = claim_ring();
 		if (!r) {
-			atomic_fetch_add_explicit(&lost_noring, 1, memory_order_relaxed);
+			if (ukpa_region)
+				atomic_fetch_add_explicit(&lost_other, 1, memory_order_relaxed);
 			return;
 		}
 	}
@@ -273,7 +264,8 @@ void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 				      memory_order_relaxed);
 		goto out;
 	}
-	rec = (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+	rec = (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
+					 &r->recs, memory_order_relaxed) +
 				 (head & (ring_recs - 1)) * rec_size);
 	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
 	rec->h.type = UKPM_EVENT;
@@ -465,8 +457,19 @@ static bool seen_add(uint64_t addr)
 
 /* What a pass writes out: packets of at most UKP_PACKET_MAX bytes to
  * the socket, or larger writes to the -o file. */
-static char outbuf[FILE_CHUNK];
+#define outbuf ((char *)ukpa_region + UKP_REGION_OUT_OFF)
 static size_t outlen, out_events;
+_Static_assert(FILE_CHUNK == UKP_REGION_OUT_BYTES, "the region's output buffer");
+
+/* The bytes in the buffer are whole messages: ukprobe may read them.
+ * ring, pos: where its last event came from (its tail moves next), or
+ * UKP_REGION_OUT_NONE. */
+static void out_done(unsigned ring, uint64_t pos)
+{
+	atomic_store_explicit(&ukpa_region->out_state,
+			      UKP_REGION_OUT_STATE(outlen, ring, pos & UKP_REGION_OUT_POS_MASK),
+			      memory_order_release);
+}
 
 /* ns per counter tick (32.32 fixed point) for $duration: measured over a
  * few milliseconds at start-up, then over the whole run at each pass
@@ -521,6 +524,9 @@ static void cal_update(void)
 	uint64_t dt = cal_cnt1 - cal_cnt0;
 
 	cal_mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
+	/* for ukprobe, should the process end before the records are sent */
+	if (cal_mult)
+		atomic_store_explicit(&ukpa_region->cal_mult, cal_mult, memory_order_relaxed);
 }
 
 static uint64_t counter_to_ns(uint64_t cnt)
@@ -533,7 +539,7 @@ static uint64_t counter_to_ns(uint64_t cnt)
 /* One packet into the -o file: FROM and whole messages, one write (the
  * file is opened with O_APPEND and shared by every image with -f: a
  * write lands whole). */
-static void raw_write(const void *buf, size_t len, size_t events)
+static void raw_write(const void *buf, size_t len, size_t events, uint32_t seq)
 {
 	struct ukp_msg_from from;
 	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
@@ -541,6 +547,7 @@ static void raw_write(const void *buf, size_t len, size_t events)
 	ssize_t n;
 
 	ukpa_from_header(&from);
+	from.pad = seq; /* (region.h: which of the records ukprobe has) */
 	if (!raw_broken && (fstat(raw_fd, &st) || st.st_dev != raw_dev || st.st_ino != raw_ino))
 		raw_broken = true; /* the program closed it, and the number was reused */
 	while (!raw_broken) {
@@ -552,21 +559,26 @@ static void raw_write(const void *buf, size_t len, size_t events)
 		/* a short write leaves half a packet: ukprobe stops there */
 		raw_broken = true;
 	}
-	atomic_fetch_add(&lost_write, events);
+	atomic_fetch_add(&lost_other, events);
 }
 
 static void out_flush(void)
 {
+	uint32_t seq = atomic_load_explicit(&ukpa_region->out_seq, memory_order_relaxed);
+
 	if (outlen && raw_fd >= 0)
-		raw_write(outbuf, outlen, out_events);
+		raw_write(outbuf, outlen, out_events, seq);
 	else if (outlen)
-		ukpa_send(outbuf, outlen);
+		ukpa_send_seq(outbuf, outlen, seq);
+	if (outlen)
+		atomic_store_explicit(&ukpa_region->out_seq, seq + 1, memory_order_relaxed);
 	outlen = out_events = 0;
+	out_done(UKP_REGION_OUT_NONE, 0);
 }
 
 static void *out_room(size_t len)
 {
-	size_t max = raw_fd >= 0 ? sizeof(outbuf) : UKP_PACKET_MAX - sizeof(struct ukp_msg_from);
+	size_t max = raw_fd >= 0 ? FILE_CHUNK : UKP_PACKET_MAX - sizeof(struct ukp_msg_from);
 
 	if (outlen + len > max)
 		out_flush();
@@ -577,11 +589,13 @@ static void *out_room(size_t len)
 static void out_put(const void *p, size_t len)
 {
 	memcpy(out_room(len), p, len);
+	out_done(UKP_REGION_OUT_NONE, 0);
 }
 
 /* An event as it leaves the process: its own length, the timestamp in
- * nanoseconds. */
-static void out_event(const struct ukp_rec *rec)
+ * nanoseconds. It is the record at pos in ring r, whose tail moves past
+ * it next. */
+static void out_event(const struct ukp_rec *rec, const struct ring *r, uint64_t pos)
 {
 	struct ukp_rec *o = out_room(rec->h.len);
 
@@ -589,6 +603,7 @@ static void out_event(const struct ukp_rec *rec)
 	if (use_counter)
 		o->ts = counter_to_ns(rec->ts);
 	out_events++;
+	out_done((unsigned)(r - rings), pos);
 }
 
 union sym_msg {
@@ -661,7 +676,8 @@ static void announce_for(const struct ukp_rec *rec)
 
 static struct ukp_rec *ring_rec(struct ring *r, uint64_t i)
 {
-	return (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+	return (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
+					  &r->recs, memory_order_relaxed) +
 				  (i & (ring_recs - 1)) * rec_size);
 }
 
@@ -679,7 +695,9 @@ static void populate_ahead(struct ring *r)
 		return;
 	if (step > ring_bytes - r->populated)
 		step = ring_bytes - r->populated;
-	madvise(atomic_load_explicit(&r->recs, memory_order_relaxed) + r->populated, step,
+	madvise((unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs, memory_order_relaxed) +
+			r->populated,
+		step,
 		MADV_POPULATE_WRITE);
 	r->populated += step;
 }
@@ -726,7 +744,7 @@ static size_t drain_pass(void)
 		}
 		r = act[best];
 		announce_for(rec);
-		out_event(rec);
+		out_event(rec, r, atomic_load_explicit(&r->tail, memory_order_relaxed));
 		t = atomic_load_explicit(&r->tail, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->tail, t, memory_order_release);
 		total++;
@@ -750,10 +768,11 @@ static void recycle_dead(void)
 			continue;
 		if (syscall(SYS_tgkill, my_pid, tid, 0) == 0 || errno != ESRCH)
 			continue;
-		atomic_fetch_add(&lost_recycled, atomic_load(&r->lost));
+		atomic_fetch_add(&lost_other, atomic_load(&r->lost));
 		atomic_store(&r->lost, 0);
-		munmap(atomic_load(&r->recs), ring_bytes);
-		atomic_store(&r->recs, NULL);
+		/* the file's pages go back (the next owner commits its own) */
+		madvise((void *)(uintptr_t)atomic_load(&r->recs), ring_bytes, MADV_REMOVE);
+		atomic_store(&r->recs, 0);
 		atomic_store(&r->head, 0);
 		atomic_store(&r->tail, 0);
 		atomic_store_explicit(&r->owner, 0, memory_order_release);
@@ -878,11 +897,25 @@ void ukpa_rings_close_file(void)
 	raw_fd = -1;
 }
 
+/* [init] The header says what ukprobe needs to read the records. */
+static void publish_layout(void)
+{
+	ukpa_region->rec_size = rec_size;
+	ukpa_region->ring_recs = ring_recs;
+	ukpa_region->use_counter = use_counter;
+	atomic_store(&ukpa_region->cal_cnt0, cal_cnt0);
+	atomic_store(&ukpa_region->cal_ns0, cal_ns0);
+	if (cal_mult)
+		atomic_store(&ukpa_region->cal_mult, cal_mult);
+}
+
 int ukpa_rings_init(void)
 {
 	size_t payload = 0, old_bytes = ring_bytes;
 	int i;
 
+	if (!ukpa_region)
+		return -ENOMEM;
 	my_pid = getpid();
 	/* slots as large as the largest event of the SPECs */
 	for (i = 0; i < ukpa_specs_count(); i++)
@@ -919,24 +952,20 @@ int ukpa_rings_init(void)
 		 * detach and each stays with its thread; the new SPECs may
 		 * need other slots, so each starts again, empty, at the new
 		 * size (no thread records while tracing is off) */
-		atomic_store(&lost_noring, 0);
-		atomic_store(&lost_recycled, 0);
-		atomic_store(&lost_write, 0);
+		atomic_store(&lost_other, 0);
 		for (i = 0; i < NRINGS; i++) {
 			struct ring *r = &rings[i];
-			unsigned char *mem = atomic_load(&r->recs);
 
 			atomic_store(&r->lost, 0);
 			atomic_store(&r->head, 0);
 			atomic_store(&r->tail, 0);
-			if (!mem)
-				continue;
-			munmap(mem, old_bytes);
-			atomic_store(&r->recs, NULL);
-			if (ring_map(r))
-				return -ENOMEM;
+				if (atomic_load(&r->recs))
+				ring_map(r);
 		}
 	}
+	/* what ukprobe needs to read the records, should the process end
+	 * before they are sent */
+	publish_layout();
 	return 0;
 }
 
@@ -972,6 +1001,8 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 	int i;
 
 	atomic_store(&ukpa_tracing, false);
+	if (!ukpa_region)
+		return 0;
 	atomic_thread_fence(memory_order_seq_cst);
 	/* every running thread passes a full barrier: a handler that still
 	 * saw tracing on has its writing flag visible now (ukpa_record) */
@@ -999,7 +1030,7 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 		drain_pass();
 		out_flush();
 	}
-	lost = atomic_load(&lost_noring) + atomic_load(&lost_recycled) + atomic_load(&lost_write);
+	lost = ukpa_region ? atomic_load(&lost_other) : 0;
 	for (i = 0; i < NRINGS; i++)
 		lost += atomic_load(&rings[i].lost);
 	return lost;
@@ -1036,12 +1067,12 @@ void ukpa_reader_flush(int timeout_ms)
 	}
 }
 
-void ukpa_rings_after_fork(void)
+int ukpa_rings_after_fork(void)
 {
-	int i;
+	int ret;
 
 	/* Only the forking thread exists in the child, and what the rings
-	 * hold is the parent's to send: start empty. */
+	 * hold is the parent's to send: a file of its own, empty. */
 	reader_running = reader_exists = false;
 	atomic_store(&reader_entered, false);
 	atomic_store(&reader_stop, false);
@@ -1049,32 +1080,43 @@ void ukpa_rings_after_fork(void)
 	atomic_store(&flush_req, 0);
 	atomic_store(&flush_done, 0);
 	my_pid = getpid();
-	for (i = 0; i < NRINGS; i++) {
-		unsigned char *mem = atomic_load(&rings[i].recs);
-
-		if (mem)
-			munmap(mem, ring_bytes);
-		atomic_store(&rings[i].recs, NULL);
-		atomic_store(&rings[i].head, 0);
-		atomic_store(&rings[i].tail, 0);
-		atomic_store(&rings[i].lost, 0);
-		atomic_store(&rings[i].writing, 0);
-		atomic_store(&rings[i].owner, 0);
-	}
 	my_ring = NULL;
-	atomic_store(&lost_noring, 0);
-	atomic_store(&lost_recycled, 0);
-	atomic_store(&lost_write, 0);
 	ukpa_counts_after_fork();
-	ukpa_rings_new_image();
+	seen = NULL; /* (the parent's table may have been mid-update) */
+	seen_cap = seen_n = 0;
+	outlen = out_events = 0;
+	if (!ukpa_region)
+		return 0;
+	ret = ukpa_region_new_image(false);
+	if (!ret && rec_size)
+		publish_layout();
+	return ret;
 }
 
-void ukpa_rings_new_image(void)
+int ukpa_rings_new_image(void)
 {
+	int ret, i;
+
 	/* a new image: ukprobe knows none of its addresses (the parent's
 	 * table may have been mid-update: drop it, do not free it) */
 	seen = NULL;
 	seen_cap = seen_n = 0;
 	outlen = out_events = 0;
-	ukpa_counts_reset();
+	if (ukpa_mode == UKP_MODE_PROBES)
+		return 0;
+	/* counts from zero; the threads keep their rings, empty */
+	ret = ukpa_region_new_image(true);
+	if (ret || !rec_size)
+		return ret;
+	publish_layout();
+	for (i = 0; i < NRINGS; i++) {
+		struct ring *r = &rings[i];
+
+		atomic_store(&r->lost, 0);
+		atomic_store(&r->head, 0);
+		atomic_store(&r->tail, 0);
+		if (atomic_load(&r->recs))
+			ring_map(r);
+	}
+	return 0;
 }

@@ -128,7 +128,7 @@ enum ukp_mode {
 struct ukp_msg_from {
 	struct ukp_msg h;
 	int32_t pid;
-	uint32_t pad;
+	uint32_t pad;              /* the reader's packets: their number (region.h), else 0 */
 	uint64_t image;
 };
 

@@ -572,8 +572,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		}
 		for (i = 0; i < polled; i++) {
 			struct pollfd *p = &pfd[2 + i];
-			struct iovec iov = { buf, cap };
-			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+			bool trunc;
 			ssize_t r;
 
 			if (p->fd < 0 || !p->revents || conns[i].fd < 0)
@@ -596,7 +595,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				}
 				continue;
 			}
-			r = recvmsg(p->fd, &mh, MSG_DONTWAIT);
+			r = ukp_region_recvmsg(s, p->fd, buf, cap, MSG_DONTWAIT, &trunc);
 			if (r < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (r <= 0) {
@@ -605,7 +604,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 				open_conns--;
 				continue;
 			}
-			if (mh.msg_flags & MSG_TRUNC)
+			if (trunc)
 				s->protocol_error = true;
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
 			if (!registered_ms && all_ready(s))
@@ -652,6 +651,8 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			ukp_err("the agent could not set up tracing in process %d", s->pids[0]);
 		goto restore;
 	}
+	/* processes that ended while traced: what they left */
+	ukp_region_recover(s, ops, arg);
 	ukp_report_end(s);
 	code = 0;
 restore:

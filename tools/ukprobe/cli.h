@@ -130,6 +130,14 @@ struct ukp_image {
 	uint32_t ids;             /* one past the highest probe id announced */
 	struct ukp_addrmap *addrs;
 	bool ready;               /* attached: READY came (probes in place) */
+	bool has_region;          /* its region's memfd (region.c), until it ends */
+	int region_fd;
+	bool recovered;           /* ended without END: its region was read */
+	/* the last packet of its reader's handled (FROM's pad, region.h),
+	 * and how many of its messages: region.c takes only the rest */
+	uint32_t seq;
+	uint64_t seq_msgs;
+	bool in_seq;              /* the packet being handled is that one */
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
 };
@@ -171,7 +179,8 @@ struct ukp_session {
 	int npids;
 	double duration;          /* -d SECONDS (attached: 0 is none) */
 	bool send_raw;            /* -p with trace -o: agents get raw_fd with CONFIG */
-	int raw_fd;               /* the records file (proto.h), when send_raw */
+	int raw_fd;               /* the records file (proto.h), when send_raw or raw_file */
+	bool raw_file;            /* trace -o: raw_fd is the records file */
 	/* run: a compiled script's message (UKPM_SCRIPT, common/script_abi.h),
 	 * whole; -1 when malformed */
 	int (*script_msg)(struct ukp_session *s, struct ukp_image *img, const char *p, size_t len,
@@ -192,6 +201,8 @@ struct ukp_session {
 	bool protocol_error;
 	bool version_mismatch;    /* the agent is of another build (said already) */
 	int probe_errors;         /* SPECs reported as errors */
+	bool region_in;           /* a packet came with a region's memfd (region.c) */
+	int region_in_fd;
 	int wstatus;
 	struct ukp_hist_rows *hists; /* hist triggers' tables, per SPEC (hist_print.c) */
 };
@@ -257,6 +268,26 @@ bool ukp_is_program(const char *path);
 /* [child] exec the command with the agent: fd its socket, specs_fd the
  * parsed SPECs (ukp_specs_memfd). Does not return. */
 void ukp_launch(const struct ukp_session *s, int fd, int specs_fd);
+
+/* region.c: recvmsg() of one packet from an agent, keeping the region
+ * memfd that may come with it (for the packet's HELLO); *truncated: the
+ * packet did not fit. */
+ssize_t ukp_region_recvmsg(struct ukp_session *s, int fd, void *buf, size_t cap, int flags,
+			   bool *truncated);
+/* After a packet: close a memfd no HELLO took. */
+void ukp_region_unclaimed(struct ukp_session *s);
+/* A HELLO: img takes the packet's memfd. */
+void ukp_region_take(struct ukp_session *s, struct ukp_image *img);
+/* img ended with END (or is freed): its region is not needed. */
+void ukp_region_drop(struct ukp_image *img);
+/* Every image that ended without END, its process gone: its counts and
+ * the events not yet delivered, from its region, as if its agent had
+ * sent them. */
+void ukp_region_recover(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
+/* trace -o: the recovered images' events, once the records file is
+ * formatted (ukp_region_recover() took their counts). */
+void ukp_region_recover_events(struct ukp_session *s, const struct ukp_session_ops *ops,
+			       void *arg);
 
 /* images.c: handle one message from img's packet; -1 on a protocol
  * error. *img is the image of the packet (set by FROM). */

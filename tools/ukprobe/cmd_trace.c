@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -241,6 +242,15 @@ static int raw_format(struct ukp_session *s, int fd, const struct ukp_session_op
 			break;
 		pos += h.len;
 	}
+	/* the last write of an image that ended abruptly, cut short: its
+	 * events come from its region (ukp_region_recover_events) */
+	if (pos < size && img && img->recovered && size - pos >= sizeof(struct ukp_msg)) {
+		struct ukp_msg h;
+
+		memcpy(&h, p + pos, sizeof(h));
+		if (h.len > size - pos && !(h.len & 7) && h.len <= UKP_MSG_MAX)
+			pos = size;
+	}
 	if (pos < size) {
 		ukp_warn("the trace's records are damaged after %zu of %zu bytes: the rest is not "
 			 "shown", pos, size);
@@ -248,6 +258,24 @@ static int raw_format(struct ukp_session *s, int fd, const struct ukp_session_op
 	}
 	munmap(map, size);
 	return ret;
+}
+
+/* How the program ukprobe ran ended when a signal killed it, as strace
+ * says it, after its events: a trace that stops at a crash says so. (An
+ * exit status is ukprobe's own.) */
+static void print_ending(FILE *out, const struct ukp_session *s)
+{
+	int sig;
+
+	if (s->npids || !s->pid || !WIFSIGNALED(s->wstatus))
+		return;
+	sig = WTERMSIG(s->wstatus);
+	if (sigabbrev_np(sig))
+		fprintf(out, "+++ killed by SIG%s%s +++\n", sigabbrev_np(sig),
+			WCOREDUMP(s->wstatus) ? " (core dumped)" : "");
+	else
+		fprintf(out, "+++ killed by signal %d%s +++\n", sig,
+			WCOREDUMP(s->wstatus) ? " (core dumped)" : "");
 }
 
 int ukp_cmd_trace(int argc, char **argv)
@@ -283,6 +311,7 @@ int ukp_cmd_trace(int argc, char **argv)
 			code = UKP_EXIT_FAIL;
 		s.send_raw = s.npids > 0;
 		s.raw_fd = raw;
+		s.raw_file = raw >= 0;
 	}
 	if (!code)
 		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
@@ -290,8 +319,11 @@ int ukp_cmd_trace(int argc, char **argv)
 		unsetenv(UKP_ENV_RAW_FD);
 		if (s.first && !s.first->setup_failed && raw_format(&s, raw, &ops, &t))
 			code = code ? code : UKP_EXIT_FAIL;
+		ukp_region_recover_events(&s, &ops, &t);
 		close(raw);
 	}
+	if (t.out && s.first && !s.first->setup_failed)
+		print_ending(t.out, &s);
 	/* the hist triggers' tables after the events, as the kernel's hist files */
 	if (t.out && s.first && !s.first->setup_failed)
 		ukp_hist_print(t.out, &s);

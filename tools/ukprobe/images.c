@@ -165,6 +165,7 @@ void ukp_images_free(struct ukp_session *s)
 			probe_info_free(&img->probes[k]);
 		free(img->probes);
 		addrmap_free(img->addrs);
+		ukp_region_drop(img);
 		free(img);
 	}
 	free(s->images);
@@ -315,8 +316,32 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 
 /* ---------------------------------------------------------- messages */
 
+static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p, uint32_t type,
+		  uint32_t len, const struct ukp_session_ops *ops, void *arg);
+
 int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 		      uint32_t type, uint32_t len, const struct ukp_session_ops *ops, void *arg)
+{
+	int ret = handle(s, imgp, p, type, len, ops, arg);
+
+	/* which of its reader's messages ukprobe has (region.c) */
+	if (!ret && type == UKPM_FROM && *imgp) {
+		struct ukp_msg_from f;
+
+		memcpy(&f, p, sizeof(f));
+		(*imgp)->in_seq = f.pad != 0;
+		if (f.pad) {
+			(*imgp)->seq = f.pad;
+			(*imgp)->seq_msgs = 0;
+		}
+	} else if (!ret && *imgp && (*imgp)->in_seq) {
+		(*imgp)->seq_msgs++;
+	}
+	return ret;
+}
+
+static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p, uint32_t type,
+		  uint32_t len, const struct ukp_session_ops *ops, void *arg)
 {
 	struct ukp_image *img = *imgp;
 
@@ -361,6 +386,8 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		if ((int)h.nspecs != s->nspecs || h.pid != img->pid)
 			return -1;
 		img->hello = true;
+		/* its counts and buffered events, should it end abruptly */
+		ukp_region_take(s, img);
 		img->ppid = h.ppid;
 		img->origin = h.origin;
 		memcpy(img->comm, h.comm, sizeof(h.comm));
@@ -419,6 +446,7 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 			return -1;
 		memcpy(&m, p, sizeof(m));
 		img->ended = true;
+		ukp_region_drop(img); /* it sent everything */
 		img->end_reason = m.reason;
 		img->lost = m.lost;
 		img->setup_failed = m.setup_failed;

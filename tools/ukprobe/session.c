@@ -63,15 +63,14 @@ static void read_messages(struct ukp_session *s, int fd, const struct ukp_sessio
 		return;
 	}
 	for (;;) {
-		struct iovec iov = { buf, cap };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		ssize_t n = recvmsg(fd, &mh, 0);
+		bool trunc;
+		ssize_t n = ukp_region_recvmsg(s, fd, buf, cap, 0, &trunc);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		if (mh.msg_flags & MSG_TRUNC)
+		if (trunc)
 			s->protocol_error = true;
 		ukp_session_packet(s, buf, (size_t)n, ops, arg);
 		if (s->protocol_error)
@@ -103,6 +102,7 @@ void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
 		}
 		pos += h.len;
 	}
+	ukp_region_unclaimed(s);
 	if (!s->protocol_error && ops && ops->batch)
 		ops->batch(s, arg);
 }
@@ -178,7 +178,8 @@ void ukp_report_end(struct ukp_session *s)
 		/* nothing could be lost where no probe was in place */
 		for (j = 0; j < img->nprobes && !img->probes[j].used; j++)
 			;
-		if (img->ended || img->setup_failed || s->mode == UKP_MODE_PROBES)
+		if (img->ended || img->recovered || img->setup_failed || s->mode == UKP_MODE_PROBES ||
+		    j == img->nprobes)
 			continue;
 		if (j == img->nprobes) {
 			if (img->origin == UKP_ORIGIN_ATTACH && !img->detached)
@@ -251,6 +252,9 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 
 	read_messages(s, sv[0], ops, arg);
 	close(sv[0]);
+	/* every image is gone: what those that ended abruptly left */
+	if (!s->protocol_error)
+		ukp_region_recover(s, ops, arg);
 	if (s->protocol_error) {
 		if (!s->version_mismatch)
 			ukp_err("unexpected data from the agent (a different ukprobe version?)");

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * region.c - the image's counts and event rings in a memfd that ukprobe
+ * holds too (common/region.h), so that what the process counted and
+ * recorded reaches ukprobe however it ends.
+ *
+ * Each image has a file of its own, sent to ukprobe with its HELLO. The
+ * process maps one at a time, always at the same address: a thread keeps
+ * pointers to its ring and its count slot in TLS (the hit path reads
+ * nothing else), and those stay valid when a new image (a forked child,
+ * a failed exec, the next attach) puts its new file in the old one's
+ * place. In the same process the new file starts with the old header
+ * and rings (the threads' claims go on) and zero counts and records; a
+ * forked child starts from nothing (only its forking thread exists).
+ *
+ * A detach unmaps the file (ukpa_region_release): nothing of it stays
+ * in the process. The threads' pointers into it stay in their TLS, so
+ * the next attach maps its file at the same address again, or, when the
+ * program has mapped something there meanwhile, refuses to trace.
+ *
+ * Contexts: [init] (ring.c's and counts.c's image changes), with no
+ * thread recording (tracing off, or a forked child's only thread).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 0x0001U
+#endif
+
+struct ukp_region_head *ukpa_region;
+static int region_fd = -1; /* this image's file, until HELLO takes it */
+/* where the file is mapped, for the process's life; unmapped at a
+ * detach (released: ukpa_region is NULL then) */
+static void *region_at;
+static bool released;
+/* at a detach: the header and rings (the threads' claims), for the next
+ * attach's file */
+static unsigned char saved[UKP_REGION_COUNTS_OFF];
+
+_Static_assert(sizeof(struct ukp_region_ring) == 128, "a ring is two cache lines");
+_Static_assert(offsetof(struct ukp_region_ring, recs) < 64, "the producer's line");
+
+static void head_init(struct ukp_region_head *h)
+{
+	h->magic = UKP_REGION_MAGIC;
+	h->version = UKP_REGION_VERSION;
+	h->head_size = sizeof(*h);
+	h->ring_size = sizeof(struct ukp_region_ring);
+	h->rings = UKP_REGION_RINGS;
+	h->slots = UKP_REGION_SLOTS;
+	h->ids = UKP_REGION_IDS;
+	h->pid = (int32_t)getpid();
+	h->rings_off = UKP_REGION_RINGS_OFF;
+	h->counts_off = UKP_REGION_COUNTS_OFF;
+	h->recs_off = UKP_REGION_RECS_OFF;
+	h->ring_stride = UKP_REGION_RING_MAX;
+	h->size = UKP_REGION_SIZE;
+	atomic_store(&h->lost_other, 0);
+	atomic_store(&h->out_state, UKP_REGION_OUT_STATE(0, UKP_REGION_OUT_NONE, 0));
+	atomic_store(&h->out_seq, 1);
+}
+
+int ukpa_region_new_image(bool keep)
+{
+	int fd = (int)syscall(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC);
+	size_t prefix = UKP_REGION_COUNTS_OFF;
+	const void *from = released ? (const void *)saved : (const void *)region_at;
+	int flags = MAP_SHARED | MAP_NORESERVE;
+	void *at;
+
+	if (fd < 0)
+		return -errno;
+	/* sparse: only the pages threads touch take memory */
+	if (ftruncate(fd, (off_t)UKP_REGION_SIZE))
+		goto fail;
+	if (keep && region_at && pwrite(fd, from, prefix, 0) != (ssize_t)prefix)
+		goto fail;
+	/* the same address as before: in place of the last file, or where
+	 * it was before a detach (if nothing else is there now) */
+	if (region_at)
+		flags |= released ? MAP_FIXED_NOREPLACE : MAP_FIXED;
+	at = mmap(region_at, UKP_REGION_SIZE, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (at == MAP_FAILED)
+		goto fail;
+	if (region_at && at != region_at) {
+		/* (a kernel that takes MAP_FIXED_NOREPLACE as a hint) */
+		munmap(at, UKP_REGION_SIZE);
+		goto fail;
+	}
+	ukpa_region = region_at = at;
+	released = false;
+	head_init(ukpa_region);
+	if (region_fd >= 0)
+		close(region_fd);
+	region_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return -ENOMEM;
+}
+
+int ukpa_region_take_fd(void)
+{
+	int fd = region_fd;
+
+	region_fd = -1;
+	return fd;
+}
+
+void ukpa_region_release(void)
+{
+	if (!ukpa_region)
+		return;
+	memcpy(saved, ukpa_region, sizeof(saved));
+	/* nothing may reach it now: every use checks ukpa_region */
+	ukpa_region = NULL;
+	munmap(region_at, UKP_REGION_SIZE);
+	released = true;
+	if (region_fd >= 0)
+		close(region_fd);
+	region_fd = -1;
+}
+
+void ukpa_region_forget(void)
+{
+	/* private memory in its place: nothing this process does reaches
+	 * the parent's file, and the addresses stay reserved */
+	if (ukpa_region)
+		mmap(ukpa_region, UKP_REGION_SIZE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	if (region_fd >= 0)
+		close(region_fd);
+	region_fd = -1;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * region.h - the memory an image's agent counts and buffers events in,
+ * which ukprobe holds too: a memfd the agent makes at the start of each
+ * image (agent/region.c) and sends to ukprobe with its HELLO message (as
+ * SCM_RIGHTS). Whatever the image counted and recorded is in the file
+ * however the process ends (exit, _exit, a raw exit_group, abort,
+ * SIGKILL, a fatal signal): when an image ends without its END message,
+ * ukprobe reads its last counts and the events its reader had not yet
+ * sent from here (tools/ukprobe/region.c).
+ *
+ * The file, at fixed offsets (the header says where, so that ukprobe
+ * checks rather than assumes):
+ *   struct ukp_region_head
+ *   rings: UKP_REGION_RINGS struct ukp_region_ring (one per thread that
+ *          records events, claimed at its first event)
+ *   counts: UKP_REGION_SLOTS + 1 arrays of UKP_REGION_IDS counters, by
+ *          probe id: one per thread that counts (claimed at its first
+ *          hit; a slot of an exited thread goes, counts and all, to the
+ *          next thread that claims one, so no count is ever moved), and
+ *          the last one shared (atomic adds of threads that got no slot)
+ *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart
+ *   out: the reader's output buffer: whole messages (SYM, and EVENT
+ *        with their timestamps in ns) taken from the rings and not yet
+ *        written out, which go out as the packet numbered out_seq (in
+ *        its FROM message's pad)
+ * The file is sparse: only what threads touch takes memory. A probe's
+ * count is the sum of its counters in slots [0, slots_used) and the
+ * shared one. Events not yet delivered are the output buffer's (but for
+ * the messages of packet out_seq ukprobe handled: all of a packet sent
+ * on the socket, those before the cut of one written to the -o file),
+ * then the rings' records [tail, head) (at most ring_recs). The reader
+ * copies a record into the buffer, then says so in out_state (the
+ * buffer's length, the ring and the position the record came from),
+ * then moves the ring's tail past it: while the position is still the
+ * ring's tail, the record is in both.
+ */
+#ifndef UKPROBE_REGION_H
+#define UKPROBE_REGION_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define UKP_REGION_MAGIC 0x6e6f696765726b75ULL /* "ukregion" */
+#define UKP_REGION_VERSION 1
+#define UKP_REGION_RINGS 128
+#define UKP_REGION_SLOTS 256
+#define UKP_REGION_IDS (1u << 20)
+#define UKP_REGION_RING_MAX (16UL << 20) /* bytes of one ring's records, at most */
+
+/* One thread's ring: written by its thread (the producer) and the agent's
+ * reader (the consumer), read by ukprobe after the process ended. */
+struct ukp_region_ring {
+	/* the producer's (one cache line) */
+	_Atomic uint64_t head;    /* records published */
+	uint64_t tail_seen;       /* the consumer's tail, as last read */
+	_Atomic uint64_t lost;    /* events dropped (ring full) */
+	_Atomic int32_t writing;
+	uint8_t stalled;          /* a wait for the reader timed out */
+	uint8_t pad0[3];
+	uint32_t comm_age;
+	_Atomic int32_t owner;    /* tid, 0 when free, -1 while being set up */
+	char comm[16];
+	_Atomic uint64_t recs;    /* the agent's address of the records (not ukprobe's) */
+	/* the consumer's, on a line of their own */
+	_Atomic uint64_t tail __attribute__((aligned(64))); /* records written out */
+	uint64_t end;             /* head seen at the start of a pass */
+	uint64_t populated;       /* ring bytes committed */
+} __attribute__((aligned(64)));
+
+struct ukp_region_head {
+	uint64_t magic;           /* UKP_REGION_MAGIC */
+	uint32_t version;         /* UKP_REGION_VERSION */
+	uint32_t head_size;       /* sizeof(struct ukp_region_head) */
+	uint32_t ring_size;       /* sizeof(struct ukp_region_ring) */
+	uint32_t rings, slots, ids;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t rings_off, counts_off, recs_off, ring_stride, size;
+	/* set when the image starts tracing (0 until then: no rings) */
+	uint64_t rec_size;        /* bytes of one record slot */
+	uint64_t ring_recs;       /* slots per ring, a power of two */
+	/* timestamps: 1 when records hold counter readings, which are
+	 * cal_ns0 + (ts - cal_cnt0) * cal_mult / 2^32 ns (the reader keeps
+	 * cal_mult up to date); 0 when they are CLOCK_MONOTONIC ns */
+	uint32_t use_counter;
+	_Atomic uint32_t slots_used; /* count slots claimed so far: [0, slots_used) */
+	_Atomic uint64_t cal_cnt0, cal_ns0, cal_mult;
+	/* events lost besides the rings' own */
+	_Atomic uint64_t lost_other;
+	_Atomic uint64_t out_state; /* UKP_REGION_OUT_*() */
+	_Atomic uint32_t out_seq;   /* the buffer's packet number (from 1) */
+	uint32_t pad2;
+	_Atomic int32_t slot_owner[UKP_REGION_SLOTS]; /* tid, 0 free, -1 being set up */
+};
+
+#define UKP_REGION_SLOT_BYTES ((uint64_t)UKP_REGION_IDS * sizeof(uint64_t))
+
+/* The layout both ends compute (and ukprobe checks against the header). */
+#define UKP_REGION_RINGS_OFF \
+	((((uint64_t)sizeof(struct ukp_region_head)) + 4095) & ~(uint64_t)4095)
+#define UKP_REGION_COUNTS_OFF \
+	((UKP_REGION_RINGS_OFF + UKP_REGION_RINGS * sizeof(struct ukp_region_ring) + 4095) & \
+	 ~(uint64_t)4095)
+#define UKP_REGION_RECS_OFF \
+	(UKP_REGION_COUNTS_OFF + (UKP_REGION_SLOTS + 1) * UKP_REGION_SLOT_BYTES)
+#define UKP_REGION_OUT_OFF (UKP_REGION_RECS_OFF + UKP_REGION_RINGS * UKP_REGION_RING_MAX)
+#define UKP_REGION_OUT_BYTES (1UL << 20)
+#define UKP_REGION_SIZE (UKP_REGION_OUT_OFF + UKP_REGION_OUT_BYTES)
+/* out_state: the buffer's bytes, and where its last event came from
+ * (ring UKP_REGION_OUT_NONE: the last message is not an event) */
+#define UKP_REGION_OUT_NONE 0xffu
+#define UKP_REGION_OUT_STATE(len, ring, pos) \
+	((uint64_t)(len) | (uint64_t)(ring) << 21 | (uint64_t)(pos) << 29)
+#define UKP_REGION_OUT_LEN(s) ((s) & 0x1fffff)
+#define UKP_REGION_OUT_RING(s) (((s) >> 21) & 0xff)
+#define UKP_REGION_OUT_POS(s) ((s) >> 29)
+#define UKP_REGION_OUT_POS_MASK ((1ULL << 35) - 1)
+
+#endif /* UKPROBE_REGION_H */
