@@ -310,7 +310,8 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 	if (!r) {
 		r = claim_ring();
 		if (!r) {
-			atomic_fetch_add_explicit(&lost_noring, 1, memory_order_relaxed);
+			if (ukpa_region)
+				atomic_fetch_add_explicit(&lost_other, 1, memory_order_relaxed);
 			return;
 		}
 	}
@@ -329,7 +330,8 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 				      memory_order_relaxed);
 		goto out;
 	}
-	rec = (struct ukp_rec *)(atomic_load_explicit(&r->recs, memory_order_relaxed) +
+	rec = (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
+					 &r->recs, memory_order_relaxed) +
 				 (head & (ring_recs - 1)) * rec_size);
 	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
 	rec->h.type = UKPM_EVENT;
