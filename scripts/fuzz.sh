@@ -16,22 +16,30 @@ fi
 mkdir -p build-fuzz
 src=common
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
+  -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/spec_sdt.c" \
+  "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
   "$src/spec_parsed.c" "$src/filter_run.c" "$src/spec_wire.c" \
   "$src/arch/$(uname -m)/fetch_regs.c" \
   -o build-fuzz/fuzz_spec_filter
-# ukprobe's own sources but its main(), for the agent's messages
-cli=()
-for f in tools/ukprobe/*.c; do
+# ukprobe's own sources but its main(), for the agent's messages (with
+# ukprobe run's compiler, and libdw for the source-level SPECs)
+cli=(build-fuzz/script_embed.c)
+for f in tools/ukprobe/*.c tools/ukprobe/script/*.c; do
   [ "$f" = tools/ukprobe/main.c ] || cli+=("$f")
 done
+# (the files a compiled script includes, as tools/ukprobe/meson.build embeds them)
+python3 tools/ukprobe/script/embed.py build-fuzz/script_embed.c \
+  runtime.h=tools/ukprobe/script/runtime.h script_abi.h=common/script_abi.h \
+  ukprobes.h=include/ukprobes.h ukprobes-arch/x86_64.h=include/ukprobes-arch/x86_64.h \
+  ukprobes-arch/aarch64.h=include/ukprobes-arch/aarch64.h
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" -Itools/ukprobe -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
   -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
-  tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" "$src/spec_fetch.c" \
+  -Itools/ukprobe/script tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" \
+  "$src/spec_fetch.c" "$src/spec_sdt.c" \
   "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
   "$src/filter_run.c" "$src/spec_wire.c" "$src/arch/$(uname -m)/fetch_regs.c" \
-  -o build-fuzz/fuzz_agent_msgs
+  -ldw -lelf -liberty -o build-fuzz/fuzz_agent_msgs
 rm -rf build-fuzz/corpus build-fuzz/corpus_msgs
 cp -r tests/fuzz/corpus build-fuzz/corpus
 cp -r tests/fuzz/corpus_msgs build-fuzz/corpus_msgs
