@@ -379,10 +379,13 @@ def case_exit_status():
     # its events and counts are not lost (case_endings), and the trace
     # says how it ended
     check(r.stdout == "aborting\n+++ killed by SIGABRT +++\n", "program output", show(r))
-    check(r.stderr == "", "nothing lost: no warning", show(r))
+    # (qemu-user says so itself when the program it runs aborts)
+    def warnings(r):
+        return [l for l in r.stderr.splitlines() if not l.startswith("qemu: uncaught target signal")]
+    check(not warnings(r), "nothing lost: no warning", show(r))
     r = ukprobe(["stat", "-e", "p add", "--", tgt("basic"), "--abort"])
     check(r.returncode == 134 and "ukprobes/p_add_0" in r.stdout and
-          "<not counted>" not in r.stdout and r.stderr == "", "stat of a killed program", show(r))
+          "<not counted>" not in r.stdout and not warnings(r), "stat of a killed program", show(r))
     r = ukprobe(["trace", "-e", "p libc.so.6:exit", "--", tgt("basic")])
     check(r.returncode == 3 and len(r.stdout.splitlines()) == 4, "exit status passed on", show(r))
     # (sh is the machine's: x86-64's only)

@@ -515,7 +515,8 @@ static int line_index(struct ukp_dw *dw)
 	}
 	if (!v && !(v = malloc(sizeof(*v))))
 		return -1;
-	qsort(v, n, sizeof(*v), row_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), row_cmp);
 	dw->rows = v;
 	dw->nrows = n;
 	return 0;

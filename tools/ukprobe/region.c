@@ -307,7 +307,8 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 			e.n++;
 		}
 	}
-	qsort(e.v, e.n, sizeof(*e.v), by_time);
+	if (e.n)
+		qsort(e.v, e.n, sizeof(*e.v), by_time);
 	for (k = 0; k < e.n; k++)
 		out_put(o, &e.v[k].rec, e.v[k].rec.h.len);
 	free(e.v);
