@@ -246,31 +246,37 @@ static bool process_gone(pid_t pid)
 }
 
 /* How pid ended, for a message: its status while it is a zombie
- * (/proc/PID/stat's exit_code, Linux 3.5), else a guess. */
+ * (/proc/PID/stat's exit_code, Linux 3.5), else a guess. A process whose
+ * connection closed may still be on its way out (its files are closed
+ * before it becomes a zombie): it is given a moment to get there. */
 static const char *how_ended(pid_t pid, char *out, size_t len)
 {
 	char path[64], buf[1024], *p;
 	unsigned long code = 0;
 	bool zombie = false;
 	FILE *f;
-	int field;
+	int field = 0, tries;
 
 	snprintf(out, len, "killed, or it exited");
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return out;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	if (!p)
-		return out;
-	/* field 3 is the state; exit_code is field 52 */
-	for (field = 2, p = strtok(p + 1, " "); p; p = strtok(NULL, " ")) {
-		field++;
-		if (field == 3)
-			zombie = *p == 'Z';
-		if (field == 52)
-			code = strtoul(p, NULL, 10);
+	for (tries = 0; tries < 100 && !zombie; tries++) {
+		if (tries)
+			usleep(5000);
+		f = fopen(path, "re");
+		if (!f)
+			return out;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (!p)
+			return out;
+		/* field 3 is the state; exit_code is field 52 */
+		for (field = 2, p = strtok(p + 1, " "); p; p = strtok(NULL, " ")) {
+			field++;
+			if (field == 3)
+				zombie = *p == 'Z';
+			if (field == 52)
+				code = strtoul(p, NULL, 10);
+		}
 	}
 	if (!zombie || field < 52)
 		return out;
