@@ -4195,9 +4195,11 @@ def case_attach_busy():
             p.wait()
 
 
-def main():
+def main(cases=None):
+    """Runs the case argv[1] names: a case_NAME of cases (a module's
+    globals(); this file's by default)."""
     case = sys.argv[1]
-    fn = globals().get("case_" + case)
+    fn = (cases if cases is not None else globals()).get("case_" + case)
     if not fn:
         print("unknown case %s" % case)
         return 1

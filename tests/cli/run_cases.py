@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clitest  # noqa: E402
 from clitest import Fail, check, show, start_attachee, tgt, ukprobe  # noqa: E402
 
 TGT = tgt("script")
@@ -432,20 +433,5 @@ def case_run_real():
     check(hits and hits[1] == m[1], "run's count = stat's count (%s)" % m[1], show(s))
 
 
-def main():
-    case = sys.argv[1]
-    fn = globals().get("case_" + case)
-    if not fn:
-        print("unknown case %s" % case)
-        return 1
-    try:
-        fn()
-    except Fail as e:
-        print("FAIL %s: %s" % (case, e))
-        return 1
-    print("ok %s" % case)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(clitest.main(globals()))
