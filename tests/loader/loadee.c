@@ -9,7 +9,8 @@
  *             kind the kernel restarts (or not) in its own way: nanosleep,
  *             read, epoll_wait, a condition variable's futex, select,
  *             poll; any failure of theirs (EINTR, or a restart code seen
- *             by the program) counts as an error
+ *             by the program) counts as an error; argv[2] "poll" or
+ *             "epoll": the main thread waits for stdin in that call
  *   malloc    one thread holds the C library's malloc lock (malloc_stats()
  *             blocked writing to a full stderr), the main thread waits
  *             for that lock in malloc()
@@ -209,12 +210,55 @@ static void *t_dlopen(void *a)
 }
 #endif
 
+/* Wait for the end of stdin, in read() (a stop makes it -ERESTARTSYS),
+ * poll() with a timeout (-ERESTART_RESTARTBLOCK) or epoll_wait() (EINTR):
+ * the main thread is the one the loader makes its system calls in. */
+static void wait_stdin(const char *how)
+{
+	int ep = -1;
+	char c;
+
+	if (!strcmp(how, "epoll")) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		ep = epoll_create1(EPOLL_CLOEXEC);
+		error_if(ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev));
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (!strcmp(how, "poll")) {
+			struct pollfd pfd = { 0, POLLIN, 0 };
+			int k = poll(&pfd, 1, 40);
+
+			error_if(k < 0);
+			if (k <= 0)
+				continue;
+		} else if (ep >= 0) {
+			struct epoll_event out;
+			int k = epoll_wait(ep, &out, 1, 40);
+
+			error_if(k < 0);
+			if (k <= 0)
+				continue;
+		}
+		r = read(0, &c, 1);
+		if (r == 0)
+			break;
+		error_if(r < 0);
+		if (r < 0 && errno != EINTR)
+			break;
+	}
+	if (ep >= 0)
+		close(ep);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "threads";
 	pthread_t th[8];
 	int n = 0, i;
-	char line[128], c;
+	char line[128];
 	void *mem = NULL;
 
 	if (pipe(pipe_fd) || pipe(gate) || pipe(started))
@@ -239,7 +283,7 @@ int main(int argc, char **argv)
 		snprintf(line, sizeof(line), "%d", gate[0]);
 		setenv("UKP_GATE_FD", line, 1);
 		pthread_create(&th[n++], NULL, t_dlopen, argv[2]);
-		error_if(read(started[0], &c, 1) != 1);
+		error_if(read(started[0], line, 1) != 1);
 		atomic_store(&in_place, 1);
 #endif
 	} else {
@@ -253,15 +297,7 @@ int main(int argc, char **argv)
 	error_if(write(1, line, (size_t)i) != i);
 	if (!strcmp(mode, "malloc"))
 		mem = malloc(5000); /* waits for the holder's lock */
-	for (;;) {
-		ssize_t r = read(0, &c, 1);
-
-		if (r == 0)
-			break;
-		error_if(r < 0);
-		if (r < 0 && errno != EINTR)
-			break;
-	}
+	wait_stdin(argc > 2 && !strcmp(mode, "threads") ? argv[2] : "read");
 	free(mem);
 	atomic_store(&stop, 1);
 	pthread_mutex_lock(&mu);

@@ -488,6 +488,27 @@ Test(loader, attach_threads_in_syscalls, .timeout = 120)
 	attach_case(argv, 3, true, NULL);
 }
 
+/* the thread the loader works in (the main thread) in poll() with a
+ * timeout (restarted through restart_syscall) and in epoll_wait() (an
+ * EINTR undone by the loader) */
+Test(loader, attach_worker_in_poll, .timeout = 120)
+{
+	char *argv[] = { NULL, "threads", "poll", NULL };
+
+	paths_init();
+	argv[0] = path_of("loadee");
+	attach_case(argv, 3, true, NULL);
+}
+
+Test(loader, attach_worker_in_epoll, .timeout = 120)
+{
+	char *argv[] = { NULL, "threads", "epoll", NULL };
+
+	paths_init();
+	argv[0] = path_of("loadee");
+	attach_case(argv, 3, true, NULL);
+}
+
 Test(loader, attach_static, .timeout = 120)
 {
 	char *argv[] = { NULL, "threads", NULL };

@@ -352,7 +352,7 @@ static int remote_at(struct ukp_held *h, uintptr_t insn, long nr, const unsigned
 			ret = ukp_arch_get_regs(h->tid, &r);
 		if (ret)
 			return -ESRCH;
-		*res = ukp_arch_syscall_result(&r);
+		*res = ukp_arch_result(&r);
 		if (*res < -511 && *res > -517)
 			continue; /* -ERESTART*: the kernel would run it again */
 		return 0;
@@ -535,8 +535,7 @@ static void undo_maps(struct ukp_loaded *l)
 	l->stack = l->area = 0;
 }
 
-static int load_held(struct ukp_loaded *l, const char *path, const void *params, size_t len,
-		     struct ukp_image *im)
+static int load_held(struct ukp_loaded *l, const void *params, size_t len, struct ukp_image *im)
 {
 	int ret = find_syscall_insn(l);
 
@@ -546,7 +545,6 @@ static int load_held(struct ukp_loaded *l, const char *path, const void *params,
 		ret = start_thread(l, im, params, len);
 	if (ret && ret != -ESRCH)
 		undo_maps(l);
-	(void)path;
 	return ret;
 }
 
@@ -576,7 +574,7 @@ int ukp_load_attach(pid_t pid, const char *path, const void *params, size_t len,
 	if (!ret)
 		ret = take_worker(l, l->held, l->held->tids[0]);
 	if (!ret)
-		ret = load_held(l, path, params, len, &im);
+		ret = load_held(l, params, len, &im);
 	ukp_image_free(&im);
 	if (ret)
 		ukp_load_release(l);
@@ -663,7 +661,7 @@ int ukp_load_at_entry(pid_t pid, const char *path, const void *params, size_t le
 	if (!ret)
 		ret = take_worker(l, h, pid);
 	if (!ret)
-		ret = load_held(l, path, params, len, &im);
+		ret = load_held(l, params, len, &im);
 	ukp_image_free(&im);
 	if (ret)
 		ukp_load_release(l);

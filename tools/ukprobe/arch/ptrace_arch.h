@@ -46,11 +46,27 @@ void ukp_arch_clone_args(unsigned long a[6], unsigned long flags, uintptr_t stac
 int ukp_arch_get_regs(pid_t tid, struct ukp_regs *r);
 int ukp_arch_set_regs(pid_t tid, const struct ukp_regs *r);
 uintptr_t ukp_arch_pc(const struct ukp_regs *r);
+uintptr_t ukp_arch_sp(const struct ukp_regs *r);
 void ukp_arch_set_pc(struct ukp_regs *r, uintptr_t pc);
 /* Registers for the system call nr(a[0..5]) at the instruction at insn,
  * marked as not in a system call (no restart of their own). */
 void ukp_arch_set_syscall(struct ukp_regs *r, uintptr_t insn, long nr, const unsigned long a[6]);
-long ukp_arch_syscall_result(const struct ukp_regs *r);
+/* The return value register: a system call's result, a function's value. */
+long ukp_arch_result(const struct ukp_regs *r);
+/* The system call the thread is in (its number), or -1. */
+long ukp_arch_syscall_nr(pid_t tid, const struct ukp_regs *r);
+/*
+ * Registers for a call of fn(a0, a1) on the stack below sp (sp past any
+ * red zone; ptrace_regs.h: UKP_ARCH_RED_ZONE), returning to address 0
+ * (the SIGSEGV there ends the call: inject.c). *n words to write at *at
+ * first (a return address on the stack), or none.
+ */
+void ukp_arch_set_call(struct ukp_regs *r, uintptr_t fn, uintptr_t sp, unsigned long a0,
+		       unsigned long a1, uint64_t *word, uintptr_t *at, size_t *n);
+/* The vector and floating-point state, which a call may change: saved in
+ * a buffer of ukp_arch_ext_save()'s (free()), put back. */
+int ukp_arch_ext_save(pid_t tid, void **buf, size_t *len);
+int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len);
 /*
  * A thread stopped (PTRACE_INTERRUPT) in a waiting system call that the
  * stop made fail with EINTR (epoll_wait, sockets with a timeout, ...),

@@ -6,6 +6,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
@@ -70,6 +71,11 @@ uintptr_t ukp_arch_pc(const struct ukp_regs *r)
 	return r->r.pc;
 }
 
+uintptr_t ukp_arch_sp(const struct ukp_regs *r)
+{
+	return r->r.sp;
+}
+
 void ukp_arch_set_pc(struct ukp_regs *r, uintptr_t pc)
 {
 	r->r.pc = pc;
@@ -85,7 +91,7 @@ void ukp_arch_set_syscall(struct ukp_regs *r, uintptr_t insn, long nr, const uns
 		r->r.regs[i] = a[i];
 }
 
-long ukp_arch_syscall_result(const struct ukp_regs *r)
+long ukp_arch_result(const struct ukp_regs *r)
 {
 	return (long)r->r.regs[0];
 }
@@ -104,4 +110,50 @@ bool ukp_arch_restart_eintr(struct ukp_regs *r, bool at_insn)
 	(void)r;
 	(void)at_insn;
 	return false;
+}
+
+/* The kernel's syscallno (NT_ARM_SYSTEM_CALL); do_signal() has already
+ * forgotten it in a thread stopped after a call it interrupted. */
+long ukp_arch_syscall_nr(pid_t tid, const struct ukp_regs *r)
+{
+	int nr = -1;
+	struct iovec iov = { &nr, sizeof(nr) };
+
+	(void)r;
+	return ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &iov) ? -1 : nr;
+}
+
+void ukp_arch_set_call(struct ukp_regs *r, uintptr_t fn, uintptr_t sp, unsigned long a0,
+		       unsigned long a1, uint64_t *word, uintptr_t *at, size_t *n)
+{
+	(void)word;
+	(void)at;
+	*n = 0;
+	r->r.sp = sp & ~(uintptr_t)15;
+	r->r.pc = fn;
+	r->r.regs[0] = a0;
+	r->r.regs[1] = a1;
+	r->r.regs[30] = 0; /* the return address */
+}
+
+int ukp_arch_ext_save(pid_t tid, void **buf, size_t *len)
+{
+	struct iovec iov;
+
+	*buf = malloc(sizeof(struct user_fpsimd_struct));
+	if (!*buf)
+		return -ENOMEM;
+	iov.iov_base = *buf;
+	iov.iov_len = sizeof(struct user_fpsimd_struct);
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov))
+		return -errno;
+	*len = iov.iov_len;
+	return 0;
+}
+
+int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRFPREG, &iov) ? -errno : 0;
 }

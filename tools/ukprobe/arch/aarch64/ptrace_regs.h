@@ -8,6 +8,7 @@
 
 #define UKP_ARCH_EM EM_AARCH64
 #define UKP_ARCH_R_RELATIVE R_AARCH64_RELATIVE
+#define UKP_ARCH_RED_ZONE 0
 
 struct ukp_regs {
 	struct user_regs_struct r; /* regs[31], sp, pc, pstate */

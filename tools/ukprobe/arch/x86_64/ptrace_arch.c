@@ -2,7 +2,9 @@
 /*
  * ptrace_arch.c - x86-64's part of ukprobe's ptrace code (ptrace_arch.h).
  */
+#include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
@@ -61,6 +63,11 @@ uintptr_t ukp_arch_pc(const struct ukp_regs *r)
 	return r->r.rip;
 }
 
+uintptr_t ukp_arch_sp(const struct ukp_regs *r)
+{
+	return r->r.rsp;
+}
+
 void ukp_arch_set_pc(struct ukp_regs *r, uintptr_t pc)
 {
 	r->r.rip = pc;
@@ -79,7 +86,7 @@ void ukp_arch_set_syscall(struct ukp_regs *r, uintptr_t insn, long nr, const uns
 	r->r.r9 = a[5];
 }
 
-long ukp_arch_syscall_result(const struct ukp_regs *r)
+long ukp_arch_result(const struct ukp_regs *r)
 {
 	return (long)r->r.rax;
 }
@@ -92,4 +99,61 @@ bool ukp_arch_restart_eintr(struct ukp_regs *r, bool at_insn)
 		return true;
 	}
 	return false;
+}
+
+long ukp_arch_syscall_nr(pid_t tid, const struct ukp_regs *r)
+{
+	(void)tid;
+	return (long)r->r.orig_rax;
+}
+
+void ukp_arch_set_call(struct ukp_regs *r, uintptr_t fn, uintptr_t sp, unsigned long a0,
+		       unsigned long a1, uint64_t *word, uintptr_t *at, size_t *n)
+{
+	sp = (sp & ~(uintptr_t)15) - 8; /* rsp % 16 == 8 at a function's entry */
+	*word = 0;
+	*at = sp;
+	*n = 1;
+	r->r.rsp = sp;
+	r->r.rip = fn;
+	r->r.rdi = a0;
+	r->r.rsi = a1;
+	r->r.rax = 0;
+	r->r.orig_rax = (unsigned long)-1; /* not in a system call: no restart */
+	r->r.eflags &= ~0x400UL;           /* DF clear, as the ABI wants */
+}
+
+#ifndef NT_X86_XSTATE
+#define NT_X86_XSTATE 0x202
+#endif
+#define XSTATE_MAX (64 * 1024)
+#define FPREGS_ONLY (1UL << 62) /* in *len: NT_PRFPREG's, no XSAVE area */
+
+int ukp_arch_ext_save(pid_t tid, void **buf, size_t *len)
+{
+	struct iovec iov;
+
+	*buf = malloc(XSTATE_MAX);
+	if (!*buf)
+		return -ENOMEM;
+	iov.iov_base = *buf;
+	iov.iov_len = XSTATE_MAX;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
+		*len = iov.iov_len;
+		return 0;
+	}
+	iov.iov_len = sizeof(struct user_fpregs_struct);
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov))
+		return -errno;
+	*len = iov.iov_len | FPREGS_ONLY;
+	return 0;
+}
+
+int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len & ~FPREGS_ONLY };
+
+	return ptrace(PTRACE_SETREGSET, tid,
+		      (void *)(uintptr_t)(len & FPREGS_ONLY ? NT_PRFPREG : NT_X86_XSTATE), &iov)
+		       ? -errno : 0;
 }

@@ -8,6 +8,7 @@
 
 #define UKP_ARCH_EM EM_X86_64
 #define UKP_ARCH_R_RELATIVE R_X86_64_RELATIVE
+#define UKP_ARCH_RED_ZONE 128
 
 struct ukp_regs {
 	struct user_regs_struct r;
