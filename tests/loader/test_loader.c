@@ -58,6 +58,14 @@ static char *path_of(const char *name)
 	return s;
 }
 
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -274,9 +282,13 @@ static void stop_stub(struct ukp_loaded *l, int conn, pid_t tid)
 	uintptr_t area = l->area, stack = l->stack;
 	char path[64], want[64], *maps;
 
+	long t0;
+
 	cr_assert_eq(write(conn, "q", 1), 1);
 	close(conn);
+	t0 = now_us();
 	cr_assert_eq(ukp_unload(l, TIMEOUT_MS), 0, "%s", l->err);
+	cr_log_info("unload %ld us (the stub's end awaited)", now_us() - t0);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)l->pid, (int)tid);
 	cr_assert(access(path, F_OK), "the stub's thread %d is still there", (int)tid);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)l->pid);
@@ -295,8 +307,10 @@ static void attach_case(char *const argv[], int rounds, bool exact, void (*premi
 	struct stub_params sp = { 0 };
 	struct proc p;
 	int st0, st, r;
+	char prog[64];
 
 	paths_init();
+	snprintf(prog, sizeof(prog), "%s %s", strrchr(argv[0], '/') + 1, argv[1] ? argv[1] : "");
 	st0 = baseline(argv, base, sizeof(base));
 	spawn(&p, argv, false);
 	wait_ready(&p);
@@ -321,17 +335,22 @@ static void attach_case(char *const argv[], int rounds, bool exact, void (*premi
 		int lfd = listen_on(name, sizeof(name)), conn, ret;
 		pid_t tid;
 
+		long t0, t1;
+
 		snprintf(sp.sock, sizeof(sp.sock), "%s", name);
 		sp.peek = p.marker;
+		t0 = now_us();
 		ret = ukp_load_attach(p.pid, path_of("ukp_agent_stub"), &sp, sizeof(sp), &l);
 		cr_assert_eq(ret, 0, "%s", l.err);
 		ukp_load_release(&l);
+		t1 = now_us();
 		conn = accept_within(lfd);
 		close(lfd);
 		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)p.pid);
 		tid = check_report(conn, p.pid, exe, p.marker);
 		cr_assert_eq(tid, l.tid);
 		stop_stub(&l, conn, tid);
+		cr_log_info("%s: load %ld us", prog, t1 - t0);
 		if (exact) {
 			snapshot(p.pid, maps1, 65536, tasks1, 4096);
 			cr_assert_str_eq(maps1, maps0, "the maps changed (round %d)", r);
