@@ -310,7 +310,7 @@ static void attach_case(char *const argv[], int rounds, bool exact, void (*premi
 	char prog[64];
 
 	paths_init();
-	snprintf(prog, sizeof(prog), "%s %s", strrchr(argv[0], '/') + 1, argv[1] ? argv[1] : "");
+	snprintf(prog, sizeof(prog), "%s %.20s", strrchr(argv[0], '/') + 1, argv[1] ? argv[1] : "");
 	st0 = baseline(argv, base, sizeof(base));
 	spawn(&p, argv, false);
 	wait_ready(&p);
@@ -621,6 +621,32 @@ Test(loader, launch_go, .timeout = 120)
 	if (access(argv[0], X_OK))
 		cr_skip_test("no Go toolchain: loadee_go was not built");
 	launch_case(argv);
+}
+
+/* Debian's python3.11: threads sleeping in time.sleep(), the main one
+ * reading stdin; the marker a ctypes integer it prints the address of */
+Test(loader, attach_python, .timeout = 120)
+{
+	char *argv[] = { "/usr/bin/python3.11", "-c",
+			 "import ctypes, os, sys, threading, time\n"
+			 "m = ctypes.c_uint64(0x5eed1234abcd)\n"
+			 "stop = threading.Event()\n"
+			 "def sleeper():\n"
+			 "    while not stop.is_set():\n"
+			 "        time.sleep(0.02)\n"
+			 "ts = [threading.Thread(target=sleeper) for i in range(3)]\n"
+			 "for t in ts: t.start()\n"
+			 "print('ready pid=%d marker=%#x' % (os.getpid(), ctypes.addressof(m)), flush=True)\n"
+			 "sys.stdin.read()\n"
+			 "stop.set()\n"
+			 "for t in ts: t.join()\n"
+			 "print('done marker=%x' % m.value)\n"
+			 "sys.exit(7)\n",
+			 NULL };
+
+	if (access(argv[0], X_OK))
+		cr_skip_test("no %s", argv[0]);
+	attach_case(argv, 2, true, NULL);
 }
 
 /* What is not a static PIE is refused with one line, before any stop. */
