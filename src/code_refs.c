@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "arch_branches.h"
 #include "code_refs.h"
 #include "grow_array.h"
@@ -367,7 +368,7 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
 		ret = scan_code(r, file + sh.sh_offset, sh.sh_size,
 				r->obj->base + (uintptr_t)sh.sh_addr, sync, nsync, lo, hi, flow);
 	}
-	qsort(code, ncode, sizeof(code[0]), range_cmp);
+	ukp_sort(code, ncode, sizeof(code[0]), range_cmp);
 	/* the rest of the image: words */
 	for (i = 0; !ret && i < phnum; i++) {
 		GElf_Phdr ph;

@@ -123,6 +123,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "arch_branches.h"
 #include "code_refs.h"
 #include "codeflow.h"
@@ -283,7 +284,7 @@ static int load_syms(struct flow_obj *fo)
 		return sc.err;
 	if (!fo->nsyms)
 		return 0;
-	qsort(fo->syms, fo->nsyms, sizeof(*fo->syms), sym_cmp);
+	ukp_sort(fo->syms, fo->nsyms, sizeof(*fo->syms), sym_cmp);
 	fo->maxend = malloc(fo->nsyms * sizeof(*fo->maxend));
 	if (!fo->maxend)
 		return -ENOMEM;
@@ -307,7 +308,7 @@ static int load_syms(struct flow_obj *fo)
 		fo->ncolds++;
 	}
 	if (fo->ncolds)
-		qsort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
+		ukp_sort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
 	return 0;
 }
 

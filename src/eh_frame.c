@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "eh_frame.h"
 #include "grow_array.h"
 #include "internal.h"
@@ -623,7 +624,7 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 		goto out;
 	ret = walk_table(w, &c, table_enc, count, pm.hdr);
 	if (eh->nfdes)
-		qsort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
+		ukp_sort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
 out:
 	if (w)
 		free(w->cies);

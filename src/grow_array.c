@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "grow_array.h"
 
 #define RADIX_BITS 11u
@@ -47,7 +48,7 @@ static void radix_sort(uintptr_t *a, size_t n)
 		bits++;
 	t = malloc(n * sizeof(*t) + RADIX * sizeof(*count));
 	if (!t) {
-		qsort(a, n, sizeof(*a), ukp_addr_cmp);
+		ukp_sort(a, n, sizeof(*a), ukp_addr_cmp);
 		return;
 	}
 	dst = t;

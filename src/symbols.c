@@ -40,11 +40,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
 #include "debuginfo.h"
 #include "eh_frame.h"
 #include "lower_bound.h"
 #include "symbols.h"
+#include "sys.h"
 #include "usdt.h"
 
 #define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
@@ -640,7 +642,7 @@ static int read_irelative(struct ukp_objent *o, Elf *elf)
 		}
 	}
 	if (o->nirel)
-		qsort(o->irel, o->nirel, sizeof(*o->irel), irel_qcmp);
+		ukp_sort(o->irel, o->nirel, sizeof(*o->irel), irel_qcmp);
 	return 0;
 }
 
@@ -675,7 +677,7 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 		memcpy(syms, old, nold * sizeof(*syms));
 	if (nadd)
 		memcpy(syms + nold, add, nadd * sizeof(*syms));
-	qsort(syms, n, sizeof(*syms), sym_addr_qcmp);
+	ukp_sort(syms, n, sizeof(*syms), sym_addr_qcmp);
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && syms[j].start == syms[i].start; j++)
 			;
@@ -691,7 +693,7 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 	}
 	for (i = 0; i < kept; i++)
 		names[i] = &syms[i];
-	qsort(names, kept, sizeof(*names), sym_name_qcmp);
+	ukp_sort(names, kept, sizeof(*names), sym_name_qcmp);
 	*out = syms;
 	*by_name = names;
 	*nout = kept;
@@ -1193,7 +1195,7 @@ static struct ukp_objent *obj_new(struct ukp_scan_ent *e)
 		 * still works when the file was renamed or deleted, and
 		 * its link target is already a resolved path. */
 		o->file = e->via_exe ? "/proc/self/exe" : o->pub.path;
-		o->realpath = e->via_exe ? NULL : realpath(o->pub.path, NULL);
+		o->realpath = e->via_exe ? NULL : ukp_realpath_dup(o->pub.path);
 	}
 	o->realname = o->realpath ? base_name(o->realpath) : o->pub.name;
 	e->path = NULL;
@@ -1354,8 +1356,7 @@ static struct ukp_objent *live_of(uintptr_t addr, const struct ukp_seg **segp)
 static bool obj_matches(const struct ukp_objent *o, const char *name)
 {
 	const char *real = o->realpath ? o->realpath : o->pub.is_main ? o->pub.path : NULL;
-	char *named;
-	bool same;
+	char named[PATH_MAX];
 
 	if (!strcmp(o->pub.name, name) || !strcmp(o->pub.path, name) ||
 	    !strcmp(o->realname, name) || (o->realpath && !strcmp(o->realpath, name)))
@@ -1365,10 +1366,7 @@ static bool obj_matches(const struct ukp_objent *o, const char *name)
 	/* another path to the same file: relative, or through a symlink */
 	if (!strchr(name, '/') || !real)
 		return false;
-	named = realpath(name, NULL);
-	same = named && !strcmp(named, real);
-	free(named);
-	return same;
+	return !ukp_sys_realpath(name, named, sizeof(named)) && !strcmp(named, real);
 }
 
 /* ------------------------------------------------------------------ */

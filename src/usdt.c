@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "internal.h"
 #include "usdt.h"
 
@@ -137,7 +138,7 @@ static int notes_read(const struct ukp_object *obj, struct ukp_usdt_notes *out)
 		out->v[i].args = out->strs + (size_t)out->v[i].args;
 	}
 	if (out->n)
-		qsort(out->v, out->n, sizeof(*out->v), note_cmp);
+		ukp_sort(out->v, out->n, sizeof(*out->v), note_cmp);
 	goto out;
 nomem:
 	free(out->v);

@@ -4144,12 +4144,20 @@ def case_own_allocator():
     """The agent allocates with an allocator of its own (agent/mem.c):
     a program with its own malloc/calloc/realloc/free, which notes every
     caller, sees none of its calls come from libukprobe-agent.so's code
-    (stat and trace, a probe pending on an object the program dlopen()s)."""
+    (stat and trace, a probe pending on an object the program dlopen()s).
+    Nor does the agent's code (libukprobes' included) call libc's fopen,
+    fdopen, opendir, realpath or qsort, which allocate with the program's
+    malloc or take stdio's lock behind their caller's back: the library's
+    system layer (src/sys.h) and sort (common/sort.c) replace them."""
     for cmd in (["stat"], ["trace"]):
         r = ukprobe(cmd + ["-e", "p:w work", "-e", "p:z libz.so.1:crc32", "--", tgt("ownmalloc")])
         m = re.search(r"sum 1498500 agent mapped 1 calls (\d+) from the agent (\d+)", r.stdout)
         check(r.returncode == 0 and m and int(m.group(1)) > 0 and m.group(2) == "0",
               "%s: no call of the program's allocator from the agent's code" % cmd[0], show(r))
+        m = re.search(r"libc calls from the agent (\d+) allocator calls from libelf (\d+)", r.stdout)
+        check(m and m.group(1) == "0",
+              "%s: no call of libc's stdio, opendir, realpath, qsort from the agent's code" % cmd[0],
+              show(r))
 
 
 def case_attach_busy():
