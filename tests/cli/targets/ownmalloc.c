@@ -207,9 +207,10 @@ int main(void)
 			nl = sizeof(libc_callers) / sizeof(libc_callers[0]);
 		if (nm > MAXCALLS)
 			nm = MAXCALLS;
-		printf("libc calls from the agent %zu allocator calls from libelf %zu\n",
+		printf("libc calls from the agent %zu allocator calls from libelf %zu%s\n",
 		       from(maps, "libukprobe-agent", libc_callers, nl),
-		       from(maps, "/libelf", callers, nm));
+		       from(maps, "/libelf", callers, nm),
+		       strstr(maps, "/libelf") ? " (libelf loaded)" : "");
 	}
 	for (line = strtok_r(maps, "\n", &save); line && nr < 64; line = strtok_r(NULL, "\n", &save))
 		if (strstr(line, "libukprobe-agent") &&
