@@ -4148,9 +4148,9 @@ def case_own_allocator():
     Nor does the agent's code (libukprobes' included) call libc's fopen,
     fdopen, opendir, realpath or qsort, which allocate with the program's
     malloc or take stdio's lock behind their caller's back: the library's
-    system layer (src/sys.h) and sort (common/sort.c) replace them. And
+    system layer (src/base/sys.h) and sort (common/sort.c) replace them. And
     libelf, whose allocations are the program's, is not even loaded: the
-    library reads ELF files itself (src/elf_read.c)."""
+    library reads ELF files itself (src/symbols/elf_read.c)."""
     for cmd in (["stat"], ["trace"]):
         r = ukprobe(cmd + ["-e", "p:w work", "-e", "p:z libz.so.1:crc32", "--", tgt("ownmalloc")])
         m = re.search(r"sum 1498500 agent mapped 1 calls (\d+) from the agent (\d+)", r.stdout)

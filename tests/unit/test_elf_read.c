@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The library's own ELF reader (src/elf_read.c; doc/static_agent.md,
+ * The library's own ELF reader (src/symbols/elf_read.c; doc/static_agent.md,
  * slice 2) against libelf and libdw's dwelf on real objects: libc and
  * its debug file (found by build-id under /usr/lib/debug), libpython3.11,
  * python3.11 (a non-PIE executable), libsqlite3, the test objects
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_read.h"
+#include "symbols/elf_read.h"
 
 struct counts {
 	size_t sections, symbols, segments;

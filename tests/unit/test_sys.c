@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The library's system layer (src/sys.h, sys.c; doc/static_agent.md,
+ * The library's system layer (src/base/sys.h, sys.c; doc/static_agent.md,
  * slice 1) against libc's own answers: /proc/self/maps read with read()
  * (an overlong line included), directories by getdents64, the real path
  * of a file, the library's raw-clone threads (signals blocked, joined,
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "sort.h"
-#include "sys.h"
+#include "base/sys.h"
 
 #define MAXE 4096
 
