@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "agent.h"
 #include "filter.h"
 #include "spec_wire.h"
@@ -511,7 +512,7 @@ static int matches_dedup(struct matches *ms)
 		return -ENOMEM;
 	for (i = 0; i < ms->n; i++)
 		k[i] = (struct match_key){ ms->m[i].start, i };
-	qsort(k, ms->n, sizeof(*k), match_key_cmp);
+	ukp_sort(k, ms->n, sizeof(*k), match_key_cmp);
 	for (i = 1; i < ms->n; i++)
 		if (k[i].start == k[i - 1].start)
 			ms->m[k[i].i].dup = true;

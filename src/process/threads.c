@@ -86,7 +86,6 @@
  * A handler that leaves with longjmp never pops: its entry stays, which
  * only makes scans more careful.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -100,6 +99,8 @@
 #include "base/base.h"
 #include "process/process.h"
 #include "core/core.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
+#include "base/sys.h"
 
 /* ------------------------------------------- interrupted contexts */
 
@@ -451,7 +452,7 @@ static void rec_index_build(void)
 		if (tid)
 			rec_index[rec_index_n++] = (struct rec_index_ent){ tid, i };
 	}
-	qsort(rec_index, rec_index_n, sizeof(rec_index[0]), cmp_index);
+	ukp_sort(rec_index, rec_index_n, sizeof(rec_index[0]), cmp_index);
 }
 
 /* The record of tid in the index: 1 (found), 0 (none), -1 (two: a tid
@@ -746,23 +747,22 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	int pid = ukp_sys_getpid(), me = ukp_sys_gettid(), dfd;
 	unsigned int i, ntids = 0, nunknown = 0, left;
 	bool overflow = false;
-	struct dirent *de;
+	struct ukp_dir d;
+	const char *name;
 	unsigned long g;
-	DIR *d;
 
 	if (!n)
 		return 0;
 	if (n > UKP_SCAN_MAX_RANGES)
 		return all;
 	atomic_fetch_add(&ukp_scan_count, 1);
-	d = opendir("/proc/self/task");
-	if (!d)
+	if (ukp_dir_open(&d, "/proc/self/task"))
 		return all;
-	dfd = dirfd(d);
+	dfd = d.fd;
 	rec_index_build();
 	/* first look: every thread, through /proc */
-	while ((de = readdir(d))) {
-		int tid = atoi(de->d_name);
+	while ((name = ukp_dir_next(&d))) {
+		int tid = atoi(name);
 		uint64_t bits = 0;
 		int st;
 
@@ -819,7 +819,7 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	atomic_store_explicit(&req.gen, g, memory_order_release);
 	send_requests(pid, nunknown);
 	left = wait_answers(dfd, nunknown, r, n, &hit);
-	closedir(d);
+	ukp_dir_close(&d);
 
 	hit |= atomic_load_explicit(&req.hit, memory_order_acquire);
 	/* the caller's own interrupted contexts (its ip is in the library) */
