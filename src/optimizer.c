@@ -317,6 +317,12 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 		}
 		sym = &found;
 	}
+	/* (a punned jump writes over its first instruction only) */
+	if (pun_pad < 0 && ao->len > arch_insn_length(code, n) && ukp_sym_go_code(sym, a)) {
+		*why = "Go code: its runtime resumes goroutines at any instruction (preemption, "
+		       "a recovered panic), inside the region too";
+		return -EINVAL;
+	}
 	return ukp_codeflow_check_exit(sym, a, ao->len, ao->code_len, why);
 }
 
