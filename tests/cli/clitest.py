@@ -3506,6 +3506,9 @@ def case_go():
           re.match(r"main\.deep\+0x[1-9a-f]", rows[0]["point"]) and
           all(re.match(r"main\.deep\+0x[0-9a-f]+/", x["point"]) for x in rows[1:]),
           "an entry past the stack check, a probe per return instruction", r.stdout)
+    # no jump in Go code (small goroutine stacks, preemption anywhere)
+    check(all(x["opt"].startswith("no: Go code") for x in rows), "breakpoints in Go code",
+          r.stdout)
     # $argN, $retval, $duration, paired by goroutine
     r = ukprobe(["trace", "-e", "p:n9 tgt_go:main.add9 a=$arg1 e=$arg5 i=$arg9",
                  "-e", "p:a tgt_go:main.(*counter).add k=$arg2",
