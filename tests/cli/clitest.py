@@ -3458,7 +3458,8 @@ def case_endbr():
 GO_OUT = "deep 10007\nsum 9900\ncatch -1\nadd9 45\ncounter 6\n"
 
 
-def stat_rows(out):
+def stat_table(out):
+    """{event without its group: (hits, missed)} of a stat table."""
     return {m[1]: (int(m[2]), int(m[3]))
             for m in re.finditer(r"^ukprobes/(\S+) +(\d+) +(\d+)$", out, re.M)}
 
@@ -3492,10 +3493,10 @@ def case_go():
                         ["--", prog])
             check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
                   "%s %s: the program's output and exit status" % (name, opt), show(r))
-            got = {k: v[0] for k, v in stat_rows(r.stdout).items()}
+            got = {k: v[0] for k, v in stat_table(r.stdout).items()}
             check(got == want, "%s %s: exact counts" % (name, opt), "got %s" % got,
                   "want %s" % want)
-            check(all(v[1] == 0 for v in stat_rows(r.stdout).values()), "nothing missed",
+            check(all(v[1] == 0 for v in stat_table(r.stdout).values()), "nothing missed",
                   r.stdout)
     # entries past the stack check: the grown stack's re-run of the
     # function's start is not a second call
@@ -3539,14 +3540,14 @@ def case_go():
     check(seen == set(range(100)), "100 goroutines' returns", r.stdout)
     # a glob over the program's Go functions, entries and returns
     r = ukprobe(["stat", "-e", "p tgt_go:main.*", "-e", "r:ret tgt_go:main.*", "--", tgt("go")])
-    rows = stat_rows(r.stdout)
+    rows = stat_table(r.stdout)
     check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and rows.get("main_deep") ==
           (10001, 0) and rows.get("main_sleeper") == (100, 0) and rows.get("ret") and
           rows.get("main___counter__add") == (3, 0), "glob main.*", show(r))
     # a stat filter on $argN of a Go function's return (paired entries)
     r = ukprobe(["stat", "-e", "r:sr tgt_go:main.sleeper i=$arg1", "--filter", "i < 10",
                  "--", tgt("go")])
-    check(r.returncode == 3 and stat_rows(r.stdout).get("sr") == (10, 0),
+    check(r.returncode == 3 and stat_table(r.stdout).get("sr") == (10, 0),
           "a filter on an entry argument at the return", show(r))
 
 
@@ -3567,7 +3568,7 @@ def case_rust():
                      "-e", "r:g %spanics::guarded ret=$retval:s64" % base,
                      "-e", "r %s%s" % (base, area), "-e", "p:all %spanics::*" % base,
                      "--", prog])
-        rows = stat_rows(r.stdout)
+        rows = stat_table(r.stdout)
         check(r.returncode == 4 and r.stdout.startswith("caught 10 area 12\n") and
               r.stderr == "", "%s: output and exit status" % name, show(r))
         # guarded(i % 4) for i < 10: depth runs n + 1 times and panics
