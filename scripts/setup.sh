@@ -24,7 +24,9 @@ cd "$(dirname "$0")/.."
 # lines and variables by name, from DWARF), systemtap-sdt-dev (<sys/sdt.h>:
 # the SDT probes of tests/unit/test_usdt.c and tests/cli), redis-server and
 # redis-tools (the real-server test of ukprobe -p, cli_attach_redis),
-# golang-go and rustc (the Go and Rust programs of cli_go and cli_rust).
+# golang-go (a statically linked Go program the ptrace loader's test loads
+# into, tests/loader/loadee.go; the Go programs of cli_go) and rustc (the
+# Rust programs of cli_rust).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
