@@ -130,6 +130,10 @@ struct ukp_objent {
 	size_t max_dsize;
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
+	/* Go-compiled code: [runtime.text, runtime.etext), 0, 0 when none
+	 * (ukp_sym_go_code) */
+	bool go_checked;
+	uintptr_t go_text, go_etext;
 
 	struct ukp_objent *next_all;    /* every object ever seen, dead ones too */
 	/* a file read without loading it (ukp_file_object): base 0, never
@@ -1676,6 +1680,26 @@ static int lookup_addr(uintptr_t addr, struct ukp_symres *res, bool data)
 int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 {
 	return lookup_addr(addr, res, true);
+}
+
+bool ukp_sym_go_code(const struct ukp_symres *sym, uintptr_t addr)
+{
+	struct ukp_objent *o;
+
+	if (!sym || !sym->obj)
+		return false;
+	o = to_ent(sym->obj);
+	if (!o->go_checked && !obj_load_syms(o)) {
+		const struct ukp_sym *t = obj_sym_named(o, "runtime.text", false);
+		const struct ukp_sym *e = t ? obj_sym_named(o, "runtime.etext", false) : NULL;
+
+		o->go_checked = true;
+		if (e && e->start > t->start) {
+			o->go_text = t->start;
+			o->go_etext = e->start;
+		}
+	}
+	return addr >= o->go_text && addr < o->go_etext;
 }
 
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
