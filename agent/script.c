@@ -436,3 +436,28 @@ EXPORT void *ukpa_script_block(uint32_t i)
 		return NULL;
 	return blocks[i].mem;
 }
+
+EXPORT int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt_regs *regs,
+			       uint32_t i)
+{
+	const struct ukpa_probe *pr = ret ? container_of(kp, struct ukpa_probe, rp.kp)
+					  : container_of(kp, struct ukpa_probe, kp);
+	const struct ukp_spec *fs = pr->fspec;
+	const struct ukp_fetcharg *fa;
+	struct ukp_rec rec;
+	uint64_t v;
+
+	if (i >= (uint32_t)fs->nargs)
+		return 0;
+	fa = &fs->args[i];
+	/* the fetch writes the argument's slot and its fault bit only; the
+	 * SPEC's arguments are all numbers (script.c makes them) */
+	rec.faults = 0;
+	ukpa_fetch_some(fs, regs, regs, &rec, 1u << i);
+	if (rec.faults || fa->type == UKP_TY_STRING)
+		return 0;
+	v = *(const uint64_t *)(const void *)(rec.data + fa->off);
+	if (fa->type == UKP_TY_S && fa->size < 8 && (v >> (fa->size * 8 - 1)) & 1)
+		v |= ~0ULL << (fa->size * 8);
+	return (int64_t)v;
+}

@@ -96,5 +96,9 @@ int ukpa_script_ustack(const struct kprobe *kp, int ret, uint64_t retaddr,
 		       const struct pt_regs *regs, uint64_t *frames, int max);
 /* [init] addr's symbol to ukprobe (UKPM_SYM), once. */
 void ukpa_script_sym(uint64_t addr);
+/* [hit] The value of fetch argument i of the SPEC of this hit of kp
+ * (ret as for ukpa_script_emit): a parameter by name, a usdt argument, an
+ * address (uaddr); 0 when it cannot be read (as bpftrace reads a fault). */
+int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt_regs *regs, uint32_t i);
 
 #endif /* UKPROBE_SCRIPT_ABI_H */

@@ -100,11 +100,25 @@ ONELINERS = [
     # print() and clear() in END: printed then, empty at the end
     ("uprobe:TGT:tag { @c[arg1 < 2] = count(); } END { print(@c); clear(@c); }", "1",
      "@c[1]: 2\n@c[0]: 4\n\n\n\n"),
+    # usdt: the SDT marker tgt:tagged(name, i, -i), its arguments from
+    # the note; usdt:OBJ:NAME without the provider
+    ("usdt:TGT:tgt:tagged { @[str(arg0)] = sum(arg1); @neg = min(arg2); } "
+     "usdt:TGT:tagged { @n = count(); }", "2",
+     "\n\n@[alpha]: 0\n@[beta]: 6\n@[gamma]: 24\n@n: 12\n@neg: -5\n"),
+    # args: tag(const char *name, long v)'s parameters by name (DWARF)
+    ("uprobe:TGT:tag /args->v != 1/ { @[str(args->name)] = sum(args->v); "
+     "@z[args->name == 0] = count(); }", "1",
+     "\n\n@[alpha]: 0\n@[beta]: 2\n@[gamma]: 12\n@z[0]: 5\n"),
+    # uaddr(): the address of the global greeting[] = "hello" (bpftrace
+    # 0.17 gives its file address in a PIE: its str() reads nothing)
+    ('uprobe:TGT:tag /arg1 == 0/ { printf("%s|%s\\n", str(uaddr("greeting")), '
+     'str(uaddr("greeting") + 1, 2)); }', "1", "hello|el\n\n\n",
+     "bpftrace 0.17 does not relocate uaddr() in a PIE"),
 ]
 
 
 def attaching(script):
-    n = len(re.findall(r"\b(?:uprobe|uretprobe|BEGIN|END)\b", script))
+    n = len(re.findall(r"\b(?:uprobe|uretprobe|usdt|BEGIN|END)\b", script))
     return "Attaching %d probe%s...\n" % (n, "" if n == 1 else "s")
 
 
@@ -174,7 +188,7 @@ ERRORS = [
      "uprobe:./tgt_script:work { @x = count(); @x = 1; }\n"
      "                                         ~~~~~~\n"),
     ("uretprobe:./tgt_script:work { @x = arg0; }", 2,
-     "stdin:1:36-40: ERROR: The arg0 builtin can only be used with 'uprobe' probes\n"
+     "stdin:1:36-40: ERROR: The arg0 builtin can only be used with 'uprobe' and 'usdt' probes\n"
      "uretprobe:./tgt_script:work { @x = arg0; }\n                                   ~~~~\n"),
     ("uprobe:./tgt_script:work /$y > 1/ { @ = count(); }", 2,
      "stdin:1:27-29: ERROR: Undefined or undeclared variable: $y\n"
@@ -184,8 +198,35 @@ ERRORS = [
      'uprobe:./tgt_script:work { printf("%d\\n"); }\n                           ~~~~~~\n'),
     ("kprobe:vfs_read { @ = count(); }", 2,
      "stdin:1:1-16: ERROR: probe type 'kprobe' is not supported: ukprobe run traces user "
-     "space (uprobe, uretprobe, BEGIN, END, interval)\nkprobe:vfs_read { @ = count(); }\n"
+     "space (uprobe, uretprobe, usdt, BEGIN, END, interval)\nkprobe:vfs_read { @ = count(); }\n"
      "~~~~~~~~~~~~~~~\n"),
+    # args: a parameter that is not there, with the nearest names
+    ("uprobe:./tgt_script:tag { @ = sum(args->nam); }", 2,
+     "stdin:1:35-44: ERROR: no variable nam here (nearest: name, v, sink)\n"
+     "uprobe:./tgt_script:tag { @ = sum(args->nam); }\n"
+     "                                  ~~~~~~~~~\n"),
+    ("uretprobe:./tgt_script:tag { @ = sum(args->v); }", 2,
+     "stdin:1:38-45: ERROR: The args builtin can only be used with 'uprobe' probes in "
+     "ukprobe run\nuretprobe:./tgt_script:tag { @ = sum(args->v); }\n"
+     "                                     ~~~~~~~\n"),
+    ("uprobe:./tgt_script:tag, usdt:./tgt_script:tgt:tagged { @ = sum(arg1); }", 2,
+     "stdin:1:65-69: ERROR: arg1 is a register in a uprobe and the marker's argument in a "
+     "usdt probe: give them separate blocks\n"
+     "uprobe:./tgt_script:tag, usdt:./tgt_script:tgt:tagged { @ = sum(arg1); }\n"
+     "                                                                ~~~~\n"),
+    # usdt: a marker that is not there, an argument it does not have
+    ("usdt:./tgt_script:tgt:nosuch { @ = count(); }", 1,
+     "stdin:1:1-29: ERROR: SDT probe %tgt:nosuch not found in ./tgt_script\n"
+     "usdt:./tgt_script:tgt:nosuch { @ = count(); }\n~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"),
+    ("usdt:./tgt_script:tgt:tagged { @ = sum(arg3); }", 1,
+     "stdin:1:1-29: ERROR: SDT probe tgt:tagged has 3 arguments, not $arg4\n"
+     "usdt:./tgt_script:tgt:tagged { @ = sum(arg3); }\n~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"),
+    ('uprobe:./tgt_script:tag { @ = uaddr("nosuchsym"); }', 1,
+     "stdin:1:1-24: ERROR: data symbol nosuchsym not found in ./tgt_script\n"
+     'uprobe:./tgt_script:tag { @ = uaddr("nosuchsym"); }\n~~~~~~~~~~~~~~~~~~~~~~~\n'),
+    ('BEGIN { @ = uaddr("greeting"); }', 2,
+     "stdin:1:13-18: ERROR: uaddr can only be used with uprobes, uretprobes and usdt probes\n"
+     'BEGIN { @ = uaddr("greeting"); }\n            ~~~~~\n'),
     # matches nothing: said by the agent, before the program runs
     ("BEGIN { }\nuprobe:./tgt_script:nosuch* { @ = count(); }", 1,
      "stdin:2:1-28: ERROR: no function matches nosuch* in ./tgt_script\n"
@@ -431,6 +472,29 @@ def case_run_real():
     s = ukprobe(["stat", "-e", "p %s:PyDict_New" % py, "--", py, "-c", code], env=env)
     hits = re.search(r"ukprobes/\w*PyDict_New\w*\s+(\d+)", s.stdout)
     check(hits and hits[1] == m[1], "run's count = stat's count (%s)" % m[1], show(s))
+    # usdt: python's function__entry(file, function, line) markers (with
+    # their semaphore), counted per Python function; the same under
+    # bpftrace where it attaches
+    with tempfile.TemporaryDirectory() as d:
+        calls = os.path.join(d, "calls.py")
+        with open(calls, "w") as f:
+            f.write(clitest.USDT_PY)
+        script = ('usdt:%s:python:function__entry /str(arg1) == "target" || '
+                  'str(arg1) == "other"/ { @[str(arg1)] = count(); @line[str(arg1)] = max(arg2); }'
+                  % py)
+        r = ukprobe(["run", "-e", script, "--", py, calls, "profile", "1234"])
+        want = ("Attaching 1 probe...\ndone\n\n\n@[other]: 1\n@[target]: 1234\n"
+                "@line[target]: 3\n@line[other]: 5\n")
+        check(r.returncode == 0 and r.stdout == want, "python's function__entry markers",
+              "want:\n" + want, show(r))
+        bt, why = bpftrace_attaches()
+        if bt:
+            b = subprocess.run([bt, "-e", script, "-c", "%s %s profile 1234" % (py, calls)],
+                               capture_output=True, text=True, timeout=120)
+            check(b.stdout == want, "bpftrace's output is the same", b.stdout + b.stderr)
+            print("same output under bpftrace: %s" % script)
+        else:
+            print("not compared with bpftrace: %s" % why)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,16 @@
  *
  *   tgt_script [ROUNDS]   (pause_us runs only when ROUNDS <= 10: benchmarks
  *                          pass more)
+ *
+ * An SDT marker (tgt:tagged, in main's loop) for usdt probes, and a
+ * global string for uaddr().
  */
 #include <stdlib.h>
+#include <sys/sdt.h>
 #include <unistd.h>
+
+/* uaddr("greeting"): the address of this text */
+char greeting[] = "hello"; /* in .data: the names' bytes in .rodata stay as they were */
 
 __attribute__((noinline)) long work(long n)
 {
@@ -48,8 +55,10 @@ int main(int argc, char **argv)
 	for (r = 0; r < rounds; r++) {
 		for (i = 0; i < 100; i++)
 			work(i);
-		for (i = 0; i < 6; i++)
+		for (i = 0; i < 6; i++) {
 			tag(names[i], i);
+			DTRACE_PROBE3(tgt, tagged, names[i], i, -i);
+		}
 		if (rounds <= 10)
 			pause_us(1000);
 	}

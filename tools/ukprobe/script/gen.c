@@ -169,6 +169,10 @@ static void expr(struct gen *g, const struct node *n)
 	case N_BUILTIN:
 		builtin(g, n);
 		break;
+	case N_FETCH:
+		/* what the probe's SPEC fetches for it: the agent's fetch */
+		fprintf(o, "ukpa_script_arg(c->kp, c->ret, c->regs, %d)", (int)n->ival);
+		break;
 	case N_VAR:
 		fprintf(o, "v_%s", n->name);
 		break;
@@ -531,7 +535,7 @@ static void handlers(struct gen *g)
 	for (i = 0; i < sc->nprobes; i++) {
 		const struct probe *p = &sc->probes[i];
 
-		if (p->type == P_UPROBE)
+		if (p->type == P_UPROBE || p->type == P_USDT)
 			fprintf(o, "static int kp%d(struct kprobe *kp, struct pt_regs *regs)\n{\n"
 				   "\tstruct rt_ctx c;\n\tchar *T = ukpa_script_thread();\n\n"
 				   "\tif (!T || rt_stopped)\n\t\treturn 0;\n"
@@ -549,15 +553,23 @@ static void handlers(struct gen *g)
 				   "\tc.init = 0;\n\tc.probe = %d;\n\tblk%d(&c);\n\treturn 0;\n}\n",
 				p->spec, i, p->block);
 	}
+	/* by the agent's SPEC index: the SPECs' copies (an inlined
+	 * function's, args) run their original's handler */
+	if (sc->origin)
+		n = sc->norigin + 1;
 	fprintf(o, "static int (*const kps[%d])(struct kprobe *, struct pt_regs *) = {\n", n);
-	for (i = 0; i < sc->nprobes; i++)
-		if (sc->probes[i].type == P_UPROBE)
-			fprintf(o, "\t[%d] = kp%d,\n", sc->probes[i].spec, sc->probes[i].spec);
+	for (j = 0; j < n - 1; j++)
+		for (i = 0; i < sc->nprobes; i++)
+			if ((sc->probes[i].type == P_UPROBE || sc->probes[i].type == P_USDT) &&
+			    sc->probes[i].spec == (sc->origin ? sc->origin[j] : j))
+				fprintf(o, "\t[%d] = kp%d,\n", j, sc->probes[i].spec);
 	fputs("};\n", o);
 	fprintf(o, "static int (*const rps[%d])(struct kretprobe_instance *, struct pt_regs *) = {\n", n);
-	for (i = 0; i < sc->nprobes; i++)
-		if (sc->probes[i].type == P_URETPROBE)
-			fprintf(o, "\t[%d] = rp%d,\n", sc->probes[i].spec, sc->probes[i].spec);
+	for (j = 0; j < n - 1; j++)
+		for (i = 0; i < sc->nprobes; i++)
+			if (sc->probes[i].type == P_URETPROBE &&
+			    sc->probes[i].spec == (sc->origin ? sc->origin[j] : j))
+				fprintf(o, "\t[%d] = rp%d,\n", j, sc->probes[i].spec);
 	fputs("};\n", o);
 	/* BEGIN, END: the init block as the thread's */
 	fputs("static void __attribute__((unused)) init_ctx(struct rt_ctx *c, uint32_t probe)\n{\n"
@@ -597,7 +609,7 @@ static void handlers(struct gen *g)
 		   "\t.abi = UKP_SCRIPT_ABI,\n\t.nspecs = %d,\n\t.thread_bytes = THREAD_BYTES,\n"
 		   "\t.out_max = %d,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
 		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n};\n",
-		sc->nspecs, sc->out_max, j);
+		sc->origin ? sc->norigin : sc->nspecs, sc->out_max, j);
 }
 
 int script_gen(const struct script *sc, FILE *out)

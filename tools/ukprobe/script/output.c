@@ -95,6 +95,11 @@ static void probe_text(const struct script_out *o, const struct ukp_image *img, 
 		return;
 	}
 	pi = probe_at(img, addr);
+	if (p->type == P_USDT) {
+		/* func: "%PROVIDER:NAME" */
+		snprintf(buf, len, "usdt:%s:%s", pi && pi->object ? pi->object : p->obj, p->func + 1);
+		return;
+	}
 	snprintf(buf, len, "%s:%s:%s", p->type == P_UPROBE ? "uprobe" : "uretprobe",
 		 pi && pi->object ? pi->object : p->obj, pi && pi->func_name ? pi->func_name : p->func);
 }

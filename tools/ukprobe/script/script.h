@@ -56,6 +56,8 @@ struct mapinfo {
 /* ------------------------------------------------------------ the tree */
 enum nkind {
 	N_INT, N_STR, N_BUILTIN, N_VAR, N_MAP, N_CALL, N_BINOP, N_UNOP, N_TERNARY,
+	N_FETCH,                  /* a value the probe's SPEC fetches: args->NAME, a
+				   * usdt probe's argN, uaddr("SYM") (name: the fetch) */
 	/* statements */
 	S_EXPR, S_ASSIGN, S_IF, S_BLOCK,
 };
@@ -76,11 +78,13 @@ struct node {
 	int fmt;                  /* printf: its format's index */
 };
 
-enum ptype { P_UPROBE, P_URETPROBE, P_BEGIN, P_END, P_INTERVAL };
+/* P_UPROBE ... P_USDT have a SPEC each; the others run in the agent */
+enum ptype { P_UPROBE, P_URETPROBE, P_USDT, P_BEGIN, P_END, P_INTERVAL };
 
 struct probe {
 	enum ptype type;
-	char *obj, *func;         /* uprobe: object as written, function (glob) */
+	char *obj, *func;         /* uprobe: object as written, function (glob);
+				   * usdt: func is "%PROVIDER:NAME" */
 	int line, col, end;
 	int block;                /* its action block */
 	int spec;                 /* uprobes: its SPEC index */
@@ -92,6 +96,12 @@ struct block {
 	struct node *pred;
 	struct node *body;        /* S_BLOCK */
 	bool ret, entry, init;    /* used in a uretprobe / uprobe / BEGIN, END, interval */
+	bool usdt;                /* used in a usdt probe */
+	/* what its probes' SPECs fetch for it, in order (N_FETCH's ival):
+	 * FETCHARGs in the SPEC syntax (common/spec.h) */
+	char **fetch;
+	struct node **fetch_at;   /* where each is first written */
+	int nfetch;
 	char **vars;              /* scratch variables ($x), their types */
 	enum type *vtypes;
 	int nvars;
@@ -122,6 +132,10 @@ struct script {
 	struct fmt *fmts;
 	int nfmts;
 	int nspecs;
+	/* after the DWARF resolution (a function's inlined copies each get
+	 * a SPEC): SPEC k is a copy of SPEC origin[k]; NULL: one each */
+	int *origin;
+	int norigin;
 	int out_max;              /* the longest record */
 	bool has_begin, has_end;
 	/* every allocation of the stages (free.c), freed by script_free() */
