@@ -58,6 +58,7 @@ static pthread_t timer;
 static bool timer_exists;
 static _Atomic int timer_state;   /* 0 waits, 1 runs the intervals, 2 ends */
 static _Atomic int pending_signal;
+static _Atomic int pending_exit;  /* the script called exit() */
 static pid_t owner;               /* the process the script is loaded in */
 static bool launched;             /* not attached: the signals are ours to watch */
 
@@ -90,6 +91,16 @@ static void *timer_main(void *arg)
 		struct timespec step = { 0, n ? 1000000 : 20000000 };
 		int sig = atomic_load(&pending_signal);
 
+		if (atomic_exchange(&pending_exit, 0)) {
+			/* exit(), as bpftrace's with -c: END and the maps,
+			 * then the program is ended by SIGTERM (ukprobe
+			 * exits 0); attached, ukprobe detaches */
+			ukpa_script_send(UKP_SCRIPT_EXIT, 0, NULL, 0);
+			if (launched) {
+				atomic_store(&pending_signal, SIGTERM);
+				sig = SIGTERM;
+			}
+		}
 		if (sig) {
 			struct sigaction dfl;
 
@@ -158,7 +169,8 @@ static int timer_start(void)
 	owner = getpid();
 	/* attached, the session ends by ukprobe's DETACH */
 	launched = !ukpa_attached;
-	if (!desc->nintervals && !launched)
+	atomic_store(&pending_exit, 0);
+	if (!desc->nintervals && !launched && !(desc->flags & UKP_SCRIPT_F_EXIT))
 		return 0;
 	/* no signal handler of the program runs on it */
 	sigfillset(&all);
@@ -460,4 +472,9 @@ EXPORT int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt
 	if (fa->type == UKP_TY_S && fa->size < 8 && (v >> (fa->size * 8 - 1)) & 1)
 		v |= ~0ULL << (fa->size * 8);
 	return (int64_t)v;
+}
+
+EXPORT void ukpa_script_exit(void)
+{
+	atomic_store_explicit(&pending_exit, 1, memory_order_relaxed);
 }

@@ -41,13 +41,16 @@ struct kprobe;
 struct kretprobe_instance;
 struct pt_regs;
 
+/* The script calls exit(): the agent watches for it (ukpa_script_exit). */
+#define UKP_SCRIPT_F_EXIT 1u
+
 /* What a compiled script exports as `ukp_script`. */
 struct ukp_script_desc {
 	uint32_t abi;             /* UKP_SCRIPT_ABI */
 	uint32_t nspecs;          /* SPECs (uprobes and uretprobes), in order */
 	uint64_t thread_bytes;    /* a thread's block, header included */
 	uint32_t out_max;         /* the longest record a hit emits */
-	uint32_t pad;
+	uint32_t flags;           /* UKP_SCRIPT_F_* */
 	/* by SPEC index: the uprobe's handler, or the uretprobe's */
 	int (*const *kp)(struct kprobe *, struct pt_regs *);
 	int (*const *rp)(struct kretprobe_instance *, struct pt_regs *);
@@ -70,6 +73,9 @@ enum ukp_script_kind {
 	UKP_SCRIPT_PRINT,         /* arg: map: print the entries sent since its CLEAR */
 	UKP_SCRIPT_CLEAR,         /* arg: map: a print() of it begins */
 	UKP_SCRIPT_DROPS,         /* data: u64 updates refused by full maps */
+	UKP_SCRIPT_EXIT,          /* the script called exit(): a launched program
+				   * is ended (END and the maps first), an
+				   * attached one left (ukprobe detaches) */
 };
 
 struct ukp_msg_script_hdr {
@@ -100,5 +106,8 @@ void ukpa_script_sym(uint64_t addr);
  * (ret as for ukpa_script_emit): a parameter by name, a usdt argument, an
  * address (uaddr); 0 when it cannot be read (as bpftrace reads a fault). */
 int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt_regs *regs, uint32_t i);
+/* [hit] exit(): the session ends, as soon as the agent's script thread
+ * sees it (bpftrace's exit() is not at once either). */
+void ukpa_script_exit(void);
 
 #endif /* UKPROBE_SCRIPT_ABI_H */

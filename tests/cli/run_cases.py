@@ -327,6 +327,54 @@ def case_run_attach():
           "mask same" in out, "the program saw nothing", out + err)
 
 
+def case_run_exit():
+    """exit(), as bpftrace's: END and the maps at once, and the program
+    (sleep 30) ended then, ukprobe's status 0; the same bytes as
+    bpftrace's where it attaches. Attached (-p), exit() detaches and the
+    process goes on."""
+    import time as _time
+    script = ('uprobe:libc:clock_nanosleep { @n = count(); printf("bye\\n"); exit(); } '
+              'END { printf("end\\n"); }')
+    t0 = _time.monotonic()
+    r = ukprobe(["run", "-e", script, "--", "sleep", "30"])
+    took = _time.monotonic() - t0
+    want = "Attaching 2 probes...\nbye\nend\n\n\n@n: 1\n"
+    check(r.returncode == 0 and r.stdout == want and r.stderr == "" and took < 20,
+          "exit() ends the program (%.1f s)" % took, "want:\n" + want, show(r))
+    # on a copy of tgt_script (bpftrace's uprobes are in every process
+    # that maps the file): the same bytes
+    script = ('uprobe:TGT:tag /arg1 == 2/ { @n = count(); printf("bye %s\\n", str(arg0)); '
+              'exit(); } END { printf("end\\n"); }')
+    want = "Attaching 2 probes...\nbye beta\nend\n\n\n@n: 1\n"
+    bt, why = bpftrace_attaches()
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "tgt_script")
+        shutil.copy(TGT, prog)
+        r = ukprobe(["run", "-e", script.replace("TGT", prog), "--", prog, "1"])
+        check(r.returncode == 0 and r.stdout == want, "exit() in tgt_script", show(r))
+        if bt:
+            b = subprocess.run([bt, "-e", script.replace("TGT", prog), "-c", prog + " 1"],
+                               capture_output=True, text=True, timeout=60)
+            check(b.stdout == want, "bpftrace's exit() prints the same", b.stdout + b.stderr)
+            print("same output under bpftrace: %s" % script)
+        else:
+            print("not compared with bpftrace: %s" % why)
+    if os.uname().machine != "x86_64":
+        print("attached: skipped (attaching is x86-64's only)")
+        return
+    p = start_attachee(idle=4)
+    try:
+        work = "uprobe:%s:work" % tgt("attachee")
+        r = ukprobe(["run", "-e", work + " { @n++; if (@n >= 10) { exit(); } }",
+                     "-p", str(p.pid)], timeout=60)
+        m = re.fullmatch(r"Attaching 1 probe\.\.\.\n\n\n@n: (\d+)\n", r.stdout)
+        check(r.returncode == 0 and m and int(m[1]) >= 10, "exit() detaches", show(r))
+        check(p.poll() is None, "the attached process goes on")
+    finally:
+        out, err = p.communicate("quit\n", timeout=60)
+    check(p.returncode == 3, "the attached process ended as it does", out + err)
+
+
 def case_run_threads():
     """Per-thread tables merged when printed: four named threads and the
     main one; equal counts in the order of their keys."""

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <glob.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static void usage(FILE *out)
 struct run {
 	struct script *sc;
 	const struct ukp_spec *specs; /* as parsed, before the DWARF resolution */
+	bool exited;              /* the script called exit() */
 	struct script_out *out;
 };
 
@@ -66,8 +68,18 @@ static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p
 		     void *arg)
 {
 	struct run *r = arg;
+	struct ukp_msg_script_hdr h;
 
-	(void)s;
+	if (len >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		if (h.kind == UKP_SCRIPT_EXIT) {
+			/* exit(): attached, detach; launched, the agent ends
+			 * the program by SIGTERM, which is then no failure */
+			r->exited = true;
+			s->stop = true;
+			return 0;
+		}
+	}
 	return script_out_msg(r->out, img, p, len);
 }
 
@@ -388,6 +400,8 @@ int ukp_cmd_run(int argc, char **argv)
 		code = s.npids ? ukp_session_attach(&s, &ops, &r) : ukp_session_run(&s, &ops, &r);
 		if (s.first && !s.first->setup_failed && script_out_started(r.out))
 			script_out_end(r.out, s.first);
+		if (r.exited && code == 128 + SIGTERM)
+			code = 0;
 	}
 	fflush(stdout);
 	ukp_session_free(&s);

@@ -394,7 +394,7 @@ static void call(struct gen *g, const struct node *n)
 	} else if (!strcmp(n->name, "time")) {
 		record(g, n, 0);
 	} else if (!strcmp(n->name, "exit")) {
-		fputs("rt_stopped = 1;\n", o);
+		fputs("rt_stopped = 1;\nukpa_script_exit();\n", o);
 	} else if (!strcmp(n->name, "delete")) {
 		const struct node *m = n->args[0];
 		int k;
@@ -607,9 +607,10 @@ static void handlers(struct gen *g)
 	fputs("\tdefault:\n\t\t(void)c;\n\t}\n}\n", o);
 	fprintf(o, "__attribute__((visibility(\"default\"))) const struct ukp_script_desc ukp_script = {\n"
 		   "\t.abi = UKP_SCRIPT_ABI,\n\t.nspecs = %d,\n\t.thread_bytes = THREAD_BYTES,\n"
-		   "\t.out_max = %d,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
+		   "\t.out_max = %d,\n\t.flags = %s,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
 		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n};\n",
-		sc->origin ? sc->norigin : sc->nspecs, sc->out_max, j);
+		sc->origin ? sc->norigin : sc->nspecs, sc->out_max,
+		sc->has_exit ? "UKP_SCRIPT_F_EXIT" : "0", j);
 }
 
 int script_gen(const struct script *sc, FILE *out)

@@ -138,6 +138,7 @@ struct script {
 	int norigin;
 	int out_max;              /* the longest record */
 	bool has_begin, has_end;
+	bool has_exit;            /* exit() is called somewhere */
 	/* every allocation of the stages (free.c), freed by script_free() */
 	void **allocs;
 	size_t nallocs, capallocs;

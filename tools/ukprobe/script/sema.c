@@ -668,6 +668,7 @@ static void stmt_call(struct checker *ck, struct node *n)
 	} else if (!strcmp(f, "exit")) {
 		if (n->nargs)
 			err(ck, n, "exit() takes no argument%s%s", NULL, NULL);
+		ck->sc->has_exit = true;
 	} else if (!strcmp(f, "print") && n->nargs == 1 && n->args[0]->k == N_MAP &&
 		   !n->args[0]->nargs) {
 		/* the whole map: its keys are not checked */
