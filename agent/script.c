@@ -61,6 +61,10 @@ static _Atomic int pending_signal;
 static _Atomic int pending_exit;  /* the script called exit() */
 static pid_t owner;               /* the process the script is loaded in */
 static bool launched;             /* not attached: the signals are ours to watch */
+/* -f: the launched (or attached) process, whose images run BEGIN, END
+ * and the interval probes; first: this image is its first (BEGIN) */
+static pid_t root_pid;
+static bool first_image = true;
 
 static uint64_t mono_ms(void)
 {
@@ -129,7 +133,7 @@ static void *timer_main(void *arg)
  * the script does not trace), the default action now. */
 static void on_signal(int sig)
 {
-	if ((pid_t)syscall(SYS_getpid) != owner) {
+	if ((pid_t)syscall(SYS_getpid) != root_pid) {
 		struct sigaction dfl;
 
 		memset(&dfl, 0, sizeof(dfl));
@@ -170,7 +174,11 @@ static int timer_start(void)
 	/* attached, the session ends by ukprobe's DETACH */
 	launched = !ukpa_attached;
 	atomic_store(&pending_exit, 0);
-	if (!desc->nintervals && !launched && !(desc->flags & UKP_SCRIPT_F_EXIT))
+	if (!root_pid)
+		root_pid = owner;
+	/* -f: another process's image runs no interval probes */
+	if (root_pid != owner ||
+	    (!desc->nintervals && !launched && !(desc->flags & UKP_SCRIPT_F_EXIT)))
 		return 0;
 	/* no signal handler of the program runs on it */
 	sigfillset(&all);
@@ -298,19 +306,56 @@ kretprobe_handler_t ukpa_script_rp(uint32_t spec)
 	return desc && spec < desc->nspecs ? desc->rp[spec] : NULL;
 }
 
+void ukpa_script_set_root(pid_t root, bool first)
+{
+	root_pid = root;
+	first_image = first;
+}
+
 void ukpa_script_begin(void)
 {
 	if (!desc)
 		return;
 	/* before START: from then on ukprobe's user may press Ctrl-C */
-	if (launched)
+	if (launched && owner == root_pid)
 		watch_signals();
 	ukpa_script_send(UKP_SCRIPT_START, ukpa_probes_count(), NULL, 0);
-	desc->begin();
+	if (first_image)
+		desc->begin();
+	else
+		desc->setup();
 	atomic_store(&timer_state, 1);
 }
 
-void ukpa_script_end(void)
+void ukpa_script_after_fork(void)
+{
+	uint32_t i;
+
+	if (!desc)
+		return;
+	/* the parent's threads' blocks hold the parent's counts: this
+	 * process's threads take new ones */
+	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
+		if (atomic_load(&blocks[i].state) == 2) {
+			munmap(blocks[i].mem, blocks[i].bytes);
+			blocks[i].mem = NULL;
+			atomic_store(&blocks[i].state, 0);
+		}
+	atomic_fetch_add(&generation, 1);
+	atomic_store(&no_block, 0);
+	atomic_store(&pending_exit, 0);
+	atomic_store(&pending_signal, 0);
+	/* the symbols go to ukprobe again, for this image */
+	free(syms_sent);
+	syms_sent = NULL;
+	syms_cap = syms_n = 0;
+	timer_exists = false;     /* (the parent's thread) */
+	owner = getpid();
+	first_image = false;
+	desc->after_fork();
+}
+
+void ukpa_script_end(bool exec)
 {
 	uint64_t drops;
 	uint32_t i;
@@ -318,7 +363,12 @@ void ukpa_script_end(void)
 	if (!desc)
 		return;
 	timer_end();
-	desc->end();
+	/* -f: END is the launched process's, at its end (not at an exec,
+	 * whose image goes on) */
+	if (getpid() == root_pid && !(exec && ukpa_follow))
+		desc->end();
+	else
+		desc->dump();
 	drops = atomic_load(&no_block);
 	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
 		if (atomic_load(&blocks[i].state) == 2)

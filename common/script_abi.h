@@ -61,6 +61,11 @@ struct ukp_script_desc {
 	uint32_t nintervals;
 	const uint32_t *interval_ms;
 	void (*interval)(uint32_t i);
+	/* -f: the images after the first run neither BEGIN nor END (those
+	 * are the launched process's), only these */
+	void (*setup)(void);      /* [init] pid, comm: instead of begin */
+	void (*dump)(void);       /* [init] every map: instead of end */
+	void (*after_fork)(void); /* [init] a forked child's own maps, empty */
 };
 
 /* The script's messages to ukprobe (UKPM_SCRIPT, after struct ukp_msg):

@@ -38,6 +38,8 @@ static void usage(FILE *out)
 	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
 	      "  -d, --duration SECONDS\n"
 	      "                     with -p: detach SECONDS after the probes are in place\n"
+	      "  -f, --follow       trace the children CMD forks and the programs they\n"
+	      "                     exec too (their maps merged; BEGIN and END are CMD's)\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "      --emit-c       print the script's C translation and exit\n"
 	      "  -h, --help         show this help\n"
@@ -311,9 +313,8 @@ int ukp_cmd_run(int argc, char **argv)
 				ukp_err("-d needs a number of seconds");
 				return UKP_EXIT_USAGE;
 			}
-		} else if (!strcmp(a, "-f")) {
-			ukp_err("run -f: not supported (a script runs in the process it starts with)");
-			return UKP_EXIT_USAGE;
+		} else if (!strcmp(a, "-f") || !strcmp(a, "--follow")) {
+			s.follow = true;
 		} else if (a[0] == '-' && a[1]) {
 			ukp_err("run: unknown option '%s'", a);
 			fputs("Try 'ukprobe run --help'.\n", stderr);

@@ -576,23 +576,37 @@ static void handlers(struct gen *g)
 	      "\tc->T = (char *)rt_init_block;\n\tc->regs = 0;\n\tc->kp = 0;\n\tc->ret = 0;\n"
 	      "\tc->retaddr = 0;\n"
 	      "\tc->init = 1;\n\tc->probe = probe;\n}\n", o);
-	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n"
+	/* [init] the process's builtins: in every image (-f) */
+	fputs("static void setup(void)\n{\n"
 	      "\tstruct ukp_script_thread *t = (struct ukp_script_thread *)(void *)rt_init_block;\n\n"
-	      "\trt_pid = getpid();\n\trt_t0 = rt_nsecs();\n\tt->tid = (int32_t)rt_pid;\n"
-	      "\tsyscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);\n\t(void)c;\n", o);
+	      "\trt_pid = getpid();\n\tt->tid = (int32_t)rt_pid;\n"
+	      "\tsyscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);\n}\n", o);
+	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n\n"
+	      "\trt_t0 = rt_nsecs();\n\tsetup();\n\t(void)c;\n", o);
 	for (i = 0; i < sc->nprobes; i++)
 		if (sc->probes[i].type == P_BEGIN)
 			fprintf(o, "\tinit_ctx(&c, %d);\n\tblk%d(&c);\n", i, sc->probes[i].block);
+	fputs("}\n", o);
+	/* every map's entries: added to those of the other processes (-p,
+	 * -f) */
+	fputs("static void dump(void)\n{\n", o);
+	for (i = 0; i < sc->nmaps; i++)
+		fprintf(o, "\trt_each_map%d(rt_dump%d, 0);\n", i, i);
+	fputs("}\n", o);
+	/* [init] a forked child (-f): its own pid, its own maps (the
+	 * parent's entries are the parent's to print); the agent gives its
+	 * threads new blocks */
+	fputs("static void after_fork(void)\n{\n"
+	      "\trt_zero(rt_init_block, sizeof(rt_init_block));\n\tsetup();\n", o);
+	for (i = 0; i < sc->nmaps; i++)
+		if (sc->maps[i]->global)
+			fprintf(o, "\trt_zero(g_map%d, sizeof(g_map%d));\n", i, i);
 	fputs("}\n", o);
 	fputs("static void end(void)\n{\n\tstruct rt_ctx c;\n\n\t(void)c;\n\trt_stopped = 0;\n", o);
 	for (i = 0; i < sc->nprobes; i++)
 		if (sc->probes[i].type == P_END)
 			fprintf(o, "\tinit_ctx(&c, %d);\n\tblk%d(&c);\n", i, sc->probes[i].block);
-	fputs("\trt_stopped = 1;\n", o);
-	/* every map's entries: added to those of the other processes (-p) */
-	for (i = 0; i < sc->nmaps; i++)
-		fprintf(o, "\trt_each_map%d(rt_dump%d, 0);\n", i, i);
-	fputs("}\n", o);
+	fputs("\trt_stopped = 1;\n\tdump();\n}\n", o);
 	/* interval probes, on the agent's timer thread */
 	fputs("static const uint32_t interval_ms[] = {", o);
 	for (i = 0; i < sc->nprobes; i++)
@@ -608,7 +622,8 @@ static void handlers(struct gen *g)
 	fprintf(o, "__attribute__((visibility(\"default\"))) const struct ukp_script_desc ukp_script = {\n"
 		   "\t.abi = UKP_SCRIPT_ABI,\n\t.nspecs = %d,\n\t.thread_bytes = THREAD_BYTES,\n"
 		   "\t.out_max = %d,\n\t.flags = %s,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
-		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n};\n",
+		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n"
+		   "\t.setup = setup,\n\t.dump = dump,\n\t.after_fork = after_fork,\n};\n",
 		sc->origin ? sc->norigin : sc->nspecs, sc->out_max,
 		sc->has_exit ? "UKP_SCRIPT_F_EXIT" : "0", j);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include <ukprobes.h>
@@ -51,6 +52,21 @@ struct rt_ctx {
 static int64_t rt_pid;
 static int64_t rt_t0;
 static volatile int rt_stopped;
+
+/* [init] n bytes at p zeroed; whole pages given back (a map's table is
+ * committed as it fills: zeroing it all would commit it all) */
+static void __attribute__((unused)) rt_zero(void *p, uint64_t n)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t a = (uint64_t)(uintptr_t)p, e = a + n, pa = (a + ps - 1) & ~(ps - 1), pe = e & ~(ps - 1);
+
+	if (pe > pa && !madvise((void *)(uintptr_t)pa, pe - pa, MADV_DONTNEED)) {
+		__builtin_memset(p, 0, pa - a);
+		__builtin_memset((void *)(uintptr_t)pe, 0, e - pe);
+	} else {
+		__builtin_memset(p, 0, n);
+	}
+}
 
 static inline uint64_t rt_hash(const uint64_t *k, uint32_t n)
 {
