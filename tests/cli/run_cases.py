@@ -254,17 +254,21 @@ def case_run_errors():
 
 def case_run_vector_free():
     """The compiled handlers (maps, hist, str(), comm, printf, nsecs,
-    uretprobes) pass libukprobes' proof that they leave the vector state
+    uretprobes, ustack and usym() records, args, uaddr(), usdt) pass libukprobes' proof that they leave the vector state
     alone: a jump-optimized hit saves none (UKPROBE_DEBUG=1 prints the
     library's verdicts)."""
     env = dict(os.environ, UKPROBE_DEBUG="1")
     script = ('uprobe:TGT:tag { @[str(arg0), comm] = count(); printf("%s %d\\n", comm, arg1); '
+              'printf("%s %s\\n", ustack(2), usym(arg0)); print(ustack); @a = sum(args->v); '
+              '@g = min(uaddr("greeting")); '
               '@s = stats(arg1); @l = lhist(arg1, 0, 10, 2); } '
               'uprobe:TGT:pause_us { @t[tid] = nsecs; } '
               'uretprobe:TGT:pause_us /@t[tid]/ { @h = hist(nsecs - @t[tid]); delete(@t[tid]); '
-              '@c[cpu >= 0, pid, elapsed > 0] = count(); @u[ustack] = count(); }').replace("TGT", TGT)
+              '@c[cpu >= 0, pid, elapsed > 0] = count(); @u[ustack] = count(); } '
+              'usdt:TGT:tgt:tagged { @sdt = sum(arg2); }').replace("TGT", TGT)
     r = ukprobe(["run", "-e", script, "--", TGT], env=env)
-    check(r.returncode == 0 and "@h: " in r.stdout, "the script runs", show(r))
+    check(r.returncode == 0 and "@h: " in r.stdout and "\n@a: 15\n" in r.stdout and
+          "\n@sdt: -15\n" in r.stdout, "the script runs", show(r))
     check("state saved" not in r.stderr and "vector state" not in r.stderr,
           "every handler proven vector-free", show(r))
 
@@ -480,6 +484,44 @@ def case_run_ustack():
     check(r.returncode == 0 and r.stdout.startswith("Attaching 2 probes...\n\n\n@[\n" + frames +
                                                     "]: 6\n") and main_ret,
           "the stacks", "want first:\n@[\n" + frames + "]: 6", show(r))
+
+
+def case_run_ustack_printf():
+    """ustack and usym() printed from a hit (printf's %s, print()), as
+    bpftrace prints them: the frames indented by 8; named by the agent's
+    reader from the record's address words. The same bytes as bpftrace's
+    where it attaches (ustack(3): its frame-pointer walk ends there)."""
+    t = ukprobe(["trace", "-e", "p %s:work" % TGT, "--trigger", "stacktrace:1", "--", TGT])
+    truth = re.findall(r"^ => (\S+)\+0x([0-9a-f]+)", t.stdout, re.M)
+    check(t.returncode == 0 and len(truth) >= 3, "the trigger's stack", show(t))
+    frames = ["        %s+%d\n" % (f, int(off, 16)) for f, off in truth]
+    script = ('uprobe:TGT:work /arg0 == 1/ { printf("[%s]\\n", ustack(3)); '
+              'printf("<%s>\\n", ustack(2)); print(ustack(1)); } '
+              'uprobe:libc:__cxa_atexit /comm == "tgt_script"/ { printf("sym %s|\\n", usym(arg0)); '
+              'print(usym(arg0)); }')
+    want = ("Attaching 2 probes...\nsym _dl_fini|\n_dl_fini\nsym at_end|\nat_end\n[\n" +
+            "".join(frames[:3]) + "]\n<\n" + "".join(frames[:2]) + ">\n\n" + frames[0] +
+            "\n\n\n")
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "tgt_script")
+        shutil.copy(TGT, prog)
+        r = ukprobe(["run", "-e", script.replace("TGT", prog), "--", prog, "1"])
+        check(r.returncode == 0 and r.stdout == want, "ustack and usym() printed",
+              "want:\n" + want, show(r))
+        bt, why = bpftrace_attaches()
+        if bt:
+            b = subprocess.run([bt, "-e", script.replace("TGT", prog), "-c", prog + " 1 500"],
+                               capture_output=True, text=True, timeout=60)
+            check(b.stdout == want, "bpftrace prints the same", b.stdout + b.stderr)
+            print("same output under bpftrace: %s" % script)
+        else:
+            print("not compared with bpftrace: %s" % why)
+    # all 16 frames a record holds, and a uretprobe's stack
+    r = run_script('uprobe:TGT:work /arg0 == 2/ { printf("%s", ustack); } '
+                   'uretprobe:TGT:tag /retval == 97/ { print(ustack(1)); }', "1")
+    m = re.fullmatch(r"Attaching 2 probes\.\.\.\n\n%s\n        main\+(\d+)\n\n\n\n" %
+                     re.escape("".join(frames)), r.stdout)
+    check(r.returncode == 0 and m, "ustack's frames, a uretprobe's", show(r))
 
 
 def case_run_time():

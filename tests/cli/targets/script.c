@@ -5,8 +5,10 @@
  * printed lines are known in advance. Prints nothing (the script's
  * output is the test's).
  *
- *   tgt_script [ROUNDS]   (pause_us runs only when ROUNDS <= 10: benchmarks
- *                          pass more)
+ *   tgt_script [ROUNDS [LINGER_MS]]   (pause_us runs only when ROUNDS <= 10:
+ *                          benchmarks pass more; LINGER_MS: a sleep at the
+ *                          end, for bpftrace, which names the addresses of
+ *                          a printed ustack once the process is gone)
  *
  * An SDT marker (tgt:tagged, in main's loop) for usdt probes, and a
  * global string for uaddr().
@@ -62,5 +64,7 @@ int main(int argc, char **argv)
 		if (rounds <= 10)
 			pause_us(1000);
 	}
+	if (argc > 2)
+		usleep((useconds_t)atol(argv[2]) * 1000);
 	return 0;
 }

@@ -304,6 +304,21 @@ static inline struct rt_str rt_lit(const char *p)
 	return s;
 }
 
+#ifndef USTACK_REC
+#define USTACK_REC 16             /* (gen.c defines it: script.h's) */
+#endif
+
+/* [hit] ustack in a record: [count, frames...], the frames past count
+ * zeros (the agent's reader names every frame word) */
+static inline void rt_rec_stack(const struct rt_ctx *c, uint64_t *dst, int max)
+{
+	int i;
+
+	for (i = 0; i < USTACK_REC; i++)
+		dst[1 + i] = 0;
+	dst[0] = (uint64_t)ukpa_script_ustack(c->kp, c->ret, c->retaddr, c->regs, dst + 1, max);
+}
+
 static inline void rt_put_str(uint64_t *dst, struct rt_str s)
 {
 	int i;

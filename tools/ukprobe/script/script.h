@@ -33,6 +33,8 @@ enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK, TY_USYM, TY_BUF
 
 /* ustack: a count and this many return addresses (ustack(N): N of them) */
 #define USTACK_MAX 32
+/* ... in a printf or print() record (a ring slot holds 192 bytes) */
+#define USTACK_REC 16
 
 /* how a map holds its values */
 enum vkind {
@@ -188,5 +190,7 @@ void script_free(struct script *sc);
 
 int value_words(const struct mapinfo *m);
 int type_words(enum type t);
+/* ... in a printf or print() record */
+int rec_words(enum type t);
 
 #endif /* UKPROBE_SCRIPT_H */

@@ -36,6 +36,11 @@ int type_words(enum type t)
 	return t == TY_STR ? 8 : t == TY_STACK ? 1 + USTACK_MAX : t == TY_BUF ? BUF_WORDS : 1;
 }
 
+int rec_words(enum type t)
+{
+	return t == TY_STACK ? 1 + USTACK_REC : type_words(t);
+}
+
 int value_words(const struct mapinfo *m)
 {
 	switch (m->vk) {
@@ -431,7 +436,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 		f.types = sc_alloc(sc, sizeof(*f.types));
 		f.types[0] = n->args[0]->ty;
 		f.print = true;
-		bytes += 8 * type_words(f.types[0]);
+		bytes += 8 * rec_words(f.types[0]);
 	} else {
 		if (n->nargs < 1 || n->args[0]->k != N_STR) {
 			err(ck, n, "printf() requires at least one argument: a format string%s%s",
@@ -464,12 +469,11 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				    NULL);
 				return;
 			}
-			if (n->args[f.nargs + first]->ty == TY_STACK ||
-			    n->args[f.nargs + first]->ty == TY_USYM) {
-				err(ck, n->args[f.nargs + first], "%s in printf is not supported by "
-				    "ukprobe run: use it in a map (@[%s] = count())",
-				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym()",
-				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym(arg0)");
+			if (n->args[f.nargs + first]->ty == TY_STACK &&
+			    n->args[f.nargs + first]->ival > USTACK_REC &&
+			    n->args[f.nargs + first]->k == N_CALL) {
+				err(ck, n->args[f.nargs + first], "ustack(N) in a printf: N from 1 to "
+				    "16 in ukprobe run (a record holds 192 bytes)%s%s", NULL, NULL);
 				return;
 			}
 			if (*p == 's' && n->args[f.nargs + first]->ty != TY_INT)
@@ -481,7 +485,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 									    : "an integer");
 				return;
 			}
-			bytes += 8 * type_words(f.types[f.nargs]);
+			bytes += 8 * rec_words(f.types[f.nargs]);
 			f.nargs++;
 		}
 		if (f.nargs + first < n->nargs) {
@@ -683,10 +687,13 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "print() takes one argument%s%s", NULL, NULL);
 			return;
 		}
-		if ((expr(ck, n->args[0]) == TY_STACK || n->args[0]->ty == TY_USYM ||
-		     n->args[0]->ty == TY_BUF) && !ck->err)
-			err(ck, n, "print() of a ustack or usym() is not supported by ukprobe run: use it in "
-			    "a map%s%s", NULL, NULL);
+		if (expr(ck, n->args[0]) == TY_BUF && !ck->err)
+			err(ck, n, "print() of a buf() is not supported by ukprobe run: printf(\"%%r\", "
+			    "...) it%s%s", NULL, NULL);
+		if (n->args[0]->ty == TY_STACK && n->args[0]->ival > USTACK_REC &&
+		    n->args[0]->k == N_CALL && !ck->err)
+			err(ck, n->args[0], "ustack(N) in a print(): N from 1 to 16 in ukprobe run%s%s",
+			    NULL, NULL);
 		if (!ck->err)
 			printf_check(ck, n, 0, true);
 	} else if (!strcmp(f, "delete")) {
