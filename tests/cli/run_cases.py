@@ -497,13 +497,15 @@ def case_run_ustack_printf():
     frames = ["        %s+%d\n" % (f, int(off, 16)) for f, off in truth]
     script = ('uprobe:TGT:work /arg0 == 1/ { printf("[%s]\\n", ustack(3)); '
               'printf("<%s>\\n", ustack(2)); print(ustack(1)); } '
-              'uprobe:libc:__cxa_atexit /comm == "tgt_script"/ { printf("sym %s|\\n", usym(arg0)); '
-              'print(usym(arg0)); }')
+              'uprobe:libc:__cxa_atexit /comm == "tgt_ustack_pr"/ { printf("sym %s|\\n", '
+              'usym(arg0)); print(usym(arg0)); }')
     want = ("Attaching 2 probes...\nsym _dl_fini|\n_dl_fini\nsym at_end|\nat_end\n[\n" +
             "".join(frames[:3]) + "]\n<\n" + "".join(frames[:2]) + ">\n\n" + frames[0] +
             "\n\n\n")
+    # a copy by another name: bpftrace's uprobe in libc is in every
+    # process, the other cases' tgt_script among them
     with tempfile.TemporaryDirectory() as d:
-        prog = os.path.join(d, "tgt_script")
+        prog = os.path.join(d, "tgt_ustack_pr")
         shutil.copy(TGT, prog)
         r = ukprobe(["run", "-e", script.replace("TGT", prog), "--", prog, "1"])
         check(r.returncode == 0 and r.stdout == want, "ustack and usym() printed",
