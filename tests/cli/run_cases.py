@@ -109,6 +109,9 @@ ONELINERS = [
     ("uprobe:TGT:tag /args->v != 1/ { @[str(args->name)] = sum(args->v); "
      "@z[args->name == 0] = count(); }", "1",
      "\n\n@[alpha]: 0\n@[beta]: 2\n@[gamma]: 12\n@z[0]: 5\n"),
+    # FUNC+OFFS: past work's push and mov (at -O0, arg0 still in its register)
+    ("uprobe:TGT:work+4 { @ = count(); @s = sum(arg0); }", "1", "\n\n@: 100\n@s: 4950\n",
+     "this bpftrace 0.17 is built without uprobe offset support"),
     # uaddr(): the address of the global greeting[] = "hello" (bpftrace
     # 0.17 gives its file address in a PIE: its str() reads nothing)
     ('uprobe:TGT:tag /arg1 == 0/ { printf("%s|%s\\n", str(uaddr("greeting")), '
