@@ -548,7 +548,6 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 		const struct uw_range *rg = range_of(at);
 		struct row row;
 		uintptr_t cfa, ra, nbp = bp;
-		uintptr_t slot = 0;       /* where ra was read from, if the stack */
 		bool from_lr = false;     /* ra is the link register's */
 
 		frames[n++] = ip;
@@ -570,8 +569,6 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 				from_lr = true;
 			} else if (row.ra.kind != R_OFF || !rd(cfa + (uintptr_t)row.ra.off, &ra, 8)) {
 				break; /* undefined: the outermost frame */
-			} else {
-				slot = cfa + (uintptr_t)row.ra.off;
 			}
 			if (row.bp.kind == R_OFF && !rd(cfa + (uintptr_t)row.bp.off, &nbp, 8))
 				break;
@@ -581,21 +578,19 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 			if (!uw_entry_frame(sp, lr, &ra, &cfa))
 				break;
 			from_lr = lr != 0;
-			if (!from_lr)
-				slot = sp; /* (pushed by the call) */
 		} else {
 			/* the frame pointer chain */
 			if (bp < sp || (bp & 7) || bp - sp > (1UL << 24) || !rd(bp, &nbp, 8) ||
 			    !rd(bp + 8, &ra, 8))
 				break;
 			cfa = bp + 16;
-			slot = bp + 8;
 			sp_known = UW_FP_CHAIN_SP_EXACT;
 		}
-		/* a return probe's trampoline in the slot: the caller it
-		 * stands for (its instance's return address) */
-		if (slot && is_kretprobe_trampoline(ra)) {
-			unsigned long real = kretprobe_find_ret_addr(0, (void *)slot, &cur);
+		/* a return probe's trampoline for the return address: the
+		 * caller it stands for (its instance's return address; the
+		 * instance is known by its frame's slot) */
+		if (is_kretprobe_trampoline(ra)) {
+			unsigned long real = kretprobe_find_ret_addr(0, (void *)uw_krp_slot(cfa), &cur);
 
 			if (real)
 				ra = real;
