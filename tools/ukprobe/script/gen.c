@@ -60,7 +60,10 @@ static int key(struct gen *g, const struct node *n)
 	const struct mapinfo *m = n->map;
 	int t = g->tmp++, i, o = 0;
 
-	fprintf(g->out, "uint64_t k%d[%d] = { 0 }; ", t, m->kw ? m->kw : 1);
+	/* zeroed by a loop: an initializer may become a call of libc's
+	 * memset, which uses the vector registers (runtime.h) */
+	fprintf(g->out, "uint64_t k%d[%d]; rt_clear_words(k%d, %d); ", t, m->kw ? m->kw : 1, t,
+		m->kw ? m->kw : 1);
 	for (i = 0; i < n->nargs; i++) {
 		if (m->keys[i] == TY_BUF) {
 			fprintf(g->out, "rt_read_buf(k%d + %d, ", t, o);

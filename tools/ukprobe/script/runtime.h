@@ -24,6 +24,13 @@
 #include <ukprobes.h>
 #include "script_abi.h"
 
+/* No zeroing or copying loop turned into a call of libc's memset or
+ * memcpy: those use the vector registers (AArch64's, for any size), and
+ * the hit path must not (GCC's; clang keeps such short loops inline). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+#endif
+
 #define RT_PROBES 128             /* the longest probe sequence of a look-up */
 #define USTACK_WORDS 32           /* a ustack key's frames (ukprobe's USTACK_MAX) */
 #define RT_EMPTY 0
@@ -137,6 +144,14 @@ static inline uint64_t *rt_find(uint64_t *tab, uint32_t cap, uint32_t esz, const
 
 /* A map without keys (@x): its one entry is the table's first, found
  * without a hash or a search. */
+static inline void rt_clear_words(uint64_t *w, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		w[i] = 0;
+}
+
 static inline uint64_t *rt_single(uint64_t *tab, uint32_t esz, int insert)
 {
 	uint64_t st = __atomic_load_n(&tab[0], __ATOMIC_ACQUIRE);
