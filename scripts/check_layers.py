@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""check_layers.py OBJDIR: the library's rooms call only their own and
-lower ones (doc/layout.md, "The library's rooms").
+"""check_layers.py OBJDIR [SRCDIR]: the library's rooms call only their
+own and lower ones (doc/layout.md, src/).
+
+With SRCDIR (the library's src/), no file of a room includes a higher
+room's header either (an inline function or a macro there is a call the
+objects do not show).
 
 OBJDIR holds the library's object files as meson names them
 (src/libukprobes.so.*.p: ROOM_FILE.c.o, arch_ARCH_FILE.c.o). A room may
@@ -12,6 +16,7 @@ them: mprotect, read, dlclose...) are calls to libc, not to a room.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -58,6 +63,16 @@ def main():
             droom, dname = defs[sym]
             if RANK[droom] > RANK[room]:
                 bad.append(f'{name} ({room}) uses {sym} of {dname} ({droom}), a higher room')
+    if len(sys.argv) > 2:
+        srcdir = sys.argv[2]
+        for room in RANK:
+            for f in sorted(glob.glob(os.path.join(srcdir, room, '*.[ch]'))):
+                with open(f, encoding='utf-8') as fh:
+                    for n, line in enumerate(fh, 1):
+                        m = re.match(r'\s*#\s*include\s*"([a-z_]+)/', line)
+                        if m and m.group(1) in RANK and RANK[m.group(1)] > RANK[room]:
+                            bad.append(f'{room}/{os.path.basename(f)}:{n} ({room}) includes '
+                                       f'{m.group(1)}/, a higher room')
     if bad:
         print('check_layers: a lower room calls a higher one:', file=sys.stderr)
         for b in bad:

@@ -30,7 +30,6 @@
 #include "base/grow_array.h"
 #include "base/base.h"
 #include "text/text.h"
-#include "core/core.h"
 #include "flow/scan_share.h"
 
 #ifndef SHT_RELR

@@ -131,7 +131,6 @@
 #include "symbols/symbols.h"
 #include "base/base.h"
 #include "text/text.h"
-#include "core/core.h"
 #include "flow/scan_share.h"
 
 /* A function-like symbol of the object; name is an offset into names. */

@@ -51,7 +51,6 @@
 #include "base/grow_array.h"
 #include "base/lower_bound.h"
 #include "base/base.h"
-#include "process/process.h"
 
 /* Below this, a thread costs more than it saves (tests change it). */
 size_t ukp_share_min = 256u << 10;

@@ -24,7 +24,6 @@
 
 #include "base/base.h"
 #include "symbols/symbols.h"
-#include "process/process.h"
 
 /* The real path of dir/name when it is a readable regular file, else
  * NULL. */

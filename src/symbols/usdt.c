@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "symbols/symbols.h"
-#include "core/core.h"
 #include "base/base.h"
 #include "symbols/usdt.h"
 

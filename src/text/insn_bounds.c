@@ -17,7 +17,6 @@
 #include <stdlib.h>
 
 #include "text/text.h"
-#include "core/core.h"
 #include "base/base.h"
 #include "base/obj_pool.h"
 

@@ -25,10 +25,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <stdatomic.h>
 
 #include "base/base.h"
 #include "text/text.h"
-#include "watch/watch.h"
 
 #define CHUNK_SIZE (64 * 1024UL)
 #define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)

@@ -24,11 +24,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <stdatomic.h>
 
 #include "base/base.h"
 #include "text/text.h"
-#include "process/process.h"
-#include "watch/watch.h"
 
 /* text.h: true until membarrier is known to serialize every thread */
 _Atomic bool ukp_reader_fence = true;

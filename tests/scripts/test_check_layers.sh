@@ -22,4 +22,16 @@ grep -q 'text_up.c.o (text) uses ukp_core_thing of core_thing.c.o (core)' "$d/er
   { echo "FAIL: unexpected message:"; cat "$d/err"; exit 1; }
 python3 "$here/scripts/check_layers.py" "$d/down" >/dev/null ||
   { echo "FAIL: core calling text was refused"; exit 1; }
+# a lower room's file that includes a higher room's header
+mkdir -p "$d/src/text" "$d/src/core"
+printf '#include "core/core.h"\n' >"$d/src/text/view.c"
+printf '#include "text/text.h"\n' >"$d/src/core/user.c"
+if python3 "$here/scripts/check_layers.py" "$d/down" "$d/src" 2>"$d/err"; then
+  echo "FAIL: text including core's header passed the check"; exit 1
+fi
+grep -q 'text/view.c:1 (text) includes core/' "$d/err" ||
+  { echo "FAIL: unexpected message:"; cat "$d/err"; exit 1; }
+rm "$d/src/text/view.c"
+python3 "$here/scripts/check_layers.py" "$d/down" "$d/src" >/dev/null ||
+  { echo "FAIL: core including text's header was refused"; exit 1; }
 echo ok
