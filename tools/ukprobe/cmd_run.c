@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "dwarf_cli.h"
+#include "dwarf/dwarf_cli.h"
 #include "script/script.h"
 #include "script/script_out.h"
 
