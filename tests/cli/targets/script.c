@@ -13,8 +13,10 @@
  * An SDT marker (tgt:tagged, in main's loop) for usdt probes, and a
  * global string for uaddr().
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/sdt.h>
+#include <time.h>
 #include <unistd.h>
 
 /* uaddr("greeting"): the address of this text */
@@ -64,7 +66,15 @@ int main(int argc, char **argv)
 		if (rounds <= 10)
 			pause_us(1000);
 	}
-	if (argc > 2)
-		usleep((useconds_t)atol(argv[2]) * 1000);
+	if (argc > 2) {
+		/* the whole time, as sleep(1) does: a signal whose handler
+		 * returns (the agent's, for SIGINT and SIGTERM) does not
+		 * end it early */
+		long ms = atol(argv[2]);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	return 0;
 }
