@@ -104,7 +104,12 @@ def with_bpftrace(srv, fn):
         return fn()
     finally:
         b.send_signal(signal.SIGINT)
-        b.communicate(timeout=60)
+        try:
+            b.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # (seen under a load of 20: it did not end on SIGINT)
+            b.kill()
+            b.communicate()
 
 
 def main():
