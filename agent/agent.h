@@ -527,7 +527,14 @@ kretprobe_handler_t ukpa_script_rp(uint32_t spec);
 /* [init] START and BEGIN, once the probes are in; END and every map
  * once the last hit is recorded. */
 void ukpa_script_begin(void);
-void ukpa_script_end(void);
+/* exec: the image ends at an exec (with -f, another follows) */
+void ukpa_script_end(bool exec);
+/* [init] -f: root the launched (or attached) process's pid, whose images
+ * run END and the interval probes; first: this image runs BEGIN (before
+ * ukpa_script_load) */
+void ukpa_script_set_root(pid_t root, bool first);
+/* [init] -f: in a forked child (atfork), its own empty maps */
+void ukpa_script_after_fork(void);
 /* [hit] ring.c: a script's record of pr. */
 void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *data, uint32_t len);
 
