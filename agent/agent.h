@@ -335,17 +335,6 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 		      struct ukp_spec **out, uint32_t *argi, char *why, size_t len);
 
 /* ----------------------------------------------------------- unwind.c */
-/* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */
-void ukpa_unwind_refresh(void);
-/* Where ip is: a probed address inside a function, a function's first
- * instruction, or a return address. */
-enum ukpa_unwind_from { UKPA_UNWIND_INSIDE, UKPA_UNWIND_ENTRY, UKPA_UNWIND_RET };
-/* [hit] The user stack from (ip, sp, bp): ip, then the return address of
- * each frame above, at most max of them into frames. Returns how many.
- * lr: the link register at ip (0: none, or not the first frame's). */
-int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
-		enum ukpa_unwind_from from, uint64_t *frames, int max);
-
 /* [hit] From ukpa_record(): the stack of a stacktrace event into rec
  * (ip, caller as ukpa_record() has them). */
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,

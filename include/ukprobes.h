@@ -367,6 +367,37 @@ UKPROBES_API int module_file_usdt_on_each_probe(const char *modfile,
 							  const struct usdt_probe *probe),
 						void *data);
 
+/*
+ * The user stack of a hit (the kernel's stacktrace API): fill store with
+ * at most size return addresses, the first the frame's own address,
+ * after skipping skipnr of them; returns how many were stored. Frames
+ * are unwound with the objects' .eh_frame call frame information, and
+ * with the frame pointer chain where an address has none; a corrupt
+ * stack ends the walk, never the program. For handlers (async-signal-
+ * safe, allocation-free, vector-free); objects the library has not seen
+ * since they were loaded (its next registration or look-up sees them)
+ * end the walk.
+ *
+ * stack_trace_save_regs(): from instruction_pointer(regs), an address
+ * inside a function (a pre- or post-handler's registers).
+ * stack_trace_save_regs_from(): from ip with regs' stack and frame
+ * pointers, where from says what ip is: STACK_TRACE_ENTRY a function's
+ * first instruction (nothing pushed yet: a function without call frame
+ * information still gives its caller), STACK_TRACE_RET a return address
+ * with the caller's registers after the return (a kretprobe handler's).
+ */
+enum stack_trace_from {
+	STACK_TRACE_INSIDE,
+	STACK_TRACE_ENTRY,
+	STACK_TRACE_RET,
+};
+UKPROBES_API unsigned int stack_trace_save_regs(struct pt_regs *regs, unsigned long *store,
+						unsigned int size, unsigned int skipnr);
+UKPROBES_API unsigned int stack_trace_save_regs_from(const struct pt_regs *regs, unsigned long ip,
+						     enum stack_trace_from from,
+						     unsigned long *store, unsigned int size,
+						     unsigned int skipnr);
+
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);

@@ -44,6 +44,7 @@
 #include "debuginfo.h"
 #include "eh_frame.h"
 #include "lower_bound.h"
+#include "stacktrace.h"
 #include "symbols.h"
 #include "usdt.h"
 
@@ -1295,6 +1296,8 @@ static int objects_rescan(void)
 	/* Without counters (never on glibc) every query rescans. */
 	ukp_syms.adds = sc.have_counters ? sc.adds : 0;
 	ukp_syms.subs = sc.have_counters ? sc.subs : ~0ULL;
+	/* the hit's unwinder follows the loader too */
+	ukp_stacktrace_objects_changed();
 	goto out;
 
 undo:
