@@ -134,27 +134,6 @@ bool ukpa_active(void)
 	return out_fd >= 0 && getpid() == agent_pid;
 }
 
-int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
-{
-	static const int ours[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
-	sigset_t all, old;
-	size_t i;
-	int ret;
-
-	/* Through the interposer when preloaded (the view), libc's when
-	 * injected (ukprobe -p): there SIGTRAP blocked would make a
-	 * breakpoint the thread hits in libc fatal, and SIGRTMAX blocked
-	 * would leave the library's thread scans waiting for it. */
-	sigfillset(&all);
-	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		sigdelset(&all, ours[i]);
-	sigdelset(&all, SIGRTMAX);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(t, attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
-}
-
 static uint64_t new_image_id(void)
 {
 	struct timespec ts;

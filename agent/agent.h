@@ -146,12 +146,9 @@ void ukpa_after_failed_exec(void);
  * out[0..max) and returns it, or envp when nothing is missing. */
 char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
-/* [init] Start one of the agent's threads (the reader, the attached
- * session's): it never runs the program's handlers, so every signal is
- * blocked but the library's own (the synchronous ones and SIGRTMAX, its
- * thread scans: doc/signals.md), from its first instruction. attr may
- * be NULL. 0 or an errno value. */
-int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* The agent's threads (the reader, the attached session's, a script's
+ * timer) are started with the library's ukprobes_kthread_create(): the
+ * program's handlers never run on them (doc/signals.md). */
 
 /* [init] attach.c's session (see agent.c). */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, int specs_fd,

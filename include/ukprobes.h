@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -397,6 +398,18 @@ UKPROBES_API unsigned int stack_trace_save_regs_from(const struct pt_regs *regs,
 						     enum stack_trace_from from,
 						     unsigned long *store, unsigned int size,
 						     unsigned int skipnr);
+
+/*
+ * A thread of the tool's own, as the kernel's kthreads are (the program's
+ * signal handlers never run on it): pthread_create() with every signal
+ * blocked from its first instruction but the library's (SIGTRAP,
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGRTMAX), so that it takes
+ * breakpoints in the code it calls and answers the library's thread
+ * scans. What the library's own threads are started with. 0 or an errno
+ * value (pthread_create's). Not for handlers (UKPROBES_0.6).
+ */
+UKPROBES_API int ukprobes_kthread_create(pthread_t *thread, const pthread_attr_t *attr,
+					 void *(*fn)(void *), void *arg);
 
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */

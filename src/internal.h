@@ -354,7 +354,6 @@ bool ukp_vmask_hold(int sig, const siginfo_t *info, bool *forced); /* [trap] */
 void ukp_vmask_flush(void);                   /* [trap] */
 void ukp_vmask_enter(ucontext_t *uc, uint64_t add, struct ukp_vmask_frame *f); /* [trap] */
 void ukp_vmask_leave(ucontext_t *uc, const struct ukp_vmask_frame *f); /* [trap] */
-int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg); /* [reg] a thread of the library */
 bool ukp_exec_mask_enter(uint64_t *saved);    /* [any] around an execve */
 void ukp_exec_mask_leave(const uint64_t *saved);
 /* raw syscalls usable in [trap] */

@@ -679,18 +679,20 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
 }
 
 /*
- * [reg] Start a thread of the library's own (the optimizer, a scan's
- * helper): from its first instruction every signal is blocked but the
- * library's (UKP_OWNED_MASK), so that it takes breakpoints in the libc
- * it calls (malloc, in a helper of a scan that runs while a probe on
- * malloc is in place) and answers thread scans, and never runs the
- * program's handlers. The mask is set through whichever pthread_sigmask
- * the library's calls reach: this interposer when the library was
- * preloaded, libc's when it was dlopen()ed (ukprobe -p), where blocking
- * SIGTRAP is real and a breakpoint hit would kill the process.
- * 0 or an errno value.
+ * [reg] The one way a thread of the library's or of its tool's own is
+ * started (the optimizer, a scan's helper, ukprobe's agent's reader,
+ * session and script timer threads): from its first instruction every
+ * signal is blocked but the library's (UKP_OWNED_MASK), so that it takes
+ * breakpoints in the libc it calls (malloc, in a helper of a scan that
+ * runs while a probe on malloc is in place) and answers thread scans,
+ * and never runs the program's handlers. The mask is set through
+ * whichever pthread_sigmask the library's calls reach: this interposer
+ * when the library was preloaded, libc's when it was dlopen()ed (ukprobe
+ * -p), where blocking SIGTRAP is real and a breakpoint hit would kill the
+ * process. 0 or an errno value.
  */
-int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+UKPROBES_API int ukprobes_kthread_create(pthread_t *t, const pthread_attr_t *attr,
+					 void *(*fn)(void *), void *arg)
 {
 	sigset_t mask, old;
 	int sig, ret;
@@ -700,7 +702,7 @@ int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 		if (OWNED & (1ULL << (sig - 1)))
 			sigdelset(&mask, sig);
 	pthread_sigmask(SIG_SETMASK, &mask, &old);
-	ret = pthread_create(t, NULL, fn, arg);
+	ret = pthread_create(t, attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
 }
