@@ -132,19 +132,11 @@ void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
  * sharing our memory)? */
 bool ukpa_active(void);
-/* [init] Around an exec: flush and end this image; after a failed one,
- * start a new image. */
-void ukpa_before_exec(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
 /* [init] Before a signal's default action ends the process (script.c). */
 void ukpa_end_before_signal(void);
-void ukpa_after_failed_exec(void);
-/* [init] The environment an exec'd program gets with -f: envp with our
- * variables put back where the program removed them. Writes into
- * out[0..max) and returns it, or envp when nothing is missing. */
-char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
 /* The agent's threads (the reader, the attached session's, a script's
  * timer) are started with the library's ukprobes_kthread_create(): the

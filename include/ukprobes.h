@@ -411,6 +411,42 @@ UKPROBES_API unsigned int stack_trace_save_regs_from(const struct pt_regs *regs,
 UKPROBES_API int ukprobes_kthread_create(pthread_t *thread, const pthread_attr_t *attr,
 					 void *(*fn)(void *), void *arg);
 
+/*
+ * Exec notifiers (the kernel's notifier chains: register_*_notifier with
+ * a caller-owned struct notifier_block). Every exec of the program that
+ * goes through the library's exec family (execve, execv, execvp,
+ * execvpe, fexecve, execl, execlp, execle) calls each registered
+ * notifier_call, highest priority first (equal: the first registered
+ * first), with:
+ *   EXEC_NOTIFY_BEFORE  data is a struct exec_notify_env: the exec's
+ *                       environment, which the notifier may replace
+ *                       (with env_out, room for env_max pointers, or a
+ *                       block of its own);
+ *   EXEC_NOTIFY_FAILED  the exec returned (failed); data is NULL.
+ * The return value is not used (NOTIFY_DONE). A notifier may run in a
+ * vfork() child sharing the parent's memory: it must not allocate.
+ * register_exec_notifier: 0, or -EINVAL (NULL, or no notifier_call);
+ * registering a block twice is -EEXIST. unregister_exec_notifier: 0 or
+ * -ENOENT; not while an exec of the program may be under way. Not for
+ * handlers (UKPROBES_0.6).
+ */
+struct notifier_block {
+	int (*notifier_call)(struct notifier_block *nb, unsigned long action, void *data);
+	struct notifier_block *next;   /* the library's */
+	int priority;
+};
+#define NOTIFY_DONE 0x0000
+#define NOTIFY_OK   0x0001
+#define EXEC_NOTIFY_BEFORE 1
+#define EXEC_NOTIFY_FAILED 2
+struct exec_notify_env {
+	char *const *envp;
+	char **env_out;
+	size_t env_max;
+};
+UKPROBES_API int register_exec_notifier(struct notifier_block *nb);
+UKPROBES_API int unregister_exec_notifier(struct notifier_block *nb);
+
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */
 UKPROBES_API int kprobes_set_enabled(bool enable);
