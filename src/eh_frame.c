@@ -230,6 +230,34 @@ static int parse_fde(struct eh_walk *w, uintptr_t addr)
 	return fde_add(w, &f);
 }
 
+/*
+ * [reg] The head of the object's .eh_frame_hdr (pm->hdr): c is left at
+ * the FDE count, *count_enc and *table_enc are the count's and the search
+ * table's encodings, and the windows w->frame and w->cie_mem point at
+ * .eh_frame's segment. 0, or -EILSEQ when malformed.
+ */
+static int hdr_open(struct eh_walk *w, struct eh_mem *hdr_mem, const struct phdr_match *pm,
+		    struct ukp_cfi_cur *c, uint8_t *count_enc, uint8_t *table_enc)
+{
+	const struct ukp_eh_frame *eh = w->eh;
+	uint8_t version, frame_enc;
+	uintptr_t frame;
+
+	if (!mem_at(hdr_mem, eh, pm->hdr))
+		return -EILSEQ;
+	cur_init(c, hdr_mem, pm->hdr, pm->hdr + pm->hdr_len);
+	version = ukp_cfi_u8(c);
+	frame_enc = ukp_cfi_u8(c);
+	*count_enc = ukp_cfi_u8(c);
+	*table_enc = ukp_cfi_u8(c);
+	frame = ukp_cfi_encoded(c, frame_enc, pm->hdr);
+	if (c->bad || version != 1 || !frame)
+		return -EILSEQ;
+	if (!mem_at(&w->frame, eh, frame) || !mem_at(&w->cie_mem, eh, frame))
+		return -EILSEQ;
+	return 0;
+}
+
 /* [reg] The FDEs listed in .eh_frame_hdr's search table. */
 static int walk_table(struct eh_walk *w, struct ukp_cfi_cur *c, uint8_t table_enc, uint64_t count,
 		      uintptr_t hdr)
@@ -267,8 +295,7 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	struct eh_walk *w;
 	struct eh_mem *hdr_mem;
 	struct ukp_cfi_cur c;
-	uint8_t version, frame_enc, count_enc, table_enc;
-	uintptr_t frame;
+	uint8_t count_enc, table_enc;
 	uint64_t count = 0;
 	int ret;
 
@@ -291,19 +318,10 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 		goto out;
 	}
 	w->eh = eh;
+	ret = hdr_open(w, hdr_mem, &pm, &c, &count_enc, &table_enc);
+	if (ret)
+		goto out;
 	ret = -EILSEQ;
-	if (!mem_at(hdr_mem, eh, pm.hdr))
-		goto out;
-	cur_init(&c, hdr_mem, pm.hdr, pm.hdr + pm.hdr_len);
-	version = ukp_cfi_u8(&c);
-	frame_enc = ukp_cfi_u8(&c);
-	count_enc = ukp_cfi_u8(&c);
-	table_enc = ukp_cfi_u8(&c);
-	frame = ukp_cfi_encoded(&c, frame_enc, pm.hdr);
-	if (c.bad || version != 1 || !frame)
-		goto out;
-	if (!mem_at(&w->frame, eh, frame) || !mem_at(&w->cie_mem, eh, frame))
-		goto out;
 	/*
 	 * Every linker writes the search table; it is missing only when the
 	 * linker could not make sense of .eh_frame itself, and neither could
@@ -432,8 +450,8 @@ int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_cfi_
 	struct ukp_fde f;
 	struct ukp_cfi_fde cf;
 	struct ukp_cfi_cur c;
-	uint8_t version, frame_enc, count_enc, table_enc;
-	uintptr_t frame, table, fde = 0;
+	uint8_t count_enc, table_enc;
+	uintptr_t table, fde = 0;
 	uint64_t count, lo, hi;
 	unsigned int fsz;
 	int ret;
@@ -450,19 +468,12 @@ int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_cfi_
 	if (!w || !hdr_mem)
 		goto out;
 	w->eh = &eh;
+	ret = hdr_open(w, hdr_mem, &pm, &c, &count_enc, &table_enc);
+	if (ret)
+		goto out;
 	ret = -EILSEQ;
-	if (!mem_at(hdr_mem, &eh, pm.hdr))
-		goto out;
-	cur_init(&c, hdr_mem, pm.hdr, pm.hdr + pm.hdr_len);
-	version = ukp_cfi_u8(&c);
-	frame_enc = ukp_cfi_u8(&c);
-	count_enc = ukp_cfi_u8(&c);
-	table_enc = ukp_cfi_u8(&c);
-	frame = ukp_cfi_encoded(&c, frame_enc, pm.hdr);
 	fsz = table_field_size(table_enc);
-	if (c.bad || version != 1 || !frame || count_enc == PE_OMIT || !fsz)
-		goto out;
-	if (!mem_at(&w->frame, &eh, frame) || !mem_at(&w->cie_mem, &eh, frame))
+	if (count_enc == PE_OMIT || !fsz)
 		goto out;
 	count = ukp_cfi_value(&c, count_enc);
 	table = c.pos;
