@@ -2,7 +2,7 @@
 # Layout checks anyone can run with grep (issue 17): no file under src/
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
-# assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
+# assembly's offsets are generated (src/core/asm_offsets.c), not kept by hand,
 # the agent includes nothing of src/ or tools/ but the public header,
 # reads no ELF file itself and builds no parser (the CLI parses; the
 # agent gets the parsed form), and
@@ -20,7 +20,7 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 if [ -e src/asm_offsets.h ] || { [ -d .git ] && [ -n "$(git ls-files src/asm_offsets.h)" ]; }; then
-  echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/asm_offsets.c" >&2
+  echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/core/asm_offsets.c" >&2
   exit 1
 fi
 # The agent is a user of the library like any other: it includes the
@@ -83,7 +83,7 @@ fi
 # One of each mechanism (issue 33): the library calls nothing of the
 # agent by name (the agent registers what it needs, e.g. an exec
 # notifier), and the call frame instructions are interpreted in one
-# place, src/cfi.c (a remember_state is the mark of an interpreter).
+# place, src/symbols/cfi.c (a remember_state is the mark of an interpreter).
 bad=$(grep -rnE '\bukpa_[a-z_]+' --include='*.c' --include='*.h' src || true)
 if [ -n "$bad" ]; then
   echo "check_layout: the library names the agent's functions (register a notifier instead):" >&2
@@ -91,9 +91,9 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 bad=$(grep -rlnE 'remember_state|REMEMBER_STATE' --include='*.c' --include='*.h' src agent common tools |
-  grep -vx 'src/cfi.c' || true)
+  grep -vx 'src/symbols/cfi.c' || true)
 if [ -n "$bad" ]; then
-  echo "check_layout: call frame instructions interpreted outside src/cfi.c (use it, or stack_trace_save_regs()):" >&2
+  echo "check_layout: call frame instructions interpreted outside src/symbols/cfi.c (use it, or stack_trace_save_regs()):" >&2
   echo "$bad" >&2
   exit 1
 fi

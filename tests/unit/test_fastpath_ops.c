@@ -16,8 +16,11 @@
 
 #include <criterion/criterion.h>
 
-#include "fastpath.h"
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "core/fastpath.h"
+#include "process/process.h"
+#include "text/text.h"
 
 bool ukt_asm_kprobe_ok(const struct kprobe *kp, const void *pre);
 struct kretprobe_holder *ukt_asm_krp_holder(const struct kretprobe *rp);

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 
 #define UKP_DWARF_FP 29           /* x29 (UKP_DWARF_SP: arch_insn.h) */
 /* Is the frame chain's caller stack pointer exact (the caller's sp is above x29 + 16 by the frame's size)? */

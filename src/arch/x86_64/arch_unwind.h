@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 
 #define UKP_DWARF_FP 6            /* rbp (UKP_DWARF_SP: arch_insn.h) */
 /* Is the frame chain's caller stack pointer exact (the caller's rsp is rbp + 16)? */
