@@ -59,7 +59,7 @@ void ukp_cfi_cur_init(struct ukp_cfi_cur *c, struct ukp_cfi_mem *m, uintptr_t po
 	c->bad = pos < m->lo || pos > c->end;
 }
 
-uint8_t ukp_cfi_u8(struct ukp_cfi_cur *c)
+uint8_t ukp_cfi_u8_slow(struct ukp_cfi_cur *c)
 {
 	uint8_t b = 0;
 

@@ -63,7 +63,20 @@ struct ukp_cfi_cur {
 void ukp_cfi_mem_init(struct ukp_cfi_mem *m, uint8_t *buf, unsigned int size, uintptr_t lo,
 		      uintptr_t hi);
 void ukp_cfi_cur_init(struct ukp_cfi_cur *c, struct ukp_cfi_mem *m, uintptr_t pos, uintptr_t end);
-uint8_t ukp_cfi_u8(struct ukp_cfi_cur *c);
+uint8_t ukp_cfi_u8_slow(struct ukp_cfi_cur *c);
+
+/* The next byte: from the window's chunk when it holds it (the common
+ * case: a hit walks CIEs and FDEs a byte at a time), else read. pos is
+ * at or above the window's start (ukp_cfi_cur_init) and end within it. */
+static inline uint8_t ukp_cfi_u8(struct ukp_cfi_cur *c)
+{
+	struct ukp_cfi_mem *m = c->m;
+
+	if (__builtin_expect(!c->bad && c->pos < c->end && m->valid &&
+			     c->pos - m->chunk < m->size, 1))
+		return m->buf[c->pos++ - m->chunk];
+	return ukp_cfi_u8_slow(c);
+}
 /* Little-endian unsigned of n bytes. */
 uint64_t ukp_cfi_uint(struct ukp_cfi_cur *c, unsigned int n);
 uint64_t ukp_cfi_uleb(struct ukp_cfi_cur *c);

@@ -41,8 +41,8 @@
 #include "symbols/stacktrace.h"
 
 #define ST_MAX_OBJS 1024
-/* The hit's windows onto the CIE and the FDE (cfi.h): a CIE or FDE
- * seldom spans two. */
+/* The hit's windows onto the CIEs and the FDEs (cfi.h): a CIE or FDE
+ * seldom spans two chunks. */
 #define ST_CHUNK 256u
 
 struct st_range {
@@ -121,14 +121,22 @@ static const struct st_range *range_of(uintptr_t ip)
 	return NULL;
 }
 
-/* The row at ip, from the FDE of the object's .eh_frame_hdr table.
- * False: no FDE covers ip, or it could not be used. */
-static bool find_row(const struct st_range *rg, uintptr_t ip, struct ukp_cfi_row *row)
-{
-	uint8_t hdr[4], cie_buf[ST_CHUNK] __attribute__((aligned(16)));
-	uint8_t fde_buf[ST_CHUNK] __attribute__((aligned(16)));
+/* A walk's windows onto the CIEs and FDEs (cfi.h), and the last CIE
+ * parsed: the frames of one object mostly share one. */
+struct walk {
 	struct ukp_cfi_mem cm, fm;
 	struct ukp_cfi_cie cie;
+	uintptr_t cie_addr;       /* of cie; 0: none yet */
+	uint8_t cie_buf[ST_CHUNK] __attribute__((aligned(16)));
+	uint8_t fde_buf[ST_CHUNK] __attribute__((aligned(16)));
+};
+
+/* The row at ip, from the FDE of the object's .eh_frame_hdr table.
+ * False: no FDE covers ip, or it could not be used. */
+static bool find_row(struct walk *w, const struct st_range *rg, uintptr_t ip,
+		     struct ukp_cfi_row *row)
+{
+	uint8_t hdr[4];
 	struct ukp_cfi_fde f;
 	struct ukp_cfi_cur c;
 	uint32_t count;
@@ -157,17 +165,18 @@ static bool find_row(const struct st_range *rg, uintptr_t ip, struct ukp_cfi_row
 			hi = mid;
 		}
 	}
-	if (!fde)
+	if (!fde || ukp_cfi_fde_head(&c, &w->fm, fde, &cie_addr))
 		return false;
-	/* the windows: any address, each chunk read without faulting */
-	ukp_cfi_mem_init(&fm, fde_buf, ST_CHUNK, 0, UINTPTR_MAX);
-	ukp_cfi_mem_init(&cm, cie_buf, ST_CHUNK, 0, UINTPTR_MAX);
-	if (ukp_cfi_fde_head(&c, &fm, fde, &cie_addr) || ukp_cfi_parse_cie(&cm, cie_addr, &cie) ||
-	    ukp_cfi_fde_body(&c, &cie, &f))
+	if (cie_addr != w->cie_addr) {
+		w->cie_addr = 0;
+		if (ukp_cfi_parse_cie(&w->cm, cie_addr, &w->cie))
+			return false;
+		w->cie_addr = cie_addr;
+	}
+	if (ukp_cfi_fde_body(&c, &w->cie, &f) || !f.start || ip < f.start || ip >= f.end)
 		return false;
-	if (!f.start || ip < f.start || ip >= f.end)
-		return false;
-	return ukp_cfi_row_at(&cm, &cie, &fm, &f, ip, UKP_DWARF_FP, row) == 0 && !row->cfa_expr;
+	return ukp_cfi_row_at(&w->cm, &w->cie, &w->fm, &f, ip, UKP_DWARF_FP, row) == 0 &&
+	       !row->cfa_expr;
 }
 
 /* The walk: ukpa's unwinder of old, now the library's. */
@@ -177,6 +186,12 @@ static unsigned int unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t l
 {
 	unsigned int n = 0, seen = 0;
 	bool sp_known = true;     /* false: sp is a lower bound (the frame chain) */
+	struct walk w;
+
+	/* the windows: any address, each chunk read without faulting */
+	ukp_cfi_mem_init(&w.cm, w.cie_buf, ST_CHUNK, 0, UINTPTR_MAX);
+	ukp_cfi_mem_init(&w.fm, w.fde_buf, ST_CHUNK, 0, UINTPTR_MAX);
+	w.cie_addr = 0;
 
 	while (n < size) {
 		/* a return address: the frame's row is that of the call */
@@ -190,7 +205,7 @@ static unsigned int unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t l
 			store[n++] = ip;
 		if (!rg)
 			break;
-		if (find_row(rg, at, &row)) {
+		if (find_row(&w, rg, at, &row)) {
 			if (row.cfa_reg == UKP_DWARF_SP && sp_known)
 				cfa = sp + (uintptr_t)row.cfa_off;
 			else if (row.cfa_reg == UKP_DWARF_SP && row.fp_rule == UKP_CFI_AT_CFA)
