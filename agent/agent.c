@@ -134,27 +134,6 @@ bool ukpa_active(void)
 	return out_fd >= 0 && getpid() == agent_pid;
 }
 
-int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
-{
-	static const int ours[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
-	sigset_t all, old;
-	size_t i;
-	int ret;
-
-	/* Through the interposer when preloaded (the view), libc's when
-	 * injected (ukprobe -p): there SIGTRAP blocked would make a
-	 * breakpoint the thread hits in libc fatal, and SIGRTMAX blocked
-	 * would leave the library's thread scans waiting for it. */
-	sigfillset(&all);
-	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		sigdelset(&all, ours[i]);
-	sigdelset(&all, SIGRTMAX);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(t, attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
-}
-
 static uint64_t new_image_id(void)
 {
 	struct timespec ts;
@@ -292,9 +271,11 @@ static bool env_has(char *const *envp, const char *name, const char *want_in)
 	return false;
 }
 
-/* [init] May run in a vfork() child: no allocation, the caller's
- * buffers only. */
-char *const *ukpa_exec_env(char *const *envp, char **out, size_t max)
+/* [init] The environment an exec'd program gets with -f: envp with our
+ * variables put back where the program removed them. Writes into
+ * out[0..max) and returns it, or envp when nothing is missing. May run
+ * in a vfork() child: no allocation, the caller's buffers only. */
+static char *const *exec_env(char *const *envp, char **out, size_t max)
 {
 	static char preload[2 * PATH_MAX + 16];
 	const char *self = self_path();
@@ -432,7 +413,9 @@ void ukpa_end_before_signal(void)
 	ukpa_busy--;
 }
 
-void ukpa_before_exec(void)
+/* [init] Around an exec: flush and end this image; after a failed one,
+ * start a new image. */
+static void before_exec(void)
 {
 	if (!ukpa_active())
 		return;
@@ -462,7 +445,7 @@ void ukpa_before_exit(void)
 	ukpa_busy--;
 }
 
-void ukpa_after_failed_exec(void)
+static void after_failed_exec(void)
 {
 	if (!ukpa_active())
 		return;
@@ -732,10 +715,32 @@ void ukpa_attach_end(bool tracing)
 	ukpa_attached = false;
 }
 
+/* [init] The library's exec notifier (register_exec_notifier): every
+ * exec of the program, launched or attached. May run in a vfork()
+ * child. */
+static int exec_notifier(struct notifier_block *nb, unsigned long action, void *data)
+{
+	(void)nb;
+	if (action == EXEC_NOTIFY_BEFORE) {
+		struct exec_notify_env *e = data;
+
+		before_exec();
+		e->envp = exec_env(e->envp, e->env_out, e->env_max);
+	} else if (action == EXEC_NOTIFY_FAILED) {
+		after_failed_exec();
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block exec_nb = { .notifier_call = exec_notifier };
+
 __attribute__((constructor)) static void ukpa_init(void)
 {
 	const char *fds = getenv(UKP_ENV_FD), *specs = getenv(UKP_ENV_SPECS);
 	int saved_errno = errno;
+
+	/* before any exec, whether ukprobe started us or injected us */
+	register_exec_notifier(&exec_nb);
 
 	if (!fds || !specs)
 		return; /* not started by ukprobe */

@@ -139,26 +139,15 @@ void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
  * sharing our memory)? */
 bool ukpa_active(void);
-/* [init] Around an exec: flush and end this image; after a failed one,
- * start a new image. */
-void ukpa_before_exec(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
 /* [init] Before a signal's default action ends the process (script.c). */
 void ukpa_end_before_signal(void);
-void ukpa_after_failed_exec(void);
-/* [init] The environment an exec'd program gets with -f: envp with our
- * variables put back where the program removed them. Writes into
- * out[0..max) and returns it, or envp when nothing is missing. */
-char *const *ukpa_exec_env(char *const *envp, char **out, size_t max);
 
-/* [init] Start one of the agent's threads (the reader, the attached
- * session's): it never runs the program's handlers, so every signal is
- * blocked but the library's own (the synchronous ones and SIGRTMAX, its
- * thread scans: doc/signals.md), from its first instruction. attr may
- * be NULL. 0 or an errno value. */
-int ukpa_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* The agent's threads (the reader, the attached session's, a script's
+ * timer) are started with the library's ukprobes_kthread_create(): the
+ * program's handlers never run on them (doc/signals.md). */
 
 /* [init] attach.c's session (see agent.c). */
 int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize, int specs_fd,
@@ -369,17 +358,6 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 		      struct ukp_spec **out, uint32_t *argi, char *why, size_t len);
 
 /* ----------------------------------------------------------- unwind.c */
-/* [init] Re-read where the loaded objects' code and .eh_frame_hdr are. */
-void ukpa_unwind_refresh(void);
-/* Where ip is: a probed address inside a function, a function's first
- * instruction, or a return address. */
-enum ukpa_unwind_from { UKPA_UNWIND_INSIDE, UKPA_UNWIND_ENTRY, UKPA_UNWIND_RET };
-/* [hit] The user stack from (ip, sp, bp): ip, then the return address of
- * each frame above, at most max of them into frames. Returns how many.
- * lr: the link register at ip (0: none, or not the first frame's). */
-int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
-		enum ukpa_unwind_from from, uint64_t *frames, int max);
-
 /* [hit] From ukpa_record(): the stack of a stacktrace event into rec
  * (ip, caller as ukpa_record() has them). */
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,

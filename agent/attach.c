@@ -248,7 +248,7 @@ static int start_thread(void *(*fn)(void *), void *arg)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = ukpa_thread_start(&t, &attr, fn, arg);
+	ret = ukprobes_kthread_create(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return ret;
 }

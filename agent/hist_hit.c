@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "cpu_relax.h"
 #include "filter.h"
 #include "hist.h"
 
@@ -344,10 +345,8 @@ add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *val
 			 * emulator, spinning alone can outlast its slice) */
 			if (spins >= WAIT_SPINS)
 				syscall(SYS_sched_yield);
-#if defined(__x86_64__)
 			else
-				__asm__ volatile("pause" ::: "memory");
-#endif
+				cpu_relax();
 			st = atomic_load_explicit(state, memory_order_acquire);
 		}
 		if (st == ST_FILLING)

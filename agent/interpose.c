@@ -14,11 +14,11 @@
  *  _exit    the image's events are flushed and its final report sent
  *           (destructors do not run: shells and forked children end so).
  *  exec*    the library's interposers (src/exec.c) call the agent's
- *           hooks: before the program is replaced, the image's events are
- *           flushed and its final report sent (else they are lost); with
- *           -f the new program's environment gets the agent back if the
- *           program dropped it (ukpa_exec_env); when the exec fails,
- *           tracing goes on in a new image.
+ *           exec notifier (register_exec_notifier): before the program
+ *           is replaced, the image's events are flushed and its final
+ *           report sent (else they are lost); with -f the new program's
+ *           environment gets the agent back if the program dropped it;
+ *           when the exec fails, tracing goes on in a new image.
  *
  * They carry glibc's version names (.symver, in nodes of the library's
  * version script; UKP_GLIBC_BASE: the architecture's first, src/meson.build)

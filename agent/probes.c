@@ -40,7 +40,6 @@
 
 static struct ukpa_spec *specs;
 static int nspecs;
-static bool want_stacks; /* a stacktrace trigger: unwind.c needs the objects */
 static pthread_mutex_t probes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ukpa_probe *probes_head, **probes_tail = &probes_head;
 static uint32_t nprobes;
@@ -1297,8 +1296,6 @@ int ukpa_specs_load(int fd, uint32_t *claimed)
 				       ukpa_hist_regs_only(s->hist);
 		}
 		ukpa_filter_prepare(s);
-		if (s->spec.stacktrace)
-			want_stacks = true;
 	}
 	return names_add_specs();
 }
@@ -1344,9 +1341,6 @@ int ukpa_probes_setup(void)
 	int i, failed = 0;
 
 	pthread_mutex_lock(&probes_lock);
-	/* a script may take ustacks */
-	if (want_stacks || ukpa_script_loaded())
-		ukpa_unwind_refresh();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
@@ -1406,9 +1400,6 @@ void ukpa_probes_refresh(void)
 	int i;
 
 	pthread_mutex_lock(&probes_lock);
-	/* a script may take ustacks */
-	if (want_stacks || ukpa_script_loaded())
-		ukpa_unwind_refresh();
 	/* the library notices unloaded objects when it is next entered: a
 	 * look-up (of nothing) enters it */
 	{
@@ -1616,7 +1607,6 @@ void ukpa_probes_unregister_all(void)
 	free(specs);
 	specs = NULL;
 	nspecs = 0;
-	want_stacks = false;
 	ukpa_names_clear();
 	pthread_mutex_unlock(&probes_lock);
 }

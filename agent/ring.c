@@ -997,7 +997,7 @@ int ukpa_reader_start(void)
 		return 0;
 	}
 	atomic_store(&reader_stop, false);
-	ret = ukpa_thread_start(&reader, NULL, reader_main, NULL);
+	ret = ukprobes_kthread_create(&reader, NULL, reader_main, NULL);
 	if (ret)
 		return -ret;
 	pthread_setname_np(reader, "ukprobe-agent");

@@ -167,7 +167,6 @@ static void watch_signals(void)
 
 static int timer_start(void)
 {
-	sigset_t all, old;
 	int ret;
 
 	owner = getpid();
@@ -181,16 +180,8 @@ static int timer_start(void)
 	    (!desc->nintervals && !launched && !(desc->flags & UKP_SCRIPT_F_EXIT)))
 		return 0;
 	/* no signal handler of the program runs on it */
-	sigfillset(&all);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&timer_state, 0);
-	ret = pthread_create(&timer, NULL, timer_main, (void *)desc);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = ukprobes_kthread_create(&timer, NULL, timer_main, (void *)desc);
 	if (ret)
 		return -1;
 	pthread_setname_np(timer, "ukprobe-script");

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -366,6 +367,85 @@ UKPROBES_API int module_file_usdt_on_each_probe(const char *modfile,
 						int (*fn)(void *data,
 							  const struct usdt_probe *probe),
 						void *data);
+
+/*
+ * The user stack of a hit (the kernel's stacktrace API): fill store with
+ * at most size return addresses, the first the frame's own address,
+ * after skipping skipnr of them; returns how many were stored. Frames
+ * are unwound with the objects' .eh_frame call frame information, and
+ * with the frame pointer chain where an address has none; a corrupt
+ * stack ends the walk, never the program. For handlers (async-signal-
+ * safe, allocation-free, vector-free); objects the library has not seen
+ * since they were loaded (its next registration or look-up sees them)
+ * end the walk.
+ *
+ * stack_trace_save_regs(): from instruction_pointer(regs), an address
+ * inside a function (a pre- or post-handler's registers).
+ * stack_trace_save_regs_from(): from ip with regs' stack and frame
+ * pointers, where from says what ip is: STACK_TRACE_ENTRY a function's
+ * first instruction (nothing pushed yet: a function without call frame
+ * information still gives its caller), STACK_TRACE_RET a return address
+ * with the caller's registers after the return (a kretprobe handler's).
+ */
+enum stack_trace_from {
+	STACK_TRACE_INSIDE,
+	STACK_TRACE_ENTRY,
+	STACK_TRACE_RET,
+};
+UKPROBES_API unsigned int stack_trace_save_regs(struct pt_regs *regs, unsigned long *store,
+						unsigned int size, unsigned int skipnr);
+UKPROBES_API unsigned int stack_trace_save_regs_from(const struct pt_regs *regs, unsigned long ip,
+						     enum stack_trace_from from,
+						     unsigned long *store, unsigned int size,
+						     unsigned int skipnr);
+
+/*
+ * A thread of the tool's own, as the kernel's kthreads are (the program's
+ * signal handlers never run on it): pthread_create() with every signal
+ * blocked from its first instruction but the library's (SIGTRAP,
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGRTMAX), so that it takes
+ * breakpoints in the code it calls and answers the library's thread
+ * scans. What the library's own threads are started with. 0 or an errno
+ * value (pthread_create's). Not for handlers (UKPROBES_0.6).
+ */
+UKPROBES_API int ukprobes_kthread_create(pthread_t *thread, const pthread_attr_t *attr,
+					 void *(*fn)(void *), void *arg);
+
+/*
+ * Exec notifiers (the kernel's notifier chains: register_*_notifier with
+ * a caller-owned struct notifier_block). Every exec of the program that
+ * goes through the library's exec family (execve, execv, execvp,
+ * execvpe, fexecve, execl, execlp, execle) calls each registered
+ * notifier_call, highest priority first (equal: the first registered
+ * first), with:
+ *   EXEC_NOTIFY_BEFORE  data is a struct exec_notify_env: the exec's
+ *                       environment, which the notifier may replace
+ *                       (with env_out, room for env_max pointers, or a
+ *                       block of its own);
+ *   EXEC_NOTIFY_FAILED  the exec returned (failed); data is NULL.
+ * The return value is not used (NOTIFY_DONE). A notifier may run in a
+ * vfork() child sharing the parent's memory: it must not allocate.
+ * register_exec_notifier: 0, or -EINVAL (NULL, or no notifier_call);
+ * registering a block twice is -EEXIST. unregister_exec_notifier: 0 or
+ * -ENOENT; not while an exec of the program may be under way. Not for
+ * handlers (UKPROBES_0.6).
+ */
+struct notifier_block {
+	int (*notifier_call)(struct notifier_block *nb, unsigned long action, void *data);
+	struct notifier_block *next;   /* the library's */
+	int priority;
+};
+#define NOTIFY_DONE 0x0000
+#define NOTIFY_OK   0x0001
+#define EXEC_NOTIFY_BEFORE 1
+#define EXEC_NOTIFY_FAILED 2
+struct exec_notify_env {
+	char *const *envp;
+	char **env_out;
+	size_t env_max;
+};
+UKPROBES_API int register_exec_notifier(struct notifier_block *nb);
+UKPROBES_API int unregister_exec_notifier(struct notifier_block *nb);
 
 /* Disarm (false) or re-arm (true) every probe; per-probe DISABLED flags
  * are kept. Returns 0 or the last arming error. */

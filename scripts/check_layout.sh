@@ -80,4 +80,21 @@ if [ -n "$bad" ]; then
   echo "$bad" >&2
   exit 1
 fi
+# One of each mechanism (issue 33): the library calls nothing of the
+# agent by name (the agent registers what it needs, e.g. an exec
+# notifier), and the call frame instructions are interpreted in one
+# place, src/symbols/cfi.c (a remember_state is the mark of an interpreter).
+bad=$(grep -rnE '\bukpa_[a-z_]+' --include='*.c' --include='*.h' src || true)
+if [ -n "$bad" ]; then
+  echo "check_layout: the library names the agent's functions (register a notifier instead):" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+bad=$(grep -rlnE 'remember_state|REMEMBER_STATE' --include='*.c' --include='*.h' src agent common tools |
+  grep -vx 'src/symbols/cfi.c' || true)
+if [ -n "$bad" ]; then
+  echo "check_layout: call frame instructions interpreted outside src/symbols/cfi.c (use it, or stack_trace_save_regs()):" >&2
+  echo "$bad" >&2
+  exit 1
+fi
 echo "check_layout: ok"

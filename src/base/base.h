@@ -57,6 +57,5 @@ void ukp_errno_init(void);                    /* [reg] before any handler */
 
 /* thread.c: a thread of the library, started with every signal but the
  * library's own blocked, so that it never runs the program's handlers. */
-int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg); /* [reg] */
 
 #endif /* UKP_BASE_H */

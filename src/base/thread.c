@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * thread.c - the library's own threads (the optimizer's, a large scan's
- * helper, an agent's): started with every signal blocked but the ones
- * the library owns.
+ * thread.c - the library's own threads and its tool's (the optimizer's,
+ * a large scan's helper, ukprobe's agent's reader, session and script
+ * timer threads): started with every signal blocked but the ones the
+ * library owns. ukprobes_kthread_create() is the one way they start.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -10,18 +11,19 @@
 #include "base/base.h"
 
 /*
- * [reg] Start a thread of the library's own (the optimizer, a scan's
- * helper): from its first instruction every signal is blocked but the
- * library's (UKP_OWNED_MASK), so that it takes breakpoints in the libc
- * it calls (malloc, in a helper of a scan that runs while a probe on
- * malloc is in place) and answers thread scans, and never runs the
- * program's handlers. The mask is set through whichever pthread_sigmask
- * the library's calls reach: this interposer when the library was
- * preloaded, libc's when it was dlopen()ed (ukprobe -p), where blocking
- * SIGTRAP is real and a breakpoint hit would kill the process.
+ * [reg] Start a thread of the library's or of its tool's own: from its
+ * first instruction every signal is blocked but the library's
+ * (UKP_OWNED_MASK), so that it takes breakpoints in the libc it calls
+ * (malloc, in a helper of a scan that runs while a probe on malloc is in
+ * place) and answers thread scans, and never runs the program's
+ * handlers. The mask is set through whichever pthread_sigmask the
+ * library's calls reach: this interposer when the library was preloaded,
+ * libc's when it was dlopen()ed (ukprobe -p), where blocking SIGTRAP is
+ * real and a breakpoint hit would kill the process. attr may be NULL.
  * 0 or an errno value.
  */
-int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+UKPROBES_API int ukprobes_kthread_create(pthread_t *t, const pthread_attr_t *attr,
+					 void *(*fn)(void *), void *arg)
 {
 	sigset_t mask, old;
 	int sig, ret;
@@ -31,7 +33,7 @@ int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 		if (UKP_OWNED_MASK & (1ULL << (sig - 1)))
 			sigdelset(&mask, sig);
 	pthread_sigmask(SIG_SETMASK, &mask, &old);
-	ret = pthread_create(t, NULL, fn, arg);
+	ret = pthread_create(t, attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
 }

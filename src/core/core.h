@@ -188,9 +188,8 @@ int ukp_kprobe_thunk(void *arg, struct pt_regs *regs);     /* [trap] */
  * template left the vector state in the registers (ukp_vec_lazy). */
 void ukp_optprobe_hit(struct pt_regs *regs, struct ukp_site *s, int lazy);
 void ukp_fast_abandoned(struct ukp_ctlblk *c, struct ukp_site *s);
-/* [trap] A kretprobe's return handler at the outer level (in_handler ==
- * 0) that may run with the vector state as it is: ukp_call_handler's
- * work, leaner (see there). */
+/* [trap] A kretprobe's return handler that may run with the vector
+ * state as it is: ukp_call_handler's guarded call, without the thunk. */
 int ukp_call_handler_outer(struct kprobe *kp, kretprobe_handler_t fn,
 			   struct kretprobe_instance *ri, struct pt_regs *regs, int fault_ret);
 

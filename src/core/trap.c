@@ -81,17 +81,31 @@ static UKP_TRAP_TEXT void handler_abandoned(struct ukp_ctlblk *c, struct ukp_sit
 	c->step_masked = false;
 }
 
+/* The handler a guarded call runs, by kind (no casts between function
+ * types: each is called as what it is). */
+enum guarded_kind { CALL_PRE, CALL_POST, CALL_RET, CALL_THUNK };
+union guarded_fn {
+	kprobe_pre_handler_t pre;               /* pre(kp, regs) */
+	kprobe_post_handler_t post;             /* post(kp, regs, 0) */
+	kretprobe_handler_t ret;                /* ret(arg, regs) */
+	int (*thunk)(void *arg, struct pt_regs *regs); /* thunk(arg, regs) */
+};
+
 /*
- * [trap] Run one user handler, fn(arg, regs), for probe kp, with a
- * recovery point: a fault inside it (see ukp_sigfault_handler) comes back
- * here, and the per-thread state is put back as it was before the call;
- * the call then returns fault_ret. status, if not 0, is the probe status
- * while the handler runs (a return handler runs outside any trap). The
- * jump buffer is saved and restored so that calls may nest (at the outer
- * level nothing else uses it).
+ * [trap] [detour] The one guarded handler call: run one user handler for
+ * probe kp with a recovery point. A fault inside it (see
+ * ukp_sigfault_handler) comes back here, and the per-thread state is put
+ * back as it was before the call; the call then returns fault_ret.
+ * status, if not 0, is the probe status while the handler runs (a return
+ * handler runs outside any trap); the current site and status are put
+ * back after it (a return may come while a step of this thread is under
+ * way). Calls may nest: the jump buffer is saved and restored then (at
+ * the outer level nothing else uses it, and the copy is skipped). The
+ * handler is called directly, not through a thunk (cheaper on an
+ * optimized hit), unless kind is CALL_THUNK.
  */
-static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *kp,
-	int (*fn)(void *arg, struct pt_regs *regs), void *arg, struct pt_regs *regs,
+static UKP_TRAP_TEXT __attribute__((noinline)) int guarded_call(struct kprobe *kp,
+	enum guarded_kind kind, union guarded_fn fn, void *arg, struct pt_regs *regs,
 	unsigned int status, int fault_ret)
 {
 	struct ukp_ctlblk *c = &ukp_ctl;
@@ -101,7 +115,7 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *k
 	unsigned int saved_status = c->status, saved_prev_status = c->prev.status;
 	unsigned int saved_depth = c->depth;
 	int saved_in = c->in_handler;
-	int ret, i;
+	int ret = 0, i;
 
 	if (saved_in)
 		for (i = 0; i < 5; i++)
@@ -112,7 +126,17 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *k
 	if (status)
 		c->status = status;
 	if (__builtin_setjmp(c->jb) == 0) {
-		ret = fn(arg, regs);
+		/* branches, not a switch: a jump table's indirect jump would
+		 * fail the hit path's vector-free proof (vecstate.c) */
+		if (kind == CALL_PRE)
+			ret = fn.pre(kp, regs);
+		else if (kind == CALL_RET)
+			ret = fn.ret(arg, regs);
+		else if (kind == CALL_POST)
+			fn.post(kp, regs, 0);
+		else
+			ret = fn.thunk(arg, regs);
+		UKP_NO_TAIL_CALL(ret);
 	} else {
 		c = &ukp_ctl;
 		handler_abandoned(c, saved_site, saved_depth);
@@ -129,6 +153,16 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int call_handler(struct kprobe *k
 		for (i = 0; i < 5; i++)
 			c->jb[i] = saved_jb[i];
 	return ret;
+}
+
+/* [trap] A thunk's call: fn(arg, regs). */
+static UKP_TRAP_TEXT int call_handler(struct kprobe *kp,
+	int (*fn)(void *arg, struct pt_regs *regs), void *arg, struct pt_regs *regs,
+	unsigned int status, int fault_ret)
+{
+	union guarded_fn g = { .thunk = fn };
+
+	return guarded_call(kp, CALL_THUNK, g, arg, regs, status, fault_ret);
 }
 
 /* The arguments of call_handler, for arch_vecsafe_call. */
@@ -193,41 +227,21 @@ UKP_TRAP_TEXT int ukp_kprobe_thunk(void *arg, struct pt_regs *regs)
 }
 
 /*
- * [trap] [detour] call_handler at the outer level (no handler runs on
- * this thread yet: c->in_handler == 0), for a probe handler that may run
- * with the thread's vector state as it is. Less to keep than there: at
- * this level nothing else uses the jump buffer, cur_kp and fault_kp are
- * NULL, and prev only matters while status is KPROBE_REENTER, which the
- * restored status is not. The handler is called directly, not through a
- * thunk (cheaper on an optimized hit). The caller set
- * c->cur_site and c->status.
+ * [trap] [detour] A probe handler that may run with the thread's vector
+ * state as it is, called directly. The caller set c->cur_site and
+ * c->status. A fault in it returns 0.
  */
-static UKP_TRAP_TEXT __attribute__((noinline)) int call_outer(struct ukp_ctlblk *c,
-	struct kprobe *kp, kprobe_pre_handler_t pre, kprobe_post_handler_t post,
-	struct pt_regs *regs)
+static UKP_TRAP_TEXT int call_outer(struct kprobe *kp, kprobe_pre_handler_t pre,
+				    kprobe_post_handler_t post, struct pt_regs *regs)
 {
-	struct ukp_site *site = c->cur_site;
-	unsigned int status = c->status, depth = c->depth;
-	int ret = 0;
+	union guarded_fn g;
 
-	c->cur_kp = kp;
-	c->fault_kp = kp;
-	c->in_handler = 1;
-	if (__builtin_setjmp(c->jb) == 0) {
-		if (pre)
-			ret = pre(kp, regs);
-		else
-			post(kp, regs, 0);
-	} else {
-		c = &ukp_ctl;
-		handler_abandoned(c, site, depth);
+	if (pre) {
+		g.pre = pre;
+		return guarded_call(kp, CALL_PRE, g, NULL, regs, 0, 0);
 	}
-	c->cur_site = site;
-	c->status = status;
-	c->in_handler = 0;
-	c->cur_kp = NULL;
-	c->fault_kp = NULL;
-	return ret;
+	g.post = post;
+	return guarded_call(kp, CALL_POST, g, NULL, regs, 0, 0);
 }
 
 /*
@@ -256,7 +270,7 @@ static UKP_TRAP_TEXT int run_handlers(struct ukp_ctlblk *c, struct ukp_site *s,
 		if ((!kc.pre && !kc.post) || kprobe_disabled(kc.kp))
 			continue;
 		if (!c->in_handler && (vf || !c->vec_live))
-			ret = call_outer(c, kc.kp, kc.pre, kc.post, regs);
+			ret = call_outer(kc.kp, kc.pre, kc.post, regs);
 		else
 			ret = ukp_call_handler(kc.kp, ukp_kprobe_thunk, &kc, regs, 0, 0, vf);
 		if (ret && !post)
@@ -915,45 +929,16 @@ bool ukp_in_probe_context(void)
 }
 
 /*
- * [trap] A return handler at the outer level (no handler runs on this
- * thread: c->in_handler == 0) that may run with the thread's vector
- * state as it is (proven vector-free, or the state is not live): what
- * call_handler does, less what this level does not need, as call_outer
- * on the entry side. The jump buffer is free, cur_kp and fault_kp are
- * NULL, and the handler is called directly, not through a thunk. The
- * return dispatcher runs outside any trap, so the probe status
- * (KPROBE_HIT_ACTIVE while fn runs) and the current site are put back as
- * they were: a return may come while a step of this thread is under way
- * (a program's signal handler interrupted a system call copied out of
- * line). prev need not be: it only matters while the status is
- * KPROBE_REENTER, and no return comes then (a reentrant step runs one
- * instruction, neither a call nor a ret, with the asynchronous signals
- * blocked). A fault in fn comes back as fault_ret.
+ * [trap] A return handler that may run with the thread's vector state as
+ * it is (proven vector-free, or the state is not live), called directly:
+ * the probe status is KPROBE_HIT_ACTIVE while fn runs. A fault in fn
+ * comes back as fault_ret.
  */
-UKP_TRAP_TEXT __attribute__((noinline)) int ukp_call_handler_outer(struct kprobe *kp,
-	kretprobe_handler_t fn, struct kretprobe_instance *ri, struct pt_regs *regs, int fault_ret)
+UKP_TRAP_TEXT int ukp_call_handler_outer(struct kprobe *kp, kretprobe_handler_t fn,
+					 struct kretprobe_instance *ri, struct pt_regs *regs,
+					 int fault_ret)
 {
-	struct ukp_ctlblk *c = &ukp_ctl;
-	struct ukp_site *site = c->cur_site;
-	unsigned int status = c->status, depth = c->depth;
-	int ret;
+	union guarded_fn g = { .ret = fn };
 
-	c->cur_kp = kp;
-	c->fault_kp = kp;
-	c->in_handler = 1;
-	c->status = KPROBE_HIT_ACTIVE;
-	if (__builtin_setjmp(c->jb) == 0) {
-		ret = fn(ri, regs);
-		UKP_NO_TAIL_CALL(ret);
-	} else {
-		c = &ukp_ctl;
-		handler_abandoned(c, site, depth);
-		ret = fault_ret;
-	}
-	c->cur_site = site;
-	c->status = status;
-	c->in_handler = 0;
-	c->cur_kp = NULL;
-	c->fault_kp = NULL;
-	return ret;
+	return guarded_call(kp, CALL_RET, g, ri, regs, KPROBE_HIT_ACTIVE, fault_ret);
 }

@@ -76,7 +76,7 @@ static uintptr_t object_entry(const struct ukp_object *obj)
 
 int ukp_func_entry_called(const struct ukp_symres *sym, uintptr_t addr, const char **why)
 {
-	struct ukp_eh_ra ra;
+	struct ukp_cfi_row ra;
 	uintptr_t entry;
 	int ret;
 
@@ -95,13 +95,13 @@ int ukp_func_entry_called(const struct ukp_symres *sym, uintptr_t addr, const ch
 		return ret;
 	if (ret)
 		return 0;       /* no unwind information here: no opinion */
-	if (ra.rule == UKP_EH_RA_UNDEFINED) {
+	if (ra.rule == UKP_CFI_UNDEFINED) {
 		*why = "the unwind table marks it the outermost frame: no return address";
 		return -EINVAL;
 	}
 	if (ra.cfa_expr || ra.cfa_reg != UKP_DWARF_SP || ra.cfa_off != UKP_ENTRY_CFA_OFF ||
-	    (UKP_KRP_RET_IN_SLOT ? ra.rule != UKP_EH_RA_AT_CFA || ra.ra_off != -UKP_RET_ADDR_SIZE
-				 : ra.rule != UKP_EH_RA_SAME)) {
+	    (UKP_KRP_RET_IN_SLOT ? ra.rule != UKP_CFI_AT_CFA || ra.ra_off != -UKP_RET_ADDR_SIZE
+				 : ra.rule != UKP_CFI_SAME)) {
 		*why = UKP_KRP_RET_IN_SLOT
 			       ? "the unwind table says the return address is not on top of the "
 				 "stack here (code reached by a jump)"

@@ -166,7 +166,7 @@ static void *literals_helper(void *arg)
  * answers thread scans and takes breakpoints in what it calls). */
 static bool start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
-	return ukp_thread_start(t, fn, arg) == 0;
+	return ukprobes_kthread_create(t, NULL, fn, arg) == 0;
 }
 
 /* The chunks: boundaries of sc at about equal distances. */

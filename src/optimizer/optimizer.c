@@ -279,7 +279,7 @@ static void kick(void)
 		/* All signals blocked but ours: the thread answers scans and
 		 * handles breakpoints in the libc it calls, and nothing else. */
 		quit = false;
-		if (ukp_thread_start(&t, optimizer_main, NULL) == 0) {
+		if (ukprobes_kthread_create(&t, NULL, optimizer_main, NULL) == 0) {
 			thread = t;
 			thread_pid = getpid();
 		} else {
@@ -696,7 +696,7 @@ static void *optimizer_main(void *arg)
 	struct timespec delay = { 0, OPTIMIZE_DELAY_MS * 1000000L };
 
 	(void)arg;
-	/* (started with ours deliverable: ukp_thread_start) */
+	/* (started with ours deliverable: ukprobes_kthread_create) */
 	pthread_mutex_lock(&ukp_mutex);
 	for (;;) {
 		while (!nqueued && !quit) {

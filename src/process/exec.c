@@ -14,9 +14,11 @@
  * blocks one of the library's signals (glibc's search calls string
  * functions that may be probed); otherwise glibc's own runs.
  *
- * The agent (agent/) hooks in here: before an exec its image ends, its
- * environment comes back with -f, and after a failed one tracing goes on
- * (ukpa_* below, weak: absent from libukprobes itself).
+ * Exec notifiers (register_exec_notifier, ukprobes.h) are called around
+ * every exec: ukprobe's agent ends its image before one, gives back its
+ * environment with -f, and goes on tracing after a failed one. The chain
+ * is a list of the callers' blocks (nothing allocated), changed under a
+ * mutex and read without one.
  *
  * The interposers carry glibc's version names (libukprobes.map) so that
  * programs' versioned references bind to them.
@@ -29,6 +31,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -40,11 +43,61 @@
 
 extern char **environ;
 
-/* The agent's hooks (agent/agent.c). */
-void ukpa_before_exec(void) __attribute__((weak, visibility("hidden")));
-void ukpa_after_failed_exec(void) __attribute__((weak, visibility("hidden")));
-char *const *ukpa_exec_env(char *const *envp, char **out, size_t max)
-	__attribute__((weak, visibility("hidden")));
+/* The exec notifiers, highest priority first; links are published with
+ * release stores (an exec reads the chain without the lock). */
+static struct notifier_block *exec_chain;
+static pthread_mutex_t exec_chain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* [reg] */
+UKPROBES_API int register_exec_notifier(struct notifier_block *nb)
+{
+	struct notifier_block **at, *p;
+
+	if (!nb || !nb->notifier_call)
+		return -EINVAL;
+	pthread_mutex_lock(&exec_chain_lock);
+	for (p = exec_chain; p; p = p->next)
+		if (p == nb) {
+			pthread_mutex_unlock(&exec_chain_lock);
+			return -EEXIST;
+		}
+	at = &exec_chain;
+	while ((p = *at) && p->priority >= nb->priority)
+		at = &p->next;
+	nb->next = p;
+	__atomic_store_n(at, nb, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&exec_chain_lock);
+	return 0;
+}
+
+/* [reg] */
+UKPROBES_API int unregister_exec_notifier(struct notifier_block *nb)
+{
+	struct notifier_block **at = &exec_chain, *p;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&exec_chain_lock);
+	while ((p = *at)) {
+		if (p == nb) {
+			__atomic_store_n(at, nb->next, __ATOMIC_RELEASE);
+			ret = 0;
+			break;
+		}
+		at = &p->next;
+	}
+	pthread_mutex_unlock(&exec_chain_lock);
+	return ret;
+}
+
+/* [any] (may be a vfork() child) */
+static void exec_notify(unsigned long action, void *data)
+{
+	struct notifier_block *p;
+
+	for (p = __atomic_load_n(&exec_chain, __ATOMIC_ACQUIRE); p;
+	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE))
+		p->notifier_call(p, action, data);
+}
 
 #define ENV_MAX 4096
 #define ARGS_MAX 4096
@@ -187,16 +240,13 @@ static int do_exec(enum exec_kind kind, const char *path, int fd, char *const ar
 		   char *const envp[])
 {
 	char *env[ENV_MAX];
+	struct exec_notify_env ne = { envp, env, ENV_MAX };
 	int ret, saved;
 
-	if (ukpa_before_exec)
-		ukpa_before_exec();
-	if (ukpa_exec_env)
-		envp = ukpa_exec_env(envp, env, ENV_MAX);
-	ret = exec_kind(kind, path, fd, argv, envp);
+	exec_notify(EXEC_NOTIFY_BEFORE, &ne);
+	ret = exec_kind(kind, path, fd, argv, ne.envp);
 	saved = errno;
-	if (ukpa_after_failed_exec)
-		ukpa_after_failed_exec();
+	exec_notify(EXEC_NOTIFY_FAILED, NULL);
 	errno = saved;
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbols/cfi.h"
 #include "symbols/symbols.h"
 
 /* The code range one FDE describes, absolute addresses. */
@@ -67,33 +68,15 @@ typedef int (*ukp_eh_pad_fn)(uintptr_t pad, void *arg);
 int ukp_eh_landing_pads(const struct ukp_eh_frame *eh, const struct ukp_fde *fde,
 			ukp_eh_pad_fn fn, void *arg);
 
-/* How the return address of the frame is found at one address (the
- * call frame information's row there; only the CFA and the return
- * address column). */
-enum ukp_eh_ra_rule {
-	UKP_EH_RA_AT_CFA,       /* saved at CFA + ra_off */
-	UKP_EH_RA_UNDEFINED,    /* none: the outermost frame (_start) */
-	UKP_EH_RA_SAME,         /* not described */
-	UKP_EH_RA_OTHER,        /* in a register, or an expression */
-};
-
-struct ukp_eh_ra {
-	uint64_t cfa_reg;       /* DWARF register number */
-	int64_t cfa_off;
-	bool cfa_expr;          /* the CFA is an expression (cfa_reg/off unused) */
-	enum ukp_eh_ra_rule rule;
-	int64_t ra_off;         /* UKP_EH_RA_AT_CFA: the offset from the CFA */
-};
-
 /*
  * [reg] Run the call frame instructions of the FDE covering addr in obj
  * (found through .eh_frame_hdr's search table) up to addr, and give the
- * row there. Returns 0, or:
+ * row there (cfi.h; the frame pointer column not followed). Returns 0, or:
  *   -ENOENT  no FDE covers addr (or the object has no PT_GNU_EH_FRAME)
  *   -EILSEQ  the tables are malformed or use an opcode or encoding not
  *            handled
  *   -ENOMEM
  */
-int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_eh_ra *out);
+int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_cfi_row *out);
 
 #endif /* UKP_EH_FRAME_H */

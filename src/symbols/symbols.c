@@ -42,6 +42,7 @@
 #include "arch/arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
 #include "symbols/debuginfo.h"
 #include "symbols/eh_frame.h"
+#include "core/stacktrace.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
 #include "symbols/usdt.h"
@@ -1268,6 +1269,8 @@ static int objects_rescan(void)
 	/* Without counters (never on glibc) every query rescans. */
 	ukp_syms.adds = sc.have_counters ? sc.adds : 0;
 	ukp_syms.subs = sc.have_counters ? sc.subs : ~0ULL;
+	/* the hit's unwinder follows the loader too */
+	ukp_stacktrace_objects_changed();
 	goto out;
 
 undo:

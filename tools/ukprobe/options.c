@@ -285,6 +285,141 @@ static void free_texts(struct spec_texts *t)
 	free(t->triggers);
 }
 
+/* What one option did (run_option). */
+enum opt_result { OPT_DONE, OPT_USAGE, OPT_BAD, OPT_FAIL, OPT_HELP };
+
+/* One option c (getopt_long's) of a run command into t, s, *output and
+ * *json; *bad names an option that is not for this command. */
+static enum opt_result run_option(int c, char **argv, struct spec_texts *t, struct ukp_session *s,
+				  const char **output, const char **json, const char **bad)
+{
+	switch (c) {
+	case 'e':
+		return add_text(t, optarg, false) ? OPT_FAIL : OPT_DONE;
+	case 'E':
+		return add_file(t, optarg) ? OPT_USAGE : OPT_DONE;
+	case 'o':
+		*output = optarg;
+		return OPT_DONE;
+	case 'f':
+		if (s->mode == UKP_MODE_PROBES) {
+			*bad = "--follow";
+			return OPT_BAD;
+		}
+		s->follow = true;
+		return OPT_DONE;
+	case 'p':
+		if (!UKP_CAN_ATTACH) {
+			ukp_err("-p: attaching to a running process is not supported on "
+				UKP_ARCH_NAME " yet: start the program under ukprobe");
+			return OPT_USAGE;
+		}
+		return parse_pids(optarg, s) ? OPT_USAGE : OPT_DONE;
+	case 'd': {
+		char *end;
+
+		errno = 0;
+		s->duration = strtod(optarg, &end);
+		if (end == optarg || *end || errno || !(s->duration > 0) || s->duration > 1e7) {
+			ukp_err("-d %s: not a duration in seconds", optarg);
+			return OPT_USAGE;
+		}
+		return OPT_DONE;
+	}
+	case OPT_FILTER:
+		if (s->mode == UKP_MODE_PROBES) {
+			*bad = "--filter";
+			return OPT_BAD;
+		}
+		return add_filter(t->filters, t->n, optarg) ? OPT_USAGE : OPT_DONE;
+	case OPT_TRIGGER:
+		if (s->mode == UKP_MODE_PROBES) {
+			*bad = "--trigger";
+			return OPT_BAD;
+		}
+		if (!t->n) {
+			ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
+				"there is none", optarg);
+			return OPT_USAGE;
+		}
+		if (t->triggers[t->n - 1]) {
+			ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
+			return OPT_USAGE;
+		}
+		t->triggers[t->n - 1] = optarg;
+		return OPT_DONE;
+	case OPT_NO_OPTIMIZE:
+		s->no_optimize = true;
+		return OPT_DONE;
+	case OPT_USDT:
+		if (s->mode != UKP_MODE_PROBES) {
+			*bad = "--usdt";
+			return OPT_BAD;
+		}
+		s->usdt = true;
+		return OPT_DONE;
+	case OPT_TRACING_OFF:
+		if (s->mode != UKP_MODE_TRACE) {
+			*bad = "--tracing-off";
+			return OPT_BAD;
+		}
+		s->tracing_off = true;
+		return OPT_DONE;
+	case OPT_JSON:
+		if (!json) {
+			*bad = "--json";
+			return OPT_BAD;
+		}
+		*json = optarg;
+		return OPT_DONE;
+	case 'h':
+		return OPT_HELP;
+	case ':':
+		/* a short option, or a long one (its argv word) */
+		if (optopt > 0 && optopt < 128)
+			ukp_err("option -%c needs an argument", optopt);
+		else
+			ukp_err("option %s needs an argument", argv[optind - 1]);
+		return OPT_USAGE;
+	default:
+		if (optopt > 0 && optopt < 128)
+			ukp_err("unknown option -%c", optopt);
+		else
+			ukp_err("unknown option %s", argv[optind - 1]);
+		return OPT_USAGE;
+	}
+}
+
+/* The SPEC texts of t parsed into s->specs, resolved from DWARF (a SPEC
+ * may become one per copy of its line), with their filters and
+ * triggers. cmd: the command (for DWARF look-ups in it). 0, or
+ * UKP_EXIT_USAGE (said). */
+static int specs_from_texts(struct ukp_session *s, struct spec_texts *t, char **cmd)
+{
+	struct ukp_dw_where where = { 0 };
+	int *origin = NULL;  /* origin[i]: the -e of SPEC i */
+
+	if (ukp_cli_parse_specs(t->texts, t->n, &s->specs))
+		return UKP_EXIT_USAGE;
+	s->nspecs = t->n;
+	where.cmd = cmd;
+	where.pids = s->pids;
+	where.npids = s->npids;
+	if (ukp_dwarf_resolve_specs(&s->specs, &s->nspecs, &origin, &where)) {
+		ukp_cli_free_specs(s->specs, s->nspecs);
+		s->specs = NULL;
+		s->nspecs = 0;
+		return UKP_EXIT_USAGE;
+	}
+	if (compile_filters(s->specs, t->filters, origin, s->nspecs) ||
+	    parse_triggers(s->specs, t->triggers, origin, s->nspecs, s->mode)) {
+		free(origin);
+		return UKP_EXIT_USAGE;
+	}
+	free(origin);
+	return 0;
+}
+
 /*
  * -e SPEC (repeatable), -E FILE (repeatable: a file of SPECs), --filter EXPR
  * (after an -e), -o FILE, -f (not for probes), --no-optimize, --usdt
@@ -311,119 +446,27 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ NULL, 0, NULL, 0 },
 	};
 	struct spec_texts t = { 0 };
-	struct ukp_dw_where where = { 0 };
-	int *origin = NULL;
 	const char *bad = NULL;
-	int c;
+	int c, code;
 
 	optind = 1;
-	opterr = 0; /* the messages below name ukprobe and the command */
+	opterr = 0; /* the messages name ukprobe and the command */
 	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+:e:E:o:p:h" : "+:e:E:o:fp:d:h",
 				opts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			if (add_text(&t, optarg, false))
-				goto fail;
+		switch (run_option(c, argv, &t, s, output, json, &bad)) {
+		case OPT_DONE:
 			break;
-		case 'E':
-			if (add_file(&t, optarg))
-				goto usage;
-			break;
-		case 'o':
-			*output = optarg;
-			break;
-		case 'f':
-			if (s->mode == UKP_MODE_PROBES) {
-				bad = "--follow";
-				goto bad_option;
-			}
-			s->follow = true;
-			break;
-		case 'p':
-			if (!UKP_CAN_ATTACH) {
-				ukp_err("-p: attaching to a running process is not supported on "
-					UKP_ARCH_NAME " yet: start the program under ukprobe");
-				goto usage;
-			}
-			if (parse_pids(optarg, s))
-				goto usage;
-			break;
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			s->duration = strtod(optarg, &end);
-			if (end == optarg || *end || errno || !(s->duration > 0) ||
-			    s->duration > 1e7) {
-				ukp_err("-d %s: not a duration in seconds", optarg);
-				goto usage;
-			}
-			break;
-		}
-		case OPT_FILTER:
-			if (s->mode == UKP_MODE_PROBES) {
-				bad = "--filter";
-				goto bad_option;
-			}
-			if (add_filter(t.filters, t.n, optarg))
-				goto usage;
-			break;
-		case OPT_TRIGGER:
-			if (s->mode == UKP_MODE_PROBES) {
-				bad = "--trigger";
-				goto bad_option;
-			}
-			if (!t.n) {
-				ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
-					"there is none", optarg);
-				goto usage;
-			}
-			if (t.triggers[t.n - 1]) {
-				ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
-				goto usage;
-			}
-			t.triggers[t.n - 1] = optarg;
-			break;
-		case OPT_NO_OPTIMIZE:
-			s->no_optimize = true;
-			break;
-		case OPT_USDT:
-			if (s->mode != UKP_MODE_PROBES) {
-				bad = "--usdt";
-				goto bad_option;
-			}
-			s->usdt = true;
-			break;
-		case OPT_TRACING_OFF:
-			if (s->mode != UKP_MODE_TRACE) {
-				bad = "--tracing-off";
-				goto bad_option;
-			}
-			s->tracing_off = true;
-			break;
-		case OPT_JSON:
-			if (!json) {
-				bad = "--json";
-				goto bad_option;
-			}
-			*json = optarg;
-			break;
-		case 'h':
+		case OPT_HELP:
 			usage(stdout);
 			free_texts(&t);
 			return 0;
-		case ':':
-			/* a short option, or a long one (its argv word) */
-			if (optopt > 0 && optopt < 128)
-				ukp_err("option -%c needs an argument", optopt);
-			else
-				ukp_err("option %s needs an argument", argv[optind - 1]);
+		case OPT_BAD:
+			ukp_err("option '%s' is not for ukprobe %s", bad, name);
 			goto usage;
+		case OPT_FAIL:
+			free_texts(&t);
+			return UKP_EXIT_FAIL;
 		default:
-			if (optopt > 0 && optopt < 128)
-				ukp_err("unknown option -%c", optopt);
-			else
-				ukp_err("unknown option %s", argv[optind - 1]);
 			goto usage;
 		}
 	}
@@ -436,46 +479,15 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		goto usage;
 	}
 	/* probes OBJ [GLOB]: no SPEC; the command makes one */
-	if (s->mode == UKP_MODE_PROBES && !t.n) {
-		free_texts(&t);
-		s->cmd = argv + optind;
-		return -1;
-	}
-	if (ukp_cli_parse_specs(t.texts, t.n, &s->specs)) {
-		free_texts(&t);
-		return UKP_EXIT_USAGE;
-	}
-	s->nspecs = t.n;
-	/* source lines and variables by name (DWARF): a SPEC may become one
-	 * per copy of its line; origin[i] is the -e of SPEC i */
-	where.cmd = argv + optind;
-	where.pids = s->pids;
-	where.npids = s->npids;
-	if (ukp_dwarf_resolve_specs(&s->specs, &s->nspecs, &origin, &where)) {
-		ukp_cli_free_specs(s->specs, s->nspecs);
-		s->specs = NULL;
-		s->nspecs = 0;
-		free_texts(&t);
-		return UKP_EXIT_USAGE;
-	}
-	if (compile_filters(s->specs, t.filters, origin, s->nspecs) ||
-	    parse_triggers(s->specs, t.triggers, origin, s->nspecs, s->mode)) {
-		free(origin);
-		free_texts(&t);
-		return UKP_EXIT_USAGE;
-	}
-	free(origin);
+	code = s->mode == UKP_MODE_PROBES && !t.n ? 0 : specs_from_texts(s, &t, argv + optind);
 	free_texts(&t);
+	if (code)
+		return code;
 	s->cmd = argv + optind;
 	return -1;
 
-bad_option:
-	ukp_err("option '%s' is not for ukprobe %s", bad, name);
 usage:
 	fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
 	free_texts(&t);
 	return UKP_EXIT_USAGE;
-fail:
-	free_texts(&t);
-	return UKP_EXIT_FAIL;
 }
