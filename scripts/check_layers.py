@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_layers.py OBJDIR [SRCDIR]: the library's rooms call only their
+"""check_layers.py OBJDIR[,OBJDIR...] [SRCDIR]: the library's rooms call only their
 own and lower ones (doc/layout.md, src/).
 
 With SRCDIR (the library's src/), no file of a room includes a higher
@@ -42,7 +42,7 @@ def main():
     objdir = sys.argv[1]
     libc = libc_names()
     defs, uses = {}, {}
-    for o in sorted(glob.glob(os.path.join(objdir, '*.o'))):
+    for o in sorted(o for d in objdir.split(',') for o in glob.glob(os.path.join(d, '*.o'))):
         name = os.path.basename(o)
         room = name.split('_', 1)[0]
         if room == 'arch' or room not in RANK:

@@ -25,10 +25,8 @@
  * [hit] stack_trace_save_regs*() are async-signal-safe and
  * allocation-free: every read of the program's memory is a nofault copy,
  * so a corrupt stack, table or an object unloaded under us ends the walk,
- * never the program. Where the objects' code and tables are comes from a
- * table [reg] built with dl_iterate_phdr() whenever the symbol cache
- * rescans the loaded objects (ukp_stacktrace_objects_changed), published
- * by swapping two copies. Built without jump tables (src/meson.build):
+ * never the program. Where the objects' code and tables are comes from
+ * symbols/stack_objects.c. Built without jump tables (src/meson.build):
  * the agent's handlers call it and stay provably vector-free.
  */
 #ifndef _GNU_SOURCE
@@ -40,87 +38,15 @@
 #include "arch_unwind.h"
 #include "base/base.h"
 #include "symbols/cfi.h"
-#include "core/stacktrace.h"
+#include "symbols/stack_objects.h"
 
-#define ST_MAX_OBJS 1024
 /* The hit's windows onto the CIEs and the FDEs (cfi.h): a CIE or FDE
  * seldom spans two chunks. */
 #define ST_CHUNK 256u
 
-struct st_range {
-	uintptr_t lo, hi;         /* an executable segment */
-	uintptr_t hdr;            /* its object's .eh_frame_hdr, or 0 */
-	uintptr_t hdr_end;
-};
-
-static struct st_range tabs[2][ST_MAX_OBJS];
-static int counts[2];
-static _Atomic int cur = -1;
-
-struct build {
-	struct st_range *t;
-	int n;
-};
-
-/* [reg] Called with the loader's lock held: copy and return. */
-static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct build *b = arg;
-	uintptr_t hdr = 0, hdr_end = 0;
-	int i;
-
-	(void)size;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_GNU_EH_FRAME) {
-			hdr = info->dlpi_addr + ph->p_vaddr;
-			hdr_end = hdr + ph->p_memsz;
-		}
-	}
-	for (i = 0; i < info->dlpi_phnum && b->n < ST_MAX_OBJS; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		b->t[b->n].lo = info->dlpi_addr + ph->p_vaddr;
-		b->t[b->n].hi = b->t[b->n].lo + ph->p_memsz;
-		b->t[b->n].hdr = hdr;
-		b->t[b->n].hdr_end = hdr_end;
-		b->n++;
-	}
-	return 0;
-}
-
-/* [reg] (registry mutex held: one builder at a time) */
-void ukp_stacktrace_objects_changed(void)
-{
-	int next = atomic_load(&cur) == 0 ? 1 : 0;
-	struct build b = { tabs[next], 0 };
-
-	dl_iterate_phdr(build_cb, &b);
-	counts[next] = b.n;
-	atomic_store_explicit(&cur, next, memory_order_release);
-}
-
-/* ------------------------------------------------------------ [hit] */
-
 static bool rd(uintptr_t addr, void *dst, size_t n)
 {
 	return arch_copy_nofault(dst, (const void *)addr, n) == 0;
-}
-
-static const struct st_range *range_of(uintptr_t ip)
-{
-	int t = atomic_load_explicit(&cur, memory_order_acquire), i, n;
-
-	if (t < 0)
-		return NULL;
-	n = counts[t];
-	for (i = 0; i < n && i < ST_MAX_OBJS; i++)
-		if (ip >= tabs[t][i].lo && ip < tabs[t][i].hi)
-			return &tabs[t][i];
-	return NULL;
 }
 
 /* A walk's windows onto the CIEs and FDEs (cfi.h), and the last CIE
@@ -135,7 +61,7 @@ struct walk {
 
 /* The row at ip, from the FDE of the object's .eh_frame_hdr table.
  * False: no FDE covers ip, or it could not be used. */
-static bool find_row(struct walk *w, const struct st_range *rg, uintptr_t ip,
+static bool find_row(struct walk *w, const struct ukp_stack_range *rg, uintptr_t ip,
 		     struct ukp_cfi_row *row)
 {
 	uint8_t hdr[4];
@@ -199,7 +125,7 @@ static unsigned int unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t l
 	while (n < size) {
 		/* a return address: the frame's row is that of the call */
 		uintptr_t at = seen || from == STACK_TRACE_RET ? ip - 1 : ip;
-		const struct st_range *rg = range_of(at);
+		const struct ukp_stack_range *rg = ukp_stack_range_of(at);
 		struct ukp_cfi_row row;
 		uintptr_t cfa, ra, nbp = bp;
 		bool from_lr = false;     /* ra is the link register's */
@@ -247,7 +173,7 @@ static unsigned int unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t l
 		 * unwinders do */
 		if (is_kretprobe_trampoline(ra)) {
 			unsigned long real = kretprobe_find_ret_addr(
-				NULL, (void *)arch_unwind_krp_slot(cfa), &krp_cur);
+				0, (void *)arch_unwind_krp_slot(cfa), &krp_cur);
 
 			if (real)
 				ra = real;

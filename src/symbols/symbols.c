@@ -42,7 +42,7 @@
 #include "arch/arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
 #include "symbols/debuginfo.h"
 #include "symbols/eh_frame.h"
-#include "core/stacktrace.h"
+#include "symbols/stack_objects.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
 #include "symbols/usdt.h"
