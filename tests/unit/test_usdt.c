@@ -278,6 +278,24 @@ Test(usdt, args_memory)
 	check_hits("%ukt:ptr", &probe_ptr, buf_ptr, call_ptr, want_ptr, 2);
 }
 
+void ukt_sdt_symoff(void);
+extern long ukt_sdt_words[2];
+
+/* OFF+SYM(%rip), as PostgreSQL's notes write a global struct's field
+ * ("-4@40+CheckpointStats(%rip)"), and SYM+OFF(%rip) (usdt_asm.S) */
+Test(usdt, args_symbol_offsets)
+{
+	static struct usdt_probe probe_symoff;
+	static char buf_symoff[8192];
+	const long want[] = { -5, 0x1122334455667788L };
+
+	find("%ukt:symoff", &probe_symoff, buf_symoff, sizeof(buf_symoff));
+	cr_assert_eq(probe_symoff.arg[0].kind, USDT_ARG_ADDR, "%s", probe_symoff.args);
+	cr_assert_eq(probe_symoff.arg[0].addr, (unsigned long)&ukt_sdt_words + 4);
+	cr_assert_eq(probe_symoff.arg[1].addr, (unsigned long)&ukt_sdt_words + 8);
+	check_hits("%ukt:symoff", &probe_symoff, buf_symoff, ukt_sdt_symoff, want, 2);
+}
+
 /* ------------------------------------------------------ semaphores */
 
 static _Atomic unsigned long hits;
