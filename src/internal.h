@@ -224,6 +224,9 @@ void ukp_sync_after_fork_child(void);         /* [reg] */
 /* ------------------------------------------------------------- text */
 /* text_patch.c */
 int ukp_text_poke(uintptr_t addr, const void *buf, size_t len); /* [reg] */
+/* [reg] Write len bytes of read-only data (not code) at addr: through
+ * /proc/self/mem as the kernel's forced writes, else by mprotect. */
+int ukp_data_poke(uintptr_t addr, const void *buf, size_t len);
 /* One code write of a batch (ukp_text_poke_many). */
 struct ukp_poke {
 	uintptr_t addr;

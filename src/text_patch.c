@@ -199,6 +199,28 @@ static int poke_mem(uintptr_t addr, const void *buf, size_t len)
 	return n < 0 ? (int)n : -EIO;
 }
 
+/* [reg] (internal.h) The page is read-only data: made writable for the
+ * write only when the kernel refuses forced writes. */
+int ukp_data_poke(uintptr_t addr, const void *buf, size_t len)
+{
+	long pg = sysconf(_SC_PAGESIZE), n;
+	uintptr_t start = addr & ~(uintptr_t)(pg - 1);
+	uintptr_t end = (addr + len + pg - 1) & ~(uintptr_t)(pg - 1);
+
+	if (UKP_TEXT_POKE_MEM && mem_open() == 0) {
+		n = arch_syscall4(__NR_pwrite64, mem_fd, (long)buf, (long)len, (long)addr);
+		if (n == (long)len)
+			return 0;
+		if (n != -EIO && n != -EPERM && n != -EACCES)
+			return n < 0 ? (int)n : -EIO;
+	}
+	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE))
+		return -errno;
+	memcpy((void *)addr, buf, len);
+	mprotect((void *)start, end - start, PROT_READ);
+	return 0;
+}
+
 /* v by address: a heapsort of our own, as libc's qsort (which may be
  * probed) copies the elements with memcpy, a call per move. */
 static void sift_down(struct ukp_poke *v, size_t i, size_t n)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -279,16 +280,63 @@ struct sem_ref {
 static struct sem_ref *refs;
 static size_t nrefs, caprefs;
 
+/* Is addr's page writable now? (A RELRO page is not, though its
+ * segment is PF_W.) */
+static bool page_writable(uintptr_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi;
+	char perms[8], line[512];
+	bool w = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi) {
+			w = perms[1] == 'w';
+			break;
+		}
+	}
+	fclose(f);
+	return w;
+}
+
+/* Add delta (+1 or -1, never below 0) to the semaphore at sem. Its
+ * page is the program's data, which the program reads from any thread
+ * without a lock: an atomic update where it is writable; where it is
+ * not (RELRO, read-only data: the kernel writes a uprobe's ref_ctr
+ * there too, by a forced write), only this library writes it, under
+ * the registry mutex. */
+static int sem_add(uintptr_t sem, int delta)
+{
+	unsigned short *c = (unsigned short *)sem, v;
+
+	if (page_writable(sem)) {
+		v = __atomic_load_n(c, __ATOMIC_RELAXED);
+		while ((delta > 0 || v) &&
+		       !__atomic_compare_exchange_n(c, &v, (unsigned short)(v + delta), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return 0;
+	}
+	v = __atomic_load_n(c, __ATOMIC_RELAXED);
+	if (delta < 0 && !v)
+		return 0;
+	v = (unsigned short)(v + delta);
+	return ukp_data_poke(sem, &v, sizeof(v));
+}
+
 void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
 {
 	const struct ukp_object *obj;
 	const struct ukp_usdt_note *n = ukp_usdt_note_at(addr, &obj);
+	int err;
 
 	if (!n || !n->sem)
 		return;
-	if (!ukp_object_writable(obj, n->sem, sizeof(unsigned short))) {
-		pr_warn("usdt: the semaphore of %s:%s at %#lx is not writable data\n", n->provider,
-			n->name, (unsigned long)n->sem);
+	if (!ukp_object_data(obj, n->sem, sizeof(unsigned short))) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx is not in the object's data\n",
+			n->provider, n->name, (unsigned long)n->sem);
 		return;
 	}
 	if (nrefs == caprefs) {
@@ -303,9 +351,13 @@ void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
 		refs = v;
 		caprefs = cap;
 	}
+	err = sem_add(n->sem, 1);
+	if (err) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx cannot be written: %s\n", n->provider,
+			n->name, (unsigned long)n->sem, strerror(-err));
+		return;
+	}
 	refs[nrefs++] = (struct sem_ref){ p, obj, n->sem };
-	/* the program reads it from any thread, without a lock */
-	__atomic_add_fetch((unsigned short *)n->sem, 1, __ATOMIC_SEQ_CST);
 }
 
 void ukp_usdt_probe_removed(const struct kprobe *p)
@@ -313,19 +365,11 @@ void ukp_usdt_probe_removed(const struct kprobe *p)
 	size_t i;
 
 	for (i = 0; i < nrefs; i++) {
-		unsigned short *c;
-		unsigned short v;
-
 		if (refs[i].kp != p)
 			continue;
-		c = (unsigned short *)refs[i].sem;
 		/* an unloaded object's counter is gone with it */
-		if (ukp_object_alive(refs[i].obj)) {
-			v = __atomic_load_n(c, __ATOMIC_RELAXED);
-			while (v && !__atomic_compare_exchange_n(c, &v, (unsigned short)(v - 1), false,
-								 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-				;
-		}
+		if (ukp_object_alive(refs[i].obj))
+			sem_add(refs[i].sem, -1);
 		refs[i] = refs[--nrefs];
 		return;
 	}

@@ -14,6 +14,10 @@
  *   "-4@40+CheckpointStats(%rip)"), and SYM+OFF(%rip); the global is
  *   ukt_sdt_words (two 8-byte words: -5 in the low half of the first's
  *   upper half, 0x1122334455667788 in the second).
+ * ukt_relro_semaphore, ukt_rodata_semaphore: semaphores (test_usdt.c's
+ *   ukt:relro and ukt:rodata) in a RELRO section and in read-only data,
+ *   with the sections' flags exact (a C section attribute may make the
+ *   whole output section writable).
  */
 #include <sys/sdt.h>
 
@@ -68,5 +72,21 @@ ukt_sdt_words:
 	.long -5
 	.quad 0x1122334455667788
 	.size ukt_sdt_words, 16
+
+	.section .data.rel.ro.ukt_sem, "aw"
+	.p2align 1
+	.globl ukt_relro_semaphore
+	.type ukt_relro_semaphore, @object
+ukt_relro_semaphore:
+	.2byte 0
+	.size ukt_relro_semaphore, 2
+
+	.section .rodata.ukt_sem, "a"
+	.p2align 1
+	.globl ukt_rodata_semaphore
+	.type ukt_rodata_semaphore, @object
+ukt_rodata_semaphore:
+	.2byte 0
+	.size ukt_rodata_semaphore, 2
 
 	.section .note.GNU-stack, "", @progbits
