@@ -3674,6 +3674,37 @@ def case_dwarf_vars():
               "--json: sum a number, depth unavailable at -O2 only", ve)
 
 
+def case_dwarf_values():
+    """-O2 -g: a variable that is a register plus a constant
+    (DW_OP_bregN -1000; DW_OP_stack_value), at the entry and at a line
+    where another register holds the base, and a global defined in
+    another file (from the file that declares it and from its own, and
+    from a file that does not declare it), each equal to what the program
+    printed for that call."""
+    t = tgt("srcvals")
+    with open(os.path.join(SRC, "targets", "srcvals.c")) as f:
+        line = next(n for n, l in enumerate(f, 1) if "MARK:add" in l)
+    r, lines = traced(["p:e %s:shifted n below" % t,
+                       "p:a %s:srcvals.c:%d n below t=other_total" % (t, line),
+                       "p:o %s:other_add v other_total calls" % t], [t, "40"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("shifted ")]
+    check(len(prog) == 40, "40 calls", show(r))
+    ev = {}
+    for l in lines:
+        m = parse_line(l)
+        ev.setdefault(m["event"], []).append(kv(m["args"]))
+    check(ev.get("e") == [{"n": p["n"], "below": p["below"]} for p in prog],
+          "below at the entry (n's register - 1000)", "\n".join(lines[:9]))
+    check(ev.get("a") == [{"n": p["n"], "below": p["below"], "t": p["total"]} for p in prog],
+          "below at line %d (another register - 1000), other_total declared here" % line,
+          "\n".join(lines[:9]))
+    check(ev.get("o") == [{"v": p["n"], "other_total": p["total"], "calls": p["calls"]}
+                          for p in prog],
+          "other_total in its own file, calls of a file it does not declare",
+          "\n".join(lines[:9]))
+
+
 def case_dwarf_dlopen():
     """A library the program dlopen()s later, found through the program's
     RUNPATH as its loader finds it: its DWARF names the parameter, and the
