@@ -89,6 +89,7 @@ enum ukp_fa_type {
 	UKP_TY_STRING,  /* NUL-terminated string */
 	UKP_TY_CHAR,    /* one byte, printed as a character */
 	UKP_TY_SYMBOL,  /* an address, printed as sym+0xoff/0xsize */
+	UKP_TY_FLOAT,   /* an IEEE 754 binary32 or binary64, printed as a number */
 };
 
 struct ukp_fetcharg {

@@ -3703,6 +3703,23 @@ def case_dwarf_values():
                           for p in prog],
           "other_total in its own file, calls of a file it does not declare",
           "\n".join(lines[:9]))
+    # floating point: a float and a double through a pointer, a global
+    # double, each the value the program printed (read back as numbers);
+    # the double parameter is in a vector register: unavailable, never
+    # a wrong value. Filters and hists refuse them.
+    spec = "p:w %s:weigh r=s->ratio w=s->weight by scale" % t
+    r, lines = traced([spec], [t, "40"])
+    check(r.returncode == 0 and r.stderr == "", "run weigh", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("weigh ")]
+    got = [kv(parse_line(l)["args"]) for l in lines]
+    check(len(got) == len(prog) == 40, "40 calls of weigh", show(r))
+    for g, p in zip(got, prog):
+        check(float(g["r"]) == float(p["ratio"]) and float(g["w"]) == float(p["weight"]) and
+              float(g["scale"]) == float(p["scale"]) and g["by"] == "(unavailable)",
+              "float values: %r against %r" % (g, p))
+    r = ukprobe(["trace", "-e", spec, "--filter", "w > 1", "--", t, "1"])
+    check(r.returncode == 2 and "'w' is floating-point (f64): a filter compares integers and "
+          "strings" in r.stderr, "a filter on a double", show(r))
 
 
 def case_dwarf_dlopen():

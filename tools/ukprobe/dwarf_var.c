@@ -357,8 +357,12 @@ static int scalar_type(Dwarf_Die *type, const char *what, int col, struct ukp_fe
 	case DW_TAG_base_type:
 		if (dwarf_tag(&t) == DW_TAG_base_type && dwarf_attr(&t, DW_AT_encoding, &a))
 			dwarf_formudata(&a, &enc);
+		if (enc == DW_ATE_float && (size == 4 || size == 8)) {
+			row = ukp_fetch_type_find(UKP_TY_FLOAT, (unsigned int)size);
+			break;
+		}
 		if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
-			return ukp_dw_fail(e, col, "%s is a %s: floating-point values are not "
+			return ukp_dw_fail(e, col, "%s is a %s: only float and double are "
 					   "supported (give a :TYPE for its bits)", what,
 					   ukp_dw_type_name(type, tn, sizeof(tn)));
 		if (size == 1 || size == 2 || size == 4 || size == 8)
