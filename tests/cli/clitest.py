@@ -3590,14 +3590,19 @@ def srcvars_compare(events, prog, optimized):
         check(e["sum"] == p["sum"] and e["depth"] in (p["depth"], na) and
               (optimized or e["depth"] == p["depth"]), "sum and depth at the end of visit", e, p)
     # the clamp line: a copy per call, lo/hi tell which
-    seen_v = 0
+    # (aarch64's GCC -O2 schedules a copy's first instruction of the
+    # line before its inlined scope begins: nothing of it is there yet)
+    seen_v = seen_lohi = 0
     for e in by["cl"]:
-        check((e["lo"], e["hi"]) in (("-3", "6"), ("-10", "0")), "clamp's lo and hi", e)
+        early = optimized and ARCH != "x86_64" and e["lo"] == e["hi"] == e["v"] == na
+        check(early or (e["lo"], e["hi"]) in (("-3", "6"), ("-10", "0")), "clamp's lo and hi", e)
+        seen_lohi += not early
         if e["v"] != na:
             seen_v += 1
         check(optimized or e["v"] != na, "clamp's v at -O0", e)
-    check(len(by["cl"]) >= 2 * rounds - 1 and seen_v >= rounds,
-          "the inlined clamp's copies: %d hits, %d with v" % (len(by["cl"]), seen_v))
+    check(len(by["cl"]) >= 2 * rounds - 1 and seen_v >= rounds and seen_lohi >= rounds,
+          "the inlined clamp's copies: %d hits, %d with v, %d with lo and hi"
+          % (len(by["cl"]), seen_v, seen_lohi))
     # a value at a copy is the one the program computed there
     i0 = int(visits[0]["key"]) - 42  # (the program's round number: key 42 + i)
     want_v = {("-3", "6"): {str(i * 5 - 4) for i in range(i0, i0 + rounds)},
@@ -3694,7 +3699,11 @@ def case_dwarf_values():
     for l in lines:
         m = parse_line(l)
         ev.setdefault(m["event"], []).append(kv(m["args"]))
-    check(ev.get("e") == [{"n": p["n"], "below": p["below"]} for p in prog],
+    # (at the entry GCC gives below as n's register - 1000 on x86-64;
+    # on aarch64 it has no location until the subtraction runs)
+    check([e["n"] for e in ev.get("e", [])] == [p["n"] for p in prog] and
+          all(e["below"] in (p["below"], "(unavailable)") for e, p in zip(ev["e"], prog)) and
+          (ARCH != "x86_64" or [e["below"] for e in ev["e"]] == [p["below"] for p in prog]),
           "below at the entry (n's register - 1000)", "\n".join(lines[:9]))
     check(ev.get("a") == [{"n": p["n"], "below": p["below"], "t": p["total"]} for p in prog],
           "below at line %d (another register - 1000), other_total declared here" % line,
@@ -3788,9 +3797,14 @@ def case_dwarf_libc():
     return type (a pointer, in hex)."""
     check(libc_debug_file(), "libc6-dbg is installed (scripts/setup.sh installs it)")
     reg = "%di" if ARCH == "x86_64" else "%x0"
+    # Debian's ls, or on another architecture a program built for it
+    # (tgt_sqlshell: sqlite allocates as it prepares and steps)
+    cmd = ["ls", "/"] if ARCH == "x86_64" else [tgt("sqlshell")]
     r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc n=bytes r=%s:u64" % reg,
-                 "-e", "r:mr libc.so.6:malloc ret=$retval", "--", "ls", "/"])
-    check(r.returncode == 0, "trace ls", show(r))
+                 "-e", "r:mr libc.so.6:malloc ret=$retval", "--"] + cmd,
+                input="create table t(a, b);\ninsert into t values (1, 'x');\n"
+                      "select a, b from t;\n")
+    check(r.returncode == 0, "trace " + cmd[0], show(r))
     ev = [parse_line(l) for l in r.stdout.splitlines() if re.search(r" (m|mr): \(", l)]
     ms = [kv(m["args"]) for m in ev if m["event"] == "m"]
     check(len(ms) > 20 and all(e["n"] == e["r"] for e in ms), "n=bytes is %s on every hit"
