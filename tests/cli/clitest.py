@@ -3657,10 +3657,12 @@ def case_dwarf_vars():
         r = ukprobe(["stat", "-e", "p:cl %s:srcvars.c:%d lo" % (t, src_line("clamp")),
                      "--trigger", "hist:keys=lo", "--", t, "4"])
         check(r.returncode == 0 and r.stdout.count("# event histogram") == 1, "one hist", show(r))
-        check(hist_tables(r.stdout)["ukprobes/cl"][1] == [("lo:         -3", 4, {}),
-                                                          ("lo:        -10", 4, {})] or
-              sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) ==
-              sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})]),
+        # (on aarch64 the first copy's lo has no value yet at the line:
+        # an unavailable key counts as 0, as a faulted one)
+        want = [sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})])]
+        if ARCH != "x86_64":
+            want.append(sorted([("lo:          0", 4, {}), ("lo:        -10", 4, {})]))
+        check(sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) in want,
               "the copies' hits in one table", r.stdout)
         # --json: a value not available there is said so, not a number
         js = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
