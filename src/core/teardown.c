@@ -31,6 +31,11 @@ UKPROBES_API int ukprobes_shutdown(void)
 		return -EBUSY;
 	}
 	ukp_opt_stop();
+	/* a thread that hit a breakpoint just before it was removed takes
+	 * its SIGTRAP in the library's handler, not in the program's action
+	 * (SIG_DFL: the end of the process) */
+	if (!ukp_threads_drain())
+		pr_warn("ukprobes_shutdown: a thread did not answer; a breakpoint trap may still be pending in it\n");
 	ukp_signals_uninstall();
 	/* the descriptor on /proc/self/mem goes too (opened again when
 	 * needed), as after a fork */
