@@ -172,6 +172,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			continue;
 		}
 		if (fa->type != UKP_TY_STRING) {
+			v += (unsigned long)fa->add;
 			if (fa->size < 8) {
 				v &= (1UL << (fa->size * 8)) - 1;
 				/* an SDT argument's sign, from its note

@@ -61,7 +61,10 @@
  * uftrace is measured by bench_uftrace, run under uftrace by run.sh.
  *
  * Usage: bench_overhead [--quick] [--reps N] [--iters N] [--json FILE]
- *                       [--no-peers] [--tracefs-group NAME]
+ *                       [--no-peers] [--tracefs-group NAME] [--only ID,...]
+ * --only measures those rows alone (the others are skipped), so that a
+ * ratio of two rows gets many alternated repetitions quickly
+ * (bench/results/issue30-sdt.md: --only call,o,call_sdt,sdt).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -663,6 +666,7 @@ int main(int argc, char **argv)
 {
 	const char *json = NULL, *group = NULL;
 	bool peers = true;
+	const char *only = NULL;
 	int reps = 7;
 	uint64_t t0;
 	FILE *f;
@@ -681,10 +685,12 @@ int main(int argc, char **argv)
 			group = argv[++i];
 		} else if (!strcmp(argv[i], "--no-peers")) {
 			peers = false;
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
 		} else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--reps N] [--iters N] [--json FILE] "
-				"[--no-peers] [--tracefs-group NAME]\n",
+				"[--no-peers] [--tracefs-group NAME] [--only ID,...]\n",
 				argv[0]);
 			return 2;
 		}
@@ -706,7 +712,19 @@ int main(int argc, char **argv)
 		if (!ms[m].v)
 			return 1;
 	}
-	setup_peers(peers, group);
+	setup_peers(peers && !only, group);
+	for (int m = 0; only && m < NM; m++) {
+		size_t n = strlen(ms[m].id);
+		const char *p = only;
+
+		while ((p = strstr(p, ms[m].id)) && ((p != only && p[-1] != ',') ||
+						    (p[n] && p[n] != ',')))
+			p++;
+		if (!p && !ms[m].skipped) {
+			ms[m].skipped = true;
+			snprintf(ms[m].why, sizeof(ms[m].why), "not in --only");
+		}
+	}
 	for (int m = M_UP; m <= M_URPNOP5; m++)
 		if (ms[m].skipped)
 			fprintf(stderr, "bench_overhead: skip %s: %s\n", ms[m].id, ms[m].why);

@@ -456,6 +456,10 @@ def bench_dwarf(args, bindir):
             ("call", [hit, str(n)]),
             ("stat", [args.ukprobe, "stat", "-o", os.path.join(d, "stat.txt"), "-e", "p " + fn,
                       "--", hit, str(n)]),
+            # the record alone (its clock, ring slot, header, comm), no
+            # argument: what every trace hit costs before any fetch
+            ("trace 0 args", [args.ukprobe, "trace", "-o", out, "-e", "p " + fn, "--", hit,
+                              str(n)]),
             ("$params", [args.ukprobe, "trace", "-o", out, "-e", "p %s $params" % fn,
                          "--", hit, str(n)]),
             ("4 registers", [args.ukprobe, "trace", "-o", out, "-e",
@@ -507,6 +511,7 @@ def markdown_dwarf(dw, reps):
            % (dw["hits"], reps),
            "| | ns/call | min | max | × `stat` |", "| --- | ---: | ---: | ---: | ---: |"]
     labels = {"call": "the function alone", "stat": "`ukprobe stat`",
+              "trace 0 args": "`trace -o`, no argument (the record alone)",
               "$params": "`trace -o` `$params` (4 parameters by name)",
               "4 registers": "`trace -o` the same 4 registers (`%di`...)",
               "p->next->value": "`trace -o` `v=p->next->value`",

@@ -23,6 +23,10 @@ const struct ukp_fetch_type ukp_fetch_types[] = {
 	{ "char", UKP_TY_CHAR, 1, UKP_SPEC_NUM_SLOT, false, false, false, UKP_PRINT_CHAR, false },
 	{ "symbol", UKP_TY_SYMBOL, 8, UKP_SPEC_NUM_SLOT, false, false, true, UKP_PRINT_SYMBOL,
 	  false },
+	/* floating point: the value's bits, fetched as any number; shown,
+	 * never compared (filters and hists refuse them) */
+	{ "f32", UKP_TY_FLOAT, 4, UKP_SPEC_NUM_SLOT, false, false, false, UKP_PRINT_FLOAT, false },
+	{ "f64", UKP_TY_FLOAT, 8, UKP_SPEC_NUM_SLOT, false, false, false, UKP_PRINT_FLOAT, false },
 };
 
 const size_t ukp_fetch_ntypes = sizeof(ukp_fetch_types) / sizeof(ukp_fetch_types[0]);

@@ -21,6 +21,7 @@ enum ukp_fetch_print {
 	UKP_PRINT_CHAR,           /* one character */
 	UKP_PRINT_STRING,         /* the string in its slot */
 	UKP_PRINT_SYMBOL,         /* an address as sym+0xoff/0xsize */
+	UKP_PRINT_FLOAT,          /* a float or double, as few digits as give it back */
 };
 
 struct ukp_fetch_type {

@@ -184,6 +184,9 @@ static int parse_pred(struct fparser *p)
 	if (a < p->spec->nargs) {
 		const struct ukp_fetcharg *fa = &p->spec->args[a];
 
+		if (ukp_fetch_type_of(fa)->type == UKP_TY_FLOAT)
+			return fail(p, start, "'%s' is floating-point (%s): a filter compares "
+				    "integers and strings", name, ukp_fetch_type_of(fa)->name);
 		pr->arg = a;
 		p->f->args_used |= 1u << a;
 		pr->is_string = ukp_fetch_type_of(fa)->is_string;

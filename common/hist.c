@@ -74,6 +74,9 @@ static int parse_field(struct hp *p, const char *b, const char *e, bool is_key,
 		if (i == p->spec->nargs)
 			return fail(p, b, "the event has no field '%s' (its fetch arguments, "
 				    "common_pid, comm%s)", f->name, is_key ? "" : ", hitcount");
+		if (ukp_fetch_type_of(&p->spec->args[i])->type == UKP_TY_FLOAT)
+			return fail(p, b, "'%s' is floating-point (%s): a hist takes integers and "
+				    "strings", f->name, ukp_fetch_type_of(&p->spec->args[i])->name);
 		f->arg = i;
 		p->h->args_used |= 1u << i;
 		f->is_string = ukp_fetch_type_of(&p->spec->args[i])->is_string;

@@ -92,6 +92,7 @@ enum ukp_fa_type {
 	UKP_TY_STRING,  /* NUL-terminated string */
 	UKP_TY_CHAR,    /* one byte, printed as a character */
 	UKP_TY_SYMBOL,  /* an address, printed as sym+0xoff/0xsize */
+	UKP_TY_FLOAT,   /* an IEEE 754 binary32 or binary64, printed as a number */
 };
 
 struct ukp_fetcharg {
@@ -106,6 +107,10 @@ struct ukp_fetcharg {
 	 */
 	int nderef;
 	long deref[UKP_SPEC_DEREF_MAX + 1];
+	/* added to the value last (numbers only): a value that is a
+	 * register plus a constant, as DWARF's DW_OP_bregN K;
+	 * DW_OP_stack_value (tools/ukprobe/dwarf_var.c); 0 otherwise */
+	long add;
 	enum ukp_fa_type type;
 	unsigned int size;             /* 1, 2, 4, 8; UKP_SPEC_STR_SLOT for strings */
 	unsigned char tidx;            /* its row in ukp_fetch_types (fetch_types.h):

@@ -303,8 +303,10 @@ UKPROBES_API int module_file_on_each_text(const char *modfile,
  * a probe is registered at a note's address, however it was named, the
  * note's semaphore counts it (the kernel's ref_ctr_offset for uprobes):
  * raised at registration, lowered at unregistration (not when the
- * object is gone); several probes on one semaphore count each. After
- * fork() the child has the parent's probes and semaphores.
+ * object is gone); several probes on one semaphore count each. A
+ * semaphore in a page the program cannot write (RELRO, read-only data)
+ * is written through /proc/self/mem, as the kernel does. After fork()
+ * the child has the parent's probes and semaphores.
  *
  * struct usdt_arg: one argument as the note's spec gives it. kind:
  * USDT_ARG_REG, the value is register reg (a word index of struct

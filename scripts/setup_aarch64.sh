@@ -14,12 +14,14 @@ cd "$(dirname "$0")/.."
 . scripts/setup_lib.sh
 # pkgconf:arm64 brings aarch64-linux-gnu-pkg-config (the cross file's
 # pkgconfig); libiberty-dev:arm64 the demangler ukprobe links;
-# libc6-dbg:arm64 the debug file of the arm64 libc (cli_debug_symbols).
+# libc6-dbg:arm64 the debug file of the arm64 libc (cli_debug_symbols);
+# systemtap-sdt-dev:arm64 the cross compiler's <sys/sdt.h> (its
+# multiarch directory: the SDT targets of cli_usdt).
 pkgs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
       binutils-aarch64-linux-gnu libc6:arm64 libelf-dev:arm64 liblzma-dev:arm64 zlib1g-dev:arm64
       libdw-dev:arm64
       libsqlite3-dev:arm64 libpython3.11:arm64 libstdc++6:arm64 libgit2-1.5:arm64 libffi8:arm64
-      pkgconf pkgconf:arm64 libiberty-dev:arm64 libc6-dbg:arm64)
+      pkgconf pkgconf:arm64 libiberty-dev:arm64 libc6-dbg:arm64 systemtap-sdt-dev:arm64)
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
   $SUDO apt-get "${APT_OPTS[@]}" update >/dev/null

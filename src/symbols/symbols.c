@@ -2091,14 +2091,13 @@ bool ukp_object_matches(const struct ukp_object *obj, const char *name)
 	return obj_matches(to_ent(obj), name);
 }
 
-bool ukp_object_writable(const struct ukp_object *obj, uintptr_t addr, size_t len)
+bool ukp_object_data(const struct ukp_object *obj, uintptr_t addr, size_t len)
 {
 	const struct ukp_objent *o = to_ent(obj);
 	size_t i;
 
 	for (i = 0; i < o->nsegs; i++)
-		if (o->segs[i].write && !o->segs[i].exec && addr >= o->segs[i].start &&
-		    addr + len <= o->segs[i].end)
+		if (!o->segs[i].exec && addr >= o->segs[i].start && addr + len <= o->segs[i].end)
 			return true;
 	return false;
 }

@@ -195,9 +195,9 @@ int ukp_sym_lookup_code(uintptr_t addr, struct ukp_symres *res);
 const struct ukp_object *ukp_object_nth(size_t i);
 /* [reg] Does name name obj, as the "object" of "object:sym" does? */
 bool ukp_object_matches(const struct ukp_object *obj, const char *name);
-/* [reg] Is [addr, addr+len) inside a writable, not executable, PT_LOAD
- * segment of obj? */
-bool ukp_object_writable(const struct ukp_object *obj, uintptr_t addr, size_t len);
+/* [reg] Is [addr, addr+len) inside a not executable PT_LOAD segment of
+ * obj, writable or not (RELRO, read-only data)? */
+bool ukp_object_data(const struct ukp_object *obj, uintptr_t addr, size_t len);
 
 /* Drop every cached object (after fork in the child it stays valid; used
  * by tests and on exit). */

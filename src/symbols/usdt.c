@@ -15,13 +15,16 @@
  * it), ordinary context only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "symbols/symbols.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "symbols/usdt.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
@@ -262,16 +265,88 @@ struct sem_ref {
 static struct sem_ref *refs;
 static size_t nrefs, caprefs;
 
+/* Is addr's page writable now? (A RELRO page is not, though its
+ * segment is PF_W.) */
+static bool page_writable(uintptr_t addr)
+{
+	struct ukp_maps m;
+	struct ukp_map_ent e;
+	bool w = false;
+
+	if (ukp_maps_open(&m))
+		return false;
+	while (ukp_maps_next(&m, &e) == 1) {
+		if (addr >= e.start && addr < e.end) {
+			w = e.perms[1] == 'w';
+			break;
+		}
+	}
+	ukp_maps_close(&m);
+	return w;
+}
+
+/* Write the 2 bytes of v at sem, in a page the program cannot write:
+ * through /proc/self/mem, as the kernel writes a uprobe's ref_ctr
+ * (forced), else by making the page writable for the write. */
+static int sem_poke(uintptr_t sem, unsigned short v)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t start = sem & ~(uintptr_t)(pg - 1);
+	uintptr_t end = (sem + sizeof(v) + pg - 1) & ~(uintptr_t)(pg - 1);
+	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC), err = 0;
+
+	if (fd >= 0) {
+		ssize_t n = pwrite(fd, &v, sizeof(v), (off_t)sem);
+
+		err = n == (ssize_t)sizeof(v) ? 0 : n < 0 ? -errno : -EIO;
+		close(fd);
+		if (!err)
+			return 0;
+		if (err != -EIO && err != -EPERM && err != -EACCES)
+			return err;
+	}
+	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE))
+		return -errno;
+	*(volatile unsigned short *)sem = v;
+	mprotect((void *)start, end - start, PROT_READ);
+	return 0;
+}
+
+/* Add delta (+1 or -1, never below 0) to the semaphore at sem. Its
+ * page is the program's data, which the program reads from any thread
+ * without a lock: an atomic update where it is writable; where it is
+ * not (RELRO, read-only data: the kernel writes a uprobe's ref_ctr
+ * there too, by a forced write), only this library writes it, under
+ * the registry mutex. */
+static int sem_add(uintptr_t sem, int delta)
+{
+	unsigned short *c = (unsigned short *)sem, v;
+
+	if (page_writable(sem)) {
+		v = __atomic_load_n(c, __ATOMIC_RELAXED);
+		while ((delta > 0 || v) &&
+		       !__atomic_compare_exchange_n(c, &v, (unsigned short)(v + delta), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return 0;
+	}
+	v = __atomic_load_n(c, __ATOMIC_RELAXED);
+	if (delta < 0 && !v)
+		return 0;
+	return sem_poke(sem, (unsigned short)(v + delta));
+}
+
 void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
 {
 	const struct ukp_object *obj;
 	const struct ukp_usdt_note *n = ukp_usdt_note_at(addr, &obj);
+	int err;
 
 	if (!n || !n->sem)
 		return;
-	if (!ukp_object_writable(obj, n->sem, sizeof(unsigned short))) {
-		pr_warn("usdt: the semaphore of %s:%s at %#lx is not writable data\n", n->provider,
-			n->name, (unsigned long)n->sem);
+	if (!ukp_object_data(obj, n->sem, sizeof(unsigned short))) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx is not in the object's data\n",
+			n->provider, n->name, (unsigned long)n->sem);
 		return;
 	}
 	if (nrefs == caprefs) {
@@ -286,9 +361,13 @@ void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
 		refs = v;
 		caprefs = cap;
 	}
+	err = sem_add(n->sem, 1);
+	if (err) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx cannot be written: %s\n", n->provider,
+			n->name, (unsigned long)n->sem, strerror(-err));
+		return;
+	}
 	refs[nrefs++] = (struct sem_ref){ p, obj, n->sem };
-	/* the program reads it from any thread, without a lock */
-	__atomic_add_fetch((unsigned short *)n->sem, 1, __ATOMIC_SEQ_CST);
 }
 
 void ukp_usdt_probe_removed(const struct kprobe *p)
@@ -296,19 +375,11 @@ void ukp_usdt_probe_removed(const struct kprobe *p)
 	size_t i;
 
 	for (i = 0; i < nrefs; i++) {
-		unsigned short *c;
-		unsigned short v;
-
 		if (refs[i].kp != p)
 			continue;
-		c = (unsigned short *)refs[i].sem;
 		/* an unloaded object's counter is gone with it */
-		if (ukp_object_alive(refs[i].obj)) {
-			v = __atomic_load_n(c, __ATOMIC_RELAXED);
-			while (v && !__atomic_compare_exchange_n(c, &v, (unsigned short)(v - 1), false,
-								 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-				;
-		}
+		if (ukp_object_alive(refs[i].obj))
+			sem_add(refs[i].sem, -1);
 		refs[i] = refs[--nrefs];
 		return;
 	}

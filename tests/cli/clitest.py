@@ -3732,14 +3732,19 @@ def srcvars_compare(events, prog, optimized):
         check(e["sum"] == p["sum"] and e["depth"] in (p["depth"], na) and
               (optimized or e["depth"] == p["depth"]), "sum and depth at the end of visit", e, p)
     # the clamp line: a copy per call, lo/hi tell which
-    seen_v = 0
+    # (aarch64's GCC -O2 schedules a copy's first instruction of the
+    # line before its inlined scope begins: nothing of it is there yet)
+    seen_v = seen_lohi = 0
     for e in by["cl"]:
-        check((e["lo"], e["hi"]) in (("-3", "6"), ("-10", "0")), "clamp's lo and hi", e)
+        early = optimized and ARCH != "x86_64" and e["lo"] == e["hi"] == e["v"] == na
+        check(early or (e["lo"], e["hi"]) in (("-3", "6"), ("-10", "0")), "clamp's lo and hi", e)
+        seen_lohi += not early
         if e["v"] != na:
             seen_v += 1
         check(optimized or e["v"] != na, "clamp's v at -O0", e)
-    check(len(by["cl"]) >= 2 * rounds - 1 and seen_v >= rounds,
-          "the inlined clamp's copies: %d hits, %d with v" % (len(by["cl"]), seen_v))
+    check(len(by["cl"]) >= 2 * rounds - 1 and seen_v >= rounds and seen_lohi >= rounds,
+          "the inlined clamp's copies: %d hits, %d with v, %d with lo and hi"
+          % (len(by["cl"]), seen_v, seen_lohi))
     # a value at a copy is the one the program computed there
     i0 = int(visits[0]["key"]) - 42  # (the program's round number: key 42 + i)
     want_v = {("-3", "6"): {str(i * 5 - 4) for i in range(i0, i0 + rounds)},
@@ -3794,10 +3799,12 @@ def case_dwarf_vars():
         r = ukprobe(["stat", "-e", "p:cl %s:srcvars.c:%d lo" % (t, src_line("clamp")),
                      "--trigger", "hist:keys=lo", "--", t, "4"])
         check(r.returncode == 0 and r.stdout.count("# event histogram") == 1, "one hist", show(r))
-        check(hist_tables(r.stdout)["ukprobes/cl"][1] == [("lo:         -3", 4, {}),
-                                                          ("lo:        -10", 4, {})] or
-              sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) ==
-              sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})]),
+        # (on aarch64 the first copy's lo has no value yet at the line:
+        # an unavailable key counts as 0, as a faulted one)
+        want = [sorted([("lo:         -3", 4, {}), ("lo:        -10", 4, {})])]
+        if ARCH != "x86_64":
+            want.append(sorted([("lo:          0", 4, {}), ("lo:        -10", 4, {})]))
+        check(sorted(hist_tables(r.stdout)["ukprobes/cl"][1]) in want,
               "the copies' hits in one table", r.stdout)
         # --json: a value not available there is said so, not a number
         js = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
@@ -3814,6 +3821,58 @@ def case_dwarf_vars():
         check(len(ve) == 4 and all(isinstance(a["sum"], int) for a in ve) and
               all(a["depth"] == "(unavailable)" for a in ve) == (opt == "2"),
               "--json: sum a number, depth unavailable at -O2 only", ve)
+
+
+def case_dwarf_values():
+    """-O2 -g: a variable that is a register plus a constant
+    (DW_OP_bregN -1000; DW_OP_stack_value), at the entry and at a line
+    where another register holds the base, and a global defined in
+    another file (from the file that declares it and from its own, and
+    from a file that does not declare it), each equal to what the program
+    printed for that call."""
+    t = tgt("srcvals")
+    with open(os.path.join(SRC, "targets", "srcvals.c")) as f:
+        line = next(n for n, l in enumerate(f, 1) if "MARK:add" in l)
+    r, lines = traced(["p:e %s:shifted n below" % t,
+                       "p:a %s:srcvals.c:%d n below t=other_total" % (t, line),
+                       "p:o %s:other_add v other_total calls" % t], [t, "40"])
+    check(r.returncode == 0 and r.stderr == "", "run", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("shifted ")]
+    check(len(prog) == 40, "40 calls", show(r))
+    ev = {}
+    for l in lines:
+        m = parse_line(l)
+        ev.setdefault(m["event"], []).append(kv(m["args"]))
+    # (at the entry x86-64's GCC gives below as n's register - 1000;
+    # aarch64's GCC and clang give it no location until the subtraction
+    # runs: the line below is where each gives a register - 1000)
+    check([e["n"] for e in ev.get("e", [])] == [p["n"] for p in prog] and
+          all(e["below"] in (p["below"], "(unavailable)") for e, p in zip(ev["e"], prog)),
+          "below at the entry (n's register - 1000) where there is one", "\n".join(lines[:9]))
+    check(ev.get("a") == [{"n": p["n"], "below": p["below"], "t": p["total"]} for p in prog],
+          "below at line %d (another register - 1000), other_total declared here" % line,
+          "\n".join(lines[:9]))
+    check(ev.get("o") == [{"v": p["n"], "other_total": p["total"], "calls": p["calls"]}
+                          for p in prog],
+          "other_total in its own file, calls of a file it does not declare",
+          "\n".join(lines[:9]))
+    # floating point: a float and a double through a pointer, a global
+    # double, each the value the program printed (read back as numbers);
+    # the double parameter is in a vector register: unavailable, never
+    # a wrong value. Filters and hists refuse them.
+    spec = "p:w %s:weigh r=s->ratio w=s->weight by scale" % t
+    r, lines = traced([spec], [t, "40"])
+    check(r.returncode == 0 and r.stderr == "", "run weigh", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("weigh ")]
+    got = [kv(parse_line(l)["args"]) for l in lines]
+    check(len(got) == len(prog) == 40, "40 calls of weigh", show(r))
+    for g, p in zip(got, prog):
+        check(float(g["r"]) == float(p["ratio"]) and float(g["w"]) == float(p["weight"]) and
+              float(g["scale"]) == float(p["scale"]) and g["by"] == "(unavailable)",
+              "float values: %r against %r" % (g, p))
+    r = ukprobe(["trace", "-e", spec, "--filter", "w > 1", "--", t, "1"])
+    check(r.returncode == 2 and "'w' is floating-point (f64): a filter compares integers and "
+          "strings" in r.stderr, "a filter on a double", show(r))
 
 
 def case_dwarf_dlopen():
@@ -3882,9 +3941,14 @@ def case_dwarf_libc():
     return type (a pointer, in hex)."""
     check(libc_debug_file(), "libc6-dbg is installed (scripts/setup.sh installs it)")
     reg = "%di" if ARCH == "x86_64" else "%x0"
+    # Debian's ls, or on another architecture a program built for it
+    # (tgt_sqlshell: sqlite allocates as it prepares and steps)
+    cmd = ["ls", "/"] if ARCH == "x86_64" else [tgt("sqlshell")]
     r = ukprobe(["trace", "-e", "p:m libc.so.6:malloc n=bytes r=%s:u64" % reg,
-                 "-e", "r:mr libc.so.6:malloc ret=$retval", "--", "ls", "/"])
-    check(r.returncode == 0, "trace ls", show(r))
+                 "-e", "r:mr libc.so.6:malloc ret=$retval", "--"] + cmd,
+                input="create table t(a, b);\ninsert into t values (1, 'x');\n"
+                      "select a, b from t;\n")
+    check(r.returncode == 0, "trace " + cmd[0], show(r))
     ev = [parse_line(l) for l in r.stdout.splitlines() if re.search(r" (m|mr): \(", l)]
     ms = [kv(m["args"]) for m in ev if m["event"] == "m"]
     check(len(ms) > 20 and all(e["n"] == e["r"] for e in ms), "n=bytes is %s on every hit"
@@ -4001,11 +4065,24 @@ def case_usdt():
         sys.exit(77)
     r = subprocess.run([tgt("sdt"), "run", "1"], capture_output=True, text=True)
     check(r.stdout == "enabled=0 plug=0\n", "untraced, no semaphore is raised", r.stdout)
-    r, lines = traced([SDT_ARGS, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
+    args_spec, want = SDT_ARGS, sdt_want("tgt_sdt")
+    notes = subprocess.run(["readelf", "-n", tgt("sdt")], capture_output=True, text=True).stdout
+    note = re.search(r"Name: args\n.*\n\s*Arguments: (.*)\n", notes)
+    if note and ":lo12:" in note[1]:
+        # aarch64's GCC writes a global as [xN, #:lo12:.LANCHORn]: the
+        # page of a local label (no symbol) plus its low bits, which
+        # the note does not give: refused, by its text, at its column
+        g = re.search(r"-?\d+@\[x\d+, #:lo12:[^\]]+\]", note[1])
+        r = ukprobe(["trace", "-e", SDT_ARGS, "--", tgt("sdt"), "run", "1"])
+        check(g and r.returncode == 1 and r.stderr == error_lines(
+            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", a form '
+            'ukprobe does not decode' % g[0]), "the :lo12: form refused", show(r))
+        args_spec = SDT_ARGS.replace("g=$arg7 ", "")
+        want = [w.replace(" g=19088743", "") for w in want]
+    r, lines = traced([args_spec, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
     check(r.returncode == 0 and r.stderr == "", "run", show(r))
     check(r.stdout == "enabled=9 plug=1\n", "semaphores raised while traced", show(r))
     got = [normalise(l) for l in lines]
-    want = sdt_want("tgt_sdt")
     check(sorted(got) == sorted(want * 3 + ["tgt_sdt-TID [CPU] TS: fire: (%plug:fire) "
                                             "arg1=0 arg2=0"]),
           "events", "\n".join(got), "want:\n" + "\n".join(want))

@@ -278,6 +278,24 @@ Test(usdt, args_memory)
 	check_hits("%ukt:ptr", &probe_ptr, buf_ptr, call_ptr, want_ptr, 2);
 }
 
+void ukt_sdt_symoff(void);
+extern long ukt_sdt_words[2];
+
+/* OFF+SYM(%rip), as PostgreSQL's notes write a global struct's field
+ * ("-4@40+CheckpointStats(%rip)"), and SYM+OFF(%rip) (usdt_asm.S) */
+Test(usdt, args_symbol_offsets)
+{
+	static struct usdt_probe probe_symoff;
+	static char buf_symoff[8192];
+	const long want[] = { -5, 0x1122334455667788L };
+
+	find("%ukt:symoff", &probe_symoff, buf_symoff, sizeof(buf_symoff));
+	cr_assert_eq(probe_symoff.arg[0].kind, USDT_ARG_ADDR, "%s", probe_symoff.args);
+	cr_assert_eq(probe_symoff.arg[0].addr, (unsigned long)&ukt_sdt_words + 4);
+	cr_assert_eq(probe_symoff.arg[1].addr, (unsigned long)&ukt_sdt_words + 8);
+	check_hits("%ukt:symoff", &probe_symoff, buf_symoff, ukt_sdt_symoff, want, 2);
+}
+
 /* ------------------------------------------------------ semaphores */
 
 static _Atomic unsigned long hits;
@@ -321,6 +339,80 @@ Test(usdt, semaphore_counts_probes)
 	ukt_sem_fire(3);
 	cr_assert_eq(atomic_load(&enabled_calls), 1);
 	cr_assert_eq(atomic_load(&hits), 2);
+}
+
+/* Semaphores where the program cannot write: in a RELRO page (read-only
+ * once relocated, though its segment is writable) and in read-only data.
+ * They are raised and lowered as the kernel does a uprobe's ref_ctr, by
+ * a forced write; before, the first faulted (RELRO) or was refused. */
+extern unsigned short ukt_relro_semaphore;          /* usdt_asm.S */
+extern const volatile unsigned short ukt_rodata_semaphore;
+
+__attribute__((noinline)) static int ukt_relro_fire(void)
+{
+	int on = *(volatile unsigned short *)&ukt_relro_semaphore != 0;
+
+	STAP_PROBE(ukt, relro);
+	return on;
+}
+
+__attribute__((noinline)) static int ukt_rodata_fire(void)
+{
+	int on = ukt_rodata_semaphore != 0;
+
+	STAP_PROBE(ukt, rodata);
+	return on;
+}
+
+/* [reg] the permissions of addr's page, from /proc/self/maps */
+static void page_perms(const void *addr, char perms[5])
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi;
+	char line[512];
+
+	cr_assert(f);
+	strcpy(perms, "?");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
+		    (unsigned long)addr >= lo && (unsigned long)addr < hi)
+			break;
+	fclose(f);
+}
+
+Test(usdt, semaphore_read_only)
+{
+	struct kprobe a = { .symbol_name = "%ukt:relro", .pre_handler = count_pre };
+	struct kprobe b = { .symbol_name = "%ukt:relro", .pre_handler = count_pre };
+	struct kprobe c = { .symbol_name = "%ukt:rodata", .pre_handler = count_pre };
+	char perms[5];
+
+	/* the pages are read-only indeed */
+	page_perms(&ukt_relro_semaphore, perms);
+	cr_assert_eq(perms[1], '-', "RELRO semaphore's page: %s", perms);
+	page_perms((const void *)&ukt_rodata_semaphore, perms);
+	cr_assert_eq(perms[1], '-', "read-only semaphore's page: %s", perms);
+
+	cr_assert_eq(ukt_relro_fire(), 0);
+	cr_assert_eq(register_kprobe(&a), 0);
+	cr_assert_eq(register_kprobe(&b), 0);
+	cr_assert_eq(*(volatile unsigned short *)&ukt_relro_semaphore, 2);
+	cr_assert_eq(ukt_relro_fire(), 1);
+	cr_assert_eq(atomic_load(&hits), 2);
+	unregister_kprobe(&a);
+	cr_assert_eq(*(volatile unsigned short *)&ukt_relro_semaphore, 1);
+	unregister_kprobe(&b);
+	cr_assert_eq(ukt_relro_fire(), 0);
+	/* still read-only: the program's protection is kept */
+	page_perms(&ukt_relro_semaphore, perms);
+	cr_assert_eq(perms[1], '-', "%s", perms);
+
+	cr_assert_eq(ukt_rodata_fire(), 0);
+	cr_assert_eq(register_kprobe(&c), 0);
+	cr_assert_eq(ukt_rodata_fire(), 1);
+	unregister_kprobe(&c);
+	cr_assert_eq(ukt_rodata_fire(), 0);
+	cr_assert_eq(atomic_load(&hits), 3);
 }
 
 /* the semaphore of a batch's probes, and a failed batch's put back */

@@ -318,6 +318,10 @@ void ukp_format_stack(FILE *out, const struct ukp_image *img, const struct ukp_s
 /* The number in an argument's slot as its type reads it: masked to its
  * size, sign-extended for s types (the bits of a long). */
 unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char *slot);
+/* A float (size 4) or double (8) from its bits, in as few digits as
+ * read back as the same value ("inf", "nan" as printf writes them);
+ * returns the length. */
+int ukp_format_float(char *buf, size_t len, unsigned long bits, unsigned int size);
 
 /* printf("%*lu") (or "%0*lu" when zero) of v into out, which has room
  * for 24 + width characters; returns the length. */

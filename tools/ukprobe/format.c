@@ -3,6 +3,8 @@
  * format.c - argument values as ftrace prints them, and the output file.
  */
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -98,6 +100,29 @@ unsigned long ukp_arg_number(const struct ukp_fetcharg *fa, const unsigned char 
 	return v;
 }
 
+int ukp_format_float(char *buf, size_t len, unsigned long bits, unsigned int size)
+{
+	double d;
+	int prec;
+
+	if (size == 4) {
+		float f;
+		uint32_t w = (uint32_t)bits;
+
+		memcpy(&f, &w, sizeof(f));
+		d = f;
+	} else {
+		memcpy(&d, &bits, sizeof(d));
+	}
+	/* the fewest digits that read back as the same value */
+	for (prec = 6; prec < 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, d);
+		if (size == 4 ? strtof(buf, NULL) == (float)d : strtod(buf, NULL) == d)
+			return (int)strlen(buf);
+	}
+	return snprintf(buf, len, "%.17g", d);
+}
+
 static void put_char(FILE *out, unsigned char c)
 {
 	if (c == '\'' || c == '\\')
@@ -137,6 +162,8 @@ void ukp_format_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			put_char(out, (unsigned char)v);
 		else if (t->print == UKP_PRINT_SYMBOL)
 			fputs(ukp_image_addr(img, v, buf, sizeof(buf)), out);
+		else if (t->print == UKP_PRINT_FLOAT)
+			fwrite(buf, 1, (size_t)ukp_format_float(buf, sizeof(buf), v, fa->size), out);
 		else
 			put_number(out, v, t);
 	}

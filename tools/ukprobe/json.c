@@ -111,6 +111,13 @@ static void put_args(FILE *out, const struct ukp_image *img, const struct ukp_sp
 			ukp_json_str(out, c, 1);
 		} else if (t->print == UKP_PRINT_SYMBOL) {
 			ukp_json_str(out, ukp_image_addr(img, v, buf, sizeof(buf)), 512);
+		} else if (t->print == UKP_PRINT_FLOAT) {
+			ukp_format_float(buf, sizeof(buf), v, fa->size);
+			/* JSON has no inf or nan: those as strings */
+			if (strspn(buf, "0123456789+-.e") == strlen(buf))
+				fputs(buf, out);
+			else
+				ukp_json_str(out, buf, sizeof(buf));
 		} else if (t->hex) {
 			/* JSON numbers cannot be hexadecimal: a string */
 			snprintf(buf, sizeof(buf), "0x%lx", v);

@@ -2,7 +2,8 @@
 /*
  * usdt_arg.c - x86-64's SDT argument operands (src/usdt.h): what GCC's
  * "nor" constraint of <sys/sdt.h> puts after "SIZE@" in AT&T syntax:
- * %REG, $CONST, DISP(%REG), SYM(%rip), SYM+OFF(%rip), SYM, ADDR.
+ * %REG, $CONST, DISP(%REG), SYM(%rip), SYM+OFF(%rip), OFF+SYM(%rip)
+ * (PostgreSQL's notes: a field of a global struct), SYM, ADDR.
  * Index registers (DISP(%B,%I,S)) and segment prefixes are not decoded.
  * [any]: no allocation, no locks.
  */
@@ -76,10 +77,21 @@ static bool number(const char *s, size_t len, long *v)
 	return !errno && !*end;
 }
 
-/* "SYM", "SYM+OFF", "SYM-OFF" as a symbol and an offset. */
+/* "SYM", "SYM+OFF", "SYM-OFF", "OFF+SYM" as a symbol and an offset. */
 static bool symbol(const char *s, size_t len, struct ukp_usdt_op *op)
 {
 	size_t n = 0;
+	long pre = 0;
+
+	if (len && (isdigit((unsigned char)s[0]) || s[0] == '-')) {
+		const char *plus = memchr(s, '+', len);
+
+		if (!plus || !number(s, (size_t)(plus - s), &pre) ||
+		    !symbol(plus + 1, len - (size_t)(plus + 1 - s), op))
+			return false;
+		op->off += pre;
+		return true;
+	}
 
 	while (n < len && (isalnum((unsigned char)s[n]) || s[n] == '_' || s[n] == '.' || s[n] == '$'))
 		n++;

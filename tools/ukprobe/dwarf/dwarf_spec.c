@@ -68,7 +68,7 @@ static int layout(struct ukp_spec *s, struct ukp_dw_err *e)
 		struct ukp_fetcharg *fa = &s->args[i];
 		unsigned int slot = ukp_fetch_type_of(fa)->slot;
 
-		fa->plain_reg = fa->base == UKP_FA_REG && !fa->nderef && !fa->bf_width &&
+		fa->plain_reg = fa->base == UKP_FA_REG && !fa->nderef && !fa->bf_width && !fa->add &&
 				!ukp_fetch_type_of(fa)->is_string;
 		if (s->payload + slot > UKP_SPEC_PAYLOAD_MAX)
 			return ukp_dw_fail(e, fa->col, "too many arguments: an event holds %d bytes "

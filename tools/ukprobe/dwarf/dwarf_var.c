@@ -357,8 +357,12 @@ static int scalar_type(Dwarf_Die *type, const char *what, int col, struct ukp_fe
 	case DW_TAG_base_type:
 		if (dwarf_tag(&t) == DW_TAG_base_type && dwarf_attr(&t, DW_AT_encoding, &a))
 			dwarf_formudata(&a, &enc);
+		if (enc == DW_ATE_float && (size == 4 || size == 8)) {
+			row = ukp_fetch_type_find(UKP_TY_FLOAT, (unsigned int)size);
+			break;
+		}
 		if (enc == DW_ATE_float || enc == DW_ATE_complex_float)
-			return ukp_dw_fail(e, col, "%s is a %s: floating-point values are not "
+			return ukp_dw_fail(e, col, "%s is a %s: only float and double are "
 					   "supported (give a :TYPE for its bits)", what,
 					   ukp_dw_type_name(type, tn, sizeof(tn)));
 		if (size == 1 || size == 2 || size == 4 || size == 8)
@@ -588,6 +592,35 @@ static bool implicit_member(Dwarf_Die *scopes, int ns, const char *name, size_t 
 	       type_of(&t, &t) && peeled(&t, &t) && find_member(&t, name, len, &m, &off, NULL);
 }
 
+/* A global by name in another unit of the object than the probed code's
+ * (one that unit does not declare): an external variable with a
+ * location, the first unit defining it. Walks every unit: only for a
+ * name the probed scopes do not have. */
+static bool global_elsewhere(struct ukp_dw *dw, const char *name, Dwarf_Die *var)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	while (dwarf_nextcu(dw->dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, c;
+
+		if (dwarf_offdie(dw->dbg, off + hsize, &cu) && !dwarf_child(&cu, &c)) {
+			do {
+				const char *nm;
+
+				if (dwarf_tag(&c) == DW_TAG_variable && dwarf_hasattr(&c, DW_AT_external) &&
+				    dwarf_hasattr(&c, DW_AT_location) && (nm = dwarf_diename(&c)) &&
+				    !strcmp(nm, name)) {
+					*var = c;
+					return true;
+				}
+			} while (!dwarf_siblingof(&c, &c));
+		}
+		off = next;
+	}
+	return false;
+}
+
 static int too_deep(int col, struct ukp_dw_err *e)
 {
 	return ukp_dw_fail(e, col, "too many dereferences (at most %d)", UKP_SPEC_DEREF_MAX);
@@ -609,7 +642,8 @@ int ukp_dw_var_fetch(struct ukp_dw *dw, const struct ukp_dw_site *site, const ch
 		ukp_dw_fail(e, col, "no debug information for the code at 0x%lx", (unsigned long)site->pc);
 		goto out;
 	}
-	if (!n || dwarf_getscopevar(scopes, ns, what, 0, NULL, 0, 0, &var) < 0) {
+	if (!n || (dwarf_getscopevar(scopes, ns, what, 0, NULL, 0, 0, &var) < 0 &&
+		   !global_elsewhere(dw, what, &var))) {
 		/* C++: a member of *this by its name alone */
 		if (n && implicit_member(scopes, ns, s, (size_t)n)) {
 			char buf[UKP_SPEC_ARGSTR_MAX + 8];
@@ -836,12 +870,15 @@ int ukp_dw_var_fetch(struct ukp_dw *dw, const struct ukp_dw_site *site, const ch
 	fa->nderef = 0;
 	switch (lv.kind) {
 	case LV_VAL:
-		if (lv.off || (lv.base == UKP_FA_SYM && !lv.nd)) {
-			fa->base = UKP_FA_UNAVAIL; /* reg + k: no add in the fetch */
+		if (lv.base == UKP_FA_SYM && !lv.nd) {
+			fa->base = UKP_FA_UNAVAIL;
 			break;
 		}
 		memcpy(fa->deref, lv.d, (size_t)lv.nd * sizeof(long));
 		fa->nderef = lv.nd;
+		/* reg + k (DW_OP_bregN K; DW_OP_stack_value): a string
+		 * has been made LV_MEM above */
+		fa->add = lv.off;
 		break;
 	case LV_MEM:
 		if (lv.nd > UKP_SPEC_DEREF_MAX) {
