@@ -48,8 +48,12 @@
 #include <string.h>
 
 #include "ukprobes.h"
-#include "internal.h"
-#include "grow_array.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "base/grow_array.h"
 #include "bench.h"
 #include "lib_entries.h"
 #include "opt_region.h"

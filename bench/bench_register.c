@@ -52,8 +52,8 @@
 #include <Zydis/Zydis.h>
 
 #include "ukprobes.h"
-#include "arch.h"
-#include "symbols.h"
+#include "arch/arch.h"
+#include "symbols/symbols.h"
 #include "bench.h"
 
 /* The registry lock, for walking the symbol cache (kprobes.c). */

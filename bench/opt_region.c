@@ -5,7 +5,7 @@
  */
 #include <Zydis/Zydis.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "opt_region.h"
 
 /* What kind of instruction the relocator refused. */

@@ -78,7 +78,7 @@ enum ukp_fa_base {
 			 * give at this address: every hit shows it unavailable */
 	UKP_FA_VAR,     /* a variable by name (VAR, VAR->F, VAR.F, VAR[N],
 			 * $params): the text at var_col, var_len; the CLI
-			 * resolves it from DWARF (tools/ukprobe/dwarf_*.c) to
+			 * resolves it from DWARF (tools/ukprobe/dwarf/) to
 			 * one of the above before anything is sent */
 };
 

@@ -2,7 +2,7 @@
 # Layout checks anyone can run with grep (issue 17): no file under src/
 # outside src/arch/ names an x86 opcode (the arch code owns the
 # instruction set: src/arch.h says what each arch provides), and the
-# assembly's offsets are generated (src/asm_offsets.c), not kept by hand,
+# assembly's offsets are generated (src/core/asm_offsets.c), not kept by hand,
 # the agent includes nothing of src/ or tools/ but the public header,
 # reads no ELF file itself and builds no parser (the CLI parses; the
 # agent gets the parsed form), and
@@ -20,7 +20,7 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 if [ -e src/asm_offsets.h ] || { [ -d .git ] && [ -n "$(git ls-files src/asm_offsets.h)" ]; }; then
-  echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/asm_offsets.c" >&2
+  echo "check_layout: src/asm_offsets.h is kept by hand: it is generated from src/core/asm_offsets.c" >&2
   exit 1
 fi
 # The agent is a user of the library like any other: it includes the

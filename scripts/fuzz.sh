@@ -24,7 +24,7 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
 # ukprobe's own sources but its main(), for the agent's messages (with
 # ukprobe run's compiler, and libdw for the source-level SPECs)
 cli=(build-fuzz/script_embed.c)
-for f in tools/ukprobe/*.c tools/ukprobe/script/*.c; do
+for f in tools/ukprobe/*.c tools/ukprobe/dwarf/*.c tools/ukprobe/script/*.c; do
   [ "$f" = tools/ukprobe/main.c ] || cli+=("$f")
 done
 # (the files a compiled script includes, as tools/ukprobe/meson.build embeds them)

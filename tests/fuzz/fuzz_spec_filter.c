@@ -88,7 +88,7 @@ static void round_trip(const struct ukp_spec *spec, const uint8_t *data, size_t 
 	if (!form)
 		return;
 	/* variables by name go to the agent only as the CLI resolved them
-	 * from DWARF (tools/ukprobe/dwarf_spec.c): the agent refuses them */
+	 * from DWARF (tools/ukprobe/dwarf/dwarf_spec.c): the agent refuses them */
 	if (spec->has_vars) {
 		if (ukp_specs_decode(form, len, NREGS, &back, &n, &version) == UKP_SPECS_OK)
 			abort();

@@ -15,9 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scan_share.h"
-#include "codeflow.h"
-#include "internal.h"
+#include "flow/scan_share.h"
+#include "flow/codeflow.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 /* The first index where a and b differ, or the shorter length. */
 static size_t ukt_first_diff(const uintptr_t *a, size_t na, const uintptr_t *b, size_t nb)

@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 /* the slot bytes of the last arch_prepare_insn() */
 static struct ukp_slot_img img;

@@ -30,7 +30,11 @@
 #include <unistd.h>
 
 #include "ukprobes.h"
-#include "internal.h" /* arch.h: ukp_jprobe_handler_ret, ARCH_JPROBE_STACK_BYTES */
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h" /* arch.h: ukp_jprobe_handler_ret, ARCH_JPROBE_STACK_BYTES */
 #include "ukp_test.h"
 
 #define FN(name) ".globl " #name "\n.type " #name ",%function\n" #name ":\n"

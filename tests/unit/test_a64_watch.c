@@ -32,8 +32,12 @@
 
 #include "ukprobes.h"
 #include "ukp_test.h"
-#include "internal.h"
-#include "watch.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "watch/watch.h"
 
 /* The harness's register file: x0-x15, then v0-v7. */
 struct st {

@@ -40,9 +40,13 @@
 #include <Zydis/Zydis.h>
 
 #include "ukprobes.h"
-#include "internal.h"
-#include "kretprobes.h"
-#include "symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "core/kretprobes.h"
+#include "symbols/symbols.h"
 
 #define NTHREADS 2
 

@@ -28,13 +28,17 @@
 
 #include <criterion/criterion.h>
 
-#include "arch_branches.h"
-#include "code_refs.h"
-#include "codeflow.h"
-#include "eh_frame.h"
+#include "arch/arch_branches.h"
+#include "flow/code_refs.h"
+#include "flow/codeflow.h"
+#include "symbols/eh_frame.h"
 #include "decoder.h"
-#include "grow_array.h"
-#include "internal.h"
+#include "base/grow_array.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 extern char ukt_flow_loop_into_entry[], ukt_flow_plain[], ukt_flow_table_into_region[],
 	ukt_flow_table_spilled[], ukt_flow_indirect_unknown[], ukt_flow_got_tail[],

@@ -29,11 +29,15 @@
 
 #include <criterion/criterion.h>
 
-#include "code_refs.h"
-#include "codeflow.h"
+#include "flow/code_refs.h"
+#include "flow/codeflow.h"
 #include "codeflow_index_check.h"
-#include "eh_frame.h"
-#include "internal.h"
+#include "symbols/eh_frame.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "ukprobes.h"
 
 extern char ukt_np_dealloc[], ukt_np_taken_data[], ukt_np_taken_data4[], ukt_np_taken_imm[],

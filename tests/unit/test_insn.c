@@ -29,7 +29,7 @@
 
 #include <criterion/criterion.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "emu_ops.h"
 
 /* the slot bytes of the last arch_prepare_insn() */

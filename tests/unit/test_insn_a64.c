@@ -56,7 +56,7 @@
 
 #include <criterion/criterion.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "sim_ops.h"
 
 /* the slot bytes of the last arch_prepare_insn() */

@@ -36,7 +36,11 @@
 #include <zlib.h>
 
 #include "ukprobes.h"
-#include "internal.h" /* arch.h: ukp_jprobe_handler_ret */
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h" /* arch.h: ukp_jprobe_handler_ret */
 #include "ukp_test.h"
 
 static int handler_errors;

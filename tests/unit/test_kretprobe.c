@@ -33,9 +33,13 @@
 #include <zlib.h>
 
 #include "ukprobes.h"
-#include "kretprobes.h"
-#include "symbols.h"
-#include "internal.h"
+#include "core/kretprobes.h"
+#include "symbols/symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "ukp_test.h"
 
 static int handler_errors;

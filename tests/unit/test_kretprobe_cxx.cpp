@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "ukprobes.h"
-#include "kretprobes.h"
+#include "core/kretprobes.h"
 #include "ukp_test.h"
 
 namespace {

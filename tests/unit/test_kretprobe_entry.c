@@ -25,8 +25,12 @@
 
 #include <criterion/criterion.h>
 
-#include "internal.h"
-#include "symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/symbols.h"
 #include "ukp_test.h"
 
 extern char ukt_krp_pushed_outer[], ukt_krp_after_push[], ukt_krp_outermost[],

@@ -32,7 +32,7 @@
 #include <unwind.h>
 
 #include "ukprobes.h"
-#include "kretprobes.h"
+#include "core/kretprobes.h"
 #include "ukp_test.h"
 
 static int handler_errors;

@@ -44,8 +44,12 @@
 
 #include <criterion/criterion.h>
 
-#include "internal.h"
-#include "kretprobes.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "core/kretprobes.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
 

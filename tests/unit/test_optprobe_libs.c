@@ -48,8 +48,12 @@
 #include <sqlite3.h>
 #include <zlib.h>
 
-#include "internal.h"
-#include "symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/symbols.h"
 #include "ukprobes.h"
 
 /*

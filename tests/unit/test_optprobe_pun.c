@@ -21,8 +21,12 @@
 #include <criterion/criterion.h>
 #include <sqlite3.h>
 
-#include "internal.h"
-#include "symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/symbols.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
 

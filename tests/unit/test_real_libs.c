@@ -31,9 +31,13 @@
 #include <Zydis/Zydis.h>
 
 #include "ukprobes.h"
-#include "arch.h"
-#include "symbols.h"
-#include "internal.h"
+#include "arch/arch.h"
+#include "symbols/symbols.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 /* The registry lock, for walking the symbol cache (kprobes.c). */
 

@@ -42,7 +42,11 @@
 
 #include <criterion/criterion.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "ukprobes.h"
 #include "ukp_test.h"
 

@@ -24,9 +24,13 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "debuginfo.h"
-#include "internal.h"
-#include "symbols.h"
+#include "symbols/debuginfo.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/symbols.h"
 #include "ukp_test.h"
 #include "ukprobes.h"
 

@@ -27,7 +27,7 @@
 #include <criterion/criterion.h>
 
 #include "ukprobes.h"
-#include "arch.h"
+#include "arch/arch.h"
 #include "ukp_test.h"
 
 /* ------------------------------------------------------------ targets */

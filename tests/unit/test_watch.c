@@ -32,7 +32,7 @@
 
 #include "ukprobes.h"
 #include "ukp_test.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 #define MAXREC 64
 

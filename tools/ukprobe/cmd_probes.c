@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "dwarf_cli.h"
+#include "dwarf/dwarf_cli.h"
 
 static void usage(FILE *out)
 {

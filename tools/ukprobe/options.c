@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "dwarf_cli.h"
+#include "dwarf/dwarf_cli.h"
 #include "filter.h"
 
 enum { OPT_JSON = 256, OPT_NO_OPTIMIZE, OPT_FILTER, OPT_TRIGGER, OPT_TRACING_OFF, OPT_USDT };

@@ -15,8 +15,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
-#include "arch_branches.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "arch/arch_branches.h"
 
 #define A64_NOP 0xd503201fu
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 
 /*
  * [reg] Classify insn into ai (sim and its operands, blocking, why; ai

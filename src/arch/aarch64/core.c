@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "sim_ops.h"
 
 #define A64_PSTATE_N (UINT64_C(1) << 31)

@@ -8,7 +8,11 @@
 #include <stdint.h>
 #include <sys/auxv.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 #define IFUNC_ARG_HWCAP (1ULL << 62)
 

@@ -18,7 +18,11 @@
 #include <stddef.h>
 #include <ucontext.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "sigframe.h"
 
 /* PSTATE.BTYPE: the branch type a BTI landing pad checks */

@@ -8,7 +8,11 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 #ifndef PR_GET_SHADOW_STACK_STATUS
 #define PR_GET_SHADOW_STACK_STATUS 74

@@ -25,7 +25,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 #define LIT_SITE   (UKP_DETOUR_SIZE - 16)
 #define LIT_COMMON (UKP_DETOUR_SIZE - 8)

@@ -11,7 +11,11 @@
 #include <asm/sigcontext.h>
 #include <ucontext.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "sigframe.h"
 
 /* NZCV and BTYPE: the pstate bits a context may change. */

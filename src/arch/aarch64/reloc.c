@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "classify.h"
 #include "sim_ops.h"
 

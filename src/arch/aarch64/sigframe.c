@@ -8,7 +8,11 @@
  */
 #include <asm/sigcontext.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "sigframe.h"
 
 /* [trap] */

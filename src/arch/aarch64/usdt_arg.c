@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "usdt.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/usdt.h"
 
 /* xN, wN, sp: its word in struct pt_regs (regs[31], then sp), or -1. */
 static int reg_word(const char *s, size_t len)

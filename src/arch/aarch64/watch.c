@@ -59,7 +59,11 @@
 #include <stdint.h>
 #include <sys/auxv.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "sigframe.h"
 
 #define MAX_BYTES 64 /* ld4/st4 of four Q registers */

@@ -38,11 +38,11 @@
 
 #include <Zydis/Zydis.h>
 
-#include "arch.h"
-#include "arch_branches.h"
+#include "arch/arch.h"
+#include "arch/arch_branches.h"
 #include "decoder.h"
-#include "grow_array.h"
-#include "lower_bound.h"
+#include "base/grow_array.h"
+#include "base/lower_bound.h"
 
 /* Entries read from one table at most: far more than any switch has. */
 #define TABLE_MAX_ENTRIES 65536u

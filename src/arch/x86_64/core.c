@@ -17,7 +17,11 @@
 #include <stdint.h>
 #include <sys/auxv.h>
 
-#include "internal.h"	/* arch.h, UKP_TRAP_TEXT */
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"	/* arch.h, UKP_TRAP_TEXT */
 #include "emu_ops.h"
 
 #define X86_FLAGS_CF (1UL << 0)

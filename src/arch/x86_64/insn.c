@@ -19,7 +19,7 @@
 
 #include <Zydis/Zydis.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "decoder.h"
 #include "emu_ops.h"
 

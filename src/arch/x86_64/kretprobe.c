@@ -11,7 +11,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 #ifndef ARCH_SHSTK_STATUS
 #define ARCH_SHSTK_STATUS 0x5005

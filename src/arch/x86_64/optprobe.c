@@ -9,7 +9,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "asm_offsets.h"
 #include "detour.h"
 

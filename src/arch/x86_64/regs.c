@@ -9,7 +9,11 @@
  */
 #include <ucontext.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 
 UKP_TRAP_TEXT void arch_regs_from_ucontext(struct pt_regs *regs, const ucontext_t *uc)
 {

@@ -11,8 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "usdt.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/usdt.h"
 
 /* Every name of a general register (64, 32, 16 and low 8 bits), and the
  * word of struct pt_regs that holds it. The argument's size says how

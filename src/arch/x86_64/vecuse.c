@@ -26,8 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "code_walk.h"
-#include "internal.h"
+#include "flow/code_walk.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
+#include "symbols/symbols.h"
 #include "decoder.h"
 
 #define WALK_BUDGET 20000

@@ -35,7 +35,11 @@
 
 #include <Zydis/Zydis.h>
 
-#include "internal.h"
+#include "base/base.h"
+#include "core/core.h"
+#include "process/process.h"
+#include "text/text.h"
+#include "optimizer/optimizer.h"
 #include "decoder.h"
 
 #define SCRATCH_MAX 1024              /* largest memory operand we copy */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * base/base.h - the lowest layer: what every part of the library may use
+ * (src/base/: the log, raw system calls usable in any context, where
+ * errno lives, the library's own threads, pools and sorted arrays).
+ * It calls nothing of the layers above (scripts/check_layers.py).
+ *
+ * Contexts named in comments, everywhere in src/:
+ *  [trap]  runs in the library's signal handlers (SIGTRAP and the fault
+ *          signals), or in a detour or trampoline: async-signal-safe,
+ *          allocation-free, no libc calls, no locks; per-thread state
+ *          lives in initial-exec TLS.
+ *  [reg]   runs in registration/unregistration/knob calls, from ordinary
+ *          context, with ukp_mutex held unless said otherwise.
+ *  [any]   either.
+ */
+#ifndef UKP_BASE_H
+#define UKP_BASE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "ukprobes.h"
+#include "arch/arch.h"
+
+#define UKP_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* log.c */
+void ukp_pr(enum ukprobes_print_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define pr_warn(...) ukp_pr(UKPROBES_WARN, __VA_ARGS__)
+#define pr_info(...) ukp_pr(UKPROBES_INFO, __VA_ARGS__)
+#define pr_debug(...) ukp_pr(UKPROBES_DEBUG, __VA_ARGS__)
+
+/* sys.c: raw system calls usable in [trap] */
+long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old);
+int ukp_sys_gettid(void);
+int ukp_sys_getpid(void);
+long ukp_sys_tgkill(int pid, int tid, int sig);
+/* sys.c */
+/*
+ * errno of the calling thread without calling libc's __errno_location()
+ * (which may itself be probed): its offset from the thread pointer is
+ * measured once at start-up.
+ */
+extern long ukp_errno_offset;
+#define ukp_errno (*(int *)(arch_thread_pointer() + ukp_errno_offset))
+void ukp_errno_init(void);                    /* [reg] before any handler */
+
+#define UKP_SCAN_SIG 64                       /* SIGRTMAX, owned by the library (process/threads.c) */
+/* The signals the library keeps deliverable in the kernel's mask; the
+ * program's view of them is kept apart (process/sigmask.c). */
+#define UKP_OWNED_MASK ((1ULL << (SIGTRAP - 1)) | (1ULL << (SIGSEGV - 1)) | \
+			(1ULL << (SIGBUS - 1)) | (1ULL << (SIGFPE - 1)) |  \
+			(1ULL << (SIGILL - 1)) | (1ULL << (UKP_SCAN_SIG - 1)))
+
+/* thread.c: a thread of the library, started with every signal but the
+ * library's own blocked, so that it never runs the program's handlers. */
+int ukp_thread_start(pthread_t *t, void *(*fn)(void *), void *arg); /* [reg] */
+
+#endif /* UKP_BASE_H */

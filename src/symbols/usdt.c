@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * usdt.c - SDT probes (usdt.h, <ukprobes.h>'s usdt_*): the notes of an
+ * object's .note.stapsdt section, their argument specs decoded, and the
+ * semaphores of the probes registered on them.
+ *
+ * A note (owner "stapsdt", type 3) holds three addresses (the probe's
+ * nop, the link-time address of the .stapsdt.base section, the
+ * semaphore) and three strings (provider, name, argument specs). When
+ * the object's .stapsdt.base section is not where the note says (the
+ * object was prelinked: moved after the notes were written), the probe
+ * and the semaphore moved with it by the same difference.
+ *
+ * Context: [reg] under the registry mutex (the public functions take
+ * it), ordinary context only.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbols/symbols.h"
+#include "base/base.h"
+#include "symbols/usdt.h"
+
+#define NT_STAPSDT 3
+
+void ukp_usdt_notes_free(struct ukp_usdt_notes *notes)
+{
+	if (!notes)
+		return;
+	free(notes->v);
+	free(notes->strs);
+	free(notes);
+}
+
+static int note_cmp(const void *a, const void *b)
+{
+	const struct ukp_usdt_note *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* [reg] The section named name of elf, or NULL. */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/* [reg] The notes of the file behind obj into *out (empty when it has
+ * none or cannot be read). 0 or -ENOMEM. */
+static int notes_read(const struct ukp_object *obj, struct ukp_usdt_notes *out)
+{
+	GElf_Shdr sh, bsh;
+	Elf_Scn *scn;
+	Elf_Data *data;
+	size_t off = 0, noff, doff, cap = 0, slen = 0, scap = 0;
+	GElf_Nhdr nh;
+	uint64_t base_addr = 0;
+	bool have_base;
+	int fd, err = 0;
+	Elf *elf = ukp_object_elf(obj, &fd);
+
+	if (!elf)
+		return 0;
+	have_base = section_named(elf, ".stapsdt.base", &bsh) != NULL;
+	if (have_base)
+		base_addr = bsh.sh_addr;
+	scn = section_named(elf, ".note.stapsdt", &sh);
+	data = scn && sh.sh_type == SHT_NOTE ? elf_getdata(scn, NULL) : NULL;
+	while (data && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+		const char *d = (const char *)data->d_buf + doff, *prov, *name, *args, *end;
+		uint64_t a[3];
+		struct ukp_usdt_note *n;
+		size_t need;
+
+		if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
+		    memcmp((const char *)data->d_buf + noff, "stapsdt", 8) || nh.n_descsz < 27)
+			continue;
+		memcpy(a, d, sizeof(a));
+		end = d + nh.n_descsz;
+		prov = d + sizeof(a);
+		name = memchr(prov, '\0', (size_t)(end - prov));
+		args = name ? memchr(name + 1, '\0', (size_t)(end - name - 1)) : NULL;
+		if (!args || !memchr(args + 1, '\0', (size_t)(end - args - 1)))
+			continue;
+		name++;
+		args++;
+		if (have_base && a[1]) { /* prelinked: moved as a whole */
+			a[0] += base_addr - a[1];
+			if (a[2])
+				a[2] += base_addr - a[1];
+		}
+		if (out->n == cap) {
+			void *v = realloc(out->v, (cap = cap ? 2 * cap : 16) * sizeof(*out->v));
+
+			if (!v)
+				goto nomem;
+			out->v = v;
+		}
+		/* strings as offsets into strs until it stops moving */
+		need = (size_t)(end - prov);
+		if (slen + need > scap) {
+			char *s = realloc(out->strs, scap = 2 * (slen + need) + 256);
+
+			if (!s)
+				goto nomem;
+			out->strs = s;
+		}
+		memcpy(out->strs + slen, prov, need);
+		n = &out->v[out->n++];
+		n->addr = (uintptr_t)a[0] + obj->base;
+		n->sem = a[2] ? (uintptr_t)a[2] + obj->base : 0;
+		n->provider = (const char *)slen;
+		n->name = (const char *)(slen + (size_t)(name - prov));
+		n->args = (const char *)(slen + (size_t)(args - prov));
+		slen += need;
+	}
+	for (size_t i = 0; i < out->n; i++) {
+		out->v[i].provider = out->strs + (size_t)out->v[i].provider;
+		out->v[i].name = out->strs + (size_t)out->v[i].name;
+		out->v[i].args = out->strs + (size_t)out->v[i].args;
+	}
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), note_cmp);
+	goto out;
+nomem:
+	free(out->v);
+	free(out->strs);
+	memset(out, 0, sizeof(*out));
+	err = -ENOMEM;
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+const struct ukp_usdt_notes *ukp_usdt_notes(const struct ukp_object *obj)
+{
+	struct ukp_usdt_notes **slot = ukp_object_usdt(obj), *n;
+
+	if (*slot)
+		return *slot;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	if (notes_read(obj, n)) {
+		free(n);
+		return NULL;
+	}
+	*slot = n;
+	return n;
+}
+
+const struct ukp_usdt_note *ukp_usdt_note_at(uintptr_t addr, const struct ukp_object **objp)
+{
+	const struct ukp_object *obj = ukp_object_of(addr);
+	const struct ukp_usdt_notes *ns = obj ? ukp_usdt_notes(obj) : NULL;
+	size_t lo = 0, hi = ns ? ns->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!ns || lo == ns->n || ns->v[lo].addr != addr)
+		return NULL;
+	if (objp)
+		*objp = obj;
+	return &ns->v[lo];
+}
+
+/* ---------------------------------------------------------- names */
+
+/* "[OBJ:]%PROVIDER:NAME": *obj (malloc'ed, NULL without one), *prov
+ * and *name (into spec; prov's length *provlen). false when not so. */
+static bool name_split(const char *spec, char **obj, const char **prov, size_t *provlen,
+		       const char **name)
+{
+	const char *pct = spec[0] == '%' ? spec : strstr(spec, ":%"), *colon;
+
+	*obj = NULL;
+	if (!pct)
+		return false;
+	if (pct != spec)
+		pct++;
+	colon = strchr(pct + 1, ':');
+	if (!colon || colon == pct + 1 || !colon[1] || strchr(colon + 1, ':'))
+		return false;
+	*prov = pct + 1;
+	*provlen = (size_t)(colon - pct - 1);
+	*name = colon + 1;
+	if (pct != spec) {
+		*obj = strndup(spec, (size_t)(pct - spec - 1));
+		if (!*obj)
+			return false;
+	}
+	return true;
+}
+
+bool ukp_usdt_is_name(const char *spec)
+{
+	char *obj;
+	const char *prov, *name;
+	size_t plen;
+	bool ok = spec && name_split(spec, &obj, &prov, &plen, &name);
+
+	if (ok)
+		free(obj);
+	return ok;
+}
+
+static bool note_named(const struct ukp_usdt_note *n, const char *prov, size_t plen,
+		       const char *name)
+{
+	return strlen(n->provider) == plen && !memcmp(n->provider, prov, plen) &&
+	       !strcmp(n->name, name);
+}
+
+int ukp_usdt_lookup(const char *spec, uintptr_t *addr)
+{
+	const struct ukp_object *obj;
+	const char *prov, *name;
+	char *objname;
+	size_t plen, i, k;
+	int err = -ENOENT;
+
+	if (!name_split(spec, &objname, &prov, &plen, &name))
+		return -ENOENT;
+	for (i = 0; err == -ENOENT && (obj = ukp_object_nth(i)); i++) {
+		const struct ukp_usdt_notes *ns;
+
+		if (objname && !ukp_object_matches(obj, objname))
+			continue;
+		ns = ukp_usdt_notes(obj);
+		if (!ns) {
+			err = -ENOMEM;
+			break;
+		}
+		for (k = 0; k < ns->n; k++) {
+			if (note_named(&ns->v[k], prov, plen, name)) {
+				*addr = ns->v[k].addr;
+				err = 0;
+				break;
+			}
+		}
+	}
+	free(objname);
+	return err;
+}
+
+/* ----------------------------------------------------- semaphores */
+
+/* The probes that raised a semaphore: few (SDT probes only), so a
+ * plain array. */
+struct sem_ref {
+	const struct kprobe *kp;
+	const struct ukp_object *obj;
+	uintptr_t sem;
+};
+static struct sem_ref *refs;
+static size_t nrefs, caprefs;
+
+void ukp_usdt_probe_added(const struct kprobe *p, uintptr_t addr)
+{
+	const struct ukp_object *obj;
+	const struct ukp_usdt_note *n = ukp_usdt_note_at(addr, &obj);
+
+	if (!n || !n->sem)
+		return;
+	if (!ukp_object_writable(obj, n->sem, sizeof(unsigned short))) {
+		pr_warn("usdt: the semaphore of %s:%s at %#lx is not writable data\n", n->provider,
+			n->name, (unsigned long)n->sem);
+		return;
+	}
+	if (nrefs == caprefs) {
+		size_t cap = caprefs ? 2 * caprefs : 16;
+		struct sem_ref *v = realloc(refs, cap * sizeof(*v));
+
+		if (!v) {
+			pr_warn("usdt: no memory to count the semaphore of %s:%s\n", n->provider,
+				n->name);
+			return;
+		}
+		refs = v;
+		caprefs = cap;
+	}
+	refs[nrefs++] = (struct sem_ref){ p, obj, n->sem };
+	/* the program reads it from any thread, without a lock */
+	__atomic_add_fetch((unsigned short *)n->sem, 1, __ATOMIC_SEQ_CST);
+}
+
+void ukp_usdt_probe_removed(const struct kprobe *p)
+{
+	size_t i;
+
+	for (i = 0; i < nrefs; i++) {
+		unsigned short *c;
+		unsigned short v;
+
+		if (refs[i].kp != p)
+			continue;
+		c = (unsigned short *)refs[i].sem;
+		/* an unloaded object's counter is gone with it */
+		if (ukp_object_alive(refs[i].obj)) {
+			v = __atomic_load_n(c, __ATOMIC_RELAXED);
+			while (v && !__atomic_compare_exchange_n(c, &v, (unsigned short)(v - 1), false,
+								 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				;
+		}
+		refs[i] = refs[--nrefs];
+		return;
+	}
+}
