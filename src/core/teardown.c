@@ -31,6 +31,19 @@ UKPROBES_API int ukprobes_shutdown(void)
 		return -EBUSY;
 	}
 	ukp_opt_stop();
+	/* A thread that ran into one of our breakpoints just before it was
+	 * removed may not have taken its SIGTRAP yet (preempted on its way
+	 * back to user space, the signal pending): under the program's
+	 * action (SIG_DFL) it would kill the process. Every thread not seen
+	 * blocked in a system call gets the scan signal, and answers only
+	 * once its pending SIGTRAP was taken (synchronous signals are
+	 * dequeued first) with the library's handler, which finds the
+	 * breakpoint gone and runs the instruction. */
+	{
+		const struct ukp_range none = { 0, 0 };
+
+		(void)ukp_threads_scan(&none, 1);
+	}
 	ukp_signals_uninstall();
 	/* the descriptor on /proc/self/mem goes too (opened again when
 	 * needed), as after a fork */
