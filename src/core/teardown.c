@@ -44,10 +44,13 @@ UKPROBES_API int ukprobes_shutdown(void)
 
 		(void)ukp_threads_scan(&none, 1);
 	}
-	ukp_signals_uninstall();
+	/* (and none of those, nor a scan request, is still pending: else
+	 * the library's actions stay, and it says so) */
+	if (!ukp_signals_uninstall())
+		ret = -EBUSY;
 	/* the descriptor on /proc/self/mem goes too (opened again when
 	 * needed), as after a fork */
 	ukp_text_release();
 	ukp_unlock_for_show();
-	return 0;
+	return ret;
 }
