@@ -266,7 +266,14 @@ static void save_environment(void)
 {
 	size_t i;
 
-	setenv(UKP_ENV_FOLLOWED, "1", 1);
+	/* its value: the launched process's pid (script.c: its images run
+	 * BEGIN, END and the interval probes) */
+	if (!getenv(UKP_ENV_FOLLOWED)) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		setenv(UKP_ENV_FOLLOWED, pid, 1);
+	}
 	for (i = 0; i < NVARS; i++) {
 		const char *v = getenv(our_vars[i]);
 
@@ -391,6 +398,7 @@ static void atfork_child(void)
 		return;
 	}
 	send_hello(UKP_ORIGIN_FORK, (uint32_t)ukpa_specs_count());
+	ukpa_script_after_fork();
 	ukpa_probes_restart();
 	/* (libukprobes refuses probes in glibc's thread start, which runs
 	 * with every signal blocked) */
@@ -406,7 +414,7 @@ static void end_image(enum ukp_end_reason reason)
 {
 	uint64_t lost = ukpa_reader_stop(-1);
 
-	ukpa_script_end();
+	ukpa_script_end(reason == UKP_END_EXEC);
 	ukpa_probes_send_stats();
 	send_end(lost, false, reason);
 }
@@ -447,7 +455,7 @@ void ukpa_before_exit(void)
 		return;
 	ukpa_busy++;
 	lost = ukpa_reader_stop(1000);
-	ukpa_script_end();
+	ukpa_script_end(false);
 	if (ukpa_probes_send_stats_nowait() == 0)
 		send_end(lost, false, UKP_END_EXIT);
 	out_fd = -1;
@@ -574,6 +582,8 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 	}
 	/* ukprobe run: the compiled script (script.c), before the rings
 	 * (its records' size) and the probes (its handlers) */
+	if (script)
+		ukpa_script_set_root(first ? getpid() : (pid_t)atol(getenv(UKP_ENV_FOLLOWED)), first);
 	if (script && ukpa_script_load(script)) {
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);

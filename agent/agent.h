@@ -107,6 +107,13 @@ struct ukpa_probe {
 	/* an SDT NAME__return probe with $duration: its pair's number
 	 * (1..UKPA_SDT_PAIRS), whose NAME__entry stack it pops; 0 else */
 	uint8_t sdt_pair;
+	/* an r event's probe on one return instruction of a Go function
+	 * (go.c): a kprobe (kp), not a kretprobe; go_pair: the entry probe
+	 * whose goroutine stack it pops (0: none, it only counts) */
+	bool go_ret;
+	uint16_t go_pair;
+	uintptr_t go_func;
+	_Atomic unsigned long go_missed; /* returns without their entry */
 	char event[UKP_SPEC_NAME_MAX + 1];
 	char why[160];            /* why not optimized */
 	struct ukpa_probe *next;  /* every probe, in id order */
@@ -230,6 +237,33 @@ struct ukpa_sdt_enter {
 };
 int ukpa_sdt_enter_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_sdt_ret(struct kprobe *kp, struct pt_regs *regs);
+
+/* --------------------------------------------------------------- go.c */
+/* Go functions (ABIInternal): entry probes past the stack check, $argN
+ * from Go's argument registers, and r events as probes on the return
+ * instructions, paired with their entry by goroutine (handlers.c). */
+/* [init] Is addr Go-compiled code (between runtime.text and
+ * runtime.etext of its object)? */
+bool ukpa_go_code(uintptr_t addr);
+/* [init] Where an entry probe on the Go function at func goes: past its
+ * stack check (func when it has none). */
+uintptr_t ukpa_go_body(uintptr_t func);
+/* [init] spec with each $argN read from Go's argument registers at the
+ * function's entry (*out: a copy, or NULL when it has no $argN). 0, or
+ * -EINVAL with why and *argi (an argument Go passes on the stack), or
+ * -ENOMEM. */
+int ukpa_go_compile(const struct ukp_spec *spec, struct ukp_spec **out, uint32_t *argi,
+		    char *why, size_t len);
+/* A Go function's entry probe for its r events' pairing: pushes the
+ * goroutine's entry record (handlers.c). */
+struct ukpa_go_enter {
+	struct kprobe kp;
+	uint16_t pair;
+	struct ukpa_go_enter *next;
+};
+int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs);
+/* An r event's hit at a Go function's return instruction. */
+int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs);
 
 /* ----------------------------------------------------------- region.c */
 /* The image's shared memory (common/region.h): mapped at one address for
@@ -493,7 +527,14 @@ kretprobe_handler_t ukpa_script_rp(uint32_t spec);
 /* [init] START and BEGIN, once the probes are in; END and every map
  * once the last hit is recorded. */
 void ukpa_script_begin(void);
-void ukpa_script_end(void);
+/* exec: the image ends at an exec (with -f, another follows) */
+void ukpa_script_end(bool exec);
+/* [init] -f: root the launched (or attached) process's pid, whose images
+ * run END and the interval probes; first: this image runs BEGIN (before
+ * ukpa_script_load) */
+void ukpa_script_set_root(pid_t root, bool first);
+/* [init] -f: in a forked child (atfork), its own empty maps */
+void ukpa_script_after_fork(void);
 /* [hit] ring.c: a script's record of pr. */
 void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *data, uint32_t len);
 

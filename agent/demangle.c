@@ -30,6 +30,7 @@ char *ukpa_demangle(const char *name)
 void ukpa_demangled_base(const char *d, char *out, size_t len)
 {
 	const char *b = d, *e = NULL, *c;
+	bool lead = false, as = false;
 	int depth = 0;
 	size_t n = 0;
 
@@ -47,14 +48,22 @@ void ukpa_demangled_base(const char *d, char *out, size_t len)
 	}
 	if (!e)
 		e = d + strlen(d);
-	/* without template arguments */
+	/* without template arguments; but a leading <TYPE> (Rust's v0 name
+	 * of a method, "<shapes::Circle>::area", or "<T as Trait>::f") is
+	 * the type's path: kept, without its " as Trait" */
 	for (c = b, depth = 0; c < e && n + 1 < len; c++) {
-		if (*c == '<')
+		if (*c == '<') {
+			lead = lead || c == b;
 			depth++;
-		else if (*c == '>' && depth > 0)
-			depth--;
-		else if (!depth)
-			out[n++] = *c;
+		} else if (*c == '>' && depth > 0) {
+			if (!--depth)
+				lead = as = false;
+		} else if (!depth || (lead && depth == 1 && !as)) {
+			if (depth && !strncmp(c, " as ", 4))
+				as = true;
+			else
+				out[n++] = *c;
+		}
 	}
 	out[n] = '\0';
 }

@@ -121,6 +121,9 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			 * argument reads as 0 there too */
 			v = regs_get_kernel_argument(entry, fa->param - 1);
 			break;
+		case UKP_FA_ENTRY_REG:
+			v = ((const unsigned long *)entry)[fa->param];
+			break;
 		case UKP_FA_STACK:
 			ok = read_word(user_stack_pointer(regs) + 8 * fa->param, &v, 8);
 			break;

@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "filter.h"
+#include "go_abi.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -250,5 +251,171 @@ int ukpa_kp_sdt_ret(struct kprobe *kp, struct pt_regs *regs)
 	ukpa_count_hit(pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
 		ukpa_record(pr, regs, &e.regs, (uintptr_t)kp->addr, 0);
+	return 0;
+}
+
+/* ------------------------------------------------------------- Go */
+
+/*
+ * Go functions' r events (go.c): per goroutine, a stack of the entries
+ * of probed calls not returned yet. A record's depth is the distance of
+ * the call's stack pointer from the top of the goroutine's stack
+ * (g.stack.hi): the runtime keeps it when it copies the stack to grow
+ * it, and the return instruction finds the same stack pointer as the
+ * entry past the stack check. A record deeper than a return (or than a
+ * new entry at the same depth) belongs to a call that will never return:
+ * a panic unwound it, or the goroutine ended and its g was reused; it is
+ * dropped. A goroutine runs on one thread at a time, so its slot has one
+ * writer at a time; slots are claimed once per g (the runtime reuses the
+ * g of ended goroutines) and never given back.
+ */
+#define GO_SLOTS 256
+#define GO_DEPTH 32
+struct go_rec {
+	uint64_t depth;
+	uint16_t pair;
+	struct ukpa_entry e;
+};
+struct go_slot {
+	_Atomic uintptr_t g;
+	uint32_t n;
+	struct go_rec rec[GO_DEPTH];
+};
+static struct go_slot go_slots[GO_SLOTS];
+
+/* [hit] The goroutine's slot (claimed when claim), or NULL; *depth: the
+ * stack pointer's distance from its stack's top. */
+static struct go_slot *go_slot(const struct pt_regs *regs, bool claim, uint64_t *depth)
+{
+	uintptr_t g = ukpa_go_g(regs), sp = user_stack_pointer(regs), bounds[2];
+	unsigned int h, i;
+
+	/* g.stack.lo, g.stack.hi: the first words of the runtime's g */
+	if (!g || copy_from_user_nofault(bounds, (const void *)g, sizeof(bounds)) ||
+	    sp < bounds[0] || sp >= bounds[1])
+		return NULL; /* not a goroutine's stack with g in its register */
+	*depth = bounds[1] - sp;
+	h = (unsigned int)((g >> 4) * 0x9e3779b97f4a7c15ull >> 56) % GO_SLOTS;
+	for (i = 0; i < GO_SLOTS; i++) {
+		struct go_slot *s = &go_slots[(h + i) % GO_SLOTS];
+		uintptr_t k = atomic_load_explicit(&s->g, memory_order_acquire);
+
+		if (k == g)
+			return s;
+		if (k)
+			continue;
+		if (!claim)
+			return NULL;
+		if (atomic_compare_exchange_strong(&s->g, &k, g)) {
+			s->n = 0;
+			return s;
+		}
+		if (k == g)
+			return s;
+	}
+	return NULL;
+}
+
+/* (not memcpy, as ukpa_rp_entry) */
+static void copy_words(void *dst, const void *src, size_t len)
+{
+	unsigned long *d = dst;
+	const unsigned long *s = src;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(long); i++) {
+		d[i] = s[i];
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_go_enter *e = container_of(kp, struct ukpa_go_enter, kp);
+	struct go_slot *s;
+	struct go_rec *r;
+	uint64_t depth;
+
+	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		return 0;
+	s = go_slot(regs, true, &depth);
+	if (!s)
+		return 0;
+	while (s->n && (s->rec[s->n - 1].depth > depth ||
+			(s->rec[s->n - 1].depth == depth && s->rec[s->n - 1].pair == e->pair)))
+		s->n--;
+	if (s->n == GO_DEPTH)
+		return 0; /* its return finds no entry: counted missed */
+	r = &s->rec[s->n];
+	r->depth = depth;
+	r->pair = e->pair;
+	copy_words(&r->e.regs, regs, sizeof(*regs));
+	s->n++;
+	/* last: the time the handler took is not the function's */
+	r->e.clock = ukpa_clock_now();
+	return 0;
+}
+
+/* [hit] The entry record of pair's call returning at regs, taken off
+ * its goroutine's stack, or NULL. */
+static const struct ukpa_entry *go_pop(uint16_t pair, const struct pt_regs *regs)
+{
+	struct go_slot *s;
+	uint64_t depth;
+	uint32_t i;
+
+	s = go_slot(regs, false, &depth);
+	if (!s)
+		return NULL;
+	while (s->n && s->rec[s->n - 1].depth > depth)
+		s->n--;
+	for (i = s->n; i-- > 0 && s->rec[i].depth == depth;) {
+		if (s->rec[i].pair != pair)
+			continue;
+		/* another r SPEC's record of the same call above it: swapped
+		 * down (their order does not matter) */
+		if (i != s->n - 1) {
+			struct go_rec tmp;
+
+			copy_words(&tmp, &s->rec[i], sizeof(tmp));
+			copy_words(&s->rec[i], &s->rec[s->n - 1], sizeof(tmp));
+			copy_words(&s->rec[s->n - 1], &tmp, sizeof(tmp));
+		}
+		s->n--;
+		return &s->rec[s->n].e; /* (this goroutine pushes again only later) */
+	}
+	return NULL;
+}
+
+int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	const struct ukpa_entry *e = NULL;
+	const struct pt_regs *entry = regs;
+	unsigned long caller = 0;
+
+	if (pr->go_pair) {
+		e = go_pop(pr->go_pair, regs);
+		if (e)
+			entry = &e->regs;
+	}
+	if (!recording(pr))
+		return 0;
+	if (pr->go_pair && !e) {
+		/* its entry was not seen (deeper than GO_DEPTH pending calls,
+		 * or the probes went in while it ran) */
+		atomic_fetch_add_explicit(&pr->go_missed, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (pr->spec->checked && !passes(pr, regs, entry))
+		return 0;
+	ukpa_count_hit(pr);
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed)) {
+		/* the return address, on top of the stack at the return */
+		if (copy_from_user_nofault(&caller, (const void *)user_stack_pointer(regs),
+					   sizeof(caller)))
+			caller = 0;
+		ukpa_record(pr, regs, entry, pr->go_func, caller);
+	}
 	return 0;
 }

@@ -4,7 +4,8 @@
  * libukprobe-agent.so (libukprobes, the agent, libiberty's demangler)
  * allocates here, never with the program's allocator: the link wraps
  * malloc, calloc, realloc, free, posix_memalign, strdup, strndup,
- * asprintf and realpath (agent/meson.build). The program's malloc may be
+ * asprintf and realpath (agent/meson.build; realpath is the kernel's
+ * resolution here, not libc's). The program's malloc may be
  * one of its own (jemalloc starts background threads for new callers),
  * may be locked by another thread when ukprobe attaches, and is what
  * the program measures; the agent stays out of it.
@@ -14,7 +15,7 @@
  * kept on free lists per size, and larger blocks each in a mapping of its
  * own, unmapped when freed. A sorted table of the mappings tells the
  * agent's blocks from others: a pointer the program's allocator made
- * (libc's realpath(), libelf's, ...) and the agent frees or grows goes
+ * (libelf's, libc's own, ...) and the agent frees or grows goes
  * back to the program's free/realloc, as before.
  *
  * Contexts: [init] and [reader] (never the hit path, which allocates
@@ -25,6 +26,7 @@
  * lists whole.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -67,7 +70,6 @@ static atomic_flag mem_lock = ATOMIC_FLAG_INIT;
 
 void __real_free(void *p);
 void *__real_realloc(void *p, size_t n);
-char *__real_realpath(const char *path, char *resolved);
 
 static void lock(void)
 {
@@ -367,12 +369,32 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
 	return n;
 }
 
+/* realpath() without libc's (which allocates with the program's malloc
+ * and walks the path in user space): the kernel's own resolution of an
+ * O_PATH descriptor, read back from its /proc/self/fd link. The system
+ * calls' wrappers take no lock and allocate nothing; errno is set only on
+ * failure, as realpath() sets it. */
 char *__wrap_realpath(const char *path, char *resolved)
 {
-	char buf[PATH_MAX];
+	char link[40], buf[PATH_MAX];
+	int fd, saved = errno;
+	ssize_t n;
 
-	if (resolved)
-		return __real_realpath(path, resolved);
-	/* libc's would allocate the result with the program's malloc */
-	return __real_realpath(path, buf) ? __wrap_strdup(buf) : NULL;
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return NULL;
+	if ((size_t)n >= sizeof(buf) || buf[0] != '/') {
+		errno = (size_t)n >= sizeof(buf) ? ENAMETOOLONG : ENOENT;
+		return NULL;
+	}
+	buf[n] = 0;
+	errno = saved;
+	if (!resolved)
+		return __wrap_strdup(buf);
+	return memcpy(resolved, buf, (size_t)n + 1);
 }

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sort.h" /* ukp_sort(), not libc qsort */
 #include "agent.h"
 #include "filter.h"
 #include "spec_wire.h"
@@ -161,15 +162,22 @@ static void send_probe_msg(const struct ukpa_spec *s, uint32_t id, int err, uint
 	msg_out(&u, u.m.h.len);
 }
 
+/* Is pr a kretprobe (an r event's, but on a Go function's return
+ * instructions: go.c)? */
+static bool uses_rp(const struct ukpa_probe *pr)
+{
+	return pr->spec->spec.is_return && !pr->go_ret;
+}
+
 /* pr's kprobe: its kretprobe's for an r event. */
 static struct kprobe *probe_kprobe(struct ukpa_probe *pr)
 {
-	return pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
+	return uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 }
 
 static void send_probe(const struct ukpa_probe *pr)
 {
-	const struct kprobe *kp = pr->spec->spec.is_return ? &pr->rp.kp : &pr->kp;
+	const struct kprobe *kp = uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 
 	send_probe_msg(pr->spec, pr->id, 0, 0, 0, pr->flags, pr->opt,
 		       pr->spec->spec.is_watch ? pr->waddr : (uintptr_t)kp->addr,
@@ -286,7 +294,7 @@ static void object_of(uintptr_t addr, struct ukpa_probe *pr)
 static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr)
 {
 	const struct ukp_spec *spec = &pr->spec->spec;
-	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
+	struct kprobe *kp = uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 
 	if (symbol_name) {
 		pr->symbol_name = strdup(symbol_name);
@@ -297,7 +305,9 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 	} else {
 		kp->addr = (kprobe_opcode_t *)addr;
 	}
-	if (ukpa_script_loaded()) {
+	if (pr->go_ret) {
+		kp->pre_handler = ukpa_go_ret_pre;
+	} else if (ukpa_script_loaded()) {
 		/* a script's probe runs the script's code (script.c) */
 		if (spec->is_return) {
 			pr->rp.handler = ukpa_script_rp(pr->spec->index);
@@ -356,8 +366,7 @@ static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, 
 static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
 			  const char *prefer)
 {
-	const struct ukp_spec *spec = &pr->spec->spec;
-	struct kprobe *kp = spec->is_return ? &pr->rp.kp : &pr->kp;
+	struct kprobe *kp = uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 	int ret;
 
 	ret = probe_setup(pr, symbol_name, addr);
@@ -365,7 +374,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		return ret;
 	lib_msg[0] = '\0';
 	ukprobes_set_print(capture_print);
-	ret = spec->is_return ? register_kretprobe(&pr->rp) : register_kprobe(kp);
+	ret = uses_rp(pr) ? register_kretprobe(&pr->rp) : register_kprobe(kp);
 	ukprobes_set_print(NULL);
 	if (ret)
 		return ret;
@@ -377,7 +386,7 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 				     opt, why, prefer ? prefer : symbol_name);
 	}
 	if (ret) {
-		if (spec->is_return)
+		if (uses_rp(pr))
 			unregister_kretprobe(&pr->rp);
 		else
 			unregister_kprobe(&pr->kp);
@@ -387,6 +396,104 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	send_probe(pr);
 	atomic_store_explicit(&pr->live, true, memory_order_release);
 	return 0;
+}
+
+/* ------------------------------------------------------------- Go */
+
+/* The entry probes of Go functions' r events (go.c), and their pairs'
+ * numbers. */
+static struct ukpa_go_enter *go_enters;
+static uint16_t go_npairs;
+
+/* [init] pr's fetch arguments with $argN from Go's registers. 0, or the
+ * negative errno (lib_msg, *argi). */
+static int go_fspec(struct ukpa_probe *pr, uint32_t *argi)
+{
+	struct ukp_spec *fs = NULL;
+	int ret = ukpa_go_compile(&pr->spec->spec, &fs, argi, lib_msg, sizeof(lib_msg));
+
+	if (!ret && fs)
+		pr->fspec = fs; /* (probe_free's now) */
+	return ret;
+}
+
+/*
+ * [init] An r event on the Go function at func: a probe on each of its
+ * return instructions, named event, and, when its hits need the entry
+ * (trace, a filter or trigger, $duration), one entry probe past its
+ * stack check whose goroutine records they pop (handlers.c). 0, or the
+ * negative errno (lib_msg says why; *argi: the argument, with *what).
+ * Returns registered before a failure stay (announced).
+ */
+static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *event,
+			       uint16_t flags, const char *prefer, uint32_t *argi, uint32_t *what)
+{
+	unsigned long rets[256];
+	const char *why = NULL;
+	uint16_t pair = 0;
+	int n, i, ret;
+
+	if (ukpa_script_loaded()) {
+		snprintf(lib_msg, sizeof(lib_msg), "a Go function: ukprobe run takes no uretprobe "
+			 "on Go code (ukprobe trace and stat do)");
+		return -EOPNOTSUPP;
+	}
+	n = ukprobes_func_returns((void *)func, rets, sizeof(rets) / sizeof(rets[0]), &why);
+	if (n < 0) {
+		snprintf(lib_msg, sizeof(lib_msg), "a Go function, probed at its returns: %s",
+			 why ? why : "they cannot be found");
+		return n;
+	}
+	if (ukpa_mode == UKP_MODE_TRACE || s->checked || s->spec.uses_duration) {
+		struct ukpa_go_enter *e;
+
+		if (go_npairs == UINT16_MAX)
+			return -ENOSPC;
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		e->pair = pair = ++go_npairs;
+		e->kp.addr = (kprobe_opcode_t *)ukpa_go_body(func);
+		e->kp.pre_handler = ukpa_go_enter_pre;
+		ret = register_kprobe(&e->kp);
+		if (ret) {
+			free(e);
+			return ret;
+		}
+		e->next = go_enters;
+		go_enters = e;
+	}
+	for (i = 0; i < n; i++) {
+		struct ukpa_probe *pr = probe_new(s, event, flags);
+
+		if (!pr)
+			return -ENOMEM;
+		pr->go_ret = true;
+		pr->go_pair = pair;
+		pr->go_func = func;
+		ret = go_fspec(pr, argi);
+		if (ret == -EINVAL)
+			*what = UKP_WHAT_SDT_ARG;
+		if (!ret)
+			ret = probe_register(pr, NULL, rets[i], prefer);
+		if (ret) {
+			probe_free(pr);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* [init] A p event on the Go function at func: past its stack check,
+ * $argN from Go's registers. 0 or the negative errno (as above). */
+static int go_register_entry(struct ukpa_probe *pr, uintptr_t func, const char *prefer,
+			     uint32_t *argi, uint32_t *what)
+{
+	int ret = go_fspec(pr, argi);
+
+	if (ret == -EINVAL)
+		*what = UKP_WHAT_SDT_ARG;
+	return ret ? ret : probe_register(pr, NULL, ukpa_go_body(func), prefer);
 }
 
 /* ----------------------------------------------------------- globs */
@@ -511,7 +618,7 @@ static int matches_dedup(struct matches *ms)
 		return -ENOMEM;
 	for (i = 0; i < ms->n; i++)
 		k[i] = (struct match_key){ ms->m[i].start, i };
-	qsort(k, ms->n, sizeof(*k), match_key_cmp);
+	ukp_sort(k, ms->n, sizeof(*k), match_key_cmp);
 	for (i = 1; i < ms->n; i++)
 		if (k[i].start == k[i - 1].start)
 			ms->m[k[i].i].dup = true;
@@ -585,7 +692,7 @@ static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 
 	if (ukprobes_probe_addr(kp, &a, &entry))
 		return 0;
-	if (pr->spec->spec.is_return && ukprobes_kretprobe_check(kp, NULL))
+	if (uses_rp(pr) && ukprobes_kretprobe_check(kp, NULL))
 		return 0;
 	opt = ukprobes_optimizable(a, &why);
 	if (opt < 0)
@@ -688,6 +795,25 @@ static int register_glob(struct ukpa_spec *s)
 			if (ret || ms.m[i].dup || ms.m[i].ifunc != (pass == 1))
 				continue;
 			glob_event_name(&s->spec, ms.m[i].name, event, sizeof(event));
+			if (!s->spec.offset && ukpa_go_code(ms.m[i].start)) {
+				/* a Go function: alone (go.c) */
+				uint32_t argi = 0, what = UKP_WHAT_NONE;
+
+				lib_msg[0] = '\0';
+				if (s->spec.is_return) {
+					err = go_register_returns(s, ms.m[i].start, event, UKP_PROBE_GLOB,
+								  ms.m[i].prefer, &argi, &what);
+					pr = err ? probe_new(s, event, UKP_PROBE_GLOB) : NULL;
+				} else {
+					pr = probe_new(s, event, UKP_PROBE_GLOB);
+					err = pr ? go_register_entry(pr, ms.m[i].start, ms.m[i].prefer,
+								     &argi, &what)
+						 : -ENOMEM;
+				}
+				if (err && pr)
+					glob_match_failed(s, &ms.m[i], pr, err);
+				continue;
+			}
 			pr = probe_new(s, event, UKP_PROBE_GLOB);
 			if (!pr) {
 				ret = -ENOMEM;
@@ -1067,7 +1193,29 @@ static int spec_resolve(struct ukpa_spec *s)
 		ret = probe_register(pr, NULL, spec->addr + (have_obj ? obj.base : 0), NULL);
 	} else {
 		char *name = ukp_spec_symbol_name(spec);
+		/* a Go function's start (go.c) */
+		uintptr_t go = name && !spec->offset ? kallsyms_lookup_name(name) : 0;
+		uint32_t what = UKP_WHAT_NONE;
 
+		if (go && !ukpa_go_code(go))
+			go = 0;
+		if (go && spec->is_return) {
+			probe_free(pr);
+			ret = go_register_returns(s, go, spec->event, 0, name, &argi, &what);
+			free(name);
+			if (ret)
+				spec_failed(s, ret, what, argi, go, have_obj ? obj.path : NULL);
+			return ret ? -1 : 0;
+		}
+		if (go) {
+			ret = go_register_entry(pr, go, name, &argi, &what);
+			if (ret) {
+				spec_failed(s, ret, what, argi, go, have_obj ? obj.path : NULL);
+				probe_free(pr);
+			}
+			free(name);
+			return ret ? -1 : 0;
+		}
 		ret = name ? probe_register(pr, name, 0, NULL) : -ENOMEM;
 		free(name);
 	}
@@ -1224,10 +1372,11 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 	bool any = false, all_gone = true;
 
 	for (pr = probes_head; pr; pr = pr->next) {
-		const struct kprobe *kp = s->spec.is_return ? &pr->rp.kp : &pr->kp;
+		const struct kprobe *kp;
 
 		if (pr->spec != s || !atomic_load(&pr->live))
 			continue;
+		kp = uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 		any = true;
 		if (!kprobe_gone(kp))
 			all_gone = false;
@@ -1238,7 +1387,7 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 		if (pr->spec != s || !atomic_load(&pr->live))
 			continue;
 		atomic_store(&pr->live, false);
-		if (s->spec.is_return)
+		if (uses_rp(pr))
 			unregister_kretprobe(&pr->rp);
 		else
 			unregister_kprobe(&pr->kp);
@@ -1375,9 +1524,9 @@ static void send_stats_locked(void)
 			.h = { UKPM_STAT, sizeof(struct ukp_msg_stat) },
 			.id = pr->id,
 			.hits = ukpa_count_of(pr),
-			.missed = pr->spec->spec.is_return ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
+			.missed = uses_rp(pr) ? (uint64_t)pr->rp.nmissed + pr->rp.kp.nmissed
 				  : pr->wbp ? pr->wbp[0]->nmissed
-							   : pr->kp.nmissed,
+				  : pr->kp.nmissed + atomic_load(&pr->go_missed),
 		};
 		if (n == sizeof(batch) / sizeof(batch[0]) || !pr->next) {
 			ukpa_send(batch, n * sizeof(batch[0]));
@@ -1410,7 +1559,7 @@ void ukpa_probes_unregister_all(void)
 		if (!atomic_load(&pr->live))
 			continue;
 		atomic_store(&pr->live, false);
-		if (pr->spec->spec.is_return) {
+		if (uses_rp(pr)) {
 			if (rps)
 				rps[nr++] = &pr->rp;
 			else
@@ -1433,13 +1582,20 @@ void ukpa_probes_unregister_all(void)
 		free(e);
 	}
 	memset(sdt_pairs, 0, sizeof(sdt_pairs));
+	while (go_enters) {
+		struct ukpa_go_enter *e = go_enters;
+
+		go_enters = e->next;
+		unregister_kprobe(&e->kp);
+		free(e);
+	}
 	if (nr)
 		unregister_kretprobes(rps, nr);
 	free(kps);
 	free(rps);
 	for (pr = probes_head; pr; pr = next) {
 		next = pr->next;
-		if (!pr->spec->spec.is_return)
+		if (!uses_rp(pr))
 			probe_free(pr);
 		else
 			pr->spec = NULL;

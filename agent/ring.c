@@ -655,6 +655,21 @@ static void announce_for(const struct ukp_rec *rec)
 	announce(rec->caller);
 	if (!pr)
 		return;
+	if (ukpa_script_loaded()) {
+		/* a script's record (ukprobe run): its first word's high half
+		 * marks the words that are addresses to name (ustack,
+		 * usym() in a printf); its SPEC's arguments are not here */
+		uint64_t w0, v;
+
+		memcpy(&w0, rec->data, 8);
+		for (i = 1; i < 32; i++)
+			if ((w0 >> 32) & (1ull << i) &&
+			    (size_t)(i + 1) * 8 <= rec->h.len - UKP_REC_HEADER) {
+				memcpy(&v, rec->data + 8 * (size_t)i, 8);
+				announce(v);
+			}
+		return;
+	}
 	for (i = 0; i < pr->spec->spec.nargs; i++) {
 		const struct ukp_fetcharg *fa = &pr->spec->spec.args[i];
 		uint64_t v;

@@ -58,8 +58,13 @@ static pthread_t timer;
 static bool timer_exists;
 static _Atomic int timer_state;   /* 0 waits, 1 runs the intervals, 2 ends */
 static _Atomic int pending_signal;
+static _Atomic int pending_exit;  /* the script called exit() */
 static pid_t owner;               /* the process the script is loaded in */
 static bool launched;             /* not attached: the signals are ours to watch */
+/* -f: the launched (or attached) process, whose images run BEGIN, END
+ * and the interval probes; first: this image is its first (BEGIN) */
+static pid_t root_pid;
+static bool first_image = true;
 
 static uint64_t mono_ms(void)
 {
@@ -90,6 +95,16 @@ static void *timer_main(void *arg)
 		struct timespec step = { 0, n ? 1000000 : 20000000 };
 		int sig = atomic_load(&pending_signal);
 
+		if (atomic_exchange(&pending_exit, 0)) {
+			/* exit(), as bpftrace's with -c: END and the maps,
+			 * then the program is ended by SIGTERM (ukprobe
+			 * exits 0); attached, ukprobe detaches */
+			ukpa_script_send(UKP_SCRIPT_EXIT, 0, NULL, 0);
+			if (launched) {
+				atomic_store(&pending_signal, SIGTERM);
+				sig = SIGTERM;
+			}
+		}
 		if (sig) {
 			struct sigaction dfl;
 
@@ -118,7 +133,7 @@ static void *timer_main(void *arg)
  * the script does not trace), the default action now. */
 static void on_signal(int sig)
 {
-	if ((pid_t)syscall(SYS_getpid) != owner) {
+	if ((pid_t)syscall(SYS_getpid) != root_pid) {
 		struct sigaction dfl;
 
 		memset(&dfl, 0, sizeof(dfl));
@@ -158,7 +173,12 @@ static int timer_start(void)
 	owner = getpid();
 	/* attached, the session ends by ukprobe's DETACH */
 	launched = !ukpa_attached;
-	if (!desc->nintervals && !launched)
+	atomic_store(&pending_exit, 0);
+	if (!root_pid)
+		root_pid = owner;
+	/* -f: another process's image runs no interval probes */
+	if (root_pid != owner ||
+	    (!desc->nintervals && !launched && !(desc->flags & UKP_SCRIPT_F_EXIT)))
 		return 0;
 	/* no signal handler of the program runs on it */
 	sigfillset(&all);
@@ -286,19 +306,56 @@ kretprobe_handler_t ukpa_script_rp(uint32_t spec)
 	return desc && spec < desc->nspecs ? desc->rp[spec] : NULL;
 }
 
+void ukpa_script_set_root(pid_t root, bool first)
+{
+	root_pid = root;
+	first_image = first;
+}
+
 void ukpa_script_begin(void)
 {
 	if (!desc)
 		return;
 	/* before START: from then on ukprobe's user may press Ctrl-C */
-	if (launched)
+	if (launched && owner == root_pid)
 		watch_signals();
 	ukpa_script_send(UKP_SCRIPT_START, ukpa_probes_count(), NULL, 0);
-	desc->begin();
+	if (first_image)
+		desc->begin();
+	else
+		desc->setup();
 	atomic_store(&timer_state, 1);
 }
 
-void ukpa_script_end(void)
+void ukpa_script_after_fork(void)
+{
+	uint32_t i;
+
+	if (!desc)
+		return;
+	/* the parent's threads' blocks hold the parent's counts: this
+	 * process's threads take new ones */
+	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
+		if (atomic_load(&blocks[i].state) == 2) {
+			munmap(blocks[i].mem, blocks[i].bytes);
+			blocks[i].mem = NULL;
+			atomic_store(&blocks[i].state, 0);
+		}
+	atomic_fetch_add(&generation, 1);
+	atomic_store(&no_block, 0);
+	atomic_store(&pending_exit, 0);
+	atomic_store(&pending_signal, 0);
+	/* the symbols go to ukprobe again, for this image */
+	free(syms_sent);
+	syms_sent = NULL;
+	syms_cap = syms_n = 0;
+	timer_exists = false;     /* (the parent's thread) */
+	owner = getpid();
+	first_image = false;
+	desc->after_fork();
+}
+
+void ukpa_script_end(bool exec)
 {
 	uint64_t drops;
 	uint32_t i;
@@ -306,7 +363,12 @@ void ukpa_script_end(void)
 	if (!desc)
 		return;
 	timer_end();
-	desc->end();
+	/* -f: END is the launched process's, at its end (not at an exec,
+	 * whose image goes on) */
+	if (getpid() == root_pid && !(exec && ukpa_follow))
+		desc->end();
+	else
+		desc->dump();
 	drops = atomic_load(&no_block);
 	for (i = 0; i < UKP_SCRIPT_THREADS; i++)
 		if (atomic_load(&blocks[i].state) == 2)
@@ -435,4 +497,34 @@ EXPORT void *ukpa_script_block(uint32_t i)
 	if (i >= UKP_SCRIPT_THREADS || atomic_load(&blocks[i].state) != 2)
 		return NULL;
 	return blocks[i].mem;
+}
+
+EXPORT int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt_regs *regs,
+			       uint32_t i)
+{
+	const struct ukpa_probe *pr = ret ? container_of(kp, struct ukpa_probe, rp.kp)
+					  : container_of(kp, struct ukpa_probe, kp);
+	const struct ukp_spec *fs = pr->fspec;
+	const struct ukp_fetcharg *fa;
+	struct ukp_rec rec;
+	uint64_t v;
+
+	if (i >= (uint32_t)fs->nargs)
+		return 0;
+	fa = &fs->args[i];
+	/* the fetch writes the argument's slot and its fault bit only; the
+	 * SPEC's arguments are all numbers (script.c makes them) */
+	rec.faults = 0;
+	ukpa_fetch_some(fs, regs, regs, &rec, 1u << i);
+	if (rec.faults || fa->type == UKP_TY_STRING)
+		return 0;
+	v = *(const uint64_t *)(const void *)(rec.data + fa->off);
+	if (fa->type == UKP_TY_S && fa->size < 8 && (v >> (fa->size * 8 - 1)) & 1)
+		v |= ~0ULL << (fa->size * 8);
+	return (int64_t)v;
+}
+
+EXPORT void ukpa_script_exit(void)
+{
+	atomic_store_explicit(&pending_exit, 1, memory_order_relaxed);
 }

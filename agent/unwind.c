@@ -540,6 +540,7 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 {
 	int n = 0;
 	bool sp_known = true;     /* false: sp is a lower bound (the frame chain) */
+	void *cur = NULL;         /* kretprobe_find_ret_addr's, outwards */
 
 	while (n < max) {
 		/* a return address: the frame's row is that of the call */
@@ -584,6 +585,15 @@ int ukpa_unwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t lr,
 				break;
 			cfa = bp + 16;
 			sp_known = UW_FP_CHAIN_SP_EXACT;
+		}
+		/* a return probe's trampoline for the return address: the
+		 * caller it stands for (its instance's return address; the
+		 * instance is known by its frame's slot) */
+		if (is_kretprobe_trampoline(ra)) {
+			unsigned long real = kretprobe_find_ret_addr(0, (void *)uw_krp_slot(cfa), &cur);
+
+			if (real)
+				ra = real;
 		}
 		/* the end, or not going up the stack (a frame that has
 		 * pushed nothing is left once, by the link register) */

@@ -3,13 +3,14 @@
 """A real server under load, attached: Debian's redis-server and
 redis-benchmark's GET and SET requests per second with 3 probes counting
 (call, processCommand, lookupKey), as a ratio to the same server without
-probes; ukprobe (`stat -p`) and bpftrace (uprobes on the same functions,
-counting) on the same server in the same run.
+probes; ukprobe (`stat -p`), `ukprobe run -p` (the bpftrace script below,
+compiled) and bpftrace (uprobes on the same functions, `@n = count()`)
+on the same server in the same run.
 
   redis.py --ukprobe PATH --json OUT [--rounds N] [--requests N] [--no-peers]
            [--all-rounds N]
 
-Each round measures no probes, ukprobe and bpftrace, in an order rotated
+Each round measures no probes, ukprobe, ukprobe run and bpftrace, in an order rotated
 from round to round; each ratio is a probed run's rps over the no-probes
 run of its round (median, min, max), with the hits each counted. Then
 GET with every function of redis-server probed (`p redis-server:*`, the
@@ -95,11 +96,31 @@ def with_ukprobe(ukprobe, srv, fn, specs):
                       if len(r.split()) >= 2 and r.split()[1].isdigit())
 
 
+def script_for(srv):
+    exe = os.readlink("/proc/%d/exe" % srv.pid)
+    return ",".join("uprobe:%s:%s" % (exe, f) for f in FUNCS) + " { @n = count(); }"
+
+
+def with_run(ukprobe, srv, fn):
+    """`ukprobe run -p`: bpftrace's script, compiled, in the server."""
+    u = subprocess.Popen([ukprobe, "run", "-p", str(srv.pid), "-e", script_for(srv)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = u.stdout.readline()  # "Attaching 3 probes..." once they are in
+    if not line.startswith("Attaching"):
+        u.kill()
+        u.wait()
+        raise RuntimeError("ukprobe run: " + line.strip() + u.stderr.read().strip())
+    time.sleep(0.5)  # optimized
+    try:
+        return fn()
+    finally:
+        u.send_signal(signal.SIGINT)
+        u.communicate(timeout=60)
+
+
 def with_bpftrace(srv, fn):
     """fn()'s result with bpftrace's uprobes counting FUNCS, and the hits."""
-    exe = os.readlink("/proc/%d/exe" % srv.pid)
-    prog = ",".join("uprobe:%s:%s" % (exe, f) for f in FUNCS) + " { @n = count(); }"
-    b = subprocess.Popen(["bpftrace", "-p", str(srv.pid), "-e", prog], stdout=subprocess.PIPE,
+    b = subprocess.Popen(["bpftrace", "-p", str(srv.pid), "-e", script_for(srv)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     # (its RLIMIT_MEMLOCK warning may come first: it attaches all the same)
     until_line(b, "Attaching", "bpftrace", 60)
@@ -154,14 +175,14 @@ def main():
                     break
                 time.sleep(0.05)
             for t in ("get", "set"):
-                base, uk, bpf, bpf_err = [], [], [], None
+                base, uk, run, bpf, bpf_err = [], [], [], [], None
                 rps(port, t, a.requests)  # warm-up: the first run is slower
                 uk_hits, bpf_hits = [], []
                 for i in range(a.rounds):
                     # each round measures the three in an order of its own
                     # (rotated): a drift of the machine favours none
-                    runs = ["base", "ukprobe"] + (["bpftrace"] if bpf_skip is None and
-                                                  bpf_err is None else [])
+                    runs = ["base", "ukprobe", "run"] + (["bpftrace"] if bpf_skip is None and
+                                                         bpf_err is None else [])
                     runs = runs[i % len(runs):] + runs[:i % len(runs)]
                     got = {}
                     for r in runs:
@@ -172,6 +193,8 @@ def main():
                                 got[r] = with_ukprobe(a.ukprobe, srv, lambda: rps(port, t, a.requests),
                                                       SPECS)
                                 uk_hits.append(hits[0])
+                            elif r == "run":
+                                got[r] = with_run(a.ukprobe, srv, lambda: rps(port, t, a.requests))
                             else:
                                 got[r] = with_bpftrace(srv, lambda: rps(port, t, a.requests))
                                 bpf_hits.append(hits[0])
@@ -181,10 +204,12 @@ def main():
                             bpf_err = str(e)
                     base.append(got["base"])
                     uk.append(got["ukprobe"] / got["base"])
+                    run.append(got["run"] / got["base"])
                     if "bpftrace" in got:
                         bpf.append(got["bpftrace"] / got["base"])
                 row = {"id": "redis " + t.upper(), "status": "ok", "rounds": a.rounds,
-                       "base_rps": summary(base), "ukprobe": summary(uk), "ukprobe_hits": uk_hits}
+                       "base_rps": summary(base), "ukprobe": summary(uk), "ukprobe_run": summary(run),
+                       "ukprobe_hits": uk_hits}
                 if bpf:
                     row["bpftrace"] = summary(bpf)
                     row["bpftrace_hits"] = bpf_hits

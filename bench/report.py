@@ -379,14 +379,16 @@ def attach_markdown(att):
 
 
 def redis_cells(r):
-    """no probes' rps, then ukprobe's and bpftrace's ratios (median, min-max)."""
+    """no probes' rps, then ukprobe's, ukprobe run's and bpftrace's ratios
+    (median, min-max)."""
     def ratio(x):
-        return "%.2f (%.2f-%.2f)" % (x["median"], x["min"], x["max"])
-    return ["%.0f" % r["base_rps"]["median"], ratio(r["ukprobe"]),
+        return "%.2f (%.2f-%.2f)" % (x["median"], x["min"], x["max"]) if x else "-"
+    return ["%.0f" % r["base_rps"]["median"], ratio(r["ukprobe"]), ratio(r.get("ukprobe_run")),
             ratio(r["bpftrace"]) if "bpftrace" in r else "skipped: " + r["bpftrace_skipped"]]
 
 
-REDIS_COLS = ("rps, no probes", "ukprobe -p", "bpftrace, same uprobes")
+REDIS_COLS = ("rps, no probes", "ukprobe -p, 3 probes", "ukprobe run -p, 3 count()",
+              "bpftrace, 3 uprobes")
 
 
 def redis_text(rd):
@@ -410,7 +412,7 @@ def redis_markdown(rd):
     out.append("| --- |" + " --- |" * len(REDIS_COLS))
     for r in rd["rows"]:
         if r["status"] != "ok":
-            out.append("| %s | %s: %s | | |" % (r["id"], r["status"], r.get("reason", "")))
+            out.append("| %s | %s: %s | | | |" % (r["id"], r["status"], r.get("reason", "")))
             continue
         out.append("| %s | %s |" % (r["id"], " | ".join(redis_cells(r))))
     return out

@@ -41,13 +41,16 @@ struct kprobe;
 struct kretprobe_instance;
 struct pt_regs;
 
+/* The script calls exit(): the agent watches for it (ukpa_script_exit). */
+#define UKP_SCRIPT_F_EXIT 1u
+
 /* What a compiled script exports as `ukp_script`. */
 struct ukp_script_desc {
 	uint32_t abi;             /* UKP_SCRIPT_ABI */
 	uint32_t nspecs;          /* SPECs (uprobes and uretprobes), in order */
 	uint64_t thread_bytes;    /* a thread's block, header included */
 	uint32_t out_max;         /* the longest record a hit emits */
-	uint32_t pad;
+	uint32_t flags;           /* UKP_SCRIPT_F_* */
 	/* by SPEC index: the uprobe's handler, or the uretprobe's */
 	int (*const *kp)(struct kprobe *, struct pt_regs *);
 	int (*const *rp)(struct kretprobe_instance *, struct pt_regs *);
@@ -58,6 +61,11 @@ struct ukp_script_desc {
 	uint32_t nintervals;
 	const uint32_t *interval_ms;
 	void (*interval)(uint32_t i);
+	/* -f: the images after the first run neither BEGIN nor END (those
+	 * are the launched process's), only these */
+	void (*setup)(void);      /* [init] pid, comm: instead of begin */
+	void (*dump)(void);       /* [init] every map: instead of end */
+	void (*after_fork)(void); /* [init] a forked child's own maps, empty */
 };
 
 /* The script's messages to ukprobe (UKPM_SCRIPT, after struct ukp_msg):
@@ -70,6 +78,9 @@ enum ukp_script_kind {
 	UKP_SCRIPT_PRINT,         /* arg: map: print the entries sent since its CLEAR */
 	UKP_SCRIPT_CLEAR,         /* arg: map: a print() of it begins */
 	UKP_SCRIPT_DROPS,         /* data: u64 updates refused by full maps */
+	UKP_SCRIPT_EXIT,          /* the script called exit(): a launched program
+				   * is ended (END and the maps first), an
+				   * attached one left (ukprobe detaches) */
 };
 
 struct ukp_msg_script_hdr {
@@ -96,5 +107,12 @@ int ukpa_script_ustack(const struct kprobe *kp, int ret, uint64_t retaddr,
 		       const struct pt_regs *regs, uint64_t *frames, int max);
 /* [init] addr's symbol to ukprobe (UKPM_SYM), once. */
 void ukpa_script_sym(uint64_t addr);
+/* [hit] The value of fetch argument i of the SPEC of this hit of kp
+ * (ret as for ukpa_script_emit): a parameter by name, a usdt argument, an
+ * address (uaddr); 0 when it cannot be read (as bpftrace reads a fault). */
+int64_t ukpa_script_arg(const struct kprobe *kp, int ret, const struct pt_regs *regs, uint32_t i);
+/* [hit] exit(): the session ends, as soon as the agent's script thread
+ * sees it (bpftrace's exit() is not at once either). */
+void ukpa_script_exit(void);
 
 #endif /* UKPROBE_SCRIPT_ABI_H */

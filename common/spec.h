@@ -80,6 +80,9 @@ enum ukp_fa_base {
 			 * $params): the text at var_col, var_len; the CLI
 			 * resolves it from DWARF (tools/ukprobe/dwarf/) to
 			 * one of the above before anything is sent */
+	UKP_FA_ENTRY_REG, /* the agent's own (never on the wire): a register as
+			 * it was at the function's entry, param = its word in
+			 * struct pt_regs (a Go function's $argN: agent/go.c) */
 };
 
 enum ukp_fa_type {

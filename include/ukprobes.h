@@ -435,6 +435,21 @@ UKPROBES_API int ukprobes_probe_addr(const struct kprobe *p, void **addr, bool *
  * Nothing is registered.
  */
 UKPROBES_API int ukprobes_kretprobe_check(const struct kprobe *p, const char **why);
+/*
+ * The return instructions of the function that starts at func (a
+ * function symbol's address; its end from the symbol's size), for
+ * probing each of them where a return probe cannot swap the return
+ * address (a Go goroutine's stack, which its runtime walks and copies):
+ * their addresses, in address order, in rets[0..max). Returns their
+ * number; -ENOENT (no function starts there, or it never returns),
+ * -ENOTSUP (it leaves by a direct jump out of it, a tail call: its callee
+ * returns for it), -EINVAL (a bad argument, code that does not decode),
+ * -E2BIG (more than max), with *why (if why is not NULL) pointing to
+ * static text that says why. Indirect jumps are taken to stay in the
+ * function (jump tables). Nothing is registered.
+ */
+UKPROBES_API int ukprobes_func_returns(void *func, unsigned long *rets, size_t max,
+				       const char **why);
 
 /* Faults raised inside probe handlers since start-up (each one abandoned
  * the handler and was counted in that probe's nmissed too). */

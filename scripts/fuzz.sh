@@ -24,7 +24,8 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
 # ukprobe's own sources but its main(), for the agent's messages (with
 # ukprobe run's compiler, and libdw for the source-level SPECs)
 cli=(build-fuzz/script_embed.c)
-for f in tools/ukprobe/*.c tools/ukprobe/dwarf/*.c tools/ukprobe/script/*.c; do
+for f in tools/ukprobe/*.c tools/ukprobe/dwarf/*.c tools/ukprobe/script/*.c \
+    tools/ukprobe/arch/"$(uname -m)"/*.c; do
   [ "$f" = tools/ukprobe/main.c ] || cli+=("$f")
 done
 # (the files a compiled script includes, as tools/ukprobe/meson.build embeds them)
@@ -33,7 +34,7 @@ python3 tools/ukprobe/script/embed.py build-fuzz/script_embed.c \
   ukprobes.h=include/ukprobes.h ukprobes-arch/x86_64.h=include/ukprobes-arch/x86_64.h \
   ukprobes-arch/aarch64.h=include/ukprobes-arch/aarch64.h
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" -Itools/ukprobe -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
+  -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
   -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
   -Itools/ukprobe/script tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" \
   "$src/spec_fetch.c" "$src/spec_sdt.c" \

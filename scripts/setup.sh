@@ -23,13 +23,16 @@ cd "$(dirname "$0")/.."
 # uftrace and bpftrace (the benchmarks' peers), libdw-dev (ukprobe's source
 # lines and variables by name, from DWARF), systemtap-sdt-dev (<sys/sdt.h>:
 # the SDT probes of tests/unit/test_usdt.c and tests/cli), redis-server and
-# redis-tools (the real-server test of ukprobe -p, cli_attach_redis).
+# redis-tools (the real-server test of ukprobe -p, cli_attach_redis),
+# golang-go (a statically linked Go program the ptrace loader's test loads
+# into, tests/loader/loadee.go; the Go programs of cli_go) and rustc (the
+# Rust programs of cli_rust).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
       groff-base util-linux git uftrace bpftrace libdw-dev
-      systemtap-sdt-dev redis-server redis-tools)
+      systemtap-sdt-dev redis-server redis-tools golang-go rustc)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
@@ -66,6 +69,8 @@ need_cmd bpftrace bpftrace
 need_cmd redis-server redis-server
 need_cmd redis-benchmark redis-tools
 need_cmd redis-cli redis-tools
+need_cmd go golang-go
+need_file /usr/bin/rustc rustc
 need_file /usr/lib/python3.11/test/regrtest.py libpython3.11-testsuite
 # libc's debug file, by the build-id of the libc installed now
 libc=/lib/$(gcc -print-multiarch)/libc.so.6

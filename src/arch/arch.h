@@ -24,7 +24,7 @@
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
 #include "arch_tls.h"  /* arch_thread_pointer(), arch_cpu_relax() */
 #include "arch_jprobe.h" /* struct arch_jprobe_vec */
-#include "arch_syscall.h" /* arch_syscall3/4(): raw system calls */
+#include "arch_syscall.h" /* arch_syscall3/4/6(): raw system calls */
 
 /*
  * What arch_prepare_insn() puts in an out-of-line instruction's slot:
@@ -263,6 +263,17 @@ int arch_relocate_insn(const uint8_t *code, size_t avail, uintptr_t addr, uintpt
 		       const char **why);
 /* [reg] Length of the instruction at code, or 0 if it does not decode. */
 size_t arch_insn_length(const uint8_t *code, size_t avail);
+
+/* How an instruction leaves the straight line (func_returns.c). */
+enum arch_insn_flow {
+	ARCH_FLOW_NEXT,         /* falls through (calls, indirect jumps too) */
+	ARCH_FLOW_RET,          /* a return */
+	ARCH_FLOW_JUMP,         /* a direct jump, taken always or not: *target */
+};
+/* [reg] How the instruction at code (avail bytes, at addr) leaves; its
+ * length in *len (0: it does not decode). */
+enum arch_insn_flow arch_insn_flow(const uint8_t *code, size_t avail, uintptr_t addr,
+				   size_t *len, uintptr_t *target);
 
 
 /* [reg] Length of the run of NOP instructions at code that a function

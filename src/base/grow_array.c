@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/grow_array.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
 #define RADIX_BITS 11u
 #define RADIX (1u << RADIX_BITS)
@@ -47,7 +48,7 @@ static void radix_sort(uintptr_t *a, size_t n)
 		bits++;
 	t = malloc(n * sizeof(*t) + RADIX * sizeof(*count));
 	if (!t) {
-		qsort(a, n, sizeof(*a), ukp_addr_cmp);
+		ukp_sort(a, n, sizeof(*a), ukp_addr_cmp);
 		return;
 	}
 	dst = t;

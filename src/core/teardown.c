@@ -31,21 +31,13 @@ UKPROBES_API int ukprobes_shutdown(void)
 		return -EBUSY;
 	}
 	ukp_opt_stop();
-	/* A thread that ran into one of our breakpoints just before it was
-	 * removed may not have taken its SIGTRAP yet (preempted on its way
-	 * back to user space, the signal pending): under the program's
-	 * action (SIG_DFL) it would kill the process. Every thread not seen
-	 * blocked in a system call gets the scan signal, and answers only
-	 * once its pending SIGTRAP was taken (synchronous signals are
-	 * dequeued first) with the library's handler, which finds the
-	 * breakpoint gone and runs the instruction. */
-	{
-		const struct ukp_range none = { 0, 0 };
-
-		(void)ukp_threads_scan(&none, 1);
-	}
-	/* (and none of those, nor a scan request, is still pending: else
-	 * the library's actions stay, and it says so) */
+	/* a thread that hit a breakpoint just before it was removed takes
+	 * its SIGTRAP in the library's handler, not in the program's action
+	 * (SIG_DFL: the end of the process) */
+	if (!ukp_threads_drain())
+		pr_warn("ukprobes_shutdown: a thread did not answer; a breakpoint trap may still be pending in it\n");
+	/* (and neither that SIGTRAP nor a scan request is still pending:
+	 * else the library's actions stay, and it says so) */
 	if (!ukp_signals_uninstall())
 		ret = -EBUSY;
 	/* the descriptor on /proc/self/mem goes too (opened again when

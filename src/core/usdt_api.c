@@ -7,7 +7,7 @@
  * Context: [reg] ordinary context only (refused in a handler).
  */
 #include <errno.h>
-#include <gelf.h>
+#include <elf.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -19,8 +19,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,6 +29,9 @@
 #include "base/base.h"
 #include "text/text.h"
 #include "flow/scan_share.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
+#include "base/sys.h"
+#include "symbols/elf_read.h"
 
 #ifndef SHT_RELR
 #define SHT_RELR 19
@@ -45,7 +46,7 @@ struct refs {
 	size_t nsegs;
 	uintptr_t *v;
 	size_t n, cap;
-	Elf *elf;
+	struct ukp_elf elf; /* the library's reader (elf_read.h) */
 };
 
 static int add_ref(void *arg, uintptr_t a)
@@ -71,16 +72,12 @@ static int add_ref(void *arg, uintptr_t a)
  * not replaced since it was loaded). */
 static bool matches_image(struct refs *r)
 {
-	size_t phnum, i, j, nload = 0;
+	size_t i, j, nload = 0;
 
-	if (elf_getphdrnum(r->elf, &phnum) != 0)
-		return false;
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
+	for (i = 0; i < r->elf.phnum; i++) {
+		const Elf64_Phdr ph = *ukp_elf_phdr(&r->elf, i);
 		bool found = false;
 
-		if (!gelf_getphdr(r->elf, (int)i, &ph))
-			return false;
 		if (ph.p_type != PT_LOAD)
 			continue;
 		nload++;
@@ -96,49 +93,49 @@ static bool matches_image(struct refs *r)
 /* The 8 bytes at virtual address va in the file's allocated sections. */
 static bool file_word(struct refs *r, uint64_t va, uint64_t *w)
 {
-	Elf_Scn *scn = NULL;
+	for (size_t i = 1; i < r->elf.shnum; i++) {
+		const Elf64_Shdr *scn = ukp_elf_shdr(&r->elf, i), sh = *scn;
+		const char *d;
+		size_t size;
 
-	while ((scn = elf_nextscn(r->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
-		    va < sh.sh_addr || va - sh.sh_addr >= sh.sh_size)
+		if (!(sh.sh_flags & SHF_ALLOC) || va < sh.sh_addr || va - sh.sh_addr >= sh.sh_size)
 			continue;
 		if (sh.sh_type == SHT_NOBITS) {
 			*w = 0;
 			return true;
 		}
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || va - sh.sh_addr + 8 > d->d_size)
+		d = ukp_elf_data(&r->elf, scn, &size);
+		if (!d || va - sh.sh_addr + 8 > size)
 			return false;
-		memcpy(w, (const char *)d->d_buf + (va - sh.sh_addr), 8);
+		memcpy(w, d + (va - sh.sh_addr), 8);
 		return true;
 	}
 	return false;
 }
 
 /* [reg] One SHT_RELA section. */
-static int rela_section(struct refs *r, Elf_Scn *scn, const GElf_Shdr *sh)
+static int rela_section(struct refs *r, const Elf64_Shdr *sh)
 {
-	Elf_Data *d = elf_getdata(scn, NULL), *symd = NULL;
-	Elf_Scn *symscn = elf_getscn(r->elf, sh->sh_link);
-	size_t i, cnt;
+	const Elf64_Shdr *symscn = sh->sh_link ? ukp_elf_shdr(&r->elf, sh->sh_link) : NULL;
+	size_t i, cnt, size = 0, symsize = 0;
+	const uint8_t *d = ukp_elf_data(&r->elf, sh, &size), *symd = NULL;
 	int ret;
 
 	if (!d)
 		return -ENOENT;
 	if (symscn)
-		symd = elf_getdata(symscn, NULL);
+		symd = ukp_elf_data(&r->elf, symscn, &symsize);
 	cnt = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 	for (i = 0; i < cnt; i++) {
-		GElf_Rela rel;
-		GElf_Sym sym;
+		Elf64_Rela rel;
+		Elf64_Sym sym;
+		size_t si;
 		uintptr_t v;
 
-		if (!gelf_getrela(d, (int)i, &rel))
+		if ((i + 1) * sizeof(rel) > size)
 			return -ENOENT;
-		switch (GELF_R_TYPE(rel.r_info)) {
+		memcpy(&rel, d + i * sizeof(rel), sizeof(rel));
+		switch (ELF64_R_TYPE(rel.r_info)) {
 		case R_X86_64_RELATIVE:
 		case R_X86_64_RELATIVE64:
 		case R_X86_64_IRELATIVE:
@@ -149,7 +146,9 @@ static int rela_section(struct refs *r, Elf_Scn *scn, const GElf_Shdr *sh)
 		case R_X86_64_32S:
 		case R_X86_64_GLOB_DAT:
 		case R_X86_64_JUMP_SLOT:
-			if (symd && gelf_getsym(symd, (int)GELF_R_SYM(rel.r_info), &sym) &&
+			si = ELF64_R_SYM(rel.r_info);
+			if (symd && (si + 1) * sizeof(sym) <= symsize &&
+			    memcpy(&sym, symd + si * sizeof(sym), sizeof(sym)) &&
 			    sym.st_shndx != SHN_UNDEF) {
 				v = r->obj->base + (uintptr_t)sym.st_value + (uintptr_t)rel.r_addend;
 			} else if (arch_copy_nofault(&v, (const void *)(r->obj->base + rel.r_offset),
@@ -168,21 +167,20 @@ static int rela_section(struct refs *r, Elf_Scn *scn, const GElf_Shdr *sh)
 }
 
 /* [reg] One SHT_RELR section. */
-static int relr_section(struct refs *r, Elf_Scn *scn)
+static int relr_section(struct refs *r, const Elf64_Shdr *sh)
 {
-	Elf_Data *d = elf_getdata(scn, NULL);
-	const uint64_t *w;
-	uint64_t where = 0, addend;
-	size_t i, cnt;
+	const uint8_t *d;
+	uint64_t where = 0, addend, w[1];
+	size_t i, cnt, size;
 	int ret;
 
-	if (!d || !d->d_buf)
+	if (!(d = ukp_elf_data(&r->elf, sh, &size)))
 		return -ENOENT;
-	w = d->d_buf;
-	cnt = d->d_size / 8;
+	cnt = size / 8;
 	for (i = 0; i < cnt; i++) {
-		if (!(w[i] & 1)) {
-			where = w[i];
+		memcpy(&w[0], d + i * 8, 8);
+		if (!(w[0] & 1)) {
+			where = w[0];
 			if (!file_word(r, where, &addend))
 				return -ENOENT;
 			ret = add_ref(r, r->obj->base + (uintptr_t)addend);
@@ -194,7 +192,7 @@ static int relr_section(struct refs *r, Elf_Scn *scn)
 		for (unsigned int b = 1; b < 64; b++) {
 			uint64_t at = where + (uint64_t)(b - 1) * 8;
 
-			if (!((w[i] >> b) & 1))
+			if (!((w[0] >> b) & 1))
 				continue;
 			if (!file_word(r, at, &addend))
 				return -ENOENT;
@@ -218,26 +216,23 @@ static int relr_section(struct refs *r, Elf_Scn *scn)
  * section headers were stripped, or that hides relocations elsewhere,
  * must not pass for one without relocations.
  */
-static long long announced_bytes(Elf *elf)
+static long long announced_bytes(const struct ukp_elf *elf)
 {
-	size_t phnum, i;
 	long long total = 0;
 
-	if (elf_getphdrnum(elf, &phnum) != 0)
-		return -1;
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		Elf_Data *d;
-		GElf_Dyn dyn;
+	for (size_t i = 0; i < elf->phnum; i++) {
+		const Elf64_Phdr ph = *ukp_elf_phdr(elf, i);
+		const uint8_t *d;
+		Elf64_Dyn dyn;
 
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			return -1;
 		if (ph.p_type != PT_DYNAMIC)
 			continue;
-		d = elf_getdata_rawchunk(elf, (off_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		d = ukp_elf_chunk(elf, ph.p_offset, ph.p_filesz);
 		if (!d)
 			return -1;
-		for (int k = 0; gelf_getdyn(d, k, &dyn) && dyn.d_tag != DT_NULL; k++) {
+		for (size_t k = 0; (k + 1) * sizeof(dyn) <= ph.p_filesz &&
+				   memcpy(&dyn, d + k * sizeof(dyn), sizeof(dyn)) && dyn.d_tag != DT_NULL;
+		     k++) {
 			switch (dyn.d_tag) {
 			case DT_RELASZ:
 			case DT_PLTRELSZ:
@@ -334,9 +329,8 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
 {
 	struct range code[MAX_EXEC_SECTIONS];
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	size_t i, ncode = 0, phnum, fsize;
-	const uint8_t *file;
-	Elf_Scn *scn = NULL;
+	size_t i, ncode = 0, phnum = r->elf.phnum, fsize = r->elf.size;
+	const uint8_t *file = r->elf.base;
 	int ret = 0;
 
 	for (i = 0; i < r->nsegs; i++) {
@@ -347,15 +341,10 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
 	}
 	if (lo >= hi)
 		return 0;
-	file = (const uint8_t *)elf_rawfile(r->elf, &fsize);
-	if (!file || elf_getphdrnum(r->elf, &phnum) != 0)
-		return -ENOENT;
 	/* the code: decoded */
-	while (!ret && (scn = elf_nextscn(r->elf, scn))) {
-		GElf_Shdr sh;
+	for (size_t idx = 1; !ret && idx < r->elf.shnum; idx++) {
+		const Elf64_Shdr sh = *ukp_elf_shdr(&r->elf, idx);
 
-		if (!gelf_getshdr(scn, &sh))
-			return -ENOENT;
 		if (!(sh.sh_flags & SHF_ALLOC) || !(sh.sh_flags & SHF_EXECINSTR) ||
 		    sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			continue;
@@ -368,15 +357,13 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
 		ret = scan_code(r, file + sh.sh_offset, sh.sh_size,
 				r->obj->base + (uintptr_t)sh.sh_addr, sync, nsync, lo, hi, flow);
 	}
-	qsort(code, ncode, sizeof(code[0]), range_cmp);
+	ukp_sort(code, ncode, sizeof(code[0]), range_cmp);
 	/* the rest of the image: words */
 	for (i = 0; !ret && i < phnum; i++) {
-		GElf_Phdr ph;
+		const Elf64_Phdr ph = *ukp_elf_phdr(&r->elf, i);
 		uintptr_t va, end;
 		size_t k = 0;
 
-		if (!gelf_getphdr(r->elf, (int)i, &ph))
-			return -ENOENT;
 		if (ph.p_type != PT_LOAD || !ph.p_filesz)
 			continue;
 		if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)
@@ -415,20 +402,23 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n)
 {
 	struct refs r = { .obj = obj, .segs = segs, .nsegs = nsegs };
-	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
 	long long announced, found = 0;
+	Elf64_Ehdr eh;
 	int fd, ret = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (!obj->path || !obj->path[0] || elf_version(EV_CURRENT) == EV_NONE)
+	if (!obj->path || !obj->path[0])
 		return -ENOENT;
-	fd = open(obj->path, O_RDONLY | O_CLOEXEC);
+	fd = ukp_sys_open(obj->path, O_RDONLY);
 	if (fd < 0)
 		return -ENOENT;
-	r.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!r.elf || !gelf_getehdr(r.elf, &eh) || !matches_image(&r)) {
+	ret = ukp_elf_open_fd(&r.elf, fd); /* (the mapping outlives the descriptor) */
+	ukp_sys_close(fd);
+	if (ret)
+		return -ENOENT;
+	eh = *r.elf.ehdr;
+	if (!matches_image(&r)) {
 		ret = -ENOENT;
 		goto out;
 	}
@@ -436,22 +426,18 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		ret = -ENOTSUP;
 		goto out;
 	}
-	announced = announced_bytes(r.elf);
+	announced = announced_bytes(&r.elf);
 	if (announced < 0) {
 		ret = -ENOTSUP;
 		goto out;
 	}
-	while (!ret && (scn = elf_nextscn(r.elf, scn))) {
-		GElf_Shdr sh;
+	for (size_t idx = 1; !ret && idx < r.elf.shnum; idx++) {
+		const Elf64_Shdr *scn = ukp_elf_shdr(&r.elf, idx), sh = *scn;
 
-		if (!gelf_getshdr(scn, &sh)) {
-			ret = -ENOENT;
-			break;
-		}
 		if (!(sh.sh_flags & SHF_ALLOC))
 			continue;
 		if (sh.sh_type == SHT_RELA) {
-			ret = rela_section(&r, scn, &sh);
+			ret = rela_section(&r, scn);
 			found += (long long)sh.sh_size;
 		} else if (sh.sh_type == SHT_RELR) {
 			ret = relr_section(&r, scn);
@@ -467,9 +453,7 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 	if (!ret && eh.e_type == ET_EXEC)
 		ret = literal_refs(&r, sync, nsync, flow);
 out:
-	if (r.elf)
-		elf_end(r.elf);
-	close(fd);
+	ukp_elf_close(&r.elf);
 	if (ret) {
 		free(r.v);
 		return ret;

@@ -39,7 +39,7 @@ struct ukp_code_refs_flow {
 };
 
 /*
- * [reg] Read the object's dynamic relocations from its file (libelf) and
+ * [reg] Read the object's dynamic relocations from its file (symbols/elf_read.h) and
  * return, sorted and without duplicates, the addresses they store that
  * lie in one of the executable segments in segs (the object's PT_LOAD
  * segments, as ukp_eh_frame_load found them in memory):

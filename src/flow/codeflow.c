@@ -132,6 +132,7 @@
 #include "base/base.h"
 #include "text/text.h"
 #include "flow/scan_share.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
 /* A function-like symbol of the object; name is an offset into names. */
 struct flow_sym {
@@ -285,7 +286,7 @@ static int load_syms(struct flow_obj *fo)
 		return sc.err;
 	if (!fo->nsyms)
 		return 0;
-	qsort(fo->syms, fo->nsyms, sizeof(*fo->syms), sym_cmp);
+	ukp_sort(fo->syms, fo->nsyms, sizeof(*fo->syms), sym_cmp);
 	fo->maxend = malloc(fo->nsyms * sizeof(*fo->maxend));
 	if (!fo->maxend)
 		return -ENOMEM;
@@ -309,7 +310,7 @@ static int load_syms(struct flow_obj *fo)
 		fo->ncolds++;
 	}
 	if (fo->ncolds)
-		qsort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
+		ukp_sort_r(fo->colds, fo->ncolds, sizeof(*fo->colds), cold_cmp, fo->names);
 	return 0;
 }
 

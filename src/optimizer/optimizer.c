@@ -303,6 +303,15 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 
 	if (ret || ftrace_len)
 		return ret;
+	/* Go code: the detour's frame goes on the goroutine's stack, which
+	 * may have less room than it takes (a breakpoint's signal runs on
+	 * the alternate stack Go gives every thread), and the runtime
+	 * resumes goroutines at any instruction (asynchronous preemption)
+	 * and at points its code does not jump to (a recovered panic) */
+	if (ukp_sym_go_code(sym ? sym : ukp_sym_lookup_code(a, &found) ? NULL : &found, a)) {
+		*why = "Go code: a goroutine's stack has no room for the detour's frame";
+		return -EINVAL;
+	}
 	/* A punned jump's last bytes are code it does not write: they must
 	 * be the object's text, where nothing else writes. */
 	if (pun_pad >= 0 && !ukp_addr_is_text(a, ao->span)) {

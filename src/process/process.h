@@ -76,6 +76,7 @@ void ukp_uc_push(ucontext_t *uc);             /* [trap] around a program handler
 void ukp_uc_pop(void);                        /* [trap] */
 void ukp_scan_handler(int sig, siginfo_t *info, void *ucv); /* [trap] */
 uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n); /* [reg] */
+bool ukp_threads_drain(void);                 /* [reg] pending SIGTRAPs taken */
 void ukp_threads_after_fork_child(void);      /* [reg] */
 extern _Atomic unsigned long ukp_scan_count;  /* scans done */
 extern _Atomic unsigned long ukp_scan_inside; /* ranges found (maybe) occupied */

@@ -387,10 +387,13 @@ int ukp_signals_install(void)
 		/* SA_NODEFER: a probe hit inside a handler traps again (it is
 		 * counted as missed). The fault signals run on the program's
 		 * alternate stack if it has one, so a stack overflow still
-		 * reaches the program's own handler. Asynchronous signals wait
+		 * reaches the program's own handler; so does SIGTRAP: a
+		 * breakpoint's signal frame (with the vector state, kilobytes)
+		 * does not fit on a Go goroutine's small stack, and Go gives
+		 * every thread an alternate stack. Asynchronous signals wait
 		 * while the library's handlers run. */
 		k.flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_RESTORER |
-			  (owned_sigs[i] == SIGTRAP || owned_sigs[i] == UKP_SCAN_SIG ? 0 : SA_ONSTACK);
+			  (owned_sigs[i] == UKP_SCAN_SIG ? 0 : SA_ONSTACK);
 		k.restorer = (void *)ukp_restore_rt;
 		k.mask = ukp_async_mask;
 		if (sys_rt_sigaction(owned_sigs[i], &k, NULL) < 0) {

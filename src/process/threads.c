@@ -86,7 +86,6 @@
  * A handler that leaves with longjmp never pops: its entry stays, which
  * only makes scans more careful.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -100,6 +99,8 @@
 #include "base/base.h"
 #include "process/process.h"
 #include "core/core.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
+#include "base/sys.h"
 
 /* ------------------------------------------- interrupted contexts */
 
@@ -451,7 +452,7 @@ static void rec_index_build(void)
 		if (tid)
 			rec_index[rec_index_n++] = (struct rec_index_ent){ tid, i };
 	}
-	qsort(rec_index, rec_index_n, sizeof(rec_index[0]), cmp_index);
+	ukp_sort(rec_index, rec_index_n, sizeof(rec_index[0]), cmp_index);
 }
 
 /* The record of tid in the index: 1 (found), 0 (none), -1 (two: a tid
@@ -586,6 +587,9 @@ static int read_blocked_state(int dfd, int tid, struct blocked_state *st)
 	return 1;
 }
 
+/* Set during ukp_threads_drain()'s scans [reg]. */
+static bool scan_draining;
+
 /*
  * [reg] Establish, without disturbing it, where thread tid may resume
  * (see the top of the file for why this is sound). T_OUTSIDE_OR_HIT:
@@ -623,6 +627,10 @@ static int look_at_thread(int dfd, int tid, const struct ukp_range *r, unsigned 
 	 * scan signal waits there, and gets the answer right) */
 	if (!at_restorer(st.pc) && st.pc >= (uintptr_t)__start_ukprobes_text &&
 	    st.pc < (uintptr_t)__stop_ukprobes_text)
+		return T_UNKNOWN;
+	/* a drain asks every thread that is not inside a system call: one
+	 * on its way back from a breakpoint's trap has a SIGTRAP pending */
+	if (scan_draining && st.nr < 0)
 		return T_UNKNOWN;
 	b = ip_hits(r, n, st.pc, st.sp);
 	if (st.nr >= 0 && st.pc >= UKP_SYSCALL_INSN_SIZE)
@@ -739,23 +747,22 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	int pid = ukp_sys_getpid(), me = ukp_sys_gettid(), dfd;
 	unsigned int i, ntids = 0, nunknown = 0, left;
 	bool overflow = false;
-	struct dirent *de;
+	struct ukp_dir d;
+	const char *name;
 	unsigned long g;
-	DIR *d;
 
 	if (!n)
 		return 0;
 	if (n > UKP_SCAN_MAX_RANGES)
 		return all;
 	atomic_fetch_add(&ukp_scan_count, 1);
-	d = opendir("/proc/self/task");
-	if (!d)
+	if (ukp_dir_open(&d, "/proc/self/task"))
 		return all;
-	dfd = dirfd(d);
+	dfd = d.fd;
 	rec_index_build();
 	/* first look: every thread, through /proc */
-	while ((de = readdir(d))) {
-		int tid = atoi(de->d_name);
+	while ((name = ukp_dir_next(&d))) {
+		int tid = atoi(name);
 		uint64_t bits = 0;
 		int st;
 
@@ -812,7 +819,7 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	atomic_store_explicit(&req.gen, g, memory_order_release);
 	send_requests(pid, nunknown);
 	left = wait_answers(dfd, nunknown, r, n, &hit);
-	closedir(d);
+	ukp_dir_close(&d);
 
 	hit |= atomic_load_explicit(&req.hit, memory_order_acquire);
 	/* the caller's own interrupted contexts (its ip is in the library) */
@@ -827,3 +834,29 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 		atomic_fetch_add(&ukp_scan_inside, (unsigned long)__builtin_popcountll(hit & all));
 	return hit & all;
 }
+
+/*
+ * [reg] Every thread has taken the synchronous signals the kernel had
+ * for it when this was called: a thread that hit one of our breakpoints
+ * has its SIGTRAP pending until it is scheduled again, and the kernel
+ * delivers it to whatever action SIGTRAP has then. Before the library
+ * gives SIGTRAP back to the program (ukprobes_shutdown), each thread
+ * that is not inside a system call is asked to answer a scan: the
+ * kernel delivers its pending SIGTRAP (a synchronous signal, taken
+ * first) to the library's handler before the scan signal. A thread in a
+ * system call has none pending. False when some thread did not answer
+ * in time (tries again up to about two seconds).
+ */
+bool ukp_threads_drain(void)
+{
+	/* a range no thread resumes in: only the answers matter */
+	const struct ukp_range none = { 0, 1 };
+	bool ok = false;
+
+	scan_draining = true;
+	for (int tries = 0; tries < 10 && !ok; tries++)
+		ok = ukp_threads_scan(&none, 1) == 0;
+	scan_draining = false;
+	return ok;
+}
+

@@ -2,7 +2,8 @@
 /*
  * debuginfo.c - where the symbols of an object stripped of .symtab are
  * (see debuginfo.h): the separate debug file by build-id, by
- * .gnu_debuglink, or the MiniDebugInfo of .gnu_debugdata (liblzma).
+ * .gnu_debuglink, or the MiniDebugInfo of .gnu_debugdata (liblzma). The
+ * files are read with the library's ELF reader (elf_read.h), not libelf.
  *
  * Context: [reg] only; nothing here prints. Only -ENOMEM is an error:
  * a missing, unreadable or mismatched file just means no extra symbols.
@@ -13,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <limits.h>
 #include <lzma.h>
 #include <stdbool.h>
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "symbols/debuginfo.h"
+#include "base/sys.h"
 
 #define UKP_DEBUG_ROOT "/usr/lib/debug"
 /* A MiniDebugInfo larger than this is not one (Fedora's are tens of KiB). */
@@ -35,68 +36,17 @@ void ukp_debuginfo_set_root(const char *dir)
 	debug_root = dir ? dir : UKP_DEBUG_ROOT;
 }
 
-/* The section of elf named name, or NULL. */
-static Elf_Scn *section_named(Elf *elf, const char *name)
+
+static bool has_symtab(const struct ukp_elf *elf)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
+	const Elf64_Shdr *sh = NULL;
 
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
-static bool has_symtab(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
+	while ((sh = ukp_elf_next_of_type(elf, sh, SHT_SYMTAB)))
+		if (sh->sh_size)
 			return true;
-	}
 	return false;
 }
 
-/* The NT_GNU_BUILD_ID of elf: *len bytes at the returned pointer (into
- * elf's data), or NULL. */
-static const unsigned char *build_id(Elf *elf, size_t *len)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data || !data->d_buf)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((const char *)data->d_buf + name_off, "GNU", 4) &&
-			    nh.n_descsz) {
-				*len = nh.n_descsz;
-				return (const unsigned char *)data->d_buf + desc_off;
-			}
-		}
-	}
-	return NULL;
-}
 
 /* The IEEE CRC-32 that .gnu_debuglink records (zlib's crc32). */
 static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
@@ -142,20 +92,21 @@ static bool try_debug_file(const char *path, const unsigned char *id, size_t idl
 			   bool check_crc, uint32_t crc, struct ukp_debugsrc *src)
 {
 	const unsigned char *did;
+	struct ukp_elf elf;
 	size_t dlen = 0;
-	GElf_Ehdr eh;
-	Elf *elf;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = ukp_sys_open(path, O_RDONLY);
 	if (fd < 0)
 		return false;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || !has_symtab(elf))
+	if (ukp_elf_open_fd(&elf, fd)) {
+		close(fd);
+		return false;
+	}
+	if (!has_symtab(&elf))
 		goto no;
 	if (id) {
-		did = build_id(elf, &dlen);
+		did = ukp_elf_build_id(&elf, &dlen);
 		if (!did || dlen != idlen || memcmp(did, id, idlen))
 			goto no;
 	} else if (!check_crc || !file_crc_is(fd, crc)) {
@@ -165,8 +116,7 @@ static bool try_debug_file(const char *path, const unsigned char *id, size_t idl
 	src->fd = fd;
 	return true;
 no:
-	if (elf)
-		elf_end(elf);
+	ukp_elf_close(&elf);
 	close(fd);
 	return false;
 }
@@ -192,27 +142,16 @@ static bool try_build_id(const unsigned char *id, size_t len, struct ukp_debugsr
 
 /* The file .gnu_debuglink names, where gdb looks for it: next to the
  * object, in .debug/ next to it, and under the debug root. */
-static bool try_debuglink(Elf *elf, const char *objpath, const unsigned char *id, size_t idlen,
-			  struct ukp_debugsrc *src)
+static bool try_debuglink(const struct ukp_elf *elf, const char *objpath,
+			  const unsigned char *id, size_t idlen, struct ukp_debugsrc *src)
 {
-	Elf_Scn *scn = section_named(elf, ".gnu_debuglink");
 	char dir[PATH_MAX], path[PATH_MAX];
 	const char *name, *slash;
-	Elf_Data *data;
-	size_t nlen, crc_off;
 	uint32_t crc;
 	int k;
 
-	if (!scn || !objpath || !(data = elf_getdata(scn, NULL)) || !data->d_buf)
+	if (!objpath || !(name = ukp_elf_debuglink(elf, &crc)) || strchr(name, '/'))
 		return false;
-	name = data->d_buf;
-	nlen = strnlen(name, data->d_size);
-	crc_off = (nlen + 4) & ~(size_t)3;
-	if (!nlen || nlen == data->d_size || crc_off + 4 > data->d_size || strchr(name, '/'))
-		return false;
-	memcpy(&crc, (const char *)data->d_buf + crc_off, 4);
-	if (elf_getident(elf, NULL)[EI_DATA] != ELFDATA2LSB)
-		crc = __builtin_bswap32(crc);
 	slash = strrchr(objpath, '/');
 	if (!slash || (size_t)(slash - objpath) >= sizeof(dir))
 		return false;
@@ -233,26 +172,25 @@ static bool try_debuglink(Elf *elf, const char *objpath, const unsigned char *id
 
 /* Decompress .gnu_debugdata into src->image and open it. -ENOENT when
  * there is none or it is not an xz-compressed ELF. */
-static int try_gnu_debugdata(Elf *elf, struct ukp_debugsrc *src)
+static int try_gnu_debugdata(const struct ukp_elf *elf, struct ukp_debugsrc *src)
 {
-	Elf_Scn *scn = section_named(elf, ".gnu_debugdata");
+	const Elf64_Shdr *sh = ukp_elf_section_named(elf, ".gnu_debugdata");
 	lzma_stream strm = LZMA_STREAM_INIT;
-	size_t cap = 0, len = 0;
+	size_t cap = 0, len = 0, dsize = 0;
 	unsigned char *out = NULL;
-	Elf_Data *data;
+	const void *data;
 	lzma_ret r;
-	GElf_Ehdr eh;
 	int err = -ENOENT;
 
-	if (!scn || !(data = elf_rawdata(scn, NULL)) || !data->d_buf || !data->d_size)
+	if (!sh || !(data = ukp_elf_data(elf, sh, &dsize)) || !dsize)
 		return -ENOENT;
 	if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK)
 		return -ENOMEM;
-	strm.next_in = data->d_buf;
-	strm.avail_in = data->d_size;
+	strm.next_in = data;
+	strm.avail_in = dsize;
 	do {
 		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : data->d_size * 4 + 4096;
+			size_t ncap = cap ? cap * 2 : dsize * 4 + 4096;
 			unsigned char *n;
 
 			if (ncap > UKP_MINIDEBUG_MAX)
@@ -276,12 +214,11 @@ static int try_gnu_debugdata(Elf *elf, struct ukp_debugsrc *src)
 	}
 	if (r != LZMA_STREAM_END)
 		goto out;
-	src->elf = elf_memory((char *)out, len);
-	if (!src->elf || elf_kind(src->elf) != ELF_K_ELF || !gelf_getehdr(src->elf, &eh) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || !has_symtab(src->elf)) {
-		if (src->elf)
-			elf_end(src->elf);
-		src->elf = NULL;
+	/* (malloc's memory: aligned as the reader wants it) */
+	if (ukp_elf_open_mem(&src->elf, out, len))
+		goto out;
+	if (!has_symtab(&src->elf)) {
+		ukp_elf_close(&src->elf);
 		goto out;
 	}
 	src->image = out;
@@ -293,7 +230,7 @@ out:
 	return err;
 }
 
-int ukp_debuginfo_open(Elf *elf, const char *path, struct ukp_debugsrc *src)
+int ukp_debuginfo_open(const struct ukp_elf *elf, const char *path, struct ukp_debugsrc *src)
 {
 	const unsigned char *id;
 	size_t idlen = 0;
@@ -301,7 +238,7 @@ int ukp_debuginfo_open(Elf *elf, const char *path, struct ukp_debugsrc *src)
 
 	memset(src, 0, sizeof(*src));
 	src->fd = -1;
-	id = build_id(elf, &idlen);
+	id = ukp_elf_build_id(elf, &idlen);
 	if (id && try_build_id(id, idlen, src)) {
 		src->kind = "build-id";
 		return 0;
@@ -318,8 +255,7 @@ int ukp_debuginfo_open(Elf *elf, const char *path, struct ukp_debugsrc *src)
 
 void ukp_debuginfo_close(struct ukp_debugsrc *src)
 {
-	if (src->elf)
-		elf_end(src->elf);
+	ukp_elf_close(&src->elf);
 	if (src->fd >= 0)
 		close(src->fd);
 	free(src->image);

@@ -15,11 +15,11 @@
 #ifndef UKP_DEBUGINFO_H
 #define UKP_DEBUGINFO_H
 
-#include <libelf.h>
+#include "symbols/elf_read.h"
 
 /* An open source of extra symbols. */
 struct ukp_debugsrc {
-	Elf *elf;
+	struct ukp_elf elf;     /* the library's reader (elf_read.h) */
 	int fd;                 /* the debug file, or -1 */
 	void *image;            /* the decompressed MiniDebugInfo, or NULL */
 	const char *kind;       /* "build-id", "debuglink" or "gnu_debugdata" */
@@ -30,7 +30,7 @@ struct ukp_debugsrc {
  * the debuglink is searched next to it). Returns 0 with *src open,
  * -ENOENT when there is none (or none that matches), -ENOMEM.
  */
-int ukp_debuginfo_open(Elf *elf, const char *path, struct ukp_debugsrc *src);
+int ukp_debuginfo_open(const struct ukp_elf *elf, const char *path, struct ukp_debugsrc *src);
 void ukp_debuginfo_close(struct ukp_debugsrc *src);
 
 /* [reg] The directory of separate debug files, "/usr/lib/debug" unless a

@@ -41,6 +41,7 @@
 #include "base/grow_array.h"
 #include "base/base.h"
 #include "symbols/symbols.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
 /* Pointer encodings (DW_EH_PE_*). */
 #define PE_OMIT     0xff
@@ -624,7 +625,7 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 		goto out;
 	ret = walk_table(w, &c, table_enc, count, pm.hdr);
 	if (eh->nfdes)
-		qsort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
+		ukp_sort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
 out:
 	if (w)
 		free(w->cies);

@@ -24,6 +24,7 @@
 
 #include "base/base.h"
 #include "symbols/symbols.h"
+#include "base/sys.h"
 
 /* The real path of dir/name when it is a readable regular file, else
  * NULL. */
@@ -36,7 +37,7 @@ static char *try_dir(const char *dir, size_t dlen, const char *name)
 		return NULL;
 	if (stat(buf, &st) || !S_ISREG(st.st_mode) || access(buf, R_OK))
 		return NULL;
-	return realpath(buf, NULL);
+	return ukp_realpath_dup(buf);
 }
 
 /* The directories dlopen() from the main program searches: its
@@ -95,7 +96,7 @@ char *ukp_module_file_find(const char *name)
 	if (strchr(name, '/')) {
 		struct stat st;
 
-		return !stat(name, &st) && S_ISREG(st.st_mode) ? realpath(name, NULL) : NULL;
+		return !stat(name, &st) && S_ISREG(st.st_mode) ? ukp_realpath_dup(name) : NULL;
 	}
 	n.found = search_serpath(name);
 	/* next to the objects already loaded, then the usual places */

@@ -3,8 +3,9 @@
  * symbols.c - loaded ELF objects and their function symbols (kallsyms and
  * the module list, for one process).
  *
- * Objects come from dl_iterate_phdr(); symbols are read with libelf from
- * each object's file, lazily, the first time something needs them; for a
+ * Objects come from dl_iterate_phdr(); symbols are read with the
+ * library's ELF reader (elf_read.c, no libelf) from each object's file,
+ * lazily, the first time something needs them; for a
  * file without .symtab, its debug file or MiniDebugInfo (debuginfo.c)
  * joins them the first time a lookup misses. An IFUNC name stands for the
  * implementation its resolver chose in this process. The
@@ -30,8 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
@@ -46,6 +45,8 @@
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
 #include "symbols/usdt.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
+#include "base/sys.h"
 
 #define UKP_BLACKLIST_SECTION "ukprobes_blacklist"
 
@@ -129,6 +130,10 @@ struct ukp_objent {
 	size_t max_dsize;
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
+	/* Go-compiled code: [runtime.text, runtime.etext), 0, 0 when none
+	 * (ukp_sym_go_code) */
+	bool go_checked;
+	uintptr_t go_text, go_etext;
 
 	struct ukp_objent *next_all;    /* every object ever seen, dead ones too */
 	/* a file read without loading it (ukp_file_object): base 0, never
@@ -146,7 +151,6 @@ static struct {
 	unsigned long long subs;
 	uint64_t gen;           /* bumped on every change of the object list */
 	bool removed_pending;   /* an object went away since ukp_objects_refresh() */
-	bool elf_ready;         /* elf_version() done */
 	unsigned int iter_depth;        /* inside a for_each walk: do not rescan */
 	struct ukp_objent **live;       /* loaded objects, in load order */
 	size_t nlive;
@@ -305,10 +309,10 @@ enum ukp_symkind { UKP_SK_NONE, UKP_SK_FUNC, UKP_SK_DATA };
 
 /* Is a symbol table entry one we keep, and in which table? Fills
  * *sec_idx. */
-static enum ukp_symkind sym_wanted(const GElf_Sym *sym, Elf32_Word xndx, size_t shnum,
+static enum ukp_symkind sym_wanted(const Elf64_Sym *sym, uint32_t xndx, size_t shnum,
 				   const struct ukp_secinfo *secs, size_t *sec_idx)
 {
-	unsigned char type = GELF_ST_TYPE(sym->st_info);
+	unsigned char type = ELF64_ST_TYPE(sym->st_info);
 	size_t idx;
 
 	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE &&
@@ -345,19 +349,15 @@ static enum ukp_symkind sym_wanted(const GElf_Sym *sym, Elf32_Word xndx, size_t 
  * otherwise the file was replaced after loading (package upgrade) and its
  * symbol values would point at the wrong bytes.
  */
-static bool file_matches_image(Elf *elf, const struct ukp_objent *o)
+static bool file_matches_image(const struct ukp_elf *elf, const struct ukp_objent *o)
 {
-	size_t phnum, i, j, nload = 0;
+	size_t i, j, nload = 0;
 
-	if (elf_getphdrnum(elf, &phnum) != 0)
-		return false;
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
+	for (i = 0; i < elf->phnum; i++) {
+		const Elf64_Phdr ph = *ukp_elf_phdr(elf, i);
 		uintptr_t start;
 		bool found = false;
 
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			return false;
 		if (ph.p_type != PT_LOAD)
 			continue;
 		nload++;
@@ -436,28 +436,23 @@ struct ukp_symread {
  * sections are NOBITS; they count when they lie in an executable segment
  * of the loaded object. For o's own file the blacklist section is noted.
  */
-static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_secinfo **secsp,
-			 size_t *shnump, Elf_Scn **symscn, Elf_Scn **dynscn, Elf_Scn **xndxscn)
+static int read_sections(struct ukp_objent *o, const struct ukp_elf *elf, bool debug,
+			 struct ukp_secinfo **secsp, size_t *shnump, const Elf64_Shdr **symscn,
+			 const Elf64_Shdr **dynscn, const Elf64_Shdr **xndxscn)
 {
 	struct ukp_secinfo *secs;
-	size_t shnum, shstrndx;
-	Elf_Scn *scn;
+	size_t shnum = elf->shnum;
 
 	*symscn = *dynscn = *xndxscn = NULL;
 	*secsp = NULL;
-	if (elf_getshdrnum(elf, &shnum) != 0 || elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return -ENOENT;
 	secs = calloc(shnum ? shnum : 1, sizeof(*secs));
 	if (!secs)
 		return -ENOMEM;
-	for (scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-		size_t idx = elf_ndxscn(scn);
+	for (size_t idx = 1; idx < shnum; idx++) {
+		const Elf64_Shdr *scn = ukp_elf_shdr(elf, idx), sh = *scn;
 		bool code;
-		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || idx >= shnum)
-			continue;
 		code = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR);
 		secs[idx].addr = sh.sh_addr;
 		secs[idx].size = sh.sh_size;
@@ -479,7 +474,7 @@ static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_
 			*xndxscn = scn;
 		if (debug)
 			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		name = ukp_elf_shname(elf, scn);
 		if (name && !strcmp(name, UKP_BLACKLIST_SECTION) &&
 		    (sh.sh_flags & SHF_ALLOC) && sh.sh_type == SHT_PROGBITS &&
 		    obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
@@ -496,41 +491,36 @@ static int read_sections(struct ukp_objent *o, Elf *elf, bool debug, struct ukp_
  * [reg] The wanted symbols of the symbol table symscn of elf (xndxscn:
  * its SHT_SYMTAB_SHNDX, or NULL) into *rd. Only -ENOMEM is an error.
  */
-static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, Elf_Scn *xndxscn,
+static int read_symtab(const struct ukp_objent *o, const struct ukp_elf *elf,
+		       const Elf64_Shdr *symscn, const Elf64_Shdr *xndxscn,
 		       const struct ukp_secinfo *secs, size_t shnum, bool debug,
 		       struct ukp_symread *rd)
 {
-	Elf_Data *data, *xndxdata = NULL;
-	GElf_Shdr symshdr;
+	const Elf64_Shdr symshdr = *symscn;
 	size_t nent, i, n, dn, strbytes;
 	char *sp;
 
 	memset(rd, 0, sizeof(*rd));
-	if (!gelf_getshdr(symscn, &symshdr) || !symshdr.sh_entsize)
+	if (!symshdr.sh_entsize)
 		return 0;
-	data = elf_getdata(symscn, NULL);
-	if (!data)
-		return 0;
-	if (xndxscn)
-		xndxdata = elf_getdata(xndxscn, NULL);
-	nent = symshdr.sh_size / symshdr.sh_entsize;
+	nent = ukp_elf_nsyms(elf, symscn);
 
 	/* First pass: count and size the names, to allocate once. */
 	n = dn = 0;
 	strbytes = 0;
 	for (i = 0; i < nent; i++) {
-		GElf_Sym sym;
-		Elf32_Word xndx = 0;
+		Elf64_Sym sym;
+		uint32_t xndx = 0;
 		size_t idx;
 		const char *name;
 		enum ukp_symkind kind;
 
-		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
+		if (!ukp_elf_sym(elf, symscn, xndxscn, i, &sym, &xndx))
 			continue;
 		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
 		if (kind == UKP_SK_NONE)
 			continue;
-		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
+		name = ukp_elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		if (kind == UKP_SK_FUNC)
@@ -557,18 +547,18 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 	sp = rd->strings;
 	for (i = 0; i < nent && (rd->n < n || rd->dn < dn); i++) {
 		struct ukp_sym *s;
-		GElf_Sym sym;
-		Elf32_Word xndx = 0;
+		Elf64_Sym sym;
+		uint32_t xndx = 0;
 		size_t idx, len;
 		const char *name, *at;
 		enum ukp_symkind kind;
 
-		if (!gelf_getsymshndx(data, xndxdata, (int)i, &sym, &xndx))
+		if (!ukp_elf_sym(elf, symscn, xndxscn, i, &sym, &xndx))
 			continue;
 		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
 		if (kind == UKP_SK_NONE)
 			continue;
-		name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
+		name = ukp_elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		if (kind == UKP_SK_FUNC ? rd->n == n : rd->dn == dn)
@@ -584,8 +574,8 @@ static int read_symtab(const struct ukp_objent *o, Elf *elf, Elf_Scn *symscn, El
 		s->sec_end = o->pub.base + secs[idx].addr + secs[idx].size;
 		s->sized = sym.st_size != 0;
 		s->size = sym.st_size;
-		s->bind = GELF_ST_BIND(sym.st_info);
-		s->type = GELF_ST_TYPE(sym.st_info);
+		s->bind = ELF64_ST_BIND(sym.st_info);
+		s->type = ELF64_ST_TYPE(sym.st_info);
 		s->debug = debug;
 	}
 	return 0;
@@ -603,27 +593,28 @@ static int irel_qcmp(const void *pa, const void *pb)
  * and the word where the dynamic linker stored what it returned (the
  * implementation it chose for this process).
  */
-static int read_irelative(struct ukp_objent *o, Elf *elf)
+static int read_irelative(struct ukp_objent *o, const struct ukp_elf *elf)
 {
-	Elf_Scn *scn = NULL;
+	const Elf64_Shdr *scn = NULL;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t i, n;
+	while ((scn = ukp_elf_next_of_type(elf, scn, SHT_RELA))) {
+		const Elf64_Shdr sh = *scn;
+		const unsigned char *data;
+		size_t i, n, size;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
-		    !(sh.sh_flags & SHF_ALLOC))
+		if (!sh.sh_entsize || !(sh.sh_flags & SHF_ALLOC))
 			continue;
-		data = elf_getdata(scn, NULL);
+		data = ukp_elf_data(elf, scn, &size);
 		if (!data)
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
+		if (n > size / sizeof(Elf64_Rela))
+			n = size / sizeof(Elf64_Rela);
 		for (i = 0; i < n; i++) {
-			GElf_Rela r;
+			Elf64_Rela r;
 
-			if (!gelf_getrela(data, (int)i, &r) ||
-			    GELF_R_TYPE(r.r_info) != UKP_ARCH_R_IRELATIVE)
+			memcpy(&r, data + i * sizeof(r), sizeof(r));
+			if (ELF64_R_TYPE(r.r_info) != UKP_ARCH_R_IRELATIVE)
 				continue;
 			if (o->nirel == o->cap_irel) {
 				size_t cap = o->cap_irel ? o->cap_irel * 2 : 64;
@@ -640,7 +631,7 @@ static int read_irelative(struct ukp_objent *o, Elf *elf)
 		}
 	}
 	if (o->nirel)
-		qsort(o->irel, o->nirel, sizeof(*o->irel), irel_qcmp);
+		ukp_sort(o->irel, o->nirel, sizeof(*o->irel), irel_qcmp);
 	return 0;
 }
 
@@ -675,7 +666,7 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 		memcpy(syms, old, nold * sizeof(*syms));
 	if (nadd)
 		memcpy(syms + nold, add, nadd * sizeof(*syms));
-	qsort(syms, n, sizeof(*syms), sym_addr_qcmp);
+	ukp_sort(syms, n, sizeof(*syms), sym_addr_qcmp);
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && syms[j].start == syms[i].start; j++)
 			;
@@ -691,7 +682,7 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 	}
 	for (i = 0; i < kept; i++)
 		names[i] = &syms[i];
-	qsort(names, kept, sizeof(*names), sym_name_qcmp);
+	ukp_sort(names, kept, sizeof(*names), sym_name_qcmp);
 	*out = syms;
 	*by_name = names;
 	*nout = kept;
@@ -749,34 +740,26 @@ static void symread_free(struct ukp_symread *rd)
 	memset(rd, 0, sizeof(*rd));
 }
 
-/* [reg] Open o's file for libelf (o->file must be set). */
-static Elf *obj_open_elf(const struct ukp_objent *o, int *fdp)
+/* [reg] Open o's file with the library's reader (o->file must be set):
+ * 0, or -ENOENT when it cannot be read or is not the loaded image's. */
+static int obj_open_elf(const struct ukp_objent *o, struct ukp_elf *elf)
 {
-	GElf_Ehdr ehdr;
-	Elf *elf;
-	int fd;
+	int fd, err;
 
-	*fdp = -1;
-	if (!ukp_syms.elf_ready) {
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			return NULL;
-		ukp_syms.elf_ready = true;
-	}
 	if (!o->file)
-		return NULL; /* (the vDSO, an object known by its memory only) */
-	fd = open(o->file, O_RDONLY | O_CLOEXEC);
+		return -ENOENT; /* (the vDSO, an object known by its memory only) */
+	fd = ukp_sys_open(o->file, O_RDONLY);
 	if (fd < 0)
-		return NULL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
-	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || !file_matches_image(elf, o)) {
-		if (elf)
-			elf_end(elf);
-		close(fd);
-		return NULL;
+		return -ENOENT;
+	err = ukp_elf_open_fd(elf, fd); /* (the mapping outlives the descriptor) */
+	ukp_sys_close(fd);
+	if (err)
+		return -ENOENT;
+	if (!file_matches_image(elf, o)) {
+		ukp_elf_close(elf);
+		return -ENOENT;
 	}
-	*fdp = fd;
-	return elf;
+	return 0;
 }
 
 /*
@@ -789,26 +772,21 @@ static Elf *obj_open_elf(const struct ukp_objent *o, int *fdp)
 static int obj_load_syms(struct ukp_objent *o)
 {
 	struct ukp_secinfo *secs = NULL;
-	Elf_Scn *symscn, *dynscn, *xndxscn;
+	const Elf64_Shdr *symscn, *dynscn, *xndxscn;
 	struct ukp_symread rd = { 0 };
-	Elf *elf = NULL;
+	struct ukp_elf elf = { 0 };
 	size_t shnum = 0;
-	int fd = -1, err = 0;
+	int err = 0;
 
 	if (o->syms_state == UKP_SYMS_READ)
 		return 0;
 	if (!o->file || !o->alive)
 		goto done;
-	elf = obj_open_elf(o, &fd);
-	if (!elf)
+	if (obj_open_elf(o, &elf))
 		goto done;
-	err = read_sections(o, elf, false, &secs, &shnum, &symscn, &dynscn, &xndxscn);
-	if (err == -ENOENT) {
-		err = 0;
-		goto done;
-	}
+	err = read_sections(o, &elf, false, &secs, &shnum, &symscn, &dynscn, &xndxscn);
 	if (!err)
-		err = read_irelative(o, elf);
+		err = read_irelative(o, &elf);
 	if (err)
 		goto out;
 	o->has_symtab = symscn != NULL;
@@ -818,7 +796,7 @@ static int obj_load_syms(struct ukp_objent *o)
 		xndxscn = NULL;
 	}
 	if (symscn) {
-		err = read_symtab(o, elf, symscn, xndxscn, secs, shnum, false, &rd);
+		err = read_symtab(o, &elf, symscn, xndxscn, secs, shnum, false, &rd);
 		if (!err)
 			err = syms_join(o, &rd);
 		if (err)
@@ -832,10 +810,7 @@ out:
 		obj_free_syms(o);
 	symread_free(&rd);
 	free(secs);
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
+	ukp_elf_close(&elf);
 	return err;
 }
 
@@ -848,12 +823,12 @@ out:
 static int obj_load_full(struct ukp_objent *o)
 {
 	struct ukp_secinfo *secs = NULL;
-	Elf_Scn *symscn, *dynscn, *xndxscn;
+	const Elf64_Shdr *symscn, *dynscn, *xndxscn;
 	struct ukp_symread rd = { 0 };
 	struct ukp_debugsrc src;
+	struct ukp_elf elf;
 	size_t shnum = 0;
-	Elf *elf;
-	int fd, err;
+	int err;
 
 	err = obj_load_syms(o);
 	if (err || o->full || o->walking)
@@ -861,19 +836,18 @@ static int obj_load_full(struct ukp_objent *o)
 	o->full = true;
 	if (o->has_symtab || !o->file || !o->alive)
 		return 0;
-	elf = obj_open_elf(o, &fd);
-	if (!elf)
+	if (obj_open_elf(o, &elf))
 		return 0;
-	err = ukp_debuginfo_open(elf, o->realpath ? o->realpath : o->pub.path, &src);
+	err = ukp_debuginfo_open(&elf, o->realpath ? o->realpath : o->pub.path, &src);
 	if (err == -ENOENT) {
 		err = 0;
 		goto out;
 	}
 	if (err)
 		goto out;
-	err = read_sections(o, src.elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
+	err = read_sections(o, &src.elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
 	if (!err && symscn)
-		err = read_symtab(o, src.elf, symscn, xndxscn, secs, shnum, true, &rd);
+		err = read_symtab(o, &src.elf, symscn, xndxscn, secs, shnum, true, &rd);
 	if (!err && (rd.n || rd.dn))
 		err = syms_join(o, &rd);
 	if (err == -ENOENT)
@@ -882,8 +856,7 @@ static int obj_load_full(struct ukp_objent *o)
 	free(secs);
 	ukp_debuginfo_close(&src);
 out:
-	elf_end(elf);
-	close(fd);
+	ukp_elf_close(&elf);
 	if (err)
 		o->full = false;
 	return err;
@@ -1193,7 +1166,7 @@ static struct ukp_objent *obj_new(struct ukp_scan_ent *e)
 		 * still works when the file was renamed or deleted, and
 		 * its link target is already a resolved path. */
 		o->file = e->via_exe ? "/proc/self/exe" : o->pub.path;
-		o->realpath = e->via_exe ? NULL : realpath(o->pub.path, NULL);
+		o->realpath = e->via_exe ? NULL : ukp_realpath_dup(o->pub.path);
 	}
 	o->realname = o->realpath ? base_name(o->realpath) : o->pub.name;
 	e->path = NULL;
@@ -1354,8 +1327,7 @@ static struct ukp_objent *live_of(uintptr_t addr, const struct ukp_seg **segp)
 static bool obj_matches(const struct ukp_objent *o, const char *name)
 {
 	const char *real = o->realpath ? o->realpath : o->pub.is_main ? o->pub.path : NULL;
-	char *named;
-	bool same;
+	char named[PATH_MAX];
 
 	if (!strcmp(o->pub.name, name) || !strcmp(o->pub.path, name) ||
 	    !strcmp(o->realname, name) || (o->realpath && !strcmp(o->realpath, name)))
@@ -1365,10 +1337,7 @@ static bool obj_matches(const struct ukp_objent *o, const char *name)
 	/* another path to the same file: relative, or through a symlink */
 	if (!strchr(name, '/') || !real)
 		return false;
-	named = realpath(name, NULL);
-	same = named && !strcmp(named, real);
-	free(named);
-	return same;
+	return !ukp_sys_realpath(name, named, sizeof(named)) && !strcmp(named, real);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1713,6 +1682,26 @@ int ukp_data_lookup_addr(uintptr_t addr, struct ukp_symres *res)
 	return lookup_addr(addr, res, true);
 }
 
+bool ukp_sym_go_code(const struct ukp_symres *sym, uintptr_t addr)
+{
+	struct ukp_objent *o;
+
+	if (!sym || !sym->obj)
+		return false;
+	o = to_ent(sym->obj);
+	if (!o->go_checked && !obj_load_syms(o)) {
+		const struct ukp_sym *t = obj_sym_named(o, "runtime.text", false);
+		const struct ukp_sym *e = t ? obj_sym_named(o, "runtime.etext", false) : NULL;
+
+		o->go_checked = true;
+		if (e && e->start > t->start) {
+			o->go_text = t->start;
+			o->go_etext = e->start;
+		}
+	}
+	return addr >= o->go_text && addr < o->go_etext;
+}
+
 int ukp_sym_lookup_name(const char *spec, uintptr_t *addr)
 {
 	return ukp_sym_lookup_name_ifunc(spec, addr, NULL);
@@ -1903,29 +1892,24 @@ extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 static int file_new(const char *path, const struct stat *st, struct ukp_objent **out)
 {
 	struct ukp_objent *o;
-	GElf_Ehdr ehdr;
-	size_t phnum, i, nload = 0;
-	Elf *elf;
+	struct ukp_elf elf = { 0 };
+	size_t phnum = 0, i, nload = 0;
+	bool is_elf;
 	int fd, err = -ENOEXEC;
 
-	if (!ukp_syms.elf_ready) {
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			return -ENOEXEC;
-		ukp_syms.elf_ready = true;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = ukp_sys_open(path, O_RDONLY);
 	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		return fd;
+	is_elf = !ukp_elf_open_fd(&elf, fd);
+	ukp_sys_close(fd);
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		err = -ENOMEM;
 		goto out;
 	}
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
-	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != __ehdr_start.e_machine ||
-	    elf_getphdrnum(elf, &phnum) != 0)
+	if (!is_elf || elf.ehdr->e_machine != __ehdr_start.e_machine)
 		goto out;
+	phnum = elf.phnum;
 	o->segs = calloc(phnum ? phnum : 1, sizeof(*o->segs));
 	o->pub.path = strdup(path);
 	o->realpath = strdup(path);
@@ -1934,9 +1918,9 @@ static int file_new(const char *path, const struct stat *st, struct ukp_objent *
 		goto out;
 	}
 	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
+		const Elf64_Phdr ph = *ukp_elf_phdr(&elf, i);
 
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (ph.p_type != PT_LOAD)
 			continue;
 		o->segs[nload].start = ph.p_vaddr;
 		o->segs[nload].end = ph.p_vaddr + ph.p_memsz;
@@ -1962,9 +1946,7 @@ static int file_new(const char *path, const struct stat *st, struct ukp_objent *
 out:
 	if (o)
 		obj_free(o);
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	ukp_elf_close(&elf);
 	return err;
 }
 
@@ -2089,9 +2071,9 @@ struct ukp_usdt_notes **ukp_object_usdt(const struct ukp_object *obj)
 	return &to_ent(obj)->usdt;
 }
 
-Elf *ukp_object_elf(const struct ukp_object *obj, int *fd)
+int ukp_object_elf(const struct ukp_object *obj, struct ukp_elf *elf)
 {
-	return obj_open_elf(to_ent(obj), fd);
+	return obj_open_elf(to_ent(obj), elf);
 }
 
 const struct ukp_object *ukp_object_nth(size_t i)

@@ -102,6 +102,13 @@ int ukp_sym_ifunc_impl_at(uintptr_t resolver, const char *name, uintptr_t *impl)
  * *res, or -ENOENT.
  */
 int ukp_sym_lookup_addr(uintptr_t addr, struct ukp_symres *res);
+/* [reg] Is addr in the Go-compiled code of sym's object (between the
+ * runtime.text and runtime.etext its symbol table names; false for
+ * NULL)? Goroutine stacks are small, and Go's runtime resumes a goroutine
+ * at any instruction there (asynchronous preemption) and at points its
+ * code does not jump to (a recovered panic's deferreturn call): no jump
+ * optimization there. */
+bool ukp_sym_go_code(const struct ukp_symres *sym, uintptr_t addr);
 
 /*
  * Data symbols, kept apart from the functions that every look-up above

@@ -15,7 +15,6 @@
  * it), ordinary context only.
  */
 #include <errno.h>
-#include <gelf.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "symbols/symbols.h"
 #include "base/base.h"
 #include "symbols/usdt.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
 #define NT_STAPSDT 3
 
@@ -43,55 +43,38 @@ static int note_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* [reg] The section named name of elf, or NULL. */
-static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
 
 /* [reg] The notes of the file behind obj into *out (empty when it has
  * none or cannot be read). 0 or -ENOMEM. */
 static int notes_read(const struct ukp_object *obj, struct ukp_usdt_notes *out)
 {
-	GElf_Shdr sh, bsh;
-	Elf_Scn *scn;
-	Elf_Data *data;
-	size_t off = 0, noff, doff, cap = 0, slen = 0, scap = 0;
-	GElf_Nhdr nh;
+	const Elf64_Shdr *bsh, *sh;
+	const void *data = NULL, *desc;
+	const char *nname;
+	size_t off = 0, dsize = 0, cap = 0, slen = 0, scap = 0;
+	Elf64_Nhdr nh;
 	uint64_t base_addr = 0;
 	bool have_base;
-	int fd, err = 0;
-	Elf *elf = ukp_object_elf(obj, &fd);
+	struct ukp_elf elf;
+	int err = 0;
 
-	if (!elf)
+	if (ukp_object_elf(obj, &elf))
 		return 0;
-	have_base = section_named(elf, ".stapsdt.base", &bsh) != NULL;
+	bsh = ukp_elf_section_named(&elf, ".stapsdt.base");
+	have_base = bsh != NULL;
 	if (have_base)
-		base_addr = bsh.sh_addr;
-	scn = section_named(elf, ".note.stapsdt", &sh);
-	data = scn && sh.sh_type == SHT_NOTE ? elf_getdata(scn, NULL) : NULL;
-	while (data && (off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
-		const char *d = (const char *)data->d_buf + doff, *prov, *name, *args, *end;
+		base_addr = bsh->sh_addr;
+	sh = ukp_elf_section_named(&elf, ".note.stapsdt");
+	if (sh && sh->sh_type == SHT_NOTE)
+		data = ukp_elf_data(&elf, sh, &dsize);
+	while (data && ukp_elf_next_note(data, dsize, sh->sh_addralign, &off, &nh, &nname, &desc)) {
+		const char *d = desc, *prov, *name, *args, *end;
 		uint64_t a[3];
 		struct ukp_usdt_note *n;
 		size_t need;
 
-		if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
-		    memcmp((const char *)data->d_buf + noff, "stapsdt", 8) || nh.n_descsz < 27)
+		if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 || memcmp(nname, "stapsdt", 8) ||
+		    nh.n_descsz < 27)
 			continue;
 		memcpy(a, d, sizeof(a));
 		end = d + nh.n_descsz;
@@ -138,7 +121,7 @@ static int notes_read(const struct ukp_object *obj, struct ukp_usdt_notes *out)
 		out->v[i].args = out->strs + (size_t)out->v[i].args;
 	}
 	if (out->n)
-		qsort(out->v, out->n, sizeof(*out->v), note_cmp);
+		ukp_sort(out->v, out->n, sizeof(*out->v), note_cmp);
 	goto out;
 nomem:
 	free(out->v);
@@ -146,8 +129,7 @@ nomem:
 	memset(out, 0, sizeof(*out));
 	err = -ENOMEM;
 out:
-	elf_end(elf);
-	close(fd);
+	ukp_elf_close(&elf);
 	return err;
 }
 

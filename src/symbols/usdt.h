@@ -12,7 +12,7 @@
 #ifndef UKP_USDT_H
 #define UKP_USDT_H
 
-#include <libelf.h>
+#include "symbols/elf_read.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,9 +55,9 @@ void ukp_usdt_probe_removed(const struct kprobe *p);
 /* symbols.c's: the records' slot for their notes, freed with them */
 struct ukp_usdt_notes **ukp_object_usdt(const struct ukp_object *obj);
 void ukp_usdt_notes_free(struct ukp_usdt_notes *notes);
-/* symbols.c's: obj's ELF file opened (elf_end and close *fd after), or
- * NULL. */
-Elf *ukp_object_elf(const struct ukp_object *obj, int *fd);
+/* symbols.c's: obj's ELF file opened with the library's reader
+ * (elf_read.h; ukp_elf_close after): 0, or -ENOENT. */
+int ukp_object_elf(const struct ukp_object *obj, struct ukp_elf *elf);
 
 /*
  * One argument's operand as the arch writes it in a note (after the

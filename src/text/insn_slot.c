@@ -29,6 +29,7 @@
 
 #include "base/base.h"
 #include "text/text.h"
+#include "base/sys.h"
 
 #define CHUNK_SIZE (64 * 1024UL)
 #define SLOTS_PER_CHUNK (CHUNK_SIZE / UKP_SLOT_SIZE)
@@ -195,39 +196,46 @@ static uintptr_t stack_room(void)
 	return room;
 }
 
-/* [reg] The start of a line of /proc/self/maps as a place to avoid: the
- * stack's with its room below. */
-static unsigned long maps_start(const char *line, unsigned long start)
+/* [reg] The start of a mapping as a place to avoid: the stack's with its
+ * room below. */
+static unsigned long maps_start(const struct ukp_map_ent *e)
 {
-	if (!strstr(line, "[stack]"))
+	unsigned long start = e->start;
+
+	if (strcmp(e->path, "[stack]"))
 		return start;
 	return start > stack_room() ? start - stack_room() : 0;
 }
 
 static struct slot_chunk *chunk_new(uintptr_t near)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
 	uintptr_t prev_end = 0x10000, best = 0, bestd = UINTPTR_MAX;
 	uintptr_t lo = near > REACH ? near - REACH : 0x10000;
 	uintptr_t hi = near + REACH < near ? UINTPTR_MAX : near + REACH;
 	unsigned long start, end;
-	char line[512];
+	struct ukp_map_ent e;
+	struct ukp_maps m;
 	struct slot_chunk *c;
 	void *p;
 
 	if (hi > UKP_USER_TOP)
 		hi = UKP_USER_TOP; /* stay in user space (arch_insn.h) */
-	if (!f)
+	if (ukp_maps_open(&m))
 		return NULL;
 	for (;;) {
-		bool last = !fgets(line, sizeof(line), f);
+		int got = ukp_maps_next(&m, &e);
+		bool last = got <= 0;
 
-		if (last)
+		if (got < 0) {
+			ukp_maps_close(&m);
+			return NULL;
+		}
+		if (last) {
 			start = end = UKP_USER_TOP;
-		else if (sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
-		else
-			start = maps_start(line, start);
+		} else {
+			start = maps_start(&e);
+			end = e.end;
+		}
 		/* gap [prev_end, start): candidates are chunk-aligned */
 		if (start > prev_end) {
 			uintptr_t g0 = (prev_end + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1);
@@ -260,7 +268,7 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		if (last)
 			break;
 	}
-	fclose(f);
+	ukp_maps_close(&m);
 	if (!best)
 		return NULL;
 	p = mmap((void *)best, CHUNK_SIZE, PROT_NONE,
@@ -410,31 +418,31 @@ static uintptr_t fit_in(const struct slot_chunk *c, uintptr_t base, uintptr_t lo
 /* The mappings of the process, sorted ([start, end) pairs), or NULL. */
 static unsigned long *read_maps(size_t *n)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long *v = NULL, *nv, start, end;
+	unsigned long *v = NULL, *nv;
+	struct ukp_map_ent e;
+	struct ukp_maps m;
 	size_t cap = 0;
-	char line[512];
+	int got;
 
 	*n = 0;
-	if (!f)
+	if (ukp_maps_open(&m))
 		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
+	while ((got = ukp_maps_next(&m, &e)) > 0) {
 		if (*n + 2 > cap) {
 			cap = cap ? 2 * cap : 512;
 			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				fclose(f);
-				return NULL;
-			}
+			if (!nv)
+				break;
 			v = nv;
 		}
-		v[(*n)++] = maps_start(line, start);
-		v[(*n)++] = end;
+		v[(*n)++] = maps_start(&e);
+		v[(*n)++] = e.end;
 	}
-	fclose(f);
+	ukp_maps_close(&m);
+	if (got) {
+		free(v);
+		return NULL;
+	}
 	return v;
 }
 

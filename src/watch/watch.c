@@ -49,7 +49,6 @@
  * Contexts: the API functions are [reg] (registry mutex); ukp_watch_fault
  * and ukp_watch_sigtrap are [trap].
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -69,6 +68,7 @@
 #include "core/core.h"
 #include "process/process.h"
 #include "watch/watch.h"
+#include "base/sys.h"
 
 _Static_assert(ARCH_WATCH_R == HW_BREAKPOINT_R && ARCH_WATCH_W == HW_BREAKPOINT_W, "types");
 
@@ -792,25 +792,22 @@ out:
  * -EFAULT (not mapped), -EOPNOTSUPP (shared). */
 static int maps_prot(uintptr_t addr, int *prot)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	int ret = -EFAULT;
+	struct ukp_map_ent e;
+	struct ukp_maps m;
+	int ret = -EFAULT, got;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perm[5];
-
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 || addr < lo || addr >= hi)
+	if ((got = ukp_maps_open(&m)))
+		return got;
+	while ((got = ukp_maps_next(&m, &e)) > 0) {
+		if (addr < e.start || addr >= e.end)
 			continue;
-		*prot = (perm[0] == 'r' ? PROT_READ : 0) | (perm[1] == 'w' ? PROT_WRITE : 0) |
-			(perm[2] == 'x' ? PROT_EXEC : 0);
-		ret = perm[3] == 'p' ? 0 : -EOPNOTSUPP;
+		*prot = (e.perms[0] == 'r' ? PROT_READ : 0) | (e.perms[1] == 'w' ? PROT_WRITE : 0) |
+			(e.perms[2] == 'x' ? PROT_EXEC : 0);
+		ret = e.perms[3] == 'p' ? 0 : -EOPNOTSUPP;
 		break;
 	}
-	fclose(f);
-	return ret;
+	ukp_maps_close(&m);
+	return got < 0 ? got : ret;
 }
 
 /* [reg] wlock held: the slot for page (inserted if new, with its
@@ -1087,13 +1084,13 @@ static int hw_arm(struct perf_event *bp)
 		}
 		fds[n++] = fd;
 	} else {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *de;
+		struct ukp_dir d;
+		const char *name;
 
-		if (!d)
-			return -errno;
-		while ((de = readdir(d))) {
-			int tid = atoi(de->d_name);
+		if ((ret = ukp_dir_open(&d, "/proc/self/task")))
+			return ret;
+		while ((name = ukp_dir_next(&d))) {
+			int tid = atoi(name);
 
 			if (tid <= 0)
 				continue;
@@ -1114,7 +1111,7 @@ static int hw_arm(struct perf_event *bp)
 			if (fd >= 0)
 				fds[n++] = fd;
 		}
-		closedir(d);
+		ukp_dir_close(&d);
 		if (ret) {
 			while (n)
 				close(fds[--n]);

@@ -54,6 +54,10 @@ Test(demangle, base)
 		{ "std::vector<int, std::allocator<int> >::operator()(int)",
 		  "std::vector::operator()" },
 		{ "mycrate::foo::bar", "mycrate::foo::bar" },
+		/* Rust v0: a method's type path, a trait method's type */
+		{ "<panics::shapes::Circle>::area", "panics::shapes::Circle::area" },
+		{ "<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop", "alloc::vec::Vec::drop" },
+		{ "<u32 as core::fmt::Display>::fmt", "u32::fmt" },
 	};
 	char out[256];
 	size_t i;

@@ -1230,3 +1230,55 @@ Test(signals, a_breakpoint_on_libc_sigaction_works)
 	cr_expect_geq(sa_hits, 1);
 	unregister_kprobe(&kp);
 }
+
+/* A breakpoint hit runs its handlers on the thread's alternate stack
+ * when it has one (a Go goroutine's stack is too small for a signal
+ * frame; Go gives every thread an alternate stack), and on the thread's
+ * own stack when it has none. */
+static uintptr_t handler_sp;
+
+/* (frame addresses: an ASan build keeps locals on a stack of its own) */
+static int pre_sp(struct kprobe *p, struct pt_regs *regs)
+{
+	handler_sp = (uintptr_t)__builtin_frame_address(0);
+	return 0;
+}
+
+static void post_nop(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+}
+
+Test(in_handlers, breakpoint_on_alternate_stack)
+{
+	static struct kprobe kp = {
+		.symbol_name = "ukt_target2",
+		.pre_handler = pre_sp,
+		.post_handler = post_nop, /* a breakpoint: no jump optimization */
+	};
+	size_t size = 256 * 1024;
+	char *alt = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t ss = { .ss_sp = alt, .ss_size = size }, old;
+	uintptr_t mine = (uintptr_t)__builtin_frame_address(0);
+
+	cr_assert_neq(alt, MAP_FAILED);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	handler_sp = 0;
+	cr_expect_eq(ukt_target2(1), 7);
+	cr_assert_eq(sigaltstack(NULL, &old), 0);
+	if (old.ss_flags & SS_DISABLE)
+		cr_expect(handler_sp < mine && mine - handler_sp < 65536,
+			  "no alternate stack: the handler runs just below the thread's stack pointer");
+	else /* (an ASan build gives every thread one) */
+		cr_expect(handler_sp >= (uintptr_t)old.ss_sp &&
+			  handler_sp < (uintptr_t)old.ss_sp + old.ss_size,
+			  "on the thread's alternate stack");
+	cr_assert_eq(sigaltstack(&ss, &old), 0);
+	handler_sp = 0;
+	cr_expect_eq(ukt_target2(2), 12);
+	cr_expect(handler_sp >= (uintptr_t)alt && handler_sp < (uintptr_t)alt + size,
+		  "the handler ran at %#lx, not on the alternate stack %p", (unsigned long)handler_sp,
+		  (void *)alt);
+	sigaltstack(&old, NULL);
+	unregister_kprobe(&kp);
+	munmap(alt, size);
+}

@@ -556,7 +556,7 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		 * never comes, from the end of the time to connect) */
 		if (s->duration > 0 && !deadline && (registered_ms || now >= connect_until))
 			deadline = (registered_ms ? registered_ms : now) + (long)(s->duration * 1000.0);
-		if (!detaching && deadline && now >= deadline) {
+		if (!detaching && ((deadline && now >= deadline) || s->stop)) {
 			detaching = true;
 			detach_ms = now;
 			for (i = 0; i < nconns; i++)

@@ -180,6 +180,7 @@ struct ukp_session {
 	pid_t *pids;              /* -p: the processes to attach to (npids) */
 	int npids;
 	double duration;          /* -d SECONDS (attached: 0 is none) */
+	bool stop;                /* attached: detach now (run: the script's exit()) */
 	bool send_raw;            /* -p with trace -o: agents get raw_fd with CONFIG */
 	int raw_fd;               /* the records file (proto.h), when send_raw or raw_file */
 	bool raw_file;            /* trace -o: raw_fd is the records file */

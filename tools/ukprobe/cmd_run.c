@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <stdint.h>
 #include <glob.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "dwarf/dwarf_cli.h"
 #include "script/script.h"
 #include "script/script_out.h"
 
@@ -36,6 +38,8 @@ static void usage(FILE *out)
 	      "                     ends on Ctrl-C, SIGTERM, -d, or when they exit\n"
 	      "  -d, --duration SECONDS\n"
 	      "                     with -p: detach SECONDS after the probes are in place\n"
+	      "  -f, --follow       trace the children CMD forks and the programs they\n"
+	      "                     exec too (their maps merged; BEGIN and END are CMD's)\n"
 	      "      --no-optimize  breakpoint probes only: no jump optimization\n"
 	      "      --emit-c       print the script's C translation and exit\n"
 	      "  -h, --help         show this help\n"
@@ -47,6 +51,8 @@ static void usage(FILE *out)
 
 struct run {
 	struct script *sc;
+	const struct ukp_spec *specs; /* as parsed, before the DWARF resolution */
+	bool exited;              /* the script called exit() */
 	struct script_out *out;
 };
 
@@ -64,8 +70,18 @@ static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p
 		     void *arg)
 {
 	struct run *r = arg;
+	struct ukp_msg_script_hdr h;
 
-	(void)s;
+	if (len >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		if (h.kind == UKP_SCRIPT_EXIT) {
+			/* exit(): attached, detach; launched, the agent ends
+			 * the program by SIGTERM, which is then no failure */
+			r->exited = true;
+			s->stop = true;
+			return 0;
+		}
+	}
 	return script_out_msg(r->out, img, p, len);
 }
 
@@ -76,6 +92,8 @@ static void on_spec_error(struct ukp_session *s, int spec, const char *msg, void
 	int i;
 
 	(void)s;
+	if (r->sc->origin && spec >= 0 && spec < r->sc->norigin)
+		spec = r->sc->origin[spec];
 	for (i = 0; i < r->sc->nprobes; i++)
 		if (r->sc->probes[i].spec == spec) {
 			const struct probe *p = &r->sc->probes[i];
@@ -83,6 +101,33 @@ static void on_spec_error(struct ukp_session *s, int spec, const char *msg, void
 			script_error(r->sc, p->line, p->col, p->end, "%s", msg);
 			return;
 		}
+	ukp_err("%s", msg);
+}
+
+/* The DWARF resolution's error about SPEC spec (column col of its
+ * text): at the args->NAME it is about, else at the probe. */
+static void on_dwarf_error(int spec, int col, const char *msg, void *arg)
+{
+	const struct run *r = arg;
+	const struct ukp_spec *s = &r->specs[spec];
+	int i, j;
+
+	for (i = 0; i < r->sc->nprobes; i++) {
+		const struct probe *p = &r->sc->probes[i];
+		const struct block *b = &r->sc->blocks[p->block];
+
+		if (p->spec != spec)
+			continue;
+		for (j = s->nargs - 1; j >= 0; j--)
+			if (col >= s->args[j].col && j < b->nfetch) {
+				const struct node *at = b->fetch_at[j];
+
+				script_error(r->sc, at->line, at->col, at->end, "%s", msg);
+				return;
+			}
+		script_error(r->sc, p->line, p->col, p->end, "%s", msg);
+		return;
+	}
 	ukp_err("%s", msg);
 }
 
@@ -181,26 +226,47 @@ static int parse_pids(const char *arg, struct ukp_session *s)
 	return 0;
 }
 
-/* The script's uprobes as SPECs, one each, in order. */
+/* The script's uprobes and usdt probes as SPECs, one each, in order,
+ * with what their block fetches through the SPEC (args->NAME, a usdt
+ * probe's argN, uaddr()): argument i of the SPEC is the block's fetch i
+ * (sema.c). */
 static int make_specs(struct script *sc, struct ukp_session *s)
 {
 	char **texts = calloc((size_t)sc->nspecs + 1, sizeof(*texts));
-	int i, n = 0, err;
+	int i, j, n = 0, err;
 
+	if (!texts)
+		return -1;
 	for (i = 0; i < sc->nprobes; i++) {
 		const struct probe *p = &sc->probes[i];
+		const struct block *b = &sc->blocks[p->block];
+		char *obj, *t;
+		size_t len;
+		FILE *f;
 
-		if (p->type != P_UPROBE && p->type != P_URETPROBE)
+		if (p->type > P_USDT)
 			continue;
-		char *obj = object_name(p->obj);
-
-		if (!obj || asprintf(&texts[n++], "%c:run/p%d %s:%s", p->type == P_UPROBE ? 'p' : 'r',
-				     i, obj, p->func) < 0)
+		obj = object_name(p->obj);
+		f = obj ? open_memstream(&t, &len) : NULL;
+		if (!f) {
+			free(obj);
 			return -1;
+		}
+		fprintf(f, "%c:run/p%d %s:%s", p->type == P_URETPROBE ? 'r' : 'p', i, obj, p->func);
+		for (j = 0; j < b->nfetch; j++)
+			fprintf(f, " %c%d=%s", b->fetch[j][0], j, b->fetch[j] + 2);
+		fclose(f);
+		texts[n++] = t;
 		free(obj);
 	}
 	err = n ? ukp_cli_parse_specs(texts, n, &s->specs) : 0;
 	s->nspecs = n;
+	/* uaddr(): the symbol's address itself, not the word there */
+	for (i = 0; !err && i < n; i++)
+		for (j = 0; j < s->specs[i].nargs; j++)
+			if (s->specs[i].args[j].name[0] == 'u' &&
+			    s->specs[i].args[j].base == UKP_FA_SYM)
+				s->specs[i].args[j].nderef = 0;
 	for (i = 0; i < n; i++)
 		free(texts[i]);
 	free(texts);
@@ -247,9 +313,8 @@ int ukp_cmd_run(int argc, char **argv)
 				ukp_err("-d needs a number of seconds");
 				return UKP_EXIT_USAGE;
 			}
-		} else if (!strcmp(a, "-f")) {
-			ukp_err("run -f: not supported (a script runs in the process it starts with)");
-			return UKP_EXIT_USAGE;
+		} else if (!strcmp(a, "-f") || !strcmp(a, "--follow")) {
+			s.follow = true;
 		} else if (a[0] == '-' && a[1]) {
 			ukp_err("run: unknown option '%s'", a);
 			fputs("Try 'ukprobe run --help'.\n", stderr);
@@ -293,6 +358,25 @@ int ukp_cmd_run(int argc, char **argv)
 	s.cmd = i < argc ? argv + i : NULL;
 	if (make_specs(&sc, &s))
 		return UKP_EXIT_USAGE;
+	{
+		/* args->NAME: the parameters by name through the debug
+		 * information; a function inlined elsewhere gets a SPEC per
+		 * copy, each running its original's handler */
+		struct ukp_dw_where where = { .cmd = s.cmd, .pids = s.pids, .npids = s.npids,
+					      .err = on_dwarf_error, .err_arg = &r };
+		int n0 = s.nspecs;
+
+		r.specs = s.specs;
+		if (ukp_dwarf_resolve_specs(&s.specs, &s.nspecs, &sc.origin, &where)) {
+			ukp_cli_free_specs(s.specs, s.nspecs);
+			return UKP_EXIT_USAGE;
+		}
+		sc.norigin = s.nspecs;
+		if (s.nspecs == n0) {
+			free(sc.origin);
+			sc.origin = NULL;
+		}
+	}
 	so = script_build(&sc, &dir);
 	if (!so) {
 		script_cleanup(dir);
@@ -317,11 +401,14 @@ int ukp_cmd_run(int argc, char **argv)
 		code = s.npids ? ukp_session_attach(&s, &ops, &r) : ukp_session_run(&s, &ops, &r);
 		if (s.first && !s.first->setup_failed && script_out_started(r.out))
 			script_out_end(r.out, s.first);
+		if (r.exited && code == 128 + SIGTERM)
+			code = 0;
 	}
 	fflush(stdout);
 	ukp_session_free(&s);
 	ukp_cli_free_specs(s.specs, s.nspecs);
 	script_cleanup(dir);
 	free(so);
+	free(sc.origin);
 	return code;
 }

@@ -31,12 +31,12 @@
  * The agent then starts its own thread and connects back (agent/attach.c);
  * the stopped thread's part is only the two calls.
  *
- * The register state is x86-64's (struct user_regs_struct, the xstate
- * regset); on other architectures the options refuse -p (cli.h:
- * UKP_CAN_ATTACH) and ukp_inject() says so.
+ * The registers, the calls' set-up and the restart of a call a stop made
+ * fail are the architecture's (arch/ARCH/ptrace_arch.c); -p is ported to
+ * x86-64 only: elsewhere the options refuse it (cli.h: UKP_CAN_ATTACH)
+ * and ukp_inject() says so.
  */
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -45,22 +45,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
-#include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "ptrace_arch.h"
 #include "target.h"
 
-#if UKP_CAN_ATTACH
-
-#ifndef NT_X86_XSTATE
-#define NT_X86_XSTATE 0x202
-#endif
-#define RED_ZONE 128
-#define XSTATE_MAX (64 * 1024)
 #define RETRIES 500          /* stops outside a safe point before giving up */
 #define CALL_TIMEOUT_MS 20000
 
@@ -96,57 +88,26 @@ static int wait_stop(pid_t tid, int *status)
 }
 
 struct saved {
-	struct user_regs_struct regs;
-	void *xstate;
-	size_t xlen;
+	struct ukp_regs regs;
+	void *ext;                /* the vector and floating-point state */
+	size_t ext_len;
 };
 
 static int save_state(pid_t tid, struct saved *sv)
 {
-	struct iovec iov;
+	int ret = ukp_arch_get_regs(tid, &sv->regs);
 
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &sv->regs))
-		return -errno;
-	sv->xstate = malloc(XSTATE_MAX);
-	if (!sv->xstate)
-		return -ENOMEM;
-	iov.iov_base = sv->xstate;
-	iov.iov_len = XSTATE_MAX;
-	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
-		sv->xlen = iov.iov_len;
-	} else {
-		iov.iov_len = sizeof(struct user_fpregs_struct);
-		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov))
-			return -errno;
-		sv->xlen = iov.iov_len | (1UL << 62); /* NT_PRFPREG */
-	}
-	return 0;
+	return ret ? ret : ukp_arch_ext_save(tid, &sv->ext, &sv->ext_len);
 }
 
 static int restore_state(pid_t tid, const struct saved *sv)
 {
-	struct iovec iov = { sv->xstate, sv->xlen & ~(1UL << 62) };
+	int ret = ukp_arch_ext_restore(tid, sv->ext, sv->ext_len);
 
-	if (ptrace(PTRACE_SETREGSET, tid,
-		   (void *)(uintptr_t)(sv->xlen & (1UL << 62) ? NT_PRFPREG : NT_X86_XSTATE), &iov))
-		return -errno;
-	if (ptrace(PTRACE_SETREGS, tid, NULL, &sv->regs))
-		return -errno;
-	return 0;
+	return ret ? ret : ukp_arch_set_regs(tid, &sv->regs);
 }
 
 static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after);
-
-/* A stop that made a waiting system call fail with EINTR (those the
- * kernel does not restart after a stop): make it run again (the syscall
- * instruction, with its number and the same arguments). */
-static void restart_eintr(const struct ukp_target *t, struct user_regs_struct *r)
-{
-	if ((long)r->orig_rax >= 0 && (long)r->rax == -EINTR && is_syscall_insn(t, r->rip)) {
-		r->rax = r->orig_rax;
-		r->rip -= 2;
-	}
-}
 
 /*
  * Stop tid at a safe point (see the top): seized and interrupted; a
@@ -177,18 +138,18 @@ static int stop_safely(const struct ukp_target *t, pid_t tid, struct saved *sv, 
 		}
 		if (save_state(tid, sv))
 			return -ESRCH;
-		restart_eintr(t, &sv->regs);
-		nr = (long)sv->regs.orig_rax;
+		/* a waiting call the stop made fail with EINTR runs again */
+		ukp_arch_restart_eintr(&sv->regs, is_syscall_insn(t, ukp_arch_pc(&sv->regs)));
+		nr = ukp_arch_syscall_nr(tid, &sv->regs);
 		if (nr >= 0 ? ukp_waiting_syscall(nr)
-			    : !ukp_target_in_libc(t, sv->regs.rip))
+			    : !ukp_target_in_libc(t, ukp_arch_pc(&sv->regs)))
 			return 0;
 		if (tries == RETRIES - 1)
 			return -EAGAIN; /* stopped, its state in *sv */
-		free(sv->xstate);
-		sv->xstate = NULL;
-		if (ptrace(PTRACE_SETREGS, tid, NULL, &sv->regs) ||
-		    ptrace(PTRACE_CONT, tid, NULL, NULL))
-			return -errno;
+		free(sv->ext);
+		sv->ext = NULL;
+		if (ukp_arch_set_regs(tid, &sv->regs) || ptrace(PTRACE_CONT, tid, NULL, NULL))
+			return -ESRCH;
 		usleep(200 + (unsigned int)tries * 20);
 	}
 	return -EAGAIN;
@@ -209,16 +170,17 @@ static int mem_read(const struct ukp_target *t, uintptr_t addr, void *buf, size_
  * string arguments are written below the red zone first (args[i] != NULL:
  * a pointer to that string is passed instead of ints[i]). The call
  * returns to address 0: the SIGSEGV stops the thread and is dropped.
- * *result: rax. 0 or -errno.
+ * *result: its return value. 0 or -errno.
  */
-static int call_in(const struct ukp_target *t, pid_t tid, const struct user_regs_struct *base,
+static int call_in(const struct ukp_target *t, pid_t tid, const struct ukp_regs *base,
 		   uintptr_t fn, const char *args[2], const unsigned long ints[2],
 		   unsigned long *result)
 {
-	struct user_regs_struct r = *base;
-	uintptr_t sp = (base->rsp - RED_ZONE - 64) & ~(uintptr_t)15;
+	struct ukp_regs r = *base;
+	uintptr_t sp = (ukp_arch_sp(base) - UKP_ARCH_RED_ZONE - 64) & ~(uintptr_t)15, at = 0;
 	unsigned long argv[2];
-	uint64_t zero = 0;
+	uint64_t word = 0;
+	size_t n = 0;
 	int status, i, ret;
 
 	for (i = 1; i >= 0; i--) {
@@ -232,26 +194,19 @@ static int call_in(const struct ukp_target *t, pid_t tid, const struct user_regs
 			argv[i] = sp;
 		}
 	}
-	sp -= 8; /* rsp % 16 == 8 at a function's entry */
-	if (mem_write(t, sp, &zero, sizeof(zero)))
+	ukp_arch_set_call(&r, fn, sp, argv[0], argv[1], &word, &at, &n);
+	if (n && mem_write(t, at, &word, sizeof(word)))
 		return -EIO;
-	r.rsp = sp;
-	r.rip = fn;
-	r.rdi = argv[0];
-	r.rsi = argv[1];
-	r.rax = 0;
-	r.orig_rax = (unsigned long)-1; /* not in a system call: no restart */
-	r.eflags &= ~0x400UL;           /* DF clear, as the ABI wants */
-	if (ptrace(PTRACE_SETREGS, tid, NULL, &r) || ptrace(PTRACE_CONT, tid, NULL, NULL))
-		return -errno;
+	if (ukp_arch_set_regs(tid, &r) || ptrace(PTRACE_CONT, tid, NULL, NULL))
+		return -ESRCH;
 	for (;;) {
 		ret = wait_stop(tid, &status);
 		if (ret)
 			return ret;
 		if (WSTOPSIG(status) == SIGSEGV && status >> 16 == 0) {
-			if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
-				return -errno;
-			if (r.rip == 0)
+			if (ukp_arch_get_regs(tid, &r))
+				return -ESRCH;
+			if (ukp_arch_pc(&r) == 0)
 				break;
 		}
 		/* the program's own signals go on (its handlers run on top
@@ -260,15 +215,17 @@ static int call_in(const struct ukp_target *t, pid_t tid, const struct user_regs
 			   (void *)(long)(status >> 16 ? 0 : WSTOPSIG(status))))
 			return -errno;
 	}
-	*result = r.rax;
+	*result = (unsigned long)ukp_arch_result(&r);
 	return 0;
 }
 
 static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after)
 {
-	unsigned char b[2];
+	unsigned char b[8];
+	size_t n = ukp_arch_syscall_insn_len;
 
-	return mem_read(t, after - 2, b, 2) == 0 && b[0] == 0x0f && b[1] == 0x05;
+	return after >= n && mem_read(t, after - n, b, n) == 0 &&
+	       !memcmp(b, ukp_arch_syscall_insn, n);
 }
 
 /* Copy the file at path into the process's descriptor fd. */
@@ -382,6 +339,11 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	int ret, code = UKP_EXIT_FAIL;
 	bool seized = false;
 
+	if (!UKP_CAN_ATTACH) {
+		ukp_err("process %d: attaching to a running process is not supported on "
+			UKP_ARCH_NAME " yet", pid);
+		return UKP_EXIT_FAIL;
+	}
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;
 	tid = ukp_target_choose_thread(&t);
@@ -493,22 +455,6 @@ out:
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	if (t.mem >= 0)
 		close(t.mem);
-	free(sv.xstate);
+	free(sv.ext);
 	return code;
 }
-
-#else /* !UKP_CAN_ATTACH */
-
-int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
-	       struct ukp_inject_times *times)
-{
-	(void)agent;
-	(void)name;
-	(void)key;
-	(void)times;
-	ukp_err("process %d: attaching to a running process is not supported on " UKP_ARCH_NAME
-		" yet", pid);
-	return UKP_EXIT_FAIL;
-}
-
-#endif /* UKP_CAN_ATTACH */

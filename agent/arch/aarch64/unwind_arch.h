@@ -33,4 +33,11 @@ static inline bool uw_entry_frame(uintptr_t sp, uintptr_t lr, uintptr_t *ra, uin
 	return true;
 }
 
+/* [hit] The slot a return probe knows a frame by (libukprobes'
+ * arch_kretprobe_ret_slot), from the frame's CFA: the stack pointer at the entry (arch_kretprobe_ret_slot). */
+static inline uintptr_t uw_krp_slot(uintptr_t cfa)
+{
+	return cfa;
+}
+
 #endif /* UKPA_UNWIND_ARCH_H */

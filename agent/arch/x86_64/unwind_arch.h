@@ -34,4 +34,11 @@ static inline bool uw_entry_frame(uintptr_t sp, uintptr_t lr, uintptr_t *ra, uin
 	return copy_from_user_nofault(ra, (const void *)sp, 8) == 0;
 }
 
+/* [hit] The slot a return probe knows a frame by (libukprobes'
+ * arch_kretprobe_ret_slot), from the frame's CFA: where the call pushed the return address. */
+static inline uintptr_t uw_krp_slot(uintptr_t cfa)
+{
+	return cfa - 8;
+}
+
 #endif /* UKPA_UNWIND_ARCH_H */

@@ -425,3 +425,30 @@ size_t arch_insn_length(const uint8_t *code, size_t avail)
 		return 0;
 	return 4;
 }
+
+/* [reg] ret, b, b.cond, cbz/cbnz, tbz/tbnz; br (an indirect jump) falls
+ * through as on x86-64. */
+enum arch_insn_flow arch_insn_flow(const uint8_t *code, size_t avail, uintptr_t addr,
+				   size_t *len, uintptr_t *target)
+{
+	uint32_t i;
+	int64_t off;
+
+	*len = arch_insn_length(code, avail);
+	if (!*len)
+		return ARCH_FLOW_NEXT;
+	i = arch_a64_read_insn(code);
+	if ((i & 0xfffffc1fu) == 0xd65f0000u)          /* ret Xn */
+		return ARCH_FLOW_RET;
+	if ((i & 0xfc000000u) == 0x14000000u)          /* b imm26 */
+		off = (int64_t)((int32_t)(i << 6) >> 6) * 4;
+	else if ((i & 0xff000010u) == 0x54000000u ||    /* b.cond imm19 */
+		 (i & 0x7e000000u) == 0x34000000u)      /* cbz/cbnz imm19 */
+		off = (int64_t)((int32_t)(i << 8) >> 13) * 4;
+	else if ((i & 0x7e000000u) == 0x36000000u)      /* tbz/tbnz imm14 */
+		off = (int64_t)((int32_t)(i << 13) >> 18) * 4;
+	else
+		return ARCH_FLOW_NEXT;
+	*target = addr + (uintptr_t)off;
+	return ARCH_FLOW_JUMP;
+}

@@ -40,6 +40,7 @@
 
 #include "arch/arch.h"
 #include "arch/arch_branches.h"
+#include "sort.h" /* common/: ukp_sort(), not libc qsort */
 #include "decoder.h"
 #include "base/grow_array.h"
 #include "base/lower_bound.h"
@@ -671,7 +672,7 @@ static int resolve_pointers(struct flow_scan *s)
 		}
 	}
 	if (s->nedges)
-		qsort(s->edges, s->nedges, sizeof(*s->edges), edge_cmp);
+		ukp_sort(s->edges, s->nedges, sizeof(*s->edges), edge_cmp);
 	for (i = 0; i < s->npending; i++) {
 		ret = pointer_paths(s, s->pending[i]);
 		if (ret)
@@ -993,7 +994,7 @@ static int group_tables(struct flow_scan *s)
 		return -ENOMEM;
 	for (i = 0; i < s->ndisp; i++)
 		by[i] = i;
-	qsort_r(by, s->ndisp, sizeof(*by), same_table_cmp, s);
+	ukp_sort_r(by, s->ndisp, sizeof(*by), same_table_cmp, s);
 	for (i = 1; i < s->ndisp; i++) {
 		const struct dispatch *a = &s->disp[by[i - 1]];
 		struct dispatch *b = &s->disp[by[i]];

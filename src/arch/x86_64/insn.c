@@ -787,6 +787,31 @@ size_t arch_insn_length(const uint8_t *code, size_t avail)
 	return insn.length;
 }
 
+/* [reg] */
+enum arch_insn_flow arch_insn_flow(const uint8_t *code, size_t avail, uintptr_t addr,
+				   size_t *len, uintptr_t *target)
+{
+	const ZydisDecoder *dec = get_decoder();
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	ZyanU64 to;
+
+	*len = 0;
+	if (!dec || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops)))
+		return ARCH_FLOW_NEXT;
+	*len = insn.length;
+	if (insn.meta.category == ZYDIS_CATEGORY_RET)
+		return ARCH_FLOW_RET;
+	if ((insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+	     insn.meta.category == ZYDIS_CATEGORY_COND_BR) &&
+	    ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+	    ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &ops[0], addr, &to))) {
+		*target = (uintptr_t)to;
+		return ARCH_FLOW_JUMP;
+	}
+	return ARCH_FLOW_NEXT;
+}
+
 /* [reg] A linear decode of the whole function: it holds no data on
  * x86-64, and an instruction that does not decode answers false. */
 bool arch_opt_entry_template_ok(const uint8_t *code, size_t len)

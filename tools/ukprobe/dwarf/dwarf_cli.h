@@ -36,6 +36,11 @@ struct ukp_dw_where {
 	char *const *cmd;
 	const pid_t *pids;
 	int npids;
+	/* ukp_dwarf_resolve_specs()'s error about SPEC i at column col of
+	 * its text, said by the caller (ukprobe run, in the script's
+	 * terms); NULL: said as a SPEC's error */
+	void (*err)(int i, int col, const char *msg, void *arg);
+	void *err_arg;
 };
 
 /* One object's DWARF, opened once per run (kept until ukp_dw_close_all). */

@@ -365,7 +365,10 @@ int ukp_dwarf_resolve_specs(struct ukp_spec **specs, int *n, int **origin,
 		int *nor;
 
 		if (ret < 0) {
-			ukp_spec_err(in[i].text, e.col, "%s", e.msg);
+			if (w->err)
+				w->err(i, e.col, e.msg, w->err_arg);
+			else
+				ukp_spec_err(in[i].text, e.col, "%s", e.msg);
 			goto fail;
 		}
 		no = realloc(out, (size_t)(nout + (ret ? 1 : ngot)) * sizeof(*out));

@@ -17,6 +17,7 @@
 struct gen {
 	const struct script *sc;
 	FILE *out;
+	bool init;                /* in a BEGIN, END or interval block */
 	int tmp;                  /* names of temporaries */
 };
 
@@ -59,7 +60,10 @@ static int key(struct gen *g, const struct node *n)
 	const struct mapinfo *m = n->map;
 	int t = g->tmp++, i, o = 0;
 
-	fprintf(g->out, "uint64_t k%d[%d] = { 0 }; ", t, m->kw ? m->kw : 1);
+	/* zeroed by a loop: an initializer may become a call of libc's
+	 * memset, which uses the vector registers (runtime.h) */
+	fprintf(g->out, "uint64_t k%d[%d]; rt_clear_words(k%d, %d); ", t, m->kw ? m->kw : 1, t,
+		m->kw ? m->kw : 1);
 	for (i = 0; i < n->nargs; i++) {
 		if (m->keys[i] == TY_BUF) {
 			fprintf(g->out, "rt_read_buf(k%d + %d, ", t, o);
@@ -168,6 +172,10 @@ static void expr(struct gen *g, const struct node *n)
 		break;
 	case N_BUILTIN:
 		builtin(g, n);
+		break;
+	case N_FETCH:
+		/* what the probe's SPEC fetches for it: the agent's fetch */
+		fprintf(o, "ukpa_script_arg(c->kp, c->ret, c->regs, %d)", (int)n->ival);
 		break;
 	case N_VAR:
 		fprintf(o, "v_%s", n->name);
@@ -353,11 +361,34 @@ static void record(struct gen *g, const struct node *n, int first)
 	FILE *o = g->out;
 	int i, w = 1, t = g->tmp++;
 
-	for (i = 0; i < f->nargs; i++)
-		w += type_words(f->types[i]);
-	fprintf(o, "{ uint64_t r%d[%d]; r%d[0] = %d; ", t, w, t, n->fmt);
+	uint64_t names = 0;       /* the words that are addresses to name */
+
+	for (i = 0; i < f->nargs; i++) {
+		if (f->types[i] == TY_USYM)
+			names |= 1ull << w;
+		else if (f->types[i] == TY_STACK)
+			names |= ((1ull << USTACK_REC) - 1) << (w + 1);
+		w += rec_words(f->types[i]);
+	}
+	/* [format | the address words' mask << 32][arguments]: the agent's
+	 * reader names those words' addresses for ukprobe (ring.c) */
+	fprintf(o, "{ uint64_t r%d[%d]; r%d[0] = %d | (%lluULL << 32); ", t, w, t, n->fmt,
+		(unsigned long long)names);
 	for (i = 0, w = 1; i < f->nargs; i++) {
-		if (f->types[i] == TY_BUF) {
+		if (f->types[i] == TY_STACK) {
+			const struct node *a = n->args[first + i];
+			int max = (int)a->ival < USTACK_REC ? (int)a->ival : USTACK_REC;
+
+			/* [count, frames...]; the frames past count are zeros */
+			fprintf(o, "rt_rec_stack(c, r%d + %d, %d); ", t, w, max);
+		} else if (f->types[i] == TY_USYM) {
+			fprintf(o, "r%d[%d] = (uint64_t)(", t, w);
+			expr(g, n->args[first + i]);
+			fputs("); ", o);
+			/* BEGIN, END, interval: named here (no reader) */
+			if (g->init)
+				fprintf(o, "ukpa_script_sym(r%d[%d]); ", t, w);
+		} else if (f->types[i] == TY_BUF) {
 			fprintf(o, "rt_read_buf(r%d + %d, ", t, w);
 			expr(g, n->args[first + i]->args[0]);
 			fprintf(o, ", %d); ", (int)n->args[first + i]->ival);
@@ -370,7 +401,7 @@ static void record(struct gen *g, const struct node *n, int first)
 			expr(g, n->args[first + i]);
 			fputs("); ", o);
 		}
-		w += type_words(f->types[i]);
+		w += rec_words(f->types[i]);
 	}
 	fprintf(o, "rt_out(c, r%d, %d); }\n", t, w * 8);
 }
@@ -390,7 +421,7 @@ static void call(struct gen *g, const struct node *n)
 	} else if (!strcmp(n->name, "time")) {
 		record(g, n, 0);
 	} else if (!strcmp(n->name, "exit")) {
-		fputs("rt_stopped = 1;\n", o);
+		fputs("rt_stopped = 1;\nukpa_script_exit();\n", o);
 	} else if (!strcmp(n->name, "delete")) {
 		const struct node *m = n->args[0];
 		int k;
@@ -505,6 +536,7 @@ static void blocks(struct gen *g)
 	for (i = 0; i < sc->nblocks; i++) {
 		const struct block *b = &sc->blocks[i];
 
+		g->init = b->init;
 		fprintf(o, "static inline __attribute__((always_inline)) void blk%d(struct rt_ctx *c)\n{\n", i);
 		for (j = 0; j < b->nvars; j++)
 			if (b->vtypes[j] == TY_STR)
@@ -531,7 +563,7 @@ static void handlers(struct gen *g)
 	for (i = 0; i < sc->nprobes; i++) {
 		const struct probe *p = &sc->probes[i];
 
-		if (p->type == P_UPROBE)
+		if (p->type == P_UPROBE || p->type == P_USDT)
 			fprintf(o, "static int kp%d(struct kprobe *kp, struct pt_regs *regs)\n{\n"
 				   "\tstruct rt_ctx c;\n\tchar *T = ukpa_script_thread();\n\n"
 				   "\tif (!T || rt_stopped)\n\t\treturn 0;\n"
@@ -549,38 +581,60 @@ static void handlers(struct gen *g)
 				   "\tc.init = 0;\n\tc.probe = %d;\n\tblk%d(&c);\n\treturn 0;\n}\n",
 				p->spec, i, p->block);
 	}
+	/* by the agent's SPEC index: the SPECs' copies (an inlined
+	 * function's, args) run their original's handler */
+	if (sc->origin)
+		n = sc->norigin + 1;
 	fprintf(o, "static int (*const kps[%d])(struct kprobe *, struct pt_regs *) = {\n", n);
-	for (i = 0; i < sc->nprobes; i++)
-		if (sc->probes[i].type == P_UPROBE)
-			fprintf(o, "\t[%d] = kp%d,\n", sc->probes[i].spec, sc->probes[i].spec);
+	for (j = 0; j < n - 1; j++)
+		for (i = 0; i < sc->nprobes; i++)
+			if ((sc->probes[i].type == P_UPROBE || sc->probes[i].type == P_USDT) &&
+			    sc->probes[i].spec == (sc->origin ? sc->origin[j] : j))
+				fprintf(o, "\t[%d] = kp%d,\n", j, sc->probes[i].spec);
 	fputs("};\n", o);
 	fprintf(o, "static int (*const rps[%d])(struct kretprobe_instance *, struct pt_regs *) = {\n", n);
-	for (i = 0; i < sc->nprobes; i++)
-		if (sc->probes[i].type == P_URETPROBE)
-			fprintf(o, "\t[%d] = rp%d,\n", sc->probes[i].spec, sc->probes[i].spec);
+	for (j = 0; j < n - 1; j++)
+		for (i = 0; i < sc->nprobes; i++)
+			if (sc->probes[i].type == P_URETPROBE &&
+			    sc->probes[i].spec == (sc->origin ? sc->origin[j] : j))
+				fprintf(o, "\t[%d] = rp%d,\n", j, sc->probes[i].spec);
 	fputs("};\n", o);
 	/* BEGIN, END: the init block as the thread's */
 	fputs("static void __attribute__((unused)) init_ctx(struct rt_ctx *c, uint32_t probe)\n{\n"
 	      "\tc->T = (char *)rt_init_block;\n\tc->regs = 0;\n\tc->kp = 0;\n\tc->ret = 0;\n"
 	      "\tc->retaddr = 0;\n"
 	      "\tc->init = 1;\n\tc->probe = probe;\n}\n", o);
-	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n"
+	/* [init] the process's builtins: in every image (-f) */
+	fputs("static void setup(void)\n{\n"
 	      "\tstruct ukp_script_thread *t = (struct ukp_script_thread *)(void *)rt_init_block;\n\n"
-	      "\trt_pid = getpid();\n\trt_t0 = rt_nsecs();\n\tt->tid = (int32_t)rt_pid;\n"
-	      "\tsyscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);\n\t(void)c;\n", o);
+	      "\trt_pid = getpid();\n\tt->tid = (int32_t)rt_pid;\n"
+	      "\tsyscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);\n}\n", o);
+	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n\n"
+	      "\trt_t0 = rt_nsecs();\n\tsetup();\n\t(void)c;\n", o);
 	for (i = 0; i < sc->nprobes; i++)
 		if (sc->probes[i].type == P_BEGIN)
 			fprintf(o, "\tinit_ctx(&c, %d);\n\tblk%d(&c);\n", i, sc->probes[i].block);
+	fputs("}\n", o);
+	/* every map's entries: added to those of the other processes (-p,
+	 * -f) */
+	fputs("static void dump(void)\n{\n", o);
+	for (i = 0; i < sc->nmaps; i++)
+		fprintf(o, "\trt_each_map%d(rt_dump%d, 0);\n", i, i);
+	fputs("}\n", o);
+	/* [init] a forked child (-f): its own pid, its own maps (the
+	 * parent's entries are the parent's to print); the agent gives its
+	 * threads new blocks */
+	fputs("static void after_fork(void)\n{\n"
+	      "\trt_zero(rt_init_block, sizeof(rt_init_block));\n\tsetup();\n", o);
+	for (i = 0; i < sc->nmaps; i++)
+		if (sc->maps[i]->global)
+			fprintf(o, "\trt_zero(g_map%d, sizeof(g_map%d));\n", i, i);
 	fputs("}\n", o);
 	fputs("static void end(void)\n{\n\tstruct rt_ctx c;\n\n\t(void)c;\n\trt_stopped = 0;\n", o);
 	for (i = 0; i < sc->nprobes; i++)
 		if (sc->probes[i].type == P_END)
 			fprintf(o, "\tinit_ctx(&c, %d);\n\tblk%d(&c);\n", i, sc->probes[i].block);
-	fputs("\trt_stopped = 1;\n", o);
-	/* every map's entries: added to those of the other processes (-p) */
-	for (i = 0; i < sc->nmaps; i++)
-		fprintf(o, "\trt_each_map%d(rt_dump%d, 0);\n", i, i);
-	fputs("}\n", o);
+	fputs("\trt_stopped = 1;\n\tdump();\n}\n", o);
 	/* interval probes, on the agent's timer thread */
 	fputs("static const uint32_t interval_ms[] = {", o);
 	for (i = 0; i < sc->nprobes; i++)
@@ -595,16 +649,19 @@ static void handlers(struct gen *g)
 	fputs("\tdefault:\n\t\t(void)c;\n\t}\n}\n", o);
 	fprintf(o, "__attribute__((visibility(\"default\"))) const struct ukp_script_desc ukp_script = {\n"
 		   "\t.abi = UKP_SCRIPT_ABI,\n\t.nspecs = %d,\n\t.thread_bytes = THREAD_BYTES,\n"
-		   "\t.out_max = %d,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
-		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n};\n",
-		sc->nspecs, sc->out_max, j);
+		   "\t.out_max = %d,\n\t.flags = %s,\n\t.kp = kps,\n\t.rp = rps,\n\t.begin = begin,\n\t.end = end,\n"
+		   "\t.nintervals = %d,\n\t.interval_ms = interval_ms,\n\t.interval = interval,\n"
+		   "\t.setup = setup,\n\t.dump = dump,\n\t.after_fork = after_fork,\n};\n",
+		sc->origin ? sc->norigin : sc->nspecs, sc->out_max,
+		sc->has_exit ? "UKP_SCRIPT_F_EXIT" : "0", j);
 }
 
 int script_gen(const struct script *sc, FILE *out)
 {
 	struct gen g = { .sc = sc, .out = out };
 
-	fputs("/* generated by ukprobe run */\n#include \"runtime.h\"\n\n", out);
+	fprintf(out, "/* generated by ukprobe run */\n#define USTACK_REC %d\n#include \"runtime.h\"\n\n",
+		USTACK_REC);
 	maps(&g);
 	blocks(&g);
 	handlers(&g);

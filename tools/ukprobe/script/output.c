@@ -95,6 +95,11 @@ static void probe_text(const struct script_out *o, const struct ukp_image *img, 
 		return;
 	}
 	pi = probe_at(img, addr);
+	if (p->type == P_USDT) {
+		/* func: "%PROVIDER:NAME" */
+		snprintf(buf, len, "usdt:%s:%s", pi && pi->object ? pi->object : p->obj, p->func + 1);
+		return;
+	}
 	snprintf(buf, len, "%s:%s:%s", p->type == P_UPROBE ? "uprobe" : "uretprobe",
 		 pi && pi->object ? pi->object : p->obj, pi && pi->func_name ? pi->func_name : p->func);
 }
@@ -140,7 +145,9 @@ static void usym_text(const struct ukp_image *img, uint64_t addr, char *buf, siz
 		*plus = '\0';
 }
 
-static void stack_text(const struct ukp_image *img, const uint64_t *w, char *buf, size_t len)
+/* indent: a map key's stack by 4, a printed one by 8, as bpftrace's */
+static void stack_text(const struct ukp_image *img, const uint64_t *w, char *buf, size_t len,
+		       int indent)
 {
 	size_t at = 0;
 	uint64_t i;
@@ -150,8 +157,7 @@ static void stack_text(const struct ukp_image *img, const uint64_t *w, char *buf
 		char f[512];
 
 		frame_text(img, w[1 + i], f, sizeof(f));
-		/* a map key's stack: indented by 4, as bpftrace's */
-		at += (size_t)snprintf(buf + at, len - at, "    %s\n", f);
+		at += (size_t)snprintf(buf + at, len - at, "%*s%s\n", indent, "", f);
 	}
 }
 
@@ -165,7 +171,7 @@ static void value_text(const struct script_out *o, const struct ukp_image *img, 
 		 (w[0] & ~NAMED) < o->nnames)
 		snprintf(buf, len, "%s", o->names[w[0] & ~NAMED]);
 	else if (t == TY_STACK)
-		stack_text(img, w, buf, len);
+		stack_text(img, w, buf, len, 4);
 	else if (t == TY_USYM)
 		usym_text(img, w[0], buf, len);
 	else if (t == TY_BUF)
@@ -189,9 +195,10 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 	int arg = 0, at = 1;
 
 	memcpy(w, data, len < sizeof(w) ? len : sizeof(w));
-	if (w[0] >= (uint64_t)o->sc->nfmts)
+	/* (the high half: the agent's, gen.c's record()) */
+	if ((uint32_t)w[0] >= (uint32_t)o->sc->nfmts)
 		return;
-	f = &o->sc->fmts[w[0]];
+	f = &o->sc->fmts[(uint32_t)w[0]];
 	if (f->time) {
 		char text[256];
 		time_t t = time(NULL);
@@ -202,9 +209,12 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 		return;
 	}
 	if (f->print) {
-		char text[300];
+		char text[8192];
 
-		value_text(o, img, f->types[0], w + 1, text, sizeof(text));
+		if (f->types[0] == TY_STACK)
+			stack_text(img, w + 1, text, sizeof(text), 8);
+		else
+			value_text(o, img, f->types[0], w + 1, text, sizeof(text));
 		fprintf(o->out, "%s\n", text);
 		return;
 	}
@@ -235,9 +245,12 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 		if (arg >= f->nargs)
 			break;
 		if (f->types[arg] != TY_INT) {
-			char text[300];
+			char text[8192];
 
-			value_text(o, img, f->types[arg], w + at, text, sizeof(text));
+			if (f->types[arg] == TY_STACK)
+				stack_text(img, w + at, text, sizeof(text), 8);
+			else
+				value_text(o, img, f->types[arg], w + at, text, sizeof(text));
 			spec[n++] = 's';
 			spec[n] = '\0';
 			fprintf(o->out, spec, text);
@@ -256,7 +269,7 @@ void script_out_record(struct script_out *o, const struct ukp_image *img,
 			spec[n] = '\0';
 			fprintf(o->out, spec, (long long)w[at]);
 		}
-		at += type_words(f->types[arg]);
+		at += rec_words(f->types[arg]);
 		arg++;
 	}
 }

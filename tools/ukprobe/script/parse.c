@@ -93,6 +93,36 @@ static void arg_list(struct parser *ps, struct node *n, const char *close)
 	expect(ps, close);
 }
 
+/* args->NAME (or args.NAME, bpftrace's later form), and ->FIELD, .FIELD
+ * after it: a parameter by name, which the probe's SPEC fetches through
+ * the debug information (tools/ukprobe/dwarf_*.c) */
+static struct node *args_field(struct parser *ps, struct node *n)
+{
+	char text[256] = "";
+	size_t len = 0;
+
+	while (lex_is(&ps->lx, "->") || lex_is(&ps->lx, ".")) {
+		const char *sep = len ? ps->lx.cur.text : "";
+
+		lex_next(&ps->lx);
+		if (ps->lx.cur.t != T_IDENT) {
+			syntax(ps, "args: a parameter's name (args->NAME)");
+			return NULL;
+		}
+		if (len + strlen(sep) + strlen(ps->lx.cur.text) + 1 > 200) {
+			syntax(ps, "args: the field chain is too long");
+			return NULL;
+		}
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", sep, ps->lx.cur.text);
+		n->end = ps->lx.cur.end;
+		lex_next(&ps->lx);
+	}
+	n->k = N_FETCH;
+	n->name = sc_strdup(ps->sc, text);
+	n->op[0] = 'a';               /* from args */
+	return n;
+}
+
 static struct node *primary(struct parser *ps)
 {
 	struct token *t = &ps->lx.cur;
@@ -149,6 +179,8 @@ static struct node *primary(struct parser *ps)
 		n = node(ps, N_BUILTIN);
 		n->name = sc_strdup(ps->sc, t->text);
 		lex_next(&ps->lx);
+		if (!strcmp(n->name, "args") && (lex_is(&ps->lx, "->") || lex_is(&ps->lx, ".")))
+			return args_field(ps, n);
 		if (lex_is(&ps->lx, "(")) {
 			n->k = N_CALL;
 			lex_next(&ps->lx);
@@ -426,7 +458,7 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 	} else if (!colon) {
 		script_error(sc, p.line, col, end,
 			     "probe '%s' is not supported: ukprobe run traces user space (uprobe, "
-			     "uretprobe, BEGIN, END, interval)", text);
+			     "uretprobe, usdt, BEGIN, END, interval)", text);
 		return -1;
 	} else if ((tl == 8 && !strncmp(text, "interval", 8)) || (tl == 1 && text[0] == 'i')) {
 		char unit[8] = "";
@@ -456,10 +488,34 @@ static int probe_spec(struct parser *ps, const char *text, int col, int end)
 		}
 		p.obj = sc_strndup(sc, colon + 1, (size_t)(last - colon - 1));
 		p.func = sc_strdup(sc, last + 1);
+	} else if ((tl == 4 && !strncmp(text, "usdt", 4)) || (tl == 1 && text[0] == 'U')) {
+		/* usdt:OBJ:PROVIDER:NAME, or usdt:OBJ:NAME (any provider): the
+		 * SPEC's OBJ:%PROVIDER:NAME (the SDT work) */
+		const char *name = strrchr(text, ':'), *prov = name;
+
+		p.type = P_USDT;
+		if (name > colon)
+			for (prov = name - 1; prov > colon && *prov != ':'; prov--)
+				;
+		if (name == colon || !name[1] || prov == colon + 1 || name == prov + 1) {
+			script_error(sc, p.line, col, end,
+				     "usdt needs an object and a probe: usdt:OBJ:PROVIDER:NAME");
+			return -1;
+		}
+		if (prov == colon) {
+			/* usdt:OBJ:NAME */
+			p.obj = sc_strndup(sc, colon + 1, (size_t)(name - colon - 1));
+			p.func = sc_alloc(sc, strlen(name) + 4);
+			sprintf(p.func, "%%*:%s", name + 1);
+		} else {
+			p.obj = sc_strndup(sc, colon + 1, (size_t)(prov - colon - 1));
+			p.func = sc_alloc(sc, strlen(prov) + 2);
+			sprintf(p.func, "%%%s", prov + 1);
+		}
 	} else {
 		script_error(sc, p.line, col, end,
 			     "probe type '%.*s' is not supported: ukprobe run traces user space "
-			     "(uprobe, uretprobe, BEGIN, END, interval)", (int)tl, text);
+			     "(uprobe, uretprobe, usdt, BEGIN, END, interval)", (int)tl, text);
 		return -1;
 	}
 	p.text = sc_strdup(sc, text);

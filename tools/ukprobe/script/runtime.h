@@ -18,10 +18,18 @@
 #include <time.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include <ukprobes.h>
 #include "script_abi.h"
+
+/* No zeroing or copying loop turned into a call of libc's memset or
+ * memcpy: those use the vector registers (AArch64's, for any size), and
+ * the hit path must not (GCC's; clang keeps such short loops inline). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+#endif
 
 #define RT_PROBES 128             /* the longest probe sequence of a look-up */
 #define USTACK_WORDS 32           /* a ustack key's frames (ukprobe's USTACK_MAX) */
@@ -51,6 +59,21 @@ struct rt_ctx {
 static int64_t rt_pid;
 static int64_t rt_t0;
 static volatile int rt_stopped;
+
+/* [init] n bytes at p zeroed; whole pages given back (a map's table is
+ * committed as it fills: zeroing it all would commit it all) */
+static void __attribute__((unused)) rt_zero(void *p, uint64_t n)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t a = (uint64_t)(uintptr_t)p, e = a + n, pa = (a + ps - 1) & ~(ps - 1), pe = e & ~(ps - 1);
+
+	if (pe > pa && !madvise((void *)(uintptr_t)pa, pe - pa, MADV_DONTNEED)) {
+		__builtin_memset(p, 0, pa - a);
+		__builtin_memset((void *)(uintptr_t)pe, 0, e - pe);
+	} else {
+		__builtin_memset(p, 0, n);
+	}
+}
 
 static inline uint64_t rt_hash(const uint64_t *k, uint32_t n)
 {
@@ -121,6 +144,14 @@ static inline uint64_t *rt_find(uint64_t *tab, uint32_t cap, uint32_t esz, const
 
 /* A map without keys (@x): its one entry is the table's first, found
  * without a hash or a search. */
+static inline void rt_clear_words(uint64_t *w, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		w[i] = 0;
+}
+
 static inline uint64_t *rt_single(uint64_t *tab, uint32_t esz, int insert)
 {
 	uint64_t st = __atomic_load_n(&tab[0], __ATOMIC_ACQUIRE);
@@ -286,6 +317,21 @@ static inline struct rt_str rt_lit(const char *p)
 	for (i = 0; i < 63 && p[i]; i++)
 		s.s[i] = p[i];
 	return s;
+}
+
+#ifndef USTACK_REC
+#define USTACK_REC 16             /* (gen.c defines it: script.h's) */
+#endif
+
+/* [hit] ustack in a record: [count, frames...], the frames past count
+ * zeros (the agent's reader names every frame word) */
+static inline void rt_rec_stack(const struct rt_ctx *c, uint64_t *dst, int max)
+{
+	int i;
+
+	for (i = 0; i < USTACK_REC; i++)
+		dst[1 + i] = 0;
+	dst[0] = (uint64_t)ukpa_script_ustack(c->kp, c->ret, c->retaddr, c->regs, dst + 1, max);
 }
 
 static inline void rt_put_str(uint64_t *dst, struct rt_str s)

@@ -33,6 +33,8 @@ enum type { TY_NONE, TY_INT, TY_STR, TY_SYM, TY_PROBE, TY_STACK, TY_USYM, TY_BUF
 
 /* ustack: a count and this many return addresses (ustack(N): N of them) */
 #define USTACK_MAX 32
+/* ... in a printf or print() record (a ring slot holds 192 bytes) */
+#define USTACK_REC 16
 
 /* how a map holds its values */
 enum vkind {
@@ -56,6 +58,8 @@ struct mapinfo {
 /* ------------------------------------------------------------ the tree */
 enum nkind {
 	N_INT, N_STR, N_BUILTIN, N_VAR, N_MAP, N_CALL, N_BINOP, N_UNOP, N_TERNARY,
+	N_FETCH,                  /* a value the probe's SPEC fetches: args->NAME, a
+				   * usdt probe's argN, uaddr("SYM") (name: the fetch) */
 	/* statements */
 	S_EXPR, S_ASSIGN, S_IF, S_BLOCK,
 };
@@ -76,11 +80,13 @@ struct node {
 	int fmt;                  /* printf: its format's index */
 };
 
-enum ptype { P_UPROBE, P_URETPROBE, P_BEGIN, P_END, P_INTERVAL };
+/* P_UPROBE ... P_USDT have a SPEC each; the others run in the agent */
+enum ptype { P_UPROBE, P_URETPROBE, P_USDT, P_BEGIN, P_END, P_INTERVAL };
 
 struct probe {
 	enum ptype type;
-	char *obj, *func;         /* uprobe: object as written, function (glob) */
+	char *obj, *func;         /* uprobe: object as written, function (glob);
+				   * usdt: func is "%PROVIDER:NAME" */
 	int line, col, end;
 	int block;                /* its action block */
 	int spec;                 /* uprobes: its SPEC index */
@@ -92,6 +98,12 @@ struct block {
 	struct node *pred;
 	struct node *body;        /* S_BLOCK */
 	bool ret, entry, init;    /* used in a uretprobe / uprobe / BEGIN, END, interval */
+	bool usdt;                /* used in a usdt probe */
+	/* what its probes' SPECs fetch for it, in order (N_FETCH's ival):
+	 * FETCHARGs in the SPEC syntax (common/spec.h) */
+	char **fetch;
+	struct node **fetch_at;   /* where each is first written */
+	int nfetch;
 	char **vars;              /* scratch variables ($x), their types */
 	enum type *vtypes;
 	int nvars;
@@ -122,8 +134,13 @@ struct script {
 	struct fmt *fmts;
 	int nfmts;
 	int nspecs;
+	/* after the DWARF resolution (a function's inlined copies each get
+	 * a SPEC): SPEC k is a copy of SPEC origin[k]; NULL: one each */
+	int *origin;
+	int norigin;
 	int out_max;              /* the longest record */
 	bool has_begin, has_end;
+	bool has_exit;            /* exit() is called somewhere */
 	/* every allocation of the stages (free.c), freed by script_free() */
 	void **allocs;
 	size_t nallocs, capallocs;
@@ -173,5 +190,7 @@ void script_free(struct script *sc);
 
 int value_words(const struct mapinfo *m);
 int type_words(enum type t);
+/* ... in a printf or print() record */
+int rec_words(enum type t);
 
 #endif /* UKPROBE_SCRIPT_H */

@@ -36,6 +36,11 @@ int type_words(enum type t)
 	return t == TY_STR ? 8 : t == TY_STACK ? 1 + USTACK_MAX : t == TY_BUF ? BUF_WORDS : 1;
 }
 
+int rec_words(enum type t)
+{
+	return t == TY_STACK ? 1 + USTACK_REC : type_words(t);
+}
+
 int value_words(const struct mapinfo *m)
 {
 	switch (m->vk) {
@@ -126,11 +131,32 @@ static struct mapinfo *map_use(struct checker *ck, struct node *n)
 	return m;
 }
 
+/* The index of FETCHARG f in the block's fetch list (added once); kind
+ * 'f' a value, 'u' an address (uaddr: the SPEC's @SYM, not what is at
+ * it). The list's entries are "KIND:FETCHARG". */
+static int fetch_index(struct checker *ck, const struct node *at, const char *f, char kind)
+{
+	struct block *blk = ck->blk;
+	char *e = sc_alloc(ck->sc, strlen(f) + 3);
+	int i;
+
+	sprintf(e, "%c:%s", kind, f);
+	for (i = 0; i < blk->nfetch; i++)
+		if (!strcmp(blk->fetch[i], e))
+			return i;
+	blk->fetch = sc_realloc(ck->sc, blk->fetch, (size_t)(blk->nfetch + 1) * sizeof(*blk->fetch));
+	blk->fetch_at = sc_realloc(ck->sc, blk->fetch_at,
+				   (size_t)(blk->nfetch + 1) * sizeof(*blk->fetch_at));
+	blk->fetch[blk->nfetch] = e;
+	blk->fetch_at[blk->nfetch] = (struct node *)at;
+	return blk->nfetch++;
+}
+
 /* what the builtins are: their type, and where they may be used */
 static enum type builtin(struct checker *ck, struct node *n)
 {
 	static const char *const kernel[] = {
-		"kstack", "ksym", "kaddr", "curtask", "cgroup", "ctx", "jiffies", "args", "sarg0",
+		"kstack", "ksym", "kaddr", "curtask", "cgroup", "ctx", "jiffies", "sarg0",
 		"sarg1", "sarg2", "sarg3", "sarg4", "sarg5", "username", "rand",
 	};
 	const char *b = n->name;
@@ -142,7 +168,7 @@ static enum type builtin(struct checker *ck, struct node *n)
 	if (!strcmp(b, "comm"))
 		return TY_STR;
 	if (!strcmp(b, "retval")) {
-		if (ck->blk->entry || ck->blk->init)
+		if (ck->blk->entry || ck->blk->init || ck->blk->usdt)
 			err(ck, n, "The retval builtin can only be used with 'uretprobe' probes%s%s",
 			    NULL, NULL);
 		return TY_INT;
@@ -151,11 +177,32 @@ static enum type builtin(struct checker *ck, struct node *n)
 		int k = atoi(b + 3);
 
 		if (ck->blk->ret || ck->blk->init)
-			err(ck, n, "The %s builtin can only be used with 'uprobe' probes%s", b, NULL);
-		else if (k > 5 || strlen(b) > 4)
+			err(ck, n, "The %s builtin can only be used with 'uprobe' and 'usdt' probes%s",
+			    b, NULL);
+		else if (ck->blk->usdt && ck->blk->entry)
+			err(ck, n, "%s is a register in a uprobe and the marker's argument in a usdt "
+				"probe: give them separate blocks%s", b, NULL);
+		else if (ck->blk->usdt && (k > 11 || strlen(b) > 5))
+			err(ck, n, "%s: a usdt probe has arg0 to arg11 at most%s", b, NULL);
+		else if (!ck->blk->usdt && (k > 5 || strlen(b) > 4))
 			err(ck, n, "%s: ukprobe run reads arg0 to arg5 (the registers' arguments)%s",
 			    b, NULL);
+		else if (ck->blk->usdt) {
+			/* the SDT note's argument, as the SPEC's $argN
+			 * (1-based) fetches it */
+			char f[16];
+
+			snprintf(f, sizeof(f), "$arg%d", k + 1);
+			n->k = N_FETCH;
+			n->name = sc_strdup(ck->sc, f);
+			n->ival = fetch_index(ck, n, n->name, 'f');
+		}
 		return TY_INT;
+	}
+	if (!strcmp(b, "args")) {
+		err(ck, n, "args: name a parameter, args->NAME (its value through the debug "
+			"information)%s%s", NULL, NULL);
+		return TY_NONE;
 	}
 	if (!strcmp(b, "func")) {
 		if (ck->blk->init)
@@ -230,6 +277,35 @@ static enum type call_expr(struct checker *ck, struct node *n)
 		n->ival = n->args[0]->ival;
 		return TY_STACK;
 	}
+	if (!strcmp(n->name, "uaddr")) {
+		/* the symbol's address in the probe's object, which the
+		 * agent resolves when it places the probe (the SPEC's @SYM) */
+		if (n->nargs != 1 || n->args[0]->k != N_STR || !n->args[0]->name[0]) {
+			err(ck, n, "uaddr() expects a symbol's name, a string literal%s%s", NULL, NULL);
+			return TY_NONE;
+		}
+		if (ck->blk->init) {
+			err(ck, n, "uaddr can only be used with uprobes, uretprobes and usdt probes%s%s",
+			    NULL, NULL);
+			return TY_NONE;
+		}
+		{
+			char f[80];
+			const char *q;
+
+			for (q = n->args[0]->name; *q; q++)
+				if (!isalnum((unsigned char)*q) && *q != '_' && *q != '.') {
+					err(ck, n->args[0], "uaddr(): '%s' is not a symbol's name%s",
+					    n->args[0]->name, NULL);
+					return TY_NONE;
+				}
+			snprintf(f, sizeof(f), "@%s:u64", n->args[0]->name);
+			n->k = N_FETCH;
+			n->ival = fetch_index(ck, n, f, 'u');
+			n->name = sc_strdup(ck->sc, f);
+		}
+		return TY_INT;
+	}
 	if (!strcmp(n->name, "str")) {
 		if (n->nargs < 1 || n->nargs > 2) {
 			err(ck, n, "str() takes one or two arguments%s%s", NULL, NULL);
@@ -253,7 +329,7 @@ static enum type call_expr(struct checker *ck, struct node *n)
 	}
 	if (!strcmp(n->name, "kstack") ||
 	    !strcmp(n->name, "ksym") ||
-	    !strcmp(n->name, "kaddr") || !strcmp(n->name, "uaddr") ||
+	    !strcmp(n->name, "kaddr") ||
 	    !strcmp(n->name, "system") || !strcmp(n->name, "cat") ||
 	    !strcmp(n->name, "signal") || !strcmp(n->name, "override")) {
 		err(ck, n, "%s() is not supported by ukprobe run%s", n->name, NULL);
@@ -306,6 +382,17 @@ static enum type expr(struct checker *ck, struct node *n)
 	}
 	case N_CALL:
 		return n->ty = call_expr(ck, n);
+	case N_FETCH:
+		if (n->op[0] != 'a')      /* argN of usdt, uaddr(): checked */
+			return n->ty = TY_INT;
+		/* args->NAME */
+		if (ck->blk->ret || ck->blk->init || ck->blk->usdt) {
+			err(ck, n, "The args builtin can only be used with 'uprobe' probes in ukprobe "
+				"run%s%s", NULL, NULL);
+			return TY_NONE;
+		}
+		n->ival = fetch_index(ck, n, n->name, 'f');
+		return n->ty = TY_INT;
 	case N_UNOP:
 		if (expr(ck, n->a) != TY_INT)
 			err(ck, n, "The %s operator needs an integer%s", n->op, NULL);
@@ -349,7 +436,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 		f.types = sc_alloc(sc, sizeof(*f.types));
 		f.types[0] = n->args[0]->ty;
 		f.print = true;
-		bytes += 8 * type_words(f.types[0]);
+		bytes += 8 * rec_words(f.types[0]);
 	} else {
 		if (n->nargs < 1 || n->args[0]->k != N_STR) {
 			err(ck, n, "printf() requires at least one argument: a format string%s%s",
@@ -382,12 +469,11 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 				    NULL);
 				return;
 			}
-			if (n->args[f.nargs + first]->ty == TY_STACK ||
-			    n->args[f.nargs + first]->ty == TY_USYM) {
-				err(ck, n->args[f.nargs + first], "%s in printf is not supported by "
-				    "ukprobe run: use it in a map (@[%s] = count())",
-				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym()",
-				    n->args[f.nargs + first]->ty == TY_STACK ? "ustack" : "usym(arg0)");
+			if (n->args[f.nargs + first]->ty == TY_STACK &&
+			    n->args[f.nargs + first]->ival > USTACK_REC &&
+			    n->args[f.nargs + first]->k == N_CALL) {
+				err(ck, n->args[f.nargs + first], "ustack(N) in a printf: N from 1 to "
+				    "16 in ukprobe run (a record holds 192 bytes)%s%s", NULL, NULL);
 				return;
 			}
 			if (*p == 's' && n->args[f.nargs + first]->ty != TY_INT)
@@ -399,7 +485,7 @@ static void printf_check(struct checker *ck, struct node *n, int first, bool pri
 									    : "an integer");
 				return;
 			}
-			bytes += 8 * type_words(f.types[f.nargs]);
+			bytes += 8 * rec_words(f.types[f.nargs]);
 			f.nargs++;
 		}
 		if (f.nargs + first < n->nargs) {
@@ -586,6 +672,7 @@ static void stmt_call(struct checker *ck, struct node *n)
 	} else if (!strcmp(f, "exit")) {
 		if (n->nargs)
 			err(ck, n, "exit() takes no argument%s%s", NULL, NULL);
+		ck->sc->has_exit = true;
 	} else if (!strcmp(f, "print") && n->nargs == 1 && n->args[0]->k == N_MAP &&
 		   !n->args[0]->nargs) {
 		/* the whole map: its keys are not checked */
@@ -600,10 +687,13 @@ static void stmt_call(struct checker *ck, struct node *n)
 			err(ck, n, "print() takes one argument%s%s", NULL, NULL);
 			return;
 		}
-		if ((expr(ck, n->args[0]) == TY_STACK || n->args[0]->ty == TY_USYM ||
-		     n->args[0]->ty == TY_BUF) && !ck->err)
-			err(ck, n, "print() of a ustack or usym() is not supported by ukprobe run: use it in "
-			    "a map%s%s", NULL, NULL);
+		if (expr(ck, n->args[0]) == TY_BUF && !ck->err)
+			err(ck, n, "print() of a buf() is not supported by ukprobe run: printf(\"%%r\", "
+			    "...) it%s%s", NULL, NULL);
+		if (n->args[0]->ty == TY_STACK && n->args[0]->ival > USTACK_REC &&
+		    n->args[0]->k == N_CALL && !ck->err)
+			err(ck, n->args[0], "ustack(N) in a print(): N from 1 to 16 in ukprobe run%s%s",
+			    NULL, NULL);
 		if (!ck->err)
 			printf_check(ck, n, 0, true);
 	} else if (!strcmp(f, "delete")) {
@@ -674,19 +764,21 @@ int script_check(struct script *sc)
 			b->entry = true;
 		else if (p->type == P_URETPROBE)
 			b->ret = true;
+		else if (p->type == P_USDT)
+			b->usdt = true;
 		else
 			b->init = true;
 		if (p->type == P_BEGIN)
 			sc->has_begin = true;
 		if (p->type == P_END)
 			sc->has_end = true;
-		p->spec = p->type <= P_URETPROBE ? sc->nspecs++ : -1;
+		p->spec = p->type <= P_USDT ? sc->nspecs++ : -1;
 	}
 	for (i = 0; i < sc->nblocks && !ck.err; i++) {
 		struct block *b = &sc->blocks[i];
 
 		ck.blk = b;
-		if (b->init && (b->entry || b->ret)) {
+		if (b->init && (b->entry || b->ret || b->usdt)) {
 			err(&ck, b->body, "BEGIN, END and interval probes cannot share a block with uprobes%s%s", NULL,
 			    NULL);
 			break;

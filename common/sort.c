@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sort.c - qsort and qsort_r for the code linked into the agent (the link wraps them:
- * agent/meson.build). glibc's sorts large arrays in memory it takes from
- * the program's malloc; this one is the same kind of sort (a merge sort,
- * so equal elements keep their order, as with glibc's) in memory of the
- * agent's own (mem.c), and sorts in place by insertion when it gets none.
+ * sort.c - the sort of libukprobes and the agent, in place of libc's
+ * qsort and qsort_r: glibc's sorts large arrays in memory it takes from
+ * the program's malloc behind the caller's back, and is one more libc
+ * function a build without libc would lack. This one is the same kind of
+ * sort (a merge sort, so equal elements keep their order, as with
+ * glibc's) in memory the caller's malloc gives (in the agent: the
+ * agent's own, agent/mem.c), and sorts in place by insertion when it
+ * gets none.
  *
- * Contexts: [init] and [reader], as mem.c.
+ * Contexts: [reg], [init] and [reader] (it may allocate).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sort.h"
 
 typedef int (*cmp_fn)(const void *, const void *);
 typedef int (*cmp_r_fn)(const void *, const void *, void *);
@@ -59,7 +64,7 @@ static void insertion_sort(char *a, size_t n, size_t size, cmp_r_fn cmp, void *a
 		}
 }
 
-void __wrap_qsort_r(void *base, size_t n, size_t size, cmp_r_fn cmp, void *arg)
+void ukp_sort_r(void *base, size_t n, size_t size, cmp_r_fn cmp, void *arg)
 {
 	char *tmp;
 
@@ -78,7 +83,7 @@ static int plain(const void *a, const void *b, void *fn)
 	return ((cmp_fn)fn)(a, b);
 }
 
-void __wrap_qsort(void *base, size_t n, size_t size, cmp_fn cmp)
+void ukp_sort(void *base, size_t n, size_t size, cmp_fn cmp)
 {
-	__wrap_qsort_r(base, n, size, plain, (void *)cmp);
+	ukp_sort_r(base, n, size, plain, (void *)cmp);
 }

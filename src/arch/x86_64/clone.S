@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clone.S - a thread of the library's own, started by the raw clone
+ * system call (no pthread_create: nothing of libc's, no allocation).
+ *
+ * long arch_clone_thread(unsigned long flags, void *stack_top, int *ptid,
+ *                        int *ctid, unsigned long tls,
+ *                        int (*fn)(void *), void *arg)
+ *   returns the new thread's id, or -errno. The thread runs fn(arg) on
+ *   stack_top (aligned down to 16) and ends with exit(fn's value); it
+ *   starts with its creator's thread pointer unless CLONE_SETTLS: fn must
+ *   touch no TLS (no libc, no errno).
+ * [reg] context.
+ */
+#include <asm/unistd.h>
+
+	.text
+	.globl arch_clone_thread
+	.hidden arch_clone_thread
+	.type arch_clone_thread, @function
+arch_clone_thread:
+	.cfi_startproc
+	movq 8(%rsp), %rax              /* arg */
+	andq $-16, %rsi
+	subq $16, %rsi
+	movq %r9, 0(%rsi)               /* fn and arg on the new stack */
+	movq %rax, 8(%rsi)
+	movq %rcx, %r10                 /* the kernel's order: flags, sp, ptid, ctid, tls */
+	movl $__NR_clone, %eax
+	syscall
+	testq %rax, %rax
+	jz 1f
+	ret
+1:	/* the new thread: nothing above this frame */
+	.cfi_undefined %rip
+	xorl %ebp, %ebp
+	popq %rax
+	popq %rdi
+	call *%rax
+	movl %eax, %edi
+	movl $__NR_exit, %eax
+	syscall
+	hlt
+	.cfi_endproc
+	.size arch_clone_thread, .-arch_clone_thread
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sys.h - the library's narrow system layer (doc/static_agent.md, slice
+ * 1): what libukprobes asks of the kernel, as raw system calls through
+ * the arch's arch_syscallN() (src/arch/ARCH/arch_syscall.h: x86-64's
+ * syscall, AArch64's svc 0). None goes through libc: none sets the
+ * program's errno, takes a lock of libc's, allocates, is a cancellation
+ * point or can be interposed; each returns the kernel's value, -errno on
+ * failure. The same code serves a build without libc later.
+ *
+ * The inline calls are [any] context (signal handlers included); sys.c's
+ * helpers (the maps and directory readers, the real path, the library's
+ * own threads) are [reg]: they take no lock and allocate nothing.
+ */
+#ifndef UKP_SYS_H
+#define UKP_SYS_H
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "arch_syscall.h"
+
+/* ------------------------------------------------------------- files */
+
+static inline int ukp_sys_openat(int dfd, const char *path, int flags, int mode)
+{
+	return (int)arch_syscall4(__NR_openat, dfd, (long)path, flags, mode);
+}
+
+/* open(path, flags), always close-on-exec */
+static inline int ukp_sys_open(const char *path, int flags)
+{
+	return ukp_sys_openat(AT_FDCWD, path, flags | O_CLOEXEC, 0);
+}
+
+static inline long ukp_sys_read(int fd, void *buf, size_t n)
+{
+	return arch_syscall3(__NR_read, fd, (long)buf, (long)n);
+}
+
+static inline long ukp_sys_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	return arch_syscall4(__NR_pread64, fd, (long)buf, (long)n, (long)off);
+}
+
+static inline long ukp_sys_write(int fd, const void *buf, size_t n)
+{
+	return arch_syscall3(__NR_write, fd, (long)buf, (long)n);
+}
+
+static inline int ukp_sys_close(int fd)
+{
+	return (int)arch_syscall3(__NR_close, fd, 0, 0);
+}
+
+static inline int ukp_sys_fstat(int fd, struct stat *st)
+{
+	return (int)arch_syscall3(__NR_fstat, fd, (long)st, 0);
+}
+
+static inline long ukp_sys_readlinkat(int dfd, const char *path, char *buf, size_t n)
+{
+	return arch_syscall4(__NR_readlinkat, dfd, (long)path, (long)buf, (long)n);
+}
+
+static inline long ukp_sys_getdents64(int fd, void *buf, size_t n)
+{
+	return arch_syscall3(__NR_getdents64, fd, (long)buf, (long)n);
+}
+
+/* ------------------------------------------------------------ memory */
+
+/* 0 and *out, or -errno */
+static inline int ukp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off,
+			       void **out)
+{
+	long r = arch_syscall6(__NR_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
+
+	if ((unsigned long)r > -4096UL)
+		return (int)r;
+	*out = (void *)r;
+	return 0;
+}
+
+static inline int ukp_sys_munmap(void *addr, size_t len)
+{
+	return (int)arch_syscall3(__NR_munmap, (long)addr, (long)len, 0);
+}
+
+static inline int ukp_sys_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)arch_syscall3(__NR_mprotect, (long)addr, (long)len, prot);
+}
+
+/* --------------------------------------------------- futex, signals */
+
+/* FUTEX_WAIT while *uaddr == val (ts relative, NULL: no limit) */
+static inline long ukp_sys_futex_wait(uint32_t *uaddr, uint32_t val, const struct timespec *ts)
+{
+	return arch_syscall4(__NR_futex, (long)uaddr, 0 /* FUTEX_WAIT */, val, (long)ts);
+}
+
+/* FUTEX_WAKE: the number of waiters woken */
+static inline long ukp_sys_futex_wake(uint32_t *uaddr, int n)
+{
+	return arch_syscall4(__NR_futex, (long)uaddr, 1 /* FUTEX_WAKE */, n, 0);
+}
+
+/* The kernel's struct sigaction for rt_sigaction (x86-64 and AArch64:
+ * the restorer before the mask). */
+struct ukp_ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+static inline long ukp_sys_rt_sigaction(int sig, const struct ukp_ksigaction *act,
+					struct ukp_ksigaction *old)
+{
+	return arch_syscall4(__NR_rt_sigaction, sig, (long)act, (long)old, 8);
+}
+
+/* ------------------------------------------- sys.c's helpers: [reg] */
+
+/* /proc/self/maps, a line at a time, read with read() into the reader's
+ * own buffer (no stdio, no allocation). A line longer than the buffer
+ * keeps its start (the path cut). */
+struct ukp_maps {
+	int fd;
+	bool eof, skip;
+	size_t pos, len;
+	char buf[4096];
+};
+
+struct ukp_map_ent {
+	uintptr_t start, end;
+	uint64_t offset;
+	uint64_t inode;
+	char perms[5];    /* "r-xp" */
+	const char *path; /* "" when none; in the reader's buffer until the next line */
+};
+
+int ukp_maps_open(struct ukp_maps *m);
+int ukp_maps_next(struct ukp_maps *m, struct ukp_map_ent *e); /* 1, 0 at the end, -errno */
+void ukp_maps_close(struct ukp_maps *m);
+
+/* A directory's entries (getdents64; "." and ".." skipped). */
+struct ukp_dir {
+	int fd;
+	size_t pos, len;
+	_Alignas(8) char buf[2048];
+};
+
+int ukp_dir_open(struct ukp_dir *d, const char *path);  /* 0 or -errno; d->fd for openat */
+const char *ukp_dir_next(struct ukp_dir *d);            /* a name, or NULL at the end */
+void ukp_dir_close(struct ukp_dir *d);
+
+/* The canonical absolute path of an existing file (realpath()'s), into
+ * out: the kernel's own resolution (an O_PATH descriptor's
+ * /proc/self/fd link). 0 or -errno (-ENAMETOOLONG when size is short). */
+int ukp_sys_realpath(const char *path, char *out, size_t size);
+/* the same, malloc'ed (realpath(path, NULL)); NULL on failure */
+char *ukp_realpath_dup(const char *path);
+
+/* A thread of the library's own: the raw clone on a stack it maps, every
+ * signal blocked, joined through CLONE_CHILD_CLEARTID and a futex (no
+ * pthread, no allocation of libc's). fn runs with its creator's thread
+ * pointer: it must touch no TLS (no libc function, no errno), only the
+ * library's raw calls. */
+struct ukp_sys_thread {
+	_Atomic uint32_t ctid; /* the thread's id until it has ended (the kernel clears it) */
+	int tid;
+	void *stack;
+	size_t stack_size;
+};
+
+int ukp_sys_thread_start(struct ukp_sys_thread *t, size_t stack_size, int (*fn)(void *),
+			 void *arg); /* 0 or -errno */
+void ukp_sys_thread_join(struct ukp_sys_thread *t);
+
+#endif

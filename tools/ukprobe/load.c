@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.c - ukprobe's ptrace loader (load.h, doc/static_agent.md): a
+ * freestanding static PIE mapped into a process and started on a thread
+ * of its own, with system calls only, made one at a time by a thread of
+ * the process that ukprobe holds stopped. Nothing of the program runs
+ * for it: no loader, no malloc, no lock the program's threads may hold.
+ *
+ *  1. The process is stopped: every thread seized and interrupted
+ *     (PTRACE_SEIZE, PTRACE_INTERRUPT; threads started meanwhile are
+ *     found by looking again until none is new), or, launched, its one
+ *     thread is run from its execve to its entry point (AT_ENTRY) with a
+ *     breakpoint there. One thread (the worker) makes the system calls.
+ *  2. A stop inside a system call: the kernel restarts the call
+ *     (-ERESTART*) when the thread resumes with the registers it stopped
+ *     with and no handler to run; the worker resumes from a later stop,
+ *     but PTRACE_DETACH has the kernel look for signals again on its way
+ *     out (__ptrace_unlink), and that restart is made then, with its
+ *     registers put back. The calls a stop turns into EINTR, which the
+ *     kernel never restarts, are restarted here in every thread
+ *     (ptrace_arch.h).
+ *  3. A system call instruction is found in the process (the vDSO has
+ *     one; else any executable mapping) and each call is made there: the
+ *     registers set, PTRACE_SYSCALL to its entry and to its exit, the
+ *     result read. The worker's signals are all blocked meanwhile (its
+ *     mask through PTRACE_SETSIGMASK): no handler of the program's runs in
+ *     it, and the new thread inherits the full mask.
+ *  4. mmap an area, the object's image written into it (/proc/PID/mem)
+ *     relocated for its address (load_elf.c), each segment mprotect-ed as
+ *     its flags say, PT_GNU_RELRO read-only, the clone trampoline in the
+ *     area's last page (read-execute); mmap a stack (its lowest page
+ *     PROT_NONE) with the block at its top (common/load_block.h).
+ *  5. clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+ *     CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS (no TLS: 0) |
+ *     CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID), run at the trampoline's
+ *     system call instruction: the new thread pops the block's address and
+ *     the entry from its stack and jumps to the entry.
+ *  6. The worker's registers and mask are put back, every thread let go.
+ *
+ * The unload: the object's thread, told to end by its own protocol,
+ * exits; the kernel clears the block's ctid (CLONE_CHILD_CLEARTID), then
+ * the process is stopped as above and the stack and the area unmapped.
+ *
+ * Runs in ukprobe's main thread; not async-signal-safe (malloc, stdio).
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "load.h"
+#include "load_block.h"
+#include "ptrace_arch.h"
+
+#define STACK_LEN (256 * 1024)
+#define SCAN_MAX (4UL << 20)   /* bytes of an executable mapping searched */
+#define RESTARTS 16            /* a call of ours the kernel asks to restart */
+
+struct ukp_held {
+	pid_t *tids;               /* every thread held stopped */
+	size_t n, cap;
+	pid_t tid;                 /* the worker */
+	struct ukp_regs regs;      /* its registers */
+	uint64_t mask;             /* its signal mask */
+	bool mask_set;             /* changed: put back at the release */
+	int sig;                   /* a signal it stopped for while it worked: given back */
+	int mem;                   /* /proc/PID/mem */
+	uintptr_t insn;            /* a system call instruction */
+};
+
+static int errf(struct ukp_loaded *l, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int errf(struct ukp_loaded *l, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(l->err, sizeof(l->err), "process %d: ", l->pid);
+
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < sizeof(l->err))
+		vsnprintf(l->err + n, sizeof(l->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static int mem_write(const struct ukp_held *h, uintptr_t addr, const void *buf, size_t len)
+{
+	return pwrite(h->mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int mem_read(int mem, uintptr_t addr, void *buf, size_t len)
+{
+	return pread(mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* Is the instruction before pc the system call instruction? */
+static bool after_syscall_insn(int mem, uintptr_t pc)
+{
+	unsigned char b[8];
+	size_t n = ukp_arch_syscall_insn_len;
+
+	return pc >= n && mem_read(mem, pc - n, b, n) == 0 && !memcmp(b, ukp_arch_syscall_insn, n);
+}
+
+/* ------------------------------------------------- stopping threads */
+
+static bool held(const struct ukp_held *h, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->tids[i] == tid)
+			return true;
+	return false;
+}
+
+static int add_tid(struct ukp_held *h, pid_t tid)
+{
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 16;
+		pid_t *t = realloc(h->tids, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		h->tids = t;
+		h->cap = cap;
+	}
+	h->tids[h->n++] = tid;
+	return 0;
+}
+
+static void drop_tid(struct ukp_held *h, size_t i)
+{
+	h->tids[i] = h->tids[--h->n];
+}
+
+/* A thread that has ended but not been reaped (a leader whose process
+ * goes on) never stops: it is left out. */
+static bool zombie(pid_t pid, pid_t tid)
+{
+	char path[64], buf[256], *p;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Wait for the interrupt's stop of tid; signals on their way stop it
+ * first and are delivered. 0, or -ESRCH when it ended. */
+static int wait_interrupt(pid_t tid)
+{
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(tid, &status, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != tid || WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		if (status >> 16 == PTRACE_EVENT_STOP)
+			return 0;
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)))
+			return -ESRCH;
+	}
+}
+
+/* The EINTR a stop gave a waiting call, undone (ptrace_arch.h). */
+static void undo_eintr(const struct ukp_held *h, pid_t tid)
+{
+	struct ukp_regs r;
+
+	if (ukp_arch_get_regs(tid, &r) == 0 &&
+	    ukp_arch_restart_eintr(&r, after_syscall_insn(h->mem, ukp_arch_pc(&r))))
+		ukp_arch_set_regs(tid, &r);
+}
+
+/* Seize and stop every thread of pid (see the top). */
+static int hold_all(struct ukp_loaded *l, struct ukp_held *h)
+{
+	char path[64];
+	bool found = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", l->pid);
+	while (found) {
+		DIR *d = opendir(path);
+		struct dirent *e;
+		size_t first = h->n, i;
+
+		if (!d)
+			return errf(l, -ESRCH, "no such process");
+		found = false;
+		while ((e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+
+			if (tid <= 0 || held(h, tid) || zombie(l->pid, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
+				int err = errno;
+
+				if (err == ESRCH)
+					continue; /* ended meanwhile */
+				closedir(d);
+				return errf(l, -err, "ptrace (thread %d): %s", tid, strerror(err));
+			}
+			if (add_tid(h, tid)) {
+				ptrace(PTRACE_DETACH, tid, NULL, NULL);
+				closedir(d);
+				return errf(l, -ENOMEM, "out of memory");
+			}
+			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+			found = true;
+		}
+		closedir(d);
+		for (i = first; i < h->n;) {
+			if (wait_interrupt(h->tids[i])) {
+				drop_tid(h, i);
+				continue;
+			}
+			undo_eintr(h, h->tids[i]);
+			i++;
+		}
+	}
+	if (!h->n)
+		return errf(l, -ESRCH, "no thread left to stop");
+	return 0;
+}
+
+/* Let every held thread go, the worker as it was. */
+static void let_go(struct ukp_held *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++) {
+		pid_t tid = h->tids[i];
+		int sig = 0;
+
+		if (tid == h->tid) {
+			ukp_arch_set_regs(tid, &h->regs);
+			if (h->mask_set)
+				ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(h->mask), &h->mask);
+			sig = h->sig;
+		}
+		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
+	}
+	if (h->mem >= 0)
+		close(h->mem);
+	free(h->tids);
+	free(h);
+}
+
+static struct ukp_held *held_new(void)
+{
+	struct ukp_held *h = calloc(1, sizeof(*h));
+
+	if (h)
+		h->mem = -1;
+	return h;
+}
+
+static int open_mem(struct ukp_loaded *l, struct ukp_held *h)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", l->pid);
+	h->mem = open(path, O_RDWR | O_CLOEXEC);
+	if (h->mem < 0)
+		return errf(l, -errno, "cannot open its memory: %s", strerror(errno));
+	return 0;
+}
+
+/* Take the worker's registers and mask. */
+static int take_worker(struct ukp_loaded *l, struct ukp_held *h, pid_t tid)
+{
+	h->tid = tid;
+	if (ukp_arch_get_regs(tid, &h->regs) ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(h->mask), &h->mask))
+		return errf(l, -ESRCH, "thread %d ended during the load", tid);
+	return 0;
+}
+
+/* ------------------------------------------------- system calls */
+
+/* Run the worker to its next system call stop of the kind op
+ * (PTRACE_SYSCALL_INFO_ENTRY or _EXIT). A signal it stops for meanwhile
+ * (only SIGSTOP can: the rest are blocked) is kept for its release. */
+static int to_syscall_stop(struct ukp_held *h, int op)
+{
+	struct __ptrace_syscall_info si;
+	int status;
+
+	for (;;) {
+		pid_t r;
+
+		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, NULL))
+			return -ESRCH;
+		do
+			r = waitpid(h->tid, &status, __WALL);
+		while (r < 0 && errno == EINTR);
+		if (r != h->tid || WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, h->tid, (void *)sizeof(si), &si) < 0)
+				return -ESRCH;
+			if (si.op == op)
+				return 0;
+		} else if (!(status >> 16) && !h->sig) {
+			h->sig = WSTOPSIG(status);
+		}
+	}
+}
+
+/* nr(a0, ...) at the instruction at insn in the worker: its result in
+ * *res. 0, or -ESRCH (it ended). */
+static int remote_at(struct ukp_held *h, uintptr_t insn, long nr, const unsigned long a[6],
+		     long *res)
+{
+	struct ukp_regs r = h->regs;
+	int tries, ret;
+
+	for (tries = 0; tries < RESTARTS; tries++) {
+		ukp_arch_set_syscall(&r, insn, nr, a);
+		if (ukp_arch_set_regs(h->tid, &r))
+			return -ESRCH;
+		ret = to_syscall_stop(h, PTRACE_SYSCALL_INFO_ENTRY);
+		if (!ret)
+			ret = to_syscall_stop(h, PTRACE_SYSCALL_INFO_EXIT);
+		if (!ret)
+			ret = ukp_arch_get_regs(h->tid, &r);
+		if (ret)
+			return -ESRCH;
+		*res = ukp_arch_result(&r);
+		if (*res < -511 && *res > -517)
+			continue; /* -ERESTART*: the kernel would run it again */
+		return 0;
+	}
+	return 0;
+}
+
+static long remote(struct ukp_loaded *l, long nr, unsigned long a0, unsigned long a1,
+		   unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
+{
+	const unsigned long a[6] = { a0, a1, a2, a3, a4, a5 };
+	long res;
+
+	if (remote_at(l->held, l->held->insn, nr, a, &res))
+		return -ESRCH;
+	return res;
+}
+
+static bool is_err(long res)
+{
+	return res < 0 && res > -4096;
+}
+
+/* A system call instruction in an executable mapping of the process,
+ * the vDSO's first. */
+static int find_syscall_insn(struct ukp_loaded *l)
+{
+	char path[64], line[4096 + 256];
+	int pass;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", l->pid);
+	for (pass = 0; pass < 2; pass++) {
+		FILE *f = fopen(path, "re");
+
+		if (!f)
+			return errf(l, -ESRCH, "no such process");
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi, a;
+			char perms[8];
+			size_t len, i, n = ukp_arch_syscall_insn_len;
+			unsigned char *buf;
+
+			if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[2] != 'x' ||
+			    (pass == 0) != (strstr(line, "[vdso]") != NULL))
+				continue;
+			len = hi - lo < SCAN_MAX ? hi - lo : SCAN_MAX;
+			buf = malloc(len);
+			if (!buf || mem_read(l->held->mem, lo, buf, len)) {
+				free(buf);
+				continue;
+			}
+			for (i = 0; i + n <= len; i += ukp_arch_insn_align) {
+				if (!memcmp(buf + i, ukp_arch_syscall_insn, n)) {
+					a = lo + i;
+					l->held->insn = a;
+					free(buf);
+					fclose(f);
+					return 0;
+				}
+			}
+			free(buf);
+		}
+		fclose(f);
+	}
+	return errf(l, -ENOENT, "no system call instruction in its executable mappings");
+}
+
+/* ------------------------------------------------- the load */
+
+static int map_object(struct ukp_loaded *l, struct ukp_image *im)
+{
+	struct ukp_held *h = l->held;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	long res;
+	int i;
+
+	l->area_len = im->len + page;
+	res = remote(l, SYS_mmap, 0, l->area_len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, (unsigned long)-1, 0);
+	if (is_err(res))
+		return errf(l, (int)res, "mmap of %zu bytes for the object failed: %s", l->area_len,
+			    strerror((int)-res));
+	l->area = (uintptr_t)res;
+	ukp_image_relocate(im, l->area);
+	if (mem_write(h, l->area, im->buf, im->len) ||
+	    mem_write(h, l->area + im->len, ukp_arch_clone_tramp, ukp_arch_clone_tramp_len))
+		return errf(l, -EIO, "cannot write the object into its memory");
+	for (i = 0; i < im->nseg; i++) {
+		res = remote(l, SYS_mprotect, l->area + im->seg[i].off, im->seg[i].len,
+			     (unsigned long)im->seg[i].prot, 0, 0, 0);
+		if (is_err(res))
+			return errf(l, (int)res, "mprotect of the object's segment %d failed: %s",
+				    i, strerror((int)-res));
+	}
+	if (im->relro_len) {
+		res = remote(l, SYS_mprotect, l->area + im->relro_off, im->relro_len, PROT_READ, 0,
+			     0, 0);
+		if (is_err(res))
+			return errf(l, (int)res, "mprotect of the object's RELRO failed: %s",
+				    strerror((int)-res));
+	}
+	res = remote(l, SYS_mprotect, l->area + im->len, page, PROT_READ | PROT_EXEC, 0, 0, 0);
+	if (is_err(res))
+		return errf(l, (int)res, "mprotect of the clone trampoline failed: %s",
+			    strerror((int)-res));
+	l->entry = l->area + im->entry;
+	return 0;
+}
+
+static int start_thread(struct ukp_loaded *l, const struct ukp_image *im, const void *params,
+			size_t len)
+{
+	struct ukp_held *h = l->held;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bsize = (sizeof(struct ukp_load_block) + len + 15) & ~(size_t)15, nw;
+	struct ukp_load_block *b;
+	uint64_t words[4], full = ~0ULL;
+	unsigned long a[6];
+	uintptr_t sp;
+	long res;
+	int ret;
+
+	if (bsize > STACK_LEN / 4)
+		return errf(l, -E2BIG, "the object's parameters (%zu bytes) do not fit its stack",
+			    len);
+	l->stack_len = STACK_LEN;
+	res = remote(l, SYS_mmap, 0, l->stack_len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, (unsigned long)-1, 0);
+	if (is_err(res))
+		return errf(l, (int)res, "mmap of the object's stack failed: %s",
+			    strerror((int)-res));
+	l->stack = (uintptr_t)res;
+	res = remote(l, SYS_mprotect, l->stack, page, PROT_NONE, 0, 0, 0);
+	if (is_err(res))
+		return errf(l, (int)res, "mprotect of the stack's guard page failed: %s",
+			    strerror((int)-res));
+	l->block = (l->stack + l->stack_len - bsize) & ~(uintptr_t)15;
+	b = calloc(1, bsize);
+	if (!b)
+		return errf(l, -ENOMEM, "out of memory");
+	b->magic = UKP_LOAD_MAGIC;
+	b->size = (uint32_t)bsize;
+	b->area = l->area;
+	b->area_len = l->area_len;
+	b->stack = l->stack;
+	b->stack_len = l->stack_len;
+	b->params_len = len;
+	if (len)
+		memcpy(b->params, params, len);
+	ukp_arch_child_frame(l->block, l->entry, words, &nw, &sp);
+	ret = mem_write(h, l->block, b, bsize) || mem_write(h, sp, words, nw * sizeof(words[0]));
+	free(b);
+	if (ret)
+		return errf(l, -EIO, "cannot write the object's block into its memory");
+	/* the new thread inherits the worker's mask: every signal blocked */
+	if (ptrace(PTRACE_SETSIGMASK, h->tid, (void *)sizeof(full), &full))
+		return errf(l, -ESRCH, "thread %d ended during the load", h->tid);
+	h->mask_set = true;
+	ukp_arch_clone_args(a,
+			    CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+				    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+				    CLONE_CHILD_CLEARTID,
+			    sp, l->block + offsetof(struct ukp_load_block, ctid),
+			    l->block + offsetof(struct ukp_load_block, ctid), 0);
+	if (remote_at(h, l->area + im->len, SYS_clone, a, &res))
+		return errf(l, -ESRCH, "thread %d ended during the load", h->tid);
+	if (is_err(res))
+		return errf(l, (int)res, "clone of the object's thread failed: %s",
+			    strerror((int)-res));
+	l->tid = (pid_t)res;
+	return 0;
+}
+
+/* Unmap what a failed load mapped (the worker still held). */
+static void undo_maps(struct ukp_loaded *l)
+{
+	if (l->stack)
+		remote(l, SYS_munmap, l->stack, l->stack_len, 0, 0, 0, 0);
+	if (l->area)
+		remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
+	l->stack = l->area = 0;
+}
+
+static int load_held(struct ukp_loaded *l, const void *params, size_t len, struct ukp_image *im)
+{
+	int ret = find_syscall_insn(l);
+
+	if (!ret)
+		ret = map_object(l, im);
+	if (!ret)
+		ret = start_thread(l, im, params, len);
+	if (ret && ret != -ESRCH)
+		undo_maps(l);
+	return ret;
+}
+
+static void loaded_init(struct ukp_loaded *l, pid_t pid)
+{
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+}
+
+int ukp_load_attach(pid_t pid, const char *path, const void *params, size_t len,
+		    struct ukp_loaded *l)
+{
+	struct ukp_image im;
+	int ret;
+
+	loaded_init(l, pid);
+	if (ukp_image_read(path, &im, l->err, sizeof(l->err)))
+		return -ENOEXEC;
+	l->held = held_new();
+	if (!l->held) {
+		ukp_image_free(&im);
+		return errf(l, -ENOMEM, "out of memory");
+	}
+	ret = open_mem(l, l->held);
+	if (!ret)
+		ret = hold_all(l, l->held);
+	if (!ret)
+		ret = take_worker(l, l->held, l->held->tids[0]);
+	if (!ret)
+		ret = load_held(l, params, len, &im);
+	ukp_image_free(&im);
+	if (ret)
+		ukp_load_release(l);
+	return ret;
+}
+
+/* AT_ENTRY from /proc/PID/auxv, or 0. */
+static uintptr_t auxv_entry(pid_t pid)
+{
+	char path[64];
+	Elf64_auxv_t av[64];
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	for (i = 0; n > 0 && i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++)
+		if (av[i].a_type == AT_ENTRY)
+			return av[i].a_un.a_val;
+	return 0;
+}
+
+/* Run the traced child from its execve stop to its entry point. */
+static int run_to_entry(struct ukp_loaded *l, struct ukp_held *h)
+{
+	uintptr_t entry = auxv_entry(l->pid);
+	unsigned char orig[8];
+	size_t n = ukp_arch_break_insn_len;
+	struct ukp_regs r;
+	int status;
+
+	if (!entry)
+		return errf(l, -ENOENT, "no AT_ENTRY in its auxiliary vector");
+	if (ukp_arch_get_regs(l->pid, &r))
+		return errf(l, -ESRCH, "not stopped under ukprobe's ptrace");
+	if (ukp_arch_pc(&r) == entry)
+		return 0; /* a static program starts there */
+	if (mem_read(h->mem, entry, orig, n) || mem_write(h, entry, ukp_arch_break_insn, n))
+		return errf(l, -EIO, "cannot write a breakpoint at its entry point %#lx",
+			    (unsigned long)entry);
+	for (int sig = 0;;) {
+		if (ptrace(PTRACE_CONT, l->pid, NULL, (void *)(long)sig) ||
+		    waitpid(l->pid, &status, __WALL) != l->pid || !WIFSTOPPED(status))
+			return errf(l, -ESRCH, "ended before its entry point");
+		sig = status >> 16 ? 0 : WSTOPSIG(status);
+		if (sig == SIGTRAP && !ukp_arch_get_regs(l->pid, &r) &&
+		    ukp_arch_pc(&r) == ukp_arch_break_stop_pc(entry))
+			break;
+	}
+	ukp_arch_set_pc(&r, entry);
+	if (mem_write(h, entry, orig, n) || ukp_arch_set_regs(l->pid, &r))
+		return errf(l, -EIO, "cannot take the breakpoint at its entry point back");
+	return 0;
+}
+
+int ukp_load_at_entry(pid_t pid, const char *path, const void *params, size_t len,
+		      struct ukp_loaded *l)
+{
+	struct ukp_image im;
+	struct ukp_held *h;
+	int ret;
+
+	loaded_init(l, pid);
+	if (ukp_image_read(path, &im, l->err, sizeof(l->err)))
+		return -ENOEXEC;
+	h = l->held = held_new();
+	if (!h || add_tid(h, pid)) {
+		ukp_image_free(&im);
+		free(h);
+		l->held = NULL;
+		return errf(l, -ENOMEM, "out of memory");
+	}
+	if (open_mem(l, h))
+		ret = -ESRCH;
+	else if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
+		ret = errf(l, -errno, "not stopped under ukprobe's ptrace: %s", strerror(errno));
+	else
+		ret = run_to_entry(l, h);
+	if (!ret)
+		ret = take_worker(l, h, pid);
+	if (!ret)
+		ret = load_held(l, params, len, &im);
+	ukp_image_free(&im);
+	if (ret)
+		ukp_load_release(l);
+	return ret;
+}
+
+void ukp_load_release(struct ukp_loaded *l)
+{
+	if (l->held)
+		let_go(l->held);
+	l->held = NULL;
+}
+
+/* ------------------------------------------------- the unload */
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Has the object's thread ended (its ctid cleared, its task gone)? */
+static int thread_ended(struct ukp_loaded *l, int mem)
+{
+	char path[64];
+	uint32_t ctid = 1;
+
+	if (mem_read(mem, l->block + offsetof(struct ukp_load_block, ctid), &ctid, sizeof(ctid)))
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", l->pid, l->tid);
+	return ctid == 0 && access(path, F_OK) != 0;
+}
+
+int ukp_unload(struct ukp_loaded *l, int timeout_ms)
+{
+	long until = now_ms() + timeout_ms, res;
+	char path[64];
+	int mem, ret;
+
+	if (l->held)
+		ukp_load_release(l);
+	snprintf(path, sizeof(path), "/proc/%d/mem", l->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0)
+		return errf(l, -errno, "cannot open its memory: %s", strerror(errno));
+	while ((ret = thread_ended(l, mem)) == 0 && now_ms() < until)
+		usleep(1000);
+	close(mem);
+	if (ret < 0)
+		return errf(l, -ESRCH, "ended before the unload");
+	if (!ret)
+		return errf(l, -ETIMEDOUT, "the loaded object's thread %d did not end within %d ms",
+			    l->tid, timeout_ms);
+	l->held = held_new();
+	if (!l->held)
+		return errf(l, -ENOMEM, "out of memory");
+	ret = open_mem(l, l->held);
+	if (!ret)
+		ret = hold_all(l, l->held);
+	if (!ret)
+		ret = take_worker(l, l->held, l->held->tids[0]);
+	if (!ret)
+		ret = find_syscall_insn(l);
+	if (!ret) {
+		res = remote(l, SYS_munmap, l->stack, l->stack_len, 0, 0, 0, 0);
+		if (!is_err(res))
+			res = remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
+		if (is_err(res))
+			ret = errf(l, (int)res, "munmap failed: %s", strerror((int)-res));
+	}
+	ukp_load_release(l);
+	if (!ret)
+		l->area = l->stack = l->block = 0;
+	return ret;
+}
