@@ -4329,8 +4329,8 @@ def case_attach_busy():
                 # (work() is hit all the time: a thread may trap on it
                 # just before the detach removes it, and take its SIGTRAP
                 # after. No probe in the libz it loads and unloads all
-                # the time: after main's 08fafb2 a re-attach refuses
-                # libz.so.1:crc32, "blacklisted, or not code")
+                # the time: since the merge of main at 1a08e89 a re-attach
+                # may refuse libz.so.1:crc32, "blacklisted, or not code")
                 r = ukprobe([cmd, "-p", str(p.pid), "-d", "0.3", "-e", "p:w work"] +
                             (["-o", os.path.join(d, "t")] if cmd == "trace" else []), timeout=120)
             check(r.returncode == 0 and r.stderr == "", "%s -p #%d" % (cmd, i), show(r))
