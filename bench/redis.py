@@ -8,15 +8,21 @@ compiled) and bpftrace (uprobes on the same functions, `@n = count()`)
 on the same server in the same run.
 
   redis.py --ukprobe PATH --json OUT [--rounds N] [--requests N] [--no-peers]
+           [--all-rounds N]
 
-Each round measures no probes and ukprobe (in alternating order), then
-bpftrace; each ratio is a probed run's rps over the no-probes run of its
-round (median, min, max).
+Each round measures no probes, ukprobe, ukprobe run and bpftrace, in an order rotated
+from round to round; each ratio is a probed run's rps over the no-probes
+run of its round (median, min, max), with the hits each counted. Then
+GET with every function of redis-server probed (`p redis-server:*`, the
+issue's second goal), ukprobe only, alternating with no probes. ukprobe's
+probes are measured once it says every one is in place (UKPROBE_TIMING).
 """
 import argparse
 import csv
 import io
 import json
+import re
+import select
 import os
 import shutil
 import signal
@@ -26,6 +32,7 @@ import subprocess
 import time
 
 FUNCS = ("call", "processCommand", "lookupKey")
+SPECS = ["p redis-server:" + f for f in FUNCS]
 
 
 def summary(v):
@@ -50,20 +57,43 @@ def thread_named(pid, name):
     return False
 
 
-def with_ukprobe(ukprobe, srv, fn):
+def until_line(proc, want, what, timeout):
+    """Lines of proc's stream until one containing want; a RuntimeError
+    with what it said if it ends first or takes longer than timeout."""
+    seen, end = [], time.time() + timeout
+    stream = proc.stderr if proc.stderr else proc.stdout
+    while time.time() < end:
+        r, _, _ = select.select([stream], [], [], 0.5)
+        if not r:
+            continue
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line.strip())
+        if want in line:
+            return seen
+    proc.kill()
+    proc.wait()
+    raise RuntimeError("%s: %s" % (what, " / ".join(seen[-3:]) or "no output"))
+
+
+def with_ukprobe(ukprobe, srv, fn, specs):
+    """fn()'s result with ukprobe stat -p counting specs, and the hits."""
     args = [ukprobe, "stat", "-p", str(srv.pid)]
-    for f in FUNCS:
-        args += ["-e", "p redis-server:" + f]
-    t = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    end = time.time() + 30
-    while not thread_named(srv.pid, "ukprobe-agent") and time.time() < end:
-        time.sleep(0.01)
-    time.sleep(0.5)  # the probes registered and optimized
+    for sp in specs:
+        args += ["-e", sp]
+    t = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, UKPROBE_TIMING="1"))
+    # every probe registered (a glob over every function takes seconds)
+    until_line(t, "every probe in place", "ukprobe", 600)
+    time.sleep(0.5)  # the jump optimizer's rounds
     try:
         return fn()
     finally:
         t.send_signal(signal.SIGINT)
-        t.communicate(timeout=60)
+        out, _ = t.communicate(timeout=600)
+        hits[0] = sum(int(r.split()[1]) for r in out.splitlines()[1:]
+                      if len(r.split()) >= 2 and r.split()[1].isdigit())
 
 
 def script_for(srv):
@@ -89,27 +119,27 @@ def with_run(ukprobe, srv, fn):
 
 
 def with_bpftrace(srv, fn):
+    """fn()'s result with bpftrace's uprobes counting FUNCS, and the hits."""
     b = subprocess.Popen(["bpftrace", "-p", str(srv.pid), "-e", script_for(srv)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
-    line = b.stdout.readline()  # "Attaching 3 probes..."
-    # (its warning that RLIMIT_MEMLOCK could not be raised: it attaches)
-    while "RLIMIT_MEMLOCK" in line:
-        line = b.stdout.readline()
-    if not line.startswith("Attaching"):
-        b.kill()
-        b.wait()
-        raise RuntimeError("bpftrace: " + line.strip())
+    # (its RLIMIT_MEMLOCK warning may come first: it attaches all the same)
+    until_line(b, "Attaching", "bpftrace", 60)
     time.sleep(0.5)
     try:
         return fn()
     finally:
         b.send_signal(signal.SIGINT)
         try:
-            b.communicate(timeout=60)
+            out, _ = b.communicate(timeout=60)
         except subprocess.TimeoutExpired:
-            # (seen under a load of 20: it did not end on SIGINT)
+            # (slow to detach on a loaded machine: its count is lost)
             b.kill()
-            b.communicate()
+            out, _ = b.communicate()
+        m = re.search(r"@n: (\d+)", out)
+        hits[0] = int(m.group(1)) if m else None
+
+
+hits = [0]  # the last probed run's hits (with_ukprobe, with_bpftrace)
 
 
 def main():
@@ -119,6 +149,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--all-rounds", type=int, default=3,
+                    help="rounds with every function probed (GET; 0: none)")
     a = ap.parse_args()
     res = {"command": "redis-benchmark -t get|set -n %d -c 50" % a.requests, "rows": []}
     missing = [p for p in ("redis-server", "redis-benchmark") if not shutil.which(p)]
@@ -145,30 +177,66 @@ def main():
             for t in ("get", "set"):
                 base, uk, run, bpf, bpf_err = [], [], [], [], None
                 rps(port, t, a.requests)  # warm-up: the first run is slower
+                uk_hits, bpf_hits = [], []
                 for i in range(a.rounds):
-                    # the order alternates: a drift of the machine favours neither
-                    if i % 2:
-                        u = with_ukprobe(a.ukprobe, srv, lambda: rps(port, t, a.requests))
-                        b = rps(port, t, a.requests)
-                    else:
-                        b = rps(port, t, a.requests)
-                        u = with_ukprobe(a.ukprobe, srv, lambda: rps(port, t, a.requests))
-                    base.append(b)
-                    uk.append(u / b)
-                    run.append(with_run(a.ukprobe, srv, lambda: rps(port, t, a.requests)) / b)
-                    if bpf_skip is None and bpf_err is None:
+                    # each round measures the three in an order of its own
+                    # (rotated): a drift of the machine favours none
+                    runs = ["base", "ukprobe", "run"] + (["bpftrace"] if bpf_skip is None and
+                                                         bpf_err is None else [])
+                    runs = runs[i % len(runs):] + runs[:i % len(runs)]
+                    got = {}
+                    for r in runs:
                         try:
-                            bpf.append(with_bpftrace(srv, lambda: rps(port, t, a.requests)) / b)
+                            if r == "base":
+                                got[r] = rps(port, t, a.requests)
+                            elif r == "ukprobe":
+                                got[r] = with_ukprobe(a.ukprobe, srv, lambda: rps(port, t, a.requests),
+                                                      SPECS)
+                                uk_hits.append(hits[0])
+                            elif r == "run":
+                                got[r] = with_run(a.ukprobe, srv, lambda: rps(port, t, a.requests))
+                            else:
+                                got[r] = with_bpftrace(srv, lambda: rps(port, t, a.requests))
+                                bpf_hits.append(hits[0])
                         except (RuntimeError, OSError) as e:
+                            if r != "bpftrace":
+                                raise
                             bpf_err = str(e)
+                    base.append(got["base"])
+                    uk.append(got["ukprobe"] / got["base"])
+                    run.append(got["run"] / got["base"])
+                    if "bpftrace" in got:
+                        bpf.append(got["bpftrace"] / got["base"])
                 row = {"id": "redis " + t.upper(), "status": "ok", "rounds": a.rounds,
-                       "base_rps": summary(base), "ukprobe": summary(uk),
-                       "ukprobe_run": summary(run)}
+                       "base_rps": summary(base), "ukprobe": summary(uk), "ukprobe_run": summary(run),
+                       "ukprobe_hits": uk_hits}
                 if bpf:
                     row["bpftrace"] = summary(bpf)
+                    row["bpftrace_hits"] = bpf_hits
                 else:
                     row["bpftrace_skipped"] = bpf_skip or bpf_err
                 res["rows"].append(row)
+            # every function of redis-server probed, GET (ukprobe only:
+            # bpftrace's uprobes on thousands of functions are the kernel's)
+            base, uk, uk_hits = [], [], []
+            for i in range(a.all_rounds):
+                if i % 2:
+                    u = with_ukprobe(a.ukprobe, srv, lambda: rps(port, "get", a.requests),
+                                     ["p redis-server:*"])
+                    uk_hits.append(hits[0])
+                    b = rps(port, "get", a.requests)
+                else:
+                    b = rps(port, "get", a.requests)
+                    u = with_ukprobe(a.ukprobe, srv, lambda: rps(port, "get", a.requests),
+                                     ["p redis-server:*"])
+                    uk_hits.append(hits[0])
+                base.append(b)
+                uk.append(u / b)
+            if a.all_rounds:
+                res["rows"].append({"id": "redis GET, every function", "status": "ok",
+                                    "rounds": a.all_rounds, "base_rps": summary(base),
+                                    "ukprobe": summary(uk), "ukprobe_hits": uk_hits,
+                                    "bpftrace_skipped": "not measured (thousands of uprobes)"})
         finally:
             srv.kill()
             srv.wait()
@@ -178,8 +246,8 @@ def main():
         if r["status"] != "ok":
             print("%s: %s: %s" % (r["id"], r["status"], r["reason"]))
             continue
-        print("%s: %.0f rps without probes; ukprobe %.2f, ukprobe run %.2f, bpftrace %s" % (
-            r["id"], r["base_rps"]["median"], r["ukprobe"]["median"], r["ukprobe_run"]["median"],
+        print("%s: %.0f rps without probes; ukprobe %.2f, bpftrace %s" % (
+            r["id"], r["base_rps"]["median"], r["ukprobe"]["median"],
             "%.2f" % r["bpftrace"]["median"] if "bpftrace" in r else r["bpftrace_skipped"]))
 
 

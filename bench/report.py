@@ -394,18 +394,19 @@ REDIS_COLS = ("rps, no probes", "ukprobe -p, 3 probes", "ukprobe run -p, 3 count
 def redis_text(rd):
     out = ["", "Redis (%s): requests per second as a ratio to no probes (median, min-max "
            "over the rounds)" % rd["command"], ""]
-    out.append("%-12s %s" % ("", "  ".join("%-24s" % c for c in REDIS_COLS)))
+    out.append("%-26s %s" % ("", "  ".join("%-24s" % c for c in REDIS_COLS)))
     for r in rd["rows"]:
         if r["status"] != "ok":
-            out.append("%-12s %s: %s" % (r["id"], r["status"], r.get("reason", "")))
+            out.append("%-26s %s: %s" % (r["id"], r["status"], r.get("reason", "")))
             continue
-        out.append("%-12s %s" % (r["id"], "  ".join("%-24s" % c for c in redis_cells(r))))
+        out.append("%-26s %s" % (r["id"], "  ".join("%-24s" % c for c in redis_cells(r))))
     return out
 
 
 def redis_markdown(rd):
     out = ["", "Redis (`%s`; bench/redis.py): Debian's redis-server, requests per second "
-           "with `call`, `processCommand` and `lookupKey` counted, as a ratio to the same "
+           "with `call`, `processCommand` and `lookupKey` counted (the last row: every "
+           "function of redis-server, `p redis-server:*`), as a ratio to the same "
            "server without probes in the same round (median, min-max)." % rd["command"], ""]
     out.append("| | " + " | ".join(REDIS_COLS) + " |")
     out.append("| --- |" + " --- |" * len(REDIS_COLS))

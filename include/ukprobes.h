@@ -476,7 +476,10 @@ UKPROBES_API int ukprobes_wait_optimizer(void);
  * descriptor on /proc/self/mem is closed. Code a thread
  * may still run (the return trampoline, slots, detours) stays mapped.
  * The next registration starts the library again. 0, or -EBUSY while a
- * probe is registered or from a handler.
+ * probe is registered or from a handler, or when a thread kept a
+ * SIGTRAP of a removed breakpoint (or a request of the library's)
+ * pending for seconds: the library's signal actions then stay (under
+ * the program's default ones the signal would end the process).
  */
 UKPROBES_API int ukprobes_shutdown(void);
 

@@ -36,10 +36,13 @@ UKPROBES_API int ukprobes_shutdown(void)
 	 * (SIG_DFL: the end of the process) */
 	if (!ukp_threads_drain())
 		pr_warn("ukprobes_shutdown: a thread did not answer; a breakpoint trap may still be pending in it\n");
-	ukp_signals_uninstall();
+	/* (and neither that SIGTRAP nor a scan request is still pending:
+	 * else the library's actions stay, and it says so) */
+	if (!ukp_signals_uninstall())
+		ret = -EBUSY;
 	/* the descriptor on /proc/self/mem goes too (opened again when
 	 * needed), as after a fork */
 	ukp_text_release();
 	ukp_unlock_for_show();
-	return 0;
+	return ret;
 }

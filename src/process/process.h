@@ -88,7 +88,7 @@ extern bool ukp_scan_without_proc;            /* tests: as if /proc had no sysca
 /* ------------------------------------------------------------ signals */
 /* signals.c */
 int ukp_signals_install(void);                /* [reg], or [any] when not yet done */
-void ukp_signals_uninstall(void);             /* [reg] teardown.c */
+bool ukp_signals_uninstall(void);             /* [reg] teardown.c; false: left installed */
 bool ukp_signals_installed(void);             /* [trap] */
 void ukp_signals_rewrap(void);                /* [reg] */
 void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc); /* [trap] */

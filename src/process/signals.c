@@ -44,8 +44,10 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -823,11 +825,89 @@ static void restore_action(int sig, const struct sigaction *sa)
 	sys_rt_sigaction(sig, &k, NULL);
 }
 
-void ukp_signals_uninstall(void)
+/* [reg] The pending-signal mask "FIELD:\tHEX" in a status text, or 0. */
+static uint64_t pending_field(const char *text, const char *field)
 {
+	const char *p = strstr(text, field);
+	uint64_t v = 0;
+
+	if (!p)
+		return 0;
+	for (p += strlen(field); *p == '\t' || *p == ' '; p++)
+		;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		v = v << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return v;
+}
+
+/*
+ * [reg] Has some thread of the process a signal of mask pending (a
+ * SIGTRAP of a breakpoint it ran into before the breakpoint went, a scan
+ * request it has not taken yet)? Under the program's actions they
+ * would be its own (SIG_DFL: the end of the process). Read from
+ * /proc/self/task/TID/status with system calls only (no allocation:
+ * the program's allocator would start threads for ours).
+ */
+static bool signals_pending(uint64_t mask)
+{
+	char buf[4096] __attribute__((aligned(8))), text[2048];
+	int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool found = false;
+	long n;
+
+	if (dfd < 0)
+		return false;
+	while (!found && (n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n && !found;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *de = (void *)(buf + off);
+			char path[48];
+			int fd;
+			long k;
+
+			off += de->reclen;
+			if (de->name[0] < '1' || de->name[0] > '9' || strlen(de->name) > 12)
+				continue;
+			strcpy(path, de->name);
+			strcat(path, "/status");
+			fd = (int)syscall(SYS_openat, dfd, path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			k = syscall(SYS_read, fd, text, sizeof(text) - 1);
+			syscall(SYS_close, fd);
+			if (k <= 0)
+				continue;
+			text[k] = '\0';
+			found = ((pending_field(text, "\nSigPnd:") | pending_field(text, "\nShdPnd:")) &
+				 mask) != 0;
+		}
+	}
+	syscall(SYS_close, dfd);
+	return found;
+}
+
+bool ukp_signals_uninstall(void)
+{
+	const uint64_t mask = 1ULL << (SIGTRAP - 1) | 1ULL << (UKP_SCAN_SIG - 1);
 	uint64_t old;
 	unsigned int i;
 
+	/* what is pending has its chance to be taken (a thread preempted
+	 * for a while on a loaded machine); if it never is, the library's
+	 * actions stay, rather than end the process */
+	for (i = 0; signals_pending(mask); i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (i == 5000)
+			return false;
+		nanosleep(&ts, NULL);
+	}
 	act_lock_acquire(&old);
 	if (!atomic_load(&installed))
 		goto out;
@@ -856,4 +936,5 @@ void ukp_signals_uninstall(void)
 	atomic_store(&installed, false);
 out:
 	act_lock_release(&old);
+	return true;
 }

@@ -16,9 +16,11 @@
  * passed: ukprobe sends DETACH, reads the last events and counts, and
  * waits until the agent's last thread in each process is gone.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,8 +161,7 @@ static void refuse(struct refusals *r, int fd, pid_t pid, uid_t uid)
 	close(fd);
 }
 
-/* pid's parent, from /proc/PID/stat, or 0. */
-static pid_t parent_of(pid_t pid)
+pid_t ukp_parent_of(pid_t pid)
 {
 	char path[64], buf[512], *p;
 	long ppid = 0;
@@ -189,7 +190,7 @@ static bool admitted_pid(const struct ukp_session *s, pid_t pid)
 				return true;
 		if (!s->follow)
 			return false;
-		pid = parent_of(pid);
+		pid = ukp_parent_of(pid);
 	}
 	return false;
 }
@@ -298,6 +299,80 @@ static bool said_hello(const struct ukp_session *s, pid_t pid)
 	return false;
 }
 
+/*
+ * Thread ids of processes in another PID namespace, as ukprobe sees
+ * them: the agent's records carry the process's own numbers. Found in
+ * /proc/PID/task/TID/status (NSpid, whose last number is the thread's
+ * own) and kept; a thread gone before it is looked up keeps its own
+ * number.
+ */
+#define TIDS_MAX 4096
+static struct tid_pair {
+	pid_t pid, own, tid;      /* own (in pid): tid here */
+} tids[TIDS_MAX];
+static size_t ntids;
+
+static pid_t tid_lookup(pid_t pid, pid_t own)
+{
+	size_t i;
+
+	for (i = 0; i < ntids; i++)
+		if (tids[i].pid == pid && tids[i].own == own)
+			return tids[i].tid;
+	return 0;
+}
+
+/* Every thread of pid into tids (those not there yet). */
+static void tids_scan(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		char st[96], line[256];
+		pid_t tid = (pid_t)atoi(e->d_name), own = 0;
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(st, sizeof(st), "/proc/%d/task/%d/status", pid, tid);
+		f = fopen(st, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "NSpid:", 6)) {
+				char *last = strrchr(line, '\t');
+
+				own = last ? (pid_t)atoi(last + 1) : 0;
+				break;
+			}
+		if (f)
+			fclose(f);
+		if (own > 0 && !tid_lookup(pid, own) && ntids < TIDS_MAX)
+			tids[ntids++] = (struct tid_pair){ pid, own, tid };
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Thread own of img's process, as ukprobe sees it. */
+static pid_t host_tid(const struct ukp_image *img, pid_t own)
+{
+	pid_t t;
+
+	if (img->pid == img->own_pid || own <= 0)
+		return own;
+	t = tid_lookup(img->pid, own);
+	if (!t) {
+		tids_scan(img->pid);
+		t = tid_lookup(img->pid, own);
+	}
+	if (!t && ntids < TIDS_MAX)
+		tids[ntids++] = (struct tid_pair){ img->pid, own, own }; /* gone: not again */
+	return t ? t : own;
+}
+
 /* Until the agent's last thread in each process has returned. */
 static void wait_agents_gone(const struct ukp_session *s)
 {
@@ -310,7 +385,8 @@ static void wait_agents_gone(const struct ukp_session *s)
 
 		if (!img->detached || img->agent_tid <= 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d", img->pid, img->agent_tid);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", img->pid,
+			 host_tid(img, img->agent_tid));
 		while (access(path, F_OK) == 0 && now_ms() < until) {
 			struct timespec d = { 0, 200000 };
 
@@ -333,6 +409,14 @@ static void timed_event(struct ukp_session *s, struct ukp_image *img,
 
 	if (!t->first_event_ms)
 		t->first_event_ms = now_ms();
+	if (img->pid != img->own_pid) {
+		struct ukp_rec r = *rec;
+
+		r.tid = host_tid(img, rec->tid);
+		if (t->ops && t->ops->event)
+			t->ops->event(s, img, pi, &r, t->arg);
+		return;
+	}
 	if (t->ops && t->ops->event)
 		t->ops->event(s, img, pi, rec, t->arg);
 }
@@ -612,9 +696,16 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			}
 			if (trunc)
 				s->protocol_error = true;
+			s->peer_pid = conns[i].pid;
 			ukp_session_packet(s, buf, (size_t)r, ops, arg);
-			if (!registered_ms && all_ready(s))
+			s->peer_pid = 0;
+			if (!registered_ms && all_ready(s)) {
 				registered_ms = now_ms();
+				/* at once: what waits for the probes (bench/redis.py) */
+				if (timing)
+					fprintf(stderr, "ukprobe: every probe in place after %ld ms\n",
+						registered_ms - start_ms);
+			}
 			if (s->protocol_error && s->version_mismatch)
 				goto restore;
 			if (s->protocol_error) {

@@ -116,7 +116,9 @@ struct ukp_addrmap;
 
 /* One process image (proto.h). */
 struct ukp_image {
-	int32_t pid, ppid;
+	/* as ukprobe sees them; own_pid: as the agent does (they differ in
+	 * another PID namespace, attached) */
+	int32_t pid, ppid, own_pid;
 	uint64_t id;
 	uint32_t origin;          /* enum ukp_origin */
 	char comm[17];
@@ -202,6 +204,9 @@ struct ukp_session {
 	bool protocol_error;
 	bool version_mismatch;    /* the agent is of another build (said already) */
 	int probe_errors;         /* SPECs reported as errors */
+	/* attached: the process the packet being handled came from, as
+	 * SO_PEERCRED names it in ukprobe's PID namespace; 0 otherwise */
+	pid_t peer_pid;
 	bool region_in;           /* a packet came with a region's memfd (region.c) */
 	int region_in_fd;
 	int wstatus;
@@ -245,6 +250,8 @@ void ukp_report_end(struct ukp_session *s);
  * they exit, ukprobe is told to stop, or s->duration runs out; then
  * detach. Returns ukprobe's exit code. */
 int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
+/* pid's parent as ukprobe sees it (/proc/PID/stat), or 0. */
+pid_t ukp_parent_of(pid_t pid);
 
 /* inject.c: make process pid load the agent and connect back to the
  * abstract socket name, presenting key (the session's secret, in hex). 0, or ukprobe's exit code after one line that

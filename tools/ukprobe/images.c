@@ -352,18 +352,23 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 	}
 	if (type == UKPM_FROM) {
 		struct ukp_msg_from f;
+		int32_t host;
 
 		if (len < sizeof(f))
 			return -1;
 		memcpy(&f, p, sizeof(f));
-		*imgp = image_find(s, f.pid, f.image);
+		/* attached, the connection says which process: its agent
+		 * knows only its own PID namespace's number */
+		host = s->peer_pid > 0 ? s->peer_pid : f.pid;
+		*imgp = image_find(s, host, f.image);
 		if (!*imgp) {
 			/* a new image: its first message must be HELLO */
-			*imgp = image_new(s, f.pid, f.image);
+			*imgp = image_new(s, host, f.image);
 			if (!*imgp)
 				return -1;
+			(*imgp)->own_pid = f.pid;
 		}
-		return 0;
+		return s->peer_pid <= 0 || (*imgp)->own_pid == f.pid ? 0 : -1;
 	}
 	if (!img || (type == UKPM_HELLO) == img->hello)
 		return -1;
@@ -383,12 +388,12 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 			s->version_mismatch = true;
 			return -1;
 		}
-		if ((int)h.nspecs != s->nspecs || h.pid != img->pid)
+		if ((int)h.nspecs != s->nspecs || h.pid != img->own_pid)
 			return -1;
 		img->hello = true;
 		/* its counts and buffered events, should it end abruptly */
 		ukp_region_take(s, img);
-		img->ppid = h.ppid;
+		img->ppid = img->pid == img->own_pid ? h.ppid : ukp_parent_of(img->pid);
 		img->origin = h.origin;
 		memcpy(img->comm, h.comm, sizeof(h.comm));
 		img->comm[sizeof(h.comm)] = '\0';

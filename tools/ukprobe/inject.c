@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -227,6 +228,104 @@ static bool is_syscall_insn(const struct ukp_target *t, uintptr_t after)
 	       !memcmp(b, ukp_arch_syscall_insn, n);
 }
 
+/* Copy the file at path into the process's descriptor fd. */
+static bool fill_memfd(const struct ukp_target *t, int fd, const char *path)
+{
+	char there[64], buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n = 0;
+
+	snprintf(there, sizeof(there), "/proc/%d/fd/%d", t->pid, fd);
+	out = open(there, O_WRONLY | O_CLOEXEC);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in >= 0 && out >= 0 && n == 0;
+}
+
+/*
+ * A process in another root (t->other_root): the agent's path is not
+ * its, and the libraries the agent needs may not be there either. Each
+ * one it does not map yet, then the agent, is copied into a memfd made
+ * in the process (memfd_create) and loaded with dlopen("/proc/self/fd/N")
+ * (the loader finds each one's needed libraries loaded already, by
+ * their sonames); the descriptors are closed at the end. *res: the agent's dlopen()
+ * handle (0: failed, dlerror says why). -ENOENT after a line saying
+ * why; 0; or -errno (the process is gone).
+ */
+static int load_from_memory(const struct ukp_target *t, pid_t tid,
+			    const struct user_regs_struct *base, const char *agent,
+			    unsigned long *res)
+{
+	char **paths = NULL, **names = NULL;
+	int n = ukp_agent_files(agent, &paths, &names), i, ret = 0, nfds = 0;
+	bool failed = false;
+	unsigned long fds[UKP_AGENT_FILES_MAX];
+
+	if (n < 0)
+		return -ENOENT;
+	*res = 1;
+	for (i = 0; i < n && !ret && *res; i++) {
+		bool is_agent = i == n - 1;
+		char memname[300], fdpath[64];
+		unsigned long fd = (unsigned long)-1;
+
+		if (!is_agent && ukp_target_maps_object(t, names[i]))
+			continue;
+		snprintf(memname, sizeof(memname), "%s%s", is_agent ? "" : UKP_DEP_MEMFD_PREFIX,
+			 names[i]);
+		{
+			const char *a[2] = { memname, NULL };
+			const unsigned long v[2] = { 0, MFD_CLOEXEC };
+
+			ret = call_in(t, tid, base, t->memfd_fn, a, v, &fd);
+		}
+		if (ret)
+			break;
+		if ((long)fd < 0) {
+			ukp_err("process %d (%s): memfd_create() failed in it, to load the agent "
+				"from memory",
+				t->pid, t->comm);
+			failed = true;
+			break;
+		}
+		if (!fill_memfd(t, (int)fd, paths[i])) {
+			ukp_err("process %d (%s): cannot copy %s into its memory: %s", t->pid,
+				t->comm, paths[i], strerror(errno));
+			failed = true;
+		} else {
+			const char *a[2] = { fdpath, NULL };
+			const unsigned long v[2] = { 0, RTLD_NOW };
+
+			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", (int)fd);
+			ret = call_in(t, tid, base, t->dlopen_fn, a, v, res);
+		}
+		fds[nfds++] = fd;
+		if (failed)
+			break;
+	}
+	/* closed once all are loaded: the loader knows an object by its
+	 * name, and each needs a name of its own */
+	for (i = 0; i < nfds; i++) {
+		const char *a[2] = { NULL, NULL };
+		const unsigned long v[2] = { fds[i], 0 };
+		unsigned long ignored;
+
+		if (!ret)
+			ret = call_in(t, tid, base, t->close_fn, a, v, &ignored);
+	}
+	ukp_agent_files_free(paths, names, n);
+	free(paths);
+	free(names);
+	return ret ? ret : failed ? -ENOENT : 0;
+}
+
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times)
 {
@@ -281,7 +380,15 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		goto out;
 	}
-	{
+	if (t.other_root && t.agent.path[0]) {
+		/* loaded from memory by an earlier session */
+		ret = 0;
+		res = 1;
+	} else if (t.other_root) {
+		ret = load_from_memory(&t, tid, &sv.regs, agent, &res);
+		if (ret == -ENOENT)
+			goto out_restore;
+	} else {
 		const char *a[2] = { agent, NULL };
 		const unsigned long n[2] = { 0, RTLD_NOW };
 

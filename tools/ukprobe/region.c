@@ -109,7 +109,7 @@ static bool head_ok(const struct ukp_region_head *h, const struct ukp_image *img
 	       h->ids == UKP_REGION_IDS && h->rings_off == UKP_REGION_RINGS_OFF &&
 	       h->counts_off == UKP_REGION_COUNTS_OFF && h->recs_off == UKP_REGION_RECS_OFF &&
 	       h->ring_stride == UKP_REGION_RING_MAX && h->size == UKP_REGION_SIZE &&
-	       h->pid == img->pid && h->slots_used <= UKP_REGION_SLOTS;
+	       h->pid == img->own_pid && h->slots_used <= UKP_REGION_SLOTS;
 }
 
 /* Messages of img, handled as a packet from its agent: FROM, then the

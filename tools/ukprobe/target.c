@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -119,7 +122,8 @@ static int read_maps(struct ukp_target *t, const char *agent)
 		} else if (!strncmp(b, "libdl.so", 8)) {
 			if (m.off == 0 && !t->libdl.path[0])
 				t->libdl = m;
-		} else if (!strcmp(m.path, agent) && m.off == 0 && !t->agent.path[0]) {
+		} else if ((!strcmp(m.path, agent) || !strcmp(m.path, UKP_AGENT_MEMFD_MAPPED)) &&
+			   m.off == 0 && !t->agent.path[0]) {
 			t->agent = m;
 		}
 	}
@@ -134,10 +138,10 @@ static int read_maps(struct ukp_target *t, const char *agent)
  * and the value of its dynamic symbol name (the default version when
  * there are several). 0 or -1.
  */
-static int elf_dynsym(const char *root, const struct ukp_mapping *m, const char *name,
+static int elf_dynsym(pid_t pid, const struct ukp_mapping *m, const char *name,
 		      uintptr_t *addr)
 {
-	char path[4200];
+	char path[96];
 	Elf64_Ehdr eh;
 	Elf64_Shdr *sh = NULL;
 	Elf64_Sym *syms = NULL;
@@ -147,8 +151,14 @@ static int elf_dynsym(const char *root, const struct ukp_mapping *m, const char 
 	size_t nsyms = 0, i;
 	int fd, ret = -1, k;
 
-	snprintf(path, sizeof(path), "%s%s", root, m->path);
+	/* the mapping's own file (the agent loaded from memory has no
+	 * path); opening it so needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE,
+	 * else the path in maps, which is as ukprobe's root sees it */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int)pid, (unsigned long)m->start,
+		 (unsigned long)m->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
@@ -372,6 +382,8 @@ bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip)
 	return (ip >= t->libc_lo && ip < t->libc_hi) || (ip >= t->ld_lo && ip < t->ld_hi);
 }
 
+static bool same_file_in_root(const struct ukp_target *t, const char *path);
+
 int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 {
 	char path[64], st[256] = "";
@@ -419,21 +431,78 @@ int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 		return -1;
 	}
 	if (!t->libc.path[0] ||
-	    (elf_dynsym(t->root, &t->libc, "dlopen", &t->dlopen_fn) &&
-	     (!t->libdl.path[0] || elf_dynsym(t->root, &t->libdl, "dlopen", &t->dlopen_fn)))) {
+	    (elf_dynsym(t->pid, &t->libc, "dlopen", &t->dlopen_fn) &&
+	     (!t->libdl.path[0] || elf_dynsym(t->pid, &t->libdl, "dlopen", &t->dlopen_fn)))) {
 		ukp_err("process %d (%s) has no dynamic loader's dlopen() to load the agent with "
 			"(it does not use the GNU C library%s)",
 			pid, t->comm, t->libc.path[0] ? ", or one older than 2.34 without libdl" : "");
 		return -1;
 	}
-	if (elf_dynsym(t->root, &t->libc, "dlerror", &t->dlerror_fn) && t->libdl.path[0])
-		elf_dynsym(t->root, &t->libdl, "dlerror", &t->dlerror_fn);
+	if (elf_dynsym(t->pid, &t->libc, "dlerror", &t->dlerror_fn) && t->libdl.path[0])
+		elf_dynsym(t->pid, &t->libdl, "dlerror", &t->dlerror_fn);
+	t->other_root = !same_file_in_root(t, agent);
+	if (t->other_root && !t->agent.path[0]) {
+		struct statfs sf;
+		char proc[sizeof(t->root) + 8];
+
+		snprintf(proc, sizeof(proc), "%s/proc", t->root);
+		if (elf_dynsym(t->pid, &t->libc, "memfd_create", &t->memfd_fn) ||
+		    elf_dynsym(t->pid, &t->libc, "close", &t->close_fn)) {
+			ukp_err("process %d (%s) runs in another root, and its C library has no "
+				"memfd_create() to load the agent from memory with (glibc < 2.27)",
+				pid, t->comm);
+			return -1;
+		}
+		if (statfs(proc, &sf) || sf.f_type != PROC_SUPER_MAGIC) {
+			ukp_err("process %d (%s) runs in another root, with no /proc mounted in it: "
+				"the agent cannot be loaded there (mount /proc in its root)",
+				pid, t->comm);
+			return -1;
+		}
+	}
 	return 0;
+}
+
+/* Is path, as ukprobe sees it, the same file at the same path in the
+ * process's root (not when it runs in a container or a chroot)? */
+static bool same_file_in_root(const struct ukp_target *t, const char *path)
+{
+	char there[4200];
+	struct stat a, b;
+
+	snprintf(there, sizeof(there), "%s%s", t->root, path);
+	return !stat(path, &a) && !stat(there, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Does the process map an object named name (a file whose name begins
+ * with it: libz.so.1.2.13 for libz.so.1), or one ukprobe loaded into it
+ * from memory under that name? */
+bool ukp_target_maps_object(const struct ukp_target *t, const char *name)
+{
+	char path[64], line[4096 + 256], mem[300];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	snprintf(mem, sizeof(mem), "/memfd:" UKP_DEP_MEMFD_PREFIX "%s (deleted)", name);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		found = !strcmp(p, mem) || !strncmp(base_name(p), name, strlen(name));
+	}
+	fclose(f);
+	return found;
 }
 
 int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *addr)
 {
 	if (read_maps(t, agent) || !t->agent.path[0])
 		return -1;
-	return elf_dynsym("", &t->agent, "ukprobe_agent_attach", addr);
+	return elf_dynsym(t->pid, &t->agent, "ukprobe_agent_attach", addr);
 }

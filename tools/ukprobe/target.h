@@ -26,8 +26,20 @@ struct ukp_target {
 	uintptr_t libc_lo, libc_hi;   /* the C library's and the loader's code */
 	uintptr_t ld_lo, ld_hi;
 	uintptr_t dlopen_fn, dlerror_fn;  /* dlerror_fn may be 0 */
+	/* the agent is not at its path in the process's root (a container,
+	 * a chroot): it and the libraries it needs are loaded from memfds
+	 * made in the process (memfd_create, then dlopen /proc/self/fd/N) */
+	bool other_root;
+	uintptr_t memfd_fn, close_fn;     /* set when other_root */
 	int mem;                  /* /proc/PID/mem (inject.c), or -1 */
 };
+
+/* The names of the memfds the agent (and each library it needs, after
+ * the prefix) is loaded from, and the agent's as /proc/PID/maps shows it. */
+#define UKP_AGENT_MEMFD "ukprobe-agent"
+#define UKP_AGENT_MEMFD_MAPPED "/memfd:" UKP_AGENT_MEMFD " (deleted)"
+#define UKP_DEP_MEMFD_PREFIX "ukprobe:"
+#define UKP_AGENT_FILES_MAX 32
 
 /* Everything that can be checked without ptrace; fills *t. 0, or -1
  * after one line that says why the process cannot be attached to. */
@@ -40,6 +52,13 @@ void ukp_target_explain_eperm(const struct ukp_target *t);
 pid_t ukp_target_choose_thread(const struct ukp_target *t);
 /* Is ip in the C library's or the loader's code? */
 bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip);
+/* Does the process map an object of that name (see target.c)? */
+bool ukp_target_maps_object(const struct ukp_target *t, const char *name);
+/* The agent's libraries (not the C library's) in the order to load
+ * them, each after those it needs, then the agent: *paths[n], and their
+ * sonames in *names. n, or -1 after a line saying why (agent_files.c). */
+int ukp_agent_files(const char *agent, char ***paths, char ***names);
+void ukp_agent_files_free(char **paths, char **names, int n);
 /* A system call a thread waits in, holding no lock of the C library? */
 bool ukp_waiting_syscall(long nr);
 
