@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,10 @@ bool ukpa_attached;
 UKPA_TLS int ukpa_busy;
 
 static int out_fd = -1;
+/* Who ends the image (exit, exec, a signal's end, the script's exit()):
+ * the first thread to come; 0 none yet, 1 ending, 2 ended. [init] */
+static _Atomic int ending;
+
 static dev_t out_dev;
 static ino_t out_ino;
 static bool out_broken;
@@ -355,6 +360,7 @@ static void atfork_child(void)
 	}
 	agent_pid = getpid();
 	image_id = new_image_id();
+	atomic_store(&ending, 0);
 	if (ukpa_attached) {
 		/* a connection of its own, so that ukprobe can tell this
 		 * process to detach */
@@ -391,6 +397,24 @@ static void atfork_child(void)
 }
 
 /* [init] The image is over: its last events, its counts, END. */
+/* [init] True for the first caller. A later one (another thread's exit
+ * while exit()'s END is being sent) waits up to two seconds for the
+ * first to finish, so that the process does not end under it, and ends
+ * nothing itself: END and the maps go to ukprobe once. */
+static bool end_claim(void)
+{
+	int expect = 0;
+
+	if (atomic_compare_exchange_strong(&ending, &expect, 1))
+		return true;
+	for (int i = 0; i < 2000 && atomic_load(&ending) == 1; i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
+	return false;
+}
+
 static void end_image(enum ukp_end_reason reason)
 {
 	uint64_t lost = ukpa_reader_stop(-1);
@@ -405,11 +429,12 @@ static void end_image(enum ukp_end_reason reason)
  * the script's END and maps reach ukprobe. */
 void ukpa_end_before_signal(void)
 {
-	if (!ukpa_active())
+	if (!ukpa_active() || !end_claim())
 		return;
 	ukpa_busy++;
 	end_image(UKP_END_EXIT);
 	out_fd = -1;
+	atomic_store(&ending, 2);
 	ukpa_busy--;
 }
 
@@ -417,10 +442,11 @@ void ukpa_end_before_signal(void)
  * start a new image. */
 static void before_exec(void)
 {
-	if (!ukpa_active())
+	if (!ukpa_active() || !end_claim())
 		return;
 	ukpa_busy++;
 	end_image(UKP_END_EXEC);
+	atomic_store(&ending, 2);
 	ukpa_busy--;
 }
 
@@ -434,7 +460,7 @@ void ukpa_before_exit(void)
 {
 	uint64_t lost;
 
-	if (!ukpa_active() || ukpa_busy)
+	if (!ukpa_active() || ukpa_busy || !end_claim())
 		return;
 	ukpa_busy++;
 	lost = ukpa_reader_stop(1000);
@@ -442,6 +468,7 @@ void ukpa_before_exit(void)
 	if (ukpa_probes_send_stats_nowait() == 0)
 		send_end(lost, false, UKP_END_EXIT);
 	out_fd = -1;
+	atomic_store(&ending, 2);
 	ukpa_busy--;
 }
 
@@ -451,6 +478,7 @@ static void after_failed_exec(void)
 		return;
 	ukpa_busy++;
 	image_id = new_image_id();
+	atomic_store(&ending, 0);
 	if (ukpa_rings_new_image()) {
 		ukpa_busy--;
 		return; /* (untraced from here: tracing stays off) */
@@ -522,6 +550,7 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 	out_ino = st.st_ino;
 	agent_pid = getpid();
 	image_id = new_image_id();
+	atomic_store(&ending, 0);
 	ukpa_mode = parse_mode(mode);
 	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
 	atomic_store(&ukpa_trace_on, !getenv(UKP_ENV_TRACING_OFF));
@@ -627,6 +656,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	out_broken = false;
 	agent_pid = getpid();
 	image_id = new_image_id();
+	atomic_store(&ending, 0);
 	ukpa_mode = mode;
 	ukpa_follow = follow;
 	ukpa_attached = true;
