@@ -403,7 +403,7 @@ static void atfork_child(void)
  * nothing itself: END and the maps go to ukprobe once. */
 static bool end_claim(void)
 {
-	int expect = 0;
+	int expect = 0, saved_errno = errno;
 
 	if (atomic_compare_exchange_strong(&ending, &expect, 1))
 		return true;
@@ -412,6 +412,7 @@ static bool end_claim(void)
 
 		nanosleep(&ms, NULL);
 	}
+	errno = saved_errno;
 	return false;
 }
 
@@ -704,9 +705,11 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	/* The process runs already: its hits count from here, as ukprobe's
 	 * -d does (from the probes' announcement), not from when the
 	 * optimizer is done with them (seconds, for thousands of probes on
-	 * a busy machine: a short session then counted nothing). */
-	atomic_store(&ukpa_tracing, true);
+	 * a busy machine: a short session then counted nothing). A
+	 * script's BEGIN (and its pid, comm) first: the process's threads
+	 * hit the probes as soon as tracing is on. */
 	ukpa_script_begin();
+	atomic_store(&ukpa_tracing, true);
 	{
 		struct ukp_msg ready = { UKPM_READY, sizeof(ready) };
 
@@ -727,8 +730,10 @@ void ukpa_attach_end(bool tracing)
 {
 	struct ukp_msg_detached d = { .h = { UKPM_DETACHED, sizeof(d) } };
 
-	if (tracing)
+	if (tracing && end_claim()) {
 		end_image(UKP_END_DETACH);
+		atomic_store(&ending, 2);
+	}
 	atomic_store(&ukpa_tracing, false);
 	ukpa_reader_stop(-1);
 	ukpa_probes_unregister_all();
@@ -790,12 +795,13 @@ __attribute__((destructor)) static void ukpa_fini(void)
 {
 	int saved_errno = errno;
 
-	if (!ukpa_active())
+	if (!ukpa_active() || !end_claim())
 		return;
 	ukpa_busy++;
 	end_image(UKP_END_EXIT);
 	close(out_fd);
 	out_fd = -1;
+	atomic_store(&ending, 2);
 	ukpa_busy--;
 	errno = saved_errno;
 }

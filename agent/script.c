@@ -206,10 +206,19 @@ void ukpa_script_set_path(const char *path)
 	set_path = path && *path ? strdup(path) : NULL;
 }
 
+static void forget(void);
+
+/* [init] The session's script, or none: a session without one (stat,
+ * trace) after a `run -p` must not find the earlier script's handlers
+ * and messages still in place. */
 int ukpa_script_load_set(void)
 {
-	int ret = set_path ? ukpa_script_load(set_path) : 0;
+	int ret = 0;
 
+	if (set_path)
+		ret = ukpa_script_load(set_path);
+	else if (desc)
+		forget();
 	ukpa_script_set_path(NULL);
 	return ret;
 }

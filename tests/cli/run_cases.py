@@ -18,7 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
-from clitest import Fail, check, show, start_attachee, tgt, ukprobe  # noqa: E402
+from clitest import Fail, check, show, start_attachee, stat_hits, tgt, ukprobe  # noqa: E402
 
 TGT = tgt("script")
 
@@ -320,6 +320,12 @@ def case_run_attach():
                          r"@c\[tgt_attachee\]: (\d+)\n" % re.escape(tgt("attachee")), r.stdout)
         check(r.returncode == 0 and m and m[1] == m[2] and int(m[1]) > 0,
               "the second script", show(r))
+        # then a session without a script (stat -p): the scripts' messages
+        # and handlers are gone (it saw "unexpected data from the agent")
+        r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.5", "-e", "p:w " + tgt("attachee") + ":work"])
+        hits = stat_hits(r.stdout, "ukprobes/w")
+        check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
+              "stat -p after the scripts", show(r))
         # two processes: their maps merged, func named in each
         p2 = start_attachee(idle=1)
         try:
