@@ -4459,17 +4459,21 @@ def in_container(root, argv, **kw):
              (py, root, py, root, py, root, root, " ".join(argv)))
     u = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--kill-child", "sh", "-c", inner],
                          text=True, preexec_fn=no_core, **kw)
+    seen = "nothing"
     for _ in range(1000):
         try:
             with open("/proc/%d/task/%d/children" % (u.pid, u.pid)) as f:
                 kids = f.read().split()
-            if kids and os.readlink("/proc/%s/exe" % kids[0]) == root + argv[0]:
+            exe = os.readlink("/proc/%s/exe" % kids[0]) if kids else None
+            seen = "children %s, exe %s" % (kids, exe)
+            if exe == root + argv[0]:
                 return u, int(kids[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
+        except (FileNotFoundError, ProcessLookupError) as e:
+            seen = str(e)
         time.sleep(0.01)
     u.kill()
-    raise Fail("the program did not start in its namespace")
+    raise Fail("the program did not start in its namespace (unshare's status %s; last seen: %s;"
+               " wanted exe %s)" % (u.wait(), seen, root + argv[0]))
 
 
 PY_FORKER = ("import os, sys, time, zlib\n"
