@@ -4503,6 +4503,13 @@ def case_attach_container():
     if not shutil.which("unshare") or os.geteuid() != 0 or not os.path.exists(py):
         print("needs root, unshare and %s: skipped" % py)
         sys.exit(77)
+    # in a chroot whose root is no mount point (scripts/fresh_check.sh's),
+    # unshare cannot make the new mount namespace's root private
+    r = subprocess.run(["unshare", "--pid", "--mount", "--fork", "true"], capture_output=True,
+                       text=True)
+    if r.returncode and "propagation" in r.stderr:
+        print("unshare --mount cannot work here (%s): skipped" % r.stderr.strip())
+        sys.exit(77)
     root = make_root([py])
     u = None
     try:
