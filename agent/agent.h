@@ -117,6 +117,10 @@ struct ukpa_probe {
 	char event[UKP_SPEC_NAME_MAX + 1];
 	char why[160];            /* why not optimized */
 	struct ukpa_probe *next;  /* every probe, in id order */
+	/* a p event's probe whose object was unloaded: unregistered, kept
+	 * to be registered again (same id) when the object comes back */
+	bool retired;
+	uintptr_t retired_addr;   /* where it was */
 };
 #define UKPA_PROBE_ALIGN 64
 
@@ -198,6 +202,20 @@ void ukpa_probes_unregister_all(void);
 uint32_t ukpa_probes_count(void);
 /* [init] Any pending SPEC left? */
 bool ukpa_probes_pending(void);
+/* [init] On the thread that called the loader's r_brk (loader.c), with
+ * the loader's lock held; state: r_debug's r_state. RT_DELETE (objects
+ * are about to be unmapped): no registration starts until the
+ * RT_CONSISTENT after it, and none is under way when this returns.
+ * RT_CONSISTENT: probes of unloaded objects are forgotten and the SPECs
+ * whose objects are mapped now registered. */
+void ukpa_probes_loader_event(int state);
+
+/* ----------------------------------------------------------- loader.c */
+/* [init] under probes.c's lock: the probe on the loader's r_brk. 0 or a
+ * negative errno; *state: r_debug's r_state read after the probe went
+ * in. */
+int ukpa_loader_watch(int *state);
+void ukpa_loader_unwatch(void);
 
 /* --------------------------------------------------------- handlers.c */
 /* [hit] The handlers of the agent's kprobes and kretprobes: _pre records

@@ -19,10 +19,10 @@
  * returns the same handle, and this starts a new session.
  *
  * Not in an attached process: the interposers (the program's own
- * references bound to libc before the agent came), so probes on objects
- * the program dlopen()s later are registered by the reader within a few
- * milliseconds of the load rather than before dlopen() returns; an exec
- * ends the image without its final report.
+ * references bound to libc before the agent came); probes on objects the
+ * program dlopen()s later are registered all the same before dlopen()
+ * returns (loader.c), but an exec ends the image without its final
+ * report.
  */
 #include <errno.h>
 #include <stddef.h>

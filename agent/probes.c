@@ -6,10 +6,15 @@
  * A SPEC becomes one probe, or (a glob) one probe per matching function,
  * named after it as perf probe names them. A SPEC whose object is not
  * loaded yet waits ("pending") and is registered when the program loads
- * the object (interpose.c calls ukpa_probes_refresh() after dlopen(),
- * and the reader thread polls the loader's counters for the objects libc
- * loads by itself); when the object is unloaded and loaded again, its
- * probes are registered again.
+ * the object: the loader stops the loading thread for it, after the
+ * object is mapped and before it can be called (loader.c,
+ * ukpa_probes_loader_event); interpose.c calls ukpa_probes_refresh()
+ * after dlopen() and the reader thread polls the loader's counters, for
+ * when that probe could not be placed. When the object is unloaded, its
+ * probes are forgotten (the loader stops again, after the unmap) and
+ * registered again, under the same ids, when it comes back. No
+ * registration overlaps an unmap: from the loader's RT_DELETE to the
+ * RT_CONSISTENT after it, registrations wait (loader_wait_locked).
  *
  * Every probe is announced to ukprobe (a PROBE message) before its hits
  * are recorded: its live flag is set after the message went out.
@@ -20,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
@@ -49,6 +55,31 @@ static uint32_t nprobes;
 #define NCHUNKS 4096
 _Static_assert(CHUNK * NCHUNKS <= UKP_PROBES_MAX, "ukprobe takes ids below UKP_PROBES_MAX");
 static struct ukpa_probe **_Atomic chunks[NCHUNKS];
+
+/* Between the loader's RT_DELETE and the RT_CONSISTENT after it: objects
+ * are being unmapped, nothing is registered or unregistered. */
+static bool loader_deleting;
+static pthread_cond_t loader_cond = PTHREAD_COND_INITIALIZER;
+/* the loader's stop is placed (loader.c) */
+static bool loader_watched;
+
+/* [init] Under probes_lock: wait for the unmap under way to end. Bounded:
+ * a loader that never comes back (its thread killed) must not stop
+ * tracing for good. */
+static void loader_wait_locked(void)
+{
+	struct timespec until;
+
+	if (!loader_deleting)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	while (loader_deleting)
+		if (pthread_cond_timedwait(&loader_cond, &probes_lock, &until) == ETIMEDOUT) {
+			loader_deleting = false;
+			break;
+		}
+}
 
 /* --------------------------------------------------------- [reader] */
 
@@ -354,7 +385,33 @@ static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, 
 	object_of(addr, pr);
 	if (!pr->where) /* (an SDT probe's says which note it is) */
 		pr->where = strdup(where);
+	if (pr->retired) { /* back: its id stays */
+		pr->retired = false;
+		return 0;
+	}
 	return probe_publish(pr);
+}
+
+/* A retired probe of s (a p event's, its object unloaded) made ready to
+ * be registered again, or NULL. Its id, event name and counts stay. */
+static struct ukpa_probe *probe_revive(struct ukpa_spec *s)
+{
+	struct ukpa_probe *pr;
+
+	for (pr = probes_head; pr; pr = pr->next)
+		if (pr->spec == s && pr->retired)
+			break;
+	if (!pr)
+		return NULL;
+	free(pr->symbol_name);
+	free(pr->where);
+	free(pr->object);
+	pr->symbol_name = pr->where = pr->object = NULL;
+	pr->retired_addr = (uintptr_t)pr->kp.addr;
+	memset(&pr->kp, 0, sizeof(pr->kp));
+	pr->flags = UKP_PROBE_AGAIN;
+	pr->opt = -1;
+	return pr;
 }
 
 /*
@@ -367,6 +424,8 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 {
 	struct kprobe *kp = uses_rp(pr) ? &pr->rp.kp : &pr->kp;
 	int ret;
+
+	bool revived = pr->retired;
 
 	ret = probe_setup(pr, symbol_name, addr);
 	if (ret)
@@ -392,7 +451,10 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 		return ret;
 	}
 	pr->spec->nprobes++;
-	send_probe(pr);
+	/* a probe back at the same address is not announced again: an
+	 * object loaded and unloaded in a loop would flood ukprobe */
+	if (!revived || (uintptr_t)kp->addr != pr->retired_addr)
+		send_probe(pr);
 	atomic_store_explicit(&pr->live, true, memory_order_release);
 	return 0;
 }
@@ -1183,7 +1245,10 @@ static int spec_resolve(struct ukpa_spec *s)
 		spec_failed(s, -EINVAL, UKP_WHAT_ADDR, 0, spec->addr, have_obj ? obj.path : NULL);
 		return -1;
 	}
-	pr = probe_new(s, spec->event, 0);
+	/* a p event back in an object loaded again: its probe, id and counts */
+	pr = spec->is_return ? NULL : probe_revive(s);
+	if (!pr)
+		pr = probe_new(s, spec->event, 0);
 	if (!pr) {
 		spec_failed(s, -ENOMEM, UKP_WHAT_NONE, 0, 0, NULL);
 		return -1;
@@ -1196,7 +1261,7 @@ static int spec_resolve(struct ukpa_spec *s)
 		uintptr_t go = name && !spec->offset ? kallsyms_lookup_name(name) : 0;
 		uint32_t what = UKP_WHAT_NONE;
 
-		if (go && !ukpa_go_code(go))
+		if (go && (!ukpa_go_code(go) || pr->retired))
 			go = 0;
 		if (go && spec->is_return) {
 			probe_free(pr);
@@ -1223,7 +1288,8 @@ static int spec_resolve(struct ukpa_spec *s)
 		spec_failed(s, ret, ret == -ENOENT && !spec->is_addr ? UKP_WHAT_SYMBOL : UKP_WHAT_NONE,
 			    0, (uintptr_t)(spec->is_return ? pr->rp.kp.addr : pr->kp.addr),
 			    have_obj ? obj.path : NULL);
-		probe_free(pr);
+		if (!pr->retired) /* (a retired one stays in the list) */
+			probe_free(pr);
 		return -1;
 	}
 	return 0;
@@ -1341,6 +1407,18 @@ int ukpa_probes_setup(void)
 	int i, failed = 0;
 
 	pthread_mutex_lock(&probes_lock);
+	if (ukpa_probes_pending() && !loader_watched) {
+		int state;
+
+		/* the loader's stops first; an unmap it began before the
+		 * stop was in ends before anything registers */
+		if (ukpa_loader_watch(&state) == 0) {
+			loader_watched = true;
+			if (state == RT_DELETE)
+				loader_deleting = true;
+		}
+	}
+	loader_wait_locked();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
@@ -1381,10 +1459,12 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 		if (pr->spec != s || !atomic_load(&pr->live))
 			continue;
 		atomic_store(&pr->live, false);
-		if (uses_rp(pr))
+		if (uses_rp(pr)) {
 			unregister_kretprobe(&pr->rp);
-		else
+		} else {
 			unregister_kprobe(&pr->kp);
+			pr->retired = !pr->go_ret && !pr->sdt_pair;
+		}
 	}
 	s->nprobes = 0;
 	s->done = false;
@@ -1394,12 +1474,14 @@ static void spec_rearm_if_gone(struct ukpa_spec *s)
 	names_rebuild();
 }
 
-void ukpa_probes_refresh(void)
+/* [init] Under probes_lock: forget the probes of unloaded objects and
+ * register the SPECs whose objects are loaded now. Any registered? */
+static bool refresh_locked(void)
 {
 	bool registered = false;
 	int i;
 
-	pthread_mutex_lock(&probes_lock);
+	loader_wait_locked();
 	/* the library notices unloaded objects when it is next entered: a
 	 * look-up (of nothing) enters it */
 	{
@@ -1419,8 +1501,45 @@ void ukpa_probes_refresh(void)
 		if (s->pending && ukpa_obj_find(s->spec.object, &obj) == 0 && !spec_resolve(s))
 			registered = true;
 	}
+	return registered;
+}
+
+void ukpa_probes_refresh(void)
+{
+	bool registered;
+
+	pthread_mutex_lock(&probes_lock);
+	registered = refresh_locked();
 	pthread_mutex_unlock(&probes_lock);
 	/* optimized before the program uses the object (see agent.c) */
+	if (registered)
+		ukprobes_wait_optimizer();
+}
+
+void ukpa_probes_loader_event(int state)
+{
+	struct timespec until;
+	bool registered = false;
+
+	if (!ukpa_active())
+		return;
+	/* bounded: a holder of the lock waiting for the loader's lock (which
+	 * this thread holds) must not hang the program */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	if (pthread_mutex_timedlock(&probes_lock, &until))
+		return;
+	if (state == RT_DELETE) {
+		/* any registration under way has ended (the lock); none
+		 * starts until the objects are gone */
+		loader_deleting = true;
+	} else if (state == RT_CONSISTENT) {
+		loader_deleting = false;
+		pthread_cond_broadcast(&loader_cond);
+		if (nspecs)
+			registered = refresh_locked();
+	}
+	pthread_mutex_unlock(&probes_lock);
 	if (registered)
 		ukprobes_wait_optimizer();
 }
@@ -1544,6 +1663,11 @@ void ukpa_probes_unregister_all(void)
 	int nk = 0, nr = 0, i;
 
 	pthread_mutex_lock(&probes_lock);
+	loader_wait_locked();
+	if (loader_watched) {
+		ukpa_loader_unwatch();
+		loader_watched = false;
+	}
 	kps = calloc(nprobes + 1, sizeof(*kps));
 	rps = calloc(nprobes + 1, sizeof(*rps));
 	for (pr = probes_head; pr; pr = pr->next) {

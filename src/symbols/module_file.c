@@ -46,7 +46,11 @@ static char *search_serpath(const char *name)
 {
 	Dl_serinfo size, *info;
 	char *found = NULL;
-	void *self = dlopen(NULL, RTLD_LAZY);
+	/* the main program's link map: the handle dlopen(NULL) gives (a
+	 * glibc handle is its link map), without taking the loader's lock,
+	 * which a thread stopped in the loader may hold while it waits for
+	 * one of its caller's (the agent's loader stop, agent/loader.c) */
+	void *self = _r_debug.r_map;
 	size_t i;
 
 	if (!self)
@@ -60,7 +64,6 @@ static char *search_serpath(const char *name)
 						strlen(info->dls_serpath[i].dls_name), name);
 		free(info);
 	}
-	dlclose(self);
 	return found;
 }
 

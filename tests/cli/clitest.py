@@ -14,6 +14,7 @@ timestamps, function sizes, return addresses' offsets and pointer values
 change from run to run and from compiler to compiler.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
+import collections
 import glob
 import platform
 import json
@@ -4382,6 +4383,64 @@ def case_own_allocator():
               show(r))
         check(m and m.group(2) == "0" and "(libelf loaded)" not in r.stdout,
               "%s: no allocator call from libelf" % cmd[0], show(r))
+
+
+def case_reload():
+    """A probe on a library the program loads and unloads all the time
+    (dlopen, 5 calls of crc32, dlclose, in a loop): it waits while the
+    library is unmapped, is in place at every load before the program
+    calls into it, and every call is counted, under one name; the trace
+    has each call with its round (crc32's first argument)."""
+    r = ukprobe(["stat", "-e", "p:z libz.so.1:crc32", "--", tgt("reload"), "400"])
+    check(r.returncode == 0 and r.stderr == "" and "calls 2000\n" in r.stdout and
+          stat_hits(r.stdout, "ukprobes/z") == "2000", "stat: 400 rounds, 2000 calls counted",
+          show(r))
+    r = ukprobe(["trace", "-e", arch_spec("p:z libz.so.1:crc32 round=%di:u64"), "--",
+                 tgt("reload"), "50"])
+    ev = [parse_line(l) for l in r.stdout.splitlines() if " z: (" in l]
+    rounds = [int(m["args"].split("=")[1]) for m in ev if m["event"] == "z"]
+    check(r.returncode == 0 and r.stderr == "" and
+          rounds == [i for i in range(1, 51) for _ in range(5)],
+          "trace: every call of every round, in order", show(r))
+
+
+def case_attach_reload():
+    """-p on a program that loads and unloads libz all the time, with a
+    probe on libz's crc32 (issue 27: it failed with 'symbol crc32 not
+    found in libz.so.1', or was <not registered>): the probe is placed
+    at every load before the program calls crc32, so every round of the
+    trace but the first and the last (the attach and the detach land
+    inside them) has its 5 calls; stat counts, and the program is
+    unharmed."""
+    p = subprocess.Popen([tgt("reload"), "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "target ready")
+        for i in range(3):
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.3", "-e", "p:z libz.so.1:crc32"],
+                        timeout=120)
+            hits = stat_hits(r.stdout, "ukprobes/z")
+            check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
+                  "stat -p #%d counts crc32" % i, show(r))
+        for i in range(2):
+            r = ukprobe(["trace", "-p", str(p.pid), "-d", "0.3",
+                         "-e", "p:z libz.so.1:crc32 round=%di:u64"], timeout=120)
+            check(r.returncode == 0 and r.stderr == "", "trace -p #%d" % i, show(r))
+            rounds = [int(m["args"].split("=")[1]) for m in
+                      (parse_line(l) for l in r.stdout.splitlines() if l) if m["event"] == "z"]
+            seen = collections.Counter(rounds)
+            inner = list(range(min(seen) + 1, max(seen))) if seen else []
+            short = [(n, seen[n]) for n in inner if seen[n] != 5]
+            check(len(inner) >= 3 and not short and rounds == sorted(rounds),
+                  "trace -p #%d: every call of rounds %s..%s (calls per round short: %s)"
+                  % (i, inner[:1], inner[-1:], short[:10]), r.stdout[-2000:])
+        out, _ = p.communicate("quit\n", timeout=60)
+        check(p.returncode == 0 and re.match(r"calls \d+ rounds \d+\n$", out),
+              "the program ran on, unharmed", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def case_attach_busy():

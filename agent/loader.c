@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader.c - the dynamic loader's map changes, as they happen.
+ *
+ * The loader calls r_debug's r_brk (_dl_debug_state, an empty function
+ * kept for debuggers) with r_state RT_ADD or RT_DELETE before it maps or
+ * unmaps objects, and with RT_CONSISTENT once they are mapped (before
+ * dlopen() returns, before their initializers run) or unmapped. A probe
+ * there sends the calling thread, instead of into the empty function,
+ * into ukpa_loader_stop(): an ordinary call on that thread, with the
+ * loader's lock held, so that no other thread maps or unmaps anything
+ * meanwhile. probes.c then registers the SPECs that wait for an object
+ * before the program can call into it, and keeps registrations from
+ * overlapping an unmap (ukpa_probes_loader_event). This covers what the
+ * dlopen interposer cannot: an attached process (the program's calls are
+ * bound to libc's dlopen), the objects libc loads itself, and dlclose().
+ *
+ * The probe has a post_handler (that never runs) so that it stays a
+ * breakpoint: the library ignores a changed instruction pointer on a
+ * jump-optimized hit. The agent's own loads (ukpa_busy) pass through.
+ */
+#include <errno.h>
+#include <link.h>
+
+#include "agent.h"
+
+static struct kprobe loader_kp;
+static bool loader_on;
+
+/* [init] on the thread that called the loader's r_brk: what changed.
+ * Returns to r_brk's caller, as the empty function would have. */
+static __attribute__((noinline)) void ukpa_loader_stop(void)
+{
+	int saved = errno;
+
+	ukpa_busy++;
+	ukpa_probes_loader_event(_r_debug.r_state);
+	ukpa_busy--;
+	errno = saved;
+}
+
+/* [hit] */
+static int loader_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	(void)kp;
+	if (ukpa_busy)
+		return 0;
+	instruction_pointer_set(regs, (unsigned long)ukpa_loader_stop);
+	return 1; /* resume at the new instruction pointer */
+}
+
+/* [hit] never called: pre_handler always stops or the breakpoint is
+ * stepped; its presence keeps the probe from being jump-optimized */
+static void loader_post(struct kprobe *kp, struct pt_regs *regs, unsigned long flags)
+{
+	(void)kp;
+	(void)regs;
+	(void)flags;
+}
+
+int ukpa_loader_watch(int *state)
+{
+	int ret;
+
+	*state = _r_debug.r_state;
+	if (loader_on)
+		return 0;
+	if (!_r_debug.r_brk)
+		return -ENOENT;
+	loader_kp = (struct kprobe){ .addr = (kprobe_opcode_t *)_r_debug.r_brk,
+				     .pre_handler = loader_pre, .post_handler = loader_post };
+	ret = register_kprobe(&loader_kp);
+	if (ret)
+		return ret;
+	loader_on = true;
+	/* read after the breakpoint is in: a change begun before it was
+	 * still shows in r_state */
+	*state = __atomic_load_n(&_r_debug.r_state, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+void ukpa_loader_unwatch(void)
+{
+	if (!loader_on)
+		return;
+	unregister_kprobe(&loader_kp);
+	loader_on = false;
+}
