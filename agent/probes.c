@@ -1283,6 +1283,14 @@ static int spec_resolve(struct ukpa_spec *s)
 		ret = name ? probe_register(pr, name, 0, NULL) : -ENOMEM;
 		free(name);
 	}
+	if (ret && have_obj && ukpa_obj_find(spec->object, &obj)) {
+		/* its object was unloaded under this registration (a loader
+		 * stop that gave up waiting for it): it waits again */
+		if (!pr->retired)
+			probe_free(pr);
+		s->done = false;
+		return spec_wait(s);
+	}
 	if (ret) {
 		/* -ENOENT for a symbol: the object is loaded, the symbol is not */
 		spec_failed(s, ret, ret == -ENOENT && !spec->is_addr ? UKP_WHAT_SYMBOL : UKP_WHAT_NONE,
@@ -1524,9 +1532,10 @@ void ukpa_probes_loader_event(int state)
 	if (!ukpa_active())
 		return;
 	/* bounded: a holder of the lock waiting for the loader's lock (which
-	 * this thread holds) must not hang the program */
+	 * this thread holds: the library starting a thread) must not hang
+	 * the program; the probes then come a little late */
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 30;
+	until.tv_sec += 2;
 	if (pthread_mutex_timedlock(&probes_lock, &until))
 		return;
 	if (state == RT_DELETE) {
