@@ -62,6 +62,11 @@ static bool loader_deleting;
 static pthread_cond_t loader_cond = PTHREAD_COND_INITIALIZER;
 /* the loader's stop is placed (loader.c) */
 static bool loader_watched;
+/* an attach's setup is under way: it may need the loader's lock (the
+ * library starts its optimizer thread, its scans' helpers), so a loader
+ * stop must not wait for it; a SPEC whose object goes away under the
+ * setup's registration waits again (spec_resolve) */
+static _Atomic bool setup_busy;
 
 /* [init] Under probes_lock: wait for the unmap under way to end. Bounded:
  * a loader that never comes back (its thread killed) must not stop
@@ -1414,23 +1419,20 @@ int ukpa_probes_setup(void)
 {
 	int i, failed = 0;
 
+	atomic_store(&setup_busy, true);
 	pthread_mutex_lock(&probes_lock);
 	if (ukpa_probes_pending() && !loader_watched) {
 		int state;
 
-		/* the loader's stops first; an unmap it began before the
-		 * stop was in ends before anything registers */
-		if (ukpa_loader_watch(&state) == 0) {
-			loader_watched = true;
-			if (state == RT_DELETE)
-				loader_deleting = true;
-		}
+		/* the loader's stops first: the loads and unloads after the
+		 * setup are seen */
+		loader_watched = ukpa_loader_watch(&state) == 0;
 	}
-	loader_wait_locked();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
 	pthread_mutex_unlock(&probes_lock);
+	atomic_store(&setup_busy, false);
 	return failed ? -1 : 0;
 }
 
@@ -1529,7 +1531,7 @@ void ukpa_probes_loader_event(int state)
 	struct timespec until;
 	bool registered = false;
 
-	if (!ukpa_active())
+	if (!ukpa_active() || atomic_load(&setup_busy))
 		return;
 	/* bounded: a holder of the lock waiting for the loader's lock (which
 	 * this thread holds: the library starting a thread) must not hang
