@@ -4443,6 +4443,33 @@ def case_attach_reload():
             p.wait()
 
 
+def case_attach_not_registered():
+    """-p: a probe that is never registered says why, on one line of its
+    own: its library was not loaded while ukprobe was attached (not
+    'never loaded': the program may load it later); the other probes
+    count."""
+    plugin = os.path.join(TARGETS, "libukp_plugin.so")
+    p = subprocess.Popen([tgt("reload"), "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "target ready")
+        spec = "p:pw %s:plugin_work" % plugin
+        r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.3", "-e", spec,
+                     "-e", "p:z libz.so.1:crc32"], timeout=120)
+        check(r.returncode == 0 and
+              re.search(r"^ukprobes/pw +<not registered> +-$", r.stdout, re.M) and
+              int(stat_hits(r.stdout, "ukprobes/z") or 0) > 0, "rows", show(r))
+        check(r.stderr == "ukprobe: warning: %s: %s was not loaded while ukprobe was attached: "
+              "the probe waited for it and was not registered\n%s^\n" %
+              (spec, plugin, " " * len("ukprobe: warning: p:pw ")), "the reason, once", show(r))
+        out, _ = p.communicate("quit\n", timeout=60)
+        check(p.returncode == 0, "the program ran on", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def case_attach_busy():
     """-p on a program that forks and dlopen()s/dlclose()s all the time
     in threads of its own: attaches that land inside fork() or dlopen()

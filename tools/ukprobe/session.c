@@ -146,8 +146,12 @@ void ukp_report_end(struct ukp_session *s)
 			col = ukp_explain_failure(spec, &st->fail, msg, sizeof(msg));
 			ukp_spec_warn(spec->text, col, "%s (in every traced process)", msg);
 		} else if (!st->registered && st->pending && !st->failed) {
+			/* attached, it may be loaded before or after the session:
+			 * only the session's time is known */
 			ukp_spec_warn(spec->text, spec->point_col,
-				      "%s was never loaded: the probe was not registered",
+				      s->npids ? "%s was not loaded while ukprobe was attached: the "
+						 "probe waited for it and was not registered"
+					       : "%s was never loaded: the probe was not registered",
 				      spec->object);
 		} else if (!st->registered && !st->pending && !st->failed && !st->glob_failed) {
 			char name[64];
