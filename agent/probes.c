@@ -58,7 +58,7 @@ static struct ukpa_probe **_Atomic chunks[NCHUNKS];
 
 /* Between the loader's RT_DELETE and the RT_CONSISTENT after it: objects
  * are being unmapped, nothing is registered or unregistered. */
-static bool loader_deleting;
+static _Atomic bool loader_deleting;
 static pthread_cond_t loader_cond = PTHREAD_COND_INITIALIZER;
 /* the loader's stop is placed (loader.c) */
 static bool loader_watched;
@@ -73,17 +73,27 @@ static _Atomic bool setup_busy;
  * tracing for good. */
 static void loader_wait_locked(void)
 {
-	struct timespec until;
+	struct timespec until, end;
 
 	if (!loader_deleting)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 10;
-	while (loader_deleting)
-		if (pthread_cond_timedwait(&loader_cond, &probes_lock, &until) == ETIMEDOUT) {
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 10;
+	while (loader_deleting) {
+		/* in slices: the flag may be cleared without the lock */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 5000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (until.tv_sec > end.tv_sec ||
+		    (until.tv_sec == end.tv_sec && until.tv_nsec > end.tv_nsec)) {
 			loader_deleting = false;
 			break;
 		}
+		pthread_cond_timedwait(&loader_cond, &probes_lock, &until);
+	}
 }
 
 /* --------------------------------------------------------- [reader] */
@@ -1531,8 +1541,15 @@ void ukpa_probes_loader_event(int state)
 	struct timespec until;
 	bool registered = false;
 
-	if (!ukpa_active() || atomic_load(&setup_busy))
+	if (!ukpa_active())
 		return;
+	if (atomic_load(&setup_busy)) {
+		/* (an unmap that began before the setup ends here, unlocked:
+		 * its waiters wake within a slice of loader_wait_locked) */
+		if (state == RT_CONSISTENT)
+			atomic_store(&loader_deleting, false);
+		return;
+	}
 	/* bounded: a holder of the lock waiting for the loader's lock (which
 	 * this thread holds: the library starting a thread) must not hang
 	 * the program; the probes then come a little late */
