@@ -121,6 +121,7 @@ struct ukpa_probe {
 	 * to be registered again (same id) when the object comes back */
 	bool retired;
 	uintptr_t retired_addr;   /* where it was */
+	bool staged;              /* registered disabled by the setup, enabled at its end */
 };
 #define UKPA_PROBE_ALIGN 64
 

@@ -67,6 +67,11 @@ static bool loader_watched;
  * stop must not wait for it; a SPEC whose object goes away under the
  * setup's registration waits again (spec_resolve) */
 static _Atomic bool setup_busy;
+/* The setup registers its probes disabled and enables them all at its
+ * end: an armed breakpoint in a function the agent calls (libc's string
+ * and lock functions, with every libc function probed) would make each
+ * of its calls a trap for the rest of the setup. */
+static bool staging;
 
 /* [init] Under probes_lock: wait for the unmap under way to end. Bounded:
  * a loader that never comes back (its thread killed) must not stop
@@ -349,6 +354,10 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 		kp->offset = (unsigned int)spec->offset;
 	} else {
 		kp->addr = (kprobe_opcode_t *)addr;
+	}
+	if (staging) {
+		kp->flags |= KPROBE_FLAG_DISABLED;
+		pr->staged = true;
 	}
 	if (pr->go_ret) {
 		kp->pre_handler = ukpa_go_ret_pre;
@@ -1425,6 +1434,24 @@ bool ukpa_specs_use_duration(void)
 	return false;
 }
 
+/* [init] Under probes_lock: the setup's probes, armed at last. */
+static void enable_staged(void)
+{
+	struct ukpa_probe *pr;
+
+	for (pr = probes_head; pr; pr = pr->next) {
+		if (!pr->staged)
+			continue;
+		pr->staged = false;
+		if (!atomic_load(&pr->live))
+			continue;
+		if (uses_rp(pr))
+			enable_kretprobe(&pr->rp);
+		else
+			enable_kprobe(&pr->kp);
+	}
+}
+
 int ukpa_probes_setup(void)
 {
 	int i, failed = 0;
@@ -1438,9 +1465,12 @@ int ukpa_probes_setup(void)
 		 * setup are seen */
 		loader_watched = ukpa_loader_watch(&state) == 0;
 	}
+	staging = true;
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
+	staging = false;
+	enable_staged();
 	pthread_mutex_unlock(&probes_lock);
 	atomic_store(&setup_busy, false);
 	return failed ? -1 : 0;
