@@ -4076,8 +4076,9 @@ def case_usdt():
         g = re.search(r"-?\d+@\[x\d+, #:lo12:[^\]]+\]", note[1])
         r = ukprobe(["trace", "-e", SDT_ARGS, "--", tgt("sdt"), "run", "1"])
         check(g and r.returncode == 1 and r.stderr == error_lines(
-            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", a form '
-            'ukprobe does not decode' % g[0]), "the :lo12: form refused", show(r))
+            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", '
+            "a global's address relative to a label that has no symbol: ukprobe does not "
+            "decode those" % g[0]), "the :lo12: form refused", show(r))
         args_spec = SDT_ARGS.replace("g=$arg7 ", "")
         want = [w.replace(" g=19088743", "") for w in want]
     r, lines = traced([args_spec, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
@@ -4176,6 +4177,53 @@ def case_usdt_attach():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def case_usdt_index():
+    """SDT arguments with an index register (targets/sdt_index.c, -O2):
+    x86-64's DISP(%B,%I,S), (%B,%I) and, in non-PIC code, SYM(,%I,S);
+    AArch64's [xB, xI]: each hit's values equal what the program itself
+    prints; probes --usdt lists them; a thread-local variable
+    (%fs:SYM@tpoff) is refused with its reason."""
+    elem = ("p %tgt:elem i=$arg1 a=$arg2 g=$arg3 v=$arg4 k=$arg5 s=$arg6 c=$arg7 p=$arg8")
+    leaf = "p %tgt:leaf x=$arg1 y=$arg2"
+    tls = "p %tgt:tls t=$arg1"
+    index = (r"-?\d@-?\w*\(%\w*,%\w+(,\d)?\)" if ARCH == "x86_64" else
+             r"-?\d@\[x\d+, x\d+(, lsl #?\d)?\]")
+    names = ["sdt_index"] + (["sdt_index_nopie"] if ARCH == "x86_64" else [])
+    for name in names:
+        if not os.path.exists(tgt(name)):
+            print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
+            sys.exit(77)
+        notes = subprocess.run(["readelf", "-n", tgt(name)], capture_output=True,
+                               text=True).stdout
+        args = dict(re.findall(r"Name: (\w+)\n.*\n\s*Arguments: (.*)\n", notes))
+        # the forms this case is about are in the notes (GCC chose them)
+        n = len(re.findall(index, args.get("elem", "") + " " + args.get("leaf", "")))
+        check(n >= (8 if ARCH == "x86_64" else 1), "%s: index forms in the notes" % name,
+              notes)
+        if name.endswith("nopie"):
+            check(re.search(r"@garr\(,%\w+,8\)", args["elem"]), "SYM(,%I,S)", notes)
+        thread_local = "%fs:" in args.get("tls", "")
+        specs = [elem, leaf] + ([] if thread_local else [tls])
+        r, lines = traced(specs, [tgt(name), "3"])
+        check(r.returncode == 0 and r.stderr == "", name, show(r))
+        printed = [l for l in r.stdout.splitlines() if thread_local is False or
+                   not l.startswith("t=")]
+        got = [parse_line(l)["args"].strip() for l in lines]
+        check(len(printed) == 3 * (8 + 7 + (0 if thread_local else 1)) and got == printed,
+              "%s: the values the program printed" % name, "got:\n" + "\n".join(got),
+              "printed:\n" + "\n".join(printed))
+        r = ukprobe(["probes", "--usdt", tgt(name)])
+        rows = {l.split()[0]: l.split(None, 4) for l in r.stdout.splitlines()[1:]}
+        check(r.returncode == 0 and rows["tgt:elem"][4] == args["elem"] and
+              rows["tgt:elem"][3] == "jump", "%s: probes --usdt" % name, show(r))
+        if thread_local:
+            r = ukprobe(["trace", "-e", tls, "--", tgt(name), "1"])
+            check(r.returncode == 1 and r.stderr == error_lines(
+                tls, tls.index("t=$arg1"), '$arg1 of SDT probe tgt:tls is "%s", a thread-local '
+                'variable (a segment-relative address): ukprobe does not fetch those' %
+                args["tls"]), "the thread-local variable refused", show(r))
 
 
 USDT_PY = r"""
