@@ -4108,9 +4108,9 @@ def case_usdt():
     (registers of each width and sign, a rip-relative symbol, constants,
     memory at a register + offset), typed by the note; $argN:string and
     +0($argN):string; the semaphores raised while traced (the program
-    counts the calls that saw them) in the program and in an object it
-    dlopen()s later; three threads counted exactly; probes --usdt; the
-    errors."""
+    counts the calls that saw them) in the program, in an object it
+    dlopen()s later and in a library loaded at start (tgt_sdt_needed);
+    three threads counted exactly; probes --usdt; the errors."""
     if not os.path.exists(tgt("sdt")):
         print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
         sys.exit(77)
@@ -4171,6 +4171,14 @@ def case_usdt():
     r = ukprobe(["probes", "--usdt", os.path.join(TARGETS, "libukp_sdtplug.so"), "fire"])
     check(r.returncode == 0 and len(r.stdout.splitlines()) == 2 and
           r.stdout.splitlines()[1].split()[0] == "plug:fire", "--usdt a library", show(r))
+    # a library loaded at start (DT_NEEDED) with a semaphore: raised
+    # before main's first call, counted exactly, and not when untraced
+    r = subprocess.run([tgt("sdt_needed"), "7"], capture_output=True, text=True)
+    check(r.stdout == "enabled=0 sum=28\n", "untraced, plug:fire's semaphore is down", r.stdout)
+    r = ukprobe(["stat", "-e", "p %plug:fire", "--", tgt("sdt_needed"), "7"])
+    check(r.returncode == 0 and r.stdout.startswith("enabled=7 sum=28\n") and
+          re.search(r"^sdt_plug/fire +7 +0$", r.stdout, re.M),
+          "a semaphore in a library loaded at start", show(r))
     # errors
     for spec, col, msg in (
             ("p %tgt:args $arg9", 12, "SDT probe tgt:args has 8 arguments, not $arg9"),
