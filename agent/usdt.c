@@ -209,7 +209,8 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 			}
 			fa->index_reg = a->index;
 			fa->index_scale = a->scale;
-			ok = deref_first(fa, a->off + (a->reg == USDT_ARG_NOREG ? 0 : (long)a->addr));
+			ok = deref_first(fa, (long)((unsigned long)a->off +
+						 (a->reg == USDT_ARG_NOREG ? 0 : a->addr)));
 			break;
 		default:
 			snprintf(why, len, "$arg%lu of SDT probe %s:%s is \"%.*s\", %s", n, p->provider,
