@@ -4260,12 +4260,19 @@ def case_usdt_index():
         notes = subprocess.run(["readelf", "-n", tgt(name)], capture_output=True,
                                text=True).stdout
         args = dict(re.findall(r"Name: (\w+)\n.*\n\s*Arguments: (.*)\n", notes))
-        # the forms this case is about are in the notes (GCC chose them)
+        # the forms this case is about are in the notes: GCC chose them
+        # (clang, the sanitized build's compiler, keeps each value in a
+        # stack slot of its own: the values are compared all the same)
+        comment = subprocess.run(["readelf", "-p", ".comment", tgt(name)],
+                                 capture_output=True, text=True).stdout
         n = len(re.findall(index, args.get("elem", "") + " " + args.get("leaf", "")))
-        check(n >= (8 if ARCH == "x86_64" else 1), "%s: index forms in the notes" % name,
-              notes)
-        if name.endswith("nopie"):
-            check(re.search(r"@garr\(,%\w+,8\)", args["elem"]), "SYM(,%I,S)", notes)
+        if "clang version" in comment:
+            print("%s: built by clang: %d index forms" % (name, n))
+        else:
+            check(n >= (8 if ARCH == "x86_64" else 1), "%s: index forms in the notes" % name,
+                  notes)
+            if name.endswith("nopie"):
+                check(re.search(r"@garr\(,%\w+,8\)", args["elem"]), "SYM(,%I,S)", notes)
         thread_local = "%fs:" in args.get("tls", "")
         specs = [elem, leaf] + ([] if thread_local else [tls])
         r, lines = traced(specs, [tgt(name), "3"])

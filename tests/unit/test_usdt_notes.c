@@ -47,6 +47,24 @@ static bool decoded_ok(const struct usdt_arg *a)
 	return a->kind >= USDT_ARG_REG && a->kind <= USDT_ARG_ADDR;
 }
 
+/* Does the argument's text name an index register ("(%B,%I,S)",
+ * "(,%I,S)", "[xB, xI]")? Those must come back as USDT_ARG_INDEX. */
+static bool index_syntax(const char *t, size_t len)
+{
+	const char *open = memchr(t, '(', len), *comma;
+
+	if (!open)
+		open = memchr(t, '[', len);
+	if (!open)
+		return false;
+	comma = memchr(open, ',', len - (size_t)(open - t));
+	if (!comma)
+		return false;
+	while (++comma < t + len && *comma == ' ')
+		;
+	return comma < t + len && (*comma == '%' || *comma == 'x');
+}
+
 static int note_cb(void *data, const struct usdt_probe *p)
 {
 	struct tally *t = data;
@@ -62,12 +80,13 @@ static int note_cb(void *data, const struct usdt_probe *p)
 
 		t->args++;
 		if (a->kind) {
-			if (decoded_ok(a)) {
+			if (decoded_ok(a) &&
+			    index_syntax(a->text, a->textlen) == (a->kind == USDT_ARG_INDEX)) {
 				t->decoded++;
 				t->index += a->kind == USDT_ARG_INDEX;
 				continue;
 			}
-			why = "decoded out of bounds";
+			why = "decoded out of bounds, or not as the index register its text names";
 			known = false;
 		} else {
 			why = ukp_sdt_refusal(a->text, a->textlen, &known);
@@ -180,9 +199,7 @@ Test(usdt_notes, every_note_of_the_machine, .timeout = 600)
 	 * for this architecture */
 	if (!stat("/usr/lib/postgresql", &st) && t.pg_objects)
 		cr_assert_gt(t.pg_notes, 0);
-	/* the build's own targets: a refusal, with its reason */
-	if (own) {
-		cr_assert_gt(t.refused, 0);
-		cr_assert_gt(t.index, 0);
-	}
+	/* (the build's own targets: which forms they have is the compiler's
+	 * choice; GCC writes index forms and, on x86-64, a "%fs:" one that
+	 * is refused; cli_usdt_index requires them of GCC's build) */
 }
