@@ -222,11 +222,15 @@ void ukp_hist_print(FILE *out, struct ukp_session *s);
 void ukp_hist_json(FILE *out, struct ukp_session *s);
 void ukp_hist_free_rows(struct ukp_session *s);
 
-/* Find the agent and the command, and check that the command can take a
- * preloaded library. Prints why not and returns an exit code, or 0. */
+/* Find the agent and the command (launched), and check that the
+ * command can take a preloaded library. Prints why not and returns an
+ * exit code, or 0. */
 int ukp_session_prepare(struct ukp_session *s);
-/* Run the command, dispatch messages until it ends, wait for it.
- * Returns ukprobe's exit code. */
+/* session.c: run the command, or attach to the processes s->pids
+ * (ukprobe -p), and dispatch messages until every traced process ends;
+ * attached, also until ukprobe is told to stop or s->duration runs
+ * out, then detach. Returns ukprobe's exit code (launched: the
+ * program's, unless tracing failed). */
 int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
 /* The text of an address an image announced, or "0x..." */
 const char *ukp_image_addr(const struct ukp_image *img, uint64_t addr, char *buf, size_t len);
@@ -246,10 +250,6 @@ int ukp_specs_memfd(const struct ukp_session *s);
 /* Warnings at the end of a run: SPECs never registered, lost events. */
 void ukp_report_end(struct ukp_session *s);
 
-/* attach.c: trace the running processes s->pids (ukprobe -p) until
- * they exit, ukprobe is told to stop, or s->duration runs out; then
- * detach. Returns ukprobe's exit code. */
-int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg);
 /* pid's parent as ukprobe sees it (/proc/PID/stat), or 0. */
 pid_t ukp_parent_of(pid_t pid);
 
@@ -273,9 +273,6 @@ char *ukp_find_host(void);
 int ukp_check_executable(const char *path);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
-/* [child] exec the command with the agent: fd its socket, specs_fd the
- * parsed SPECs (ukp_specs_memfd). Does not return. */
-void ukp_launch(const struct ukp_session *s, int fd, int specs_fd);
 
 /* region.c: recvmsg() of one packet from an agent, keeping the region
  * memfd that may come with it (for the packet's HELLO); *truncated: the

@@ -314,7 +314,7 @@ int ukp_cmd_trace(int argc, char **argv)
 		s.raw_file = raw >= 0;
 	}
 	if (!code)
-		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
+		code = ukp_session_run(&s, &ops, &t);
 	if (raw >= 0) {
 		unsetenv(UKP_ENV_RAW_FD);
 		if (s.first && !s.first->setup_failed && raw_format(&s, raw, &ops, &t))
