@@ -2,7 +2,7 @@
 /*
  * attach.c - how a session starts with running processes (ukprobe -p
  * PID[,PID...]) and how it ends with them; the session loop
- * (session.c, session_loop.h) drives them as it drives a launched
+ * (session_loop.c) drives them as it drives a launched
  * program.
  *
  * ukprobe listens on an abstract SOCK_SEQPACKET socket of its own, makes
@@ -402,7 +402,7 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
 	}
-	ukp_loop_signals(s, l);
+	ukp_loop_signals(l);
 	for (i = 0; i < s->npids; i++) {
 		struct ukp_inject_times t = { 0 };
 		long t0 = ukp_now_ms();

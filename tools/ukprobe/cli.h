@@ -226,7 +226,7 @@ void ukp_hist_free_rows(struct ukp_session *s);
  * command can take a preloaded library. Prints why not and returns an
  * exit code, or 0. */
 int ukp_session_prepare(struct ukp_session *s);
-/* session.c: run the command, or attach to the processes s->pids
+/* session_loop.c: run the command, or attach to the processes s->pids
  * (ukprobe -p), and dispatch messages until every traced process ends;
  * attached, also until ukprobe is told to stop or s->duration runs
  * out, then detach. Returns ukprobe's exit code (launched: the

@@ -278,7 +278,7 @@ int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
 	close(sv[1]);
 	s->pid = l->child = pid;
 	l->nagents = l->open_conns = 1;
-	ukp_loop_signals(s, l);
+	ukp_loop_signals(l);
 	return 0;
 }
 

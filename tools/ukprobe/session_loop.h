@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * session_loop.h - the one loop of a session (session.c) and its two
+ * session_loop.h - the one loop of a session (session_loop.c) and its two
  * ways of starting. A launched program (launch.c) is one connection,
  * admitted before the loop begins, that every image of the program and,
  * with -f, of its descendants shares. Attached processes (attach.c)
@@ -62,7 +62,7 @@ struct ukp_loop {
 	struct sigaction old[UKP_LOOP_SIGNALS];
 };
 
-/* session.c: milliseconds of CLOCK_MONOTONIC. */
+/* session_loop.c: milliseconds of CLOCK_MONOTONIC. */
 long ukp_now_ms(void);
 /* A connection into the loop's set: false when there is no room (the
  * caller still owns c->fd). */
@@ -78,7 +78,7 @@ void ukp_setup_failed(const struct ukp_session *s, const char *where);
  * session: launched, ^C and ^\ are the program's, termination requests
  * go on to l->child; attached, each of SIGINT, SIGTERM and SIGHUP makes
  * the loop detach. Restored by ukp_loop_signals_restore. */
-void ukp_loop_signals(const struct ukp_session *s, struct ukp_loop *l);
+void ukp_loop_signals(struct ukp_loop *l);
 void ukp_loop_signals_restore(struct ukp_loop *l);
 
 /* launch.c: fork and exec the command with the agent, its connection
