@@ -119,23 +119,6 @@ static bool send_config(const struct ukp_session *s, int fd, const char *config,
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
 }
 
-pid_t ukp_parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	long ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
-}
-
 /* May pid's agent connect? A process ukprobe attached to, or with -f
  * one of their descendants (a forked child connects too). */
 static bool admitted_pid(const struct ukp_session *s, pid_t pid)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 
 static void usage(FILE *out)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 #include "script/script.h"
 #include "script/script_out.h"

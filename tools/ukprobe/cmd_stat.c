@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 
 static void usage(FILE *out)
 {

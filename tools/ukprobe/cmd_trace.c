@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 
 static void usage(FILE *out)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 #include "filter.h"
 

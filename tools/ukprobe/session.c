@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "session.h"
 
 int ukp_session_prepare(struct ukp_session *s)
 {

@@ -16,7 +16,8 @@
 #include <poll.h>
 #include <signal.h>
 
-#include "cli.h"
+#include "session.h"
+#include "target.h"
 
 /* One connection to an agent. */
 struct ukp_conn {
