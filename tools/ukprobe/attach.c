@@ -21,8 +21,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
