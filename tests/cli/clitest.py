@@ -4113,7 +4113,8 @@ def case_usdt():
     +0($argN):string; the semaphores raised while traced (the program
     counts the calls that saw them) in the program, in an object it
     dlopen()s later and in a library loaded at start (tgt_sdt_needed);
-    three threads counted exactly; probes --usdt; the errors."""
+    three threads counted exactly; across fork, with -f and without;
+    probes --usdt; the errors."""
     if not os.path.exists(tgt("sdt")):
         print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
         sys.exit(77)
@@ -4186,6 +4187,25 @@ def case_usdt():
     check(r.returncode == 0 and r.stdout.startswith("enabled=7 sum=28\n") and
           re.search(r"^sdt_plug/fire +7 +0$", r.stdout, re.M),
           "a semaphore in a library loaded at start", show(r))
+    # across fork: with -f the child is traced with its semaphores raised
+    # (copied from the parent's memory, the plugin's raised at its
+    # dlopen), both counted exactly; without -f only the parent is
+    # counted (the child's copied semaphores stay as they were, as the
+    # kernel's uprobes leave them: not checked)
+    r = ukprobe(["stat", "-f", "-e", "p %tgt:*", "-e", SDT_PLUG, "--", tgt("sdt"), "fork", "50"])
+    check(r.returncode == 0 and r.stdout.startswith(
+        "child enabled=150 plug=50 sem=1,1,1\nparent enabled=150 plug=50 sem=1,1,1\n"),
+        "-f: the semaphores raised in the child", show(r))
+    for ev in ("mem", "args", "ptr", "fire"):
+        check(re.search(r"^sdt_(tgt|plug)/%s +100 +0$" % ev, r.stdout, re.M),
+              "-f: %s counted in both processes" % ev, show(r))
+    r = ukprobe(["stat", "-e", "p %tgt:*", "-e", SDT_PLUG, "--", tgt("sdt"), "fork", "50"])
+    check(r.returncode == 0 and "parent enabled=150 plug=50 sem=1,1,1\n" in r.stdout and
+          re.search(r"^child enabled=150 plug=0 ", r.stdout, re.M),
+          "without -f: the parent's semaphores raised, the child's plugin untraced", show(r))
+    for ev in ("mem", "args", "ptr", "fire"):
+        check(re.search(r"^sdt_(tgt|plug)/%s +50 +0$" % ev, r.stdout, re.M),
+              "without -f: %s counted in the parent only" % ev, show(r))
     # errors
     for spec, col, msg in (
             ("p %tgt:args $arg9", 12, "SDT probe tgt:args has 8 arguments, not $arg9"),
