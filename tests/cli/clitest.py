@@ -3563,6 +3563,80 @@ def case_go():
           "a filter on an entry argument at the return", show(r))
 
 
+def elf_sections(path):
+    """The section names of a 64-bit little-endian ELF file."""
+    with open(path, "rb") as f:
+        d = f.read()
+    shoff, = struct.unpack_from("<Q", d, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+    strs = struct.unpack_from("<Q", d, shoff + shstrndx * shentsize + 0x18)[0]
+    names = []
+    for i in range(shnum):
+        off = struct.unpack_from("<I", d, shoff + i * shentsize)[0] + strs
+        names.append(d[off:d.index(b"\0", off)].decode())
+    return names
+
+
+def case_go_stripped():
+    """Stripped Go programs (-ldflags='-s -w', linked dynamically, and a
+    PIE, whose function table has no section of its own): no symbol
+    table, no DWARF, yet functions are found by their Go names and globs
+    from Go's own table (pclntab), with the same bounds, probe points and
+    exact counts as the unstripped program's."""
+    for name in ("go", "go_s", "go_pie_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    for name in ("go_s", "go_pie_s"):
+        secs = elf_sections(tgt(name))
+        check(".symtab" not in secs and ".debug_info" not in secs and
+              (".gopclntab" in secs) == (name == "go_s"),
+              "%s: stripped (pclntab in a section only when not a PIE)" % name, secs)
+    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
+             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
+             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
+             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
+             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
+    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
+            "a": 3, "ar": 3}
+    glob = None
+    for name in ("go", "go_s", "go_pie_s"):
+        prog = tgt(name)
+        r = ukprobe(["stat"] + [s.replace("tgt_go:", "tgt_%s:" % name) for s in specs] +
+                    ["--", prog])
+        check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
+              "%s: the program's output and exit status" % name, show(r))
+        got = stat_table(r.stdout)
+        check(got == {k: (v, 0) for k, v in want.items()}, "%s: exact counts" % name,
+              "got %s" % got, "want %s" % want)
+        # every function of package main, entries and returns: the same
+        # events and counts as the program with its symbol table
+        r = ukprobe(["stat", "-e", "p tgt_%s:main.*" % name, "-e", "r:ret tgt_%s:main.*" % name,
+                     "--", prog])
+        check(r.returncode == 3 and r.stdout.startswith(GO_OUT), "%s: glob main.*" % name,
+              show(r))
+        if glob is None:
+            glob = stat_table(r.stdout)
+            check(glob.get("main_deep") == (10001, 0) and len(glob) == 22, "glob main.*",
+                  glob)
+        else:
+            check(stat_table(r.stdout) == glob, "%s: glob counts as unstripped" % name,
+                  r.stdout, glob)
+    # the same functions, sizes and probe points (the size from the
+    # function's own pc table, not up to the next one's padding)
+    points = {}
+    for name in ("go", "go_s", "go_pie_s"):
+        r = ukprobe(["probes", "-e", "p tgt_%s:main.*" % name, "-e", "r tgt_%s:main.*" % name,
+                     "--", tgt(name)])
+        check(r.returncode == 0, "%s: probes" % name, show(r))
+        points[name] = sorted(x["point"] for x in probes_rows(r.stdout))
+        check(all("Go code" in x["opt"] for x in probes_rows(r.stdout)),
+              "%s: known as Go code (runtime.text, runtime.etext from pclntab)" % name,
+              r.stdout)
+    check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
+          points["go_pie_s"] == points["go"], "the same probe points", points)
+
+
 def case_rust():
     """Rust programs (Debian's rustc), legacy and v0 mangling: functions
     found and shown by their demangled names, a method by its type's path
