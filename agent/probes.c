@@ -362,6 +362,23 @@ static int probe_describe(struct ukpa_probe *pr, uintptr_t addr, bool on_entry, 
  * success it is announced and goes live. Returns 0 or the negative errno
  * (the caller reports it; lib_msg says why when the library said).
  */
+/* [init] $goid reads the goroutine from Go's g register, which only Go
+ * code keeps: refused at addr elsewhere (lib_msg; -ENOEXEC, which
+ * ukprobe says as $goid's error). 0 or -ENOEXEC. */
+static int goid_check(const struct ukpa_probe *pr, uintptr_t addr)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+
+	for (int i = 0; i < spec->nargs; i++)
+		if (spec->args[i].base == UKP_FA_GOID && !ukpa_go_code(addr)) {
+			snprintf(lib_msg, sizeof(lib_msg), "$goid: 0x%lx is not in Go code "
+				 "(only Go code keeps its goroutine in a register)",
+				 (unsigned long)addr);
+			return -ENOEXEC;
+		}
+	return 0;
+}
+
 static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
 			  const char *prefer)
 {
@@ -377,7 +394,8 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	ukprobes_set_print(NULL);
 	if (ret)
 		return ret;
-	{
+	ret = goid_check(pr, (uintptr_t)kp->addr);
+	if (!ret) {
 		const char *why = NULL;
 		int opt = ukprobes_optimizable(kp->addr, &why);
 
@@ -696,6 +714,9 @@ static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 	opt = ukprobes_optimizable(a, &why);
 	if (opt < 0)
 		return 0;
+	ret = goid_check(pr, (uintptr_t)a);
+	if (ret)
+		return ret;
 	ret = probe_describe(pr, (uintptr_t)a, entry, opt, why, prefer);
 	if (ret)
 		return ret;

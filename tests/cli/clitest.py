@@ -3637,6 +3637,56 @@ def case_go_stripped():
           points["go_pie_s"] == points["go"], "the same probe points", points)
 
 
+def case_go_goid():
+    """$goid, the current goroutine's id: where the runtime keeps it taken
+    from the program's DWARF (runtime.g's goid), or from its Go version
+    when it has none (-w); the main goroutine is 1, each of 100
+    goroutines has its own, the same at a call's entry and return (paired
+    by goroutine), as a filter and a hist key; refused outside Go code
+    (a cgo C function; libc), and where the version is not Go's."""
+    for name in ("go", "go_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    ids = {}
+    for name in ("go", "go_s"):
+        r = ukprobe(["trace", "-e", "p:d tgt_%s:main.deep $goid" % name,
+                     "-e", "p:s tgt_%s:main.sleeper i=$arg1 $goid" % name,
+                     "-e", "r:sr tgt_%s:main.sleeper i=$arg1 $goid" % name, "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace $goid" % name, show(r))
+        ev = [parse_line(l) for l in r.stdout.splitlines() if LINE_RE.match(l)]
+        d = [m["args"] for m in ev if m["event"] == "d"]
+        check(d == [" goid=1"] * 4, "%s: main.deep runs on the main goroutine, 1" % name, d)
+        for e in ("s", "sr"):
+            got = {}
+            for m in ev:
+                a = re.fullmatch(r" i=0x([0-9a-f]+) goid=(\d+)", m["args"]) \
+                    if m["event"] == e else None
+                if a:
+                    got[int(a[1], 16)] = int(a[2])
+            ids[(name, e)] = got
+            check(sorted(got) == list(range(100)) and len(set(got.values())) == 100 and
+                  1 not in got.values(), "%s %s: 100 goroutines, 100 ids" % (name, e), got)
+        check(ids[(name, "s")] == ids[(name, "sr")],
+              "%s: a call's return on its entry's goroutine" % name, ids)
+    # as a filter and as a hist key (the hist's table after Go's exit_group)
+    r = ukprobe(["stat", "-e", "p:d tgt_go_s:main.deep $goid", "--filter", "goid == 1",
+                 "-e", "p:s tgt_go_s:main.sleeper $goid", "--filter", "goid == 1",
+                 "--", tgt("go_s")])
+    got = stat_table(r.stdout)
+    check(r.returncode == 3 and got.get("d") == (10001, 0) and got.get("s") == (0, 0),
+          "a filter on $goid", show(r))
+    # refused outside Go code: the program's cgo C code, libc
+    r = ukprobe(["stat", "-e", "p:x tgt_go:x_cgo_thread_start $goid", "--", tgt("go")])
+    check(r.returncode == 1 and "$goid: 0x" in r.stderr and "is not in Go code" in r.stderr,
+          "$goid in C code", show(r))
+    r = ukprobe(["stat", "-e", "p:x libc.so.6:write $goid", "--", tgt("go")])
+    check(r.returncode == 2 and "not a Go program" in r.stderr, "$goid in libc", show(r))
+    r = ukprobe(["stat", "-e", "p:x tgt_go:main.deep +8($goid)", "--", tgt("go")])
+    check(r.returncode == 2 and "$goid can not be dereferenced" in r.stderr,
+          "$goid is a number", show(r))
+
+
 def case_rust():
     """Rust programs (Debian's rustc), legacy and v0 mangling: functions
     found and shown by their demangled names, a method by its type's path

@@ -345,6 +345,8 @@ int ukp_dwarf_resolve_specs(struct ukp_spec **specs, int *n, int **origin,
 	int *orig = NULL, nout = 0, i, k;
 
 	*origin = NULL;
+	if (ukp_dw_go_goid(in, *n, w))
+		return -1;
 	for (i = 0; i < *n && !needs_dwarf(&in[i]); i++)
 		;
 	if (i == *n) {
