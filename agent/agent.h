@@ -366,9 +366,14 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;
 struct ukpa_hist_table;
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec); /* [init] spec->hist's */
+/* [init] spec->hist's (index: the SPEC's) */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec, uint32_t index);
 void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
 void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
+void ukpa_hist_place(struct ukpa_hist_table *t);                 /* [init] */
+/* [init] every SPEC's hist table into the image's region (once it has
+ * one, before any probe is registered) */
+void ukpa_probes_place_hists(void);
 /* [hit] One hit that passed --filter: the hist's own filter, then its
  * entry. data/faults: the fetched arguments; comm, pid when the hist
  * uses them. */

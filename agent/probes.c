@@ -1310,7 +1310,7 @@ int ukpa_specs_load(int fd, uint32_t *claimed)
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
 		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;
 		if (s->spec.hist) {
-			s->hist = ukpa_hist_new(&s->spec);
+			s->hist = ukpa_hist_new(&s->spec, s->index);
 			if (!s->hist)
 				return -1;
 			s->hist_regs = !s->spec.filter && !s->spec.onoff &&
@@ -1464,6 +1464,12 @@ void ukpa_probes_lock(void)
 void ukpa_probes_unlock(void)
 {
 	pthread_mutex_unlock(&probes_lock);
+}
+
+void ukpa_probes_place_hists(void)
+{
+	for (int i = 0; i < nspecs; i++)
+		ukpa_hist_place(specs[i].hist);
 }
 
 void ukpa_probes_after_fork(void)

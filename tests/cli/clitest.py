@@ -3687,6 +3687,33 @@ def case_go_goid():
           "$goid is a number", show(r))
 
 
+def case_go_hist():
+    """Hist triggers in a Go program, which ends by a raw exit_group (no
+    final report): the tables live in the image's region, and ukprobe
+    reads them whole; keyed by $goid (every deep call on the main
+    goroutine) and by a return's entry argument, with sums, in stat and
+    trace."""
+    if not os.path.exists(tgt("go")):
+        print("no tgt_go (golang-go): skipped")
+        sys.exit(77)
+    want_s = [("i: ~ %d-%d" % (b, b + 9), 10, {"ret": 2 * sum(range(b, b + 10))})
+              for b in range(0, 100, 10)]
+    for cmd in ("stat", "trace"):
+        r = ukprobe([cmd, "-e", "p:d tgt_go:main.deep $goid", "--trigger", "hist:keys=goid",
+                     "-e", "r:sr tgt_go:main.sleeper i=$arg1:u64 ret=$retval:u64", "--trigger",
+                     "hist:keys=i.buckets=10:vals=ret", "--", tgt("go")])
+        lines = r.stdout.splitlines()
+        check(r.returncode == 3 and all(l in lines for l in GO_OUT.splitlines()) and
+              r.stderr == "", "%s: the program's output and exit status" % cmd, show(r)[-2000:])
+        tabs = hist_tables(r.stdout)
+        d = [(" ".join(k.split()), n, v) for k, n, v in tabs.get("ukprobes/d", ("", [], ()))[1]]
+        check(d == [("goid: 1", 10001, {})] and
+              tabs["ukprobes/d"][2] == (10001, 1, 0), "%s: keyed by $goid" % cmd, r.stdout)
+        check(tabs.get("ukprobes/sr") and sorted(tabs["ukprobes/sr"][1]) == want_s and
+              tabs["ukprobes/sr"][2] == (100, 10, 0), "%s: 100 returns, their sums" % cmd,
+              r.stdout[-3000:], want_s)
+
+
 def case_rust():
     """Rust programs (Debian's rustc), legacy and v0 mangling: functions
     found and shown by their demangled names, a method by its type's path
@@ -4387,10 +4414,19 @@ def stat_hits(out, event="ukprobes/h"):
 
 
 def check_endings_run(how, prefix, target_args, lines_of=None):
-    """stat counts and trace -o holds every one of the 100,000 calls."""
+    """stat counts and trace -o holds every one of the 100,000 calls; a
+    hist trigger's table is whole (the image's region holds it)."""
     r = ukprobe(["stat"] + prefix + ["-e", "p:h hit", "--"] + target_args)
     check(stat_hits(r.stdout) == "100000" and "not counted" not in r.stdout and
           "final report" not in r.stderr, "stat, ending by %s: exact" % how, show(r))
+    r = ukprobe(["stat"] + prefix + ["-e", "p:h hit i=$arg1:u64", "--trigger",
+                                     "hist:keys=i.buckets=25000:vals=i"] + ["--"] + target_args)
+    tabs = hist_tables(r.stdout)
+    rows = tabs.get("ukprobes/h", (None, [], None))[1]
+    want = [("i: ~ %d-%d" % (b, b + 24999), 25000, {"i": sum(range(b, b + 25000))})
+            for b in range(0, 100000, 25000)]
+    check(sorted(rows) == want and tabs["ukprobes/h"][2] == (100000, 4, 0),
+          "hist, ending by %s: every hit in the table" % how, show(r), want)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "trace.txt")
         r = ukprobe(["trace"] + prefix + ["-o", out, "-e", "p:h hit", "--"] + target_args)
