@@ -3714,6 +3714,45 @@ def case_go_hist():
               r.stdout[-3000:], want_s)
 
 
+def case_go_params():
+    """Go parameters by name from Go's DWARF (register-ABI locations at
+    the entry), on the program linked by the system's linker, and its
+    PIE: each shown as the program has it, $params (not the results Go
+    lists with them), a method on a pointer by its literal name (a '*'
+    that names itself) with a field through the receiver, a filter on a
+    parameter; the entry once per call while deep recursion grows the
+    stack. Without DWARF (-w) the SPEC is refused, saying so."""
+    for name in ("go", "go_pie", "go_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    for name in ("go", "go_pie"):
+        t = "tgt_%s:" % name
+        r = ukprobe(["trace", "-e", "p:a %smain.add9 $params" % t,
+                     "-e", "p:c %smain.(*counter).add c->n k" % t,
+                     "-e", "p:s %smain.sleeper i" % t, "--filter", "i < 3", "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace" % name, show(r))
+        args = {}
+        for l in r.stdout.splitlines():
+            m = re.search(r" (\w): \(main\.\S+\) (.*)$", l)
+            if m:
+                args.setdefault(m[1], []).append(m[2])
+        check(args.get("a") == ["a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9"],
+              "%s: add9's $params, as the program has them" % name, args)
+        check(args.get("c") == ["c_n=0 k=1", "c_n=1 k=2", "c_n=3 k=3"],
+              "%s: a method on a pointer, a field through its receiver" % name, args)
+        check(sorted(args.get("s", [])) == ["i=0", "i=1", "i=2"],
+              "%s: a filter on a parameter" % name, args)
+        r = ukprobe(["stat", "-e", "p:d %smain.deep n" % t, "-e", "p:top %smain.deep n" % t,
+                     "--filter", "n == 10000", "--", tgt(name)])
+        got = stat_table(r.stdout)
+        check(r.returncode == 3 and got.get("d") == (10001, 0) and got.get("top") == (1, 0),
+              "%s: once per call through stack growth" % name, show(r))
+    r = ukprobe(["stat", "-e", "p:a tgt_go_s:main.add9 a", "--", tgt("go_s")])
+    check(r.returncode == 2 and "has no debug information (DWARF)" in r.stderr,
+          "stripped of DWARF: refused", show(r))
+
+
 def case_rust():
     """Rust programs (Debian's rustc), legacy and v0 mangling: functions
     found and shown by their demangled names, a method by its type's path

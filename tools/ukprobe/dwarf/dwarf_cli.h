@@ -84,6 +84,9 @@ struct ukp_dw_site {
 };
 
 /* dwarf_point.c */
+/* The DWARF address of the function the symbol table names name (a
+ * version suffix aside), or 0. */
+Dwarf_Addr ukp_dw_symbol_pc(struct ukp_dw *dw, const char *name);
 /* The copies of function name: its out-of-line entry (*sym_pc, when the
  * symbol table names it; 0 else) and its inlined copies' entries. 0 or
  * -1 with *e. */
