@@ -253,6 +253,10 @@ struct ukpa_go_enter {
 int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs);
 /* An r event's hit at a Go function's return instruction. */
 int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs);
+/* [hit] Go's runtime.exit, which ends the process by a raw exit_group:
+ * the reader takes what the rings hold first (and names its addresses,
+ * which ukprobe cannot once the process is gone), for at most a second. */
+int ukpa_go_exit_pre(struct kprobe *kp, struct pt_regs *regs);
 
 /* ----------------------------------------------------------- region.c */
 /* The image's shared memory (common/region.h): mapped at one address for

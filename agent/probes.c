@@ -422,6 +422,36 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 static struct ukpa_go_enter *go_enters;
 static uint16_t go_npairs;
 
+/* [init] trace: a hidden probe on the runtime.exit of the Go object of
+ * func (ukpa_go_exit_pre), once per object. */
+static void go_exit_probe(uintptr_t func)
+{
+	static char done[PATH_MAX];
+	static const char *const names[] = { "runtime.exit.abi0", "runtime.exit" };
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN], name[PATH_MAX + 32];
+	struct kprobe *kp;
+	uintptr_t at = 0;
+
+	if (ukpa_mode != UKP_MODE_TRACE ||
+	    kallsyms_lookup_info(func, &info, buf, sizeof(buf)) || !info.modpath ||
+	    !strcmp(done, info.modpath))
+		return;
+	snprintf(done, sizeof(done), "%s", info.modpath);
+	/* (Go's linker names the assembly function's symbol with its ABI;
+	 * the runtime's own table, a stripped program's, does not) */
+	for (size_t i = 0; i < 2 && !at; i++) {
+		snprintf(name, sizeof(name), "%s:%s", info.modpath, names[i]);
+		at = kallsyms_lookup_name(name);
+	}
+	if (!at || !ukpa_go_code(at) || !(kp = calloc(1, sizeof(*kp))))
+		return;
+	kp->addr = (kprobe_opcode_t *)at;
+	kp->pre_handler = ukpa_go_exit_pre;
+	if (register_kprobe(kp))
+		free(kp);
+}
+
 /* [init] pr's fetch arguments with $argN from Go's registers. 0, or the
  * negative errno (lib_msg, *argi). */
 static int go_fspec(struct ukpa_probe *pr, uint32_t *argi)
@@ -455,6 +485,7 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 			 "on Go code (ukprobe trace and stat do)");
 		return -EOPNOTSUPP;
 	}
+	go_exit_probe(func);
 	n = ukprobes_func_returns((void *)func, rets, sizeof(rets) / sizeof(rets[0]), &why);
 	if (n < 0) {
 		snprintf(lib_msg, sizeof(lib_msg), "a Go function, probed at its returns: %s",
@@ -510,6 +541,7 @@ static int go_register_entry(struct ukpa_probe *pr, uintptr_t func, const char *
 
 	if (ret == -EINVAL)
 		*what = UKP_WHAT_SDT_ARG;
+	go_exit_probe(func);
 	return ret ? ret : probe_register(pr, NULL, ukpa_go_body(func), prefer);
 }
 

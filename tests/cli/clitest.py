@@ -3582,7 +3582,8 @@ def case_go_stripped():
     PIE, whose function table has no section of its own): no symbol
     table, no DWARF, yet functions are found by their Go names and globs
     from Go's own table (pclntab), with the same bounds, probe points and
-    exact counts as the unstripped program's."""
+    exact counts as the unstripped program's; stack frames and callers
+    are named, also in the records of the program's last moments."""
     for name in ("go", "go_s", "go_pie_s"):
         if not os.path.exists(tgt(name)):
             print("no tgt_go (golang-go): skipped")
@@ -3635,6 +3636,20 @@ def case_go_stripped():
               r.stdout)
     check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
           points["go_pie_s"] == points["go"], "the same probe points", points)
+    # stack frames and a return's caller named (from pclntab when
+    # stripped), also for the records taken as the program ends by its
+    # raw exit_group: add's returns come right before os.Exit
+    for name in ("go", "go_s", "go_pie_s"):
+        r = ukprobe(["trace", "-e", "p:n tgt_%s:main.add9" % name, "--trigger", "stacktrace",
+                     "-e", "r:ar tgt_%s:main.(*counter).add" % name, "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace" % name, show(r))
+        frames = re.findall(r"^ => (\S+)", r.stdout, re.M)
+        check(frames[:3] and frames[0] == "main.add9+0x0" and
+              frames[1].startswith("main.main+0x") and frames[2].startswith("runtime.main+0x"),
+              "%s: the stack's frames named" % name, r.stdout[-2000:])
+        callers = re.findall(r" ar: \((\S+) <- main\.\(\*counter\)\.add\)", r.stdout)
+        check(len(callers) == 3 and all(c.startswith("main.main+0x") for c in callers),
+              "%s: the callers of the last returns named" % name, r.stdout[-2000:])
 
 
 def case_go_goid():
