@@ -62,10 +62,12 @@ struct ukpa_spec {
 	bool hist_regs;           /* ... or, when the hist is all it has and it
 				   * reads only registers (ukpa_hist_regs_only),
 				   * through ukpa_hist_hit_regs() */
-	/* ... or, when the --filter is all it has and is one comparison of a
-	 * register as it is, through ukp_filter_pred_number() on reg_pred_arg */
-	const struct ukp_filter_pred *reg_pred;
-	struct ukpa_plain_arg reg_pred_arg;
+	/* ... or, when the --filter is all it has and compares only numbers
+	 * that are registers as they are, through ukp_fbranch_run() on the
+	 * registers. A numeric --filter's branch program (fb_regs: on the
+	 * registers; else on the fetched record), or NULL */
+	struct ukp_fbranch *fb;
+	bool fb_regs;
 	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
 	bool need_comm, need_pid;
 	uint32_t fetch_mask;      /* the arguments read */
@@ -333,7 +335,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 		      const struct pt_regs *regs, const struct pt_regs *entry);
 /* [init] What ukpa_filter_pass() needs for s, worked out once, and
- * whether s->reg_pred does instead. */
+ * whether s->fb on the registers does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ------------------------------------------------------------- usdt.c */
