@@ -144,8 +144,11 @@ bool ukpa_active(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
-/* [init] Before a signal's default action ends the process (script.c). */
-void ukpa_end_before_signal(void);
+/* [init] Before a signal's default action ends the process (script.c):
+ * 1 when this call ended the image, 0 when another thread is ending it
+ * now (it is not waited for), -1 when it is ended already or the agent
+ * is not tracing here. */
+int ukpa_end_before_signal(void);
 
 /* The agent's threads (the reader, the attached session's, a script's
  * timer) are started with the library's ukprobes_kthread_create(): the
