@@ -593,6 +593,7 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
+	ukpa_probes_place_hists();
 	send_hello(origin, (uint32_t)ukpa_specs_count());
 	if (no_optimize)
 		kprobes_set_optimization(false);
@@ -684,6 +685,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		send_end(0, true, UKP_END_EXIT);
 		return -1;
 	}
+	ukpa_probes_place_hists();
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
 	if (ukpa_script_load_set()) {
 		send_end(0, true, UKP_END_EXIT);

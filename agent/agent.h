@@ -258,6 +258,10 @@ struct ukpa_go_enter {
 int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs);
 /* An r event's hit at a Go function's return instruction. */
 int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs);
+/* [hit] Go's runtime.exit, which ends the process by a raw exit_group:
+ * the reader takes what the rings hold first (and names its addresses,
+ * which ukprobe cannot once the process is gone), for at most a second. */
+int ukpa_go_exit_pre(struct kprobe *kp, struct pt_regs *regs);
 
 /* ----------------------------------------------------------- region.c */
 /* The image's shared memory (common/region.h): mapped at one address for
@@ -371,9 +375,14 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;
 struct ukpa_hist_table;
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec); /* [init] spec->hist's */
+/* [init] spec->hist's (index: the SPEC's) */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec, uint32_t index);
 void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
 void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
+void ukpa_hist_place(struct ukpa_hist_table *t);                 /* [init] */
+/* [init] every SPEC's hist table into the image's region (once it has
+ * one, before any probe is registered) */
+void ukpa_probes_place_hists(void);
 /* [hit] One hit that passed --filter: the hist's own filter, then its
  * entry. data/faults: the fetched arguments; comm, pid when the hist
  * uses them. */

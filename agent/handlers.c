@@ -328,6 +328,15 @@ static void copy_words(void *dst, const void *src, size_t len)
 	}
 }
 
+int ukpa_go_exit_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	(void)kp;
+	(void)regs;
+	if (!ukpa_busy && atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+		ukpa_reader_flush(1000);
+	return 0;
+}
+
 int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_go_enter *e = container_of(kp, struct ukpa_go_enter, kp);

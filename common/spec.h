@@ -76,6 +76,10 @@ enum ukp_fa_base {
 			 * once resolved (by the agent), then as UKP_FA_IMM */
 	UKP_FA_UNAVAIL, /* a variable whose value the debug information does not
 			 * give at this address: every hit shows it unavailable */
+	UKP_FA_GOID,    /* $goid: the current goroutine's id, the word at
+			 * param (its offset in the runtime's g, set by the CLI
+			 * from the program: tools/ukprobe/dwarf/dwarf_go.c) of
+			 * the g register; Go code only (agent/go.c) */
 	UKP_FA_VAR,     /* a variable by name (VAR, VAR->F, VAR.F, VAR[N],
 			 * $params): the text at var_col, var_len; the CLI
 			 * resolves it from DWARF (tools/ukprobe/dwarf/) to

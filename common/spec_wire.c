@@ -389,7 +389,7 @@ static bool arg_ok(const struct ukp_fetcharg *fa, unsigned int nregs)
 {
 	const struct ukp_fetch_type *t;
 
-	if (!terminated(fa->name, sizeof(fa->name)) || fa->base > UKP_FA_UNAVAIL ||
+	if (!terminated(fa->name, sizeof(fa->name)) || fa->base > UKP_FA_GOID ||
 	    fa->nderef < 0 || fa->nderef > UKP_SPEC_DEREF_MAX + 1 ||
 	    fa->tidx >= ukp_fetch_ntypes)
 		return false;
