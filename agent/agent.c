@@ -428,15 +428,22 @@ static void end_image(enum ukp_end_reason reason)
 /* [init] script.c: the program got SIGINT or SIGTERM, whose default
  * action (the end) follows: this image ends first, as at exit, so that
  * the script's END and maps reach ukprobe. */
-void ukpa_end_before_signal(void)
+int ukpa_end_before_signal(void)
 {
-	if (!ukpa_active() || !end_claim())
-		return;
+	int expect = 0;
+
+	if (!ukpa_active())
+		return -1;
+	/* not end_claim()'s wait: the thread ending the image may be
+	 * joining the caller (the script's timer thread) */
+	if (!atomic_compare_exchange_strong(&ending, &expect, 1))
+		return expect == 1 ? 0 : -1;
 	ukpa_busy++;
 	end_image(UKP_END_EXIT);
 	out_fd = -1;
 	atomic_store(&ending, 2);
 	ukpa_busy--;
+	return 1;
 }
 
 /* [init] Around an exec: flush and end this image; after a failed one,
@@ -586,6 +593,7 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 		send_end(0, true, UKP_END_EXIT);
 		_exit(UKP_EXIT_SETUP);
 	}
+	ukpa_probes_place_hists();
 	send_hello(origin, (uint32_t)ukpa_specs_count());
 	if (no_optimize)
 		kprobes_set_optimization(false);
@@ -677,6 +685,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 		send_end(0, true, UKP_END_EXIT);
 		return -1;
 	}
+	ukpa_probes_place_hists();
 	send_hello(UKP_ORIGIN_ATTACH, (uint32_t)ukpa_specs_count());
 	if (ukpa_script_load_set()) {
 		send_end(0, true, UKP_END_EXIT);

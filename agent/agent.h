@@ -62,10 +62,12 @@ struct ukpa_spec {
 	bool hist_regs;           /* ... or, when the hist is all it has and it
 				   * reads only registers (ukpa_hist_regs_only),
 				   * through ukpa_hist_hit_regs() */
-	/* ... or, when the --filter is all it has and is one comparison of a
-	 * register as it is, through ukp_filter_pred_number() on reg_pred_arg */
-	const struct ukp_filter_pred *reg_pred;
-	struct ukpa_plain_arg reg_pred_arg;
+	/* ... or, when the --filter is all it has and compares only numbers
+	 * that are registers as they are, through ukp_fbranch_run() on the
+	 * registers. A numeric --filter's branch program (fb_regs: on the
+	 * registers; else on the fetched record), or NULL */
+	struct ukp_fbranch *fb;
+	bool fb_regs;
 	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
 	bool need_comm, need_pid;
 	uint32_t fetch_mask;      /* the arguments read */
@@ -147,8 +149,11 @@ bool ukpa_active(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
-/* [init] Before a signal's default action ends the process (script.c). */
-void ukpa_end_before_signal(void);
+/* [init] Before a signal's default action ends the process (script.c):
+ * 1 when this call ended the image, 0 when another thread is ending it
+ * now (it is not waited for), -1 when it is ended already or the agent
+ * is not tracing here. */
+int ukpa_end_before_signal(void);
 
 /* The agent's threads (the reader, the attached session's, a script's
  * timer) are started with the library's ukprobes_kthread_create(): the
@@ -272,6 +277,10 @@ struct ukpa_go_enter {
 int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs);
 /* An r event's hit at a Go function's return instruction. */
 int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs);
+/* [hit] Go's runtime.exit, which ends the process by a raw exit_group:
+ * the reader takes what the rings hold first (and names its addresses,
+ * which ukprobe cannot once the process is gone), for at most a second. */
+int ukpa_go_exit_pre(struct kprobe *kp, struct pt_regs *regs);
 
 /* ----------------------------------------------------------- region.c */
 /* The image's shared memory (common/region.h): mapped at one address for
@@ -348,7 +357,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 		      const struct pt_regs *regs, const struct pt_regs *entry);
 /* [init] What ukpa_filter_pass() needs for s, worked out once, and
- * whether s->reg_pred does instead. */
+ * whether s->fb on the registers does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ------------------------------------------------------------- usdt.c */
@@ -385,9 +394,14 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;
 struct ukpa_hist_table;
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec); /* [init] spec->hist's */
+/* [init] spec->hist's (index: the SPEC's) */
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec, uint32_t index);
 void ukpa_hist_free(struct ukpa_hist_table *t);                  /* [init] */
 void ukpa_hist_reset(struct ukpa_hist_table *t);                 /* [init] */
+void ukpa_hist_place(struct ukpa_hist_table *t);                 /* [init] */
+/* [init] every SPEC's hist table into the image's region (once it has
+ * one, before any probe is registered) */
+void ukpa_probes_place_hists(void);
 /* [hit] One hit that passed --filter: the hist's own filter, then its
  * entry. data/faults: the fetched arguments; comm, pid when the hist
  * uses them. */

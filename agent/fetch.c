@@ -11,6 +11,7 @@
  * call of memset/memcpy.
  */
 #include "agent.h"
+#include "go_abi.h" /* $goid: the g register */
 
 #define PAGE_SZ 4096UL
 
@@ -143,6 +144,10 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			v = ukpa_clock_span_ns(ukpa_clock_now() -
 					       ((const struct ukpa_entry *)(const void *)entry)->clock);
 			break;
+		case UKP_FA_GOID:
+			/* (a probe in Go code only: probes.c's goid_check) */
+			ok = read_word(ukpa_go_g(regs) + fa->param, &v, 8);
+			break;
 		case UKP_FA_UNAVAIL:
 		case UKP_FA_VAR: /* (resolved by the CLI: never sent) */
 			ok = false;
@@ -154,6 +159,10 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			continue;
 		}
 
+		/* an indexed address: base + index * scale, then the
+		 * displacement as the first dereference's offset */
+		if (fa->index_scale)
+			v += ((const unsigned long *)regs)[fa->index_reg] * fa->index_scale;
 		for (d = 0; ok && d < fa->nderef; d++) {
 			uintptr_t addr = v + (unsigned long)fa->deref[d];
 

@@ -3,7 +3,10 @@
  * hist_hit.c - the hist trigger's table in the traced process
  * (common/hist.h): one per SPEC, an open-addressing hash table of
  * hist->size entries that the traced threads update in place, and its
- * transfer to ukprobe at the end (UKPM_HIST).
+ * transfer to ukprobe at the end (UKPM_HIST). The tables live in the
+ * image's region (common/region.h) when it has room: an image that ends
+ * without its END (a Go program's raw exit_group, a kill) leaves them
+ * there for ukprobe (tools/ukprobe/region.c).
  *
  * [hit] ukpa_hist_hit() (the fields from the fetched record) and
  * ukpa_hist_hit_regs() (a hist whose fields are all registers as they
@@ -79,9 +82,19 @@ struct ukpa_hist_table {
 	uint64_t id;              /* the table's number (never 0, never reused) */
 	const struct ukp_hist *h;
 	bool regs_only;           /* ukpa_hist_regs_only() */
-	_Atomic uint64_t dropped; /* hits that found no entry (Totals: Hits is
-				   * the entries' hits and these) */
+	/* hits that found no entry (Totals: Hits is the entries' hits and
+	 * these): the region's word, else own_dropped */
+	_Atomic uint64_t *dropped;
+	_Atomic uint64_t own_dropped;
+	int slot;                 /* its entry in the region's list, or -1 */
+	uint32_t spec;            /* its SPEC's index */
 };
+
+/* [init] The region's tables: entries of its list and bytes used (both
+ * from 0 again when the last table is freed: a detach), tables alive. */
+static unsigned int region_n;
+static uint64_t region_used;
+static unsigned int tables_alive;
 
 static _Atomic uint64_t last_id;
 
@@ -119,8 +132,65 @@ static bool reg_field_of(const struct ukp_hist_field *f, const struct ukp_spec *
 	return true;
 }
 
+/* [init] t's entry in the region's list (again in a new image's file,
+ * which starts empty). */
+static void region_publish(struct ukpa_hist_table *t)
+{
+	struct ukp_region_hist *d;
+
+	if (t->slot < 0 || !ukpa_region)
+		return;
+	d = (struct ukp_region_hist *)(void *)((char *)ukpa_region + UKP_REGION_HISTS_OFF) +
+	    t->slot;
+	d->spec = t->spec;
+	d->esize = t->esize;
+	d->tail = t->tail;
+	d->nvals = (uint32_t)t->nvals;
+	d->wsize = ukp_hist_entry_size(t->h);
+	d->off = (uint64_t)(t->e - (unsigned char *)ukpa_region);
+	t->dropped = &d->dropped;
+	atomic_store(t->dropped, 0);
+	/* (size last: it says the entry is there) */
+	atomic_thread_fence(memory_order_release);
+	d->size = t->h->size;
+}
+
+/* [init] An empty table's entries into the region, when it has one
+ * with room (else they stay the heap's): the SPECs are read before the
+ * image's region is made, and no probe counts in a table before it is
+ * placed (ukpa_probes_place_hists) or reset (a new image). */
+void ukpa_hist_place(struct ukpa_hist_table *t)
+{
+	uint64_t bytes;
+
+	if (!t || t->slot >= 0 || !ukpa_region)
+		return;
+	bytes = ((uint64_t)t->h->size * t->esize + 63) & ~(uint64_t)63;
+	if (region_n >= UKP_REGION_HISTS || bytes > UKP_REGION_HIST_BYTES - region_used)
+		return;
+	free(t->e);
+	/* (a fresh file's bytes: zeros) */
+	t->e = (unsigned char *)ukpa_region + UKP_REGION_HIST_TABLES_OFF + region_used;
+	t->slot = (int)region_n++;
+	region_used += bytes;
+	atomic_store(t->dropped, 0);
+	region_publish(t);
+}
+
+/* [init] t's entries: the heap's until placed. */
+static bool table_alloc(struct ukpa_hist_table *t)
+{
+	t->slot = -1;
+	t->dropped = &t->own_dropped;
+	t->e = calloc(t->h->size, t->esize);
+	if (!t->e)
+		return false;
+	ukpa_hist_place(t);
+	return true;
+}
+
 /* [init] */
-struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec)
+struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec, uint32_t index)
 {
 	const struct ukp_hist *h = spec->hist;
 	struct ukpa_hist_table *t = calloc(1, sizeof(*t));
@@ -152,11 +222,12 @@ struct ukpa_hist_table *ukpa_hist_new(const struct ukp_spec *spec)
 			       h->keys[k].off == 8u * (unsigned int)k && t->regs_only;
 	for (k = 0; k < h->nvals; k++)
 		t->regs_only = reg_field_of(&h->vals[k], spec, &t->vreg[k]) && t->regs_only;
-	t->e = calloc(h->size, t->esize);
-	if (!t->e) {
+	t->spec = index;
+	if (!table_alloc(t)) {
 		free(t);
 		return NULL;
 	}
+	tables_alive++;
 	return t;
 }
 
@@ -171,8 +242,11 @@ void ukpa_hist_free(struct ukpa_hist_table *t)
 {
 	if (!t)
 		return;
-	free(t->e);
+	if (t->slot < 0)
+		free(t->e);
 	free(t);
+	if (!--tables_alive)
+		region_n = 0, region_used = 0;
 }
 
 /* [init] A forked child starts with an empty table (its parent's hits
@@ -182,7 +256,9 @@ void ukpa_hist_reset(struct ukpa_hist_table *t)
 	if (!t)
 		return;
 	memset(t->e, 0, (size_t)t->h->size * t->esize);
-	atomic_store(&t->dropped, 0);
+	atomic_store(t->dropped, 0);
+	region_publish(t);
+	ukpa_hist_place(t);
 }
 
 static inline void copy(unsigned char *d, const unsigned char *s, size_t n)
@@ -358,7 +434,7 @@ add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *val
 		count_in(t, e, self, vals);
 		return;
 	}
-	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(t->dropped, 1, memory_order_relaxed);
 }
 
 /* [hit] */
@@ -472,8 +548,8 @@ void ukpa_hist_send(const struct ukpa_hist_table *t, uint32_t spec)
 			m->spec = spec;
 			m->entry_size = wsize;
 			m->first = first;
-			m->hits = first ? hits + atomic_load(&t->dropped) : 0;
-			m->dropped = first ? atomic_load(&t->dropped) : 0;
+			m->hits = first ? hits + atomic_load(t->dropped) : 0;
+			m->dropped = first ? atomic_load(t->dropped) : 0;
 			if (!e || m->n)
 				ukpa_send(m, m->h.len);
 			first = false;

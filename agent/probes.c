@@ -443,6 +443,23 @@ static struct ukpa_probe *probe_revive(struct ukpa_spec *s)
  * success it is announced and goes live. Returns 0 or the negative errno
  * (the caller reports it; lib_msg says why when the library said).
  */
+/* [init] $goid reads the goroutine from Go's g register, which only Go
+ * code keeps: refused at addr elsewhere (lib_msg; -ENOEXEC, which
+ * ukprobe says as $goid's error). 0 or -ENOEXEC. */
+static int goid_check(const struct ukpa_probe *pr, uintptr_t addr)
+{
+	const struct ukp_spec *spec = &pr->spec->spec;
+
+	for (int i = 0; i < spec->nargs; i++)
+		if (spec->args[i].base == UKP_FA_GOID && !ukpa_go_code(addr)) {
+			snprintf(lib_msg, sizeof(lib_msg), "$goid: 0x%lx is not in Go code "
+				 "(only Go code keeps its goroutine in a register)",
+				 (unsigned long)addr);
+			return -ENOEXEC;
+		}
+	return 0;
+}
+
 static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr,
 			  const char *prefer)
 {
@@ -460,7 +477,8 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
 	ukprobes_set_print(NULL);
 	if (ret)
 		return ret;
-	{
+	ret = goid_check(pr, (uintptr_t)kp->addr);
+	if (!ret) {
 		const char *why = NULL;
 		int opt = ukprobes_optimizable(kp->addr, &why);
 
@@ -489,6 +507,36 @@ static int probe_register(struct ukpa_probe *pr, const char *symbol_name, uintpt
  * numbers. */
 static struct ukpa_go_enter *go_enters;
 static uint16_t go_npairs;
+
+/* [init] trace: a hidden probe on the runtime.exit of the Go object of
+ * func (ukpa_go_exit_pre), once per object. */
+static void go_exit_probe(uintptr_t func)
+{
+	static char done[PATH_MAX];
+	static const char *const names[] = { "runtime.exit.abi0", "runtime.exit" };
+	struct ksym_info info = { .size = sizeof(info) };
+	char buf[PATH_MAX + KSYM_NAME_LEN], name[PATH_MAX + 32];
+	struct kprobe *kp;
+	uintptr_t at = 0;
+
+	if (ukpa_mode != UKP_MODE_TRACE ||
+	    kallsyms_lookup_info(func, &info, buf, sizeof(buf)) || !info.modpath ||
+	    !strcmp(done, info.modpath))
+		return;
+	snprintf(done, sizeof(done), "%s", info.modpath);
+	/* (Go's linker names the assembly function's symbol with its ABI;
+	 * the runtime's own table, a stripped program's, does not) */
+	for (size_t i = 0; i < 2 && !at; i++) {
+		snprintf(name, sizeof(name), "%s:%s", info.modpath, names[i]);
+		at = kallsyms_lookup_name(name);
+	}
+	if (!at || !ukpa_go_code(at) || !(kp = calloc(1, sizeof(*kp))))
+		return;
+	kp->addr = (kprobe_opcode_t *)at;
+	kp->pre_handler = ukpa_go_exit_pre;
+	if (register_kprobe(kp))
+		free(kp);
+}
 
 /* [init] pr's fetch arguments with $argN from Go's registers. 0, or the
  * negative errno (lib_msg, *argi). */
@@ -523,6 +571,7 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 			 "on Go code (ukprobe trace and stat do)");
 		return -EOPNOTSUPP;
 	}
+	go_exit_probe(func);
 	n = ukprobes_func_returns((void *)func, rets, sizeof(rets) / sizeof(rets[0]), &why);
 	if (n < 0) {
 		snprintf(lib_msg, sizeof(lib_msg), "a Go function, probed at its returns: %s",
@@ -578,6 +627,7 @@ static int go_register_entry(struct ukpa_probe *pr, uintptr_t func, const char *
 
 	if (ret == -EINVAL)
 		*what = UKP_WHAT_SDT_ARG;
+	go_exit_probe(func);
 	return ret ? ret : probe_register(pr, NULL, ukpa_go_body(func), prefer);
 }
 
@@ -782,6 +832,9 @@ static int probe_stage(struct ukpa_probe *pr, const char *prefer)
 	opt = ukprobes_optimizable(a, &why);
 	if (opt < 0)
 		return 0;
+	ret = goid_check(pr, (uintptr_t)a);
+	if (ret)
+		return ret;
 	ret = probe_describe(pr, (uintptr_t)a, entry, opt, why, prefer);
 	if (ret)
 		return ret;
@@ -1173,6 +1226,13 @@ static int register_sdt(struct ukpa_spec *s, const char *objpath)
 		if (m[i].p.semaphore)
 			snprintf(where + strlen(where), sizeof(where) - strlen(where),
 				 " semaphore=0x%lx", m[i].p.semaphore - m[i].p.modbase);
+		/* the arguments the library left undecoded (the CLI says why) */
+		for (int k = 0, first = 1; k < m[i].p.nargs; k++)
+			if (!m[i].p.arg[k].kind) {
+				snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%d",
+					 first ? " refused=" : ",", k + 1);
+				first = 0;
+			}
 		lib_msg[0] = '\0';
 		ret = ukpa_usdt_compile(spec, &m[i].p, &fs, &argi, lib_msg, sizeof(lib_msg));
 		if (ret == -EINVAL)
@@ -1387,7 +1447,7 @@ int ukpa_specs_load(int fd, uint32_t *claimed)
 		s->onoff_left = s->spec.onoff_count ? (long)s->spec.onoff_count : -1;
 		s->checked = s->spec.filter || s->spec.hist || s->spec.onoff;
 		if (s->spec.hist) {
-			s->hist = ukpa_hist_new(&s->spec);
+			s->hist = ukpa_hist_new(&s->spec, s->index);
 			if (!s->hist)
 				return -1;
 			s->hist_regs = !s->spec.filter && !s->spec.onoff &&
@@ -1622,6 +1682,12 @@ void ukpa_probes_unlock(void)
 	pthread_mutex_unlock(&probes_lock);
 }
 
+void ukpa_probes_place_hists(void)
+{
+	for (int i = 0; i < nspecs; i++)
+		ukpa_hist_place(specs[i].hist);
+}
+
 void ukpa_probes_after_fork(void)
 {
 	pthread_mutex_init(&probes_lock, NULL);
@@ -1784,6 +1850,7 @@ void ukpa_probes_unregister_all(void)
 	nprobes = 0;
 	for (i = 0; i < nspecs; i++) {
 		ukpa_hist_free(specs[i].hist);
+		free(specs[i].fb);
 		ukp_spec_free(&specs[i].spec);
 	}
 	free(specs);

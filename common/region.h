@@ -24,6 +24,10 @@
  *        with their timestamps in ns) taken from the rings and not yet
  *        written out, which go out as the packet numbered out_seq (in
  *        its FROM message's pad)
+ *   hists: UKP_REGION_HISTS struct ukp_region_hist (in use from the
+ *          first: spec's table, size 0 ends the list), then the tables
+ *          of hist triggers (agent/hist_hit.c), where the threads count
+ *          in them: an image that ends without END still has them here
  * The file is sparse: only what threads touch takes memory. A probe's
  * count is the sum of its counters in slots [0, slots_used) and the
  * shared one. Events not yet delivered are the output buffer's (but for
@@ -42,7 +46,7 @@
 #include <stdint.h>
 
 #define UKP_REGION_MAGIC 0x6e6f696765726b75ULL /* "ukregion" */
-#define UKP_REGION_VERSION 1
+#define UKP_REGION_VERSION 2
 #define UKP_REGION_RINGS 128
 #define UKP_REGION_SLOTS 256
 #define UKP_REGION_IDS (1u << 20)
@@ -94,6 +98,20 @@ struct ukp_region_head {
 	_Atomic int32_t slot_owner[UKP_REGION_SLOTS]; /* tid, 0 free, -1 being set up */
 };
 
+/* One hist trigger's table (agent/hist_hit.c): size entries of esize
+ * bytes at off in the file, each the wire's entry (common/proto.h's
+ * UKPM_HIST) but for its counts: state (2 when in use), the maker's
+ * identity, its hits and the others', nvals sums of the maker's then
+ * nvals of the others', then the wire entry's bytes from its comm on
+ * (at tail). */
+struct ukp_region_hist {
+	uint32_t spec;            /* the SPEC's index */
+	uint32_t size;            /* entries; 0: no table (the list's end) */
+	uint32_t esize, tail, nvals, wsize; /* wsize: the wire's entry size */
+	uint64_t off;
+	_Atomic uint64_t dropped; /* hits that found no entry */
+};
+
 #define UKP_REGION_SLOT_BYTES ((uint64_t)UKP_REGION_IDS * sizeof(uint64_t))
 
 /* The layout both ends compute (and ukprobe checks against the header). */
@@ -106,7 +124,13 @@ struct ukp_region_head {
 	(UKP_REGION_COUNTS_OFF + (UKP_REGION_SLOTS + 1) * UKP_REGION_SLOT_BYTES)
 #define UKP_REGION_OUT_OFF (UKP_REGION_RECS_OFF + UKP_REGION_RINGS * UKP_REGION_RING_MAX)
 #define UKP_REGION_OUT_BYTES (1UL << 20)
-#define UKP_REGION_SIZE (UKP_REGION_OUT_OFF + UKP_REGION_OUT_BYTES)
+#define UKP_REGION_HISTS 4096
+#define UKP_REGION_HISTS_OFF (UKP_REGION_OUT_OFF + UKP_REGION_OUT_BYTES)
+#define UKP_REGION_HIST_TABLES_OFF \
+	((UKP_REGION_HISTS_OFF + UKP_REGION_HISTS * sizeof(struct ukp_region_hist) + 4095) & \
+	 ~(uint64_t)4095)
+#define UKP_REGION_HIST_BYTES (1ULL << 32) /* the tables' room (sparse) */
+#define UKP_REGION_SIZE (UKP_REGION_HIST_TABLES_OFF + UKP_REGION_HIST_BYTES)
 /* out_state: the buffer's bytes, and where its last event came from
  * (ring UKP_REGION_OUT_NONE: the last message is not an event) */
 #define UKP_REGION_OUT_NONE 0xffu

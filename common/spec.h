@@ -76,6 +76,10 @@ enum ukp_fa_base {
 			 * once resolved (by the agent), then as UKP_FA_IMM */
 	UKP_FA_UNAVAIL, /* a variable whose value the debug information does not
 			 * give at this address: every hit shows it unavailable */
+	UKP_FA_GOID,    /* $goid: the current goroutine's id, the word at
+			 * param (its offset in the runtime's g, set by the CLI
+			 * from the program: tools/ukprobe/dwarf/dwarf_go.c) of
+			 * the g register; Go code only (agent/go.c) */
 	UKP_FA_VAR,     /* a variable by name (VAR, VAR->F, VAR.F, VAR[N],
 			 * $params): the text at var_col, var_len; the CLI
 			 * resolves it from DWARF (tools/ukprobe/dwarf/) to
@@ -122,6 +126,11 @@ struct ukp_fetcharg {
 	bool plain_reg;                /* a register's value as it is (no
 					* dereference, bitfield or string): the
 					* fetch's short path */
+	/* an indexed address (an SDT argument's DISP(%B,%I,S), compiled by
+	 * the agent, agent/usdt.c): register word index_reg * index_scale
+	 * is added to the base's value before the first dereference;
+	 * index_scale 1, 2, 4 or 8, 0 for none */
+	unsigned char index_reg, index_scale;
 	char *symbol;                  /* UKP_FA_SYM */
 	long symoff;
 	int var_col, var_len;          /* UKP_FA_VAR: where its expression is */

@@ -95,6 +95,8 @@ static int parse_deref(struct parser *p, struct ukp_fetcharg *fa, const char *s,
 		return spec_fail(p, icol, "$comm can not be dereferenced");
 	if (fa->base == UKP_FA_DURATION)
 		return spec_fail(p, icol, "$duration can not be dereferenced");
+	if (fa->base == UKP_FA_GOID)
+		return spec_fail(p, icol, "$goid can not be dereferenced");
 	fa->deref[fa->nderef++] = s[0] == '-' ? -(long)off : (long)off;
 	return 0;
 }
@@ -125,6 +127,12 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 		fa->base = UKP_FA_DURATION;
 		return 0;
 	}
+	if (vlen == 4 && !memcmp(v, "goid", 4)) {
+		if (spec->is_sdt || spec->is_watch)
+			return spec_fail(p, col, "$goid is only available in Go functions");
+		fa->base = UKP_FA_GOID;
+		return 0;
+	}
 	if (vlen == 5 && !memcmp(v, "stack", 5)) {
 		fa->base = UKP_FA_STACKP;
 		return 0;
@@ -150,7 +158,7 @@ static int parse_var(struct parser *p, struct ukp_fetcharg *fa, const char *s, s
 		return 0;
 	}
 	return spec_fail(p, col, "invalid $-variable (one of $argN, $retval, $duration, $stack, $stackN, "
-			 "$comm)");
+			 "$comm, $goid)");
 }
 
 /* @SYM[+|-OFFS]: a data (or any) symbol's address, resolved by the
@@ -368,6 +376,9 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 		/* what filters and hist keys call it (the kernel's synthetic
 		 * events and perf's latency fields name it so) */
 		snprintf(fa->name, sizeof(fa->name), "duration");
+	} else if (blen >= 5 && !memcmp(body, "$goid", 5) && (blen == 5 || body[5] == ':') &&
+		   !name_used(spec, "goid", 4)) {
+		snprintf(fa->name, sizeof(fa->name), "goid");
 	} else if (var_word(body, blen)) {
 		/* a variable by name is named after it (VAR, p->x: p_x) */
 		const char *c = memchr(body, ':', blen);
@@ -404,6 +415,9 @@ int spec_parse_arg(struct parser *p, const struct word *w)
 	} else if (fa->base == UKP_FA_DURATION) {
 		/* a number of nanoseconds: decimal */
 		set_type(fa, ukp_fetch_type_find(UKP_TY_U, 8));
+	} else if (fa->base == UKP_FA_GOID) {
+		/* Go's int64, as the runtime prints it */
+		set_type(fa, ukp_fetch_type_find(UKP_TY_S, 8));
 	} else {
 		/* The kernel's default on 64-bit: x64. */
 		set_type(fa, ukp_fetch_type_find(UKP_TY_X, 8));

@@ -389,7 +389,7 @@ static bool arg_ok(const struct ukp_fetcharg *fa, unsigned int nregs)
 {
 	const struct ukp_fetch_type *t;
 
-	if (!terminated(fa->name, sizeof(fa->name)) || fa->base > UKP_FA_UNAVAIL ||
+	if (!terminated(fa->name, sizeof(fa->name)) || fa->base > UKP_FA_GOID ||
 	    fa->nderef < 0 || fa->nderef > UKP_SPEC_DEREF_MAX + 1 ||
 	    fa->tidx >= ukp_fetch_ntypes)
 		return false;
@@ -398,6 +398,10 @@ static bool arg_ok(const struct ukp_fetcharg *fa, unsigned int nregs)
 	    fa->bf_width > 8 * fa->size || fa->bf_offset > 8 * fa->size - fa->bf_width)
 		return false;
 	if (fa->base == UKP_FA_REG && fa->param >= nregs)
+		return false;
+	/* an index is added to an address: a dereference follows */
+	if (fa->index_scale && (fa->index_reg >= nregs || fa->nderef < 1 || fa->plain_reg ||
+				(fa->index_scale & (fa->index_scale - 1)) || fa->index_scale > 8))
 		return false;
 	return !fa->plain_reg || fa->base == UKP_FA_REG;
 }

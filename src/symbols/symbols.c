@@ -42,6 +42,7 @@
 #include "arch/arch.h"         /* UKP_ARCH_R_IRELATIVE, arch_ifunc_resolve */
 #include "symbols/debuginfo.h"
 #include "symbols/eh_frame.h"
+#include "symbols/gopclntab.h"
 #include "symbols/stack_objects.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
@@ -763,6 +764,71 @@ static int obj_open_elf(const struct ukp_objent *o, struct ukp_elf *elf)
 	return 0;
 }
 
+/* [reg] One function of a Go table into s (its name at *sp, moved on). */
+static void go_sym(const struct ukp_objent *o, struct ukp_sym *s, uint64_t entry, uint64_t size,
+		   const char *name, char **sp)
+{
+	size_t len = strlen(name) + 1;
+
+	memcpy(*sp, name, len);
+	s->name = *sp;
+	*sp += len;
+	s->keylen = len - 1;
+	s->start = o->pub.base + entry;
+	s->size = size;
+	s->sized = size != 0;
+	s->sec_end = s->start + size;
+	s->bind = STB_LOCAL;    /* (as Go's linker binds them in .symtab) */
+	s->type = STT_FUNC;
+	s->debug = false;
+}
+
+/*
+ * [reg] A Go executable without .symtab (-ldflags=-s): its Go functions
+ * from the runtime's own table (gopclntab.c), as local functions named
+ * as its symbol table would name them, with the bounds of its Go code,
+ * runtime.text and runtime.etext (unsized markers, as Go's linker makes
+ * them: what tells Go code apart). Only -ENOMEM is an error.
+ */
+static int read_gopclntab(const struct ukp_objent *o, const struct ukp_elf *elf,
+			  struct ukp_symread *rd)
+{
+	static const char *const marks[] = { "runtime.text", "runtime.etext" };
+	struct ukp_gopcln p;
+	size_t i, n = 0, strbytes = 0;
+	uint64_t entry, size;
+	const char *name;
+	char *sp;
+
+	memset(rd, 0, sizeof(*rd));
+	if (ukp_gopclntab_find(elf, &p))
+		return 0;
+	for (i = 0; i < p.nfunc; i++)
+		if (ukp_gopclntab_func(&p, i, &entry, &size, &name)) {
+			n++;
+			strbytes += strlen(name) + 1;
+		}
+	for (i = 0; i < 2; i++)
+		strbytes += strlen(marks[i]) + 1;
+	rd->syms = calloc(n + 2, sizeof(*rd->syms));
+	rd->strings = malloc(strbytes);
+	if (!rd->syms || !rd->strings) {
+		symread_free(rd);
+		return -ENOMEM;
+	}
+	sp = rd->strings;
+	for (i = 0; i < p.nfunc && rd->n < n; i++)
+		if (ukp_gopclntab_func(&p, i, &entry, &size, &name))
+			go_sym(o, &rd->syms[rd->n++], entry, size, name, &sp);
+	for (i = 0; i < 2; i++) {
+		struct ukp_sym *s = &rd->syms[rd->n++];
+
+		go_sym(o, s, i ? p.etext : p.text, 0, marks[i], &sp);
+		s->sec_end = o->pub.base + p.etext;
+	}
+	return 0;
+}
+
 /*
  * [reg] Read the object's own symbol table (.symtab, else .dynsym), its
  * IRELATIVE relocations and the location of its blacklist section. A
@@ -799,6 +865,14 @@ static int obj_load_syms(struct ukp_objent *o)
 	if (symscn) {
 		err = read_symtab(o, &elf, symscn, xndxscn, secs, shnum, false, &rd);
 		if (!err)
+			err = syms_join(o, &rd);
+		if (err)
+			goto out;
+	}
+	if (!o->has_symtab) {
+		symread_free(&rd);
+		err = read_gopclntab(o, &elf, &rd);
+		if (!err && rd.n)
 			err = syms_join(o, &rd);
 		if (err)
 			goto out;

@@ -8,7 +8,7 @@
  * path. The module keeps its own cache of parsed objects.
  *
  * The room src/symbols/ (symbols.c, debuginfo.c, program_name.c,
- * module_file.c, eh_frame.c, usdt.c): what the objects say. It calls
+ * module_file.c, eh_frame.c, usdt.c, gopclntab.c): what the objects say. It calls
  * only src/base/ and the arch (scripts/check_layers.py).
  */
 #ifndef UKP_SYMBOLS_H

@@ -3564,6 +3564,214 @@ def case_go():
           "a filter on an entry argument at the return", show(r))
 
 
+def elf_sections(path):
+    """The section names of a 64-bit little-endian ELF file."""
+    with open(path, "rb") as f:
+        d = f.read()
+    shoff, = struct.unpack_from("<Q", d, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+    strs = struct.unpack_from("<Q", d, shoff + shstrndx * shentsize + 0x18)[0]
+    names = []
+    for i in range(shnum):
+        off = struct.unpack_from("<I", d, shoff + i * shentsize)[0] + strs
+        names.append(d[off:d.index(b"\0", off)].decode())
+    return names
+
+
+def case_go_stripped():
+    """Stripped Go programs (-ldflags='-s -w', linked dynamically, and a
+    PIE, whose function table has no section of its own): no symbol
+    table, no DWARF, yet functions are found by their Go names and globs
+    from Go's own table (pclntab), with the same bounds, probe points and
+    exact counts as the unstripped program's; stack frames and callers
+    are named, also in the records of the program's last moments."""
+    for name in ("go", "go_s", "go_pie_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    for name in ("go_s", "go_pie_s"):
+        secs = elf_sections(tgt(name))
+        check(".symtab" not in secs and ".debug_info" not in secs and
+              (".gopclntab" in secs) == (name == "go_s"),
+              "%s: stripped (pclntab in a section only when not a PIE)" % name, secs)
+    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
+             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
+             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
+             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
+             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
+    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
+            "a": 3, "ar": 3}
+    glob = None
+    for name in ("go", "go_s", "go_pie_s"):
+        prog = tgt(name)
+        r = ukprobe(["stat"] + [s.replace("tgt_go:", "tgt_%s:" % name) for s in specs] +
+                    ["--", prog])
+        check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
+              "%s: the program's output and exit status" % name, show(r))
+        got = stat_table(r.stdout)
+        check(got == {k: (v, 0) for k, v in want.items()}, "%s: exact counts" % name,
+              "got %s" % got, "want %s" % want)
+        # every function of package main, entries and returns: the same
+        # events and counts as the program with its symbol table
+        r = ukprobe(["stat", "-e", "p tgt_%s:main.*" % name, "-e", "r:ret tgt_%s:main.*" % name,
+                     "--", prog])
+        check(r.returncode == 3 and r.stdout.startswith(GO_OUT), "%s: glob main.*" % name,
+              show(r))
+        # (not the returns of main.main's closures, ret_8 to ret_10:
+        # they come after wg.Done(), and the program may end first)
+        got = {k: v for k, v in stat_table(r.stdout).items()
+               if k not in ("ret_8", "ret_9", "ret_10")}
+        if glob is None:
+            glob = got
+            check(glob.get("main_deep") == (10001, 0) and len(glob) == 19 and
+                  glob.get("ret_1") == (100, 0), "glob main.*", glob)
+        else:
+            check(got == glob, "%s: glob counts as unstripped" % name, r.stdout, glob)
+    # the same functions, sizes and probe points (the size from the
+    # function's own pc table, not up to the next one's padding)
+    points = {}
+    for name in ("go", "go_s", "go_pie_s"):
+        r = ukprobe(["probes", "-e", "p tgt_%s:main.*" % name, "-e", "r tgt_%s:main.*" % name,
+                     "--", tgt(name)])
+        check(r.returncode == 0, "%s: probes" % name, show(r))
+        points[name] = sorted(x["point"] for x in probes_rows(r.stdout))
+        check(all("Go code" in x["opt"] for x in probes_rows(r.stdout)),
+              "%s: known as Go code (runtime.text, runtime.etext from pclntab)" % name,
+              r.stdout)
+    check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
+          points["go_pie_s"] == points["go"], "the same probe points", points)
+    # stack frames and a return's caller named (from pclntab when
+    # stripped), also for the records taken as the program ends by its
+    # raw exit_group: add's returns come right before os.Exit
+    for name in ("go", "go_s", "go_pie_s"):
+        r = ukprobe(["trace", "-e", "p:n tgt_%s:main.add9" % name, "--trigger", "stacktrace",
+                     "-e", "r:ar tgt_%s:main.(*counter).add" % name, "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace" % name, show(r))
+        frames = re.findall(r"^ => (\S+)", r.stdout, re.M)
+        check(frames[:3] and frames[0] == "main.add9+0x0" and
+              frames[1].startswith("main.main+0x") and frames[2].startswith("runtime.main+0x"),
+              "%s: the stack's frames named" % name, r.stdout[-2000:])
+        callers = re.findall(r" ar: \((\S+) <- main\.\(\*counter\)\.add\)", r.stdout)
+        check(len(callers) == 3 and all(c.startswith("main.main+0x") for c in callers),
+              "%s: the callers of the last returns named" % name, r.stdout[-2000:])
+
+
+def case_go_goid():
+    """$goid, the current goroutine's id: where the runtime keeps it taken
+    from the program's DWARF (runtime.g's goid), or from its Go version
+    when it has none (-w); the main goroutine is 1, each of 100
+    goroutines has its own, the same at a call's entry and return (paired
+    by goroutine), as a filter and a hist key; refused outside Go code
+    (a cgo C function; libc), and where the version is not Go's."""
+    for name in ("go", "go_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    ids = {}
+    for name in ("go", "go_s"):
+        r = ukprobe(["trace", "-e", "p:d tgt_%s:main.deep $goid" % name,
+                     "-e", "p:s tgt_%s:main.sleeper i=$arg1 $goid" % name,
+                     "-e", "r:sr tgt_%s:main.sleeper i=$arg1 $goid" % name, "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace $goid" % name, show(r))
+        ev = [parse_line(l) for l in r.stdout.splitlines() if LINE_RE.match(l)]
+        d = [m["args"] for m in ev if m["event"] == "d"]
+        check(d == [" goid=1"] * 4, "%s: main.deep runs on the main goroutine, 1" % name, d)
+        for e in ("s", "sr"):
+            got = {}
+            for m in ev:
+                a = re.fullmatch(r" i=0x([0-9a-f]+) goid=(\d+)", m["args"]) \
+                    if m["event"] == e else None
+                if a:
+                    got[int(a[1], 16)] = int(a[2])
+            ids[(name, e)] = got
+            check(sorted(got) == list(range(100)) and len(set(got.values())) == 100 and
+                  1 not in got.values(), "%s %s: 100 goroutines, 100 ids" % (name, e), got)
+        check(ids[(name, "s")] == ids[(name, "sr")],
+              "%s: a call's return on its entry's goroutine" % name, ids)
+    # as a filter and as a hist key (the hist's table after Go's exit_group)
+    r = ukprobe(["stat", "-e", "p:d tgt_go_s:main.deep $goid", "--filter", "goid == 1",
+                 "-e", "p:s tgt_go_s:main.sleeper $goid", "--filter", "goid == 1",
+                 "--", tgt("go_s")])
+    got = stat_table(r.stdout)
+    check(r.returncode == 3 and got.get("d") == (10001, 0) and got.get("s") == (0, 0),
+          "a filter on $goid", show(r))
+    # refused outside Go code: the program's cgo C code, libc
+    r = ukprobe(["stat", "-e", "p:x tgt_go:x_cgo_thread_start $goid", "--", tgt("go")])
+    check(r.returncode == 1 and "$goid: 0x" in r.stderr and "is not in Go code" in r.stderr,
+          "$goid in C code", show(r))
+    r = ukprobe(["stat", "-e", "p:x libc.so.6:write $goid", "--", tgt("go")])
+    check(r.returncode == 2 and "not a Go program" in r.stderr, "$goid in libc", show(r))
+    r = ukprobe(["stat", "-e", "p:x tgt_go:main.deep +8($goid)", "--", tgt("go")])
+    check(r.returncode == 2 and "$goid can not be dereferenced" in r.stderr,
+          "$goid is a number", show(r))
+
+
+def case_go_hist():
+    """Hist triggers in a Go program, which ends by a raw exit_group (no
+    final report): the tables live in the image's region, and ukprobe
+    reads them whole; keyed by $goid (every deep call on the main
+    goroutine) and by a return's entry argument, with sums, in stat and
+    trace."""
+    if not os.path.exists(tgt("go")):
+        print("no tgt_go (golang-go): skipped")
+        sys.exit(77)
+    want_s = [("i: ~ %d-%d" % (b, b + 9), 10, {"ret": 2 * sum(range(b, b + 10))})
+              for b in range(0, 100, 10)]
+    for cmd in ("stat", "trace"):
+        r = ukprobe([cmd, "-e", "p:d tgt_go:main.deep $goid", "--trigger", "hist:keys=goid",
+                     "-e", "r:sr tgt_go:main.sleeper i=$arg1:u64 ret=$retval:u64", "--trigger",
+                     "hist:keys=i.buckets=10:vals=ret", "--", tgt("go")])
+        lines = r.stdout.splitlines()
+        check(r.returncode == 3 and all(l in lines for l in GO_OUT.splitlines()) and
+              r.stderr == "", "%s: the program's output and exit status" % cmd, show(r)[-2000:])
+        tabs = hist_tables(r.stdout)
+        d = [(" ".join(k.split()), n, v) for k, n, v in tabs.get("ukprobes/d", ("", [], ()))[1]]
+        check(d == [("goid: 1", 10001, {})] and
+              tabs["ukprobes/d"][2] == (10001, 1, 0), "%s: keyed by $goid" % cmd, r.stdout)
+        check(tabs.get("ukprobes/sr") and sorted(tabs["ukprobes/sr"][1]) == want_s and
+              tabs["ukprobes/sr"][2] == (100, 10, 0), "%s: 100 returns, their sums" % cmd,
+              r.stdout[-3000:], want_s)
+
+
+def case_go_params():
+    """Go parameters by name from Go's DWARF (register-ABI locations at
+    the entry), on the program linked by the system's linker, and its
+    PIE: each shown as the program has it, $params (not the results Go
+    lists with them), a method on a pointer by its literal name (a '*'
+    that names itself) with a field through the receiver, a filter on a
+    parameter; the entry once per call while deep recursion grows the
+    stack. Without DWARF (-w) the SPEC is refused, saying so."""
+    for name in ("go", "go_pie", "go_s"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go (golang-go): skipped")
+            sys.exit(77)
+    for name in ("go", "go_pie"):
+        t = "tgt_%s:" % name
+        r = ukprobe(["trace", "-e", "p:a %smain.add9 $params" % t,
+                     "-e", "p:c %smain.(*counter).add c->n k" % t,
+                     "-e", "p:s %smain.sleeper i" % t, "--filter", "i < 3", "--", tgt(name), "3"])
+        check(r.returncode == 3 and r.stderr == "", "%s: trace" % name, show(r))
+        args = {}
+        for l in r.stdout.splitlines():
+            m = re.search(r" (\w): \(main\.\S+\) (.*)$", l)
+            if m:
+                args.setdefault(m[1], []).append(m[2])
+        check(args.get("a") == ["a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9"],
+              "%s: add9's $params, as the program has them" % name, args)
+        check(args.get("c") == ["c_n=0 k=1", "c_n=1 k=2", "c_n=3 k=3"],
+              "%s: a method on a pointer, a field through its receiver" % name, args)
+        check(sorted(args.get("s", [])) == ["i=0", "i=1", "i=2"],
+              "%s: a filter on a parameter" % name, args)
+        r = ukprobe(["stat", "-e", "p:d %smain.deep n" % t, "-e", "p:top %smain.deep n" % t,
+                     "--filter", "n == 10000", "--", tgt(name)])
+        got = stat_table(r.stdout)
+        check(r.returncode == 3 and got.get("d") == (10001, 0) and got.get("top") == (1, 0),
+              "%s: once per call through stack growth" % name, show(r))
+    r = ukprobe(["stat", "-e", "p:a tgt_go_s:main.add9 a", "--", tgt("go_s")])
+    check(r.returncode == 2 and "has no debug information (DWARF)" in r.stderr,
+          "stripped of DWARF: refused", show(r))
+
+
 def case_rust():
     """Rust programs (Debian's rustc), legacy and v0 mangling: functions
     found and shown by their demangled names, a method by its type's path
@@ -3937,6 +4145,59 @@ def case_dwarf_errors():
           show(r))
 
 
+def case_dwarf_entry_value():
+    """-O2 -g: a parameter whose location at a line is DW_OP_entry_value
+    (its value at the function's entry, the register since reused), as
+    llvm-dwarfdump reads the location list: every hit there shows it
+    unavailable, never a wrong value, and --vars says why; at the
+    function's entry the same parameter is the value the program prints."""
+    t = tgt("srcvars_O2")
+    line = src_line("visit_end")
+    r = ukprobe(["probes", "--vars", "%s:srcvars.c:%d" % (t, line)])
+    where = re.search(r"^Variables at visit\+0x[0-9a-f]+ \(tgt_srcvars_O2:(0x[0-9a-f]+)\)", r.stdout,
+                      re.M)
+    check(r.returncode == 0 and where, "--vars at the visit_end line", show(r))
+    pc = int(where[1], 16)
+    params = re.findall(r"^\t\S.*? (\w+) \(parameter\)(.*)$", r.stdout, re.M)
+    dump = subprocess.run(["llvm-dwarfdump", "--name=visit", "--show-children", t],
+                          capture_output=True, text=True)
+    check(dump.returncode == 0, "llvm-dwarfdump (scripts/setup.sh installs llvm)", dump.stderr)
+    entry = set()
+    # each DIE of the dump: its name and its location list's entries
+    for die in re.split(r"\n(?=0x[0-9a-f]+: +DW_TAG_)", dump.stdout):
+        name = re.search(r'DW_AT_name\s+\("(\w+)"\)', die)
+        if not die.split(": ", 1)[-1].lstrip().startswith("DW_TAG_formal_parameter") or not name:
+            continue
+        for lo, hi, expr in re.findall(r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\): (.*)", die):
+            if int(lo, 16) <= pc < int(hi, 16) and expr.startswith("DW_OP_entry_value("):
+                entry.add(name[1])
+    # GCC -O2 on x86-64: depth, scale and c (their registers reused by
+    # printf's call); clang or another architecture: at least one
+    comment = subprocess.run(["readelf", "-p", ".comment", t], capture_output=True,
+                             text=True).stdout
+    gcc_x86 = ARCH == "x86_64" and "clang version" not in comment
+    check(entry >= ({"depth", "scale", "c"} if gcc_x86 else set()) and entry,
+          "entry-valued parameters at 0x%x" % pc, params, dump.stdout)
+    for name, note in params:
+        check((name in entry) == ("its value at the function's entry" in note),
+              "--vars says why %s is unavailable" % name, show(r))
+    names = sorted(entry)
+    r, lines = traced(["p:at %s:srcvars.c:%d %s" % (t, line, " ".join(names)),
+                       "p:in %s:visit %s" % (t, " ".join(names))], [t, "3"])
+    check(r.returncode == 0, "trace", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("visit ")]
+    ev = [parse_line(l) for l in lines]
+    at = [kv(m["args"]) for m in ev if m["event"] == "at"]
+    ent = [kv(m["args"]) for m in ev if m["event"] == "in"]
+    check(len(prog) == 6 and len(at) == 6 and len(ent) == 6, "6 visits, 6 hits each",
+          r.stdout, lines)
+    check(all(a[n] == "(unavailable)" for a in at for n in names),
+          "unavailable at the line, every hit", at)
+    # (the program's own names: depth=, scale=, c=)
+    check(all(e[n] == p[n] for e, p in zip(ent, prog) for n in names if n in p),
+          "at the entry, the values the program prints", ent, prog)
+
+
 def case_dwarf_libc():
     """Debian's libc with its debug file (libc6-dbg): malloc's parameter by
     its name equals %di (x0) on every hit, in ls; $retval typed from the
@@ -4059,9 +4320,10 @@ def case_usdt():
     (registers of each width and sign, a rip-relative symbol, constants,
     memory at a register + offset), typed by the note; $argN:string and
     +0($argN):string; the semaphores raised while traced (the program
-    counts the calls that saw them) in the program and in an object it
-    dlopen()s later; three threads counted exactly; probes --usdt; the
-    errors."""
+    counts the calls that saw them) in the program, in an object it
+    dlopen()s later and in a library loaded at start (tgt_sdt_needed);
+    three threads counted exactly; across fork, with -f and without;
+    probes --usdt; the errors."""
     if not os.path.exists(tgt("sdt")):
         print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
         sys.exit(77)
@@ -4077,8 +4339,9 @@ def case_usdt():
         g = re.search(r"-?\d+@\[x\d+, #:lo12:[^\]]+\]", note[1])
         r = ukprobe(["trace", "-e", SDT_ARGS, "--", tgt("sdt"), "run", "1"])
         check(g and r.returncode == 1 and r.stderr == error_lines(
-            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", a form '
-            'ukprobe does not decode' % g[0]), "the :lo12: form refused", show(r))
+            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", '
+            "a global's address relative to a label that has no symbol: ukprobe does not "
+            "decode those" % g[0]), "the :lo12: form refused", show(r))
         args_spec = SDT_ARGS.replace("g=$arg7 ", "")
         want = [w.replace(" g=19088743", "") for w in want]
     r, lines = traced([args_spec, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
@@ -4116,11 +4379,42 @@ def case_usdt():
     notes = subprocess.run(["readelf", "-n", tgt("sdt")], capture_output=True, text=True).stdout
     want = re.search(r"Name: args\n.*\n\s*Arguments: (.*)\n", notes)
     check(want, "readelf -n shows tgt:args", notes)
-    check(rows["tgt:args"][4] == want[1] and rows["tgt:args"][3] == "jump" and
+    check(rows["tgt:args"][4].split("  # ")[0] == want[1] and rows["tgt:args"][3] == "jump" and
           rows["tgt:args"][2].startswith("tgt_sdt:0x"), "--usdt row", show(r))
+    if note and ":lo12:" in note[1]:
+        check(rows["tgt:args"][4].endswith("  # $arg7: a global's address relative to a label "
+                                           "that has no symbol: ukprobe does not decode those"),
+              "--usdt says why $arg7 is refused", show(r))
     r = ukprobe(["probes", "--usdt", os.path.join(TARGETS, "libukp_sdtplug.so"), "fire"])
     check(r.returncode == 0 and len(r.stdout.splitlines()) == 2 and
           r.stdout.splitlines()[1].split()[0] == "plug:fire", "--usdt a library", show(r))
+    # a library loaded at start (DT_NEEDED) with a semaphore: raised
+    # before main's first call, counted exactly, and not when untraced
+    r = subprocess.run([tgt("sdt_needed"), "7"], capture_output=True, text=True)
+    check(r.stdout == "enabled=0 sum=28\n", "untraced, plug:fire's semaphore is down", r.stdout)
+    r = ukprobe(["stat", "-e", "p %plug:fire", "--", tgt("sdt_needed"), "7"])
+    check(r.returncode == 0 and r.stdout.startswith("enabled=7 sum=28\n") and
+          re.search(r"^sdt_plug/fire +7 +0$", r.stdout, re.M),
+          "a semaphore in a library loaded at start", show(r))
+    # across fork: with -f the child is traced with its semaphores raised
+    # (copied from the parent's memory, the plugin's raised at its
+    # dlopen), both counted exactly; without -f only the parent is
+    # counted (the child's copied semaphores stay as they were, as the
+    # kernel's uprobes leave them: not checked)
+    r = ukprobe(["stat", "-f", "-e", "p %tgt:*", "-e", SDT_PLUG, "--", tgt("sdt"), "fork", "50"])
+    check(r.returncode == 0 and r.stdout.startswith(
+        "child enabled=150 plug=50 sem=1,1,1\nparent enabled=150 plug=50 sem=1,1,1\n"),
+        "-f: the semaphores raised in the child", show(r))
+    for ev in ("mem", "args", "ptr", "fire"):
+        check(re.search(r"^sdt_(tgt|plug)/%s +100 +0$" % ev, r.stdout, re.M),
+              "-f: %s counted in both processes" % ev, show(r))
+    r = ukprobe(["stat", "-e", "p %tgt:*", "-e", SDT_PLUG, "--", tgt("sdt"), "fork", "50"])
+    check(r.returncode == 0 and "parent enabled=150 plug=50 sem=1,1,1\n" in r.stdout and
+          re.search(r"^child enabled=150 plug=0 ", r.stdout, re.M),
+          "without -f: the parent's semaphores raised, the child's plugin untraced", show(r))
+    for ev in ("mem", "args", "ptr", "fire"):
+        check(re.search(r"^sdt_(tgt|plug)/%s +50 +0$" % ev, r.stdout, re.M),
+              "without -f: %s counted in the parent only" % ev, show(r))
     # errors
     for spec, col, msg in (
             ("p %tgt:args $arg9", 12, "SDT probe tgt:args has 8 arguments, not $arg9"),
@@ -4177,6 +4471,64 @@ def case_usdt_attach():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def case_usdt_index():
+    """SDT arguments with an index register (targets/sdt_index.c, -O2):
+    x86-64's DISP(%B,%I,S), (%B,%I) and, in non-PIC code, SYM(,%I,S);
+    AArch64's [xB, xI]: each hit's values equal what the program itself
+    prints; probes --usdt lists them; a thread-local variable
+    (%fs:SYM@tpoff) is refused with its reason."""
+    elem = ("p %tgt:elem i=$arg1 a=$arg2 g=$arg3 v=$arg4 k=$arg5 s=$arg6 c=$arg7 p=$arg8")
+    leaf = "p %tgt:leaf x=$arg1 y=$arg2"
+    tls = "p %tgt:tls t=$arg1"
+    index = (r"-?\d@-?\w*\(%\w*,%\w+(,\d)?\)" if ARCH == "x86_64" else
+             r"-?\d@\[x\d+, x\d+(, lsl #?\d)?\]")
+    names = ["sdt_index"] + (["sdt_index_nopie"] if ARCH == "x86_64" else [])
+    for name in names:
+        if not os.path.exists(tgt(name)):
+            print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
+            sys.exit(77)
+        notes = subprocess.run(["readelf", "-n", tgt(name)], capture_output=True,
+                               text=True).stdout
+        args = dict(re.findall(r"Name: (\w+)\n.*\n\s*Arguments: (.*)\n", notes))
+        # the forms this case is about are in the notes: GCC chose them
+        # (clang, the sanitized build's compiler, keeps each value in a
+        # stack slot of its own: the values are compared all the same)
+        comment = subprocess.run(["readelf", "-p", ".comment", tgt(name)],
+                                 capture_output=True, text=True).stdout
+        n = len(re.findall(index, args.get("elem", "") + " " + args.get("leaf", "")))
+        if "clang version" in comment:
+            print("%s: built by clang: %d index forms" % (name, n))
+        else:
+            check(n >= (8 if ARCH == "x86_64" else 1), "%s: index forms in the notes" % name,
+                  notes)
+            if name.endswith("nopie"):
+                check(re.search(r"@garr\(,%\w+,8\)", args["elem"]), "SYM(,%I,S)", notes)
+        thread_local = "%fs:" in args.get("tls", "")
+        specs = [elem, leaf] + ([] if thread_local else [tls])
+        r, lines = traced(specs, [tgt(name), "3"])
+        check(r.returncode == 0 and r.stderr == "", name, show(r))
+        printed = [l for l in r.stdout.splitlines() if thread_local is False or
+                   not l.startswith("t=")]
+        got = [parse_line(l)["args"].strip() for l in lines]
+        check(len(printed) == 3 * (8 + 7 + (0 if thread_local else 1)) and got == printed,
+              "%s: the values the program printed" % name, "got:\n" + "\n".join(got),
+              "printed:\n" + "\n".join(printed))
+        r = ukprobe(["probes", "--usdt", tgt(name)])
+        rows = {l.split()[0]: l.split(None, 4) for l in r.stdout.splitlines()[1:]}
+        check(r.returncode == 0 and rows["tgt:elem"][4] == args["elem"] and
+              rows["tgt:elem"][3] == "jump", "%s: probes --usdt" % name, show(r))
+        # a form ukprobe refuses: the row says why
+        check(rows["tgt:tls"][4] == args["tls"] + (
+            "  # $arg1: a thread-local variable (a segment-relative address): ukprobe does not "
+            "fetch those" if thread_local else ""), "%s: probes --usdt of tgt:tls" % name, show(r))
+        if thread_local:
+            r = ukprobe(["trace", "-e", tls, "--", tgt(name), "1"])
+            check(r.returncode == 1 and r.stderr == error_lines(
+                tls, tls.index("t=$arg1"), '$arg1 of SDT probe tgt:tls is "%s", a thread-local '
+                'variable (a segment-relative address): ukprobe does not fetch those' %
+                args["tls"]), "the thread-local variable refused", show(r))
 
 
 USDT_PY = r"""
@@ -4264,10 +4616,19 @@ def stat_hits(out, event="ukprobes/h"):
 
 
 def check_endings_run(how, prefix, target_args, lines_of=None):
-    """stat counts and trace -o holds every one of the 100,000 calls."""
+    """stat counts and trace -o holds every one of the 100,000 calls; a
+    hist trigger's table is whole (the image's region holds it)."""
     r = ukprobe(["stat"] + prefix + ["-e", "p:h hit", "--"] + target_args)
     check(stat_hits(r.stdout) == "100000" and "not counted" not in r.stdout and
           "final report" not in r.stderr, "stat, ending by %s: exact" % how, show(r))
+    r = ukprobe(["stat"] + prefix + ["-e", "p:h hit i=$arg1:u64", "--trigger",
+                                     "hist:keys=i.buckets=25000:vals=i"] + ["--"] + target_args)
+    tabs = hist_tables(r.stdout)
+    rows = tabs.get("ukprobes/h", (None, [], None))[1]
+    want = [("i: ~ %d-%d" % (b, b + 24999), 25000, {"i": sum(range(b, b + 25000))})
+            for b in range(0, 100000, 25000)]
+    check(sorted(rows) == want and tabs["ukprobes/h"][2] == (100000, 4, 0),
+          "hist, ending by %s: every hit in the table" % how, show(r), want)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "trace.txt")
         r = ukprobe(["trace"] + prefix + ["-o", out, "-e", "p:h hit", "--"] + target_args)

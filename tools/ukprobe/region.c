@@ -5,8 +5,9 @@
  * its HELLO. An image that ends with END has sent everything, and its
  * region is closed then. One that ended without (killed, a fatal signal,
  * abort, a raw exit_group, an _exit that could not wait) is read here
- * once its process is gone: its counts become its STAT messages and the
- * events its reader had not written out become EVENT messages, both
+ * once its process is gone: its counts become its STAT messages, its
+ * hist triggers' tables its HIST messages, and the
+ * events its reader had not written out become EVENT messages, all
  * handled as if the agent had sent them (with trace -o, after the
  * records file's: the reader's write may have been cut short by the
  * end, and what it did write is not taken twice).
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
 #include "region.h"
 
 ssize_t ukp_region_recvmsg(struct ukp_session *s, int fd, void *buf, size_t cap, int flags,
@@ -174,6 +176,98 @@ static void recover_counts(struct out *o, int fd, const struct ukp_region_head *
 out:
 	free(sum);
 	free(part);
+}
+
+/* One table's entries (esize bytes each, the wire's from tail on) as
+ * HIST messages, the first with the totals. */
+static void recover_hist(struct out *o, const struct ukp_region_hist *d,
+			 const unsigned char *tab)
+{
+	union {
+		struct ukp_msg_hist m;
+		unsigned char buf[UKP_MSG_MAX];
+	} u;
+	size_t per = (sizeof(u) - sizeof(u.m)) / d->wsize, n = 0;
+	uint64_t hits = 0, v;
+	uint32_t i, k;
+	bool first = true;
+
+	for (i = 0; i < d->size; i++) {
+		const unsigned char *e = tab + (size_t)i * d->esize;
+
+		memcpy(&v, e, 8);
+		if (v != 2)
+			continue;
+		memcpy(&v, e + 16, 8);
+		hits += v;
+		memcpy(&v, e + 24, 8);
+		hits += v;
+	}
+	for (i = 0;; i++) {
+		const unsigned char *e = i < d->size ? tab + (size_t)i * d->esize : NULL;
+
+		if (e && (memcpy(&v, e, 8), v == 2)) {
+			unsigned char *w = u.m.data + n * d->wsize;
+			uint64_t a, b;
+
+			memcpy(w, &v, 8);
+			memcpy(&a, e + 16, 8);
+			memcpy(&b, e + 24, 8);
+			v = a + b;
+			memcpy(w + 8, &v, 8);
+			for (k = 0; k < d->nvals; k++) {
+				memcpy(&a, e + 32 + 8 * k, 8);
+				memcpy(&b, e + 32 + 8 * (d->nvals + k), 8);
+				v = a + b;
+				memcpy(w + 16 + 8 * k, &v, 8);
+			}
+			memcpy(w + 16 + 8 * d->nvals, e + d->tail, d->wsize - 16 - 8 * d->nvals);
+			n++;
+		}
+		if (!e || n == per) {
+			u.m.h.type = UKPM_HIST;
+			u.m.h.len = (uint32_t)((sizeof(u.m) + n * d->wsize + 7) & ~(size_t)7);
+			u.m.spec = d->spec;
+			u.m.n = (uint32_t)n;
+			u.m.entry_size = d->wsize;
+			u.m.first = first;
+			u.m.dropped = first ? d->dropped : 0;
+			u.m.hits = first ? hits + d->dropped : 0;
+			if (!e || n)
+				out_put(o, &u, u.m.h.len);
+			first = false;
+			n = 0;
+		}
+		if (!e)
+			break;
+	}
+}
+
+/* The hist triggers' tables (common/region.h's list). */
+static void recover_hists(struct out *o, int fd)
+{
+	struct ukp_region_hist d;
+	uint32_t i;
+
+	for (i = 0; i < UKP_REGION_HISTS; i++) {
+		unsigned char *tab;
+		size_t bytes;
+
+		if (!read_at(fd, &d, sizeof(d), UKP_REGION_HISTS_OFF + i * sizeof(d)) || !d.size)
+			return;
+		/* (a damaged entry ends the list: the wire's entry is the
+		 * counts, nvals sums and the comm and keys at tail) */
+		if (d.size > (1u << 17) || d.nvals > 8 || d.wsize > 1024 ||
+		    d.wsize < 16 + 8 * d.nvals || d.esize > 2048 ||
+		    d.tail + (d.wsize - 16 - 8 * d.nvals) > d.esize ||
+		    d.tail < 32 + 16 * d.nvals || d.off < UKP_REGION_HIST_TABLES_OFF)
+			return;
+		bytes = (size_t)d.size * d.esize;
+		tab = malloc(bytes);
+		if (tab && read_at(fd, tab, bytes, d.off))
+			recover_hist(o, &d, tab);
+		free(tab);
+	}
 }
 
 struct taken {
@@ -355,6 +449,7 @@ void ukp_region_recover(struct ukp_session *s, const struct ukp_session_ops *ops
 		*o = (struct out){ .s = s, .img = img, .ops = ops, .arg = arg };
 		o->len = sizeof(struct ukp_msg_from);
 		recover_counts(o, img->region_fd, &h);
+		recover_hists(o, img->region_fd);
 		out_flush(o);
 		img->recovered = true;
 		/* trace -o: the events once the file is formatted (the

@@ -152,6 +152,13 @@ int ukp_explain_failure(const struct ukp_spec *spec, const struct ukp_failure *f
 			snprintf(buf, len, "cannot probe this address (blacklisted, or not code)%s",
 				 why);
 		return spec->is_return ? spec->sym_col : off_or_sym;
+	case ENOEXEC:
+		/* $goid where the code is not Go's (agent/probes.c) */
+		snprintf(buf, len, "%s", f->why && f->why[0] ? f->why : "$goid: not Go code");
+		for (int i = 0; i < spec->nargs; i++)
+			if (spec->args[i].base == UKP_FA_GOID)
+				return spec->args[i].col;
+		return spec->point_col;
 	case EOPNOTSUPP:
 		if (spec->is_return)
 			snprintf(buf, len, "return probes are not possible here (the instruction, "

@@ -10,6 +10,9 @@
  *                    prints how many calls saw the semaphores raised
  *   tgt_sdt wait     prints "ready", then one round per line of input
  *                    ("N"), printing the semaphores and those counts
+ *   tgt_sdt fork N   forks: the child, then the parent, run N rounds and
+ *                    the plugin's N probes, each printing its counts and
+ *                    semaphores
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
@@ -20,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 __extension__ unsigned short tgt_args_semaphore __attribute__((unused, section(".probes")));
 __extension__ unsigned short tgt_mem_semaphore __attribute__((unused, section(".probes")));
@@ -123,6 +128,21 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "fork")) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0)
+			return 1;
+		if (pid > 0 && waitpid(pid, &status, 0) != pid)
+			return 1;
+		thread_main((void *)n);
+		plugin((int)n, &ep);
+		printf("%s enabled=%d plug=%d sem=%d,%d,%d\n", pid ? "parent" : "child", enabled, ep,
+		       tgt_args_semaphore, tgt_mem_semaphore, tgt_ptr_semaphore);
+		fflush(stdout);
+		return pid ? (WIFEXITED(status) ? WEXITSTATUS(status) : 1) : 0;
 	}
 	for (i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, thread_main, (void *)n);

@@ -16,6 +16,7 @@
  *   dwarf_var.c    a variable expression at an address to a fetch argument
  *   dwarf_spec.c   the SPECs: resolution, one SPEC per copy, errors
  *   dwarf_list.c   probes --lines and --vars
+ *   dwarf_go.c     $goid: where the Go runtime keeps a goroutine's id
  *
  * Context: the CLI's, plain C with malloc; not for signal context.
  */
@@ -67,6 +68,8 @@ struct ukp_dw_err {
 int ukp_dw_fail(struct ukp_dw_err *e, int col, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* dwarf_obj.c: OBJ's file (malloc'ed), or NULL. */
+char *ukp_dw_object_file(const char *obj, const struct ukp_dw_where *w);
 /* dwarf_obj.c: OBJ's DWARF, or NULL with *e (at col). */
 struct ukp_dw *ukp_dw_open(const char *obj, const struct ukp_dw_where *w, int col,
 			   struct ukp_dw_err *e);
@@ -81,6 +84,9 @@ struct ukp_dw_site {
 };
 
 /* dwarf_point.c */
+/* The DWARF address of the function the symbol table names name (a
+ * version suffix aside), or 0. */
+Dwarf_Addr ukp_dw_symbol_pc(struct ukp_dw *dw, const char *name);
 /* The copies of function name: its out-of-line entry (*sym_pc, when the
  * symbol table names it; 0 else) and its inlined copies' entries. 0 or
  * -1 with *e. */
@@ -144,6 +150,11 @@ int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp
  * (malloc'ed). 0, or -1 after the error was printed. */
 int ukp_dwarf_resolve_specs(struct ukp_spec **specs, int *n, int **origin,
 			    const struct ukp_dw_where *w);
+
+/* dwarf_go.c: $goid's offset in the runtime's g (param) for every SPEC
+ * that fetches it, from the Go program's DWARF or its Go version. 0, or
+ * -1 after the error was said. */
+int ukp_dw_go_goid(struct ukp_spec *specs, int n, const struct ukp_dw_where *w);
 
 /* dwarf_list.c: probes --lines OBJ:FUNC, --vars OBJ:FUNC|OBJ:FILE:LINE.
  * ukprobe's exit code. */

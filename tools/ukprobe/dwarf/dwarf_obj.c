@@ -160,7 +160,7 @@ static char *runpath_file(const char *path, const char *obj)
 	return found;
 }
 
-static char *object_file(const char *obj, const struct ukp_dw_where *w)
+char *ukp_dw_object_file(const char *obj, const struct ukp_dw_where *w)
 {
 	char *path = NULL;
 	int i;
@@ -203,7 +203,7 @@ struct ukp_dw *ukp_dw_open(const char *obj, const struct ukp_dw_where *w, int co
 	for (dw = opened; dw; dw = dw->next)
 		if (!strcmp(dw->name, obj))
 			return dw;
-	path = object_file(obj, w);
+	path = ukp_dw_object_file(obj, w);
 	if (!path) {
 		ukp_dw_fail(e, col, "object %s not found (give its path)", obj);
 		return NULL;

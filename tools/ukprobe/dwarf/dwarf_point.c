@@ -202,7 +202,7 @@ bool ukp_dw_code_func(Dwarf_Die *scopes, int n, Dwarf_Die *out)
 
 /* The symbol table's function name (without a version): its DWARF
  * address, or 0. */
-static Dwarf_Addr symbol_pc(struct ukp_dw *dw, const char *name)
+Dwarf_Addr ukp_dw_symbol_pc(struct ukp_dw *dw, const char *name)
 {
 	int n = dwfl_module_getsymtab(dw->mod), i;
 	size_t len = strlen(name);
@@ -348,7 +348,7 @@ int ukp_dw_func_sites(struct ukp_dw *dw, const char *name, struct ukp_dw_site **
 	size_t hsize;
 	Dwarf_Die cu;
 
-	*sym_pc = symbol_pc(dw, name);
+	*sym_pc = ukp_dw_symbol_pc(dw, name);
 	if (*sym_pc && sites_add(&s, *sym_pc, *sym_pc, false))
 		return ukp_dw_fail(e, col, "out of memory");
 	/* inlined copies: in the CUs that define the function */

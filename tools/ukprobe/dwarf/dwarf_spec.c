@@ -168,7 +168,9 @@ int ukp_dw_spec_sites(struct ukp_dw *dw, const struct ukp_spec *spec, struct ukp
 
 	*sym_pc = 0;
 	*mangled = NULL;
-	if (spec->cxx_name && !spec->src_line) {
+	/* (a name with C++'s characters that the symbol table has as it
+	 * is, as Go's main.(*T).m, is that function's) */
+	if (spec->cxx_name && !spec->src_line && !ukp_dw_symbol_pc(dw, spec->symbol)) {
 		/* a demangled name: the one function it names, its own code */
 		if (ukp_dw_cxx_symbol(dw, spec->symbol, sym_pc, mangled, spec->sym_col, e))
 			return -1;
@@ -216,6 +218,7 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 	char *mangled = NULL;
 	size_t ns = 0, i;
 	int ret = 0;
+	bool literal;
 
 	*out = NULL;
 	*n = 0;
@@ -223,8 +226,12 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		return ukp_dw_fail(e, spec->point_col, "a source line or a variable by name needs "
 				   "the object: OBJ:%s", spec->src_line ? "FILE:LINE" : "FUNC");
 	/* (a demangled name is a pattern for the agent: here it must name
-	 * one function) */
-	if (spec->is_glob && (!spec->cxx_name || strpbrk(spec->symbol, "*?") || spec->is_return))
+	 * one function; so may a name with a '*' that names itself, as Go's
+	 * methods on pointers do: main.(*T).m, below) */
+	literal = spec->is_glob && !spec->is_return && !spec->src_line &&
+		  !strpbrk(spec->symbol, "?[");
+	if (spec->is_glob && !literal &&
+	    (!spec->cxx_name || strpbrk(spec->symbol, "*?") || spec->is_return))
 		return ukp_dw_fail(e, spec->sym_col, "variables by name need one function, not a "
 				   "pattern");
 	if (spec->is_addr)
@@ -238,6 +245,12 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 		return 1; /* $retval stays as it is */
 	if (!dw)
 		return -1;
+	if (literal && !ukp_dw_symbol_pc(dw, spec->symbol)) {
+		if (!spec->cxx_name || strpbrk(spec->symbol, "*?"))
+			return ukp_dw_fail(e, spec->sym_col, "variables by name need one function, "
+					   "not a pattern");
+		literal = false; /* a demangled name: its one function */
+	}
 	if (spec->is_return) {
 		sym_pc = 0;
 		if (ukp_dw_func_sites(dw, spec->symbol, &sites, &ns, &sym_pc, spec->sym_col, e) ||
@@ -296,8 +309,11 @@ static int resolve(const struct ukp_spec *spec, const struct ukp_dw_where *w,
 			if (!s->symbol)
 				ret = ukp_dw_fail(e, 0, "out of memory");
 		} else if (!spec->src_line && !sites[i].inlined && sym_pc && sites[i].func_pc == sym_pc) {
-			/* the function's own code: by its symbol, as the SPEC said */
+			/* the function's own code: by its symbol, as the SPEC said
+			 * (a literal name: that one function) */
 			s->symbol = strdup(spec->symbol);
+			if (literal)
+				s->is_glob = false;
 			s->offset = sites[i].pc - sym_pc;
 			if (!s->symbol)
 				ret = ukp_dw_fail(e, 0, "out of memory");
@@ -345,6 +361,8 @@ int ukp_dwarf_resolve_specs(struct ukp_spec **specs, int *n, int **origin,
 	int *orig = NULL, nout = 0, i, k;
 
 	*origin = NULL;
+	if (ukp_dw_go_goid(in, *n, w))
+		return -1;
 	for (i = 0; i < *n && !needs_dwarf(&in[i]); i++)
 		;
 	if (i == *n) {

@@ -935,8 +935,16 @@ int ukp_dw_params(struct ukp_dw *dw, const struct ukp_dw_site *site, char ***nam
 	if (fi >= 0 && !dwarf_child(&scopes[fi], &c)) {
 		do {
 			const char *nm;
+			Dwarf_Attribute a;
+			bool out;
 
-			if (dwarf_tag(&c) == DW_TAG_formal_parameter && (nm = dwarf_diename(&c))) {
+			/* (Go lists a function's results as parameters marked
+			 * DW_AT_variable_parameter, ~r0 when unnamed: not
+			 * inputs, and unset at the entry) */
+			out = dwarf_attr(&c, DW_AT_variable_parameter, &a) &&
+			      dwarf_formflag(&a, &out) == 0 && out;
+			if (dwarf_tag(&c) == DW_TAG_formal_parameter && (nm = dwarf_diename(&c)) &&
+			    !out) {
 				size_t before = all.n;
 
 				names_add(&all, nm);
