@@ -23,6 +23,7 @@
 #include "core/core.h"
 #include "text/text.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "optimizer/optimizer.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
@@ -386,7 +387,7 @@ static void atfork_child(void)
 	ukp_sync_after_fork_child();
 	ukp_threads_after_fork_child();
 	ukp_opt_after_fork();
-	owner_pid = getpid();
+	owner_pid = ukp_sys_getpid();
 }
 
 /* [reg] The symbol names of obj (NULL: of every object) are about to be
@@ -413,7 +414,7 @@ static void do_init(void)
 {
 	int ret;
 
-	owner_pid = getpid();
+	owner_pid = ukp_sys_getpid();
 	ukp_symbols_set_names_hook(site_names_keep);
 	ukp_errno_init();
 	ukp_text_init();
@@ -445,12 +446,12 @@ static int ukp_lock(void)
 		pthread_mutex_unlock(&ukp_mutex);
 		return -EINVAL;
 	}
-	if (owner_pid != getpid()) {
+	if (owner_pid != ukp_sys_getpid()) {
 		/* forked without pthread_atfork (raw clone) */
 		ukp_text_after_fork();
 		ukp_sync_after_fork_child();
 		ukp_threads_after_fork_child();
-		owner_pid = getpid();
+		owner_pid = ukp_sys_getpid();
 	}
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();

@@ -54,6 +54,7 @@
 #include "text/text.h"
 #include "core/core.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
 #include "core/kretprobes.h"
@@ -275,13 +276,13 @@ static void kick(void)
 		return;
 	}
 
-	if (thread_pid != getpid()) {
+	if (thread_pid != ukp_sys_getpid()) {
 		/* All signals blocked but ours: the thread answers scans and
 		 * handles breakpoints in the libc it calls, and nothing else. */
 		quit = false;
 		if (ukprobes_kthread_create(&t, NULL, optimizer_main, NULL) == 0) {
 			thread = t;
-			thread_pid = getpid();
+			thread_pid = ukp_sys_getpid();
 		} else {
 			pr_warn("kprobes: cannot start the optimizer thread\n");
 		}
@@ -680,7 +681,7 @@ static void delay_for_batch(void)
 {
 	struct timespec end;
 
-	clock_gettime(CLOCK_REALTIME, &end);
+	ukp_sys_clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_nsec += OPTIMIZE_DELAY_MS * 1000000L;
 	if (end.tv_nsec >= 1000000000L) {
 		end.tv_sec++;
@@ -718,7 +719,7 @@ static void *optimizer_main(void *arg)
 		 * a little before the next one. */
 		if (nqueued) {
 			pthread_mutex_unlock(&ukp_mutex);
-			nanosleep(&delay, NULL);
+			ukp_sys_nanosleep(&delay);
 			pthread_mutex_lock(&ukp_mutex);
 		}
 	}
@@ -754,7 +755,7 @@ void ukp_opt_defer_kick(bool on)
 	/* The thread is started before a batch arms anything: glibc runs
 	 * a new thread's first code with every signal blocked, and a batch
 	 * may have probed it (a breakpoint then kills the process). */
-	if (on && thread_pid != getpid()) {
+	if (on && thread_pid != ukp_sys_getpid()) {
 		kick();
 		kick_wanted = true;
 	}
@@ -924,7 +925,7 @@ static void wait_idle(void)
 	waiters++;
 	pthread_cond_signal(&queue_cond); /* out of its delay */
 	while (nqueued || busy) {
-		if (thread_pid != getpid())
+		if (thread_pid != ukp_sys_getpid())
 			kick();
 		pthread_cond_wait(&idle_cond, &ukp_mutex);
 	}
@@ -1005,7 +1006,7 @@ UKPROBES_API bool kprobes_optimization(void)
  */
 void ukp_opt_stop(void)
 {
-	if (thread_pid != getpid())
+	if (thread_pid != ukp_sys_getpid())
 		return;
 	quit = true;
 	pthread_cond_broadcast(&queue_cond);

@@ -1047,7 +1047,7 @@ static bool is_vdso(const struct dl_phdr_info *info)
 static char *main_exe_path(void)
 {
 	char buf[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	long len = ukp_sys_readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 
 	if (len <= 0)
 		return strdup("");
@@ -1958,10 +1958,9 @@ const struct ukp_object *ukp_file_object(const char *path, int *err)
 	struct ukp_objent *o, **pp;
 	struct stat st;
 
-	if (stat(path, &st)) {
-		*err = -errno;
+	*err = ukp_sys_stat(path, &st);
+	if (*err)
 		return NULL;
-	}
 	if (!S_ISREG(st.st_mode)) {
 		*err = -ENOEXEC;
 		return NULL;
