@@ -23,8 +23,9 @@
  * thread, in every mode, reads bytes from descriptor N and calls
  * loadee_counted() once for each: a call the test makes happen, to be
  * counted exactly while the other threads are held as above; for a
- * newline it writes "counted TOTAL" to standard output. It ends at the
- * end of N's input, and is not among the threads the last line counts.
+ * newline it writes "counted TOTAL" to standard output, and a 'g' lets
+ * the dlopen mode's constructor return (its gate). It ends at the end of
+ * N's input, and is not among the threads the last line counts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -216,6 +217,10 @@ static void *t_counter(void *a)
 
 	kind = "counter";
 	while (read(fd, &c, 1) == 1) {
+		if (c == 'g') {
+			error_if(write(gate[1], "x", 1) != 1);
+			continue;
+		}
 		if (c == '\n') {
 			int k = snprintf(line, sizeof(line), "counted %d\n", n);
 
