@@ -43,6 +43,7 @@
 #include "symbols/debuginfo.h"
 #include "symbols/eh_frame.h"
 #include "symbols/stack_objects.h"
+#include "base/base.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
 #include "symbols/usdt.h"
@@ -1038,7 +1039,7 @@ static int peek_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* The vdso has no file: recognise it by its ELF header address. */
 static bool is_vdso(const struct dl_phdr_info *info)
 {
-	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	uintptr_t ehdr = (uintptr_t)ukp_getauxval(AT_SYSINFO_EHDR);
 
 	return ehdr && (uintptr_t)info->dlpi_phdr ==
 		       ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
