@@ -24,6 +24,7 @@ import shlex
 import shutil
 import signal
 import struct
+import threading
 import subprocess
 import sys
 import tempfile
@@ -4789,6 +4790,157 @@ def case_attach_busy():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+def stderr_until(proc, want, timeout=60):
+    """Read proc's stderr until a line contains want (bounded); the lines."""
+    import select
+    lines, buf, end = [], "", time.time() + timeout
+    fd = proc.stderr.fileno()
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if not r:
+            continue
+        chunk = os.read(fd, 65536).decode()
+        if not chunk:
+            break
+        buf += chunk
+        *done, buf = buf.split("\n")
+        lines += done
+        if any(want in l for l in done):
+            return lines
+    raise Fail("no %r from ukprobe within %ds:\n%s" % (want, timeout, "\n".join(lines + [buf])))
+
+
+def thread_names(pid):
+    """Every thread's name, by id."""
+    return {tid: st[0] for tid, st in thread_state(pid).items()}
+
+
+def case_attach_held():
+    """-p into tests/loader's loadee with a thread inside fork() (blocked in
+    its atfork handler: glibc's atfork list in use) and with threads that
+    fork and allocate all the time: the agent attaches, counts exactly the
+    calls another thread makes meanwhile (stat), gives each as an event
+    (trace), detaches leaving no thread and no region, and the program
+    ends as it would have (no error seen by any of its threads). With a
+    thread holding the malloc lock, or inside dlopen(): the dlopen() of
+    the dynamic agent waits for it, ukprobe says so, and attaches when it
+    lets go (doc/static_agent.md); counts exact, the program unharmed."""
+    loader = os.environ.get("UKP_LOADER_DIR")
+    check(loader and os.path.exists(os.path.join(loader, "loadee")), "tests/loader's loadee built")
+    k = 5000
+    for mode in ("fork", "forkloop"):
+        rfd, wfd = os.pipe()
+        p = subprocess.Popen([os.path.join(loader, "loadee"), mode], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[rfd],
+                             env=dict(os.environ, LOADEE_COUNTER_FD=str(rfd)), text=True,
+                             preexec_fn=no_core)
+        os.close(rfd)
+        total = 0
+        try:
+            check(p.stdout.readline().startswith("ready pid=%d " % p.pid), "%s: loadee ready" % mode)
+            # (names: the masks of threads that fork all the time change)
+            state0 = thread_names(p.pid)
+            for cmd in ("stat", "trace"):
+                t = subprocess.Popen([UKPROBE, cmd, "-p", str(p.pid), "-e",
+                                      "p:n loadee:loadee_counted n=%di:s32"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+                try:
+                    stderr_until(t, "every probe in place")
+                    os.write(wfd, b"x" * k + b"\n")
+                    total += k
+                    check(p.stdout.readline() == "counted %d\n" % total,
+                          "%s: the program made the calls" % mode)
+                    t.send_signal(signal.SIGINT)
+                    out, err = t.communicate(timeout=120)
+                finally:
+                    if t.poll() is None:
+                        t.kill()
+                        t.wait()
+                out = out.decode()
+                check(t.returncode == 0, "%s -p (%s): status 0" % (cmd, mode), out, err.decode())
+                if cmd == "stat":
+                    check(stat_hits(out, "ukprobes/n") == str(k), "%s: stat counted every call"
+                          % mode, out)
+                else:
+                    got = [int(l.rsplit("n=", 1)[1]) for l in out.splitlines() if " n: " in l]
+                    check(got == list(range(total - k + 1, total + 1)),
+                          "%s: trace gave every call once, in order (%d events)" % (mode, len(got)),
+                          "\n".join(out.splitlines()[:5]))
+                with open("/proc/%d/maps" % p.pid) as f:
+                    check("ukprobe-region" not in f.read(), "%s: no region left" % mode)
+                check(thread_names(p.pid) == state0, "%s: threads as before the attach" % mode)
+            os.close(wfd)
+            wfd = -1
+            out, _ = p.communicate("", timeout=60)
+            check(p.returncode == 7 and re.match(r"done mode=%s threads=\d+ errors=0 " % mode, out),
+                  "%s: the program ended as without ukprobe" % mode, out)
+        finally:
+            if wfd >= 0:
+                os.close(wfd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    # A thread holding malloc's lock (blocked in malloc_stats() writing to
+    # a full stderr), and one inside dlopen() (blocked in a constructor):
+    # the dlopen() of the agent waits for them; ukprobe says so, and
+    # attaches once they let go, counting exactly from then on.
+    for mode in ("malloc", "dlopen"):
+        rfd, wfd = os.pipe()
+        p = subprocess.Popen([os.path.join(loader, "loadee"), mode] +
+                             ([os.path.join(loader, "libukp_blockctor.so")] if mode == "dlopen"
+                              else []), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[rfd],
+                             env=dict(os.environ, LOADEE_COUNTER_FD=str(rfd)), text=True,
+                             preexec_fn=no_core)
+        os.close(rfd)
+        try:
+            check(p.stdout.readline().startswith("ready pid=%d " % p.pid), "%s: loadee ready" % mode)
+            t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e",
+                                  "p:n loadee:loadee_counted"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            try:
+                said = stderr_until(t, "is still in dlopen() of the agent, waiting for a lock")
+                check(not any("every probe in place" in l for l in said),
+                      "%s: not attached while the lock is held" % mode, "\n".join(said))
+                check(p.poll() is None, "%s: the program runs on" % mode)
+                if mode == "malloc":
+                    threading.Thread(target=p.stderr.read, daemon=True).start()
+                else:
+                    os.write(wfd, b"g")
+                stderr_until(t, "every probe in place")
+                os.write(wfd, b"x" * k + b"\n")
+                check(p.stdout.readline() == "counted %d\n" % k,
+                      "%s: the program made the calls" % mode)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=120)
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            out = out.decode()
+            check(t.returncode == 0, "stat -p (%s): status 0" % mode, out, err.decode())
+            check(stat_hits(out, "ukprobes/n") == str(k), "%s: stat counted every call" % mode, out)
+            with open("/proc/%d/maps" % p.pid) as f:
+                check("ukprobe-region" not in f.read(), "%s: no region left" % mode)
+            check(not any(n.startswith("ukprobe") for n in thread_names(p.pid).values()),
+                  "%s: no thread of the agent left" % mode, str(thread_names(p.pid)))
+            os.close(wfd)
+            wfd = -1
+            p.stdin.close()
+            out = p.stdout.read()
+            check(p.wait(timeout=60) == 7 and
+                  re.match(r"done mode=%s threads=\d+ errors=0 " % mode, out),
+                  "%s: the program ended as without ukprobe" % mode, out)
+        finally:
+            if wfd >= 0:
+                os.close(wfd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
 
 def make_root(progs):
     """A small root of its own: progs and the libraries ldd finds for
