@@ -51,6 +51,8 @@ int ukp_cmd_trace(int argc, char **argv);
 int ukp_cmd_stat(int argc, char **argv);
 int ukp_cmd_probes(int argc, char **argv);
 int ukp_cmd_run(int argc, char **argv);
+int ukp_cmd_record(int argc, char **argv);
+int ukp_cmd_report(int argc, char **argv);
 
 /* ------------------------------------------------------- reporting */
 
@@ -211,6 +213,9 @@ struct ukp_session {
 	int region_in_fd;
 	int wstatus;
 	struct ukp_hist_rows *hists; /* hist triggers' tables, per SPEC (hist_print.c) */
+	/* record: every packet handled goes into the recording too
+	 * (record_dir.c), before it is handled */
+	struct ukp_record *record;
 };
 
 /* hist_print.c: an UKPM_HIST message (0, or -1: malformed), the tables
@@ -311,6 +316,49 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 			      struct ukp_session *s, const char **output, const char **json);
 
 /* ------------------------------------------------------ formatting */
+
+/* trace_print.c: what trace prints, and report from a recording. */
+struct ukp_trace_out {
+	FILE *out;                /* the text trace, or NULL */
+	struct ukp_json *json;    /* --json, or NULL */
+};
+/* ops.event / ops.batch of a trace (arg: struct ukp_trace_out) */
+void ukp_trace_event(struct ukp_session *s, struct ukp_image *img,
+		     const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg);
+void ukp_trace_batch(struct ukp_session *s, void *arg);
+/* The records file the agent wrote (fd): its events through ops. 0, or
+ * -1 when it is damaged (said so, after the events before the damage). */
+int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
+			     void *arg);
+/* "+++ killed by SIGKILL +++" when the program ukprobe ran was. */
+void ukp_trace_ending(FILE *out, const struct ukp_session *s);
+/* After the run (or the replay of a recording): the records file's
+ * events (raw: its descriptor, or -1), those of images that ended
+ * abruptly, the ending, the hist tables. 0, or UKP_EXIT_FAIL. */
+int ukp_trace_finish(struct ukp_session *s, int raw, const struct ukp_session_ops *ops,
+		     struct ukp_trace_out *t);
+
+/* record_dir.c: a recording (ukprobe record, ukprobe report), a
+ * directory: the agent's records file, the session's packets, what the
+ * regions of images that ended abruptly held. */
+#define UKP_RECORD_DEFAULT "ukprobe.data"
+struct ukp_record;
+/* [record] Make (or empty) dir and start its session file with the
+ * SPECs; *records: the records file for the agent. NULL: said why. */
+struct ukp_record *ukp_record_create(const char *dir, const struct ukp_session *s,
+				     int *records);
+/* [record] One packet ukprobe handled (ukp_session_packet). */
+void ukp_record_packet(struct ukp_record *r, const struct ukp_session *s, const char *buf,
+		       size_t n);
+/* [record] After the run: the regions of images that ended abruptly,
+ * how the program ended; closes. 0, or -1 (said why). */
+int ukp_record_finish(struct ukp_record *r, struct ukp_session *s);
+/* [report] Rebuild the session of the recording in dir: its SPECs,
+ * images and their messages through ops (*records: the records file).
+ * 0; UKP_EXIT_FAIL when the recording cannot be read at all; -1 when it
+ * is damaged (said where, and s holds what came before). */
+int ukp_record_replay(const char *dir, struct ukp_session *s, const struct ukp_session_ops *ops,
+		      void *arg, int *records);
 
 /* " name=value" of every argument of rec (kernel print formats: u and s
  * in decimal, x in hex, strings quoted, chars in quotes, symbols as
