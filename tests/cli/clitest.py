@@ -1373,10 +1373,13 @@ MANPAGES = {
                   ".RI [ OBJ :] 0x ADDR", ".B symbol", ".B char", ".BI b WIDTH", "glob",
                   "EXIT STATUS",
                   "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen",
+                  "ukprobe\\-record", "ukprobe\\-report",
                   "[OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw]", "environ"],
     "ukprobe-trace.1": ["\\-e", "\\-o", "\\-\\-json", "\\-f", "\\-\\-follow", "Perfetto",
                         "\\-\\-no\\-optimize",
                         "\\(dqph\\(dq:\\(dqX\\(dq", "w[:[GRP/]EVENT]"],
+    "ukprobe-record.1": ["\\-o", "ukprobe.data", "ukprobe\\-report", "SIGKILL", "region\\-"],
+    "ukprobe-report.1": ["\\-i", "\\-o", "\\-\\-json", "ukprobe.data", "damaged"],
     "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>",
                        "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
@@ -1405,7 +1408,7 @@ def case_manpage():
     if not groff:
         print("no groff: rendering not checked")
     # every command's --help names its page
-    for cmd in ("trace", "stat", "probes", "run"):
+    for cmd in ("trace", "stat", "probes", "run", "record", "report"):
         r = ukprobe([cmd, "--help"])
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
 
