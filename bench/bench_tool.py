@@ -165,15 +165,19 @@ def median(xs):
 
 
 class Tools:
-    def __init__(self, ukprobe, work, peers):
+    def __init__(self, ukprobe, work, peers, bpftrace=True):
         self.ukprobe = ukprobe
         self.work = work
         self.skips = {}
+        if not bpftrace:
+            self.skips["bpftrace"] = "not requested (--no-bpftrace)"
         if not peers:
             self.skips["uftrace"] = self.skips["bpftrace"] = "peers not requested (--no-peers)"
         elif not shutil.which("uftrace"):
             self.skips["uftrace"] = "uftrace is not installed"
         if not peers:
+            pass
+        elif "bpftrace" in self.skips:
             pass
         elif not shutil.which("bpftrace"):
             self.skips["bpftrace"] = "bpftrace is not installed"
@@ -445,7 +449,7 @@ def bench_micro(args, bindir):
         # private copy: a kernel uprobe is in every process mapping the
         # file); fewer calls, its hits cost microseconds
         bt = shutil.which("bpftrace")
-        if bt and not args.no_peers and os.geteuid() == 0:
+        if bt and not args.no_peers and not args.no_bpftrace and os.geteuid() == 0:
             copy = os.path.join(d, "bench_tool_hit")
             shutil.copy(hit, copy)
             cmds.append(("bpftrace count", [bt, "-e", "uprobe:%s:bench_tool_target "
@@ -693,6 +697,7 @@ def main():
     ap.add_argument("--no-peers", action="store_true", help="no uftrace, no bpftrace")
     ap.add_argument("--dwarf-only", action="store_true",
                     help="only the source-level fetches' rows")
+    ap.add_argument("--no-bpftrace", action="store_true", help="uftrace, but no bpftrace")
     ap.add_argument("--only", help="these workloads only (IDs, comma-separated)")
     ap.add_argument("--no-micro", action="store_true", help="no per-hit rows")
     ap.add_argument("--micro-only", action="store_true", help="the per-hit rows only")
@@ -703,7 +708,7 @@ def main():
         args.reps = 1 if args.quick else 5
     UKPROBE_PATH[0] = args.ukprobe
     with tempfile.TemporaryDirectory(prefix="ukpbench-tool.") as work:
-        tools = Tools(args.ukprobe, work, not args.no_peers)
+        tools = Tools(args.ukprobe, work, not args.no_peers, not args.no_bpftrace)
         res = {"reps": args.reps, "quick": args.quick, "commit": commit(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "micro": bench_micro(args, args.bin) if not (args.dwarf_only or args.no_micro)
