@@ -50,12 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct ukp_session_ops ops = { .event = ukp_trace_event, .batch = ukp_trace_batch };
 	struct ukp_session s = { .mode = UKP_MODE_TRACE, .raw_file = true };
-	struct ukp_trace_out t = { devnull, ukp_json_open("/dev/null") };
+	struct ukp_trace_out t = { devnull, NULL };
 	size_t n;
 	int raw = -1, code;
 
 	if (size < 4)
 		return 0;
+	t.json = ukp_json_open("/dev/null");
 	n = data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 | (size_t)data[3] << 24;
 	if (n > size - 4)
 		n = size - 4;
