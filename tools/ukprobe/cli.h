@@ -101,6 +101,7 @@ struct ukp_probe_info {
 	uint64_t addr, func, base;
 	char *event;
 	char *where;              /* "sym+0xoff/0xsize [obj]" */
+	const char *where_code;   /* ukp_where_code(where): in where, looked up once */
 	char *func_name;          /* "sym" */
 	char *object;             /* the object's path */
 	char *why;                /* why not optimized */

@@ -68,7 +68,7 @@ void ukp_trace_event(struct ukp_session *s, struct ukp_image *img,
 		fputs(" <- ", t->out);
 		fputs(pi->func_name, t->out);
 	} else {
-		fputs(ukp_where_code(pi->where), t->out);
+		fputs(pi->where_code, t->out);
 	}
 	fputc(')', t->out);
 	ukp_format_args(t->out, img, spec, rec);
