@@ -428,15 +428,22 @@ static void end_image(enum ukp_end_reason reason)
 /* [init] script.c: the program got SIGINT or SIGTERM, whose default
  * action (the end) follows: this image ends first, as at exit, so that
  * the script's END and maps reach ukprobe. */
-void ukpa_end_before_signal(void)
+int ukpa_end_before_signal(void)
 {
-	if (!ukpa_active() || !end_claim())
-		return;
+	int expect = 0;
+
+	if (!ukpa_active())
+		return -1;
+	/* not end_claim()'s wait: the thread ending the image may be
+	 * joining the caller (the script's timer thread) */
+	if (!atomic_compare_exchange_strong(&ending, &expect, 1))
+		return expect == 1 ? 0 : -1;
 	ukpa_busy++;
 	end_image(UKP_END_EXIT);
 	out_fd = -1;
 	atomic_store(&ending, 2);
 	ukpa_busy--;
+	return 1;
 }
 
 /* [init] Around an exec: flush and end this image; after a failed one,

@@ -62,10 +62,12 @@ struct ukpa_spec {
 	bool hist_regs;           /* ... or, when the hist is all it has and it
 				   * reads only registers (ukpa_hist_regs_only),
 				   * through ukpa_hist_hit_regs() */
-	/* ... or, when the --filter is all it has and is one comparison of a
-	 * register as it is, through ukp_filter_pred_number() on reg_pred_arg */
-	const struct ukp_filter_pred *reg_pred;
-	struct ukpa_plain_arg reg_pred_arg;
+	/* ... or, when the --filter is all it has and compares only numbers
+	 * that are registers as they are, through ukp_fbranch_run() on the
+	 * registers. A numeric --filter's branch program (fb_regs: on the
+	 * registers; else on the fetched record), or NULL */
+	struct ukp_fbranch *fb;
+	bool fb_regs;
 	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
 	bool need_comm, need_pid;
 	uint32_t fetch_mask;      /* the arguments read */
@@ -142,8 +144,11 @@ bool ukpa_active(void);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);
-/* [init] Before a signal's default action ends the process (script.c). */
-void ukpa_end_before_signal(void);
+/* [init] Before a signal's default action ends the process (script.c):
+ * 1 when this call ended the image, 0 when another thread is ending it
+ * now (it is not waited for), -1 when it is ended already or the agent
+ * is not tracing here. */
+int ukpa_end_before_signal(void);
 
 /* The agent's threads (the reader, the attached session's, a script's
  * timer) are started with the library's ukprobes_kthread_create(): the
@@ -329,7 +334,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 		      const struct pt_regs *regs, const struct pt_regs *entry);
 /* [init] What ukpa_filter_pass() needs for s, worked out once, and
- * whether s->reg_pred does instead. */
+ * whether s->fb on the registers does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);
 
 /* ------------------------------------------------------------- usdt.c */

@@ -12,6 +12,8 @@
  * allocation-free: syscalls only for the thread's id and name, and only
  * when the filter needs them.
  */
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -19,6 +21,7 @@
 
 #include "agent.h"
 #include "filter.h"
+#include "filter_branch.h"
 #include "hist.h"
 
 /*
@@ -47,6 +50,9 @@ static void onoff(struct ukpa_spec *s, const struct ukp_rec *rec, int tid)
 	atomic_store_explicit(&ukpa_trace_on, on, memory_order_relaxed);
 }
 
+/* the branch program reads the payload as 64-bit words */
+_Static_assert(offsetof(struct ukp_rec, data) % 8 == 0, "record payload not word-aligned");
+
 /* [init] */
 void ukpa_filter_prepare(struct ukpa_spec *s)
 {
@@ -58,17 +64,19 @@ void ukpa_filter_prepare(struct ukpa_spec *s)
 	s->need_comm = (f && f->uses_comm) || (h && h->uses_comm) || (o && o->uses_comm);
 	s->need_pid = (f && f->uses_pid) || (h && h->uses_pid) || (o && o->uses_pid);
 	s->fetch_mask = (f ? f->args_used : 0) | (h ? h->args_used : 0) | (o ? o->args_used : 0);
-	/* a filter and nothing else, one comparison of a number that is a
-	 * register as it is: that register, cut as the fetch cuts it */
-	s->reg_pred = NULL;
-	if (f && !h && !spec->onoff && f->ninsns == 1 && f->preds[0].arg >= 0 &&
-	    !f->preds[0].is_string && spec->args[f->preds[0].arg].plain_reg) {
-		const struct ukp_fetcharg *fa = &spec->args[f->preds[0].arg];
-
-		s->reg_pred = &f->preds[0];
-		s->reg_pred_arg.reg = (uint32_t)fa->param;
-		s->reg_pred_arg.off = fa->off;
-		s->reg_pred_arg.keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	/* a numeric filter as a branch program: on the registers when it is
+	 * all the SPEC checks and reads only registers as they are (no record
+	 * fetched at all), else on the fetched record */
+	free(s->fb);
+	s->fb = NULL;
+	s->fb_regs = false;
+	if (f && (s->fb = malloc(sizeof(*s->fb)))) {
+		if (!h && !spec->onoff && !ukp_fbranch_build(f, spec, UKP_FB_REGS, s->fb)) {
+			s->fb_regs = true;
+		} else if (ukp_fbranch_build(f, spec, UKP_FB_RECORD, s->fb)) {
+			free(s->fb);
+			s->fb = NULL;
+		}
 	}
 	s->nplain = 0;
 	for (i = 0; i < spec->nargs; i++) {
@@ -120,8 +128,16 @@ bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 	} else {
 		ukpa_fetch_some(fspec, regs, entry, &rec, s->fetch_mask);
 	}
-	if (f && !ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid))
-		return false;
+	if (f) {
+		/* the branch program compares no faulted argument (the postfix
+		 * program takes it as 0) */
+		bool pass = s->fb && !(rec.faults & f->args_used)
+				    ? ukp_fbranch_run(s->fb, (const uint64_t *)(const void *)rec.data)
+				    : ukp_filter_run(f, spec, rec.data, rec.faults, rec.comm, tid);
+
+		if (!pass)
+			return false;
+	}
 	if (s->hist)
 		ukpa_hist_hit(s->hist, spec, rec.data, rec.faults, rec.comm, tid);
 	if (spec->onoff)

@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "filter.h"
+#include "filter_branch.h"
 #include "go_abi.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -34,7 +35,7 @@ static inline bool recording(const struct ukpa_probe *pr)
 
 /* A checked SPEC's hit: does it pass its --filter (and go into its
  * triggers)? A hist that reads only registers takes it, and a filter of
- * one comparison of a register decides, without a fetched record. */
+ * registers as they are decides on them, without a fetched record. */
 static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *regs,
 			  const struct pt_regs *entry)
 {
@@ -44,10 +45,8 @@ static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *reg
 		ukpa_hist_hit_regs(s->hist, regs);
 		return true;
 	}
-	if (s->reg_pred)
-		return ukp_filter_pred_number(s->reg_pred,
-					      ((const unsigned long *)regs)[s->reg_pred_arg.reg] &
-						      s->reg_pred_arg.keep);
+	if (s->fb_regs)
+		return ukp_fbranch_run(s->fb, (const uint64_t *)(const void *)regs);
 	return ukpa_filter_pass(s, pr->fspec, regs, entry);
 }
 

@@ -1602,6 +1602,7 @@ void ukpa_probes_unregister_all(void)
 	nprobes = 0;
 	for (i = 0; i < nspecs; i++) {
 		ukpa_hist_free(specs[i].hist);
+		free(specs[i].fb);
 		ukp_spec_free(&specs[i].spec);
 	}
 	free(specs);

@@ -107,9 +107,18 @@ static void *timer_main(void *arg)
 		}
 		if (sig) {
 			struct sigaction dfl;
+			int ended;
 
-			/* END and the maps, then the signal's default action */
-			ukpa_end_before_signal();
+			/* END and the maps, then the signal's default action.
+			 * Another thread ending the image meanwhile (the
+			 * program's own exit, an exec) runs END itself and may
+			 * be joining this thread: no signal then, or it would
+			 * end the process in the middle of that END */
+			while (!(ended = ukpa_end_before_signal()) &&
+			       atomic_load(&timer_state) == 1)
+				nanosleep(&step, NULL);
+			if (!ended)
+				return NULL;
 			memset(&dfl, 0, sizeof(dfl));
 			dfl.sa_handler = SIG_DFL;
 			sigaction(sig, &dfl, NULL);

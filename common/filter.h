@@ -81,10 +81,6 @@ int ukp_filter_compile(const char *text, const struct ukp_spec *spec, struct ukp
 bool ukp_filter_run(const struct ukp_filter *f, const struct ukp_spec *spec,
 		    const unsigned char *data, uint32_t faults, const char *comm, int pid);
 
-/* [hit] Does a numeric predicate hold for the value v, as a record's
- * slot holds it (cut to the field's bytes)? */
-bool ukp_filter_pred_number(const struct ukp_filter_pred *pr, uint64_t v);
-
 /* [hit] The kernel's glob_match(): * ? [...] ([!...] and ranges), on
  * str[0..len). */
 bool ukp_filter_glob(const char *pat, const char *str, size_t len);

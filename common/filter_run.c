@@ -127,11 +127,6 @@ static bool pred_number(const struct ukp_filter_pred *pr, uint64_t v)
 	}
 }
 
-bool ukp_filter_pred_number(const struct ukp_filter_pred *pr, uint64_t v)
-{
-	return pred_number(pr, v);
-}
-
 static bool pred_run(const struct ukp_filter_pred *pr, const unsigned char *data,
 		     uint32_t faults, const char *comm, int pid, const struct ukp_spec *spec)
 {

@@ -19,7 +19,7 @@ src=common
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" tests/fuzz/fuzz_spec_filter.c "$src/spec.c" "$src/spec_fetch.c" "$src/spec_sdt.c" \
   "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" \
-  "$src/spec_parsed.c" "$src/filter_run.c" "$src/spec_wire.c" \
+  "$src/spec_parsed.c" "$src/filter_run.c" "$src/filter_branch.c" "$src/spec_wire.c" \
   "$src/arch/$(uname -m)/fetch_regs.c" \
   -o build-fuzz/fuzz_spec_filter
 # ukprobe's own sources but its main(), for the agent's messages (with

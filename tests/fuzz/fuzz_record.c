@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
+#include "session.h"
 
 static char dir[64];
 static FILE *devnull;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "filter.h"
+#include "filter_branch.h"
 #include "hist.h"
 #include "proto.h"
 #include "spec.h"
@@ -24,6 +25,47 @@
 
 #define SEP '\x1f'
 #define NREGS 21
+
+/* The branch program the agent runs (filter_branch.h), where one can be
+ * built, decides as the postfix program on the same values: read from a
+ * record, and from registers as the fetch cuts them into one. */
+static void branch_agrees(const struct ukp_filter *f, const struct ukp_spec *spec,
+			  const uint8_t *data, size_t size)
+{
+	static struct ukp_fbranch fb;
+	uint64_t words[UKP_SPEC_PAYLOAD_MAX / 8], regs[NREGS];
+	unsigned char rec[UKP_SPEC_PAYLOAD_MAX];
+	size_t i;
+	int a;
+
+	for (i = 0; i < sizeof(words); i++)
+		((unsigned char *)words)[i] = size ? data[(i * 5 + 2) % size] : 0;
+	for (i = 0; i < sizeof(regs); i++)
+		((unsigned char *)regs)[i] = size ? data[(i * 11 + 3) % size] : 0;
+	if (!ukp_fbranch_build(f, spec, UKP_FB_RECORD, &fb)) {
+		memcpy(rec, words, sizeof(rec));
+		if (ukp_fbranch_run(&fb, words) != ukp_filter_run(f, spec, rec, 0, NULL, 0))
+			abort();
+	}
+	if (!ukp_fbranch_build(f, spec, UKP_FB_REGS, &fb)) {
+		memset(rec, 0, sizeof(rec));
+		for (a = 0; a < spec->nargs; a++) {
+			const struct ukp_fetcharg *fa = &spec->args[a];
+			uint64_t v;
+
+			if (!fa->plain_reg)
+				continue;
+			if (fa->param >= NREGS)
+				abort(); /* a register the registers do not hold */
+			v = regs[fa->param];
+			if (fa->size < 8)
+				v &= (1ULL << (fa->size * 8)) - 1;
+			memcpy(rec + fa->off, &v, sizeof(v));
+		}
+		if (ukp_fbranch_run(&fb, regs) != ukp_filter_run(f, spec, rec, 0, NULL, 0))
+			abort();
+	}
+}
 
 static void run_filter(const struct ukp_filter *f, const struct ukp_spec *spec,
 		       const uint8_t *data, size_t size)
@@ -40,6 +82,7 @@ static void run_filter(const struct ukp_filter *f, const struct ukp_spec *spec,
 	ukp_filter_run(f, spec, rec, size ? data[0] * 0x01010101u : 0, comm, (int)size);
 	memset(rec, 0, sizeof(rec));
 	ukp_filter_run(f, spec, rec, 0, comm, 0);
+	branch_agrees(f, spec, data, size);
 }
 
 /* SPEC\x1fF...\x1fT...: 0, or -1 (a part did not parse; nothing to free) */

@@ -93,6 +93,14 @@ static int bad_reads(void)
 		fails |= 4;
 	if (copy_from_user_nofault(buf, (void *)0x1000, 8) != -EFAULT)
 		fails |= 8;
+	/* the word and half-word moves (x86-64's own path), source and
+	 * destination */
+	if (copy_from_user_nofault(buf, bad_page, 4) != -EFAULT)
+		fails |= 16;
+	if (copy_from_user_nofault(bad_page, buf, 8) != -EFAULT)
+		fails |= 32;
+	if (copy_from_user_nofault(bad_page, buf, 4) != -EFAULT)
+		fails |= 64;
 	return fails;
 }
 
@@ -136,6 +144,19 @@ Test(nofault, before_anything_else)
 	cr_assert_eq(munmap(p + ps, (size_t)ps), 0);
 	cr_expect_eq(copy_from_user_nofault(two, p + ps - 1, 2), -EFAULT);
 	cr_expect_eq(copy_from_user_nofault(two, p + ps - 1, 1), 0);
+	{
+		uint64_t w = 0;
+		uint32_t h = 0;
+
+		/* a word or a half-word across the end of the mapping */
+		cr_expect_eq(copy_from_user_nofault(&w, p + ps - 4, 8), -EFAULT);
+		cr_expect_eq(copy_from_user_nofault(&h, p + ps - 2, 4), -EFAULT);
+		memcpy(p + ps - 8, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+		cr_expect_eq(copy_from_user_nofault(&w, p + ps - 8, 8), 0);
+		cr_expect_eq(w, 0x8877665544332211ULL);
+		cr_expect_eq(copy_from_user_nofault(&h, p + ps - 4, 4), 0);
+		cr_expect_eq(h, 0x88776655U);
+	}
 	memset(&regs, 0, sizeof(regs));
 	cr_expect_eq(regs_get_kernel_stack_nth(&regs, 0), 0);
 	expect_nofault_works("before anything else");

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * attach.c - a session with running processes (ukprobe -p PID[,PID...]).
+ * attach.c - how a session starts with running processes (ukprobe -p
+ * PID[,PID...]) and how it ends with them; the session loop
+ * (session_loop.c) drives them as it drives a launched
+ * program.
  *
  * ukprobe listens on an abstract SOCK_SEQPACKET socket of its own, makes
  * each process load the agent (inject.c), and sends each agent that
@@ -10,16 +13,14 @@
  * names a process ukprobe attached to (with -f, or a descendant of
  * one), and its first message is AUTH with the secret ukprobe handed the
  * agent at injection. Every other connection is closed unanswered, and
- * counted. Messages then come as from a
- * launched program, one connection per process. Tracing ends when every
- * process has exited, on SIGINT/SIGTERM/SIGHUP, or when -d SECONDS have
- * passed: ukprobe sends DETACH, reads the last events and counts, and
- * waits until the agent's last thread in each process is gone.
+ * counted. Messages then come as from a launched program, one
+ * connection per process. Tracing ends when every process has exited,
+ * on SIGINT/SIGTERM/SIGHUP, or when -d SECONDS have passed: ukprobe
+ * sends DETACH, reads the last events and counts, and waits until the
+ * agent's last thread in each process is gone.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,33 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "session_loop.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 #define GONE_TIMEOUT_MS 10000
 #define AUTH_TIMEOUT_MS 5000
 #define ANCESTORS_MAX 64
-
-static int sig_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* the pipe is full: a stop is already on its way */
-	}
-	errno = saved;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static int listen_socket(char *name, size_t len)
 {
@@ -135,47 +115,6 @@ static bool send_config(const struct ukp_session *s, int fd, const char *config,
 	ctl.h.cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
 	memcpy(CMSG_DATA(&ctl.h), fds, (size_t)nfds * sizeof(int));
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len;
-}
-
-struct conn {
-	int fd;                   /* -1: closed */
-	pid_t pid;
-	uid_t uid;
-	bool agent;               /* admitted: it sent the secret, got CONFIG */
-	long auth_until;          /* not yet: refused after this */
-};
-
-/* Connections refused: how many, and who the first one was. */
-struct refusals {
-	int n;
-	pid_t pid;
-	uid_t uid;
-};
-
-static void refuse(struct refusals *r, int fd, pid_t pid, uid_t uid)
-{
-	if (!r->n++) {
-		r->pid = pid;
-		r->uid = uid;
-	}
-	close(fd);
-}
-
-pid_t ukp_parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	long ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
 }
 
 /* May pid's agent connect? A process ukprobe attached to, or with -f
@@ -357,7 +296,7 @@ static void tids_scan(pid_t pid)
 }
 
 /* Thread own of img's process, as ukprobe sees it. */
-static pid_t host_tid(const struct ukp_image *img, pid_t own)
+pid_t ukp_host_tid(const struct ukp_image *img, pid_t own)
 {
 	pid_t t;
 
@@ -376,7 +315,7 @@ static pid_t host_tid(const struct ukp_image *img, pid_t own)
 /* Until the agent's last thread in each process has returned. */
 static void wait_agents_gone(const struct ukp_session *s)
 {
-	long until = now_ms() + GONE_TIMEOUT_MS;
+	long until = ukp_now_ms() + GONE_TIMEOUT_MS;
 	size_t i;
 
 	for (i = 0; i < s->nimages; i++) {
@@ -386,8 +325,8 @@ static void wait_agents_gone(const struct ukp_session *s)
 		if (!img->detached || img->agent_tid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", img->pid,
-			 host_tid(img, img->agent_tid));
-		while (access(path, F_OK) == 0 && now_ms() < until) {
+			 ukp_host_tid(img, img->agent_tid));
+		while (access(path, F_OK) == 0 && ukp_now_ms() < until) {
 			struct timespec d = { 0, 200000 };
 
 			nanosleep(&d, NULL);
@@ -395,53 +334,9 @@ static void wait_agents_gone(const struct ukp_session *s)
 	}
 }
 
-/* UKPROBE_TIMING: the first event, on its way to the command's ops. */
-struct timed_ops {
-	const struct ukp_session_ops *ops;
-	void *arg;
-	long first_event_ms;
-};
-
-static void timed_event(struct ukp_session *s, struct ukp_image *img,
-			const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg)
-{
-	struct timed_ops *t = arg;
-
-	if (!t->first_event_ms)
-		t->first_event_ms = now_ms();
-	if (img->pid != img->own_pid) {
-		struct ukp_rec r = *rec;
-
-		r.tid = host_tid(img, rec->tid);
-		if (t->ops && t->ops->event)
-			t->ops->event(s, img, pi, &r, t->arg);
-		return;
-	}
-	if (t->ops && t->ops->event)
-		t->ops->event(s, img, pi, rec, t->arg);
-}
-
-static void timed_probe(struct ukp_session *s, struct ukp_image *img,
-			const struct ukp_probe_report *r, void *arg)
-{
-	struct timed_ops *t = arg;
-
-	if (t->ops && t->ops->probe)
-		t->ops->probe(s, img, r, t->arg);
-}
-
-static void timed_batch(struct ukp_session *s, void *arg)
-{
-	struct timed_ops *t = arg;
-
-	if (t->ops && t->ops->batch)
-		t->ops->batch(s, t->arg);
-}
-
-/* Has every process's agent put its probes in place (READY), or ended
- * trying? (-d counts from then: a glob's first probe is announced long
- * before its last, on a busy machine.) */
-static bool all_ready(const struct ukp_session *s)
+/* (-d counts from then: a glob's first probe is announced long before
+ * its last, on a busy machine.) */
+bool ukp_attach_all_ready(const struct ukp_session *s)
 {
 	size_t j;
 	int i;
@@ -471,60 +366,27 @@ static bool any_registered(const struct ukp_session *s)
 	return false;
 }
 
-int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user_ops,
-		       void *user_arg)
+int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 {
-	const struct ukp_session_ops timed = { timed_event, timed_probe, timed_batch };
-	struct timed_ops tops = { user_ops, user_arg, 0 };
-	const struct ukp_session_ops *ops = &timed;
-	void *arg = &tops;
-	long start_ms = now_ms(), registered_ms = 0, detach_ms = 0;
-	struct sigaction sa, old_int, old_term, old_hup, old_pipe;
-	struct pollfd *pfd = NULL;
-	struct conn *conns = NULL;
-	char name[64], *config = NULL, *buf = NULL;
-	size_t config_len = 0, cap = 2 * UKP_PACKET_MAX;
-	int lfd = -1, nconns = 0, open_conns = 0, i, code = UKP_EXIT_FAIL, specs_fd;
-	int cap_conns = s->npids + 16, nagents = 0, pending = 0;
-	long deadline = 0, connect_until;
-	bool detaching = false, timing = getenv("UKPROBE_TIMING") != NULL;
-	unsigned char secret[UKP_AUTH_SECRET_LEN];
 	char key[2 * UKP_AUTH_SECRET_LEN + 1];
-	struct refusals refused = { 0 };
+	int i;
 
-	buf = malloc(cap);
-	conns = calloc((size_t)cap_conns, sizeof(*conns));
-	pfd = calloc((size_t)cap_conns + 2, sizeof(*pfd));
-	config = config_packet(s, &config_len);
-	/* parsed here, once: each agent that connects gets this form */
-	specs_fd = ukp_specs_memfd(s);
-	if (!buf || !conns || !pfd || !config || specs_fd < 0)
-		goto out;
-	if (!make_secret(secret, sizeof(secret), key)) {
+	l->config = config_packet(s, &l->config_len);
+	if (!l->config)
+		return UKP_EXIT_FAIL;
+	if (!make_secret(l->secret, sizeof(l->secret), key)) {
 		ukp_err("getrandom: %s", strerror(errno));
-		goto out;
+		return UKP_EXIT_FAIL;
 	}
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
-		ukp_err("pipe: %s", strerror(errno));
-		goto out;
-	}
-	lfd = listen_socket(name, sizeof(name));
-	if (lfd < 0) {
+	l->lfd = listen_socket(l->name, sizeof(l->name));
+	if (l->lfd < 0) {
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
-		goto out;
+		return UKP_EXIT_FAIL;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &old_pipe);
-
+	ukp_loop_signals(l);
 	for (i = 0; i < s->npids; i++) {
 		struct ukp_inject_times t = { 0 };
-		long t0 = now_ms();
-
+		long t0 = ukp_now_ms();
 		sigset_t all, old;
 		int ret;
 
@@ -533,201 +395,136 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 		 * address of 0): signals wait until the thread is back */
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = ukp_inject(s->pids[i], s->agent, name, key, &t);
+		ret = ukp_inject(s->pids[i], s->agent, l->name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (ret) {
-			/* agents already injected see the socket close and
-			 * end before registering anything */
-			goto restore;
-		}
-		if (timing)
+		/* (agents already injected see the socket close and end
+		 * before registering anything) */
+		if (ret)
+			return ret;
+		if (l->timing)
 			fprintf(stderr,
 				"ukprobe: attach %d: thread %d stopped %ld us, injection %ld us "
 				"(%ld ms)\n",
-				s->pids[i], t.tid, t.stop_us, t.inject_us, now_ms() - t0);
+				s->pids[i], t.tid, t.stop_us, t.inject_us, ukp_now_ms() - t0);
 	}
-	connect_until = now_ms() + CONNECT_TIMEOUT_MS;
+	l->connect_until = ukp_now_ms() + CONNECT_TIMEOUT_MS;
+	return 0;
+}
 
-	for (;;) {
-		int np = 0, timeout = -1, n, polled;
-		long now = now_ms();
+static void refuse(struct ukp_refusals *r, int fd, pid_t pid, uid_t uid)
+{
+	if (!r->n++) {
+		r->pid = pid;
+		r->uid = uid;
+	}
+	close(fd);
+}
 
-		/* -d counts from when the probes are in place (or, if that
-		 * never comes, from the end of the time to connect) */
-		if (s->duration > 0 && !deadline && (registered_ms || now >= connect_until))
-			deadline = (registered_ms ? registered_ms : now) + (long)(s->duration * 1000.0);
-		if (!detaching && ((deadline && now >= deadline) || s->stop)) {
-			detaching = true;
-			detach_ms = now;
-			for (i = 0; i < nconns; i++)
-				if (conns[i].fd >= 0 && conns[i].agent) {
-					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
+void ukp_attach_accept(const struct ukp_session *s, struct ukp_loop *l)
+{
+	int fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
 
-					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
-				}
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
+		cred = (struct ucred){ 0, (uid_t)-1, (gid_t)-1 };
+	if (!admitted_pid(s, cred.pid))
+		refuse(&l->refused, fd, cred.pid, cred.uid);
+	/* it says AUTH first (polled with the others) */
+	else if (ukp_loop_add(l, &(struct ukp_conn){ fd, cred.pid, cred.uid, false,
+						     ukp_now_ms() + AUTH_TIMEOUT_MS }))
+		l->pending++;
+	else
+		close(fd);
+}
+
+static void send_detach(int fd)
+{
+	struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
+
+	send(fd, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+void ukp_attach_admit(const struct ukp_session *s, struct ukp_loop *l, struct ukp_conn *c)
+{
+	if (!authenticated(c->fd, l->secret) ||
+	    !send_config(s, c->fd, l->config, l->config_len, l->specs_fd)) {
+		refuse(&l->refused, c->fd, c->pid, c->uid);
+		c->fd = -1;
+		return;
+	}
+	c->agent = true;
+	l->nagents++;
+	l->open_conns++;
+	if (l->detaching)
+		send_detach(c->fd);
+}
+
+void ukp_attach_expire(struct ukp_loop *l, long now)
+{
+	int i;
+
+	for (i = 0; i < l->nconns && l->pending; i++)
+		if (l->conns[i].fd >= 0 && !l->conns[i].agent && now >= l->conns[i].auth_until) {
+			refuse(&l->refused, l->conns[i].fd, l->conns[i].pid, l->conns[i].uid);
+			l->conns[i].fd = -1;
+			l->pending--;
 		}
-		/* connections that did not say who they are in time */
-		for (i = 0; i < nconns && pending; i++)
-			if (conns[i].fd >= 0 && !conns[i].agent && now >= conns[i].auth_until) {
-				refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
-				conns[i].fd = -1;
-				pending--;
-			}
-		if (nagents >= s->npids && !open_conns)
-			break;
-		if (nagents < s->npids) {
-			/* a process gone before its agent connected */
-			for (i = 0; i < s->npids; i++) {
-				int k;
+}
 
-				for (k = 0; k < nconns && !(conns[k].agent && conns[k].pid == s->pids[i]);
-				     k++)
-					;
-				if (k < nconns)
-					continue;
-				if (process_gone(s->pids[i])) {
-					ukp_err("process %d exited during the attach", s->pids[i]);
-					goto restore;
-				}
-				if (now >= connect_until) {
-					ukp_err("the agent did not connect back from process %d",
-						s->pids[i]);
-					goto restore;
-				}
-			}
-		}
-		pfd[np++] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
-		pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
-		for (i = 0; i < nconns; i++)
-			pfd[np++] = (struct pollfd){ conns[i].fd, POLLIN, 0 };
-		if (nagents < s->npids || pending)
-			timeout = 100;
-		if (deadline && !detaching && (timeout < 0 || deadline - now < timeout))
-			timeout = (int)(deadline - now);
-		if (s->duration > 0 && !deadline && (timeout < 0 || timeout > 100))
-			timeout = 100;
-		n = poll(pfd, (nfds_t)np, timeout);
-		if (n < 0 && errno != EINTR) {
-			ukp_err("poll: %s", strerror(errno));
-			goto restore;
-		}
-		if (n <= 0)
+int ukp_attach_missing(const struct ukp_session *s, const struct ukp_loop *l, long now)
+{
+	int i, k;
+
+	for (i = 0; i < s->npids; i++) {
+		for (k = 0; k < l->nconns && !(l->conns[k].agent && l->conns[k].pid == s->pids[i]);
+		     k++)
+			;
+		if (k < l->nconns)
 			continue;
-		if (pfd[0].revents) {
-			char c[16];
-
-			while (read(sig_pipe[0], c, sizeof(c)) > 0)
-				;
-			if (!detaching) {
-				detaching = true;
-				detach_ms = now_ms();
-				for (i = 0; i < nconns; i++)
-					if (conns[i].fd >= 0 && conns[i].agent) {
-						struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
-
-						send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
-					}
-			}
+		if (process_gone(s->pids[i])) {
+			ukp_err("process %d exited during the attach", s->pids[i]);
+			return UKP_EXIT_FAIL;
 		}
-		polled = nconns;
-		if (pfd[1].revents & POLLIN) {
-			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			struct ucred cred;
-			socklen_t clen = sizeof(cred);
-
-			if (fd >= 0 && nconns == cap_conns) {
-				/* -f: each forked child connects too */
-				struct conn *nc = realloc(conns, 2 * (size_t)cap_conns * sizeof(*nc));
-				struct pollfd *np2 = realloc(pfd, (2 * (size_t)cap_conns + 2) * sizeof(*np2));
-
-				if (nc)
-					conns = nc;
-				if (np2)
-					pfd = np2;
-				if (nc && np2)
-					cap_conns *= 2;
-			}
-			if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
-				cred = (struct ucred){ 0, (uid_t)-1, (gid_t)-1 };
-			if (fd >= 0 && !admitted_pid(s, cred.pid)) {
-				refuse(&refused, fd, cred.pid, cred.uid);
-			} else if (fd >= 0 && nconns < cap_conns) {
-				/* it says AUTH first (polled with the others) */
-				conns[nconns++] = (struct conn){ fd, cred.pid, cred.uid, false,
-								 now_ms() + AUTH_TIMEOUT_MS };
-				pending++;
-			} else if (fd >= 0) {
-				close(fd);
-			}
-		}
-		for (i = 0; i < polled; i++) {
-			struct pollfd *p = &pfd[2 + i];
-			bool trunc;
-			ssize_t r;
-
-			if (p->fd < 0 || !p->revents || conns[i].fd < 0)
-				continue;
-			if (!conns[i].agent) {
-				pending--;
-				if (!authenticated(conns[i].fd, secret) ||
-				    !send_config(s, conns[i].fd, config, config_len, specs_fd)) {
-					refuse(&refused, conns[i].fd, conns[i].pid, conns[i].uid);
-					conns[i].fd = -1;
-					continue;
-				}
-				conns[i].agent = true;
-				nagents++;
-				open_conns++;
-				if (detaching) {
-					struct ukp_msg m = { UKPM_DETACH, sizeof(m) };
-
-					send(conns[i].fd, &m, sizeof(m), MSG_NOSIGNAL);
-				}
-				continue;
-			}
-			r = ukp_region_recvmsg(s, p->fd, buf, cap, MSG_DONTWAIT, &trunc);
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (r <= 0) {
-				close(conns[i].fd);
-				conns[i].fd = -1;
-				open_conns--;
-				continue;
-			}
-			if (trunc)
-				s->protocol_error = true;
-			s->peer_pid = conns[i].pid;
-			ukp_session_packet(s, buf, (size_t)r, ops, arg);
-			s->peer_pid = 0;
-			if (!registered_ms && all_ready(s)) {
-				registered_ms = now_ms();
-				/* at once: what waits for the probes (bench/redis.py) */
-				if (timing)
-					fprintf(stderr, "ukprobe: every probe in place after %ld ms\n",
-						registered_ms - start_ms);
-			}
-			if (s->protocol_error && s->version_mismatch)
-				goto restore;
-			if (s->protocol_error) {
-				ukp_err("unexpected data from the agent in process %d (a different "
-					"ukprobe version?)",
-					conns[i].pid);
-				goto restore;
-			}
+		if (now >= l->connect_until) {
+			ukp_err("the agent did not connect back from process %d", s->pids[i]);
+			return UKP_EXIT_FAIL;
 		}
 	}
+	return 0;
+}
+
+void ukp_attach_detach(struct ukp_loop *l)
+{
+	int i;
+
+	l->detaching = true;
+	l->detach_ms = ukp_now_ms();
+	for (i = 0; i < l->nconns; i++)
+		if (l->conns[i].fd >= 0 && l->conns[i].agent)
+			send_detach(l->conns[i].fd);
+}
+
+int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
+		      const struct ukp_session_ops *ops, void *arg)
+{
+	char where[32];
+	int i;
+
 	wait_agents_gone(s);
-	if (timing)
+	if (l->timing)
 		fprintf(stderr,
 			"ukprobe: probes registered after %ld ms, first event after %ld ms, "
 			"detached in %ld ms\n",
-			registered_ms ? registered_ms - start_ms : -1L,
-			tops.first_event_ms ? tops.first_event_ms - start_ms : -1L,
-			detach_ms ? now_ms() - detach_ms : -1L);
+			l->registered_ms ? l->registered_ms - l->start_ms : -1L,
+			l->first_event_ms ? l->first_event_ms - l->start_ms : -1L,
+			l->detach_ms ? ukp_now_ms() - l->detach_ms : -1L);
 	for (i = 0; i < s->npids; i++)
 		if (!said_hello(s, s->pids[i])) {
 			ukp_err("process %d exited during the attach", s->pids[i]);
-			goto restore;
+			return UKP_EXIT_FAIL;
 		}
 	if (s->first && !s->first->ended && !s->first->detached && !any_registered(s)) {
 		/* killed (or it exited) while its agent registered the probes */
@@ -738,48 +535,25 @@ int ukp_session_attach(struct ukp_session *s, const struct ukp_session_ops *user
 			s->first->pid, s->first->comm, how_ended(s->first->pid, how, sizeof(how)));
 		/* its set-up did not complete: no table of probes never placed */
 		s->first->setup_failed = true;
-		goto restore;
+		return UKP_EXIT_FAIL;
 	}
 	if (s->first && s->first->setup_failed) {
-		if (s->first->end_reason == UKP_END_SPECS)
-			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
-				"another build?)");
-		else if (!s->probe_errors)
-			ukp_err("the agent could not set up tracing in process %d", s->pids[0]);
-		goto restore;
+		snprintf(where, sizeof(where), "process %d", s->pids[0]);
+		ukp_setup_failed(s, where);
+		return UKP_EXIT_FAIL;
 	}
 	/* processes that ended while traced: what they left */
 	ukp_region_recover(s, ops, arg);
 	ukp_report_end(s);
-	code = 0;
-restore:
-	/* a connection closed here makes its agent detach (one of a traced
-	 * process that had not said AUTH yet, a child forked as the session
-	 * ended, is not counted as refused) */
-	for (i = 0; i < nconns; i++)
-		if (conns[i].fd >= 0)
-			close(conns[i].fd);
-	if (refused.n)
+	return 0;
+}
+
+void ukp_attach_refusals(const struct ukp_loop *l)
+{
+	const struct ukp_refusals *r = &l->refused;
+
+	if (r->n)
 		ukp_warn("refused %d connection%s to ukprobe's socket that did not come from the "
 			 "agent of a traced process (the first from process %d, uid %d)",
-			 refused.n, refused.n == 1 ? "" : "s", (int)refused.pid, (int)refused.uid);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
-	sigaction(SIGPIPE, &old_pipe, NULL);
-out:
-	if (lfd >= 0)
-		close(lfd);
-	if (sig_pipe[0] >= 0) {
-		close(sig_pipe[0]);
-		close(sig_pipe[1]);
-		sig_pipe[0] = sig_pipe[1] = -1;
-	}
-	if (specs_fd >= 0)
-		close(specs_fd);
-	free(buf);
-	free(conns);
-	free(pfd);
-	free(config);
-	return code;
+			 r->n, r->n == 1 ? "" : "s", (int)r->pid, (int)r->uid);
 }

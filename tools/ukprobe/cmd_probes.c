@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 
 static void usage(FILE *out)
@@ -295,9 +296,7 @@ int ukp_cmd_probes(int argc, char **argv)
 		code = ukp_session_prepare(&s);
 	if (!code) {
 		o.out = ukp_open_output(output);
-		code = !o.out	  ? UKP_EXIT_FAIL
-		       : s.npids ? ukp_session_attach(&s, &ops, &o)
-				 : ukp_session_run(&s, &ops, &o);
+		code = o.out ? ukp_session_run(&s, &ops, &o) : UKP_EXIT_FAIL;
 		if (!code && s.probe_errors)
 			code = UKP_EXIT_FAIL;
 	}

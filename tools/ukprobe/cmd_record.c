@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
+#include "session.h"
 
 static void usage(FILE *out)
 {
@@ -68,7 +70,7 @@ int ukp_cmd_record(int argc, char **argv)
 		s.raw_file = true;
 	}
 	if (!code)
-		code = s.npids ? ukp_session_attach(&s, &ops, NULL) : ukp_session_run(&s, &ops, NULL);
+		code = ukp_session_run(&s, &ops, NULL);
 	unsetenv(UKP_ENV_RAW_FD);
 	if (s.record && ukp_record_finish(s.record, &s))
 		code = code ? code : UKP_EXIT_FAIL;

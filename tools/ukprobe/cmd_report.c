@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
+#include "session.h"
 
 static void usage(FILE *out)
 {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 #include "script/script.h"
 #include "script/script_out.h"
@@ -398,7 +399,7 @@ int ukp_cmd_run(int argc, char **argv)
 	}
 	code = ukp_session_prepare(&s);
 	if (!code) {
-		code = s.npids ? ukp_session_attach(&s, &ops, &r) : ukp_session_run(&s, &ops, &r);
+		code = ukp_session_run(&s, &ops, &r);
 		if (s.first && !s.first->setup_failed && script_out_started(r.out))
 			script_out_end(r.out, s.first);
 		if (r.exited && code == 128 + SIGTERM)

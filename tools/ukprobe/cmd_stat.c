@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 
 static void usage(FILE *out)
 {
@@ -219,9 +221,7 @@ int ukp_cmd_stat(int argc, char **argv)
 	}
 	if (!code) {
 		out = ukp_open_output(output);
-		code = !out ? UKP_EXIT_FAIL
-		       : s.npids ? ukp_session_attach(&s, NULL, NULL)
-				 : ukp_session_run(&s, NULL, NULL);
+		code = out ? ukp_session_run(&s, NULL, NULL) : UKP_EXIT_FAIL;
 		/* a table only when the probes were in place */
 		if (out && s.first && !s.first->setup_failed && s.states && print_table(out, jf, &s))
 			code = code ? code : UKP_EXIT_FAIL;

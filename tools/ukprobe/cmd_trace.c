@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 
 static void usage(FILE *out)
 {
@@ -161,7 +163,7 @@ int ukp_cmd_trace(int argc, char **argv)
 		s.raw_file = raw >= 0;
 	}
 	if (!code)
-		code = s.npids ? ukp_session_attach(&s, &ops, &t) : ukp_session_run(&s, &ops, &t);
+		code = ukp_session_run(&s, &ops, &t);
 	if (raw >= 0)
 		unsetenv(UKP_ENV_RAW_FD);
 	if (ukp_trace_finish(&s, raw, &ops, &t))

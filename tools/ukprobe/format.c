@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 #include "fetch_types.h"
 
 static void put_string(FILE *out, const unsigned char *s, size_t max)

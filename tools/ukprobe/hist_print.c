@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 #include "hist.h"
 
 struct hist_row {

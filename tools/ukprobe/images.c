@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "target.h"
 
 /* ----------------------------------------------------- address map */
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
+#include "format.h"
 #include "fetch_types.h"
 
 struct frame {

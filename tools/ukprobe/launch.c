@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * launch.c - how ukprobe starts a program: it finds the agent and the
- * command, checks that the command can take a preloaded library, and
- * execs it with the agent and its variables (proto.h) in the
- * environment.
+ * command, checks that the command can take a preloaded library, execs
+ * it with the agent and its variables (proto.h) in the environment, its
+ * connection one the session loop has admitted already
+ * (session_loop.h), and exits as it did.
  */
 #include <elf.h>
 #include <errno.h>
@@ -11,10 +12,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "session_loop.h"
 
 static char *exe_dir(void)
 {
@@ -202,7 +205,9 @@ bool ukp_is_program(const char *path)
 	return pie;
 }
 
-void ukp_launch(const struct ukp_session *s, int fd, int specs_fd)
+/* [child] exec the command with the agent: fd its socket, specs_fd the
+ * parsed SPECs (ukp_specs_memfd). Does not return. */
+static void launch(const struct ukp_session *s, int fd, int specs_fd)
 {
 	static const char *const modes[] = {
 		[UKP_MODE_TRACE] = "trace", [UKP_MODE_STAT] = "stat", [UKP_MODE_PROBES] = "probes",
@@ -238,4 +243,78 @@ void ukp_launch(const struct ukp_session *s, int fd, int specs_fd)
 	execv(s->path, s->cmd);
 	ukp_err("cannot run %s: %s", s->path, strerror(errno));
 	_exit(errno == ENOENT ? UKP_EXIT_NOCMD : 126);
+}
+
+int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
+{
+	int sv[2], sndbuf = 1 << 20;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		ukp_err("socketpair: %s", strerror(errno));
+		return UKP_EXIT_FAIL;
+	}
+	/* room for whole packets (the agent's end is shared by every image) */
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (!ukp_loop_add(l, &(struct ukp_conn){ .fd = sv[0], .agent = true })) {
+		ukp_err("out of memory");
+		close(sv[0]);
+		close(sv[1]);
+		return UKP_EXIT_FAIL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		ukp_err("fork: %s", strerror(errno));
+		close(sv[1]);
+		return UKP_EXIT_FAIL; /* (sv[0] is the loop's, closed with it) */
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		launch(s, sv[1], l->specs_fd);
+	}
+	close(l->specs_fd);
+	l->specs_fd = -1;
+	close(sv[1]);
+	s->pid = l->child = pid;
+	l->nagents = l->open_conns = 1;
+	ukp_loop_signals(l);
+	return 0;
+}
+
+int ukp_launch_finish(struct ukp_session *s, struct ukp_loop *l, bool failed,
+		      const struct ukp_session_ops *ops, void *arg)
+{
+	int code;
+
+	/* every image is gone: what those that ended abruptly left */
+	if (!failed) {
+		ukp_region_recover(s, ops, arg);
+		/* (a packet an image left in its region) */
+		failed = s->protocol_error;
+		if (failed)
+			ukp_loop_protocol_error(s, 0);
+	}
+	if (failed)
+		kill(l->child, SIGKILL);
+	while (waitpid(l->child, &s->wstatus, 0) < 0 && errno == EINTR)
+		;
+	/* reaped: its pid is no longer one to send signals to */
+	ukp_loop_signals_restore(l);
+	code = WIFEXITED(s->wstatus) ? WEXITSTATUS(s->wstatus) : 128 + WTERMSIG(s->wstatus);
+	if (failed)
+		return UKP_EXIT_FAIL;
+	if (s->first && s->first->setup_failed) {
+		/* the errors were reported; the program did not run */
+		ukp_setup_failed(s, s->path);
+		return UKP_EXIT_FAIL;
+	}
+	if (!s->first) {
+		if (WIFEXITED(s->wstatus) && (code == UKP_EXIT_NOCMD || code == 126))
+			return code; /* exec failed, and said so */
+		ukp_err("the agent did not start in %s (the program ran untraced)", s->path);
+		return UKP_EXIT_FAIL;
+	}
+	ukp_report_end(s);
+	return code;
 }

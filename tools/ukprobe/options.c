@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "session.h"
 #include "dwarf/dwarf_cli.h"
 #include "filter.h"
 
@@ -286,21 +287,67 @@ static void free_texts(struct spec_texts *t)
 }
 
 /* What one option did (run_option). */
-enum opt_result { OPT_DONE, OPT_USAGE, OPT_BAD, OPT_FAIL, OPT_HELP };
+enum opt_result { OPT_DONE, OPT_USAGE, OPT_BAD, OPT_FAIL, OPT_HELP, OPT_OTHER };
 
-/* One option c (getopt_long's) of a run command into t, s, *output and
- * *json; *bad names an option that is not for this command. */
-static enum opt_result run_option(int c, char **argv, struct spec_texts *t, struct ukp_session *s,
-				  const char **output, const char **json, const char **bad)
+/* -d SECONDS into s->duration. */
+static enum opt_result duration_option(struct ukp_session *s)
+{
+	char *end;
+
+	errno = 0;
+	s->duration = strtod(optarg, &end);
+	if (end == optarg || *end || errno || !(s->duration > 0) || s->duration > 1e7) {
+		ukp_err("-d %s: not a duration in seconds", optarg);
+		return OPT_USAGE;
+	}
+	return OPT_DONE;
+}
+
+/* --trigger TEXT for the -e before it (one per -e). */
+static enum opt_result trigger_option(struct spec_texts *t)
+{
+	if (!t->n) {
+		ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
+			"there is none", optarg);
+		return OPT_USAGE;
+	}
+	if (t->triggers[t->n - 1]) {
+		ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
+		return OPT_USAGE;
+	}
+	t->triggers[t->n - 1] = optarg;
+	return OPT_DONE;
+}
+
+/* The SPECs and what goes with each: -e, -E, --filter, --trigger
+ * (OPT_OTHER: not one of these). */
+static enum opt_result spec_option(int c, struct spec_texts *t, const struct ukp_session *s,
+				   const char **bad)
 {
 	switch (c) {
 	case 'e':
 		return add_text(t, optarg, false) ? OPT_FAIL : OPT_DONE;
 	case 'E':
 		return add_file(t, optarg) ? OPT_USAGE : OPT_DONE;
-	case 'o':
-		*output = optarg;
-		return OPT_DONE;
+	case OPT_FILTER:
+	case OPT_TRIGGER:
+		if (s->mode == UKP_MODE_PROBES) {
+			*bad = c == OPT_FILTER ? "--filter" : "--trigger";
+			return OPT_BAD;
+		}
+		if (c == OPT_TRIGGER)
+			return trigger_option(t);
+		return add_filter(t->filters, t->n, optarg) ? OPT_USAGE : OPT_DONE;
+	default:
+		return OPT_OTHER;
+	}
+}
+
+/* What is traced and how: -f, -p, -d, --no-optimize, --usdt,
+ * --tracing-off (OPT_OTHER: not one of these). */
+static enum opt_result target_option(int c, struct ukp_session *s, const char **bad)
+{
+	switch (c) {
 	case 'f':
 		if (s->mode == UKP_MODE_PROBES) {
 			*bad = "--follow";
@@ -315,39 +362,8 @@ static enum opt_result run_option(int c, char **argv, struct spec_texts *t, stru
 			return OPT_USAGE;
 		}
 		return parse_pids(optarg, s) ? OPT_USAGE : OPT_DONE;
-	case 'd': {
-		char *end;
-
-		errno = 0;
-		s->duration = strtod(optarg, &end);
-		if (end == optarg || *end || errno || !(s->duration > 0) || s->duration > 1e7) {
-			ukp_err("-d %s: not a duration in seconds", optarg);
-			return OPT_USAGE;
-		}
-		return OPT_DONE;
-	}
-	case OPT_FILTER:
-		if (s->mode == UKP_MODE_PROBES) {
-			*bad = "--filter";
-			return OPT_BAD;
-		}
-		return add_filter(t->filters, t->n, optarg) ? OPT_USAGE : OPT_DONE;
-	case OPT_TRIGGER:
-		if (s->mode == UKP_MODE_PROBES) {
-			*bad = "--trigger";
-			return OPT_BAD;
-		}
-		if (!t->n) {
-			ukp_err("--trigger %s: a trigger applies to the -e SPEC before it, and "
-				"there is none", optarg);
-			return OPT_USAGE;
-		}
-		if (t->triggers[t->n - 1]) {
-			ukp_err("--trigger %s: one --trigger per -e SPEC", optarg);
-			return OPT_USAGE;
-		}
-		t->triggers[t->n - 1] = optarg;
-		return OPT_DONE;
+	case 'd':
+		return duration_option(s);
 	case OPT_NO_OPTIMIZE:
 		s->no_optimize = true;
 		return OPT_DONE;
@@ -365,6 +381,44 @@ static enum opt_result run_option(int c, char **argv, struct spec_texts *t, stru
 		}
 		s->tracing_off = true;
 		return OPT_DONE;
+	default:
+		return OPT_OTHER;
+	}
+}
+
+/* An option getopt_long did not take: an argument missing (':'), or
+ * unknown. */
+static enum opt_result wrong_option(int c, char **argv)
+{
+	/* a short option, or a long one (its argv word) */
+	bool is_short = optopt > 0 && optopt < 128;
+
+	if (c == ':' && is_short)
+		ukp_err("option -%c needs an argument", optopt);
+	else if (c == ':')
+		ukp_err("option %s needs an argument", argv[optind - 1]);
+	else if (is_short)
+		ukp_err("unknown option -%c", optopt);
+	else
+		ukp_err("unknown option %s", argv[optind - 1]);
+	return OPT_USAGE;
+}
+
+/* One option c (getopt_long's) of a run command into t, s, *output and
+ * *json; *bad names an option that is not for this command. */
+static enum opt_result run_option(int c, char **argv, struct spec_texts *t, struct ukp_session *s,
+				  const char **output, const char **json, const char **bad)
+{
+	enum opt_result r = spec_option(c, t, s, bad);
+
+	if (r == OPT_OTHER)
+		r = target_option(c, s, bad);
+	if (r != OPT_OTHER)
+		return r;
+	switch (c) {
+	case 'o':
+		*output = optarg;
+		return OPT_DONE;
 	case OPT_JSON:
 		if (!json) {
 			*bad = "--json";
@@ -374,19 +428,8 @@ static enum opt_result run_option(int c, char **argv, struct spec_texts *t, stru
 		return OPT_DONE;
 	case 'h':
 		return OPT_HELP;
-	case ':':
-		/* a short option, or a long one (its argv word) */
-		if (optopt > 0 && optopt < 128)
-			ukp_err("option -%c needs an argument", optopt);
-		else
-			ukp_err("option %s needs an argument", argv[optind - 1]);
-		return OPT_USAGE;
 	default:
-		if (optopt > 0 && optopt < 128)
-			ukp_err("unknown option -%c", optopt);
-		else
-			ukp_err("unknown option %s", argv[optind - 1]);
-		return OPT_USAGE;
+		return wrong_option(c, argv);
 	}
 }
 
@@ -420,14 +463,11 @@ static int specs_from_texts(struct ukp_session *s, struct spec_texts *t, char **
 	return 0;
 }
 
-/*
- * -e SPEC (repeatable), -E FILE (repeatable: a file of SPECs), --filter EXPR
- * (after an -e), -o FILE, -f (not for probes), --no-optimize, --usdt
- * (probes only),
- * --json FILE (when json is not NULL), -h. s->mode tells the command.
- */
-int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
-			      struct ukp_session *s, const char **output, const char **json)
+/* Every option of argv into t, s, *output and *json. -1 to go on,
+ * else the exit code to return (help printed: 0). */
+static int read_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
+			struct spec_texts *t, struct ukp_session *s, const char **output,
+			const char **json)
 {
 	static const struct option opts[] = {
 		{ "event", required_argument, NULL, 'e' },
@@ -445,49 +485,67 @@ int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*us
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct spec_texts t = { 0 };
+	const char *shorts = s->mode == UKP_MODE_PROBES ? "+:e:E:o:p:h" : "+:e:E:o:fp:d:h";
 	const char *bad = NULL;
-	int c, code;
+	int c;
 
 	optind = 1;
 	opterr = 0; /* the messages name ukprobe and the command */
-	while ((c = getopt_long(argc, argv, s->mode == UKP_MODE_PROBES ? "+:e:E:o:p:h" : "+:e:E:o:fp:d:h",
-				opts, NULL)) != -1) {
-		switch (run_option(c, argv, &t, s, output, json, &bad)) {
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		switch (run_option(c, argv, t, s, output, json, &bad)) {
 		case OPT_DONE:
 			break;
 		case OPT_HELP:
 			usage(stdout);
-			free_texts(&t);
 			return 0;
 		case OPT_BAD:
 			ukp_err("option '%s' is not for ukprobe %s", bad, name);
-			goto usage;
+			return UKP_EXIT_USAGE;
 		case OPT_FAIL:
-			free_texts(&t);
 			return UKP_EXIT_FAIL;
 		default:
-			goto usage;
+			return UKP_EXIT_USAGE;
 		}
 	}
+	return -1;
+}
+
+/* Options that cannot go together: 0, or -1 (said why). */
+static int check_together(int argc, char **argv, const struct ukp_session *s)
+{
 	if (s->duration > 0 && !s->npids) {
 		ukp_err("option -d is for a process ukprobe attaches to (-p PID)");
-		goto usage;
+		return -1;
 	}
 	if (s->npids && optind < argc && s->mode != UKP_MODE_PROBES) {
 		ukp_err("-p PID and a command (%s) cannot go together", argv[optind]);
-		goto usage;
+		return -1;
 	}
-	/* probes OBJ [GLOB]: no SPEC; the command makes one */
-	code = s->mode == UKP_MODE_PROBES && !t.n ? 0 : specs_from_texts(s, &t, argv + optind);
-	free_texts(&t);
-	if (code)
-		return code;
-	s->cmd = argv + optind;
-	return -1;
+	return 0;
+}
 
-usage:
-	fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
+/*
+ * -e SPEC (repeatable), -E FILE (repeatable: a file of SPECs), --filter EXPR
+ * (after an -e), -o FILE, -f (not for probes), --no-optimize, --usdt
+ * (probes only),
+ * --json FILE (when json is not NULL), -h. s->mode tells the command.
+ */
+int ukp_cli_parse_run_options(int argc, char **argv, const char *name, void (*usage)(FILE *),
+			      struct ukp_session *s, const char **output, const char **json)
+{
+	struct spec_texts t = { 0 };
+	int code = read_options(argc, argv, name, usage, &t, s, output, json);
+
+	if (code < 0 && check_together(argc, argv, s))
+		code = UKP_EXIT_USAGE;
+	if (code == UKP_EXIT_USAGE) {
+		fprintf(stderr, "Try 'ukprobe %s --help'.\n", name);
+	} else if (code < 0) {
+		/* probes OBJ [GLOB]: no SPEC; the command makes one */
+		code = s->mode == UKP_MODE_PROBES && !t.n ? 0 : specs_from_texts(s, &t, argv + optind);
+		s->cmd = argv + optind;
+		code = code ? code : -1;
+	}
 	free_texts(&t);
-	return UKP_EXIT_USAGE;
+	return code;
 }

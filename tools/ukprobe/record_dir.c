@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
+#include "session.h"
 #include "fetch_regs.h"
 #include "region.h"
 #include "spec_wire.h"

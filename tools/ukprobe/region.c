@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
 #include "region.h"
 
 ssize_t ukp_region_recvmsg(struct ukp_session *s, int fd, void *buf, size_t cap, int flags,

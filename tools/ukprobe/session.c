@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * session.c - run a command with the agent preloaded, read what the
- * agent sends (proto.h) until every traced image is done, and report
- * what did not go as asked.
+ * session.c - a session's preparation, its packets from the agents
+ * (proto.h: dispatched to the images, images.c), and the report at its
+ * end of what did not go as asked; the loop that reads the packets is
+ * session_loop.c.
  */
-#include <errno.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
 
 int ukp_session_prepare(struct ukp_session *s)
 {
@@ -38,45 +37,6 @@ int ukp_session_prepare(struct ukp_session *s)
 		return ret;
 	s->agent = ukp_find_agent();
 	return s->agent ? 0 : UKP_EXIT_FAIL;
-}
-
-/* --------------------------------------------------------- running */
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
-
-/* Read packets until every holder of the agent's end has closed it (the
- * program, and with -f its traced descendants). */
-static void read_messages(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
-			  void *arg)
-{
-	size_t cap = 2 * UKP_PACKET_MAX;
-	char *buf = malloc(cap);
-
-	if (!buf) {
-		ukp_err("out of memory");
-		return;
-	}
-	for (;;) {
-		bool trunc;
-		ssize_t n = ukp_region_recvmsg(s, fd, buf, cap, 0, &trunc);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (trunc)
-			s->protocol_error = true;
-		ukp_session_packet(s, buf, (size_t)n, ops, arg);
-		if (s->protocol_error)
-			break;
-	}
-	free(buf);
 }
 
 void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
@@ -205,91 +165,6 @@ void ukp_report_end(struct ukp_session *s)
 	}
 	if (lost)
 		ukp_warn("%lu events lost (buffers full)", (unsigned long)lost);
-}
-
-int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, void *arg)
-{
-	struct sigaction sa, old_int, old_quit, old_term, old_hup;
-	/* parsed here, once: the agent in every image reads this form */
-	int specs_fd = ukp_specs_memfd(s);
-	int sv[2], code, sndbuf = 1 << 20;
-	pid_t pid;
-
-	if (specs_fd < 0)
-		return UKP_EXIT_FAIL;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
-		ukp_err("socketpair: %s", strerror(errno));
-		close(specs_fd);
-		return UKP_EXIT_FAIL;
-	}
-	/* room for whole packets (the agent's end is shared by every image) */
-	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		ukp_err("fork: %s", strerror(errno));
-		close(specs_fd);
-		close(sv[0]);
-		close(sv[1]);
-		return UKP_EXIT_FAIL;
-	}
-	if (pid == 0) {
-		close(sv[0]);
-		ukp_launch(s, sv[1], specs_fd);
-	}
-	close(specs_fd);
-	close(sv[1]);
-	s->pid = pid;
-	child_pid = pid;
-
-	/* ^C and ^\ reach the program from the terminal: ukprobe stays to
-	 * report what it got. Termination requests are passed on. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGQUIT, &sa, &old_quit);
-	sa.sa_handler = forward_signal;
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-
-	read_messages(s, sv[0], ops, arg);
-	close(sv[0]);
-	/* every image is gone: what those that ended abruptly left */
-	if (!s->protocol_error)
-		ukp_region_recover(s, ops, arg);
-	if (s->protocol_error) {
-		if (!s->version_mismatch)
-			ukp_err("unexpected data from the agent (a different ukprobe version?)");
-		kill(pid, SIGKILL);
-	}
-	while (waitpid(pid, &s->wstatus, 0) < 0 && errno == EINTR)
-		;
-	child_pid = 0;
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
-
-	code = WIFEXITED(s->wstatus) ? WEXITSTATUS(s->wstatus) : 128 + WTERMSIG(s->wstatus);
-	if (s->protocol_error)
-		return UKP_EXIT_FAIL;
-	if (s->first && s->first->setup_failed) {
-		/* the errors were reported; the program did not run */
-		if (s->first->end_reason == UKP_END_SPECS)
-			ukp_err("the agent could not read the SPECs ukprobe sent it (an agent of "
-				"another build?)");
-		else if (!s->probe_errors)
-			ukp_err("the agent could not set up tracing in %s", s->path);
-		return UKP_EXIT_FAIL;
-	}
-	if (!s->first) {
-		if (WIFEXITED(s->wstatus) && (code == UKP_EXIT_NOCMD || code == 126))
-			return code; /* exec failed, and said so */
-		ukp_err("the agent did not start in %s (the program ran untraced)", s->path);
-		return UKP_EXIT_FAIL;
-	}
-	ukp_report_end(s);
-	return code;
 }
 
 void ukp_session_free(struct ukp_session *s)

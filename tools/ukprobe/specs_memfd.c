@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "session.h"
 #include "spec_wire.h"
 
 int ukp_specs_memfd(const struct ukp_session *s)

@@ -506,3 +506,20 @@ int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *a
 		return -1;
 	return elf_dynsym(t->pid, &t->agent, "ukprobe_agent_attach", addr);
 }
+
+pid_t ukp_parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	long ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}

@@ -62,4 +62,19 @@ void ukp_agent_files_free(char **paths, char **names, int n);
 /* A system call a thread waits in, holding no lock of the C library? */
 bool ukp_waiting_syscall(long nr);
 
+/* pid's parent as ukprobe sees it (/proc/PID/stat), or 0. */
+pid_t ukp_parent_of(pid_t pid);
+
+/* inject.c: make process pid load the agent and connect back to the
+ * abstract socket name, presenting key (the session's secret, in hex).
+ * 0, or ukprobe's exit code after one line that says why (the process
+ * is left as it was). */
+struct ukp_inject_times {
+	long stop_us;             /* the chosen thread was stopped this long */
+	long inject_us;           /* ukp_inject() took this long */
+	pid_t tid;                /* the thread */
+};
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+	       struct ukp_inject_times *times);
+
 #endif /* UKPROBE_TARGET_H */

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "format.h"
+#include "session.h"
 
 void ukp_trace_event(struct ukp_session *s, struct ukp_image *img,
 			const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg)

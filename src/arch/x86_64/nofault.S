@@ -5,9 +5,10 @@
  *
  * long arch_copy_nofault(void *dst, const void *src, size_t n)
  *   returns 0, or -EFAULT (-14) when a byte of src or dst is not
- *   accessible. The only instruction that may fault is the rep movsb at
- *   ukp_nofault_insn; the library's SIGSEGV/SIGBUS handler sees the fault
- *   there (arch_nofault_fixup) and resumes at ukp_nofault_fixup.
+ *   accessible. The only instructions that may fault are the rep movsb
+ *   at ukp_nofault_insn and the moves at ukp_nofault_ld8/st8/ld4/st4; the
+ *   library's SIGSEGV/SIGBUS handler sees the fault there
+ *   (arch_nofault_fixup) and resumes at ukp_nofault_fixup.
  * [trap] async-signal-safe; clobbers only rax, rcx, rsi, rdi.
  */
 	.section ukprobes_text, "ax", @progbits
@@ -16,11 +17,39 @@
 	.type arch_copy_nofault, @function
 arch_copy_nofault:
 	.cfi_startproc
+	/* a word or half of one (the usual fetch) by one move: rep movsb is
+	 * slow to start up */
+	cmpq $8, %rdx
+	je 8f
+	cmpq $4, %rdx
+	je 4f
 	movq %rdx, %rcx
 	.globl ukp_nofault_insn
 	.hidden ukp_nofault_insn
 ukp_nofault_insn:
 	rep movsb
+	xorl %eax, %eax
+	ret
+8:
+	.globl ukp_nofault_ld8
+	.hidden ukp_nofault_ld8
+ukp_nofault_ld8:
+	movq (%rsi), %rcx
+	.globl ukp_nofault_st8
+	.hidden ukp_nofault_st8
+ukp_nofault_st8:
+	movq %rcx, (%rdi)
+	xorl %eax, %eax
+	ret
+4:
+	.globl ukp_nofault_ld4
+	.hidden ukp_nofault_ld4
+ukp_nofault_ld4:
+	movl (%rsi), %ecx
+	.globl ukp_nofault_st4
+	.hidden ukp_nofault_st4
+ukp_nofault_st4:
+	movl %ecx, (%rdi)
 	xorl %eax, %eax
 	ret
 	.globl ukp_nofault_fixup

@@ -82,13 +82,16 @@ UKP_TRAP_TEXT int arch_uc_trapnr(const ucontext_t *uc)
 	return (int)uc->uc_mcontext.gregs[REG_TRAPNO];
 }
 
-extern char ukp_nofault_insn[], ukp_nofault_load[], ukp_nofault_store[], ukp_nofault_fixup[];
+extern char ukp_nofault_insn[], ukp_nofault_ld8[], ukp_nofault_st8[], ukp_nofault_ld4[],
+	ukp_nofault_st4[], ukp_nofault_load[], ukp_nofault_store[], ukp_nofault_fixup[];
 
 /* [trap] A fault at the copy loop (or the word load/store) resumes at
  * the fixup, returning -EFAULT. */
 UKP_TRAP_TEXT bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip)
 {
-	if (ip != (uintptr_t)ukp_nofault_insn && ip != (uintptr_t)ukp_nofault_load &&
+	if (ip != (uintptr_t)ukp_nofault_insn && ip != (uintptr_t)ukp_nofault_ld8 &&
+	    ip != (uintptr_t)ukp_nofault_st8 && ip != (uintptr_t)ukp_nofault_ld4 &&
+	    ip != (uintptr_t)ukp_nofault_st4 && ip != (uintptr_t)ukp_nofault_load &&
 	    ip != (uintptr_t)ukp_nofault_store)
 		return false;
 	*fixup_ip = (uintptr_t)ukp_nofault_fixup;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "session.h"
 #include "script.h"
 #include "script_out.h"
 

@@ -4,6 +4,7 @@
 #define UKPROBE_SCRIPT_OUT_H
 
 #include "cli.h"
+#include "session.h"
 #include "script.h"
 #include "script_abi.h"
 
