@@ -154,6 +154,10 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			continue;
 		}
 
+		/* an indexed address: base + index * scale, then the
+		 * displacement as the first dereference's offset */
+		if (fa->index_scale)
+			v += ((const unsigned long *)regs)[fa->index_reg] * fa->index_scale;
 		for (d = 0; ok && d < fa->nderef; d++) {
 			uintptr_t addr = v + (unsigned long)fa->deref[d];
 

@@ -1087,6 +1087,13 @@ static int register_sdt(struct ukpa_spec *s, const char *objpath)
 		if (m[i].p.semaphore)
 			snprintf(where + strlen(where), sizeof(where) - strlen(where),
 				 " semaphore=0x%lx", m[i].p.semaphore - m[i].p.modbase);
+		/* the arguments the library left undecoded (the CLI says why) */
+		for (int k = 0, first = 1; k < m[i].p.nargs; k++)
+			if (!m[i].p.arg[k].kind) {
+				snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%d",
+					 first ? " refused=" : ",", k + 1);
+				first = 0;
+			}
 		lib_msg[0] = '\0';
 		ret = ukpa_usdt_compile(spec, &m[i].p, &fs, &argi, lib_msg, sizeof(lib_msg));
 		if (ret == -EINVAL)

@@ -5,8 +5,8 @@
  * an object not loaded yet), and each probe's fetch arguments, $argN
  * compiled from its note's argument spec into the forms the fetch
  * already has (a register, memory at a register + offset or at an
- * address, a constant: agent/fetch.c is unchanged but for the sign of
- * an untyped argument). The library decodes the note; nothing is parsed
+ * address, a constant; memory at base + index * scale + offset, the
+ * fetch's index_reg), with the sign of an untyped argument. The library decodes the note; nothing is parsed
  * here.
  *
  * Context: [init] (probes.c's, under its lock).
@@ -19,6 +19,7 @@
 
 #include "agent.h"
 #include "fetch_types.h"
+#include "sdt_refusal.h"
 
 /* "PROVIDER:NAME" matches the SPEC's pattern (or name). */
 static bool note_matches(const struct ukp_spec *spec, const struct usdt_probe *p)
@@ -165,7 +166,7 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 		struct ukp_fetcharg *fa = &c->args[i];
 		const struct usdt_arg *a;
 		unsigned long n = fa->param;
-		bool ok = true;
+		bool ok = true, known;
 
 		if (fa->base != UKP_FA_ARG)
 			continue;
@@ -196,9 +197,25 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 			fa->param = a->addr;
 			ok = deref_first(fa, 0);
 			break;
+		case USDT_ARG_INDEX:
+			/* base (a register, or the symbol's address) +
+			 * index * scale, then the displacement */
+			if (a->reg == USDT_ARG_NOREG) {
+				fa->base = UKP_FA_IMM;
+				fa->param = a->addr;
+			} else {
+				fa->base = UKP_FA_REG;
+				fa->param = a->reg;
+			}
+			fa->index_reg = a->index;
+			fa->index_scale = a->scale;
+			ok = deref_first(fa, (long)((unsigned long)a->off +
+						 (a->reg == USDT_ARG_NOREG ? 0 : a->addr)));
+			break;
 		default:
-			snprintf(why, len, "$arg%lu of SDT probe %s:%s is \"%.*s\", a form ukprobe "
-				 "does not decode", n, p->provider, p->name, (int)a->textlen, a->text);
+			snprintf(why, len, "$arg%lu of SDT probe %s:%s is \"%.*s\", %s", n, p->provider,
+				 p->name, (int)a->textlen, a->text,
+				 ukp_sdt_refusal(a->text, a->textlen, &known));
 			free(c);
 			return -EINVAL;
 		}

@@ -122,6 +122,11 @@ struct ukp_fetcharg {
 	bool plain_reg;                /* a register's value as it is (no
 					* dereference, bitfield or string): the
 					* fetch's short path */
+	/* an indexed address (an SDT argument's DISP(%B,%I,S), compiled by
+	 * the agent, agent/usdt.c): register word index_reg * index_scale
+	 * is added to the base's value before the first dereference;
+	 * index_scale 1, 2, 4 or 8, 0 for none */
+	unsigned char index_reg, index_scale;
 	char *symbol;                  /* UKP_FA_SYM */
 	long symoff;
 	int var_col, var_len;          /* UKP_FA_VAR: where its expression is */

@@ -399,6 +399,10 @@ static bool arg_ok(const struct ukp_fetcharg *fa, unsigned int nregs)
 		return false;
 	if (fa->base == UKP_FA_REG && fa->param >= nregs)
 		return false;
+	/* an index is added to an address: a dereference follows */
+	if (fa->index_scale && (fa->index_reg >= nregs || fa->nderef < 1 || fa->plain_reg ||
+				(fa->index_scale & (fa->index_scale - 1)) || fa->index_scale > 8))
+		return false;
 	return !fa->plain_reg || fa->base == UKP_FA_REG;
 }
 

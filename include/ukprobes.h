@@ -313,8 +313,12 @@ UKPROBES_API int module_file_on_each_text(const char *modfile,
  * pt_regs); USDT_ARG_MEM, it is in memory at register reg + off;
  * USDT_ARG_CONST, it is off; USDT_ARG_ADDR, it is in memory at addr (a
  * symbol's address, "sym(%rip)"; absolute for a loaded object, the
- * file's for a file); 0, a form the library does not decode (an index
- * register, a segment, a symbol the object does not name). size: its
+ * file's for a file); USDT_ARG_INDEX, it is in memory at register reg
+ * (none when reg is USDT_ARG_NOREG) + register index * scale + addr +
+ * off (x86-64's "DISP(%B,%I,S)", "SYM+DISP(,%I,S)": addr a symbol's
+ * address as for USDT_ARG_ADDR, else 0); 0, a form the library does not
+ * decode (a segment: "%fs:tv@tpoff", a thread-local variable; a symbol
+ * the object does not name; AArch64's ":lo12:" of a label). size: its
  * bytes (1, 2, 4, 8), is_signed: "-N@". text: the spec, in the probe's
  * args string (not NUL-terminated: textlen bytes).
  *
@@ -338,10 +342,14 @@ UKPROBES_API int module_file_on_each_text(const char *modfile,
 #define USDT_ARG_MEM   2
 #define USDT_ARG_CONST 3
 #define USDT_ARG_ADDR  4
+#define USDT_ARG_INDEX 5
+#define USDT_ARG_NOREG (~0u)
 struct usdt_arg {
 	int kind;
 	int size;
 	bool is_signed;
+	unsigned char index;     /* USDT_ARG_INDEX: the index register's word */
+	unsigned char scale;     /* USDT_ARG_INDEX: 1, 2, 4 or 8; 0 otherwise */
 	unsigned int reg;
 	long off;
 	unsigned long addr;

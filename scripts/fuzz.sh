@@ -40,7 +40,7 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
   -Itools/ukprobe/script tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" \
   "$src/spec_fetch.c" "$src/spec_sdt.c" \
   "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
-  "$src/filter_run.c" "$src/spec_wire.c" "$src/arch/$(uname -m)/fetch_regs.c" \
+  "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
   -ldw -lelf -liberty -o build-fuzz/fuzz_agent_msgs
 clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \

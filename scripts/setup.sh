@@ -26,13 +26,14 @@ cd "$(dirname "$0")/.."
 # redis-tools (the real-server test of ukprobe -p, cli_attach_redis),
 # golang-go (a statically linked Go program the ptrace loader's test loads
 # into, tests/loader/loadee.go; the Go programs of cli_go) and rustc (the
-# Rust programs of cli_rust).
+# Rust programs of cli_rust), llvm (llvm-dwarfdump: cli_dwarf_entry_value
+# reads a parameter's location list with a reader other than libdw).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
       groff-base util-linux git uftrace bpftrace libdw-dev
-      systemtap-sdt-dev redis-server redis-tools golang-go rustc)
+      systemtap-sdt-dev redis-server redis-tools golang-go rustc llvm)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential

@@ -74,7 +74,27 @@ static void probe_fill(struct usdt_probe *probe, const struct ukp_object *obj,
 			a->kind = uop.kind;
 			a->reg = uop.reg;
 			a->off = uop.off;
-			if (uop.kind == USDT_ARG_ADDR && uop.sym) {
+			if (uop.kind == USDT_ARG_INDEX) {
+				a->index = (unsigned char)uop.index;
+				a->scale = (unsigned char)uop.scale;
+			}
+			if (uop.kind == USDT_ARG_INDEX && uop.sym) {
+				/* an array's symbol as displacement: its address
+				 * (non-PIC code; absolute for a loaded object) */
+				struct ukp_symres r;
+				char sym[KSYM_NAME_LEN];
+
+				a->kind = 0;
+				if (uop.symlen < sizeof(sym)) {
+					memcpy(sym, uop.sym, uop.symlen);
+					sym[uop.symlen] = '\0';
+					if (!ukp_file_sym_named(obj, sym, true, &r) ||
+					    !ukp_file_sym_named(obj, sym, false, &r)) {
+						a->kind = USDT_ARG_INDEX;
+						a->addr = r.start;
+					}
+				}
+			} else if (uop.kind == USDT_ARG_ADDR && uop.sym) {
 				struct ukp_symres r;
 				char sym[KSYM_NAME_LEN];
 

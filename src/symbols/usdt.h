@@ -63,11 +63,14 @@ int ukp_object_elf(const struct ukp_object *obj, struct ukp_elf *elf);
  * One argument's operand as the arch writes it in a note (after the
  * "SIZE@"), decoded by arch_usdt_operand (src/arch/ARCH/usdt_arg.c).
  * kind: USDT_ARG_* of <ukprobes.h>; USDT_ARG_ADDR with sym (symlen
- * bytes) for a symbol's address + off, which usdt.c resolves.
+ * bytes) for a symbol's address + off, which usdt.c resolves (and
+ * USDT_ARG_INDEX with sym: a symbol's address + off as displacement).
  */
 struct ukp_usdt_op {
 	int kind;
-	unsigned int reg;       /* word index in struct pt_regs */
+	unsigned int reg;       /* word index in struct pt_regs; USDT_ARG_INDEX:
+				 * USDT_ARG_NOREG when there is no base */
+	unsigned int index, scale; /* USDT_ARG_INDEX */
 	long off;
 	const char *sym;
 	size_t symlen;

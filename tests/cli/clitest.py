@@ -4093,6 +4093,59 @@ def case_dwarf_errors():
           show(r))
 
 
+def case_dwarf_entry_value():
+    """-O2 -g: a parameter whose location at a line is DW_OP_entry_value
+    (its value at the function's entry, the register since reused), as
+    llvm-dwarfdump reads the location list: every hit there shows it
+    unavailable, never a wrong value, and --vars says why; at the
+    function's entry the same parameter is the value the program prints."""
+    t = tgt("srcvars_O2")
+    line = src_line("visit_end")
+    r = ukprobe(["probes", "--vars", "%s:srcvars.c:%d" % (t, line)])
+    where = re.search(r"^Variables at visit\+0x[0-9a-f]+ \(tgt_srcvars_O2:(0x[0-9a-f]+)\)", r.stdout,
+                      re.M)
+    check(r.returncode == 0 and where, "--vars at the visit_end line", show(r))
+    pc = int(where[1], 16)
+    params = re.findall(r"^\t\S.*? (\w+) \(parameter\)(.*)$", r.stdout, re.M)
+    dump = subprocess.run(["llvm-dwarfdump", "--name=visit", "--show-children", t],
+                          capture_output=True, text=True)
+    check(dump.returncode == 0, "llvm-dwarfdump (scripts/setup.sh installs llvm)", dump.stderr)
+    entry = set()
+    # each DIE of the dump: its name and its location list's entries
+    for die in re.split(r"\n(?=0x[0-9a-f]+: +DW_TAG_)", dump.stdout):
+        name = re.search(r'DW_AT_name\s+\("(\w+)"\)', die)
+        if not die.split(": ", 1)[-1].lstrip().startswith("DW_TAG_formal_parameter") or not name:
+            continue
+        for lo, hi, expr in re.findall(r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\): (.*)", die):
+            if int(lo, 16) <= pc < int(hi, 16) and expr.startswith("DW_OP_entry_value("):
+                entry.add(name[1])
+    # GCC -O2 on x86-64: depth, scale and c (their registers reused by
+    # printf's call); clang or another architecture: at least one
+    comment = subprocess.run(["readelf", "-p", ".comment", t], capture_output=True,
+                             text=True).stdout
+    gcc_x86 = ARCH == "x86_64" and "clang version" not in comment
+    check(entry >= ({"depth", "scale", "c"} if gcc_x86 else set()) and entry,
+          "entry-valued parameters at 0x%x" % pc, params, dump.stdout)
+    for name, note in params:
+        check((name in entry) == ("its value at the function's entry" in note),
+              "--vars says why %s is unavailable" % name, show(r))
+    names = sorted(entry)
+    r, lines = traced(["p:at %s:srcvars.c:%d %s" % (t, line, " ".join(names)),
+                       "p:in %s:visit %s" % (t, " ".join(names))], [t, "3"])
+    check(r.returncode == 0, "trace", show(r))
+    prog = [kv(l) for l in r.stdout.splitlines() if l.startswith("visit ")]
+    ev = [parse_line(l) for l in lines]
+    at = [kv(m["args"]) for m in ev if m["event"] == "at"]
+    ent = [kv(m["args"]) for m in ev if m["event"] == "in"]
+    check(len(prog) == 6 and len(at) == 6 and len(ent) == 6, "6 visits, 6 hits each",
+          r.stdout, lines)
+    check(all(a[n] == "(unavailable)" for a in at for n in names),
+          "unavailable at the line, every hit", at)
+    # (the program's own names: depth=, scale=, c=)
+    check(all(e[n] == p[n] for e, p in zip(ent, prog) for n in names if n in p),
+          "at the entry, the values the program prints", ent, prog)
+
+
 def case_dwarf_libc():
     """Debian's libc with its debug file (libc6-dbg): malloc's parameter by
     its name equals %di (x0) on every hit, in ls; $retval typed from the
@@ -4215,9 +4268,9 @@ def case_usdt():
     (registers of each width and sign, a rip-relative symbol, constants,
     memory at a register + offset), typed by the note; $argN:string and
     +0($argN):string; the semaphores raised while traced (the program
-    counts the calls that saw them) in the program and in an object it
-    dlopen()s later; three threads counted exactly; probes --usdt; the
-    errors."""
+    counts the calls that saw them) in the program, in an object it
+    dlopen()s later and in a library loaded at start (tgt_sdt_needed);
+    three threads counted exactly; probes --usdt; the errors."""
     if not os.path.exists(tgt("sdt")):
         print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
         sys.exit(77)
@@ -4233,8 +4286,9 @@ def case_usdt():
         g = re.search(r"-?\d+@\[x\d+, #:lo12:[^\]]+\]", note[1])
         r = ukprobe(["trace", "-e", SDT_ARGS, "--", tgt("sdt"), "run", "1"])
         check(g and r.returncode == 1 and r.stderr == error_lines(
-            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", a form '
-            'ukprobe does not decode' % g[0]), "the :lo12: form refused", show(r))
+            SDT_ARGS, SDT_ARGS.index("g=$arg7"), '$arg7 of SDT probe tgt:args is "%s", '
+            "a global's address relative to a label that has no symbol: ukprobe does not "
+            "decode those" % g[0]), "the :lo12: form refused", show(r))
         args_spec = SDT_ARGS.replace("g=$arg7 ", "")
         want = [w.replace(" g=19088743", "") for w in want]
     r, lines = traced([args_spec, SDT_MEM, SDT_PTR, SDT_PLUG], [tgt("sdt"), "run", "1"])
@@ -4272,11 +4326,23 @@ def case_usdt():
     notes = subprocess.run(["readelf", "-n", tgt("sdt")], capture_output=True, text=True).stdout
     want = re.search(r"Name: args\n.*\n\s*Arguments: (.*)\n", notes)
     check(want, "readelf -n shows tgt:args", notes)
-    check(rows["tgt:args"][4] == want[1] and rows["tgt:args"][3] == "jump" and
+    check(rows["tgt:args"][4].split("  # ")[0] == want[1] and rows["tgt:args"][3] == "jump" and
           rows["tgt:args"][2].startswith("tgt_sdt:0x"), "--usdt row", show(r))
+    if note and ":lo12:" in note[1]:
+        check(rows["tgt:args"][4].endswith("  # $arg7: a global's address relative to a label "
+                                           "that has no symbol: ukprobe does not decode those"),
+              "--usdt says why $arg7 is refused", show(r))
     r = ukprobe(["probes", "--usdt", os.path.join(TARGETS, "libukp_sdtplug.so"), "fire"])
     check(r.returncode == 0 and len(r.stdout.splitlines()) == 2 and
           r.stdout.splitlines()[1].split()[0] == "plug:fire", "--usdt a library", show(r))
+    # a library loaded at start (DT_NEEDED) with a semaphore: raised
+    # before main's first call, counted exactly, and not when untraced
+    r = subprocess.run([tgt("sdt_needed"), "7"], capture_output=True, text=True)
+    check(r.stdout == "enabled=0 sum=28\n", "untraced, plug:fire's semaphore is down", r.stdout)
+    r = ukprobe(["stat", "-e", "p %plug:fire", "--", tgt("sdt_needed"), "7"])
+    check(r.returncode == 0 and r.stdout.startswith("enabled=7 sum=28\n") and
+          re.search(r"^sdt_plug/fire +7 +0$", r.stdout, re.M),
+          "a semaphore in a library loaded at start", show(r))
     # errors
     for spec, col, msg in (
             ("p %tgt:args $arg9", 12, "SDT probe tgt:args has 8 arguments, not $arg9"),
@@ -4333,6 +4399,64 @@ def case_usdt_attach():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def case_usdt_index():
+    """SDT arguments with an index register (targets/sdt_index.c, -O2):
+    x86-64's DISP(%B,%I,S), (%B,%I) and, in non-PIC code, SYM(,%I,S);
+    AArch64's [xB, xI]: each hit's values equal what the program itself
+    prints; probes --usdt lists them; a thread-local variable
+    (%fs:SYM@tpoff) is refused with its reason."""
+    elem = ("p %tgt:elem i=$arg1 a=$arg2 g=$arg3 v=$arg4 k=$arg5 s=$arg6 c=$arg7 p=$arg8")
+    leaf = "p %tgt:leaf x=$arg1 y=$arg2"
+    tls = "p %tgt:tls t=$arg1"
+    index = (r"-?\d@-?\w*\(%\w*,%\w+(,\d)?\)" if ARCH == "x86_64" else
+             r"-?\d@\[x\d+, x\d+(, lsl #?\d)?\]")
+    names = ["sdt_index"] + (["sdt_index_nopie"] if ARCH == "x86_64" else [])
+    for name in names:
+        if not os.path.exists(tgt(name)):
+            print("no <sys/sdt.h> (systemtap-sdt-dev): skipped")
+            sys.exit(77)
+        notes = subprocess.run(["readelf", "-n", tgt(name)], capture_output=True,
+                               text=True).stdout
+        args = dict(re.findall(r"Name: (\w+)\n.*\n\s*Arguments: (.*)\n", notes))
+        # the forms this case is about are in the notes: GCC chose them
+        # (clang, the sanitized build's compiler, keeps each value in a
+        # stack slot of its own: the values are compared all the same)
+        comment = subprocess.run(["readelf", "-p", ".comment", tgt(name)],
+                                 capture_output=True, text=True).stdout
+        n = len(re.findall(index, args.get("elem", "") + " " + args.get("leaf", "")))
+        if "clang version" in comment:
+            print("%s: built by clang: %d index forms" % (name, n))
+        else:
+            check(n >= (8 if ARCH == "x86_64" else 1), "%s: index forms in the notes" % name,
+                  notes)
+            if name.endswith("nopie"):
+                check(re.search(r"@garr\(,%\w+,8\)", args["elem"]), "SYM(,%I,S)", notes)
+        thread_local = "%fs:" in args.get("tls", "")
+        specs = [elem, leaf] + ([] if thread_local else [tls])
+        r, lines = traced(specs, [tgt(name), "3"])
+        check(r.returncode == 0 and r.stderr == "", name, show(r))
+        printed = [l for l in r.stdout.splitlines() if thread_local is False or
+                   not l.startswith("t=")]
+        got = [parse_line(l)["args"].strip() for l in lines]
+        check(len(printed) == 3 * (8 + 7 + (0 if thread_local else 1)) and got == printed,
+              "%s: the values the program printed" % name, "got:\n" + "\n".join(got),
+              "printed:\n" + "\n".join(printed))
+        r = ukprobe(["probes", "--usdt", tgt(name)])
+        rows = {l.split()[0]: l.split(None, 4) for l in r.stdout.splitlines()[1:]}
+        check(r.returncode == 0 and rows["tgt:elem"][4] == args["elem"] and
+              rows["tgt:elem"][3] == "jump", "%s: probes --usdt" % name, show(r))
+        # a form ukprobe refuses: the row says why
+        check(rows["tgt:tls"][4] == args["tls"] + (
+            "  # $arg1: a thread-local variable (a segment-relative address): ukprobe does not "
+            "fetch those" if thread_local else ""), "%s: probes --usdt of tgt:tls" % name, show(r))
+        if thread_local:
+            r = ukprobe(["trace", "-e", tls, "--", tgt(name), "1"])
+            check(r.returncode == 1 and r.stderr == error_lines(
+                tls, tls.index("t=$arg1"), '$arg1 of SDT probe tgt:tls is "%s", a thread-local '
+                'variable (a segment-relative address): ukprobe does not fetch those' %
+                args["tls"]), "the thread-local variable refused", show(r))
 
 
 USDT_PY = r"""

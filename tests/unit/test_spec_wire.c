@@ -301,6 +301,29 @@ static void no_symbol(struct ukp_spec *s)
 	s->symbol = NULL;
 }
 static void stack_beyond(struct ukp_spec *s) { s->stack_max = 100; }
+/* an indexed address (an SDT argument's DISP(%B,%I,S)): its index is a
+ * register of struct pt_regs, its scale 1, 2, 4 or 8, and a dereference
+ * follows it */
+static void index_beyond(struct ukp_spec *s)
+{
+	s->args[0].index_reg = NREGS;
+	s->args[0].index_scale = 4;
+}
+static void index_scale_3(struct ukp_spec *s)
+{
+	s->args[0].index_reg = 1;
+	s->args[0].index_scale = 3;
+}
+static void index_scale_16(struct ukp_spec *s)
+{
+	s->args[0].index_reg = 1;
+	s->args[0].index_scale = 16;
+}
+static void index_no_deref(struct ukp_spec *s)
+{
+	s->args[0].index_reg = 1;
+	s->args[0].index_scale = 8;
+}
 
 Test(spec_wire, what_the_hit_path_indexes_with)
 {
@@ -317,6 +340,33 @@ Test(spec_wire, what_the_hit_path_indexes_with)
 	refused(&lines[3], odd_size, "a table size that is no power of two");
 	refused(&lines[1], no_symbol, "a probe by name without its name");
 	refused(&lines[5], stack_beyond, "a stack beyond the record");
+	refused(&lines[2], index_beyond, "an index register beyond struct pt_regs");
+	refused(&lines[2], index_scale_3, "an index scale of 3");
+	refused(&lines[2], index_scale_16, "an index scale of 16");
+	refused(&lines[0], index_no_deref, "an index with no dereference after it");
+}
+
+/* An indexed address comes back as it went (x=+0(%di) with %si * 8) */
+Test(spec_wire, index_comes_back)
+{
+	struct ukp_spec s, *back;
+	size_t len;
+	void *form;
+	int n;
+
+	memset(&s, 0, sizeof(s));
+	parse_line(&lines[2], &s);
+	s.args[0].index_reg = 1;
+	s.args[0].index_scale = 8;
+	form = ukp_specs_encode(&s, 1, &len);
+	cr_assert_eq(decode(form, len, &back, &n), UKP_SPECS_OK);
+	cr_assert_eq(back[0].args[0].index_reg, 1);
+	cr_assert_eq(back[0].args[0].index_scale, 8);
+	cr_assert_eq(back[0].args[1].index_scale, 0);
+	ukp_spec_free(&back[0]);
+	free(back);
+	free(form);
+	ukp_spec_free(&s);
 }
 
 Test(spec_wire, every_byte_changed)

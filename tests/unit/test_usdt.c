@@ -62,6 +62,13 @@ static long arg_value(const struct usdt_arg *a, const struct pt_regs *regs, bool
 	case USDT_ARG_ADDR:
 		*ok = *ok && !copy_from_user_nofault(&v, (void *)a->addr, a->size);
 		break;
+	case USDT_ARG_INDEX: {
+		unsigned long at = (a->reg == USDT_ARG_NOREG ? 0 : w[a->reg]) +
+				   w[a->index] * a->scale + a->addr + (unsigned long)a->off;
+
+		*ok = *ok && !copy_from_user_nofault(&v, (void *)at, a->size);
+		break;
+	}
 	default:
 		*ok = false;
 	}
@@ -294,6 +301,63 @@ Test(usdt, args_symbol_offsets)
 	cr_assert_eq(probe_symoff.arg[0].addr, (unsigned long)&ukt_sdt_words + 4);
 	cr_assert_eq(probe_symoff.arg[1].addr, (unsigned long)&ukt_sdt_words + 8);
 	check_hits("%ukt:symoff", &probe_symoff, buf_symoff, ukt_sdt_symoff, want, 2);
+}
+
+long ukt_sdt_index(const int *a, long i, long zero);
+
+static const int index_array[] = { -2, -20, 30, -40, 50 };
+
+static void call_index(void)
+{
+	ukt_sdt_index(index_array, 1, 0);
+}
+
+/* x86-64's index forms (usdt_asm.S): decoded, and the values they give;
+ * a thread-local variable's "%fs:" form is left undecoded (kind 0) */
+Test(usdt, args_index_register)
+{
+	static struct usdt_probe pr;
+	static char buf[8192];
+	const long want[] = { 30, 0x1122334455667788L, -1, 0x55667788, -20 };
+
+	find("%ukt:index", &pr, buf, sizeof(buf));
+	cr_assert_eq(pr.nargs, 6, "%s", pr.args);
+	cr_assert_eq(pr.arg[0].kind, USDT_ARG_INDEX);
+	cr_assert_eq(pr.arg[0].off, 4);
+	cr_assert_eq(pr.arg[0].scale, 4);
+	cr_assert_eq(pr.arg[0].reg, (unsigned int)(offsetof(struct pt_regs, di) / 8));
+	cr_assert_eq(pr.arg[0].index, offsetof(struct pt_regs, si) / 8);
+	cr_assert_eq(pr.arg[0].addr, 0);
+	cr_assert_eq(pr.arg[1].kind, USDT_ARG_INDEX);
+	cr_assert_eq(pr.arg[1].reg, USDT_ARG_NOREG);
+	cr_assert_eq(pr.arg[1].addr, (unsigned long)&ukt_sdt_words);
+	cr_assert_eq(pr.arg[1].scale, 8);
+	cr_assert_eq(pr.arg[2].scale, 1);
+	cr_assert(pr.arg[2].is_signed && pr.arg[2].size == 1);
+	cr_assert_eq(pr.arg[3].addr, (unsigned long)&ukt_sdt_words);
+	cr_assert_eq(pr.arg[3].off, 4);
+	cr_assert_eq(pr.arg[4].off, -4);
+	cr_assert_eq(pr.arg[5].kind, 0);
+	cr_assert_eq(pr.arg[5].textlen, strlen("-8@%fs:ukt_tls@tpoff"));
+	pr.nargs = 5; /* (the evaluator's: the undecoded one is not read) */
+	cur = &pr;
+	{
+		struct kprobe kp = { .symbol_name = "%ukt:index", .pre_handler = args_pre };
+		int round, i;
+
+		cr_assert_eq(register_kprobe(&kp), 0);
+		for (round = 0; round < 2; round++) {
+			atomic_store(&got_hits, 0);
+			call_index();
+			cr_assert_eq(atomic_load(&got_hits), 1);
+			cr_assert(atomic_load(&got_ok));
+			for (i = 0; i < 5; i++)
+				cr_assert_eq(got[i], want[i], "arg %d (%.*s): %ld, want %ld", i + 1,
+					     (int)pr.arg[i].textlen, pr.arg[i].text, got[i], want[i]);
+			cr_assert_eq(ukprobes_wait_optimizer(), 0);
+		}
+		unregister_kprobe(&kp);
+	}
 }
 
 /* ------------------------------------------------------ semaphores */

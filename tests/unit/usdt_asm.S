@@ -14,6 +14,9 @@
  *   "-4@40+CheckpointStats(%rip)"), and SYM+OFF(%rip); the global is
  *   ukt_sdt_words (two 8-byte words: -5 in the low half of the first's
  *   upper half, 0x1122334455667788 in the second).
+ * long ukt_sdt_index(const int *a, long i, long zero): a probe whose
+ *   arguments have an index register: DISP(%B,%I,S), SYM(,%I,S),
+ *   (%B,%I), SYM+DISP(%B,%I,S), a negative DISP, and %fs:SYM@tpoff.
  * ukt_relro_semaphore, ukt_rodata_semaphore: semaphores (test_usdt.c's
  *   ukt:relro and ukt:rodata) in a RELRO section and in read-only data,
  *   with the sections' flags exact (a C section attribute may make the
@@ -62,6 +65,20 @@ ukt_sdt_symoff:
 	ret
 	.cfi_endproc
 	.size ukt_sdt_symoff, .-ukt_sdt_symoff
+
+	/* long ukt_sdt_index(const int *a, long i, long zero): arguments
+	 * with an index register in every x86-64 form, and a thread-local
+	 * variable's (which the library leaves undecoded) */
+	.p2align 4
+	.globl ukt_sdt_index
+	.type ukt_sdt_index, @function
+ukt_sdt_index:
+	.cfi_startproc
+	STAP_PROBE6(ukt, index, -4@4(%rdi,%rsi,4), 8@ukt_sdt_words(,%rsi,8), -1@(%rdi,%rsi), -4@ukt_sdt_words+4(%rdx,%rsi,4), -4@-4(%rdi,%rsi,8), -8@%fs:ukt_tls@tpoff)
+	xorl %eax, %eax
+	ret
+	.cfi_endproc
+	.size ukt_sdt_index, .-ukt_sdt_index
 
 	.data
 	.p2align 3

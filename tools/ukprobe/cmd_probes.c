@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sdt_refusal.h"
 #include "session.h"
 #include "dwarf/dwarf_cli.h"
 
@@ -88,16 +89,54 @@ static void header(struct probes_out *o)
 }
 
 /* An SDT probe's where (agent/probes.c): "%PROVIDER:NAME[ args=SPECS]
- * [ semaphore=0xELFADDR]", cut in three (args and sem "" when none). */
+ * [ semaphore=0xELFADDR][ refused=N,...]", cut in four (args, sem and
+ * refused "" when none). */
 static void sdt_parts(const char *where, char *point, size_t plen, char *args, size_t alen,
-		      char *sem, size_t slen)
+		      char *sem, size_t slen, char *refused, size_t rlen)
 {
-	const char *a = strstr(where, " args="), *m = strstr(where, " semaphore=");
-	size_t n = a ? (size_t)(a - where) : m ? (size_t)(m - where) : strlen(where);
+	const char *a = strstr(where, " args="), *m = strstr(where, " semaphore="),
+		   *r = strstr(where, " refused="), *end = r ? r : where + strlen(where);
+	size_t n = a ? (size_t)(a - where) : m ? (size_t)(m - where) : (size_t)(end - where);
 
 	snprintf(point, plen, "%.*s", (int)n, where);
-	snprintf(args, alen, "%.*s", a ? (int)((m ? m : a + strlen(a)) - a - 6) : 0, a ? a + 6 : "");
-	snprintf(sem, slen, "%s", m ? m + 11 : "");
+	snprintf(args, alen, "%.*s", a ? (int)((m ? m : end) - a - 6) : 0, a ? a + 6 : "");
+	snprintf(sem, slen, "%.*s", m ? (int)(end - m - 11) : 0, m ? m + 11 : "");
+	snprintf(refused, rlen, "%s", r ? r + 9 : "");
+}
+
+/* "  # $argN: why" for each argument of args (the note's specs) that
+ * refused ("N,M") lists: the forms ukprobe does not fetch. */
+static void sdt_refusals(FILE *out, const char *args, const char *refused)
+{
+	const char *r = refused;
+
+	while (*r) {
+		long want = strtol(r, (char **)&r, 10);
+		const char *s = args, *e = args;
+		long k;
+
+		for (k = 1; *s; k++) {
+			while (*s == ' ')
+				s++;
+			/* (AArch64's "[sp, 16]" has a blank inside) */
+			for (e = s; *e && (*e != ' ' || (memchr(s, '[', (size_t)(e - s)) &&
+							 !memchr(s, ']', (size_t)(e - s))));
+			     e++)
+				;
+			if (k == want)
+				break;
+			s = e;
+		}
+		if (k == want && e > s) {
+			bool known;
+
+			fprintf(out, "  # $arg%ld: %s", want, ukp_sdt_refusal(s, (size_t)(e - s), &known));
+		}
+		if (*r == ',')
+			r++;
+		else
+			break;
+	}
 }
 
 static void show_probe(struct ukp_session *s, struct ukp_image *img,
@@ -148,10 +187,11 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 	snprintf(elf, sizeof(elf), "%s:0x%lx", base_name(r->object),
 		 (unsigned long)(m->addr - m->base));
 	if (spec->is_sdt) {
-		char args[512], sem[64], semat[600];
+		char args[512], sem[64], semat[600], refused[64];
 		const char *opt = m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : m->opt == 0 ? "no: " : "?";
 
-		sdt_parts(r->where, point, sizeof(point), args, sizeof(args), sem, sizeof(sem));
+		sdt_parts(r->where, point, sizeof(point), args, sizeof(args), sem, sizeof(sem), refused,
+			  sizeof(refused));
 		if (!o->usdt) {
 			fprintf(o->out, "%-36s %-18s %-44s %-28s %s%s\n", name, addr, point, elf, opt,
 				m->opt == 0 ? r->why : "");
@@ -159,9 +199,11 @@ static void show_probe(struct ukp_session *s, struct ukp_image *img,
 		}
 		snprintf(semat, sizeof(semat), "%s%s%s", sem[0] ? base_name(r->object) : "-",
 			 sem[0] ? ":" : "", sem);
-		fprintf(o->out, "%-36s %-28s %-28s %-10s %s%s%s\n", point + 1, elf, semat,
+		fprintf(o->out, "%-36s %-28s %-28s %-10s %s%s%s", point + 1, elf, semat,
 			m->opt == 1 ? "jump" : m->opt == 2 ? "ftrace" : "no", args[0] ? args : "-",
 			m->opt == 0 ? "  # not optimized: " : "", m->opt == 0 ? r->why : "");
+		sdt_refusals(o->out, args, refused);
+		fputc('\n', o->out);
 		return;
 	}
 	if (spec->is_watch) {

@@ -2,7 +2,9 @@
 /*
  * usdt_arg.c - AArch64's SDT argument operands (src/usdt.h): what GCC's
  * "nor" constraint of <sys/sdt.h> writes after "SIZE@": xN, wN, sp,
- * [REG], [REG, OFF], and constants (a plain number). [any]
+ * [REG], [REG, OFF], [REG, xI] and [REG, xI, lsl #N] (a byte array's
+ * element at -O2), and constants (a plain number). An index extended
+ * from a wN (sxtw, uxtw) and [REG, #:lo12:LABEL] are not decoded. [any]
  */
 #include <ctype.h>
 #include <errno.h>
@@ -49,6 +51,34 @@ static bool number(const char *s, size_t len, long *v)
 	return end != buf && !errno && !*end;
 }
 
+/* "xI" or "xI, lsl #N" at s (len bytes), after "[REG, ": op's index
+ * and scale (op->reg holds the base). */
+static bool index_form(const char *s, size_t len, struct ukp_usdt_op *op)
+{
+	const char *comma = memchr(s, ',', len), *end = s + len;
+	long shift = 0;
+	int i = reg_word(s, comma ? (size_t)(comma - s) : len);
+
+	if (i < 0 || i == 31 || s[0] != 'x')
+		return false;
+	if (comma) {
+		comma++;
+		while (comma < end && *comma == ' ')
+			comma++;
+		if (end - comma < 4 || memcmp(comma, "lsl ", 4))
+			return false;
+		comma += 4;
+		if (comma < end && *comma == '#')
+			comma++;
+		if (!number(comma, (size_t)(end - comma), &shift) || shift < 0 || shift > 3)
+			return false;
+	}
+	op->kind = USDT_ARG_INDEX;
+	op->index = (unsigned int)i;
+	op->scale = 1u << shift;
+	return true;
+}
+
 int arch_usdt_operand(const char *s, size_t len, struct ukp_usdt_op *op)
 {
 	const char *comma;
@@ -73,6 +103,8 @@ int arch_usdt_operand(const char *s, size_t len, struct ukp_usdt_op *op)
 		comma++;
 		while (*comma == ' ' && comma < s + len)
 			comma++;
+		if (*comma == 'x')
+			return index_form(comma, (size_t)(s + len - comma), op) ? 0 : -EINVAL;
 		if (*comma == '#')
 			comma++;
 		return number(comma, (size_t)(s + len - comma), &op->off) ? 0 : -EINVAL;

@@ -3,8 +3,11 @@
  * usdt_arg.c - x86-64's SDT argument operands (src/usdt.h): what GCC's
  * "nor" constraint of <sys/sdt.h> puts after "SIZE@" in AT&T syntax:
  * %REG, $CONST, DISP(%REG), SYM(%rip), SYM+OFF(%rip), OFF+SYM(%rip)
- * (PostgreSQL's notes: a field of a global struct), SYM, ADDR.
- * Index registers (DISP(%B,%I,S)) and segment prefixes are not decoded.
+ * (PostgreSQL's notes: a field of a global struct), SYM, ADDR, and with
+ * an index register DISP(%B,%I[,S]), DISP(,%I,S), SYM[+OFF](%B,%I,S)
+ * (an array element at -O2). Segment prefixes ("%fs:tv@tpoff", a
+ * thread-local variable) are not decoded: what they name is an offset
+ * from the thread pointer that only the linker knew.
  * [any]: no allocation, no locks.
  */
 #include <ctype.h>
@@ -103,6 +106,44 @@ static bool symbol(const char *s, size_t len, struct ukp_usdt_op *op)
 	return n == len || ((s[n] == '+' || s[n] == '-') && number(s + n, len - n, &op->off));
 }
 
+/* The displacement before "(": a number, or a symbol with an offset
+ * (empty: 0). */
+static bool displacement(const char *s, size_t len, struct ukp_usdt_op *op)
+{
+	if (!len)
+		return true;
+	return number(s, len, &op->off) || symbol(s, len, op);
+}
+
+/* "(%B,%I[,S])" or "(,%I,S)" at s (the parentheses' inside, len bytes)
+ * into op's reg, index and scale. %rip and %rsp are never an index. */
+static bool index_form(const char *s, size_t len, struct ukp_usdt_op *op)
+{
+	const char *c1 = memchr(s, ',', len), *c2, *end = s + len;
+	long scale = 1;
+	int b = -1, i;
+
+	if (!c1)
+		return false;
+	if (c1 != s) {
+		b = reg_word(s, (size_t)(c1 - s));
+		if (b < 0 || b == 16)
+			return false;
+	}
+	c2 = memchr(c1 + 1, ',', (size_t)(end - c1 - 1));
+	i = reg_word(c1 + 1, (size_t)((c2 ? c2 : end) - c1 - 1));
+	if (i < 0 || i == 16 || i == 19)
+		return false;
+	if (c2 && (!number(c2 + 1, (size_t)(end - c2 - 1), &scale) ||
+		   (scale != 1 && scale != 2 && scale != 4 && scale != 8)))
+		return false;
+	op->kind = USDT_ARG_INDEX;
+	op->reg = b < 0 ? USDT_ARG_NOREG : (unsigned int)b;
+	op->index = (unsigned int)i;
+	op->scale = (unsigned int)scale;
+	return true;
+}
+
 int arch_usdt_operand(const char *s, size_t len, struct ukp_usdt_op *op)
 {
 	const char *paren;
@@ -131,8 +172,13 @@ int arch_usdt_operand(const char *s, size_t len, struct ukp_usdt_op *op)
 			return 0;
 		return symbol(s, len, op) ? 0 : -EINVAL;
 	}
-	if (s[len - 1] != ')' || memchr(paren, ',', len - (size_t)(paren - s)))
+	if (s[len - 1] != ')')
 		return -EINVAL;
+	if (memchr(paren, ',', len - (size_t)(paren - s))) {
+		if (!index_form(paren + 1, len - (size_t)(paren - s) - 2, op))
+			return -EINVAL;
+		return displacement(s, (size_t)(paren - s), op) ? 0 : -EINVAL;
+	}
 	w = reg_word(paren + 1, len - (size_t)(paren - s) - 2);
 	if (w < 0)
 		return -EINVAL;

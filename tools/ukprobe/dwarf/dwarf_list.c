@@ -138,7 +138,7 @@ static void list_scope_vars(struct ukp_dw *dw, const struct ukp_dw_site *site, F
 			char tn[256];
 			struct ukp_fetcharg fa;
 			struct ukp_dw_err e;
-			bool avail;
+			bool avail, entry = false;
 
 			if ((t != DW_TAG_variable && t != DW_TAG_formal_parameter) || !nm)
 				continue;
@@ -155,8 +155,17 @@ static void list_scope_vars(struct ukp_dw *dw, const struct ukp_dw_site *site, F
 					(dwarf_attr(&c, DW_AT_location, &a) &&
 					 dwarf_getlocation_addr(&a, site->pc, &x, &len, 1) == 1 && len);
 			free(fa.symbol);
+			/* DW_OP_entry_value away from the entry: the value the
+			 * parameter had at the function's entry, which no
+			 * register or memory keeps here (dwarf_var.c) */
+			if (!avail && dwarf_attr(&c, DW_AT_location, &a) &&
+			    dwarf_getlocation_addr(&a, site->pc, &x, &len, 1) == 1 && len)
+				entry = x[0].atom == DW_OP_entry_value ||
+					x[0].atom == DW_OP_GNU_entry_value;
 			fprintf(out, "\t%-24s %s%s%s\n", tn, nm, t == DW_TAG_formal_parameter ? " (parameter)" : "",
-				avail ? "" : " (unavailable here)");
+				avail ? "" : entry ? " (unavailable here: its value at the function's "
+						     "entry, which nothing keeps here)"
+					   : " (unavailable here)");
 		} while (!dwarf_siblingof(&c, &c));
 		/* an inlined copy's scopes go on with the function inlined, not
 		 * the caller's: stop at the function */
