@@ -48,7 +48,7 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
   -Itools/ukprobe/script tests/fuzz/fuzz_record.c "${cli[@]}" "$src/spec.c" \
   "$src/spec_fetch.c" "$src/spec_sdt.c" \
   "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
-  "$src/filter_run.c" "$src/spec_wire.c" "$src/arch/$(uname -m)/fetch_regs.c" \
+  "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
   -ldw -lelf -liberty -o build-fuzz/fuzz_record
 rm -rf build-fuzz/corpus build-fuzz/corpus_msgs build-fuzz/corpus_record
 cp -r tests/fuzz/corpus build-fuzz/corpus
