@@ -120,6 +120,8 @@ print(len(got), sum(got))
 
 
 UPROBE_EVENTS = "/sys/kernel/tracing/uprobe_events"
+UKPROBE_PATH = [None]   # (main sets it: count_events runs ukprobe report)
+REPORT_SECONDS = []     # ukprobe report's times, per workload (bench_workloads)
 
 
 def uprobe_events():
@@ -163,15 +165,19 @@ def median(xs):
 
 
 class Tools:
-    def __init__(self, ukprobe, work, peers):
+    def __init__(self, ukprobe, work, peers, bpftrace=True):
         self.ukprobe = ukprobe
         self.work = work
         self.skips = {}
+        if not bpftrace:
+            self.skips["bpftrace"] = "not requested (--no-bpftrace)"
         if not peers:
             self.skips["uftrace"] = self.skips["bpftrace"] = "peers not requested (--no-peers)"
         elif not shutil.which("uftrace"):
             self.skips["uftrace"] = "uftrace is not installed"
         if not peers:
+            pass
+        elif "bpftrace" in self.skips:
             pass
         elif not shutil.which("bpftrace"):
             self.skips["bpftrace"] = "bpftrace is not installed"
@@ -186,6 +192,10 @@ class Tools:
         yield "ukprobe stat", [self.ukprobe, "stat", "-e", wl["spec"], "--"] + wl["argv"], "stat"
         yield ("ukprobe trace -o", [self.ukprobe, "trace", "-o", out, "-e", wl["spec"], "--"] +
                wl["argv"], "trace")
+        # the recording only (issue 31): report formats it afterwards,
+        # untimed (count_events)
+        yield ("ukprobe record", [self.ukprobe, "record", "-o", os.path.join(self.work, "rec.data"),
+                                  "-e", wl["spec"], "--"] + wl["argv"], "record")
         if wl.get("no_peers"):
             return
         if "uftrace" not in self.skips:
@@ -210,6 +220,19 @@ def count_events(how, r, work):
     if how == "trace":
         with open(os.path.join(work, "trace.txt"), "rb") as f:
             n = sum(1 for _ in f)
+        return n, lost
+    if how == "record":
+        # formatted now, outside the time taken: the lines trace -o writes
+        out = os.path.join(work, "report.txt")
+        t0 = time.monotonic()
+        rep = subprocess.run([UKPROBE_PATH[0], "report", "-i", os.path.join(work, "rec.data"),
+                              "-o", out], capture_output=True, text=True)
+        REPORT_SECONDS.append(time.monotonic() - t0)
+        if rep.returncode:
+            return None, lost
+        with open(out, "rb") as f:
+            n = sum(1 for _ in f)
+        os.unlink(out)
         return n, lost
     if how == "bpftrace":
         m = re.search(r"@hits: (\d+)", r.stdout)
@@ -314,7 +337,10 @@ def bench_workloads(args, tools, work):
             results.append({"id": wl["id"], "what": wl["what"], "skipped": "%s is not installed"
                             % wl["argv"][0]})
             continue
+        if args.only and wl["id"] not in args.only.split(","):
+            continue
         times, counts, lost, fails, funcs = {}, {}, {}, {}, {}
+        del REPORT_SECONDS[:]
         for rep in range(args.reps):
             for tool, argv, how in tools.commands(wl, args.quick):
                 if tool in fails:
@@ -363,6 +389,17 @@ def bench_workloads(args, tools, work):
                                            "uftrace record": over(ut) / ut["events"] * 1e9}
                 if tr.get("seconds"):
                     row["trace_overhead_vs_uftrace"] = over(tr) / over(ut)
+                rc = row["tools"].get("ukprobe record", {})
+                if rc.get("seconds"):
+                    row["record_overhead_vs_uftrace"] = over(rc) / over(ut)
+                    # per repetition (the tools ran one after the other)
+                    ru = [(a - b) / (c - b) for a, c, b in zip(times["ukprobe record"],
+                                                              times["uftrace record"], alone)
+                          if c > b]
+                    if ru:
+                        row["record_overhead_vs_uftrace_per_rep"] = ru
+        if REPORT_SECONDS:
+            row["report_seconds"] = median(REPORT_SECONDS)
         results.append(row)
     return results
 
@@ -380,6 +417,15 @@ def bench_micro(args, bindir):
                       "--", hit, str(n)]),
             ("trace -o", [args.ukprobe, "trace", "-o", out, "-e", "p %s a=%%di b=%%si" % fn,
                           "--", hit, str(n)]),
+            # issue 31's output path: 0 and 4 register arguments
+            # ($params-like), trace -o and the recording alone
+            ("trace -o 0", [args.ukprobe, "trace", "-o", out, "-e", "p " + fn, "--", hit, str(n)]),
+            ("trace -o 4", [args.ukprobe, "trace", "-o", out, "-e",
+                            "p %s a=%%di b=%%si c=%%dx d=%%cx" % fn, "--", hit, str(n)]),
+            ("record 0", [args.ukprobe, "record", "-o", os.path.join(d, "r0"), "-e", "p " + fn,
+                          "--", hit, str(n)]),
+            ("record 4", [args.ukprobe, "record", "-o", os.path.join(d, "r4"), "-e",
+                          "p %s a=%%di b=%%si c=%%dx d=%%cx" % fn, "--", hit, str(n)]),
             # the triggers' costs, against a bare stat hit (#16): a filter
             # that rejects every hit (b is the loop's counter, below
             # 10^8), a hist update, a stack trace recorded
@@ -403,7 +449,7 @@ def bench_micro(args, bindir):
         # private copy: a kernel uprobe is in every process mapping the
         # file); fewer calls, its hits cost microseconds
         bt = shutil.which("bpftrace")
-        if bt and not args.no_peers and os.geteuid() == 0:
+        if bt and not args.no_peers and not args.no_bpftrace and os.geteuid() == 0:
             copy = os.path.join(d, "bench_tool_hit")
             shutil.copy(hit, copy)
             cmds.append(("bpftrace count", [bt, "-e", "uprobe:%s:bench_tool_target "
@@ -420,10 +466,12 @@ def bench_micro(args, bindir):
                 ns.setdefault(name, []).append(float(m[1]))
                 wall.setdefault(name, []).append(float(m[2]))
                 lm = re.search(r"(\d+) events lost", r.stderr)
-                if name == "trace -o":
+                if name.startswith("trace -o"):
                     with open(out, "rb") as f:
                         written = sum(1 for _ in f)
                     lost.setdefault(name, []).append(n - written)
+                if name.startswith("record"):
+                    lost.setdefault(name, []).append(int(lm[1]) if lm else 0)
     rows = {}
     for name in ns:
         o = ns.get("o", [])
@@ -550,6 +598,15 @@ def markdown(res):
     m = res["micro"]
     if res.get("commit"):
         out.append("Measured at commit `%s`, %s.\n" % (res["commit"], res.get("date", "")))
+    if m:
+        out.extend(markdown_micro(m, res))
+    for w in res["workloads"]:
+        out.extend(markdown_workload(w, res))
+    return "\n".join(out) + "\n"
+
+
+def markdown_micro(m, res):
+    out = []
     out.append("Per hit on `bench_tool_target` (`lea 0x1(%%rdi),%%eax; add %%esi,%%eax; ret`), "
                "%d calls, thread CPU time per call, median of %d (the machine is shared and "
                "noisy: compare the ratios):\n" % (m["hits"], res["reps"]))
@@ -557,13 +614,18 @@ def markdown(res):
     out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     labels = {"call": "the function alone", "o": "library: optimized kprobe (`o`)",
               "stat": "`ukprobe stat`", "trace -o": "`ukprobe trace -o` (2 args + timestamp)",
+              "trace -o 0": "`ukprobe trace -o` (0 args + timestamp)",
+              "trace -o 4": "`ukprobe trace -o` (4 args `%di %si %dx %cx`)",
+              "record 0": "`ukprobe record` (0 args + timestamp)",
+              "record 4": "`ukprobe record` (4 args `%di %si %dx %cx`)",
               "stat --filter": "`stat --filter` (a filter that rejects every hit)",
               "stat hist": "`stat --trigger hist:keys=b.log2` (a hist update)",
               "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)",
               "run count": "`ukprobe run` `@ = count()`",
               "run keyed": "`ukprobe run` `@[arg1 & 1023] = count()` (1024 keys)",
               "bpftrace count": "bpftrace `@ = count()` (root)"}
-    for k in ("call", "o", "stat", "trace -o", "stat --filter", "stat hist", "trace stacktrace",
+    for k in ("call", "o", "stat", "trace -o", "trace -o 0", "trace -o 4", "record 0",
+              "record 4", "stat --filter", "stat hist", "trace stacktrace",
               "run count", "run keyed", "bpftrace count"):
         r = m["rows"].get(k)
         if not r:
@@ -576,11 +638,16 @@ def markdown(res):
             else "",
             "" if r["lost"] is None else r["lost"]))
     out.append("")
-    for w in res["workloads"]:
+    return out
+
+
+def markdown_workload(w, res):
+    out = []
+    if True:
         out.append("`%s`: %s; wall time, median of %d:\n" % (w["id"], w["what"], res["reps"]))
         if "skipped" in w:
             out.append("skipped: %s\n" % w["skipped"])
-            continue
+            return out
         out.append("| tool | seconds | min | max | × alone | events | lost |")
         out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for tool, t in w["tools"].items():
@@ -599,6 +666,13 @@ def markdown(res):
         if "trace_overhead_vs_uftrace" in w:
             extra.append("`ukprobe trace -o` / `uftrace record`: %.2f" %
                          w["trace_overhead_vs_uftrace"])
+        if "record_overhead_vs_uftrace" in w:
+            extra.append("`ukprobe record` / `uftrace record`: %.2f (per repetition: %s)" % (
+                w["record_overhead_vs_uftrace"],
+                ", ".join("%.2f" % x for x in w.get("record_overhead_vs_uftrace_per_rep", []))))
+        if "report_seconds" in w:
+            extra.append("`ukprobe report` of the recording, after the run: %.3f s" %
+                         w["report_seconds"])
         if "per_event_ns" in w:
             pe, t = w["per_event_ns"], w["tools"]
             extra.append("overhead per event (start-up included): `ukprobe stat` %.0f ns over "
@@ -611,7 +685,7 @@ def markdown(res):
         out.append("")
         if extra:
             out.append("; ".join(extra) + ".\n")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def main():
@@ -623,20 +697,28 @@ def main():
     ap.add_argument("--no-peers", action="store_true", help="no uftrace, no bpftrace")
     ap.add_argument("--dwarf-only", action="store_true",
                     help="only the source-level fetches' rows")
+    ap.add_argument("--no-bpftrace", action="store_true", help="uftrace, but no bpftrace")
+    ap.add_argument("--only", help="these workloads only (IDs, comma-separated)")
+    ap.add_argument("--no-micro", action="store_true", help="no per-hit rows")
+    ap.add_argument("--micro-only", action="store_true", help="the per-hit rows only")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args()
     if args.reps is None:
         args.reps = 1 if args.quick else 5
+    UKPROBE_PATH[0] = args.ukprobe
     with tempfile.TemporaryDirectory(prefix="ukpbench-tool.") as work:
-        tools = Tools(args.ukprobe, work, not args.no_peers)
+        tools = Tools(args.ukprobe, work, not args.no_peers, not args.no_bpftrace)
         res = {"reps": args.reps, "quick": args.quick, "commit": commit(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "micro": bench_micro(args, args.bin) if not args.dwarf_only else None,
-               "dwarf": bench_dwarf(args, args.bin),
-               "workloads": bench_workloads(args, tools, work) if not args.dwarf_only else []}
-    md = (markdown(res) + "\n" if not args.dwarf_only else "") + markdown_dwarf(res["dwarf"],
-                                                                           args.reps)
+               "micro": bench_micro(args, args.bin) if not (args.dwarf_only or args.no_micro)
+                        else None,
+               "dwarf": bench_dwarf(args, args.bin) if not (args.micro_only or args.no_micro or
+                                                            args.only) else None,
+               "workloads": bench_workloads(args, tools, work)
+                            if not (args.dwarf_only or args.micro_only) else []}
+    md = (markdown(res) + "\n" if not args.dwarf_only else "") + (
+        markdown_dwarf(res["dwarf"], args.reps) if res["dwarf"] is not None else "")
     sys.stdout.write(md)
     if args.json:
         with open(args.json, "w") as f:

@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (tests/fuzz/) with clang (ASan + UBSan)
 # and runs each on a copy of its seed corpus: fuzz_spec_filter (ukprobe's
 # SPEC and filter parsers and the parsed form its agent reads; corpus/),
-# fuzz_agent_msgs (what ukprobe reads from an agent; corpus_msgs/) and
+# fuzz_agent_msgs (what ukprobe reads from an agent; corpus_msgs/),
+# fuzz_record (what ukprobe report reads: a recording; corpus_record/) and
 # fuzz_script (ukprobe run's script compiler; corpus_script/).
 # Extra arguments go to libFuzzer; by default a short run
 # (-runs=20000), as CI does. A long run by hand:
@@ -41,15 +42,26 @@ clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-rec
   "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
   "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
   -ldw -lelf -liberty -o build-fuzz/fuzz_agent_msgs
-rm -rf build-fuzz/corpus build-fuzz/corpus_msgs
+clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
+  -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
+  -Itools/ukprobe/script tests/fuzz/fuzz_record.c "${cli[@]}" "$src/spec.c" \
+  "$src/spec_fetch.c" "$src/spec_sdt.c" \
+  "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
+  "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
+  -ldw -lelf -liberty -o build-fuzz/fuzz_record
+rm -rf build-fuzz/corpus build-fuzz/corpus_msgs build-fuzz/corpus_record
 cp -r tests/fuzz/corpus build-fuzz/corpus
 cp -r tests/fuzz/corpus_msgs build-fuzz/corpus_msgs
+cp -r tests/fuzz/corpus_record build-fuzz/corpus_record
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-runs=20000)
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_spec_filter -max_len=4096 -timeout=10 "${args[@]}" build-fuzz/corpus
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build-fuzz/fuzz_agent_msgs -max_len=16384 -timeout=10 "${args[@]}" build-fuzz/corpus_msgs
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-fuzz/fuzz_record -max_len=65536 -timeout=10 "${args[@]}" build-fuzz/corpus_record
 
 # ukprobe run's script compiler (tests/fuzz/fuzz_script.c): lexer, parser,
 # checks and C translation on any text, with its own seed corpus (the

@@ -37,6 +37,7 @@ void ukp_pr(enum ukprobes_print_level level, const char *fmt, ...)
 long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old);
 int ukp_sys_gettid(void);
 int ukp_sys_getpid(void);
+unsigned long ukp_getauxval(unsigned long type); /* getauxval(), errno kept */
 long ukp_sys_tgkill(int pid, int tid, int sig);
 /* sys.c */
 /*

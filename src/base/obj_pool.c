@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "base/obj_pool.h"
+#include "base/sys.h"
 
 /* Each mapping: its pages become resident only as objects are carved. */
 #define POOL_MAP_SIZE (1024 * 1024UL)
@@ -23,10 +24,10 @@ void *ukp_pool_zalloc(struct ukp_pool *p)
 		return obj;
 	}
 	if ((size_t)(p->end - p->cur) < p->size) {
-		void *m = mmap(NULL, POOL_MAP_SIZE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *m;
 
-		if (m == MAP_FAILED) {
+		if (ukp_sys_mmap(NULL, POOL_MAP_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &m)) {
 			errno = ENOMEM;
 			return NULL;
 		}
@@ -69,8 +70,8 @@ void *ukp_batch_zalloc(size_t n)
 		*(size_t *)p = 0;
 		return p + BATCH_HDR;
 	}
-	p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
+	if (ukp_sys_mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+			 (void **)&p)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -85,7 +86,7 @@ void ukp_batch_free(void *p)
 	if (!h)
 		return;
 	if (*(size_t *)h)
-		munmap(h, *(size_t *)h);
+		ukp_sys_munmap(h, *(size_t *)h);
 	else
 		free(h);
 }

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -42,6 +43,18 @@ UKP_TRAP_TEXT int ukp_sys_getpid(void)
 UKP_TRAP_TEXT long ukp_sys_tgkill(int pid, int tid, int sig)
 {
 	return arch_syscall3(__NR_tgkill, pid, tid, sig);
+}
+
+/* [any] getauxval(type), with the program's errno as it was: glibc sets
+ * ENOENT for an entry the kernel did not give (no vDSO under qemu-user,
+ * no AT_HWCAP2 on an older kernel). 0 when there is none. */
+unsigned long ukp_getauxval(unsigned long type)
+{
+	int saved = errno;
+	unsigned long v = getauxval(type);
+
+	errno = saved;
+	return v;
 }
 
 long ukp_errno_offset;

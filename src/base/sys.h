@@ -74,6 +74,33 @@ static inline long ukp_sys_getdents64(int fd, void *buf, size_t n)
 	return arch_syscall3(__NR_getdents64, fd, (long)buf, (long)n);
 }
 
+static inline long ukp_sys_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+	return arch_syscall4(__NR_pwrite64, fd, (long)buf, (long)n, (long)off);
+}
+
+static inline long ukp_sys_lseek(int fd, int64_t off, int whence)
+{
+	return arch_syscall3(__NR_lseek, fd, (long)off, whence);
+}
+
+/* stat(path) (follows links) */
+static inline int ukp_sys_stat(const char *path, struct stat *st)
+{
+	return (int)arch_syscall4(__NR_newfstatat, AT_FDCWD, (long)path, (long)st, 0);
+}
+
+/* access(path, mode) */
+static inline int ukp_sys_access(const char *path, int mode)
+{
+	return (int)arch_syscall3(__NR_faccessat, AT_FDCWD, (long)path, mode);
+}
+
+static inline long ukp_sys_readlink(const char *path, char *buf, size_t n)
+{
+	return ukp_sys_readlinkat(AT_FDCWD, path, buf, n);
+}
+
 /* ------------------------------------------------------------ memory */
 
 /* 0 and *out, or -errno */
@@ -96,6 +123,57 @@ static inline int ukp_sys_munmap(void *addr, size_t len)
 static inline int ukp_sys_mprotect(void *addr, size_t len, int prot)
 {
 	return (int)arch_syscall3(__NR_mprotect, (long)addr, (long)len, prot);
+}
+
+static inline int ukp_sys_membarrier(int cmd, unsigned int flags)
+{
+	return (int)arch_syscall3(__NR_membarrier, cmd, flags, 0);
+}
+
+/* getrlimit(res, rl) (prlimit64 of the calling process; struct rlimit
+ * is the kernel's rlimit64 on both 64-bit architectures) */
+static inline int ukp_sys_getrlimit(int res, void *rl)
+{
+	return (int)arch_syscall4(__NR_prlimit64, 0, res, 0, (long)rl);
+}
+
+/* ------------------------------------------------ processes, time */
+
+/* (getpid, gettid: base.h's, in the hit path's text) */
+static inline int ukp_sys_sched_yield(void)
+{
+	return (int)arch_syscall3(__NR_sched_yield, 0, 0, 0);
+}
+
+/* nanosleep(ts) on CLOCK_MONOTONIC, relative; -EINTR when a signal's
+ * handler ran */
+static inline int ukp_sys_nanosleep(const struct timespec *ts)
+{
+	return (int)arch_syscall4(__NR_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)ts, 0);
+}
+
+/* The kernel's clock (a system call, not the vDSO's: for the library's
+ * timeouts and budgets, never per hit). */
+static inline int ukp_sys_clock_gettime(int clk, struct timespec *ts)
+{
+	return (int)arch_syscall3(__NR_clock_gettime, clk, (long)ts, 0);
+}
+
+static inline long ukp_sys_rt_tgsigqueueinfo(int pid, int tid, int sig, void *info)
+{
+	return arch_syscall4(__NR_rt_tgsigqueueinfo, pid, tid, sig, (long)info);
+}
+
+static inline int ukp_sys_perf_event_open(void *attr, int pid, int cpu, int group,
+					  unsigned long flags)
+{
+	return (int)arch_syscall6(__NR_perf_event_open, (long)attr, pid, cpu, group, (long)flags, 0);
+}
+
+/* sigaltstack(ss, old) (stack_t is the kernel's on both) */
+static inline int ukp_sys_sigaltstack(const void *ss, void *old)
+{
+	return (int)arch_syscall3(__NR_sigaltstack, (long)ss, (long)old, 0);
 }
 
 /* --------------------------------------------------- futex, signals */

@@ -21,6 +21,7 @@
 #include "ukprobes.h"
 #include "arch/arch.h"
 #include "base/base.h"
+#include "base/lock.h"
 #include "symbols/symbols.h"
 #include "core/fastpath.h"
 
@@ -148,7 +149,7 @@ struct ukp_ctlblk {
 extern UKP_TLS struct ukp_ctlblk ukp_ctl;
 
 /* Registry (kprobes.c). */
-extern pthread_mutex_t ukp_mutex;
+extern struct ukp_fmutex ukp_mutex;
 extern bool ukp_all_disarmed;                 /* kprobes_set_enabled(false) */
 /* site_hash.c: the hit hash */
 struct ukp_site *ukp_site_lookup(uintptr_t addr);   /* [trap] */

@@ -23,6 +23,7 @@
 #include "core/core.h"
 #include "text/text.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "optimizer/optimizer.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
@@ -36,7 +37,7 @@
 #define KP_INDEX_MIN_BITS 8
 #define KP_INDEX_LOAD 4 /* children per bucket before the index grows */
 
-pthread_mutex_t ukp_mutex = PTHREAD_MUTEX_INITIALIZER;
+struct ukp_fmutex ukp_mutex = UKP_FMUTEX_INIT;
 bool ukp_all_disarmed;
 struct ukp_site *ukp_all_sites;
 
@@ -369,24 +370,24 @@ unsigned int ukp_quarantine_count(void)
 
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&ukp_mutex);
+	ukp_fmutex_lock(&ukp_mutex);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&ukp_mutex);
+	ukp_fmutex_unlock(&ukp_mutex);
 }
 
 static void atfork_child(void)
 {
-	/* Only this thread exists now; the mutex is re-created (unlocking
-	 * it from a new tid is not allowed). */
-	pthread_mutex_init(&ukp_mutex, NULL);
+	/* Only this thread exists now: the mutex its prepare handler
+	 * took is free again. */
+	ukp_fmutex_init(&ukp_mutex);
 	ukp_text_after_fork();
 	ukp_sync_after_fork_child();
 	ukp_threads_after_fork_child();
 	ukp_opt_after_fork();
-	owner_pid = getpid();
+	owner_pid = ukp_sys_getpid();
 }
 
 /* [reg] The symbol names of obj (NULL: of every object) are about to be
@@ -413,7 +414,7 @@ static void do_init(void)
 {
 	int ret;
 
-	owner_pid = getpid();
+	owner_pid = ukp_sys_getpid();
 	ukp_symbols_set_names_hook(site_names_keep);
 	ukp_errno_init();
 	ukp_text_init();
@@ -439,18 +440,18 @@ static int ukp_lock(void)
 	pthread_once(&init_once, do_init);
 	if (init_err)
 		return init_err;
-	pthread_mutex_lock(&ukp_mutex);
+	ukp_fmutex_lock(&ukp_mutex);
 	/* again after ukprobes_shutdown() gave the program its handlers back */
 	if (ukp_signals_install()) {
-		pthread_mutex_unlock(&ukp_mutex);
+		ukp_fmutex_unlock(&ukp_mutex);
 		return -EINVAL;
 	}
-	if (owner_pid != getpid()) {
+	if (owner_pid != ukp_sys_getpid()) {
 		/* forked without pthread_atfork (raw clone) */
 		ukp_text_after_fork();
 		ukp_sync_after_fork_child();
 		ukp_threads_after_fork_child();
-		owner_pid = getpid();
+		owner_pid = ukp_sys_getpid();
 	}
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
@@ -465,7 +466,7 @@ static int ukp_lock(void)
 
 static void ukp_unlock(void)
 {
-	pthread_mutex_unlock(&ukp_mutex);
+	ukp_fmutex_unlock(&ukp_mutex);
 }
 
 int ukp_init(void)
@@ -501,10 +502,10 @@ void ukp_after_dlclose(void)
 {
 	if (!owner_pid)
 		return; /* the library was never used */
-	pthread_mutex_lock(&ukp_mutex);
+	ukp_fmutex_lock(&ukp_mutex);
 	if (ukp_objects_refresh())
 		ukp_gone_sweep();
-	pthread_mutex_unlock(&ukp_mutex);
+	ukp_fmutex_unlock(&ukp_mutex);
 }
 
 /* ------------------------------------------------------ registration */

@@ -80,7 +80,7 @@ static _Atomic unsigned int krp_hiwater; /* records ever claimed: [0, hiwater) *
  * block, where the arch fast paths read it (fastpath.h). */
 #define krp_self ukp_ctl.rstack
 
-static pthread_mutex_t krp_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ukp_fmutex krp_mutex = UKP_FMUTEX_INIT;
 /* [krp_mutex] registered holders by owner (batches of thousands) */
 #define KRP_HOLDER_BUCKETS 4096
 static struct kretprobe_holder *krp_registered[KRP_HOLDER_BUCKETS];
@@ -656,19 +656,19 @@ uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur)
 
 static void krp_atfork_prepare(void)
 {
-	pthread_mutex_lock(&krp_mutex);
+	ukp_fmutex_lock(&krp_mutex);
 }
 
 static void krp_atfork_parent(void)
 {
-	pthread_mutex_unlock(&krp_mutex);
+	ukp_fmutex_unlock(&krp_mutex);
 }
 
 /* Only this thread exists in the child: it keeps its record (pending
  * returns work in the child); the others' are reclaimed lazily. */
 static void krp_atfork_child(void)
 {
-	pthread_mutex_init(&krp_mutex, NULL);
+	ukp_fmutex_init(&krp_mutex);
 	if (krp_self) {
 		krp_self->pid = ukp_sys_getpid();
 		atomic_store_explicit(&krp_self->tid, ukp_sys_gettid(), memory_order_release);
@@ -888,7 +888,7 @@ UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num)
 		ukp_batch_free(kps);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&krp_mutex);
+	ukp_fmutex_lock(&krp_mutex);
 	ret = krp_init_locked();
 	if (!ret) {
 		krp_reap_locked();
@@ -906,7 +906,7 @@ UKPROBES_API int register_kretprobes(struct kretprobe **rps, int num)
 		ret = register_kprobes(kps, num);
 	if (ret)
 		holders_retire(rps, hs, num);
-	pthread_mutex_unlock(&krp_mutex);
+	ukp_fmutex_unlock(&krp_mutex);
 	ukp_batch_free(hs);
 	ukp_batch_free(kps);
 	return ret;
@@ -932,7 +932,7 @@ UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
 		ukp_batch_free(kps);
 		return;
 	}
-	pthread_mutex_lock(&krp_mutex);
+	ukp_fmutex_lock(&krp_mutex);
 	for (i = 0; i < num; i++) {
 		if (!rps[i])
 			continue;
@@ -947,7 +947,7 @@ UKPROBES_API void unregister_kretprobes(struct kretprobe **rps, int num)
 	/* No new instance after this (it waits for the trap paths). */
 	unregister_kprobes(kps, m);
 	holders_retire(rps, hs, num);
-	pthread_mutex_unlock(&krp_mutex);
+	ukp_fmutex_unlock(&krp_mutex);
 	ukp_batch_free(hs);
 	ukp_batch_free(kps);
 }
@@ -994,7 +994,7 @@ struct kretprobe_instance *ukp_krp_spare_of_self(void)
 
 void ukp_krp_reap(void)
 {
-	pthread_mutex_lock(&krp_mutex);
+	ukp_fmutex_lock(&krp_mutex);
 	krp_reap_locked();
-	pthread_mutex_unlock(&krp_mutex);
+	ukp_fmutex_unlock(&krp_mutex);
 }

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 
 #include "base/base.h"
+#include "base/sys.h"
 #include "core/core.h"
 #include "process/process.h"
 
@@ -41,9 +42,10 @@ static size_t nhashed;
  * it leaves no holes in the heap (they stayed resident). */
 static void *map_zeroed(size_t n)
 {
-	void *p = mmap(NULL, n + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p;
 
-	if (p == MAP_FAILED)
+	if (ukp_sys_mmap(NULL, n + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+			 &p))
 		return NULL;
 	*(size_t *)p = n + 16;
 	return (char *)p + 16;
@@ -52,7 +54,7 @@ static void *map_zeroed(size_t n)
 static void unmap(void *p)
 {
 	if (p)
-		munmap((char *)p - 16, *(size_t *)((char *)p - 16));
+		ukp_sys_munmap((char *)p - 16, *(size_t *)((char *)p - 16));
 }
 
 static UKP_TRAP_TEXT size_t site_bucket(uintptr_t a, unsigned int bits)

@@ -130,6 +130,7 @@
 #include "base/grow_array.h"
 #include "symbols/symbols.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "text/text.h"
 #include "flow/scan_share.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
@@ -605,7 +606,7 @@ static long elapsed_us(const struct timespec *t0)
 {
 	struct timespec t1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ukp_sys_clock_gettime(CLOCK_MONOTONIC, &t1);
 	return (t1.tv_sec - t0->tv_sec) * 1000000L + (t1.tv_nsec - t0->tv_nsec) / 1000;
 }
 
@@ -693,7 +694,7 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct fl
 		if (fo->eh.fdes[i].end - fo->eh.fdes[i].start > fo->fde_max_len)
 			fo->fde_max_len = fo->eh.fdes[i].end - fo->eh.fdes[i].start;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ukp_sys_clock_gettime(CLOCK_MONOTONIC, &t0);
 	ib.fo = fo;
 	ib.recent = calloc(1u << RECENT_BITS, sizeof(*ib.recent));
 	ret = index_ranges(&ib);

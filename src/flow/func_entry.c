@@ -58,9 +58,9 @@ static int entry_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		if (eh.e_entry)
 			em->entry = info->dlpi_addr + (uintptr_t)eh.e_entry;
 	} else if (em->obj->is_main &&
-		   (uintptr_t)info->dlpi_phdr == (uintptr_t)getauxval(AT_PHDR)) {
+		   (uintptr_t)info->dlpi_phdr == (uintptr_t)ukp_getauxval(AT_PHDR)) {
 		/* the program the kernel loaded: it said where it entered */
-		em->entry = (uintptr_t)getauxval(AT_ENTRY);
+		em->entry = (uintptr_t)ukp_getauxval(AT_ENTRY);
 	}
 	return 1;
 }

@@ -51,6 +51,7 @@
 #include "base/grow_array.h"
 #include "base/lower_bound.h"
 #include "base/base.h"
+#include "base/sys.h"
 
 /* Below this, a thread costs more than it saves (tests change it). */
 size_t ukp_share_min = 256u << 10;
@@ -252,7 +253,7 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 	atomic_store(&sp->c[0].owner, MINE);
 	helper = sp->nc > 1 && start_thread(&t, literals_helper, sp);
 	while (helper && ukp_share_wait && atomic_load(&sp->c[sp->nc - 1].owner) == FREE)
-		sched_yield();
+		ukp_sys_sched_yield();
 	for (i = 0; i < sp->nc && !ret; i++) {
 		int want = FREE;
 
@@ -398,7 +399,7 @@ int ukp_scan_ranges(const struct arch_code_part *parts, size_t n, arch_range_fn 
 		atomic_init(&rs.c[i].owner, i ? FREE : MINE);
 	helper = start_thread(&t, ranges_helper, &rs);
 	while (helper && ukp_share_wait && atomic_load(&rs.c[rs.nc - 1].owner) == FREE)
-		sched_yield();
+		ukp_sys_sched_yield();
 	for (i = 0; i < rs.nc && !ret; i++) {
 		int want = FREE;
 

@@ -54,6 +54,7 @@
 #include "text/text.h"
 #include "core/core.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
 #include "core/kretprobes.h"
@@ -79,8 +80,8 @@ struct site_vec {
 };
 static struct site_vec queue, todo;
 static unsigned int nqueued;             /* the non-NULL entries of queue */
-static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static struct ukp_fcond queue_cond = UKP_FCOND_INIT;
+static struct ukp_fcond idle_cond = UKP_FCOND_INIT;
 static bool busy;                        /* the thread is working on a batch */
 static pid_t thread_pid;                 /* process the thread runs in */
 static pthread_t thread;                 /* joinable: ukp_opt_stop() waits for its end */
@@ -275,18 +276,18 @@ static void kick(void)
 		return;
 	}
 
-	if (thread_pid != getpid()) {
+	if (thread_pid != ukp_sys_getpid()) {
 		/* All signals blocked but ours: the thread answers scans and
 		 * handles breakpoints in the libc it calls, and nothing else. */
 		quit = false;
 		if (ukprobes_kthread_create(&t, NULL, optimizer_main, NULL) == 0) {
 			thread = t;
-			thread_pid = getpid();
+			thread_pid = ukp_sys_getpid();
 		} else {
 			pr_warn("kprobes: cannot start the optimizer thread\n");
 		}
 	}
-	pthread_cond_signal(&queue_cond);
+	ukp_fcond_signal(&queue_cond);
 }
 
 /* ---------------------------------------------------- preparation */
@@ -678,17 +679,23 @@ static void optimize_round(void)
  * waits before the program runs: the delay was only start-up time). */
 static void delay_for_batch(void)
 {
-	struct timespec end;
+	struct timespec now;
+	long end_ns, left;
 
-	clock_gettime(CLOCK_REALTIME, &end);
-	end.tv_nsec += OPTIMIZE_DELAY_MS * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
-	while (!waiters && !quit)
-		if (pthread_cond_timedwait(&queue_cond, &ukp_mutex, &end) == ETIMEDOUT)
+	ukp_sys_clock_gettime(CLOCK_MONOTONIC, &now);
+	end_ns = now.tv_sec * 1000000000L + now.tv_nsec + OPTIMIZE_DELAY_MS * 1000000L;
+	while (!waiters && !quit) {
+		struct timespec rel;
+
+		ukp_sys_clock_gettime(CLOCK_MONOTONIC, &now);
+		left = end_ns - (now.tv_sec * 1000000000L + now.tv_nsec);
+		if (left <= 0)
 			break;
+		rel.tv_sec = left / 1000000000L;
+		rel.tv_nsec = left % 1000000000L;
+		if (!ukp_fcond_timedwait(&queue_cond, &ukp_mutex, &rel))
+			break;
+	}
 }
 
 static void *optimizer_main(void *arg)
@@ -697,34 +704,34 @@ static void *optimizer_main(void *arg)
 
 	(void)arg;
 	/* (started with ours deliverable: ukprobes_kthread_create) */
-	pthread_mutex_lock(&ukp_mutex);
+	ukp_fmutex_lock(&ukp_mutex);
 	for (;;) {
 		while (!nqueued && !quit) {
 			busy = false;
-			pthread_cond_broadcast(&idle_cond);
-			pthread_cond_wait(&queue_cond, &ukp_mutex);
+			ukp_fcond_broadcast(&idle_cond);
+			ukp_fcond_wait(&queue_cond, &ukp_mutex);
 		}
 		if (quit && !nqueued)
 			break;
 		busy = true;
 		delay_for_batch();
-		pthread_mutex_unlock(&ukp_mutex);
+		ukp_fmutex_unlock(&ukp_mutex);
 		if (ukp_lock_for_show()) {
-			pthread_mutex_lock(&ukp_mutex);
+			ukp_fmutex_lock(&ukp_mutex);
 			continue;
 		}
 		optimize_round();
 		/* A round that left work behind (threads in the way) waits
 		 * a little before the next one. */
 		if (nqueued) {
-			pthread_mutex_unlock(&ukp_mutex);
-			nanosleep(&delay, NULL);
-			pthread_mutex_lock(&ukp_mutex);
+			ukp_fmutex_unlock(&ukp_mutex);
+			ukp_sys_nanosleep(&delay);
+			ukp_fmutex_lock(&ukp_mutex);
 		}
 	}
 	busy = false;
-	pthread_cond_broadcast(&idle_cond);
-	pthread_mutex_unlock(&ukp_mutex);
+	ukp_fcond_broadcast(&idle_cond);
+	ukp_fmutex_unlock(&ukp_mutex);
 	return NULL;
 }
 
@@ -754,7 +761,7 @@ void ukp_opt_defer_kick(bool on)
 	/* The thread is started before a batch arms anything: glibc runs
 	 * a new thread's first code with every signal blocked, and a batch
 	 * may have probed it (a breakpoint then kills the process). */
-	if (on && thread_pid != getpid()) {
+	if (on && thread_pid != ukp_sys_getpid()) {
 		kick();
 		kick_wanted = true;
 	}
@@ -922,11 +929,11 @@ void ukp_opt_unpatch(uintptr_t addr, uint8_t *buf, size_t len)
 static void wait_idle(void)
 {
 	waiters++;
-	pthread_cond_signal(&queue_cond); /* out of its delay */
+	ukp_fcond_signal(&queue_cond); /* out of its delay */
 	while (nqueued || busy) {
-		if (thread_pid != getpid())
+		if (thread_pid != ukp_sys_getpid())
 			kick();
-		pthread_cond_wait(&idle_cond, &ukp_mutex);
+		ukp_fcond_wait(&idle_cond, &ukp_mutex);
 	}
 	waiters--;
 }
@@ -1005,13 +1012,13 @@ UKPROBES_API bool kprobes_optimization(void)
  */
 void ukp_opt_stop(void)
 {
-	if (thread_pid != getpid())
+	if (thread_pid != ukp_sys_getpid())
 		return;
 	quit = true;
-	pthread_cond_broadcast(&queue_cond);
-	pthread_mutex_unlock(&ukp_mutex);
+	ukp_fcond_broadcast(&queue_cond);
+	ukp_fmutex_unlock(&ukp_mutex);
 	pthread_join(thread, NULL);
-	pthread_mutex_lock(&ukp_mutex);
+	ukp_fmutex_lock(&ukp_mutex);
 	thread_pid = 0;
 	quit = false;
 }
@@ -1019,8 +1026,8 @@ void ukp_opt_stop(void)
 /* [any] In a forked child: no optimizer thread, nothing in flight. */
 void ukp_opt_after_fork(void)
 {
-	pthread_cond_init(&queue_cond, NULL);
-	pthread_cond_init(&idle_cond, NULL);
+	ukp_fcond_init(&queue_cond);
+	ukp_fcond_init(&idle_cond);
 	busy = false;
 	waiters = 0;
 }

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/lock.h"
 #include "process/process.h"
 
 extern char **environ;
@@ -46,7 +47,7 @@ extern char **environ;
 /* The exec notifiers, highest priority first; links are published with
  * release stores (an exec reads the chain without the lock). */
 static struct notifier_block *exec_chain;
-static pthread_mutex_t exec_chain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ukp_fmutex exec_chain_lock = UKP_FMUTEX_INIT;
 
 /* [reg] */
 UKPROBES_API int register_exec_notifier(struct notifier_block *nb)
@@ -55,10 +56,10 @@ UKPROBES_API int register_exec_notifier(struct notifier_block *nb)
 
 	if (!nb || !nb->notifier_call)
 		return -EINVAL;
-	pthread_mutex_lock(&exec_chain_lock);
+	ukp_fmutex_lock(&exec_chain_lock);
 	for (p = exec_chain; p; p = p->next)
 		if (p == nb) {
-			pthread_mutex_unlock(&exec_chain_lock);
+			ukp_fmutex_unlock(&exec_chain_lock);
 			return -EEXIST;
 		}
 	at = &exec_chain;
@@ -66,7 +67,7 @@ UKPROBES_API int register_exec_notifier(struct notifier_block *nb)
 		at = &p->next;
 	nb->next = p;
 	__atomic_store_n(at, nb, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&exec_chain_lock);
+	ukp_fmutex_unlock(&exec_chain_lock);
 	return 0;
 }
 
@@ -76,7 +77,7 @@ UKPROBES_API int unregister_exec_notifier(struct notifier_block *nb)
 	struct notifier_block **at = &exec_chain, *p;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&exec_chain_lock);
+	ukp_fmutex_lock(&exec_chain_lock);
 	while ((p = *at)) {
 		if (p == nb) {
 			__atomic_store_n(at, nb->next, __ATOMIC_RELEASE);
@@ -85,7 +86,7 @@ UKPROBES_API int unregister_exec_notifier(struct notifier_block *nb)
 		}
 		at = &p->next;
 	}
-	pthread_mutex_unlock(&exec_chain_lock);
+	ukp_fmutex_unlock(&exec_chain_lock);
 	return ret;
 }
 

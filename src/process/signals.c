@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/sys.h"
 #include "process/process.h"
 #include "core/core.h"
 #include "watch/watch.h"
@@ -304,6 +305,17 @@ static int call_real_sigaction(int sig, const struct sigaction *act, struct siga
 	return -1;
 }
 
+/* The library's own calls (not the program's through the interposers):
+ * 0 or -errno, with the program's errno as it was (glibc's sigaction
+ * refuses its own signals, 32 and 33, with EINVAL). */
+static int own_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int saved = errno, ret = call_real_sigaction(sig, act, old) ? -errno : 0;
+
+	errno = saved;
+	return ret;
+}
+
 /*
  * [reg] act_lock held. A handler of a signal we do not own that reached
  * the kernel without our sigaction() (set before the library was
@@ -318,13 +330,13 @@ static void wrap_installed_handler(int sig)
 	if (sig == SIGKILL || sig == SIGSTOP || owned_index(sig) >= 0)
 		return;
 	/* the C library's internal signals fail here (EINVAL) */
-	if (call_real_sigaction(sig, NULL, &cur) || !is_function(&cur) ||
+	if (own_sigaction(sig, NULL, &cur) || !is_function(&cur) ||
 	    cur.sa_sigaction == prog_wrapper)
 		return;
 	pa_read(&wrapped_actions[sig], &prev);
 	pa_write(&wrapped_actions[sig], &cur);
 	wrapper_action(&k, &cur);
-	if (call_real_sigaction(sig, &k, NULL))
+	if (own_sigaction(sig, &k, NULL))
 		pa_write(&wrapped_actions[sig], &prev);
 }
 
@@ -352,10 +364,9 @@ int ukp_signals_install(void)
 		struct ksigaction k;
 
 		memset(&cur, 0, sizeof(cur));
-		if (call_real_sigaction(owned_sigs[i], NULL, &cur)) {
-			ret = -errno;
+		ret = own_sigaction(owned_sigs[i], NULL, &cur);
+		if (ret)
 			goto out;
-		}
 		if (owned_sigs[i] < 65) {
 			struct sigaction prev;
 
@@ -373,7 +384,7 @@ int ukp_signals_install(void)
 			struct ksigaction kk;
 
 			probe.sa_flags |= SA_UNSUPPORTED;
-			if (call_real_sigaction(SIGTRAP, &probe, NULL) == 0 &&
+			if (own_sigaction(SIGTRAP, &probe, NULL) == 0 &&
 			    sys_rt_sigaction(SIGTRAP, NULL, &kk) == 0) {
 				if (kk.flags & SA_RESTORER)
 					libc_restorer = (uintptr_t)kk.restorer;
@@ -815,7 +826,7 @@ static void restore_action(int sig, const struct sigaction *sa)
 	struct ksigaction k;
 
 	if (!(sa->sa_flags & SA_RESTORER) && is_function(sa)) {
-		call_real_sigaction(sig, sa, NULL);
+		own_sigaction(sig, sa, NULL);
 		return;
 	}
 	k.handler = (void *)sa->sa_handler;
@@ -851,14 +862,13 @@ static uint64_t pending_field(const char *text, const char *field)
 static bool signals_pending(uint64_t mask)
 {
 	char buf[4096] __attribute__((aligned(8))), text[2048];
-	int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
-				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = ukp_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY);
 	bool found = false;
 	long n;
 
 	if (dfd < 0)
 		return false;
-	while (!found && (n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+	while (!found && (n = ukp_sys_getdents64(dfd, buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < n && !found;) {
 			struct {
 				uint64_t ino;
@@ -876,11 +886,11 @@ static bool signals_pending(uint64_t mask)
 				continue;
 			strcpy(path, de->name);
 			strcat(path, "/status");
-			fd = (int)syscall(SYS_openat, dfd, path, O_RDONLY | O_CLOEXEC);
+			fd = ukp_sys_openat(dfd, path, O_RDONLY | O_CLOEXEC, 0);
 			if (fd < 0)
 				continue;
-			k = syscall(SYS_read, fd, text, sizeof(text) - 1);
-			syscall(SYS_close, fd);
+			k = ukp_sys_read(fd, text, sizeof(text) - 1);
+			ukp_sys_close(fd);
 			if (k <= 0)
 				continue;
 			text[k] = '\0';
@@ -888,7 +898,7 @@ static bool signals_pending(uint64_t mask)
 				 mask) != 0;
 		}
 	}
-	syscall(SYS_close, dfd);
+	ukp_sys_close(dfd);
 	return found;
 }
 
@@ -906,7 +916,7 @@ bool ukp_signals_uninstall(void)
 
 		if (i == 5000)
 			return false;
-		nanosleep(&ts, NULL);
+		ukp_sys_nanosleep(&ts);
 	}
 	act_lock_acquire(&old);
 	if (!atomic_load(&installed))

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "base/sys.h"
 #include "process/process.h"
 #include "text/text.h"
 #include "core/core.h"
@@ -100,9 +101,9 @@ static void pause_briefly(unsigned int round)
 	struct timespec ts = { 0, 20000 };
 
 	if (round < 64)
-		sched_yield();
+		ukp_sys_sched_yield();
 	else
-		nanosleep(&ts, NULL);
+		ukp_sys_nanosleep(&ts);
 }
 
 /*

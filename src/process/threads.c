@@ -659,7 +659,7 @@ static long now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ukp_sys_clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
@@ -682,7 +682,7 @@ static void send_requests(int pid, unsigned int nents)
 		si.si_uid = getuid();
 		si.si_value.sival_ptr = &req;
 		atomic_fetch_add(&ukp_scan_signalled, 1);
-		if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, UKP_SCAN_SIG, &si) < 0 && errno == ESRCH)
+		if (ukp_sys_rt_tgsigqueueinfo(pid, tid, UKP_SCAN_SIG, &si) == -ESRCH)
 			atomic_store(&req.ent[i], 0); /* exited: not inside */
 	}
 }
@@ -725,11 +725,11 @@ static unsigned int wait_answers(int dfd, unsigned int nents, const struct ukp_r
 		if (!left || now_ns() > deadline)
 			return left;
 		if (round < 64) {
-			sched_yield();
+			ukp_sys_sched_yield();
 		} else {
 			struct timespec ts = { 0, 50000 };
 
-			nanosleep(&ts, NULL);
+			ukp_sys_nanosleep(&ts);
 		}
 	}
 }
@@ -785,7 +785,7 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	for (unsigned int look = 0; nunknown && look < SCAN_MORE_LOOKS; look++) {
 		unsigned int k = 0;
 
-		sched_yield();
+		ukp_sys_sched_yield();
 		if (atomic_load(&uc_claims) != rec_index_claims)
 			rec_index_build();
 		for (i = 0; i < nunknown; i++) {

@@ -74,11 +74,11 @@ static bool file_crc_is(int fd, uint32_t want)
 {
 	unsigned char buf[65536];
 	uint32_t crc = 0;
-	ssize_t n;
+	long n;
 
-	if (lseek(fd, 0, SEEK_SET) != 0)
+	if (ukp_sys_lseek(fd, 0, SEEK_SET) != 0)
 		return false;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
+	while ((n = ukp_sys_read(fd, buf, sizeof(buf))) > 0)
 		crc = crc32_update(crc, buf, (size_t)n);
 	return n == 0 && crc == want;
 }
@@ -100,7 +100,7 @@ static bool try_debug_file(const char *path, const unsigned char *id, size_t idl
 	if (fd < 0)
 		return false;
 	if (ukp_elf_open_fd(&elf, fd)) {
-		close(fd);
+		ukp_sys_close(fd);
 		return false;
 	}
 	if (!has_symtab(&elf))
@@ -117,7 +117,7 @@ static bool try_debug_file(const char *path, const unsigned char *id, size_t idl
 	return true;
 no:
 	ukp_elf_close(&elf);
-	close(fd);
+	ukp_sys_close(fd);
 	return false;
 }
 
@@ -257,7 +257,7 @@ void ukp_debuginfo_close(struct ukp_debugsrc *src)
 {
 	ukp_elf_close(&src->elf);
 	if (src->fd >= 0)
-		close(src->fd);
+		ukp_sys_close(src->fd);
 	free(src->image);
 	memset(src, 0, sizeof(*src));
 	src->fd = -1;

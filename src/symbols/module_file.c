@@ -35,7 +35,7 @@ static char *try_dir(const char *dir, size_t dlen, const char *name)
 
 	if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)dlen, dir, name) >= (int)sizeof(buf))
 		return NULL;
-	if (stat(buf, &st) || !S_ISREG(st.st_mode) || access(buf, R_OK))
+	if (ukp_sys_stat(buf, &st) || !S_ISREG(st.st_mode) || ukp_sys_access(buf, R_OK))
 		return NULL;
 	return ukp_realpath_dup(buf);
 }
@@ -99,7 +99,7 @@ char *ukp_module_file_find(const char *name)
 	if (strchr(name, '/')) {
 		struct stat st;
 
-		return !stat(name, &st) && S_ISREG(st.st_mode) ? ukp_realpath_dup(name) : NULL;
+		return !ukp_sys_stat(name, &st) && S_ISREG(st.st_mode) ? ukp_realpath_dup(name) : NULL;
 	}
 	n.found = search_serpath(name);
 	/* next to the objects already loaded, then the usual places */

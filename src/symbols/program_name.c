@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "base/base.h"
 #include "symbols/symbols.h"
 
 static char *argv0_copy;
@@ -39,7 +40,7 @@ __attribute__((constructor)) static void capture_argv0(int argc, char **argv, ch
 
 static void names_init(void)
 {
-	execfn = (const char *)getauxval(AT_EXECFN);
+	execfn = (const char *)ukp_getauxval(AT_EXECFN);
 	if (!argv0_copy && program_invocation_name && program_invocation_name[0])
 		argv0_copy = strdup(program_invocation_name);
 }

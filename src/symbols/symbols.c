@@ -44,6 +44,7 @@
 #include "symbols/eh_frame.h"
 #include "symbols/gopclntab.h"
 #include "symbols/stack_objects.h"
+#include "base/base.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
 #include "symbols/usdt.h"
@@ -1112,7 +1113,7 @@ static int peek_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* The vdso has no file: recognise it by its ELF header address. */
 static bool is_vdso(const struct dl_phdr_info *info)
 {
-	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	uintptr_t ehdr = (uintptr_t)ukp_getauxval(AT_SYSINFO_EHDR);
 
 	return ehdr && (uintptr_t)info->dlpi_phdr ==
 		       ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
@@ -1121,7 +1122,7 @@ static bool is_vdso(const struct dl_phdr_info *info)
 static char *main_exe_path(void)
 {
 	char buf[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	long len = ukp_sys_readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 
 	if (len <= 0)
 		return strdup("");
@@ -2032,10 +2033,9 @@ const struct ukp_object *ukp_file_object(const char *path, int *err)
 	struct ukp_objent *o, **pp;
 	struct stat st;
 
-	if (stat(path, &st)) {
-		*err = -errno;
+	*err = ukp_sys_stat(path, &st);
+	if (*err)
 		return NULL;
-	}
 	if (!S_ISREG(st.st_mode)) {
 		*err = -ENOEXEC;
 		return NULL;

@@ -293,22 +293,23 @@ static int sem_poke(uintptr_t sem, unsigned short v)
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t start = sem & ~(uintptr_t)(pg - 1);
 	uintptr_t end = (sem + sizeof(v) + pg - 1) & ~(uintptr_t)(pg - 1);
-	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC), err = 0;
+	int fd = ukp_sys_open("/proc/self/mem", O_RDWR), err = 0;
 
 	if (fd >= 0) {
-		ssize_t n = pwrite(fd, &v, sizeof(v), (off_t)sem);
+		long n = ukp_sys_pwrite(fd, &v, sizeof(v), sem);
 
-		err = n == (ssize_t)sizeof(v) ? 0 : n < 0 ? -errno : -EIO;
-		close(fd);
+		err = n == (long)sizeof(v) ? 0 : n < 0 ? (int)n : -EIO;
+		ukp_sys_close(fd);
 		if (!err)
 			return 0;
 		if (err != -EIO && err != -EPERM && err != -EACCES)
 			return err;
 	}
-	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE))
-		return -errno;
+	err = ukp_sys_mprotect((void *)start, end - start, PROT_READ | PROT_WRITE);
+	if (err)
+		return err;
 	*(volatile unsigned short *)sem = v;
-	mprotect((void *)start, end - start, PROT_READ);
+	ukp_sys_mprotect((void *)start, end - start, PROT_READ);
 	return 0;
 }
 

@@ -164,10 +164,10 @@ static bool chunk_open(struct slot_chunk *c, uintptr_t a, size_t len)
 
 		if (c->open & bit)
 			continue;
-		if (mprotect((void *)p, pg, PROT_READ | PROT_WRITE))
+		if (ukp_sys_mprotect((void *)p, pg, PROT_READ | PROT_WRITE))
 			return false;
 		ukp_fill_breakpoints((void *)p, pg);
-		if (mprotect((void *)p, pg, PROT_READ | PROT_EXEC))
+		if (ukp_sys_mprotect((void *)p, pg, PROT_READ | PROT_EXEC))
 			return false;
 		c->open |= bit;
 	}
@@ -188,7 +188,7 @@ static uintptr_t stack_room(void)
 
 	if (!room) {
 		room = 8UL << 20;
-		if (!getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+		if (!ukp_sys_getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 		    rl.rlim_cur < (1UL << 30))
 			room = rl.rlim_cur;
 		room = ((room + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1)) + (1UL << 20);
@@ -216,7 +216,8 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	struct ukp_map_ent e;
 	struct ukp_maps m;
 	struct slot_chunk *c;
-	void *p;
+	void *p = NULL;
+	int err;
 
 	if (hi > UKP_USER_TOP)
 		hi = UKP_USER_TOP; /* stay in user space (arch_insn.h) */
@@ -271,15 +272,15 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	ukp_maps_close(&m);
 	if (!best)
 		return NULL;
-	p = mmap((void *)best, CHUNK_SIZE, PROT_NONE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == MAP_FAILED && errno != EEXIST && errno != ENOMEM)
+	err = ukp_sys_mmap((void *)best, CHUNK_SIZE, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &p);
+	if (err && err != -EEXIST && err != -ENOMEM)
 		return NULL;
 	/* EEXIST: something was mapped there since maps was read; ENOMEM:
 	 * above the end of this kernel's user space */
-	if (p == MAP_FAILED || (uintptr_t)p != best) {
-		if (p != MAP_FAILED)
-			munmap(p, CHUNK_SIZE);
+	if (err || (uintptr_t)p != best) {
+		if (!err)
+			ukp_sys_munmap(p, CHUNK_SIZE);
 		if (nrefused == MAX_REFUSED)
 			return NULL;
 		refused[nrefused++] = best;
@@ -287,7 +288,7 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		munmap(p, CHUNK_SIZE);
+		ukp_sys_munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
 	c->base = best;
@@ -471,18 +472,18 @@ static bool chunk_place_ok(const unsigned long *maps, size_t n, uintptr_t base)
 static struct slot_chunk *chunk_map_at(uintptr_t base)
 {
 	struct slot_chunk *c;
-	void *p = mmap((void *)base, CHUNK_SIZE, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	void *p;
 
-	if (p == MAP_FAILED)
+	if (ukp_sys_mmap((void *)base, CHUNK_SIZE, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0, &p))
 		return NULL;
 	if ((uintptr_t)p != base) {
-		munmap(p, CHUNK_SIZE);
+		ukp_sys_munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		munmap(p, CHUNK_SIZE);
+		ukp_sys_munmap(p, CHUNK_SIZE);
 		return NULL;
 	}
 	c->base = base;

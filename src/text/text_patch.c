@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "base/sys.h"
 #include "text/text.h"
 
 /* text.h: true until membarrier is known to serialize every thread */
@@ -40,12 +41,9 @@ static ino_t mem_ino;
 static bool membarrier_ok;
 static pid_t membarrier_pid;
 
-/* Raw system calls here (and for pwrite below): libc's wrappers may be
- * probed, and registering must not hit the probes it has just armed. */
-static int membarrier(int cmd, unsigned int flags)
-{
-	return (int)arch_syscall3(__NR_membarrier, cmd, flags, 0);
-}
+/* Raw system calls here (base/sys.h): libc's wrappers may be probed,
+ * and registering must not hit the probes it has just armed. */
+#define membarrier ukp_sys_membarrier
 
 /* [reg] */
 static void membarrier_register(void)
@@ -97,14 +95,14 @@ static int mem_open(void)
 	/* Ours but another process's memory (forked without atfork):
 	 * close it. Not ours any more: the number is the program's. */
 	if (mem_fd_ours())
-		close(mem_fd);
+		ukp_sys_close(mem_fd);
 	mem_fd = -1;
-	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	fd = ukp_sys_open("/proc/self/mem", O_RDWR);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		close(fd);
+		return fd;
+	err = ukp_sys_fstat(fd, &st);
+	if (err) {
+		ukp_sys_close(fd);
 		return err;
 	}
 	mem_dev = st.st_dev;
@@ -131,7 +129,7 @@ static uint8_t *span_buf;
 void ukp_text_after_fork(void)
 {
 	if (mem_fd_ours())
-		close(mem_fd);
+		ukp_sys_close(mem_fd);
 	mem_fd = -1;
 }
 
@@ -165,14 +163,16 @@ static int poke_mprotect(uintptr_t addr, const void *buf, size_t len)
 	uintptr_t start = addr & ~(uintptr_t)(pg - 1);
 	uintptr_t end = (addr + len + pg - 1) & ~(uintptr_t)(pg - 1);
 
-	if (mprotect((void *)start, end - start, PROT_READ | PROT_WRITE | PROT_EXEC))
-		return -errno;
+	int err = ukp_sys_mprotect((void *)start, end - start, PROT_READ | PROT_WRITE | PROT_EXEC);
+
+	if (err)
+		return err;
 	memcpy((void *)addr, buf, len);
 	/* Architectures whose instruction cache does not snoop stores need
 	 * this (a no-op on x86-64). */
 	__builtin___clear_cache((char *)addr, (char *)addr + len);
 	/* Text and slot pages are always r-x when we do not write them. */
-	mprotect((void *)start, end - start, PROT_READ | PROT_EXEC);
+	ukp_sys_mprotect((void *)start, end - start, PROT_READ | PROT_EXEC);
 	return 0;
 }
 

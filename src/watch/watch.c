@@ -854,8 +854,8 @@ static void altstack_free(void *p)
 {
 	stack_t ss = { .ss_flags = SS_DISABLE };
 
-	sigaltstack(&ss, NULL);
-	munmap(p, ALTSTACK_SIZE);
+	ukp_sys_sigaltstack(&ss, NULL);
+	ukp_sys_munmap(p, ALTSTACK_SIZE);
 }
 
 static void altstack_key_init(void)
@@ -885,17 +885,16 @@ static void altstack_for_own_stack(uintptr_t a, size_t len)
 		return;
 	}
 	pthread_attr_destroy(&at);
-	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_DISABLE))
+	if (ukp_sys_sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_DISABLE))
 		return;
 	pthread_once(&altstack_once, altstack_key_init);
-	ss.ss_sp = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-			MAP_STACK, -1, 0);
-	if (ss.ss_sp == MAP_FAILED)
+	if (ukp_sys_mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0, &ss.ss_sp))
 		return;
 	ss.ss_size = ALTSTACK_SIZE;
 	ss.ss_flags = 0;
-	if (sigaltstack(&ss, NULL)) {
-		munmap(ss.ss_sp, ALTSTACK_SIZE);
+	if (ukp_sys_sigaltstack(&ss, NULL)) {
+		ukp_sys_munmap(ss.ss_sp, ALTSTACK_SIZE);
 		return;
 	}
 	pthread_setspecific(altstack_key, ss.ss_sp);
@@ -989,7 +988,7 @@ static int perf_open(const struct perf_event_attr *attr, uint64_t data, int tid,
 	a.inherit_thread = inherit;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return ukp_sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC); /* or -errno */
 }
 
 /* [reg] Does the machine deliver a debug-register trap? Arm one on a
@@ -1015,7 +1014,7 @@ static int detect_mechanism(void)
 	detect_hits = 0;
 	var = var + 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	close(fd);
+	ukp_sys_close(fd);
 	return detect_hits ? UKP_HW_BREAKPOINT_DEBUGREG : UKP_HW_BREAKPOINT_PAGE;
 }
 
@@ -1080,7 +1079,7 @@ static int hw_arm(struct perf_event *bp)
 		fd = perf_open(&bp->attr, PERF_TAG | pv->id, bp->tid, false);
 		if (fd < 0) {
 			free(fds);
-			return -errno;
+			return fd;
 		}
 		fds[n++] = fd;
 	} else {
@@ -1104,8 +1103,8 @@ static int hw_arm(struct perf_event *bp)
 				fds = nf;
 			}
 			fd = perf_open(&bp->attr, PERF_TAG | pv->id, tid, true);
-			if (fd < 0 && errno != ESRCH) {
-				ret = -errno;
+			if (fd < 0 && fd != -ESRCH) {
+				ret = fd;
 				break;
 			}
 			if (fd >= 0)
@@ -1114,7 +1113,7 @@ static int hw_arm(struct perf_event *bp)
 		ukp_dir_close(&d);
 		if (ret) {
 			while (n)
-				close(fds[--n]);
+				ukp_sys_close(fds[--n]);
 			free(fds);
 			return ret;
 		}
@@ -1147,7 +1146,7 @@ static void hw_disarm(struct perf_event *bp)
 		}
 	}
 	while (pv->nfds)
-		close(pv->fds[--pv->nfds]);
+		ukp_sys_close(pv->fds[--pv->nfds]);
 	free(pv->fds);
 	pv->fds = NULL;
 	hw_used--;
@@ -1239,7 +1238,7 @@ static bool thread_exists(int tid)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-	return access(path, F_OK) == 0;
+	return ukp_sys_access(path, F_OK) == 0;
 }
 
 /* [reg] tid -1: every thread. */

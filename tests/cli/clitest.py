@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import struct
+import threading
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,13 @@ def parse_line(line):
     m = LINE_RE.match(line)
     check(m, "not a trace line: %r" % line)
     return m
+
+
+def masked_trace(text):
+    """A trace's lines without what differs from run to run (the pids,
+    CPUs and times of its lines, "comm-tid [cpu] ts:")."""
+    return [re.sub(r"^\s*(.+?)-\d+\s+\[\d{3}\]\s+\d+\.\d{6}:", r"\1:", l)
+            for l in text.splitlines()]
 
 
 def normalise(line):
@@ -553,6 +561,153 @@ def case_stat_threads():
         m = re.search(r"^ukprobes/p_hit_0 +(\d+) +(\d+)$", r.stdout, re.M)
         check(m and int(m[1]) == total and int(m[2]) == 0,
               "%d hits counted, none missed" % total, show(r))
+
+
+RECORD_SQL = """CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+INSERT INTO t SELECT i, printf('row-%d', i) FROM n;
+SELECT count(*), max(b) FROM t;
+SELECT b FROM t WHERE a % 100 = 0;
+"""
+
+RECORD_PY = """import json
+print(len(json.dumps([{"k": i, "v": str(i)} for i in range(200)])))
+"""
+
+
+def record_vs_trace(what, specs, argv, d):
+    """trace -o and record + report on the same program: the same lines
+    (the pids, CPUs and times aside, which differ from run to run), and
+    report --json holds as many events as trace --json."""
+    args = [a for sp in specs for a in ("-e", sp)]
+    out, js, data = (os.path.join(d, n) for n in ("trace.txt", "trace.json", "rec.data"))
+    r = ukprobe(["trace", "-o", out, "--json", js] + args + ["--"] + argv, timeout=300)
+    check(r.returncode == 0, "%s: trace -o" % what, show(r))
+    r = ukprobe(["record", "-o", data] + args + ["--"] + argv, timeout=300)
+    check(r.returncode == 0 and r.stderr == "", "%s: record" % what, show(r))
+    check(sorted(os.listdir(data)) == ["records", "session"], "%s: the recording's files" % what,
+          os.listdir(data))
+    rep = ukprobe(["report", "-i", data, "--json", os.path.join(d, "rep.json"), "-o",
+                   os.path.join(d, "rep.txt")], timeout=300)
+    check(rep.returncode == 0 and rep.stderr == "", "%s: report" % what, show(rep))
+    with open(out) as f:
+        want = f.read()
+    with open(os.path.join(d, "rep.txt")) as f:
+        got = f.read()
+    check(len(want.splitlines()) > 100, "%s: events traced (%d)" % (what, len(want.splitlines())))
+    check(masked_trace(got) == masked_trace(want),
+          "%s: report prints trace -o's lines" % what, got[:2000], want[:2000])
+    with open(js) as f:
+        a = json.load(f)
+    with open(os.path.join(d, "rep.json")) as f:
+        b = json.load(f)
+    ev = lambda j: len(j["traceEvents"] if isinstance(j, dict) else j)
+    check(ev(a) == ev(b), "%s: report --json's events (%d, %d)" % (what, ev(b), ev(a)))
+    # standard output, the default directory
+    rep2 = ukprobe(["report"], cwd=d)
+    check(rep2.returncode != 0 and rep2.stderr.count("\n") == 1 and
+          "ukprobe.data/session" in rep2.stderr, "report: no ukprobe.data here", show(rep2))
+    os.rename(data, os.path.join(d, "ukprobe.data"))
+    rep2 = ukprobe(["report"], cwd=d)
+    check(rep2.stdout == got, "%s: report to standard output" % what, show(rep2))
+    shutil.rmtree(os.path.join(d, "ukprobe.data"))
+    return got
+
+
+def case_record_report():
+    """ukprobe record writes binary only (the agent's records, the
+    session's packets) and ukprobe report prints what trace -o prints,
+    on Debian's sqlite3 (entries with numbers and strings, a return
+    probe with $retval) and python3.11 (return probes: their callers
+    named). (Values that are addresses differ from run to run: none.)"""
+    if not shutil.which("sqlite3") or ARCH != "x86_64":
+        print("no sqlite3 of this architecture: skipped")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        sql = os.path.join(d, "t.sql")
+        with open(sql, "w") as f:
+            f.write(RECORD_SQL)
+        record_vs_trace("sqlite3", [
+            "p:prep libsqlite3.so.0:sqlite3_prepare_v2 sql=+0(%si):string len=%dx:s32",
+            "r:prep_ret libsqlite3.so.0:sqlite3_prepare_v2 rc=$retval:s32",
+            "p:step libsqlite3.so.0:sqlite3_step",
+            "p:m4 libsqlite3.so.0:sqlite3_malloc64 n=%di:u64",
+            "p:mt libsqlite3.so.0:sqlite3_mutex_enter"],
+            [shutil.which("sqlite3"), ":memory:", ".read " + sql], d)
+    py = "/usr/bin/python3.11"  # (Debian's: not a shim of pyenv's)
+    if os.path.exists(py):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "t.py")
+            with open(src, "w") as f:
+                f.write(RECORD_PY)
+            record_vs_trace("python3.11", [
+                "p:tn python3.11:PyTuple_New n=%di:s64",
+                "r:tn_ret python3.11:PyTuple_New",
+                "r:la python3.11:PyList_Append rc=$retval:s32"], [py, src], d)
+
+
+def case_record_damaged():
+    """report on a damaged recording: a clear one-line error, and every
+    event it can still read: a records file cut short (the events before
+    the cut), a session cut short (all events, a warning), a session that
+    is no recording, a directory that is none; record refuses a
+    directory that holds other files."""
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rec.data")
+        r = ukprobe(["record", "-o", data, "-e", "p:h hit", "--", tgt("endings"), "exit"])
+        check(r.returncode == 0, "record", show(r))
+        full = ukprobe(["report", "-i", data])
+        lines = full.stdout.splitlines()
+        check(len(lines) == 100000 and full.returncode == 0, "report: every event", show(full))
+        recs = os.path.join(data, "records")
+        size = os.path.getsize(recs)
+        with open(recs, "rb") as f:
+            whole = f.read()
+        # records cut in the middle of a packet
+        with open(recs, "wb") as f:
+            f.write(whole[:size // 2 + 13])
+        r = ukprobe(["report", "-i", data])
+        got = r.stdout.splitlines()
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+              "damaged after" in r.stderr, "records cut short: one line", show(r))
+        check(0 < len(got) < len(lines) and got == lines[:len(got)],
+              "records cut short: the events before the cut (%d)" % len(got))
+        # (the cut is within a packet of at most 1 MiB: the rest is there)
+        check(len(got) * 80 >= size // 2 + 13 - (1 << 20) - 4096,
+              "records cut short: no more than the cut packet lost (%d)" % len(got))
+        with open(recs, "wb") as f:
+            f.write(whole)
+        sess = os.path.join(data, "session")
+        with open(sess, "rb") as f:
+            sw = f.read()
+        with open(sess, "wb") as f:
+            f.write(sw[:-20])
+        r = ukprobe(["report", "-i", data])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "cut short" in r.stderr and
+              r.stdout.splitlines() == lines, "session cut short: every event, one line",
+              show(r))
+        with open(sess, "wb") as f:
+            f.write(b"x" * 4096)
+        r = ukprobe(["report", "-i", data])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "not a recording" in r.stderr,
+              "a session that is none", show(r))
+        with open(sess, "wb") as f:
+            f.write(sw[:100])
+        r = ukprobe(["report", "-i", data])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "session" in r.stderr,
+              "a session cut in its SPECs", show(r))
+        r = ukprobe(["report", "-i", os.path.join(d, "nothing")])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "nothing/session" in r.stderr,
+              "no recording", show(r))
+        r = ukprobe(["report", "-i", data, "extra"])
+        check(r.returncode == 2 and "extra" in r.stderr, "report: an argument", show(r))
+        other = os.path.join(d, "other")
+        os.mkdir(other)
+        with open(os.path.join(other, "notes.txt"), "w") as f:
+            f.write("mine\n")
+        r = ukprobe(["record", "-o", other, "-e", "p:h hit", "--", tgt("endings"), "exit"])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "notes.txt" in r.stderr and
+              os.listdir(other) == ["notes.txt"], "record: a directory of other files", show(r))
 
 
 def case_trace_file_hot():
@@ -1220,10 +1375,13 @@ MANPAGES = {
                   ".RI [ OBJ :] 0x ADDR", ".B symbol", ".B char", ".BI b WIDTH", "glob",
                   "EXIT STATUS",
                   "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen",
+                  "ukprobe\\-record", "ukprobe\\-report",
                   "[OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw]", "environ"],
     "ukprobe-trace.1": ["\\-e", "\\-o", "\\-\\-json", "\\-f", "\\-\\-follow", "Perfetto",
                         "\\-\\-no\\-optimize",
                         "\\(dqph\\(dq:\\(dqX\\(dq", "w[:[GRP/]EVENT]"],
+    "ukprobe-record.1": ["\\-o", "ukprobe.data", "ukprobe\\-report", "SIGKILL", "region\\-"],
+    "ukprobe-report.1": ["\\-i", "\\-o", "\\-\\-json", "ukprobe.data", "damaged"],
     "ukprobe-stat.1": ["\\-e", "\\-o", "\\-f", "MISSED", "<not registered>",
                        "\\-\\-no\\-optimize"],
     "ukprobe-probes.1": ["\\-e", "\\-o", "OBJ", "GLOB", "ELF ADDRESS", "ukprobe\\-host",
@@ -1252,7 +1410,7 @@ def case_manpage():
     if not groff:
         print("no groff: rendering not checked")
     # every command's --help names its page
-    for cmd in ("trace", "stat", "probes", "run"):
+    for cmd in ("trace", "stat", "probes", "run", "record", "report"):
         r = ukprobe([cmd, "--help"])
         check("See ukprobe-%s(1)." % cmd in r.stdout, "%s --help names its page" % cmd, show(r))
 
@@ -4647,6 +4805,16 @@ def check_endings_run(how, prefix, target_args, lines_of=None):
             check(last == ENDING_LINES[how], "trace says how it ended: %r" % last)
         else:
             check(" h: " in last, "no ending line after an exit: %r" % last)
+        # record + report: the same lines (the program's own: its pids,
+        # times and CPUs aside), the same ending
+        data = os.path.join(d, "rec.data")
+        r = ukprobe(["record"] + prefix + ["-o", data, "-e", "p:h hit", "--"] + target_args)
+        check(r.stderr == "", "record, ending by %s: no warning" % how, show(r))
+        rep = ukprobe(["report", "-i", data])
+        check(rep.returncode == 0 and rep.stderr == "", "report, ending by %s" % how, show(rep))
+        check(masked_trace(rep.stdout) == masked_trace(text),
+              "record + report, ending by %s: trace -o's lines (%d, %d)" %
+              (how, len(rep.stdout.splitlines()), len(text.splitlines())), show(rep))
 
 
 def case_endings():
@@ -4689,7 +4857,7 @@ def case_attach_endings():
     what it counted and recorded until it died reaches ukprobe."""
     exe = tgt("endings")
     addr = elf_symbol(exe, "hit")
-    for cmd in ("stat", "trace"):
+    for cmd in ("stat", "trace", "record"):
         for how in ["exit", "exit_group", "abort", "kill", "segv"]:
             p = subprocess.Popen([exe, how, "wait"], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
@@ -4698,7 +4866,7 @@ def case_attach_endings():
                 with tempfile.TemporaryDirectory() as d:
                     out = os.path.join(d, "trace.txt")
                     args = [UKPROBE, cmd, "-p", str(p.pid), "-e", "p:h hit"]
-                    if cmd == "trace":
+                    if cmd != "stat":
                         args += ["-o", out]
                     t = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True, preexec_fn=no_core)
@@ -4711,11 +4879,17 @@ def case_attach_endings():
                     if cmd == "stat":
                         check(stat_hits(tout) == "100000",
                               "stat -p, ending by %s: exact" % how, tout + terr)
-                    else:
+                    elif cmd == "trace":
                         with open(out) as f:
                             n = sum(1 for l in f if " h: " in l)
                         check(n == 100000, "trace -p -o, ending by %s: every event (%d)" %
                               (how, n), terr)
+                    if cmd == "record":
+                        rep = ukprobe(["report", "-i", out])
+                        n = sum(1 for l in rep.stdout.splitlines() if " h: " in l)
+                        check(n == 100000 and rep.returncode == 0,
+                              "record -p + report, ending by %s: every event (%d)" % (how, n),
+                              terr, show(rep))
             finally:
                 if p.poll() is None:
                     p.kill()
@@ -4875,6 +5049,157 @@ def case_attach_busy():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+def stderr_until(proc, want, timeout=60):
+    """Read proc's stderr until a line contains want (bounded); the lines."""
+    import select
+    lines, buf, end = [], "", time.time() + timeout
+    fd = proc.stderr.fileno()
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if not r:
+            continue
+        chunk = os.read(fd, 65536).decode()
+        if not chunk:
+            break
+        buf += chunk
+        *done, buf = buf.split("\n")
+        lines += done
+        if any(want in l for l in done):
+            return lines
+    raise Fail("no %r from ukprobe within %ds:\n%s" % (want, timeout, "\n".join(lines + [buf])))
+
+
+def thread_names(pid):
+    """Every thread's name, by id."""
+    return {tid: st[0] for tid, st in thread_state(pid).items()}
+
+
+def case_attach_held():
+    """-p into tests/loader's loadee with a thread inside fork() (blocked in
+    its atfork handler: glibc's atfork list in use) and with threads that
+    fork and allocate all the time: the agent attaches, counts exactly the
+    calls another thread makes meanwhile (stat), gives each as an event
+    (trace), detaches leaving no thread and no region, and the program
+    ends as it would have (no error seen by any of its threads). With a
+    thread holding the malloc lock, or inside dlopen(): the dlopen() of
+    the dynamic agent waits for it, ukprobe says so, and attaches when it
+    lets go (doc/static_agent.md); counts exact, the program unharmed."""
+    loader = os.environ.get("UKP_LOADER_DIR")
+    check(loader and os.path.exists(os.path.join(loader, "loadee")), "tests/loader's loadee built")
+    k = 5000
+    for mode in ("fork", "forkloop"):
+        rfd, wfd = os.pipe()
+        p = subprocess.Popen([os.path.join(loader, "loadee"), mode], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[rfd],
+                             env=dict(os.environ, LOADEE_COUNTER_FD=str(rfd)), text=True,
+                             preexec_fn=no_core)
+        os.close(rfd)
+        total = 0
+        try:
+            check(p.stdout.readline().startswith("ready pid=%d " % p.pid), "%s: loadee ready" % mode)
+            # (names: the masks of threads that fork all the time change)
+            state0 = thread_names(p.pid)
+            for cmd in ("stat", "trace"):
+                t = subprocess.Popen([UKPROBE, cmd, "-p", str(p.pid), "-e",
+                                      "p:n loadee:loadee_counted n=%di:s32"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+                try:
+                    stderr_until(t, "every probe in place")
+                    os.write(wfd, b"x" * k + b"\n")
+                    total += k
+                    check(p.stdout.readline() == "counted %d\n" % total,
+                          "%s: the program made the calls" % mode)
+                    t.send_signal(signal.SIGINT)
+                    out, err = t.communicate(timeout=120)
+                finally:
+                    if t.poll() is None:
+                        t.kill()
+                        t.wait()
+                out = out.decode()
+                check(t.returncode == 0, "%s -p (%s): status 0" % (cmd, mode), out, err.decode())
+                if cmd == "stat":
+                    check(stat_hits(out, "ukprobes/n") == str(k), "%s: stat counted every call"
+                          % mode, out)
+                else:
+                    got = [int(l.rsplit("n=", 1)[1]) for l in out.splitlines() if " n: " in l]
+                    check(got == list(range(total - k + 1, total + 1)),
+                          "%s: trace gave every call once, in order (%d events)" % (mode, len(got)),
+                          "\n".join(out.splitlines()[:5]))
+                with open("/proc/%d/maps" % p.pid) as f:
+                    check("ukprobe-region" not in f.read(), "%s: no region left" % mode)
+                check(thread_names(p.pid) == state0, "%s: threads as before the attach" % mode)
+            os.close(wfd)
+            wfd = -1
+            out, _ = p.communicate("", timeout=60)
+            check(p.returncode == 7 and re.match(r"done mode=%s threads=\d+ errors=0 " % mode, out),
+                  "%s: the program ended as without ukprobe" % mode, out)
+        finally:
+            if wfd >= 0:
+                os.close(wfd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    # A thread holding malloc's lock (blocked in malloc_stats() writing to
+    # a full stderr), and one inside dlopen() (blocked in a constructor):
+    # the dlopen() of the agent waits for them; ukprobe says so, and
+    # attaches once they let go, counting exactly from then on.
+    for mode in ("malloc", "dlopen"):
+        rfd, wfd = os.pipe()
+        p = subprocess.Popen([os.path.join(loader, "loadee"), mode] +
+                             ([os.path.join(loader, "libukp_blockctor.so")] if mode == "dlopen"
+                              else []), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[rfd],
+                             env=dict(os.environ, LOADEE_COUNTER_FD=str(rfd)), text=True,
+                             preexec_fn=no_core)
+        os.close(rfd)
+        try:
+            check(p.stdout.readline().startswith("ready pid=%d " % p.pid), "%s: loadee ready" % mode)
+            t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e",
+                                  "p:n loadee:loadee_counted"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            try:
+                said = stderr_until(t, "is still in dlopen() of the agent, waiting for a lock")
+                check(not any("every probe in place" in l for l in said),
+                      "%s: not attached while the lock is held" % mode, "\n".join(said))
+                check(p.poll() is None, "%s: the program runs on" % mode)
+                if mode == "malloc":
+                    threading.Thread(target=p.stderr.read, daemon=True).start()
+                else:
+                    os.write(wfd, b"g")
+                stderr_until(t, "every probe in place")
+                os.write(wfd, b"x" * k + b"\n")
+                check(p.stdout.readline() == "counted %d\n" % k,
+                      "%s: the program made the calls" % mode)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=120)
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            out = out.decode()
+            check(t.returncode == 0, "stat -p (%s): status 0" % mode, out, err.decode())
+            check(stat_hits(out, "ukprobes/n") == str(k), "%s: stat counted every call" % mode, out)
+            with open("/proc/%d/maps" % p.pid) as f:
+                check("ukprobe-region" not in f.read(), "%s: no region left" % mode)
+            check(not any(n.startswith("ukprobe") for n in thread_names(p.pid).values()),
+                  "%s: no thread of the agent left" % mode, str(thread_names(p.pid)))
+            os.close(wfd)
+            wfd = -1
+            p.stdin.close()
+            out = p.stdout.read()
+            check(p.wait(timeout=60) == 7 and
+                  re.match(r"done mode=%s threads=\d+ errors=0 " % mode, out),
+                  "%s: the program ended as without ukprobe" % mode, out)
+        finally:
+            if wfd >= 0:
+                os.close(wfd)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
 
 def make_root(progs):
     """A small root of its own: progs and the libraries ldd finds for

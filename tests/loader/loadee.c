@@ -18,6 +18,14 @@
  *   dlopen    one thread inside dlopen(), blocked in the constructor of
  *             the object it loads (libukp_blockctor.so)
  *   forkloop  threads that fork, and malloc and free, all the time
+ *
+ * With LOADEE_COUNTER_FD=N (the CLI's attach tests, tests/cli) one more
+ * thread, in every mode, reads bytes from descriptor N and calls
+ * loadee_counted() once for each: a call the test makes happen, to be
+ * counted exactly while the other threads are held as above; for a
+ * newline it writes "counted TOTAL" to standard output, and a 'g' lets
+ * the dlopen mode's constructor return (its gate). It ends at the end of
+ * N's input, and is not among the threads the last line counts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -196,6 +204,34 @@ static void *t_allocs(void *a)
 	return NULL;
 }
 
+/* what a probe counts (noinline, kept: one call per byte) */
+__attribute__((noinline, used)) void loadee_counted(int n)
+{
+	__asm__ volatile("" : : "r"(n) : "memory");
+}
+
+static void *t_counter(void *a)
+{
+	int fd = (int)(intptr_t)a, n = 0;
+	char c, line[64];
+
+	kind = "counter";
+	while (read(fd, &c, 1) == 1) {
+		if (c == 'g') {
+			error_if(write(gate[1], "x", 1) != 1);
+			continue;
+		}
+		if (c == '\n') {
+			int k = snprintf(line, sizeof(line), "counted %d\n", n);
+
+			error_if(write(1, line, (size_t)k) != k);
+			continue;
+		}
+		loadee_counted(++n);
+	}
+	return NULL;
+}
+
 #ifndef LOADEE_STATIC
 static void *t_dlopen(void *a)
 {
@@ -256,12 +292,18 @@ static void wait_stdin(const char *how)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "threads";
-	pthread_t th[8];
+	pthread_t th[8], counter;
+	const char *counter_fd = getenv("LOADEE_COUNTER_FD");
 	int n = 0, i;
 	char line[128];
 	void *mem = NULL;
 
 	if (pipe(pipe_fd) || pipe(gate) || pipe(started))
+		return 1;
+	/* (before the modes' threads: the malloc mode's holder takes the
+	 * lock that pthread_create's allocation would wait for) */
+	if (counter_fd &&
+	    pthread_create(&counter, NULL, t_counter, (void *)(intptr_t)atoi(counter_fd)))
 		return 1;
 	if (!strcmp(mode, "threads")) {
 		void *(*fns[])(void *) = { t_nanosleep, t_read, t_epoll, t_cond, t_select, t_poll };
@@ -307,6 +349,8 @@ int main(int argc, char **argv)
 	error_if(write(pipe_fd[1], "x", 1) != 1 || write(gate[1], "x", 1) != 1);
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
+	if (counter_fd)
+		pthread_join(counter, NULL);
 	printf("done mode=%s threads=%d errors=%d%s marker=%llx\n", mode, n, atomic_load(&errors),
 	       failed, (unsigned long long)marker);
 	return 7;

@@ -53,6 +53,8 @@ int ukp_cmd_trace(int argc, char **argv);
 int ukp_cmd_stat(int argc, char **argv);
 int ukp_cmd_probes(int argc, char **argv);
 int ukp_cmd_run(int argc, char **argv);
+int ukp_cmd_record(int argc, char **argv);
+int ukp_cmd_report(int argc, char **argv);
 
 /* ------------------------------------------------------- reporting */
 

@@ -42,5 +42,26 @@ int ukp_json_close(struct ukp_json *j, struct ukp_session *s);
 /* s as a JSON string, at most max bytes of it (bytes >= 0x7f as \u00XX) */
 void ukp_json_str(FILE *out, const char *s, size_t max);
 
+/* trace_print.c: what trace prints, and report from a recording. */
+struct ukp_trace_out {
+	FILE *out;                /* the text trace, or NULL */
+	struct ukp_json *json;    /* --json, or NULL */
+};
+/* ops.event / ops.batch of a trace (arg: struct ukp_trace_out) */
+void ukp_trace_event(struct ukp_session *s, struct ukp_image *img,
+		     const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg);
+void ukp_trace_batch(struct ukp_session *s, void *arg);
+/* The records file the agent wrote (fd): its events through ops. 0, or
+ * -1 when it is damaged (said so, after the events before the damage). */
+int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
+			     void *arg);
+/* "+++ killed by SIGKILL +++" when the program ukprobe ran was. */
+void ukp_trace_ending(FILE *out, const struct ukp_session *s);
+/* After the run (or the replay of a recording): the records file's
+ * events (raw: its descriptor, or -1), those of images that ended
+ * abruptly, the ending, the hist tables. 0, or UKP_EXIT_FAIL. */
+int ukp_trace_finish(struct ukp_session *s, int raw, const struct ukp_session_ops *ops,
+		     struct ukp_trace_out *t);
+
 #endif /* UKPROBE_FORMAT_H */
 

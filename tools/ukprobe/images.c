@@ -299,6 +299,7 @@ static int probe_msg(struct ukp_session *s, struct ukp_image *img, const char *p
 		if (x)
 			*x = '\0';
 	}
+	pi->where_code = pi->where ? ukp_where_code(pi->where) : NULL;
 	/* the function's name: the text up to its last "+0x" (a demangled
 	 * C++ name has blanks and may have '+'), or an IFUNC's name before
 	 * " -> " */

@@ -54,7 +54,9 @@
 #include "target.h"
 
 #define RETRIES 500          /* stops outside a safe point before giving up */
-#define CALL_TIMEOUT_MS 20000
+/* a call into the process not back by then is waiting for a lock:
+ * ukprobe says so (once) and goes on waiting */
+#define CALL_NOTE_MS 2000
 
 static long now_us(void)
 {
@@ -84,6 +86,44 @@ static int wait_stop(pid_t tid, int *status)
 			return -ESRCH;
 		if (r < 0 && errno != EINTR)
 			return -errno;
+	}
+}
+
+/*
+ * wait_stop() for a call running in tid: the same, but a call not back
+ * within CALL_NOTE_MS is said to wait (the agent's dlopen() waits for a
+ * lock another thread holds: malloc's, the loader's). It cannot be given
+ * up: the thread runs the callee on ukprobe's registers and returns to
+ * address 0, where ukprobe must take it back; ukprobe's SIGINT and
+ * SIGTERM are acted on once it is back (attach.c).
+ */
+static int wait_call(const struct ukp_target *t, pid_t tid, uintptr_t fn, int *status)
+{
+	long start = now_us();
+	bool said = false;
+
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		if (r == tid && !exited(tid, *status))
+			return 0;
+		if (r == tid || (r < 0 && errno == ECHILD))
+			return -ESRCH;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (!said && now_us() - start > CALL_NOTE_MS * 1000L) {
+			said = true;
+			fprintf(stderr,
+				"ukprobe: process %d (%s): thread %d is still in %s, waiting for a "
+				"lock that another thread holds (malloc's or the dynamic loader's: "
+				"a thread inside malloc(), fork() or dlopen()); the attach goes on "
+				"when that thread lets go\n",
+				t->pid, t->comm, (int)tid,
+				fn == t->dlopen_fn ? "dlopen() of the agent" : "a call of ukprobe's");
+		}
+		if (r == 0)
+			nanosleep(&ts, NULL);
 	}
 }
 
@@ -200,7 +240,7 @@ static int call_in(const struct ukp_target *t, pid_t tid, const struct ukp_regs 
 	if (ukp_arch_set_regs(tid, &r) || ptrace(PTRACE_CONT, tid, NULL, NULL))
 		return -ESRCH;
 	for (;;) {
-		ret = wait_stop(tid, &status);
+		ret = wait_call(t, tid, fn, &status);
 		if (ret)
 			return ret;
 		if (WSTOPSIG(status) == SIGSEGV && status >> 16 == 0) {

@@ -13,6 +13,9 @@ static const struct ukp_command commands[] = {
 	{ "trace", "run a command and print every probe hit as it happens", ukp_cmd_trace },
 	{ "stat", "run a command and count probe hits and misses per event", ukp_cmd_stat },
 	{ "probes", "show what SPECs resolve to, or list an object's functions", ukp_cmd_probes },
+	{ "record", "run a command and record its probe hits, in binary, for report",
+	  ukp_cmd_record },
+	{ "report", "print a recording's events, as trace does", ukp_cmd_report },
 	{ "run", "run a command under a bpftrace-language script, compiled", ukp_cmd_run },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

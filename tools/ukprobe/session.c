@@ -45,6 +45,8 @@ void ukp_session_packet(struct ukp_session *s, const char *buf, size_t n,
 	struct ukp_image *img = NULL;
 	size_t pos;
 
+	if (s->record)
+		ukp_record_packet(s->record, s, buf, n);
 	/* a packet: FROM, then whole messages of that image */
 	for (pos = 0; pos < n && !s->protocol_error;) {
 		struct ukp_msg h;

@@ -21,6 +21,7 @@ struct ukp_probe_info {
 	uint64_t addr, func, base;
 	char *event;
 	char *where;              /* "sym+0xoff/0xsize [obj]" */
+	const char *where_code;   /* ukp_where_code(where): in where, looked up once */
 	char *func_name;          /* "sym" */
 	char *object;             /* the object's path */
 	char *why;                /* why not optimized */
@@ -133,6 +134,9 @@ struct ukp_session {
 	int region_in_fd;
 	int wstatus;
 	struct ukp_hist_rows *hists; /* hist triggers' tables, per SPEC (hist_print.c) */
+	/* record: every packet handled goes into the recording too
+	 * (record_dir.c), before it is handled */
+	struct ukp_record *record;
 };
 
 /* hist_print.c: an UKPM_HIST message (0, or -1: malformed), the tables
@@ -197,5 +201,27 @@ void ukp_region_recover_events(struct ukp_session *s, const struct ukp_session_o
 int ukp_images_handle(struct ukp_session *s, struct ukp_image **img, const char *p,
 		      uint32_t type, uint32_t len, const struct ukp_session_ops *ops, void *arg);
 void ukp_images_free(struct ukp_session *s);
+
+/* record_dir.c: a recording (ukprobe record, ukprobe report), a
+ * directory: the agent's records file, the session's packets, what the
+ * regions of images that ended abruptly held. */
+#define UKP_RECORD_DEFAULT "ukprobe.data"
+struct ukp_record;
+/* [record] Make (or empty) dir and start its session file with the
+ * SPECs; *records: the records file for the agent. NULL: said why. */
+struct ukp_record *ukp_record_create(const char *dir, const struct ukp_session *s,
+				     int *records);
+/* [record] One packet ukprobe handled (ukp_session_packet). */
+void ukp_record_packet(struct ukp_record *r, const struct ukp_session *s, const char *buf,
+		       size_t n);
+/* [record] After the run: the regions of images that ended abruptly,
+ * how the program ended; closes. 0, or -1 (said why). */
+int ukp_record_finish(struct ukp_record *r, struct ukp_session *s);
+/* [report] Rebuild the session of the recording in dir: its SPECs,
+ * images and their messages through ops (*records: the records file).
+ * 0; UKP_EXIT_FAIL when the recording cannot be read at all; -1 when it
+ * is damaged (said where, and s holds what came before). */
+int ukp_record_replay(const char *dir, struct ukp_session *s, const struct ukp_session_ops *ops,
+		      void *arg, int *records);
 
 #endif /* UKPROBE_SESSION_H */

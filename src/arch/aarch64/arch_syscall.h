@@ -9,7 +9,12 @@
 #ifndef UKP_ARCH_SYSCALL_H
 #define UKP_ARCH_SYSCALL_H
 
-static inline long arch_syscall4(long n, long a, long b, long c, long d)
+/* Always inlined, at -O0 too: the system call instruction is in its
+ * caller's code and section (a thread scan takes a thread blocked in a
+ * call for one where its caller is). */
+
+static inline __attribute__((always_inline)) long
+arch_syscall4(long n, long a, long b, long c, long d)
 {
 	register long x8 __asm__("x8") = n;
 	register long x0 __asm__("x0") = a;
@@ -24,13 +29,15 @@ static inline long arch_syscall4(long n, long a, long b, long c, long d)
 	return x0;
 }
 
-static inline long arch_syscall3(long n, long a, long b, long c)
+static inline __attribute__((always_inline)) long
+arch_syscall3(long n, long a, long b, long c)
 {
 	return arch_syscall4(n, a, b, c, 0);
 }
 
 /* Five and six arguments: mmap, futex with a timeout, clone. */
-static inline long arch_syscall6(long n, long a, long b, long c, long d, long e, long f)
+static inline __attribute__((always_inline)) long
+arch_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	register long x8 __asm__("x8") = n;
 	register long x0 __asm__("x0") = a;

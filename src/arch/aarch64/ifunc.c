@@ -26,8 +26,8 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver)
 {
 	struct ifunc_arg arg = {
 		.size = sizeof(arg),
-		.hwcap = getauxval(AT_HWCAP),
-		.hwcap2 = getauxval(AT_HWCAP2),
+		.hwcap = ukp_getauxval(AT_HWCAP),
+		.hwcap2 = ukp_getauxval(AT_HWCAP2),
 	};
 	uintptr_t (*fn)(uint64_t, const struct ifunc_arg *) =
 		(uintptr_t (*)(uint64_t, const struct ifunc_arg *))resolver;

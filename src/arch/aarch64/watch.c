@@ -129,7 +129,7 @@ static bool lse2;
 /* [reg] Nothing to set up but that: no slot, no decoder tables. */
 int arch_watch_init(void)
 {
-	lse2 = getauxval(AT_HWCAP) & HWCAP_USCAT;
+	lse2 = ukp_getauxval(AT_HWCAP) & HWCAP_USCAT;
 	return 0;
 }
 

@@ -8,7 +8,12 @@
 #ifndef UKP_ARCH_SYSCALL_H
 #define UKP_ARCH_SYSCALL_H
 
-static inline long arch_syscall4(long n, long a, long b, long c, long d)
+/* Always inlined, at -O0 too: the system call instruction is in its
+ * caller's code and section (a thread scan takes a thread blocked in a
+ * call for one where its caller is). */
+
+static inline __attribute__((always_inline)) long
+arch_syscall4(long n, long a, long b, long c, long d)
 {
 	long ret;
 	register long r10 __asm__("r10") = d;
@@ -20,7 +25,8 @@ static inline long arch_syscall4(long n, long a, long b, long c, long d)
 	return ret;
 }
 
-static inline long arch_syscall3(long n, long a, long b, long c)
+static inline __attribute__((always_inline)) long
+arch_syscall3(long n, long a, long b, long c)
 {
 	long ret;
 
@@ -32,7 +38,8 @@ static inline long arch_syscall3(long n, long a, long b, long c)
 }
 
 /* Five and six arguments: mmap, futex with a timeout, clone. */
-static inline long arch_syscall6(long n, long a, long b, long c, long d, long e, long f)
+static inline __attribute__((always_inline)) long
+arch_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
 	long ret;
 	register long r10 __asm__("r10") = d;

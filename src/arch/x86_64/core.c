@@ -227,5 +227,5 @@ uintptr_t arch_ifunc_resolve(uintptr_t resolver)
 {
 	uintptr_t (*fn)(unsigned long) = (uintptr_t (*)(unsigned long))resolver;
 
-	return fn(getauxval(AT_HWCAP));
+	return fn(ukp_getauxval(AT_HWCAP));
 }
