@@ -109,17 +109,31 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int guarded_call(struct kprobe *k
 	unsigned int status, int fault_ret)
 {
 	struct ukp_ctlblk *c = &ukp_ctl;
-	void *saved_jb[5];
-	struct kprobe *saved_kp = c->cur_kp, *saved_fault_kp = c->fault_kp;
-	struct ukp_site *saved_site = c->cur_site, *saved_prev_site = c->prev.site;
-	unsigned int saved_status = c->status, saved_prev_status = c->prev.status;
-	unsigned int saved_depth = c->depth;
 	int saved_in = c->in_handler;
+	struct ukp_site *saved_site = c->cur_site;
+	unsigned int saved_status = c->status, saved_depth = c->depth;
+	/* What only a nested call (or a thunk's) keeps: at the outer level
+	 * nothing else uses the jump buffer, cur_kp and fault_kp are NULL,
+	 * and prev matters only while the status is KPROBE_REENTER, under
+	 * which no handler runs and no return comes (a reentrant step is one
+	 * instruction, neither a call nor a ret). Skipping it is most of
+	 * what an optimized hit with a pre and a post handler pays here. */
+	bool keep = saved_in || kind == CALL_THUNK;
+	struct kprobe *saved_kp = NULL, *saved_fault_kp = NULL;
+	struct ukp_site *saved_prev_site = NULL;
+	unsigned int saved_prev_status = 0;
+	void *saved_jb[5];
 	int ret = 0, i;
 
-	if (saved_in)
-		for (i = 0; i < 5; i++)
-			saved_jb[i] = c->jb[i];
+	if (keep) {
+		saved_kp = c->cur_kp;
+		saved_fault_kp = c->fault_kp;
+		saved_prev_site = c->prev.site;
+		saved_prev_status = c->prev.status;
+		if (saved_in)
+			for (i = 0; i < 5; i++)
+				saved_jb[i] = c->jb[i];
+	}
 	c->cur_kp = kp;
 	c->fault_kp = kp;
 	c->in_handler = saved_in + 1;
@@ -144,14 +158,16 @@ static UKP_TRAP_TEXT __attribute__((noinline)) int guarded_call(struct kprobe *k
 	}
 	c->cur_site = saved_site;
 	c->status = saved_status;
-	c->prev.site = saved_prev_site;
-	c->prev.status = saved_prev_status;
 	c->in_handler = saved_in;
 	c->cur_kp = saved_kp;
 	c->fault_kp = saved_fault_kp;
-	if (saved_in)
-		for (i = 0; i < 5; i++)
-			c->jb[i] = saved_jb[i];
+	if (keep) {
+		c->prev.site = saved_prev_site;
+		c->prev.status = saved_prev_status;
+		if (saved_in)
+			for (i = 0; i < 5; i++)
+				c->jb[i] = saved_jb[i];
+	}
 	return ret;
 }
 
