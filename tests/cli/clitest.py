@@ -4989,7 +4989,7 @@ def case_attach_not_registered():
     try:
         check(p.stdout.readline() == "ready\n", "target ready")
         spec = "p:pw %s:plugin_work" % plugin
-        r = ukprobe(["stat", "-p", str(p.pid), "-d", "0.3", "-e", spec,
+        r = ukprobe(["stat", "-p", str(p.pid), "-d", "2", "-e", spec,
                      "-e", "p:z libz.so.1:crc32"], timeout=120)
         check(r.returncode == 0 and
               re.search(r"^ukprobes/pw +<not registered> +-$", r.stdout, re.M) and
