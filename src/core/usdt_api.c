@@ -19,6 +19,25 @@
 
 #include "core/core.h"
 
+
+/* [init] The address of the symbol sym[0..len) of obj (a function or a
+ * datum): 0, or -1 when it has none. */
+static int sym_address(const struct ukp_object *obj, const char *sym, size_t len,
+		       uintptr_t *addr)
+{
+	char name[KSYM_NAME_LEN];
+	struct ukp_symres r;
+
+	if (len >= sizeof(name))
+		return -1;
+	memcpy(name, sym, len);
+	name[len] = '\0';
+	if (ukp_file_sym_named(obj, name, true, &r) && ukp_file_sym_named(obj, name, false, &r))
+		return -1;
+	*addr = r.start;
+	return 0;
+}
+
 /* [reg] probe filled from note n of obj (its args decoded): strings are
  * the note's. */
 static void probe_fill(struct usdt_probe *probe, const struct ukp_object *obj,
@@ -78,37 +97,19 @@ static void probe_fill(struct usdt_probe *probe, const struct ukp_object *obj,
 				a->index = (unsigned char)uop.index;
 				a->scale = (unsigned char)uop.scale;
 			}
-			if (uop.kind == USDT_ARG_INDEX && uop.sym) {
-				/* an array's symbol as displacement: its address
-				 * (non-PIC code; absolute for a loaded object) */
-				struct ukp_symres r;
-				char sym[KSYM_NAME_LEN];
+			if ((uop.kind == USDT_ARG_INDEX || uop.kind == USDT_ARG_ADDR) && uop.sym) {
+				/* a symbol as displacement: its address (an
+				 * array's, non-PIC code; absolute for a loaded
+				 * object), an ADDR's offset added to it */
+				uintptr_t at;
 
 				a->kind = 0;
-				if (uop.symlen < sizeof(sym)) {
-					memcpy(sym, uop.sym, uop.symlen);
-					sym[uop.symlen] = '\0';
-					if (!ukp_file_sym_named(obj, sym, true, &r) ||
-					    !ukp_file_sym_named(obj, sym, false, &r)) {
-						a->kind = USDT_ARG_INDEX;
-						a->addr = r.start;
-					}
+				if (!sym_address(obj, uop.sym, uop.symlen, &at)) {
+					a->kind = uop.kind;
+					a->addr = at + (uop.kind == USDT_ARG_ADDR ? (unsigned long)uop.off : 0);
 				}
-			} else if (uop.kind == USDT_ARG_ADDR && uop.sym) {
-				struct ukp_symres r;
-				char sym[KSYM_NAME_LEN];
-
-				a->kind = 0;
-				if (uop.symlen < sizeof(sym)) {
-					memcpy(sym, uop.sym, uop.symlen);
-					sym[uop.symlen] = '\0';
-					if (!ukp_file_sym_named(obj, sym, true, &r) ||
-					    !ukp_file_sym_named(obj, sym, false, &r)) {
-						a->kind = USDT_ARG_ADDR;
-						a->addr = r.start + (unsigned long)uop.off;
-					}
-				}
-				a->off = 0;
+				if (uop.kind == USDT_ARG_ADDR)
+					a->off = 0; /* (an INDEX keeps its displacement) */
 			} else if (uop.kind == USDT_ARG_ADDR) {
 				a->addr = (unsigned long)uop.off + obj->base;
 				a->off = 0;
