@@ -471,6 +471,7 @@ void ukpa_before_exit(void)
 	if (!ukpa_active() || ukpa_busy || !end_claim())
 		return;
 	ukpa_busy++;
+	ukpa_attach_wait_admitted(1000);
 	lost = ukpa_reader_stop(1000);
 	ukpa_script_end(false);
 	if (ukpa_probes_send_stats_nowait() == 0)
@@ -807,6 +808,7 @@ __attribute__((destructor)) static void ukpa_fini(void)
 	if (!ukpa_active() || !end_claim())
 		return;
 	ukpa_busy++;
+	ukpa_attach_wait_admitted(5000);
 	end_image(UKP_END_EXIT);
 	close(out_fd);
 	out_fd = -1;

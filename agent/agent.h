@@ -168,6 +168,9 @@ void ukpa_attach_end(bool tracing);
  * DETACH (0 or -1). */
 int ukpa_attach_connect(void);
 int ukpa_attach_forked(int fd);
+/* [init] At the end of a forked child's image: until ukprobe has
+ * answered its connection (CONFIG), at most ms (see attach.c). */
+void ukpa_attach_wait_admitted(int ms);
 
 /* ----------------------------------------------------------- probes.c */
 /* [init] Take the SPECs, parsed by ukprobe, from the sealed memfd fd

@@ -2428,6 +2428,53 @@ def case_attach_follow():
             p.wait()
 
 
+def case_attach_forks():
+    """-f on a process whose children live a moment (a server's workers):
+    200 children, each calls brief() 10 times and exits, reaped at once.
+    Each child's agent connects to ukprobe, which admits it by its parent
+    link in /proc: every child's 10 events are there, and no connection
+    was refused (the child waits at its end until ukprobe answered it)."""
+    p = start_attachee()
+    try:
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e", "p:w work",
+                              "-e", "p:b brief i=%di:s32"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        read_lines_until(t, " w: ", lambda: None)
+        # (ukprobe's output read meanwhile: a full pipe would stop it)
+        import threading
+        chunks = []
+        reader = threading.Thread(target=lambda: chunks.extend(iter(
+            lambda: t.stdout.read(65536), b"")), daemon=True)
+        reader.start()
+        p.stdin.write("forks 200\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        check(line == "forked 200\n", "the children ran", line)
+        t.send_signal(signal.SIGINT)
+        t.wait(timeout=120)
+        reader.join(timeout=60)
+        out, err = b"".join(chunks), t.stderr.read()
+        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0, nothing refused",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        per = {}
+        for l in out.decode().splitlines():
+            if " b: " in l:
+                m = parse_line(l)
+                per.setdefault(int(m["tid"]), []).append(m["args"].strip())
+        want = ["i=%d" % j for j in range(10)]
+        short = {k: len(v) for k, v in per.items() if v != want}
+        check(len(per) == 200 and not short, "every child's 10 calls: %d children traced, "
+              "%d incomplete %s" % (len(per), len(short), sorted(short.items())[:10]))
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 3 and "eintr 0\n" in out, "the program ends well", out + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def case_attach_sqlite3():
     """Debian's sqlite3 shell reading SQL from a pipe: traced while it
     runs (the SQL it prepares), detached, traced again; its output and
