@@ -2636,14 +2636,14 @@ def case_attach_follow():
 
 def case_attach_forks():
     """-f on a process whose children live a moment (a server's workers):
-    200 children, each calls brief() 10 times and exits, reaped at once.
+    200 children, each calls in_child() 10 times and exits, reaped at once.
     Each child's agent connects to ukprobe, which admits it by its parent
     link in /proc: every child's 10 events are there, and no connection
     was refused (the child waits at its end until ukprobe answered it)."""
     p = start_attachee()
     try:
         t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e", "p:w work",
-                              "-e", "p:b brief i=%di:s32"],
+                              "-e", "p:b in_child i=%di:s32"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
         read_lines_until(t, " w: ", lambda: None)
         # (ukprobe's output read meanwhile: a full pipe would stop it)
@@ -2677,7 +2677,7 @@ def case_attach_forks():
         p.stdin.write("forks 400\n")
         p.stdin.flush()
         for i in range(6):
-            r = ukprobe(["stat", "-f", "-p", str(p.pid), "-d", "0.2", "-e", "p:b brief"])
+            r = ukprobe(["stat", "-f", "-p", str(p.pid), "-d", "0.2", "-e", "p:b in_child"])
             check(r.returncode == 0 and r.stderr == "", "cycle %d while children fork" % i,
                   show(r))
         line = p.stdout.readline()

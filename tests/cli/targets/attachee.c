@@ -23,7 +23,7 @@
  * standard input:
  *   kick   blocker() returns once (the thread enters it again)
  *   fork   a child calls work() until the parent quits (prints its pid)
- *   forks N  N children one after the other, each calls brief() 10 times
+ *   forks N  N children one after the other, each calls in_child() 10 times
  *          and exits at once; each is reaped as soon as it ends (as a
  *          server's short-lived workers); prints "forked N"
  *   quit   every thread is woken and joined; the program prints what it
@@ -76,7 +76,7 @@ __attribute__((noinline)) int work(int i)
 }
 
 /* Called by the short-lived children of "forks N" only. */
-__attribute__((noinline)) int brief(int i)
+__attribute__((noinline)) int in_child(int i)
 {
 	return i * 5 + 2;
 }
@@ -373,7 +373,7 @@ int main(int argc, char **argv)
 
 				if (c == 0) {
 					for (j = 0; j < 10; j++)
-						brief(j);
+						in_child(j);
 					exit(0);
 				}
 				if (c > 0)
