@@ -2103,18 +2103,28 @@ def case_attach_postgres():
         check(all(c["es"] == c["esr"] for c in per.values()), "a return for every entry")
 
         # 2. libc's malloc and memcpy (jump-optimized), a filter, a hist
+        # (memcpy, unless the library's own hit path copies with it: a
+        # sanitizer build's interceptors do, and it is blacklisted there)
+        libc = ["malloc"]
         r = ukprobe(["probes", "-p", str(pid), "libc.so.6", "memcpy"])
-        check(r.returncode == 0 and r.stdout.split("\n")[1].split()[-1] == "jump",
-              "memcpy is jump-optimized", show(r))
+        if "blacklisted" in r.stderr:
+            print("note: memcpy is blacklisted in this build (the hit path copies with it)")
+        else:
+            libc.append("memcpy")
+        for f in libc:
+            r = ukprobe(["probes", "-p", str(pid), "libc.so.6", f])
+            check(r.returncode == 0 and r.stdout.split("\n")[1].split()[-1] == "jump",
+                  "%s is jump-optimized" % f, show(r))
         cyc = pgbench("-C", "-c", "2", "-T", "12")
-        r = ukprobe(["stat", "-f", "-p", str(pid), "-d", "2", "-e", "p:ma libc.so.6:malloc",
-                     "-e", "p:mc libc.so.6:memcpy", "-e", "p:pq postgres:pg_parse_query",
+        r = ukprobe(["stat", "-f", "-p", str(pid), "-d", "2"] +
+                    sum((["-e", "p:%s libc.so.6:%s" % (f, f)] for f in libc), []) +
+                    ["-e", "p:pq postgres:pg_parse_query",
                      "--filter", "common_pid != %d" % pid,
                      "-e", "p:es postgres:ExecutorStart", "--trigger", "hist:keys=common_pid"])
-        check(r.returncode == 0 and r.stderr == "", "malloc, memcpy, filter and hist", show(r))
+        check(r.returncode == 0 and r.stderr == "", "libc, filter and hist", show(r))
         rows = stat_rows(r.stdout.split("\n\n")[0])
-        check(rows["ukprobes/ma"] > 1000 and rows["ukprobes/mc"] > 1000 and rows["ukprobes/pq"] > 0,
-              "malloc, memcpy and statements counted", r.stdout)
+        check(all(rows["ukprobes/" + f] > 1000 for f in libc) and rows["ukprobes/pq"] > 0,
+              "%s and statements counted" % " and ".join(libc), r.stdout)
         hist = re.findall(r"\{ common_pid: +(\d+) \} hitcount: +(\d+)", r.stdout)
         check(hist and sum(int(n) for _, n in hist) == rows["ukprobes/es"] and
               all(int(p) != pid for p, _ in hist), "the hist counts ExecutorStart per backend",
