@@ -3764,6 +3764,37 @@ def elf_sections(path):
     return names
 
 
+def case_attach_small_stack():
+    """Attached to a process whose one thread runs on a stack of 1 KB
+    above a guard page (as a Go goroutine or a coroutine does; it has an
+    alternate stack for signals, as Go gives every thread): the loader's
+    calls (dlopen, the agent's start) run on a stack ukprobe maps for
+    them, and the thread scans' signals on the alternate stack, so
+    nothing is written below the thread's stack pointer. Before, the
+    attach overran the stack into the guard page (SIGSEGV). Three
+    cycles, each counting, and the program ends as it would have."""
+    if not os.path.exists(tgt("smallstack")):
+        print("no tgt_smallstack (x86-64 only): skipped")
+        sys.exit(77)
+    p = subprocess.Popen([tgt("smallstack")], stdout=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline() == "ready\n", "the program runs")
+        for cycle in range(3):
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:t tgt_smallstack:tick"])
+            check(r.returncode == 0 and r.stderr == "" and stat_rows(r.stdout)["ukprobes/t"] > 0,
+                  "cycle %d: attached, counting" % cycle, show(r))
+            check(p.poll() is None, "cycle %d: the program runs on" % cycle)
+        p.send_signal(signal.SIGUSR1)
+        out = p.stdout.read()
+        check(p.wait(timeout=60) == 0 and out == "done 1\n", "the program ends as it would have",
+              "status %s, output %r" % (p.returncode, out))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    print("3 attach/detach cycles on a thread with a 1 KB stack")
+
+
 def case_go_attach():
     """Attached (-p) to a running Go program (linked dynamically, with
     cgo): entry and return probes on a recursive function and on one
