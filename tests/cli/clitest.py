@@ -3303,6 +3303,33 @@ def case_filter_regs():
           "traceon beside a filter, then u8 255 > 5", r.stdout)
 
 
+def case_filter_chain():
+    """--filter on dereference chains from registers (n->next->key,
+    n->in->vals[2] at -O2: the agent fetches them straight into an array,
+    no record, each chain in one nofault call) and through stack slots
+    (-O0: the general fetch), against tgt_srcvars' own values: visit(&a)
+    4 times (a.next is b: key -7; a.in is in1: vals[2] 300) and visit(&b)
+    4 times (b.next is NULL: the chain faults, and a faulted value
+    compares as 0, as the postfix program takes it; b.in is in2: vals[2]
+    -3)."""
+    for opt in ("0", "2"):
+        t = tgt("srcvars_O" + opt)
+        cases = [("nk", "k=n->next->key", "k == -7", 4), ("nf", "k=n->next->key", "k == 0", 4),
+                 ("ng", "k=n->next->key", "k > -8 && k < 0", 4),
+                 ("v2", "v=n->in->vals[2]", "v < 0", 4), ("v3", "v=n->in->vals[2]", "v == 300", 4),
+                 ("both", "k=n->next->key v=n->in->vals[2] d=depth",
+                  "v == 300 && k == -7 || v == -3 && k == 0", 8),
+                 ("none", "k=n->next->key v=n->in->vals[2]", "v == -3 && k == -7", 0)]
+        args = ["stat"]
+        for name, fetch, flt, _ in cases:
+            args += ["-e", "p:c/%s %s:visit %s" % (name, t, fetch), "--filter", flt]
+        r = ukprobe(args + ["--", t, "4"])
+        check(r.returncode == 0 and r.stderr == "", "stat at -O" + opt, show(r))
+        got = dict(re.findall(r"^c/(\w+) +(\d+) +0$", r.stdout, re.M))
+        want = {name: str(n) for name, _, _, n in cases}
+        check(got == want, "counts at -O%s: %s" % (opt, got), r.stdout, "want %s" % want)
+
+
 ONOFF_PY = """import os
 fd = os.open("/dev/null", os.O_WRONLY)
 os.dup2(fd, 50)
