@@ -59,6 +59,8 @@ size_t ukp_strnlen(const char *s, size_t max);
 int ukp_strcmp(const char *a, const char *b);
 int ukp_strncmp(const char *a, const char *b, size_t n);
 char *ukp_strcpy(char *restrict d, const char *restrict s);
+char *ukp_stpcpy(char *restrict d, const char *restrict s);
+char *ukp_strcat(char *restrict d, const char *restrict s);
 char *ukp_strchr(const char *s, int c);
 char *ukp_strchrnul(const char *s, int c);
 char *ukp_strrchr(const char *s, int c);

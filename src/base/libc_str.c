@@ -52,6 +52,20 @@ char *ukp_strcpy(char *restrict d, const char *restrict s)
 	return d;
 }
 
+/* (the compilers make strcat and stpcpy of strcpy/strlen pairs) */
+char *ukp_stpcpy(char *restrict d, const char *restrict s)
+{
+	while ((*d = *s++))
+		d++;
+	return d;
+}
+
+char *ukp_strcat(char *restrict d, const char *restrict s)
+{
+	ukp_strcpy(d + ukp_strlen(d), s);
+	return d;
+}
+
 char *ukp_strchrnul(const char *s, int c)
 {
 	for (; *s && *s != (char)c; s++)
@@ -155,6 +169,8 @@ UKP_LIBC_ALIAS(ukp_strnlen, strnlen)
 UKP_LIBC_ALIAS(ukp_strcmp, strcmp)
 UKP_LIBC_ALIAS(ukp_strncmp, strncmp)
 UKP_LIBC_ALIAS(ukp_strcpy, strcpy)
+UKP_LIBC_ALIAS(ukp_stpcpy, stpcpy)
+UKP_LIBC_ALIAS(ukp_strcat, strcat)
 UKP_LIBC_ALIAS(ukp_strchr, strchr)
 UKP_LIBC_ALIAS(ukp_strchrnul, strchrnul)
 UKP_LIBC_ALIAS(ukp_strrchr, strrchr)

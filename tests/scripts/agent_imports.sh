@@ -7,7 +7,7 @@
 set -u
 agent=$1
 own="memchr memcmp bcmp memcpy memmove memset explicit_bzero __memcpy_chk __memmove_chk
-  __memset_chk strlen strnlen strcmp strncmp strcpy __strcpy_chk strchr strchrnul strrchr
+  __memset_chk strlen strnlen strcmp strncmp strcpy stpcpy strcat __strcpy_chk strchr strchrnul strrchr
   strspn strcspn strstr strtok_r strtol strtoul __ctype_b_loc fnmatch snprintf vsnprintf
   sprintf vsprintf dprintf vdprintf __snprintf_chk __vsnprintf_chk __sprintf_chk
   __vsprintf_chk vfprintf fputs fwrite stderr __fprintf_chk sbrk"

@@ -108,7 +108,7 @@ Test(libc_str, compares_searches)
 	cr_assert_gt(ukp_strncmp("a\xff", "ab", 2), 0);
 }
 
-Test(libc_str, strtok_r_and_strcpy)
+Test(libc_str, strtok_r_strcpy_strcat)
 {
 	char s[40], g[40], d[8], *sg, *su, *pg, *pu;
 
@@ -118,6 +118,13 @@ Test(libc_str, strtok_r_and_strcpy)
 		strcpy(g, s);
 		cr_assert_eq(ukp_strcpy(s, g), s);
 		cr_assert_str_eq(s, g);
+		char cat[2 * sizeof(s)], ref[2 * sizeof(s)];
+		strcpy(cat, d);
+		strcpy(ref, d);
+		cr_assert_eq(ukp_strcat(cat, s), cat);
+		cr_assert_str_eq(cat, strcat(ref, s));
+		cr_assert_eq(ukp_stpcpy(cat, s), stpcpy(ref, s) - ref + cat);
+		cr_assert_str_eq(cat, ref);
 		pg = strtok_r(g, d, &sg);
 		pu = ukp_strtok_r(s, d, &su);
 		for (;;) {
