@@ -3,7 +3,8 @@
  * libc_mem.c - memory copies, fills, compares and searches of the
  * library's own (base/libc.h). [any] context: no lock, no vector
  * register (-mgeneral-regs-only), no call out; copies move 8-byte words
- * (unaligned loads and stores, which both architectures do in hardware).
+ * (unaligned loads and stores, which both architectures do in hardware),
+ * large ones the arch's way (arch_string.h: x86-64's rep movsb).
  *
  * Built with -fno-tree-loop-distribute-patterns and -fno-builtin
  * (meson.build): else the compiler may turn these loops into calls of
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/libc.h"
+#include "arch_string.h"
 
 typedef uint64_t __attribute__((may_alias, aligned(1))) ukp_u64u;
 typedef uint32_t __attribute__((may_alias, aligned(1))) ukp_u32u;
@@ -21,6 +23,8 @@ void *ukp_memcpy(void *restrict d, const void *restrict s, size_t n)
 	unsigned char *dp = d;
 	const unsigned char *sp = s;
 
+	if (n >= ARCH_STRING_LARGE && arch_copy_large(d, s, n))
+		return d;
 	if (n >= 8) {
 		/* the last word may overlap the one before: no byte tail */
 		uint64_t last = *(const ukp_u64u *)(sp + n - 8);
@@ -85,6 +89,8 @@ void *ukp_memset(void *d, int c, size_t n)
 	unsigned char *dp = d;
 	uint64_t w = (unsigned char)c * 0x0101010101010101ull;
 
+	if (n >= ARCH_STRING_LARGE && arch_fill_large(d, (unsigned char)c, n))
+		return d;
 	if (n >= 8) {
 		unsigned char *dend = dp + n - 8;
 
@@ -119,7 +125,15 @@ int ukp_memcmp(const void *a, const void *b, size_t n)
 void *ukp_memchr(const void *s, int c, size_t n)
 {
 	const unsigned char *p = s;
+	uint64_t ones = 0x0101010101010101ull, w = (unsigned char)c * ones;
 
+	/* whole words first: a word holds c when w ^ word has a zero byte */
+	for (; n >= 8; n -= 8, p += 8) {
+		uint64_t x = *(const ukp_u64u *)p ^ w;
+
+		if ((x - ones) & ~x & (ones << 7))
+			break;
+	}
 	for (; n; n--, p++)
 		if (*p == (unsigned char)c)
 			return (void *)p;

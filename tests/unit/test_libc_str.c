@@ -75,6 +75,40 @@ Test(libc_str, copies_fills_moves)
 		}
 }
 
+/* the sizes the arch copies and fills its own way (x86-64: rep movsb
+ * from 512 bytes), and memchr's words */
+Test(libc_str, large_copies_fills_searches)
+{
+	static unsigned char src[9000], a[9000], b[9000];
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)rnd();
+	for (int i = 0; i < 400; i++) {
+		size_t off = rnd() % 64, len = 400 + rnd() % 8000;
+		int c = (int)(rnd() % 256);
+
+		memset(a, 0xee, sizeof(a));
+		memset(b, 0xee, sizeof(b));
+		memcpy(a + off, src + i % 13, len);
+		cr_assert_eq(ukp_memcpy(b + off, src + i % 13, len), b + off);
+		cr_assert(!memcmp(a, b, sizeof(a)), "memcpy off %zu len %zu", off, len);
+		cr_assert_eq(ukp_memcmp(a, b, sizeof(a)), 0);
+		b[off + len - 1] ^= 1;
+		cr_assert_eq(sign(ukp_memcmp(a, b, sizeof(a))), sign(memcmp(a, b, sizeof(a))));
+		memset(a + off, c, len);
+		cr_assert_eq(ukp_memset(b + off, c, len), b + off);
+		cr_assert(!memcmp(a, b, sizeof(a)), "memset off %zu len %zu", off, len);
+		for (size_t k = 0; k < 8; k++) {
+			size_t at = off + rnd() % len;
+
+			memcpy(a, src, sizeof(a));
+			a[at] = (unsigned char)c;
+			cr_assert_eq(ukp_memchr(a + off, c, len), memchr(a + off, c, len));
+			cr_assert_eq(ukp_memchr(a + off, c, at - off), memchr(a + off, c, at - off));
+		}
+	}
+}
+
 Test(libc_str, compares_searches)
 {
 	char s[40], t[40], set[8];
