@@ -8,11 +8,38 @@
  * [init]/[reader] only (allocates): never in the hit path.
  */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libiberty/demangle.h>
 
 #include "agent.h"
+
+/* libiberty's demanglers allocate with xmalloc/xrealloc: these take the
+ * place of its xmalloc.c, which says an allocation failure with stdio
+ * (fprintf to stderr) and reads sbrk(); malloc here is the agent's own
+ * (mem.c). Failing, the demangler has no way back: stop there. */
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p) {
+		dprintf(2, "ukprobe-agent: out of memory demangling a name (%zu bytes)\n", n);
+		abort();
+	}
+	return p;
+}
+
+void *xrealloc(void *old, size_t n)
+{
+	void *p = realloc(old, n ? n : 1);
+
+	if (!p) {
+		dprintf(2, "ukprobe-agent: out of memory demangling a name (%zu bytes)\n", n);
+		abort();
+	}
+	return p;
+}
 
 bool ukpa_mangled(const char *name)
 {

@@ -249,8 +249,11 @@ static int capture_print(enum ukprobes_print_level level, const char *fmt, va_li
 	 * (whether a handler was proven vector-free, ...) on stderr */
 	if (level == UKPROBES_DEBUG && getenv("UKPROBE_DEBUG") &&
 	    !strcmp(getenv("UKPROBE_DEBUG"), "1")) {
-		fputs("ukprobe-agent: ", stderr);
-		vfprintf(stderr, fmt, ap);
+		/* one write (the agent's dprintf: src/base/libc.h), no stdio */
+		char line[480];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		dprintf(2, "ukprobe-agent: %s", line);
 		return 0;
 	}
 	if (level != UKPROBES_WARN)

@@ -268,27 +268,26 @@ int ukpa_script_load(const char *path)
 	 * the script binds to, go into the global scope */
 	if (dladdr((void *)ukpa_script_thread, &self) && self.dli_fname &&
 	    !ukpa_real_dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
-		fprintf(stderr, "ukprobe-agent: cannot make the agent's symbols global: %s\n",
-			dlerror());
+		dprintf(2, "ukprobe-agent: cannot make the agent's symbols global: %s\n", dlerror());
 		return -1;
 	}
 	/* RTLD_NOW: its calls into the agent are bound before any hit, so
 	 * that the vector-free proof can follow them */
 	h = ukpa_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		fprintf(stderr, "ukprobe-agent: cannot load the script %s: %s\n", path, dlerror());
+		dprintf(2, "ukprobe-agent: cannot load the script %s: %s\n", path, dlerror());
 		return -1;
 	}
 	handle = h;
 	desc = dlsym(h, "ukp_script");
 	if (!desc || desc->abi != UKP_SCRIPT_ABI ||
 	    desc->nspecs != (uint32_t)ukpa_specs_count()) {
-		fprintf(stderr, "ukprobe-agent: %s is not a script of this ukprobe\n", path);
+		dprintf(2, "ukprobe-agent: %s is not a script of this ukprobe\n", path);
 		desc = NULL;
 		return -1;
 	}
 	if (timer_start()) {
-		fprintf(stderr, "ukprobe-agent: cannot start the interval probes' thread\n");
+		dprintf(2, "ukprobe-agent: cannot start the interval probes' thread\n");
 		desc = NULL;
 		return -1;
 	}

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/libc.h"
 #include "core/core.h"
 #include "process/process.h"
 #include "text/text.h"
@@ -41,14 +42,14 @@ static int reg_word(const char *s, size_t len)
 static bool number(const char *s, size_t len, long *v)
 {
 	char buf[32], *end;
+	int err;
 
 	if (!len || len >= sizeof(buf))
 		return false;
 	memcpy(buf, s, len);
 	buf[len] = '\0';
-	errno = 0;
-	*v = strtol(buf, &end, 0);
-	return end != buf && !errno && !*end;
+	*v = ukp_strtol(buf, &end, 0, &err); /* base/libc.h: errno is the program's */
+	return end != buf && !err && !*end;
 }
 
 /* "xI" or "xI, lsl #N" at s (len bytes), after "[REG, ": op's index

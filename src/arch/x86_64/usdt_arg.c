@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/libc.h"
 #include "core/core.h"
 #include "process/process.h"
 #include "text/text.h"
@@ -64,6 +65,7 @@ static int reg_word(const char *s, size_t len)
 static bool number(const char *s, size_t len, long *v)
 {
 	char buf[32], *end;
+	int err;
 
 	if (!len || len >= sizeof(buf))
 		return false;
@@ -71,13 +73,12 @@ static bool number(const char *s, size_t len, long *v)
 	buf[len] = '\0';
 	if (!isdigit((unsigned char)buf[buf[0] == '-' || buf[0] == '+']))
 		return false;
-	errno = 0;
-	*v = strtol(buf, &end, 0);
-	if (errno == ERANGE && buf[0] != '-') { /* an address above LONG_MAX */
-		errno = 0;
-		*v = (long)strtoul(buf, &end, 0);
-	}
-	return !errno && !*end;
+	/* base/libc.h's: the range error comes back in err, errno is the
+	 * program's */
+	*v = ukp_strtol(buf, &end, 0, &err);
+	if (err == -ERANGE && buf[0] != '-') /* an address above LONG_MAX */
+		*v = (long)ukp_strtoul(buf, &end, 0, &err);
+	return !err && !*end;
 }
 
 /* "SYM", "SYM+OFF", "SYM-OFF", "OFF+SYM" as a symbol and an offset. */
