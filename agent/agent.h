@@ -487,6 +487,7 @@ void ukpa_rings_set_fd(int fd);
 void ukpa_rings_close_file(void);
 int ukpa_rings_init(void);                                     /* [init] */
 int ukpa_reader_start(void);                 /* [init] start, or wake a parked one */
+void ukpa_reader_objects_seen(void);         /* [init] the loaded objects looked at */
 /* [init] Stop tracing, wait for handlers that are writing, drain every
  * ring, stop the reader (waiting for it at most timeout_ms, or for ever
  * when negative; it parks, it does not exit). Returns the number of

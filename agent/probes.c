@@ -1545,6 +1545,8 @@ int ukpa_probes_setup(void)
 		 * setup are seen */
 		loader_watched = ukpa_loader_watch(&state) == 0;
 	}
+	/* what is loaded from here on, the reader looks for */
+	ukpa_reader_objects_seen();
 	staging = true;
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))

@@ -817,31 +817,61 @@ static void recycle_dead(void)
 	ukpa_counts_recycle_dead();
 }
 
-/* Did the loader load or unload objects since the last look? (The
- * first look always says yes: the program may have loaded objects
- * before this thread ran.) */
-static unsigned long long seen_adds = ~0ULL, seen_subs;
+/*
+ * Did the loader load or unload objects since the last look? The first
+ * look is the probes' setup's (ukpa_reader_objects_seen(), before it
+ * resolves the SPECs), not the reader's: a look that finds nothing new
+ * costs nothing, while a refresh opens files (each loaded object's real
+ * path, /proc/self/maps) from this thread while the program runs. A
+ * program that moves its descriptors counts on the lowest free number
+ * staying free: a shell's "cmd > file" is close(1), then dup2(file, 1).
+ * A refresh at the reader's start (when the program starts too) took
+ * that number for an O_PATH descriptor, lost it to the shell's dup2,
+ * then closed the shell's file: the command ran with /proc/self/mem,
+ * opened next by the library, as its stdout (EIO).
+ */
+static _Atomic unsigned long long seen_adds, seen_subs;
+static _Atomic bool seen_set;
+
+struct counters {
+	unsigned long long adds, subs;
+};
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	bool *changed = arg;
+	struct counters *c = arg;
 
 	(void)size;
-	if (info->dlpi_adds != seen_adds || info->dlpi_subs != seen_subs) {
-		seen_adds = info->dlpi_adds;
-		seen_subs = info->dlpi_subs;
-		*changed = true;
-	}
+	c->adds = info->dlpi_adds;
+	c->subs = info->dlpi_subs;
 	return 1;
+}
+
+/* [init] The objects loaded now are looked at (by the probes' setup). */
+void ukpa_reader_objects_seen(void)
+{
+	struct counters c = { 0, 0 };
+
+	dl_iterate_phdr(counters_cb, &c);
+	atomic_store(&seen_adds, c.adds);
+	atomic_store(&seen_subs, c.subs);
+	atomic_store(&seen_set, true);
 }
 
 static void check_objects(void)
 {
-	bool changed = false;
+	struct counters c = { 0, 0 };
 
-	dl_iterate_phdr(counters_cb, &changed);
-	if (changed)
-		ukpa_probes_refresh();
+	/* (an unset first look: the setup has not begun; it resolves
+	 * what is loaded then) */
+	if (!atomic_load(&seen_set))
+		return;
+	dl_iterate_phdr(counters_cb, &c);
+	if (c.adds == atomic_load(&seen_adds) && c.subs == atomic_load(&seen_subs))
+		return;
+	atomic_store(&seen_adds, c.adds);
+	atomic_store(&seen_subs, c.subs);
+	ukpa_probes_refresh();
 }
 
 /*
