@@ -53,6 +53,7 @@ struct ukpa_spec {
 	bool done;                /* resolved (registered, or failed) */
 	bool args_ready;          /* @SYM arguments resolved */
 	bool again;               /* its object came back after an unload */
+	uint8_t retries;          /* spec_resolve() again: its object came back under it */
 	int nprobes;              /* probes registered for it */
 	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */

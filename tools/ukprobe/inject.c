@@ -300,7 +300,7 @@ static bool fill_memfd(const struct ukp_target *t, int fd, const char *path)
  * why; 0; or -errno (the process is gone).
  */
 static int load_from_memory(const struct ukp_target *t, pid_t tid,
-			    const struct user_regs_struct *base, const char *agent,
+			    const struct ukp_regs *base, const char *agent,
 			    unsigned long *res)
 {
 	char **paths = NULL, **names = NULL;

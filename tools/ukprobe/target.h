@@ -58,6 +58,9 @@ bool ukp_target_maps_object(const struct ukp_target *t, const char *name);
  * them, each after those it needs, then the agent: *paths[n], and their
  * sonames in *names. n, or -1 after a line saying why (agent_files.c). */
 int ukp_agent_files(const char *agent, char ***paths, char ***names);
+/* A Go program built without cgo (its threads are not the C library's:
+ * the agent cannot run in them), from its file fd (go_threads.c). */
+bool ukp_go_without_cgo(int fd);
 void ukp_agent_files_free(char **paths, char **names, int n);
 /* A system call a thread waits in, holding no lock of the C library? */
 bool ukp_waiting_syscall(long nr);
