@@ -3759,8 +3759,9 @@ def case_go_attach():
             check(r.returncode == 0 and r.stderr == "", "cycle %d: attached" % cycle, show(r))
             rows = stat_rows(r.stdout)
             # 4 goroutines, each at most 101 deep() and 1 sleeper() in
-            # flight at either edge
-            check(rows["ukprobes/d"] > 0 and 0 <= rows["ukprobes/d"] - rows["ukprobes/dr"] <= 808
+            # flight at either edge: entered before the attach, a call's
+            # return is counted alone (returns exceeded entries by 31 once)
+            check(rows["ukprobes/d"] > 0 and abs(rows["ukprobes/d"] - rows["ukprobes/dr"]) <= 808
                   and rows["ukprobes/s"] > 0 and abs(rows["ukprobes/s"] - rows["ukprobes/sr"]) <= 8,
                   "cycle %d: entries and returns agree" % cycle, r.stdout)
             check(p.poll() is None, "cycle %d: the program runs on" % cycle)
