@@ -470,12 +470,14 @@ def targets(tier):
                    reentered=("runtime_duffzero", "runtime_duffcopy"), exit_slack=4,
                    min_timeout=300)
     # rustc compiling a program (a Rust program of its own: std and the
-    # compiler as shared libraries); only main's stack at exit() is left
+    # compiler as shared libraries); main's stack at exit() is left, and
+    # a call or two elsewhere may be (codegen's worker threads say they
+    # are done before they end; not seen in 6 runs)
     rustc = Target("rustc", [RUSTC, "-C", "opt-level=0", "-o", "{tmp}/panics", "{tmp}/panics.rs"],
                    {m: rust_libs for m in ("entry", "return", "pair")}, setup=setup_rustc,
                    needs=(RUSTC,), env={"RUST_BACKTRACE": "0"},
                    pending=("rustc_driver__main", "std__process__exit",
-                            "std__rt__lang_start_internal"), min_timeout=300)
+                            "std__rt__lang_start_internal"), exit_slack=2, min_timeout=300)
     # rustc panicking at its first error (an internal compiler error on
     # request, -Z treat-err-as-bug): the panic unwinds through probed
     # frames of the compiler thread and is thrown again in main's, and
