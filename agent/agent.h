@@ -43,6 +43,20 @@ struct ukpa_plain_arg {
 	uint64_t keep;
 };
 
+/* A fetch argument a --filter reads straight from the registers
+ * (ukpa_filter_direct): a register, then nderef loads in one call
+ * (ukprobes_fetch_nofault), then add, cut to size bytes (keep) and
+ * sign-extended when sext, as ukpa_fetch_some() fills its slot. */
+struct ukpa_direct_arg {
+	uint16_t arg;             /* its number in the SPEC */
+	uint16_t reg;             /* its pt_regs word */
+	uint8_t nderef, size;
+	bool sext;
+	const long *deref;        /* the SPEC's offsets */
+	long add;
+	uint64_t keep;
+};
+
 struct ukp_filter_pred;
 
 /* One -e SPEC, in this process image. */
@@ -69,6 +83,15 @@ struct ukpa_spec {
 	 * registers; else on the fetched record), or NULL */
 	struct ukp_fbranch *fb;
 	bool fb_regs;
+	/* ... or, when the --filter is all it has and compares numbers that
+	 * are registers or dereference chains from one (no string, bitfield
+	 * or index), through ukpa_filter_direct(): fb_args, its branch
+	 * program on the values by argument number, fetched from direct[]
+	 * with no record (fb stays for ukpa_filter_pass, which takes a hit
+	 * whose chain faults) */
+	struct ukp_fbranch *fb_args;
+	int ndirect;
+	struct ukpa_direct_arg direct[UKP_SPEC_MAX_ARGS];
 	/* what ukpa_filter_pass() fetches (ukpa_filter_prepare) */
 	bool need_comm, need_pid;
 	uint32_t fetch_mask;      /* the arguments read */
@@ -169,6 +192,9 @@ void ukpa_attach_end(bool tracing);
  * DETACH (0 or -1). */
 int ukpa_attach_connect(void);
 int ukpa_attach_forked(int fd);
+/* [init] At the end of a forked child's image: until ukprobe has
+ * answered its connection (CONFIG), at most ms (see attach.c). */
+void ukpa_attach_wait_admitted(int ms);
 
 /* ----------------------------------------------------------- probes.c */
 /* [init] Take the SPECs, parsed by ukprobe, from the sealed memfd fd
@@ -357,6 +383,10 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
  * arguments (struct ukpa_probe). */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 		      const struct pt_regs *regs, const struct pt_regs *entry);
+/* [hit] The same for a SPEC with fb_args: its values fetched straight
+ * from regs; a faulted one sends the hit to ukpa_filter_pass(). */
+bool ukpa_filter_direct(struct ukpa_spec *s, const struct ukp_spec *fspec,
+			const struct pt_regs *regs, const struct pt_regs *entry);
 /* [init] What ukpa_filter_pass() needs for s, worked out once, and
  * whether s->fb on the registers does instead. */
 void ukpa_filter_prepare(struct ukpa_spec *s);

@@ -2,6 +2,7 @@
 /*
  * fetch.c - [hit] the values of an event's fetch arguments (the kernel's
  * process_fetch_insn, for struct ukp_fetcharg). Memory is read with
+ * ukprobes_fetch_nofault() (a dereference chain in one call) and
  * copy_from_user_nofault(): a bad pointer marks the argument as faulted,
  * never crashes the program.
  *
@@ -163,17 +164,16 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 		 * displacement as the first dereference's offset */
 		if (fa->index_scale)
 			v += ((const unsigned long *)regs)[fa->index_reg] * fa->index_scale;
-		for (d = 0; ok && d < fa->nderef; d++) {
-			uintptr_t addr = v + (unsigned long)fa->deref[d];
-
-			if (d < fa->nderef - 1) {
-				ok = read_word(addr, &v, 8);
-			} else if (fa->type == UKP_TY_STRING) {
-				ok = read_string((char *)slot, addr, UKP_SPEC_STR_SLOT);
-				break;
-			} else {
-				ok = read_word(addr, &v, fa->size);
-			}
+		/* the chain in one call of the library (one fault window for
+		 * all its loads); a string's last step reads page by page */
+		if (ok && fa->nderef && fa->type == UKP_TY_STRING) {
+			if (fa->nderef > 1)
+				ok = !ukprobes_fetch_nofault(&v, fa->deref, (unsigned int)fa->nderef - 1, 8);
+			if (ok)
+				ok = read_string((char *)slot, v + (unsigned long)fa->deref[fa->nderef - 1],
+						 UKP_SPEC_STR_SLOT);
+		} else if (ok && fa->nderef) {
+			ok = !ukprobes_fetch_nofault(&v, fa->deref, (unsigned int)fa->nderef, fa->size);
 		}
 		if (!ok) {
 			rec->faults |= 1u << i;

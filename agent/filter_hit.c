@@ -6,7 +6,9 @@
  * fetched arguments when the filter passes. The arguments are fetched
  * by the trace's own code (fetch.c) into a record on the stack, or,
  * when those read are all registers as they are, copied from pt_regs;
- * the compiled program (common/filter.c) runs over it. A filter
+ * the compiled program (common/filter.c) runs over it. A numeric
+ * filter of registers and dereference chains from them fetches its
+ * values straight into an array (ukpa_filter_direct), no record. A filter
  * alone on its SPEC that is one comparison of a register is decided by
  * the handler itself (handlers.c), on pt_regs. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only
@@ -53,6 +55,82 @@ static void onoff(struct ukpa_spec *s, const struct ukp_rec *rec, int tid)
 /* the branch program reads the payload as 64-bit words */
 _Static_assert(offsetof(struct ukp_rec, data) % 8 == 0, "record payload not word-aligned");
 
+/* [init] Can a register or a dereference chain from one give fa's value
+ * in ukpa_filter_direct()? */
+static bool direct_ok(const struct ukp_fetcharg *fa)
+{
+	if (fa->plain_reg)
+		return fa->param <= UINT16_MAX;
+	return fa->base == UKP_FA_REG && fa->param <= UINT16_MAX && fa->type != UKP_TY_STRING &&
+	       !fa->bf_width && !fa->index_scale && fa->nderef >= 0 && fa->nderef <= 255 &&
+	       (fa->size == 1 || fa->size == 2 || fa->size == 4 || fa->size == 8);
+}
+
+/* [init] s's direct filter (fb_args, direct[]), when it can have one: its
+ * --filter is all it checks, a branch program, and reads only arguments
+ * direct_ok() takes, not all of them registers as they are (fb_regs). */
+static void direct_prepare(struct ukpa_spec *s)
+{
+	const struct ukp_spec *spec = &s->spec;
+	const struct ukp_filter *f = spec->filter;
+	int i;
+
+	free(s->fb_args);
+	s->fb_args = NULL;
+	s->ndirect = 0;
+	if (!f || !s->fb || s->fb_regs || spec->hist || spec->onoff || s->need_comm || s->need_pid)
+		return;
+	for (i = 0; i < spec->nargs; i++) {
+		const struct ukp_fetcharg *fa = &spec->args[i];
+		struct ukpa_direct_arg *d = &s->direct[s->ndirect];
+
+		if (!(s->fetch_mask & (1u << i)))
+			continue;
+		if (!direct_ok(fa)) {
+			s->ndirect = 0;
+			return;
+		}
+		d->arg = (uint16_t)i;
+		d->reg = (uint16_t)fa->param;
+		d->nderef = fa->plain_reg ? 0 : (uint8_t)fa->nderef;
+		d->size = (uint8_t)fa->size;
+		d->deref = fa->deref;
+		d->add = fa->plain_reg ? 0 : fa->add;
+		d->keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+		d->sext = !fa->plain_reg && fa->sext && fa->size < 8;
+		s->ndirect++;
+	}
+	if (!s->ndirect || !(s->fb_args = malloc(sizeof(*s->fb_args))))
+		return;
+	if (ukp_fbranch_build(f, spec, UKP_FB_ARGS, s->fb_args)) {
+		free(s->fb_args);
+		s->fb_args = NULL;
+	}
+}
+
+/* [hit] */
+bool ukpa_filter_direct(struct ukpa_spec *s, const struct ukp_spec *fspec,
+			const struct pt_regs *regs, const struct pt_regs *entry)
+{
+	const unsigned long *w = (const unsigned long *)regs;
+	uint64_t vals[UKP_SPEC_MAX_ARGS];
+	int i;
+
+	for (i = 0; i < s->ndirect; i++) {
+		const struct ukpa_direct_arg *d = &s->direct[i];
+		uint64_t v = w[d->reg];
+
+		/* a fault: the general path fetches again and marks it */
+		if (d->nderef && ukprobes_fetch_nofault(&v, d->deref, d->nderef, d->size))
+			return ukpa_filter_pass(s, fspec, regs, entry);
+		v = (v + (uint64_t)d->add) & d->keep;
+		if (d->sext && (v >> (d->size * 8 - 1)))
+			v |= ~d->keep;
+		vals[d->arg] = v;
+	}
+	return ukp_fbranch_run(s->fb_args, vals);
+}
+
 /* [init] */
 void ukpa_filter_prepare(struct ukpa_spec *s)
 {
@@ -78,6 +156,7 @@ void ukpa_filter_prepare(struct ukpa_spec *s)
 			s->fb = NULL;
 		}
 	}
+	direct_prepare(s);
 	s->nplain = 0;
 	for (i = 0; i < spec->nargs; i++) {
 		const struct ukp_fetcharg *fa = &spec->args[i];

@@ -47,6 +47,9 @@ static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *reg
 	}
 	if (s->fb_regs)
 		return ukp_fbranch_run(s->fb, (const uint64_t *)(const void *)regs);
+	/* (an SDT probe's own arguments are not the SPEC's: never direct) */
+	if (s->fb_args && pr->fspec == &s->spec)
+		return ukpa_filter_direct(s, pr->fspec, regs, entry);
 	return ukpa_filter_pass(s, pr->fspec, regs, entry);
 }
 

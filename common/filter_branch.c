@@ -29,6 +29,7 @@ static int step(struct builder *b, const struct ukp_filter_pred *pr, unsigned in
 {
 	const struct ukp_fetcharg *fa;
 	struct ukp_fb_step *s;
+	uint64_t flip;
 	bool sext;
 
 	if (pr->is_string || pr->arg < 0 || pr->arg >= b->spec->nargs || b->next <= 0)
@@ -40,6 +41,9 @@ static int step(struct builder *b, const struct ukp_filter_pred *pr, unsigned in
 			return -1;
 		s->src = (uint16_t)fa->param;
 		s->mask = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+	} else if (b->src == UKP_FB_ARGS) {
+		s->src = (uint16_t)pr->arg;
+		s->mask = ~0ULL;
 	} else {
 		if (fa->off % 8 || fa->off / 8 > UINT16_MAX)
 			return -1;
@@ -50,19 +54,47 @@ static int step(struct builder *b, const struct ukp_filter_pred *pr, unsigned in
 	 * the bits as the slot holds them */
 	sext = pr->is_signed && pr->op != UKP_FOP_AND;
 	s->sh = sext && pr->size < 8 ? (uint8_t)(64 - 8 * pr->size) : 0;
-	s->flip = sext ? SIGN_BIT : 0;
-	s->val = pr->val ^ s->flip;
+	flip = sext ? SIGN_BIT : 0;
 	s->t = (uint8_t)t;
 	s->f = (uint8_t)f;
+	/* every operator as one unsigned v < val (filter_branch.h) */
 	switch (pr->op) {
-	case UKP_FOP_EQ: s->op = UKP_FB_EQ; break;
-	case UKP_FOP_NE: s->op = UKP_FB_EQ; s->t = (uint8_t)f; s->f = (uint8_t)t; break;
-	case UKP_FOP_LT: s->op = UKP_FB_LT; break;
-	case UKP_FOP_GE: s->op = UKP_FB_LT; s->t = (uint8_t)f; s->f = (uint8_t)t; break;
-	case UKP_FOP_GT: s->op = UKP_FB_GT; break;
-	case UKP_FOP_LE: s->op = UKP_FB_GT; s->t = (uint8_t)f; s->f = (uint8_t)t; break;
-	case UKP_FOP_AND: s->op = UKP_FB_AND; break;
-	default: return -1;
+	case UKP_FOP_NE:
+		s->t = (uint8_t)f;
+		s->f = (uint8_t)t;
+		/* fall through */
+	case UKP_FOP_EQ:
+		/* (x ^ flip) == (c ^ flip): x ^ c < 1 */
+		s->flip = pr->val;
+		s->val = 1;
+		break;
+	case UKP_FOP_GE:
+		s->t = (uint8_t)f;
+		s->f = (uint8_t)t;
+		/* fall through */
+	case UKP_FOP_LT:
+		s->flip = flip;
+		s->val = pr->val ^ flip;
+		break;
+	case UKP_FOP_LE:
+		s->t = (uint8_t)f;
+		s->f = (uint8_t)t;
+		/* fall through */
+	case UKP_FOP_GT:
+		/* x > c: ~x < ~c */
+		s->flip = ~flip;
+		s->val = ~(pr->val ^ flip);
+		break;
+	case UKP_FOP_AND:
+		/* (x & c) != 0: not (x & c) < 1 */
+		s->mask &= pr->val;
+		s->flip = 0;
+		s->val = 1;
+		s->t = (uint8_t)f;
+		s->f = (uint8_t)t;
+		break;
+	default:
+		return -1;
 	}
 	return b->next;
 }

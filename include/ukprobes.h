@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -140,6 +141,18 @@ UKPROBES_API struct kprobe *kprobe_running(void);
  * handlers and anywhere else.
  */
 UKPROBES_API long copy_from_user_nofault(void *dst, const void *src, size_t size);
+
+/*
+ * A chain of n >= 1 dereferences without faulting, as a tracer's fetch
+ * argument +OFF2(+OFF1(%reg)) needs it: starting from *val, n times
+ * val = *(val + off[i]), reading 8 bytes (a pointer) for all but the
+ * last and size bytes (1, 2, 4 or 8, zero-extended) for the last. 0 with
+ * the value in *val; -EFAULT with *val unchanged if any read is
+ * unreadable; -EINVAL for n 0 or another size. Async-signal-safe, as
+ * copy_from_user_nofault(), but one call for the whole chain.
+ */
+UKPROBES_API long ukprobes_fetch_nofault(uint64_t *val, const long *off, unsigned int n,
+					 unsigned int size);
 
 /* The debugfs analogs (kprobes.rst, Appendix A). */
 /* One line per probe: "ADDR  TYPE  SYM+0xOFF  OBJECT [GONE][DISABLED]..." */

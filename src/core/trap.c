@@ -927,6 +927,18 @@ UKP_TRAP_TEXT long copy_from_user_nofault(void *dst, const void *src, size_t siz
 	return public_copy_nofault(dst, src, size);
 }
 
+/* [any] One routine for the whole chain (no per-load call or check):
+ * what a tracer's fetch of +OFF(+OFF(%reg)) costs per hit. */
+UKP_TRAP_TEXT long ukprobes_fetch_nofault(uint64_t *val, const long *off, unsigned int n,
+					  unsigned int size)
+{
+	if (!n || (size != 1 && size != 2 && size != 4 && size != 8))
+		return -EINVAL;
+	if (__builtin_expect(!ukp_signals_installed(), 0) && ukp_signals_install())
+		return -EFAULT;
+	return arch_fetch_nofault(val, off, n, size);
+}
+
 /* [any] */
 UKP_TRAP_TEXT unsigned long regs_get_kernel_stack_nth(const struct pt_regs *regs, unsigned int n)
 {

@@ -47,6 +47,18 @@ static void branch_agrees(const struct ukp_filter *f, const struct ukp_spec *spe
 		if (ukp_fbranch_run(&fb, words) != ukp_filter_run(f, spec, rec, 0, NULL, 0))
 			abort();
 	}
+	/* the values by argument number, each as its slot holds it (the
+	 * agent's direct fetch, agent/filter_hit.c) */
+	if (!ukp_fbranch_build(f, spec, UKP_FB_ARGS, &fb)) {
+		uint64_t args[UKP_SPEC_MAX_ARGS] = { 0 };
+
+		memcpy(rec, words, sizeof(rec));
+		for (a = 0; a < spec->nargs; a++)
+			if (spec->args[a].off + 8 <= sizeof(rec))
+				memcpy(&args[a], rec + spec->args[a].off, 8);
+		if (ukp_fbranch_run(&fb, args) != ukp_filter_run(f, spec, rec, 0, NULL, 0))
+			abort();
+	}
 	if (!ukp_fbranch_build(f, spec, UKP_FB_REGS, &fb)) {
 		memset(rec, 0, sizeof(rec));
 		for (a = 0; a < spec->nargs; a++) {

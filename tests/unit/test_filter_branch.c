@@ -96,7 +96,7 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 		}
 		built++;
 		for (int v = 0; v < 64; v++) {
-			uint64_t words[64] = { 0 }, regs[32] = { 0 };
+			uint64_t words[64] = { 0 }, regs[32] = { 0 }, args[UKP_SPEC_MAX_ARGS] = { 0 };
 			unsigned char data[sizeof(words)];
 
 			for (int i = 0; i < spec.nargs; i++) {
@@ -107,11 +107,14 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 				/* the slot holds the value cut to the fetch's size,
 				 * as ukpa_fetch_args() writes it */
 				words[fa->off / 8] = x & keep;
+				args[i] = x & keep;
 				if (fa->plain_reg)
 					regs[fa->param] = x;
 			}
 			memcpy(data, words, sizeof(words));
-			cr_assert_eq(ukp_fbranch_run(&fb, src == UKP_FB_REGS ? regs : words),
+			cr_assert_eq(ukp_fbranch_run(&fb, src == UKP_FB_REGS  ? regs
+							  : src == UKP_FB_ARGS ? args
+									       : words),
 				     ukp_filter_run(f, &spec, data, 0, NULL, 0), "%s, event %d", text, v);
 		}
 		free(f);
@@ -123,6 +126,11 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 Test(filter_branch, record_agrees_with_postfix)
 {
 	differ(SPEC_MEM, UKP_FB_RECORD, 5, 3000);
+}
+
+Test(filter_branch, argument_values_agree_with_postfix)
+{
+	differ(SPEC_MEM, UKP_FB_ARGS, 5, 3000);
 }
 
 Test(filter_branch, registers_agree_with_postfix)
@@ -163,16 +171,19 @@ Test(filter_branch, short_circuit_order)
 	cr_assert_eq(fb.nsteps, 3);
 	/* the first step is a's: true accepts at once */
 	cr_assert_eq(fb.steps[fb.entry].t, UKP_FB_ACCEPT);
-	/* c < 3 under ! : true rejects */
+	/* c < 3 under ! : the one step whose true rejects, and whose false
+	 * accepts */
 	{
-		int c = -1;
+		int c = -1, n = 0;
 
 		for (int i = 0; i < fb.nsteps; i++)
-			if (fb.steps[i].op == UKP_FB_LT)
+			if (fb.steps[i].t == UKP_FB_REJECT) {
 				c = i;
-		cr_assert(c >= 0);
-		cr_assert_eq(fb.steps[c].t, UKP_FB_REJECT);
+				n++;
+			}
+		cr_assert_eq(n, 1);
 		cr_assert_eq(fb.steps[c].f, UKP_FB_ACCEPT);
+		cr_assert_eq(fb.steps[c].src, spec.args[2].param); /* c, %dx */
 	}
 	free(f);
 	ukp_spec_free(&spec);

@@ -101,6 +101,24 @@ static int bad_reads(void)
 		fails |= 32;
 	if (copy_from_user_nofault(bad_page, buf, 4) != -EFAULT)
 		fails |= 64;
+	/* a dereference chain: its first load, a later one, its last of
+	 * each size */
+	{
+		static const long off[3] = { 0, 8, 0 };
+		uint64_t v = (uintptr_t)bad_page;
+		uintptr_t p[2] = { 0, (uintptr_t)bad_page };
+
+		if (ukprobes_fetch_nofault(&v, off, 3, 8) != -EFAULT || v != (uintptr_t)bad_page)
+			fails |= 128;
+		v = (uintptr_t)p;
+		if (ukprobes_fetch_nofault(&v, off, 2, 8) != -EFAULT || v != (uintptr_t)p)
+			fails |= 256;
+		for (unsigned int size = 1; size <= 8; size *= 2) {
+			v = (uintptr_t)p;
+			if (ukprobes_fetch_nofault(&v, off + 1, 2, size) != -EFAULT)
+				fails |= 512;
+		}
+	}
 	return fails;
 }
 
@@ -160,6 +178,60 @@ Test(nofault, before_anything_else)
 	memset(&regs, 0, sizeof(regs));
 	cr_expect_eq(regs_get_kernel_stack_nth(&regs, 0), 0);
 	expect_nofault_works("before anything else");
+}
+
+/* A dereference chain in one call: each size of its last load, offsets
+ * negative and positive, a last load that ends at the end of the
+ * mapping (no byte past it read), bad arguments. */
+Test(nofault, fetch_chain)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	char *page = mmap(NULL, 2 * (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	struct leaf { long pad; int64_t value; } leaf = { 0, -7 };
+	struct link { int tag; struct leaf *next; } link = { 1, &leaf };
+	const long off2[2] = { 8, 8 }, back[1] = { -8 };
+	uint64_t v;
+
+	cr_assert_neq(page, MAP_FAILED);
+	cr_assert_eq(munmap(page + ps, (size_t)ps), 0);
+	/* p->next->value as +8(+8(%di)) */
+	v = (uintptr_t)&link;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 2, 8), 0);
+	cr_expect_eq((int64_t)v, -7);
+	v = (uintptr_t)&link;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 2, 4), 0);
+	cr_expect_eq(v, 0xfffffff9ULL, "4 bytes, zero-extended: %#llx", (unsigned long long)v);
+	v = (uintptr_t)&link;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 2, 2), 0);
+	cr_expect_eq(v, 0xfff9ULL);
+	v = (uintptr_t)&link;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 2, 1), 0);
+	cr_expect_eq(v, 0xf9ULL);
+	/* a negative offset */
+	v = (uintptr_t)&leaf.value;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, back, 1, 8), 0);
+	cr_expect_eq(v, 0);
+	/* the last bytes of the mapping, of each size */
+	memcpy(page + ps - 8, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+	for (unsigned int size = 1; size <= 8; size *= 2) {
+		const long at[1] = { ps - (long)size };
+		uint64_t want = 0;
+
+		memcpy(&want, page + ps - size, size);
+		v = (uintptr_t)page;
+		cr_expect_eq(ukprobes_fetch_nofault(&v, at, 1, size), 0, "size %u", size);
+		cr_expect_eq(v, want, "size %u", size);
+		/* one byte further runs into the unmapped page */
+		v = (uintptr_t)page + 1;
+		cr_expect_eq(ukprobes_fetch_nofault(&v, at, 1, size), -EFAULT, "size %u", size);
+		cr_expect_eq(v, (uintptr_t)page + 1, "unchanged on a fault");
+	}
+	v = (uintptr_t)&link;
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 0, 8), -EINVAL);
+	cr_expect_eq(ukprobes_fetch_nofault(&v, off2, 2, 3), -EINVAL);
+	cr_expect_eq(v, (uintptr_t)&link);
+	expect_nofault_works("after the chains");
 }
 
 /* The other functions that may be called at any time, first thing. */

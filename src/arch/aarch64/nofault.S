@@ -87,6 +87,68 @@ ukp_nofault_store:
 	.size arch_store_word_nofault, .-arch_store_word_nofault
 
 /*
+ * long arch_fetch_nofault(uint64_t *v, const long *off, unsigned long n,
+ *                         unsigned long size)
+ *   a chain of n >= 1 dereferences in one routine: each adds off[i] to
+ *   the value (first *v) and loads from there, 8 bytes for all but the
+ *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last, into *v.
+ *   0, or -EFAULT with *v unchanged, through the same fixup (one window
+ *   for the whole chain). Clobbers x0-x5.
+ */
+	.globl arch_fetch_nofault
+	.hidden arch_fetch_nofault
+	.type arch_fetch_nofault, %function
+	.p2align 4
+arch_fetch_nofault:
+	.cfi_startproc
+	ldr x4, [x0]
+	subs x2, x2, #1
+	b.eq 3f
+1:	ldr x5, [x1], #8
+	add x4, x4, x5
+	.globl ukp_nofault_chain
+	.hidden ukp_nofault_chain
+ukp_nofault_chain:
+	ldr x4, [x4]
+	subs x2, x2, #1
+	b.ne 1b
+3:	ldr x5, [x1]
+	add x4, x4, x5
+	cmp x3, #8
+	b.eq 8f
+	cmp x3, #4
+	b.eq 4f
+	cmp x3, #2
+	b.eq 2f
+	.globl ukp_nofault_last1
+	.hidden ukp_nofault_last1
+ukp_nofault_last1:
+	ldrb w4, [x4]
+	b 9f
+2:
+	.globl ukp_nofault_last2
+	.hidden ukp_nofault_last2
+ukp_nofault_last2:
+	ldrh w4, [x4]
+	b 9f
+4:
+	.globl ukp_nofault_last4
+	.hidden ukp_nofault_last4
+ukp_nofault_last4:
+	ldr w4, [x4]
+	b 9f
+8:
+	.globl ukp_nofault_last8
+	.hidden ukp_nofault_last8
+ukp_nofault_last8:
+	ldr x4, [x4]
+9:	str x4, [x0]
+	mov x0, #0
+	ret
+	.cfi_endproc
+	.size arch_fetch_nofault, .-arch_fetch_nofault
+
+/*
  * The signal return trampoline for the library's own handlers
  * (sa_restorer): rt_sigreturn. Kept here so that it is blacklisted with
  * the rest of the trap path. UKP_RESTORER_SIZE is its length.

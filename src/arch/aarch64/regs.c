@@ -93,7 +93,8 @@ UKP_TRAP_TEXT int arch_uc_trapnr(const ucontext_t *uc)
 }
 
 extern char ukp_nofault_ld8[], ukp_nofault_st8[], ukp_nofault_ld1[], ukp_nofault_st1[],
-	ukp_nofault_load[], ukp_nofault_store[], ukp_nofault_fixup[];
+	ukp_nofault_load[], ukp_nofault_store[], ukp_nofault_fixup[], ukp_nofault_chain[],
+	ukp_nofault_last1[], ukp_nofault_last2[], ukp_nofault_last4[], ukp_nofault_last8[];
 
 /* [trap] A fault at one of the accesses of nofault.S resumes at the
  * fixup, returning -EFAULT. */
@@ -101,7 +102,10 @@ UKP_TRAP_TEXT bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip)
 {
 	if (ip != (uintptr_t)ukp_nofault_ld8 && ip != (uintptr_t)ukp_nofault_st8 &&
 	    ip != (uintptr_t)ukp_nofault_ld1 && ip != (uintptr_t)ukp_nofault_st1 &&
-	    ip != (uintptr_t)ukp_nofault_load && ip != (uintptr_t)ukp_nofault_store)
+	    ip != (uintptr_t)ukp_nofault_load && ip != (uintptr_t)ukp_nofault_store &&
+	    ip != (uintptr_t)ukp_nofault_chain && ip != (uintptr_t)ukp_nofault_last1 &&
+	    ip != (uintptr_t)ukp_nofault_last2 && ip != (uintptr_t)ukp_nofault_last4 &&
+	    ip != (uintptr_t)ukp_nofault_last8)
 		return false;
 	*fixup_ip = (uintptr_t)ukp_nofault_fixup;
 	return true;

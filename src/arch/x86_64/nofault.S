@@ -97,6 +97,66 @@ ukp_nofault_store:
 	.size arch_store_word_nofault, .-arch_store_word_nofault
 
 /*
+ * long arch_fetch_nofault(uint64_t *v, const long *off, unsigned long n,
+ *                         unsigned long size)
+ *   a chain of n >= 1 dereferences in one routine: each adds off[i] to
+ *   the value (first *v) and loads from there, 8 bytes for all but the
+ *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last, into *v.
+ *   0, or -EFAULT with *v unchanged, through the same fixup (one window
+ *   for the whole chain: no per-load setup). Clobbers rax, rdx, rsi.
+ */
+	.globl arch_fetch_nofault
+	.hidden arch_fetch_nofault
+	.type arch_fetch_nofault, @function
+arch_fetch_nofault:
+	.cfi_startproc
+	movq (%rdi), %rax
+	decq %rdx
+	jz 3f
+1:	addq (%rsi), %rax
+	addq $8, %rsi
+	.globl ukp_nofault_chain
+	.hidden ukp_nofault_chain
+ukp_nofault_chain:
+	movq (%rax), %rax
+	decq %rdx
+	jnz 1b
+3:	addq (%rsi), %rax
+	cmpq $8, %rcx
+	je 8f
+	cmpq $4, %rcx
+	je 4f
+	cmpq $2, %rcx
+	je 2f
+	.globl ukp_nofault_last1
+	.hidden ukp_nofault_last1
+ukp_nofault_last1:
+	movzbl (%rax), %eax
+	jmp 9f
+2:
+	.globl ukp_nofault_last2
+	.hidden ukp_nofault_last2
+ukp_nofault_last2:
+	movzwl (%rax), %eax
+	jmp 9f
+4:
+	.globl ukp_nofault_last4
+	.hidden ukp_nofault_last4
+ukp_nofault_last4:
+	movl (%rax), %eax
+	jmp 9f
+8:
+	.globl ukp_nofault_last8
+	.hidden ukp_nofault_last8
+ukp_nofault_last8:
+	movq (%rax), %rax
+9:	movq %rax, (%rdi)
+	xorl %eax, %eax
+	ret
+	.cfi_endproc
+	.size arch_fetch_nofault, .-arch_fetch_nofault
+
+/*
  * The signal return trampoline for the library's own handlers
  * (sa_restorer): rt_sigreturn. Kept here so that it is blacklisted with
  * the rest of the trap path.
