@@ -487,6 +487,136 @@ def bench_micro(args, bindir):
     return {"hits": n, "rows": rows}
 
 
+def build_go_hit(d):
+    """bench/go_hit.go linked by the system's linker (dynamic), or None."""
+    go = shutil.which("go")
+    if not go:
+        return None, "no go (golang-go)"
+    out = os.path.join(d, "go_hit")
+    env = dict(os.environ, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off", GOFLAGS="",
+               CGO_ENABLED="1", CC="gcc")
+    r = subprocess.run([go, "build", "-ldflags=-linkmode=external", "-o", out,
+                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "go_hit.go")],
+                       capture_output=True, text=True, env=env)
+    return (out, None) if r.returncode == 0 else (None, "go build: " + r.stderr.strip())
+
+
+GO_ROWS = ("go call", "go p", "go r", "c call", "c p", "c p bp", "c r", "c r bp",
+           "bpftrace go p", "bpftrace c p")
+
+
+def bench_go(args, bindir):
+    """Issue 32's rows: a hit of an entry probe and of a return probe on a
+    Go function (main.target of go_hit.go, a leaf of Go's register ABI)
+    against the same on C's bench_tool_target, in one run, tools
+    interleaved: C's as ukprobe places them (jump-optimized entry; a
+    kretprobe's entry and trampoline) and as breakpoints (--no-optimize:
+    a Go probe is always one, a goroutine's stack has no room for a
+    detour), and the kernel's uprobe (bpftrace) on both. A Go return
+    probe is a breakpoint on the function's return instruction; the
+    kernel's uretprobe is not measured on Go (it swaps the return address,
+    which kills Go programs: Go's issue 22008)."""
+    n = 20000 if args.quick else 200000
+    hit = os.path.join(bindir, "bench_tool_hit")
+    with tempfile.TemporaryDirectory() as d:
+        gohit, why = build_go_hit(d)
+        if not gohit:
+            return {"skipped": why}
+        st = os.path.join(d, "stat.txt")
+        uk = [args.ukprobe, "stat", "-o", st]
+        gofn, cfn = "%s:main.target" % gohit, "%s:bench_tool_target" % hit
+        cmds = [
+            ("go call", [gohit, str(n)]),
+            ("go p", uk + ["-e", "p " + gofn, "--", gohit, str(n)]),
+            ("go r", uk + ["-e", "r " + gofn, "--", gohit, str(n)]),
+            ("c call", [hit, str(n)]),
+            ("c p", uk + ["-e", "p " + cfn, "--", hit, str(n)]),
+            ("c p bp", uk + ["--no-optimize", "-e", "p " + cfn, "--", hit, str(n)]),
+            ("c r", uk + ["-e", "r " + cfn, "--", hit, str(n)]),
+            ("c r bp", uk + ["--no-optimize", "-e", "r " + cfn, "--", hit, str(n)]),
+        ]
+        bt = shutil.which("bpftrace")
+        if bt and not args.no_peers and not args.no_bpftrace and os.geteuid() == 0:
+            # private copies: a kernel uprobe is in every process mapping the file
+            for name, prog, fn in (("bpftrace go p", gohit, "main.target"),
+                                   ("bpftrace c p", hit, "bench_tool_target")):
+                copy = os.path.join(d, "bt_" + os.path.basename(prog))
+                shutil.copy(prog, copy)
+                cmds.append((name, [bt, "-e", "uprobe:%s:%s { @ = count(); }" % (copy, fn),
+                                    "-c", "%s %d" % (copy, n)]))
+        ns = {}
+        for rep in range(args.reps):
+            for name, argv in cmds:
+                _, r = run(argv)
+                m = re.search(r"ns_per_call ([\d.]+) wall_ns_per_call ([\d.]+)", r.stdout)
+                if r.returncode or not m:
+                    print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
+                    ns.setdefault(name, []).append(None)
+                    continue
+                if name.startswith(("go p", "go r", "c p", "c r")):
+                    # every call counted: the probe was hit, not skipped
+                    rows = open(st).read()
+                    if not re.search(r" %d +0$" % n, rows, re.M):
+                        print("bench_tool: %s: counts are not %d: %s" % (name, n, rows),
+                              file=sys.stderr)
+                ns.setdefault(name, []).append(float(m[1]))
+    # a hit's cost: the call's time under the probe less the call's alone,
+    # per repetition; Go's to C's of the same repetition
+    def hit_costs(name):
+        alone = "go call" if name.startswith(("go", "bpftrace go")) else "c call"
+        return [a - b if a is not None and b is not None else None
+                for a, b in zip(ns.get(name, []), ns.get(alone, []))]
+
+    def ratio(a, b):
+        xs = [x / y for x, y in zip(hit_costs(a), hit_costs(b)) if x and y]
+        return median(xs) if xs else None
+    rows = {}
+    for name in ns:
+        vals = [x for x in ns[name] if x is not None]
+        if not vals:
+            continue
+        costs = [x for x in hit_costs(name) if x is not None]
+        rows[name] = {"ns": {"median": median(vals), "min": min(vals), "max": max(vals),
+                             "n": len(vals)},
+                      "hit_ns": median(costs) if costs and "call" not in name else None}
+    return {"hits": n, "rows": rows,
+            "ratios": {"go p / c p": ratio("go p", "c p"),
+                       "go p / c p bp": ratio("go p", "c p bp"),
+                       "go r / c r": ratio("go r", "c r"),
+                       "go r / c r bp": ratio("go r", "c r bp"),
+                       "bpftrace go p / bpftrace c p": ratio("bpftrace go p", "bpftrace c p")}}
+
+
+def markdown_go(g, reps):
+    out = ["Go (issue 32): a hit on `main.target` of `bench/go_hit.go` (a leaf of Go's register "
+           "ABI, `lea (%%rbx,%%rax,1),%%rax; lea 0x1(%%rax),%%rax; ret`) against C's "
+           "`bench_tool_target`, thread CPU time per call, median of %d:\n" % reps]
+    if "skipped" in g:
+        return out + ["skipped: %s\n" % g["skipped"]]
+    labels = {"go call": "Go: the function alone", "go p": "Go: `ukprobe stat`, `p` (a breakpoint "
+              "after the stack check)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
+              "`ret`)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
+              "(jump-optimized)", "c p bp": "C: `ukprobe stat --no-optimize`, `p` (a breakpoint)",
+              "c r": "C: `ukprobe stat`, `r` (kretprobe: optimized entry, trampoline)",
+              "c r bp": "C: `ukprobe stat --no-optimize`, `r` (breakpoint entry, trampoline)",
+              "bpftrace go p": "Go: bpftrace `uprobe` `@ = count()` (root)",
+              "bpftrace c p": "C: bpftrace `uprobe` `@ = count()` (root)"}
+    out.append("| | ns/call | min | max | ns/hit |")
+    out.append("| --- | ---: | ---: | ---: | ---: |")
+    for k in GO_ROWS:
+        r = g["rows"].get(k)
+        if not r:
+            out.append("| %s | skipped | | | |" % labels[k])
+            continue
+        out.append("| %s | %.1f | %.1f | %.1f | %s |" % (
+            labels[k], r["ns"]["median"], r["ns"]["min"], r["ns"]["max"],
+            "%.1f" % r["hit_ns"] if r["hit_ns"] is not None else ""))
+    out.append("")
+    out.append("Per hit, Go's to C's (median of the repetitions' ratios): " + "; ".join(
+        "%s %s" % (k, "%.2f" % v if v else "-") for k, v in g["ratios"].items()) + ".\n")
+    return out
+
+
 def bench_dwarf(args, bindir):
     """Source-level fetches per hit (issue 29): on bench_dwarf_hit's
     dwarf_target (-O2 -g), a bare `stat` hit, `trace -o` of its four
@@ -701,6 +831,7 @@ def main():
     ap.add_argument("--only", help="these workloads only (IDs, comma-separated)")
     ap.add_argument("--no-micro", action="store_true", help="no per-hit rows")
     ap.add_argument("--micro-only", action="store_true", help="the per-hit rows only")
+    ap.add_argument("--go-only", action="store_true", help="the Go per-hit rows only (issue 32)")
     ap.add_argument("--json")
     ap.add_argument("--md")
     args = ap.parse_args()
@@ -711,13 +842,17 @@ def main():
         tools = Tools(args.ukprobe, work, not args.no_peers, not args.no_bpftrace)
         res = {"reps": args.reps, "quick": args.quick, "commit": commit(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "micro": bench_micro(args, args.bin) if not (args.dwarf_only or args.no_micro)
-                        else None,
+               "micro": bench_micro(args, args.bin) if not (args.dwarf_only or args.no_micro or
+                                                            args.go_only) else None,
                "dwarf": bench_dwarf(args, args.bin) if not (args.micro_only or args.no_micro or
-                                                            args.only) else None,
+                                                            args.only or args.go_only) else None,
+               "go": bench_go(args, args.bin) if not (args.dwarf_only or args.no_micro or
+                                                      args.only) else None,
                "workloads": bench_workloads(args, tools, work)
-                            if not (args.dwarf_only or args.micro_only) else []}
+                            if not (args.dwarf_only or args.micro_only or args.go_only)
+                            else []}
     md = (markdown(res) + "\n" if not args.dwarf_only else "") + (
+        "\n".join(markdown_go(res["go"], args.reps)) + "\n" if res["go"] is not None else "") + (
         markdown_dwarf(res["dwarf"], args.reps) if res["dwarf"] is not None else "")
     sys.stdout.write(md)
     if args.json:

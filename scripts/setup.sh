@@ -25,8 +25,10 @@ cd "$(dirname "$0")/.."
 # the SDT probes of tests/unit/test_usdt.c and tests/cli), redis-server and
 # redis-tools (the real-server test of ukprobe -p, cli_attach_redis),
 # golang-go (a statically linked Go program the ptrace loader's test loads
-# into, tests/loader/loadee.go; the Go programs of cli_go) and rustc (the
-# Rust programs of cli_rust), llvm (llvm-dwarfdump: cli_dwarf_entry_value
+# into, tests/loader/loadee.go; the Go programs of cli_go; the torture
+# tier's gofmt, built from its sources) and rustc (the Rust programs of
+# cli_rust; the torture tier's rustc cases probe its own libstd and
+# librustc_driver), llvm (llvm-dwarfdump: cli_dwarf_entry_value
 # reads a parameter's location list with a reader other than libdw),
 # postgresql (the second real server of ukprobe -p -f, cli_attach_postgres:
 # initdb, postgres, pgbench, psql; the test runs its own instance, not the

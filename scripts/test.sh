@@ -29,7 +29,8 @@ read -r ok1 bad1 < <(summary build/meson-logs/testlog.json)
 
 # The torture tier, short (tests/torture/torture.py, doc/torture.md): Debian's
 # python3.11 regression tests, sqlite3, pigz and coreutils under every-entry,
-# every-return and 2,000 random instruction probes, seed 13; 3 to 4 minutes
+# every-return and 2,000 random instruction probes, seed 13; Go's gofmt and
+# rustc with an entry and a return probe on every function; 4 to 5 minutes
 # on 2 cores. Its cases count as tests.
 python3 tests/torture/torture.py --tier short | tee build/torture.log || status=1
 read -r okt badt < <(sed -n 's/^torture: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \

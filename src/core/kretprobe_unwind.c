@@ -33,6 +33,7 @@
  * there, an exception through a pending kretprobe ends the program.
  */
 #include <dlfcn.h>
+#include <string.h>
 #include <unwind.h>
 
 #include "base/base.h"
@@ -87,6 +88,30 @@ static int strip_trampolines(void **buffer, int n)
 	return j;
 }
 
+/*
+ * Both walkers start at their caller's frame, which is the interposer's
+ * here: that frame is left out, so that the program gets the trace it
+ * gets without the library (a Rust panic's backtrace showed the
+ * interposer as its frame 0).
+ */
+
+/* The IP of frame number want of a libgcc walk (0: the walker's caller). */
+struct nth_frame {
+	int want, at;
+	void *ip;
+};
+
+/* [any] (a walk's callback) */
+static _Unwind_Reason_Code nth_frame_ip(struct _Unwind_Context *ctx, void *arg)
+{
+	struct nth_frame *w = arg;
+
+	if (w->at++ < w->want)
+		return _URC_NO_REASON;
+	w->ip = (void *)_Unwind_GetIP(ctx);
+	return _URC_END_OF_STACK;
+}
+
 /* glibc's backtrace(): the real return addresses, never the trampoline. */
 UKPROBES_API int backtrace(void **buffer, int size)
 {
@@ -98,21 +123,54 @@ UKPROBES_API int backtrace(void **buffer, int size)
 		return 0;
 	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0), locs);
 	n = real_backtrace(buffer, size);
+	if (n > 0) {
+		memmove(buffer, buffer + 1, (size_t)(n - 1) * sizeof(*buffer));
+		n--;
+		/* a full buffer: its last frame is the one after, which a
+		 * walk of libgcc's (glibc's walker) numbers the same */
+		if (n + 1 == size && real_unwind_backtrace) {
+			struct nth_frame w = { .want = size };
+
+			real_unwind_backtrace(nth_frame_ip, &w);
+			if (w.ip)
+				buffer[n++] = w.ip;
+		}
+	}
 	ukp_krp_rehijack(restored, locs);
 	return n > 0 ? strip_trampolines(buffer, n) : n;
+}
+
+/* The program's walk, past the interposer's frame. */
+struct own_frame_skipped {
+	_Unwind_Trace_Fn fn;
+	void *arg;
+	bool skipped;
+};
+
+/* [any] (a walk's callback) */
+static _Unwind_Reason_Code past_own_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	struct own_frame_skipped *w = arg;
+
+	if (!w->skipped) {
+		w->skipped = true;
+		return _URC_NO_REASON;
+	}
+	return w->fn(ctx, w->arg);
 }
 
 /* libgcc's stack walker, for the programs that call it themselves. */
 UKPROBES_API _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
 {
 	uintptr_t locs[KRP_MAX_DEPTH];
+	struct own_frame_skipped w = { .fn = fn, .arg = arg };
 	_Unwind_Reason_Code ret;
 	uint64_t restored;
 
 	if (!real_unwind_backtrace)
 		return _URC_END_OF_STACK;
 	restored = ukp_krp_restore((uintptr_t)__builtin_frame_address(0), locs);
-	ret = real_unwind_backtrace(fn, arg);
+	ret = real_unwind_backtrace(past_own_frame, &w);
 	ukp_krp_rehijack(restored, locs);
 	return ret;
 }

@@ -15,6 +15,7 @@ change from run to run and from compiler to compiler.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import collections
+import difflib
 import glob
 import platform
 import json
@@ -4361,6 +4362,36 @@ def case_rust():
         check(r.returncode == 0 and re.search(r"panics::guarded\+0x0/0x", r.stdout) and
               "_ZN" not in r.stdout and "_RN" not in r.stdout, "%s: probes lists demangled names"
               % name, r.stdout)
+
+
+def case_rust_backtrace():
+    """A Rust panic's backtrace (std's, through libgcc's _Unwind_Backtrace,
+    which the library interposes) while return probes are pending on the
+    frames it walks: the frames the program shows without probes, no
+    trampoline and no frame of the interposer (it was frame 0, found by
+    the torture tier's rustc case)."""
+    prog = tgt("rust")
+    if not os.path.exists(prog):
+        print("no tgt_rust (rustc): skipped")
+        sys.exit(77)
+    env = dict(os.environ, PANICS_BACKTRACE="1", RUST_BACKTRACE="full")
+
+    def frames(text):
+        # "  12:     0x55d4c0a1b2c3 - panics::depth::h0123" -> the name
+        return [m[1] for m in re.finditer(r"^ *\d+: +0x[0-9a-f]+ - (.*)$", text, re.M)]
+    plain = subprocess.run([prog], capture_output=True, text=True, env=env, timeout=60)
+    r = ukprobe(["stat", "-e", "p tgt_rust:panics::*", "-e", "r tgt_rust:panics::*",
+                 "--", prog], env=env)
+    want, got = frames(plain.stderr), frames(r.stderr)
+    check(plain.returncode == 4 and len(want) > 10 * 5 and
+          any("panics::depth" in f for f in want), "the program's own backtraces",
+          show(plain)[:3000])
+    check(r.returncode == 4 and got == want,
+          "the same frames under return probes", "\n".join(difflib.unified_diff(
+              want, got, "without probes", "with probes", lineterm=""))[:3000])
+    rows = stat_table(r.stdout)
+    check(rows.get("panics__depth") == (23, 0) and rows.get("panics__depth__return") == (0, 0),
+          "counts as in case rust", r.stdout)
 
 
 def case_spec_wire():

@@ -13,6 +13,11 @@ same:
   insn    N instruction boundaries chosen at random   (p OBJ:0xADDR ...)
           from objdump's disassembly of the object's function symbols,
           with a seed that is printed
+  pair    every function of an object kprobed and     (p OBJ:* r OBJ:*)
+          kretprobed, and the counts compared: a function returns as
+          often as it was entered, but for those the target names (the
+          calls still on a stack when the program exits, or that a panic
+          unwound, or that never return)
 
   torture.py [--tier short|long] [--seed N] [--case GLOB]... [--list]
              [--keep DIR] [--ukprobe PATH] [--timeout-factor F]
@@ -22,6 +27,9 @@ file of SPECs, given with -E; --keep keeps it, and the outputs). The last
 line is "torture: N passed, N failed". Exit status: 0 when every case
 passed, 1 otherwise, 77 when nothing could run (missing programs).
 
+Go's gofmt (built from golang-go's sources) and rustc (Debian's, its std
+and compiler shared libraries) are probed in pair mode.
+
 The short tier is what scripts/test.sh runs (fixed seed, a few minutes);
 the long tier runs by hand, and its results go to doc/torture.md.
 """
@@ -29,6 +37,7 @@ import argparse
 import bisect
 import difflib
 import fnmatch
+import glob
 import hashlib
 import os
 import random
@@ -219,18 +228,37 @@ def junit_results(path):
 
 class Target:
     def __init__(self, name, argv, probe_objs, norm=norm_common, files=(),
-                 follow=False, setup=None, shell=False, needs=()):
+                 follow=False, setup=None, shell=False, needs=(), env=None,
+                 pending=(), reentered=(), exit_slack=0, min_timeout=60):
         self.name = name
-        self.argv = argv              # {tmp} is the case's directory
+        self.argv = argv              # {tmp} is the case's directory, {work} the run's
         self.probe_objs = probe_objs  # mode -> [object names (as ukprobe takes them)]
         self.norm = norm
         self.files = files            # files of {tmp} compared too: (name, reader)
         self.follow = follow
         self.setup = setup            # makes the inputs in {tmp}
         self.needs = needs            # programs that must exist
+        self.env = env or {}          # the program's environment, besides the run's
+        # pair mode: the events (globs on the stat table's names) that may
+        # return fewer times than they were entered, and those entered
+        # past their start (Duff's devices), which may return more often
+        self.pending = pending
+        self.reentered = reentered
+        # and how many calls of any other function may be in flight at the
+        # exit (on threads or goroutines the exit does not wait for)
+        self.exit_slack = exit_slack
+        # a hung run's floor: these programs take a second without probes,
+        # and their thousands of breakpoints' setup takes seconds of CPU
+        # (tens of seconds under a loaded machine's share)
+        self.min_timeout = min_timeout
 
     def args(self, tmp):
-        return [a.replace("{tmp}", tmp) for a in self.argv]
+        work = os.path.dirname(tmp)
+        return [a.replace("{tmp}", tmp).replace("{work}", work) for a in self.argv]
+
+    def objs(self, mode):
+        objs = self.probe_objs[mode]
+        return objs() if callable(objs) else objs
 
 
 def setup_sql(tmp, rng):
@@ -317,6 +345,103 @@ PY_LONG = ["test_json", "test_re", "test_zlib", "test_thread", "test_os", "test_
            "test_long", "test_exceptions", "test_gzip", "test_struct", "test_dict"]
 
 
+# ----------------------------------------------------- Go and Rust
+
+GO = "/usr/bin/go"
+RUSTC = "/usr/bin/rustc"  # Debian's (a rustup one may come first in PATH)
+
+
+def goroot():
+    return subprocess.run([GO, "env", "GOROOT"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def build_gofmt(work):
+    """Go's gofmt, from the sources golang-go installs, linked by the
+    system's linker (a dynamic executable: the agent cannot be preloaded
+    into Go's default static one yet). A command inside GOROOT is built
+    without cgo's runtime (its threads would have no C library state), so
+    it is built from a copy: its internal/diff and the vendored
+    golang.org/x/sync/semaphore beside it, the one import renamed."""
+    out = os.path.join(work, "gofmt")
+    if os.path.exists(out):
+        return out
+    src = goroot() + "/src"
+    gp = os.path.join(work, "gopath")
+    main = os.path.join(gp, "src", "gofmt")
+    os.makedirs(os.path.join(main, "internal", "diff"))
+    for f in os.listdir(os.path.join(src, "cmd", "gofmt")):
+        if f.endswith(".go") and not f.endswith("_test.go"):
+            text = open(os.path.join(src, "cmd", "gofmt", f)).read()
+            with open(os.path.join(main, f), "w") as g:
+                g.write(text.replace('"internal/diff"', '"gofmt/internal/diff"'))
+    shutil.copy(os.path.join(src, "internal", "diff", "diff.go"),
+                os.path.join(main, "internal", "diff"))
+    shutil.copytree(os.path.join(src, "cmd", "vendor", "golang.org", "x", "sync", "semaphore"),
+                    os.path.join(gp, "src", "golang.org", "x", "sync", "semaphore"))
+    env = dict(base_env(), GOPATH=gp, GO111MODULE="off", GOFLAGS="", CGO_ENABLED="1", CC="gcc",
+               GOCACHE=os.path.join(work, "gocache"))
+    files = sorted(f for f in os.listdir(main) if f.endswith(".go"))
+    subprocess.run([GO, "build", "-ldflags=-linkmode=external", "-o", out] + files, cwd=main,
+                   env=env, check=True, capture_output=True)
+    return out
+
+
+# gofmt -s -d over these: gofmt's own test inputs (reformatted,
+# simplified: diffs), go/parser's (syntax errors), and in the long tier
+# go/token's sources; and a file of 15 errors, past the 10 after which
+# go/parser gives up by a panic that its ParseFile recovers (the frames it
+# unwinds are probed)
+GOFMT_SHORT = ["cmd/gofmt/testdata/" + f + ".input" for f in
+               ("typeswitch", "go2numbers", "typeparams", "rewrite5", "tabs", "crlf", "stdin1")] + \
+              ["go/parser/testdata/" + f for f in
+               ("commas.src", "issue3106.src", "tparams.go2")]
+
+
+def setup_gofmt(tier):
+    def setup(tmp, rng):
+        build_gofmt(os.path.dirname(tmp))
+        src, d = goroot() + "/src", os.path.join(tmp, "src")
+        os.makedirs(d)
+        if tier == "short":
+            inputs = [os.path.join(src, f) for f in GOFMT_SHORT]
+        else:
+            inputs = sorted(glob.glob(src + "/cmd/gofmt/testdata/*.input") +
+                            glob.glob(src + "/go/parser/testdata/*.src") +
+                            glob.glob(src + "/go/parser/testdata/*.go2") +
+                            glob.glob(src + "/go/token/*.go"))
+        for f in inputs:
+            rel = os.path.relpath(f, src).replace("/", "_").replace(".", "_")
+            shutil.copy(f, os.path.join(d, rel + ".go"))
+        with open(os.path.join(d, "bailout.go"), "w") as f:
+            f.write("package bailout\n" + "".join("var v%d = ]\n" % i for i in range(15)))
+    return setup
+
+
+def rust_libs():
+    """rustc's own Rust objects: std and the compiler (librustc_driver),
+    shared libraries whose exported functions have legacy-mangled names."""
+    out = subprocess.run(["ldd", RUSTC], capture_output=True, text=True, check=True).stdout
+    libs = [m[1] for m in re.finditer(r"=> (\S*/lib(?:std|rustc_driver)-[0-9a-f]+\.so) ", out)]
+    if len(libs) != 2:
+        raise RuntimeError("ldd %s: no libstd-*.so and librustc_driver-*.so in:\n%s" % (RUSTC, out))
+    return sorted(libs, key=lambda p: "std" not in os.path.basename(p))
+
+
+def setup_rustc(tmp, rng):
+    shutil.copy(os.path.join(ROOT, "tests", "cli", "targets", "panics.rs"), tmp)
+
+
+def setup_rustc_panic(tmp, rng):
+    with open(os.path.join(tmp, "ice.rs"), "w") as f:
+        f.write('fn main() {\n    let x: u32 = "a";\n}\n')
+
+
+def norm_backtrace(text, tmp):
+    """A Rust backtrace's addresses change from run to run."""
+    return re.sub(r"0x[0-9a-f]+", "0x<A>", norm_common(text, tmp))
+
+
 def targets(tier):
     py = (python_target("python", PY_SHORT, PY_SHORT_MATCH) if tier == "short"
           else python_target("python", PY_LONG))
@@ -330,7 +455,40 @@ def targets(tier):
     core = Target("coreutils", ["/bin/sh", "-c", SORT_SH],
                   {"entry": [LIBC], "return": [LIBC], "insn": [LIBC]},
                   setup=setup_sort, follow=True)
-    return {t.name: t for t in (py, sqlite, zlib, core)}
+    # gofmt: returns fewer than entries in the runtime (its scheduler's
+    # functions never return, goroutines are parked at the exit), in cgo's
+    # thread starts, on the main goroutine's stack at os.Exit, and in the
+    # parser (the panic of bailout.go); and a few calls anywhere else: a
+    # file's goroutine hands the output on to the next one, which lets
+    # main exit, before it releases its semaphore and returns (seen: one
+    # main.(*sequencer).Add.func2 in flight)
+    gofmt = Target("gofmt", ["{work}/gofmt", "-s", "-d", "{tmp}/src"],
+                   {m: ["gofmt"] for m in ("entry", "return", "pair")},
+                   setup=setup_gofmt(tier), needs=(GO,),
+                   pending=("runtime_*", "crosscall_amd64", "threadentry", "main_main", "os_Exit",
+                            "syscall_Exit", "go_parser_*"),
+                   reentered=("runtime_duffzero", "runtime_duffcopy"), exit_slack=4,
+                   min_timeout=300)
+    # rustc compiling a program (a Rust program of its own: std and the
+    # compiler as shared libraries); main's stack at exit() is left, and
+    # a call or two elsewhere may be (codegen's worker threads say they
+    # are done before they end; not seen in 6 runs)
+    rustc = Target("rustc", [RUSTC, "-C", "opt-level=0", "-o", "{tmp}/panics", "{tmp}/panics.rs"],
+                   {m: rust_libs for m in ("entry", "return", "pair")}, setup=setup_rustc,
+                   needs=(RUSTC,), env={"RUST_BACKTRACE": "0"},
+                   pending=("rustc_driver__main", "std__process__exit",
+                            "std__rt__lang_start_internal"), exit_slack=2, min_timeout=300)
+    # rustc panicking at its first error (an internal compiler error on
+    # request, -Z treat-err-as-bug): the panic unwinds through probed
+    # frames of the compiler thread and is thrown again in main's, and
+    # the default hook prints a backtrace of the frames (walked through
+    # the pending returns)
+    rustc_panic = Target("rustc_panic", [RUSTC, "-Z", "treat-err-as-bug=1", "-o", "{tmp}/ice",
+                                         "{tmp}/ice.rs"],
+                         {"pair": rust_libs}, setup=setup_rustc_panic, needs=(RUSTC,),
+                         env={"RUSTC_BOOTSTRAP": "1", "RUST_BACKTRACE": "full"},
+                         norm=norm_backtrace, pending=("*",), min_timeout=300)
+    return {t.name: t for t in (py, sqlite, zlib, core, gofmt, rustc, rustc_panic)}
 
 
 # (target, mode, random probes per object) of each tier
@@ -340,12 +498,16 @@ TIERS = {
         ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 1000),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 500),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 1000),
+        ("gofmt", "pair", 0), ("rustc", "pair", 0), ("rustc_panic", "pair", 0),
     ],
     "long": [
         ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 2000),
         ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 2000),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 1000),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 2000),
+        ("gofmt", "entry", 0), ("gofmt", "return", 0), ("gofmt", "pair", 0),
+        ("rustc", "entry", 0), ("rustc", "return", 0), ("rustc", "pair", 0),
+        ("rustc_panic", "pair", 0),
     ],
 }
 
@@ -364,8 +526,9 @@ def run(argv, cwd, env, timeout):
         time.monotonic() - t0
 
 
-def read_stat(path):
-    """events, hits, misses, and the events not counted/registered."""
+def read_stat(path, rows=None):
+    """events, hits, misses, and the events not counted/registered; rows,
+    when given, gets every event's (hits, missed) by its name."""
     ev = hits = missed = 0
     odd = []
     try:
@@ -378,9 +541,30 @@ def read_stat(path):
             ev += 1
             hits += int(f[1])
             missed += int(f[2])
+            if rows is not None:
+                rows[f[0].split("/", 1)[-1]] = (int(f[1]), int(f[2]))
         else:
             odd.append(line)
     return ev, hits, missed, odd
+
+
+def pair_problems(t, rows):
+    """pair mode: every function's entries against its returns (hits and
+    misses: a return beyond maxactive is missed, not lost), by the
+    target's rule; and the number of functions compared."""
+    out, n = [], 0
+    for name, (eh, em) in sorted(rows.items()):
+        if name.endswith("__return") or name + "__return" not in rows:
+            continue
+        rh, rm = rows[name + "__return"]
+        n += 1
+        ent, ret = eh + em, rh + rm
+        if ret > ent and not any(fnmatch.fnmatchcase(name, g) for g in t.reentered):
+            out.append("%s returned %d times, entered %d times" % (name, ret, ent))
+        elif ret + t.exit_slack < ent and not any(fnmatch.fnmatchcase(name, g)
+                                                   for g in t.pending):
+            out.append("%s entered %d times, returned %d times" % (name, ent, ret))
+    return out, n
 
 
 def obj_name(path):
@@ -401,11 +585,13 @@ class Case:
         self.name = "%s/%s" % (target.name, mode)
 
     def specs(self, ukprobe):
-        objs = self.t.probe_objs[self.mode]
+        objs = self.t.objs(self.mode)
         if self.mode == "entry":
             return ["p %s:*" % obj_name(o) for o in objs]
         if self.mode == "return":
             return ["r %s:*" % obj_name(o) for o in objs]
+        if self.mode == "pair":
+            return [s for o in objs for s in ("p %s:*" % obj_name(o), "r %s:*" % obj_name(o))]
         out = []
         for o in objs:
             rng = random.Random("%d/%s/%s" % (self.seed, self.name, obj_name(o)))
@@ -458,7 +644,7 @@ class Reference:
 
     def __init__(self, c, work):
         self.dir = prepare(c, work, ".ref")
-        env = dict(base_env(), TMPDIR=self.dir + "/pytmp")
+        env = dict(base_env(), TMPDIR=self.dir + "/pytmp", **c.t.env)
         self.rc, out, err, self.secs = run(c.t.args(self.dir), self.dir, env, 900)
         self.out, self.err = c.t.norm(out, self.dir), c.t.norm(err, self.dir)
         self.files = {f: "\n".join(reader(os.path.join(self.dir, f))) for f, reader in c.t.files}
@@ -485,14 +671,19 @@ def run_case(c, ref, ukprobe, work, factor, log):
     else:
         for s in specs:
             cmd += ["-e", s]
-        nprobes = "every function of " + ", ".join(s.split()[1][:-2] for s in specs)
+        objs = []
+        for s in specs:
+            if s.split()[1][:-2] not in objs:
+                objs.append(s.split()[1][:-2])
+        nprobes = ("every function of " + ", ".join(objs) +
+                   (", entries and returns" if c.mode == "pair" else ""))
 
     log("[%s] probes: %s; seed %d" % (c.name, nprobes, c.seed))
     argv = c.t.args(tmp)
     log("[%s] $ cd %s && %s" % (c.name, tmp, " ".join(shlex.quote(a) for a in cmd + ["--"] + argv)))
-    timeout = max(60, int(ref.secs * factor))
-    rc, out, err, secs = run(cmd + ["--"] + argv, tmp, dict(base_env(), TMPDIR=tmp + "/pytmp"),
-                             timeout)
+    timeout = max(c.t.min_timeout, int(ref.secs * factor))
+    rc, out, err, secs = run(cmd + ["--"] + argv, tmp,
+                             dict(base_env(), TMPDIR=tmp + "/pytmp", **c.t.env), timeout)
     err, ours = strip_ukprobe(err)
     problems = []
     if ref.rc != rc:
@@ -516,9 +707,17 @@ def run_case(c, ref, ukprobe, work, factor, log):
             log("[%s]   %s" % (c.name, m))
         else:
             problems.append("ukprobe said: " + m)
-    ev, hits, missed, odd = read_stat(stat_file)
+    rows = {}
+    ev, hits, missed, odd = read_stat(stat_file, rows)
     if not hits:
         problems.append("no probe was hit")
+    if c.mode == "pair":
+        bad, npairs = pair_problems(c.t, rows)
+        log("[%s]   %d functions' entries and returns compared, %d differ against the rule"
+            % (c.name, npairs, len(bad)))
+        if not npairs:
+            problems.append("no function has both an entry and a return event")
+        problems += bad[:20] + (["... (%d more)" % (len(bad) - 20)] if len(bad) > 20 else [])
     for line in odd[:5]:
         log("[%s]   stat: %s" % (c.name, line))
     status = "PASS" if not problems else "FAIL"
@@ -545,7 +744,8 @@ def main():
     ap.add_argument("--ukprobe", default=os.environ.get(
         "UKPROBE", os.path.join(ROOT, "build", "tools", "ukprobe", "ukprobe")))
     ap.add_argument("--timeout-factor", type=float, default=40.0,
-                    help="a probed run may take this many times the plain run (min 60 s)")
+                    help="a probed run may take this many times the plain run (min 60 s, "
+                    "300 s for gofmt and rustc)")
     a = ap.parse_args()
     a.ukprobe = os.path.abspath(a.ukprobe)
 
@@ -587,7 +787,7 @@ def main():
     try:
         with open("/sys/kernel/tracing/uprobe_events") as f:
             others = f.read().split()
-        objs = {os.path.realpath(o) for c in cases for o in c.t.probe_objs[c.mode]}
+        objs = {os.path.realpath(o) for c in cases for o in c.t.objs(c.mode) if os.path.isabs(o)}
         hit = sorted({o for o in objs for e in others
                       if os.path.realpath(e.rsplit(":", 1)[0]) == o})
         if hit:

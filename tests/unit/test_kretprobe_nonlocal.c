@@ -518,11 +518,14 @@ static _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg)
 }
 
 /* how: 0 backtrace(), 1 _Unwind_Backtrace() (both interposed), 2 glibc's
- * __backtrace(), 3 libgcc's _Unwind_Backtrace (neither interposed). */
+ * __backtrace(), 3 libgcc's _Unwind_Backtrace (neither interposed), 4
+ * backtrace() of 2 frames. */
 UKP_TARGET long krp_walk_leaf(long how)
 {
 	if (how == 0)
 		nwalk = backtrace(walk, 64);
+	else if (how == 4)
+		nwalk = backtrace(walk, 2); /* a full buffer */
 	else if (how == 2)
 		nwalk = __backtrace(walk, 64);
 	else {
@@ -550,6 +553,22 @@ UKP_TARGET long krp_walk_top(long how)
 }
 
 static long (*volatile f_walk_top)(long) = krp_walk_top;
+
+/* The name of the function that holds the return address a. */
+static const char *name_of(void *a)
+{
+	static char buf[KSYM_NAME_LEN + 4096];
+	struct ksym_info info = { .size = sizeof(info) };
+
+	if (kallsyms_lookup_info((unsigned long)a - 1, &info, buf, sizeof(buf)) != 0)
+		return "?";
+	return info.name;
+}
+
+static bool in_named(void *a, const char *name)
+{
+	return strcmp(name_of(a), name) == 0;
+}
 
 static __attribute__((unused)) bool in_fn(void *a, void *fn)
 {
@@ -589,12 +608,23 @@ Test(nonlocal, stack_walks_see_real_return_addresses)
 			if (in_fn(walk[i], krp_walk_mid) && i + 2 < j && in_fn(walk[i + 1], krp_walk_top))
 				found = 1;
 		cr_expect(found, "%s: leaf's caller and mid's caller not found", names[how]);
+		/* every walk starts at its caller, leaf: an interposer's own
+		 * frame is not shown (it was frame 0, before leaf) */
+		cr_expect(j > 0 && in_named(walk[0], "krp_walk_leaf"), "%s: frame 0 is in %s", names[how],
+			  j > 0 ? name_of(walk[0]) : "(none)");
 		/* the walk did not disarm the pending returns */
 		cr_expect(l.returns == (unsigned long)how + 1 && m.returns == (unsigned long)how + 1 &&
 				  t.returns == (unsigned long)how + 1,
 			  "%s: returns %lu %lu %lu, want %d", names[how], (unsigned long)l.returns,
 			  (unsigned long)m.returns, (unsigned long)t.returns, how + 1);
 	}
+	/* backtrace() into a buffer it fills: the frames the program gets
+	 * without the library, leaf's and mid's (not one fewer) */
+	cr_assert_eq(f_walk_top(4), 5);
+	cr_expect(nwalk == 2 && in_named(walk[0], "krp_walk_leaf") &&
+			  in_named(walk[1], "krp_walk_mid"),
+		  "backtrace(buf, 2): %d frames, %s, %s", nwalk, nwalk > 0 ? name_of(walk[0]) : "-",
+		  nwalk > 1 ? name_of(walk[1]) : "-");
 	unregister_kretprobe(&l.rp);
 	unregister_kretprobe(&m.rp);
 	unregister_kretprobe(&t.rp);

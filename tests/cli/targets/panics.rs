@@ -1,5 +1,6 @@
 // A Rust program for ukprobe's rust case (tests/cli/clitest.py): panics
-// that unwind through return-probed frames and are caught, a method of an
+// that unwind through return-probed frames and are caught (their
+// backtraces printed on request), a method of an
 // inherent impl, and a generic function; built with legacy and v0 symbol
 // mangling.
 use std::panic;
@@ -33,7 +34,11 @@ fn guarded(n: u32) -> i64 {
 }
 
 fn main() {
-    panic::set_hook(Box::new(|_| {}));
+    // PANICS_BACKTRACE set: the default hook prints every panic with its
+    // backtrace (case rust_backtrace: the same frames under probes)
+    if std::env::var_os("PANICS_BACKTRACE").is_none() {
+        panic::set_hook(Box::new(|_| {}));
+    }
     let mut caught = 0;
     for i in 0..10 {
         if guarded(i % 4) < 0 {
