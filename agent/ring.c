@@ -97,7 +97,8 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 static size_t rec_size;       /* bytes of a ring slot */
 static uint64_t ring_recs;    /* slots per ring, a power of two */
 static size_t ring_bytes;
-static UKPA_TLS struct ring *my_ring;
+/* the thread's ring: in its block (agent.h, struct ukpa_thread) */
+#define my_ring (*(struct ring **)&ukpa_self()->thread_ring)
 /* events lost besides the rings' own: hits of threads that got no ring,
  * lost counts of rings given back, records the -o file did not take */
 #define lost_other (ukpa_region->lost_other)
