@@ -26,6 +26,7 @@
 #define UKP_THREAD_BLOCK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,8 +99,11 @@ static inline void *ukp_thread_block(void)
  * library's at its end; a later call takes one again). */
 void ukp_thread_block_release(void);
 /* [any] In a thread the library starts with the raw clone: it shares its
- * creator's thread pointer, so it must not find its creator's block. */
-void ukp_thread_block_forget(void);
+ * creator's thread pointer, so it must not find its creator's block.
+ * False when it cannot help it (found by the table: AArch64, x86-64
+ * without FSGSBASE): then the thread shares its creator's block and
+ * must not give it back. */
+bool ukp_thread_block_forget(void);
 /* [reg] In a forked child: the forking thread's block is its own under
  * the child's tid; every other thread's is given back. */
 void ukp_thread_blocks_after_fork_child(void);

@@ -270,15 +270,17 @@ char *ukp_realpath_dup(const char *path)
 
 /* The raw thread's body: it has its creator's thread pointer (and GS
  * base), so it forgets its creator's per-thread block first, and gives
- * its own back at its end (common/thread_block.h). */
+ * its own back at its end (common/thread_block.h), if it had one of its
+ * own. */
 static int raw_thread_main(void *p)
 {
 	struct ukp_sys_thread *t = p;
+	bool own = ukp_thread_block_forget();
 	int r;
 
-	ukp_thread_block_forget();
 	r = t->fn(t->arg);
-	ukp_thread_block_release();
+	if (own)
+		ukp_thread_block_release();
 	return r;
 }
 

@@ -271,12 +271,14 @@ UKP_TRAP_TEXT void ukp_thread_block_release(void)
 	ukp_thread_block_forget();
 }
 
-UKP_TRAP_TEXT void ukp_thread_block_forget(void)
+UKP_TRAP_TEXT bool ukp_thread_block_forget(void)
 {
 	char *a = __atomic_load_n(&ukp_tb_arena, __ATOMIC_ACQUIRE);
 
-	if (use_gs && gs_ours(a))
-		set_gs(NULL);
+	if (!use_gs || !gs_ours(a))
+		return false;
+	set_gs(NULL);
+	return true;
 }
 
 /* (the other threads' blocks hold tids that are not the child's: the

@@ -216,8 +216,10 @@ Test(thread_block, raw_clone_thread)
 		cr_assert_eq(atomic_load(&((struct ukp_tb_head *)s.block)->owner), UKP_TB_FREE);
 	} else {
 		/* the table is keyed by the thread pointer, which it shares
-		 * (thread_block_arch.h) */
+		 * (thread_block_arch.h): its creator's block, not given back
+		 * at its end */
 		cr_assert_eq(s.block, mine);
+		cr_assert_eq(atomic_load(word(mine)), 7);
 	}
 }
 
