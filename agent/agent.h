@@ -495,6 +495,10 @@ void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);
+/* [hit] The same by the thread whose state t is. */
+void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
+		    const struct pt_regs *regs, const struct pt_regs *entry, uintptr_t ip,
+		    uintptr_t caller);
 /* [init] In a forked child: empty rings in a region of its own
  * (region.c), nothing announced yet. 0 or -errno. */
 int ukpa_rings_after_fork(void);

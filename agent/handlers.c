@@ -95,7 +95,7 @@ int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 		return 0;
 	ukpa_count_in(t, pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
-		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
+		ukpa_record_in(t, pr, regs, regs, (uintptr_t)kp->addr, 0);
 	return 0;
 }
 

@@ -232,7 +232,14 @@ static bool room(struct ring *r, uint64_t head)
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller)
 {
-	struct ring *r = my_ring;
+	ukpa_record_in(ukpa_self(), pr, regs, entry, ip, caller);
+}
+
+void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
+		    const struct pt_regs *regs, const struct pt_regs *entry, uintptr_t ip,
+		    uintptr_t caller)
+{
+	struct ring *r = t->thread_ring;
 	struct ukp_rec *rec;
 	uint64_t head;
 	const char *c;

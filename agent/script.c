@@ -422,12 +422,13 @@ static void *claim(void)
 
 EXPORT void *ukpa_script_thread(void)
 {
-	void *b = my_block;
+	struct ukpa_thread *t = ukpa_self();
+	void *b = t->script_block;
 
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+	if (t->busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return NULL;
 	if (__builtin_expect(b != NULL, 1) &&
-	    my_generation == atomic_load_explicit(&generation, memory_order_relaxed))
+	    t->script_generation == atomic_load_explicit(&generation, memory_order_relaxed))
 		return b;
 	b = claim();
 	if (!b)
