@@ -45,7 +45,9 @@ static union {
 
 static bool use_gs;        /* x86-64 with FSGSBASE */
 static bool unmapped_once; /* GS bases may point into an arena that is gone */
-static bool zero_page;     /* x86-64: ours at ARCH_TB_GS_BIAS */
+#if defined(__x86_64__)
+static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
+#endif
 
 #define HWCAP2_FSGSBASE_BIT (1UL << 1)
 
