@@ -320,6 +320,9 @@ static char *const *exec_env(char *const *envp, char **out, size_t max)
 /* ------------------------------------------------------ life cycle */
 
 static pid_t atfork_pid;
+/* Tracing when the fork began (under the probes' lock, which the
+ * attached session's set-up and detach hold while they change them). */
+static bool atfork_tracing;
 
 /* No fork while the agent's own locks are held: the child gets them
  * free and its lists whole. With -f the events so far go out first:
@@ -330,6 +333,7 @@ static void atfork_prepare(void)
 	if (ukpa_follow && ukpa_active() && !ukpa_busy)
 		ukpa_reader_flush(100);
 	ukpa_probes_lock();
+	atfork_tracing = atomic_load(&ukpa_tracing);
 	/* Until the child has a region of its own, a hit in it would count
 	 * and record in the parent's (shared) memory: libc's fork itself
 	 * (run after this, the last prepare handler) records nothing. */
@@ -347,7 +351,12 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ukpa_probes_after_fork();
-	if (out_fd < 0 || agent_pid != atfork_pid || !ukpa_follow) {
+	/* Attached, a child forked while the session sets up or detaches
+	 * (its SPECs not there yet, or gone) runs untraced: its HELLO
+	 * would claim no SPECs, which ukprobe refuses (it ended the session
+	 * with an error; the postmaster under pgbench -C forked so). */
+	if (out_fd < 0 || agent_pid != atfork_pid || !ukpa_follow ||
+	    (ukpa_attached && !atfork_tracing)) {
 		atomic_store(&ukpa_tracing, false);
 		ukpa_region_forget();
 		if (out_fd >= 0 && agent_pid == atfork_pid) {
@@ -470,6 +479,7 @@ void ukpa_before_exit(void)
 	if (!ukpa_active() || ukpa_busy || !end_claim())
 		return;
 	ukpa_busy++;
+	ukpa_attach_wait_admitted(1000);
 	lost = ukpa_reader_stop(1000);
 	ukpa_script_end(false);
 	if (ukpa_probes_send_stats_nowait() == 0)
@@ -806,6 +816,7 @@ __attribute__((destructor)) static void ukpa_fini(void)
 	if (!ukpa_active() || !end_claim())
 		return;
 	ukpa_busy++;
+	ukpa_attach_wait_admitted(5000);
 	end_image(UKP_END_EXIT);
 	close(out_fd);
 	out_fd = -1;

@@ -52,6 +52,7 @@ struct ukpa_spec {
 	bool done;                /* resolved (registered, or failed) */
 	bool args_ready;          /* @SYM arguments resolved */
 	bool again;               /* its object came back after an unload */
+	uint8_t retries;          /* spec_resolve() again: its object came back under it */
 	int nprobes;              /* probes registered for it */
 	_Atomic long stack_left;  /* stacktrace:N: stacks still to take */
 	struct ukpa_hist_table *hist; /* hist trigger (hist_hit.c), or NULL */
@@ -188,6 +189,9 @@ void ukpa_attach_end(bool tracing);
  * DETACH (0 or -1). */
 int ukpa_attach_connect(void);
 int ukpa_attach_forked(int fd);
+/* [init] At the end of a forked child's image: until ukprobe has
+ * answered its connection (CONFIG), at most ms (see attach.c). */
+void ukpa_attach_wait_admitted(int ms);
 
 /* ----------------------------------------------------------- probes.c */
 /* [init] Take the SPECs, parsed by ukprobe, from the sealed memfd fd

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -45,6 +46,9 @@ static socklen_t peer_len;
  * (a forked child's too: it has this memory) */
 static unsigned char secret[UKP_AUTH_SECRET_LEN];
 static _Atomic bool session;          /* a session is running (one at a time) */
+/* A forked child's connection: 1 while ukprobe has not answered it yet
+ * (forked_main waits for CONFIG), 0 once answered or refused. */
+static _Atomic int admission;
 
 int ukpa_attach_connect(void)
 {
@@ -229,6 +233,7 @@ static void *forked_main(void *arg)
 	/* the child writes its records to the file it has from its parent,
 	 * and has its SPECs in memory */
 	load = read_config(fd, &c, &specs, &raw);
+	atomic_store(&admission, 0);
 	if (raw >= 0)
 		close(raw);
 	if (specs >= 0)
@@ -255,7 +260,29 @@ static int start_thread(void *(*fn)(void *), void *arg)
 
 int ukpa_attach_forked(int fd)
 {
-	return start_thread(forked_main, (void *)(intptr_t)fd) ? -1 : 0;
+	atomic_store(&admission, 1);
+	if (start_thread(forked_main, (void *)(intptr_t)fd)) {
+		atomic_store(&admission, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * ukprobe admits a forked child's connection by the child's parent link
+ * in /proc (SO_PEERCRED's pid, checked when it accepts): a child that
+ * ended and was reaped before that (a server's short-lived worker, while
+ * ukprobe was busy) would be refused and its counts and last events
+ * lost. So the child's end waits until ukprobe has answered, or refused
+ * it (the socket closes), or ms have passed.
+ */
+void ukpa_attach_wait_admitted(int ms)
+{
+	for (int i = 0; i < ms && atomic_load(&admission); i++) {
+		struct timespec d = { 0, 1000000 };
+
+		nanosleep(&d, NULL);
+	}
 }
 
 /*

@@ -1367,13 +1367,30 @@ static int spec_resolve(struct ukpa_spec *s)
 		ret = name ? probe_register(pr, name, 0, NULL) : -ENOMEM;
 		free(name);
 	}
-	if (ret && have_obj && ukpa_obj_find(spec->object, &obj)) {
-		/* its object was unloaded under this registration (a loader
-		 * stop that gave up waiting for it): it waits again */
-		if (!pr->retired)
-			probe_free(pr);
-		s->done = false;
-		return spec_wait(s);
+	if (ret && have_obj) {
+		uintptr_t base = obj.base;
+
+		if (ukpa_obj_find(spec->object, &obj)) {
+			/* its object was unloaded under this registration (a
+			 * loader stop that gave up waiting for it): it waits
+			 * again */
+			if (!pr->retired)
+				probe_free(pr);
+			s->done = false;
+			return spec_wait(s);
+		}
+		if (s->retries < 3 && (obj.base != base || ret == -EINVAL || ret == -ENOENT ||
+				       ret == -EFAULT)) {
+			/* unloaded and loaded again under it (a program that
+			 * loads and unloads the object all the time): the
+			 * object as it is now, a few times at most */
+			if (!pr->retired)
+				probe_free(pr);
+			s->retries++;
+			ret = spec_resolve(s);
+			s->retries = 0;
+			return ret;
+		}
 	}
 	if (ret) {
 		/* -ENOENT for a symbol: the object is loaded, the symbol is not */

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -86,6 +87,15 @@ int ukpa_region_new_image(bool keep)
 	if (region_at)
 		flags |= released ? MAP_FIXED_NOREPLACE : MAP_FIXED;
 	at = mmap(region_at, UKP_REGION_SIZE, PROT_READ | PROT_WRITE, flags, fd, 0);
+	/* after a detach the program may have mapped something in the hole
+	 * for a moment (a library loaded and unloaded in a loop): the same
+	 * place, a little later (the threads still hold addresses in it) */
+	for (int i = 0; at == MAP_FAILED && errno == EEXIST && i < 500; i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+		at = mmap(region_at, UKP_REGION_SIZE, PROT_READ | PROT_WRITE, flags, fd, 0);
+	}
 	if (at == MAP_FAILED)
 		goto fail;
 	if (region_at && at != region_at) {

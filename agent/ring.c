@@ -526,24 +526,44 @@ static void cal_read(uint64_t *cnt, uint64_t *ns)
 }
 
 /* ns per counter tick as a 32.32 fixed-point factor, from the two readings
- * (computed once per pass: no division per event) */
-static uint64_t cal_mult;
-
-static void cal_update(void)
-{
-	uint64_t dt = cal_cnt1 - cal_cnt0;
-
-	cal_mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
-	/* for ukprobe, should the process end before the records are sent */
-	if (cal_mult)
-		atomic_store_explicit(&ukpa_region->cal_mult, cal_mult, memory_order_relaxed);
-}
+ * (computed once per pass: no division per event), and the point the
+ * conversion line goes through (anc_cnt, anc_ns) */
+static uint64_t cal_mult, anc_cnt, anc_ns;
+static uint64_t last_cnt1;    /* the previous pass's reading */
 
 static uint64_t counter_to_ns(uint64_t cnt)
 {
-	if (cnt >= cal_cnt0)
-		return cal_ns0 + (uint64_t)(((unsigned __int128)(cnt - cal_cnt0) * cal_mult) >> 32);
-	return cal_ns0 - (uint64_t)(((unsigned __int128)(cal_cnt0 - cnt) * cal_mult) >> 32);
+	if (cnt >= anc_cnt)
+		return anc_ns + (uint64_t)(((unsigned __int128)(cnt - anc_cnt) * cal_mult) >> 32);
+	return anc_ns - (uint64_t)(((unsigned __int128)(anc_cnt - cnt) * cal_mult) >> 32);
+}
+
+/* [reader] The rate again, over the whole time since start-up; the new
+ * line starts where the old one ended, at the previous pass's reading
+ * (the events this pass sends were written after it), so that time
+ * never goes back from one pass to the next (early rates, over a few
+ * milliseconds of a loaded machine, are off by more than a later pass's
+ * events are apart). */
+static void cal_update(void)
+{
+	uint64_t dt = cal_cnt1 - cal_cnt0, mult;
+
+	mult = dt ? (uint64_t)(((unsigned __int128)(cal_ns1 - cal_ns0) << 32) / dt) : 0;
+	if (!mult)
+		return;
+	if (cal_mult) {
+		anc_ns = counter_to_ns(last_cnt1);
+		anc_cnt = last_cnt1;
+	} else {
+		anc_cnt = cal_cnt0;
+		anc_ns = cal_ns0;
+	}
+	cal_mult = mult;
+	last_cnt1 = cal_cnt1;
+	/* for ukprobe, should the process end before the records are sent */
+	atomic_store_explicit(&ukpa_region->cal_cnt0, anc_cnt, memory_order_relaxed);
+	atomic_store_explicit(&ukpa_region->cal_ns0, anc_ns, memory_order_relaxed);
+	atomic_store_explicit(&ukpa_region->cal_mult, cal_mult, memory_order_relaxed);
 }
 
 /* One packet into the -o file: FROM and whole messages, one write (the
@@ -928,8 +948,8 @@ static void publish_layout(void)
 	ukpa_region->rec_size = rec_size;
 	ukpa_region->ring_recs = ring_recs;
 	ukpa_region->use_counter = use_counter;
-	atomic_store(&ukpa_region->cal_cnt0, cal_cnt0);
-	atomic_store(&ukpa_region->cal_ns0, cal_ns0);
+	atomic_store(&ukpa_region->cal_cnt0, cal_mult ? anc_cnt : cal_cnt0);
+	atomic_store(&ukpa_region->cal_ns0, cal_mult ? anc_ns : cal_ns0);
 	if (cal_mult)
 		atomic_store(&ukpa_region->cal_mult, cal_mult);
 }

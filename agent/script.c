@@ -322,6 +322,23 @@ void ukpa_script_set_root(pid_t root, bool first)
 	first_image = first;
 }
 
+/* [init] Until ukprobe has written out what the agent sent so far
+ * (common/region.h's begun), bounded: a ukprobe too slow to answer
+ * delays the program, never stops it. */
+static void wait_begun(void)
+{
+	uint64_t until = mono_ms() + 10000;
+
+	if (!ukpa_region || ukpa_script_send(UKP_SCRIPT_BEGUN, 0, NULL, 0))
+		return;
+	while (!atomic_load_explicit(&ukpa_region->begun, memory_order_acquire) &&
+	       mono_ms() < until) {
+		struct timespec step = { 0, 100000 };
+
+		nanosleep(&step, NULL);
+	}
+}
+
 void ukpa_script_begin(void)
 {
 	if (!desc)
@@ -334,6 +351,10 @@ void ukpa_script_begin(void)
 		desc->begin();
 	else
 		desc->setup();
+	/* bpftrace prints "Attaching" and BEGIN's output before the program
+	 * runs: the program's first write must not overtake them */
+	if (first_image && launched && !atomic_load(&pending_exit))
+		wait_begun();
 	atomic_store(&timer_state, 1);
 }
 

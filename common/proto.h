@@ -79,7 +79,7 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 5
+#define UKP_PROTO_VERSION 6
 
 #define UKP_ENV_FD          "UKPROBE_FD"
 #define UKP_ENV_SPECS       "UKPROBE_SPECS"

@@ -94,7 +94,9 @@ struct ukp_region_head {
 	_Atomic uint64_t lost_other;
 	_Atomic uint64_t out_state; /* UKP_REGION_OUT_*() */
 	_Atomic uint32_t out_seq;   /* the buffer's packet number (from 1) */
-	uint32_t pad2;
+	/* ukprobe run, launched: 1 when ukprobe has written out "Attaching"
+	 * and BEGIN's output (the agent waits for it before main()) */
+	_Atomic uint32_t begun;
 	_Atomic int32_t slot_owner[UKP_REGION_SLOTS]; /* tid, 0 free, -1 being set up */
 };
 

@@ -81,6 +81,9 @@ enum ukp_script_kind {
 	UKP_SCRIPT_EXIT,          /* the script called exit(): a launched program
 				   * is ended (END and the maps first), an
 				   * attached one left (ukprobe detaches) */
+	UKP_SCRIPT_BEGUN,         /* launched: BEGIN is done; the program waits
+				   * for ukprobe to print what came before (its
+				   * region's begun) */
 };
 
 struct ukp_msg_script_hdr {

@@ -34,22 +34,17 @@ python3 tools/ukprobe/script/embed.py build-fuzz/script_embed.c \
   runtime.h=tools/ukprobe/script/runtime.h script_abi.h=common/script_abi.h \
   ukprobes.h=include/ukprobes.h ukprobes-arch/x86_64.h=include/ukprobes-arch/x86_64.h \
   ukprobes-arch/aarch64.h=include/ukprobes-arch/aarch64.h
-clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
-  -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
-  -Itools/ukprobe/script tests/fuzz/fuzz_agent_msgs.c "${cli[@]}" "$src/spec.c" \
-  "$src/spec_fetch.c" "$src/spec_sdt.c" \
-  "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
-  "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
-  -ldw -lelf -liberty -o build-fuzz/fuzz_agent_msgs
-clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
-  -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
-  -Itools/ukprobe/script tests/fuzz/fuzz_record.c "${cli[@]}" "$src/spec.c" \
-  "$src/spec_fetch.c" "$src/spec_sdt.c" \
-  "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
-  "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
-  -ldw -lelf -liberty -o build-fuzz/fuzz_record
+# the agent's messages and record directories: against the CLI's own code
+for t in fuzz_agent_msgs fuzz_record; do
+  clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -I"$src" -Itools/ukprobe -Itools/ukprobe/arch -Itools/ukprobe/arch/"$(uname -m)" -DUKPROBE_VERSION='"fuzz"' -DUKPROBE_BUILD_DIR='"."' \
+    -DUKPROBE_AGENT_BUILD='""' -DUKPROBE_AGENT_INSTALLED='""' \
+    -Itools/ukprobe/script tests/fuzz/$t.c "${cli[@]}" "$src/spec.c" \
+    "$src/spec_fetch.c" "$src/spec_sdt.c" \
+    "$src/fetch_types.c" "$src/filter.c" "$src/trigger.c" "$src/hist.c" "$src/spec_parsed.c" \
+    "$src/filter_run.c" "$src/spec_wire.c" "$src/sdt_refusal.c" "$src/arch/$(uname -m)/fetch_regs.c" \
+    -ldw -lelf -liberty -o build-fuzz/$t
+done
 rm -rf build-fuzz/corpus build-fuzz/corpus_msgs build-fuzz/corpus_record
 cp -r tests/fuzz/corpus build-fuzz/corpus
 cp -r tests/fuzz/corpus_msgs build-fuzz/corpus_msgs

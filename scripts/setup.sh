@@ -27,13 +27,17 @@ cd "$(dirname "$0")/.."
 # golang-go (a statically linked Go program the ptrace loader's test loads
 # into, tests/loader/loadee.go; the Go programs of cli_go) and rustc (the
 # Rust programs of cli_rust), llvm (llvm-dwarfdump: cli_dwarf_entry_value
-# reads a parameter's location list with a reader other than libdw).
+# reads a parameter's location list with a reader other than libdw),
+# postgresql (the second real server of ukprobe -p -f, cli_attach_postgres:
+# initdb, postgres, pgbench, psql; the test runs its own instance, not the
+# service).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
       groff-base util-linux git uftrace bpftrace libdw-dev
-      systemtap-sdt-dev redis-server redis-tools golang-go rustc llvm)
+      systemtap-sdt-dev redis-server redis-tools golang-go rustc llvm
+      postgresql)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
@@ -71,6 +75,7 @@ need_cmd redis-server redis-server
 need_cmd redis-benchmark redis-tools
 need_cmd redis-cli redis-tools
 need_cmd go golang-go
+need_file /usr/lib/postgresql/15/bin/pgbench postgresql
 need_file /usr/bin/rustc rustc
 need_file /usr/lib/python3.11/test/regrtest.py libpython3.11-testsuite
 # libc's debug file, by the build-id of the libc installed now

@@ -401,10 +401,12 @@ int ukp_signals_install(void)
 		 * reaches the program's own handler; so does SIGTRAP: a
 		 * breakpoint's signal frame (with the vector state, kilobytes)
 		 * does not fit on a Go goroutine's small stack, and Go gives
-		 * every thread an alternate stack. Asynchronous signals wait
-		 * while the library's handlers run. */
-		k.flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_RESTORER |
-			  (owned_sigs[i] == UKP_SCAN_SIG ? 0 : SA_ONSTACK);
+		 * every thread an alternate stack. So does a thread scan's
+		 * signal: on the goroutine's stack its frame overran into the
+		 * next goroutine's (attach and detach cycles on a Go program;
+		 * test scan::asks_a_thread_on_its_alternate_stack). Asynchronous
+		 * signals wait while the library's handlers run. */
+		k.flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_RESTORER | SA_ONSTACK;
 		k.restorer = (void *)ukp_restore_rt;
 		k.mask = ukp_async_mask;
 		if (sys_rt_sigaction(owned_sigs[i], &k, NULL) < 0) {

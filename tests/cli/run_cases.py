@@ -345,6 +345,20 @@ def case_run_attach():
           "mask same" in out, "the program saw nothing", out + err)
 
 
+def case_run_begin_order():
+    """"Attaching" and BEGIN's output come before the program's first
+    write, as bpftrace's do (the program waits for ukprobe to print
+    them): echo writes at once, so in 12 launches under the suite's load
+    one overtook them before the program waited."""
+    script = 'BEGIN { printf("begin\\n"); } END { printf("end\\n"); }'
+    want = "Attaching 2 probes...\nbegin\nprog\nend\n\n\n"
+    for i in range(12):
+        r = ukprobe(["run", "-e", script, "--", "echo", "prog"])
+        check(r.returncode == 0 and r.stdout == want, "launch %d: in order" % i,
+              "want:\n" + want, show(r))
+    print("12 launches: Attaching, BEGIN, the program, END in order")
+
+
 def case_run_exit():
     """exit(), as bpftrace's: END and the maps at once, and the program
     (sleep 30) ended then, ukprobe's status 0; the same bytes as

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -67,6 +68,19 @@ __asm__(
 	".globl sc_spin_end\n"
 	"sc_spin_end:\n"
 	".size sc_spin, .-sc_spin\n"
+
+	/* void sc_spin_on(void *top): sc_spin with the stack pointer at top */
+	".p2align 4\n"
+	".globl sc_spin_on\n .type sc_spin_on,@function\n"
+	"sc_spin_on:\n"
+	"	pushq %rbx\n"
+	"	movq %rsp, %rbx\n"
+	"	movq %rdi, %rsp\n"
+	"	call sc_spin\n"
+	"	movq %rbx, %rsp\n"
+	"	popq %rbx\n"
+	"	ret\n"
+	".size sc_spin_on, .-sc_spin_on\n"
 
 	/* long sc_sys_read(int fd, void *buf, size_t n): a raw read */
 	".p2align 4\n"
@@ -109,6 +123,7 @@ __asm__(
 	".size sc_f3, .-sc_f3\n");
 
 void sc_spin(void);
+void sc_spin_on(void *top);
 extern char sc_spin_end[];
 long sc_sys_read(int fd, void *buf, size_t n);
 extern char sc_sys_read_ret[], sc_sys_read_end[];
@@ -392,6 +407,57 @@ Test(scan, finds_a_running_thread_by_its_ip_and_not_elsewhere)
 	pthread_join(t, NULL);
 	hit = ukp_threads_scan(r, 2);
 	cr_expect_eq(hit, 0, "scan says %#lx after the thread left", (unsigned long)hit);
+}
+
+/* The scan's signal runs on the thread's alternate stack: a thread that
+ * runs on a stack too small for a signal frame (a Go goroutine's, a
+ * coroutine's) and has an alternate stack (Go gives every thread one) is
+ * asked without a byte written below its stack pointer. Here 1 KB lies
+ * above a guard page: a frame written there (with the vector state,
+ * kilobytes) faulted, and the process died. */
+static char *small_top;
+static atomic_int small_tid;
+
+static void *small_stack_spinner(void *arg)
+{
+	stack_t ss = { .ss_sp = arg, .ss_size = 256 * 1024 };
+
+	if (sigaltstack(&ss, NULL))
+		return NULL;
+	atomic_store(&small_tid, gettid_());
+	sc_spin_on(small_top);
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	return NULL;
+}
+
+Test(scan, asks_a_thread_on_its_alternate_stack, .timeout = 30)
+{
+	struct ukp_range r[1] = { { (uintptr_t)sc_spin, (uintptr_t)sc_spin_end } };
+	char *small = mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *alt = mmap(NULL, 256 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	unsigned long sig0;
+	pthread_t t;
+	int i;
+
+	cr_assert_neq(small, MAP_FAILED);
+	cr_assert_neq(alt, MAP_FAILED);
+	cr_assert_eq(mprotect(small + 4096, 4096, PROT_READ | PROT_WRITE), 0);
+	small_top = small + 4096 + 1024;
+	cr_assert_eq(ukp_init(), 0);
+	sc_stop = 0;
+	cr_assert_eq(pthread_create(&t, NULL, small_stack_spinner, alt), 0);
+	while (!atomic_load(&small_tid))
+		usleep(1000);
+	sig0 = atomic_load(&ukp_scan_signalled);
+	for (i = 0; i < 20; i++)
+		cr_expect_eq(ukp_threads_scan(r, 1), 1, "scan %d: the spinning thread not found", i);
+	cr_expect_geq(atomic_load(&ukp_scan_signalled), sig0 + 20, "the thread was not asked");
+	sc_stop = 1;
+	pthread_join(t, NULL);
+	munmap(small, 8192);
+	munmap(alt, 256 * 1024);
 }
 
 /* A thread spins in sc_spin; a signal makes it block in read() inside

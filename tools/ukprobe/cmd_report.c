@@ -96,13 +96,5 @@ int ukp_cmd_report(int argc, char **argv)
 				code = UKP_EXIT_FAIL;
 		}
 	}
-	if (raw >= 0)
-		close(raw);
-	if (t.json && ukp_json_close(t.json, &s))
-		code = code ? code : UKP_EXIT_FAIL;
-	if (t.out && fclose(t.out))
-		code = code ? code : UKP_EXIT_FAIL;
-	ukp_session_free(&s);
-	ukp_cli_free_specs(s.specs, s.nspecs);
-	return code;
+	return ukp_trace_close(&s, &t, raw, code);
 }

@@ -82,6 +82,12 @@ static int on_script(struct ukp_session *s, struct ukp_image *img, const char *p
 			s->stop = true;
 			return 0;
 		}
+		if (h.kind == UKP_SCRIPT_BEGUN) {
+			/* out before the program's own first write */
+			fflush(NULL);
+			ukp_region_begun(img);
+			return 0;
+		}
 	}
 	return script_out_msg(r->out, img, p, len);
 }

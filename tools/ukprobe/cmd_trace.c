@@ -168,13 +168,5 @@ int ukp_cmd_trace(int argc, char **argv)
 		unsetenv(UKP_ENV_RAW_FD);
 	if (ukp_trace_finish(&s, raw, &ops, &t))
 		code = code ? code : UKP_EXIT_FAIL;
-	if (raw >= 0)
-		close(raw);
-	if (t.json && ukp_json_close(t.json, &s))
-		code = code ? code : UKP_EXIT_FAIL;
-	if (t.out && fclose(t.out))
-		code = code ? code : UKP_EXIT_FAIL;
-	ukp_session_free(&s);
-	ukp_cli_free_specs(s.specs, s.nspecs);
-	return code;
+	return ukp_trace_close(&s, &t, raw, code);
 }

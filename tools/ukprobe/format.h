@@ -62,6 +62,10 @@ void ukp_trace_ending(FILE *out, const struct ukp_session *s);
  * abruptly, the ending, the hist tables. 0, or UKP_EXIT_FAIL. */
 int ukp_trace_finish(struct ukp_session *s, int raw, const struct ukp_session_ops *ops,
 		     struct ukp_trace_out *t);
+/* trace and report's end: raw closed (if >= 0), the JSON and text
+ * outputs closed, the session and its SPECs freed. code, or
+ * UKP_EXIT_FAIL when it was 0 and an output could not be written. */
+int ukp_trace_close(struct ukp_session *s, struct ukp_trace_out *t, int raw, int code);
 
 #endif /* UKPROBE_FORMAT_H */
 

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,22 +207,90 @@ static int mem_read(const struct ukp_target *t, uintptr_t addr, void *buf, size_
 }
 
 /*
- * Call fn(a0, a1) in the stopped thread tid with the registers of base;
- * string arguments are written below the red zone first (args[i] != NULL:
- * a pointer to that string is passed instead of ints[i]). The call
- * returns to address 0: the SIGSEGV stops the thread and is dropped.
- * *result: its return value. 0 or -errno.
+ * nr(a[0..5]) as a system call of the stopped thread tid (registers
+ * base), with every signal held back meanwhile: run at a system call
+ * instruction of the process, no byte of its stack touched. *res: its
+ * result. 0 or -errno.
  */
-static int call_in(const struct ukp_target *t, pid_t tid, const struct ukp_regs *base,
+static int syscall_in(const struct ukp_target *t, pid_t tid, const struct ukp_regs *base,
+		      long nr, const unsigned long a[6], long *res)
+{
+	uint64_t mask, all = ~(uint64_t)0;
+	uintptr_t insn;
+	int sig = 0, ret;
+
+	ret = ukp_find_syscall_insn(t->pid, t->mem, &insn);
+	if (ret)
+		return ret;
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
+	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(all), &all))
+		return -ESRCH;
+	ret = ukp_remote_syscall(tid, base, insn, nr, a, &sig, res);
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask))
+		return -ESRCH;
+	/* (all blocked: only SIGSTOP can have stopped it; it stops again) */
+	if (sig)
+		syscall(SYS_tgkill, t->pid, tid, sig);
+	return ret;
+}
+
+/* The stack the calls below run on: mapped in the process at the first
+ * call. The stopped thread may be a goroutine's (Go gives it a few KB
+ * and places other goroutines' stacks beside it), or a coroutine's:
+ * dlopen() and the agent's constructors overran such a stack into its
+ * neighbours. 0 or -errno. */
+#define CALL_STACK_LEN (8UL << 20)
+
+static int call_stack_map(struct ukp_target *t, pid_t tid, const struct ukp_regs *base)
+{
+	const unsigned long a[6] = { 0, CALL_STACK_LEN, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+				     (unsigned long)-1, 0 };
+	long res;
+	int ret = syscall_in(t, tid, base, SYS_mmap, a, &res);
+
+	if (ret)
+		return ret;
+	if (res < 0 && res > -4096)
+		return (int)res;
+	t->call_stack = (uintptr_t)res;
+	return 0;
+}
+
+/* [attach] The call stack unmapped, once the calls are done. */
+static void call_stack_unmap(struct ukp_target *t, pid_t tid, const struct ukp_regs *base)
+{
+	const unsigned long a[6] = { t->call_stack, CALL_STACK_LEN, 0, 0, 0, 0 };
+	long res;
+
+	if (t->call_stack && !syscall_in(t, tid, base, SYS_munmap, a, &res))
+		t->call_stack = 0;
+}
+
+/*
+ * Call fn(a0, a1) in the stopped thread tid with the registers of base,
+ * on the call stack (call_stack_map); string arguments are written on it
+ * first (args[i] != NULL: a pointer to that string is passed instead of
+ * ints[i]). The call returns to address 0: the SIGSEGV stops the thread
+ * and is dropped. *result: its return value. 0 or -errno.
+ */
+static int call_in(struct ukp_target *t, pid_t tid, const struct ukp_regs *base,
 		   uintptr_t fn, const char *args[2], const unsigned long ints[2],
 		   unsigned long *result)
 {
 	struct ukp_regs r = *base;
-	uintptr_t sp = (ukp_arch_sp(base) - UKP_ARCH_RED_ZONE - 64) & ~(uintptr_t)15, at = 0;
+	uintptr_t sp, at = 0;
 	unsigned long argv[2];
 	uint64_t word = 0;
 	size_t n = 0;
 	int status, i, ret;
+
+	if (!t->call_stack) {
+		ret = call_stack_map(t, tid, base);
+		if (ret)
+			return ret;
+	}
+	sp = (t->call_stack + CALL_STACK_LEN - 64) & ~(uintptr_t)15;
 
 	for (i = 1; i >= 0; i--) {
 		argv[i] = ints[i];
@@ -299,8 +368,8 @@ static bool fill_memfd(const struct ukp_target *t, int fd, const char *path)
  * handle (0: failed, dlerror says why). -ENOENT after a line saying
  * why; 0; or -errno (the process is gone).
  */
-static int load_from_memory(const struct ukp_target *t, pid_t tid,
-			    const struct user_regs_struct *base, const char *agent,
+static int load_from_memory(struct ukp_target *t, pid_t tid,
+			    const struct ukp_regs *base, const char *agent,
 			    unsigned long *res)
 {
 	char **paths = NULL, **names = NULL;
@@ -393,7 +462,8 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			pid, t.comm);
 		return UKP_EXIT_FAIL;
 	}
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+	/* (syscall stops for syscall_in) */
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
 		if (errno == ESRCH)
 			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		else if (errno == EPERM)
@@ -479,6 +549,7 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	}
 	code = 0;
 out_restore:
+	call_stack_unmap(&t, tid, &sv.regs);
 	if (restore_state(tid, &sv)) {
 		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		code = UKP_EXIT_FAIL;

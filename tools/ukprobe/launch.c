@@ -158,6 +158,11 @@ int ukp_check_executable(const char *path)
 		ukp_err("%s is statically linked: the agent cannot be preloaded into it "
 			"(tracing static programs is not supported)", path);
 		ret = UKP_EXIT_FAIL;
+	} else if (ukp_go_without_cgo(fd)) {
+		ukp_err("%s is a Go program built without cgo: its threads are the Go runtime's "
+			"own, where the agent cannot run (build it with CGO_ENABLED=1 and "
+			"-ldflags=-linkmode=external to trace it)", path);
+		ret = UKP_EXIT_FAIL;
 	}
 out:
 	close(fd);

@@ -64,10 +64,9 @@
 #include "load.h"
 #include "load_block.h"
 #include "ptrace_arch.h"
+#include "target.h"
 
 #define STACK_LEN (256 * 1024)
-#define SCAN_MAX (4UL << 20)   /* bytes of an executable mapping searched */
-#define RESTARTS 16            /* a call of ours the kernel asks to restart */
 
 struct ukp_held {
 	pid_t *tids;               /* every thread held stopped */
@@ -304,69 +303,14 @@ static int take_worker(struct ukp_loaded *l, struct ukp_held *h, pid_t tid)
 
 /* ------------------------------------------------- system calls */
 
-/* Run the worker to its next system call stop of the kind op
- * (PTRACE_SYSCALL_INFO_ENTRY or _EXIT). A signal it stops for meanwhile
- * (only SIGSTOP can: the rest are blocked) is kept for its release. */
-static int to_syscall_stop(struct ukp_held *h, int op)
-{
-	struct __ptrace_syscall_info si;
-	int status;
-
-	for (;;) {
-		pid_t r;
-
-		if (ptrace(PTRACE_SYSCALL, h->tid, NULL, NULL))
-			return -ESRCH;
-		do
-			r = waitpid(h->tid, &status, __WALL);
-		while (r < 0 && errno == EINTR);
-		if (r != h->tid || WIFEXITED(status) || WIFSIGNALED(status))
-			return -ESRCH;
-		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, h->tid, (void *)sizeof(si), &si) < 0)
-				return -ESRCH;
-			if (si.op == op)
-				return 0;
-		} else if (!(status >> 16) && !h->sig) {
-			h->sig = WSTOPSIG(status);
-		}
-	}
-}
-
-/* nr(a0, ...) at the instruction at insn in the worker: its result in
- * *res. 0, or -ESRCH (it ended). */
-static int remote_at(struct ukp_held *h, uintptr_t insn, long nr, const unsigned long a[6],
-		     long *res)
-{
-	struct ukp_regs r = h->regs;
-	int tries, ret;
-
-	for (tries = 0; tries < RESTARTS; tries++) {
-		ukp_arch_set_syscall(&r, insn, nr, a);
-		if (ukp_arch_set_regs(h->tid, &r))
-			return -ESRCH;
-		ret = to_syscall_stop(h, PTRACE_SYSCALL_INFO_ENTRY);
-		if (!ret)
-			ret = to_syscall_stop(h, PTRACE_SYSCALL_INFO_EXIT);
-		if (!ret)
-			ret = ukp_arch_get_regs(h->tid, &r);
-		if (ret)
-			return -ESRCH;
-		*res = ukp_arch_result(&r);
-		if (*res < -511 && *res > -517)
-			continue; /* -ERESTART*: the kernel would run it again */
-		return 0;
-	}
-	return 0;
-}
-
 static long remote(struct ukp_loaded *l, long nr, unsigned long a0, unsigned long a1,
 		   unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
 {
 	const unsigned long a[6] = { a0, a1, a2, a3, a4, a5 };
 	long res;
 
-	if (remote_at(l->held, l->held->insn, nr, a, &res))
+	if (ukp_remote_syscall(l->held->tid, &l->held->regs, l->held->insn, nr, a, &l->held->sig,
+			       &res))
 		return -ESRCH;
 	return res;
 }
@@ -376,48 +320,16 @@ static bool is_err(long res)
 	return res < 0 && res > -4096;
 }
 
-/* A system call instruction in an executable mapping of the process,
- * the vDSO's first. */
+/* A system call instruction in an executable mapping of the process. */
 static int find_syscall_insn(struct ukp_loaded *l)
 {
-	char path[64], line[4096 + 256];
-	int pass;
+	int ret = ukp_find_syscall_insn(l->pid, l->held->mem, &l->held->insn);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", l->pid);
-	for (pass = 0; pass < 2; pass++) {
-		FILE *f = fopen(path, "re");
-
-		if (!f)
-			return errf(l, -ESRCH, "no such process");
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi, a;
-			char perms[8];
-			size_t len, i, n = ukp_arch_syscall_insn_len;
-			unsigned char *buf;
-
-			if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[2] != 'x' ||
-			    (pass == 0) != (strstr(line, "[vdso]") != NULL))
-				continue;
-			len = hi - lo < SCAN_MAX ? hi - lo : SCAN_MAX;
-			buf = malloc(len);
-			if (!buf || mem_read(l->held->mem, lo, buf, len)) {
-				free(buf);
-				continue;
-			}
-			for (i = 0; i + n <= len; i += ukp_arch_insn_align) {
-				if (!memcmp(buf + i, ukp_arch_syscall_insn, n)) {
-					a = lo + i;
-					l->held->insn = a;
-					free(buf);
-					fclose(f);
-					return 0;
-				}
-			}
-			free(buf);
-		}
-		fclose(f);
-	}
-	return errf(l, -ENOENT, "no system call instruction in its executable mappings");
+	if (ret == -ESRCH)
+		return errf(l, ret, "no such process");
+	if (ret)
+		return errf(l, ret, "no system call instruction in its executable mappings");
+	return 0;
 }
 
 /* ------------------------------------------------- the load */
@@ -516,7 +428,7 @@ static int start_thread(struct ukp_loaded *l, const struct ukp_image *im, const 
 				    CLONE_CHILD_CLEARTID,
 			    sp, l->block + offsetof(struct ukp_load_block, ctid),
 			    l->block + offsetof(struct ukp_load_block, ctid), 0);
-	if (remote_at(h, l->area + im->len, SYS_clone, a, &res))
+	if (ukp_remote_syscall(h->tid, &h->regs, l->area + im->len, SYS_clone, a, &h->sig, &res))
 		return errf(l, -ESRCH, "thread %d ended during the load", h->tid);
 	if (is_err(res))
 		return errf(l, (int)res, "clone of the object's thread failed: %s",

@@ -77,6 +77,17 @@ void ukp_region_take(struct ukp_session *s, struct ukp_image *img)
 	s->region_in = false;
 }
 
+void ukp_region_begun(struct ukp_image *img)
+{
+	uint32_t one = 1;
+
+	/* the agent polls the word in its mapping of the same file */
+	if (img->has_region &&
+	    pwrite(img->region_fd, &one, sizeof(one), offsetof(struct ukp_region_head, begun)) !=
+		    (ssize_t)sizeof(one))
+		ukp_warn("cannot tell the program to start: %s", strerror(errno));
+}
+
 void ukp_region_drop(struct ukp_image *img)
 {
 	if (img->has_region)

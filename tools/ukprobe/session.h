@@ -185,6 +185,8 @@ ssize_t ukp_region_recvmsg(struct ukp_session *s, int fd, void *buf, size_t cap,
 void ukp_region_unclaimed(struct ukp_session *s);
 /* A HELLO: img takes the packet's memfd. */
 void ukp_region_take(struct ukp_session *s, struct ukp_image *img);
+/* ukprobe run: img's launched agent may let its program start. */
+void ukp_region_begun(struct ukp_image *img);
 /* img ended with END (or is freed): its region is not needed. */
 void ukp_region_drop(struct ukp_image *img);
 /* Every image that ended without END, its process gone: its counts and

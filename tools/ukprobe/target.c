@@ -256,6 +256,14 @@ static int check_program(const struct ukp_target *t)
 		    ph.p_type == PT_INTERP)
 			interp = true;
 	}
+	if (interp && ukp_go_without_cgo(fd)) {
+		close(fd);
+		ukp_err("process %d (%s) is a Go program built without cgo: its threads are the Go "
+			"runtime's own, where the agent cannot run (build it with CGO_ENABLED=1 and "
+			"-ldflags=-linkmode=external to trace it)",
+			t->pid, t->comm);
+		return -ENOEXEC;
+	}
 	close(fd);
 	if (!interp) {
 		ukp_err("process %d (%s) is statically linked: the agent cannot be loaded into it "

@@ -32,6 +32,9 @@ struct ukp_target {
 	bool other_root;
 	uintptr_t memfd_fn, close_fn;     /* set when other_root */
 	int mem;                  /* /proc/PID/mem (inject.c), or -1 */
+	/* inject.c: the stack its calls run on, mapped in the process for
+	 * them (the stopped thread's own may be a goroutine's few KB) */
+	uintptr_t call_stack;     /* 0: not mapped */
 };
 
 /* The names of the memfds the agent (and each library it needs, after
@@ -58,6 +61,21 @@ bool ukp_target_maps_object(const struct ukp_target *t, const char *name);
  * them, each after those it needs, then the agent: *paths[n], and their
  * sonames in *names. n, or -1 after a line saying why (agent_files.c). */
 int ukp_agent_files(const char *agent, char ***paths, char ***names);
+/* remote_sys.c: a system call instruction in an executable mapping of
+ * process pid (the vDSO's first), read through mem (/proc/PID/mem): 0,
+ * -ESRCH or -ENOENT. */
+int ukp_find_syscall_insn(pid_t pid, int mem, uintptr_t *insn);
+/* nr(a[0..5]) made by tid, stopped under ptrace (PTRACE_O_TRACESYSGOOD)
+ * with registers base, at the instruction insn; its result in *res (a
+ * value or -errno), the first signal it stopped for meanwhile in *sig
+ * when *sig was 0 (the caller gives it back). The registers are left as
+ * the call left them. 0, or -ESRCH (the thread is gone). */
+struct ukp_regs;
+int ukp_remote_syscall(pid_t tid, const struct ukp_regs *base, uintptr_t insn, long nr,
+		       const unsigned long a[6], int *sig, long *res);
+/* A Go program built without cgo (its threads are not the C library's:
+ * the agent cannot run in them), from its file fd (go_threads.c). */
+bool ukp_go_without_cgo(int fd);
 void ukp_agent_files_free(char **paths, char **names, int n);
 /* A system call a thread waits in, holding no lock of the C library? */
 bool ukp_waiting_syscall(long nr);

@@ -186,3 +186,16 @@ int ukp_trace_finish(struct ukp_session *s, int raw, const struct ukp_session_op
 		ukp_hist_print(t->out, s);
 	return code;
 }
+
+int ukp_trace_close(struct ukp_session *s, struct ukp_trace_out *t, int raw, int code)
+{
+	if (raw >= 0)
+		close(raw);
+	if (t->json && ukp_json_close(t->json, s))
+		code = code ? code : UKP_EXIT_FAIL;
+	if (t->out && fclose(t->out))
+		code = code ? code : UKP_EXIT_FAIL;
+	ukp_session_free(s);
+	ukp_cli_free_specs(s->specs, s->nspecs);
+	return code;
+}

@@ -23,6 +23,9 @@
  * standard input:
  *   kick   blocker() returns once (the thread enters it again)
  *   fork   a child calls work() until the parent quits (prints its pid)
+ *   forks N  N children one after the other, each calls in_child() 10 times
+ *          and exits at once; each is reaped as soon as it ends (as a
+ *          server's short-lived workers); prints "forked N"
  *   quit   every thread is woken and joined; the program prints what it
  *          saw and exits with status 3
  * What it checks itself: no system call failed with EINTR; blocker()
@@ -70,6 +73,12 @@ static void note_eintr(const char *where)
 __attribute__((noinline)) int work(int i)
 {
 	return i * 3 + 1;
+}
+
+/* Called by the short-lived children of "forks N" only. */
+__attribute__((noinline)) int in_child(int i)
+{
+	return i * 5 + 2;
 }
 
 /* An [FTRACE] probe point: the function starts with a 5-byte NOP. */
@@ -355,6 +364,22 @@ int main(int argc, char **argv)
 				exit(0);
 			}
 			printf("child %d\n", (int)child);
+			fflush(stdout);
+		} else if (!strncmp(line, "forks ", 6)) {
+			int n = atoi(line + 6), k, j;
+
+			for (k = 0; k < n; k++) {
+				pid_t c = fork();
+
+				if (c == 0) {
+					for (j = 0; j < 10; j++)
+						in_child(j);
+					exit(0);
+				}
+				if (c > 0)
+					waitpid(c, NULL, 0);
+			}
+			printf("forked %d\n", n);
 			fflush(stdout);
 		} else if (!strcmp(line, "usr1\n")) {
 			raise(SIGUSR1);
