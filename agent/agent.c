@@ -44,7 +44,6 @@ _Atomic bool ukpa_trace_on = true;
 enum ukp_mode ukpa_mode;
 bool ukpa_follow;
 bool ukpa_attached;
-UKPA_TLS int ukpa_busy;
 
 static int out_fd = -1;
 /* Who ends the image (exit, exec, a signal's end, the script's exit()):

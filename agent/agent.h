@@ -33,8 +33,7 @@
 #include "proto.h"
 #include "region.h"
 #include "spec.h"
-
-#define UKPA_TLS __attribute__((tls_model("initial-exec"))) __thread
+#include "thread_block.h"
 
 /* A fetch argument that is a register as it is (plain_reg): its
  * pt_regs word, its slot in the record, its bytes. */
@@ -159,7 +158,28 @@ extern _Atomic bool ukpa_trace_on;
 extern enum ukp_mode ukpa_mode;
 extern bool ukpa_follow;             /* -f */
 extern bool ukpa_attached;           /* injected by ukprobe -p (attach.c) */
-extern UKPA_TLS int ukpa_busy;       /* >0 while this thread runs agent code */
+/*
+ * The thread's state of the agent's: its room in the thread's block of
+ * the library's (common/thread_block.h: memory the library maps, found
+ * without the program's TLS). busy comes first (the room's "not now"
+ * count: a thread without a block of its own records nothing).
+ */
+struct ukpa_thread {
+	int busy;                     /* >0 while this thread runs agent code */
+	void *thread_ring;            /* ring.c: the thread's ring, NULL until its first record */
+	_Atomic uint64_t *counts;     /* counts.c: the thread's count slot, NULL until claimed */
+	void *sdt_stack;              /* handlers.c: the thread's SDT pair stack */
+	void *script_block;           /* script.c: the thread's block of the script's */
+	unsigned script_generation;   /* script.c: the script whose block that is */
+	uint64_t hist_last[8];        /* hist_hit.c: the entries counted in last */
+};
+_Static_assert(sizeof(struct ukpa_thread) <= UKP_TB_AGENT_SIZE, "the agent's room");
+/* [any] The calling thread's (signal handlers included). */
+static inline struct ukpa_thread *ukpa_self(void)
+{
+	return (struct ukpa_thread *)(void *)((char *)ukp_thread_block() + UKP_TB_AGENT_OFF);
+}
+#define ukpa_busy (ukpa_self()->busy)
 /* [init][reader] One packet: the FROM header and len bytes of whole
  * messages. 0 or -1. */
 int ukpa_send(const void *buf, size_t len);
@@ -328,14 +348,15 @@ void ukpa_region_release(void);
 /* Per-thread hit counters in the region (see counts.c): probe ids below
  * this count in the thread's own slot. */
 #define UKPA_COUNT_IDS UKP_REGION_IDS
-extern UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
+#define ukpa_my_counts (ukpa_self()->counts)
 /* [hit] The first hit of a thread (claims its slot), and hits of
  * threads without one. */
 void ukpa_count_slow(struct ukpa_probe *pr);
-/* [hit] One hit of pr: a plain add to the thread's own counter. */
-static inline void ukpa_count_hit(struct ukpa_probe *pr)
+/* [hit] One hit of pr by the thread whose state t is: a plain add to
+ * its own counter. */
+static inline void ukpa_count_in(struct ukpa_thread *t, struct ukpa_probe *pr)
 {
-	_Atomic uint64_t *c = ukpa_my_counts;
+	_Atomic uint64_t *c = t->counts;
 
 	if (__builtin_expect(c != NULL && pr->id < UKPA_COUNT_IDS, 1))
 		atomic_store_explicit(&c[pr->id],
@@ -343,6 +364,11 @@ static inline void ukpa_count_hit(struct ukpa_probe *pr)
 				      memory_order_relaxed);
 	else
 		ukpa_count_slow(pr);
+}
+/* [hit] The same for the calling thread. */
+static inline void ukpa_count_hit(struct ukpa_probe *pr)
+{
+	ukpa_count_in(ukpa_self(), pr);
 }
 /* [reader] Give the slots of exited threads back (their counts stay). */
 void ukpa_counts_recycle_dead(void);
@@ -501,6 +527,10 @@ void ukpa_reader_flush(int timeout_ms);
 /* [hit] Record one hit. caller: return address (return probes) or 0. */
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller);
+/* [hit] The same by the thread whose state t is. */
+void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
+		    const struct pt_regs *regs, const struct pt_regs *entry, uintptr_t ip,
+		    uintptr_t caller);
 /* [init] In a forked child: empty rings in a region of its own
  * (region.c), nothing announced yet. 0 or -errno. */
 int ukpa_rings_after_fork(void);

@@ -28,7 +28,6 @@
 
 #include "agent.h"
 
-UKPA_TLS _Atomic uint64_t *ukpa_my_counts;
 static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t counts_pid;
 

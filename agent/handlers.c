@@ -27,10 +27,16 @@
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
-static inline bool recording(const struct ukpa_probe *pr)
+/* The thread's agent state if the hit is recorded, else NULL (one look
+ * for the thread's block per hit: the callers pass it on). */
+static inline struct ukpa_thread *recording(const struct ukpa_probe *pr)
 {
-	return !ukpa_busy && atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) &&
-	       atomic_load_explicit(&pr->live, memory_order_acquire);
+	struct ukpa_thread *t = ukpa_self();
+
+	if (t->busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed) ||
+	    !atomic_load_explicit(&pr->live, memory_order_acquire))
+		return NULL;
+	return t;
 }
 
 /* A checked SPEC's hit: does it pass its --filter (and go into its
@@ -57,10 +63,11 @@ static inline bool passes(const struct ukpa_probe *pr, const struct pt_regs *reg
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct ukpa_thread *t;
 
 	(void)regs;
-	if (recording(pr))
-		ukpa_count_hit(pr);
+	if ((t = recording(pr)))
+		ukpa_count_in(t, pr);
 	return 0;
 }
 
@@ -69,10 +76,11 @@ int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct ukpa_thread *t;
 
-	if (recording(pr)) {
+	if ((t = recording(pr))) {
 		ukpa_hist_hit_regs(pr->hist_regs, regs);
-		ukpa_count_hit(pr);
+		ukpa_count_in(t, pr);
 	}
 	return 0;
 }
@@ -80,16 +88,17 @@ int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs)
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct ukpa_thread *t = recording(pr);
 
-	if (!recording(pr))
+	if (!t)
 		return 0;
 	/* --filter: a rejected hit is neither counted nor recorded (nor put
 	 * in the hist) */
 	if (pr->spec->checked && !passes(pr, regs, regs))
 		return 0;
-	ukpa_count_hit(pr);
+	ukpa_count_in(t, pr);
 	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
-		ukpa_record(pr, regs, regs, (uintptr_t)kp->addr, 0);
+		ukpa_record_in(t, pr, regs, regs, (uintptr_t)kp->addr, 0);
 	return 0;
 }
 
@@ -99,13 +108,14 @@ int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kretprobe *rp = get_kretprobe(ri);
 	struct ukpa_probe *pr;
+	struct ukpa_thread *t;
 
 	(void)regs;
 	if (!rp)
 		return 0;
 	pr = container_of(rp, struct ukpa_probe, rp);
-	if (recording(pr))
-		ukpa_count_hit(pr);
+	if ((t = recording(pr)))
+		ukpa_count_in(t, pr);
 	return 0;
 }
 
@@ -182,7 +192,8 @@ struct sdt_stack {
 };
 #define SDT_STACKS 128
 static struct sdt_stack sdt_stacks[SDT_STACKS];
-static UKPA_TLS struct sdt_stack *my_sdt_stack;
+/* (the thread's: in its block, agent.h) */
+#define my_sdt_stack (*(struct sdt_stack **)&ukpa_self()->sdt_stack)
 
 /* [hit] The thread's stack: claimed on its first entry (a dead
  * thread's is taken back when none is free), or NULL. */

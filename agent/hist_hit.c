@@ -113,7 +113,10 @@ struct last_entry {
 	uint64_t id;
 	unsigned char *e;
 };
-static UKPA_TLS struct last_entry last_entry[CACHE_SLOTS];
+/* (in the thread's block: agent.h) */
+#define my_last_entries ((struct last_entry *)(void *)ukpa_self()->hist_last)
+_Static_assert(sizeof(struct last_entry) * CACHE_SLOTS <= sizeof(((struct ukpa_thread *)0)->hist_last),
+	       "hist_last");
 
 /* [init] f as a register as it is, if it is one. */
 static bool reg_field_of(const struct ukp_hist_field *f, const struct ukp_spec *spec,
@@ -303,9 +306,8 @@ static void key_string(unsigned char *d, const unsigned char *s, unsigned int n)
 
 static const unsigned char key_zeros[UKP_SPEC_STR_SLOT];
 
-/* The thread's identity: the address of a thread-local byte (one
- * instruction; unique among live threads) */
-static UKPA_TLS char thread_mark;
+/* The thread's identity: the address of its block (unique among live
+ * threads that record) */
 
 static inline void add_own(unsigned char *e, unsigned int off, uint64_t v)
 {
@@ -375,9 +377,9 @@ static inline __attribute__((always_inline)) void
 add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *vals,
 	const char *comm)
 {
-	struct last_entry *last = &last_entry[t->id & (CACHE_SLOTS - 1)];
+	struct last_entry *last = &my_last_entries[t->id & (CACHE_SLOTS - 1)];
 	unsigned int koff = t->koff, mask = t->mask, i, n;
-	uintptr_t self = (uintptr_t)&thread_mark;
+	uintptr_t self = (uintptr_t)ukpa_self();
 	uint64_t hash = 0;
 
 	if (last->id == t->id) {

@@ -97,7 +97,8 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 static size_t rec_size;       /* bytes of a ring slot */
 static uint64_t ring_recs;    /* slots per ring, a power of two */
 static size_t ring_bytes;
-static UKPA_TLS struct ring *my_ring;
+/* the thread's ring: in its block (agent.h, struct ukpa_thread) */
+#define my_ring (*(struct ring **)&ukpa_self()->thread_ring)
 /* events lost besides the rings' own: hits of threads that got no ring,
  * lost counts of rings given back, records the -o file did not take */
 #define lost_other (ukpa_region->lost_other)
@@ -231,7 +232,14 @@ static bool room(struct ring *r, uint64_t head)
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller)
 {
-	struct ring *r = my_ring;
+	ukpa_record_in(ukpa_self(), pr, regs, entry, ip, caller);
+}
+
+void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
+		    const struct pt_regs *regs, const struct pt_regs *entry, uintptr_t ip,
+		    uintptr_t caller)
+{
+	struct ring *r = t->thread_ring;
 	struct ukp_rec *rec;
 	uint64_t head;
 	const char *c;

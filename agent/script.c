@@ -44,11 +44,12 @@ struct block {
 };
 static struct block blocks[UKP_SCRIPT_THREADS];
 static _Atomic uint64_t no_block;  /* hits of threads that found no block */
-static UKPA_TLS void *my_block;
+/* (the thread's: in its block, agent.h) */
+#define my_block (ukpa_self()->script_block)
 /* a thread's block is of the script of this generation (attached again:
  * another script, whose blocks are new) */
 static _Atomic unsigned generation;
-static UKPA_TLS unsigned my_generation;
+#define my_generation (ukpa_self()->script_generation)
 
 /* interval probes: a thread started with the script (before any probe is
  * in place: glibc starts a thread with every signal blocked), which runs
@@ -441,12 +442,13 @@ static void *claim(void)
 
 EXPORT void *ukpa_script_thread(void)
 {
-	void *b = my_block;
+	struct ukpa_thread *t = ukpa_self();
+	void *b = t->script_block;
 
-	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
+	if (t->busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return NULL;
 	if (__builtin_expect(b != NULL, 1) &&
-	    my_generation == atomic_load_explicit(&generation, memory_order_relaxed))
+	    t->script_generation == atomic_load_explicit(&generation, memory_order_relaxed))
 		return b;
 	b = claim();
 	if (!b)

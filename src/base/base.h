@@ -9,7 +9,8 @@
  *  [trap]  runs in the library's signal handlers (SIGTRAP and the fault
  *          signals), or in a detour or trampoline: async-signal-safe,
  *          allocation-free, no libc calls, no locks; per-thread state
- *          lives in initial-exec TLS.
+ *          lives in initial-exec TLS or the thread's block
+ *          (common/thread_block.h).
  *  [reg]   runs in registration/unregistration/knob calls, from ordinary
  *          context, with ukp_mutex held unless said otherwise.
  *  [any]   either.

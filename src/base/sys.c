@@ -23,6 +23,7 @@
 
 #include "base/base.h"
 #include "base/sys.h"
+#include "thread_block.h"
 
 /* [any] */
 UKP_TRAP_TEXT long ukp_sys_sigprocmask(int how, const uint64_t *set, uint64_t *old)
@@ -267,6 +268,22 @@ char *ukp_realpath_dup(const char *path)
 #define THREAD_FLAGS (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | \
 		      CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID)
 
+/* The raw thread's body: it has its creator's thread pointer (and GS
+ * base), so it forgets its creator's per-thread block first, and gives
+ * its own back at its end (common/thread_block.h), if it had one of its
+ * own. */
+static int raw_thread_main(void *p)
+{
+	struct ukp_sys_thread *t = p;
+	bool own = ukp_thread_block_forget();
+	int r;
+
+	r = t->fn(t->arg);
+	if (own)
+		ukp_thread_block_release();
+	return r;
+}
+
 int ukp_sys_thread_start(struct ukp_sys_thread *t, size_t stack_size, int (*fn)(void *), void *arg)
 {
 	uint64_t all = ~0ULL, old;
@@ -281,12 +298,14 @@ int ukp_sys_thread_start(struct ukp_sys_thread *t, size_t stack_size, int (*fn)(
 		return r;
 	t->stack = stack;
 	t->stack_size = stack_size;
+	t->fn = fn;
+	t->arg = arg;
 	atomic_store(&t->ctid, 0);
 	/* the new thread starts with every signal blocked: none of the
 	 * program's is delivered on it */
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8);
 	tid = arch_clone_thread(THREAD_FLAGS, (char *)stack + stack_size, (int *)&t->ctid,
-				(int *)&t->ctid, 0, fn, arg);
+				(int *)&t->ctid, 0, raw_thread_main, t);
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	if (tid < 0) {
 		ukp_sys_munmap(stack, stack_size);

@@ -257,6 +257,8 @@ struct ukp_sys_thread {
 	int tid;
 	void *stack;
 	size_t stack_size;
+	int (*fn)(void *);
+	void *arg;
 };
 
 int ukp_sys_thread_start(struct ukp_sys_thread *t, size_t stack_size, int (*fn)(void *),

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * thread_block.h - the per-thread block: each thread's state of
+ * libukprobes and of its agent, in memory the library maps, found from
+ * the running thread without the program's TLS (a static program's TLS
+ * cannot grow, a Go program's thread pointer is Go's: doc/static_agent.md,
+ * "Per-thread state without TLS"; the arch part: doc/arch.md).
+ *
+ * A block is UKP_TB_SIZE bytes: a header (whose thread it is), then one
+ * room per user at a fixed offset, so that a lower part needs no type of
+ * a higher one: the library's (UKP_TB_LIB_OFF) and its agent's
+ * (UKP_TB_AGENT_OFF). A room is zero when a thread gets its block.
+ *
+ * ukp_thread_block() is [any] context (signal handlers included: a
+ * handler finds the block of the thread it runs on) and allocation-free;
+ * a thread's first call takes a block (a few system calls). Blocks live
+ * in one arena (src/base/thread_block.c); the block of a thread that is
+ * gone is taken again by the next thread that needs one.
+ *
+ * A room's first int is its "not now" count (the agent's busy): the
+ * shared block of threads that found no block of their own (more than
+ * UKP_TB_COUNT live threads, or no memory) has it large in every room,
+ * so that such threads record nothing.
+ */
+#ifndef UKP_THREAD_BLOCK_H
+#define UKP_THREAD_BLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define UKP_TB_SIZE 1024
+#define UKP_TB_COUNT 16384                         /* a power of two */
+#define UKP_TB_ARENA ((size_t)UKP_TB_SIZE * UKP_TB_COUNT)
+#define UKP_TB_LIB_OFF 64                          /* libukprobes' room */
+#define UKP_TB_LIB_SIZE 512
+#define UKP_TB_AGENT_OFF (UKP_TB_LIB_OFF + UKP_TB_LIB_SIZE) /* the agent's */
+#define UKP_TB_AGENT_SIZE (UKP_TB_SIZE - UKP_TB_AGENT_OFF)
+
+/* owner values that are no thread pointer */
+#define UKP_TB_UNUSED 0   /* never given: a table look-up stops here */
+#define UKP_TB_FREE 1     /* given back */
+#define UKP_TB_CLAIM 2    /* being given */
+
+struct ukp_tb_head {
+	_Atomic uintptr_t owner; /* the thread pointer of the thread it is given to */
+	void *self;              /* the block's address */
+	_Atomic int tid;         /* that thread's id: its block is taken back when it is gone */
+	int overflow;            /* the shared block of threads that found none */
+};
+
+/* (src/base/thread_block.c) */
+extern char *ukp_tb_arena;     /* the blocks, NULL until a thread needs one */
+extern uintptr_t ukp_tb_gs_lo; /* x86-64: the arena when GS bases are read with rdgsbase */
+extern int ukp_tb_gs_fast;     /* x86-64: GS bases are used without rdgsbase */
+void *ukp_thread_block_slow(void);
+
+/* [any] The slot a thread pointer's block is looked for first (the
+ * table look-up; the slow path probes on from there). */
+static inline size_t ukp_tb_hash(uintptr_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - 14)) & (UKP_TB_COUNT - 1);
+}
+
+/* [any] The block at the thread pointer's first slot if it is the
+ * thread's, else NULL. */
+static inline void *ukp_tb_table_find(uintptr_t key)
+{
+	char *a = ukp_tb_arena;
+	struct ukp_tb_head *h;
+
+	if (!a)
+		return NULL;
+	h = (struct ukp_tb_head *)(void *)(a + ukp_tb_hash(key) * UKP_TB_SIZE);
+	return atomic_load_explicit(&h->owner, memory_order_relaxed) == key ? h : NULL;
+}
+
+#if defined(__x86_64__)
+#include "arch/x86_64/thread_block_arch.h"
+#elif defined(__aarch64__)
+#include "arch/aarch64/thread_block_arch.h"
+#else
+#error "no per-thread block for this architecture"
+#endif
+
+/* [any] The calling thread's block (never NULL: a thread that finds no
+ * free block shares one whose rooms say so, UKP_TB_OVERFLOW). */
+static inline void *ukp_thread_block(void)
+{
+	void *b = arch_tb_find();
+
+	if (__builtin_expect(b != NULL, 1))
+		return b;
+	return ukp_thread_block_slow();
+}
+
+/* [any] The calling thread's block is given back (a thread of the
+ * library's at its end; a later call takes one again). */
+void ukp_thread_block_release(void);
+/* [any] In a thread the library starts with the raw clone: it shares its
+ * creator's thread pointer, so it must not find its creator's block.
+ * False when it cannot help it (found by the table: AArch64, x86-64
+ * without FSGSBASE): then the thread shares its creator's block and
+ * must not give it back. */
+bool ukp_thread_block_forget(void);
+/* [reg] In a forked child: the forking thread's block is its own under
+ * the child's tid; every other thread's is given back. */
+void ukp_thread_blocks_after_fork_child(void);
+/* [reg] Every block unmapped and the calling thread's GS base reset:
+ * only when no thread can be in code that holds its block (no handler,
+ * no agent code), e.g. by an unloader that has every thread stopped. */
+void ukp_thread_blocks_unmap(void);
+
+#endif /* UKP_THREAD_BLOCK_H */
