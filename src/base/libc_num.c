@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 
 #include "base/libc.h"
 
@@ -55,11 +56,10 @@ static unsigned long parse(const char *s, char **end, int base, int *neg, int *o
 	return v;
 }
 
-unsigned long ukp_strtoul(const char *restrict s, char **restrict end, int base, int *err)
+/* parse() for a valid base; false (and -EINVAL in *err) for another */
+static bool parse_base(const char *s, char **end, int base, int *err, int *neg, int *over,
+		       unsigned long *v)
 {
-	int neg, over;
-	unsigned long v;
-
 	if (err)
 		*err = 0;
 	if (base < 0 || base == 1 || base > 36) {
@@ -67,9 +67,19 @@ unsigned long ukp_strtoul(const char *restrict s, char **restrict end, int base,
 			*end = (char *)s;
 		if (err)
 			*err = -EINVAL;
-		return 0;
+		return false;
 	}
-	v = parse(s, end, base, &neg, &over);
+	*v = parse(s, end, base, neg, over);
+	return true;
+}
+
+unsigned long ukp_strtoul(const char *restrict s, char **restrict end, int base, int *err)
+{
+	int neg, over;
+	unsigned long v;
+
+	if (!parse_base(s, end, base, err, &neg, &over, &v))
+		return 0;
 	if (over) {
 		if (err)
 			*err = -ERANGE;
@@ -83,16 +93,8 @@ long ukp_strtol(const char *restrict s, char **restrict end, int base, int *err)
 	int neg, over;
 	unsigned long v;
 
-	if (err)
-		*err = 0;
-	if (base < 0 || base == 1 || base > 36) {
-		if (end)
-			*end = (char *)s;
-		if (err)
-			*err = -EINVAL;
+	if (!parse_base(s, end, base, err, &neg, &over, &v))
 		return 0;
-	}
-	v = parse(s, end, base, &neg, &over);
 	if (over || v > (unsigned long)LONG_MAX + neg) {
 		if (err)
 			*err = -ERANGE;
