@@ -281,11 +281,12 @@ static int parse_watch_suffix(struct parser *p, struct word *w)
 	return 0;
 }
 
-/* Characters of a demangled C++ or Rust name besides spec_sym_char's
+/* Characters of a demangled C++ or Rust name, or of a Go name (its
+ * package's path: net/http.(*conn).serve), besides spec_sym_char's
  * (blanks and '-' '+' only inside quotes). */
 static bool cxx_char(char c)
 {
-	return c && strchr(":<>~,()&", c);
+	return c && strchr(":<>~,()&/", c);
 }
 
 /* "NAME" in [q, end) (q at the opening quote): the name as an fnmatch

@@ -4079,6 +4079,11 @@ def case_go_attach():
     if not os.path.exists(tgt("go_wait")):
         print("no tgt_go_wait (golang-go): skipped")
         sys.exit(77)
+    # a Go name with its package's path, unquoted
+    r = ukprobe(["probes", "-e", "p tgt_go_wait:internal/cpu.Initialize", "-e",
+                 "p:g tgt_go_wait:internal/cpu.proc*", "--", tgt("go_wait")], input="")
+    check(r.returncode == 0 and "internal/cpu.Initialize+" in r.stdout and
+          "internal/cpu.processOptions+" in r.stdout, "internal/cpu.Initialize unquoted", show(r))
     p = subprocess.Popen([tgt("go_wait")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
     try:
