@@ -258,6 +258,13 @@ static UKP_TRAP_TEXT int mem_get(void)
 
 	if (mem_fd_ok())
 		return mem_fd;
+	/* a forked child's copy of the parent's descriptor is still ours to
+	 * close (one the program closed and reused for a file of its own
+	 * is not: another file) */
+	if (mem_fd >= 0 && arch_syscall4(SYS_fstat, mem_fd, (long)&st, 0, 0) == 0 &&
+	    st.st_dev == mem_dev && st.st_ino == mem_ino)
+		arch_syscall4(SYS_close, mem_fd, 0, 0, 0);
+	mem_fd = -1;
 	fd = arch_syscall4(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;

@@ -12,6 +12,7 @@
  * test_a64_watch.c has AArch64's.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -966,6 +967,30 @@ Test(watch_mech, debug_register_and_page_on_one_page)
 	unregister_hw_breakpoint(hw);
 }
 
+/* Descriptors of this process open on a /proc/PID/mem file. */
+static int mem_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], link[256];
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		k = readlink(path, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		n += !strncmp(link, "/proc/", 6) && k > 4 && !strcmp(link + k - 4, "/mem");
+	}
+	closedir(d);
+	return n;
+}
+
 Test(watch, fork_child_keeps_its_watchpoints)
 {
 	/* a wide breakpoint fires in a forked child too (as kprobes do); a
@@ -982,7 +1007,9 @@ Test(watch, fork_child_keeps_its_watchpoints)
 		/* the child's own memory, through its own /proc/self/mem */
 		store_counter(11);
 		g.neighbour = 12;
-		_exit(nrec == 1 && recs[0].bp == wide[0] && g.counter == 11 && g.neighbour == 12
+		/* and the parent's descriptor it inherited is closed */
+		_exit(nrec == 1 && recs[0].bp == wide[0] && g.counter == 11 && g.neighbour == 12 &&
+				      mem_fds() == 1
 			      ? 0 : 1);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
