@@ -237,7 +237,7 @@ static void send_probe(const struct ukpa_probe *pr)
 /* ------------------------------------------------------ registering */
 
 /* The library's diagnostics while one probe registers: why it failed. */
-static char lib_msg[160];
+static char lib_msg[256];
 
 static int capture_print(enum ukprobes_print_level level, const char *fmt, va_list ap)
 {
