@@ -490,11 +490,11 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 		ukp_err("process %d (%s) exited during the attach", pid, t.comm);
 		goto out;
 	}
-	if (t.other_root && t.agent.path[0]) {
+	if ((t.other_root || t.unreadable) && t.agent.path[0]) {
 		/* loaded from memory by an earlier session */
 		ret = 0;
 		res = 1;
-	} else if (t.other_root) {
+	} else if (t.other_root || t.unreadable) {
 		ret = load_from_memory(&t, tid, &sv.regs, agent, &res);
 		if (ret == -ENOENT)
 			goto out_restore;

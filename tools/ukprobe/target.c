@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -66,6 +67,62 @@ static unsigned long long status_mask(const char *dir, const char *field)
 		return 0;
 	p = strstr(buf, field);
 	return p ? strtoull(p + strlen(field), NULL, 16) : 0;
+}
+
+/* The groups of the process (its Groups: line, and fsgid): is gid one? */
+static bool in_groups(const char *dir, long fsgid, gid_t gid)
+{
+	char path[96], buf[4096], *p, *e;
+
+	if ((long)gid == fsgid)
+		return true;
+	snprintf(path, sizeof(path), "%s/status", dir);
+	if (!read_text(path, buf, sizeof(buf)) || !(p = strstr(buf, "Groups:")))
+		return false;
+	for (p += 7; *p && *p != '\n'; p = e) {
+		long g = strtol(p, &e, 10);
+
+		if (e == p)
+			break;
+		if (g == (long)gid)
+			return true;
+	}
+	return false;
+}
+
+/* Can the process open path for reading, by its file system uid and
+ * groups and the mode bits of each directory on the way and of the file
+ * (ACLs aside)? A server running as its own user cannot read an agent
+ * built in root's home. */
+static bool readable_by(const struct ukp_target *t, const char *path)
+{
+	long fsuid = status_field(t->dir, "Uid:", 3), fsgid = status_field(t->dir, "Gid:", 3);
+	char part[PATH_MAX];
+	size_t i, n = strlen(path);
+
+	if (fsuid == 0)
+		return true;
+	if (fsuid < 0 || fsgid < 0 || n >= sizeof(part) || path[0] != '/')
+		return false;
+	for (i = 1; i <= n; i++) {
+		struct stat st;
+		mode_t want;
+
+		if (i < n && path[i] != '/')
+			continue;
+		memcpy(part, path, i);
+		part[i] = '\0';
+		if (stat(part, &st))
+			return false;
+		want = i < n ? S_IXOTH : S_IROTH;
+		if ((long)st.st_uid == fsuid)
+			want <<= 6;
+		else if (in_groups(t->dir, fsgid, st.st_gid))
+			want <<= 3;
+		if (!(st.st_mode & want))
+			return false;
+	}
+	return true;
 }
 
 static const char *base_name(const char *path)
@@ -449,16 +506,20 @@ int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 	if (elf_dynsym(t->pid, &t->libc, "dlerror", &t->dlerror_fn) && t->libdl.path[0])
 		elf_dynsym(t->pid, &t->libdl, "dlerror", &t->dlerror_fn);
 	t->other_root = !same_file_in_root(t, agent);
-	if (t->other_root && !t->agent.path[0]) {
+	/* (then it is loaded from memory, as into another root) */
+	t->unreadable = !t->other_root && !readable_by(t, agent);
+	if ((t->other_root || t->unreadable) && !t->agent.path[0]) {
 		struct statfs sf;
 		char proc[sizeof(t->root) + 8];
 
 		snprintf(proc, sizeof(proc), "%s/proc", t->root);
 		if (elf_dynsym(t->pid, &t->libc, "memfd_create", &t->memfd_fn) ||
 		    elf_dynsym(t->pid, &t->libc, "close", &t->close_fn)) {
-			ukp_err("process %d (%s) runs in another root, and its C library has no "
+			ukp_err("process %d (%s) %s, and its C library has no "
 				"memfd_create() to load the agent from memory with (glibc < 2.27)",
-				pid, t->comm);
+				pid, t->comm,
+				t->unreadable ? "cannot read the agent where it is"
+					      : "runs in another root");
 			return -1;
 		}
 		if (statfs(proc, &sf) || sf.f_type != PROC_SUPER_MAGIC) {

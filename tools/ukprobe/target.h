@@ -30,6 +30,9 @@ struct ukp_target {
 	 * a chroot): it and the libraries it needs are loaded from memfds
 	 * made in the process (memfd_create, then dlopen /proc/self/fd/N) */
 	bool other_root;
+	/* the agent is where the process may not read it (its user cannot
+	 * search a directory on the way): loaded from memfds too */
+	bool unreadable;
 	uintptr_t memfd_fn, close_fn;     /* set when other_root */
 	int mem;                  /* /proc/PID/mem (inject.c), or -1 */
 	/* inject.c: the stack its calls run on, mapped in the process for
