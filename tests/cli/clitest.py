@@ -2014,6 +2014,13 @@ def case_attach_postgres():
         user = pwd.getpwnam("nobody")
     top = tempfile.mkdtemp(prefix="ukp-pg-")
     os.chmod(top, 0o755)
+    # the agent where the postgres user can read it (the build may sit in
+    # root's 0700 home): loaded by its path, as on most machines (an
+    # unreadable one is loaded from memory: case attach_unreadable_agent)
+    agent = os.path.join(top, "libukprobe-agent.so")
+    shutil.copy2(os.environ["UKP_AGENT"], agent)
+    os.chmod(agent, 0o755)
+    os.environ["UKPROBE_AGENT"] = agent
     data, sock, log = os.path.join(top, "data"), os.path.join(top, "sock"), os.path.join(top, "log")
     for d in (data, sock):
         os.mkdir(d, 0o700)
