@@ -22,6 +22,8 @@
  * thread recording (tracing off, or a forked child's only thread).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -40,6 +42,7 @@ static int region_fd = -1; /* this image's file, until HELLO takes it */
  * detach (released: ukpa_region is NULL then) */
 static void *region_at;
 static bool released;
+static bool reserved;         /* released, with the range kept (PROT_NONE) */
 /* at a detach: the header and rings (the threads' claims), for the next
  * attach's file */
 static unsigned char saved[UKP_REGION_COUNTS_OFF];
@@ -67,6 +70,54 @@ static void head_init(struct ukp_region_head *h)
 	atomic_store(&h->out_seq, 1);
 }
 
+/* [attach] Is the reservation a detach left in the region's place
+ * (ukpa_region_release) still there, whole and ours: a line of
+ * /proc/self/maps "START-END ---p 00000000 00:00 0" with nothing after? */
+static bool still_reserved(void)
+{
+	char want[96], buf[4096 + 96];
+	size_t have = 0, wlen;
+	bool ours = false;
+	int fd;
+
+	if (!reserved)
+		return false;
+	wlen = (size_t)snprintf(want, sizeof(want), "%lx-%lx ---p 00000000 00:00 0 ",
+				(unsigned long)(uintptr_t)region_at,
+				(unsigned long)((uintptr_t)region_at + UKP_REGION_SIZE));
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			/* the kernel pads the inode column with blanks */
+			if (!strncmp(line, want, wlen - 1)) {
+				const char *c = line + wlen - 1;
+
+				while (*c == ' ')
+					c++;
+				ours = c == nl;
+				goto out;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have >= sizeof(buf) - 1)
+			have = 0; /* (a line longer than the buffer: not ours) */
+	}
+out:
+	close(fd);
+	return ours;
+}
+
 int ukpa_region_new_image(bool keep)
 {
 	int fd = (int)syscall(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC);
@@ -82,10 +133,11 @@ int ukpa_region_new_image(bool keep)
 		goto fail;
 	if (keep && region_at && pwrite(fd, from, prefix, 0) != (ssize_t)prefix)
 		goto fail;
-	/* the same address as before: in place of the last file, or where
-	 * it was before a detach (if nothing else is there now) */
+	/* the same address as before: in place of the last file, or of the
+	 * reservation a detach left there (if it is still ours), or where it
+	 * was (if nothing else is there now) */
 	if (region_at)
-		flags |= released ? MAP_FIXED_NOREPLACE : MAP_FIXED;
+		flags |= released && !still_reserved() ? MAP_FIXED_NOREPLACE : MAP_FIXED;
 	at = mmap(region_at, UKP_REGION_SIZE, PROT_READ | PROT_WRITE, flags, fd, 0);
 	/* after a detach the program may have mapped something in the hole
 	 * for a moment (a library loaded and unloaded in a loop): the same
@@ -130,7 +182,15 @@ void ukpa_region_release(void)
 	memcpy(saved, ukpa_region, sizeof(saved));
 	/* nothing may reach it now: every use checks ukpa_region */
 	ukpa_region = NULL;
-	munmap(region_at, UKP_REGION_SIZE);
+	/* The range stays reserved (no access, no memory): the program maps
+	 * nothing there meanwhile, so that a re-attach finds the region's
+	 * place free (the threads still hold addresses in it; a server that
+	 * maps and unmaps, postgres, had put something there), and a stale
+	 * address faults instead of reaching the program's memory. */
+	reserved = mmap(region_at, UKP_REGION_SIZE, PROT_NONE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == region_at;
+	if (!reserved)
+		munmap(region_at, UKP_REGION_SIZE);
 	released = true;
 	if (region_fd >= 0)
 		close(region_fd);
