@@ -255,6 +255,7 @@ void ukpa_probes_unregister_all(void);
 uint32_t ukpa_probes_count(void);
 /* [init] Any pending SPEC left? */
 bool ukpa_probes_pending(void);
+bool ukpa_probes_loader_watched(void);
 /* [init] On the thread that called the loader's r_brk (loader.c), with
  * the loader's lock held; state: r_debug's r_state. RT_DELETE (objects
  * are about to be unmapped): no registration starts until the

@@ -60,8 +60,8 @@ static struct ukpa_probe **_Atomic chunks[NCHUNKS];
  * are being unmapped, nothing is registered or unregistered. */
 static _Atomic bool loader_deleting;
 static pthread_cond_t loader_cond = PTHREAD_COND_INITIALIZER;
-/* the loader's stop is placed (loader.c) */
-static bool loader_watched;
+/* the loader's stop is placed (loader.c); read by the reader */
+static _Atomic bool loader_watched;
 /* an attach's setup is under way: it may need the loader's lock (the
  * library starts its optimizer thread, its scans' helpers), so a loader
  * stop must not wait for it; a SPEC whose object goes away under the
@@ -1650,7 +1650,7 @@ void ukpa_probes_refresh(void)
 
 void ukpa_probes_loader_event(int state)
 {
-	struct timespec until;
+	struct timespec until, end;
 	bool registered = false;
 
 	if (!ukpa_active())
@@ -1664,11 +1664,32 @@ void ukpa_probes_loader_event(int state)
 	}
 	/* bounded: a holder of the lock waiting for the loader's lock (which
 	 * this thread holds: the library starting a thread) must not hang
-	 * the program; the probes then come a little late */
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 2;
-	if (pthread_mutex_timedlock(&probes_lock, &until))
-		return;
+	 * the program; the probes then come a little late. In slices, and
+	 * setup_busy looked at again between them: a setup that began just
+	 * after the look above holds the lock and may start threads (glibc's
+	 * pthread_create waits for the TLS lock dlopen() holds here), which
+	 * stalled the program for the whole bound (an attach that counted
+	 * nothing in its second). */
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 2;
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_mutex_timedlock(&probes_lock, &until) == 0)
+			break;
+		if (atomic_load(&setup_busy)) {
+			if (state == RT_CONSISTENT)
+				atomic_store(&loader_deleting, false);
+			return;
+		}
+		if (until.tv_sec > end.tv_sec ||
+		    (until.tv_sec == end.tv_sec && until.tv_nsec >= end.tv_nsec))
+			return;
+	}
 	if (state == RT_DELETE) {
 		/* any registration under way has ended (the lock); none
 		 * starts until the objects are gone */
@@ -1682,6 +1703,13 @@ void ukpa_probes_loader_event(int state)
 	pthread_mutex_unlock(&probes_lock);
 	if (registered)
 		ukprobes_wait_optimizer();
+}
+
+/* [reader] The loader's stops register what is loaded, before the
+ * program can call it: the reader need not look. */
+bool ukpa_probes_loader_watched(void)
+{
+	return atomic_load(&loader_watched);
 }
 
 bool ukpa_probes_pending(void)

@@ -874,6 +874,13 @@ static void check_objects(void)
 	 * what is loaded then) */
 	if (!atomic_load(&seen_set))
 		return;
+	/* The loader's stops do it, on the loading thread, before the
+	 * program can call what was loaded. A refresh from here held the
+	 * probes' lock while the library started a thread, which waits for
+	 * the TLS lock a dlopen() holds in its stop, which waited for the
+	 * probes' lock: the program stood still for the stop's bound. */
+	if (ukpa_probes_loader_watched())
+		return;
 	dl_iterate_phdr(counters_cb, &c);
 	if (c.adds == atomic_load(&seen_adds) && c.subs == atomic_load(&seen_subs))
 		return;

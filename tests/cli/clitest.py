@@ -5438,11 +5438,15 @@ def case_attach_reload():
         # (1 s: under ASan and the suite's load, a load's registration
         # took the whole of 0.3 s once, and nothing was counted)
         for i in range(3):
+            t0 = time.monotonic()
             r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:z libz.so.1:crc32"],
                         timeout=120)
             hits = stat_hits(r.stdout, "ukprobes/z")
+            # (the time says whether the program stood still: a loader
+            # stop waiting out its bound takes 2 s)
             check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
-                  "stat -p #%d counts crc32" % i, show(r))
+                  "stat -p #%d counts crc32 (ukprobe took %.2f s)" % (i, time.monotonic() - t0),
+                  show(r))
         for i in range(2):
             r = ukprobe(["trace", "-p", str(p.pid), "-d", "0.3",
                          "-e", "p:z libz.so.1:crc32 round=%di:u64"], timeout=120)
