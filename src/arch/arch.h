@@ -295,6 +295,22 @@ extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
  * without a frame or a C call in the usual case, and enters so that
  * the CPU predicts the return to the trampoline. */
 void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe);
+
+/*
+ * [reg] Go code (doc/go_rust.md, "Jump-optimized Go probes"): the length
+ * of the stack check the Go function whose first bytes are code starts
+ * with, or 0 when it has none the arch knows. Past it, the goroutine's
+ * stack has Go's stack guard free below the stack pointer.
+ */
+size_t arch_go_stack_check_len(const uint8_t *code, size_t avail);
+/*
+ * [reg] After arch_opt_prepare, for a probe in Go code past the stack
+ * check: the detour calls the template that moves to a stack of the
+ * thread's own before anything else (the goroutine's is small), and
+ * falls back to a breakpoint hit when the thread has none free. 0, or
+ * -errno with *why when the arch has no such template.
+ */
+int arch_opt_go(struct ukp_arch_opt *ao, const char **why);
 /* [reg] May a probe anywhere in the function whose code is [code, code +
  * len) take that template too, as an SDT probe's nop may (where the
  * compiler keeps no flag live: usdt.h)? True when nothing in it can set

@@ -603,6 +603,19 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 		ukp_read_unlock(c);
 		return false;
 	}
+	if (UKP_GO_TRAP && addr == UKP_GO_TRAP) {
+		/* The Go template's fallback (optprobe_tramp.S): a hit of the
+		 * site whose detour called it, as a breakpoint hit at the
+		 * probe with the probed code's registers; the thread gets
+		 * its stack for the next hits. */
+		const struct ukp_site *gs =
+			*(struct ukp_site *const *)(regs.sp + UKP_GO_TRAP_SITE);
+
+		regs.sp += UKP_GO_TRAP_FRAME;
+		addr = gs->addr;
+		instruction_pointer_set(&regs, addr + UKP_BREAKPOINT_IP_OFFSET);
+		ukp_go_stack_need();
+	}
 	s = ukp_slot_owner(addr, &slot);
 	if (s && s->ainsn.ool && slot == s->slot && addr == slot + s->ainsn.len) {
 		resume_singlestep(c, s, slot, &regs, uc);

@@ -292,6 +292,50 @@ static void kick(void)
 
 /* ---------------------------------------------------- preparation */
 
+/*
+ * [reg] A jump in Go code (doc/go_rust.md, "Jump-optimized Go probes").
+ * The detour's first frame goes on the goroutine's stack, which is small
+ * and has no room for handlers: only past the function's stack check,
+ * where Go's stack guard (StackGuard, 928 bytes on amd64 since Go 1.17
+ * or so: the runtime's stack.go) is free below the stack pointer, does
+ * the arch's Go template take the little it needs before it moves to a
+ * stack of the thread's own. And the runtime resumes a goroutine at any
+ * instruction where it was preempted asynchronously (its saved PC is in
+ * its g or on its own stack, where no thread scan sees it): the region
+ * must be one instruction, so that no goroutine can be parked inside
+ * it (a punned jump writes that instruction alone). The runtime's own
+ * functions (runtime.*, runtime/..., internal/...: what the runtime
+ * calls) are left out: they run on the signal stack too (Go's
+ * handlers), and a hit there that moved to another stack would have
+ * the kernel put a nested signal's frame over the running handler's.
+ * Anything else stays a breakpoint. 0, or -errno with *why.
+ */
+static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, uintptr_t a,
+			const char **why)
+{
+	uint8_t head[32];
+	size_t n, check;
+
+	n = ukp_read_original(sym->start, head, sizeof(head));
+	check = arch_go_stack_check_len(head, n);
+	if (!check || a != sym->start + check) {
+		*why = "Go code: only a probe right after the stack check is jump-optimized "
+		       "(the goroutine's stack has no room for the detour's frame elsewhere)";
+		return -EINVAL;
+	}
+	if (!sym->name || !strncmp(sym->name, "runtime.", 8) || !strncmp(sym->name, "runtime/", 8) ||
+	    !strncmp(sym->name, "internal/", 9)) {
+		*why = "Go code: the runtime's functions may run on the signal stack";
+		return -EINVAL;
+	}
+	if (ao->ninsn != 1 || ao->len != ao->code_len) {
+		*why = "Go code: the jump would replace more than one instruction "
+		       "(a preempted goroutine may resume inside it)";
+		return -EINVAL;
+	}
+	return arch_opt_go(ao, why);
+}
+
 /* The region at a and its detour image (for detour): relocation, then,
  * unless the region is [FTRACE] NOPs, the control flow around it
  * (sym: the function, looked up when NULL). 0 or -errno with *why. */
@@ -299,19 +343,17 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 		   uintptr_t detour, const void *site, size_t ftrace_len,
 		   const struct ukp_symres *sym, int pun_pad, const char **why)
 {
+	const struct ukp_symres *gsym;
 	struct ukp_symres found;
 	int ret = arch_opt_prepare(ao, code, n, a, detour, site, ftrace_len, pun_pad, why);
 
 	if (ret || ftrace_len)
 		return ret;
-	/* Go code: the detour's frame goes on the goroutine's stack, which
-	 * may have less room than it takes (a breakpoint's signal runs on
-	 * the alternate stack Go gives every thread), and the runtime
-	 * resumes goroutines at any instruction (asynchronous preemption)
-	 * and at points its code does not jump to (a recovered panic) */
-	if (ukp_sym_go_code(sym ? sym : ukp_sym_lookup_code(a, &found) ? NULL : &found, a)) {
-		*why = "Go code: a goroutine's stack has no room for the detour's frame";
-		return -EINVAL;
+	gsym = sym ? sym : ukp_sym_lookup_code(a, &found) ? NULL : &found;
+	if (ukp_sym_go_code(gsym, a)) {
+		ret = go_region_ok(ao, gsym, a, why);
+		if (ret)
+			return ret;
 	}
 	/* A punned jump's last bytes are code it does not write: they must
 	 * be the object's text, where nothing else writes. */
@@ -411,7 +453,7 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 		set_why(s, why ? why : "cannot write the detour");
 		return ret;
 	}
-	if (s->opt.entry)
+	if (s->opt.entry && !ao.go)
 		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
 					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
 	/* (kept when writing the detour failed: the next try reuses it) */

@@ -3992,8 +3992,12 @@ def case_go():
           re.match(r"main\.deep\+0x[1-9a-f]", rows[0]["point"]) and
           all(re.match(r"main\.deep\+0x[0-9a-f]+/", x["point"]) for x in rows[1:]),
           "an entry past the stack check, a probe per return instruction", r.stdout)
-    # no jump in Go code (small goroutine stacks, preemption anywhere)
-    check(all(x["opt"].startswith("no: Go code") for x in rows), "breakpoints in Go code",
+    # the entry past the stack check is jump-optimized (the Go template:
+    # case go_opt); a return instruction, where the stack guard proves no
+    # room, stays a breakpoint
+    check(rows[0]["opt"] == "jump" and
+          all(x["opt"].startswith("no: Go code: only a probe right after the stack check")
+              for x in rows[1:]), "a jump past the stack check, breakpoints elsewhere",
           r.stdout)
     # $argN, $retval, $duration, paired by goroutine
     r = ukprobe(["trace", "-e", "p:n9 tgt_go:main.add9 a=$arg1 e=$arg5 i=$arg9",
@@ -4209,7 +4213,12 @@ def case_go_stripped():
                      "--", tgt(name)])
         check(r.returncode == 0, "%s: probes" % name, show(r))
         points[name] = sorted(x["point"] for x in probes_rows(r.stdout))
-        check(all("Go code" in x["opt"] for x in probes_rows(r.stdout)),
+        # Go code: a jump only past a stack check (an entry not at +0x0),
+        # else a breakpoint that says why (the leaves' entries, returns)
+        rows = probes_rows(r.stdout)
+        check(all((x["opt"] == "jump") == (not x["event"].endswith("__return") and
+                                           "+0x0/" not in x["point"]) and
+                  (x["opt"] == "jump" or x["opt"].startswith("no: Go code")) for x in rows),
               "%s: known as Go code (runtime.text, runtime.etext from pclntab)" % name,
               r.stdout)
     check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
@@ -4305,6 +4314,72 @@ def case_go_hist():
         check(tabs.get("ukprobes/sr") and sorted(tabs["ukprobes/sr"][1]) == want_s and
               tabs["ukprobes/sr"][2] == (100, 10, 0), "%s: 100 returns, their sums" % cmd,
               r.stdout[-3000:], want_s)
+
+
+def case_go_opt():
+    """Entry probes in Go code past the stack check are jump-optimized
+    (the Go template: a stack of the thread's own, a breakpoint hit as
+    the fallback of a thread's first hit), and stay exact under stress:
+    100 goroutines calling the probed functions (2,000,000 and 200,400
+    hits), stacks grown and copied by deep recursion, loops that only an
+    asynchronous preemption (SIGURG) interrupts, the collector running
+    all along (GOGC=5 and a goroutine calling runtime.GC), on 2 Ps: the
+    output and exit status are the program's, every call counted,
+    nothing missed, $arg2 read right (a filter). The listing of the
+    running program says jump; the runtime's functions and code where
+    the stack guard proves no room (a leaf's entry, a return) stay
+    breakpoints; and the hits do not trap (CPU time against
+    --no-optimize, where each is a breakpoint's signal)."""
+    t = tgt("gostress")
+    if not os.path.exists(t):
+        print("no tgt_gostress (golang-go): skipped")
+        sys.exit(77)
+    env = dict(os.environ, GOMAXPROCS="2", GOGC="5")
+    want_out = subprocess.run([t], capture_output=True, text=True, env=env, timeout=120)
+    check(want_out.returncode == 0 and want_out.stdout.startswith("total ") and
+          want_out.stdout.count("\n") == 1, "the program alone", show(want_out))
+    fn = "tgt_gostress:main."
+    r = ukprobe(["probes", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "p %sleaf" % fn,
+                 "-e", "r %sgrow" % fn, "-e", "p tgt_gostress:runtime.mallocgc", "--", t])
+    ev = {}
+    for x in probes_rows(r.stdout):
+        ev.setdefault(x["event"].split("/")[-1], []).append(x)
+    bp = "no: Go code: only a probe right after the stack check"
+    check(r.returncode == 0 and [x["opt"] for x in ev.get("p_main_work_0", [])] == ["jump"] and
+          [x["opt"] for x in ev.get("p_main_grow_0", [])] == ["jump"] and
+          all(re.match(r"main\.\w+\+0x[1-9a-f][0-9a-f]*/", ev[k][0]["point"])
+              for k in ("p_main_work_0", "p_main_grow_0")),
+          "jumps past the stack check", r.stdout)
+    check([x["opt"][:len(bp)] for x in ev.get("p_main_leaf_0", [])] == [bp] and
+          ev.get("r_main_grow_0") and all(x["opt"].startswith(bp) for x in ev["r_main_grow_0"]) and
+          [x["opt"] for x in ev.get("p_runtime_mallocgc_0", [])] ==
+          ["no: Go code: the runtime's functions may run on the signal stack"],
+          "breakpoints elsewhere, saying why", r.stdout)
+    r = ukprobe(["stat", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "r %sgrow" % fn,
+                 "-e", "p:w7 %swork y=$arg2" % fn, "--filter", "y == 7",
+                 "-e", "r:gd %sgrow n=$arg1 d=$duration" % fn, "--filter", "n == 500", "--", t],
+                env=env, timeout=240)
+    check(r.returncode == 0 and r.stdout.startswith(want_out.stdout) and r.stderr == "",
+          "the program's output and exit status", show(r))
+    got = stat_table(r.stdout)
+    want = {"p_main_work_0": (2000000, 0), "p_main_grow_0": (200400, 0),
+            "r_main_grow_0": (200400, 0), "w7": (100, 0), "gd": (400, 0)}
+    check(got == want, "exact counts, nothing missed", "got %s" % got, "want %s" % want)
+    # the hits are jumps: a breakpoint's costs a signal (microseconds of
+    # CPU), 800,000 of them seconds; the program's own work is a fraction
+    small = [t, "4", "200000", "10"]
+    cpu = {}
+    for opt in ([], ["--no-optimize"]):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r = ukprobe(["stat"] + opt + ["-e", "p %swork" % fn, "--"] + small, env=env, timeout=240)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        check(r.returncode == 0 and stat_table(r.stdout) == {"p_main_work_0": (800000, 0)},
+              "%s: 800,000 hits" % opt, show(r))
+        cpu[bool(opt)] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    check(cpu[False] * 2 < cpu[True], "jumped hits cost less than half the breakpoints' CPU",
+          "CPU seconds: optimized %.2f, --no-optimize %.2f" % (cpu[False], cpu[True]))
+    print("ok go_opt (CPU seconds for 800,000 hits: jump %.2f, breakpoints %.2f)"
+          % (cpu[False], cpu[True]))
 
 
 def case_go_params():

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <ukprobes.h>
 
+#include "arch/x86_64/go_prologue.h"
+
 #define GO_W(r) (offsetof(struct pt_regs, r) / sizeof(unsigned long))
 /* $arg1..$arg9: the words of struct pt_regs that hold them */
 static const unsigned char ukpa_go_arg_words[] = {
@@ -26,50 +28,12 @@ static inline uintptr_t ukpa_go_g(const struct pt_regs *regs)
 	return regs->r14;
 }
 
-/*
- * [init] The length of the stack check code starts with, or 0 when it
- * has none (a nosplit function, or not the compiler's forms):
- *   cmp 0x10(%r14),%rsp; jbe                      (small frames)
- *   lea -N(%rsp),%r12; cmp 0x10(%r14),%r12; jbe  (medium frames)
- *   mov %rsp,%r12; sub $N,%r12; jb; cmp 0x10(%r14),%r12; jbe (huge frames)
- * The instruction after it runs once per call: when the stack must grow,
- * the function's start runs again after the copy.
- */
+/* [init] The length of the stack check code starts with, or 0
+ * (common/arch/x86_64/go_prologue.h, which the library's optimizer
+ * shares). */
 static inline size_t ukpa_go_prologue_len(const uint8_t *c, size_t n)
 {
-	static const uint8_t cmp_rsp[] = { 0x49, 0x3b, 0x66, 0x10 };
-	static const uint8_t cmp_r12[] = { 0x4d, 0x3b, 0x66, 0x10 };
-	size_t p = 0;
-
-	if (n >= 4 && !memcmp(c, cmp_rsp, 4)) {
-		p = 4;
-	} else {
-		if (n >= 5 && c[0] == 0x4c && c[1] == 0x8d && c[2] == 0x64 && c[3] == 0x24)
-			p = 5;                                  /* lea disp8(%rsp),%r12 */
-		else if (n >= 8 && c[0] == 0x4c && c[1] == 0x8d && c[2] == 0xa4 && c[3] == 0x24)
-			p = 8;                                  /* lea disp32(%rsp),%r12 */
-		else if (n >= 10 && c[0] == 0x49 && c[1] == 0x89 && c[2] == 0xe4 &&
-			 c[3] == 0x49 && c[4] == 0x81 && c[5] == 0xec)
-			p = 10;                                 /* mov %rsp,%r12; sub $N,%r12 */
-		else
-			return 0;
-		if (p == 10) {                                  /* jb */
-			if (n >= p + 2 && c[p] == 0x72)
-				p += 2;
-			else if (n >= p + 6 && c[p] == 0x0f && c[p + 1] == 0x82)
-				p += 6;
-			else
-				return 0;
-		}
-		if (n < p + 4 || memcmp(c + p, cmp_r12, 4))
-			return 0;
-		p += 4;
-	}
-	if (n >= p + 2 && c[p] == 0x76)                         /* jbe rel8 */
-		return p + 2;
-	if (n >= p + 6 && c[p] == 0x0f && c[p + 1] == 0x86)     /* jbe rel32 */
-		return p + 6;
-	return 0;
+	return ukp_go_prologue_len(c, n);
 }
 
 #endif

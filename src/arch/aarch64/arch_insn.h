@@ -259,6 +259,12 @@ struct ukp_arch_opt {
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 	uint8_t jump[UKP_OPT_JUMP_SIZE];
 	uint8_t image[UKP_DETOUR_SIZE];
+	bool go;                 /* Go code: the Go template (arch_opt_go) */
 };
+
+/* No Go template here (arch_opt_go): no fallback breakpoint. */
+#define UKP_GO_TRAP ((uintptr_t)0)
+#define UKP_GO_TRAP_SITE 0
+#define UKP_GO_TRAP_FRAME 0
 
 #endif /* UKP_ARCH_INSN_H */

@@ -141,6 +141,21 @@ void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
 	(void)ao, (void)kretprobe;
 }
 
+/* [reg] No template for Go code here: Go probes stay breakpoints. */
+size_t arch_go_stack_check_len(const uint8_t *code, size_t avail)
+{
+	(void)code, (void)avail;
+	return 0;
+}
+
+/* [reg] */
+int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
+{
+	(void)ao;
+	*why = "Go code: a goroutine's stack has no room for the detour's frame";
+	return -EOPNOTSUPP;
+}
+
 /* [reg] (the one common path: nothing to prove) */
 bool arch_opt_entry_template_ok(const uint8_t *code, size_t len)
 {

@@ -158,6 +158,16 @@ struct ukp_arch_opt {
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 	uint8_t jump[UKP_OPT_JUMP_SIZE];      /* jmp rel32 to the detour */
 	uint8_t image[UKP_DETOUR_SIZE];       /* the detour */
+	bool go;                 /* Go code: the Go template (arch_opt_go) */
 };
+
+/* The breakpoint the Go template of a detour falls back to
+ * (optprobe_tramp.S): the detour's frame is then on the stack, the site
+ * UKP_GO_TRAP_SITE above the stack pointer, the probed code's stack
+ * pointer UKP_GO_TRAP_FRAME above it (trap.c). */
+extern char ukp_optprobe_go_trap[];
+#define UKP_GO_TRAP ((uintptr_t)ukp_optprobe_go_trap)
+#define UKP_GO_TRAP_SITE 8
+#define UKP_GO_TRAP_FRAME 144
 
 #endif /* UKP_ARCH_INSN_H */

@@ -16,6 +16,7 @@
 #include "optimizer/optimizer.h"
 #include "asm_offsets.h"
 #include "detour.h"
+#include "arch/x86_64/go_prologue.h" /* (common/) */
 
 /* Read by optprobe_tramp.S: 0 save with XSAVE(C)/FXSAVE, 1 xmm0-15 by
  * hand, 2 ymm0-15 by hand. */
@@ -233,4 +234,25 @@ void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe)
 	if (kretprobe)
 		ao->image[12] = 0x25;	/* jmp *common(%rip) */
 	memcpy(ao->image + LIT_COMMON, &common, 8);
+}
+
+extern char ukp_optprobe_common_go[];
+
+/* [reg] See arch.h: Go's compiler's forms (go_prologue.h). */
+size_t arch_go_stack_check_len(const uint8_t *code, size_t avail)
+{
+	return ukp_go_prologue_len(code, avail);
+}
+
+/* [reg] See arch.h: the detour calls ukp_optprobe_common_go
+ * (optprobe_tramp.S), which takes 32 bytes of the goroutine's stack on
+ * top of the detour's 144 before it moves to the thread's own. */
+int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
+{
+	uintptr_t common = (uintptr_t)ukp_optprobe_common_go;
+
+	(void)why;
+	memcpy(ao->image + LIT_COMMON, &common, 8);
+	ao->go = true;
+	return 0;
 }
