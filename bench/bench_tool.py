@@ -501,8 +501,8 @@ def build_go_hit(d):
     return (out, None) if r.returncode == 0 else (None, "go build: " + r.stderr.strip())
 
 
-GO_ROWS = ("go call", "go p", "go r", "c call", "c p", "c p bp", "c r", "c r bp",
-           "bpftrace go p", "bpftrace c p")
+GO_ROWS = ("go call", "go p", "go r", "go split call", "go split p", "go split p bp", "c call",
+           "c p", "c p bp", "c r", "c r bp", "bpftrace go p", "bpftrace c p")
 
 
 def bench_go(args, bindir):
@@ -510,9 +510,11 @@ def bench_go(args, bindir):
     Go function (main.target of go_hit.go, a leaf of Go's register ABI)
     against the same on C's bench_tool_target, in one run, tools
     interleaved: C's as ukprobe places them (jump-optimized entry; a
-    kretprobe's entry and trampoline) and as breakpoints (--no-optimize:
-    a Go probe is always one, a goroutine's stack has no room for a
-    detour), and the kernel's uprobe (bpftrace) on both. A Go return
+    kretprobe's entry and trampoline) and as breakpoints (--no-optimize),
+    and the kernel's uprobe (bpftrace) on both. main.target is a leaf
+    without a stack check: its entry probe stays a breakpoint; main.split
+    (go_hit split) has one, and its entry probe past it is jump-optimized
+    (the Go template, doc/go_rust.md). A Go return
     probe is a breakpoint on the function's return instruction; the
     kernel's uretprobe is not measured on Go (it swaps the return address,
     which kills Go programs: Go's issue 22008)."""
@@ -525,10 +527,15 @@ def bench_go(args, bindir):
         st = os.path.join(d, "stat.txt")
         uk = [args.ukprobe, "stat", "-o", st]
         gofn, cfn = "%s:main.target" % gohit, "%s:bench_tool_target" % hit
+        gosplit = "%s:main.split" % gohit
         cmds = [
             ("go call", [gohit, str(n)]),
             ("go p", uk + ["-e", "p " + gofn, "--", gohit, str(n)]),
             ("go r", uk + ["-e", "r " + gofn, "--", gohit, str(n)]),
+            ("go split call", [gohit, "split", str(n)]),
+            ("go split p", uk + ["-e", "p " + gosplit, "--", gohit, "split", str(n)]),
+            ("go split p bp", uk + ["--no-optimize", "-e", "p " + gosplit, "--", gohit, "split",
+                                    str(n)]),
             ("c call", [hit, str(n)]),
             ("c p", uk + ["-e", "p " + cfn, "--", hit, str(n)]),
             ("c p bp", uk + ["--no-optimize", "-e", "p " + cfn, "--", hit, str(n)]),
@@ -553,7 +560,7 @@ def bench_go(args, bindir):
                     print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
                     ns.setdefault(name, []).append(None)
                     continue
-                if name.startswith(("go p", "go r", "c p", "c r")):
+                if name.startswith(("go p", "go r", "go split p", "c p", "c r")):
                     # every call counted: the probe was hit, not skipped
                     rows = open(st).read()
                     if not re.search(r" %d +0$" % n, rows, re.M):
@@ -563,7 +570,8 @@ def bench_go(args, bindir):
     # a hit's cost: the call's time under the probe less the call's alone,
     # per repetition; Go's to C's of the same repetition
     def hit_costs(name):
-        alone = "go call" if name.startswith(("go", "bpftrace go")) else "c call"
+        alone = ("go split call" if name.startswith("go split") else
+                 "go call" if name.startswith(("go", "bpftrace go")) else "c call")
         return [a - b if a is not None and b is not None else None
                 for a, b in zip(ns.get(name, []), ns.get(alone, []))]
 
@@ -580,7 +588,9 @@ def bench_go(args, bindir):
                              "n": len(vals)},
                       "hit_ns": median(costs) if costs and "call" not in name else None}
     return {"hits": n, "rows": rows,
-            "ratios": {"go p / c p": ratio("go p", "c p"),
+            "ratios": {"go split p / c p": ratio("go split p", "c p"),
+                       "go split p bp / c p bp": ratio("go split p bp", "c p bp"),
+                       "go p / c p": ratio("go p", "c p"),
                        "go p / c p bp": ratio("go p", "c p bp"),
                        "go r / c r": ratio("go r", "c r"),
                        "go r / c r bp": ratio("go r", "c r bp"),
@@ -589,12 +599,18 @@ def bench_go(args, bindir):
 
 def markdown_go(g, reps):
     out = ["Go (issue 32): a hit on `main.target` of `bench/go_hit.go` (a leaf of Go's register "
-           "ABI, `lea (%%rbx,%%rax,1),%%rax; lea 0x1(%%rax),%%rax; ret`) against C's "
+           "ABI, `lea (%%rbx,%%rax,1),%%rax; lea 0x1(%%rax),%%rax; ret`) and on `main.split` "
+           "(which calls it: a frame, so a stack check) against C's "
            "`bench_tool_target`, thread CPU time per call, median of %d:\n" % reps]
     if "skipped" in g:
         return out + ["skipped: %s\n" % g["skipped"]]
-    labels = {"go call": "Go: the function alone", "go p": "Go: `ukprobe stat`, `p` (a breakpoint "
-              "after the stack check)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
+    labels = {"go call": "Go: the function alone", "go p": "Go: `ukprobe stat`, `p` (a leaf "
+              "without a stack check: a breakpoint)",
+              "go split call": "Go: `main.split` alone (it calls `main.target`)",
+              "go split p": "Go: `ukprobe stat`, `p` on `main.split` (past the stack check: "
+              "jump-optimized)",
+              "go split p bp": "Go: `ukprobe stat --no-optimize`, `p` on `main.split` "
+              "(a breakpoint)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
               "`ret`)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
               "(jump-optimized)", "c p bp": "C: `ukprobe stat --no-optimize`, `p` (a breakpoint)",
               "c r": "C: `ukprobe stat`, `r` (kretprobe: optimized entry, trampoline)",

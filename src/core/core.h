@@ -146,7 +146,7 @@ struct ukp_ctlblk {
 	bool vec_live;
 };
 
-/* go_stack.c: the thread's stack for Go probes' hits (0: none or in use) */
+/* go_stack.c: the thread's stack for Go probes' hits (0: none yet) */
 extern UKP_TLS uintptr_t ukp_go_top;
 void ukp_go_stack_need(void);
 extern UKP_TLS struct ukp_ctlblk ukp_ctl;

@@ -22,17 +22,16 @@
 #define GO_STACK_SIZE (64 * 1024)
 #define GO_GUARD 4096 /* PROT_NONE below it: an overflow faults */
 
-/* The top of the thread's stack while it is free; 0 when it has none, or
- * while one of its hits runs on it (optprobe_tramp.S claims it). */
+/* The top of the thread's stack; 0 when it has none yet (a hit never
+ * nests on it: optprobe_tramp.S). */
 UKP_TLS uintptr_t ukp_go_top;
 /* The thread's stack, once it has one. */
 static UKP_TLS uintptr_t go_base;
 
 /*
  * [trap] The fallback hit of a Go probe (breakpoint_trap): a thread
- * without a stack gets one; a thread whose stack is in use (a hit nested
- * in a signal handler, or none could be mapped) keeps its breakpoint
- * hits. Two system calls, once per thread.
+ * without a stack gets one (one that could not be mapped keeps its
+ * breakpoint hits). Two system calls, once per thread.
  */
 UKP_TRAP_TEXT void ukp_go_stack_need(void)
 {

@@ -347,14 +347,18 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 	struct ukp_symres found;
 	int ret = arch_opt_prepare(ao, code, n, a, detour, site, ftrace_len, pun_pad, why);
 
-	if (ret || ftrace_len)
+	if (ret)
 		return ret;
+	/* (before the [FTRACE] NOPs' shortcut: Go's compiler makes none,
+	 * and its template is the C stack's) */
 	gsym = sym ? sym : ukp_sym_lookup_code(a, &found) ? NULL : &found;
 	if (ukp_sym_go_code(gsym, a)) {
 		ret = go_region_ok(ao, gsym, a, why);
 		if (ret)
 			return ret;
 	}
+	if (ftrace_len)
+		return 0;
 	/* A punned jump's last bytes are code it does not write: they must
 	 * be the object's text, where nothing else writes. */
 	if (pun_pad >= 0 && !ukp_addr_is_text(a, ao->span)) {

@@ -495,32 +495,58 @@ ukp_optprobe_krp_entry:
 	 * check (optimizer.c, go_region_ok; doc/go_rust.md). A goroutine's
 	 * stack is small: past the check, Go's stack guard (928 bytes on
 	 * amd64) is free below the probed code's stack pointer, of which the
-	 * detour took 144 and this takes 32 (rax, the flags as ENTRY_FLAGS
-	 * reads them, rcx, rdx); everything else goes on the thread's own
-	 * stack, whose top is ukp_go_top (go_stack.c): 0 when the thread has
-	 * none yet, or while a hit of the thread uses it (a hit nested in a
-	 * signal handler of the probed code: the kernel runs Go's handlers
-	 * on the alternate stack, and their probes get here). Then it falls
-	 * back to a breakpoint hit (ukp_optprobe_go_trap), which gives the
-	 * thread a stack for its next hit. The stack is claimed by zeroing
-	 * ukp_go_top after reading it: a hit nested between the two has come
-	 * back, the stack free again, before this one goes on.
+	 * detour took 144 and this takes 8 (rcx); everything else goes on
+	 * the thread's own stack, whose top is ukp_go_top (go_stack.c): 0
+	 * when the thread has none yet. Then it falls back to a breakpoint
+	 * hit (ukp_optprobe_go_trap), which gives the thread a stack for its
+	 * next hits. Nothing here changes the flags before they are read
+	 * (jrcxz, mov, lea).
+	 *
+	 * A hit never nests here, so the stack is not claimed: only a
+	 * signal handler can interrupt this one, and the handlers that run
+	 * Go code are Go's, which run the runtime's functions only, and
+	 * those get no Go template (go_region_ok); C code (the library's
+	 * handlers, a program's C handlers) gets the C templates, on the
+	 * stack it runs on (Go does not let a C signal handler call Go).
 	 *
 	 * The frame on the thread's stack is the entry template's (pt_regs,
 	 * the errno slot, the return slot, the site: SITE_SLOT, FAST_HIT),
-	 * then GO_SAVE: the goroutine's stack pointer after the 32 bytes.
-	 * At a Go function's entry past the check DF is clear (Go's ABI) and
-	 * no flag is live. The handlers' changes of rax, rcx, rdx and the
-	 * flags go back through the goroutine's slots; the stack is given
-	 * back after the thread has left it.
+	 * then GO_SAVE: the goroutine's stack pointer (at its rcx slot). At
+	 * a Go function's entry past the check DF is clear (Go's ABI) and no
+	 * flag is live.
 	 *
 	 * CFI: the CFA here is the top of the thread's stack, and the return
 	 * address is undefined: unwinders stop at this frame.
 	 */
 #define GO_SAVE  (PT_SIZE + 24)
 #define GO_FRAME (PT_SIZE + 32)
-#define GO_SLOTS 32
+	/*
+	 * The fallback (before the template: jrcxz reaches 127 bytes):
+	 * everything as the probed code had it, the detour's frame on top of
+	 * the goroutine's stack (its return address, the site): the trap
+	 * handler (trap.c) makes this a breakpoint hit of the site, and
+	 * sends the thread on to the detour's copy of the region as for any
+	 * breakpoint hit of an optimized probe; the ret is for a trap that
+	 * finds no probe.
+	 */
 	.p2align 6
+	.type ukp_optprobe_go_fallback, @function
+ukp_optprobe_go_fallback:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 144 + 8
+	.cfi_undefined %rip
+.Lgo_trap:
+	popq %rcx
+	.cfi_adjust_cfa_offset -8
+	.globl ukp_optprobe_go_trap
+	.hidden ukp_optprobe_go_trap
+ukp_optprobe_go_trap:
+	int3
+	ret
+	.cfi_endproc
+	.size ukp_optprobe_go_fallback, .-ukp_optprobe_go_fallback
+
+	.p2align 4
 	.globl ukp_optprobe_common_go
 	.hidden ukp_optprobe_common_go
 	.type ukp_optprobe_common_go, @function
@@ -528,39 +554,29 @@ ukp_optprobe_common_go:
 	.cfi_startproc simple
 	.cfi_def_cfa %rsp, 144
 	.cfi_undefined %rip
-	pushq %rax
-	lahf
-	seto %al
-	pushq %rax			/* the flags: ah SF ZF AF PF CF, al OF */
 	pushq %rcx
-	pushq %rdx
-	.cfi_adjust_cfa_offset GO_SLOTS
-	movq ukp_go_top@gottpoff(%rip), %rdx
-	movq %fs:(%rdx), %rcx
-	testq %rcx, %rcx
-	jz .Lgo_trap
-	movq $0, %fs:(%rdx)		/* claimed */
+	.cfi_adjust_cfa_offset 8
+	movq ukp_go_top@gottpoff(%rip), %rcx
+	movq %fs:(%rcx), %rcx
+	jrcxz .Lgo_trap
+	movq %rax, (PT_AX - GO_FRAME)(%rcx)
 	movq %rsp, -8(%rcx)		/* GO_SAVE */
 	leaq -GO_FRAME(%rcx), %rsp
 	.cfi_def_cfa %rsp, GO_FRAME
+	lahf
+	seto %al
+	ENTRY_FLAGS			/* (clobbers rax, rcx) */
 	SAVE_GPRS_BUT_AX
 	movq GO_SAVE(%rsp), %rax
-	movq 0(%rax), %rcx
-	movq %rcx, PT_DX(%rsp)
-	movq 8(%rax), %rcx
+	movq (%rax), %rcx
 	movq %rcx, PT_CX(%rsp)
-	movq 24(%rax), %rcx
-	movq %rcx, PT_AX(%rsp)
-	movq (GO_SLOTS + 8)(%rax), %rcx	/* the site, the detour pushed it */
+	movq 16(%rax), %rcx		/* the site, the detour pushed it */
 	movq %rcx, SITE_SLOT(%rsp)
-	movq 16(%rax), %rax
-	ENTRY_FLAGS
+	leaq (8 + 144)(%rax), %rax
+	movq %rax, PT_SP(%rsp)		/* the probed code's */
 	movq $-1, PT_ORIG_AX(%rsp)
 	movq $USER_CS, PT_CS(%rsp)
 	movq $USER_DS, PT_SS(%rsp)
-	movq GO_SAVE(%rsp), %rax
-	leaq (GO_SLOTS + 144)(%rax), %rax
-	movq %rax, PT_SP(%rsp)		/* the probed code's */
 	movq %rsp, %rbx
 	.cfi_def_cfa_register %rbx
 	cmpl $0, ukp_vec_lazy(%rip)
@@ -584,59 +600,15 @@ ukp_optprobe_common_go:
 .Lgo_regs:
 	movq %rbx, %rsp
 	.cfi_def_cfa_register %rsp
-	/* rax, rcx, rdx and the flags as the handlers left them, into the
-	 * goroutine's slots */
-	movq GO_SAVE(%rsp), %rcx
-	movq PT_DX(%rsp), %rax
-	movq %rax, 0(%rcx)
-	movq PT_CX(%rsp), %rax
-	movq %rax, 8(%rcx)
-	movq PT_AX(%rsp), %rax
-	movq %rax, 24(%rcx)
-	movzbl PT_FLAGS+1(%rsp), %eax	/* OF (bit 11) into al, SF..CF into ah */
-	shrl $3, %eax
-	andl $1, %eax
-	movb PT_FLAGS(%rsp), %ah
-	movq %rax, 16(%rcx)
+	/* the flags first, then only mov and lea */
+	RESTORE_ARITH_FLAGS
 	RESTORE_GPRS_BUT_AX
-	leaq GO_FRAME(%rsp), %rax	/* the top, to give back */
+	movq PT_AX(%rsp), %rax
 	movq GO_SAVE(%rsp), %rsp
-	.cfi_def_cfa %rsp, 144 + GO_SLOTS
-	movq ukp_go_top@gottpoff(%rip), %rdx
-	movq %rax, %fs:(%rdx)		/* given back: nothing of ours is on it */
-.Lgo_out:
-	popq %rdx
-	popq %rcx
-	movq (%rsp), %rax
-	addb $0x7f, %al			/* 1 + 0x7f overflows: OF = old OF */
-	sahf
-	leaq 8(%rsp), %rsp
-	popq %rax
-	.cfi_adjust_cfa_offset -GO_SLOTS
-	/*
-	 * The fallback comes here with everything as the probed code had
-	 * it, the detour's frame on top of the goroutine's stack (its return
-	 * address, the site): the trap handler (trap.c) makes this a
-	 * breakpoint hit of the site, and sends the thread on to the
-	 * detour's copy of the region as for any breakpoint hit of an
-	 * optimized probe; the ret is for a trap that finds no probe.
-	 */
-	jmp 1f
-.Lgo_trap:
-	.cfi_adjust_cfa_offset GO_SLOTS
-	popq %rdx
-	popq %rcx
-	movq (%rsp), %rax
-	addb $0x7f, %al
-	sahf
-	leaq 8(%rsp), %rsp
-	popq %rax
-	.cfi_adjust_cfa_offset -GO_SLOTS
-	.globl ukp_optprobe_go_trap
-	.hidden ukp_optprobe_go_trap
-ukp_optprobe_go_trap:
-	int3
-1:	ret
+	.cfi_def_cfa %rsp, 144 + 8
+	leaq 8(%rsp), %rsp		/* (the rcx slot) */
+	.cfi_adjust_cfa_offset -8
+	ret
 	.cfi_endproc
 	.size ukp_optprobe_common_go, .-ukp_optprobe_common_go
 
