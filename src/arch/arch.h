@@ -307,7 +307,7 @@ size_t arch_go_stack_check_len(const uint8_t *code, size_t avail);
  * [reg] After arch_opt_prepare, for a probe in Go code past the stack
  * check: the detour calls the template that moves to a stack of the
  * thread's own before anything else (the goroutine's is small), and
- * falls back to a breakpoint hit when the thread has none free. 0, or
+ * falls back to a breakpoint hit when the thread has none yet. 0, or
  * -errno with *why when the arch has no such template.
  */
 int arch_opt_go(struct ukp_arch_opt *ao, const char **why);

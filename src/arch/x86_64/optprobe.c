@@ -245,7 +245,7 @@ size_t arch_go_stack_check_len(const uint8_t *code, size_t avail)
 }
 
 /* [reg] See arch.h: the detour calls ukp_optprobe_common_go
- * (optprobe_tramp.S), which takes 32 bytes of the goroutine's stack on
+ * (optprobe_tramp.S), which takes 8 bytes of the goroutine's stack on
  * top of the detour's 144 before it moves to the thread's own. */
 int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
 {

@@ -560,20 +560,20 @@ ukp_optprobe_common_go:
 	movq %fs:(%rcx), %rcx
 	jrcxz .Lgo_trap
 	movq %rax, (PT_AX - GO_FRAME)(%rcx)
+	movq %rsp, %rax			/* the goroutine's, kept */
 	movq %rsp, -8(%rcx)		/* GO_SAVE */
 	leaq -GO_FRAME(%rcx), %rsp
 	.cfi_def_cfa %rsp, GO_FRAME
-	lahf
-	seto %al
-	ENTRY_FLAGS			/* (clobbers rax, rcx) */
-	SAVE_GPRS_BUT_AX
-	movq GO_SAVE(%rsp), %rax
+	SAVE_GPRS_BUT_AX		/* (rcx: fixed below) */
 	movq (%rax), %rcx
 	movq %rcx, PT_CX(%rsp)
 	movq 16(%rax), %rcx		/* the site, the detour pushed it */
 	movq %rcx, SITE_SLOT(%rsp)
 	leaq (8 + 144)(%rax), %rax
 	movq %rax, PT_SP(%rsp)		/* the probed code's */
+	lahf				/* (nothing above changed the flags) */
+	seto %al
+	ENTRY_FLAGS			/* (clobbers rax, rcx) */
 	movq $-1, PT_ORIG_AX(%rsp)
 	movq $USER_CS, PT_CS(%rsp)
 	movq $USER_DS, PT_SS(%rsp)
