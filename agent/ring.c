@@ -24,8 +24,11 @@
  * call) instead.
  *
  * Records are fixed-size slots of the ring, as large as the largest
- * event of the image needs; each goes out with only its event's
- * payload. Where the output goes:
+ * event of the image needs: what differs per hit (common/region.h,
+ * struct ukp_region_rec) and the payload, no more (a hit's cost is
+ * mostly its stores and the cache lines they miss); the reader makes
+ * each the wire's record, with only its event's payload and the ring's
+ * tid and name. Where the output goes:
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
