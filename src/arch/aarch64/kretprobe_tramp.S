@@ -138,6 +138,7 @@ ukp_kretprobe_trampoline:
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
 	THREAD_BLOCK_AGAIN x20, x9, x10
 	ldr x21, [x20, #FT_REC]
+	ldr x22, [x20, #FT_RSTACK]		/* (the longjmp keeps no register) */
 	ldr x23, [sp, #RI_SLOT]
 	mov x0, x20
 	mov x1, xzr

@@ -184,6 +184,7 @@ ukp_kretprobe_trampoline:
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
 	TB_CTL_AGAIN %r12
 	movq FT_REC(%r12), %r14
+	movq FT_RSTACK(%r12), %r15		/* (the longjmp keeps no register) */
 	movq (%rsp), %rbx
 	movq %r12, %rdi
 	xorl %esi, %esi
