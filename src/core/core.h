@@ -146,7 +146,10 @@ struct ukp_ctlblk {
 	bool vec_live;
 };
 
-extern UKP_TLS struct ukp_ctlblk ukp_ctl;
+/* [any] The calling thread's control block, in its per-thread block
+ * (base/tb_lib.h: no TLS; the fast paths find it there too). */
+UKP_TB_LIB_FITS(struct ukp_ctlblk, UKP_TBL_CTL, UKP_TBL_CTL_SIZE);
+#define ukp_ctl (*UKP_TB_LIB(struct ukp_ctlblk, UKP_TBL_CTL))
 
 /* Registry (kprobes.c). */
 extern struct ukp_fmutex ukp_mutex;
@@ -174,9 +177,15 @@ extern unsigned int ukp_quarantine_limit;     /* scan once this many wait */
 unsigned int ukp_quarantine_reclaim(void);    /* [reg] scan now; returns sites freed */
 unsigned int ukp_quarantine_count(void);      /* [reg] */
 
-/* Per-thread counters of the hit path (tests and benchmarks). */
-extern UKP_TLS unsigned long ukp_tls_boosted_hits;  /* hits sent to a boosted copy */
-extern UKP_TLS unsigned long ukp_tls_ool_resumes;   /* trailing int3 of a normal copy */
+/* Per-thread counters of the hit path (tests and benchmarks), in the
+ * thread's block. */
+struct ukp_tb_hits {
+	unsigned long boosted_hits; /* hits sent to a boosted copy */
+	unsigned long ool_resumes;  /* trailing int3 of a normal copy */
+};
+UKP_TB_LIB_FITS(struct ukp_tb_hits, UKP_TBL_HITS, UKP_TBL_HITS_SIZE);
+#define ukp_tls_boosted_hits (UKP_TB_LIB(struct ukp_tb_hits, UKP_TBL_HITS)->boosted_hits)
+#define ukp_tls_ool_resumes (UKP_TB_LIB(struct ukp_tb_hits, UKP_TBL_HITS)->ool_resumes)
 
 /* trap.c */
 int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs), void *arg,
