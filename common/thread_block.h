@@ -6,10 +6,12 @@
  * cannot grow, a Go program's thread pointer is Go's: doc/static_agent.md,
  * "Per-thread state without TLS"; the arch part: doc/arch.md).
  *
- * A block is UKP_TB_SIZE bytes: a header (whose thread it is), then one
+ * A block is UKP_TB_SIZE bytes (a page: only the pages of threads that
+ * took a block are touched): a header (whose thread it is), then one
  * room per user at a fixed offset, so that a lower part needs no type of
- * a higher one: the library's (UKP_TB_LIB_OFF) and its agent's
- * (UKP_TB_AGENT_OFF). A room is zero when a thread gets its block.
+ * a higher one: the library's (UKP_TB_LIB_OFF; its layout:
+ * src/base/tb_lib.h) and its agent's (UKP_TB_AGENT_OFF). A room is zero
+ * when a thread gets its block.
  *
  * ukp_thread_block() is [any] context (signal handlers included: a
  * handler finds the block of the thread it runs on) and allocation-free;
@@ -30,11 +32,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UKP_TB_SIZE 1024
-#define UKP_TB_COUNT 16384                         /* a power of two */
+#define UKP_TB_SIZE_SHIFT 12
+#define UKP_TB_SIZE (1 << UKP_TB_SIZE_SHIFT)
+#define UKP_TB_COUNT_SHIFT 14
+#define UKP_TB_COUNT (1 << UKP_TB_COUNT_SHIFT)
 #define UKP_TB_ARENA ((size_t)UKP_TB_SIZE * UKP_TB_COUNT)
 #define UKP_TB_LIB_OFF 64                          /* libukprobes' room */
-#define UKP_TB_LIB_SIZE 512
+#define UKP_TB_LIB_SIZE 2048
 #define UKP_TB_AGENT_OFF (UKP_TB_LIB_OFF + UKP_TB_LIB_SIZE) /* the agent's */
 #define UKP_TB_AGENT_SIZE (UKP_TB_SIZE - UKP_TB_AGENT_OFF)
 
@@ -48,6 +52,13 @@ struct ukp_tb_head {
 	void *self;              /* the block's address */
 	_Atomic int tid;         /* that thread's id: its block is taken back when it is gone */
 	int overflow;            /* the shared block of threads that found none */
+	int pid;                 /* the process it was given in (a forked child has a copy) */
+	/* The word the kernel clears when that thread ends (its libc's
+	 * thread id word: PR_GET_TID_ADDRESS), or &tid: the table's look-ups
+	 * take a block only while it holds tid, so that a thread which libc
+	 * gives a gone thread's thread pointer (glibc's stack cache: the
+	 * kernel wrote the new thread's id there) is not taken for it. */
+	const _Atomic int *tidp;
 };
 
 /* (src/base/thread_block.c) */
@@ -56,11 +67,22 @@ extern uintptr_t ukp_tb_gs_lo; /* x86-64: the arena when GS bases are read with 
 extern int ukp_tb_gs_fast;     /* x86-64: GS bases are used without rdgsbase */
 void *ukp_thread_block_slow(void);
 
+#define UKP_TB_HASH_MUL 0x9e3779b97f4a7c15ULL
+
 /* [any] The slot a thread pointer's block is looked for first (the
  * table look-up; the slow path probes on from there). */
 static inline size_t ukp_tb_hash(uintptr_t key)
 {
-	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - 14)) & (UKP_TB_COUNT - 1);
+	/* (the AArch64 fast paths compute the same: fastpath_ops.h) */
+	return (size_t)((key * UKP_TB_HASH_MUL) >> (64 - UKP_TB_COUNT_SHIFT));
+}
+
+/* [any] Is h the block of the thread whose key it holds (the thread
+ * that took it, not a later one with the same thread pointer)? */
+static inline bool ukp_tb_live(const struct ukp_tb_head *h)
+{
+	return atomic_load_explicit(h->tidp, memory_order_relaxed) ==
+	       atomic_load_explicit(&h->tid, memory_order_relaxed);
 }
 
 /* [any] The block at the thread pointer's first slot if it is the
@@ -73,7 +95,8 @@ static inline void *ukp_tb_table_find(uintptr_t key)
 	if (!a)
 		return NULL;
 	h = (struct ukp_tb_head *)(void *)(a + ukp_tb_hash(key) * UKP_TB_SIZE);
-	return atomic_load_explicit(&h->owner, memory_order_relaxed) == key ? h : NULL;
+	return atomic_load_explicit(&h->owner, memory_order_acquire) == key && ukp_tb_live(h) ? h
+											: NULL;
 }
 
 #if defined(__x86_64__)

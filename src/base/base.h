@@ -9,8 +9,7 @@
  *  [trap]  runs in the library's signal handlers (SIGTRAP and the fault
  *          signals), or in a detour or trampoline: async-signal-safe,
  *          allocation-free, no libc calls, no locks; per-thread state
- *          lives in initial-exec TLS or the thread's block
- *          (common/thread_block.h).
+ *          lives in the thread's block (base/tb_lib.h), never in TLS.
  *  [reg]   runs in registration/unregistration/knob calls, from ordinary
  *          context, with ukp_mutex held unless said otherwise.
  *  [any]   either.
@@ -25,7 +24,7 @@
 #include "ukprobes.h"
 #include "arch/arch.h"
 
-#define UKP_TLS __attribute__((tls_model("initial-exec"))) __thread
+#include "base/tb_lib.h"
 
 /* log.c */
 void ukp_pr(enum ukprobes_print_level level, const char *fmt, ...)

@@ -13,7 +13,9 @@
  * back when the arena is full; a block is given back by its tid word
  * first (compare-and-swap to 0), so that two sweeps, or a sweep and a
  * new owner, never both have it. Private memory: a forked child has its
- * own copy (the forking thread keeps its block, as with TLS); a vfork()
+ * own copy (the forking thread keeps its block, as with TLS: the
+ * child's atfork handler, or the first look-up in the child before it,
+ * makes it the child thread's); a vfork()
  * child shares its parent's thread and block, as it shares its TLS.
  * exec() resets the GS base (the kernel).
  */
@@ -21,8 +23,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "base/base.h"
@@ -43,26 +48,57 @@ static union {
 	.h = { .owner = UKP_TB_FREE, .overflow = 1 },
 };
 
-static bool use_gs;        /* x86-64 with FSGSBASE */
+static _Atomic int gs_known; /* 0: not looked at yet, 1: no FSGSBASE, 2: x86-64 with it */
 static bool unmapped_once; /* GS bases may point into an arena that is gone */
+static _Atomic int fork_pid; /* a forked child's, once its forking thread's block is its own */
 #if defined(__x86_64__)
 static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
 #endif
 
 #define HWCAP2_FSGSBASE_BIT (1UL << 1)
 
+/* Are GS bases used (x86-64 with FSGSBASE)? Looked at before the
+ * library's other constructors run (they may need a block), never on
+ * the hit path (libc's getauxval and getenv are no code of the hit
+ * path's: vecstate.c's proof). A block needed before (a handler during
+ * an earlier constructor) settles it as "no": the arena is set up for
+ * GS bases or not when it is mapped. UKPROBES_GSBASE=0: the table
+ * (tests, as on AArch64). */
+__attribute__((constructor(101))) static void tb_init_gs(void)
+{
+	int expect = 0, v = 1;
+#if defined(__x86_64__)
+	const char *no = getenv("UKPROBES_GSBASE");
+
+	if ((ukp_getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE_BIT) && !(no && !strcmp(no, "0")))
+		v = 2;
+#endif
+	atomic_compare_exchange_strong(&gs_known, &expect, v);
+}
+
 __attribute__((constructor)) static void tb_init(void)
 {
-	int *busy_lib = (int *)(void *)(overflow.b + UKP_TB_LIB_OFF);
-	int *busy_agent = (int *)(void *)(overflow.b + UKP_TB_AGENT_OFF);
-
-	*busy_lib = 1 << 30;
-	*busy_agent = 1 << 30;
-	overflow.h.self = &overflow;
 	pthread_atfork(NULL, NULL, ukp_thread_blocks_after_fork_child);
-#if defined(__x86_64__)
-	use_gs = ukp_getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE_BIT;
-#endif
+}
+
+/* [any] Are GS bases used? (tb_init_gs; "no" if asked before it ran) */
+static UKP_TRAP_TEXT bool use_gs(void)
+{
+	int expect = 0;
+
+	if (__builtin_expect(atomic_load_explicit(&gs_known, memory_order_relaxed) == 0, 0))
+		atomic_compare_exchange_strong(&gs_known, &expect, 1);
+	return atomic_load_explicit(&gs_known, memory_order_relaxed) == 2;
+}
+
+/* [any] The overflow block, its rooms saying "not now" (the same plain
+ * stores by any thread: set before the first thread is given it). */
+static UKP_TRAP_TEXT void *overflow_block(void)
+{
+	*(volatile int *)(void *)(overflow.b + UKP_TB_LIB_OFF) = 1 << 30;
+	*(volatile int *)(void *)(overflow.b + UKP_TB_AGENT_OFF) = 1 << 30;
+	overflow.h.self = &overflow;
+	return &overflow;
 }
 
 static UKP_TRAP_TEXT struct ukp_tb_head *at(char *a, size_t i)
@@ -138,14 +174,35 @@ static UKP_TRAP_TEXT char *arena(void)
 		return none;
 	}
 #if defined(__x86_64__)
-	if (use_gs && !unmapped_once && map_zero_page()) {
+	if (use_gs() && !unmapped_once && map_zero_page()) {
 		zero_page = true;
 		__atomic_store_n(&ukp_tb_gs_fast, 1, __ATOMIC_RELEASE);
 	}
-	else if (use_gs)
+	else if (use_gs())
 		__atomic_store_n(&ukp_tb_gs_lo, (uintptr_t)a, __ATOMIC_RELEASE);
 #endif
 	return a;
+}
+
+/* [any] Give a block back if its thread (tid) is gone, or unconditionally
+ * when dead is false and tid is the caller's. */
+static UKP_TRAP_TEXT void give_back(struct ukp_tb_head *h, int tid)
+{
+	int expect = tid;
+
+	if (tid > 0 && atomic_compare_exchange_strong(&h->tid, &expect, 0))
+		atomic_store_explicit(&h->owner, UKP_TB_FREE, memory_order_release);
+}
+
+static UKP_TRAP_TEXT const _Atomic int *tid_word(struct ukp_tb_head *h);
+
+/* [any] h made the calling thread's (a forked child's copy of its
+ * parent thread's block). */
+static UKP_TRAP_TEXT void adopt(struct ukp_tb_head *h)
+{
+	atomic_store(&h->tid, ukp_sys_gettid());
+	h->pid = ukp_sys_getpid();
+	h->tidp = tid_word(h);
 }
 
 /* [any] The thread pointer's block, probing from its first slot. */
@@ -157,22 +214,35 @@ static UKP_TRAP_TEXT struct ukp_tb_head *table_lookup(char *a, uintptr_t key)
 		struct ukp_tb_head *h = at(a, (i + n) & (UKP_TB_COUNT - 1));
 		uintptr_t o = atomic_load_explicit(&h->owner, memory_order_acquire);
 
-		if (o == key)
+		if (o == key && ukp_tb_live(h))
 			return h;
+		if (o == key && h->pid != ukp_sys_getpid() &&
+		    atomic_load(&fork_pid) != ukp_sys_getpid()) {
+			/* the forking thread's, in its child before the atfork
+			 * handler said so (libc wrote the child's tid already;
+			 * no other thread runs yet) */
+			adopt(h);
+			return h;
+		}
+		if (o == key)
+			give_back(h, atomic_load(&h->tid)); /* a gone thread's */
 		if (o == UKP_TB_UNUSED)
 			break;
 	}
 	return NULL;
 }
 
-/* [any] Give a block back if its thread (tid) is gone, or unconditionally
- * when dead is false and tid is the caller's. */
-static UKP_TRAP_TEXT void give_back(struct ukp_tb_head *h, int tid)
+/* [any] The word the kernel clears at the calling thread's end (the one
+ * its libc or the library's raw clone gave it), or h's own tid word when
+ * it has none or cannot say (a kernel without PR_GET_TID_ADDRESS). */
+static UKP_TRAP_TEXT const _Atomic int *tid_word(struct ukp_tb_head *h)
 {
-	int expect = tid;
+	int *p = NULL;
 
-	if (tid > 0 && atomic_compare_exchange_strong(&h->tid, &expect, 0))
-		atomic_store_explicit(&h->owner, UKP_TB_FREE, memory_order_release);
+	if (arch_syscall3(__NR_prctl, PR_GET_TID_ADDRESS, (long)&p, 0) == 0 && p &&
+	    *(volatile int *)p == atomic_load(&h->tid))
+		return (const _Atomic int *)p;
+	return &h->tid;
 }
 
 /* [any] The blocks of threads that are gone, given back. */
@@ -218,6 +288,8 @@ static UKP_TRAP_TEXT struct ukp_tb_head *claim(char *a, uintptr_t key)
 				w[k] = 0;
 			h->self = h;
 			atomic_store(&h->tid, ukp_sys_gettid());
+			h->pid = ukp_sys_getpid();
+			h->tidp = tid_word(h);
 			atomic_store_explicit(&h->owner, key, memory_order_release);
 			return h;
 		}
@@ -232,11 +304,12 @@ UKP_TRAP_TEXT void *ukp_thread_block_slow(void)
 	struct ukp_tb_head *h;
 	char *a = arena();
 	uintptr_t key = my_key();
-	bool table = !use_gs;
+	bool table;
 
 	if (!a)
-		return &overflow;
-	if (use_gs && !gs_ours(a))
+		return overflow_block();
+	table = !use_gs();
+	if (!table && !gs_ours(a))
 		table = true; /* (never written over: found by the table) */
 	if (table && (h = table_lookup(a, key)))
 		return h;
@@ -249,7 +322,7 @@ UKP_TRAP_TEXT void *ukp_thread_block_slow(void)
 			set_gs(h);
 	}
 	ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);
-	return h ? (void *)h : (void *)&overflow;
+	return h ? (void *)h : overflow_block();
 }
 
 /* [any] The calling thread's block if it has one (not the overflow's). */
@@ -259,7 +332,7 @@ static UKP_TRAP_TEXT struct ukp_tb_head *mine(void)
 
 	if (!a)
 		return NULL;
-	if (use_gs && gs_ours(a))
+	if (use_gs() && gs_ours(a))
 		return arch_tb_find();
 	return table_lookup(a, my_key());
 }
@@ -277,7 +350,7 @@ UKP_TRAP_TEXT bool ukp_thread_block_forget(void)
 {
 	char *a = __atomic_load_n(&ukp_tb_arena, __ATOMIC_ACQUIRE);
 
-	if (!use_gs || !gs_ours(a))
+	if (!use_gs() || !gs_ours(a))
 		return false;
 	set_gs(NULL);
 	return true;
@@ -290,7 +363,8 @@ void ukp_thread_blocks_after_fork_child(void)
 	struct ukp_tb_head *me = mine();
 
 	if (me)
-		atomic_store(&me->tid, ukp_sys_gettid());
+		adopt(me);
+	atomic_store(&fork_pid, ukp_sys_getpid());
 }
 
 void ukp_thread_blocks_unmap(void)
@@ -305,7 +379,7 @@ void ukp_thread_blocks_unmap(void)
 	a = __atomic_exchange_n(&ukp_tb_arena, NULL, __ATOMIC_ACQ_REL);
 	if (!a)
 		return;
-	if (use_gs && gs_ours(a))
+	if (use_gs() && gs_ours(a))
 		set_gs(NULL);
 	arch_syscall3(__NR_munmap, (long)a, UKP_TB_ARENA, 0);
 #if defined(__x86_64__)

@@ -61,6 +61,25 @@ void ukp_asm_offsets(void)
 	OFFSET(FT_JB, ukp_fp_thread, jb);
 	OFFSET(FT_RSTACK, ukp_fp_thread, rstack);
 
+	/* where a thread's per-thread block is: in the library's room of its
+	 * block (base/tb_lib.h, common/thread_block.h); only the arch's
+	 * macro that finds it uses these */
+	OFFSET(P_TB_OWNER, ukp_tb_head, owner);
+	OFFSET(P_TB_SELF, ukp_tb_head, self);
+	OFFSET(P_TB_TID, ukp_tb_head, tid);
+	OFFSET(P_TB_TIDP, ukp_tb_head, tidp);
+	DEFINE(P_TB_CTL, UKP_TB_LIB_OFF + UKP_TBL_CTL);
+	DEFINE(P_TB_GO_TOP, UKP_TB_LIB_OFF + UKP_TBL_GO + offsetof(struct ukp_go_stack, top));
+	DEFINE(P_TB_SIZE_SHIFT, UKP_TB_SIZE_SHIFT);
+	DEFINE(P_TB_COUNT_SHIFT, UKP_TB_COUNT_SHIFT);
+	DEFINE(P_TB_HASH_MUL_0, UKP_TB_HASH_MUL & 0xffff); /* (16 bits each: movk) */
+	DEFINE(P_TB_HASH_MUL_1, (UKP_TB_HASH_MUL >> 16) & 0xffff);
+	DEFINE(P_TB_HASH_MUL_2, (UKP_TB_HASH_MUL >> 32) & 0xffff);
+	DEFINE(P_TB_HASH_MUL_3, UKP_TB_HASH_MUL >> 48);
+#ifdef ARCH_TB_GS_BIAS
+	DEFINE(P_TB_GS_BIAS, ARCH_TB_GS_BIAS);
+#endif
+
 	/* constants of the contract */
 	DEFINE(FP_HIT_ACTIVE, KPROBE_HIT_ACTIVE);
 	DEFINE(FP_BREAKPOINT_SIZE, UKP_BREAKPOINT_SIZE);

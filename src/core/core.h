@@ -146,10 +146,19 @@ struct ukp_ctlblk {
 	bool vec_live;
 };
 
-/* go_stack.c: the thread's stack for Go probes' hits (0: none yet) */
-extern UKP_TLS uintptr_t ukp_go_top;
+/* [any] The calling thread's control block, in its per-thread block
+ * (base/tb_lib.h: no TLS; the fast paths find it there too). */
+UKP_TB_LIB_FITS(struct ukp_ctlblk, UKP_TBL_CTL, UKP_TBL_CTL_SIZE);
+#define ukp_ctl (*UKP_TB_LIB(struct ukp_ctlblk, UKP_TBL_CTL))
+
+/* go_stack.c: the thread's stack for Go probes' hits, in its per-thread
+ * block (the Go template reads top %gs-relative: optprobe_tramp.S) */
+struct ukp_go_stack {
+	uintptr_t top;  /* 0: none yet */
+	uintptr_t base;
+};
+UKP_TB_LIB_FITS(struct ukp_go_stack, UKP_TBL_GO, UKP_TBL_GO_SIZE);
 void ukp_go_stack_need(void);
-extern UKP_TLS struct ukp_ctlblk ukp_ctl;
 
 /* Registry (kprobes.c). */
 extern struct ukp_fmutex ukp_mutex;
@@ -177,9 +186,15 @@ extern unsigned int ukp_quarantine_limit;     /* scan once this many wait */
 unsigned int ukp_quarantine_reclaim(void);    /* [reg] scan now; returns sites freed */
 unsigned int ukp_quarantine_count(void);      /* [reg] */
 
-/* Per-thread counters of the hit path (tests and benchmarks). */
-extern UKP_TLS unsigned long ukp_tls_boosted_hits;  /* hits sent to a boosted copy */
-extern UKP_TLS unsigned long ukp_tls_ool_resumes;   /* trailing int3 of a normal copy */
+/* Per-thread counters of the hit path (tests and benchmarks), in the
+ * thread's block. */
+struct ukp_tb_hits {
+	unsigned long boosted_hits; /* hits sent to a boosted copy */
+	unsigned long ool_resumes;  /* trailing int3 of a normal copy */
+};
+UKP_TB_LIB_FITS(struct ukp_tb_hits, UKP_TBL_HITS, UKP_TBL_HITS_SIZE);
+#define ukp_tls_boosted_hits (UKP_TB_LIB(struct ukp_tb_hits, UKP_TBL_HITS)->boosted_hits)
+#define ukp_tls_ool_resumes (UKP_TB_LIB(struct ukp_tb_hits, UKP_TBL_HITS)->ool_resumes)
 
 /* trap.c */
 int ukp_call_handler(struct kprobe *kp, int (*fn)(void *arg, struct pt_regs *regs), void *arg,

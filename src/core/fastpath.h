@@ -9,7 +9,10 @@
  *  - the per-site block (struct ukp_fp_site), at the start of struct
  *    ukp_site: the site pointer a detour passes points at it;
  *  - the per-thread block (struct ukp_fp_thread), at the start of the
- *    initial-exec TLS variable ukp_ctl (struct ukp_ctlblk).
+ *    thread's ukp_ctl (struct ukp_ctlblk), in the library's room of the
+ *    thread's block (base/tb_lib.h; no TLS): the arch's macro finds it
+ *    (TB_CTL, THREAD_BLOCK) or sends the hit to the C path, which takes
+ *    a block for a thread that has none yet.
  * src/asm_offsets.c generates their offsets as FS_* and FT_*; the fast
  * paths' .S files use no other generated offset.
  *

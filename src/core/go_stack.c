@@ -5,7 +5,9 @@
  * Go template of the detour (src/arch/ARCH/optprobe_tramp.S) moves to
  * it, because a goroutine's stack has no room for handlers. A thread
  * gets one at its first such hit, which falls back to a breakpoint hit
- * (trap.c) and comes here; its later hits find it in ukp_go_top.
+ * (trap.c) and comes here; its later hits find it in the thread's
+ * per-thread block (struct ukp_go_stack, base/tb_lib.h's UKP_TBL_GO),
+ * which the template reads %gs-relative once the block is the thread's.
  *
  * A stack is mapped for the thread's life and the process's: nothing
  * tells the library that a thread ended (Go's threads seldom do: the
@@ -17,16 +19,11 @@
 
 #include "base/base.h"
 #include "base/sys.h"
+#include "base/tb_lib.h"
 #include "core/core.h"
 
 #define GO_STACK_SIZE (64 * 1024)
 #define GO_GUARD 4096 /* PROT_NONE below it: an overflow faults */
-
-/* The top of the thread's stack; 0 when it has none yet (a hit never
- * nests on it: optprobe_tramp.S). */
-UKP_TLS uintptr_t ukp_go_top;
-/* The thread's stack, once it has one. */
-static UKP_TLS uintptr_t go_base;
 
 /*
  * [trap] The fallback hit of a Go probe (breakpoint_trap): a thread
@@ -35,9 +32,10 @@ static UKP_TLS uintptr_t go_base;
  */
 UKP_TRAP_TEXT void ukp_go_stack_need(void)
 {
+	struct ukp_go_stack *gs = UKP_TB_LIB(struct ukp_go_stack, UKP_TBL_GO);
 	void *m;
 
-	if (go_base)
+	if (gs->base)
 		return;
 	if (ukp_sys_mmap(NULL, GO_STACK_SIZE + GO_GUARD, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m))
@@ -46,6 +44,6 @@ UKP_TRAP_TEXT void ukp_go_stack_need(void)
 		ukp_sys_munmap(m, GO_STACK_SIZE + GO_GUARD);
 		return;
 	}
-	go_base = (uintptr_t)m + GO_GUARD;
-	ukp_go_top = go_base + GO_STACK_SIZE;
+	gs->base = (uintptr_t)m + GO_GUARD;
+	gs->top = gs->base + GO_STACK_SIZE;
 }

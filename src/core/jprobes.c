@@ -41,7 +41,6 @@
 #include "base/sanitizer.h"
 
 
-UKP_TLS struct ukp_jprobe_ctl ukp_jp_ctl;
 _Atomic unsigned long ukp_jprobe_missing;
 
 #define jp_container_of(ptr, type, member) \

@@ -11,7 +11,7 @@
  * arguments, on a copy of the stack top; jprobe_return() (or the
  * handler's return) traps again and the kept state comes back before the
  * probed instruction runs.
- * Per-thread state lives in ukp_jp_ctl (initial-exec TLS).
+ * Per-thread state lives in ukp_jp_ctl (the thread's block: base/tb_lib.h).
  */
 #ifndef UKP_JPROBES_H
 #define UKP_JPROBES_H
@@ -32,7 +32,8 @@ struct ukp_jprobe_ctl {
 	struct arch_jprobe_vec vec;
 	struct arch_jprobe_start start;
 };
-extern UKP_TLS struct ukp_jprobe_ctl ukp_jp_ctl;
+UKP_TB_LIB_FITS(struct ukp_jprobe_ctl, UKP_TBL_JPROBE, UKP_TBL_JPROBE_SIZE);
+#define ukp_jp_ctl (*UKP_TB_LIB(struct ukp_jprobe_ctl, UKP_TBL_JPROBE))
 
 /* [trap] The jprobe pre_handler; the list shows its probes as "j". */
 int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);

@@ -6,7 +6,7 @@
  * Everything in this file is [trap]: it runs in the library's SIGTRAP or
  * fault-signal handler, is async-signal-safe, allocates nothing, takes no
  * lock and calls no libc function. Per-thread state is ukp_ctl
- * (initial-exec TLS).
+ * (the thread's block: base/tb_lib.h).
  *
  * A hit:
  *   int3 at addr -> SIGTRAP, ip = addr + 1
@@ -47,9 +47,8 @@ _Static_assert(sizeof(((struct ukp_ctlblk *)0)->status) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->in_handler) == 4 &&
 	       sizeof(((struct ukp_ctlblk *)0)->defer_async) == 4, "idle words");
 
-UKP_TLS struct ukp_ctlblk ukp_ctl;
-UKP_TLS unsigned long ukp_tls_boosted_hits;
-UKP_TLS unsigned long ukp_tls_ool_resumes;
+/* The overflow block's "not now" count (base/tb_lib.h) is the status. */
+_Static_assert(offsetof(struct ukp_ctlblk, status) == 0 && UKP_TBL_CTL == 0, "not now");
 _Atomic unsigned long ukp_handler_fault_count;
 
 struct pending_fault {

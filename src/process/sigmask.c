@@ -88,7 +88,9 @@ struct vsig_state {
 	struct held_info info[HELD_SLOTS];
 };
 
-static UKP_TLS struct vsig_state vsig;
+/* (the thread's, in its block: base/tb_lib.h) */
+UKP_TB_LIB_FITS(struct vsig_state, UKP_TBL_VSIG, UKP_TBL_VSIG_SIZE);
+#define vsig (*UKP_TB_LIB(struct vsig_state, UKP_TBL_VSIG))
 
 static inline uint64_t *word(sigset_t *s)
 {

@@ -125,9 +125,17 @@ static _Atomic unsigned int uc_recs_hi;        /* records [0, hi) were ever clai
 static _Atomic unsigned long uc_claims;        /* claims completed */
 static _Atomic unsigned int uc_untracked;      /* threads that found no free record */
 
-static UKP_TLS struct uc_rec *uc_mine;         /* NULL until the first push */
-static UKP_TLS bool uc_norec;                  /* the registry was full */
-static UKP_TLS unsigned int uc_norec_depth;    /* pushes of such a thread */
+/* The thread's own (in its block: base/tb_lib.h). */
+struct uc_thread {
+	struct uc_rec *mine;         /* NULL until the first push */
+	bool norec;                  /* the registry was full */
+	unsigned int norec_depth;    /* pushes of such a thread */
+};
+UKP_TB_LIB_FITS(struct uc_thread, UKP_TBL_UC, UKP_TBL_UC_SIZE);
+#define uc_me UKP_TB_LIB(struct uc_thread, UKP_TBL_UC)
+#define uc_mine (uc_me->mine)
+#define uc_norec (uc_me->norec)
+#define uc_norec_depth (uc_me->norec_depth)
 
 static UKP_TRAP_TEXT void rec_write_begin(struct uc_rec *r)
 {

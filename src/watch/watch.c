@@ -141,7 +141,8 @@ struct wthread {
 	uintptr_t fault_pending; /* si_addr of a fault queued for the program, or 0 */
 	bool probing;            /* checking whether a faulting access works now */
 };
-static UKP_TLS struct wthread wt;
+UKP_TB_LIB_FITS(struct wthread, UKP_TBL_WATCH, UKP_TBL_WATCH_SIZE);
+#define wt (*UKP_TB_LIB(struct wthread, UKP_TBL_WATCH)) /* the thread's (base/tb_lib.h) */
 
 /* ------------------------------------------------------------ lock */
 

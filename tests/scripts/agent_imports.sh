@@ -2,8 +2,8 @@
 # agent_imports.sh AGENT: the agent imports none of the C library
 # functions it has its own of (src/base/libc.h, doc/static_agent.md: "The
 # agent's own C library"), nor the stdio its messages went through before
-# (they are written with the agent's dprintf now). Fails naming each one
-# still imported.
+# (they are written with the agent's dprintf now), and has no TLS segment.
+# Fails naming each one still imported.
 set -u
 agent=$1
 own="memchr memcmp bcmp memcpy memmove memset explicit_bzero __memcpy_chk __memmove_chk
@@ -31,5 +31,11 @@ for f in $(grep -E '^(mem|str|stp|bcmp|bzero)|printf|^__.*_chk$|^(is|to)[a-z]+$|
        bad=1 ;;
   esac
 done
+# and no TLS of its own: libukprobes' and the agent's per-thread state is
+# in the per-thread block (common/thread_block.h, src/base/tb_lib.h)
+if readelf -lW "$agent" | grep -qE '^ +TLS '; then
+  echo "agent_imports: $agent has a TLS segment (per-thread state goes in the thread's block: src/base/tb_lib.h)" >&2
+  bad=1
+fi
 [ $bad = 0 ] && echo "agent_imports: $(wc -l <<<"$imports") imports, none of the agent's own C library"
 exit $bad

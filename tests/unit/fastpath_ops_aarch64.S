@@ -124,7 +124,7 @@ FN ukt_asm_spare_put
 
 /* bool ukt_asm_idle_or(void): this thread's block */
 FN ukt_asm_idle_or
-	IDLE_OR x10, x11, x9, w9, 1f
+	IDLE_OR x10, x11, x9, w9, x12, 1f
 	mov w0, #1
 	ret
 1:	mov w0, #0
@@ -144,7 +144,7 @@ FN ukt_asm_leave_held
 	mov x29, sp
 	stp x19, x20, [sp, #16]
 	mov x20, x0
-	THREAD_BLOCK x19, x9
+	THREAD_BLOCK_AGAIN x19, x9, x10
 	LEAVE_HELD x19, x20, x9
 	ldp x19, x20, [sp, #16]
 	ldp x29, x30, [sp], #32

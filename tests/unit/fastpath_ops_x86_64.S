@@ -139,7 +139,7 @@ FN ukt_asm_read_leave
 /* void ukt_asm_leave_held(uint64_t *rec): this thread's block */
 FN ukt_asm_leave_held
 	subq $8, %rsp
-	movq ukp_ctl@gottpoff(%rip), %rcx
+	TB_CTL_AGAIN %rcx
 	LEAVE_HELD %rcx, %rdi
 	addq $8, %rsp
 	ret

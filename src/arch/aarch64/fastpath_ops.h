@@ -30,13 +30,51 @@
 
 #include "asm_offsets.h" /* generated: FS_*, FT_*, FP_*, P_* (src/asm_offsets.c) */
 
-/* ctl = the address of this thread's per-thread block (ukp_ctl,
- * initial-exec TLS: the thread pointer plus its offset from the GOT). */
-	.macro THREAD_BLOCK ctl, tmp
-	mrs \ctl, tpidr_el0
-	adrp \tmp, :gottprel:ukp_ctl
-	ldr \tmp, [\tmp, #:gottprel_lo12:ukp_ctl]
-	add \ctl, \ctl, \tmp
+/*
+ * THREAD_BLOCK: ctl = the address of this thread's per-thread block
+ * (struct ukp_fp_thread at the start of its ukp_ctlblk, in the library's
+ * room of its block: base/tb_lib.h), found in the blocks' table by the
+ * thread pointer at its first slot (ukp_tb_hash,
+ * common/arch/aarch64/thread_block_arch.h). Jumps to fail when it is not
+ * there (no block yet, one at another slot, or a gone thread's that
+ * had the same thread pointer: ukp_tb_live): the C path finds or takes
+ * it. Clobbers tmp, tmp2 and the flags.
+ */
+	.macro TB_SLOT ctl, tp, tmp
+	movz \tmp, #P_TB_HASH_MUL_0
+	movk \tmp, #P_TB_HASH_MUL_1, lsl #16
+	movk \tmp, #P_TB_HASH_MUL_2, lsl #32
+	movk \tmp, #P_TB_HASH_MUL_3, lsl #48
+	mul \tmp, \tp, \tmp
+	lsr \tmp, \tmp, #(64 - P_TB_COUNT_SHIFT)
+	add \ctl, \ctl, \tmp, lsl #P_TB_SIZE_SHIFT
+	.endm
+
+	.macro THREAD_BLOCK ctl, tmp, tmp2, fail
+	adrp \ctl, ukp_tb_arena
+	ldr \ctl, [\ctl, :lo12:ukp_tb_arena]
+	cbz \ctl, \fail
+	mrs \tmp2, tpidr_el0
+	TB_SLOT \ctl, \tmp2, \tmp
+	ldr \tmp, [\ctl, #P_TB_OWNER]
+	cmp \tmp, \tmp2
+	b.ne \fail
+	ldr \tmp, [\ctl, #P_TB_TIDP]		/* ukp_tb_live: not a gone */
+	ldrsw \tmp, [\tmp]			/* thread's with this thread */
+	ldrsw \tmp2, [\ctl, #P_TB_TID]		/* pointer */
+	cmp \tmp, \tmp2
+	b.ne \fail
+	add \ctl, \ctl, #P_TB_CTL
+	.endm
+
+/* THREAD_BLOCK_AGAIN: ctl as THREAD_BLOCK found it before in this hit
+ * (its registers were lost: a handler that faulted). */
+	.macro THREAD_BLOCK_AGAIN ctl, tmp, tmp2
+	adrp \ctl, ukp_tb_arena
+	ldr \ctl, [\ctl, :lo12:ukp_tb_arena]
+	mrs \tmp2, tpidr_el0
+	TB_SLOT \ctl, \tmp2, \tmp
+	add \ctl, \ctl, #P_TB_CTL
 	.endm
 
 /* kp = the site's fast_kp, with acquire (see above); clobbers tmp. */
@@ -48,11 +86,11 @@
 /*
  * IDLE_OR (fastpath.h): is this thread idle, with its grace-period
  * record, and no writer asked for heavy read-side fences? Loads ctl =
- * the per-thread block and rec = the record, clobbers tmp (tmpw its
- * 32-bit name) and the flags; jumps to fail when not.
+ * the per-thread block (THREAD_BLOCK) and rec = the record, clobbers tmp
+ * (tmpw its 32-bit name), tmp2 and the flags; jumps to fail when not.
  */
-	.macro IDLE_OR ctl, rec, tmp, tmpw, fail
-	THREAD_BLOCK \ctl, \tmp
+	.macro IDLE_OR ctl, rec, tmp, tmpw, tmp2, fail
+	THREAD_BLOCK \ctl, \tmp, \tmp2, \fail
 	ldr \tmp, [\ctl, #FT_STATUS]		/* status, depth */
 	cbnz \tmp, \fail
 	ldr \tmp, [\ctl, #FT_IN_HANDLER]	/* in_handler, defer_async */

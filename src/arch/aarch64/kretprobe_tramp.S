@@ -76,7 +76,7 @@ ukp_kretprobe_trampoline:
 	 * (x29 and sp as at the call), which keeps no other register: the
 	 * instance and errno are in the frame's scratch words.
 	 */
-	IDLE_OR x20, x21, x9, w9, 3f
+	IDLE_OR x20, x21, x9, w9, x10, 3f
 	ldr x22, [x20, #FT_RSTACK]		/* the return stack */
 	cbz x22, 3f
 	movz x10, #1, lsl #32			/* defer_async = 1, then the */
@@ -136,8 +136,9 @@ ukp_kretprobe_trampoline:
 	cbz x19, 2f
 	b 3f
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
-	THREAD_BLOCK x20, x9
+	THREAD_BLOCK_AGAIN x20, x9, x10
 	ldr x21, [x20, #FT_REC]
+	ldr x22, [x20, #FT_RSTACK]		/* (the longjmp keeps no register) */
 	ldr x23, [sp, #RI_SLOT]
 	mov x0, x20
 	mov x1, xzr

@@ -55,7 +55,7 @@
 	.macro FAST_HIT slow, regs
 	FAST_KP x19, x9, x9
 	cbz x9, \slow
-	IDLE_OR x20, x21, x9, w9, \slow
+	IDLE_OR x20, x21, x9, w9, x10, \slow
 	mov x10, #1				/* in_handler = 1, */
 	movk x10, #1, lsl #32			/* defer_async = 1 */
 	str x10, [x20, #FT_IN_HANDLER]
@@ -104,7 +104,7 @@
 
 3:	/* the handler faulted and was abandoned (ukp_sigfault_handler):
 	 * sp is as at the call */
-	THREAD_BLOCK x20, x9
+	THREAD_BLOCK_AGAIN x20, x9, x10
 	ldr x21, [x20, #FT_REC]
 	ldr x19, [sp, #SITE_SLOT]
 	mov x0, x20

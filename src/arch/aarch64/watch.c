@@ -117,7 +117,8 @@ struct excl {
 	uint32_t gen;
 	bool valid;
 };
-static UKP_TLS struct excl excl;
+UKP_TB_LIB_FITS(struct excl, UKP_TBL_ARCH, UKP_TBL_ARCH_SIZE);
+#define excl (*UKP_TB_LIB(struct excl, UKP_TBL_ARCH)) /* the thread's (base/tb_lib.h) */
 
 extern char ukp_watch_probe_ld[], ukp_watch_probe_st[], ukp_watch_probe_fixup[];
 long ukp_watch_probe_write(void *addr);

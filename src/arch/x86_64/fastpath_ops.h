@@ -17,17 +17,43 @@
 #include "asm_offsets.h" /* generated: FS_*, FT_*, P_* (src/asm_offsets.c) */
 
 /*
+ * TB_CTL: ctl = the address of this thread's per-thread block (struct
+ * ukp_fp_thread at the start of its ukp_ctlblk, in the library's room of
+ * its block: base/tb_lib.h), found %gs-relative
+ * (common/arch/x86_64/thread_block_arch.h): the block at the GS base is
+ * the thread's when its owner word is the thread pointer. Jumps to fail
+ * when it is not found that way (no block yet, or GS bases not used so):
+ * the C path finds or takes it. Clobbers the flags.
+ */
+	.macro TB_CTL ctl, fail
+	cmpl $0, ukp_tb_gs_fast(%rip)
+	je \fail
+	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), \ctl
+	cmpq %fs:0, \ctl
+	jne \fail
+	movq %gs:(P_TB_GS_BIAS + P_TB_SELF), \ctl
+	addq $P_TB_CTL, \ctl
+	.endm
+
+/* TB_CTL_AGAIN: ctl as TB_CTL found it before in this hit (its
+ * registers were lost: a handler that faulted, a clobbered ctl). */
+	.macro TB_CTL_AGAIN ctl
+	movq %gs:(P_TB_GS_BIAS + P_TB_SELF), \ctl
+	addq $P_TB_CTL, \ctl
+	.endm
+
+/*
  * IDLE_OR (fastpath.h): is this thread idle, with its grace-period
  * record, and no writer asked for heavy read-side fences? Loads ctl =
- * the per-thread block's offset from the thread pointer and rec = the
- * record, clobbers tmp and the flags; jumps to fail when not.
+ * the per-thread block (TB_CTL) and rec = the record, clobbers tmp and
+ * the flags; jumps to fail when not.
  */
 	.macro IDLE_OR ctl, rec, tmp, fail
-	movq ukp_ctl@gottpoff(%rip), \ctl
-	movq %fs:FT_STATUS(\ctl), \tmp		/* status, depth */
-	orq %fs:FT_IN_HANDLER(\ctl), \tmp	/* in_handler, defer_async */
+	TB_CTL \ctl, \fail
+	movq FT_STATUS(\ctl), \tmp		/* status, depth */
+	orq FT_IN_HANDLER(\ctl), \tmp	/* in_handler, defer_async */
 	jnz \fail
-	movq %fs:FT_REC(\ctl), \rec
+	movq FT_REC(\ctl), \rec
 	testq \rec, \rec
 	jz \fail
 	leaq ukp_overflow_rec(%rip), \tmp
@@ -55,13 +81,12 @@
  */
 	.macro LEAVE_HELD ctl, rec
 	xorl %eax, %eax
-	movq %rax, %fs:FT_STATUS(\ctl)
+	movq %rax, FT_STATUS(\ctl)
 	READ_LEAVE \rec
-	movq %rax, %fs:FT_IN_HANDLER(\ctl)
-	cmpq $0, %fs:FT_DEFERRED(\ctl)
+	movq %rax, FT_IN_HANDLER(\ctl)
+	cmpq $0, FT_DEFERRED(\ctl)
 	je .Lleft\@
-	movq %fs:0, %rdi
-	addq \ctl, %rdi
+	movq \ctl, %rdi
 	call ukp_defer_async_flush
 .Lleft\@:
 	.endm

@@ -115,8 +115,8 @@ ukp_kretprobe_trampoline:
 	 * has one, back to its pool (POOL_PUSH), the read side left and what was held
 	 * back delivered.
 	 *
-	 * Registers (all restored from pt_regs at 2:): r12 ukp_ctl's
-	 * offset from the thread pointer, r14 the grace-period record, r15
+	 * Registers (all restored from pt_regs at 2:): r12 the thread's
+	 * ukp_ctl (in its per-thread block: TB_CTL), r14 the grace-period record, r15
 	 * the return stack, rbx the instance. Scratch words at (%rsp): the
 	 * instance, errno. A fault in the handler comes back to 6: by the
 	 * fault handler's __builtin_longjmp (rbp = this frame, rsp as at
@@ -124,13 +124,13 @@ ukp_kretprobe_trampoline:
 	 */
 	subq $16, %rsp
 	IDLE_OR %r12, %r14, %rax, 3f
-	movq %fs:FT_RSTACK(%r12), %r15		/* the return stack */
+	movq FT_RSTACK(%r12), %r15		/* the return stack */
 	testq %r15, %r15
 	jz 3f
 	/* defer_async = 1, then the read side: depth = 1 */
 	movabsq $(1 << 32), %rax
-	movq %rax, %fs:FT_IN_HANDLER(%r12)
-	movq %rax, %fs:FT_STATUS(%r12)
+	movq %rax, FT_IN_HANDLER(%r12)
+	movq %rax, FT_STATUS(%r12)
 	READ_ENTER %r14				/* odd: inside */
 	leaq 8(%rbp), %rsi			/* S */
 	RSTACK_TOP %r15, %rsi, %rdx, 8f		/* this frame's one entry */
@@ -148,24 +148,24 @@ ukp_kretprobe_trampoline:
 	movq ukp_errno_offset(%rip), %rcx
 	movl %fs:(%rcx), %ecx
 	movl %ecx, 8(%rsp)
-	movq %rdi, %fs:FT_CUR_KP(%r12)
-	movq %rdi, %fs:FT_FAULT_KP(%r12)
+	movq %rdi, FT_CUR_KP(%r12)
+	movq %rdi, FT_FAULT_KP(%r12)
 	movabsq $(1 << 32 | 1), %rax
-	movq %rax, %fs:FT_IN_HANDLER(%r12)	/* in_handler 1, defer_async 1 */
+	movq %rax, FT_IN_HANDLER(%r12)	/* in_handler 1, defer_async 1 */
 	movabsq $(1 << 32 | FP_HIT_ACTIVE), %rax
-	movq %rax, %fs:FT_STATUS(%r12)		/* status ACTIVE, depth 1 */
-	movq %rbp, %fs:FT_JB(%r12)
+	movq %rax, FT_STATUS(%r12)		/* status ACTIVE, depth 1 */
+	movq %rbp, FT_JB(%r12)
 	leaq 6f(%rip), %rax
-	movq %rax, %fs:(FT_JB + 8)(%r12)
-	movq %rsp, %fs:(FT_JB + 16)(%r12)
+	movq %rax, (FT_JB + 8)(%r12)
+	movq %rsp, (FT_JB + 16)(%r12)
 	movq %rbx, %rdi
 	leaq -PT_SIZE(%rbp), %rsi
 	call *%r8
 7:	xorl %eax, %eax
-	movq %rax, %fs:FT_CUR_KP(%r12)
-	movq %rax, %fs:FT_FAULT_KP(%r12)
-	movl %eax, %fs:FT_IN_HANDLER(%r12)
-	movl %eax, %fs:FT_STATUS(%r12)
+	movq %rax, FT_CUR_KP(%r12)
+	movq %rax, FT_FAULT_KP(%r12)
+	movl %eax, FT_IN_HANDLER(%r12)
+	movl %eax, FT_STATUS(%r12)
 	movq ukp_errno_offset(%rip), %rcx
 	movl 8(%rsp), %eax
 	movl %eax, %fs:(%rcx)
@@ -182,11 +182,11 @@ ukp_kretprobe_trampoline:
 	jz 2f
 	jmp 3f
 6:	/* the handler faulted and was abandoned (ukp_sigfault_handler) */
-	movq ukp_ctl@gottpoff(%rip), %r12
-	movq %fs:FT_REC(%r12), %r14
+	TB_CTL_AGAIN %r12
+	movq FT_REC(%r12), %r14
+	movq FT_RSTACK(%r12), %r15		/* (the longjmp keeps no register) */
 	movq (%rsp), %rbx
-	movq %fs:0, %rdi
-	addq %r12, %rdi
+	movq %r12, %rdi
 	xorl %esi, %esi
 	call ukp_fast_abandoned
 	jmp 7b

@@ -76,8 +76,8 @@
 	 * (unused once the flags are in pt_regs). A fault in the handler
 	 * comes back to 3: by the fault handler's __builtin_longjmp (frame
 	 * pointer = pt_regs, the label, the stack pointer at the call).
-	 * Registers: rbx pt_regs, r13 ukp_ctl's offset from the thread
-	 * pointer, r14 the thread's record, r15 the site; every one of
+	 * Registers: rbx pt_regs, r13 the thread's ukp_ctl (in its
+	 * per-thread block: TB_CTL), r14 the thread's record, r15 the site; every one of
 	 * them is restored from pt_regs afterwards.
 	 */
 	.macro FAST_HIT slow, regs
@@ -87,8 +87,8 @@
 	IDLE_OR %r13, %r14, %rax, \slow
 	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
 	movabsq $(1 << 32 | FP_HIT_ACTIVE), %rax
-	movq %rax, %fs:FT_IN_HANDLER(%r13)
-	movq %rax, %fs:FT_STATUS(%r13)
+	movq %rax, FT_IN_HANDLER(%r13)
+	movq %rax, FT_STATUS(%r13)
 	READ_ENTER %r14				/* odd: inside (ukp_read_lock) */
 	/* under the read side: the probe as it is now */
 	movq FS_KP(%r15), %rdi
@@ -96,9 +96,9 @@
 	jz 5f
 	movq FS_PRE(%r15), %rax
 	KPROBE_OK %rdi, %rax, 5f
-	movq %r15, %fs:FT_CUR_SITE(%r13)
-	movq %rdi, %fs:FT_CUR_KP(%r13)
-	movq %rdi, %fs:FT_FAULT_KP(%r13)
+	movq %r15, FT_CUR_SITE(%r13)
+	movq %rdi, FT_CUR_KP(%r13)
+	movq %rdi, FT_FAULT_KP(%r13)
 	movq FS_ADDR(%r15), %rcx
 	leaq FP_BREAKPOINT_SIZE(%rcx), %rcx
 	movq %rcx, PT_IP(%rbx)			/* as after a breakpoint */
@@ -106,21 +106,21 @@
 	movl %fs:(%rcx), %ecx
 	movl %ecx, PT_SIZE(%rbx)
 	movq %rbx, %rbp
-	movq %rbp, %fs:FT_JB(%r13)
+	movq %rbp, FT_JB(%r13)
 	leaq 3f(%rip), %rcx
-	movq %rcx, %fs:(FT_JB + 8)(%r13)
-	movq %rsp, %fs:(FT_JB + 16)(%r13)
+	movq %rcx, (FT_JB + 8)(%r13)
+	movq %rsp, (FT_JB + 16)(%r13)
 	movq %rbx, %rsi
 	call *%rax
 1:	/* leave: the state as before, then what was held back */
 	xorl %eax, %eax
-	movq %rax, %fs:FT_CUR_SITE(%r13)
-	movq %rax, %fs:FT_CUR_KP(%r13)
-	movq %rax, %fs:FT_FAULT_KP(%r13)
-	movq %rax, %fs:FT_STATUS(%r13)
+	movq %rax, FT_CUR_SITE(%r13)
+	movq %rax, FT_CUR_KP(%r13)
+	movq %rax, FT_FAULT_KP(%r13)
+	movq %rax, FT_STATUS(%r13)
 	READ_LEAVE %r14				/* even: outside */
-	movq %rax, %fs:FT_IN_HANDLER(%r13)
-	cmpq $0, %fs:FT_DEFERRED(%r13)
+	movq %rax, FT_IN_HANDLER(%r13)
+	cmpq $0, FT_DEFERRED(%r13)
 	jne 4f
 2:	movq ukp_errno_offset(%rip), %rcx
 	movl PT_SIZE(%rbx), %eax
@@ -131,29 +131,26 @@
 	.cfi_def_cfa_register %rbp
 	movq %rbp, %rbx
 	.cfi_def_cfa_register %rbx
-	movq ukp_ctl@gottpoff(%rip), %r13
-	movq %fs:FT_REC(%r13), %r14
-	movq %fs:0, %rdi
-	addq %r13, %rdi
+	TB_CTL_AGAIN %r13
+	movq FT_REC(%r13), %r14
+	movq %r13, %rdi
 	movq SITE_SLOT(%rbx), %rsi
 	call ukp_fast_abandoned
 	jmp 1b
 
 4:	/* signals came while held back: deliver them now */
-	movq %fs:0, %rdi
-	addq %r13, %rdi
+	movq %r13, %rdi
 	call ukp_defer_async_flush
 	jmp 2b
 
 5:	/* not for the fast path after all: undo, then the C path */
 	xorl %eax, %eax
-	movq %rax, %fs:FT_STATUS(%r13)
+	movq %rax, FT_STATUS(%r13)
 	READ_LEAVE %r14
-	movq %rax, %fs:FT_IN_HANDLER(%r13)
-	cmpq $0, %fs:FT_DEFERRED(%r13)
+	movq %rax, FT_IN_HANDLER(%r13)
+	cmpq $0, FT_DEFERRED(%r13)
 	je \slow
-	movq %fs:0, %rdi
-	addq %r13, %rdi
+	movq %r13, %rdi
 	call ukp_defer_async_flush
 	jmp \slow
 	.endm
@@ -400,8 +397,8 @@ ukp_optprobe_krp_entry:
 	IDLE_OR %rdx, %r8, %rax, 8f
 	/* defer_async = 1, then the read side: depth = 1 */
 	movabsq $(1 << 32), %rax
-	movq %rax, %fs:FT_IN_HANDLER(%rdx)
-	movq %rax, %fs:FT_STATUS(%rdx)
+	movq %rax, FT_IN_HANDLER(%rdx)
+	movq %rax, FT_STATUS(%rdx)
 	READ_ENTER %r8				/* odd: inside */
 	/* under the read side: the probe as it is now */
 	movq FS_KP(%rcx), %rsi			/* the kretprobe (kp first) */
@@ -410,7 +407,7 @@ ukp_optprobe_krp_entry:
 	leaq ukp_kretprobe_pre_handler(%rip), %rax
 	KPROBE_OK %rsi, %rax, 7f
 	KRP_HOLDER %rsi, %r9, 7f		/* no entry_handler: the holder */
-	movq %fs:FT_RSTACK(%rdx), %rdi		/* the return stack */
+	movq FT_RSTACK(%rdx), %rdi		/* the return stack */
 	testq %rdi, %rdi
 	jz 7f
 	leaq (PT_SIZE + 8 + 144)(%rsp), %rcx	/* the return slot */
@@ -428,7 +425,7 @@ ukp_optprobe_krp_entry:
 	xorl %ebx, %ebx				/* done: the way out */
 	jmp 6f
 7:	movl $1, %ebx				/* undo: then the C path */
-6:	movq ukp_ctl@gottpoff(%rip), %rdx
+6:	TB_CTL_AGAIN %rdx
 	LEAVE_HELD %rdx, %r8
 	movl %ebx, %eax
 	jmp 4f
@@ -496,7 +493,9 @@ ukp_optprobe_krp_entry:
 	 * stack is small: past the check, Go's stack guard (928 bytes on
 	 * amd64) is free below the probed code's stack pointer, of which the
 	 * detour took 144 and this takes 8 (rcx); everything else goes on
-	 * the thread's own stack, whose top is ukp_go_top (go_stack.c): 0
+	 * the thread's own stack, whose top is in the thread's block
+	 * (go_stack.c; its owner checked as TB_CTL does, with 8 bytes more
+	 * of the goroutine's stack for rax meanwhile): 0
 	 * when the thread has none yet. Then it falls back to a breakpoint
 	 * hit (ukp_optprobe_go_trap), which gives the thread a stack for its
 	 * next hits. Nothing here changes the flags before they are read
@@ -556,9 +555,28 @@ ukp_optprobe_common_go:
 	.cfi_undefined %rip
 	pushq %rcx
 	.cfi_adjust_cfa_offset 8
-	movq ukp_go_top@gottpoff(%rip), %rcx
-	movq %fs:(%rcx), %rcx
-	jrcxz .Lgo_trap
+	/* the thread's block, as TB_CTL finds it (fastpath_ops.h: GS bases
+	 * in use, the owner word the thread pointer), without a flag
+	 * changed: owner + ~tp + 1 is zero when they are equal */
+	pushq %rax
+	.cfi_adjust_cfa_offset 8
+	movl ukp_tb_gs_fast(%rip), %ecx
+	jrcxz .Lgo_not_mine
+	movq %fs:0, %rax
+	notq %rax
+	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), %rcx
+	leaq 1(%rcx,%rax), %rcx
+	jrcxz .Lgo_mine
+.Lgo_not_mine:
+	popq %rax
+	.cfi_adjust_cfa_offset -8
+	jmp .Lgo_trap
+	.cfi_adjust_cfa_offset 8
+.Lgo_mine:
+	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), %rcx	/* 0: no stack yet */
+	jrcxz .Lgo_not_mine
+	popq %rax
+	.cfi_adjust_cfa_offset -8
 	movq %rax, (PT_AX - GO_FRAME)(%rcx)
 	movq %rsp, %rax			/* the goroutine's, kept */
 	movq %rsp, -8(%rcx)		/* GO_SAVE */
