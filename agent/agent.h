@@ -44,7 +44,7 @@ struct ukpa_plain_arg {
 
 /* A fetch argument a --filter reads straight from the registers
  * (ukpa_filter_direct): a register, then nderef loads in one call
- * (ukprobes_fetch_nofault), then add, cut to size bytes (keep): a
+ * (ukprobes_fetch_nofault_value), then add, cut to size bytes (keep): a
  * signed comparison of the branch program reads only those bytes. */
 struct ukpa_direct_arg {
 	uint16_t arg;             /* its number in the SPEC */

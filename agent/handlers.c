@@ -52,9 +52,15 @@ static inline __attribute__((always_inline)) bool filter_direct(struct ukpa_spec
 	for (; d < end; d++) {
 		uint64_t v = w[d->reg];
 
-		/* a fault: the general path fetches again and marks it */
-		if (d->nderef && ukprobes_fetch_nofault(&v, d->deref, d->nderef, d->size))
-			return ukpa_filter_pass(s, fspec, regs, entry);
+		if (d->nderef) {
+			struct ukprobes_fetched r =
+				ukprobes_fetch_nofault_value(v, d->deref, d->nderef, d->size);
+
+			/* a fault: the general path fetches again and marks it */
+			if (r.err)
+				return ukpa_filter_pass(s, fspec, regs, entry);
+			v = r.val;
+		}
 		vals[d->arg] = (v + (uint64_t)d->add) & d->keep;
 	}
 	return ukp_fbranch_run(s->fb_args, vals);
