@@ -246,14 +246,15 @@ static int accept_within(int lfd)
 
 /* The stub's report: it ran in pid, as exe, read marker's value there,
  * with every signal blocked, on a block of its own. */
-static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
+static pid_t check_report_line(int conn, pid_t pid, const char *exe, uint64_t marker,
+				char *line, size_t len)
 {
-	char line[1024], want[1024], path[64], real[512];
+	char want[1024], path[64], real[512];
 	unsigned long tid = 0, peek = 0;
 	ssize_t n;
 	char *s;
 
-	cr_assert(read_line(conn, line, sizeof(line)), "no report: '%s'", line);
+	cr_assert(read_line(conn, line, len), "no report: '%s'", line);
 	cr_log_info("stub: %s", line);
 	n = readlink(exe, real, sizeof(real) - 1);
 	cr_assert(n > 0);
@@ -273,6 +274,13 @@ static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
 	cr_assert(strstr(line, " sigblk=fffffffffffbfeff "), "%s", line);
 	cr_assert(strstr(line, " block=ok"), "%s", line);
 	return (pid_t)tid;
+}
+
+static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
+{
+	char line[1024];
+
+	return check_report_line(conn, pid, exe, marker, line, sizeof(line));
 }
 
 /* Tell the stub to end and unload it; its area, stack and thread gone
@@ -720,7 +728,9 @@ static void insns_at(pid_t pid, uint64_t addr, char *out, size_t len)
  * unload the maps and threads are as before. */
 static void zydis_case(char *const argv[])
 {
-	char base[4096], out[4096], name[64], exe[64], line[1024], want[512], *maps0, *tasks0;
+	char base[4096], out[4096], name[64], exe[64], line[1024], want[512];
+	char *maps0 = malloc(65536), *tasks0 = malloc(4096), *maps1 = malloc(65536),
+	     *tasks1 = malloc(4096);
 	struct stub_params sp = { 0 };
 	struct ukp_loaded l;
 	struct proc p;
@@ -733,8 +743,6 @@ static void zydis_case(char *const argv[])
 	st0 = baseline(argv, base, sizeof(base));
 	spawn(&p, argv, false);
 	wait_ready(&p);
-	maps0 = malloc(65536);
-	tasks0 = malloc(4096);
 	settle(p.pid, maps0, tasks0);
 	lfd = listen_on(name, sizeof(name));
 	snprintf(sp.sock, sizeof(sp.sock), "%s", name);
@@ -745,31 +753,22 @@ static void zydis_case(char *const argv[])
 	ukp_load_release(&l);
 	conn = accept_within(lfd);
 	close(lfd);
-	cr_assert(read_line(conn, line, sizeof(line)), "no report: '%s'", line);
-	cr_log_info("stub: %s", line);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)p.pid);
+	tid = check_report_line(conn, p.pid, exe, p.marker, line, sizeof(line));
 	insns_at(p.pid, sp.code, want, sizeof(want));
-	cr_assert(strstr(line, " block=ok insns=") && !strcmp(strstr(line, " insns=") + 7, want),
+	cr_assert(strstr(line, " insns=") && !strcmp(strstr(line, " insns=") + 7, want),
 		  "the stub decoded '%s', this process '%s'", line, want);
-	tid = l.tid;
-	cr_assert_eq(write(conn, "q", 1), 1);
-	close(conn);
-	cr_assert_eq(ukp_unload(&l, TIMEOUT_MS), 0, "%s", l.err);
-	snprintf(exe, sizeof(exe), "/proc/%d/task/%d", (int)p.pid, (int)tid);
-	cr_assert(access(exe, F_OK), "the stub's thread is still there");
-	{
-		char *maps1 = malloc(65536), *tasks1 = malloc(4096);
-
-		snapshot(p.pid, maps1, 65536, tasks1, 4096);
-		cr_assert_str_eq(maps1, maps0, "the maps changed");
-		cr_assert_str_eq(tasks1, tasks0, "the threads changed");
-		free(maps1);
-		free(tasks1);
-	}
+	stop_stub(&l, conn, tid);
+	snapshot(p.pid, maps1, 65536, tasks1, 4096);
+	cr_assert_str_eq(maps1, maps0, "the maps changed");
+	cr_assert_str_eq(tasks1, tasks0, "the threads changed");
 	st = finish(&p, out, sizeof(out));
 	cr_assert_str_eq(out, base, "the output changed: \"%s\", was \"%s\"", out, base);
 	cr_assert_eq(st, st0);
 	free(maps0);
 	free(tasks0);
+	free(maps1);
+	free(tasks1);
 }
 
 Test(loader, zydis_beside_dynamic, .timeout = 120)
