@@ -44,13 +44,12 @@ struct ukpa_plain_arg {
 
 /* A fetch argument a --filter reads straight from the registers
  * (ukpa_filter_direct): a register, then nderef loads in one call
- * (ukprobes_fetch_nofault), then add, cut to size bytes (keep) and
- * sign-extended when sext, as ukpa_fetch_some() fills its slot. */
+ * (ukprobes_fetch_nofault_value), then add, cut to size bytes (keep): a
+ * signed comparison of the branch program reads only those bytes. */
 struct ukpa_direct_arg {
 	uint16_t arg;             /* its number in the SPEC */
 	uint16_t reg;             /* its pt_regs word */
 	uint8_t nderef, size;
-	bool sext;
 	const long *deref;        /* the SPEC's offsets */
 	long add;
 	uint64_t keep;
@@ -119,10 +118,17 @@ struct ukpa_probe {
 	/* what its hits fetch: &spec->spec, or for an SDT probe its own
 	 * copy with $argN compiled from its note (usdt.c) */
 	const struct ukp_spec *fspec;
-	/* its SPEC's hist when that is all it has and reads only registers
-	 * (spec->hist_regs), or NULL: stat's ukpa_kp_hist reaches it with
-	 * one load */
-	struct ukpa_hist_table *hist_regs;
+	/* what stat's handler of the probe reaches with one load, set with
+	 * the handler (probe_setup), else NULL: */
+	union {
+		/* its SPEC's hist when that is all it has and reads only
+		 * registers (spec->hist_regs): ukpa_kp_hist */
+		struct ukpa_hist_table *hist_regs;
+		/* its SPEC's --filter as a branch program on the registers
+		 * when that is all it checks (spec->fb_regs):
+		 * ukpa_kp_count_regs */
+		const struct ukp_fbranch *fb_regs;
+	};
 	/* the rest: registration, listing, r and w events */
 	struct kretprobe rp;      /* r events */
 	struct perf_event **wbp;  /* w events: the watchpoint (every thread) */
@@ -279,6 +285,8 @@ void ukpa_loader_unwatch(void);
  * through pointers, only system calls and code of this object. */
 int ukpa_kp_pre(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_count_regs(struct kprobe *kp, struct pt_regs *regs);
+int ukpa_kp_count_direct(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
@@ -414,7 +422,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
  * arguments (struct ukpa_probe). */
 bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 		      const struct pt_regs *regs, const struct pt_regs *entry);
-/* [hit] The same for a SPEC with fb_args: its values fetched straight
+/* [hit] (handlers.c) The same for a SPEC with fb_args: its values fetched straight
  * from regs; a faulted one sends the hit to ukpa_filter_pass(). */
 bool ukpa_filter_direct(struct ukpa_spec *s, const struct ukp_spec *fspec,
 			const struct pt_regs *regs, const struct pt_regs *entry);

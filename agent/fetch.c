@@ -2,7 +2,8 @@
 /*
  * fetch.c - [hit] the values of an event's fetch arguments (the kernel's
  * process_fetch_insn, for struct ukp_fetcharg). Memory is read with
- * ukprobes_fetch_nofault() (a dereference chain in one call) and
+ * ukprobes_fetch_nofault_value() (a dereference chain in one call, the
+ * value in and out in registers) and
  * copy_from_user_nofault(): a bad pointer marks the argument as faulted,
  * never crashes the program.
  *
@@ -168,7 +169,11 @@ static void fetch(const struct ukp_spec *spec, const struct pt_regs *regs,
 				ok = read_string((char *)slot, v + (unsigned long)fa->deref[fa->nderef - 1],
 						 UKP_SPEC_STR_SLOT);
 		} else if (ok && fa->nderef) {
-			ok = !ukprobes_fetch_nofault(&v, fa->deref, (unsigned int)fa->nderef, fa->size);
+			struct ukprobes_fetched r = ukprobes_fetch_nofault_value(
+				v, fa->deref, (unsigned int)fa->nderef, fa->size);
+
+			ok = !r.err;
+			v = r.val;
 		}
 		if (!ok) {
 			*faults |= 1u << i;

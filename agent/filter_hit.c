@@ -8,7 +8,8 @@
  * when those read are all registers as they are, copied from pt_regs;
  * the compiled program (common/filter.c) runs over it. A numeric
  * filter of registers and dereference chains from them fetches its
- * values straight into an array (ukpa_filter_direct), no record. A filter
+ * values straight into an array (ukpa_filter_direct, handlers.c), no
+ * record. A filter
  * alone on its SPEC that is one comparison of a register is decided by
  * the handler itself (handlers.c), on pt_regs. Async-signal-safe and
  * allocation-free: syscalls only for the thread's id and name, and only
@@ -97,7 +98,6 @@ static void direct_prepare(struct ukpa_spec *s)
 		d->deref = fa->deref;
 		d->add = fa->plain_reg ? 0 : fa->add;
 		d->keep = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
-		d->sext = !fa->plain_reg && fa->sext && fa->size < 8;
 		s->ndirect++;
 	}
 	if (!s->ndirect || !(s->fb_args = malloc(sizeof(*s->fb_args))))
@@ -106,29 +106,6 @@ static void direct_prepare(struct ukpa_spec *s)
 		free(s->fb_args);
 		s->fb_args = NULL;
 	}
-}
-
-/* [hit] */
-bool ukpa_filter_direct(struct ukpa_spec *s, const struct ukp_spec *fspec,
-			const struct pt_regs *regs, const struct pt_regs *entry)
-{
-	const unsigned long *w = (const unsigned long *)regs;
-	uint64_t vals[UKP_SPEC_MAX_ARGS];
-	int i;
-
-	for (i = 0; i < s->ndirect; i++) {
-		const struct ukpa_direct_arg *d = &s->direct[i];
-		uint64_t v = w[d->reg];
-
-		/* a fault: the general path fetches again and marks it */
-		if (d->nderef && ukprobes_fetch_nofault(&v, d->deref, d->nderef, d->size))
-			return ukpa_filter_pass(s, fspec, regs, entry);
-		v = (v + (uint64_t)d->add) & d->keep;
-		if (d->sext && (v >> (d->size * 8 - 1)))
-			v |= ~d->keep;
-		vals[d->arg] = v;
-	}
-	return ukp_fbranch_run(s->fb_args, vals);
 }
 
 /* [init] */

@@ -39,6 +39,39 @@ static inline struct ukpa_thread *recording(const struct ukpa_probe *pr)
 	return t;
 }
 
+/* ukpa_filter_direct(), inlined into stat's handler of such a SPEC */
+static inline __attribute__((always_inline)) bool filter_direct(struct ukpa_spec *s,
+								const struct ukp_spec *fspec,
+								const struct pt_regs *regs,
+								const struct pt_regs *entry)
+{
+	const unsigned long *w = (const unsigned long *)regs;
+	const struct ukpa_direct_arg *d = s->direct, *end = d + s->ndirect;
+	uint64_t vals[UKP_SPEC_MAX_ARGS];
+
+	for (; d < end; d++) {
+		uint64_t v = w[d->reg];
+
+		if (d->nderef) {
+			struct ukprobes_fetched r =
+				ukprobes_fetch_nofault_value(v, d->deref, d->nderef, d->size);
+
+			/* a fault: the general path fetches again and marks it */
+			if (r.err)
+				return ukpa_filter_pass(s, fspec, regs, entry);
+			v = r.val;
+		}
+		vals[d->arg] = (v + (uint64_t)d->add) & d->keep;
+	}
+	return ukp_fbranch_run(s->fb_args, vals);
+}
+
+bool ukpa_filter_direct(struct ukpa_spec *s, const struct ukp_spec *fspec,
+			const struct pt_regs *regs, const struct pt_regs *entry)
+{
+	return filter_direct(s, fspec, regs, entry);
+}
+
 /* A checked SPEC's hit: does it pass its --filter (and go into its
  * triggers)? A hist that reads only registers takes it, and a filter of
  * registers as they are decides on them, without a fetched record. */
@@ -67,6 +100,35 @@ int ukpa_kp_count(struct kprobe *kp, struct pt_regs *regs)
 
 	(void)regs;
 	if ((t = recording(pr)))
+		ukpa_count_in(t, pr);
+	return 0;
+}
+
+/* stat with a --filter on the registers as they are and nothing else
+ * checked (ukpa_probe.fb_regs): passes() without its dispatch */
+int ukpa_kp_count_regs(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct ukpa_thread *t;
+
+	if ((t = recording(pr)) && ukp_fbranch_run(pr->fb_regs, (const uint64_t *)(const void *)regs))
+		ukpa_count_in(t, pr);
+	return 0;
+}
+
+/* stat with a --filter on registers and chains from them and nothing
+ * else checked (ukpa_spec.fb_args): passes() without its dispatch */
+int ukpa_kp_count_direct(struct kprobe *kp, struct pt_regs *regs)
+{
+	struct ukpa_probe *pr = container_of(kp, struct ukpa_probe, kp);
+	struct ukpa_thread *t;
+
+	if (!(t = recording(pr)))
+		return 0;
+	/* (an SDT or Go probe's own arguments are not the SPEC's: never
+	 * direct) */
+	if (pr->fspec == &pr->spec->spec ? filter_direct(pr->spec, pr->fspec, regs, regs)
+					 : ukpa_filter_pass(pr->spec, pr->fspec, regs, regs))
 		ukpa_count_in(t, pr);
 	return 0;
 }

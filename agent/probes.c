@@ -276,7 +276,8 @@ _Static_assert(UKPA_LINE_OF(kp.pre_handler) == UKPA_LINE_OF(kp.flags) &&
 		       UKPA_LINE_OF(id) == UKPA_LINE_OF(live) &&
 		       UKPA_LINE_OF(live) == UKPA_LINE_OF(spec) &&
 		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(fspec) &&
-		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(hist_regs),
+		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(hist_regs) &&
+		       UKPA_LINE_OF(spec) == UKPA_LINE_OF(fb_regs),
 	       "the fields a hit reads of a probe are on one cache line");
 
 static void probe_free(struct ukpa_probe *pr)
@@ -298,7 +299,6 @@ static struct ukpa_probe *probe_new(struct ukpa_spec *s, const char *event, uint
 	memset(pr, 0, sizeof(*pr));
 	pr->spec = s;
 	pr->fspec = &s->spec;
-	pr->hist_regs = s->hist_regs ? s->hist : NULL;
 	pr->flags = flags | (s->again ? UKP_PROBE_AGAIN : 0);
 	pr->opt = -1;
 	snprintf(pr->event, sizeof(pr->event), "%s", event);
@@ -387,8 +387,16 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 		 * from the registers has its own; the others need the full
 		 * handler */
 		kp->pre_handler = ukpa_kp_pre;
-	} else if (pr->hist_regs) {
+	} else if (pr->spec->hist_regs) {
+		pr->hist_regs = pr->spec->hist;
 		kp->pre_handler = ukpa_kp_hist;
+	} else if (pr->spec->checked && pr->spec->fb_regs) {
+		/* a filter on the registers is all it checks */
+		pr->fb_regs = pr->spec->fb;
+		kp->pre_handler = ukpa_kp_count_regs;
+	} else if (pr->spec->checked && pr->spec->fb_args) {
+		/* a filter on registers and chains from them is all it checks */
+		kp->pre_handler = ukpa_kp_count_direct;
 	} else {
 		kp->pre_handler = pr->spec->checked ? ukpa_kp_pre : ukpa_kp_count;
 	}

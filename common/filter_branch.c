@@ -23,16 +23,53 @@ struct builder {
 	int next;       /* steps are placed from the last one down */
 };
 
+/* The range [a, b] of the values a comparison is true for (a signed one
+ * as signed numbers), for op of EQ, LT or GT (the others are their
+ * negations); false when it is true for no value. min, max: the values
+ * the compared field can have. [init] */
+static bool true_range(enum ukp_filter_op op, bool sgn, uint64_t c, uint64_t min, uint64_t max,
+		       uint64_t *a, uint64_t *b)
+{
+	/* the order of the comparison: signed as unsigned with the sign bit
+	 * flipped */
+	uint64_t flip = sgn ? SIGN_BIT : 0, cf = c ^ flip, minf = min ^ flip, maxf = max ^ flip;
+
+	switch (op) {
+	case UKP_FOP_EQ:
+		if (cf < minf || cf > maxf)
+			return false;
+		*a = *b = c;
+		return true;
+	case UKP_FOP_LT:
+		if (cf <= minf)
+			return false;
+		*a = min;
+		*b = cf - 1 > maxf ? max : c - 1;
+		return true;
+	case UKP_FOP_GT:
+		if (cf >= maxf)
+			return false;
+		*a = cf + 1 < minf ? min : c + 1;
+		*b = max;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* one comparison's step, its targets given */
 static int step(struct builder *b, const struct ukp_filter_pred *pr, unsigned int t,
 		unsigned int f)
 {
 	const struct ukp_fetcharg *fa;
 	struct ukp_fb_step *s;
-	uint64_t flip;
-	bool sext;
+	enum ukp_filter_op op = pr->op;
+	uint64_t mask, width, min, max, lo, hi;
+	bool swap = false;
 
 	if (pr->is_string || pr->arg < 0 || pr->arg >= b->spec->nargs || b->next <= 0)
+		return -1;
+	if (pr->size != 1 && pr->size != 2 && pr->size != 4 && pr->size != 8)
 		return -1;
 	fa = &b->spec->args[pr->arg];
 	s = &b->out->steps[--b->next];
@@ -40,61 +77,68 @@ static int step(struct builder *b, const struct ukp_filter_pred *pr, unsigned in
 		if (!fa->plain_reg || fa->param > UINT16_MAX)
 			return -1;
 		s->src = (uint16_t)fa->param;
-		s->mask = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
+		mask = fa->size < 8 ? (1ULL << (fa->size * 8)) - 1 : ~0ULL;
 	} else if (b->src == UKP_FB_ARGS) {
 		s->src = (uint16_t)pr->arg;
-		s->mask = ~0ULL;
+		mask = ~0ULL;
 	} else {
 		if (fa->off % 8 || fa->off / 8 > UINT16_MAX)
 			return -1;
 		s->src = (uint16_t)(fa->off / 8);
-		s->mask = ~0ULL;
+		mask = ~0ULL;
 	}
-	/* signed order is unsigned order with the sign bit flipped; & tests
-	 * the bits as the slot holds them */
-	sext = pr->is_signed && pr->op != UKP_FOP_AND;
-	s->sh = sext && pr->size < 8 ? (uint8_t)(64 - 8 * pr->size) : 0;
-	flip = sext ? SIGN_BIT : 0;
 	s->t = (uint8_t)t;
 	s->f = (uint8_t)f;
-	/* every operator as one unsigned v < val (filter_branch.h) */
-	switch (pr->op) {
-	case UKP_FOP_NE:
+	if (op == UKP_FOP_AND) {
+		/* (x & c) != 0: not (x & c) in [0, 0] */
+		s->lo = 0;
+		s->mask = mask & pr->val;
+		s->len = 1;
 		s->t = (uint8_t)f;
 		s->f = (uint8_t)t;
-		/* fall through */
-	case UKP_FOP_EQ:
-		/* (x ^ flip) == (c ^ flip): x ^ c < 1 */
-		s->flip = pr->val;
-		s->val = 1;
-		break;
-	case UKP_FOP_GE:
-		s->t = (uint8_t)f;
-		s->f = (uint8_t)t;
-		/* fall through */
-	case UKP_FOP_LT:
-		s->flip = flip;
-		s->val = pr->val ^ flip;
-		break;
-	case UKP_FOP_LE:
-		s->t = (uint8_t)f;
-		s->f = (uint8_t)t;
-		/* fall through */
-	case UKP_FOP_GT:
-		/* x > c: ~x < ~c */
-		s->flip = ~flip;
-		s->val = ~(pr->val ^ flip);
-		break;
-	case UKP_FOP_AND:
-		/* (x & c) != 0: not (x & c) < 1 */
-		s->mask &= pr->val;
-		s->flip = 0;
-		s->val = 1;
-		s->t = (uint8_t)f;
-		s->f = (uint8_t)t;
-		break;
-	default:
+		return b->next;
+	}
+	/* <=, >=, != are the negations of >, <, == */
+	if (op == UKP_FOP_NE || op == UKP_FOP_GE || op == UKP_FOP_LE) {
+		op = op == UKP_FOP_NE ? UKP_FOP_EQ : op == UKP_FOP_GE ? UKP_FOP_LT : UKP_FOP_GT;
+		swap = true;
+	} else if (op != UKP_FOP_EQ && op != UKP_FOP_LT && op != UKP_FOP_GT) {
 		return -1;
+	}
+	if (pr->is_signed) {
+		/* the low pr->size bytes, sign-extended: the word's other
+		 * bits do not count */
+		width = pr->size < 8 ? (1ULL << (pr->size * 8)) - 1 : ~0ULL;
+		if ((mask & width) != width)
+			return -1;
+		mask = width;
+		max = width >> 1;
+		min = ~max;
+	} else {
+		/* the word as it is, cut to the register's size */
+		min = 0;
+		max = mask;
+	}
+	if (!true_range(op, pr->is_signed, pr->val, min, max, &lo, &hi)) {
+		/* false for every value: the empty range */
+		s->lo = 0;
+		s->len = 0;
+	} else if (lo == min && hi == max) {
+		/* true for every value: false for every value, swapped */
+		s->lo = 0;
+		s->len = 0;
+		swap = !swap;
+	} else {
+		/* [lo, hi] modulo the mask's width: (x - lo) & mask <= hi - lo */
+		s->lo = lo & mask;
+		s->len = ((hi - lo) & mask) + 1;
+	}
+	s->mask = mask;
+	if (swap) {
+		uint8_t x = s->t;
+
+		s->t = s->f;
+		s->f = x;
 	}
 	return b->next;
 }
@@ -181,5 +225,17 @@ int ukp_fbranch_build(const struct ukp_filter *f, const struct ukp_spec *spec,
 		out->steps[i] = s;
 	}
 	out->entry = (uint8_t)(first - b.next);
+	/* the outcome for every combination of the steps' results: bit
+	 * nsteps - 1 - k of i is step k's (ukp_fbranch_run) */
+	out->tabled = out->nsteps <= UKP_FB_TABLE_MAX;
+	out->table = 0;
+	for (i = 0; out->tabled && i < (1 << out->nsteps); i++) {
+		unsigned int at = out->entry;
+
+		while (at < UKP_FB_ACCEPT)
+			at = (i >> (out->nsteps - 1 - at)) & 1 ? out->steps[at].t : out->steps[at].f;
+		if (at == UKP_FB_ACCEPT)
+			out->table |= 1ULL << i;
+	}
 	return 0;
 }

@@ -8,12 +8,14 @@
  * on a stack. Here each comparison is one step that jumps to the next step
  * on true and on false, so && and || stop as soon as the outcome is known
  * (as the kernel's filter_match_preds does), ! costs nothing (its targets
- * are swapped), and every step is the same: one masked load, one sign
- * extension, one xor and one unsigned < (no dispatch on the operator). A
- * signed order is the unsigned one with the sign bit flipped on both
- * sides; x > c is ~x < ~c; x == c is (x ^ c) < 1; x & c is (x & c) < 1
- * with the targets swapped; <=, >=, != are >, <, == with their targets
- * swapped.
+ * are swapped), and every step is the same: a subtraction, a mask and one
+ * unsigned < (no dispatch on the operator, no sign extension). The values
+ * a comparison is true for are a range of the word's low bits, taken
+ * modulo their width: x < c of a signed 32-bit x is [0x80000000, c - 1]
+ * wrapping through 0, x == c is [c, c], x & c is (x & c) in [0, 0] with
+ * the targets swapped; <=, >=, != are >, <, == with their targets
+ * swapped; a comparison true or false for every value is the empty range,
+ * its targets swapped when always true.
  *
  * Values come from an array of 64-bit words: the event record's argument
  * slots (struct ukp_fetcharg.off / 8), or the registers as struct pt_regs
@@ -33,16 +35,20 @@
 
 struct ukp_fb_step {
 	uint16_t src;     /* the word read */
-	uint8_t sh;       /* sign extension: the value's top sh bits copy bit 63 - sh */
 	uint8_t t, f;     /* the next step when true, when false (or ACCEPT/REJECT) */
-	uint64_t mask;    /* applied to the word first (a register cut to its size) */
-	uint64_t flip;    /* xor-ed in after the sign extension */
-	uint64_t val;     /* the step is true when the value is below it (unsigned) */
+	uint64_t lo;      /* the range's first value */
+	uint64_t mask;    /* the bits compared (a register cut to its size, x & c's c) */
+	uint64_t len;     /* true when (word - lo) & mask is below it (unsigned) */
 };
+
+/* A program of at most this many steps is run as a truth table */
+#define UKP_FB_TABLE_MAX 6
 
 struct ukp_fbranch {
 	uint8_t entry;    /* the first step (or ACCEPT/REJECT) */
 	uint8_t nsteps;
+	bool tabled;      /* nsteps <= UKP_FB_TABLE_MAX: run by table */
+	uint64_t table;   /* bit m: accepted when step k is true for bit nsteps-1-k of m */
 	struct ukp_fb_step steps[UKP_FILTER_MAX_PREDS];
 };
 
@@ -72,12 +78,29 @@ static inline bool ukp_fbranch_run(const struct ukp_fbranch *b, const uint64_t *
 {
 	unsigned int i = b->entry;
 
+	/* a few steps: all of them, no step waiting for the one before
+	 * (its index loaded from it), then the outcome from the table */
+	if (__builtin_expect(b->tabled, 1)) {
+		unsigned int m = 0, k;
+
+		/* bit nsteps - 1 - k: step k's result, shifted in (the
+		 * comparison's carry); unrolled: no loop counter */
+#pragma GCC unroll 6
+		for (k = 0; k < UKP_FB_TABLE_MAX; k++) {
+			const struct ukp_fb_step *s = &b->steps[k];
+
+			if (k == b->nsteps)
+				break;
+			m += m + (((words[s->src] - s->lo) & s->mask) < s->len);
+		}
+		return (b->table >> m) & 1;
+	}
+
 	while (i < UKP_FB_ACCEPT) {
 		const struct ukp_fb_step *s = &b->steps[i];
-		uint64_t v = words[s->src] & s->mask;
+		uint64_t v = (words[s->src] - s->lo) & s->mask;
 
-		v = ((uint64_t)((int64_t)(v << s->sh) >> s->sh)) ^ s->flip;
-		i = v < s->val ? s->t : s->f;
+		i = v < s->len ? s->t : s->f;
 	}
 	return i == UKP_FB_ACCEPT;
 }

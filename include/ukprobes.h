@@ -154,6 +154,22 @@ UKPROBES_API long copy_from_user_nofault(void *dst, const void *src, size_t size
 UKPROBES_API long ukprobes_fetch_nofault(uint64_t *val, const long *off, unsigned int n,
 					 unsigned int size);
 
+/* What ukprobes_fetch_nofault_value() returns: err 0 and the value in
+ * val, or err -EFAULT or -EINVAL as above (val then undefined). */
+struct ukprobes_fetched {
+	long err;
+	uint64_t val;
+};
+
+/*
+ * ukprobes_fetch_nofault() from base (a register's value, say), the
+ * result returned (in the two return registers on x86-64 and AArch64):
+ * the value passes through no memory on its way, which a tracer's hit
+ * path feels when it compares it at once.
+ */
+UKPROBES_API struct ukprobes_fetched ukprobes_fetch_nofault_value(uint64_t base, const long *off,
+								  unsigned int n, unsigned int size);
+
 /* The debugfs analogs (kprobes.rst, Appendix A). */
 /* One line per probe: "ADDR  TYPE  SYM+0xOFF  OBJECT [GONE][DISABLED]..." */
 UKPROBES_API int kprobes_show_list(FILE *out);

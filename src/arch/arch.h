@@ -110,8 +110,10 @@ long arch_load_word_nofault(uintptr_t *v, const void *src);
 long arch_store_word_nofault(void *dst, uintptr_t v);
 /* [trap] A dereference chain, the same way: n >= 1 times, v = *(v +
  * off[i]), 8 bytes but the last, size bytes (1, 2, 4, 8) for the last,
- * zero-extended; *v unchanged on -EFAULT. */
-long arch_fetch_nofault(uint64_t *v, const long *off, unsigned long n, unsigned long size);
+ * zero-extended; {0, v} or {-EFAULT, undefined}, in the two return
+ * registers. */
+struct ukprobes_fetched arch_fetch_nofault(uint64_t v, const long *off, unsigned long n,
+					   unsigned long size);
 /* [trap] True when a fault at ip is inside arch_copy_nofault; then
  * *fixup_ip is where execution must resume to return -EFAULT. */
 bool arch_nofault_fixup(uintptr_t ip, uintptr_t *fixup_ip);

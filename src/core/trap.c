@@ -940,15 +940,27 @@ UKP_TRAP_TEXT long copy_from_user_nofault(void *dst, const void *src, size_t siz
 }
 
 /* [any] One routine for the whole chain (no per-load call or check):
- * what a tracer's fetch of +OFF(+OFF(%reg)) costs per hit. */
+ * what a tracer's fetch of +OFF(+OFF(%reg)) costs per hit; the value in
+ * and out in registers. */
+UKP_TRAP_TEXT struct ukprobes_fetched ukprobes_fetch_nofault_value(uint64_t base, const long *off,
+								  unsigned int n, unsigned int size)
+{
+	if (!n || (size != 1 && size != 2 && size != 4 && size != 8))
+		return (struct ukprobes_fetched){ -EINVAL, 0 };
+	if (__builtin_expect(!ukp_signals_installed(), 0) && ukp_signals_install())
+		return (struct ukprobes_fetched){ -EFAULT, 0 };
+	return arch_fetch_nofault(base, off, n, size);
+}
+
+/* [any] */
 UKP_TRAP_TEXT long ukprobes_fetch_nofault(uint64_t *val, const long *off, unsigned int n,
 					  unsigned int size)
 {
-	if (!n || (size != 1 && size != 2 && size != 4 && size != 8))
-		return -EINVAL;
-	if (__builtin_expect(!ukp_signals_installed(), 0) && ukp_signals_install())
-		return -EFAULT;
-	return arch_fetch_nofault(val, off, n, size);
+	struct ukprobes_fetched r = ukprobes_fetch_nofault_value(*val, off, n, size);
+
+	if (!r.err)
+		*val = r.val;
+	return r.err;
 }
 
 /* [any] */

@@ -89,7 +89,12 @@ extern bool ukp_scan_without_proc;            /* tests: as if /proc had no sysca
 /* signals.c */
 int ukp_signals_install(void);                /* [reg], or [any] when not yet done */
 bool ukp_signals_uninstall(void);             /* [reg] teardown.c; false: left installed */
-bool ukp_signals_installed(void);             /* [trap] */
+extern _Atomic bool ukp_signals_on;          /* installed (signals.c) */
+/* [trap] inline: the public nofault fetches check it on every call */
+static inline bool ukp_signals_installed(void)
+{
+	return atomic_load_explicit(&ukp_signals_on, memory_order_acquire);
+}
 void ukp_signals_rewrap(void);                /* [reg] */
 void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc); /* [trap] */
 void ukp_deliver_fault(int sig, int code, uintptr_t fault_addr, ucontext_t *uc); /* [trap] */

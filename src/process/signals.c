@@ -111,7 +111,8 @@ struct prog_action {
 static struct prog_action prog_actions[NOWNED];
 /* The program's handlers of the signals we do not own, behind prog_wrapper. */
 static struct prog_action wrapped_actions[65];
-static _Atomic bool installed;
+/* read by ukp_signals_installed() (process.h), inline on the fetch path */
+_Atomic bool ukp_signals_on;
 static atomic_flag act_lock = ATOMIC_FLAG_INIT;
 static uintptr_t libc_restorer;
 static unsigned long kernel_sa_flags = ~0UL; /* KERNEL_SA_FLAGS on >= 5.11 */
@@ -350,13 +351,13 @@ int ukp_signals_install(void)
 	unsigned int i;
 	int ret = 0;
 
-	if (atomic_load(&installed))
+	if (atomic_load(&ukp_signals_on))
 		return 0;
 	/* Every signal blocked, SIGTRAP too: no probe exists before this,
 	 * and a handler of the program that interrupted us here could call
 	 * copy_from_user_nofault(), which installs (and spins on the lock). */
 	act_lock_acquire_blocking(&old, ~0ULL);
-	if (atomic_load(&installed))
+	if (atomic_load(&ukp_signals_on))
 		goto out;
 	page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
 	for (i = 0; i < NOWNED; i++) {
@@ -420,7 +421,7 @@ int ukp_signals_install(void)
 	 * the mask) becomes its program's view, and deliverable for real. */
 	ukp_vmask_set(ukp_vmask_get() | (old & UKP_OWNED_MASK));
 	old &= ~UKP_OWNED_MASK;
-	atomic_store(&installed, true);
+	atomic_store(&ukp_signals_on, true);
 out:
 	act_lock_release(&old);
 	return ret;
@@ -433,18 +434,12 @@ void ukp_signals_rewrap(void)
 {
 	uint64_t old;
 
-	if (!atomic_load(&installed))
+	if (!atomic_load(&ukp_signals_on))
 		return;
 	act_lock_acquire(&old);
 	for (int sig = 1; sig < 65; sig++)
 		wrap_installed_handler(sig);
 	act_lock_release(&old);
-}
-
-/* [any] Whether the handlers are in place (copy_from_user_nofault). */
-UKP_TRAP_TEXT bool ukp_signals_installed(void)
-{
-	return atomic_load_explicit(&installed, memory_order_acquire);
 }
 
 /* At load time: copy_from_user_nofault() and the program's view of its
@@ -642,7 +637,7 @@ static int child_sigaction(int sig, int idx, const struct sigaction *act, struct
 	struct sigaction prev, copy;
 	int ret;
 
-	if (idx >= 0 && atomic_load(&installed)) {
+	if (idx >= 0 && atomic_load(&ukp_signals_on)) {
 		if (oact)
 			prog_action_read(idx, oact);
 		return 0;
@@ -678,7 +673,7 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 		return child_sigaction(sig, idx, act, oact);
 	/* The owned signals of sa_mask are recorded as given and blocked
 	 * in the program's view only while its handler runs. */
-	if (idx >= 0 && atomic_load(&installed)) {
+	if (idx >= 0 && atomic_load(&ukp_signals_on)) {
 		uint64_t old;
 
 		if (act) {
@@ -921,7 +916,7 @@ bool ukp_signals_uninstall(void)
 		ukp_sys_nanosleep(&ts);
 	}
 	act_lock_acquire(&old);
-	if (!atomic_load(&installed))
+	if (!atomic_load(&ukp_signals_on))
 		goto out;
 	for (i = 0; i < NOWNED; i++) {
 		struct ksigaction cur;
@@ -945,7 +940,7 @@ bool ukp_signals_uninstall(void)
 		pa_read(&wrapped_actions[sig], &sa);
 		restore_action(sig, &sa);
 	}
-	atomic_store(&installed, false);
+	atomic_store(&ukp_signals_on, false);
 out:
 	act_lock_release(&old);
 	return true;

@@ -20,7 +20,12 @@
 #define SPEC_REGS "p:ev obj:fn a=%di:s8 b=%si:u16 c=%dx:s32 d=%cx:u64"
 #define SPEC_MEM  SPEC_REGS " e=+8(%di):s64"
 
+/* the other sizes and signs, registers as they are */
+#define SPEC_REGS2 "p:ev obj:fn a=%r8:u8 b=%r9:s16 c=%ax:u32 d=%bx:s64"
+
 static const char *const fields[] = { "a", "b", "c", "d", "e" };
+/* the fields of the SPEC in use that are unsigned (bit per field) */
+static unsigned int unsigned_fields = 1u << 1 | 1u << 3;
 static const char *const ops[] = { "==", "!=", "<", "<=", ">", ">=", "&" };
 static const long long consts[] = { 0, 1, -1, 127, -128, 255, 32767, -32768, 65535,
 				    2147483647, -2147483647 - 1, 4294967295LL, 100000, -5 };
@@ -44,7 +49,7 @@ static int gen(char *buf, size_t size, int depth, int nfields)
 		long long c = consts[rnd() % (sizeof(consts) / sizeof(consts[0]))];
 
 		/* an unsigned field (b, d) takes no negative value */
-		if ((fi == 1 || fi == 3) && c < 0)
+		if ((unsigned_fields >> fi & 1) && c < 0)
 			c = -c;
 		return snprintf(buf, size, "%s %s %lld", fields[fi], ops[rnd() % 7], c);
 	}
@@ -78,7 +83,7 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 {
 	struct ukp_spec spec;
 	struct ukp_spec_error err;
-	int built = 0;
+	int built = 0, tabled = 0;
 
 	cr_assert_eq(ukp_spec_parse(spec_text, &spec, &err), 0, "%s", err.msg);
 	for (int r = 0; r < rounds; r++) {
@@ -95,6 +100,8 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 			continue;
 		}
 		built++;
+		tabled += fb.tabled;
+		cr_assert_eq(fb.tabled, fb.nsteps <= UKP_FB_TABLE_MAX, "%s", text);
 		for (int v = 0; v < 64; v++) {
 			uint64_t words[64] = { 0 }, regs[32] = { 0 }, args[UKP_SPEC_MAX_ARGS] = { 0 };
 			unsigned char data[sizeof(words)];
@@ -112,14 +119,22 @@ static void differ(const char *spec_text, enum ukp_fb_source src, int nfields, i
 					regs[fa->param] = x;
 			}
 			memcpy(data, words, sizeof(words));
-			cr_assert_eq(ukp_fbranch_run(&fb, src == UKP_FB_REGS  ? regs
-							  : src == UKP_FB_ARGS ? args
-									       : words),
-				     ukp_filter_run(f, &spec, data, 0, NULL, 0), "%s, event %d", text, v);
+			const uint64_t *in = src == UKP_FB_REGS	  ? regs
+					     : src == UKP_FB_ARGS ? args
+								  : words;
+			bool want = ukp_filter_run(f, &spec, data, 0, NULL, 0);
+			struct ukp_fbranch steps = fb;
+
+			cr_assert_eq(ukp_fbranch_run(&fb, in), want, "%s, event %d", text, v);
+			/* a tabled program step by step decides alike */
+			steps.tabled = false;
+			cr_assert_eq(ukp_fbranch_run(&steps, in), want, "%s, event %d, stepped", text, v);
 		}
 		free(f);
 	}
 	cr_assert(built > rounds / 4, "%d of %d built", built, rounds);
+	/* both ways of running a program were taken */
+	cr_assert(tabled > built / 8 && tabled < built, "%d of %d tabled", tabled, built);
 	ukp_spec_free(&spec);
 }
 
@@ -136,6 +151,14 @@ Test(filter_branch, argument_values_agree_with_postfix)
 Test(filter_branch, registers_agree_with_postfix)
 {
 	differ(SPEC_REGS, UKP_FB_REGS, 4, 3000);
+}
+
+Test(filter_branch, other_sizes_agree_with_postfix)
+{
+	unsigned_fields = 1u << 0 | 1u << 2;
+	differ(SPEC_REGS2, UKP_FB_REGS, 4, 3000);
+	differ(SPEC_REGS2, UKP_FB_ARGS, 4, 3000);
+	differ(SPEC_REGS2, UKP_FB_RECORD, 4, 3000);
 }
 
 Test(filter_branch, refused_for_strings_pid_comm)

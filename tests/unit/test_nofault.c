@@ -234,6 +234,53 @@ Test(nofault, fetch_chain)
 	expect_nofault_works("after the chains");
 }
 
+/* The same chains with the value in and out by value
+ * (ukprobes_fetch_nofault_value: the agent's --filter path). */
+Test(nofault, fetch_chain_by_value)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	char *page = mmap(NULL, 2 * (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	struct leaf { long pad; int64_t value; } leaf = { 0, -7 };
+	struct link { int tag; struct leaf *next; } link = { 1, &leaf };
+	const long off2[2] = { 8, 8 }, off3[3] = { 8, 8, 0 };
+	struct ukprobes_fetched r;
+
+	cr_assert_neq(page, MAP_FAILED);
+	cr_assert_eq(munmap(page + ps, (size_t)ps), 0);
+	r = ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 2, 8);
+	cr_expect(r.err == 0 && (int64_t)r.val == -7, "%ld %#llx", r.err, (unsigned long long)r.val);
+	r = ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 2, 4);
+	cr_expect(r.err == 0 && r.val == 0xfffffff9ULL, "%ld %#llx", r.err,
+		  (unsigned long long)r.val);
+	r = ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 2, 2);
+	cr_expect(r.err == 0 && r.val == 0xfff9ULL);
+	r = ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 2, 1);
+	cr_expect(r.err == 0 && r.val == 0xf9ULL);
+	/* -7 taken as a pointer: the third load faults */
+	r = ukprobes_fetch_nofault_value((uintptr_t)&link, off3, 3, 8);
+	cr_expect_eq(r.err, -EFAULT);
+	/* the first load faults: NULL->next */
+	r = ukprobes_fetch_nofault_value(0, off2, 2, 8);
+	cr_expect_eq(r.err, -EFAULT);
+	/* the last bytes of the mapping, of each size, then one further */
+	memcpy(page + ps - 8, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+	for (unsigned int size = 1; size <= 8; size *= 2) {
+		const long at[1] = { ps - (long)size };
+		uint64_t want = 0;
+
+		memcpy(&want, page + ps - size, size);
+		r = ukprobes_fetch_nofault_value((uintptr_t)page, at, 1, size);
+		cr_expect(r.err == 0 && r.val == want, "size %u", size);
+		r = ukprobes_fetch_nofault_value((uintptr_t)page + 1, at, 1, size);
+		cr_expect_eq(r.err, -EFAULT, "size %u", size);
+	}
+	cr_expect_eq(ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 0, 8).err, -EINVAL);
+	cr_expect_eq(ukprobes_fetch_nofault_value((uintptr_t)&link, off2, 2, 3).err, -EINVAL);
+	munmap(page, (size_t)ps);
+	expect_nofault_works("after the chains by value");
+}
+
 /* The other functions that may be called at any time, first thing. */
 Test(nofault, other_entry_points_before_anything_else)
 {

@@ -87,13 +87,14 @@ ukp_nofault_store:
 	.size arch_store_word_nofault, .-arch_store_word_nofault
 
 /*
- * long arch_fetch_nofault(uint64_t *v, const long *off, unsigned long n,
- *                         unsigned long size)
+ * struct ukprobes_fetched arch_fetch_nofault(uint64_t v, const long *off,
+ *                                            unsigned long n, unsigned long size)
  *   a chain of n >= 1 dereferences in one routine: each adds off[i] to
- *   the value (first *v) and loads from there, 8 bytes for all but the
- *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last, into *v.
- *   0, or -EFAULT with *v unchanged, through the same fixup (one window
- *   for the whole chain). Clobbers x0-x5.
+ *   the value (first v) and loads from there, 8 bytes for all but the
+ *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last. Returns
+ *   {0, value} in x0:x1, or x0 -EFAULT through the same fixup (one window
+ *   for the whole chain); the value never passes through memory.
+ *   Clobbers x0-x5.
  */
 	.globl arch_fetch_nofault
 	.hidden arch_fetch_nofault
@@ -101,7 +102,7 @@ ukp_nofault_store:
 	.p2align 4
 arch_fetch_nofault:
 	.cfi_startproc
-	ldr x4, [x0]
+	mov x4, x0
 	subs x2, x2, #1
 	b.eq 3f
 1:	ldr x5, [x1], #8
@@ -142,7 +143,7 @@ ukp_nofault_last4:
 	.hidden ukp_nofault_last8
 ukp_nofault_last8:
 	ldr x4, [x4]
-9:	str x4, [x0]
+9:	mov x1, x4
 	mov x0, #0
 	ret
 	.cfi_endproc

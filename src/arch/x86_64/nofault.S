@@ -97,20 +97,21 @@ ukp_nofault_store:
 	.size arch_store_word_nofault, .-arch_store_word_nofault
 
 /*
- * long arch_fetch_nofault(uint64_t *v, const long *off, unsigned long n,
- *                         unsigned long size)
+ * struct ukprobes_fetched arch_fetch_nofault(uint64_t v, const long *off,
+ *                                            unsigned long n, unsigned long size)
  *   a chain of n >= 1 dereferences in one routine: each adds off[i] to
- *   the value (first *v) and loads from there, 8 bytes for all but the
- *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last, into *v.
- *   0, or -EFAULT with *v unchanged, through the same fixup (one window
- *   for the whole chain: no per-load setup). Clobbers rax, rdx, rsi.
+ *   the value (first v) and loads from there, 8 bytes for all but the
+ *   last, size bytes (1, 2, 4 or 8, zero-extended) for the last. Returns
+ *   {0, value} in rax:rdx, or rax -EFAULT through the same fixup (one
+ *   window for the whole chain: no per-load setup); the value never
+ *   passes through memory. Clobbers rax, rdx, rsi.
  */
 	.globl arch_fetch_nofault
 	.hidden arch_fetch_nofault
 	.type arch_fetch_nofault, @function
 arch_fetch_nofault:
 	.cfi_startproc
-	movq (%rdi), %rax
+	movq %rdi, %rax
 	decq %rdx
 	jz 3f
 1:	addq (%rsi), %rax
@@ -150,7 +151,7 @@ ukp_nofault_last4:
 	.hidden ukp_nofault_last8
 ukp_nofault_last8:
 	movq (%rax), %rax
-9:	movq %rax, (%rdi)
+9:	movq %rax, %rdx
 	xorl %eax, %eax
 	ret
 	.cfi_endproc
