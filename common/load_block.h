@@ -23,6 +23,10 @@ struct ukp_load_block {
 	uint64_t stack, stack_len; /* this thread's stack; the block is at its top */
 	uint32_t ctid;          /* the thread's id; 0 once it has ended (written by the kernel) */
 	uint32_t pad;
+	/* what the thread pointer points at (x86-64: a TCB's self pointers
+	 * and a stack guard at %fs:0x28, for libraries built with a stack
+	 * protector; unused where the guard is a global) */
+	uint64_t tcb[8];
 	uint64_t params_len;
 	unsigned char params[]; /* the loader's caller's, as given */
 };

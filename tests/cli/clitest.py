@@ -5430,7 +5430,29 @@ def case_attach_unreadable_agent():
         finally:
             p.kill()
             p.wait()
-    print("an agent its user cannot read: loaded from memory, 2 attaches counted")
+        # the same user, the agent where it can read it: by its path
+        os.chmod(d, 0o755)
+        os.chmod(agent, 0o644)
+        p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              py, "-c", "import time\nprint('ready', flush=True)\n"
+                              "while True: time.sleep(0.001)"],
+                             stdout=subprocess.PIPE, text=True, cwd="/")
+        try:
+            check(p.stdout.readline() == "ready\n", "the second process runs as nobody")
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e",
+                         "p:s libc.so.6:clock_nanosleep"], env=env)
+            hits = stat_hits(r.stdout, "ukprobes/s")
+            check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
+                  "readable: loaded, counting", show(r))
+            with open("/proc/%d/maps" % p.pid) as f:
+                maps = f.read()
+            check(agent in maps and "/memfd:ukprobe-agent" not in maps,
+                  "an agent its user can read is loaded by its path")
+        finally:
+            p.kill()
+            p.wait()
+    print("an agent its user cannot read: loaded from memory, 2 attaches counted; "
+          "one it can read: by its path")
 
 
 def case_attach_fork_fds():

@@ -10,6 +10,13 @@
  * "q" (or the end of the connection) and ends its thread (exit, not
  * exit_group). Its strings are reached through a table of pointers: they
  * are right only when the loader applied its relative relocations.
+ *
+ * Built with STUB_ZYDIS, it also needs Debian's libZydis (a shared
+ * library, linked with a stack protector) and exports what libZydis
+ * takes from the C library (memcpy, memset, strlen, __stack_chk_fail,
+ * __assert_fail): the loader maps libZydis beside it and binds
+ * the two to each other. It reports the lengths of STUB_INSNS
+ * instructions decoded at the address it was given (" insns=4,3,...").
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,9 +27,16 @@
 
 #define AT_FDCWD (-100)
 
-/* what the compiler may call */
-void *memset(void *d, int c, size_t n);
-void *memcpy(void *d, const void *s, size_t n);
+#ifdef STUB_ZYDIS
+#include <Zydis/Zydis.h>
+#define EXPORT __attribute__((visibility("default")))
+#else
+#define EXPORT
+#endif
+
+/* what the compiler (and, with STUB_ZYDIS, libZydis) may call */
+EXPORT void *memset(void *d, int c, size_t n);
+EXPORT void *memcpy(void *d, const void *s, size_t n);
 
 void *memset(void *d, int c, size_t n)
 {
@@ -43,10 +57,44 @@ void *memcpy(void *d, const void *s, size_t n)
 	return d;
 }
 
+#ifdef STUB_ZYDIS
+EXPORT size_t strlen(const char *s);
+EXPORT __attribute__((noreturn)) void __stack_chk_fail(void);
+EXPORT __attribute__((noreturn)) void __assert_fail(const char *e, const char *f, unsigned l,
+						  const char *fn);
+
+size_t strlen(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* libZydis' own checks failing: the thread ends, the report unsent */
+__attribute__((noreturn)) void __stack_chk_fail(void)
+{
+	for (;;)
+		sys3(__NR_exit, 127, 0, 0);
+}
+
+__attribute__((noreturn)) void __assert_fail(const char *e, const char *f, unsigned l,
+					     const char *fn)
+{
+	(void)e;
+	(void)f;
+	(void)l;
+	(void)fn;
+	for (;;)
+		sys3(__NR_exit, 126, 0, 0);
+}
+#endif
+
 /* the report's keys (relocated pointers: see the top); not const and
  * not static, so that the compiler reads them from the table */
 extern const char *keys[];
-const char *keys[] = { "ran pid=", " tid=", " exe=", " peek=", " sigblk=", " block=" };
+const char *keys[] = { "ran pid=", " tid=", " exe=", " peek=", " sigblk=", " block=", " insns=" };
 
 struct out {
 	char buf[1024];
@@ -134,6 +182,27 @@ __attribute__((noreturn)) void stub_entry(struct ukp_load_block *b)
 	put(&o, b->magic == UKP_LOAD_MAGIC && b->ctid == (uint32_t)sys3(__NR_gettid, 0, 0, 0) &&
 			(uintptr_t)b >= b->stack && (uintptr_t)b < b->stack + b->stack_len
 		? "ok" : "bad");
+#ifdef STUB_ZYDIS
+	if (pp->code) {
+		ZydisDecoder dec;
+		ZydisDecodedInstruction in;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		const unsigned char *at = (const unsigned char *)(uintptr_t)pp->code;
+
+		put(&o, keys[6]);
+		ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+		for (i = 0; i < STUB_INSNS; i++) {
+			if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, at, 15, &in, ops))) {
+				put(&o, "bad");
+				break;
+			}
+			if (i)
+				put(&o, ",");
+			put_num(&o, in.length, 10);
+			at += in.length;
+		}
+	}
+#endif
 	put(&o, "\n");
 	sys3(__NR_write, fd, o.buf, o.n);
 	while ((n = sys3(__NR_read, fd, &c, 1)) > 0 && c != 'q')

@@ -5,9 +5,12 @@
 
 #include <stdint.h>
 
+#define STUB_INSNS 16
+
 struct stub_params {
 	char sock[64];     /* an abstract unix socket's name to connect to */
 	uint64_t peek;     /* an address in the target whose 8 bytes it reports (0: none) */
+	uint64_t code;     /* the Zydis stub: where it decodes STUB_INSNS instructions (0: none) */
 };
 
 #endif

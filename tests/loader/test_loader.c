@@ -246,14 +246,15 @@ static int accept_within(int lfd)
 
 /* The stub's report: it ran in pid, as exe, read marker's value there,
  * with every signal blocked, on a block of its own. */
-static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
+static pid_t check_report_line(int conn, pid_t pid, const char *exe, uint64_t marker,
+				char *line, size_t len)
 {
-	char line[1024], want[1024], path[64], real[512];
+	char want[1024], path[64], real[512];
 	unsigned long tid = 0, peek = 0;
 	ssize_t n;
 	char *s;
 
-	cr_assert(read_line(conn, line, sizeof(line)), "no report: '%s'", line);
+	cr_assert(read_line(conn, line, len), "no report: '%s'", line);
 	cr_log_info("stub: %s", line);
 	n = readlink(exe, real, sizeof(real) - 1);
 	cr_assert(n > 0);
@@ -273,6 +274,13 @@ static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
 	cr_assert(strstr(line, " sigblk=fffffffffffbfeff "), "%s", line);
 	cr_assert(strstr(line, " block=ok"), "%s", line);
 	return (pid_t)tid;
+}
+
+static pid_t check_report(int conn, pid_t pid, const char *exe, uint64_t marker)
+{
+	char line[1024];
+
+	return check_report_line(conn, pid, exe, marker, line, sizeof(line));
 }
 
 /* Tell the stub to end and unload it; its area, stack and thread gone
@@ -299,6 +307,26 @@ static void stop_stub(struct ukp_loaded *l, int conn, pid_t tid)
 	cr_assert(!strstr(maps, want), "the stub's stack %s is still mapped", want);
 }
 
+/* The program's start-up done: its maps and threads (into maps0, 65536
+ * bytes, and tasks0, 4096) the same for 200 ms (Go starts threads after
+ * its ready line). */
+static void settle(pid_t pid, char *maps0, char *tasks0)
+{
+	char *maps1 = malloc(65536), *tasks1 = malloc(4096);
+	int r;
+
+	snapshot(pid, maps0, 65536, tasks0, 4096);
+	for (r = 0; r < 100; r++) {
+		usleep(200 * 1000);
+		snapshot(pid, maps1, 65536, tasks1, 4096);
+		if (!strcmp(maps0, maps1) && !strcmp(tasks0, tasks1))
+			break;
+		snapshot(pid, maps0, 65536, tasks0, 4096);
+	}
+	free(maps1);
+	free(tasks1);
+}
+
 /* Attach to a running argv, load, unload, rounds times; exact: the maps
  * and threads after each unload are exactly those before the first. */
 static void attach_case(char *const argv[], int rounds, bool exact, void (*premise)(const struct proc *))
@@ -320,15 +348,10 @@ static void attach_case(char *const argv[], int rounds, bool exact, void (*premi
 	maps1 = malloc(65536);
 	tasks0 = malloc(4096);
 	tasks1 = malloc(4096);
-	/* the program's start-up done: its maps and threads the same for 200 ms */
-	snapshot(p.pid, maps0, 65536, tasks0, 4096);
-	for (r = 0; exact && r < 100; r++) {
-		usleep(200 * 1000);
-		snapshot(p.pid, maps1, 65536, tasks1, 4096);
-		if (!strcmp(maps0, maps1) && !strcmp(tasks0, tasks1))
-			break;
+	if (exact)
+		settle(p.pid, maps0, tasks0);
+	else
 		snapshot(p.pid, maps0, 65536, tasks0, 4096);
-	}
 	for (r = 0; r < rounds; r++) {
 		struct ukp_loaded l;
 		char exe[64];
@@ -649,7 +672,137 @@ Test(loader, attach_python, .timeout = 120)
 	attach_case(argv, 2, true, NULL);
 }
 
-/* What is not a static PIE is refused with one line, before any stop. */
+#if defined(__x86_64__)
+#include <elf.h>
+#include <Zydis/Zydis.h>
+
+/* The program's entry point (AT_ENTRY of /proc/PID/auxv). */
+static uint64_t entry_of(pid_t pid)
+{
+	char path[64];
+	uint64_t av[2];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	while (read(fd, av, sizeof(av)) == (ssize_t)sizeof(av) && av[0] != AT_NULL)
+		if (av[0] == AT_ENTRY) {
+			close(fd);
+			return av[1];
+		}
+	close(fd);
+	cr_assert_fail("no AT_ENTRY in %s", path);
+	return 0;
+}
+
+/* The lengths of STUB_INSNS instructions at addr in pid, as the stub
+ * reports them, decoded here with the same library. */
+static void insns_at(pid_t pid, uint64_t addr, char *out, size_t len)
+{
+	unsigned char code[STUB_INSNS * 15 + 15];
+	ZydisDecoder dec;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	char path[64];
+	size_t at = 0, n = 0;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, code, sizeof(code), (off_t)addr), (ssize_t)sizeof(code));
+	close(fd);
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	for (i = 0; i < STUB_INSNS; i++) {
+		cr_assert(ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + at, 15, &in, ops)));
+		n += (size_t)snprintf(out + n, len - n, "%s%u", i ? "," : "", in.length);
+		at += in.length;
+	}
+}
+
+/* The stub linked with libZydis, attached to argv: the loader maps
+ * libZydis beside it and binds the two; the stub decodes the program's
+ * first instructions (libZydis' stack protector reads the guard of the
+ * thread pointer the loader gave it) as this process does; after the
+ * unload the maps and threads are as before. */
+static void zydis_case(char *const argv[])
+{
+	char base[4096], out[4096], name[64], exe[64], line[1024], want[512];
+	char *maps0 = malloc(65536), *tasks0 = malloc(4096), *maps1 = malloc(65536),
+	     *tasks1 = malloc(4096);
+	struct stub_params sp = { 0 };
+	struct ukp_loaded l;
+	struct proc p;
+	int st0, st, lfd, conn, ret;
+	pid_t tid;
+
+	paths_init();
+	if (access(path_of("ukp_agent_stub_zydis"), R_OK))
+		cr_skip_test("no libZydis: the stub was not built");
+	st0 = baseline(argv, base, sizeof(base));
+	spawn(&p, argv, false);
+	wait_ready(&p);
+	settle(p.pid, maps0, tasks0);
+	lfd = listen_on(name, sizeof(name));
+	snprintf(sp.sock, sizeof(sp.sock), "%s", name);
+	sp.peek = p.marker;
+	sp.code = entry_of(p.pid);
+	ret = ukp_load_attach(p.pid, path_of("ukp_agent_stub_zydis"), &sp, sizeof(sp), &l);
+	cr_assert_eq(ret, 0, "%s", l.err);
+	ukp_load_release(&l);
+	conn = accept_within(lfd);
+	close(lfd);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)p.pid);
+	tid = check_report_line(conn, p.pid, exe, p.marker, line, sizeof(line));
+	insns_at(p.pid, sp.code, want, sizeof(want));
+	cr_assert(strstr(line, " insns=") && !strcmp(strstr(line, " insns=") + 7, want),
+		  "the stub decoded '%s', this process '%s'", line, want);
+	stop_stub(&l, conn, tid);
+	snapshot(p.pid, maps1, 65536, tasks1, 4096);
+	cr_assert_str_eq(maps1, maps0, "the maps changed");
+	cr_assert_str_eq(tasks1, tasks0, "the threads changed");
+	st = finish(&p, out, sizeof(out));
+	cr_assert_str_eq(out, base, "the output changed: \"%s\", was \"%s\"", out, base);
+	cr_assert_eq(st, st0);
+	free(maps0);
+	free(tasks0);
+	free(maps1);
+	free(tasks1);
+}
+
+Test(loader, zydis_beside_dynamic, .timeout = 120)
+{
+	char *argv[] = { NULL, "threads", NULL };
+
+	paths_init();
+	argv[0] = path_of("loadee");
+	zydis_case(argv);
+}
+
+Test(loader, zydis_beside_static, .timeout = 120)
+{
+	char *argv[] = { NULL, "threads", NULL };
+
+	paths_init();
+	argv[0] = path_of("loadee_static");
+	zydis_case(argv);
+}
+
+Test(loader, zydis_beside_go, .timeout = 120)
+{
+	char *argv[] = { NULL, NULL };
+
+	paths_init();
+	argv[0] = path_of("loadee_go");
+	if (access(argv[0], X_OK))
+		cr_skip_test("no Go toolchain: loadee_go was not built");
+	zydis_case(argv);
+}
+#endif
+
+/* What is not a freestanding PIE (and the libraries it may need) is
+ * refused with one line, before any stop. */
 Test(loader, refuses_non_static_pie)
 {
 	struct ukp_loaded l;
@@ -659,4 +812,11 @@ Test(loader, refuses_non_static_pie)
 	cr_assert(strstr(l.err, "loadee: has an interpreter: not a freestanding static PIE"), "%s", l.err);
 	cr_assert_eq(ukp_load_attach(getpid(), "/nonexistent", NULL, 0, &l), -ENOEXEC);
 	cr_assert(strstr(l.err, "/nonexistent: cannot be read: No such file or directory"), "%s", l.err);
+	/* a shared library of the C library's world: its references name
+	 * what only the C library defines, which is never loaded */
+	cr_assert_eq(ukp_load_attach(getpid(), path_of("libukp_blockctor.so"), NULL, 0, &l),
+		     -ENOEXEC);
+	cr_assert(strstr(l.err, "libukp_blockctor.so: needs ") &&
+		  strstr(l.err, ", which no object of the set defines (the C library is not "
+			 "loaded: the loaded object must define and export it)"), "%s", l.err);
 }

@@ -25,13 +25,15 @@
  *     result read. The worker's signals are all blocked meanwhile (its
  *     mask through PTRACE_SETSIGMASK): no handler of the program's runs in
  *     it, and the new thread inherits the full mask.
- *  4. mmap an area, the object's image written into it (/proc/PID/mem)
- *     relocated for its address (load_elf.c), each segment mprotect-ed as
+ *  4. mmap an area, the object's image (with the libraries it needs,
+ *     bound to it: load_elf.c) written into it (/proc/PID/mem),
+ *     relocated for its address, each segment mprotect-ed as
  *     its flags say, PT_GNU_RELRO read-only, the clone trampoline in the
  *     area's last page (read-execute); mmap a stack (its lowest page
  *     PROT_NONE) with the block at its top (common/load_block.h).
  *  5. clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
- *     CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS (no TLS: 0) |
+ *     CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS (the block's tcb:
+ *     ptrace_arch.h, ukp_arch_thread_pointer) |
  *     CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID), run at the trampoline's
  *     system call instruction: the new thread pops the block's address and
  *     the entry from its stack and jumps to the entry.
@@ -359,11 +361,15 @@ static int map_object(struct ukp_loaded *l, struct ukp_image *im)
 			return errf(l, (int)res, "mprotect of the object's segment %d failed: %s",
 				    i, strerror((int)-res));
 	}
-	if (im->relro_len) {
-		res = remote(l, SYS_mprotect, l->area + im->relro_off, im->relro_len, PROT_READ, 0,
-			     0, 0);
+	for (i = 0; i < im->nobj; i++) {
+		const struct ukp_image_obj *o = &im->obj[i];
+
+		if (!o->relro_len)
+			continue;
+		res = remote(l, SYS_mprotect, l->area + o->off + o->relro_off, o->relro_len,
+			     PROT_READ, 0, 0, 0);
 		if (is_err(res))
-			return errf(l, (int)res, "mprotect of the object's RELRO failed: %s",
+			return errf(l, (int)res, "mprotect of %s's RELRO failed: %s", o->name,
 				    strerror((int)-res));
 	}
 	res = remote(l, SYS_mprotect, l->area + im->len, page, PROT_READ | PROT_EXEC, 0, 0, 0);
@@ -382,7 +388,7 @@ static int start_thread(struct ukp_loaded *l, const struct ukp_image *im, const 
 	struct ukp_load_block *b;
 	uint64_t words[4], full = ~0ULL;
 	unsigned long a[6];
-	uintptr_t sp;
+	uintptr_t sp, tp;
 	long res;
 	int ret;
 
@@ -413,6 +419,7 @@ static int start_thread(struct ukp_loaded *l, const struct ukp_image *im, const 
 	b->params_len = len;
 	if (len)
 		memcpy(b->params, params, len);
+	tp = ukp_arch_thread_pointer(l->block + offsetof(struct ukp_load_block, tcb), b->tcb);
 	ukp_arch_child_frame(l->block, l->entry, words, &nw, &sp);
 	ret = mem_write(h, l->block, b, bsize) || mem_write(h, sp, words, nw * sizeof(words[0]));
 	free(b);
@@ -427,7 +434,7 @@ static int start_thread(struct ukp_loaded *l, const struct ukp_image *im, const 
 				    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
 				    CLONE_CHILD_CLEARTID,
 			    sp, l->block + offsetof(struct ukp_load_block, ctid),
-			    l->block + offsetof(struct ukp_load_block, ctid), 0);
+			    l->block + offsetof(struct ukp_load_block, ctid), tp);
 	if (ukp_remote_syscall(h->tid, &h->regs, l->area + im->len, SYS_clone, a, &h->sig, &res))
 		return errf(l, -ESRCH, "thread %d ended during the load", h->tid);
 	if (is_err(res))

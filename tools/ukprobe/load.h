@@ -59,24 +59,42 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms);
 /* ---------------------------------------------- the object (load_elf.c) */
 
 #define UKP_IMAGE_SEGS 16
+#define UKP_IMAGE_OBJS 4
+
+/* One object of the image: the loaded one first, then the libraries it
+ * needs. Offsets are in the object's own part of the image. */
+struct ukp_image_obj {
+	char name[64];            /* its file's name, for messages */
+	uintptr_t off;            /* where its part starts in the image */
+	size_t len;               /* its part, page-rounded */
+	uintptr_t rela_off, jmprel_off, relr_off;  /* its relocations (0: none) */
+	size_t rela_n, jmprel_n, relr_n;
+	uintptr_t symtab, strtab; /* its dynamic symbols and their names */
+	size_t nsyms, strsz;
+	uintptr_t relro_off;      /* PT_GNU_RELRO, pages read-only once relocated */
+	size_t relro_len;
+};
 
 struct ukp_image {
-	unsigned char *buf;       /* the image as mapped: segments at their offsets, the rest 0 */
+	unsigned char *buf;       /* the image as mapped: each object's segments at their offsets */
 	size_t len;               /* page-rounded */
 	uintptr_t entry;          /* offsets in the image */
 	struct { uintptr_t off; size_t len; int prot; } seg[UKP_IMAGE_SEGS];
 	int nseg;
-	uintptr_t relro_off;      /* PT_GNU_RELRO, pages read-only once relocated */
-	size_t relro_len;
-	uintptr_t rela_off, relr_off;  /* the relocations in buf (0: none) */
-	size_t rela_n, relr_n;
+	struct ukp_image_obj obj[UKP_IMAGE_OBJS];
+	int nobj;
 };
 
-/* Read a static PIE (ELF64, this architecture, ET_DYN, no interpreter,
- * no DT_NEEDED, no TLS, relative relocations only). 0, or -1 with
- * err (one line). */
+/*
+ * Read a freestanding PIE (ELF64, this architecture, ET_DYN, no
+ * interpreter, no TLS) and the shared libraries it needs (DT_NEEDED, from
+ * the system's library directories), all into one image: the C library
+ * and the dynamic loader are never among them (the objects define what
+ * they would give: memcpy, memset, ...), and every symbol the objects
+ * refer to must be defined by one of them. 0, or -1 with err (one line).
+ */
 int ukp_image_read(const char *path, struct ukp_image *im, char *err, size_t errlen);
-/* Apply its relocations for the load address base, in im->buf. */
+/* Apply the relocations of every object for the image's load address. */
 void ukp_image_relocate(struct ukp_image *im, uintptr_t base);
 void ukp_image_free(struct ukp_image *im);
 

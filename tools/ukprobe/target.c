@@ -69,24 +69,48 @@ static unsigned long long status_mask(const char *dir, const char *field)
 	return p ? strtoull(p + strlen(field), NULL, 16) : 0;
 }
 
-/* The groups of the process (its Groups: line, and fsgid): is gid one? */
-static bool in_groups(const char *dir, long fsgid, gid_t gid)
+/* A process's file system credentials, from one read of its status. */
+struct fs_creds {
+	long uid, gid;
+	long groups[64];
+	int ngroups;
+};
+
+static bool fs_creds_read(const char *dir, struct fs_creds *c)
 {
 	char path[96], buf[4096], *p, *e;
+	int i;
 
-	if ((long)gid == fsgid)
-		return true;
 	snprintf(path, sizeof(path), "%s/status", dir);
-	if (!read_text(path, buf, sizeof(buf)) || !(p = strstr(buf, "Groups:")))
+	if (!read_text(path, buf, sizeof(buf)))
 		return false;
-	for (p += 7; *p && *p != '\n'; p = e) {
-		long g = strtol(p, &e, 10);
+	c->uid = c->gid = -1;
+	c->ngroups = 0;
+	/* the fourth number of Uid: and Gid: is the file system one */
+	if ((p = strstr(buf, "Uid:")))
+		for (p += 4, i = 0; i < 4; i++)
+			c->uid = strtol(p, &p, 10);
+	if ((p = strstr(buf, "Gid:")))
+		for (p += 4, i = 0; i < 4; i++)
+			c->gid = strtol(p, &p, 10);
+	if ((p = strstr(buf, "Groups:")))
+		for (p += 7; *p && *p != '\n' && c->ngroups < 64; p = e) {
+			long g = strtol(p, &e, 10);
 
-		if (e == p)
-			break;
-		if (g == (long)gid)
+			if (e == p)
+				break;
+			c->groups[c->ngroups++] = g;
+		}
+	return c->uid >= 0 && c->gid >= 0;
+}
+
+static bool in_groups(const struct fs_creds *c, gid_t gid)
+{
+	if ((long)gid == c->gid)
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == (long)gid)
 			return true;
-	}
 	return false;
 }
 
@@ -96,13 +120,15 @@ static bool in_groups(const char *dir, long fsgid, gid_t gid)
  * built in root's home. */
 static bool readable_by(const struct ukp_target *t, const char *path)
 {
-	long fsuid = status_field(t->dir, "Uid:", 3), fsgid = status_field(t->dir, "Gid:", 3);
+	struct fs_creds c;
 	char part[PATH_MAX];
 	size_t i, n = strlen(path);
 
-	if (fsuid == 0)
+	if (!fs_creds_read(t->dir, &c))
+		return false;
+	if (c.uid == 0)
 		return true;
-	if (fsuid < 0 || fsgid < 0 || n >= sizeof(part) || path[0] != '/')
+	if (n >= sizeof(part) || path[0] != '/')
 		return false;
 	for (i = 1; i <= n; i++) {
 		struct stat st;
@@ -115,9 +141,9 @@ static bool readable_by(const struct ukp_target *t, const char *path)
 		if (stat(part, &st))
 			return false;
 		want = i < n ? S_IXOTH : S_IROTH;
-		if ((long)st.st_uid == fsuid)
+		if ((long)st.st_uid == c.uid)
 			want <<= 6;
-		else if (in_groups(t->dir, fsgid, st.st_gid))
+		else if (in_groups(&c, st.st_gid))
 			want <<= 3;
 		if (!(st.st_mode & want))
 			return false;

@@ -39,6 +39,10 @@ extern const size_t ukp_arch_clone_tramp_len;
  * them in words[], the new thread's stack pointer in *sp. */
 void ukp_arch_child_frame(uintptr_t block, uintptr_t entry, uint64_t words[4], size_t *n,
 			  uintptr_t *sp);
+/* The thread pointer of the loaded object's thread, with tcb (8 words,
+ * at address at in the process) filled as this architecture's code
+ * built with a stack protector reads it; 0: none. */
+uintptr_t ukp_arch_thread_pointer(uintptr_t at, uint64_t tcb[8]);
 /* clone's arguments in the order of this architecture's system call. */
 void ukp_arch_clone_args(unsigned long a[6], unsigned long flags, uintptr_t stack, uintptr_t ptid,
 			 uintptr_t ctid, uintptr_t tls);

@@ -41,6 +41,15 @@ void ukp_arch_child_frame(uintptr_t block, uintptr_t entry, uint64_t words[4], s
 }
 
 /* the generic order: flags, stack, ptid, tls, ctid */
+/* No thread pointer: AArch64's stack guard is a global
+ * (__stack_chk_guard), which the loaded object defines. */
+uintptr_t ukp_arch_thread_pointer(uintptr_t at, uint64_t tcb[8])
+{
+	(void)at;
+	(void)tcb;
+	return 0;
+}
+
 void ukp_arch_clone_args(unsigned long a[6], unsigned long flags, uintptr_t stack, uintptr_t ptid,
 			 uintptr_t ctid, uintptr_t tls)
 {

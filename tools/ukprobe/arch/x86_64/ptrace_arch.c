@@ -4,6 +4,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -35,6 +36,25 @@ void ukp_arch_child_frame(uintptr_t block, uintptr_t entry, uint64_t words[4], s
 	words[1] = entry;
 	words[2] = 0;
 	*n = 3;
+}
+
+/* The ABI's TCB: its own address at %fs:0 and %fs:0x10, the stack
+ * guard at %fs:0x28 (a random one: getauxval(AT_RANDOM)'s bytes are the
+ * process's, not ours to reuse). */
+uintptr_t ukp_arch_thread_pointer(uintptr_t at, uint64_t tcb[8])
+{
+	uint64_t guard = 0;
+	FILE *f = fopen("/dev/urandom", "re");
+
+	if (f) {
+		if (fread(&guard, sizeof(guard), 1, f) != 1)
+			guard = 0;
+		fclose(f);
+	}
+	tcb[0] = at;
+	tcb[2] = at;
+	tcb[5] = guard & ~(uint64_t)0xff; /* a zero byte first, as glibc's */
+	return at;
 }
 
 void ukp_arch_clone_args(unsigned long a[6], unsigned long flags, uintptr_t stack, uintptr_t ptid,

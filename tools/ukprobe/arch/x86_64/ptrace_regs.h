@@ -8,6 +8,10 @@
 
 #define UKP_ARCH_EM EM_X86_64
 #define UKP_ARCH_R_RELATIVE R_X86_64_RELATIVE
+#define UKP_ARCH_R_ABS64 R_X86_64_64
+#define UKP_ARCH_R_GLOB_DAT R_X86_64_GLOB_DAT
+#define UKP_ARCH_R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define UKP_ARCH_LIBDIRS "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"
 #define UKP_ARCH_RED_ZONE 128
 
 struct ukp_regs {
