@@ -2068,7 +2068,7 @@ def case_attach_postgres():
     def server_ends():
         with open(log) as f:
             return re.findall(r".*(?:terminated by signal|PANIC|was terminated|crash|FATAL: +"
-                              r"(?!the database system is starting up)).*", f.read())
+                              r"(?!the database system is starting up)\S).*", f.read())
 
     def pgbench_ok(p, what):
         out, _ = p.communicate(timeout=120)
