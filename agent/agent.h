@@ -393,13 +393,17 @@ void ukpa_names_clear(void);
 void ukpa_glob_event_name(const struct ukp_spec *spec, const char *func, char *out, size_t len);
 
 /* ------------------------------------------------------------ fetch.c */
-/* [hit] fill rec->data and rec->faults for the probe's arguments.
- * entry: the registers at the function entry (return probes: saved by
- * the entry handler; probes: regs). */
-void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
-		     const struct pt_regs *entry, struct ukp_rec *rec);
-/* [hit] Only the arguments whose bit is set in mask (the others' slots
- * are left as they are): what a filter or a hist reads. */
+/* [hit] Fill data (a record's payload) and *faults (bit i: argument i
+ * could not be read; set, never cleared) for the probe's arguments; a
+ * $comm argument copies comm (UKP_COMM_LEN bytes). entry: the registers
+ * at the function entry (return probes: saved by the entry handler;
+ * probes: regs). */
+void ukpa_fetch_into(const struct ukp_spec *spec, const struct pt_regs *regs,
+		     const struct pt_regs *entry, unsigned char *data, uint32_t *faults,
+		     const char *comm);
+/* [hit] The same into rec (its data, faults and comm), only the
+ * arguments whose bit is set in mask (the others' slots are left as they
+ * are): what a filter or a hist reads. */
 void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 		     const struct pt_regs *entry, struct ukp_rec *rec, uint32_t mask);
 
@@ -444,10 +448,10 @@ int ukpa_usdt_compile(const struct ukp_spec *spec, const struct usdt_probe *p,
 		      struct ukp_spec **out, uint32_t *argi, char *why, size_t len);
 
 /* ----------------------------------------------------------- unwind.c */
-/* [hit] From ukpa_record(): the stack of a stacktrace event into rec
- * (ip, caller as ukpa_record() has them). */
+/* [hit] From ukpa_record(): the stack of a stacktrace event into data,
+ * the record's payload (ip, caller as ukpa_record() has them). */
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,
-		       uintptr_t caller, struct ukp_rec *rec);
+		       uintptr_t caller, unsigned char *data);
 
 /* --------------------------------------------------------- hist_hit.c */
 struct ukp_hist;

@@ -84,14 +84,9 @@ static unsigned long bitfield(const struct ukp_fetcharg *fa, unsigned long v)
 	return v >> (64 - fa->bf_width);
 }
 
-void ukpa_fetch_args(const struct ukp_spec *spec, const struct pt_regs *regs,
-		     const struct pt_regs *entry, struct ukp_rec *rec)
-{
-	ukpa_fetch_some(spec, regs, entry, rec, ~0u);
-}
-
-void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
-		     const struct pt_regs *entry, struct ukp_rec *rec, uint32_t mask)
+static void fetch(const struct ukp_spec *spec, const struct pt_regs *regs,
+		  const struct pt_regs *entry, unsigned char *data, uint32_t *faults,
+		  const char *comm, uint32_t mask)
 {
 	int i;
 
@@ -104,11 +99,11 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 
 			if (fa->size < 8)
 				v &= (1UL << (fa->size * 8)) - 1;
-			*(unsigned long *)(void *)(rec->data + fa->off) = v;
+			*(unsigned long *)(void *)(data + fa->off) = v;
 			continue;
 		}
 		const struct ukp_fetcharg *fa = &spec->args[i];
-		unsigned char *slot = rec->data + fa->off;
+		unsigned char *slot = data + fa->off;
 		unsigned long v = 0;
 		bool ok = true;
 		int d;
@@ -155,8 +150,8 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			break;
 		case UKP_FA_COMM:
 			zero(slot, UKP_SPEC_STR_SLOT);
-			for (d = 0; d < (int)sizeof(rec->comm) - 1; d++)
-				slot[d] = (unsigned char)rec->comm[d];
+			for (d = 0; d < UKP_COMM_LEN - 1; d++)
+				slot[d] = (unsigned char)comm[d];
 			continue;
 		}
 
@@ -176,7 +171,7 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			ok = !ukprobes_fetch_nofault(&v, fa->deref, (unsigned int)fa->nderef, fa->size);
 		}
 		if (!ok) {
-			rec->faults |= 1u << i;
+			*faults |= 1u << i;
 			zero(slot, fa->type == UKP_TY_STRING ? UKP_SPEC_STR_SLOT : 8);
 			continue;
 		}
@@ -194,4 +189,17 @@ void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
 			*(unsigned long *)(void *)slot = v; /* slots are 8-aligned */
 		}
 	}
+}
+
+void ukpa_fetch_into(const struct ukp_spec *spec, const struct pt_regs *regs,
+		     const struct pt_regs *entry, unsigned char *data, uint32_t *faults,
+		     const char *comm)
+{
+	fetch(spec, regs, entry, data, faults, comm, ~0u);
+}
+
+void ukpa_fetch_some(const struct ukp_spec *spec, const struct pt_regs *regs,
+		     const struct pt_regs *entry, struct ukp_rec *rec, uint32_t mask)
+{
+	fetch(spec, regs, entry, rec->data, &rec->faults, rec->comm, mask);
 }

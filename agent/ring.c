@@ -24,8 +24,11 @@
  * call) instead.
  *
  * Records are fixed-size slots of the ring, as large as the largest
- * event of the image needs; each goes out with only its event's
- * payload. Where the output goes:
+ * event of the image needs: what differs per hit (common/region.h,
+ * struct ukp_region_rec) and the payload, no more (a hit's cost is
+ * mostly its stores and the cache lines they miss); the reader makes
+ * each the wire's record, with only its event's payload and the ring's
+ * tid and name. Where the output goes:
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
@@ -82,6 +85,7 @@
 
 _Static_assert(sizeof(struct ukp_rec) == UKP_REC_SIZE, "record size");
 _Static_assert(offsetof(struct ukp_rec, data) == UKP_REC_HEADER, "record header");
+_Static_assert(sizeof(struct ukp_region_rec) == UKP_REGION_REC_HEADER, "ring record header");
 _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 
 /* The rings live in the image's region (common/region.h), which ukprobe
@@ -146,8 +150,15 @@ static void get_comm(struct ring *r)
 	/* not prctl(): glibc's has a stack protector, whose failure path
 	 * (abort) the vector-free proof follows into sigaction */
 	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
-	((uint64_t *)(void *)r->comm)[0] = name[0];
-	((uint64_t *)(void *)r->comm)[1] = name[1];
+	/* the reader reads it for each record it sends: written only when
+	 * the name changed (the reader may then see it half written for
+	 * one record, and records not yet sent take the new name) */
+	if (((uint64_t *)(void *)r->comm)[0] != name[0])
+		atomic_store_explicit(&((_Atomic uint64_t *)(void *)r->comm)[0], name[0],
+				      memory_order_relaxed);
+	if (((uint64_t *)(void *)r->comm)[1] != name[1])
+		atomic_store_explicit(&((_Atomic uint64_t *)(void *)r->comm)[1], name[1],
+				      memory_order_relaxed);
 }
 
 /* [hit, init] Give r fresh record memory of ring_bytes, empty. */
@@ -202,12 +213,10 @@ static struct ring *claim_ring(void)
 
 /* Is there room for a record (head is the producer's)? With -o FILE,
  * wait for the reader a while when there is not. */
-static bool room(struct ring *r, uint64_t head)
+static bool room_wait(struct ring *r, uint64_t head)
 {
 	unsigned int waited = 0;
 
-	if (head - r->tail_seen < ring_recs)
-		return true;
 	for (;;) {
 		uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
 
@@ -229,6 +238,19 @@ static bool room(struct ring *r, uint64_t head)
 	}
 }
 
+static inline bool room(struct ring *r, uint64_t head)
+{
+	return head - r->tail_seen < ring_recs || room_wait(r, head);
+}
+
+/* [hit] The slot of the thread's next record (at head). */
+static inline struct ukp_region_rec *slot_at(const struct ring *r, uint64_t head)
+{
+	return (struct ukp_region_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
+						 &r->recs, memory_order_relaxed) +
+					 (head & (ring_recs - 1)) * rec_size);
+}
+
 void ukpa_record(const struct ukpa_probe *pr, const struct pt_regs *regs,
 		 const struct pt_regs *entry, uintptr_t ip, uintptr_t caller)
 {
@@ -240,10 +262,9 @@ void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
 		    uintptr_t caller)
 {
 	struct ring *r = t->thread_ring;
-	struct ukp_rec *rec;
+	const struct ukp_spec *spec;
+	struct ukp_region_rec *rec;
 	uint64_t head;
-	const char *c;
-	char *d;
 	int32_t cpu;
 
 	if (!r) {
@@ -272,46 +293,39 @@ void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
 				      memory_order_relaxed);
 		goto out;
 	}
-	rec = (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
-					 &r->recs, memory_order_relaxed) +
-				 (head & (ring_recs - 1)) * rec_size);
+	rec = slot_at(r, head);
+	/* what the ring says (tid, name) the reader adds: the record holds
+	 * what differs per hit */
 	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
-	rec->h.type = UKPM_EVENT;
-	rec->h.len = (uint32_t)(UKP_REC_HEADER +
-				 ((ukp_spec_record_payload(&pr->spec->spec) + 7) & ~7u));
 	rec->ip = ip;
 	rec->caller = caller;
-	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
-	rec->cpu = cpu;
 	rec->id = pr->id;
 	rec->faults = 0;
+	spec = &pr->spec->spec;
+	rec->len = (ukp_spec_record_payload(spec) + 7) & ~7u;
+	rec->cpu = cpu;
 	/* the thread may rename itself: look again now and then */
 	if (++r->comm_age >= COMM_EVERY) {
 		r->comm_age = 0;
 		get_comm(r);
 	}
-	for (c = r->comm, d = rec->comm; c < r->comm + sizeof(r->comm); c += 8, d += 8)
-		*(uint64_t *)(void *)d = *(const uint64_t *)(const void *)c;
-	ukpa_fetch_args(pr->fspec, regs, entry, rec);
-	if (pr->spec->spec.stacktrace) /* --trigger stacktrace (unwind.c) */
-		ukpa_stack_record(pr, regs, ip, caller, rec);
+	if (pr->fspec->nargs)
+		ukpa_fetch_into(pr->fspec, regs, entry, rec->data, &rec->faults, r->comm);
+	if (spec->stacktrace) /* --trigger stacktrace (unwind.c) */
+		ukpa_stack_record(pr, regs, ip, caller, rec->data);
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
 out:
 	atomic_store_explicit(&r->writing, 0, memory_order_release);
 }
-
-/* --------------------------------------------------------- [reader] */
 
 /* [hit] A script's record (script.c): len bytes of data as the payload
  * of an event of pr, which the script's handler ran for. */
 void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *data, uint32_t len)
 {
 	struct ring *r = my_ring;
-	struct ukp_rec *rec;
+	struct ukp_region_rec *rec;
 	uint64_t head, *d;
 	const uint64_t *s;
-	const char *c;
-	char *cd;
 	int32_t cpu;
 	uint32_t i;
 
@@ -332,30 +346,24 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 	if (!atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		goto out;
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (!room(r, head) || UKP_REC_HEADER + len > rec_size) {
+	if (!room(r, head) || UKP_REGION_REC_HEADER + len > rec_size) {
 		atomic_store_explicit(&r->lost,
 				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 		goto out;
 	}
-	rec = (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
-					 &r->recs, memory_order_relaxed) +
-				 (head & (ring_recs - 1)) * rec_size);
+	rec = slot_at(r, head);
 	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
-	rec->h.type = UKPM_EVENT;
-	rec->h.len = (uint32_t)(UKP_REC_HEADER + ((len + 7) & ~7u));
 	rec->ip = ip;
 	rec->caller = 0;
-	rec->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
-	rec->cpu = cpu;
 	rec->id = pr->id;
 	rec->faults = 0;
+	rec->len = (len + 7) & ~7u;
+	rec->cpu = cpu;
 	if (++r->comm_age >= COMM_EVERY) {
 		r->comm_age = 0;
 		get_comm(r);
 	}
-	for (c = r->comm, cd = rec->comm; c < r->comm + sizeof(r->comm); c += 8, cd += 8)
-		*(uint64_t *)(void *)cd = *(const uint64_t *)(const void *)c;
 	/* words, not memcpy (vector-free); the script's records are
 	 * multiples of 8 bytes */
 	for (i = 0, s = data, d = (uint64_t *)(void *)rec->data; i < (len + 7) / 8; i++) {
@@ -366,6 +374,8 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 out:
 	atomic_store_explicit(&r->writing, 0, memory_order_release);
 }
+
+/* --------------------------------------------------------- [reader] */
 
 void ukpa_symbolize(uintptr_t addr, char *buf, size_t len, uintptr_t *func, const char *prefer)
 {
@@ -622,16 +632,20 @@ static void out_put(const void *p, size_t len)
 	out_done(UKP_REGION_OUT_NONE, 0);
 }
 
-/* An event as it leaves the process: its own length, the timestamp in
- * nanoseconds. It is the record at pos in ring r, whose tail moves past
- * it next. */
-static void out_event(const struct ukp_rec *rec, const struct ring *r, uint64_t pos)
+/* An event as it leaves the process: the wire's record (its own length,
+ * the timestamp in nanoseconds, the ring's tid and name). It is the
+ * record at pos in ring r, whose tail moves past it next. */
+static void out_event(const struct ukp_region_rec *rec, const struct ring *r, uint64_t pos)
 {
-	struct ukp_rec *o = out_room(rec->h.len);
+	struct ukp_rec *o;
 
-	memcpy(o, rec, rec->h.len);
-	if (use_counter)
-		o->ts = counter_to_ns(rec->ts);
+	if (rec->len > UKP_REC_PAYLOAD || (rec->len & 7)) {
+		/* (cannot be: the hit path writes it) */
+		atomic_fetch_add(&lost_other, 1);
+		return;
+	}
+	o = out_room(UKP_REC_HEADER + rec->len);
+	ukp_region_rec_event(rec, r, use_counter ? counter_to_ns(rec->ts) : rec->ts, o);
 	out_events++;
 	out_done((unsigned)(r - rings), pos);
 }
@@ -675,7 +689,7 @@ void ukpa_send_sym(uint64_t addr)
 /* The addresses an event needs: where a function returned to, and the
  * values of symbol arguments. (Probed addresses came with the PROBE
  * messages.) */
-static void announce_for(const struct ukp_rec *rec)
+static void announce_for(const struct ukp_region_rec *rec)
 {
 	const struct ukpa_probe *pr = ukpa_probe_by_id(rec->id);
 	int i;
@@ -692,7 +706,7 @@ static void announce_for(const struct ukp_rec *rec)
 		memcpy(&w0, rec->data, 8);
 		for (i = 1; i < 32; i++)
 			if ((w0 >> 32) & (1ull << i) &&
-			    (size_t)(i + 1) * 8 <= rec->h.len - UKP_REC_HEADER) {
+			    (size_t)(i + 1) * 8 <= rec->len) {
 				memcpy(&v, rec->data + 8 * (size_t)i, 8);
 				announce(v);
 			}
@@ -719,11 +733,9 @@ static void announce_for(const struct ukp_rec *rec)
 	}
 }
 
-static struct ukp_rec *ring_rec(struct ring *r, uint64_t i)
+static struct ukp_region_rec *ring_rec(struct ring *r, uint64_t i)
 {
-	return (struct ukp_rec *)((unsigned char *)(uintptr_t)atomic_load_explicit(
-					  &r->recs, memory_order_relaxed) +
-				  (i & (ring_recs - 1)) * rec_size);
+	return slot_at(r, i);
 }
 
 /* Commit the ring's pages before its thread writes there (its first lap):
@@ -773,13 +785,13 @@ static size_t drain_pass(void)
 			act[nact++] = r;
 	}
 	while (nact) {
-		struct ukp_rec *rec = NULL;
+		struct ukp_region_rec *rec = NULL;
 		struct ring *r;
 		int best = 0;
 		uint64_t t;
 
 		for (i = 0; i < nact; i++) {
-			struct ukp_rec *c = ring_rec(act[i], atomic_load_explicit(
+			struct ukp_region_rec *c = ring_rec(act[i], atomic_load_explicit(
 							       &act[i]->tail, memory_order_relaxed));
 
 			if (!rec || c->ts < rec->ts) {
@@ -1005,7 +1017,7 @@ int ukpa_rings_init(void)
 			payload = ukpa_spec_payload(i);
 	if (ukpa_script_payload() > payload) /* a script's printf records */
 		payload = ukpa_script_payload();
-	rec_size = (UKP_REC_HEADER + payload + 15) & ~(size_t)15;
+	rec_size = (UKP_REGION_REC_HEADER + payload + 7) & ~(size_t)7;
 	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
 		;

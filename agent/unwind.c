@@ -51,7 +51,7 @@ __attribute__((visibility("default"))) int ukpa_script_ustack(const struct kprob
 }
 
 void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, uintptr_t ip,
-		       uintptr_t caller, struct ukp_rec *rec)
+		       uintptr_t caller, unsigned char *data)
 {
 	const struct ukp_spec *spec = &pr->spec->spec;
 	unsigned long frames[UKP_SPEC_PAYLOAD_MAX / 8];
@@ -74,6 +74,6 @@ void ukpa_stack_record(const struct ukpa_probe *pr, const struct pt_regs *regs, 
 								      : STACK_TRACE_INSIDE,
 						       frames, max, 0);
 	}
-	words_out(rec->data + spec->stack_off, &n, 1);
-	words_out(rec->data + spec->stack_off + 8, frames, n);
+	words_out(data + spec->stack_off, &n, 1);
+	words_out(data + spec->stack_off + 8, frames, n);
 }

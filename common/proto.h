@@ -200,12 +200,14 @@ struct ukp_msg_sym {
 };
 
 /*
- * One probe hit: a record written by the probe handler into its thread's
- * ring buffer. It goes out with the payload its event needs: h.len is
+ * One probe hit, as it leaves the process: the agent's reader makes it of
+ * a record its thread wrote into its ring (common/region.h, struct
+ * ukp_region_rec). It goes out with the payload its event needs: h.len is
  * UKP_REC_HEADER plus the SPEC's payload rounded up to 8 (at most
  * UKP_REC_SIZE); the bytes after it read as zeros.
  */
 #define UKP_REC_SIZE 256
+#define UKP_COMM_LEN 16            /* bytes of a thread's name, with its NUL */
 #define UKP_REC_HEADER 64
 #define UKP_REC_PAYLOAD (UKP_REC_SIZE - UKP_REC_HEADER)
 
@@ -218,7 +220,7 @@ struct ukp_rec {
 	int32_t cpu;
 	uint32_t id;               /* the probe (ukp_msg_probe.id) */
 	uint32_t faults;           /* bit i: argument i could not be read */
-	char comm[16];             /* the thread's name */
+	char comm[UKP_COMM_LEN];   /* the thread's name */
 	/* Argument values at their struct ukp_fetcharg offsets: numbers as
 	 * 8 bytes, strings as UKP_SPEC_STR_SLOT bytes (not NUL-terminated
 	 * when the string was longer: cut). */

@@ -19,7 +19,11 @@
  *          hit; a slot of an exited thread goes, counts and all, to the
  *          next thread that claims one, so no count is ever moved), and
  *          the last one shared (atomic adds of threads that got no slot)
- *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart
+ *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart:
+ *          each a struct ukp_region_rec and its payload, in slots of
+ *          rec_size bytes (the wire's struct ukp_rec less what the ring
+ *          itself says: its thread's tid and name; ukp_region_rec_event()
+ *          makes the wire's record of one)
  *   out: the reader's output buffer: whole messages (SYM, and EVENT
  *        with their timestamps in ns) taken from the rings and not yet
  *        written out, which go out as the packet numbered out_seq (in
@@ -43,10 +47,13 @@
 #define UKPROBE_REGION_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "proto.h"
+
 #define UKP_REGION_MAGIC 0x6e6f696765726b75ULL /* "ukregion" */
-#define UKP_REGION_VERSION 2
+#define UKP_REGION_VERSION 3
 #define UKP_REGION_RINGS 128
 #define UKP_REGION_SLOTS 256
 #define UKP_REGION_IDS (1u << 20)
@@ -71,6 +78,21 @@ struct ukp_region_ring {
 	uint64_t end;             /* head seen at the start of a pass */
 	uint64_t populated;       /* ring bytes committed */
 } __attribute__((aligned(64)));
+
+/* A record in a ring: what the thread writes at a hit (the fewer bytes,
+ * the fewer cache lines each hit takes). Its payload follows, laid out
+ * as the wire record's data. */
+struct ukp_region_rec {
+	uint64_t ts;              /* the counter, or CLOCK_MONOTONIC ns (head's use_counter) */
+	uint64_t ip;              /* the probed address */
+	uint64_t caller;          /* return probes: where the function returned to */
+	uint32_t id;              /* the probe */
+	uint32_t faults;          /* bit i: argument i could not be read */
+	uint32_t len;             /* payload bytes, a multiple of 8 */
+	int32_t cpu;
+	unsigned char data[];
+};
+#define UKP_REGION_REC_HEADER 40
 
 struct ukp_region_head {
 	uint64_t magic;           /* UKP_REGION_MAGIC */
@@ -142,5 +164,34 @@ struct ukp_region_hist {
 #define UKP_REGION_OUT_RING(s) (((s) >> 21) & 0xff)
 #define UKP_REGION_OUT_POS(s) ((s) >> 29)
 #define UKP_REGION_OUT_POS_MASK ((1ULL << 35) - 1)
+
+/* The wire's record (common/proto.h) of ring r's record s, whose payload
+ * is in s->data, with ts in ns (ts_ns): the tid is the ring's owner, the
+ * name the one the ring holds now (its thread looks at it every few
+ * hundred hits). False when s is no record (damaged: a length out of
+ * bounds). */
+static inline bool ukp_region_rec_event(const struct ukp_region_rec *s,
+					const struct ukp_region_ring *r, uint64_t ts_ns,
+					struct ukp_rec *out)
+{
+	uint32_t i;
+
+	if (s->len > UKP_REC_PAYLOAD || (s->len & 7))
+		return false;
+	out->h.type = UKPM_EVENT;
+	out->h.len = UKP_REC_HEADER + s->len;
+	out->ts = ts_ns;
+	out->ip = s->ip;
+	out->caller = s->caller;
+	out->tid = r->owner;
+	out->cpu = s->cpu;
+	out->id = s->id;
+	out->faults = s->faults;
+	for (i = 0; i < sizeof(out->comm); i++)
+		out->comm[i] = r->comm[i];
+	for (i = 0; i < s->len; i++)
+		out->data[i] = s->data[i];
+	return true;
+}
 
 #endif /* UKPROBE_REGION_H */

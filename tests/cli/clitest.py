@@ -1484,9 +1484,15 @@ def same_code(before, after):
 
 
 def changed_code(before, after):
-    return ["%s+0x%x" % (k[1], next(i for i in range(len(before[k]))
-                                   if before[k][i] != after[k][i]))
-            for k in before if k in after and before[k] != after[k]]
+    """Where the code differs: the object, the offset in its executable
+    mapping, and 8 bytes there before and after."""
+    out = []
+    for k in before:
+        if k in after and before[k] != after[k]:
+            i = next(i for i in range(len(before[k])) if before[k][i] != after[k][i])
+            out.append("%s+0x%x %s -> %s" % (k[1], i, before[k][i:i + 8].hex(),
+                                              after[k][i:i + 8].hex()))
+    return out
 
 
 def read_lines_until(proc, want, poke, timeout=30):

@@ -378,7 +378,7 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 	size_t k;
 	int i;
 
-	if (!h->rec_size || h->rec_size > UKP_REGION_RING_MAX || h->rec_size < UKP_REC_HEADER ||
+	if (!h->rec_size || h->rec_size > UKP_REGION_RING_MAX || h->rec_size < UKP_REGION_REC_HEADER ||
 	    !h->ring_recs || (h->ring_recs & (h->ring_recs - 1)) ||
 	    h->ring_recs * h->rec_size > UKP_REGION_RING_MAX)
 		return 0;
@@ -399,16 +399,17 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 		    UKP_REGION_OUT_POS(state) == (tail & UKP_REGION_OUT_POS_MASK) && tail != head)
 			tail++;
 		for (x = tail; x != head; x++) {
+			uint64_t buf[(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD) / 8];
+			const struct ukp_region_rec *slot = (const struct ukp_region_rec *)(void *)buf;
 			struct taken *t = event_slot(&e);
 
-			if (!t || !read_at(fd, &t->rec,
-					   h->rec_size < sizeof(t->rec) ? h->rec_size : sizeof(t->rec),
+			if (!t || !read_at(fd, buf, h->rec_size < sizeof(buf) ? h->rec_size : sizeof(buf),
 					   UKP_REGION_RECS_OFF + (uint64_t)i * UKP_REGION_RING_MAX +
 						   (x & (h->ring_recs - 1)) * h->rec_size))
 				break;
-			if (!is_event(&t->rec))
+			if (UKP_REGION_REC_HEADER + (uint64_t)slot->len > h->rec_size ||
+			    !ukp_region_rec_event(slot, &r, to_ns(h, slot->ts), &t->rec))
 				continue; /* not a record: damaged */
-			t->rec.ts = to_ns(h, t->rec.ts);
 			e.n++;
 		}
 	}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A ring's record (common/region.h, struct ukp_region_rec) as the
+ * agent's reader and ukprobe's region reader turn it into the wire's
+ * record (struct ukp_rec): every field where the wire has it, the
+ * ring's tid and name, the payload's bytes and no more; a record whose
+ * length is out of bounds is refused.
+ */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "region.h"
+
+_Static_assert(sizeof(struct ukp_region_rec) == UKP_REGION_REC_HEADER, "ring record header");
+/* a record's payload is where the wire's is, 8-aligned */
+_Static_assert(offsetof(struct ukp_region_rec, data) % 8 == 0, "payload alignment");
+
+static uint64_t slot[(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD + 8) / 8];
+
+static struct ukp_region_rec *filled(uint32_t len)
+{
+	struct ukp_region_rec *s = (struct ukp_region_rec *)(void *)slot;
+	uint32_t i;
+
+	memset(slot, 0xa5, sizeof(slot));
+	s->ts = 123456789;
+	s->ip = 0x401000;
+	s->caller = 0x402345;
+	s->id = 77;
+	s->faults = 0x5;
+	s->len = len;
+	s->cpu = 3;
+	for (i = 0; i < len; i++)
+		s->data[i] = (unsigned char)(i * 7 + 1);
+	return s;
+}
+
+static void ring_of(struct ukp_region_ring *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->owner = 4242;
+	memcpy(r->comm, "worker-thread-1", 16);
+}
+
+Test(region_rec, expands_every_field)
+{
+	struct ukp_region_ring r;
+	struct ukp_rec out;
+	struct ukp_region_rec *s = filled(24);
+	uint32_t i;
+
+	ring_of(&r);
+	memset(&out, 0xee, sizeof(out));
+	cr_assert(ukp_region_rec_event(s, &r, 999000111, &out));
+	cr_assert_eq(out.h.type, UKPM_EVENT);
+	cr_assert_eq(out.h.len, UKP_REC_HEADER + 24);
+	cr_assert_eq(out.ts, 999000111); /* the ns given, not the counter */
+	cr_assert_eq(out.ip, 0x401000);
+	cr_assert_eq(out.caller, 0x402345);
+	cr_assert_eq(out.tid, 4242);
+	cr_assert_eq(out.cpu, 3);
+	cr_assert_eq(out.id, 77);
+	cr_assert_eq(out.faults, 0x5);
+	cr_assert_eq(memcmp(out.comm, "worker-thread-1", 16), 0);
+	for (i = 0; i < 24; i++)
+		cr_assert_eq(out.data[i], (unsigned char)(i * 7 + 1), "payload byte %u", i);
+	/* nothing past the payload is written */
+	cr_assert_eq(out.data[24], 0xee);
+}
+
+Test(region_rec, largest_payload)
+{
+	struct ukp_region_ring r;
+	struct ukp_rec out;
+
+	ring_of(&r);
+	cr_assert(ukp_region_rec_event(filled(UKP_REC_PAYLOAD), &r, 1, &out));
+	cr_assert_eq(out.h.len, UKP_REC_SIZE);
+	cr_assert_eq(out.data[UKP_REC_PAYLOAD - 1], (unsigned char)((UKP_REC_PAYLOAD - 1) * 7 + 1));
+}
+
+Test(region_rec, refuses_bad_lengths)
+{
+	struct ukp_region_ring r;
+	struct ukp_rec out;
+
+	ring_of(&r);
+	cr_assert_not(ukp_region_rec_event(filled(UKP_REC_PAYLOAD + 8), &r, 1, &out));
+	cr_assert_not(ukp_region_rec_event(filled(12), &r, 1, &out)); /* not a multiple of 8 */
+	cr_assert(ukp_region_rec_event(filled(0), &r, 1, &out));
+	cr_assert_eq(out.h.len, UKP_REC_HEADER);
+}
