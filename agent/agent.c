@@ -319,6 +319,41 @@ static char *const *exec_env(char *const *envp, char **out, size_t max)
 
 /* ------------------------------------------------------ life cycle */
 
+/* [init] In a forked child: close its copy of the parent's connection,
+ * if out_fd is that (the number is the program's once it is not: a
+ * server accepts a connection into the lowest free number and forks).
+ * The parent's detach changes out_fd under the probes' lock (out_close),
+ * which its fork handler holds; the check is for a program that closed
+ * the agent's descriptor itself (some close every one they do not know)
+ * and reused its number. */
+static void out_close_copy(void)
+{
+	struct stat st;
+
+	if (out_fd >= 0 && !fstat(out_fd, &st) && st.st_dev == out_dev && st.st_ino == out_ino)
+		close(out_fd);
+	out_fd = -1;
+}
+
+/* [init] The detach closes the connection under the probes' lock, which
+ * atfork_prepare takes: a fork happens before, when out_fd is the
+ * connection (the child closes its copy), or after, when it is -1; never
+ * between the close() and the store, when the child would close the
+ * number the program may have reused meanwhile for its own (a PostgreSQL
+ * backend lost its client's socket so and ended with 'epoll_ctl()
+ * failed: File exists'). */
+static void out_close(void)
+{
+	int fd;
+
+	ukpa_probes_lock();
+	fd = out_fd;
+	out_fd = -1;
+	if (fd >= 0)
+		close(fd);
+	ukpa_probes_unlock();
+}
+
 static pid_t atfork_pid;
 /* Tracing when the fork began (under the probes' lock, which the
  * attached session's set-up and detach hold while they change them). */
@@ -359,10 +394,8 @@ static void atfork_child(void)
 	    (ukpa_attached && !atfork_tracing)) {
 		atomic_store(&ukpa_tracing, false);
 		ukpa_region_forget();
-		if (out_fd >= 0 && agent_pid == atfork_pid) {
-			close(out_fd);
-			out_fd = -1;
-		}
+		if (agent_pid == atfork_pid)
+			out_close_copy();
 		ukpa_busy--;
 		return;
 	}
@@ -375,7 +408,7 @@ static void atfork_child(void)
 		int fd = ukpa_attach_connect();
 		struct stat st;
 
-		close(out_fd);
+		out_close_copy();
 		out_fd = fd;
 		if (fd < 0 || fstat(fd, &st)) {
 			atomic_store(&ukpa_tracing, false);
@@ -763,8 +796,7 @@ void ukpa_attach_end(bool tracing)
 	ukpa_region_release();
 	d.tid = (int32_t)gettid();
 	ukpa_send(&d, sizeof(d));
-	close(out_fd);
-	out_fd = -1;
+	out_close();
 	ukpa_attached = false;
 }
 
@@ -818,8 +850,14 @@ __attribute__((destructor)) static void ukpa_fini(void)
 	ukpa_busy++;
 	ukpa_attach_wait_admitted(5000);
 	end_image(UKP_END_EXIT);
-	close(out_fd);
-	out_fd = -1;
+	{
+		/* forgotten before it is closed (a thread forking meanwhile:
+		 * out_close) */
+		int fd = out_fd;
+
+		out_fd = -1;
+		close(fd);
+	}
 	atomic_store(&ending, 2);
 	ukpa_busy--;
 	errno = saved_errno;

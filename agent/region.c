@@ -37,7 +37,7 @@
 #endif
 
 struct ukp_region_head *ukpa_region;
-static int region_fd = -1; /* this image's file, until HELLO takes it */
+static _Atomic int region_fd = -1; /* this image's file, until HELLO takes it */
 /* where the file is mapped, for the process's life; unmapped at a
  * detach (released: ukpa_region is NULL then) */
 static void *region_at;
@@ -118,6 +118,18 @@ out:
 	return ours;
 }
 
+/* [init] region_fd becomes fd, and the old one is closed after: a thread
+ * forking meanwhile gives its child a region_fd that is still the file
+ * (the child closes it: ukpa_region_forget), never a number closed
+ * already, which the program may have reused for its own. */
+static void fd_replace(int fd)
+{
+	int old = atomic_exchange(&region_fd, fd);
+
+	if (old >= 0)
+		close(old);
+}
+
 int ukpa_region_new_image(bool keep)
 {
 	int fd = (int)syscall(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC);
@@ -158,9 +170,7 @@ int ukpa_region_new_image(bool keep)
 	ukpa_region = region_at = at;
 	released = false;
 	head_init(ukpa_region);
-	if (region_fd >= 0)
-		close(region_fd);
-	region_fd = fd;
+	fd_replace(fd);
 	return 0;
 fail:
 	close(fd);
@@ -169,10 +179,7 @@ fail:
 
 int ukpa_region_take_fd(void)
 {
-	int fd = region_fd;
-
-	region_fd = -1;
-	return fd;
+	return atomic_exchange(&region_fd, -1);
 }
 
 void ukpa_region_release(void)
@@ -192,9 +199,7 @@ void ukpa_region_release(void)
 	if (!reserved)
 		munmap(region_at, UKP_REGION_SIZE);
 	released = true;
-	if (region_fd >= 0)
-		close(region_fd);
-	region_fd = -1;
+	fd_replace(-1);
 }
 
 void ukpa_region_forget(void)

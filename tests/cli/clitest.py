@@ -2006,7 +2006,7 @@ def case_attach_postgres():
     cycles with new backends forking meanwhile and a return probe on the
     select() the postmaster waits in (pending at each detach). Then the
     postmaster's code is as it was, it has the thread it had, pgbench saw
-    no failed transaction, the log no crashed process, and the tables'
+    no failed transaction, the log no crashed or failed process, and the tables'
     balances agree (TPC-B's invariant)."""
     import pwd
     import threading
@@ -2067,12 +2067,22 @@ def case_attach_postgres():
         procs.append(p)
         return p
 
+    # a backend's end as the server logged it: a crash, or a FATAL error
+    # (exit code 1, nothing in the kernel's log: 'epoll_ctl() failed: File
+    # exists' once, its client's socket closed by the agent's fork
+    # handler); the log is removed at the end
+    def server_ends():
+        with open(log) as f:
+            return re.findall(r".*(?:terminated by signal|PANIC|was terminated|crash|FATAL: +"
+                              r"(?!the database system is starting up)\S).*", f.read())
+
     def pgbench_ok(p, what):
         out, _ = p.communicate(timeout=120)
         done = re.search(r"number of transactions actually processed: (\d+)", out)
         check(p.returncode == 0 and done and int(done[1]) > 0 and
               "number of failed transactions: 0 " in out and "error" not in out.lower(),
-              what + ": pgbench saw no error", out[-3000:])
+              what + ": pgbench saw no error", out[-3000:],
+              "the server's log:\n" + "\n".join(server_ends()[:10]))
         return float(re.search(r"tps = ([\d.]+)", out)[1])
 
     try:
@@ -2177,8 +2187,8 @@ def case_attach_postgres():
         if left:
             print("note: after the detach the postmaster keeps %d executable mappings it did not "
                   "have: %s" % (len(left), ", ".join(sorted(set(p or "anonymous" for _, p in left)))))
-        crash = re.findall(r".*(?:terminated by signal|PANIC|was terminated|crash).*", open(log).read())
-        check(not crash, "no crashed process in the server's log", "\n".join(crash[:10]))
+        crash = server_ends()
+        check(not crash, "no crashed or failed process in the server's log", "\n".join(crash[:10]))
         check(sql("select (select sum(abalance) from pgbench_accounts) = "
                   "(select sum(delta) from pgbench_history) and (select sum(tbalance) from "
                   "pgbench_tellers) = (select sum(bbalance) from pgbench_branches) and "
@@ -5524,6 +5534,80 @@ def case_attach_unreadable_agent():
             p.wait()
     print("an agent its user cannot read: loaded from memory, 2 attaches counted; "
           "one it can read: by its path")
+
+
+def case_attach_fork_fds():
+    """-p on a program that forks children which use the descriptors it
+    opened just before (a server's accept() and fork(); issue 27: a
+    PostgreSQL backend forked during a detach ended with 'epoll_ctl()
+    failed: File exists'). The detach closed the agent's connection and
+    only then forgot its number: a child forked between took the number
+    (reused by the program for the child's connection) for the agent's and
+    closed it. Here the detach's close() calls are held up (strace delays
+    the agent thread's), the program meanwhile opening the lowest free
+    numbers and forking: every child has all of its descriptors, over 3
+    traced attaches."""
+    strace = shutil.which("strace")
+    if os.geteuid() != 0 or not strace or ARCH != "x86_64":
+        print("needs root and strace, on x86-64 (not under qemu-user): skipped")
+        sys.exit(77)
+    p = subprocess.Popen([tgt("forkfds")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    procs = []
+
+    def agent_thread():
+        for tid in os.listdir("/proc/%d/task" % p.pid):
+            try:
+                with open("/proc/%d/task/%s/comm" % (p.pid, tid)) as f:
+                    if f.read().strip() == "ukprobe-attach":
+                        return int(tid)
+            except FileNotFoundError:
+                pass
+        return None
+
+    def tracer_of(tid):
+        try:
+            with open("/proc/%d/task/%d/status" % (p.pid, tid)) as f:
+                return int(re.search(r"TracerPid:\s*(\d+)", f.read())[1])
+        except FileNotFoundError:
+            return None
+    try:
+        check(p.stdout.readline() == "ready\n", "target ready")
+        for cycle in range(3):
+            st = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid), "-e", "p:o libc.so.6:open"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=no_core)
+            procs.append(st)
+            # tracing (the set-up's close() calls are not held up)
+            read_lines_until(st, " o: ", lambda: None, timeout=120)
+            end = time.time() + 60
+            tid = agent_thread()
+            check(tid is not None, "attach %d: the agent's thread runs" % cycle)
+            # each close() of that thread returns 50 ms late
+            s = subprocess.Popen([strace, "-qq", "-o", "/dev/null", "-p", str(tid),
+                                  "-e", "trace=close", "-e", "inject=close:delay_exit=50000"],
+                                 stderr=subprocess.PIPE, text=True)
+            procs.append(s)
+            while tracer_of(tid) != s.pid and s.poll() is None and time.time() < end:
+                time.sleep(0.01)
+            check(tracer_of(tid) == s.pid, "attach %d: strace holds the agent's thread" % cycle,
+                  s.stderr.read() if s.poll() is not None else "")
+            st.send_signal(signal.SIGINT)
+            out, err = st.communicate(timeout=120)
+            check(st.returncode == 0 and err.decode() == "", "attach %d: traced, detached" % cycle,
+                  "rc=%s\n%s" % (st.returncode, err.decode()))
+            s.wait(timeout=60)   # (the thread ended)
+            check(p.poll() is None, "attach %d: the program lives" % cycle)
+        out, _ = p.communicate("quit\n", timeout=60)
+        m = re.match(r"forks (\d+) bad (\d+)\n$", out)
+        check(p.returncode == 0 and m and int(m[1]) > 0 and m[2] == "0",
+              "every child had the descriptors its parent opened for it", out)
+    finally:
+        for q in procs + [p]:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
+    print("%s forks, every child with its descriptors, over 3 delayed detaches" % m[1])
 
 
 def case_attach_reload():
