@@ -555,26 +555,18 @@ ukp_optprobe_common_go:
 	.cfi_undefined %rip
 	pushq %rcx
 	.cfi_adjust_cfa_offset 8
-	/* the thread's block, as TB_CTL finds it (fastpath_ops.h: GS bases
-	 * in use, the owner word the thread pointer), without a flag
-	 * changed: owner + ~tp + 1 is zero when they are equal */
+	/* the stack's top in the thread's block, found as TB_CTL finds
+	 * the block, without a flag changed (rax saved meanwhile) */
 	pushq %rax
 	.cfi_adjust_cfa_offset 8
-	movl ukp_tb_gs_fast(%rip), %ecx
-	jrcxz .Lgo_not_mine
-	movq %fs:0, %rax
-	notq %rax
-	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), %rcx
-	leaq 1(%rcx,%rax), %rcx
-	jrcxz .Lgo_mine
+	TB_GO_TOP .Lgo_not_mine
+	jmp .Lgo_mine
 .Lgo_not_mine:
 	popq %rax
 	.cfi_adjust_cfa_offset -8
 	jmp .Lgo_trap
 	.cfi_adjust_cfa_offset 8
 .Lgo_mine:
-	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), %rcx	/* 0: no stack yet */
-	jrcxz .Lgo_not_mine
 	popq %rax
 	.cfi_adjust_cfa_offset -8
 	movq %rax, (PT_AX - GO_FRAME)(%rcx)
