@@ -617,33 +617,34 @@ Test(loader, attach_go, .timeout = 120)
 	attach_case(argv, 2, true, NULL);
 }
 
-Test(loader, launch_dynamic, .timeout = 120)
+/* run(argv) on one of the loadees: "loadee" and "loadee_static" with
+ * their threads, "loadee_go" (skipped without a Go toolchain). */
+static void on_loadee(const char *name, void (*run)(char *const argv[]))
 {
-	char *argv[] = { NULL, "threads", NULL };
+	char *argv[] = { NULL, NULL, NULL };
+	bool go = !strcmp(name, "loadee_go");
 
 	paths_init();
-	argv[0] = path_of("loadee");
-	launch_case(argv);
+	argv[0] = path_of(name);
+	argv[1] = go ? NULL : "threads";
+	if (go && access(argv[0], X_OK))
+		cr_skip_test("no Go toolchain: loadee_go was not built");
+	run(argv);
+}
+
+Test(loader, launch_dynamic, .timeout = 120)
+{
+	on_loadee("loadee", launch_case);
 }
 
 Test(loader, launch_static, .timeout = 120)
 {
-	char *argv[] = { NULL, "threads", NULL };
-
-	paths_init();
-	argv[0] = path_of("loadee_static");
-	launch_case(argv);
+	on_loadee("loadee_static", launch_case);
 }
 
 Test(loader, launch_go, .timeout = 120)
 {
-	char *argv[] = { NULL, NULL };
-
-	paths_init();
-	argv[0] = path_of("loadee_go");
-	if (access(argv[0], X_OK))
-		cr_skip_test("no Go toolchain: loadee_go was not built");
-	launch_case(argv);
+	on_loadee("loadee_go", launch_case);
 }
 
 /* Debian's python3.11: threads sleeping in time.sleep(), the main one
@@ -773,31 +774,17 @@ static void zydis_case(char *const argv[])
 
 Test(loader, zydis_beside_dynamic, .timeout = 120)
 {
-	char *argv[] = { NULL, "threads", NULL };
-
-	paths_init();
-	argv[0] = path_of("loadee");
-	zydis_case(argv);
+	on_loadee("loadee", zydis_case);
 }
 
 Test(loader, zydis_beside_static, .timeout = 120)
 {
-	char *argv[] = { NULL, "threads", NULL };
-
-	paths_init();
-	argv[0] = path_of("loadee_static");
-	zydis_case(argv);
+	on_loadee("loadee_static", zydis_case);
 }
 
 Test(loader, zydis_beside_go, .timeout = 120)
 {
-	char *argv[] = { NULL, NULL };
-
-	paths_init();
-	argv[0] = path_of("loadee_go");
-	if (access(argv[0], X_OK))
-		cr_skip_test("no Go toolchain: loadee_go was not built");
-	zydis_case(argv);
+	on_loadee("loadee_go", zydis_case);
 }
 #endif
 
