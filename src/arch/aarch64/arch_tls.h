@@ -14,13 +14,13 @@
 
 #include <stdint.h>
 
-/* [any] */
+#include "thread_block.h" /* common/: arch_tb_tp() */
+
+/* [any] The thread pointer: the per-thread block's key
+ * (common/arch/aarch64/thread_block_arch.h reads it; one read for both). */
 static inline uintptr_t arch_thread_pointer(void)
 {
-	uintptr_t tp;
-
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-	return tp;
+	return arch_tb_tp();
 }
 
 /* [any] In a spin-wait loop (the kernel's cpu_relax). */
