@@ -119,7 +119,7 @@ static bool in_reach(uintptr_t a, uintptr_t near)
  * kernel with fewer address bits than UKP_USER_TOP. Those places are not
  * tried again; a process has few of them.
  */
-#define MAX_REFUSED 64
+#define MAX_REFUSED 512 /* 32 MiB of chunks: qemu's own heap beside the libraries */
 static uintptr_t refused[MAX_REFUSED];
 static unsigned int nrefused;
 
@@ -207,7 +207,9 @@ static unsigned long maps_start(const struct ukp_map_ent *e)
 	return start > stack_room() ? start - stack_room() : 0;
 }
 
-static struct slot_chunk *chunk_new(uintptr_t near)
+/* [reg] One try of chunk_new: NULL with *again when the place found was
+ * refused (the next try looks elsewhere). */
+static struct slot_chunk *chunk_try(uintptr_t near, bool *again)
 {
 	uintptr_t prev_end = 0x10000, best = 0, bestd = UINTPTR_MAX;
 	uintptr_t lo = near > REACH ? near - REACH : 0x10000;
@@ -284,7 +286,8 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		if (nrefused == MAX_REFUSED)
 			return NULL;
 		refused[nrefused++] = best;
-		return chunk_new(near); /* once per refused place at most */
+		*again = true; /* once per refused place at most */
+		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -292,6 +295,20 @@ static struct slot_chunk *chunk_new(uintptr_t near)
 		return NULL;
 	}
 	c->base = best;
+	return c;
+}
+
+/* [reg] Map a new chunk in the free gap closest to near (a loop, not a
+ * recursion: each try has a maps reader's buffer on the stack). */
+static struct slot_chunk *chunk_new(uintptr_t near)
+{
+	struct slot_chunk *c;
+	bool again;
+
+	do {
+		again = false;
+		c = chunk_try(near, &again);
+	} while (!c && again);
 	return c;
 }
 
