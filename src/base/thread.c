@@ -173,6 +173,11 @@ static void *nothing(void *arg)
  */
 static void look_at_descriptor(void)
 {
+#ifdef UKP_FREE
+	/* (the freestanding agent: no C library's threads to look like) */
+	atomic_store(&desc_state, 1);
+	tid_off = -1;
+#else
 	static int fake[1024];
 	clockid_t cid;
 	int i, v;
@@ -197,6 +202,7 @@ static void look_at_descriptor(void)
 	return;
 unknown:
 	atomic_store(&desc_state, -1);
+#endif
 }
 
 /* [reg] The program as glibc sees it must be multi-threaded before a
@@ -206,11 +212,13 @@ unknown:
  * arena) makes it so for the process's life. */
 static void not_single_threaded(void)
 {
+#ifndef UKP_FREE
 	pthread_t t;
 
 	if (&__libc_single_threaded && __libc_single_threaded &&
 	    ukprobes_kthread_create(&t, NULL, nothing, NULL) == 0)
 		pthread_join(t, NULL);
+#endif
 }
 
 /* The raw thread's first frame: its mask (the library's signals
@@ -272,8 +280,10 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 	memset(t, 0, sizeof(*t));
 	if (atomic_load(&desc_state) == 0)
 		look_at_descriptor();
+#ifndef UKP_FREE
 	if (atomic_load(&desc_state) < 0)
 		return run_pthread(h, fn, arg, name, flags);
+#endif
 	not_single_threaded();
 	/* errno and the rest of the program's static TLS in the zeroed
 	 * room, however large */
@@ -319,7 +329,8 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 	tid = arch_clone_thread(KT_RAW_FLAGS | ((flags & UKPROBES_KTHREAD_DETACHED) ? 0 :
 						 CLONE_CHILD_CLEARTID),
 				(void *)((uintptr_t)k & ~15UL),
-				(int *)(tp - desc_delta + tid_off), (int *)&k->ctid, tp,
+				tid_off < 0 ? &k->tid : (int *)(tp - desc_delta + tid_off),
+				(int *)&k->ctid, tp,
 				kthread_main, k);
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	if (tid < 0) {
@@ -341,8 +352,10 @@ UKPROBES_API void *ukprobes_kthread_join(struct ukprobes_kthread *t)
 	void *ret;
 
 	if (!k) {
+#ifndef UKP_FREE
 		if (!h->tid && h->pt && pthread_join(h->pt, &ret) == 0)
 			return ret;
+#endif
 		return NULL;
 	}
 	/* the kernel clears ctid and wakes its futex once the thread is gone
