@@ -436,6 +436,25 @@ def case_static():
     rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
     check(r.returncode == 3 and rows.get("ukprobes/w") == 1234 and rows.get("ukprobes/m") == 1,
           "stat: exact counts, main() counted from its first instruction", show(r))
+    # abrupt ends: no exit handler of the agent's runs in a static
+    # program, the counts and events come from its region, exact
+    for sig in (signal.SIGKILL, signal.SIGSEGV):
+        r = ukprobe(["stat", "-e", "p:w work", "--", tgt("static_work")],
+                    input="run 777 0\ndie %d\n" % sig)
+        rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+        check(r.returncode == 128 + sig and rows.get("ukprobes/w") == 777,
+              "stat, killed by %s: every call counted" % signal.Signals(sig).name, show(r))
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t")
+        r = ukprobe(["trace", "-o", out, "-e", "p:w work i=%di:s64", "--", tgt("static_work")],
+                    input="run 555 0\ndie %d\n" % signal.SIGABRT)
+        with open(out) as f:
+            txt = f.read()
+        got = [l for l in txt.splitlines() if " w: " in l]
+        check(r.returncode == 128 + signal.SIGABRT and len(got) == 555 and
+              got[-1].endswith("i=554") and "+++ killed by SIGABRT +++" in txt,
+              "trace -o, killed by SIGABRT: every event, and how it ended",
+              show(r) + txt[-300:])
     r = ukprobe(["stat", "-e", "p nosuchfn", "--", tgt("static")])
     check(r.returncode == 1 and "static program ran" not in r.stdout and
           r.stderr.startswith(PREFIX + "p nosuchfn: symbol nosuchfn not found"),

@@ -5,10 +5,12 @@
  *   tgt_static_work
  * prints "ready" once its ticker thread runs, then reads commands:
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
+ *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
  *   quit         exits with status 3
  * Its ticker thread calls tick() every millisecond meanwhile.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +67,9 @@ int main(void)
 				sum += work(base + k);
 			printf("ran %ld %ld\n", n, sum);
 			fflush(stdout);
+		} else if (sscanf(line, "die %ld", &n) == 1) {
+			signal((int)n, SIG_DFL);
+			raise((int)n);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}
