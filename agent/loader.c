@@ -23,6 +23,7 @@
 #include <link.h>
 
 #include "agent.h"
+#include "objects_changed.h"
 
 static struct kprobe loader_kp;
 static bool loader_on;
@@ -34,6 +35,7 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 	int saved = errno;
 
 	ukpa_busy++;
+	ukp_objects_changed();
 	ukpa_probes_loader_event(_r_debug.r_state);
 	ukpa_busy--;
 	errno = saved;

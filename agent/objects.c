@@ -159,6 +159,54 @@ int ukpa_obj_find(const char *name, struct ukpa_obj *out)
 	return l ? 0 : -ENOENT;
 }
 
+struct at_walk {
+	uintptr_t addr;
+	struct ukpa_obj_at *out;
+	bool found;
+};
+
+static int at_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct at_walk *w = arg;
+	size_t i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || w->addr < lo || w->addr - lo >= ph->p_memsz)
+			continue;
+		w->out->obj.base = info->dlpi_addr;
+		w->out->obj.is_main = !info->dlpi_name || !info->dlpi_name[0];
+		w->out->phdr = info->dlpi_phdr;
+		w->out->phnum = info->dlpi_phnum;
+		snprintf(w->out->obj.path, sizeof(w->out->obj.path), "%s",
+			 info->dlpi_name ? info->dlpi_name : "");
+		w->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+int ukpa_obj_at(const void *addr, struct ukpa_obj_at *out)
+{
+	struct at_walk w = { (uintptr_t)addr, out, false };
+
+	memset(out, 0, sizeof(*out));
+	/* (the agent's link binds dl_iterate_phdr to the library's object
+	 * table: src/symbols/iterate_objects.c) */
+	dl_iterate_phdr(at_cb, &w);
+	if (!w.found)
+		return -ENOENT;
+	if (out->obj.is_main) {
+		ssize_t n = readlink("/proc/self/exe", out->obj.path, sizeof(out->obj.path) - 1);
+
+		out->obj.path[n > 0 ? n : 0] = '\0';
+	}
+	return 0;
+}
+
 bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr)
 {
 	struct walk w;

@@ -19,6 +19,7 @@
 #include "core/core.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 
 struct bl_range {
 	uintptr_t start, end;
@@ -368,7 +369,7 @@ static void rebuild(void)
 	if (__start_ukprobes_text && __stop_ukprobes_text)
 		add_range((uintptr_t)__start_ukprobes_text, (uintptr_t)__stop_ukprobes_text,
 			  "ukprobes_text", NULL);
-	dl_iterate_phdr(self_segments, &ss);
+	ukp_iterate_objects(self_segments, &ss);
 	restorer = ukp_libc_restorer();
 	if (restorer)
 		add_range(restorer, restorer + 16, "__restore_rt", NULL);

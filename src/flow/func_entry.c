@@ -31,6 +31,7 @@
 #include "flow/func_entry.h"
 #include "base/base.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 
 struct entry_match {
 	const struct ukp_object *obj;
@@ -70,7 +71,7 @@ static uintptr_t object_entry(const struct ukp_object *obj)
 {
 	struct entry_match em = { .obj = obj };
 
-	dl_iterate_phdr(entry_cb, &em);
+	ukp_iterate_objects(entry_cb, &em);
 	return em.entry;
 }
 

@@ -21,7 +21,8 @@
  * the load order where the kernel's top-down layout holds), the dynamic
  * loader (AT_BASE) last, as in its own list. Names: "" for
  * the main program (as the loader's), "linux-vdso.so.1", else the path
- * /proc/self/maps shows. dlpi_adds is a digest of the set (it changes
+ * /proc/self/maps shows, with the library's soname for its file name
+ * when that is a link to the same file (lib_name: the loader's name). dlpi_adds is a digest of the set (it changes
  * when an object comes or goes), dlpi_subs 0: the loader's counters do
  * not exist here.
  *
@@ -29,13 +30,17 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include "base/base.h"
 #include "base/sys.h"
 #include "symbols/maps_objects.h"
+#include "search_path.h"
 #include "sort.h"
 
 struct mapping {
@@ -233,6 +238,27 @@ static bool headers_at(uintptr_t ehdr, uintptr_t end, const ElfW(Phdr) **php, si
 	return false;
 }
 
+/* The name the loader gives a library it found by its DT_NEEDED (or
+ * dlopen()) name, which is the library's soname, a link to its file
+ * (libz.so.1 -> libz.so.1.2.13): the soname in the mapped file's
+ * directory when it is that same file, else the mapped file's path (the
+ * kernel's: the real path). Only the directory can differ from the
+ * loader's (/lib for /usr/lib on a merged /usr). */
+static const char *lib_name(const struct mapping *mp, const ElfW(Phdr) *ph, size_t phnum,
+			    uintptr_t bias, char *buf, size_t size)
+{
+	const char *soname = ukp_dyn_soname(ph, phnum, bias), *slash = strrchr(mp->path, '/');
+	struct stat st;
+	int n;
+
+	if (!soname || !*soname || strchr(soname, '/') || !slash || !strcmp(slash + 1, soname))
+		return mp->path;
+	n = snprintf(buf, size, "%.*s/%s", (int)(slash - mp->path), mp->path, soname);
+	if (n < 0 || (size_t)n >= size || ukp_sys_stat(buf, &st) || st.st_ino != mp->inode)
+		return mp->path;
+	return buf;
+}
+
 static int by_address_down(const void *a, const void *b)
 {
 	const struct found *x = a, *y = b;
@@ -275,6 +301,7 @@ int ukp_maps_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void
 	main_map = mapping_at(&ml, ukp_getauxval(AT_PHDR));
 	for (i = 0; i < ml.n; i++) {
 		const struct mapping *mp = &ml.v[i];
+		char name[PATH_MAX];
 		const ElfW(Phdr) *ph;
 		size_t phnum;
 		uintptr_t bias;
@@ -285,7 +312,8 @@ int ukp_maps_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void
 		if (!headers_at(mp->start, mp->end, &ph, &phnum, &bias) ||
 		    !mapped_as_loaded(&ml, mp, ph, phnum, bias, page))
 			continue;
-		ret = found_add(&fl, bias, mp->path, ph, phnum);
+		ret = found_add(&fl, bias, lib_name(mp, ph, phnum, bias, name, sizeof(name)), ph,
+				phnum);
 		if (ret)
 			goto out;
 	}

@@ -15,6 +15,7 @@
 
 #include "base/base.h"
 #include "symbols/stack_objects.h"
+#include "symbols/maps_objects.h"
 
 #define ST_MAX_OBJS 1024
 
@@ -64,7 +65,7 @@ void ukp_stacktrace_objects_changed(void)
 	int next = atomic_load(&cur) == 0 ? 1 : 0;
 	struct build b = { tabs[next], 0 };
 
-	dl_iterate_phdr(build_cb, &b);
+	ukp_iterate_objects(build_cb, &b);
 	counts[next] = b.n;
 	atomic_store_explicit(&cur, next, memory_order_release);
 }

@@ -47,6 +47,7 @@
 #include "base/base.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 #include "symbols/usdt.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
 #include "base/sys.h"
@@ -1280,7 +1281,7 @@ static int objects_rescan(void)
 	size_t i;
 	int err = 0;
 
-	dl_iterate_phdr(scan_cb, &sc);
+	ukp_iterate_objects(scan_cb, &sc);
 	if (sc.err) {
 		err = sc.err;
 		goto out;
@@ -1375,7 +1376,7 @@ static int objects_sync(void)
 	if (ukp_syms.iter_depth)
 		return 0;
 	if (ukp_syms.scanned) {
-		dl_iterate_phdr(peek_counters_cb, &sc);
+		ukp_iterate_objects(peek_counters_cb, &sc);
 		if (sc.have_counters && sc.adds == ukp_syms.adds && sc.subs == ukp_syms.subs)
 			return 0;
 	}
