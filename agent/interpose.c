@@ -55,12 +55,20 @@ extern char **environ;
 void *ukpa_real_dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);
+	void *h;
 
 	if (!real)
 		real = (void *(*)(const char *, int))dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
 	if (!real)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	return real ? real(file, mode) : NULL;
+	if (!real)
+		return NULL;
+	h = real(file, mode);
+	/* (the library's object table reads the objects again: every load
+	 * of the agent's and the program's comes here) */
+	if (h && !(mode & RTLD_NOLOAD))
+		ukp_objects_changed();
+	return h;
 }
 
 struct try_dir {
@@ -123,7 +131,6 @@ static void *dlopen_then_probe(const char *file, int mode, void *ret)
 	void *h = dlopen_as(file, mode, ret);
 	int saved_errno = errno;
 
-	ukp_objects_changed();
 	if (h && file && ukpa_active() && ukpa_probes_pending()) {
 		ukpa_busy++;
 		ukpa_probes_refresh();

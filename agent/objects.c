@@ -44,8 +44,14 @@ struct walk {
 static bool is_vdso(const struct dl_phdr_info *info)
 {
 	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	size_t i;
 
-	return ehdr && (uintptr_t)info->dlpi_phdr == ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
+	/* (by where its ELF header is loaded: a walk may give a copy of
+	 * the program headers, src/symbols/iterate_objects.c) */
+	for (i = 0; ehdr && i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && !info->dlpi_phdr[i].p_offset)
+			return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr == ehdr;
+	return false;
 }
 
 static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)

@@ -17,7 +17,7 @@
 struct dyn_strings {
 	const char *strtab;
 	size_t strsz;
-	const char *rpath, *runpath, *soname;
+	const char *rpath, *runpath;
 };
 
 /* The object's loaded address range: an address in it is absolute. */
@@ -43,7 +43,7 @@ static int dyn_strings(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias,
 {
 	const ElfW(Dyn) *d = NULL;
 	uintptr_t lo, hi, strtab = 0;
-	uint64_t rpath = UINT64_MAX, runpath = UINT64_MAX, soname = UINT64_MAX;
+	uint64_t rpath = UINT64_MAX, runpath = UINT64_MAX;
 	size_t i;
 
 	memset(ds, 0, sizeof(*ds));
@@ -61,8 +61,6 @@ static int dyn_strings(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias,
 			rpath = d->d_un.d_val;
 		else if (d->d_tag == DT_RUNPATH)
 			runpath = d->d_un.d_val;
-		else if (d->d_tag == DT_SONAME)
-			soname = d->d_un.d_val;
 	}
 	if (!strtab || !ds->strsz)
 		return -1;
@@ -79,8 +77,6 @@ static int dyn_strings(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias,
 		ds->rpath = ds->strtab + rpath;
 	if (runpath < ds->strsz && memchr(ds->strtab + runpath, 0, ds->strsz - runpath))
 		ds->runpath = ds->strtab + runpath;
-	if (soname < ds->strsz && memchr(ds->strtab + soname, 0, ds->strsz - soname))
-		ds->soname = ds->strtab + soname;
 	return 0;
 }
 
@@ -189,11 +185,4 @@ int ukp_search_dirs(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias, const ch
 	if (have && ds.runpath)
 		return each_dir(ds.runpath, origin, lib_dir, fn, arg);
 	return 0;
-}
-
-const char *ukp_dyn_soname(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias)
-{
-	struct dyn_strings ds;
-
-	return ph && dyn_strings(ph, phnum, bias, &ds) == 0 ? ds.soname : NULL;
 }

@@ -31,7 +31,4 @@ int ukp_search_dirs(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias, const ch
 		    const char *lib_dir, const char *llp,
 		    int (*fn)(const char *dir, size_t len, void *arg), void *arg);
 
-/* Its DT_SONAME (in its memory), or NULL. Same context. */
-const char *ukp_dyn_soname(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias);
-
 #endif

@@ -271,7 +271,8 @@ static void *next_fn(const char *name)
 		strcat(buf, name);
 		p = dlsym(RTLD_DEFAULT, buf);
 		if (p && !ukp_object_at((uintptr_t)p, &a, NULL, 0) &&
-		    !ukp_object_at((uintptr_t)next_fn, &b, NULL, 0) && a.phdr == b.phdr)
+		    !ukp_object_at((uintptr_t)next_fn, &b, NULL, 0) && a.bias == b.bias &&
+		    a.phnum == b.phnum)
 			return p;
 	}
 	return dlsym(RTLD_NEXT, name);

@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <stdlib.h>
@@ -45,9 +46,16 @@
  */
 #define SNAP_FRESH_NS 20000000LL
 
+/* An object's entry: its program headers copied (hdrs: the ELF header,
+ * when it lies right before them as linkers place it, else zeros, then
+ * the program headers: func_entry.c reads the header there), so that a
+ * walk never reads the headers of an object unmapped since the snapshot
+ * was taken (no loader lock holds it mapped as dl_iterate_phdr()'s
+ * does). */
 struct snap_ent {
 	struct dl_phdr_info info;
 	char *name;
+	void *hdrs;
 };
 
 struct snap {
@@ -70,14 +78,25 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void snap_put(struct snap *sn)
+/* Drop a reference (snap_lock held): the snapshot to free, if that was
+ * the last, which the caller frees after unlocking (snap_free): the lock
+ * is held for a few instructions only (a fork() child of a holder would
+ * wait for it forever). */
+static struct snap *snap_put(struct snap *sn)
+{
+	return sn && !--sn->refs ? sn : NULL;
+}
+
+static void snap_free(struct snap *sn)
 {
 	size_t i;
 
-	if (!sn || --sn->refs)
+	if (!sn)
 		return;
-	for (i = 0; i < sn->n; i++)
+	for (i = 0; i < sn->n; i++) {
 		free(sn->v[i].name);
+		free(sn->v[i].hdrs);
+	}
 	free(sn->v);
 	free(sn);
 }
@@ -86,6 +105,8 @@ static int snap_add(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct snap *sn = arg;
 	struct snap_ent *e;
+	ElfW(Ehdr) eh;
+	size_t phsz;
 
 	(void)size;
 	if (sn->n == sn->cap) {
@@ -99,10 +120,24 @@ static int snap_add(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	e = &sn->v[sn->n];
 	e->info = *info;
-	e->name = strdup(info->dlpi_name ? info->dlpi_name : "");
-	if (!e->name)
+	phsz = (size_t)info->dlpi_phnum * sizeof(ElfW(Phdr));
+	e->hdrs = calloc(1, sizeof(eh) + phsz);
+	if (!e->hdrs)
 		return -ENOMEM;
+	if (ukp_sys_read_self((char *)e->hdrs + sizeof(eh), info->dlpi_phdr, phsz)) {
+		free(e->hdrs); /* unmapped since the maps were read: gone */
+		return 0;
+	}
+	if (!ukp_sys_read_self(&eh, (const char *)info->dlpi_phdr - sizeof(eh), sizeof(eh)) &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_phoff == sizeof(eh))
+		memcpy(e->hdrs, &eh, sizeof(eh));
+	e->name = strdup(info->dlpi_name ? info->dlpi_name : "");
+	if (!e->name) {
+		free(e->hdrs);
+		return -ENOMEM;
+	}
 	e->info.dlpi_name = e->name;
+	e->info.dlpi_phdr = (const ElfW(Phdr) *)((char *)e->hdrs + sizeof(eh));
 	sn->n++;
 	return 0;
 }
@@ -135,8 +170,7 @@ static struct snap *snap_get(int *err)
 	sn->taken_ns = now;
 	*err = ukp_maps_iterate_phdr(snap_add, sn);
 	if (*err) {
-		sn->refs = 1;
-		snap_put(sn);
+		snap_free(sn);
 		return NULL;
 	}
 	ukp_fmutex_lock(&snap_lock);
@@ -149,9 +183,9 @@ static struct snap *snap_get(int *err)
 	} else {
 		sn->refs--;
 	}
-	if (old)
-		snap_put(old);
+	old = snap_put(old);
 	ukp_fmutex_unlock(&snap_lock);
+	snap_free(old);
 	return sn;
 }
 
@@ -177,8 +211,9 @@ int ukp_iterate_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *
 		ret = cb(&info, sizeof(info), arg);
 	}
 	ukp_fmutex_lock(&snap_lock);
-	snap_put(sn);
+	sn = snap_put(sn);
 	ukp_fmutex_unlock(&snap_lock);
+	snap_free(sn);
 	return ret;
 }
 

@@ -79,17 +79,15 @@ Test(search_path, order_and_tokens)
 
 	for (rel = 0; rel < 2; rel++) {
 		/* RPATH, then LD_LIBRARY_PATH; $ORIGIN and ${ORIGIN}, $LIB */
-		make(&im, "/r1:$ORIGIN/r2:${ORIGIN}", NULL, "libx.so.1", rel);
+		make(&im, "/r1:$ORIGIN/r2:${ORIGIN}", NULL, NULL, rel);
 		cr_assert_str_eq(dirs(&im, "/o", "/l1::/l2/$LIB", 0, &ret),
 				 "/r1|/o/r2|/o|/l1|.|/l2/lib/x86_64-linux-gnu");
 		cr_assert_eq(ret, 0);
-		cr_assert_str_eq(ukp_dyn_soname(im.ph, 2, (uintptr_t)&im), "libx.so.1");
 		/* a RUNPATH: the RPATH is not searched, the RUNPATH after
 		 * LD_LIBRARY_PATH; a token not known ($PLATFORM), a name that
 		 * only starts like one ($ORIGINAL), no origin: skipped */
 		make(&im, "/r1", "/u1:/u2/$PLATFORM:$ORIGINAL:/u3", NULL, rel);
 		cr_assert_str_eq(dirs(&im, "/o", "/l1", 0, &ret), "/l1|/u1|/u3");
-		cr_assert_null(ukp_dyn_soname(im.ph, 2, (uintptr_t)&im));
 		make(&im, NULL, "$ORIGIN/a:/b", NULL, rel);
 		cr_assert_str_eq(dirs(&im, NULL, NULL, 0, &ret), "/b");
 		/* the callback's answer stops the walk and is returned */
