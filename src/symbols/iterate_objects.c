@@ -25,11 +25,14 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/auxv.h>
 #include <time.h>
 
 #include "base/base.h"
 #include "base/lock.h"
 #include "base/sys.h"
+#include "symbols/elf_read.h"
 #include "symbols/maps_objects.h"
 
 #ifdef UKP_OWN_OBJECTS
@@ -69,11 +72,62 @@ static struct ukp_fmutex snap_lock = UKP_FMUTEX_INIT;
 static struct snap *snap_cur;
 static unsigned long snap_gen, snap_gen_taken;
 
+/* The vDSO's clock_gettime: a walk checks its snapshot's age, and
+ * registering a thousand probes walks tens of thousands of times, which
+ * the system call (no vDSO in the library's raw calls) made slower by
+ * more than the maps reads it saves. Found once in the vDSO's own
+ * symbols (the kernel's code: no libc, no TLS); the system call when
+ * there is none. */
+typedef int (*vdso_clock_fn)(int, struct timespec *);
+static vdso_clock_fn vdso_clock;
+static _Atomic int vdso_looked;
+
+static vdso_clock_fn find_vdso_clock(void)
+{
+	static const char *const names[] = { "__vdso_clock_gettime", "__kernel_clock_gettime" };
+	uintptr_t at = ukp_getauxval(AT_SYSINFO_EHDR), bias = 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)at;
+	const Elf64_Shdr *dynsym;
+	struct ukp_elf e;
+	vdso_clock_fn fn = NULL;
+	size_t i, n;
+
+	if (!at || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    ukp_elf_open_mem(&e, eh, eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize))
+		return NULL;
+	for (i = 0; i < e.phnum; i++)
+		if (e.phdr[i].p_type == PT_LOAD && !e.phdr[i].p_offset)
+			bias = at - e.phdr[i].p_vaddr;
+	dynsym = ukp_elf_next_of_type(&e, NULL, SHT_DYNSYM);
+	n = dynsym ? ukp_elf_nsyms(&e, dynsym) : 0;
+	for (i = 0; i < n && !fn && bias; i++) {
+		Elf64_Sym sym;
+		uint32_t shndx;
+		const char *name;
+		size_t k;
+
+		if (!ukp_elf_sym(&e, dynsym, NULL, i, &sym, &shndx) ||
+		    ELF64_ST_TYPE(sym.st_info) != STT_FUNC || shndx == SHN_UNDEF)
+			continue;
+		name = ukp_elf_strptr(&e, dynsym->sh_link, sym.st_name);
+		for (k = 0; name && k < sizeof(names) / sizeof(names[0]); k++)
+			if (!strcmp(name, names[k]))
+				fn = (vdso_clock_fn)(bias + sym.st_value);
+	}
+	ukp_elf_close(&e);
+	return fn;
+}
+
 static long long now_ns(void)
 {
 	struct timespec ts;
 
-	if (ukp_sys_clock_gettime(CLOCK_MONOTONIC, &ts))
+	if (!atomic_load_explicit(&vdso_looked, memory_order_acquire)) {
+		vdso_clock = find_vdso_clock();
+		atomic_store_explicit(&vdso_looked, 1, memory_order_release);
+	}
+	if (vdso_clock ? vdso_clock(CLOCK_MONOTONIC, &ts) :
+			 ukp_sys_clock_gettime(CLOCK_MONOTONIC, &ts))
 		return 0;
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
