@@ -352,7 +352,9 @@ Test(module_file, bare_name_in_runpath)
 	const char *progs = getenv("UKP_TEST_PROGS");
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	cr_assert(progs && n > 0);
+	if (!progs)
+		cr_skip_test("no test objects (UKP_TEST_PROGS: the AArch64 build makes none)");
+	cr_assert_gt(n, 0);
 	exe[n] = '\0';
 	cr_assert_null(dlopen("libukpsdt_full.so", RTLD_NOW | RTLD_NOLOAD));
 	snprintf(buf, sizeof(buf), "%s/libukpsdt_full.so", progs);
