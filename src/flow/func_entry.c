@@ -39,7 +39,7 @@ struct entry_match {
 	uintptr_t entry;        /* absolute, 0 when unknown */
 };
 
-/* [reg] Called with the loader's lock held: find obj, read its e_entry. */
+/* [reg] Called inside a walk (ukp_iterate_objects): find obj, read its e_entry. */
 static int entry_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct entry_match *em = arg;

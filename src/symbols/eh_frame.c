@@ -67,7 +67,8 @@ struct phdr_match {
 	int err;
 };
 
-/* [reg] Called with the loader's lock held: copy and return. */
+/* [reg] Called inside a walk (the loader's lock held, or a snapshot's
+ * copies: iterate_objects.c): copy and return. */
 static int match_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct phdr_match *pm = arg;

@@ -3,7 +3,8 @@
  * symbols.c - loaded ELF objects and their function symbols (kallsyms and
  * the module list, for one process).
  *
- * Objects come from dl_iterate_phdr(); symbols are read with the
+ * Objects come from ukp_iterate_objects() (the loader's list, or in the
+ * agent the table from /proc/self/maps: iterate_objects.c); symbols are read with the
  * library's ELF reader (elf_read.c, no libelf) from each object's file,
  * lazily, the first time something needs them; for a
  * file without .symtab, its debug file or MiniDebugInfo (debuginfo.c)
@@ -1137,7 +1138,8 @@ static char *main_exe_path(void)
 }
 
 /*
- * [reg] Called by the loader with its lock held: copy what we need (the
+ * [reg] Called inside a walk (the loader's lock held, or a snapshot's
+ * copies: iterate_objects.c): copy what we need (the
  * name may go away with a later dlclose()) and nothing more.
  */
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
