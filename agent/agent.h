@@ -21,6 +21,7 @@
 #ifndef UKPROBE_AGENT_H
 #define UKPROBE_AGENT_H
 
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -571,6 +572,16 @@ int ukpa_obj_find(const char *name, struct ukpa_obj *out);     /* [init] 0 or -E
 bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr);
 /* [init] Is addr in an executable segment of a loaded object? */
 bool ukpa_addr_is_code(uintptr_t addr);
+/* [init] The loaded object with a segment holding addr (dladdr()'s
+ * question, answered from the library's object table: no call into the
+ * program's loader): its path (as loaded; the main program's real path),
+ * bias and program headers. 0 or -ENOENT. */
+struct ukpa_obj_at {
+	struct ukpa_obj obj;
+	const ElfW(Phdr) *phdr;
+	size_t phnum;
+};
+int ukpa_obj_at(const void *addr, struct ukpa_obj_at *out);
 /* [init] The file a not yet loaded object name would load (malloc'ed
  * real path), or NULL: a path as it is; a name searched as dlopen() would
  * (the library's find_module_file()). */

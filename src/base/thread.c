@@ -18,6 +18,7 @@
  * and the thread's id (a recursive mutex of the dynamic loader's compares
  * it with its owner's: 0 would pass for anyone's).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <linux/sched.h>
@@ -121,6 +122,24 @@ static struct tls_image images[KT_IMAGES];
 static int nimages;
 static size_t tls_reach; /* the farthest byte of a block from the thread pointer */
 
+#ifdef UKP_OWN_OBJECTS
+/* The agent's link binds dl_iterate_phdr() to the library's object table
+ * (src/symbols/iterate_objects.c), which knows no TLS: the TLS layout is
+ * the loader's, asked of its own walk, found in a constructor (inside the
+ * agent's dlopen(), whose loader lock dlsym() takes). The one loader
+ * query the agent makes outside its constructors, and not on a
+ * resolution path (doc/static_agent.md). */
+static int (*loader_walk)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+
+__attribute__((constructor)) static void find_loader_walk(void)
+{
+	loader_walk = (int (*)(int (*)(struct dl_phdr_info *, size_t, void *), void *))dlsym(
+		RTLD_DEFAULT, "dl_iterate_phdr");
+}
+#else
+#define loader_walk dl_iterate_phdr
+#endif
+
 static int tls_image_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	uintptr_t tp = arch_thread_pointer();
@@ -197,7 +216,10 @@ static void look_at_descriptor(void)
 	desc_delta = (intptr_t)(arch_thread_pointer() - (uintptr_t)self);
 	if (desc_delta < 0 || desc_delta > (intptr_t)(KT_SIDE / 2))
 		goto unknown;
-	dl_iterate_phdr(tls_image_cb, NULL);
+#ifdef UKP_OWN_OBJECTS
+	if (loader_walk)
+#endif
+		loader_walk(tls_image_cb, NULL);
 	atomic_store(&desc_state, 1);
 	return;
 unknown:

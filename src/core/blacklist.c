@@ -20,6 +20,7 @@
 #include "core/core.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 
 struct bl_range {
 	uintptr_t start, end;
@@ -395,7 +396,7 @@ static void rebuild(void)
 	if (__start_ukprobes_text && __stop_ukprobes_text)
 		add_range((uintptr_t)__start_ukprobes_text, (uintptr_t)__stop_ukprobes_text,
 			  "ukprobes_text", NULL);
-	dl_iterate_phdr(self_segments, &ss);
+	ukp_iterate_objects(self_segments, &ss);
 	if (ukp_self_text_hi > ukp_self_text_lo)
 		add_range(ukp_self_text_lo, ukp_self_text_hi, "ukprobe-agent", NULL);
 	restorer = ukp_libc_restorer();
