@@ -55,6 +55,12 @@ extern long ukp_errno_offset;
 #endif
 void ukp_errno_init(void);                    /* [reg] before any handler */
 
+/* sys.c: the freestanding agent's own image (agent/free/entry.c sets it
+ * from the load block): anonymous memory the loader wrote, no object of
+ * the maps, yet code (symbols.c ukp_addr_is_text) and never probed
+ * (core/blacklist.c). Both 0 elsewhere. */
+extern uintptr_t ukp_self_text_lo, ukp_self_text_hi;
+
 #define UKP_SCAN_SIG 64                       /* SIGRTMAX, owned by the library (process/threads.c) */
 /* The signals the library keeps deliverable in the kernel's mask; the
  * program's view of them is kept apart (process/sigmask.c). */

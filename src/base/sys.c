@@ -52,6 +52,12 @@ UKP_TRAP_TEXT long ukp_sys_tgkill(int pid, int tid, int sig)
  * no AT_HWCAP2 on an older kernel). 0 when there is none. */
 unsigned long ukp_getauxval(unsigned long type)
 {
+#ifdef UKP_FREE
+	/* (no program's errno here; and the agent's own is in the thread's
+	 * block, which the per-thread blocks' mode, decided with this, must
+	 * not need yet) */
+	return getauxval(type);
+#endif
 	int saved = errno;
 	unsigned long v = getauxval(type);
 
@@ -60,6 +66,7 @@ unsigned long ukp_getauxval(unsigned long type)
 }
 
 long ukp_errno_offset;
+uintptr_t ukp_self_text_lo, ukp_self_text_hi;
 
 /* [reg] Where errno lives relative to the thread pointer (the same for
  * every thread: libc's TLS is initial-exec). */

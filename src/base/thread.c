@@ -140,7 +140,7 @@ __attribute__((constructor)) static void find_loader_walk(void)
 #define loader_walk dl_iterate_phdr
 #endif
 
-static int tls_image_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static __attribute__((unused)) int tls_image_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	uintptr_t tp = arch_thread_pointer();
 	long off;
@@ -177,7 +177,7 @@ static int tls_image_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * while it is set glibc takes no lock in malloc and elsewhere. */
 extern char __libc_single_threaded __attribute__((weak));
 
-static void *nothing(void *arg)
+static __attribute__((unused)) void *nothing(void *arg)
 {
 	return arg;
 }
@@ -264,7 +264,7 @@ static int kthread_main(void *p)
 	return 0;
 }
 
-static int run_pthread(struct kthread_handle *h, void *(*fn)(void *), void *arg, const char *name,
+static __attribute__((unused)) int run_pthread(struct kthread_handle *h, void *(*fn)(void *), void *arg, const char *name,
 		       unsigned int flags)
 {
 	pthread_attr_t attr;

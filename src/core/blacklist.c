@@ -35,10 +35,6 @@ static uint64_t built_gen = (uint64_t)-1;
 extern char __start_ukprobes_text[] __attribute__((weak, visibility("hidden")));
 extern char __stop_ukprobes_text[] __attribute__((weak, visibility("hidden")));
 
-/* The freestanding agent's own text (agent/free/entry.c sets it: its
- * image is anonymous memory the loader wrote, no object of the maps). */
-uintptr_t ukp_self_text_lo, ukp_self_text_hi;
-
 /* The object the C library's functions are in: libc.so.6, or in a
  * static program (the freestanding agent's) the program itself. */
 static const char *libc_object(void)
@@ -147,7 +143,7 @@ static const char *const libc_masked_body[] = { "pthread_create" };
 
 static void add_libc_masked_bodies(void)
 {
-	char spec[64];
+	char spec[320];
 	size_t i;
 
 	for (i = 0; i < sizeof(libc_masked_body) / sizeof(libc_masked_body[0]); i++) {
@@ -166,7 +162,7 @@ static void add_libc_masked_bodies(void)
 
 static void add_libc_masked(void)
 {
-	char spec[64];
+	char spec[320];
 	size_t i;
 
 	for (i = 0; i < sizeof(libc_masked) / sizeof(libc_masked[0]); i++) {
@@ -278,7 +274,7 @@ static int masked_flow(void *arg, enum arch_flow_kind kind, uintptr_t from, uint
 static void masked_closure(const char *const *roots, size_t nroots, bool bodies_only)
 {
 	struct masked_walk *w = calloc(1, sizeof(*w));
-	char spec[64];
+	char spec[320];
 	uintptr_t a;
 	size_t i, done;
 
@@ -334,7 +330,7 @@ static void masked_closure(const char *const *roots, size_t nroots, bool bodies_
 static void add_libc_masked_closure(void)
 {
 	static const char *const spawn_child[] = { "__spawni_child" };
-	char spec[64];
+	char spec[320];
 	uintptr_t a;
 	size_t i;
 
@@ -369,7 +365,7 @@ static const char *const libc_hit_path[] = { "memset", "memcpy", "memmove" };
 
 static void add_libc_hit_path(void)
 {
-	char spec[64];
+	char spec[320];
 	size_t i;
 
 	for (i = 0; UKP_HIT_PATH_CALLS_MEMFUNCS && i < sizeof(libc_hit_path) / sizeof(libc_hit_path[0]);

@@ -78,7 +78,7 @@ __attribute__((constructor)) static void resolve_unwind_reals(void)
 }
 
 /* Drop trampoline addresses a walker may still have recorded. */
-static int strip_trampolines(void **buffer, int n)
+static __attribute__((unused)) int strip_trampolines(void **buffer, int n)
 {
 	int i, j;
 

@@ -463,7 +463,11 @@ static int index_range(struct index_build *ib, size_t i)
 }
 
 /* [reg] Without usable unwind tables: every gap between symbols in the
- * executable segments (linear decoding from each gap's start). */
+ * executable segments (linear decoding from each gap's start), and every
+ * function symbol's own code, whose targets outside it join the index as
+ * a covered FDE's do (a static non-PIE executable has no .eh_frame_hdr:
+ * glibc's __mempcpy_*_erms, linked in, jumps past the first instruction
+ * of __memmove_*_erms). */
 static int index_gaps(struct index_build *ib)
 {
 	const struct flow_obj *fo = ib->fo;
@@ -486,9 +490,16 @@ static int index_gaps(struct index_build *ib)
 				ret = add_range(ib, pos, s->start, false);
 				if (ret)
 					return ret;
+				pos = s->start;
 			}
-			if (s->end > pos)
+			if (s->end > pos) {
+				/* (an alias, or a symbol inside another: its part
+				 * past what is indexed) */
+				ret = add_range(ib, pos, s->end < end ? s->end : end, true);
+				if (ret)
+					return ret;
 				pos = s->end;
+			}
 		}
 		if (pos < end) {
 			ret = add_range(ib, pos, end, false);

@@ -5,10 +5,11 @@
  * (/proc/self/auxv), the environment (/proc/self/environ: the program's
  * as it was at its exec; the agent only reads UKPROBE_* settings there)
  * and the program's name (/proc/self/cmdline). Read once, at the first
- * need, into memory of the agent's own (mem.c). [init] context.
+ * need, into mappings of their own. [init] context.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,31 +17,29 @@
 #include "arch_syscall.h"
 #include "base/sys.h"
 
-/* the whole file, NUL-terminated; its length in *len */
-static char *slurp(const char *path, size_t *len)
+/* The whole file, NUL-terminated, in a mapping of its own (up to cap
+ * bytes, pages taken as read; its length in *len): no allocator here,
+ * since these run before the library's per-thread blocks are set up (a
+ * malloc there takes one, and would settle their mode too early). */
+static char *slurp(const char *path, size_t cap, size_t *len)
 {
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
-	int fd = ukp_sys_open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	void *map;
+	char *buf;
+	int fd;
 
-	if (!buf || fd < 0) {
-		free(buf);
-		if (fd >= 0)
-			ukp_sys_close(fd);
+	if (ukp_sys_mmap(NULL, cap + 1, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &map))
+		return NULL;
+	buf = map;
+	fd = ukp_sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ukp_sys_munmap(map, cap + 1);
 		return NULL;
 	}
-	for (;;) {
-		long r;
+	while (n < cap) {
+		long r = ukp_sys_read(fd, buf + n, cap - n);
 
-		if (n == cap) {
-			char *b = realloc(buf, 2 * cap + 1);
-
-			if (!b)
-				break;
-			buf = b;
-			cap *= 2;
-		}
-		r = ukp_sys_read(fd, buf + n, cap - n);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
@@ -59,7 +58,7 @@ unsigned long getauxval(unsigned long type)
 	size_t i, len;
 
 	if (!auxv) {
-		auxv = (uint64_t *)slurp("/proc/self/auxv", &len);
+		auxv = (uint64_t *)(void *)slurp("/proc/self/auxv", 64UL << 10, &len);
 		auxv_words = auxv ? len / 8 : 0;
 	}
 	for (i = 0; i + 1 < auxv_words && auxv[i]; i += 2)
@@ -77,7 +76,7 @@ char *getenv(const char *name)
 	char *p;
 
 	if (!env) {
-		env = slurp("/proc/self/environ", &len);
+		env = slurp("/proc/self/environ", 16UL << 20, &len);
 		env_end = env ? env + len : NULL;
 	}
 	for (p = env; p && p < env_end; p += strlen(p) + 1)
@@ -110,7 +109,7 @@ char *program_invocation_name = "";
 __attribute__((constructor(101))) static void names_init(void)
 {
 	size_t len;
-	char *cmd = slurp("/proc/self/cmdline", &len);
+	char *cmd = slurp("/proc/self/cmdline", 1UL << 20, &len);
 
 	if (cmd)
 		program_invocation_name = cmd;

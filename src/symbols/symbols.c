@@ -1856,6 +1856,10 @@ bool ukp_addr_is_text(uintptr_t addr, size_t len)
 {
 	const struct ukp_seg *seg;
 
+	/* (the freestanding agent's image: its hit path's own code, which
+	 * the vector-free proof walks) */
+	if (addr >= ukp_self_text_lo && addr < ukp_self_text_hi)
+		return (len ? len : 1) <= ukp_self_text_hi - addr;
 	objects_sync();
 	if (!live_of(addr, &seg))
 		return false;

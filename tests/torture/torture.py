@@ -418,6 +418,21 @@ def setup_gofmt(tier):
     return setup
 
 
+LIBSQLITE_A = "/usr/lib/x86_64-linux-gnu/libsqlite3.a"
+
+
+def setup_sql_static(tmp, rng):
+    """sqlite_static.c linked statically (glibc's libc.a, Debian's
+    libsqlite3.a): the freestanding agent's program, every function of
+    SQLite and of the C library in it."""
+    work = os.path.dirname(tmp)
+    out = os.path.join(work, "sqlite_static")
+    if not os.path.exists(out):
+        subprocess.run(["gcc", "-O2", "-static", "-o", out, os.path.join(HERE, "sqlite_static.c"),
+                        "-l:libsqlite3.a", "-lm"], check=True, capture_output=True)
+    setup_sql(tmp, rng)
+
+
 def rust_libs():
     """rustc's own Rust objects: std and the compiler (librustc_driver),
     shared libraries whose exported functions have legacy-mangled names."""
@@ -462,6 +477,12 @@ def targets(tier):
     # file's goroutine hands the output on to the next one, which lets
     # main exit, before it releases its semaphore and returns (seen: one
     # main.(*sequencer).Add.func2 in flight)
+    # the same workload in a statically linked program (the freestanding
+    # agent, loaded by ptrace at the program's start)
+    sqlite_static = Target("sqlite3_static",
+                           ["{work}/sqlite_static", "{tmp}/db.sqlite", "{tmp}/workload.sql"],
+                           {"entry": ["sqlite_static"], "return": ["sqlite_static"]},
+                           setup=setup_sql_static, needs=(LIBSQLITE_A,))
     gofmt = Target("gofmt", ["{work}/gofmt", "-s", "-d", "{tmp}/src"],
                    {m: ["gofmt"] for m in ("entry", "return", "pair")},
                    setup=setup_gofmt(tier), needs=(GO,),
@@ -488,7 +509,7 @@ def targets(tier):
                          {"pair": rust_libs}, setup=setup_rustc_panic, needs=(RUSTC,),
                          env={"RUSTC_BOOTSTRAP": "1", "RUST_BACKTRACE": "full"},
                          norm=norm_backtrace, pending=("*",), min_timeout=300)
-    return {t.name: t for t in (py, sqlite, zlib, core, gofmt, rustc, rustc_panic)}
+    return {t.name: t for t in (py, sqlite, sqlite_static, zlib, core, gofmt, rustc, rustc_panic)}
 
 
 # (target, mode, random probes per object) of each tier
@@ -496,6 +517,7 @@ TIERS = {
     "short": [
         ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 1000),
         ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 1000),
+        ("sqlite3_static", "entry", 0), ("sqlite3_static", "return", 0),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 500),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 1000),
         ("gofmt", "pair", 0), ("rustc", "pair", 0), ("rustc_panic", "pair", 0),
@@ -503,6 +525,7 @@ TIERS = {
     "long": [
         ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 2000),
         ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 2000),
+        ("sqlite3_static", "entry", 0), ("sqlite3_static", "return", 0),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 1000),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 2000),
         ("gofmt", "entry", 0), ("gofmt", "return", 0), ("gofmt", "pair", 0),

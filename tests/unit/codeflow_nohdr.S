@@ -30,6 +30,29 @@ ukt_nohdr_plain:
 	ret
 	.size ukt_nohdr_plain, . - ukt_nohdr_plain
 
+/* A function of its own jumps past its first instruction (glibc's
+ * __mempcpy_*_erms into __memmove_*_erms, as a static non-PIE program
+ * links them: refused). */
+	.globl ukt_nohdr_enter
+	.type ukt_nohdr_enter, @function
+	.p2align 4
+ukt_nohdr_enter:
+	movl %edi, %eax
+	addl %esi, %eax
+	jmp .Lbody
+	.size ukt_nohdr_enter, . - ukt_nohdr_enter
+
+	.globl ukt_nohdr_entered
+	.type ukt_nohdr_entered, @function
+	.p2align 4
+ukt_nohdr_entered:
+	movl %edi, %eax			/* 2 bytes */
+.Lbody:
+	addl $3, %eax			/* 3 bytes, entry + 2 */
+	addl %esi, %eax			/* 2 bytes */
+	ret
+	.size ukt_nohdr_entered, . - ukt_nohdr_entered
+
 /* Shorter than the jump: without FDEs the padding cannot be told from
  * code that no symbol covers (refused). */
 	.globl ukt_nohdr_short

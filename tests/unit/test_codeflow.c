@@ -939,7 +939,7 @@ Test(codeflow, unloaded_object_forgotten)
 Test(codeflow, object_without_unwind_tables)
 {
 	const char *path = getenv("UKT_FLOW_NOHDR");
-	void *h, *victim, *plain;
+	void *h, *victim, *plain, *entered;
 
 	cr_assert_not_null(path, "UKT_FLOW_NOHDR is not set");
 	ukprobes_set_print(catch_build);
@@ -951,6 +951,10 @@ Test(codeflow, object_without_unwind_tables)
 	cr_assert(victim && plain);
 	expect_verdict(victim, -EBUSY, "outside any symbol");
 	expect_verdict(plain, 0, "");
+	/* a function's own jump past another's first instruction */
+	entered = dlsym(h, "ukt_nohdr_entered");
+	cr_assert_not_null(entered);
+	expect_verdict(entered, -EBUSY, "jumps into the region");
 	cr_expect_eq(builds, 1);
 	cr_expect(strstr(last_build, "no unwind tables"), "%s", last_build);
 	ukprobes_set_print(NULL);

@@ -5,15 +5,62 @@
  * (load.c), since no agent can be preloaded into it.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 
 #include "cli.h"
 #include "load.h"
 
 /*
+ * Run the child, stopped at its execve, to the end of the system call
+ * that gives its first thread its thread pointer (arch_prctl
+ * ARCH_SET_FS): a static program's C library runs its own start before
+ * (relocations, IFUNC resolvers, the TLS set-up itself) with no thread
+ * pointer, where no probe's handler can run (they find the thread's
+ * state through it). Signals on the way are the program's. 0 (stopped
+ * there), 1 (it ended), -1 (no such call: the child stays stopped).
+ */
+static int run_to_thread_pointer(pid_t pid)
+{
+	int st, sig = 0;
+
+	if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
+		return -1;
+	for (;;) {
+		struct __ptrace_syscall_info si;
+		struct user_regs_struct r;
+
+		if (ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig))
+			return 1;
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR)
+				return 1;
+		if (!WIFSTOPPED(st))
+			return 1;
+		sig = 0;
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+			continue;
+		}
+		if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof(si), &si) <= 0 ||
+		    si.op != PTRACE_SYSCALL_INFO_EXIT)
+			continue;
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &r))
+			return 1;
+		if (r.orig_rax == SYS_arch_prctl && r.fs_base)
+			return 0;
+	}
+}
+
+/*
  * The child pid, stopped at its execve (PTRACE_TRACEME): the agent at
- * agent is loaded at its entry point with empty parameters, and its
+ * agent is loaded once the program has its thread pointer (above), with
+ * empty parameters, and its
  * constructors set tracing up from the environment ukprobe gave the
  * program, as a preloaded agent's do; the program is held there until
  * the agent's thread ends, so that its first instruction runs with the
@@ -29,7 +76,11 @@ int ukp_launch_static(const char *path, const char *agent, pid_t pid)
 		;
 	if (ret < 0 || !WIFSTOPPED(st))
 		return 0;
-	ret = ukp_load_at_entry(pid, agent, "", 0, &ld);
+	ret = run_to_thread_pointer(pid);
+	if (ret > 0)
+		return 0; /* (it ended: the session says how) */
+	ret = ret ? ukp_load_at_entry(pid, agent, "", 0, &ld)
+		  : ukp_load_stopped(pid, agent, "", 0, &ld);
 	if (ret) {
 		ukp_err("%s: the freestanding agent could not be loaded: %s", path, ld.err);
 		return -1;

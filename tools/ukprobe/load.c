@@ -554,8 +554,23 @@ static int run_to_entry(struct ukp_loaded *l, struct ukp_held *h)
 	return 0;
 }
 
+static int load_child(pid_t pid, const char *path, const void *params, size_t len,
+		      struct ukp_loaded *l, bool to_entry);
+
 int ukp_load_at_entry(pid_t pid, const char *path, const void *params, size_t len,
 		      struct ukp_loaded *l)
+{
+	return load_child(pid, path, params, len, l, true);
+}
+
+int ukp_load_stopped(pid_t pid, const char *path, const void *params, size_t len,
+		     struct ukp_loaded *l)
+{
+	return load_child(pid, path, params, len, l, false);
+}
+
+static int load_child(pid_t pid, const char *path, const void *params, size_t len,
+		      struct ukp_loaded *l, bool to_entry)
 {
 	struct ukp_image im;
 	struct ukp_held *h;
@@ -576,7 +591,7 @@ int ukp_load_at_entry(pid_t pid, const char *path, const void *params, size_t le
 	else if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
 		ret = errf(l, -errno, "not stopped under ukprobe's ptrace: %s", strerror(errno));
 	else
-		ret = run_to_entry(l, h);
+		ret = to_entry ? run_to_entry(l, h) : 0;
 	if (!ret)
 		ret = take_worker(l, h, pid);
 	if (!ret)
