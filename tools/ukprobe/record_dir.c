@@ -44,7 +44,7 @@
 #include "spec_wire.h"
 
 #define RECORD_MAGIC "UKPRECRD"
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
 
 struct head {
 	char magic[8];
