@@ -110,6 +110,8 @@ static pid_t my_pid;
 static bool use_counter;                   /* timestamps are counter readings */
 static bool need_fence;                /* no membarrier: writers fence themselves */
 static bool announce_any;              /* an event may carry an address to name */
+/* -o FILE: the last pass found a ring an eighth full or more */
+static bool file_pass_full;
 
 /* -o FILE: the file the reader writes (UKP_ENV_RAW_FD), or -1 */
 static int raw_fd = -1;
@@ -804,6 +806,7 @@ static size_t drain_pass_file(void)
 	int nact = 0, niov = 2, i;
 
 	pass_calibrate();
+	file_pass_full = false;
 	for (i = 0; i < NRINGS && bytes < FILE_PASS_MAX; i++) {
 		struct ring *r = &rings[i];
 		struct ukp_msg_recs *m = &hd[nact];
@@ -818,6 +821,8 @@ static size_t drain_pass_file(void)
 		n = r->end - tail;
 		if (!n)
 			continue;
+		if (n >= ring_recs / 8)
+			file_pass_full = true;
 		if (n * rec_size > FILE_PASS_MAX - bytes) {
 			n = (FILE_PASS_MAX - bytes) / rec_size;
 			if (!n)
@@ -1059,7 +1064,10 @@ static void *reader_main(void *arg)
 			recycle_dead();
 		if (watch && passes % OBJECTS_EVERY == 0)
 			check_objects();
-		if (!n && atomic_load(&flush_req) == want) {
+		/* -o FILE: a pass per millisecond at most while the rings
+		 * have room (fewer writes, longer spans: the reader's CPU is
+		 * the traced program's on a loaded machine) */
+		if ((!n || (raw_fd >= 0 && !file_pass_full)) && atomic_load(&flush_req) == want) {
 			struct timespec d = { 0, IDLE_SLEEP_NS };
 
 			nanosleep(&d, NULL);

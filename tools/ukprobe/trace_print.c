@@ -92,8 +92,10 @@ void ukp_trace_batch(struct ukp_session *s, void *arg)
 
 /*
  * Format the records the agent wrote (proto.h: packets of a FROM message
- * and whole messages of its image), now that every image has described
- * its probes. 0, or -1 when the file is damaged (said so).
+ * and whole messages of its image: SYM, RECS, and EVENT as the socket
+ * carries them, which its reader does not write there but which read
+ * the same), now that every image has described its probes. 0, or -1
+ * when the file is damaged (said so).
  */
 int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
 		      void *arg)
@@ -136,7 +138,8 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 		/* (a RECS message is a span of a ring: bounded by the file) */
 		if (h.len < sizeof(h) || (h.len & 7) || h.len > size - pos ||
 		    (h.len > UKP_MSG_MAX && h.type != UKPM_RECS) || (!img && h.type != UKPM_FROM) ||
-		    (h.type != UKPM_FROM && h.type != UKPM_SYM && h.type != UKPM_RECS))
+		    (h.type != UKPM_FROM && h.type != UKPM_SYM && h.type != UKPM_RECS &&
+		     h.type != UKPM_EVENT))
 			break;
 		if (h.type == UKPM_RECS) {
 			if (!g->n)
