@@ -32,9 +32,12 @@
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
- *    formats after the run: the reader writes the same packets there
- *    (FROM, SYM and EVENT messages) in large writes, and never waits for
- *    ukprobe. The rings are larger, and a thread that finds its ring
+ *    formats after the run: the reader writes the rings' records there
+ *    as they are (a RECS message per ring and pass, written from the
+ *    ring itself, after the SYM messages they need), one write per pass
+ *    and at most a pass per millisecond while the rings have room, and
+ *    never waits for ukprobe: it converts nothing (ukprobe merges the
+ *    spans by timestamp, as the reader does for the socket). The rings are larger, and a thread that finds its ring
  *    full waits for the reader (yielding) a bounded time before it drops
  *    the event, so that a reader kept off the CPU for a while loses
  *    nothing. Drops are counted.

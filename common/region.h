@@ -27,7 +27,11 @@
  *   out: the reader's output buffer: whole messages (SYM, and EVENT
  *        with their timestamps in ns) taken from the rings and not yet
  *        written out, which go out as the packet numbered out_seq (in
- *        its FROM message's pad)
+ *        its FROM message's pad); with -o FILE only SYM messages: that
+ *        packet's RECS messages are written from the rings themselves
+ *        (proto.h), whose tails move after the write, so that ukprobe
+ *        takes a ring's records after the spans of packet out_seq it
+ *        read in the file
  *   hists: UKP_REGION_HISTS struct ukp_region_hist (in use from the
  *          first: spec's table, size 0 ends the list), then the tables
  *          of hist triggers (agent/hist_hit.c), where the threads count
