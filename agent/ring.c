@@ -755,22 +755,26 @@ static struct ukp_region_rec *ring_rec(struct ring *r, uint64_t i)
 /* Commit the ring's pages before its thread writes there (its first lap):
  * a page fault in the traced thread costs more than a record. A thread
  * that has used half of what is committed gets as much again (at most
- * POPULATE_STEP_MAX): a thread that hits rarely keeps a small ring. */
+ * POPULATE_STEP_MAX at a time, until it has used less than half): a
+ * thread that hits rarely keeps a small ring. */
 static void populate_ahead(struct ring *r)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
 
-	if (r->populated >= ring_bytes || head >= ring_recs ||
-	    (size_t)head * rec_size < r->populated / 2)
-		return;
-	if (step > ring_bytes - r->populated)
-		step = ring_bytes - r->populated;
-	madvise((unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs, memory_order_relaxed) +
-			r->populated,
-		step,
-		MADV_POPULATE_WRITE);
-	r->populated += step;
+	/* (as often as needed: with -o FILE a pass may come only every
+	 * millisecond) */
+	while (r->populated < ring_bytes && head < ring_recs &&
+	       (size_t)head * rec_size >= r->populated / 2) {
+		size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
+
+		if (step > ring_bytes - r->populated)
+			step = ring_bytes - r->populated;
+		madvise((unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs,
+									memory_order_relaxed) +
+				r->populated,
+			step, MADV_POPULATE_WRITE);
+		r->populated += step;
+	}
 }
 
 /* [reader] The clocks' line for this pass's records. */
