@@ -793,51 +793,55 @@ static void pass_calibrate(void)
  * less than 2 GiB; what is left goes at the next pass) */
 #define FILE_PASS_MAX (64UL << 20)
 
-/* [reader] -o FILE: one pass, the records as the rings hold them. The SYM
- * messages the records need go into the output buffer first; then one
- * write: FROM, those SYMs, and for each ring with records a RECS message
- * (proto.h) whose records are written straight from the ring (one or
- * two pieces, as the span wraps); then the tails move. No record is
- * converted or copied here: ukprobe merges the spans by timestamp as
- * drain_pass_socket() does. Returns how many records. */
-static size_t drain_pass_file(void)
+/* [reader] -o FILE: of the rings in take, the records up to each one's
+ * end (at most a quarter of a ring's, and FILE_PASS_MAX bytes in all),
+ * as they are. The SYM messages the records need go into the output
+ * buffer first; then one write: FROM, those SYMs, and for each ring a
+ * RECS message (proto.h) whose records are written straight from the
+ * ring (one or two pieces, as the span wraps); then the tails move (so
+ * that a thread finds room again before its reader has written all a
+ * pass took). No record is converted or copied here: ukprobe merges
+ * the spans by timestamp as drain_pass_socket() does. Returns how many
+ * records. */
+static size_t file_write_some(const bool *take)
 {
 	/* (the reader's, or ukpa_reader_stop()'s when it has none: never
 	 * both at once) */
 	static struct ukp_msg_recs hd[NRINGS];
 	static struct iovec iov[2 + 3 * NRINGS];
+	static uint64_t upto[NRINGS];
 	struct ring *act[NRINGS];
 	size_t total = 0, bytes = 0;
 	bool name_addrs = announce_any || ukpa_script_loaded();
 	uint32_t seq;
 	int nact = 0, niov = 2, i;
 
-	pass_calibrate();
-	file_pass_full = false;
 	for (i = 0; i < NRINGS && bytes < FILE_PASS_MAX; i++) {
 		struct ring *r = &rings[i];
 		struct ukp_msg_recs *m = &hd[nact];
 		uint64_t tail, n, x, first, piece;
 		unsigned char *base;
 
-		if (atomic_load_explicit(&r->owner, memory_order_acquire) <= 0)
+		if (!take[i])
 			continue;
-		populate_ahead(r);
-		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
 		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		n = r->end - tail;
 		if (!n)
 			continue;
-		if (n >= ring_recs / 8)
-			file_pass_full = true;
+		populate_ahead(r);
+		/* a quarter of the ring at most: its tail moves again before
+		 * the thread has filled the rest (the write is the kernel's
+		 * copy of every byte) */
+		if (n > ring_recs / 4)
+			n = ring_recs / 4;
 		if (n * rec_size > FILE_PASS_MAX - bytes) {
 			n = (FILE_PASS_MAX - bytes) / rec_size;
 			if (!n)
 				break;
-			r->end = tail + n;
 		}
+		upto[nact] = tail + n;
 		if (name_addrs)
-			for (x = tail; x != r->end; x++)
+			for (x = tail; x != tail + n; x++)
 				announce_for(slot_at(r, x));
 		memset(m, 0, sizeof(*m));
 		m->h.type = UKPM_RECS;
@@ -878,10 +882,35 @@ static size_t drain_pass_file(void)
 	 * the tails moved, takes the ring's records after the spans of
 	 * packet out_seq it found there) */
 	for (i = 0; i < nact; i++)
-		atomic_store_explicit(&act[i]->tail, act[i]->end, memory_order_release);
+		atomic_store_explicit(&act[i]->tail, upto[i], memory_order_release);
 	atomic_store_explicit(&ukpa_region->out_seq, seq + 1, memory_order_relaxed);
 	outlen = out_events = 0;
 	out_done(UKP_REGION_OUT_NONE, 0);
+	return total;
+}
+
+/* [reader] -o FILE: one pass, every record published when it started,
+ * in writes of file_write_some(). Returns how many. */
+static size_t drain_pass_file(void)
+{
+	bool take[NRINGS];
+	size_t total = 0, n;
+	int i;
+
+	pass_calibrate();
+	file_pass_full = false;
+	for (i = 0; i < NRINGS; i++) {
+		struct ring *r = &rings[i];
+
+		take[i] = atomic_load_explicit(&r->owner, memory_order_acquire) > 0;
+		if (!take[i])
+			continue;
+		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (r->end - atomic_load_explicit(&r->tail, memory_order_relaxed) >= ring_recs / 8)
+			file_pass_full = true;
+	}
+	while ((n = file_write_some(take)) > 0)
+		total += n;
 	return total;
 }
 

@@ -765,6 +765,38 @@ def case_record_compact():
               show(r))
 
 
+def case_record_backlog():
+    """record: a thread whose records (24 arguments: 232-byte slots, 65,536
+    to its ring) come faster than the kernel copies them into the file
+    leaves a full ring at its end; the reader writes a ring a quarter at
+    a time (its tail moves between), and its last pass still writes all
+    of it: every call is in the records file, its ring's spans in order
+    and contiguous, none lost."""
+    n = 400000
+    spec = "p tick " + " ".join("a%d=%%di:u64" % k for k in range(24))
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rec.data")
+        r = ukprobe(["record", "-o", data, "-e", spec, "--", tgt("flood"), str(n)], timeout=300)
+        check(r.returncode == 0 and r.stderr == "", "record", show(r))
+        with open(os.path.join(data, "records"), "rb") as f:
+            raw = f.read()
+        pos, total, nxt, sizes, big = 0, 0, {}, set(), 0
+        while pos < len(raw):
+            typ, ln = struct.unpack_from("<II", raw, pos)
+            if typ == 15:
+                ring, at, cnt, size = struct.unpack_from("<IQII", raw, pos + 12)
+                check(nxt.get(ring, at) == at, "ring %d: span at %d after %d" %
+                      (ring, at, nxt.get(ring, -1)))
+                nxt[ring] = at + cnt
+                total += cnt
+                sizes.add(size)
+                big = max(big, cnt)
+            pos += ln
+        check(sizes == {232}, "232-byte slots: %s" % sizes)
+        check(big <= 65536 // 4, "a quarter of the ring per span at most (%d)" % big)
+        check(total == n, "every call recorded (%d of %d)" % (total, n))
+
+
 def case_record_damaged():
     """report on a damaged recording: a clear one-line error, and every
     event it can still read: a records file cut short (the events before
