@@ -245,17 +245,13 @@ static void *forked_main(void *arg)
 	return NULL;
 }
 
+/* A detached raw thread (nothing of the program's runs to start it, and
+ * it unmaps its stack as it ends) */
 static int start_thread(void *(*fn)(void *), void *arg)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int ret;
+	struct ukprobes_kthread t;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = ukprobes_kthread_create(&t, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return ret;
+	return ukprobes_kthread_run(&t, fn, arg, "ukprobe-attach", UKPROBES_KTHREAD_DETACHED);
 }
 
 int ukpa_attach_forked(int fd)

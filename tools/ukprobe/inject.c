@@ -455,31 +455,49 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	}
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;
-	tid = ukp_target_choose_thread(&t);
+	tid = ukp_target_choose_thread(&t, 0);
 	if (!tid) {
 		ukp_err("process %d (%s): no thread can be used (every one blocks SIGSEGV, or it "
 			"exited)",
 			pid, t.comm);
 		return UKP_EXIT_FAIL;
 	}
-	/* (syscall stops for syscall_in) */
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
-		if (errno == ESRCH)
-			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
-		else if (errno == EPERM)
-			ukp_target_explain_eperm(&t);
-		else
-			ukp_err("process %d (%s): ptrace: %s", pid, t.comm, strerror(errno));
-		return UKP_EXIT_FAIL;
-	}
-	seized = true;
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	t.mem = open(path, O_RDWR | O_CLOEXEC);
 	if (t.mem < 0) {
 		ukp_err("process %d (%s): cannot open its memory: %s", pid, t.comm, strerror(errno));
-		goto out;
+		return UKP_EXIT_FAIL;
 	}
-	ret = stop_safely(&t, tid, &sv, &stop0);
+	for (bool other = false;; other = true) {
+		/* (syscall stops for syscall_in) */
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
+			if (errno == ESRCH)
+				ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+			else if (errno == EPERM)
+				ukp_target_explain_eperm(&t);
+			else
+				ukp_err("process %d (%s): ptrace: %s", pid, t.comm,
+					strerror(errno));
+			goto out;
+		}
+		seized = true;
+		ret = stop_safely(&t, tid, &sv, &stop0);
+		if (ret != -EAGAIN || tid != pid || other)
+			break;
+		/* the main thread, busy in the C library all along: a thread
+		 * waiting in a system call instead, if there is one */
+		if (restore_state(tid, &sv)) {
+			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+			goto out;
+		}
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		seized = false;
+		free(sv.ext);
+		memset(&sv, 0, sizeof(sv));
+		tid = ukp_target_choose_thread(&t, pid);
+		if (!tid)
+			tid = pid; /* (no other: the main thread again) */
+	}
 	if (ret == -EAGAIN) {
 		ukp_err("process %d (%s): thread %d was never found outside the C library and the "
 			"loader: no safe point to load the agent; try again",
