@@ -201,10 +201,9 @@ static const char *const our_vars[NVARS] = {
 static const char *self_path(void)
 {
 	static char self[PATH_MAX];
-	Dl_info info;
+	struct ukpa_obj_at at;
 
-	if (!self[0] && (!dladdr((void *)self_path, &info) || !info.dli_fname ||
-			 !realpath(info.dli_fname, self)))
+	if (!self[0] && (ukpa_obj_at((void *)self_path, &at) || !realpath(at.obj.path, self)))
 		self[0] = '\0';
 	return self;
 }

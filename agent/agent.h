@@ -21,6 +21,7 @@
 #ifndef UKPROBE_AGENT_H
 #define UKPROBE_AGENT_H
 
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -178,6 +179,7 @@ struct ukpa_thread {
 	void *script_block;           /* script.c: the thread's block of the script's */
 	unsigned script_generation;   /* script.c: the script whose block that is */
 	uint64_t hist_last[8];        /* hist_hit.c: the entries counted in last */
+	int err;                      /* the freestanding agent's errno (agent/free/sys.c) */
 };
 _Static_assert(sizeof(struct ukpa_thread) <= UKP_TB_AGENT_SIZE, "the agent's room");
 /* [any] The calling thread's (signal handlers included). */
@@ -573,6 +575,16 @@ int ukpa_obj_find(const char *name, struct ukpa_obj *out);     /* [init] 0 or -E
 bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr);
 /* [init] Is addr in an executable segment of a loaded object? */
 bool ukpa_addr_is_code(uintptr_t addr);
+/* [init] The loaded object with a segment holding addr (dladdr()'s
+ * question, answered from the library's object table: no call into the
+ * program's loader): its path (as loaded; the main program's real path),
+ * bias and program headers. 0 or -ENOENT. */
+struct ukpa_obj_at {
+	struct ukpa_obj obj;
+	const ElfW(Phdr) *phdr;
+	size_t phnum;
+};
+int ukpa_obj_at(const void *addr, struct ukpa_obj_at *out);
 /* [init] The file a not yet loaded object name would load (malloc'ed
  * real path), or NULL: a path as it is; a name searched as dlopen() would
  * (the library's find_module_file()). */

@@ -8,8 +8,8 @@
  *           searches a bare name in the caller's RPATH/RUNPATH (and
  *           expands $ORIGIN from it): called from here, the caller would
  *           be the agent, so those directories are searched here first,
- *           as the caller's (dlinfo RTLD_DI_SERINFO; the caller's list
- *           is RPATH, LD_LIBRARY_PATH, RUNPATH, then the system
+ *           as the caller's (read from its dynamic section: the caller's
+ *           list is RPATH, LD_LIBRARY_PATH, RUNPATH, then the system
  *           directories, which the loader searches after ld.so.cache).
  *  _exit    the image's events are flushed and its final report sent
  *           (destructors do not run: shells and forked children end so).
@@ -40,9 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "objects_changed.h"
+#include "search_path.h"
 
 
 extern char **environ;
@@ -52,100 +55,73 @@ extern char **environ;
 void *ukpa_real_dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);
+	void *h;
 
 	if (!real)
 		real = (void *(*)(const char *, int))dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
 	if (!real)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	return real ? real(file, mode) : NULL;
+	if (!real)
+		return NULL;
+	h = real(file, mode);
+	/* (the library's object table reads the objects again: every load
+	 * of the agent's and the program's comes here) */
+	if (h && !(mode & RTLD_NOLOAD))
+		ukp_objects_changed();
+	return h;
 }
 
-/* The directories dlinfo(RTLD_DI_SERINFO) lists for an object, in
- * order; free the result. */
-static Dl_serinfo *search_list(void *handle)
+struct try_dir {
+	const char *file;
+	int mode;
+	void *h;
+};
+
+/* [init] One directory of the caller's search path: the file there, when
+ * it is there and loads. */
+static int try_dir(const char *dir, size_t len, void *arg)
 {
-	Dl_serinfo size, *info;
+	struct try_dir *t = arg;
+	char path[PATH_MAX];
 
-	if (dlinfo(handle, RTLD_DI_SERINFOSIZE, &size))
-		return NULL;
-	info = malloc(size.dls_size);
-	if (!info)
-		return NULL;
-	info->dls_size = size.dls_size;
-	info->dls_cnt = size.dls_cnt;
-	if (dlinfo(handle, RTLD_DI_SERINFO, info)) {
-		free(info);
-		return NULL;
-	}
-	return info;
-}
-
-static bool in_list(const Dl_serinfo *l, const char *dir)
-{
-	unsigned int i;
-
-	for (i = 0; l && i < l->dls_cnt; i++)
-		if (!strcmp(l->dls_serpath[i].dls_name, dir))
-			return true;
-	return false;
-}
-
-/* One of the loader's system directories (not from LD_LIBRARY_PATH):
- * the agent has no RPATH or RUNPATH, so its list is LD_LIBRARY_PATH's
- * directories and the system ones. */
-static bool system_dir(const Dl_serinfo *own, const char *dir)
-{
-	const char *llp = getenv("LD_LIBRARY_PATH"), *p, *e;
-	size_t len = strlen(dir);
-
-	if (!in_list(own, dir))
-		return false;
-	for (p = llp; p && *p; p = *e ? e + 1 : e) {
-		e = strchr(p, ':');
-		if (!e)
-			e = p + strlen(p);
-		if ((size_t)(e - p) == len && !memcmp(p, dir, len))
-			return false;
-	}
-	return true;
+	(void)len;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, t->file) >= (int)sizeof(path) ||
+	    access(path, F_OK))
+		return 0;
+	t->h = ukpa_real_dlopen(path, t->mode);
+	return t->h != NULL;
 }
 
 /*
  * dlopen(name) as the code at caller would get it: an object already
  * loaded under that name; else the first file of that name in the
- * caller's RPATH, LD_LIBRARY_PATH or RUNPATH directories; else what the
- * loader finds by itself (ld.so.cache, system directories), which does
- * not depend on the caller.
+ * caller's RPATH, LD_LIBRARY_PATH or RUNPATH directories, read from the
+ * caller's dynamic section (common/search_path.c: no dladdr1() or
+ * dlinfo(), which would take the loader's lock); else what the loader
+ * finds by itself (ld.so.cache, system directories), which does not
+ * depend on the caller. The caller's RPATH only: the loader also
+ * searches the RPATHs of the objects that loaded it, and its $PLATFORM
+ * and $LIB directories.
  */
 static void *dlopen_as(const char *file, int mode, const void *caller)
 {
-	Dl_serinfo *list, *own;
-	struct link_map *lm = NULL;
-	Dl_info di;
+	struct try_dir t = { file, mode, NULL };
+	struct ukpa_obj_at at;
+	char origin[PATH_MAX], *slash;
 	void *h;
-	unsigned int i;
 
 	if (!file || strchr(file, '/'))
 		return ukpa_real_dlopen(file, mode);
 	h = ukpa_real_dlopen(file, mode | RTLD_NOLOAD);
-	if (h || !dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+	if (h || ukpa_obj_at(caller, &at))
 		return h ? h : ukpa_real_dlopen(file, mode);
-	list = search_list(lm);
-	own = dladdr1((void *)dlopen_as, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm ?
-		      search_list(lm) : NULL;
-	for (i = 0; list && own && i < list->dls_cnt && !h; i++) {
-		const char *dir = list->dls_serpath[i].dls_name;
-		char path[PATH_MAX];
-
-		if (system_dir(own, dir) ||
-		    snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path) ||
-		    access(path, F_OK))
-			continue;
-		h = ukpa_real_dlopen(path, mode);
-	}
-	free(list);
-	free(own);
-	return h ? h : ukpa_real_dlopen(file, mode);
+	snprintf(origin, sizeof(origin), "%s", at.obj.path);
+	slash = strrchr(origin, '/');
+	if (slash)
+		*(slash == origin ? slash + 1 : slash) = '\0';
+	ukp_search_dirs(at.phdr, at.phnum, at.obj.base, slash ? origin : NULL, NULL,
+			getauxval(AT_SECURE) ? NULL : getenv("LD_LIBRARY_PATH"), try_dir, &t);
+	return t.h ? t.h : ukpa_real_dlopen(file, mode);
 }
 
 /* Load for the caller at ret, then register the probes that waited for

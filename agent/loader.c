@@ -23,6 +23,7 @@
 #include <link.h>
 
 #include "agent.h"
+#include "objects_changed.h"
 
 static struct kprobe loader_kp;
 static bool loader_on;
@@ -34,6 +35,7 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 	int saved = errno;
 
 	ukpa_busy++;
+	ukp_objects_changed();
 	ukpa_probes_loader_event(_r_debug.r_state);
 	ukpa_busy--;
 	errno = saved;
@@ -73,6 +75,11 @@ int ukpa_loader_watch(int *state)
 	if (ret)
 		return ret;
 	loader_on = true;
+	/* from here on the stops report every change (an unmap waits in
+	 * its stop for a registration under the probes' lock): what the
+	 * library's object table read before the watch may be gone, read
+	 * it again */
+	ukp_objects_changed();
 	/* read after the breakpoint is in: a change begun before it was
 	 * still shows in r_state */
 	*state = __atomic_load_n(&_r_debug.r_state, __ATOMIC_ACQUIRE);

@@ -44,8 +44,14 @@ struct walk {
 static bool is_vdso(const struct dl_phdr_info *info)
 {
 	uintptr_t ehdr = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	size_t i;
 
-	return ehdr && (uintptr_t)info->dlpi_phdr == ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
+	/* (by where its ELF header is loaded: a walk may give a copy of
+	 * the program headers, src/symbols/iterate_objects.c) */
+	for (i = 0; ehdr && i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && !info->dlpi_phdr[i].p_offset)
+			return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr == ehdr;
+	return false;
 }
 
 static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -157,6 +163,54 @@ int ukpa_obj_find(const char *name, struct ukpa_obj *out)
 		*out = l->obj;
 	free(w.list);
 	return l ? 0 : -ENOENT;
+}
+
+struct at_walk {
+	uintptr_t addr;
+	struct ukpa_obj_at *out;
+	bool found;
+};
+
+static int at_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct at_walk *w = arg;
+	size_t i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || w->addr < lo || w->addr - lo >= ph->p_memsz)
+			continue;
+		w->out->obj.base = info->dlpi_addr;
+		w->out->obj.is_main = !info->dlpi_name || !info->dlpi_name[0];
+		w->out->phdr = info->dlpi_phdr;
+		w->out->phnum = info->dlpi_phnum;
+		snprintf(w->out->obj.path, sizeof(w->out->obj.path), "%s",
+			 info->dlpi_name ? info->dlpi_name : "");
+		w->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+int ukpa_obj_at(const void *addr, struct ukpa_obj_at *out)
+{
+	struct at_walk w = { (uintptr_t)addr, out, false };
+
+	memset(out, 0, sizeof(*out));
+	/* (the agent's link binds dl_iterate_phdr to the library's object
+	 * table: src/symbols/iterate_objects.c) */
+	dl_iterate_phdr(at_cb, &w);
+	if (!w.found)
+		return -ENOENT;
+	if (out->obj.is_main) {
+		ssize_t n = readlink("/proc/self/exe", out->obj.path, sizeof(out->obj.path) - 1);
+
+		out->obj.path[n > 0 ? n : 0] = '\0';
+	}
+	return 0;
 }
 
 bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr)

@@ -775,10 +775,10 @@ static int matches_dedup(struct matches *ms)
 static const char *agent_path(void)
 {
 	static char path[4096];
-	Dl_info info;
+	struct ukpa_obj_at self;
 
-	if (!path[0] && dladdr((void *)agent_path, &info) && info.dli_fname)
-		snprintf(path, sizeof(path), "%s", info.dli_fname);
+	if (!path[0] && !ukpa_obj_at((void *)agent_path, &self))
+		snprintf(path, sizeof(path), "%s", self.obj.path);
 	return path[0] ? path : NULL;
 }
 

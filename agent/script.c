@@ -263,14 +263,14 @@ int ukpa_script_load(const char *path)
 {
 	void *h;
 
-	Dl_info self;
+	struct ukpa_obj_at self;
 
 	if (desc)
 		forget();
 	/* injected (-p), the agent was loaded RTLD_LOCAL: its symbols, which
 	 * the script binds to, go into the global scope */
-	if (dladdr((void *)ukpa_script_thread, &self) && self.dli_fname &&
-	    !ukpa_real_dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+	if (!ukpa_obj_at((void *)ukpa_script_thread, &self) &&
+	    !ukpa_real_dlopen(self.obj.path, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
 		dprintf(2, "ukprobe-agent: cannot make the agent's symbols global: %s\n", dlerror());
 		return -1;
 	}

@@ -445,6 +445,18 @@ def bench_micro(args, bindir):
             ("run keyed", [args.ukprobe, "run", "-e",
                            "uprobe:%s { @[arg1 & 1023] = count(); }" % fn, "--", hit, str(n)]),
         ]
+        # a statically linked copy: the freestanding agent's hits
+        # (issue 28), against the dynamic agent's above
+        st = os.path.join(bindir, "bench_tool_hit_static")
+        if os.path.exists(st):
+            sfn = "%s:bench_tool_target" % st
+            cmds += [
+                ("static call", [st, str(n)]),
+                ("static stat", [args.ukprobe, "stat", "-o", os.path.join(d, "sstat.txt"),
+                                 "-e", "p " + sfn, "--", st, str(n)]),
+                ("static trace -o 0", [args.ukprobe, "trace", "-o", out, "-e", "p " + sfn,
+                                       "--", st, str(n)]),
+            ]
         # bpftrace on the same function, as root where it attaches (a
         # private copy: a kernel uprobe is in every process mapping the
         # file); fewer calls, its hits cost microseconds
@@ -466,7 +478,7 @@ def bench_micro(args, bindir):
                 ns.setdefault(name, []).append(float(m[1]))
                 wall.setdefault(name, []).append(float(m[2]))
                 lm = re.search(r"(\d+) events lost", r.stderr)
-                if name.startswith("trace -o"):
+                if name.startswith("trace -o") or name == "static trace -o 0":
                     with open(out, "rb") as f:
                         written = sum(1 for _ in f)
                     lost.setdefault(name, []).append(n - written)
@@ -769,10 +781,14 @@ def markdown_micro(m, res):
               "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)",
               "run count": "`ukprobe run` `@ = count()`",
               "run keyed": "`ukprobe run` `@[arg1 & 1023] = count()` (1024 keys)",
-              "bpftrace count": "bpftrace `@ = count()` (root)"}
+              "bpftrace count": "bpftrace `@ = count()` (root)",
+              "static call": "static program: the function alone",
+              "static stat": "static program: `ukprobe stat` (the freestanding agent)",
+              "static trace -o 0": "static program: `ukprobe trace -o` (0 args + timestamp)"}
     for k in ("call", "o", "stat", "trace -o", "trace -o 0", "trace -o 4", "record 0",
               "record 4", "stat --filter", "stat hist", "trace stacktrace",
-              "run count", "run keyed", "bpftrace count"):
+              "run count", "run keyed", "bpftrace count", "static call", "static stat",
+              "static trace -o 0"):
         r = m["rows"].get(k)
         if not r:
             out.append("| %s | skipped | | | | | |" % labels[k])

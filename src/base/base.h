@@ -46,7 +46,13 @@ long ukp_sys_tgkill(int pid, int tid, int sig);
  * measured once at start-up.
  */
 extern long ukp_errno_offset;
+#ifdef UKP_FREE
+/* the freestanding agent's errno is its own, in the thread's block */
+#include <errno.h>
+#define ukp_errno errno
+#else
 #define ukp_errno (*(int *)(arch_thread_pointer() + ukp_errno_offset))
+#endif
 void ukp_errno_init(void);                    /* [reg] before any handler */
 
 #define UKP_SCAN_SIG 64                       /* SIGRTMAX, owned by the library (process/threads.c) */

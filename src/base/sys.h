@@ -244,6 +244,13 @@ void ukp_dir_close(struct ukp_dir *d);
  * out: the kernel's own resolution (an O_PATH descriptor's
  * /proc/self/fd link). 0 or -errno (-ENAMETOOLONG when size is short). */
 int ukp_sys_realpath(const char *path, char *out, size_t size);
+
+/* n bytes of this process's memory at src into dst without faulting
+ * (process_vm_readv on itself: no signal handler needed): 0, or -EFAULT
+ * when a byte of it is not mapped readable (an object unmapped by
+ * another thread meanwhile). Where the call is refused (ENOSYS, EPERM: a
+ * seccomp filter), a plain copy. [reg] */
+int ukp_sys_read_self(void *dst, const void *src, size_t n);
 /* the same, malloc'ed (realpath(path, NULL)); NULL on failure */
 char *ukp_realpath_dup(const char *path);
 

@@ -18,6 +18,7 @@
  * and the thread's id (a recursive mutex of the dynamic loader's compares
  * it with its owner's: 0 would pass for anyone's).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <linux/sched.h>
@@ -121,6 +122,24 @@ static struct tls_image images[KT_IMAGES];
 static int nimages;
 static size_t tls_reach; /* the farthest byte of a block from the thread pointer */
 
+#ifdef UKP_OWN_OBJECTS
+/* The agent's link binds dl_iterate_phdr() to the library's object table
+ * (src/symbols/iterate_objects.c), which knows no TLS: the TLS layout is
+ * the loader's, asked of its own walk, found in a constructor (inside the
+ * agent's dlopen(), whose loader lock dlsym() takes). The one loader
+ * query the agent makes outside its constructors, and not on a
+ * resolution path (doc/static_agent.md). */
+static int (*loader_walk)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+
+__attribute__((constructor)) static void find_loader_walk(void)
+{
+	loader_walk = (int (*)(int (*)(struct dl_phdr_info *, size_t, void *), void *))dlsym(
+		RTLD_DEFAULT, "dl_iterate_phdr");
+}
+#else
+#define loader_walk dl_iterate_phdr
+#endif
+
 static int tls_image_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	uintptr_t tp = arch_thread_pointer();
@@ -173,6 +192,11 @@ static void *nothing(void *arg)
  */
 static void look_at_descriptor(void)
 {
+#ifdef UKP_FREE
+	/* (the freestanding agent: no C library's threads to look like) */
+	atomic_store(&desc_state, 1);
+	tid_off = -1;
+#else
 	static int fake[1024];
 	clockid_t cid;
 	int i, v;
@@ -192,11 +216,15 @@ static void look_at_descriptor(void)
 	desc_delta = (intptr_t)(arch_thread_pointer() - (uintptr_t)self);
 	if (desc_delta < 0 || desc_delta > (intptr_t)(KT_SIDE / 2))
 		goto unknown;
-	dl_iterate_phdr(tls_image_cb, NULL);
+#ifdef UKP_OWN_OBJECTS
+	if (loader_walk)
+#endif
+		loader_walk(tls_image_cb, NULL);
 	atomic_store(&desc_state, 1);
 	return;
 unknown:
 	atomic_store(&desc_state, -1);
+#endif
 }
 
 /* [reg] The program as glibc sees it must be multi-threaded before a
@@ -206,11 +234,13 @@ unknown:
  * arena) makes it so for the process's life. */
 static void not_single_threaded(void)
 {
+#ifndef UKP_FREE
 	pthread_t t;
 
 	if (&__libc_single_threaded && __libc_single_threaded &&
 	    ukprobes_kthread_create(&t, NULL, nothing, NULL) == 0)
 		pthread_join(t, NULL);
+#endif
 }
 
 /* The raw thread's first frame: its mask (the library's signals
@@ -272,8 +302,10 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 	memset(t, 0, sizeof(*t));
 	if (atomic_load(&desc_state) == 0)
 		look_at_descriptor();
+#ifndef UKP_FREE
 	if (atomic_load(&desc_state) < 0)
 		return run_pthread(h, fn, arg, name, flags);
+#endif
 	not_single_threaded();
 	/* errno and the rest of the program's static TLS in the zeroed
 	 * room, however large */
@@ -319,7 +351,8 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 	tid = arch_clone_thread(KT_RAW_FLAGS | ((flags & UKPROBES_KTHREAD_DETACHED) ? 0 :
 						 CLONE_CHILD_CLEARTID),
 				(void *)((uintptr_t)k & ~15UL),
-				(int *)(tp - desc_delta + tid_off), (int *)&k->ctid, tp,
+				tid_off < 0 ? &k->tid : (int *)(tp - desc_delta + tid_off),
+				(int *)&k->ctid, tp,
 				kthread_main, k);
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	if (tid < 0) {
@@ -341,8 +374,10 @@ UKPROBES_API void *ukprobes_kthread_join(struct ukprobes_kthread *t)
 	void *ret;
 
 	if (!k) {
+#ifndef UKP_FREE
 		if (!h->tid && h->pt && pthread_join(h->pt, &ret) == 0)
 			return ret;
+#endif
 		return NULL;
 	}
 	/* the kernel clears ctid and wakes its futex once the thread is gone

@@ -27,6 +27,7 @@
 #include "optimizer/optimizer.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 #include "flow/codeflow.h"
 #include "flow/func_entry.h"
 #include "core/jprobes.h"
@@ -500,6 +501,7 @@ void ukp_gone_sweep(void)
 /* Called by the dlclose() interposer. */
 void ukp_after_dlclose(void)
 {
+	ukp_objects_changed(); /* (the agent's build: read the objects again) */
 	if (!owner_pid)
 		return; /* the library was never used */
 	ukp_fmutex_lock(&ukp_mutex);

@@ -31,6 +31,7 @@
 #include "flow/func_entry.h"
 #include "base/base.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 
 struct entry_match {
 	const struct ukp_object *obj;
@@ -38,7 +39,7 @@ struct entry_match {
 	uintptr_t entry;        /* absolute, 0 when unknown */
 };
 
-/* [reg] Called with the loader's lock held: find obj, read its e_entry. */
+/* [reg] Called inside a walk (ukp_iterate_objects): find obj, read its e_entry. */
 static int entry_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct entry_match *em = arg;
@@ -70,7 +71,7 @@ static uintptr_t object_entry(const struct ukp_object *obj)
 {
 	struct entry_match em = { .obj = obj };
 
-	dl_iterate_phdr(entry_cb, &em);
+	ukp_iterate_objects(entry_cb, &em);
 	return em.entry;
 }
 

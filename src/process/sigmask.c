@@ -66,6 +66,7 @@
 
 #include "base/base.h"
 #include "process/process.h"
+#include "symbols/maps_objects.h"
 
 #define SIGBIT(sig) (1ULL << ((sig) - 1))
 #define OWNED UKP_OWNED_MASK
@@ -261,13 +262,17 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn
 static void *next_fn(const char *name)
 {
 	char buf[64] = "__interceptor_";
-	Dl_info a, b;
+	struct ukp_object_at a, b;
 	void *p;
 
+	/* (the objects' bases, as dladdr()'s dli_fbase: not the loader's
+	 * query, which the agent's build makes none of) */
 	if (strlen(name) < sizeof(buf) - 15) {
 		strcat(buf, name);
 		p = dlsym(RTLD_DEFAULT, buf);
-		if (p && dladdr(p, &a) && dladdr((const void *)next_fn, &b) && a.dli_fbase == b.dli_fbase)
+		if (p && !ukp_object_at((uintptr_t)p, &a, NULL, 0) &&
+		    !ukp_object_at((uintptr_t)next_fn, &b, NULL, 0) && a.bias == b.bias &&
+		    a.phnum == b.phnum)
 			return p;
 	}
 	return dlsym(RTLD_NEXT, name);
@@ -686,6 +691,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
  * gets the program's view of it, owned signals included, for the image
  * it executes; the spawn itself sets it between its fork and exec.
  */
+#ifndef UKP_FREE /* (a static program's posix_spawn is its own) */
 static int spawn(bool by_file, pid_t *pid, const char *path,
 		 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 		 char *const argv[], char *const envp[])
@@ -734,6 +740,8 @@ __attribute__((visibility("default"))) int posix_spawnp(pid_t *pid, const char *
 {
 	return spawn(true, pid, file, fa, attr, argv, envp);
 }
+
+#endif
 
 /*
  * [any, vfork child] Just before an execve: the kernel's mask becomes

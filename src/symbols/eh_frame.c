@@ -42,6 +42,7 @@
 #include "symbols/cfi.h"
 #include "symbols/eh_frame.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
 
 #define EH_CHUNK 4096u
@@ -66,7 +67,8 @@ struct phdr_match {
 	int err;
 };
 
-/* [reg] Called with the loader's lock held: copy and return. */
+/* [reg] Called inside a walk (the loader's lock held, or a snapshot's
+ * copies: iterate_objects.c): copy and return. */
 static int match_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct phdr_match *pm = arg;
@@ -304,7 +306,7 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	memset(eh, 0, sizeof(*eh));
 	if (!obj)
 		return -ENOENT;
-	dl_iterate_phdr(match_cb, &pm);
+	ukp_iterate_objects(match_cb, &pm);
 	if (pm.err)
 		return pm.err;
 	if (!pm.found)
@@ -460,7 +462,7 @@ int ukp_eh_ra_rule(const struct ukp_object *obj, uintptr_t addr, struct ukp_cfi_
 
 	if (!obj)
 		return -ENOENT;
-	dl_iterate_phdr(match_cb, &pm);
+	ukp_iterate_objects(match_cb, &pm);
 	ret = pm.err ? pm.err : -ENOENT;
 	if (pm.err || !pm.found || !pm.hdr)
 		goto out;

@@ -44,7 +44,7 @@ struct ukp_eh_frame {
 };
 
 /*
- * [reg] Read the object's program headers (dl_iterate_phdr, matched on
+ * [reg] Read the object's program headers (ukp_iterate_objects, matched on
  * obj->base and obj->path) and enumerate its FDEs, from the binary
  * search table of .eh_frame_hdr.
  * Fills *eh (free it with ukp_eh_frame_free, also after an error).

@@ -21,17 +21,27 @@
  * the load order where the kernel's top-down layout holds), the dynamic
  * loader (AT_BASE) last, as in its own list. Names: "" for
  * the main program (as the loader's), "linux-vdso.so.1", else the path
- * /proc/self/maps shows. dlpi_adds is a digest of the set (it changes
+ * /proc/self/maps shows, with the library's soname for its file name
+ * when that is a link to the same file (lib_name: the loader's name). dlpi_adds is a digest of the set (it changes
  * when an object comes or goes), dlpi_subs 0: the loader's counters do
  * not exist here.
+ *
+ * The headers are read without faulting (ukp_sys_read_self): another
+ * thread may unmap an object between the read of the maps and theirs;
+ * the callback gets the program headers where they are, as
+ * dl_iterate_phdr() gives them, but no loader lock keeps the object
+ * mapped meanwhile (iterate_objects.c hands out copies).
  *
  * Context: [reg] (malloc, a read of /proc/self/maps).
  */
 #include <elf.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include "base/base.h"
 #include "base/sys.h"
@@ -208,29 +218,101 @@ static int add_main(struct found_list *fl, const struct mapping_list *ml, size_t
 }
 
 /* An ELF header in memory at ehdr (readable up to end): its program
- * headers and bias, when they are an object's. */
-static bool headers_at(uintptr_t ehdr, uintptr_t end, const ElfW(Phdr) **php, size_t *phnum,
-		       uintptr_t *bias)
+ * headers (their address, and a copy in ph[max]) and bias, when they are
+ * an object's. Read with ukp_sys_read_self: another thread may unmap
+ * the object after the maps were read. */
+#define MAX_PHDRS 64
+static bool headers_at(uintptr_t ehdr, uintptr_t end, const ElfW(Phdr) **php, ElfW(Phdr) *ph,
+		       size_t *phnum, uintptr_t *bias)
 {
-	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)ehdr;
-	const ElfW(Phdr) *ph;
+	ElfW(Ehdr) eh;
 	size_t i;
 
-	if (end - ehdr < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
-	    eh->e_type != ET_DYN || eh->e_phentsize != sizeof(*ph) || !eh->e_phnum ||
-	    eh->e_phoff > end - ehdr || (size_t)eh->e_phnum * sizeof(*ph) > end - ehdr - eh->e_phoff)
+	if (end - ehdr < sizeof(eh) || ukp_sys_read_self(&eh, (const void *)ehdr, sizeof(eh)) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+	    eh.e_type != ET_DYN || eh.e_phentsize != sizeof(*ph) || !eh.e_phnum ||
+	    eh.e_phnum > MAX_PHDRS || eh.e_phoff > end - ehdr ||
+	    (size_t)eh.e_phnum * sizeof(*ph) > end - ehdr - eh.e_phoff ||
+	    ukp_sys_read_self(ph, (const void *)(ehdr + eh.e_phoff), eh.e_phnum * sizeof(*ph)))
 		return false;
-	ph = (const ElfW(Phdr) *)(ehdr + eh->e_phoff);
-	for (i = 0; i < eh->e_phnum; i++) {
+	for (i = 0; i < eh.e_phnum; i++) {
 		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
-			*php = ph;
-			*phnum = eh->e_phnum;
+			*php = (const ElfW(Phdr) *)(ehdr + eh.e_phoff);
+			*phnum = eh.e_phnum;
 			*bias = ehdr - ph[i].p_vaddr;
 			return true;
 		}
 	}
 	return false;
+}
+
+/* The object's DT_SONAME into buf, read from its dynamic section in
+ * memory (ukp_sys_read_self: it may be unmapped meanwhile). */
+static bool soname_of(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias, char *buf, size_t size)
+{
+	ElfW(Dyn) d[64];
+	uintptr_t strtab = 0, lo = UINTPTR_MAX, hi = 0, dyn = 0;
+	uint64_t soname = UINT64_MAX, strsz = 0;
+	size_t i, n = 0, dynsz = 0;
+
+	for (i = 0; i < phnum; i++) {
+		if (ph[i].p_type == PT_DYNAMIC) {
+			dyn = bias + ph[i].p_vaddr;
+			dynsz = ph[i].p_memsz;
+		} else if (ph[i].p_type == PT_LOAD) {
+			lo = bias + ph[i].p_vaddr < lo ? bias + ph[i].p_vaddr : lo;
+			hi = bias + ph[i].p_vaddr + ph[i].p_memsz > hi ?
+				     bias + ph[i].p_vaddr + ph[i].p_memsz : hi;
+		}
+	}
+	if (!dyn)
+		return false;
+	n = dynsz / sizeof(d[0]) < 64 ? dynsz / sizeof(d[0]) : 64;
+	if (!n || ukp_sys_read_self(d, (const void *)dyn, n * sizeof(d[0])))
+		return false;
+	for (i = 0; i < n && d[i].d_tag != DT_NULL; i++) {
+		if (d[i].d_tag == DT_STRTAB)
+			strtab = d[i].d_un.d_ptr;
+		else if (d[i].d_tag == DT_STRSZ)
+			strsz = d[i].d_un.d_val;
+		else if (d[i].d_tag == DT_SONAME)
+			soname = d[i].d_un.d_val;
+	}
+	if (!strtab || soname >= strsz)
+		return false;
+	/* (relocated in place by glibc's loader, as linked by others) */
+	if (!(strtab >= lo && strtab < hi))
+		strtab += bias;
+	if (strtab < lo || strtab + soname >= hi)
+		return false;
+	n = hi - (strtab + soname) < size ? hi - (strtab + soname) : size;
+	if (ukp_sys_read_self(buf, (const void *)(strtab + soname), n) || !memchr(buf, 0, n))
+		return false;
+	return true;
+}
+
+/* The name the loader gives a library it found by its DT_NEEDED (or
+ * dlopen()) name, which is the library's soname, a link to its file
+ * (libz.so.1 -> libz.so.1.2.13): the soname in the mapped file's
+ * directory when it is that same file, else the mapped file's path (the
+ * kernel's: the real path). Only the directory can differ from the
+ * loader's (/lib for /usr/lib on a merged /usr). */
+static const char *lib_name(const struct mapping *mp, const ElfW(Phdr) *ph, size_t phnum,
+			    uintptr_t bias, char *buf, size_t size)
+{
+	const char *slash = strrchr(mp->path, '/');
+	char soname[256];
+	struct stat st;
+	int n;
+
+	if (!soname_of(ph, phnum, bias, soname, sizeof(soname)) || !soname[0] ||
+	    strchr(soname, '/') || !slash || !strcmp(slash + 1, soname))
+		return mp->path;
+	n = snprintf(buf, size, "%.*s/%s", (int)(slash - mp->path), mp->path, soname);
+	if (n < 0 || (size_t)n >= size || ukp_sys_stat(buf, &st) || st.st_ino != mp->inode)
+		return mp->path;
+	return buf;
 }
 
 static int by_address_down(const void *a, const void *b)
@@ -261,10 +343,11 @@ int ukp_maps_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void
 		goto out;
 	if (vdso) {
 		const ElfW(Phdr) *ph;
+		ElfW(Phdr) copy[MAX_PHDRS];
 		size_t phnum;
 		uintptr_t bias;
 
-		if (headers_at(vdso, vdso + page, &ph, &phnum, &bias)) {
+		if (headers_at(vdso, vdso + page, &ph, copy, &phnum, &bias)) {
 			ret = found_add(&fl, bias, "linux-vdso.so.1", ph, phnum);
 			if (ret)
 				goto out;
@@ -275,17 +358,20 @@ int ukp_maps_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void
 	main_map = mapping_at(&ml, ukp_getauxval(AT_PHDR));
 	for (i = 0; i < ml.n; i++) {
 		const struct mapping *mp = &ml.v[i];
+		char name[PATH_MAX];
 		const ElfW(Phdr) *ph;
+		ElfW(Phdr) copy[MAX_PHDRS];
 		size_t phnum;
 		uintptr_t bias;
 
 		if (mp->offset || !mp->read || mp->path[0] != '/' ||
 		    (main_map && mp->inode == main_map->inode && !strcmp(mp->path, main_map->path)))
 			continue;
-		if (!headers_at(mp->start, mp->end, &ph, &phnum, &bias) ||
-		    !mapped_as_loaded(&ml, mp, ph, phnum, bias, page))
+		if (!headers_at(mp->start, mp->end, &ph, copy, &phnum, &bias) ||
+		    !mapped_as_loaded(&ml, mp, copy, phnum, bias, page))
 			continue;
-		ret = found_add(&fl, bias, mp->path, ph, phnum);
+		ret = found_add(&fl, bias, lib_name(mp, copy, phnum, bias, name, sizeof(name)), ph,
+				phnum);
 		if (ret)
 			goto out;
 	}

@@ -2,7 +2,7 @@
 /*
  * stack_objects.c - where the loaded objects' code and call frame
  * information are, for the hit's unwinder (core/stacktrace.c): a table
- * [reg] built with dl_iterate_phdr() whenever the symbol cache rescans
+ * [reg] built with ukp_iterate_objects() whenever the symbol cache rescans
  * the loaded objects, published by swapping two copies, read [hit]
  * without locks. Built without jump tables (src/meson.build), as the
  * unwinder.
@@ -15,6 +15,7 @@
 
 #include "base/base.h"
 #include "symbols/stack_objects.h"
+#include "symbols/maps_objects.h"
 
 #define ST_MAX_OBJS 1024
 
@@ -28,7 +29,8 @@ struct build {
 	int n;
 };
 
-/* [reg] Called with the loader's lock held: copy and return. */
+/* [reg] Called inside a walk (the loader's lock held, or a snapshot's
+ * copies: iterate_objects.c): copy and return. */
 static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct build *b = arg;
@@ -64,7 +66,7 @@ void ukp_stacktrace_objects_changed(void)
 	int next = atomic_load(&cur) == 0 ? 1 : 0;
 	struct build b = { tabs[next], 0 };
 
-	dl_iterate_phdr(build_cb, &b);
+	ukp_iterate_objects(build_cb, &b);
 	counts[next] = b.n;
 	atomic_store_explicit(&cur, next, memory_order_release);
 }

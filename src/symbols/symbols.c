@@ -3,7 +3,8 @@
  * symbols.c - loaded ELF objects and their function symbols (kallsyms and
  * the module list, for one process).
  *
- * Objects come from dl_iterate_phdr(); symbols are read with the
+ * Objects come from ukp_iterate_objects() (the loader's list, or in the
+ * agent the table from /proc/self/maps: iterate_objects.c); symbols are read with the
  * library's ELF reader (elf_read.c, no libelf) from each object's file,
  * lazily, the first time something needs them; for a
  * file without .symtab, its debug file or MiniDebugInfo (debuginfo.c)
@@ -47,6 +48,7 @@
 #include "base/base.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
+#include "symbols/maps_objects.h"
 #include "symbols/usdt.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
 #include "base/sys.h"
@@ -1114,9 +1116,14 @@ static int peek_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static bool is_vdso(const struct dl_phdr_info *info)
 {
 	uintptr_t ehdr = (uintptr_t)ukp_getauxval(AT_SYSINFO_EHDR);
+	size_t i;
 
-	return ehdr && (uintptr_t)info->dlpi_phdr ==
-		       ehdr + ((const ElfW(Ehdr) *)ehdr)->e_phoff;
+	/* (by where its ELF header is loaded: a walk may give a copy of
+	 * the program headers, src/symbols/iterate_objects.c) */
+	for (i = 0; ehdr && i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && !info->dlpi_phdr[i].p_offset)
+			return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr == ehdr;
+	return false;
 }
 
 static char *main_exe_path(void)
@@ -1131,7 +1138,8 @@ static char *main_exe_path(void)
 }
 
 /*
- * [reg] Called by the loader with its lock held: copy what we need (the
+ * [reg] Called inside a walk (the loader's lock held, or a snapshot's
+ * copies: iterate_objects.c): copy what we need (the
  * name may go away with a later dlclose()) and nothing more.
  */
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -1280,7 +1288,7 @@ static int objects_rescan(void)
 	size_t i;
 	int err = 0;
 
-	dl_iterate_phdr(scan_cb, &sc);
+	ukp_iterate_objects(scan_cb, &sc);
 	if (sc.err) {
 		err = sc.err;
 		goto out;
@@ -1375,7 +1383,7 @@ static int objects_sync(void)
 	if (ukp_syms.iter_depth)
 		return 0;
 	if (ukp_syms.scanned) {
-		dl_iterate_phdr(peek_counters_cb, &sc);
+		ukp_iterate_objects(peek_counters_cb, &sc);
 		if (sc.have_counters && sc.adds == ukp_syms.adds && sc.subs == ukp_syms.subs)
 			return 0;
 	}

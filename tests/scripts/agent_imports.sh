@@ -2,7 +2,9 @@
 # agent_imports.sh AGENT: the agent imports none of the C library
 # functions it has its own of (src/base/libc.h, doc/static_agent.md: "The
 # agent's own C library"), nor the stdio its messages went through before
-# (they are written with the agent's dprintf now), and has no TLS segment.
+# (they are written with the agent's dprintf now), nor the dynamic
+# loader's queries (dl_iterate_phdr, dladdr, dladdr1, dlinfo), and has no
+# TLS segment.
 # Fails naming each one still imported.
 set -u
 agent=$1
@@ -30,6 +32,18 @@ for f in $(grep -E '^(mem|str|stp|bcmp|bzero)|printf|^__.*_chk$|^(is|to)[a-z]+$|
     *) echo "agent_imports: $agent imports $f: give the agent its own (src/base/libc.h)" >&2
        bad=1 ;;
   esac
+done
+# and none of the dynamic loader's queries on its resolution paths: the
+# objects come from the library's own table (src/symbols/iterate_objects.c,
+# maps_objects.c), an address's object from the same, a search path from
+# the object's dynamic section (common/search_path.c); dlsym/dlvsym (the
+# interposers' constructors) and _r_debug (the loader watch) stay
+loader="dl_iterate_phdr dladdr dladdr1 dlinfo"
+for f in $loader; do
+  if grep -qx -- "$f" <<<"$imports"; then
+    echo "agent_imports: $agent imports $f (the loader's query: the library's object table answers it, doc/static_agent.md)" >&2
+    bad=1
+  fi
 done
 # and no TLS of its own: libukprobes' and the agent's per-thread state is
 # in the per-thread block (common/thread_block.h, src/base/tb_lib.h)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ukprobes.h>
 
@@ -336,4 +337,31 @@ Test(module_file, errors)
 	cr_assert_eq(module_file_on_each_text(NULL, stop_cb, &calls), -EINVAL);
 	cr_assert_eq(dlopen("libm.so.6", RTLD_NOW | RTLD_NOLOAD) != NULL, libm_was_loaded,
 		     "nothing above loads it");
+}
+
+/*
+ * A bare name is searched in the program's own search path, read from
+ * its dynamic section (no dlinfo()): this test program's RUNPATH holds
+ * $ORIGIN/progs (tests/meson.build), where libukpsdt_full.so is built,
+ * which no system directory holds and nothing loaded sits next to (each
+ * test runs in a process of its own).
+ */
+Test(module_file, bare_name_in_runpath)
+{
+	char buf[PATH_MAX], want[PATH_MAX], exe[PATH_MAX];
+	const char *progs = getenv("UKP_TEST_PROGS");
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (!progs)
+		cr_skip_test("no test objects (UKP_TEST_PROGS: the AArch64 build makes none)");
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	cr_assert_null(dlopen("libukpsdt_full.so", RTLD_NOW | RTLD_NOLOAD));
+	snprintf(buf, sizeof(buf), "%s/libukpsdt_full.so", progs);
+	cr_assert(realpath(buf, want), "%s was not built", buf);
+	cr_assert_eq(find_module_file("libukpsdt_full.so", buf, sizeof(buf)), 0,
+		     "libukpsdt_full.so not found through the RUNPATH of %s", exe);
+	cr_assert_str_eq(buf, want);
+	/* and what the loader finds there is that file */
+	cr_assert_not_null(dlopen("libukpsdt_full.so", RTLD_NOW));
 }

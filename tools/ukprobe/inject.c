@@ -37,6 +37,8 @@
  * and ukp_inject() says so.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,6 +55,7 @@
 #include "cli.h"
 #include "ptrace_arch.h"
 #include "target.h"
+#include "load.h"
 
 #define RETRIES 500          /* stops outside a safe point before giving up */
 /* a call into the process not back by then is waiting for a lock:
@@ -435,6 +438,103 @@ static int load_from_memory(struct ukp_target *t, pid_t tid,
 	return ret ? ret : failed ? -ENOENT : 0;
 }
 
+/* Is the process's program without an interpreter (statically linked)? */
+static bool program_is_static(pid_t pid)
+{
+	char path[64];
+	Elf64_Ehdr eh;
+	bool interp = false;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return false;
+	}
+	for (i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
+			    (ssize_t)sizeof(ph) &&
+		    ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	close(fd);
+	return !interp;
+}
+
+/*
+ * A static program: the freestanding agent (libukprobe-agent.bin, beside
+ * the dynamic one) mapped and started on a thread of its own by the
+ * ptrace loader (load.c), its parameters the socket's name and the key.
+ */
+static int inject_free(pid_t pid, const char *agent, const char *name, const char *key,
+		       struct ukp_inject_times *times)
+{
+	struct ukp_loaded l;
+	char bin[PATH_MAX], params[256];
+	const char *slash = strrchr(agent, '/');
+	size_t nl = strlen(name), kl = strlen(key);
+	long t0 = now_us();
+	int ret;
+
+	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > sizeof(bin) ||
+	    nl + kl + 2 > sizeof(params))
+		return UKP_EXIT_FAIL;
+	snprintf(bin, sizeof(bin), "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
+	{
+		char exe[64];
+		int fd;
+
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+		fd = open(exe, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && ukp_go_without_cgo(fd)) {
+			close(fd);
+			char comm[64] = "?";
+			int cfd;
+			ssize_t n;
+
+			snprintf(exe, sizeof(exe), "/proc/%d/comm", pid);
+			cfd = open(exe, O_RDONLY | O_CLOEXEC);
+			n = cfd >= 0 ? read(cfd, comm, sizeof(comm) - 1) : -1;
+			if (n > 0)
+				comm[n - (comm[n - 1] == '\n')] = 0;
+			if (cfd >= 0)
+				close(cfd);
+			ukp_err("process %d (%s) is a Go program built without cgo: its threads are "
+				"the Go runtime's own, where the agent cannot run (build it with "
+				"CGO_ENABLED=1 and -ldflags=-linkmode=external to trace it)",
+				pid, comm);
+			return UKP_EXIT_FAIL;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (access(bin, R_OK)) {
+		ukp_err("process %d is statically linked: it needs the freestanding agent, %s, "
+			"which is not there (%s)", pid, bin, strerror(errno));
+		return UKP_EXIT_FAIL;
+	}
+	memcpy(params, name, nl + 1);
+	memcpy(params + nl + 1, key, kl + 1);
+	ret = ukp_load_attach(pid, bin, params, nl + kl + 2, &l);
+	if (ret) {
+		ukp_err("process %d: the freestanding agent could not be loaded: %s", pid, l.err);
+		return UKP_EXIT_FAIL;
+	}
+	ukp_load_release(&l);
+	if (times) {
+		times->stop_us = 0;
+		times->inject_us = now_us() - t0;
+		times->tid = l.tid;
+	}
+	return 0;
+}
+
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times)
 {
@@ -453,6 +553,8 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
+	if (program_is_static(pid))
+		return inject_free(pid, agent, name, key, times);
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;
 	tid = ukp_target_choose_thread(&t, 0);

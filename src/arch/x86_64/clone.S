@@ -64,4 +64,19 @@ arch_thread_exit_unmap:
 	.cfi_endproc
 	.size arch_thread_exit_unmap, .-arch_thread_exit_unmap
 
+/*
+ * void arch_sigreturn(void)
+ *   The end of a signal handler's frame (SA_RESTORER): rt_sigreturn. For
+ *   the freestanding agent's sigaction() (process/signals.c), where no C
+ *   library gives one. [trap] context.
+ */
+	.globl arch_sigreturn
+	.hidden arch_sigreturn
+	.type arch_sigreturn, @function
+arch_sigreturn:
+	movl $__NR_rt_sigreturn, %eax
+	syscall
+	hlt
+	.size arch_sigreturn, .-arch_sigreturn
+
 	.section .note.GNU-stack, "", @progbits
