@@ -235,6 +235,9 @@ int ukpa_specs_count(void);
 size_t ukpa_spec_payload(int i);
 /* [init] Does an event fetch $duration? */
 bool ukpa_specs_use_duration(void);
+/* [init] Can an event carry an address to name (a return address, a
+ * symbol-typed argument, a stack)? */
+bool ukpa_specs_name_addresses(void);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);

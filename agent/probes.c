@@ -1522,6 +1522,22 @@ bool ukpa_specs_use_duration(void)
 	return false;
 }
 
+bool ukpa_specs_name_addresses(void)
+{
+	int i, k;
+
+	for (i = 0; i < nspecs; i++) {
+		const struct ukp_spec *sp = &specs[i].spec;
+
+		if (sp->is_return || sp->stacktrace)
+			return true;
+		for (k = 0; k < sp->nargs; k++)
+			if (sp->args[k].type == UKP_TY_SYMBOL)
+				return true;
+	}
+	return false;
+}
+
 /* [init] Under probes_lock: the setup's probes, armed at last. */
 static void enable_staged(void)
 {

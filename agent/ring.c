@@ -32,9 +32,12 @@
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
- *    formats after the run: the reader writes the same packets there
- *    (FROM, SYM and EVENT messages) in large writes, and never waits for
- *    ukprobe. The rings are larger, and a thread that finds its ring
+ *    formats after the run: the reader writes the rings' records there
+ *    as they are (a RECS message per ring and pass, written from the
+ *    ring itself, after the SYM messages they need), one write per pass
+ *    and at most a pass per millisecond while the rings have room, and
+ *    never waits for ukprobe: it converts nothing (ukprobe merges the
+ *    spans by timestamp, as the reader does for the socket). The rings are larger, and a thread that finds its ring
  *    full waits for the reader (yielding) a bounded time before it drops
  *    the event, so that a reader kept off the CPU for a while loses
  *    nothing. Drops are counted.
@@ -109,6 +112,9 @@ static size_t ring_bytes;
 static pid_t my_pid;
 static bool use_counter;                   /* timestamps are counter readings */
 static bool need_fence;                /* no membarrier: writers fence themselves */
+static bool announce_any;              /* an event may carry an address to name */
+/* -o FILE: the last pass found a ring an eighth full or more */
+static bool file_pass_full;
 
 /* -o FILE: the file the reader writes (UKP_ENV_RAW_FD), or -1 */
 static int raw_fd = -1;
@@ -576,30 +582,38 @@ static void cal_update(void)
 	atomic_store_explicit(&ukpa_region->cal_mult, cal_mult, memory_order_relaxed);
 }
 
-/* One packet into the -o file: FROM and whole messages, one write (the
- * file is opened with O_APPEND and shared by every image with -f: a
- * write lands whole). */
-static void raw_write(const void *buf, size_t len, size_t events, uint32_t seq)
+/* One packet into the -o file: FROM (iov[0], filled here) and whole
+ * messages (iov[1..n)), one write (the file is opened with O_APPEND and
+ * shared by every image with -f: a write lands whole). */
+static void raw_writev(struct iovec *iov, int n, size_t len, size_t events, uint32_t seq)
 {
-	struct ukp_msg_from from;
-	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
+	static struct ukp_msg_from from;
 	struct stat st;
-	ssize_t n;
+	ssize_t w;
 
 	ukpa_from_header(&from);
 	from.pad = seq; /* (region.h: which of the records ukprobe has) */
+	iov[0].iov_base = &from;
+	iov[0].iov_len = sizeof(from);
 	if (!raw_broken && (fstat(raw_fd, &st) || st.st_dev != raw_dev || st.st_ino != raw_ino))
 		raw_broken = true; /* the program closed it, and the number was reused */
 	while (!raw_broken) {
-		n = writev(raw_fd, iov, 2);
-		if (n == (ssize_t)(sizeof(from) + len))
+		w = writev(raw_fd, iov, n);
+		if (w == (ssize_t)(sizeof(from) + len))
 			return;
-		if (n < 0 && errno == EINTR)
+		if (w < 0 && errno == EINTR)
 			continue;
 		/* a short write leaves half a packet: ukprobe stops there */
 		raw_broken = true;
 	}
 	atomic_fetch_add(&lost_other, events);
+}
+
+static void raw_write(const void *buf, size_t len, size_t events, uint32_t seq)
+{
+	struct iovec iov[2] = { { NULL, 0 }, { (void *)buf, len } };
+
+	raw_writev(iov, 2, len, events, seq);
 }
 
 static void out_flush(void)
@@ -741,32 +755,31 @@ static struct ukp_region_rec *ring_rec(struct ring *r, uint64_t i)
 /* Commit the ring's pages before its thread writes there (its first lap):
  * a page fault in the traced thread costs more than a record. A thread
  * that has used half of what is committed gets as much again (at most
- * POPULATE_STEP_MAX): a thread that hits rarely keeps a small ring. */
+ * POPULATE_STEP_MAX at a time, until it has used less than half): a
+ * thread that hits rarely keeps a small ring. */
 static void populate_ahead(struct ring *r)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
 
-	if (r->populated >= ring_bytes || head >= ring_recs ||
-	    (size_t)head * rec_size < r->populated / 2)
-		return;
-	if (step > ring_bytes - r->populated)
-		step = ring_bytes - r->populated;
-	madvise((unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs, memory_order_relaxed) +
-			r->populated,
-		step,
-		MADV_POPULATE_WRITE);
-	r->populated += step;
+	/* (as often as needed: with -o FILE a pass may come only every
+	 * millisecond) */
+	while (r->populated < ring_bytes && head < ring_recs &&
+	       (size_t)head * rec_size >= r->populated / 2) {
+		size_t step = r->populated < POPULATE_STEP_MAX ? r->populated : POPULATE_STEP_MAX;
+
+		if (step > ring_bytes - r->populated)
+			step = ring_bytes - r->populated;
+		madvise((unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs,
+									memory_order_relaxed) +
+				r->populated,
+			step, MADV_POPULATE_WRITE);
+		r->populated += step;
+	}
 }
 
-/* One pass over every ring: the records published when it started, in
- * timestamp order. Returns how many. */
-static size_t drain_pass(void)
+/* [reader] The clocks' line for this pass's records. */
+static void pass_calibrate(void)
 {
-	struct ring *act[NRINGS];
-	size_t total = 0;
-	int nact = 0, i;
-
 	if (use_counter) {
 		cal_read(&cal_cnt1, &cal_ns1);
 		cal_update();
@@ -774,6 +787,142 @@ static size_t drain_pass(void)
 		if (cal_mult && cal_ns1 - cal_ns0 > 50000000)
 			atomic_store_explicit(&span_mult, cal_mult, memory_order_relaxed);
 	}
+}
+
+/* -o FILE: the bytes of records one pass writes at most (a writev moves
+ * less than 2 GiB; what is left goes at the next pass) */
+#define FILE_PASS_MAX (64UL << 20)
+
+/* [reader] -o FILE: of the rings in take, the records up to each one's
+ * end (at most a quarter of a ring's, and FILE_PASS_MAX bytes in all),
+ * as they are. The SYM messages the records need go into the output
+ * buffer first; then one write: FROM, those SYMs, and for each ring a
+ * RECS message (proto.h) whose records are written straight from the
+ * ring (one or two pieces, as the span wraps); then the tails move (so
+ * that a thread finds room again before its reader has written all a
+ * pass took). No record is converted or copied here: ukprobe merges
+ * the spans by timestamp as drain_pass_socket() does. Returns how many
+ * records. */
+static size_t file_write_some(const bool *take)
+{
+	/* (the reader's, or ukpa_reader_stop()'s when it has none: never
+	 * both at once) */
+	static struct ukp_msg_recs hd[NRINGS];
+	static struct iovec iov[2 + 3 * NRINGS];
+	static uint64_t upto[NRINGS];
+	struct ring *act[NRINGS];
+	size_t total = 0, bytes = 0;
+	bool name_addrs = announce_any || ukpa_script_loaded();
+	uint32_t seq;
+	int nact = 0, niov = 2, i;
+
+	for (i = 0; i < NRINGS && bytes < FILE_PASS_MAX; i++) {
+		struct ring *r = &rings[i];
+		struct ukp_msg_recs *m = &hd[nact];
+		uint64_t tail, n, x, first, piece;
+		unsigned char *base;
+
+		if (!take[i])
+			continue;
+		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		n = r->end - tail;
+		if (!n)
+			continue;
+		populate_ahead(r);
+		/* a quarter of the ring at most: its tail moves again before
+		 * the thread has filled the rest (the write is the kernel's
+		 * copy of every byte) */
+		if (n > ring_recs / 4)
+			n = ring_recs / 4;
+		if (n * rec_size > FILE_PASS_MAX - bytes) {
+			n = (FILE_PASS_MAX - bytes) / rec_size;
+			if (!n)
+				break;
+		}
+		upto[nact] = tail + n;
+		if (name_addrs)
+			for (x = tail; x != tail + n; x++)
+				announce_for(slot_at(r, x));
+		memset(m, 0, sizeof(*m));
+		m->h.type = UKPM_RECS;
+		m->h.len = (uint32_t)(sizeof(*m) + n * rec_size);
+		m->tid = atomic_load_explicit(&r->owner, memory_order_relaxed);
+		m->ring_no = (uint32_t)i;
+		m->pos = tail;
+		m->n = (uint32_t)n;
+		m->rec_size = (uint32_t)rec_size;
+		m->use_counter = use_counter;
+		m->cal_cnt0 = anc_cnt;
+		m->cal_ns0 = anc_ns;
+		m->cal_mult = cal_mult;
+		memcpy(m->comm, r->comm, sizeof(m->comm));
+		iov[niov].iov_base = m;
+		iov[niov++].iov_len = sizeof(*m);
+		base = (unsigned char *)(uintptr_t)atomic_load_explicit(&r->recs,
+									memory_order_relaxed);
+		first = tail & (ring_recs - 1);
+		piece = n < ring_recs - first ? n : ring_recs - first;
+		iov[niov].iov_base = base + first * rec_size;
+		iov[niov++].iov_len = piece * rec_size;
+		if (piece < n) {
+			iov[niov].iov_base = base;
+			iov[niov++].iov_len = (n - piece) * rec_size;
+		}
+		bytes += m->h.len;
+		total += n;
+		act[nact++] = r;
+	}
+	if (!nact)
+		return 0;
+	iov[1].iov_base = outbuf;
+	iov[1].iov_len = outlen;
+	seq = atomic_load_explicit(&ukpa_region->out_seq, memory_order_relaxed);
+	raw_writev(iov, niov, outlen + bytes, total, seq);
+	/* the file has them (ukprobe, reading an image that ended before
+	 * the tails moved, takes the ring's records after the spans of
+	 * packet out_seq it found there) */
+	for (i = 0; i < nact; i++)
+		atomic_store_explicit(&act[i]->tail, upto[i], memory_order_release);
+	atomic_store_explicit(&ukpa_region->out_seq, seq + 1, memory_order_relaxed);
+	outlen = out_events = 0;
+	out_done(UKP_REGION_OUT_NONE, 0);
+	return total;
+}
+
+/* [reader] -o FILE: one pass, every record published when it started,
+ * in writes of file_write_some(). Returns how many. */
+static size_t drain_pass_file(void)
+{
+	bool take[NRINGS];
+	size_t total = 0, n;
+	int i;
+
+	pass_calibrate();
+	file_pass_full = false;
+	for (i = 0; i < NRINGS; i++) {
+		struct ring *r = &rings[i];
+
+		take[i] = atomic_load_explicit(&r->owner, memory_order_acquire) > 0;
+		if (!take[i])
+			continue;
+		r->end = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (r->end - atomic_load_explicit(&r->tail, memory_order_relaxed) >= ring_recs / 8)
+			file_pass_full = true;
+	}
+	while ((n = file_write_some(take)) > 0)
+		total += n;
+	return total;
+}
+
+/* One pass over every ring: the records published when it started, in
+ * timestamp order, as EVENT messages to the socket. Returns how many. */
+static size_t drain_pass_socket(void)
+{
+	struct ring *act[NRINGS];
+	size_t total = 0;
+	int nact = 0, i;
+
+	pass_calibrate();
 	for (i = 0; i < NRINGS; i++) {
 		struct ring *r = &rings[i];
 
@@ -809,6 +958,11 @@ static size_t drain_pass(void)
 			act[best] = act[--nact];
 	}
 	return total;
+}
+
+static size_t drain_pass(void)
+{
+	return raw_fd >= 0 ? drain_pass_file() : drain_pass_socket();
 }
 
 /* Give back the empty rings of threads that have exited. */
@@ -946,7 +1100,10 @@ static void *reader_main(void *arg)
 			recycle_dead();
 		if (watch && passes % OBJECTS_EVERY == 0)
 			check_objects();
-		if (!n && atomic_load(&flush_req) == want) {
+		/* -o FILE: a pass per millisecond at most while the rings
+		 * have room (fewer writes, longer spans: the reader's CPU is
+		 * the traced program's on a loaded machine) */
+		if ((!n || (raw_fd >= 0 && !file_pass_full)) && atomic_load(&flush_req) == want) {
 			struct timespec d = { 0, IDLE_SLEEP_NS };
 
 			nanosleep(&d, NULL);
@@ -1023,6 +1180,7 @@ int ukpa_rings_init(void)
 		;
 	ring_bytes = ring_recs * rec_size;
 	use_counter = hit_counter_usable();
+	announce_any = ukpa_specs_name_addresses();
 	if (use_counter) {
 		struct timespec pause = { 0, 5000000 };
 		uint64_t t, n;

@@ -20,7 +20,10 @@
  *                   the agent writes its SYM and EVENT messages there
  *                   instead of to the socket, as packets (each a FROM
  *                   message, then whole messages of that image, in one
- *                   write); ukprobe formats them after the run
+ *                   write); ukprobe formats them after the run. The
+ *                   events go there as RECS messages (struct
+ *                   ukp_msg_recs), not EVENT: the ring's records as
+ *                   they are, written straight from the ring
  * Without UKPROBE_FOLLOW the agent removes them (and itself from
  * LD_PRELOAD) from the environment at start-up, closes the memfd, and a
  * forked child stops tracing: only the first process is traced. With it
@@ -79,7 +82,7 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 6
+#define UKP_PROTO_VERSION 7
 
 #define UKP_ENV_FD          "UKPROBE_FD"
 #define UKP_ENV_SPECS       "UKPROBE_SPECS"
@@ -110,6 +113,7 @@ enum ukp_msg_type {
 	UKPM_AUTH,              /* agent -> ukprobe, attached: first */
 	UKPM_READY,             /* attached: every probe in place, hits count from here */
 	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
+	UKPM_RECS,              /* -o FILE only: a span of a thread's ring, as it is */
 };
 
 struct ukp_msg {
@@ -225,6 +229,32 @@ struct ukp_rec {
 	 * 8 bytes, strings as UKP_SPEC_STR_SLOT bytes (not NUL-terminated
 	 * when the string was longer: cut). */
 	unsigned char data[UKP_REC_PAYLOAD];
+};
+
+/*
+ * -o FILE: n records of one thread's ring, as the ring holds them
+ * (common/region.h, struct ukp_region_rec and its payload, in slots of
+ * rec_size bytes), after this header; h.len is the whole message's size
+ * (it may exceed UKP_MSG_MAX: the records file's reader bounds it by the
+ * file). Each record is the EVENT whose tid and comm are the message's
+ * and whose ts is ts_ns() of its counter with the message's clock line.
+ * The RECS messages of one packet are one pass of the reader: ukprobe
+ * merges them by timestamp as the reader merges the rings for the
+ * socket (lowest ts first; of equal ones, the first in act order, where
+ * an exhausted span's place goes to the last one), so that the events
+ * come out in the order a live trace shows them.
+ */
+struct ukp_msg_recs {
+	struct ukp_msg h;          /* UKPM_RECS */
+	int32_t tid;               /* the ring's thread */
+	uint32_t ring_no;          /* the ring's index in the region (recovery) */
+	uint64_t pos;              /* the first record's position in the ring */
+	uint32_t n;                /* records */
+	uint32_t rec_size;         /* bytes of a slot: a multiple of 8, at least 40 */
+	uint32_t use_counter;      /* ts are counter readings: the line below applies */
+	uint32_t pad;
+	uint64_t cal_cnt0, cal_ns0, cal_mult; /* ns = cal_ns0 + (ts - cal_cnt0) * cal_mult / 2^32 */
+	char comm[UKP_COMM_LEN];   /* the thread's name when the span was written */
 };
 
 struct ukp_msg_stat {

@@ -27,7 +27,11 @@
  *   out: the reader's output buffer: whole messages (SYM, and EVENT
  *        with their timestamps in ns) taken from the rings and not yet
  *        written out, which go out as the packet numbered out_seq (in
- *        its FROM message's pad)
+ *        its FROM message's pad); with -o FILE only SYM messages: that
+ *        packet's RECS messages are written from the rings themselves
+ *        (proto.h), whose tails move after the write, so that ukprobe
+ *        takes a ring's records after the spans of packet out_seq it
+ *        read in the file
  *   hists: UKP_REGION_HISTS struct ukp_region_hist (in use from the
  *          first: spec's table, size 0 ends the list), then the tables
  *          of hist triggers (agent/hist_hit.c), where the threads count
@@ -165,14 +169,12 @@ struct ukp_region_hist {
 #define UKP_REGION_OUT_POS(s) ((s) >> 29)
 #define UKP_REGION_OUT_POS_MASK ((1ULL << 35) - 1)
 
-/* The wire's record (common/proto.h) of ring r's record s, whose payload
- * is in s->data, with ts in ns (ts_ns): the tid is the ring's owner, the
- * name the one the ring holds now (its thread looks at it every few
- * hundred hits). False when s is no record (damaged: a length out of
- * bounds). */
-static inline bool ukp_region_rec_event(const struct ukp_region_rec *s,
-					const struct ukp_region_ring *r, uint64_t ts_ns,
-					struct ukp_rec *out)
+/* The wire's record (common/proto.h) of the ring record s, whose
+ * payload is in s->data, with ts in ns (ts_ns), of thread tid named comm
+ * (UKP_COMM_LEN bytes). False when s is no record (damaged: a length out
+ * of bounds). May run anywhere: it only copies. */
+static inline bool ukp_rec_of(const struct ukp_region_rec *s, int32_t tid, const char *comm,
+			      uint64_t ts_ns, struct ukp_rec *out)
 {
 	uint32_t i;
 
@@ -183,15 +185,34 @@ static inline bool ukp_region_rec_event(const struct ukp_region_rec *s,
 	out->ts = ts_ns;
 	out->ip = s->ip;
 	out->caller = s->caller;
-	out->tid = r->owner;
+	out->tid = tid;
 	out->cpu = s->cpu;
 	out->id = s->id;
 	out->faults = s->faults;
 	for (i = 0; i < sizeof(out->comm); i++)
-		out->comm[i] = r->comm[i];
+		out->comm[i] = comm[i];
 	for (i = 0; i < s->len; i++)
 		out->data[i] = s->data[i];
 	return true;
+}
+
+/* The wire's record of ring r's record s: the tid is the ring's owner,
+ * the name the one the ring holds now (its thread looks at it every few
+ * hundred hits). */
+static inline bool ukp_region_rec_event(const struct ukp_region_rec *s,
+					const struct ukp_region_ring *r, uint64_t ts_ns,
+					struct ukp_rec *out)
+{
+	return ukp_rec_of(s, r->owner, r->comm, ts_ns, out);
+}
+
+/* A counter reading in ns, on the line through (cnt0, ns0) of slope
+ * mult / 2^32 ns per tick (the region's header, a RECS message). */
+static inline uint64_t ukp_counter_ns(uint64_t cnt, uint64_t cnt0, uint64_t ns0, uint64_t mult)
+{
+	if (cnt >= cnt0)
+		return ns0 + (uint64_t)(((unsigned __int128)(cnt - cnt0) * mult) >> 32);
+	return ns0 - (uint64_t)(((unsigned __int128)(cnt0 - cnt) * mult) >> 32);
 }
 
 #endif /* UKPROBE_REGION_H */

@@ -775,6 +775,156 @@ def case_record_report():
                 "r:la python3.11:PyList_Append rc=$retval:s32"], [py, src], d)
 
 
+def recs_to_events(raw):
+    """A records file of RECS messages (common/proto.h, struct
+    ukp_msg_recs) as the agent's reader wrote it before them: each
+    packet's RECS records merged by timestamp as the reader merges its
+    rings (the lowest first; of equal ones the first in act order, where
+    an exhausted span's place goes to the last), each an EVENT message
+    (struct ukp_rec: ts in ns on the message's clock line, the message's
+    tid and comm, the record's payload). Also returns how many."""
+    out, spans, n_ev, pos = bytearray(), [], 0, 0
+    M = (1 << 64) - 1
+
+    def flush():
+        nonlocal n_ev
+        act = list(spans)
+        while act:
+            best = 0
+            for i in range(1, len(act)):
+                if act[i][0][act[i][1]][0] < act[best][0][act[best][1]][0]:
+                    best = i
+            recs, at, tid, comm, line = act[best]
+            ts, ip, caller, pid_, faults, ln, cpu, data = recs[at]
+            if line:
+                c0, n0, mult = line
+                ns = (n0 + ((ts - c0) * mult >> 32)) & M if ts >= c0 else \
+                    (n0 - ((c0 - ts) * mult >> 32)) & M
+            else:
+                ns = ts
+            out.extend(struct.pack("<IIQQQiiII16s", 5, 64 + ln, ns, ip, caller, tid, cpu, pid_,
+                                   faults, comm) + data[:ln])
+            n_ev += 1
+            act[best][1] += 1
+            if act[best][1] == len(recs):
+                act[best] = act[-1]
+                act.pop()
+        spans.clear()
+
+    while pos < len(raw):
+        typ, ln = struct.unpack_from("<II", raw, pos)
+        if typ != 15 and spans:
+            flush()
+        if typ == 15:
+            tid, _ring, _p, n, size, counter, _pad, c0, n0, mult, comm = struct.unpack_from(
+                "<iIQIIIIQQQ16s", raw, pos + 8)
+            recs = []
+            for k in range(n):
+                o = pos + 80 + k * size
+                recs.append(struct.unpack_from("<QQQIIIi", raw, o) +
+                            (raw[o + 40:o + size],))
+            spans.append([recs, 0, tid, comm, (c0, n0, mult) if counter else None])
+        else:
+            out.extend(raw[pos:pos + ln])
+        pos += ln
+    if spans:
+        flush()
+    return bytes(out), n_ev
+
+
+def case_record_compact():
+    """record (and trace -o) write the rings' 40-byte records as they
+    are, a thread's span at a time (RECS messages), and report prints
+    from them the bytes it prints from the events the reader made of
+    them before (EVENT messages, 64 bytes and the payload): the same
+    recording of four named threads' calls and returns, with arguments,
+    $comm and callers named, its records rewritten in the old form by
+    recs_to_events(), reports byte-identical lines, and every call is
+    there, in time order per thread. A recording of another format is
+    refused in one line."""
+    n = 5000
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rec.data")
+        specs = ["p work id=%di:s32 i=%si:u32 who=$comm", "r:wr work rc=$retval:s64"]
+        args = [a for sp in specs for a in ("-e", sp)]
+        r = ukprobe(["record", "-o", data] + args + ["--", tgt("threads"), str(n)], timeout=300)
+        check(r.returncode == 0 and r.stderr == "", "record", show(r))
+        with open(os.path.join(data, "records"), "rb") as f:
+            raw = f.read()
+        old, n_ev = recs_to_events(raw)
+        check(n_ev == 2 * (4 * n + 1), "every call and return recorded (%d)" % n_ev)
+        data2 = os.path.join(d, "old.data")
+        os.mkdir(data2)
+        shutil.copy(os.path.join(data, "session"), data2)
+        with open(os.path.join(data2, "records"), "wb") as f:
+            f.write(old)
+        a = ukprobe(["report", "-i", data], timeout=300)
+        b = ukprobe(["report", "-i", data2], timeout=300)
+        check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
+              "reports", show(a), show(b))
+        check(a.stdout == b.stdout, "RECS and EVENT forms: the same bytes",
+              "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
+                                              lineterm="", n=1)))
+        lines = a.stdout.splitlines()
+        check(len(lines) == 2 * (4 * n + 1), "report: every event (%d)" % len(lines))
+        per = collections.defaultdict(list)
+        for l in lines:
+            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): .* (?:id=(-?\d+) i=(\d+)"
+                         r" who=\"([^\"]*)\"|rc=(-?\d+))$", l)
+            check(m, "a line of report: %r" % l)
+            per[m[2]].append((int(m[3]) * 10**6 + int(m[4]), m[1], m[5], m[6], m[7], m[8]))
+        workers = [v for v in per.values() if v[0][1].startswith("worker-")]
+        check(len(workers) == 4, "four worker threads: %s" % sorted(per))
+        for v in workers:
+            name = v[0][1]
+            check([e[0] for e in v] == sorted(e[0] for e in v), "%s: time order" % name)
+            calls = [e for e in v if e[2] == "p_work_0"]
+            check([int(e[4]) for e in calls] == list(range(n)) and
+                  all(e[5] == name and e[1] == name and e[3] == name[-1] for e in calls),
+                  "%s: work(%s, 0..%d), named" % (name, name[-1], n - 1))
+        # a recording of another format: one line
+        sess = os.path.join(data, "session")
+        with open(sess, "r+b") as f:
+            f.seek(8)
+            f.write(struct.pack("<I", 1))
+        r = ukprobe(["report", "-i", data])
+        check(r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1 and
+              "another ukprobe version (format 1" in r.stderr, "an old recording: one line",
+              show(r))
+
+
+def case_record_backlog():
+    """record: a thread whose records (24 arguments: 232-byte slots, 65,536
+    to its ring) come faster than the kernel copies them into the file
+    leaves a full ring at its end; the reader writes a ring a quarter at
+    a time (its tail moves between), and its last pass still writes all
+    of it: every call is in the records file, its ring's spans in order
+    and contiguous, none lost."""
+    n = 400000
+    spec = "p tick " + " ".join("a%d=%%di:u64" % k for k in range(24))
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rec.data")
+        r = ukprobe(["record", "-o", data, "-e", spec, "--", tgt("flood"), str(n)], timeout=300)
+        check(r.returncode == 0 and r.stderr == "", "record", show(r))
+        with open(os.path.join(data, "records"), "rb") as f:
+            raw = f.read()
+        pos, total, nxt, sizes, big = 0, 0, {}, set(), 0
+        while pos < len(raw):
+            typ, ln = struct.unpack_from("<II", raw, pos)
+            if typ == 15:
+                ring, at, cnt, size = struct.unpack_from("<IQII", raw, pos + 12)
+                check(nxt.get(ring, at) == at, "ring %d: span at %d after %d" %
+                      (ring, at, nxt.get(ring, -1)))
+                nxt[ring] = at + cnt
+                total += cnt
+                sizes.add(size)
+                big = max(big, cnt)
+            pos += ln
+        check(sizes == {232}, "232-byte slots: %s" % sizes)
+        check(big <= 65536 // 4, "a quarter of the ring per span at most (%d)" % big)
+        check(total == n, "every call recorded (%d of %d)" % (total, n))
+
+
 def case_record_damaged():
     """report on a damaged recording: a clear one-line error, and every
     event it can still read: a records file cut short (the events before

@@ -9,7 +9,8 @@
  * own and reported, as ukprobe report does (text and --json, to
  * /dev/null). Nothing may be read or written out of bounds, whatever
  * the bytes. Built and run by scripts/fuzz.sh (corpus:
- * tests/fuzz/corpus_record, recordings of tests/cli's programs).
+ * tests/fuzz/corpus_record: recordings made by gen_record_seeds.sh, whose
+ * records files hold RECS messages).
  */
 #include <stdint.h>
 #include <stdio.h>

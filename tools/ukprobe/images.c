@@ -167,6 +167,7 @@ void ukp_images_free(struct ukp_session *s)
 			probe_info_free(&img->probes[k]);
 		free(img->probes);
 		addrmap_free(img->addrs);
+		free(img->seq_ends);
 		ukp_region_drop(img);
 		free(img);
 	}
@@ -336,11 +337,22 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 		if (f.pad) {
 			(*imgp)->seq = f.pad;
 			(*imgp)->seq_msgs = 0;
+			(*imgp)->seq_ends_set[0] = (*imgp)->seq_ends_set[1] = 0;
 		}
 	} else if (!ret && *imgp && (*imgp)->in_seq) {
 		(*imgp)->seq_msgs++;
 	}
 	return ret;
+}
+
+int ukp_images_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_rec *rec,
+		     const struct ukp_session_ops *ops, void *arg)
+{
+	if (rec->id >= img->nprobes || !img->probes[rec->id].used)
+		return -1;
+	if (ops && ops->event)
+		ops->event(s, img, &img->probes[rec->id], rec, arg);
+	return 0;
 }
 
 static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p, uint32_t type,
@@ -428,11 +440,7 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 			return -1;
 		memcpy(&rec, p, len);
 		memset((char *)&rec + len, 0, sizeof(rec) - len);
-		if (rec.id >= img->nprobes || !img->probes[rec.id].used)
-			return -1;
-		if (ops && ops->event)
-			ops->event(s, img, &img->probes[rec.id], &rec, arg);
-		return 0;
+		return ukp_images_event(s, img, &rec, ops, arg);
 	}
 	case UKPM_STAT: {
 		struct ukp_msg_stat m;

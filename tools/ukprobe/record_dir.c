@@ -4,8 +4,8 @@
  * report", which prints from it the bytes "ukprobe trace -o" would have
  * printed. During the run only binary data is written (nothing is
  * formatted): the agent's reader writes its records (proto.h packets of
- * FROM, SYM and EVENT messages) into DIR/records, as it does for trace
- * -o; ukprobe writes DIR/session. The report replays the session through
+ * FROM, SYM and RECS messages: its rings' records as they are) into
+ * DIR/records, as it does for trace -o; ukprobe writes DIR/session. The report replays the session through
  * the same code as a live trace (images.c), then formats DIR/records.
  *
  * DIR/session, in the writer's byte order:
@@ -44,7 +44,7 @@
 #include "spec_wire.h"
 
 #define RECORD_MAGIC "UKPRECRD"
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
 
 struct head {
 	char magic[8];

@@ -297,13 +297,9 @@ static int by_time(const void *a, const void *b)
 
 static uint64_t to_ns(const struct ukp_region_head *h, uint64_t ts)
 {
-	uint64_t c0 = h->cal_cnt0, n0 = h->cal_ns0, mult = h->cal_mult;
-
 	if (!h->use_counter)
 		return ts;
-	if (ts >= c0)
-		return n0 + (uint64_t)(((unsigned __int128)(ts - c0) * mult) >> 32);
-	return n0 - (uint64_t)(((unsigned __int128)(c0 - ts) * mult) >> 32);
+	return ukp_counter_ns(ts, h->cal_cnt0, h->cal_ns0, h->cal_mult);
 }
 
 struct events {
@@ -394,6 +390,12 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 		tail = r.tail;
 		if (head - tail > h->ring_recs)
 			tail = head - h->ring_recs; /* (cannot be: the thread waits for room) */
+		/* -o FILE: written to the file in packet out_seq, the tail
+		 * not moved yet (the spans of that packet ukprobe read) */
+		if (o->img->seq == h->out_seq && o->img->seq_ends &&
+		    (o->img->seq_ends_set[i / 64] >> (i % 64) & 1) &&
+		    o->img->seq_ends[i] - tail <= head - tail)
+			tail = o->img->seq_ends[i];
 		/* copied to the buffer, the tail not moved yet */
 		if (UKP_REGION_OUT_LEN(state) && UKP_REGION_OUT_RING(state) == (uint64_t)i &&
 		    UKP_REGION_OUT_POS(state) == (tail & UKP_REGION_OUT_POS_MASK) && tail != head)

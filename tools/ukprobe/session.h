@@ -63,6 +63,10 @@ struct ukp_image {
 	uint32_t seq;
 	uint64_t seq_msgs;
 	bool in_seq;              /* the packet being handled is that one */
+	/* -o FILE: where that packet's RECS messages of each ring end
+	 * (ring positions; bit i of seq_ends_set: ring i had one) */
+	uint64_t *seq_ends;
+	uint64_t seq_ends_set[2];
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
 };
@@ -201,6 +205,11 @@ void ukp_region_recover_events(struct ukp_session *s, const struct ukp_session_o
 
 /* images.c: handle one message from img's packet; -1 on a protocol
  * error. *img is the image of the packet (set by FROM). */
+/* An event of img (an EVENT message's record, or a RECS message's
+ * record made one: the bytes past its payload zero): to ops->event.
+ * 0, or -1 when it names no probe of img. */
+int ukp_images_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_rec *rec,
+		     const struct ukp_session_ops *ops, void *arg);
 int ukp_images_handle(struct ukp_session *s, struct ukp_image **img, const char *p,
 		      uint32_t type, uint32_t len, const struct ukp_session_ops *ops, void *arg);
 void ukp_images_free(struct ukp_session *s);

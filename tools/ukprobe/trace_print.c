@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "format.h"
 #include "session.h"
+#include "trace_recs.h"
 
 void ukp_trace_event(struct ukp_session *s, struct ukp_image *img,
 			const struct ukp_probe_info *pi, const struct ukp_rec *rec, void *arg)
@@ -91,16 +92,19 @@ void ukp_trace_batch(struct ukp_session *s, void *arg)
 
 /*
  * Format the records the agent wrote (proto.h: packets of a FROM message
- * and whole messages of its image), now that every image has described
- * its probes. 0, or -1 when the file is damaged (said so).
+ * and whole messages of its image: SYM, RECS, and EVENT as the socket
+ * carries them, which its reader does not write there but which read
+ * the same), now that every image has described its probes. 0, or -1
+ * when the file is damaged (said so).
  */
 int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_session_ops *ops,
 		      void *arg)
 {
 	struct ukp_image *img = NULL;
+	struct ukp_recs_group *g;
 	struct stat st;
 	const char *p;
-	size_t pos = 0, size;
+	size_t pos = 0, gpos = 0, size;
 	void *map;
 	int ret = 0;
 
@@ -116,6 +120,13 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 		ukp_err("the trace's records: %s", strerror(errno));
 		return -1;
 	}
+	g = malloc(sizeof(*g));
+	if (!g) {
+		munmap(map, size);
+		ukp_err("the trace's records: %s", strerror(ENOMEM));
+		return -1;
+	}
+	g->n = 0;
 	madvise(map, size, MADV_SEQUENTIAL);
 	p = map;
 	while (pos < size) {
@@ -124,20 +135,36 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 		if (size - pos < sizeof(h))
 			break;
 		memcpy(&h, p + pos, sizeof(h));
-		if (h.len < sizeof(h) || h.len > UKP_MSG_MAX || (h.len & 7) || h.len > size - pos ||
-		    (!img && h.type != UKPM_FROM) ||
-		    (h.type != UKPM_FROM && h.type != UKPM_SYM && h.type != UKPM_EVENT) ||
-		    ukp_images_handle(s, &img, p + pos, h.type, h.len, ops, arg))
+		/* (a RECS message is a span of a ring: bounded by the file) */
+		if (h.len < sizeof(h) || (h.len & 7) || h.len > size - pos ||
+		    (h.len > UKP_MSG_MAX && h.type != UKPM_RECS) || (!img && h.type != UKPM_FROM) ||
+		    (h.type != UKPM_FROM && h.type != UKPM_SYM && h.type != UKPM_RECS &&
+		     h.type != UKPM_EVENT))
 			break;
+		if (h.type == UKPM_RECS) {
+			if (!g->n)
+				gpos = pos;
+			if (ukp_recs_take(g, s, img, p + pos, h.len, ops, arg))
+				break;
+		} else if (g->n && ukp_recs_flush(g, s, ops, arg)) {
+			pos = gpos; /* a damaged record: the rest is not shown */
+			break;
+		} else if (ukp_images_handle(s, &img, p + pos, h.type, h.len, ops, arg)) {
+			break;
+		}
 		pos += h.len;
 	}
+	if (g->n && ukp_recs_flush(g, s, ops, arg))
+		pos = gpos;
+	free(g);
 	/* the last write of an image that ended abruptly, cut short: its
 	 * events come from its region (ukp_region_recover_events) */
 	if (pos < size && img && img->recovered && size - pos >= sizeof(struct ukp_msg)) {
 		struct ukp_msg h;
 
 		memcpy(&h, p + pos, sizeof(h));
-		if (h.len > size - pos && !(h.len & 7) && h.len <= UKP_MSG_MAX)
+		if (h.len > size - pos && !(h.len & 7) &&
+		    (h.len <= UKP_MSG_MAX || h.type == UKPM_RECS))
 			pos = size;
 	}
 	if (pos < size) {
