@@ -13,11 +13,28 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "arch_syscall.h"
 #include "base/sys.h"
+
+/* The time left until the CLOCK_REALTIME deadline until, in *left:
+ * false when it has passed. */
+static bool time_left(const struct timespec *until, struct timespec *left)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	left->tv_sec = until->tv_sec - now.tv_sec;
+	left->tv_nsec = until->tv_nsec - now.tv_nsec;
+	if (left->tv_nsec < 0) {
+		left->tv_nsec += 1000000000L;
+		left->tv_sec--;
+	}
+	return left->tv_sec >= 0;
+}
 
 /* a mutex is its first word: 0 free, 1 taken, 2 taken with waiters */
 static _Atomic uint32_t *word(void *m)
@@ -57,16 +74,9 @@ int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *until)
 	if (atomic_compare_exchange_strong(word(m), &z, 1))
 		return 0;
 	while (atomic_exchange(word(m), 2) != 0) {
-		struct timespec now, left;
+		struct timespec left;
 
-		clock_gettime(CLOCK_REALTIME, &now);
-		left.tv_sec = until->tv_sec - now.tv_sec;
-		left.tv_nsec = until->tv_nsec - now.tv_nsec;
-		if (left.tv_nsec < 0) {
-			left.tv_nsec += 1000000000L;
-			left.tv_sec--;
-		}
-		if (left.tv_sec < 0)
+		if (!time_left(until, &left))
 			return ETIMEDOUT;
 		ukp_sys_futex_wait((uint32_t *)word(m), 2, &left);
 	}
@@ -84,18 +94,11 @@ int pthread_mutex_unlock(pthread_mutex_t *m)
 int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *until)
 {
 	uint32_t seq = atomic_load(word(c));
-	struct timespec now, left;
+	struct timespec left;
 	int ret = 0;
 
 	pthread_mutex_unlock(m);
-	clock_gettime(CLOCK_REALTIME, &now);
-	left.tv_sec = until->tv_sec - now.tv_sec;
-	left.tv_nsec = until->tv_nsec - now.tv_nsec;
-	if (left.tv_nsec < 0) {
-		left.tv_nsec += 1000000000L;
-		left.tv_sec--;
-	}
-	if (left.tv_sec < 0)
+	if (!time_left(until, &left))
 		ret = ETIMEDOUT;
 	else if (ukp_sys_futex_wait((uint32_t *)word(c), seq, &left) == -ETIMEDOUT)
 		ret = ETIMEDOUT;

@@ -13,6 +13,7 @@
 #ifndef UKPROBE_CLI_H
 #define UKPROBE_CLI_H
 
+#include <elf.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +98,8 @@ char *ukp_find_command(const char *cmd);
 char *ukp_find_host(void);
 /* 0, or ukprobe's exit code after saying why path cannot be traced. */
 int ukp_check_executable(const char *path, bool *is_static);
+/* Has the 64-bit ELF file fd (header eh) a program interpreter? */
+bool ukp_elf_has_interp(int fd, const Elf64_Ehdr *eh);
 /* launch_static.c: a static child stopped at its execve gets the
  * freestanding agent at agent. 0 or -1 (said). */
 int ukp_launch_static(const char *path, const char *agent, pid_t pid);

@@ -443,26 +443,16 @@ static bool program_is_static(pid_t pid)
 {
 	char path[64];
 	Elf64_Ehdr eh;
-	bool interp = false;
-	int fd, i;
+	bool interp;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
-		close(fd);
-		return false;
-	}
-	for (i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
-			    (ssize_t)sizeof(ph) &&
-		    ph.p_type == PT_INTERP)
-			interp = true;
-	}
+	interp = pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+		 memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+		 ukp_elf_has_interp(fd, &eh);
 	close(fd);
 	return !interp;
 }

@@ -112,6 +112,22 @@ char *ukp_find_command(const char *cmd)
 	return NULL;
 }
 
+bool ukp_elf_has_interp(int fd, const Elf64_Ehdr *eh)
+{
+	int i;
+
+	for (i = 0; i < eh->e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh->e_phoff + (Elf64_Off)i * eh->e_phentsize)) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Can the agent be preloaded into path? An ELF executable needs a program
  * interpreter (the dynamic loader): statically linked programs have none
@@ -122,8 +138,7 @@ int ukp_check_executable(const char *path, bool *is_static)
 {
 	Elf64_Ehdr eh;
 	struct stat st;
-	int fd, i, ret = 0;
-	bool interp = false;
+	int fd, ret = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
@@ -147,16 +162,7 @@ int ukp_check_executable(const char *path, bool *is_static)
 		ret = UKP_EXIT_FAIL;
 		goto out;
 	}
-	for (i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
-		    (ssize_t)sizeof(ph))
-			break;
-		if (ph.p_type == PT_INTERP)
-			interp = true;
-	}
-	*is_static = !interp;
+	*is_static = !ukp_elf_has_interp(fd, &eh);
 	if (ukp_go_without_cgo(fd)) {
 		ukp_err("%s is a Go program built without cgo: its threads are the Go runtime's "
 			"own, where the agent cannot run (build it with CGO_ENABLED=1 and "

@@ -654,24 +654,16 @@ int ukp_load_wait_end(struct ukp_loaded *l, int timeout_ms)
 
 int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 {
-	long until = now_ms() + timeout_ms, res;
-	char path[64];
-	int mem, ret;
+	long res;
+	int ret;
 
 	if (l->held)
 		ukp_load_release(l);
-	snprintf(path, sizeof(path), "/proc/%d/mem", l->pid);
-	mem = open(path, O_RDONLY | O_CLOEXEC);
-	if (mem < 0)
-		return errf(l, -errno, "cannot open its memory: %s", strerror(errno));
-	while ((ret = thread_ended(l, mem)) == 0 && now_ms() < until)
-		usleep(1000);
-	close(mem);
-	if (ret < 0)
+	ret = ukp_load_wait_end(l, timeout_ms);
+	if (ret == -ESRCH)
 		return errf(l, -ESRCH, "ended before the unload");
-	if (!ret)
-		return errf(l, -ETIMEDOUT, "the loaded object's thread %d did not end within %d ms",
-			    l->tid, timeout_ms);
+	if (ret)
+		return ret;
 	l->held = held_new();
 	if (!l->held)
 		return errf(l, -ENOMEM, "out of memory");

@@ -310,8 +310,8 @@ static int check_program(const struct ukp_target *t)
 {
 	char path[64];
 	Elf64_Ehdr eh;
-	bool interp = false;
-	int fd, i;
+	bool interp;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -331,14 +331,7 @@ static int check_program(const struct ukp_target *t)
 			eh.e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "non-" UKP_ARCH_NAME);
 		return -ENOEXEC;
 	}
-	for (i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
-			    (ssize_t)sizeof(ph) &&
-		    ph.p_type == PT_INTERP)
-			interp = true;
-	}
+	interp = ukp_elf_has_interp(fd, &eh);
 	if (interp && ukp_go_without_cgo(fd)) {
 		close(fd);
 		ukp_err("process %d (%s) is a Go program built without cgo: its threads are the Go "
