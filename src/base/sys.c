@@ -72,6 +72,15 @@ uintptr_t ukp_self_text_lo, ukp_self_text_hi;
  * every thread: libc's TLS is initial-exec). */
 void ukp_errno_init(void)
 {
+#ifdef UKP_FREE
+	/* The freestanding agent's errno is its own, in the thread's block:
+	 * nothing of the program's to keep. The templates' save and restore
+	 * at %fs:offset then read and write back the thread pointer's own
+	 * word at %fs:0, unchanged (an offset of the agent's errno from one
+	 * thread's pointer would be another thread's memory). */
+	ukp_errno_offset = 0;
+	return;
+#endif
 	ukp_errno_offset = (long)((uintptr_t)&errno - arch_thread_pointer());
 }
 

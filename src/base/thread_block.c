@@ -67,9 +67,7 @@ static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
 __attribute__((constructor(101))) static void tb_init_gs(void)
 {
 	int expect = 0, v = 1;
-#if defined(__x86_64__) && !defined(UKP_FREE)
-	/* (the freestanding agent keeps to the table for now: its hits with
-	 * GS-based blocks end the program, not understood yet) */
+#if defined(__x86_64__)
 	const char *no = getenv("UKPROBES_GSBASE");
 
 	if ((ukp_getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE_BIT) && !(no && !strcmp(no, "0")))

@@ -431,6 +431,12 @@ def case_static():
           [" ret=%d" % (3 * i + 1) for i in range(5, 305)], "every return with its value")
     check("ready\n" in r.stdout and "ran 300 %d\n" % sum(3 * i + 1 for i in range(5, 305))
           in r.stdout, "the program's own output", r.stdout[-300:])
+    # the program's errno is its own: the hits (entry and return, their
+    # templates) leave it as it was
+    r = ukprobe(["stat", "-e", "p:w work", "-e", "r:wr work", "--", tgt("static_work")],
+                input="errno 42\nerrno 7\nquit\n")
+    check(r.returncode == 3 and "errno 42 4\n" in r.stdout and "errno 7 4\n" in r.stdout,
+          "the program's errno across hits", show(r))
     r = ukprobe(["stat", "-e", "p:w work", "-e", "p:m main", "--", tgt("static_work")],
                 input="run 1000 0\nrun 234 0\nquit\n")
     rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])

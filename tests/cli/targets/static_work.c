@@ -5,11 +5,13 @@
  *   tgt_static_work
  * prints "ready" once its ticker thread runs, then reads commands:
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
+ *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
  *   quit         exits with status 3
  * Its ticker thread calls tick() every millisecond meanwhile.
  */
 #include <pthread.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,6 +68,11 @@ int main(void)
 			for (k = 0; k < n; k++)
 				sum += work(base + k);
 			printf("ran %ld %ld\n", n, sum);
+			fflush(stdout);
+		} else if (sscanf(line, "errno %ld", &n) == 1) {
+			errno = (int)n;
+			sum = work(1);
+			printf("errno %d %ld\n", errno, sum);
 			fflush(stdout);
 		} else if (sscanf(line, "die %ld", &n) == 1) {
 			signal((int)n, SIG_DFL);
