@@ -32,8 +32,9 @@
 #define WIN 4096
 #define INSN_MAX 16
 
-/* The instruction starts before a return that an epilogue may begin at */
-#define EPI_INSNS 3
+/* The instruction starts before a return that an epilogue may begin at
+ * (three, and NOPs before the return) */
+#define EPI_INSNS 6
 
 /* [reg] The exit of the return at ret in sym, whose last instructions
  * before it start at prev[0..nprev) (the nearest last). */

@@ -324,7 +324,7 @@ static void kick(void)
  */
 static bool go_exit_ok(const struct ukp_symres *sym, const uint8_t *head, size_t n, uintptr_t a)
 {
-	uint8_t code[UKP_MAX_INSN_SIZE * 3];
+	uint8_t code[64];
 	size_t m;
 
 	if (a <= sym->start || a >= sym->start + sym->size)

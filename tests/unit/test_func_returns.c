@@ -141,6 +141,8 @@ Test(func_returns, probes_on_returns)
  * ukt_fx_go(x): Go 1.20's frame and epilogues: 1 (x >= 0) by the first,
  * 2 by the second, into whose add a jump lands (its exit is its ret).
  * ukt_fx_new(x): x + 3, Go 1.21's epilogue (add; pop %rbp; ret).
+ * ukt_fx_pad(x): x, a frame of 128 bytes (freed by sub $-128) and NOPs
+ * before the ret (Go's assembler aligns branches).
  */
 __asm__(".text\n"
 	".globl ukt_fx_go\n.type ukt_fx_go,@function\n.p2align 4\n"
@@ -172,12 +174,26 @@ __asm__(".text\n"
 	"	add $0x10, %rsp\n"
 	"	pop %rbp\n"
 	"	ret\n"
-	".size ukt_fx_new, .-ukt_fx_new\n");
+	".size ukt_fx_new, .-ukt_fx_new\n"
+	".globl ukt_fx_pad\n.type ukt_fx_pad,@function\n.p2align 4\n"
+	"ukt_fx_pad:\n"
+	"	sub $0x80, %rsp\n"
+	"	mov %rbp, 0x78(%rsp)\n"
+	"	lea 0x78(%rsp), %rbp\n"
+	"	mov %edi, %eax\n"
+	".globl ukt_fx_x4\nukt_fx_x4:\n"
+	"	mov 0x78(%rsp), %rbp\n"
+	"	.byte 0x48, 0x83, 0xec, 0x80\n" /* sub $-0x80,%rsp */
+	"	.byte 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00\n" /* nopw 0(%rax,%rax) */
+	"	nop\n"
+	"	ret\n"
+	".size ukt_fx_pad, .-ukt_fx_pad\n");
 
 int ukt_fx_go(int x);
 int ukt_fx_new(int x);
+int ukt_fx_pad(int x);
 /* (no symbol inside an epilogue: the control-flow check refuses one) */
-extern char ukt_fx_x1[], ukt_fx_x3[];
+extern char ukt_fx_x1[], ukt_fx_x3[], ukt_fx_x4[];
 
 Test(func_exits, epilogues)
 {
@@ -205,6 +221,12 @@ Test(func_exits, epilogues)
 	cr_expect_eq(x[0].ret, (unsigned long)ukt_fx_x3 + 5);
 	cr_expect_eq(x[0].sp_adj, 0x18);
 	cr_expect_eq(x[0].fp_at, 0x10);
+	cr_assert_eq(ukprobes_func_exits((void *)ukt_fx_pad, x, 4, &why), 1, "%s", why);
+	cr_expect_eq(x[0].addr, (unsigned long)ukt_fx_x4);
+	cr_expect_eq(x[0].ret, (unsigned long)ukt_fx_x4 + 5 + 4 + 6 + 1);
+	cr_expect_eq(x[0].sp_adj, 0x80);
+	cr_expect_eq(x[0].fp_at, 0x78);
+	cr_expect_eq(ukt_fx_pad(42), 42);
 	/* the same errors as ukprobes_func_returns */
 	cr_expect_eq(ukprobes_func_exits((void *)ukt_fx_go, x, 1, &why), -E2BIG);
 	cr_expect_eq(ukprobes_func_exits((void *)ukt_fr_tail, x, 4, &why), -ENOTSUP);
