@@ -297,7 +297,8 @@ static void kick(void)
  * The detour's first frame goes on the goroutine's stack, which is small
  * and has no room for handlers: only past the function's stack check,
  * where Go's stack guard (StackGuard, 928 bytes on amd64 since Go 1.17
- * or so: the runtime's stack.go) is free below the stack pointer, does
+ * or so: the runtime's stack.go) is free below the stack pointer (or at
+ * an epilogue of the function, where StackLimit is: go_exit_ok), does
  * the arch's Go template take the little it needs before it moves to a
  * stack of the thread's own. And the runtime resumes a goroutine at any
  * instruction where it was preempted asynchronously (its saved PC is in
