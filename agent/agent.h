@@ -181,6 +181,7 @@ struct ukpa_thread {
 	void *script_block;           /* script.c: the thread's block of the script's */
 	unsigned script_generation;   /* script.c: the script whose block that is */
 	uint64_t hist_last[8];        /* hist_hit.c: the entries counted in last */
+	int err;                      /* the freestanding agent's errno (agent/free/sys.c) */
 };
 _Static_assert(sizeof(struct ukpa_thread) <= UKP_TB_AGENT_SIZE, "the agent's room");
 /* [any] The calling thread's (signal handlers included). */

@@ -245,17 +245,13 @@ static void *forked_main(void *arg)
 	return NULL;
 }
 
+/* A detached raw thread (nothing of the program's runs to start it, and
+ * it unmaps its stack as it ends) */
 static int start_thread(void *(*fn)(void *), void *arg)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int ret;
+	struct ukprobes_kthread t;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = ukprobes_kthread_create(&t, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return ret;
+	return ukprobes_kthread_run(&t, fn, arg, "ukprobe-attach", UKPROBES_KTHREAD_DETACHED);
 }
 
 int ukpa_attach_forked(int fd)
@@ -285,18 +281,12 @@ void ukpa_attach_wait_admitted(int ms)
 	}
 }
 
-/*
- * Called by ukprobe in a thread it stopped (tools/ukprobe/inject.c):
- * start the agent's thread and return at once. name: the abstract
- * socket ukprobe listens on; key: the secret to present there, in hex
- * (ukprobe wrote it below the thread's stack: it is wiped once taken).
- * 0, or a negative errno (-EBUSY: another ukprobe is attached).
- */
-__attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name, char *key)
+/* [init] The session's peer and secret (see ukprobe_agent_attach()). 0,
+ * or a negative errno. */
+static int take_session(const char *name, char *key)
 {
 	bool expected = false;
 	size_t len = strlen(name);
-	int ret;
 
 	if (len + 1 > sizeof(peer.sun_path))
 		return -EINVAL;
@@ -317,10 +307,39 @@ __attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name
 	/* abstract: sun_path starts with a NUL */
 	memcpy(peer.sun_path + 1, name, len);
 	peer_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+	return 0;
+}
+
+/*
+ * Called by ukprobe in a thread it stopped (tools/ukprobe/inject.c):
+ * start the agent's thread and return at once. name: the abstract
+ * socket ukprobe listens on; key: the secret to present there, in hex
+ * (ukprobe wrote it below the thread's stack: it is wiped once taken).
+ * 0, or a negative errno (-EBUSY: another ukprobe is attached).
+ */
+__attribute__((visibility("default"))) int ukprobe_agent_attach(const char *name, char *key)
+{
+	int ret = take_session(name, key);
+
+	if (ret)
+		return ret;
 	ret = start_thread(agent_main, NULL);
 	if (ret) {
 		atomic_store(&session, false);
 		return -ret;
 	}
+	return 0;
+}
+
+/* The freestanding agent's session (agent/free/entry.c), on the thread
+ * ukprobe's loader started: the same as the attach thread's. 0, or a
+ * negative errno. */
+int ukpa_free_session(const char *name, char *key)
+{
+	int ret = take_session(name, key);
+
+	if (ret)
+		return ret;
+	agent_main(NULL);
 	return 0;
 }

@@ -116,7 +116,7 @@ static dev_t raw_dev;
 static ino_t raw_ino;
 static bool raw_broken;
 
-static pthread_t reader;
+static struct ukprobes_kthread reader;
 static bool reader_running;             /* started, and not stopped */
 static bool reader_exists;              /* this process has the thread */
 static _Atomic bool reader_stop, reader_parked, reader_entered, reader_exit;
@@ -1074,13 +1074,13 @@ int ukpa_reader_start(void)
 		return 0;
 	}
 	atomic_store(&reader_stop, false);
-	ret = ukprobes_kthread_create(&reader, NULL, reader_main, NULL);
+	/* a raw thread: nothing of the program's (its allocator) runs for it */
+	ret = ukprobes_kthread_run(&reader, reader_main, NULL, "ukprobe-agent", 0);
 	if (ret)
 		return -ret;
-	pthread_setname_np(reader, "ukprobe-agent");
 	reader_running = reader_exists = true;
-	/* glibc's start of the thread (with every signal blocked) is over
-	 * before the caller puts probes in place */
+	/* the thread's start (with every signal blocked) is over before the
+	 * caller puts probes in place */
 	while (!atomic_load(&reader_entered)) {
 		struct timespec d = { 0, 20000 };
 
@@ -1139,7 +1139,7 @@ void ukpa_reader_exit(void)
 		return;
 	atomic_store(&reader_stop, true);
 	atomic_store(&reader_exit, true);
-	pthread_join(reader, NULL);
+	ukprobes_kthread_join(&reader);
 	reader_running = reader_exists = false;
 	atomic_store(&reader_entered, false);
 	atomic_store(&reader_parked, false);

@@ -55,7 +55,8 @@ static _Atomic unsigned generation;
  * in place: glibc starts a thread with every signal blocked), which runs
  * them once BEGIN has; it also ends the image when SIGINT or SIGTERM
  * came (see on_signal) */
-static pthread_t timer;
+static struct ukprobes_kthread timer;
+static _Atomic int timer_tid; /* the timer thread's id, once it runs */
 static bool timer_exists;
 static _Atomic int timer_state;   /* 0 waits, 1 runs the intervals, 2 ends */
 static _Atomic int pending_signal;
@@ -83,6 +84,7 @@ static void *timer_main(void *arg)
 
 	/* its hits of the script's probes (in libc) count nothing */
 	ukpa_busy++;
+	atomic_store(&timer_tid, (int)syscall(SYS_gettid));
 	while (atomic_load(&timer_state) == 0) {
 		struct timespec step = { 0, 1000000 };
 
@@ -191,10 +193,10 @@ static int timer_start(void)
 		return 0;
 	/* no signal handler of the program runs on it */
 	atomic_store(&timer_state, 0);
-	ret = ukprobes_kthread_create(&timer, NULL, timer_main, (void *)desc);
+	atomic_store(&timer_tid, 0);
+	ret = ukprobes_kthread_run(&timer, timer_main, (void *)desc, "ukprobe-script", 0);
 	if (ret)
 		return -1;
-	pthread_setname_np(timer, "ukprobe-script");
 	timer_exists = true;
 	return 0;
 }
@@ -205,8 +207,8 @@ static void timer_end(void)
 		return;
 	atomic_store(&timer_state, 2);
 	/* the timer thread ends the image itself for a signal */
-	if (!pthread_equal(pthread_self(), timer))
-		pthread_join(timer, NULL);
+	if (atomic_load(&timer_tid) != (int)syscall(SYS_gettid))
+		ukprobes_kthread_join(&timer);
 	timer_exists = false;
 }
 

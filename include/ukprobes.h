@@ -451,6 +451,36 @@ UKPROBES_API int ukprobes_kthread_create(pthread_t *thread, const pthread_attr_t
 					 void *(*fn)(void *), void *arg);
 
 /*
+ * A thread of the tool's own that borrows nothing of the program's (the
+ * kernel's kthread_run()): the raw clone() on a mapping of the library's
+ * (a guard page, an 8 MiB stack whose pages are taken as used, a zeroed
+ * control block of its own at its thread pointer), with the signal mask
+ * of ukprobes_kthread_create(). Nothing of the program's runs to start or
+ * end it (pthread_create() gives the new thread's TLS from the program's
+ * allocator), and nothing of it is left once it has ended and been
+ * joined; a UKPROBES_KTHREAD_DETACHED one unmaps its mapping itself as it
+ * exits. The C library's per-thread state (errno, its static TLS) is the
+ * thread's own, zeroed at the start; its thread id is the real one (the C
+ * library's mutexes work). fn may make system calls through the C
+ * library and use its string functions and mutexes; it must not
+ * allocate with the program's allocator (a per-thread cache would never
+ * be given back) nor use the TLS of a dynamically loaded library.
+ * Where the C library's thread descriptor cannot be learned (not glibc
+ * nor musl), this is ukprobes_kthread_create()'s pthread. name: the
+ * thread's comm (15 bytes), or NULL. 0 or an errno value (UKPROBES_0.6).
+ */
+struct ukprobes_kthread {
+	void *priv[4];
+};
+#define UKPROBES_KTHREAD_DETACHED 1u
+UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(void *), void *arg,
+				      const char *name, unsigned int flags);
+/* Wait for a joinable thread's end (its mapping is unmapped): fn's value. */
+UKPROBES_API void *ukprobes_kthread_join(struct ukprobes_kthread *t);
+/* The thread's id (gettid() in it; 0 when it is a pthread). */
+UKPROBES_API int ukprobes_kthread_tid(const struct ukprobes_kthread *t);
+
+/*
  * Exec notifiers (the kernel's notifier chains: register_*_notifier with
  * a caller-owned struct notifier_block). Every exec of the program that
  * goes through the library's exec family (execve, execv, execvp,

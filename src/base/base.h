@@ -46,7 +46,13 @@ long ukp_sys_tgkill(int pid, int tid, int sig);
  * measured once at start-up.
  */
 extern long ukp_errno_offset;
+#ifdef UKP_FREE
+/* the freestanding agent's errno is its own, in the thread's block */
+#include <errno.h>
+#define ukp_errno errno
+#else
 #define ukp_errno (*(int *)(arch_thread_pointer() + ukp_errno_offset))
+#endif
 void ukp_errno_init(void);                    /* [reg] before any handler */
 
 #define UKP_SCAN_SIG 64                       /* SIGRTMAX, owned by the library (process/threads.c) */
@@ -57,6 +63,12 @@ void ukp_errno_init(void);                    /* [reg] before any handler */
 			(1ULL << (SIGILL - 1)) | (1ULL << (UKP_SCAN_SIG - 1)))
 
 /* thread.c: a thread of the library, started with every signal but the
- * library's own blocked, so that it never runs the program's handlers. */
+ * library's own blocked, so that it never runs the program's handlers:
+ * in ukprobe's agent (built with UKP_AGENT) a raw one that borrows
+ * nothing of the program's (ukprobes_kthread_run()), in libukprobes.so a
+ * pthread (its code allocates with libc's malloc, whose per-thread cache
+ * a raw thread never gives back). Joined by ukprobes_kthread_join(). */
+int ukp_kthread_start(struct ukprobes_kthread *t, void *(*fn)(void *), void *arg,
+		      const char *name); /* [reg] 0 or an errno value */
 
 #endif /* UKP_BASE_H */

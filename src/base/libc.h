@@ -31,9 +31,14 @@
 #include <stddef.h>
 
 #ifdef UKP_LIBC_NAMES
-/* the standard name NAME as a hidden alias of OWN (same translation unit) */
+/* the standard name NAME as a hidden alias of OWN (same translation unit);
+ * the freestanding agent exports them (UKP_LIBC_VIS default: the
+ * libraries the loader maps beside it bind to them) */
+#ifndef UKP_LIBC_VIS
+#define UKP_LIBC_VIS "hidden"
+#endif
 #define UKP_LIBC_ALIAS(own, name) \
-	extern __typeof__(own) name __attribute__((alias(#own), visibility("hidden")));
+	extern __typeof__(own) name __attribute__((alias(#own), visibility(UKP_LIBC_VIS)));
 #else
 #define UKP_LIBC_ALIAS(own, name)
 #endif

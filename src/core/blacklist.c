@@ -16,6 +16,7 @@
 
 #include "arch/arch_branches.h"
 #include "base/base.h"
+#include "base/sys.h"
 #include "core/core.h"
 #include "process/process.h"
 #include "symbols/symbols.h"
@@ -32,6 +33,32 @@ static uint64_t built_gen = (uint64_t)-1;
 /* The trap path's own section (see UKP_TRAP_TEXT). */
 extern char __start_ukprobes_text[] __attribute__((weak, visibility("hidden")));
 extern char __stop_ukprobes_text[] __attribute__((weak, visibility("hidden")));
+
+/* The freestanding agent's own text (agent/free/entry.c sets it: its
+ * image is anonymous memory the loader wrote, no object of the maps). */
+uintptr_t ukp_self_text_lo, ukp_self_text_hi;
+
+/* The object the C library's functions are in: libc.so.6, or in a
+ * static program (the freestanding agent's) the program itself. */
+static const char *libc_object(void)
+{
+#ifdef UKP_FREE
+	static char name[256];
+
+	if (!name[0]) {
+		char path[256];
+		long n = ukp_sys_readlink("/proc/self/exe", path, sizeof(path) - 1);
+		const char *base;
+
+		path[n > 0 ? n : 0] = 0;
+		base = strrchr(path, '/');
+		snprintf(name, sizeof(name), "%s", base ? base + 1 : path);
+	}
+	return name;
+#else
+	return "libc.so.6";
+#endif
+}
 
 static void add_range(uintptr_t start, uintptr_t end, const char *name, void *arg)
 {
@@ -127,7 +154,7 @@ static void add_libc_masked_bodies(void)
 		uint8_t b[UKP_MAX_INSN_SIZE];
 		uintptr_t a, entry;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_body[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), libc_masked_body[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym) || sym.size < 2)
 			continue;
 		/* the entry past an endbr64 (arch_entry_skip) stays probe-able */
@@ -145,7 +172,7 @@ static void add_libc_masked(void)
 		struct ukp_symres sym;
 		uintptr_t a;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), libc_masked[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
 			continue;
 		add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_masked[i], NULL);
@@ -257,14 +284,14 @@ static void masked_closure(const char *const *roots, size_t nroots, bool bodies_
 	if (!w)
 		return;
 	for (i = 0; i < sizeof(libc_fatal) / sizeof(libc_fatal[0]); i++) {
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_fatal[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), libc_fatal[i]);
 		if (!ukp_sym_lookup_name(spec, &a))
 			w->stop[i] = a;
 	}
 	for (i = 0; i < nroots; i++) {
 		struct ukp_symres sym;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", roots[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), roots[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
 			continue;
 		w->libc = sym.obj;
@@ -316,7 +343,7 @@ static void add_libc_masked_closure(void)
 	for (i = 0; i < sizeof(libc_masked_whole) / sizeof(libc_masked_whole[0]); i++) {
 		struct ukp_symres sym;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_masked_whole[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), libc_masked_whole[i]);
 		if (!ukp_sym_lookup_name(spec, &a) && !ukp_sym_lookup_addr(a, &sym))
 			add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_masked_whole[i],
 				  NULL);
@@ -349,7 +376,7 @@ static void add_libc_hit_path(void)
 		struct ukp_symres sym;
 		uintptr_t a;
 
-		snprintf(spec, sizeof(spec), "libc.so.6:%s", libc_hit_path[i]);
+		snprintf(spec, sizeof(spec), "%s:%s", libc_object(), libc_hit_path[i]);
 		if (ukp_sym_lookup_name(spec, &a) || ukp_sym_lookup_addr(a, &sym))
 			continue;
 		add_range(sym.start, sym.start + (sym.size ? sym.size : 1), libc_hit_path[i], NULL);
@@ -369,6 +396,8 @@ static void rebuild(void)
 		add_range((uintptr_t)__start_ukprobes_text, (uintptr_t)__stop_ukprobes_text,
 			  "ukprobes_text", NULL);
 	dl_iterate_phdr(self_segments, &ss);
+	if (ukp_self_text_hi > ukp_self_text_lo)
+		add_range(ukp_self_text_lo, ukp_self_text_hi, "ukprobe-agent", NULL);
 	restorer = ukp_libc_restorer();
 	if (restorer)
 		add_range(restorer, restorer + 16, "__restore_rt", NULL);

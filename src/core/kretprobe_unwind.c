@@ -101,6 +101,7 @@ struct nth_frame {
 	void *ip;
 };
 
+#ifndef UKP_FREE /* (no libc or libgcc walker in the freestanding agent's process) */
 /* [any] (a walk's callback) */
 static _Unwind_Reason_Code nth_frame_ip(struct _Unwind_Context *ctx, void *arg)
 {
@@ -174,6 +175,8 @@ UKPROBES_API _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *ar
 	ukp_krp_rehijack(restored, locs);
 	return ret;
 }
+
+#endif
 
 /* libgcc's frame lookup: see the comment at the top. */
 UKPROBES_API const void *_Unwind_Find_FDE(void *pc, struct ukp_dwarf_eh_bases *bases)

@@ -165,9 +165,9 @@ static void *literals_helper(void *arg)
 
 /* Start a helper with every signal blocked but the library's (it
  * answers thread scans and takes breakpoints in what it calls). */
-static bool start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+static bool start_thread(struct ukprobes_kthread *t, void *(*fn)(void *), void *arg)
 {
-	return ukprobes_kthread_create(t, NULL, fn, arg) == 0;
+	return ukp_kthread_start(t, fn, arg, "ukprobes-scan") == 0;
 }
 
 /* The chunks: boundaries of sc at about equal distances. */
@@ -239,7 +239,7 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 	struct split *sp;
 	size_t i, pos = 0;
 	bool helper, helped = false;
-	pthread_t t;
+	struct ukprobes_kthread t;
 	int ret = 0;
 
 	/* (each chunk has a decoding cache of its own to fill) */
@@ -268,7 +268,7 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 		atomic_compare_exchange_strong(&sp->c[k].owner, &want, MINE);
 	}
 	if (helper)
-		pthread_join(t, NULL);
+		ukprobes_kthread_join(&t);
 	for (; i < sp->nc && !ret; i++) {
 		struct chunk *c = &sp->c[i];
 
@@ -382,7 +382,7 @@ int ukp_scan_ranges(const struct arch_code_part *parts, size_t n, arch_range_fn 
 	struct rshare rs = { .parts = parts, .nparts = n, .fn = fn, .arg = arg };
 	size_t i, p, bytes = 0;
 	bool helper, helped = false;
-	pthread_t t;
+	struct ukprobes_kthread t;
 	int ret = 0;
 
 	for (i = 0; i < n; i++)
@@ -414,7 +414,7 @@ int ukp_scan_ranges(const struct arch_code_part *parts, size_t n, arch_range_fn 
 		atomic_compare_exchange_strong(&rs.c[k].owner, &want, MINE);
 	}
 	if (helper)
-		pthread_join(t, NULL);
+		ukprobes_kthread_join(&t);
 	/* the helper's chunks, in order: its logs, or here what it could not do */
 	for (; i < rs.nc && !ret; i++) {
 		const struct rchunk *c = &rs.c[i];

@@ -84,7 +84,7 @@ static struct ukp_fcond queue_cond = UKP_FCOND_INIT;
 static struct ukp_fcond idle_cond = UKP_FCOND_INIT;
 static bool busy;                        /* the thread is working on a batch */
 static pid_t thread_pid;                 /* process the thread runs in */
-static pthread_t thread;                 /* joinable: ukp_opt_stop() waits for its end */
+static struct ukprobes_kthread thread;  /* joinable: ukp_opt_stop() waits for its end */
 static bool quit;                        /* ukp_opt_stop(): the thread returns */
 static unsigned int waiters;             /* in ukprobes_wait_optimizer(): no delay */
 unsigned long ukp_opt_rounds;            /* batches done (tests) */
@@ -269,7 +269,7 @@ static bool kick_deferred, kick_wanted;
 /* Start the optimizer thread in this process if it is not running. */
 static void kick(void)
 {
-	pthread_t t;
+	struct ukprobes_kthread t;
 
 	if (kick_deferred) {
 		kick_wanted = true;
@@ -280,7 +280,7 @@ static void kick(void)
 		/* All signals blocked but ours: the thread answers scans and
 		 * handles breakpoints in the libc it calls, and nothing else. */
 		quit = false;
-		if (ukprobes_kthread_create(&t, NULL, optimizer_main, NULL) == 0) {
+		if (ukp_kthread_start(&t, optimizer_main, NULL, "ukprobes-opt") == 0) {
 			thread = t;
 			thread_pid = ukp_sys_getpid();
 		} else {
@@ -1088,7 +1088,7 @@ void ukp_opt_stop(void)
 	quit = true;
 	ukp_fcond_broadcast(&queue_cond);
 	ukp_fmutex_unlock(&ukp_mutex);
-	pthread_join(thread, NULL);
+	ukprobes_kthread_join(&thread);
 	ukp_fmutex_lock(&ukp_mutex);
 	thread_pid = 0;
 	quit = false;

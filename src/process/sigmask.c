@@ -686,6 +686,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
  * gets the program's view of it, owned signals included, for the image
  * it executes; the spawn itself sets it between its fork and exec.
  */
+#ifndef UKP_FREE /* (a static program's posix_spawn is its own) */
 static int spawn(bool by_file, pid_t *pid, const char *path,
 		 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 		 char *const argv[], char *const envp[])
@@ -734,6 +735,8 @@ __attribute__((visibility("default"))) int posix_spawnp(pid_t *pid, const char *
 {
 	return spawn(true, pid, file, fa, attr, argv, envp);
 }
+
+#endif
 
 /*
  * [any, vfork child] Just before an execve: the kernel's mask becomes

@@ -121,13 +121,57 @@ static uintptr_t page_mask = 4095; /* set at install time */
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*real_dlclose)(void *);
 
+#ifdef UKP_FREE
+/* The freestanding agent's sigaction(): the kernel's, with a signal
+ * return of its own (arch_sigreturn: x86-64 needs one, SA_RESTORER) where
+ * the action gives none; no C library's in between. 0, or -1 and errno. */
+void arch_sigreturn(void);
+
+static int free_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct ksigaction k, ko;
+	long r;
+
+	if (act) {
+		k.handler = (void *)act->sa_handler;
+		k.flags = (unsigned long)act->sa_flags;
+		k.restorer = (void *)act->sa_restorer;
+		k.mask = *(const uint64_t *)&act->sa_mask;
+#ifdef SA_RESTORER
+		if (!(k.flags & SA_RESTORER) || !k.restorer) {
+			k.flags |= SA_RESTORER;
+			k.restorer = (void *)arch_sigreturn;
+		}
+#endif
+	}
+	r = sys_rt_sigaction(sig, act ? &k : NULL, old ? &ko : NULL);
+	if (r) {
+		errno = (int)-r;
+		return -1;
+	}
+	if (old) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = (void (*)(int))ko.handler;
+		old->sa_flags = (int)ko.flags;
+		old->sa_restorer = (void (*)(void))ko.restorer;
+		*(uint64_t *)&old->sa_mask = ko.mask;
+	}
+	return 0;
+}
+#endif
+
 /* Resolve the next definitions once, before main (dlsym is not
  * async-signal-safe, and sigaction() may be called from a handler). */
 __attribute__((constructor)) static void resolve_reals(void)
 {
+#ifdef UKP_FREE
+	/* (no C library of the agent's: the kernel's own) */
+	real_sigaction = free_sigaction;
+#else
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
 		dlsym(RTLD_NEXT, "sigaction");
 	real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+#endif
 }
 
 static UKP_TRAP_TEXT int owned_index(int sig)

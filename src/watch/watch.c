@@ -885,6 +885,18 @@ static void altstack_for_own_stack(uintptr_t a, size_t len)
 	size_t size;
 	stack_t ss;
 
+#ifdef UKP_FREE
+	/* (no pthread attributes: the program's threads are not the agent's
+	 * C library's; a watch on a thread's own stack takes no alternate
+	 * stack here) */
+	(void)at;
+	(void)lo;
+	(void)size;
+	(void)ss;
+	(void)a;
+	(void)len;
+	return;
+#endif
 	if (pthread_getattr_np(pthread_self(), &at))
 		return;
 	if (pthread_attr_getstack(&at, &lo, &size) ||

@@ -17,7 +17,13 @@
  * stdio's own buffer, which works; its underlying read() does not go
  * through here, but it reads into stdio's buffer, not the program's).
  * [any]: these run wherever the program calls them.
+ *
+ * Not in the freestanding agent (UKP_FREE): a static program's wrappers
+ * are its own, not interposable (its watched buffers get EFAULT from
+ * these calls, as without the interposers), and the agent's own calls
+ * are agent/free/sys.c's.
  */
+#ifndef UKP_FREE
 #include <dlfcn.h>
 #include <errno.h>
 #include <sys/mman.h>
@@ -179,3 +185,4 @@ __attribute__((visibility("default"))) ssize_t send(int fd, const void *buf, siz
 {
 	WRAP(false, .op = OP_SENDTO, .fd = fd, .flags = flags);
 }
+#endif /* UKP_FREE */

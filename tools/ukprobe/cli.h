@@ -96,7 +96,10 @@ char *ukp_find_agent(void);
 char *ukp_find_command(const char *cmd);
 char *ukp_find_host(void);
 /* 0, or ukprobe's exit code after saying why path cannot be traced. */
-int ukp_check_executable(const char *path);
+int ukp_check_executable(const char *path, bool *is_static);
+/* launch_static.c: a static child stopped at its execve gets the
+ * freestanding agent at agent. 0 or -1 (said). */
+int ukp_launch_static(const char *path, const char *agent, pid_t pid);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

@@ -37,6 +37,8 @@
  * and ukp_inject() says so.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,6 +55,7 @@
 #include "cli.h"
 #include "ptrace_arch.h"
 #include "target.h"
+#include "load.h"
 
 #define RETRIES 500          /* stops outside a safe point before giving up */
 /* a call into the process not back by then is waiting for a lock:
@@ -435,6 +438,103 @@ static int load_from_memory(struct ukp_target *t, pid_t tid,
 	return ret ? ret : failed ? -ENOENT : 0;
 }
 
+/* Is the process's program without an interpreter (statically linked)? */
+static bool program_is_static(pid_t pid)
+{
+	char path[64];
+	Elf64_Ehdr eh;
+	bool interp = false;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return false;
+	}
+	for (i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) ==
+			    (ssize_t)sizeof(ph) &&
+		    ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	close(fd);
+	return !interp;
+}
+
+/*
+ * A static program: the freestanding agent (libukprobe-agent.bin, beside
+ * the dynamic one) mapped and started on a thread of its own by the
+ * ptrace loader (load.c), its parameters the socket's name and the key.
+ */
+static int inject_free(pid_t pid, const char *agent, const char *name, const char *key,
+		       struct ukp_inject_times *times)
+{
+	struct ukp_loaded l;
+	char bin[PATH_MAX], params[256];
+	const char *slash = strrchr(agent, '/');
+	size_t nl = strlen(name), kl = strlen(key);
+	long t0 = now_us();
+	int ret;
+
+	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > sizeof(bin) ||
+	    nl + kl + 2 > sizeof(params))
+		return UKP_EXIT_FAIL;
+	snprintf(bin, sizeof(bin), "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
+	{
+		char exe[64];
+		int fd;
+
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+		fd = open(exe, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && ukp_go_without_cgo(fd)) {
+			close(fd);
+			char comm[64] = "?";
+			int cfd;
+			ssize_t n;
+
+			snprintf(exe, sizeof(exe), "/proc/%d/comm", pid);
+			cfd = open(exe, O_RDONLY | O_CLOEXEC);
+			n = cfd >= 0 ? read(cfd, comm, sizeof(comm) - 1) : -1;
+			if (n > 0)
+				comm[n - (comm[n - 1] == '\n')] = 0;
+			if (cfd >= 0)
+				close(cfd);
+			ukp_err("process %d (%s) is a Go program built without cgo: its threads are "
+				"the Go runtime's own, where the agent cannot run (build it with "
+				"CGO_ENABLED=1 and -ldflags=-linkmode=external to trace it)",
+				pid, comm);
+			return UKP_EXIT_FAIL;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (access(bin, R_OK)) {
+		ukp_err("process %d is statically linked: it needs the freestanding agent, %s, "
+			"which is not there (%s)", pid, bin, strerror(errno));
+		return UKP_EXIT_FAIL;
+	}
+	memcpy(params, name, nl + 1);
+	memcpy(params + nl + 1, key, kl + 1);
+	ret = ukp_load_attach(pid, bin, params, nl + kl + 2, &l);
+	if (ret) {
+		ukp_err("process %d: the freestanding agent could not be loaded: %s", pid, l.err);
+		return UKP_EXIT_FAIL;
+	}
+	ukp_load_release(&l);
+	if (times) {
+		times->stop_us = 0;
+		times->inject_us = now_us() - t0;
+		times->tid = l.tid;
+	}
+	return 0;
+}
+
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times)
 {
@@ -453,33 +553,53 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
+	if (program_is_static(pid))
+		return inject_free(pid, agent, name, key, times);
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;
-	tid = ukp_target_choose_thread(&t);
+	tid = ukp_target_choose_thread(&t, 0);
 	if (!tid) {
 		ukp_err("process %d (%s): no thread can be used (every one blocks SIGSEGV, or it "
 			"exited)",
 			pid, t.comm);
 		return UKP_EXIT_FAIL;
 	}
-	/* (syscall stops for syscall_in) */
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
-		if (errno == ESRCH)
-			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
-		else if (errno == EPERM)
-			ukp_target_explain_eperm(&t);
-		else
-			ukp_err("process %d (%s): ptrace: %s", pid, t.comm, strerror(errno));
-		return UKP_EXIT_FAIL;
-	}
-	seized = true;
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	t.mem = open(path, O_RDWR | O_CLOEXEC);
 	if (t.mem < 0) {
 		ukp_err("process %d (%s): cannot open its memory: %s", pid, t.comm, strerror(errno));
-		goto out;
+		return UKP_EXIT_FAIL;
 	}
-	ret = stop_safely(&t, tid, &sv, &stop0);
+	for (bool other = false;; other = true) {
+		/* (syscall stops for syscall_in) */
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
+			if (errno == ESRCH)
+				ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+			else if (errno == EPERM)
+				ukp_target_explain_eperm(&t);
+			else
+				ukp_err("process %d (%s): ptrace: %s", pid, t.comm,
+					strerror(errno));
+			goto out;
+		}
+		seized = true;
+		ret = stop_safely(&t, tid, &sv, &stop0);
+		if (ret != -EAGAIN || tid != pid || other)
+			break;
+		/* the main thread, busy in the C library all along: a thread
+		 * waiting in a system call instead, if there is one */
+		if (restore_state(tid, &sv)) {
+			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+			goto out;
+		}
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		seized = false;
+		free(sv.ext);
+		memset(&sv, 0, sizeof(sv));
+		tid = ukp_target_choose_thread(&t, pid);
+		if (!tid)
+			tid = pid; /* (no other: the main thread again) */
+	}
 	if (ret == -EAGAIN) {
 		ukp_err("process %d (%s): thread %d was never found outside the C library and the "
 			"loader: no safe point to load the agent; try again",

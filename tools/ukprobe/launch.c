@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,10 +114,11 @@ char *ukp_find_command(const char *cmd)
 
 /*
  * Can the agent be preloaded into path? An ELF executable needs a program
- * interpreter (the dynamic loader): statically linked programs have none.
- * Scripts are run by their interpreter, which gets the agent.
+ * interpreter (the dynamic loader): statically linked programs have none
+ * (*is_static: the freestanding agent's, session.c decides). Scripts are
+ * run by their interpreter, which gets the agent.
  */
-int ukp_check_executable(const char *path)
+int ukp_check_executable(const char *path, bool *is_static)
 {
 	Elf64_Ehdr eh;
 	struct stat st;
@@ -154,11 +156,8 @@ int ukp_check_executable(const char *path)
 		if (ph.p_type == PT_INTERP)
 			interp = true;
 	}
-	if (!interp) {
-		ukp_err("%s is statically linked: the agent cannot be preloaded into it "
-			"(tracing static programs is not supported)", path);
-		ret = UKP_EXIT_FAIL;
-	} else if (ukp_go_without_cgo(fd)) {
+	*is_static = !interp;
+	if (ukp_go_without_cgo(fd)) {
 		ukp_err("%s is a Go program built without cgo: its threads are the Go runtime's "
 			"own, where the agent cannot run (build it with CGO_ENABLED=1 and "
 			"-ldflags=-linkmode=external to trace it)", path);
@@ -276,7 +275,17 @@ int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
 	}
 	if (pid == 0) {
 		close(sv[0]);
+		/* a static program stops at its exec for the loader */
+		if (s->free_agent && ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+			_exit(UKP_EXIT_FAIL);
 		launch(s, sv[1], l->specs_fd);
+	}
+	if (s->free_agent && ukp_launch_static(s->path, s->free_agent, pid)) {
+		close(sv[1]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return UKP_EXIT_FAIL;
 	}
 	close(l->specs_fd);
 	l->specs_fd = -1;

@@ -616,6 +616,27 @@ static int thread_ended(struct ukp_loaded *l, int mem)
 	return ctid == 0 && access(path, F_OK) != 0;
 }
 
+int ukp_load_wait_end(struct ukp_loaded *l, int timeout_ms)
+{
+	long until = now_ms() + timeout_ms;
+	char path[64];
+	int mem, ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", l->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0)
+		return errf(l, -errno, "cannot open its memory: %s", strerror(errno));
+	while ((ret = thread_ended(l, mem)) == 0 && now_ms() < until)
+		usleep(1000);
+	close(mem);
+	if (ret < 0)
+		return errf(l, -ESRCH, "the process ended");
+	if (!ret)
+		return errf(l, -ETIMEDOUT, "the loaded object's thread %d did not end within %d ms",
+			    l->tid, timeout_ms);
+	return 0;
+}
+
 int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 {
 	long until = now_ms() + timeout_ms, res;

@@ -46,6 +46,9 @@ int ukp_load_attach(pid_t pid, const char *path, const void *params, size_t len,
  */
 int ukp_load_at_entry(pid_t pid, const char *path, const void *params, size_t len,
 		      struct ukp_loaded *l);
+/* Wait up to timeout_ms for the object's thread to end (nothing is
+ * unmapped; the held threads stay held). 0, or -errno and l->err. */
+int ukp_load_wait_end(struct ukp_loaded *l, int timeout_ms);
 /* Let the held threads go (their registers and signal masks as they were). */
 void ukp_load_release(struct ukp_loaded *l);
 /*

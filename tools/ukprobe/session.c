@@ -5,9 +5,11 @@
  * end of what did not go as asked; the loop that reads the packets is
  * session_loop.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "cli.h"
@@ -15,6 +17,7 @@
 
 int ukp_session_prepare(struct ukp_session *s)
 {
+	bool is_static = false;
 	int ret;
 
 	if (s->npids) {
@@ -32,10 +35,25 @@ int ukp_session_prepare(struct ukp_session *s)
 		ukp_err("%s: command not found", s->cmd[0]);
 		return UKP_EXIT_NOCMD;
 	}
-	ret = ukp_check_executable(s->path);
+	ret = ukp_check_executable(s->path, &is_static);
 	if (ret)
 		return ret;
 	s->agent = ukp_find_agent();
+	if (s->agent && is_static) {
+		/* the freestanding agent, beside the dynamic one */
+		const char *slash = strrchr(s->agent, '/');
+
+		if (asprintf(&s->free_agent, "%.*s/libukprobe-agent.bin",
+			     (int)(slash ? slash - s->agent : 0), s->agent) < 0) {
+			s->free_agent = NULL;
+			return UKP_EXIT_FAIL;
+		}
+		if (access(s->free_agent, R_OK)) {
+			ukp_err("%s is statically linked: it needs the freestanding agent, %s, which "
+				"is not there (%s)", s->path, s->free_agent, strerror(errno));
+			return UKP_EXIT_FAIL;
+		}
+	}
 	return s->agent ? 0 : UKP_EXIT_FAIL;
 }
 

@@ -118,6 +118,7 @@ struct ukp_session {
 
 	/* filled by the session */
 	char *agent;              /* absolute path of the agent */
+	char *free_agent;         /* a static program's: the freestanding agent (launch.c) */
 	char *path;               /* the command's executable */
 	pid_t pid;
 	struct ukp_spec_state *states;

@@ -432,10 +432,16 @@ static long blocked_syscall(pid_t pid, pid_t tid)
 	return strtol(buf, NULL, 10);
 }
 
-/* The thread to stop: the first one found waiting in a system call (the
- * main thread first), else the main thread. Threads that block or
- * ignore SIGSEGV are left alone (the calls end in one). */
-pid_t ukp_target_choose_thread(const struct ukp_target *t)
+/* The thread to stop (never skip): the main thread whenever it can be
+ * used, else the first one found waiting in a system call, else any.
+ * The main thread first because the agent's dlopen() allocates on the
+ * thread it runs on: the main thread has used the program's allocator
+ * already, where another thread's first allocation can make the allocator
+ * set up for it (jemalloc gives a new thread an arena of its own and
+ * starts a background thread for it, which stays after the detach).
+ * Threads that block or ignore SIGSEGV are left alone (the calls end in
+ * one). */
+pid_t ukp_target_choose_thread(const struct ukp_target *t, pid_t skip)
 {
 	char path[64];
 	DIR *d;
@@ -446,27 +452,28 @@ pid_t ukp_target_choose_thread(const struct ukp_target *t)
 	d = opendir(path);
 	if (!d)
 		return 0;
-	while ((e = readdir(d)) && !best) {
+	while ((e = readdir(d))) {
 		pid_t tid = (pid_t)atoi(e->d_name);
 		char dir[64];
 		unsigned long long bit = 1ULL << (SIGSEGV - 1);
 
-		if (tid <= 0)
+		if (tid <= 0 || tid == skip)
 			continue;
 		snprintf(dir, sizeof(dir), "/proc/%d/task/%d", t->pid, tid);
 		if ((status_mask(dir, "SigBlk:") | status_mask(dir, "SigIgn:")) & bit)
 			continue;
-		if (!fallback || tid == t->pid)
-			fallback = tid;
-		if (ukp_waiting_syscall(blocked_syscall(t->pid, tid)))
+		if (tid == t->pid) {
 			best = tid;
-		if (tid == t->pid && best)
 			break;
+		}
+		if (!fallback)
+			fallback = tid;
+		if (!best && ukp_waiting_syscall(blocked_syscall(t->pid, tid)))
+			best = tid;
 	}
 	closedir(d);
 	return best ? best : fallback;
 }
-
 
 bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip)
 {

@@ -55,7 +55,7 @@ int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *a
 /* One line: why ptrace is not permitted. */
 void ukp_target_explain_eperm(const struct ukp_target *t);
 /* The thread to stop (see inject.c), or 0. */
-pid_t ukp_target_choose_thread(const struct ukp_target *t);
+pid_t ukp_target_choose_thread(const struct ukp_target *t, pid_t skip);
 /* Is ip in the C library's or the loader's code? */
 bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip);
 /* Does the process map an object of that name (see target.c)? */

@@ -23,6 +23,18 @@ static inline uintptr_t arch_thread_pointer(void)
 	return arch_tb_tp();
 }
 
+/*
+ * [reg] The thread control block of a thread of the library's own
+ * (base/thread.c), at tp in a zeroed area with room on both sides.
+ * AArch64's (TLS variant 1) holds the dynamic thread vector's address
+ * (dtv: base/thread.c's, which says "no module's TLS here") and nothing
+ * the compiler reads: the stack protector's guard is a global.
+ */
+static inline void arch_kthread_tcb(uintptr_t tp, uintptr_t dtv)
+{
+	((uint64_t *)tp)[0] = dtv;
+}
+
 /* [any] In a spin-wait loop (the kernel's cpu_relax). */
 static inline void arch_cpu_relax(void)
 {

@@ -41,4 +41,24 @@ arch_clone_thread:
 	.cfi_endproc
 	.size arch_clone_thread, .-arch_clone_thread
 
+/*
+ * void arch_thread_exit_unmap(void *base, size_t len)  [noreturn]
+ *   A detached thread's end: munmap its own stack's mapping, then exit,
+ *   with nothing on the stack in between (the caller blocked every
+ *   signal: no handler may run on the unmapped stack). [reg] context.
+ */
+	.globl arch_thread_exit_unmap
+	.hidden arch_thread_exit_unmap
+	.type arch_thread_exit_unmap, %function
+arch_thread_exit_unmap:
+	.cfi_startproc
+	mov x8, #__NR_munmap
+	svc #0
+	mov x0, #0
+	mov x8, #__NR_exit
+	svc #0
+	brk #0
+	.cfi_endproc
+	.size arch_thread_exit_unmap, .-arch_thread_exit_unmap
+
 	.section .note.GNU-stack, "", %progbits

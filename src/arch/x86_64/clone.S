@@ -44,4 +44,39 @@ arch_clone_thread:
 	.cfi_endproc
 	.size arch_clone_thread, .-arch_clone_thread
 
+/*
+ * void arch_thread_exit_unmap(void *base, size_t len)  [noreturn]
+ *   A detached thread's end: munmap its own stack's mapping, then exit,
+ *   with nothing on the stack in between (the caller blocked every
+ *   signal: no handler may run on the unmapped stack). [reg] context.
+ */
+	.globl arch_thread_exit_unmap
+	.hidden arch_thread_exit_unmap
+	.type arch_thread_exit_unmap, @function
+arch_thread_exit_unmap:
+	.cfi_startproc
+	movl $__NR_munmap, %eax
+	syscall
+	xorl %edi, %edi
+	movl $__NR_exit, %eax
+	syscall
+	hlt
+	.cfi_endproc
+	.size arch_thread_exit_unmap, .-arch_thread_exit_unmap
+
+/*
+ * void arch_sigreturn(void)
+ *   The end of a signal handler's frame (SA_RESTORER): rt_sigreturn. For
+ *   the freestanding agent's sigaction() (process/signals.c), where no C
+ *   library gives one. [trap] context.
+ */
+	.globl arch_sigreturn
+	.hidden arch_sigreturn
+	.type arch_sigreturn, @function
+arch_sigreturn:
+	movl $__NR_rt_sigreturn, %eax
+	syscall
+	hlt
+	.size arch_sigreturn, .-arch_sigreturn
+
 	.section .note.GNU-stack, "", @progbits

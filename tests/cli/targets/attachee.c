@@ -10,11 +10,10 @@
  *
  * MODE (the bad cases of ukprobe -p): "nodump" (PR_SET_DUMPABLE 0),
  * "traceme" (traced by its parent), "exit-on-attach" (the process exits
- * when a thread is created after it is ready: the agent's, while ukprobe
- * injects it; the program exports pthread_create, which the agent's
- * reference binds to), "die-in-attach" (killed by SIGKILL when the
- * second thread is created after it is ready: the agent's reader, after
- * the agent said HELLO and before it registers the probes);
+ * when the agent starts its first thread, while ukprobe injects it; the
+ * program exports pthread_getcpuclockid, which the agent's reference
+ * binds to), "die-in-attach" (killed by SIGKILL once the agent said
+ * HELLO, before it registers the probes: the program exports sendmsg);
  * where the main thread waits for its input (the thread ukprobe stops):
  * "main-epoll" (epoll_wait), "main-sleep" (nanosleep, polling),
  * "main-futex" (sem_wait: a futex; another thread reads the input).
@@ -35,6 +34,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,22 +208,33 @@ static void *stdin_main(void *arg)
 
 static int exit_on_attach, die_in_attach, ready;
 
-/* Found first by the agent's reference (the program exports it). */
-int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+/* Found first by the agent's references (the program exports them):
+ * pthread_getcpuclockid() is what the agent's first thread start calls
+ * (ukprobes_kthread_run() learning the C library's thread descriptor),
+ * inside the call ukprobe injects; sendmsg() with a descriptor is the
+ * agent's HELLO (its region's memfd), before it registers the probes. */
+int pthread_getcpuclockid(pthread_t t, clockid_t *c)
 {
-	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-	static int after_ready;
+	static int (*real)(pthread_t, clockid_t *);
 
 	if (exit_on_attach && ready)
 		_exit(5);
-	/* the second: the agent's reader, after its HELLO, before the probes */
-	if (die_in_attach && ready && ++after_ready == 2)
-		raise(SIGKILL);
 	if (!real)
-		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
-			dlsym(RTLD_NEXT, "pthread_create");
-	return real(t, attr, fn, arg);
+		real = (int (*)(pthread_t, clockid_t *))dlsym(RTLD_NEXT, "pthread_getcpuclockid");
+	return real(t, c);
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	static ssize_t (*real)(int, const struct msghdr *, int);
+	ssize_t n;
+
+	if (!real)
+		real = (ssize_t (*)(int, const struct msghdr *, int))dlsym(RTLD_NEXT, "sendmsg");
+	n = real(fd, m, flags);
+	if (die_in_attach && ready && m->msg_controllen)
+		raise(SIGKILL);
+	return n;
 }
 
 static void on_usr1(int sig)

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * static_work.c - a statically linked program with threads, for
+ * ukprobe -p with the freestanding agent (case_attach_static):
+ *   tgt_static_work
+ * prints "ready" once its ticker thread runs, then reads commands:
+ *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
+ *   quit         exits with status 3
+ * Its ticker thread calls tick() every millisecond meanwhile.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic int quitting, started;
+
+__attribute__((noinline)) long work(long i)
+{
+	__asm__ volatile("" ::: "memory");
+	return 3 * i + 1;
+}
+
+__attribute__((noinline)) int tick(int n)
+{
+	__asm__ volatile("" ::: "memory");
+	return n + 1;
+}
+
+static void *ticker(void *arg)
+{
+	struct timespec d = { 0, 1000000 };
+	int n = 0;
+
+	(void)arg;
+	/* (its signal mask is its own by now: the C library set it before
+	 * calling this) */
+	atomic_store(&started, 1);
+	while (!atomic_load(&quitting)) {
+		n = tick(n);
+		nanosleep(&d, NULL);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	char line[128];
+	pthread_t t;
+
+	pthread_create(&t, NULL, ticker, NULL);
+	while (!atomic_load(&started)) {
+		struct timespec d = { 0, 100000 };
+
+		nanosleep(&d, NULL);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		long n, base, k, sum = 0;
+
+		if (sscanf(line, "run %ld %ld", &n, &base) == 2) {
+			for (k = 0; k < n; k++)
+				sum += work(base + k);
+			printf("ran %ld %ld\n", n, sum);
+			fflush(stdout);
+		} else if (!strncmp(line, "quit", 4)) {
+			break;
+		}
+	}
+	atomic_store(&quitting, 1);
+	pthread_join(t, NULL);
+	return 3;
+}
