@@ -139,12 +139,15 @@ struct ukpa_probe {
 	/* an SDT NAME__return probe with $duration: its pair's number
 	 * (1..UKPA_SDT_PAIRS), whose NAME__entry stack it pops; 0 else */
 	uint8_t sdt_pair;
-	/* an r event's probe on one return instruction of a Go function
-	 * (go.c): a kprobe (kp), not a kretprobe; go_pair: the entry probe
-	 * whose goroutine stack it pops (0: none, it only counts) */
+	/* an r event's probe on one exit of a Go function (go.c, the
+	 * return instruction or the epilogue before it:
+	 * ukprobes_func_exits): a kprobe (kp), not a kretprobe; go_pair:
+	 * the entry probe whose goroutine stack it pops (0: none, it only
+	 * counts); go_exit: where the registers at the return are */
 	bool go_ret;
 	uint16_t go_pair;
 	uintptr_t go_func;
+	struct ukprobes_func_exit go_exit;
 	_Atomic unsigned long go_missed; /* returns without their entry */
 	char event[UKP_SPEC_NAME_MAX + 1];
 	char why[160];            /* why not optimized */

@@ -359,10 +359,12 @@ struct go_slot {
 static struct go_slot go_slots[GO_SLOTS];
 
 /* [hit] The goroutine's slot (claimed when claim), or NULL; *depth: the
- * stack pointer's distance from its stack's top. */
-static struct go_slot *go_slot(const struct pt_regs *regs, bool claim, uint64_t *depth)
+ * distance from its stack's top of the stack pointer (plus sp_adj: at an
+ * epilogue's start, the return's). */
+static struct go_slot *go_slot(const struct pt_regs *regs, unsigned long sp_adj, bool claim,
+			       uint64_t *depth)
 {
-	uintptr_t g = ukpa_go_g(regs), sp = user_stack_pointer(regs), bounds[2];
+	uintptr_t g = ukpa_go_g(regs), sp = user_stack_pointer(regs) + sp_adj, bounds[2];
 	unsigned int h, i;
 
 	/* g.stack.lo, g.stack.hi: the first words of the runtime's g */
@@ -422,7 +424,7 @@ int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs)
 
 	if (ukpa_busy || !atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		return 0;
-	s = go_slot(regs, true, &depth);
+	s = go_slot(regs, 0, true, &depth);
 	if (!s)
 		return 0;
 	while (s->n && (s->rec[s->n - 1].depth > depth ||
@@ -442,13 +444,14 @@ int ukpa_go_enter_pre(struct kprobe *kp, struct pt_regs *regs)
 
 /* [hit] The entry record of pair's call returning at regs, taken off
  * its goroutine's stack, or NULL. */
-static const struct ukpa_entry *go_pop(uint16_t pair, const struct pt_regs *regs)
+static const struct ukpa_entry *go_pop(uint16_t pair, const struct pt_regs *regs,
+				       unsigned long sp_adj)
 {
 	struct go_slot *s;
 	uint64_t depth;
 	uint32_t i;
 
-	s = go_slot(regs, false, &depth);
+	s = go_slot(regs, sp_adj, false, &depth);
 	if (!s)
 		return NULL;
 	while (s->n && s->rec[s->n - 1].depth > depth)
@@ -477,9 +480,10 @@ int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs)
 	const struct ukpa_entry *e = NULL;
 	const struct pt_regs *entry = regs;
 	unsigned long caller = 0;
+	struct pt_regs at_ret;
 
 	if (pr->go_pair) {
-		e = go_pop(pr->go_pair, regs);
+		e = go_pop(pr->go_pair, regs, pr->go_exit.sp_adj);
 		if (e)
 			entry = &e->regs;
 	}
@@ -490,6 +494,17 @@ int ukpa_go_ret_pre(struct kprobe *kp, struct pt_regs *regs)
 		 * or the probes went in while it ran) */
 		atomic_fetch_add_explicit(&pr->go_missed, 1, memory_order_relaxed);
 		return 0;
+	}
+	if (pr->go_exit.addr != pr->go_exit.ret &&
+	    (pr->spec->checked || ukpa_mode == UKP_MODE_TRACE)) {
+		/* at the epilogue's start: what the return will have (the
+		 * arguments are read from these registers) */
+		copy_words(&at_ret, regs, sizeof(at_ret));
+		if (ukpa_go_exit_regs(&at_ret, &pr->go_exit))
+			return 0;
+		regs = &at_ret;
+		if (!e)
+			entry = regs;
 	}
 	if (pr->spec->checked && !passes(pr, regs, entry))
 		return 0;

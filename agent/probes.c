@@ -563,7 +563,8 @@ static int go_fspec(struct ukpa_probe *pr, uint32_t *argi)
 
 /*
  * [init] An r event on the Go function at func: a probe on each of its
- * return instructions, named event, and, when its hits need the entry
+ * exits (a return instruction, or the epilogue that runs straight into
+ * it: ukprobes_func_exits), named event, and, when its hits need the entry
  * (trace, a filter or trigger, $duration), one entry probe past its
  * stack check whose goroutine records they pop (handlers.c). 0, or the
  * negative errno (lib_msg says why; *argi: the argument, with *what).
@@ -572,7 +573,7 @@ static int go_fspec(struct ukpa_probe *pr, uint32_t *argi)
 static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *event,
 			       uint16_t flags, const char *prefer, uint32_t *argi, uint32_t *what)
 {
-	unsigned long rets[256];
+	static struct ukprobes_func_exit rets[256]; /* ([init], under the lock) */
 	const char *why = NULL;
 	uint16_t pair = 0;
 	int n, i, ret;
@@ -583,7 +584,7 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 		return -EOPNOTSUPP;
 	}
 	go_exit_probe(func);
-	n = ukprobes_func_returns((void *)func, rets, sizeof(rets) / sizeof(rets[0]), &why);
+	n = ukprobes_func_exits((void *)func, rets, sizeof(rets) / sizeof(rets[0]), &why);
 	if (n < 0) {
 		snprintf(lib_msg, sizeof(lib_msg), "a Go function, probed at its returns: %s",
 			 why ? why : "they cannot be found");
@@ -616,11 +617,12 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 		pr->go_ret = true;
 		pr->go_pair = pair;
 		pr->go_func = func;
+		pr->go_exit = rets[i];
 		ret = go_fspec(pr, argi);
 		if (ret == -EINVAL)
 			*what = UKP_WHAT_SDT_ARG;
 		if (!ret)
-			ret = probe_register(pr, NULL, rets[i], prefer);
+			ret = probe_register(pr, NULL, rets[i].addr, prefer);
 		if (ret) {
 			probe_free(pr);
 			return ret;

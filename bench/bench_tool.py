@@ -513,8 +513,9 @@ def build_go_hit(d):
     return (out, None) if r.returncode == 0 else (None, "go build: " + r.stderr.strip())
 
 
-GO_ROWS = ("go call", "go p", "go r", "go split call", "go split p", "go split p bp", "c call",
-           "c p", "c p bp", "c r", "c r bp", "bpftrace go p", "bpftrace c p")
+GO_ROWS = ("go call", "go p", "go r", "go split call", "go split p", "go split p bp",
+           "go split r", "go split r bp", "go split r d", "c call", "c p", "c p bp", "c r",
+           "c r bp", "c r d", "bpftrace go p", "bpftrace c p")
 
 
 def bench_go(args, bindir):
@@ -526,10 +527,14 @@ def bench_go(args, bindir):
     and the kernel's uprobe (bpftrace) on both. main.target is a leaf
     without a stack check: its entry probe stays a breakpoint; main.split
     (go_hit split) has one, and its entry probe past it is jump-optimized
-    (the Go template, doc/go_rust.md). A Go return
-    probe is a breakpoint on the function's return instruction; the
-    kernel's uretprobe is not measured on Go (it swaps the return address,
-    which kills Go programs: Go's issue 22008)."""
+    (the Go template, doc/go_rust.md), and so is its return probe, at the
+    epilogue before its ret (issue 32); main.target's return probe is a
+    breakpoint on its return instruction (as every Go return probe was
+    before). "r d": the return with its entry's $duration (a filter that
+    passes every hit), which pairs a hidden entry probe's record with each
+    return (Go: by goroutine; C: the kretprobe's instance). The kernel's
+    uretprobe is not measured on Go (it swaps the return address, which
+    kills Go programs: Go's issue 22008)."""
     n = 20000 if args.quick else 200000
     hit = os.path.join(bindir, "bench_tool_hit")
     with tempfile.TemporaryDirectory() as d:
@@ -548,11 +553,18 @@ def bench_go(args, bindir):
             ("go split p", uk + ["-e", "p " + gosplit, "--", gohit, "split", str(n)]),
             ("go split p bp", uk + ["--no-optimize", "-e", "p " + gosplit, "--", gohit, "split",
                                     str(n)]),
+            ("go split r", uk + ["-e", "r " + gosplit, "--", gohit, "split", str(n)]),
+            ("go split r bp", uk + ["--no-optimize", "-e", "r " + gosplit, "--", gohit, "split",
+                                    str(n)]),
+            ("go split r d", uk + ["-e", "r %s d=$duration" % gosplit, "--filter", "d >= 0", "--",
+                                   gohit, "split", str(n)]),
             ("c call", [hit, str(n)]),
             ("c p", uk + ["-e", "p " + cfn, "--", hit, str(n)]),
             ("c p bp", uk + ["--no-optimize", "-e", "p " + cfn, "--", hit, str(n)]),
             ("c r", uk + ["-e", "r " + cfn, "--", hit, str(n)]),
             ("c r bp", uk + ["--no-optimize", "-e", "r " + cfn, "--", hit, str(n)]),
+            ("c r d", uk + ["-e", "r %s d=$duration" % cfn, "--filter", "d >= 0", "--", hit,
+                            str(n)]),
         ]
         bt = shutil.which("bpftrace")
         if bt and not args.no_peers and not args.no_bpftrace and os.geteuid() == 0:
@@ -572,7 +584,7 @@ def bench_go(args, bindir):
                     print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
                     ns.setdefault(name, []).append(None)
                     continue
-                if name.startswith(("go p", "go r", "go split p", "c p", "c r")):
+                if name.startswith(("go p", "go r", "go split p", "go split r", "c p", "c r")):
                     # every call counted: the probe was hit, not skipped
                     rows = open(st).read()
                     if not re.search(r" %d +0$" % n, rows, re.M):
@@ -601,6 +613,10 @@ def bench_go(args, bindir):
                       "hit_ns": median(costs) if costs and "call" not in name else None}
     return {"hits": n, "rows": rows,
             "ratios": {"go split p / c p": ratio("go split p", "c p"),
+                       "go split r / c r": ratio("go split r", "c r"),
+                       "go split r d / c r d": ratio("go split r d", "c r d"),
+                       "go split r bp / c r": ratio("go split r bp", "c r"),
+                       "go split r bp / c r bp": ratio("go split r bp", "c r bp"),
                        "go split p bp / c p bp": ratio("go split p bp", "c p bp"),
                        "go p / c p": ratio("go p", "c p"),
                        "go p / c p bp": ratio("go p", "c p bp"),
@@ -622,7 +638,14 @@ def markdown_go(g, reps):
               "go split p": "Go: `ukprobe stat`, `p` on `main.split` (past the stack check: "
               "jump-optimized)",
               "go split p bp": "Go: `ukprobe stat --no-optimize`, `p` on `main.split` "
-              "(a breakpoint)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
+              "(a breakpoint)",
+              "go split r": "Go: `ukprobe stat`, `r` on `main.split` (at the epilogue: "
+              "jump-optimized)",
+              "go split r bp": "Go: `ukprobe stat --no-optimize`, `r` on `main.split` "
+              "(a breakpoint, as every Go return probe was)",
+              "go split r d": "Go: `ukprobe stat`, `r` on `main.split` with `$duration` "
+              "(a filter: the hidden entry probe pairs)",
+              "c r d": "C: `ukprobe stat`, `r` with `$duration` (a filter)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
               "`ret`)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
               "(jump-optimized)", "c p bp": "C: `ukprobe stat --no-optimize`, `p` (a breakpoint)",
               "c r": "C: `ukprobe stat`, `r` (kretprobe: optimized entry, trampoline)",

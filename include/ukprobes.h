@@ -599,6 +599,31 @@ UKPROBES_API int ukprobes_kretprobe_check(const struct kprobe *p, const char **w
  */
 UKPROBES_API int ukprobes_func_returns(void *func, unsigned long *rets, size_t max,
 				       const char **why);
+/*
+ * A function's exits: for each return instruction ukprobes_func_returns
+ * lists (same order, same errors), the earliest place from which the
+ * code runs straight into it and leaves every register the return
+ * leaves as it is, but the stack and frame pointers (and the flags):
+ * the first instruction of an epilogue that frees the function's frame
+ * (x86-64, Go's compiler's: `mov d(%rsp),%rbp; add $N,%rsp; ret`,
+ * `add $N,%rsp; pop %rbp; ret`, `pop %rbp; ret`), when no jump lands
+ * past that instruction inside it; else the return instruction. A probe
+ * at addr sees every return through ret, with the results in their
+ * registers; the stack pointer there is sp_adj bytes below the return's
+ * (where the return address is on top), and the frame pointer the
+ * return leaves is the word at sp + fp_at (fp_at < 0: the register has
+ * it). In Go code past a stack check, a probe at an epilogue can be
+ * jump-optimized where one on the return instruction cannot
+ * (ukprobes_optimizable).
+ */
+struct ukprobes_func_exit {
+	unsigned long addr;     /* where the return is seen */
+	unsigned long ret;      /* the return instruction */
+	unsigned long sp_adj;   /* sp at addr = sp at ret - sp_adj */
+	long fp_at;             /* fp at ret = *(sp at addr + fp_at); < 0: fp itself */
+};
+UKPROBES_API int ukprobes_func_exits(void *func, struct ukprobes_func_exit *exits, size_t max,
+				     const char **why);
 
 /* Faults raised inside probe handlers since start-up (each one abandoned
  * the handler and was counted in that probe's nmissed too). */

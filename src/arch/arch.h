@@ -282,6 +282,18 @@ enum arch_insn_flow arch_insn_flow(const uint8_t *code, size_t avail, uintptr_t 
 				   size_t *len, uintptr_t *target);
 
 
+/* An epilogue: straight-line code that frees the frame and returns,
+ * and changes nothing else the return leaves (func_returns.c). */
+struct arch_exit {
+	size_t len;             /* through the return instruction, inclusive */
+	size_t first;           /* its first instruction's length */
+	unsigned long sp_adj;   /* the stack pointer at its start is this far below the return's */
+	long fp_at;             /* the frame pointer at the return: the word at sp + fp_at */
+};
+/* [any] Does code (avail bytes) start an epilogue the arch knows (x86-64:
+ * Go's compiler's, common/arch/x86_64/go_prologue.h)? Fills *e. */
+bool arch_func_exit(const uint8_t *code, size_t avail, struct arch_exit *e);
+
 /* [reg] Length of the run of NOP instructions at code that a function
  * built with -fpatchable-function-entry or -mfentry -mnop-mcount starts
  * with, if it is at least UKP_OPT_JUMP_SIZE bytes (else 0). */
@@ -305,6 +317,14 @@ void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe);
  * stack has Go's stack guard free below the stack pointer.
  */
 size_t arch_go_stack_check_len(const uint8_t *code, size_t avail);
+/*
+ * [reg] Go code: does the stack check of the function whose first bytes
+ * are fn prove room below the stack pointer at the epilogue at code
+ * (arch_func_exit), as it does right after the check? True when the
+ * check covers the frame the epilogue frees: Go's stack limit is then
+ * free below it, which the runtime keeps when it moves the stack.
+ */
+bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size_t n);
 /*
  * [reg] After arch_opt_prepare, for a probe in Go code past the stack
  * check: the detour calls the template that moves to a stack of the

@@ -23,6 +23,7 @@
 #include "arch/arch.h"
 #include "base/base.h"
 #include "core/core.h"
+#include "flow/codeflow.h"
 #include "symbols/symbols.h"
 #include "text/text.h"
 
@@ -31,8 +32,47 @@
 #define WIN 4096
 #define INSN_MAX 16
 
-static int func_returns(uintptr_t func, unsigned long *rets, size_t max, const char **why)
+/* The instruction starts before a return that an epilogue may begin at
+ * (three, and NOPs before the return) */
+#define EPI_INSNS 6
+
+/* [reg] The exit of the return at ret in sym, whose last instructions
+ * before it start at prev[0..nprev) (the nearest last). */
+static void find_exit(const struct ukp_symres *sym, uintptr_t ret, const uintptr_t *prev,
+		      size_t nprev, struct ukprobes_func_exit *x)
 {
+	uint8_t code[UKP_MAX_INSN_SIZE * EPI_INSNS + 1];
+	struct arch_exit e;
+	const char *w;
+	size_t i, n;
+
+	x->addr = ret;
+	x->ret = ret;
+	x->sp_adj = 0;
+	x->fp_at = -1;
+	/* the longest epilogue first */
+	for (i = 0; i < nprev; i++) {
+		uintptr_t at = prev[i];
+
+		if (ret + 1 - at > sizeof(code))
+			continue;
+		n = ukp_read_original(at, code, ret + 1 - at);
+		if (n != ret + 1 - at || !arch_func_exit(code, n, &e) || e.len != n)
+			continue;
+		if (ukp_codeflow_check(sym, at, e.len, &w))
+			continue; /* a jump lands inside: the ret sees every return */
+		x->addr = at;
+		x->sp_adj = e.sp_adj;
+		x->fp_at = e.fp_at;
+		return;
+	}
+}
+
+static int func_returns(uintptr_t func, unsigned long *rets, struct ukprobes_func_exit *exits,
+			size_t max, const char **why)
+{
+	uintptr_t prev[EPI_INSNS] = { 0 };
+	size_t nprev = 0;
 	struct ukp_symres sym;
 	uint8_t buf[WIN + INSN_MAX];
 	uintptr_t end, pos;
@@ -65,12 +105,23 @@ static int func_returns(uintptr_t func, unsigned long *rets, size_t max, const c
 				return -EINVAL;
 			}
 			if (f == ARCH_FLOW_RET) {
-				if (n < max)
+				if (n < max && rets)
 					rets[n] = at;
+				if (n < max && exits)
+					find_exit(&sym, at, prev, nprev, &exits[n]);
 				n++;
 			} else if (f == ARCH_FLOW_JUMP && (target < sym.start || target >= end)) {
 				*why = "the function leaves by a jump to other code (a tail call)";
 				return -ENOTSUP;
+			}
+			/* (the nearest last; a window's last instruction,
+			 * decoded again, is recorded once) */
+			if (!nprev || prev[nprev - 1] != at) {
+				if (nprev == EPI_INSNS) {
+					memmove(prev, prev + 1, sizeof(prev) - sizeof(prev[0]));
+					nprev--;
+				}
+				prev[nprev++] = at;
 			}
 			off += len;
 		}
@@ -94,7 +145,25 @@ UKPROBES_API int ukprobes_func_returns(void *func, unsigned long *rets, size_t m
 	ret = ukp_lock_for_show();
 	if (ret)
 		return ret;
-	ret = func_returns((uintptr_t)func, rets, max, &w);
+	ret = func_returns((uintptr_t)func, rets, NULL, max, &w);
+	ukp_unlock_for_show();
+	if (why)
+		*why = w;
+	return ret;
+}
+
+UKPROBES_API int ukprobes_func_exits(void *func, struct ukprobes_func_exit *exits, size_t max,
+				     const char **why)
+{
+	const char *w = NULL;
+	int ret;
+
+	if (!func || (!exits && max))
+		return -EINVAL;
+	ret = ukp_lock_for_show();
+	if (ret)
+		return ret;
+	ret = func_returns((uintptr_t)func, NULL, exits, max, &w);
 	ukp_unlock_for_show();
 	if (why)
 		*why = w;

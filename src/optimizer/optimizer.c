@@ -297,7 +297,8 @@ static void kick(void)
  * The detour's first frame goes on the goroutine's stack, which is small
  * and has no room for handlers: only past the function's stack check,
  * where Go's stack guard (StackGuard, 928 bytes on amd64 since Go 1.17
- * or so: the runtime's stack.go) is free below the stack pointer, does
+ * or so: the runtime's stack.go) is free below the stack pointer (or at
+ * an epilogue of the function, where StackLimit is: go_exit_ok), does
  * the arch's Go template take the little it needs before it moves to a
  * stack of the thread's own. And the runtime resumes a goroutine at any
  * instruction where it was preempted asynchronously (its saved PC is in
@@ -310,6 +311,29 @@ static void kick(void)
  * the kernel put a nested signal's frame over the running handler's.
  * Anything else stays a breakpoint. 0, or -errno with *why.
  */
+/*
+ * [reg] Is a the start of an epilogue of the Go function sym (whose first
+ * n bytes are head) where its stack check proves room (a return's exit,
+ * ukprobes_func_exits)? The epilogue runs straight into the return, so
+ * the stack pointer at its start is the body's, the one the check
+ * proved StackLimit bytes below (arch_go_exit_room): a frame of the
+ * function's own, and no callee of it, lies below. The runtime keeps
+ * that much free when it moves the stack: a copy to grow it keeps the
+ * distance from the top, and the collector shrinks a stack only while
+ * the room below the innermost frame stays StackLimit and more
+ * (runtime/stack.go, shrinkstack), never at an asynchronous safe point.
+ */
+static bool go_exit_ok(const struct ukp_symres *sym, const uint8_t *head, size_t n, uintptr_t a)
+{
+	uint8_t code[64];
+	size_t m;
+
+	if (a <= sym->start || a >= sym->start + sym->size)
+		return false;
+	m = ukp_read_original(a, code, sizeof(code));
+	return arch_go_exit_room(head, n, code, m);
+}
+
 static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, uintptr_t a,
 			const char **why)
 {
@@ -318,9 +342,10 @@ static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, u
 
 	n = ukp_read_original(sym->start, head, sizeof(head));
 	check = arch_go_stack_check_len(head, n);
-	if (!check || a != sym->start + check) {
-		*why = "Go code: only a probe right after the stack check is jump-optimized "
-		       "(the goroutine's stack has no room for the detour's frame elsewhere)";
+	if (!check || (a != sym->start + check && !go_exit_ok(sym, head, n, a))) {
+		*why = "Go code: only a probe right after the stack check or at an epilogue of a "
+		       "function with one is jump-optimized (the goroutine's stack has no room for "
+		       "the detour's frame elsewhere)";
 		return -EINVAL;
 	}
 	if (!sym->name || !strncmp(sym->name, "runtime.", 8) || !strncmp(sym->name, "runtime/", 8) ||

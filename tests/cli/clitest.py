@@ -4247,6 +4247,18 @@ def stat_table(out):
             for m in re.finditer(r"^ukprobes/(\S+) +(\d+) +(\d+)$", out, re.M)}
 
 
+def go_code_at(prog, addrs):
+    """The instruction (objdump's text) at each of addrs of prog."""
+    out = []
+    for a in addrs:
+        r = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % a,
+                            "--stop-address=%#x" % (a + 16), prog], capture_output=True,
+                           text=True)
+        m = re.search(r"^\s*%x:\s*(.*)$" % a, r.stdout, re.M)
+        out.append(re.sub(r"\s+", " ", m[1]).strip() if m else "")
+    return out
+
+
 def case_go():
     """Go programs, linked dynamically (-linkmode=external, and a PIE):
     entry and return probes count exactly what the program does while
@@ -4283,20 +4295,43 @@ def case_go():
                   r.stdout)
     # entries past the stack check: the grown stack's re-run of the
     # function's start is not a second call
-    r = ukprobe(["probes", "-e", "p tgt_go:main.deep", "-e", "r tgt_go:main.deep", "--",
-                 tgt("go")])
+    r = ukprobe(["probes", "-e", "p tgt_go:main.deep", "-e", "r tgt_go:main.deep",
+                 "-e", "r tgt_go:main.add9", "--", tgt("go")])
     rows = probes_rows(r.stdout)
-    check(r.returncode == 0 and len(rows) == 3 and
+    check(r.returncode == 0 and len(rows) == 4 and
           re.match(r"main\.deep\+0x[1-9a-f]", rows[0]["point"]) and
-          all(re.match(r"main\.deep\+0x[0-9a-f]+/", x["point"]) for x in rows[1:]),
-          "an entry past the stack check, a probe per return instruction", r.stdout)
+          all(re.match(r"main\.deep\+0x[0-9a-f]+/", x["point"]) for x in rows[1:3]),
+          "an entry past the stack check, a probe per return", r.stdout)
     # the entry past the stack check is jump-optimized (the Go template:
-    # case go_opt); a return instruction, where the stack guard proves no
-    # room, stays a breakpoint
-    check(rows[0]["opt"] == "jump" and
-          all(x["opt"].startswith("no: Go code: only a probe right after the stack check")
-              for x in rows[1:]), "a jump past the stack check, breakpoints elsewhere",
+    # case go_opt), and so are the returns of a function with a stack
+    # check, at the epilogue before each ret (ukprobes_func_exits: the
+    # counts above, on jumps, are exact through the stack's growth, the
+    # panic and the 100 goroutines); a leaf's return (add9: no check, no
+    # epilogue), where nothing proves room, stays a breakpoint on its ret
+    check(rows[0]["opt"] == "jump" and all(x["opt"] == "jump" for x in rows[1:3]) and
+          rows[3]["point"].startswith("main.add9+0x1a/") and
+          rows[3]["opt"].startswith("no: Go code: only a probe right after the stack check"),
+          "jumps past the stack check and at the epilogues, a leaf's ret a breakpoint",
           r.stdout)
+    # an exit is the epilogue's first instruction (mov d(%rsp),%rbp),
+    # which runs straight into the ret: not the ret itself
+    code = go_code_at(tgt("go"), [int(x["elf"].split(":")[1], 16) for x in rows[1:3]])
+    check(all(c.startswith("mov ") and "(%rsp),%rbp" in c for c in code),
+          "deep's returns probed at their epilogues", code)
+    # a return at the epilogue pairs with its own call's entry (its
+    # depth from the return's stack pointer, sp_adj above the
+    # epilogue's) and names its caller from the return address there:
+    # deep(n) = n + 7, 31 calls deep (2 KB of frames: the stack grows)
+    r = ukprobe(["trace", "-e", "r:dr tgt_go:main.deep n=$arg1 ret=$retval:s64", "--",
+                 tgt("go"), "30"])
+    ev = [parse_line(l) for l in r.stdout.splitlines() if LINE_RE.match(l)]
+    dr = [re.fullmatch(r" n=0x([0-9a-f]+) ret=(\d+)", m["args"]) for m in ev]
+    check(r.returncode == 3 and len(dr) == 31 and all(dr) and
+          [int(a[1], 16) for a in dr] == list(range(31)) and
+          all(int(a[2]) == int(a[1], 16) + 7 for a in dr) and
+          all(m["where"].startswith("main.deep+0x") for m in ev[:30]) and
+          ev[30]["where"].startswith("main.main+0x"), "deep's returns at the epilogue",
+          show(r))
     # $argN, $retval, $duration, paired by goroutine
     r = ukprobe(["trace", "-e", "p:n9 tgt_go:main.add9 a=$arg1 e=$arg5 i=$arg9",
                  "-e", "p:a tgt_go:main.(*counter).add k=$arg2",
@@ -4511,12 +4546,17 @@ def case_go_stripped():
                      "--", tgt(name)])
         check(r.returncode == 0, "%s: probes" % name, show(r))
         points[name] = sorted(x["point"] for x in probes_rows(r.stdout))
-        # Go code: a jump only past a stack check (an entry not at +0x0),
-        # else a breakpoint that says why (the leaves' entries, returns)
+        # Go code: a jump only past a stack check (an entry not at +0x0)
+        # and at the epilogues of a function with one, else a breakpoint
+        # that says why (the leaves' entries and returns)
         rows = probes_rows(r.stdout)
-        check(all((x["opt"] == "jump") == (not x["event"].endswith("__return") and
-                                           "+0x0/" not in x["point"]) and
-                  (x["opt"] == "jump" or x["opt"].startswith("no: Go code")) for x in rows),
+        checked = {x["point"].split("+")[0] for x in rows if not x["event"].endswith("__return")
+                   and "+0x0/" not in x["point"]}
+        check(all((x["opt"] == "jump") == (x["point"].split("+")[0] in checked and
+                                           (x["event"].endswith("__return") or
+                                            "+0x0/" not in x["point"])) and
+                  (x["opt"] == "jump" or x["opt"].startswith("no: Go code")) for x in rows) and
+              any(x["event"].endswith("__return") and x["opt"] == "jump" for x in rows),
               "%s: known as Go code (runtime.text, runtime.etext from pclntab)" % name,
               r.stdout)
     check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
@@ -4638,7 +4678,8 @@ def case_go_opt():
           want_out.stdout.count("\n") == 1, "the program alone", show(want_out))
     fn = "tgt_gostress:main."
     r = ukprobe(["probes", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "p %sleaf" % fn,
-                 "-e", "r %sgrow" % fn, "-e", "p tgt_gostress:runtime.mallocgc", "--", t])
+                 "-e", "r %sgrow" % fn, "-e", "r %swork" % fn, "-e", "r %sleaf" % fn,
+                 "-e", "p tgt_gostress:runtime.mallocgc", "--", t])
     ev = {}
     for x in probes_rows(r.stdout):
         ev.setdefault(x["event"].split("/")[-1], []).append(x)
@@ -4648,8 +4689,14 @@ def case_go_opt():
           all(re.match(r"main\.\w+\+0x[1-9a-f][0-9a-f]*/", ev[k][0]["point"])
               for k in ("p_main_work_0", "p_main_grow_0")),
           "jumps past the stack check", r.stdout)
+    # the returns of functions with a stack check jump at their
+    # epilogues (grow's frame is larger than StackSmall: the check's lea
+    # form covers it)
+    check(ev.get("r_main_grow_0") and all(x["opt"] == "jump" for x in ev["r_main_grow_0"]) and
+          [x["opt"] for x in ev.get("r_main_work_0", [])] == ["jump"],
+          "jumps at the epilogues", r.stdout)
     check([x["opt"][:len(bp)] for x in ev.get("p_main_leaf_0", [])] == [bp] and
-          ev.get("r_main_grow_0") and all(x["opt"].startswith(bp) for x in ev["r_main_grow_0"]) and
+          [x["opt"][:len(bp)] for x in ev.get("r_main_leaf_0", [])] == [bp] and
           [x["opt"] for x in ev.get("p_runtime_mallocgc_0", [])] ==
           ["no: Go code: the runtime's functions may run on the signal stack"],
           "breakpoints elsewhere, saying why", r.stdout)

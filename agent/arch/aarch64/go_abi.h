@@ -47,4 +47,21 @@ static inline size_t ukpa_go_prologue_len(const uint8_t *c, size_t n)
 	return 0;
 }
 
+/* [hit] The registers at the return of an exit (ukprobes_func_exits):
+ * here every exit is its return instruction. */
+static inline int ukpa_go_exit_regs(struct pt_regs *r, const struct ukprobes_func_exit *x)
+{
+	unsigned long fp;
+
+	if (x->fp_at >= 0) {
+		if (copy_from_user_nofault(&fp, (const void *)(r->sp + (unsigned long)x->fp_at),
+					   sizeof(fp)))
+			return -1;
+		r->regs[29] = fp;
+	}
+	r->sp += x->sp_adj;
+	r->pc = x->ret;
+	return 0;
+}
+
 #endif

@@ -36,4 +36,22 @@ static inline size_t ukpa_go_prologue_len(const uint8_t *c, size_t n)
 	return ukp_go_prologue_len(c, n);
 }
 
+/* [hit] The registers at the return of an exit (ukprobes_func_exits)
+ * from those at its start: the stack and frame pointers the return has,
+ * its address. 0, or -1 when the saved frame pointer cannot be read. */
+static inline int ukpa_go_exit_regs(struct pt_regs *r, const struct ukprobes_func_exit *x)
+{
+	unsigned long fp;
+
+	if (x->fp_at >= 0) {
+		if (copy_from_user_nofault(&fp, (const void *)(r->sp + (unsigned long)x->fp_at),
+					   sizeof(fp)))
+			return -1;
+		r->bp = fp;
+	}
+	r->sp += x->sp_adj;
+	r->ip = x->ret;
+	return 0;
+}
+
 #endif

@@ -148,6 +148,20 @@ size_t arch_go_stack_check_len(const uint8_t *code, size_t avail)
 	return 0;
 }
 
+/* [any] No epilogue forms known here: a return is probed at its ret. */
+bool arch_func_exit(const uint8_t *code, size_t avail, struct arch_exit *e)
+{
+	(void)code, (void)avail, (void)e;
+	return false;
+}
+
+/* [reg] (no Go template here) */
+bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size_t n)
+{
+	(void)fn, (void)fn_n, (void)code, (void)n;
+	return false;
+}
+
 /* [reg] */
 int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
 {

@@ -244,6 +244,32 @@ size_t arch_go_stack_check_len(const uint8_t *code, size_t avail)
 	return ukp_go_prologue_len(code, avail);
 }
 
+/* [any] See arch.h: Go's compiler's forms (go_prologue.h). */
+bool arch_func_exit(const uint8_t *code, size_t avail, struct arch_exit *e)
+{
+	struct ukp_go_epi g;
+
+	if (!ukp_go_epilogue(code, avail, &g))
+		return false;
+	e->len = g.len;
+	e->first = g.first;
+	e->sp_adj = g.sp_adj;
+	e->fp_at = g.fp_at;
+	return true;
+}
+
+/* [reg] See arch.h. The frame the epilogue frees is sp_adj bytes below
+ * the stack pointer at the function's start; a check that covers it
+ * leaves more than StackLimit bytes (800) below the epilogue's stack
+ * pointer (go_prologue.h). */
+bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size_t n)
+{
+	struct ukp_go_epi g;
+	size_t cover = ukp_go_prologue_cover(fn, fn_n);
+
+	return cover && ukp_go_epilogue(code, n, &g) && g.sp_adj <= cover;
+}
+
 /* [reg] See arch.h: the detour calls ukp_optprobe_common_go
  * (optprobe_tramp.S), which takes 8 bytes of the goroutine's stack on
  * top of the detour's 144 before it moves to the thread's own. */
