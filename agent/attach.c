@@ -245,13 +245,24 @@ static void *forked_main(void *arg)
 	return NULL;
 }
 
-/* A detached raw thread (nothing of the program's runs to start it, and
- * it unmaps its stack as it ends) */
+/* A detached pthread. Not a raw one (ukprobes_kthread_run(), as the
+ * reader is): the session thread may load `ukprobe run`'s compiled script
+ * with the program's dlopen(), which allocates with the program's
+ * allocator on this thread, and an allocator keeps per-thread state
+ * (jemalloc's tcache, in its TLS) in its lists: a raw thread's TLS is
+ * unmapped when it ends, and redis-server's next statistics walk crashed
+ * on it. The freestanding agent has no dlopen() and starts none. */
 static int start_thread(void *(*fn)(void *), void *arg)
 {
-	struct ukprobes_kthread t;
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
 
-	return ukprobes_kthread_run(&t, fn, arg, "ukprobe-attach", UKPROBES_KTHREAD_DETACHED);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = ukprobes_kthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
 }
 
 int ukpa_attach_forked(int fd)

@@ -73,7 +73,10 @@
  *     the system call instruction, UKP_SYSCALL_INSN_SIZE bytes before
  *     the pc /proc gives; both are tested.
  *  6. Anything else (running, a record changing, /proc unreadable) is
- *     looked at again (SCAN_MORE_LOOKS) after the others, then signalled.
+ *     looked at again (SCAN_MORE_LOOKS, for up to 0.3 ms) after the
+ *     others, then signalled (a thread that ran only on its way into a
+ *     sleep is usually seen asleep by then: a signal in its nanosleep
+ *     would be an EINTR the program sees).
  *
  * Not seen either way: frames of handlers the library did not wrap
  * (installed by a raw rt_sigaction after the library installed its own,
@@ -280,7 +283,12 @@ void ukp_threads_after_fork_child(void)
 
 #define SCAN_MAX_THREADS 4096
 #define SCAN_TIMEOUT_NS (200 * 1000000L)
-#define SCAN_MORE_LOOKS 2   /* at a thread not seen blocked, before the signal */
+/* more looks at a thread not seen blocked, before the signal: the first
+ * after a yield, the rest 50 us apart (a thread that runs briefly between
+ * sleeps, preempted on a loaded machine, is then seen asleep; a signal
+ * that reached it in nanosleep would have returned EINTR to it) */
+#define SCAN_MORE_LOOKS 8
+#define SCAN_YIELD_LOOKS 2
 
 struct scan_req {
 	_Atomic unsigned long gen;             /* odd while the caller rewrites */
@@ -793,7 +801,13 @@ uint64_t ukp_threads_scan(const struct ukp_range *r, unsigned int n)
 	for (unsigned int look = 0; nunknown && look < SCAN_MORE_LOOKS; look++) {
 		unsigned int k = 0;
 
-		ukp_sys_sched_yield();
+		if (look < SCAN_YIELD_LOOKS) {
+			ukp_sys_sched_yield();
+		} else {
+			struct timespec pause = { 0, 50000 };
+
+			ukp_sys_nanosleep(&pause);
+		}
 		if (atomic_load(&uc_claims) != rec_index_claims)
 			rec_index_build();
 		for (i = 0; i < nunknown; i++) {

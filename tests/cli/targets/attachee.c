@@ -11,7 +11,7 @@
  * MODE (the bad cases of ukprobe -p): "nodump" (PR_SET_DUMPABLE 0),
  * "traceme" (traced by its parent), "exit-on-attach" (the process exits
  * when the agent starts its first thread, while ukprobe injects it; the
- * program exports pthread_getcpuclockid, which the agent's reference
+ * program exports pthread_create and pthread_getcpuclockid, which the agent's reference
  * binds to), "die-in-attach" (killed by SIGKILL once the agent said
  * HELLO, before it registers the probes: the program exports sendmsg);
  * where the main thread waits for its input (the thread ukprobe stops):
@@ -209,10 +209,23 @@ static void *stdin_main(void *arg)
 static int exit_on_attach, die_in_attach, ready;
 
 /* Found first by the agent's references (the program exports them):
- * pthread_getcpuclockid() is what the agent's first thread start calls
- * (ukprobes_kthread_run() learning the C library's thread descriptor),
- * inside the call ukprobe injects; sendmsg() with a descriptor is the
+ * pthread_create() (the agent's session thread) and
+ * pthread_getcpuclockid() (ukprobes_kthread_run() learning the C
+ * library's thread descriptor) are what the agent's first thread start
+ * calls, inside the call ukprobe injects; sendmsg() with a descriptor is the
  * agent's HELLO (its region's memfd), before it registers the probes. */
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (exit_on_attach && ready)
+		_exit(5);
+	if (!real)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	return real(t, attr, fn, arg);
+}
+
 int pthread_getcpuclockid(pthread_t t, clockid_t *c)
 {
 	static int (*real)(pthread_t, clockid_t *);
