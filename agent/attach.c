@@ -251,9 +251,15 @@ static void *forked_main(void *arg)
  * allocator on this thread, and an allocator keeps per-thread state
  * (jemalloc's tcache, in its TLS) in its lists: a raw thread's TLS is
  * unmapped when it ends, and redis-server's next statistics walk crashed
- * on it. The freestanding agent has no dlopen() and starts none. */
+ * on it. The freestanding agent has neither pthreads nor dlopen(): a raw
+ * thread there. */
 static int start_thread(void *(*fn)(void *), void *arg)
 {
+#ifdef UKP_FREE
+	struct ukprobes_kthread k;
+
+	return ukprobes_kthread_run(&k, fn, arg, "ukprobe-attach", UKPROBES_KTHREAD_DETACHED);
+#else
 	pthread_attr_t attr;
 	pthread_t t;
 	int ret;
@@ -263,6 +269,7 @@ static int start_thread(void *(*fn)(void *), void *arg)
 	ret = ukprobes_kthread_create(&t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return ret;
+#endif
 }
 
 int ukpa_attach_forked(int fd)

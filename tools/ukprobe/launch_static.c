@@ -8,13 +8,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 
 #include "cli.h"
 #include "load.h"
+#include "ptrace_arch.h"
 
 /*
  * Run the child, stopped at its execve, to the end of the system call
@@ -29,11 +28,14 @@ static int run_to_thread_pointer(pid_t pid)
 {
 	int st, sig = 0;
 
-	if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
+	/* (where no system call sets it: at the entry point, as a dynamic
+	 * program's agent is) */
+	if (ukp_arch_sets_thread_pointer(pid) < 0 ||
+	    ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
 		return -1;
 	for (;;) {
 		struct __ptrace_syscall_info si;
-		struct user_regs_struct r;
+		int set;
 
 		if (ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig))
 			return 1;
@@ -50,9 +52,10 @@ static int run_to_thread_pointer(pid_t pid)
 		if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof(si), &si) <= 0 ||
 		    si.op != PTRACE_SYSCALL_INFO_EXIT)
 			continue;
-		if (ptrace(PTRACE_GETREGS, pid, NULL, &r))
-			return 1;
-		if (r.orig_rax == SYS_arch_prctl && r.fs_base)
+		set = ukp_arch_sets_thread_pointer(pid);
+		if (set < 0)
+			return -1;
+		if (set)
 			return 0;
 	}
 }

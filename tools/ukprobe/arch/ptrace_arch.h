@@ -79,5 +79,9 @@ int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len);
  * before the pc is the system call instruction. True when *r changed.
  */
 bool ukp_arch_restart_eintr(struct ukp_regs *r, bool at_insn);
+/* tid stopped at a system call's exit: did that call give the thread its
+ * thread pointer (x86-64: arch_prctl ARCH_SET_FS)? -1 where no system
+ * call does (AArch64 writes TPIDR_EL0 itself), else 0 or 1. */
+int ukp_arch_sets_thread_pointer(pid_t tid);
 
 #endif /* UKPROBE_PTRACE_ARCH_H */

@@ -166,3 +166,9 @@ int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len)
 
 	return ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRFPREG, &iov) ? -errno : 0;
 }
+
+int ukp_arch_sets_thread_pointer(pid_t tid)
+{
+	(void)tid;
+	return -1; /* (the C library writes TPIDR_EL0 itself) */
+}

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 
 #include "ptrace_arch.h"
 
@@ -176,4 +178,13 @@ int ukp_arch_ext_restore(pid_t tid, const void *buf, size_t len)
 	return ptrace(PTRACE_SETREGSET, tid,
 		      (void *)(uintptr_t)(len & FPREGS_ONLY ? NT_PRFPREG : NT_X86_XSTATE), &iov)
 		       ? -errno : 0;
+}
+
+int ukp_arch_sets_thread_pointer(pid_t tid)
+{
+	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
+		return 0;
+	return r.orig_rax == SYS_arch_prctl && r.fs_base;
 }
