@@ -3292,9 +3292,15 @@ def case_duration():
         want = 2000000 if i < 5 else 120000000
         check(want <= d < want + 80000000, "sleep %d: %d ns" % (i, d))
         if i:
-            # returns are at least a duration apart (timestamps in us)
+            # returns are at least a duration apart (timestamps in us).
+            # A duration is converted from the event clock's counter at
+            # the hit, a timestamp later by the reader or ukprobe: the
+            # counter-to-ns line is refined during the run, and early in
+            # a run on a loaded machine (ASan) the two lines were seen 6%
+            # apart (2.19 ms against 2.07 ms): 10% and 20 us are allowed.
             gap = round((float(ev[i]["ts"]) - float(ev[i - 1]["ts"])) * 1e6) * 1000
-            check(d <= gap + 20000, "duration %d within the %d ns between returns" % (d, gap))
+            check(d <= gap * 1.1 + 20000,
+                  "duration %d within the %d ns between returns" % (d, gap))
     # stat counts what the filter on duration passes; a named argument too
     for flt, n in (("duration > 50000000", 2), ("duration < 50000000", 5),
                    ("duration >= 2000000 && ret == 0", 7)):
