@@ -33,12 +33,13 @@ for f in $(grep -E '^(mem|str|stp|bcmp|bzero)|printf|^__.*_chk$|^(is|to)[a-z]+$|
        bad=1 ;;
   esac
 done
-# and none of the dynamic loader's queries on its resolution paths: the
-# objects come from the library's own table (src/symbols/iterate_objects.c,
-# maps_objects.c), an address's object from the same, a search path from
-# the object's dynamic section (common/search_path.c); dlsym/dlvsym (the
-# interposers' constructors) and _r_debug (the loader watch) stay
-loader="dl_iterate_phdr dladdr dladdr1 dlinfo"
+# and none of the dynamic loader's address and path queries: an
+# address's object from the library's walk (ukp_object_at), a search path
+# from the object's dynamic section (common/search_path.c); the walk itself
+# is the loader's dl_iterate_phdr() in this agent (the freestanding one has
+# its own table: agent_free_closed); dlsym/dlvsym (the interposers'
+# constructors) and _r_debug (the loader watch) stay
+loader="dladdr dladdr1 dlinfo"
 for f in $loader; do
   if grep -qx -- "$f" <<<"$imports"; then
     echo "agent_imports: $agent imports $f (the loader's query: the library's object table answers it, doc/static_agent.md)" >&2
