@@ -652,6 +652,11 @@ void *ukpa_real_dlopen(const char *file, int mode);
  * ([init], probes.c's lock) */
 int ukpa_signal_sites_watch(void);
 void ukpa_signal_sites_unwatch(void);
+/* free/script_map.c: `ukprobe run`'s compiled script at path mapped and
+ * bound to the agent without a loader ([init]): its handle and *desc
+ * (its ukp_script), or NULL with err (one line) */
+void *ukpa_script_map(const char *path, const void **desc, char *err, size_t errlen);
+void ukpa_script_unmap(void *h);
 #endif
 
 #endif /* UKPROBE_AGENT_H */

@@ -254,19 +254,33 @@ static void forget(void)
 	syms_sent = NULL;
 	syms_cap = syms_n = 0;
 	if (handle)
+#ifdef UKP_FREE
+		ukpa_script_unmap(handle);
+#else
 		dlclose(handle);
+#endif
 	handle = NULL;
 	desc = NULL;
 }
 
-int ukpa_script_load(const char *path)
+/* [init] The object at path in this process: handle and desc, or -1
+ * (said why). A static program has no loader: the agent maps it itself. */
+static int open_object(const char *path)
 {
+#ifdef UKP_FREE
+	char err[256];
+	const void *d;
+
+	handle = ukpa_script_map(path, &d, err, sizeof(err));
+	if (!handle) {
+		dprintf(2, "ukprobe-agent: cannot load the script %s\n", err);
+		return -1;
+	}
+	desc = d;
+#else
+	struct ukpa_obj_at self;
 	void *h;
 
-	struct ukpa_obj_at self;
-
-	if (desc)
-		forget();
 	/* injected (-p), the agent was loaded RTLD_LOCAL: its symbols, which
 	 * the script binds to, go into the global scope */
 	if (!ukpa_obj_at((void *)ukpa_script_thread, &self) &&
@@ -283,6 +297,16 @@ int ukpa_script_load(const char *path)
 	}
 	handle = h;
 	desc = dlsym(h, "ukp_script");
+#endif
+	return 0;
+}
+
+int ukpa_script_load(const char *path)
+{
+	if (desc)
+		forget();
+	if (open_object(path))
+		return -1;
 	if (!desc || desc->abi != UKP_SCRIPT_ABI ||
 	    desc->nspecs != (uint32_t)ukpa_specs_count()) {
 		dprintf(2, "ukprobe-agent: %s is not a script of this ukprobe\n", path);
@@ -332,6 +356,11 @@ static void wait_begun(void)
 
 	if (!ukpa_region || ukpa_script_send(UKP_SCRIPT_BEGUN, 0, NULL, 0))
 		return;
+#ifdef UKP_FREE
+	/* a static program is held at its entry until this thread has ended
+	 * and ukprobe has read what it sent (launch.c's held_drain) */
+	return;
+#endif
 	while (!atomic_load_explicit(&ukpa_region->begun, memory_order_acquire) &&
 	       mono_ms() < until) {
 		struct timespec step = { 0, 100000 };

@@ -22,7 +22,13 @@
  * library's sigaction() or sigprocmask() instead, with the kernel's
  * structures translated; the instruction is skipped and the thread gets
  * the result as the kernel's. (Calls made another way, e.g. through
- * glibc's syscall(), are not seen.) The probes have a post_handler (never
+ * glibc's syscall(), are not seen.) Its exit_group instructions are
+ * probed too: no exit handler of the agent's runs in a static program,
+ * and a `ukprobe run` script's END and maps live in the process; with a
+ * script loaded, the image ends there (agent.c's ukpa_before_exit, as at
+ * a dynamic program's _exit), then the call runs (without a script they
+ * are not probed: a `stat` or `trace` has its last counts and events
+ * from the region). The probes have a post_handler (never
  * called) so that they stay breakpoints: a jump-optimized hit ignores a
  * changed instruction pointer.
  *
@@ -49,6 +55,7 @@ struct ksigaction {
 };
 
 static struct kprobe site_kps[MAX_SITES];
+static bool exits;         /* the exit_group sites too (a script is loaded) */
 static bool site_on[MAX_SITES];
 static int nsites;
 
@@ -120,11 +127,25 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 	case UKPA_NR_RT_SIGPROCMASK:
 		res = do_sigprocmask(regs);
 		break;
+	case UKPA_NR_EXIT_GROUP:
+		if (ukpa_script_loaded())
+			ukpa_before_exit();
+		return 0; /* the call runs */
 	default:
 		return 0; /* another call: it runs */
 	}
 	ukpa_site_done(regs, (uintptr_t)kp->addr, res);
 	return 1; /* resume after the instruction */
+}
+
+static bool site_known(const unsigned char *q)
+{
+	int i;
+
+	for (i = 0; i < nsites; i++)
+		if (site_kps[i].addr == (kprobe_opcode_t *)q)
+			return true;
+	return false;
 }
 
 /* [hit] never called: its presence keeps the probe a breakpoint */
@@ -135,21 +156,27 @@ static void site_post(struct kprobe *kp, struct pt_regs *regs, unsigned long fla
 	(void)flags;
 }
 
-/* The sites in [p, end): a load of either number, then the system call
- * instruction within reach. */
+/* The sites in [p, end): a load of either signal call's number, then
+ * the system call instruction within reach; for exit_group, every
+ * system call instruction within reach of a load of its number into
+ * any register (the hit checks the number in eax). */
 static void scan(const unsigned char *p, const unsigned char *end)
 {
 	const unsigned char *q;
 
 	for (; p + UKPA_SITE_LOAD_LEN <= end && nsites < MAX_SITES; p++) {
-		if (!ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
+		bool any = exits && ukpa_site_loads_any(p, UKPA_NR_EXIT_GROUP);
+
+		if (!any && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
 		    !ukpa_site_loads(p, UKPA_NR_RT_SIGPROCMASK))
 			continue;
-		for (q = p + UKPA_SITE_LOAD_LEN;
-		     q + UKPA_SYSCALL_INSN_LEN <= end && q < p + UKPA_SITE_REACH; q++)
-			if (ukpa_site_syscall(q)) {
+		for (q = p + UKPA_SITE_LOAD_LEN; q + UKPA_SYSCALL_INSN_LEN <= end &&
+		     q < p + (any ? UKPA_SITE_REACH_ANY : UKPA_SITE_REACH) && nsites < MAX_SITES;
+		     q++)
+			if (ukpa_site_syscall(q) && !site_known(q)) {
 				site_kps[nsites++].addr = (kprobe_opcode_t *)q;
-				break;
+				if (!any)
+					break;
 			}
 	}
 }
@@ -181,6 +208,7 @@ int ukpa_signal_sites_watch(void)
 
 	if (nsites)
 		return 0;
+	exits = ukpa_script_loaded();
 	dl_iterate_phdr(find_sites, NULL);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clitest  # noqa: E402
@@ -662,6 +663,143 @@ def case_run_real():
             print("same output under bpftrace: %s" % script)
         else:
             print("not compared with bpftrace: %s" % why)
+
+
+def _free_agent_or_skip(*names):
+    for name in names:
+        if not os.path.exists(tgt(name)):
+            print("no %s here: skipped" % tgt(name))
+            sys.exit(77)
+    if not os.path.exists(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
+                                       "libukprobe-agent.bin")):
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+
+
+def _static_launch(name, script, stdin):
+    path = tgt(name)
+    return ukprobe(["run", "-e", script.replace("TGT", path), "--", path], input=stdin)
+
+
+def _static_attach(name, script, cmds):
+    """The script attached (-p) to a running static_work program, with a
+    probe of its own that prints "on" for work(0): the program runs
+    work(0) until that comes (the hits count from when tracing is on,
+    which "Attaching" may precede), then the commands, then SIGINT.
+    (ukprobe's result without the "on" lines, the program's answers)"""
+    import select
+    path = tgt(name)
+    p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline() == "ready\n", "%s is ready" % name)
+        u = subprocess.Popen([clitest.UKPROBE, "run", "-e",
+                              'uprobe:TGT:work /arg0 == 0/ { printf("on\\n"); } '.replace(
+                                  "TGT", path) + script.replace("TGT", path),
+                              "-p", str(p.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, end = b"", time.time() + 60
+        while b"on\n" not in out and time.time() < end and u.poll() is None:
+            p.stdin.write("run 1 0\n")
+            p.stdin.flush()
+            check(p.stdout.readline() == "ran 1 1\n", "%s runs work(0)" % name)
+            if select.select([u.stdout], [], [], 0.05)[0]:
+                out += os.read(u.stdout.fileno(), 65536)
+        check(b"on\n" in out, "%s: attached, tracing on" % name,
+              out.decode() + (u.stderr.read().decode() if u.poll() is not None else ""))
+        answers = []
+        for c in cmds:
+            p.stdin.write(c + "\n")
+            p.stdin.flush()
+            answers.append(p.stdout.readline())
+        u.send_signal(signal.SIGINT)
+        rest, err = u.communicate(timeout=60)
+        p.stdin.write("run 2 1\nquit\n")
+        p.stdin.flush()
+        tail = p.stdout.read()
+        check(p.wait(timeout=60) == 3 and tail == "ran 2 11\n",
+              "%s goes on after the detach and ends as it would" % name, tail)
+        text = "".join(l for l in (out + rest).decode().splitlines(True) if l != "on\n")
+        return subprocess.CompletedProcess(u.args, u.returncode, text, err.decode()), answers
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_run_static():
+    """ukprobe run in statically linked programs (the freestanding agent
+    maps the compiled script itself: agent/free/script_map.c): static C
+    launched and attached, static Go launched; each output the same
+    script's on the dynamic build of the same source, and the counts
+    known. END and the maps come at a static program's own exit (its
+    exit_group instruction, probed)."""
+    _free_agent_or_skip("static_work", "static_work_dyn", "go_static", "go")
+    # (work(0), the attached run's signal, counts nothing: work(i) = 3i + 1)
+    script = ('BEGIN { printf("begin\\n"); } uprobe:TGT:work /arg0/ { @[arg0 & 7] = count(); } '
+              'uretprobe:TGT:work /retval > 1/ { @r = hist(retval); @s = sum(retval); } '
+              'END { printf("end\\n"); }')
+    base, n = 5, 300
+    known = {k: sum(1 for i in range(base, base + n) if i & 7 == k) for k in range(8)}
+
+    def keyed(out):
+        return {int(k): int(v) for k, v in re.findall(r"^@\[(\d+)\]: (\d+)$", out, re.M)}
+    ran = "ran %d %d\n" % (n, sum(3 * i + 1 for i in range(base, base + n)))
+    # launched: BEGIN before the program's first write, END at its exit
+    got = {}
+    for name in ("static_work", "static_work_dyn"):
+        r = _static_launch(name, script, "run %d %d\nquit\n" % (n, base))
+        check(r.returncode == 3 and r.stderr == "", "%s launched: its exit status" % name,
+              show(r))
+        check(r.stdout.startswith("Attaching 4 probes...\nbegin\nready\n" + ran + "end\n"),
+              "%s launched: Attaching, BEGIN, the program, END in order" % name, show(r))
+        got[name] = r.stdout
+    check(got["static_work"] == got["static_work_dyn"],
+          "launched: the static program's output is the dynamic one's",
+          "static:\n" + got["static_work"], "dynamic:\n" + got["static_work_dyn"])
+    out = got["static_work"]
+    check(keyed(out) == known and "@s: %d\n" % sum(3 * i + 1 for i in range(base, base + n)) in out,
+          "launched: the counts and the sum known", out)
+    # attached: a running program (two threads), left at SIGINT
+    got = {}
+    for name in ("static_work", "static_work_dyn"):
+        r, answers = _static_attach(name, script.replace('BEGIN { printf("begin\\n"); } ', ""),
+                                    ["run %d %d" % (n, base)])
+        check(r.returncode == 0 and r.stderr == "" and answers == [ran],
+              "%s attached: ends with 0 at SIGINT" % name, show(r), str(answers))
+        got[name] = r.stdout
+    check(got["static_work"] == got["static_work_dyn"],
+          "attached: the static program's output is the dynamic one's",
+          "static:\n" + got["static_work"], "dynamic:\n" + got["static_work_dyn"])
+    check(got["static_work"].startswith("Attaching 4 probes...\nend\n\n\n") and
+          keyed(got["static_work"]) == known,
+          "attached: the counts known", got["static_work"])
+    # Go's default build (static, no cgo) launched, beside its cgo build:
+    # entry probes through stack growth, goroutines on other threads;
+    # the program ends by a raw exit_group (os.Exit)
+    go = ('BEGIN { printf("begin\\n"); } uprobe:TGT:main.deep { @d = count(); } '
+          'uprobe:TGT:main.sleeper { @s = count(); @t[tid > 0] = count(); } '
+          'uprobe:TGT:main.add9 { @a = count(); } END { printf("end\\n"); }')
+    got = {}
+    for name in ("go_static", "go"):
+        r = _static_launch(name, go, "")
+        check(r.returncode == 3 and r.stderr == "", "%s launched: its exit status" % name,
+              show(r))
+        got[name] = r.stdout
+    # (the cgo build ends by the same raw exit_group, which a dynamic
+    # program's agent does not see: its END and maps are not printed)
+    head = "Attaching 5 probes...\nbegin\n" + clitest.GO_OUT
+    check(got["go"].startswith(head),
+          "Go, the cgo build: Attaching, BEGIN, the program", got["go"])
+    check(got["go_static"] == head + "end\n\n\n@a: 1\n@d: 10001\n@s: 100\n@t[1]: 100\n",
+          "Go, static: the output known, END and the maps at its exit", got["go_static"])
+    # a uretprobe in Go code stays refused (agent/probes.c), as in the cgo build
+    errs = {}
+    for name in ("go_static", "go"):
+        r = _static_launch(name, "uretprobe:TGT:main.add9 { @ = count(); }", "")
+        # (the caret's span is the path's length)
+        errs[name] = r.stderr.partition("ERROR:")[2].splitlines()[:1]
+        check(r.returncode != 0 and "main.add9" in r.stderr, "%s: a Go uretprobe refused" % name,
+              show(r))
+    check(errs["go_static"] == errs["go"] and errs["go"], "the same refusal", str(errs))
 
 
 if __name__ == "__main__":

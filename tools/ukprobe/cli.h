@@ -101,8 +101,10 @@ int ukp_check_executable(const char *path, bool *is_static);
 /* Has the 64-bit ELF file fd (header eh) a program interpreter? */
 bool ukp_elf_has_interp(int fd, const Elf64_Ehdr *eh);
 /* launch_static.c: a static child stopped at its execve gets the
- * freestanding agent at agent. 0 or -1 (said). */
-int ukp_launch_static(const char *path, const char *agent, pid_t pid);
+ * freestanding agent at agent; held(arg), unless NULL, runs once the
+ * agent's thread has ended, before the program runs. 0 or -1 (said). */
+int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
+		      void *arg);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

@@ -263,6 +263,23 @@ static void launch(const struct ukp_session *s, int fd, int specs_fd)
 	_exit(errno == ENOENT ? UKP_EXIT_NOCMD : 126);
 }
 
+struct held {
+	struct ukp_session *s;
+	struct ukp_loop *l;
+	int conn;
+};
+
+/* A static program held at its entry, its agent's set-up done: `ukprobe
+ * run`'s "Attaching" and BEGIN's output are printed before the program
+ * runs (a dynamic program's agent waits for that itself: script.c's
+ * wait_begun; this one's thread must end first). */
+static void held_drain(void *arg)
+{
+	struct held *h = arg;
+
+	ukp_loop_drain(h->s, h->l, h->conn);
+}
+
 int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
 {
 	int sv[2], sndbuf = 1 << 20;
@@ -294,7 +311,14 @@ int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
 			_exit(UKP_EXIT_FAIL);
 		launch(s, sv[1], l->specs_fd);
 	}
-	if (s->free_agent && ukp_launch_static(s->path, s->free_agent, pid)) {
+	if (s->free_agent) {
+		/* (set before: held_drain reads the agent's first packets) */
+		s->pid = l->child = pid;
+		l->nagents = l->open_conns = 1;
+	}
+	if (s->free_agent &&
+	    ukp_launch_static(s->path, s->free_agent, pid, s->script_msg ? held_drain : NULL,
+			      &(struct held){ s, l, l->nconns - 1 })) {
 		close(sv[1]);
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)

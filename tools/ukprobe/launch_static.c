@@ -70,10 +70,12 @@ static int run_to_thread_pointer(pid_t pid)
  * constructors set tracing up from the environment ukprobe gave the
  * program, as a preloaded agent's do; the program is held there until
  * the agent's thread ends, so that its first instruction runs with the
- * probes in place. 0 (also when the exec failed: the child said so), or
+ * probes in place (and, with held, until ukprobe has read what the agent
+ * sent: `ukprobe run`'s BEGIN comes before the program's output). 0 (also when the exec failed: the child said so), or
  * -1 after one line.
  */
-int ukp_launch_static(const char *path, const char *agent, pid_t pid)
+int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
+		      void *arg)
 {
 	struct ukp_loaded ld;
 	/* (entry.c: no socket, no key; 'g': Go's threads) */
@@ -104,6 +106,8 @@ int ukp_launch_static(const char *path, const char *agent, pid_t pid)
 	ret = ukp_load_wait_end(&ld, 120000);
 	if (ret && ret != -ESRCH)
 		ukp_err("%s: the freestanding agent did not start: %s", path, ld.err);
+	else if (!ret && held)
+		held(arg);
 	ukp_load_release(&ld);
 	return ret && ret != -ESRCH ? -1 : 0;
 }

@@ -237,6 +237,20 @@ static int read_conn(struct ukp_session *s, struct ukp_loop *l, int i, char *buf
 	return UKP_EXIT_FAIL;
 }
 
+void ukp_loop_drain(struct ukp_session *s, struct ukp_loop *l, int i)
+{
+	size_t cap = 2 * UKP_PACKET_MAX;
+	char *buf = malloc(cap);
+	struct pollfd p = { .events = POLLIN };
+
+	while (buf && i < l->nconns && l->conns[i].fd >= 0) {
+		p.fd = l->conns[i].fd;
+		if (poll(&p, 1, 0) != 1 || read_conn(s, l, i, buf, cap, l->relay))
+			break;
+	}
+	free(buf);
+}
+
 /* Poll the connections until every agent waited for has come and every
  * connection has closed. 0, or UKP_EXIT_FAIL after saying why. */
 static int drive(struct ukp_session *s, struct ukp_loop *l, struct relay *relay)
@@ -315,6 +329,7 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 	struct relay relay = { ops, arg, &l };
 	int code = UKP_EXIT_FAIL, i;
 
+	l.relay = &relay;
 	/* parsed here, once: the agent in every image reads this form */
 	l.specs_fd = ukp_specs_memfd(s);
 	if (l.specs_fd < 0)

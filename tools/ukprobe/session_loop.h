@@ -61,8 +61,13 @@ struct ukp_loop {
 	/* what the signals did before the session (ukp_loop_signals) */
 	bool signals;
 	struct sigaction old[UKP_LOOP_SIGNALS];
+	void *relay;              /* the session's handlers (session_loop.c) */
 };
 
+/* session_loop.c: the packets connection i holds now, handled as the
+ * loop's own (a static program held at its entry: `ukprobe run`'s
+ * "Attaching" and BEGIN before its first instruction). */
+void ukp_loop_drain(struct ukp_session *s, struct ukp_loop *l, int i);
 /* session_loop.c: milliseconds of CLOCK_MONOTONIC. */
 long ukp_now_ms(void);
 /* A connection into the loop's set: false when there is no room (the

@@ -19,14 +19,26 @@
  * register_kprobe, and the number is checked again at every hit. */
 #define UKPA_SITE_LOAD_LEN 5
 #define UKPA_SITE_REACH 24
+/* (glibc's _exit: its exit_group 32 bytes after the load) */
+#define UKPA_SITE_REACH_ANY 48
 #define UKPA_SYSCALL_INSN_LEN 2
 #define UKPA_NR_RT_SIGACTION 13
 #define UKPA_NR_RT_SIGPROCMASK 14
+#define UKPA_NR_EXIT_GROUP 231
 
 /* Does code[0..] load nr into eax? */
 static inline bool ukpa_site_loads(const unsigned char *code, long nr)
 {
 	return code[0] == 0xb8 && code[1] == (unsigned char)nr && !code[2] && !code[3] &&
+	       !code[4];
+}
+
+/* Does code[0..] load nr into any 32-bit register (mov $nr, %r32: b8+r
+ * imm32, REX.B before it for r8d-r15d)? glibc's _exit loads exit_group's
+ * number into esi and moves it to eax before the instruction. */
+static inline bool ukpa_site_loads_any(const unsigned char *code, long nr)
+{
+	return (code[0] & 0xf8) == 0xb8 && code[1] == (unsigned char)nr && !code[2] && !code[3] &&
 	       !code[4];
 }
 
