@@ -954,32 +954,30 @@ def case_record_damaged():
         lines = full.stdout.splitlines()
         check(len(lines) == 100000 and full.returncode == 0, "report: every event", show(full))
         recs = os.path.join(data, "records")
-        size = os.path.getsize(recs)
         with open(recs, "rb") as f:
             whole = f.read()
-        # records cut in the middle of a packet
+        # records cut in the middle of the last RECS packet (type 15; a
+        # packet holds up to a quarter of a ring: megabytes for small
+        # records): the events of every packet before it are there
+        pos, before, last, last_n = 0, 0, None, 0
+        while pos + 8 <= len(whole):
+            typ, ln = struct.unpack_from("<II", whole, pos)
+            if typ == 15:
+                before += last_n
+                last, last_n = (pos, ln), struct.unpack_from("<IQII", whole, pos + 12)[2]
+            pos += ln
+        check(last is not None and before > 0, "more than one packet of records (%d before "
+              "the last)" % before)
+        cut = last[0] + last[1] // 2
         with open(recs, "wb") as f:
-            f.write(whole[:size // 2 + 13])
+            f.write(whole[:cut])
         r = ukprobe(["report", "-i", data])
         got = r.stdout.splitlines()
         check(r.returncode == 1 and r.stderr.count("\n") == 1 and
               "damaged after" in r.stderr, "records cut short: one line", show(r))
-        check(0 < len(got) < len(lines) and got == lines[:len(got)],
-              "records cut short: the events before the cut (%d)" % len(got))
-        # the events of every RECS packet (type 15) that ends before the
-        # cut are there: only the cut packet is lost (a packet holds up to
-        # a quarter of a ring, megabytes for small records)
-        pos, before = 0, 0
-        while pos + 8 <= len(whole):
-            typ, ln = struct.unpack_from("<II", whole, pos)
-            if pos + ln > size // 2 + 13:
-                break
-            if typ == 15:
-                before += struct.unpack_from("<IQII", whole, pos + 12)[2]
-            pos += ln
-        check(len(got) == before,
-              "records cut short: only the cut packet lost (%d, %d before the cut)" %
-              (len(got), before))
+        check(len(got) == before and got == lines[:len(got)],
+              "records cut short: the events of the packets before the cut, in order (%d of %d)"
+              % (len(got), before))
         with open(recs, "wb") as f:
             f.write(whole)
         sess = os.path.join(data, "session")
