@@ -21,6 +21,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +29,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "base/sys.h"
 #include "elf_reloc.h"
 #include "script_abi.h"
 
@@ -279,7 +279,7 @@ void ukpa_script_unmap(void *h)
 {
 	if (h != &cur || !cur.base)
 		return;
-	ukp_sys_munmap(cur.base, cur.len);
+	munmap(cur.base, cur.len);
 	cur.base = NULL;
 	cur.len = 0;
 }
@@ -293,23 +293,23 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 	struct obj o = { .ph = ph };
 	uint64_t lo = ~0ULL, hi = 0, dyn = 0, dynsz = 0, relro = 0, relro_end = 0;
 	void *base = NULL;
-	int fd, i, ret;
+	int fd, i, ret = -1;
 	size_t k;
 
 	*desc = NULL;
 	if (cur.base)
 		return fail(err, errlen, "%s: a script is mapped already", path), NULL;
-	fd = ukp_sys_open(path, O_RDONLY);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fail(err, errlen, "%s: cannot be opened: %s", path, strerror(-fd));
+		fail(err, errlen, "%s: cannot be opened: %s", path, strerror(errno));
 		return NULL;
 	}
 	ret = -1;
-	if (ukp_sys_pread(fd, &eh, sizeof(eh), 0) != (long)sizeof(eh) ||
+	if (pread(fd, &eh, sizeof(eh), 0) != (long)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_machine != UKPA_EM || eh.e_type != ET_DYN || eh.e_phentsize != sizeof(ph[0]) ||
 	    eh.e_phnum > MAX_PH ||
-	    ukp_sys_pread(fd, ph, eh.e_phnum * sizeof(ph[0]), eh.e_phoff) !=
+	    pread(fd, ph, eh.e_phnum * sizeof(ph[0]), eh.e_phoff) !=
 		    (long)(eh.e_phnum * sizeof(ph[0]))) {
 		fail(err, errlen, "%s: not a shared object of this architecture", path);
 		goto out;
@@ -347,7 +347,7 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 	/* the dynamic symbols' count, from the section headers */
 	for (k = 0; k < eh.e_shnum; k++)
 		if (eh.e_shentsize == sizeof(sh) &&
-		    ukp_sys_pread(fd, &sh, sizeof(sh), eh.e_shoff + k * sizeof(sh)) ==
+		    pread(fd, &sh, sizeof(sh), eh.e_shoff + k * sizeof(sh)) ==
 			    (long)sizeof(sh) &&
 		    sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(Elf64_Sym))
 			o.nsyms = sh.sh_size / sizeof(Elf64_Sym);
@@ -357,10 +357,9 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 	}
 	lo &= ~(uint64_t)(page - 1);
 	cur.len = ((hi + page - 1) & ~(uint64_t)(page - 1)) - lo;
-	ret = ukp_sys_mmap(NULL, cur.len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &base);
-	if (ret) {
-		fail(err, errlen, "%s: no room for it: %s", path, strerror(-ret));
-		ret = -1;
+	base = mmap(NULL, cur.len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED) {
+		fail(err, errlen, "%s: no room for it: %s", path, strerror(errno));
 		goto out;
 	}
 	cur.base = base;
@@ -368,8 +367,7 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 	ret = -1;
 	for (i = 0; i < o.nph; i++) {
 		uint64_t start, fend, mend, fpage;
-		int prot, r;
-		void *got;
+		int prot;
 
 		if (ph[i].p_type != PT_LOAD)
 			continue;
@@ -380,12 +378,10 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 		mend = ph[i].p_vaddr + ph[i].p_memsz;
 		fpage = (fend + page - 1) & ~(uint64_t)(page - 1);
 		if (ph[i].p_filesz) {
-			r = ukp_sys_mmap((void *)(o.bias + start), fpage - start, prot,
-					 MAP_PRIVATE | MAP_FIXED, fd, ph[i].p_offset - (ph[i].p_vaddr - start),
-					 &got);
-			if (r) {
+			if (mmap((void *)(o.bias + start), fpage - start, prot, MAP_PRIVATE | MAP_FIXED,
+				 fd, (off_t)(ph[i].p_offset - (ph[i].p_vaddr - start))) == MAP_FAILED) {
 				fail(err, errlen, "%s: segment %d cannot be mapped: %s", path, i,
-				     strerror(-r));
+				     strerror(errno));
 				goto out;
 			}
 		} else {
@@ -395,12 +391,11 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 		if (mend > fend && (prot & PROT_WRITE) && fpage > fend)
 			memset((void *)(o.bias + fend), 0, fpage - fend);
 		if (mend > fpage) {
-			r = ukp_sys_mmap((void *)(o.bias + fpage),
-					 ((mend + page - 1) & ~(uint64_t)(page - 1)) - fpage, prot,
-					 MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0, &got);
-			if (r) {
+			if (mmap((void *)(o.bias + fpage),
+				 ((mend + page - 1) & ~(uint64_t)(page - 1)) - fpage, prot,
+				 MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
 				fail(err, errlen, "%s: segment %d cannot be mapped: %s", path, i,
-				     strerror(-r));
+				     strerror(errno));
 				goto out;
 			}
 		}
@@ -414,7 +409,7 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 		}
 	}
 	if (relro_end > relro)
-		ukp_sys_mprotect((void *)(o.bias + relro), relro_end - relro, PROT_READ);
+		mprotect((void *)(o.bias + relro), relro_end - relro, PROT_READ);
 	for (k = 1; k < o.nsyms; k++) {
 		const char *n = sym_name(&o, &o.sym[k]);
 
@@ -430,7 +425,7 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 	}
 	ret = 0;
 out:
-	ukp_sys_close(fd);
+	close(fd);
 	if (ret) {
 		ukpa_script_unmap(&cur);
 		return NULL;
