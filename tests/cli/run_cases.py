@@ -728,11 +728,11 @@ def _static_attach(name, script, cmds):
 def case_run_static():
     """ukprobe run in statically linked programs (the freestanding agent
     maps the compiled script itself: agent/free/script_map.c): static C
-    launched and attached, static Go launched; each output the same
-    script's on the dynamic build of the same source, and the counts
-    known. END and the maps come at a static program's own exit (its
+    launched and attached, each output the same script's on the dynamic
+    build of the same source and the counts known; static Go launched
+    (the counts known) and attached (entries that agree). END and the maps come at a static program's own exit (its
     exit_group instruction, probed)."""
-    _free_agent_or_skip("static_work", "static_work_dyn", "go_static", "go")
+    _free_agent_or_skip("static_work", "static_work_dyn", "go_static", "go", "go_wait_static")
     # (work(0), the attached run's signal, counts nothing: work(i) = 3i + 1)
     script = ('BEGIN { printf("begin\\n"); } uprobe:TGT:work /arg0/ { @[arg0 & 7] = count(); } '
               'uretprobe:TGT:work /retval > 1/ { @r = hist(retval); @s = sum(retval); } '
@@ -791,6 +791,27 @@ def case_run_static():
           "Go, the cgo build: Attaching, BEGIN, the program", got["go"])
     check(got["go_static"] == head + "end\n\n\n@a: 1\n@d: 10001\n@s: 100\n@t[1]: 100\n",
           "Go, static: the output known, END and the maps at its exit", got["go_static"])
+    # static Go attached: each goroutine's loop enters deep() 101 times
+    # per sleeper() (calls in flight at either edge: 2 x 101 a goroutine)
+    p = subprocess.Popen([tgt("go_wait_static")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        check(p.stdout.readline() == "waiting\n", "the Go program runs")
+        path = tgt("go_wait_static")
+        r = ukprobe(["run", "-e", "uprobe:%s:main.deep { @d = count(); } uprobe:%s:main.sleeper "
+                     '{ @s = count(); } END { printf("end\\n"); }' % (path, path),
+                     "-p", str(p.pid), "-d", "1"])
+        m = re.fullmatch(r"Attaching 3 probes\.\.\.\nend\n\n\n@d: (\d+)\n@s: (\d+)\n", r.stdout)
+        check(r.returncode == 0 and r.stderr == "" and m and int(m[2]) > 0 and
+              abs(int(m[1]) - 101 * int(m[2])) <= 808, "Go, static, attached: the counts agree",
+              show(r))
+        check(p.poll() is None, "the Go program runs on")
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "the Go program ends as it would (status 0)")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     # a uretprobe in Go code stays refused (agent/probes.c), as in the cgo build
     errs = {}
     for name in ("go_static", "go"):
