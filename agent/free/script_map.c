@@ -424,6 +424,17 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 		goto out;
 	}
 	ret = 0;
+	{
+		/* the library's table of objects has the script before its
+		 * handlers are registered: the vector-free proof looks their
+		 * code up where the table is not refreshed (inside a walk of
+		 * the objects), and a handler outside every object known was
+		 * called with the vector state saved */
+		struct ksym_info info = { .size = sizeof(info) };
+		char name[256];
+
+		kallsyms_lookup_info((unsigned long)(uintptr_t)*desc, &info, name, sizeof(name));
+	}
 out:
 	close(fd);
 	if (ret) {

@@ -756,6 +756,13 @@ def case_run_static():
           "launched: the static program's output is the dynamic one's",
           "static:\n" + got["static_work"], "dynamic:\n" + got["static_work_dyn"])
     out = got["static_work"]
+    # the handlers pass the vector-free proof there too (UKPROBE_DEBUG=1
+    # prints the library's verdicts): a hit saves no vector state
+    path = tgt("static_work")
+    r = ukprobe(["run", "-e", script.replace("TGT", path), "--", path],
+                input="run 3 1\nquit\n", env=dict(os.environ, UKPROBE_DEBUG="1"))
+    check(r.returncode == 3 and "@s: 21\n" in r.stdout and "vector state" not in r.stderr,
+          "static: every handler proven vector-free", show(r))
     check(keyed(out) == known and "@s: %d\n" % sum(3 * i + 1 for i in range(base, base + n)) in out,
           "launched: the counts and the sum known", out)
     # attached: a running program (two threads), left at SIGINT
