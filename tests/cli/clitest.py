@@ -410,7 +410,9 @@ def case_static():
     loaded at its entry point, the program held there until its probes
     are in place: every call counted from the first, arguments and
     return values, the program's output and exit status its own; a SPEC
-    that cannot be registered stops it before its first instruction."""
+    that cannot be registered stops it before its first instruction; the
+    program's own sigprocmask() and sigaction() (glibc's, and musl's in
+    a musl build) go through the library."""
     if not os.path.exists(tgt("static_work")):
         print("no static C library: skipped")
         sys.exit(77)
@@ -435,11 +437,18 @@ def case_static():
     # it) go through the library: SIGTRAP blocked in the program's view
     # only (a breakpoint hit there would end it), its SIGSEGV handler
     # recorded and called, read back as its own; breakpoints throughout
-    r = ukprobe(["stat", "--no-optimize", "-e", "p:w work", "--", tgt("static_work")],
-                input="trapblock\nsegv\nrun 10 1\ntrapblock\nquit\n")
-    check(r.returncode == 3 and "trapblock 4 1\n" in r.stdout and "segv 1 1\n" in r.stdout and
-          stat_rows(r.stdout[r.stdout.index("EVENT"):]).get("ukprobes/w") == 12,
-          "the program's sigprocmask and sigaction: its view, 12 hits", show(r))
+    # (and the same program on musl, when musl-gcc is there)
+    for name in ("static_work", "static_musl"):
+        if name == "static_musl" and not os.path.exists(tgt(name)):
+            print("no musl-gcc (musl-tools): the musl program skipped")
+            continue
+        r = ukprobe(["stat", "--no-optimize", "-e", "p:w work", "-e", "r:wr work", "--", tgt(name)],
+                    input="trapblock\nsegv\nrun 10 1\ntrapblock\nquit\n")
+        rows = stat_rows(r.stdout[r.stdout.index("EVENT"):]) if "EVENT" in r.stdout else {}
+        check(r.returncode == 3 and "trapblock 4 1\n" in r.stdout and
+              "segv 1 1\n" in r.stdout and rows.get("ukprobes/w") == 12 and
+              rows.get("ukprobes/wr") == 12,
+              "%s: the program's sigprocmask and sigaction: its view, 12 hits" % name, show(r))
     # the program's errno is its own: the hits (entry and return, their
     # templates) leave it as it was
     r = ukprobe(["stat", "-e", "p:w work", "-e", "r:wr work", "--", tgt("static_work")],
