@@ -33,14 +33,15 @@ cd "$(dirname "$0")/.."
 # postgresql (the second real server of ukprobe -p -f, cli_attach_postgres:
 # initdb, postgres, pgbench, psql; the test runs its own instance, not the
 # service), strace (cli_attach_fork_fds holds up the agent thread's close()
-# calls with its delay injection).
+# calls with its delay injection), musl-tools (musl-gcc: a static program
+# on another C library for the freestanding agent, cli_static).
 pkgs=(build-essential meson ninja-build pkgconf libzydis-dev libelf-dev
       libcriterion-dev zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev
       liblzma-dev xz-utils binutils libc6-dbg python3.11 libpython3.11 sqlite3 python3
       libpython3.11-testsuite pigz libiberty-dev g++ abigail-tools liblua5.4-dev
       groff-base util-linux git uftrace bpftrace libdw-dev
       systemtap-sdt-dev redis-server redis-tools golang-go rustc llvm
-      postgresql strace)
+      postgresql strace musl-tools)
 apt_install "${pkgs[@]}"
 
 need_cmd cc build-essential
