@@ -30,6 +30,7 @@
 
 #include "agent.h"
 #include "elf_reloc.h"
+#include "objects_changed.h"
 #include "script_abi.h"
 
 #define MAX_PH 16
@@ -280,6 +281,7 @@ void ukpa_script_unmap(void *h)
 	if (h != &cur || !cur.base)
 		return;
 	munmap(cur.base, cur.len);
+	ukp_objects_changed();
 	cur.base = NULL;
 	cur.len = 0;
 }
@@ -424,17 +426,11 @@ void *ukpa_script_map(const char *path, const void **desc, char *err, size_t err
 		goto out;
 	}
 	ret = 0;
-	{
-		/* the library's table of objects has the script before its
-		 * handlers are registered: the vector-free proof looks their
-		 * code up where the table is not refreshed (inside a walk of
-		 * the objects), and a handler outside every object known was
-		 * called with the vector state saved */
-		struct ksym_info info = { .size = sizeof(info) };
-		char name[256];
-
-		kallsyms_lookup_info((unsigned long)(uintptr_t)*desc, &info, name, sizeof(name));
-	}
+	/* the library reads the objects again at its next look-up: its
+	 * snapshot of /proc/self/maps may be from before the mapping, and the
+	 * vector-free proof of the handlers looks their code up (a handler
+	 * outside every known object is called with the vector state saved) */
+	ukp_objects_changed();
 out:
 	close(fd);
 	if (ret) {
