@@ -7,11 +7,17 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
+ *   trapblock    blocks SIGTRAP (sigprocmask), calls work(1), prints
+ *                "trapblock" and whether its mask says SIGTRAP blocked
+ *   segv         installs a SIGSEGV handler (sigaction), dereferences
+ *                NULL, recovers in it (siglongjmp), prints "segv" and
+ *                whether sigaction reads its own handler back
  *   quit         exits with status 3
  * Its ticker thread calls tick() every millisecond meanwhile.
  */
 #include <pthread.h>
 #include <errno.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +36,14 @@ __attribute__((noinline)) int tick(int n)
 {
 	__asm__ volatile("" ::: "memory");
 	return n + 1;
+}
+
+static sigjmp_buf segv_back;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(segv_back, 1);
 }
 
 static void *ticker(void *arg)
@@ -77,6 +91,32 @@ int main(void)
 		} else if (sscanf(line, "die %ld", &n) == 1) {
 			signal((int)n, SIG_DFL);
 			raise((int)n);
+		} else if (!strncmp(line, "trapblock", 9)) {
+			sigset_t set, now;
+
+			sigemptyset(&set);
+			sigaddset(&set, SIGTRAP);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			sum = work(1);
+			sigprocmask(SIG_BLOCK, NULL, &now);
+			sigprocmask(SIG_UNBLOCK, &set, NULL);
+			printf("trapblock %ld %d\n", sum, sigismember(&now, SIGTRAP));
+			fflush(stdout);
+		} else if (!strncmp(line, "segv", 4)) {
+			struct sigaction sa, back;
+			volatile int *volatile nowhere = NULL;
+			int caught = 0;
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_segv;
+			sigaction(SIGSEGV, &sa, NULL);
+			if (sigsetjmp(segv_back, 1))
+				caught = 1;
+			else
+				k = *nowhere;
+			sigaction(SIGSEGV, NULL, &back);
+			printf("segv %d %d\n", caught, back.sa_handler == on_segv);
+			fflush(stdout);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}

@@ -83,5 +83,8 @@ bool ukp_arch_restart_eintr(struct ukp_regs *r, bool at_insn);
  * thread pointer (x86-64: arch_prctl ARCH_SET_FS)? -1 where no system
  * call does (AArch64 writes TPIDR_EL0 itself), else 0 or 1. */
 int ukp_arch_sets_thread_pointer(pid_t tid);
+/* Can a static Go program's threads be told apart here (x86-64: by
+ * their FS base, which the agent reads with rdfsbase: FSGSBASE)? */
+bool ukp_go_threads_ok(void);
 
 #endif /* UKPROBE_PTRACE_ARCH_H */

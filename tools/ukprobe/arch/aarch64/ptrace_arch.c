@@ -172,3 +172,8 @@ int ukp_arch_sets_thread_pointer(pid_t tid)
 	(void)tid;
 	return -1; /* (the C library writes TPIDR_EL0 itself) */
 }
+
+bool ukp_go_threads_ok(void)
+{
+	return false; /* (no freestanding agent on AArch64 yet) */
+}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 
@@ -187,4 +188,9 @@ int ukp_arch_sets_thread_pointer(pid_t tid)
 	if (ptrace(PTRACE_GETREGS, tid, NULL, &r))
 		return 0;
 	return r.orig_rax == SYS_arch_prctl && r.fs_base;
+}
+
+bool ukp_go_threads_ok(void)
+{
+	return getauxval(AT_HWCAP2) & 2; /* HWCAP2_FSGSBASE */
 }
