@@ -18,6 +18,11 @@ repetition):
             subprocess, a signal) with every exported function of the
             interpreter probed (`p python3.11:*`; issue 14's every-function
             run; bpftrace skipped: attaching ~1,500 uprobes takes minutes)
+  python3_same  python3_all's script with both tools on the same
+            functions: the ones uftrace records of it (one untimed
+            uftrace run finds them; uftrace cannot patch about half of
+            python3.11's functions), ukprobe recording their entries, and
+            their entries and returns as uftrace does
   python3_all_long  the same on 6x the data: hits outweigh start-up
   lua       a Lua 5.4 interpreter built at -O2 with its functions' symbols
             (bench_lua: Debian's liblua5.4.a) runs a script of calls,
@@ -189,18 +194,27 @@ class Tools:
         out = os.path.join(self.work, "trace.txt")
         ud = os.path.join(self.work, "uftrace.data")
         yield "alone", wl["argv"], None
-        yield "ukprobe stat", [self.ukprobe, "stat", "-e", wl["spec"], "--"] + wl["argv"], "stat"
-        yield ("ukprobe trace -o", [self.ukprobe, "trace", "-o", out, "-e", wl["spec"], "--"] +
-               wl["argv"], "trace")
+        # a workload probes one SPEC (-e), or a file of SPECs (-E)
+        spec = ["-E", wl["spec_file"]] if "spec_file" in wl else ["-e", wl["spec"]]
+        yield "ukprobe stat", [self.ukprobe, "stat"] + spec + ["--"] + wl["argv"], "stat"
+        if not wl.get("no_trace"):
+            yield ("ukprobe trace -o", [self.ukprobe, "trace", "-o", out] + spec + ["--"] +
+                   wl["argv"], "trace")
         # the recording only (issue 31): report formats it afterwards,
         # untimed (count_events)
-        yield ("ukprobe record", [self.ukprobe, "record", "-o", os.path.join(self.work, "rec.data"),
-                                  "-e", wl["spec"], "--"] + wl["argv"], "record")
+        yield ("ukprobe record", [self.ukprobe, "record", "-o", os.path.join(self.work, "rec.data")]
+               + spec + ["--"] + wl["argv"], "record")
+        if "spec_file_ret" in wl:
+            # entries and returns, as uftrace records them
+            yield ("ukprobe record (entries + returns)",
+                   [self.ukprobe, "record", "-o", os.path.join(self.work, "rec.data"), "-E",
+                    wl["spec_file_ret"], "--"] + wl["argv"], "record")
         if wl.get("no_peers"):
             return
         if "uftrace" not in self.skips:
-            yield ("uftrace record", ["uftrace", "record", "--no-libcall", "--no-event", "-d", ud,
-                                      "-P", wl["uftrace"]] + wl["argv"], "uftrace")
+            pats = wl["uftrace"] if isinstance(wl["uftrace"], list) else [wl["uftrace"]]
+            yield ("uftrace record", ["uftrace", "record", "--no-libcall", "--no-event", "-d", ud] +
+                   [a for p in pats for a in ("-P", p)] + wl["argv"], "uftrace")
         if ("bpftrace" not in self.skips and not wl.get("no_bpftrace") and
                 not (quick and wl["uprobe"].endswith("*"))):
             prog = "uprobe:%s { @hits = count(); }" % wl["uprobe"]
@@ -259,6 +273,46 @@ def count_functions(how, r, work):
     return None
 
 
+def uftrace_functions(wl, work):
+    """The functions uftrace records of workload wl's every-function run
+    (the ones it can patch and the program calls: uftrace skips functions
+    whose first instructions it cannot move), from one untimed run, or
+    None."""
+    ud = os.path.join(work, "uftrace-discover.data")
+    r = subprocess.run(["uftrace", "record", "--no-libcall", "--no-event", "-d", ud, "-P",
+                        wl["uftrace"]] + wl["argv"], capture_output=True, text=True,
+                       env=dict(os.environ, **wl.get("env", {})), timeout=600)
+    if r.returncode:
+        return None
+    rep = subprocess.run(["uftrace", "report", "-d", ud, "--no-pager", "-f", "call"],
+                         capture_output=True, text=True)
+    shutil.rmtree(ud, ignore_errors=True)
+    names = re.findall(r"^\s*\d+\s+(\S+)\s*$", rep.stdout, re.M)
+    return sorted(set(names)) or None
+
+
+def same_functions(wl, tools, work):
+    """Workload wl made to probe, with both tools, only the functions
+    uftrace records of it (wl["same_as"]'s every-function run): ukprobe's
+    SPECs go into a file (-E), entries only and entries with returns;
+    uftrace gets one -P per name. A reason string when it cannot."""
+    if "uftrace" in tools.skips:
+        return "uftrace: %s" % tools.skips["uftrace"]
+    names = uftrace_functions(wl, work)
+    if not names:
+        return "uftrace recorded no function of it"
+    obj = wl["spec"].split()[1].split(":")[0]
+    wl["spec_file"] = os.path.join(work, "same.specs")
+    wl["spec_file_ret"] = os.path.join(work, "same_ret.specs")
+    with open(wl["spec_file"], "w") as f:
+        f.write("".join("p %s:%s\n" % (obj, n) for n in names))
+    with open(wl["spec_file_ret"], "w") as f:
+        f.write("".join("p %s:%s\nr %s:%s\n" % (obj, n, obj, n) for n in names))
+    wl["uftrace"] = names
+    wl["what"] += " (%d functions)" % len(names)
+    return None
+
+
 def bench_workloads(args, tools, work):
     rows = int(2000 if args.quick else 20000)
     sql = os.path.join(work, "script.sql")
@@ -304,6 +358,16 @@ def bench_workloads(args, tools, work):
          "argv": [python, py_all], "spec": "p python3.11:*", "uftrace": ".", "uprobe": "",
          "no_bpftrace": "attaching a uprobe to each of ~1,500 functions takes minutes (the "
                         "sqlite3 rows show bpftrace on every function)"},
+        # python3_all with both tools on the same functions: the ones
+        # uftrace records there (it cannot patch about half of
+        # python3.11's functions: a prologue it cannot move); uftrace
+        # records each call's entry and exit, so ukprobe records both
+        # too in a row of its own
+        {"id": "python3_same", "what": "python3_all's script, both tools on the functions "
+                                       "uftrace records of python3_all",
+         "argv": [python, py_all], "spec": "p python3.11:*", "uftrace": ".", "uprobe": "",
+         "same_as_uftrace": True, "no_trace": True,
+         "no_bpftrace": "as python3_all"},
         {"id": "python3_all_long", "what": "python3_all's script on 6x the data (per-hit "
                                            "costs over start-up), every python3.11 function "
                                            "probed",
@@ -339,6 +403,11 @@ def bench_workloads(args, tools, work):
             continue
         if args.only and wl["id"] not in args.only.split(","):
             continue
+        if wl.get("same_as_uftrace"):
+            why = same_functions(wl, tools, work)
+            if why:
+                results.append({"id": wl["id"], "what": wl["what"], "skipped": why})
+                continue
         times, counts, lost, fails, funcs = {}, {}, {}, {}, {}
         del REPORT_SECONDS[:]
         for rep in range(args.reps):
@@ -389,15 +458,18 @@ def bench_workloads(args, tools, work):
                                            "uftrace record": over(ut) / ut["events"] * 1e9}
                 if tr.get("seconds"):
                     row["trace_overhead_vs_uftrace"] = over(tr) / over(ut)
-                rc = row["tools"].get("ukprobe record", {})
-                if rc.get("seconds"):
-                    row["record_overhead_vs_uftrace"] = over(rc) / over(ut)
+                for tool, key in (("ukprobe record", "record"),
+                                  ("ukprobe record (entries + returns)", "record_ret")):
+                    rc = row["tools"].get(tool, {})
+                    if not rc.get("seconds"):
+                        continue
+                    row[key + "_overhead_vs_uftrace"] = over(rc) / over(ut)
                     # per repetition (the tools ran one after the other)
-                    ru = [(a - b) / (c - b) for a, c, b in zip(times["ukprobe record"],
+                    ru = [(a - b) / (c - b) for a, c, b in zip(times[tool],
                                                               times["uftrace record"], alone)
                           if c > b]
                     if ru:
-                        row["record_overhead_vs_uftrace_per_rep"] = ru
+                        row[key + "_overhead_vs_uftrace_per_rep"] = ru
         if REPORT_SECONDS:
             row["report_seconds"] = median(REPORT_SECONDS)
         results.append(row)
@@ -807,7 +879,36 @@ def markdown(res):
         out.extend(markdown_micro(m, res))
     for w in res["workloads"]:
         out.extend(markdown_workload(w, res))
+    out.extend(markdown_same(res["workloads"]))
     return "\n".join(out) + "\n"
+
+
+def markdown_same(ws):
+    """python3_all (every function) beside python3_same (the functions
+    uftrace records): ukprobe record's overhead over uftrace record's."""
+    by = {w["id"]: w for w in ws if "skipped" not in w}
+    if "python3_same" not in by:
+        return []
+    out = ["`ukprobe record` / `uftrace record` overhead (median; per repetition), every "
+           "function and the same functions:\n",
+           "| workload | functions hit: ukprobe, uftrace | events: ukprobe, uftrace calls | "
+           "record / uftrace | record (entries + returns) / uftrace |",
+           "| --- | --- | --- | --- | --- |"]
+    for wid in ("python3_all", "python3_same"):
+        w = by.get(wid)
+        if not w:
+            continue
+        t = w["tools"]
+        cell = lambda k: ("%.2f (%s)" % (w[k + "_overhead_vs_uftrace"], ", ".join(
+            "%.2f" % x for x in w.get(k + "_overhead_vs_uftrace_per_rep", [])))
+            if k + "_overhead_vs_uftrace" in w else "")
+        ev = lambda k: "" if not t.get(k, {}).get("events") else "%d" % t[k]["events"]
+        fn = lambda k: t.get(k, {}).get("functions") or "?"
+        out.append("| %s | %s, %s | %s, %s | %s | %s |" % (
+            wid, fn("ukprobe stat"), fn("uftrace record"), ev("ukprobe record"),
+            ev("uftrace record"), cell("record"), cell("record_ret")))
+    out.append("")
+    return out
 
 
 def markdown_micro(m, res):
@@ -879,6 +980,12 @@ def markdown_workload(w, res):
             extra.append("`ukprobe record` / `uftrace record`: %.2f (per repetition: %s)" % (
                 w["record_overhead_vs_uftrace"],
                 ", ".join("%.2f" % x for x in w.get("record_overhead_vs_uftrace_per_rep", []))))
+        if "record_ret_overhead_vs_uftrace" in w:
+            extra.append("`ukprobe record` (entries + returns) / `uftrace record`: %.2f (per "
+                         "repetition: %s)" % (
+                             w["record_ret_overhead_vs_uftrace"],
+                             ", ".join("%.2f" % x for x in
+                                       w.get("record_ret_overhead_vs_uftrace_per_rep", []))))
         if "report_seconds" in w:
             extra.append("`ukprobe report` of the recording, after the run: %.3f s" %
                          w["report_seconds"])

@@ -223,8 +223,11 @@ int ukp_call_handler_outer(struct kprobe *kp, kretprobe_handler_t fn,
  * set ukp_vec_lazy (unless UKPROBES_VEC_LAZY=0). */
 void ukp_vecstate_init(void);
 /* [reg] May fn, as a handler, be called with the interrupted code's
- * vector state still in the registers? */
+ * vector state still in the registers? (Remembered for a few handlers
+ * while the loaded objects stay the same.) */
 bool ukp_vec_free(const void *fn);
+/* how many handler proofs ukp_vec_free walked (for tests) */
+extern uint64_t ukp_vec_walks;
 /* [reg] The same, taking the registry mutex. */
 bool ukp_vec_free_locking(const void *fn);
 /*

@@ -65,6 +65,22 @@ static const uintptr_t *safe_calls(size_t *n)
 	return safe;
 }
 
+/*
+ * Handlers proven (or not) since the loaded objects last changed: a
+ * caller that registers probe by probe (ukprobe's agent, one SPEC at a
+ * time) mostly passes the same few handlers, and each proof walks their
+ * code (looking up every branch target's object). An unload may put
+ * other code at a handler's address: the objects' generation clears it.
+ */
+#define VF_MEMO 8
+static struct {
+	const void *fn;
+	bool ok;
+} vf_memo[VF_MEMO];
+static unsigned int vf_memo_n, vf_memo_next;
+static uint64_t vf_memo_gen;
+__attribute__((visibility("hidden"))) uint64_t ukp_vec_walks;
+
 /* [reg] once, under the registry mutex */
 void ukp_vecstate_init(void)
 {
@@ -83,6 +99,7 @@ void ukp_vecstate_init(void)
 	size_t i, nsafe;
 
 	ukp_vec_lazy = 0;
+	vf_memo_n = 0;
 	if (env && !strcmp(env, "0")) {
 		ukp_vec_lazy_why = "UKPROBES_LAZY_VECTOR=0";
 		return;
@@ -115,19 +132,41 @@ bool ukp_vec_free(const void *fn)
 	const uintptr_t *safe;
 	const char *why;
 	uintptr_t where;
+	uint64_t gen;
 	size_t nsafe;
+	unsigned int i;
+	int ret;
+	bool ok;
 
 	if (!ukp_vec_lazy)
 		return false; /* the templates save it anyway */
 	if (own_handler(fn))
 		return true;
+	gen = ukp_objects_generation();
+	if (gen != vf_memo_gen) {
+		vf_memo_n = 0;
+		vf_memo_gen = gen;
+	}
+	for (i = 0; i < vf_memo_n; i++)
+		if (vf_memo[i].fn == fn)
+			return vf_memo[i].ok;
 	safe = safe_calls(&nsafe);
-	if (arch_code_vector_free((uintptr_t)fn, 0, safe, nsafe, ukp_read_original, &why,
-				  &where) == 1)
-		return true;
-	pr_debug("vector state: handler %p is called with the state saved: %s at %#lx\n", fn,
-		 why ? why : "error", (unsigned long)where);
-	return false;
+	why = NULL;
+	where = 0;
+	ukp_vec_walks++;
+	ret = arch_code_vector_free((uintptr_t)fn, 0, safe, nsafe, ukp_read_original, &why,
+				    &where);
+	ok = ret == 1;
+	if (!ok)
+		pr_debug("vector state: handler %p is called with the state saved: %s at %#lx\n",
+			 fn, why ? why : "error", (unsigned long)where);
+	/* (a walk that could not run, e.g. out of memory, is not kept) */
+	if (ret >= 0) {
+		i = vf_memo_n < VF_MEMO ? vf_memo_n++ : vf_memo_next++ % VF_MEMO;
+		vf_memo[i].fn = fn;
+		vf_memo[i].ok = ok;
+	}
+	return ok;
 }
 
 uintptr_t ukp_vf_base[UKP_VF_BASES];

@@ -923,7 +923,7 @@ def case_record_backlog():
     leaves a full ring at its end; the reader writes a ring a quarter at
     a time (its tail moves between), and its last pass still writes all
     of it: every call is in the records file, its ring's spans in order
-    and contiguous, none lost."""
+    and contiguous, none lost, and no block allocated past its end."""
     n = 400000
     spec = "p tick " + " ".join("a%d=%%di:u64" % k for k in range(24))
     with tempfile.TemporaryDirectory() as d:
@@ -947,6 +947,12 @@ def case_record_backlog():
         check(sizes == {232}, "232-byte slots: %s" % sizes)
         check(big <= 65536 // 4, "a quarter of the ring per span at most (%d)" % big)
         check(total == n, "every call recorded (%d of %d)" % (total, n))
+        # each packet's blocks are allocated before its write (ring.c,
+        # raw_writev): none are left past the file's end (the file
+        # system's own blocks besides: ext4's extent tree)
+        st = os.stat(os.path.join(data, "records"))
+        check(st.st_blocks * 512 <= (st.st_size + 4095) // 4096 * 4096 + 16 * 4096,
+              "records: %d bytes, %d blocks allocated" % (st.st_size, st.st_blocks))
 
 
 def case_record_damaged():

@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -142,6 +143,50 @@ Test(vecstate, handlers_are_judged_by_their_code)
 	cr_expect_not(ukp_vec_free_locking((const void *)h_pointer), "a call through a pointer");
 	/* real library code: vector-free integer code, and AVX2 code */
 	cr_expect_not(ukp_vec_free_locking((const void *)memcpy), "libc's memcpy");
+}
+
+/* A caller that registers probe by probe (ukprobe's agent: one SPEC at
+ * a time) passes the same handlers again and again: each is walked once
+ * while the loaded objects stay, and again after they change (another
+ * object's code may be at a handler's address after an unload). */
+Test(vecstate, a_handler_is_walked_once_while_the_objects_stay)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)ukt_vec_probe, .pre_handler = h_count };
+	const void *fns[] = { (const void *)h_count, (const void *)h_calls_helper,
+			      (const void *)h_ymm, (const void *)h_mxcsr, (const void *)h_x87,
+			      (const void *)h_libc, (const void *)h_pointer };
+	const bool want[] = { true, true, false, false, false, false, false };
+	const char *libs[] = { "libsqlite3.so.0", "libbz2.so.1.0", "libz.so.1" };
+	uint64_t walks;
+	size_t i;
+	void *lib;
+	int round;
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	unregister_kprobe(&kp);
+	if (!ukp_vec_lazy)
+		cr_skip_test("the hit path saves the vector state: %s", ukp_vec_lazy_why);
+	(void)ukp_vec_free_locking(fns[0]);
+	walks = ukp_vec_walks;
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+			cr_expect_eq(ukp_vec_free_locking(fns[i]), want[i], "round %d, handler %zu",
+				     round, i);
+	/* the first handler was walked before: the six others once each */
+	cr_expect_eq(ukp_vec_walks - walks, 6, "%lu walks",
+		     (unsigned long)(ukp_vec_walks - walks));
+	/* a library not loaded yet */
+	lib = NULL;
+	for (i = 0; i < sizeof(libs) / sizeof(libs[0]) && !lib; i++)
+		if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD))
+			lib = dlopen(libs[i], RTLD_NOW);
+	cr_assert(lib, "none of libsqlite3, libbz2, libz could be loaded: %s", dlerror());
+	walks = ukp_vec_walks;
+	cr_expect(ukp_vec_free_locking(fns[0]));
+	cr_expect(ukp_vec_free_locking(fns[0]));
+	cr_expect_eq(ukp_vec_walks - walks, 1, "after a load: %lu walks",
+		     (unsigned long)(ukp_vec_walks - walks));
+	dlclose(lib);
 }
 
 Test(vecstate, a_vector_free_handler_runs_with_the_vector_registers_live)
