@@ -146,8 +146,10 @@ static UKP_TRAP_TEXT bool map_zero_page(void)
 	long r = arch_syscall6(__NR_mmap, ARCH_TB_GS_BIAS, 4096, PROT_READ,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
-	if (r == (long)ARCH_TB_GS_BIAS)
+	if (r == (long)ARCH_TB_GS_BIAS) {
+		ukp_own_map_note((void *)r, 4096);
 		return true;
+	}
 	if (r > 0 || r < -4095) /* (a kernel without MAP_FIXED_NOREPLACE: elsewhere) */
 		arch_syscall3(__NR_munmap, r, 4096, 0);
 	return false;
@@ -173,6 +175,7 @@ static UKP_TRAP_TEXT char *arena(void)
 		arch_syscall3(__NR_munmap, (long)a, UKP_TB_ARENA, 0);
 		return none;
 	}
+	ukp_own_map_note(a, UKP_TB_ARENA);
 #if defined(__x86_64__)
 	if (use_gs() && !unmapped_once && map_zero_page()) {
 		zero_page = true;
@@ -381,10 +384,13 @@ void ukp_thread_blocks_unmap(void)
 		return;
 	if (use_gs() && gs_ours(a))
 		set_gs(NULL);
+	ukp_own_unmap_note(a, UKP_TB_ARENA);
 	arch_syscall3(__NR_munmap, (long)a, UKP_TB_ARENA, 0);
 #if defined(__x86_64__)
-	if (zero_page)
+	if (zero_page) {
+		ukp_own_unmap_note((void *)ARCH_TB_GS_BIAS, 4096);
 		arch_syscall3(__NR_munmap, ARCH_TB_GS_BIAS, 4096, 0);
+	}
 	zero_page = false;
 #endif
 }

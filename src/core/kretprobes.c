@@ -980,6 +980,24 @@ UKPROBES_API bool is_kretprobe_trampoline(unsigned long addr)
 	return addr == TRAMPOLINE;
 }
 
+/*
+ * [reg] Returns still to come through the trampoline: the entries of
+ * every live thread's record (the dead threads' reclaimed first). The
+ * freestanding agent's unload waits for none (the trampoline is its
+ * code, the records its memory).
+ */
+unsigned int ukp_krp_pending(void)
+{
+	unsigned int i, n, total = 0;
+
+	sweep_dead(false);
+	n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+	for (i = 0; i < n; i++)
+		if (atomic_load_explicit(&krp_threads[i].tid, memory_order_acquire) != 0)
+			total += depth_of(&krp_threads[i]);
+	return total;
+}
+
 /* ------------------------------------------------------------ tests */
 
 unsigned long ukp_krp_holders_allocated(void)

@@ -378,6 +378,11 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		ukp_err("getrandom: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
 	}
+	l->loaded = calloc((size_t)s->npids, sizeof(*l->loaded));
+	if (!l->loaded) {
+		ukp_err("out of memory");
+		return UKP_EXIT_FAIL;
+	}
 	l->lfd = listen_socket(l->name, sizeof(l->name));
 	if (l->lfd < 0) {
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
@@ -397,6 +402,8 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		sigprocmask(SIG_BLOCK, &all, &old);
 		ret = ukp_inject(s->pids[i], s->agent, l->name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (t.loaded)
+			l->loaded[i] = t.loaded;
 		/* (agents already injected see the socket close and end
 		 * before registering anything) */
 		if (ret)
@@ -546,6 +553,31 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 	ukp_region_recover(s, ops, arg);
 	ukp_report_end(s);
 	return 0;
+}
+
+/*
+ * The freestanding agent in a static program ends its session thread
+ * once it has given back what it took, and says so in its load block:
+ * its image, its stack and the mappings it listed are then unmapped,
+ * with every thread of the process stopped (load.c, ukp_unload). Signals
+ * wait meanwhile: ukprobe must not end while it holds the threads.
+ */
+void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
+{
+	sigset_t all, old;
+	int i;
+
+	if (!l->loaded)
+		return;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (i = 0; i < s->npids; i++) {
+		if (l->loaded[i])
+			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(l->loaded);
+	l->loaded = NULL;
 }
 
 void ukp_attach_refusals(const struct ukp_loop *l)

@@ -521,8 +521,21 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 		times->stop_us = 0;
 		times->inject_us = now_us() - t0;
 		times->tid = l.tid;
+		times->loaded = malloc(sizeof(l));
+		if (times->loaded)
+			*times->loaded = l;
 	}
 	return 0;
+}
+
+void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms)
+{
+	int ret = ukp_unload(ld, timeout_ms);
+
+	/* (a process that ended took the agent with it) */
+	if (ret && ret != -ESRCH)
+		ukp_warn("%s", ld->err);
+	free(ld);
 }
 
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,

@@ -652,9 +652,111 @@ int ukp_load_wait_end(struct ukp_loaded *l, int timeout_ms)
 	return 0;
 }
 
+/* The object's word at its end (load_block.h), read once its thread is
+ * gone: the block's head and, when it gave its maps back, their list. */
+static int read_end(struct ukp_loaded *l, struct ukp_load_block *b, struct ukp_own_maps **maps)
+{
+	uint32_t n;
+
+	*maps = NULL;
+	if (mem_read(l->held->mem, l->block, b, sizeof(*b)))
+		return errf(l, -ESRCH, "ended before the unload");
+	if (b->unload != UKP_UNLOAD_GIVEN)
+		return 0;
+	if (mem_read(l->held->mem, b->own_maps, &n, sizeof(n)) || n > UKP_OWN_MAPS_MAX)
+		return errf(l, -EIO, "the object's list of its mappings cannot be read");
+	*maps = calloc(1, sizeof(**maps));
+	if (!*maps)
+		return errf(l, -ENOMEM, "out of memory");
+	if (mem_read(l->held->mem, b->own_maps, *maps,
+		     offsetof(struct ukp_own_maps, r) + n * sizeof((*maps)->r[0]))) {
+		free(*maps);
+		*maps = NULL;
+		return errf(l, -EIO, "the object's list of its mappings cannot be read");
+	}
+	return 0;
+}
+
+/* Is a the object's (its image, its stack, a mapping it listed)? */
+static bool object_addr(const struct ukp_loaded *l, const struct ukp_own_maps *m, uintptr_t a)
+{
+	uint32_t i;
+
+	if (a - l->area < l->area_len || a - l->stack < l->stack_len)
+		return true;
+	for (i = 0; m && i < m->n; i++)
+		if (a >= m->r[i].lo && a < m->r[i].hi)
+			return true;
+	return false;
+}
+
+/* With every thread held: is one of them in the object's code or
+ * memory (the tail of a handler, a signal return)? Those whose block
+ * base is the object's get theirs back to 0 (what the program had). */
+static int threads_outside(struct ukp_loaded *l, const struct ukp_load_block *b,
+			   const struct ukp_own_maps *m, bool *inside)
+{
+	struct ukp_held *h = l->held;
+	size_t i;
+
+	*inside = false;
+	for (i = 0; i < h->n; i++) {
+		struct ukp_regs r;
+		uintptr_t base;
+
+		if (h->tids[i] == h->tid) {
+			r = h->regs;
+		} else if (ukp_arch_get_regs(h->tids[i], &r)) {
+			continue; /* (it ended meanwhile) */
+		}
+		if (object_addr(l, m, ukp_arch_pc(&r))) {
+			*inside = true;
+			return 0;
+		}
+		base = ukp_arch_block_base(&r);
+		if (base < b->tb_lo || base >= b->tb_hi)
+			continue;
+		ukp_arch_set_block_base(&r, 0);
+		if (h->tids[i] == h->tid)
+			h->regs = r;
+		else if (ukp_arch_set_regs(h->tids[i], &r))
+			return errf(l, -ESRCH, "thread %d ended during the unload", h->tids[i]);
+	}
+	return 0;
+}
+
+static const char *kept_why(const struct ukp_load_block *b, char *buf, size_t len)
+{
+	switch (b->unload) {
+	case UKP_UNLOAD_RETURNS:
+		snprintf(buf, len, "%u return probe hit%s still to return through it", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_SIGNALS:
+		snprintf(buf, len, "%u signal action%s still its own", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_THREADS:
+		snprintf(buf, len, "%u thread%s of its own still running", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_LOST:
+		snprintf(buf, len, "more mappings of its own than it could list");
+		break;
+	default:
+		snprintf(buf, len, "it did not say it was done");
+		break;
+	}
+	return buf;
+}
+
 int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 {
-	long res;
+	long until = now_ms() + timeout_ms, res = 0;
+	struct ukp_own_maps *maps = NULL;
+	struct ukp_load_block b;
+	bool inside = true;
+	uint32_t i;
 	int ret;
 
 	if (l->held)
@@ -664,23 +766,51 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 		return errf(l, -ESRCH, "ended before the unload");
 	if (ret)
 		return ret;
-	l->held = held_new();
-	if (!l->held)
-		return errf(l, -ENOMEM, "out of memory");
-	ret = open_mem(l, l->held);
-	if (!ret)
-		ret = hold_all(l, l->held);
-	if (!ret)
-		ret = take_worker(l, l->held, l->held->tids[0]);
+	/* stopped until no thread is in the object's code or memory (one
+	 * leaving a handler of the library's now): held, looked at, let go */
+	for (;;) {
+		l->held = held_new();
+		if (!l->held)
+			return errf(l, -ENOMEM, "out of memory");
+		ret = open_mem(l, l->held);
+		if (!ret)
+			ret = hold_all(l, l->held);
+		if (!ret)
+			ret = take_worker(l, l->held, l->held->tids[0]);
+		if (!ret && !maps)
+			ret = read_end(l, &b, &maps);
+		if (!ret && b.unload < 0) {
+			char why[128];
+
+			ret = errf(l, -EBUSY, "the agent stays loaded: %s",
+				   kept_why(&b, why, sizeof(why)));
+		}
+		if (!ret)
+			ret = threads_outside(l, &b, maps, &inside);
+		if (ret || !inside)
+			break;
+		ukp_load_release(l);
+		if (now_ms() >= until) {
+			free(maps);
+			return errf(l, -ETIMEDOUT, "a thread stayed in the loaded object's code "
+				    "for %d ms: it was not unmapped", timeout_ms);
+		}
+		usleep(1000);
+	}
 	if (!ret)
 		ret = find_syscall_insn(l);
-	if (!ret) {
+	/* (the list first: the object's own record of its mappings is in its
+	 * image) */
+	for (i = 0; !ret && maps && i < maps->n && !is_err(res); i++)
+		res = remote(l, SYS_munmap, maps->r[i].lo, maps->r[i].hi - maps->r[i].lo, 0, 0, 0,
+			     0);
+	if (!ret && !is_err(res))
 		res = remote(l, SYS_munmap, l->stack, l->stack_len, 0, 0, 0, 0);
-		if (!is_err(res))
-			res = remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
-		if (is_err(res))
-			ret = errf(l, (int)res, "munmap failed: %s", strerror((int)-res));
-	}
+	if (!ret && !is_err(res))
+		res = remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
+	if (!ret && is_err(res))
+		ret = errf(l, (int)res, "munmap failed: %s", strerror((int)-res));
+	free(maps);
 	ukp_load_release(l);
 	if (!ret)
 		l->area = l->stack = l->block = 0;

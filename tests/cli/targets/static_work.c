@@ -7,8 +7,13 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
+ *   sigs         prints every signal's action as the program sees it
+ *                (sigaction(): handler, flags, mask, restorer), one line
+ *                each, then "sigs end"
  *   quit         exits with status 3
- * Its ticker thread calls tick() every millisecond meanwhile.
+ * Its ticker thread calls tick() every millisecond meanwhile. It has
+ * handlers of its own for SIGUSR1 and SIGSEGV (their actions must be its
+ * own again after a detach: case_attach_static_unload).
  */
 #include <pthread.h>
 #include <errno.h>
@@ -32,6 +37,36 @@ __attribute__((noinline)) int tick(int n)
 	return n + 1;
 }
 
+static void on_usr1(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+}
+
+static void on_segv(int sig)
+{
+	signal(sig, SIG_DFL);
+}
+
+static void print_sigs(void)
+{
+	for (int sig = 1; sig < 65; sig++) {
+		struct sigaction sa;
+		unsigned long mask = 0;
+
+		if (sigaction(sig, NULL, &sa))
+			continue;
+		for (int k = 1; k < 65; k++)
+			if (sigismember(&sa.sa_mask, k) == 1)
+				mask |= 1UL << (k - 1);
+		printf("sig %d %p %#x %#lx %p\n", sig, (void *)sa.sa_handler, (unsigned)sa.sa_flags,
+		       mask, (void *)sa.sa_restorer);
+	}
+	printf("sigs end\n");
+	fflush(stdout);
+}
+
 static void *ticker(void *arg)
 {
 	struct timespec d = { 0, 1000000 };
@@ -53,6 +88,12 @@ int main(void)
 	char line[128];
 	pthread_t t;
 
+	struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO | SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGSEGV, on_segv);
 	pthread_create(&t, NULL, ticker, NULL);
 	while (!atomic_load(&started)) {
 		struct timespec d = { 0, 100000 };
@@ -77,6 +118,8 @@ int main(void)
 		} else if (sscanf(line, "die %ld", &n) == 1) {
 			signal((int)n, SIG_DFL);
 			raise((int)n);
+		} else if (!strncmp(line, "sigs", 4)) {
+			print_sigs();
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}

@@ -188,3 +188,13 @@ int ukp_arch_sets_thread_pointer(pid_t tid)
 		return 0;
 	return r.orig_rax == SYS_arch_prctl && r.fs_base;
 }
+
+uintptr_t ukp_arch_block_base(const struct ukp_regs *r)
+{
+	return (uintptr_t)r->r.gs_base;
+}
+
+void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v)
+{
+	r->r.gs_base = v;
+}
