@@ -25,7 +25,7 @@
 #include "load_block.h"
 
 struct ukp_own_maps ukp_own_maps;
-static _Atomic int lock;
+static int lock;
 
 static UKP_TRAP_TEXT void take(uint64_t *old)
 {
