@@ -776,6 +776,9 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
  * gets its signal actions back, and DETACHED names this thread, the
  * only one left. The socket is closed.
  */
+/* (src/core/kretprobes.c) */
+unsigned int ukp_krp_pending(void);
+
 void ukpa_attach_end(bool tracing)
 {
 	struct ukp_msg_detached d = { .h = { UKPM_DETACHED, sizeof(d) } };
@@ -794,6 +797,15 @@ void ukpa_attach_end(bool tracing)
 	ukprobes_shutdown();
 	ukpa_region_release();
 	d.tid = (int32_t)gettid();
+#ifndef UKP_FREE
+	/* ukprobe unmaps the blocks once this thread is gone, unless a
+	 * return is still to come through the trampoline, whose dispatch
+	 * finds the thread's return stack from its block (the freestanding
+	 * agent's blocks go with all its memory at its unload:
+	 * free/entry.c) */
+	if (!ukp_krp_pending())
+		d.blocks = (uintptr_t)ukp_thread_blocks_unload_info();
+#endif
 	ukpa_send(&d, sizeof(d));
 	out_close();
 	ukpa_attached = false;

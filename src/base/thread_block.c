@@ -394,3 +394,32 @@ void ukp_thread_blocks_unmap(void)
 	zero_page = false;
 #endif
 }
+
+const struct ukp_tb_unload *ukp_thread_blocks_unload_info(void)
+{
+	static struct ukp_tb_unload u;
+	char *a = __atomic_load_n(&ukp_tb_arena, __ATOMIC_ACQUIRE);
+
+	memset(&u, 0, sizeof(u));
+	if (!a)
+		return &u;
+	u.arena = (uintptr_t)a;
+	u.arena_len = UKP_TB_ARENA;
+#if defined(__x86_64__)
+	if (zero_page) {
+		u.zero = ARCH_TB_GS_BIAS;
+		u.zero_len = 4096;
+	}
+	u.base_lo = (uintptr_t)a - ARCH_TB_GS_BIAS;
+	u.base_hi = u.base_lo + UKP_TB_ARENA;
+	u.clear[2].addr = (uintptr_t)&ukp_tb_gs_fast;
+	u.clear[2].len = sizeof(ukp_tb_gs_fast);
+	u.clear[3].addr = (uintptr_t)&zero_page;
+	u.clear[3].len = sizeof(zero_page);
+#endif
+	u.clear[0].addr = (uintptr_t)&ukp_tb_arena;
+	u.clear[0].len = sizeof(ukp_tb_arena);
+	u.clear[1].addr = (uintptr_t)&ukp_tb_gs_lo;
+	u.clear[1].len = sizeof(ukp_tb_gs_lo);
+	return &u;
+}

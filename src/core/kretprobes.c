@@ -298,6 +298,23 @@ static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
 
 	if (krp_self)
 		return krp_self;
+	/* the thread's own record, if it had one in a block that is gone
+	 * (ukprobe unmaps the blocks after a detach when no return was
+	 * pending: its depth is 0) */
+	{
+		int me = ukp_sys_gettid(), mypid = ukp_sys_getpid();
+		unsigned int n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+
+		for (i = 0; i < (int)n; i++) {
+			struct krp_thread *t = &krp_threads[i];
+
+			if (atomic_load_explicit(&t->tid, memory_order_acquire) == me &&
+			    t->pid == mypid && t->task == arch_thread_pointer() && depth_of(t) == 0) {
+				krp_self = t;
+				return t;
+			}
+		}
+	}
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < KRP_MAX_THREADS; i++) {
 			struct krp_thread *t = &krp_threads[i];

@@ -2063,6 +2063,85 @@ def case_attach():
             p.wait()
 
 
+def new_anon_rw(before, after):
+    """Bytes of private anonymous read-write memory mapped in after and
+    not in before (as address ranges)."""
+    def ranges(rows):
+        return [(a, b) for a, b, perms, off, path in rows if perms == "rw-p" and not path]
+    old = ranges(before)
+    total = 0
+    for a, b in ranges(after):
+        cut = [(max(a, x), min(b, y)) for x, y in old if x < b and y > a]
+        total += (b - a) - sum(y - x for x, y in cut)
+    return total
+
+
+def case_attach_unload_blocks():
+    """A dynamic program after each detach: the agent stays loaded (its
+    object and the memory it keeps for the next session, doc/cli.md), but
+    its per-thread blocks are gone (the 64 MiB arena and the zero page at
+    0x10000, unmapped by ukprobe with every thread stopped, each thread's
+    GS base put back to 0): five sessions on the same process, each with
+    every hit counted exactly on the threads it probes, and the mappings
+    after each detach those after the first (nothing grows)."""
+    p = start_attachee()
+    try:
+        pid = p.pid
+        maps0, state0 = maps_of(pid), thread_state(pid)
+        check(not any(r[0] == 0x10000 for r in maps0), "no page at 0x10000 before")
+        first = None
+        for cycle in range(5):
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-e", "p:b blocker",
+                                  "-e", "p:w work"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=no_core)
+            lines = read_lines_until(t, " w: ", lambda: None)
+            kicks = 3 + cycle
+            for _ in range(kicks):
+                p.stdin.write("kick\n")
+                p.stdin.flush()
+            got = []
+
+            def blocked():
+                got.extend(l for l in lines if " b: " in l)
+                lines.clear()
+                return len(got) >= kicks
+            lines += read_lines_until(t, " b: ", lambda: None)
+            for _ in range(600):
+                if blocked():
+                    break
+                lines += read_lines_until(t, " b: ", lambda: None, timeout=5)
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=60)
+            lines += out.decode().splitlines()
+            blocked()
+            check(t.returncode == 0 and err.decode() == "",
+                  "cycle %d: trace ends on SIGINT with 0, nothing said" % cycle,
+                  "rc=%s %s" % (t.returncode, err.decode()))
+            check(len(got) == kicks, "cycle %d: every hit of blocker: %d of %d"
+                  % (cycle, len(got), kicks))
+            now = maps_of(pid)
+            check(not any(r[0] == 0x10000 for r in now), "cycle %d: the zero page gone" % cycle)
+            grown = new_anon_rw(maps0, now)
+            check(grown < 64 << 20, "cycle %d: the blocks' 64 MiB gone: %d MiB of new "
+                  "anonymous memory" % (cycle, grown >> 20))
+            if first is None:
+                first = now
+            diff = maps_differ(first, now)
+            check(diff == [], "cycle %d: the mappings after the first detach" % cycle,
+                  "\n".join(diff[:20]))
+            check(thread_state(pid) == state0, "cycle %d: the program's threads" % cycle)
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        out = p.stdout.read()
+        check(p.wait(timeout=30) == 3 and "eintr 0\n" in out and " bad 0\n" in out,
+              "the program saw nothing", out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 # The signals the library keeps deliverable in every thread it starts
 # (doc/signals.md): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGRTMAX.
 OWNED_SIGNALS = sum(1 << (n - 1) for n in (4, 5, 7, 8, 11, 64))

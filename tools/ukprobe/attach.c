@@ -567,13 +567,25 @@ void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
 	sigset_t all, old;
 	int i;
 
-	if (!l->loaded)
-		return;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
-	for (i = 0; i < s->npids; i++) {
+	for (i = 0; l->loaded && i < s->npids; i++) {
 		if (l->loaded[i])
 			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
+	}
+	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md) */
+	for (size_t k = 0; k < s->nimages; k++) {
+		const struct ukp_image *img = s->images[k];
+		char err[256];
+		int ret;
+
+		if (!img->detached || !img->agent_blocks)
+			continue;
+		ret = ukp_unmap_blocks(img->pid, ukp_host_tid(img, img->agent_tid),
+				       img->agent_blocks, s->agent, GONE_TIMEOUT_MS, err,
+				       sizeof(err));
+		if (ret && ret != -ESRCH)
+			ukp_warn("%s", err);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	free(l->loaded);

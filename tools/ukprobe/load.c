@@ -65,6 +65,7 @@
 
 #include "load.h"
 #include "load_block.h"
+#include "thread_block.h"
 #include "ptrace_arch.h"
 #include "target.h"
 
@@ -814,5 +815,168 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 	ukp_load_release(l);
 	if (!ret)
 		l->area = l->stack = l->block = 0;
+	return ret;
+}
+
+/* ------------------------------------------ the dynamic agent's blocks */
+
+#define CODE_MAX 64
+
+/* The executable mappings a thread must not be in for the blocks to go:
+ * agent's (its file) and the anonymous ones (its slots and detour
+ * buffers, which read the block; a program's own JIT code too: then it
+ * waits, and gives up at the timeout). */
+static size_t agent_code(pid_t pid, const char *agent, struct ukp_own_range *r, size_t max,
+			 bool *agent_seen)
+{
+	char path[64], line[4200];
+	size_t n = 0;
+
+	*agent_seen = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8] = "", file[4096] = "";
+
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %4095[^\n]", &lo, &hi, perms, file) < 3 ||
+		    perms[2] != 'x')
+			continue;
+		if (file[0] && strcmp(file, agent) && !strstr(file, "libukprobe-agent"))
+			continue;
+		*agent_seen |= file[0] != 0;
+		if (n == max) {
+			n = max + 1; /* (too many: the caller waits for nothing) */
+			break;
+		}
+		r[n++] = (struct ukp_own_range){ lo, hi };
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static bool in_ranges(const struct ukp_own_range *r, size_t n, uintptr_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].lo && a < r[i].hi)
+			return true;
+	return false;
+}
+
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen)
+{
+	long until = now_ms() + timeout_ms, res = 0;
+	struct ukp_own_range code[CODE_MAX + 2];
+	struct ukp_tb_unload u;
+	struct ukp_loaded ld, *l = &ld;
+	char task[64];
+	size_t ncode, i;
+	int ret = 0;
+
+	loaded_init(l, pid);
+	snprintf(task, sizeof(task), "/proc/%d/task/%d", pid, gone_tid);
+	while (gone_tid > 0 && access(task, F_OK) == 0) {
+		if (now_ms() >= until) {
+			ret = errf(l, -ETIMEDOUT, "the agent's thread %d did not end: its blocks stay",
+				   gone_tid);
+			goto out;
+		}
+		usleep(1000);
+	}
+	for (;;) {
+		bool inside = false, seen;
+
+		l->held = held_new();
+		if (!l->held) {
+			ret = errf(l, -ENOMEM, "out of memory");
+			goto out;
+		}
+		ret = open_mem(l, l->held);
+		if (!ret)
+			ret = hold_all(l, l->held);
+		if (!ret)
+			ret = take_worker(l, l->held, l->held->tids[0]);
+		if (!ret && mem_read(l->held->mem, info, &u, sizeof(u)))
+			ret = errf(l, -ESRCH, "the agent's blocks cannot be read");
+		if (!ret && !u.arena)
+			break; /* (none mapped) */
+		ncode = ret ? 0 : agent_code(pid, agent, code, CODE_MAX, &seen);
+		if (!ret && ncode > CODE_MAX)
+			ret = errf(l, -EBUSY, "more than %d executable mappings to look at: the "
+				   "agent's blocks stay", CODE_MAX);
+		/* (the same image: not one that an exec made since) */
+		if (!ret && (!seen || u.arena_len != UKP_TB_ARENA || (u.arena & 4095) ||
+			     (u.zero && u.zero_len != 4096)))
+			ret = errf(l, -ESRCH, "the agent is gone");
+		if (ret)
+			break;
+		code[ncode++] = (struct ukp_own_range){ u.arena, u.arena + u.arena_len };
+		if (u.zero)
+			code[ncode++] = (struct ukp_own_range){ u.zero, u.zero + u.zero_len };
+		for (i = 0; i < l->held->n && !inside; i++) {
+			struct ukp_regs r;
+
+			if (l->held->tids[i] == l->held->tid)
+				r = l->held->regs;
+			else if (ukp_arch_get_regs(l->held->tids[i], &r))
+				continue;
+			inside = in_ranges(code, ncode, ukp_arch_pc(&r));
+		}
+		if (!inside)
+			break;
+		ukp_load_release(l);
+		if (now_ms() >= until) {
+			ret = errf(l, -ETIMEDOUT, "a thread stayed in the agent's code for %d ms: its "
+				   "blocks stay", timeout_ms);
+			goto out;
+		}
+		usleep(1000);
+	}
+	if (!ret && u.arena) {
+		/* every block base of the arena's back to 0, then the words
+		 * that name the arena, then the memory */
+		for (i = 0; i < l->held->n && !ret; i++) {
+			struct ukp_regs r;
+			pid_t tid = l->held->tids[i];
+			uintptr_t base;
+
+			if (tid == l->held->tid)
+				r = l->held->regs;
+			else if (ukp_arch_get_regs(tid, &r))
+				continue;
+			base = ukp_arch_block_base(&r);
+			if (base < u.base_lo || base >= u.base_hi)
+				continue;
+			ukp_arch_set_block_base(&r, 0);
+			if (tid == l->held->tid)
+				l->held->regs = r;
+			else if (ukp_arch_set_regs(tid, &r))
+				ret = errf(l, -ESRCH, "thread %d ended during the unmap", tid);
+		}
+		for (i = 0; !ret && i < sizeof(u.clear) / sizeof(u.clear[0]); i++) {
+			static const char zero[8];
+
+			if (u.clear[i].addr && u.clear[i].len <= sizeof(zero) &&
+			    mem_write(l->held, u.clear[i].addr, zero, u.clear[i].len))
+				ret = errf(l, -EIO, "the agent's words cannot be written");
+		}
+		if (!ret)
+			ret = find_syscall_insn(l);
+		if (!ret)
+			res = remote(l, SYS_munmap, u.arena, u.arena_len, 0, 0, 0, 0);
+		if (!ret && !is_err(res) && u.zero)
+			res = remote(l, SYS_munmap, u.zero, u.zero_len, 0, 0, 0, 0);
+		if (!ret && is_err(res))
+			ret = errf(l, (int)res, "munmap of the agent's blocks failed: %s",
+				   strerror((int)-res));
+	}
+	ukp_load_release(l);
+out:
+	if (ret)
+		snprintf(err, errlen, "%s", l->err);
 	return ret;
 }

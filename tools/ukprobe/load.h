@@ -69,6 +69,20 @@ void ukp_load_release(struct ukp_loaded *l);
  */
 int ukp_unload(struct ukp_loaded *l, int timeout_ms);
 
+/*
+ * After a detach from a dynamic program (its agent stays loaded: doc/
+ * cli.md): unmap the agent's per-thread blocks, described by the
+ * library's struct ukp_tb_unload at info in the process
+ * (common/thread_block.h), once its thread gone_tid has ended. Every
+ * thread is stopped outside the agent's code (the executable mappings of
+ * the file agent and the anonymous ones: its slots and detour buffers)
+ * and outside the blocks, their block bases put back to 0, the arena and
+ * the zero page unmapped and the library's words that name them zeroed.
+ * 0, or -errno and err (nothing unmapped).
+ */
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen);
+
 /* ---------------------------------------------- the object (load_elf.c) */
 
 #define UKP_IMAGE_SEGS 16

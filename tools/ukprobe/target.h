@@ -103,5 +103,8 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 /* A static program's agent (times->loaded) unmapped once its session is
  * over (load.c, ukp_unload): said if it stays; ld freed. */
 void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms);
+/* (load.h) */
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen);
 
 #endif /* UKPROBE_TARGET_H */
