@@ -830,11 +830,25 @@ static int exec_notifier(struct notifier_block *nb, unsigned long action, void *
 
 static struct notifier_block exec_nb = { .notifier_call = exec_notifier };
 
+#ifdef UKP_FREE
+/* [any] A forked child of a static program, at its first hit (no atfork
+ * handler runs there: thread_block.c's ukp_tb_fork_hook): it runs
+ * untraced (-f is refused for static programs), so that nothing of it is
+ * counted or recorded in its parent's shared region. */
+static void forked_untraced(void)
+{
+	atomic_store(&ukpa_tracing, false);
+}
+#endif
+
 __attribute__((constructor)) static void ukpa_init(void)
 {
 	const char *fds = getenv(UKP_ENV_FD), *specs = getenv(UKP_ENV_SPECS);
 	int saved_errno = errno;
 
+#ifdef UKP_FREE
+	ukp_tb_fork_hook = forked_untraced;
+#endif
 	/* before any exec, whether ukprobe started us or injected us */
 	register_exec_notifier(&exec_nb);
 

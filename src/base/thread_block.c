@@ -51,6 +51,11 @@ static union {
 static _Atomic int gs_known; /* 0: not looked at yet, 1: no FSGSBASE, 2: x86-64 with it */
 static bool unmapped_once; /* GS bases may point into an arena that is gone */
 static _Atomic int fork_pid; /* a forked child's, once its forking thread's block is its own */
+#ifdef UKP_FREE
+static int arena_pid;        /* the process that mapped the arena */
+static _Atomic int fork_told; /* the child ukp_tb_fork_hook was called in */
+#endif
+void (*ukp_tb_fork_hook)(void);
 #if defined(__x86_64__)
 static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
 #endif
@@ -176,6 +181,15 @@ static UKP_TRAP_TEXT char *arena(void)
 		return none;
 	}
 	ukp_own_map_note(a, UKP_TB_ARENA);
+#ifdef UKP_FREE
+	/* No atfork handler runs in a static program (none can be given
+	 * to its C library): a forked child's copy of the arena reads zero,
+	 * so that its first hit takes a block (claim), which tells the
+	 * agent (ukp_tb_fork_hook) before anything is recorded in the
+	 * parent's shared memory. */
+	arena_pid = ukp_sys_getpid();
+	arch_syscall3(__NR_madvise, (long)a, UKP_TB_ARENA, MADV_WIPEONFORK);
+#endif
 #if defined(__x86_64__)
 	if (use_gs() && !unmapped_once && map_zero_page()) {
 		zero_page = true;
@@ -292,6 +306,12 @@ static UKP_TRAP_TEXT struct ukp_tb_head *claim(char *a, uintptr_t key)
 			h->self = h;
 			atomic_store(&h->tid, ukp_sys_gettid());
 			h->pid = ukp_sys_getpid();
+#ifdef UKP_FREE
+			/* (a forked child: its arena was wiped, see arena()) */
+			if (h->pid != arena_pid && atomic_exchange(&fork_told, h->pid) != h->pid &&
+			    ukp_tb_fork_hook)
+				ukp_tb_fork_hook();
+#endif
 			h->tidp = tid_word(h);
 			atomic_store_explicit(&h->owner, key, memory_order_release);
 			return h;

@@ -439,7 +439,7 @@ static int load_from_memory(struct ukp_target *t, pid_t tid,
 }
 
 /* Is the process's program without an interpreter (statically linked)? */
-static bool program_is_static(pid_t pid)
+bool ukp_program_is_static(pid_t pid)
 {
 	char path[64];
 	Elf64_Ehdr eh;
@@ -556,7 +556,7 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
-	if (program_is_static(pid))
+	if (ukp_program_is_static(pid))
 		return inject_free(pid, agent, name, key, times);
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;

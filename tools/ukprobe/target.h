@@ -100,6 +100,8 @@ struct ukp_inject_times {
 };
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times);
+/* Is the process's program statically linked (no interpreter)? */
+bool ukp_program_is_static(pid_t pid);
 /* A static program's agent (times->loaded) unmapped once its session is
  * over (load.c, ukp_unload): said if it stays; ld freed. */
 void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms);

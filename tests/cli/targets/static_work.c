@@ -7,6 +7,9 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
+ *   fork N K     N children, each forked in spawn() and calling
+ *                work(5000000 + k) for k in [0, K), then _exit(0); then
+ *                "forked N ok" once every child ended with status 0
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
@@ -22,6 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static _Atomic int quitting, started;
 
@@ -35,6 +40,12 @@ __attribute__((noinline)) int tick(int n)
 {
 	__asm__ volatile("" ::: "memory");
 	return n + 1;
+}
+
+__attribute__((noinline)) int spawn(void)
+{
+	__asm__ volatile("" ::: "memory");
+	return fork();
 }
 
 static void on_usr1(int sig, siginfo_t *si, void *uc)
@@ -118,6 +129,20 @@ int main(void)
 		} else if (sscanf(line, "die %ld", &n) == 1) {
 			signal((int)n, SIG_DFL);
 			raise((int)n);
+		} else if (sscanf(line, "fork %ld %ld", &n, &base) == 2) {
+			int ok = 0, st;
+
+			for (k = 0; k < n; k++) {
+				if (spawn() == 0) {
+					for (long j = 0; j < base; j++)
+						work(5000000 + j);
+					_exit(0);
+				}
+			}
+			while (wait(&st) > 0)
+				ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
+			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
 			print_sigs();
 		} else if (!strncmp(line, "quit", 4)) {
