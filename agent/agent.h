@@ -646,4 +646,12 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 /* [init] libc's dlopen, for the agent's own use. */
 void *ukpa_real_dlopen(const char *file, int mode);
 
+#ifdef UKP_FREE
+/* free/signal_sites.c: the program's rt_sigaction and rt_sigprocmask
+ * system calls go through the library's sigaction() and sigprocmask()
+ * ([init], probes.c's lock) */
+int ukpa_signal_sites_watch(void);
+void ukpa_signal_sites_unwatch(void);
+#endif
+
 #endif /* UKPROBE_AGENT_H */

@@ -1573,6 +1573,10 @@ int ukpa_probes_setup(void)
 	}
 	/* what is loaded from here on, the reader looks for */
 	ukpa_reader_objects_seen();
+#ifdef UKP_FREE
+	/* before the program can take the library's signals again */
+	ukpa_signal_sites_watch();
+#endif
 	staging = true;
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
@@ -1868,6 +1872,9 @@ void ukpa_probes_unregister_all(void)
 		ukpa_loader_unwatch();
 		loader_watched = false;
 	}
+#ifdef UKP_FREE
+	ukpa_signal_sites_unwatch();
+#endif
 	kps = calloc(nprobes + 1, sizeof(*kps));
 	rps = calloc(nprobes + 1, sizeof(*rps));
 	for (pr = probes_head; pr; pr = pr->next) {

@@ -65,6 +65,12 @@ struct ukp_tb_head {
 extern char *ukp_tb_arena;     /* the blocks, NULL until a thread needs one */
 extern uintptr_t ukp_tb_gs_lo; /* x86-64: the arena when GS bases are read with rdgsbase */
 extern int ukp_tb_gs_fast;     /* x86-64: GS bases are used without rdgsbase */
+/* x86-64: the program's threads are Go's own (static Go): their FS base
+ * has no self pointer at %fs:0 (Go keeps g at -8 and leaves the word at
+ * 0 unused), so a thread's first look-up writes its FS base there, and
+ * from then on %fs:0 is its key as in a C library's thread (set by the
+ * freestanding agent's entry before anything takes a block). */
+extern int ukp_tb_go;
 void *ukp_thread_block_slow(void);
 
 #define UKP_TB_HASH_MUL 0x9e3779b97f4a7c15ULL

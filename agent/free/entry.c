@@ -9,8 +9,9 @@
  * agent's attach thread does; the thread ends with exit (not
  * exit_group) once ukprobe has detached, and the loader unmaps it.
  *
- * params: "NAME\0KEY\0" (the abstract socket ukprobe listens on, and the
- * secret to present there): attached. Empty: launched (ukprobe started
+ * params: "NAME\0KEY\0FLAGS\0" (the abstract socket ukprobe listens on,
+ * the secret to present there, and letters: 'g', the program's threads
+ * are Go's own, ukp_tb_go): attached. NAME empty: launched (ukprobe started
  * the program and holds it at its entry point until this thread ends);
  * the constructors then set up tracing from the environment ukprobe gave
  * the program (agent.c's ukpa_init, as in a preloaded agent) and the
@@ -42,6 +43,7 @@ extern init_fn __init_array_start[] __attribute__((visibility("hidden")));
 extern init_fn __init_array_end[] __attribute__((visibility("hidden")));
 
 int ukpa_free_session(const char *name, char *key);
+extern int ukp_tb_go; /* common/thread_block.h */
 long syscall(long n, ...);
 /* the library's blacklist of the agent's own text (src/core/blacklist.c) */
 extern uintptr_t ukp_self_text_lo, ukp_self_text_hi;
@@ -153,6 +155,15 @@ __attribute__((visibility("default"), noreturn)) void ukpa_free_entry(struct ukp
 	for (i = 0; i < n && name[i]; i++)
 		;
 	key = i + 1 < n ? (char *)b->params + i + 1 : NULL;
+	if (key) {
+		const char *flags = key;
+
+		while (flags < name + n && *flags)
+			flags++;
+		for (flags++; flags < name + n && *flags; flags++)
+			if (*flags == 'g')
+				ukp_tb_go = 1;
+	}
 	/* the image (and the loader's clone trampoline after it): never
 	 * probed, as the dynamic agent's object is not */
 	ukp_self_text_lo = (uintptr_t)b->area;

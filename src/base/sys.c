@@ -77,8 +77,11 @@ void ukp_errno_init(void)
 	 * nothing of the program's to keep. The templates' save and restore
 	 * at %fs:offset then read and write back the thread pointer's own
 	 * word at %fs:0, unchanged (an offset of the agent's errno from one
-	 * thread's pointer would be another thread's memory). */
-	ukp_errno_offset = 0;
+	 * thread's pointer would be another thread's memory). In a Go
+	 * program's threads that word is the key arch_tb_tp() writes on a
+	 * thread's first look-up (a hit may save it before and restore it
+	 * after): the word after it instead, Go's unused m.tls[2]. */
+	ukp_errno_offset = ukp_tb_go ? 8 : 0;
 	return;
 #endif
 	ukp_errno_offset = (long)((uintptr_t)&errno - arch_thread_pointer());

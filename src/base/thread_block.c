@@ -37,6 +37,7 @@
 char *ukp_tb_arena;
 uintptr_t ukp_tb_gs_lo;
 int ukp_tb_gs_fast;
+int ukp_tb_go;
 
 /* The block of threads that found none: its rooms' first int (the
  * rooms' "not now" count by convention: the agent's busy) is large, so
@@ -145,15 +146,23 @@ static UKP_TRAP_TEXT bool gs_ours(char *a)
 #if defined(__x86_64__)
 /* [any] The zero page a GS base of 0 reads (thread_block_arch.h): at a
  * fixed address, never in the program's way (below any executable's),
- * or not at all (then rdgsbase is used). */
+ * or not at all (then rdgsbase is used). Its owner word is ~0, no
+ * thread's key (0 would be a Go thread's before its first look-up), and
+ * then it is made read-only. */
 static UKP_TRAP_TEXT bool map_zero_page(void)
 {
-	long r = arch_syscall6(__NR_mmap, ARCH_TB_GS_BIAS, 4096, PROT_READ,
+	long r = arch_syscall6(__NR_mmap, ARCH_TB_GS_BIAS, 4096, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
 	if (r == (long)ARCH_TB_GS_BIAS) {
-		ukp_own_map_note((void *)r, 4096);
-		return true;
+		atomic_store_explicit(&((struct ukp_tb_head *)ARCH_TB_GS_BIAS)->owner, ~(uintptr_t)0,
+				      memory_order_relaxed);
+		if (!arch_syscall3(__NR_mprotect, r, 4096, PROT_READ)) {
+			ukp_own_map_note((void *)r, 4096);
+			return true;
+		}
+		arch_syscall3(__NR_munmap, r, 4096, 0);
+		return false;
 	}
 	if (r > 0 || r < -4095) /* (a kernel without MAP_FIXED_NOREPLACE: elsewhere) */
 		arch_syscall3(__NR_munmap, r, 4096, 0);

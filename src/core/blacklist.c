@@ -419,11 +419,34 @@ void ukp_blacklist_refresh(void)
 	built_gen = (uint64_t)-1;
 }
 
+#ifdef UKP_FREE
+/* Addresses that stay probe-able in the blacklist's ranges: the
+ * freestanding agent's probes on a static program's own rt_sigaction and
+ * rt_sigprocmask system calls (agent/free/signal_sites.c), which are in
+ * the C library's signal-masked functions by nature and are what keeps
+ * SIGTRAP unblocked there. */
+static uintptr_t exempt[64];
+static size_t nexempt;
+
+int ukp_blacklist_exempt(uintptr_t addr)
+{
+	if (nexempt == sizeof(exempt) / sizeof(exempt[0]))
+		return -ENOSPC;
+	exempt[nexempt++] = addr;
+	return 0;
+}
+#endif
+
 /* [reg] */
 bool ukp_blacklisted(uintptr_t addr)
 {
 	size_t i;
 
+#ifdef UKP_FREE
+	for (i = 0; i < nexempt; i++)
+		if (exempt[i] == addr)
+			return false;
+#endif
 	ukp_blacklist_init();
 	for (i = 0; i < nranges; i++)
 		if (addr >= ranges[i].start && addr < ranges[i].end)

@@ -261,6 +261,9 @@ extern _Atomic unsigned long ukp_handler_fault_count;
 /* blacklist.c */
 int ukp_blacklist_init(void);                 /* [reg] */
 bool ukp_blacklisted(uintptr_t addr);         /* [reg] */
+#ifdef UKP_FREE
+int ukp_blacklist_exempt(uintptr_t addr);     /* [reg] one address (ukp_blacklisted) */
+#endif
 void ukp_blacklist_refresh(void);             /* [reg] after dlopen */
 
 #endif /* UKP_CORE_H */

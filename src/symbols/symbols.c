@@ -315,7 +315,7 @@ enum ukp_symkind { UKP_SK_NONE, UKP_SK_FUNC, UKP_SK_DATA };
 /* Is a symbol table entry one we keep, and in which table? Fills
  * *sec_idx. */
 static enum ukp_symkind sym_wanted(const Elf64_Sym *sym, uint32_t xndx, size_t shnum,
-				   const struct ukp_secinfo *secs, size_t *sec_idx)
+				   const struct ukp_secinfo *secs, size_t *sec_idx, bool go_etext)
 {
 	unsigned char type = ELF64_ST_TYPE(sym->st_info);
 	size_t idx;
@@ -342,10 +342,13 @@ static enum ukp_symkind sym_wanted(const Elf64_Sym *sym, uint32_t xndx, size_t s
 	if (!secs[idx].exec || type == STT_OBJECT)
 		return UKP_SK_NONE;
 	/* A zero-length marker at the very end of a section (etext and
-	 * friends) names no code. */
+	 * friends) names no code; but Go's runtime.etext, the end of its
+	 * code (ukp_sym_go_code), is kept: unsized there, it holds no
+	 * address (an internally linked Go program's .text ends with it). */
 	if (sym->st_value < secs[idx].addr ||
 	    sym->st_value >= secs[idx].addr + secs[idx].size)
-		return UKP_SK_NONE;
+		return sym->st_value == secs[idx].addr + secs[idx].size && !sym->st_size &&
+		       go_etext ? UKP_SK_FUNC : UKP_SK_NONE;
 	return UKP_SK_FUNC;
 }
 
@@ -522,11 +525,11 @@ static int read_symtab(const struct ukp_objent *o, const struct ukp_elf *elf,
 
 		if (!ukp_elf_sym(elf, symscn, xndxscn, i, &sym, &xndx))
 			continue;
-		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
-		if (kind == UKP_SK_NONE)
-			continue;
 		name = ukp_elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
+			continue;
+		kind = sym_wanted(&sym, xndx, shnum, secs, &idx, !strcmp(name, "runtime.etext"));
+		if (kind == UKP_SK_NONE)
 			continue;
 		if (kind == UKP_SK_FUNC)
 			n++;
@@ -560,11 +563,11 @@ static int read_symtab(const struct ukp_objent *o, const struct ukp_elf *elf,
 
 		if (!ukp_elf_sym(elf, symscn, xndxscn, i, &sym, &xndx))
 			continue;
-		kind = sym_wanted(&sym, xndx, shnum, secs, &idx);
-		if (kind == UKP_SK_NONE)
-			continue;
 		name = ukp_elf_strptr(elf, symshdr.sh_link, sym.st_name);
 		if (!name || !*name)
+			continue;
+		kind = sym_wanted(&sym, xndx, shnum, secs, &idx, !strcmp(name, "runtime.etext"));
+		if (kind == UKP_SK_NONE)
 			continue;
 		if (kind == UKP_SK_FUNC ? rd->n == n : rd->dn == dn)
 			continue;

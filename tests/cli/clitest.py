@@ -431,6 +431,15 @@ def case_static():
           [" ret=%d" % (3 * i + 1) for i in range(5, 305)], "every return with its value")
     check("ready\n" in r.stdout and "ran 300 %d\n" % sum(3 * i + 1 for i in range(5, 305))
           in r.stdout, "the program's own output", r.stdout[-300:])
+    # the program's own sigaction() and sigprocmask() (glibc's, inside
+    # it) go through the library: SIGTRAP blocked in the program's view
+    # only (a breakpoint hit there would end it), its SIGSEGV handler
+    # recorded and called, read back as its own; breakpoints throughout
+    r = ukprobe(["stat", "--no-optimize", "-e", "p:w work", "--", tgt("static_work")],
+                input="trapblock\nsegv\nrun 10 1\ntrapblock\nquit\n")
+    check(r.returncode == 3 and "trapblock 4 1\n" in r.stdout and "segv 1 1\n" in r.stdout and
+          stat_rows(r.stdout[r.stdout.index("EVENT"):]).get("ukprobes/w") == 12,
+          "the program's sigprocmask and sigaction: its view, 12 hits", show(r))
     # the program's errno is its own: the hits (entry and return, their
     # templates) leave it as it was
     r = ukprobe(["stat", "-e", "p:w work", "-e", "r:wr work", "--", tgt("static_work")],
@@ -4754,6 +4763,125 @@ def case_go_attach():
             p.kill()
             p.wait()
     print("3 attach/detach cycles on a Go program: counts agree, it ends with status 0")
+
+
+def case_go_static():
+    """Go's default build: static, without cgo (and stripped: functions
+    from pclntab), launched and attached: the freestanding agent runs in
+    Go's own threads (keyed by their FS base) and the program's own
+    rt_sigaction and rt_sigprocmask calls go through the library. Exact
+    entry and return counts through stack growth, 100 goroutines moving
+    between threads and a recovered panic, breakpoints and jumps; $argN
+    and $goid; every function entered and returned with the output and
+    exit status the program's; Go's own signals (a nil dereference
+    recovered, signal.Notify of SIGUSR1 and SIGTRAP, an ignored SIGUSR2);
+    attached three times to a running program, which keeps its threads
+    and ends as it would."""
+    for name in ("go_static", "go_static_s", "go_wait_static", "go_signals"):
+        if not os.path.exists(tgt(name)):
+            print("no tgt_go_static (golang-go): skipped")
+            sys.exit(77)
+    if not os.path.exists(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
+                                       "libukprobe-agent.bin")):
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
+             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
+             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
+             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
+             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
+    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
+            "a": 3, "ar": 3}
+    for name in ("go_static", "go_static_s"):
+        for opt in ([], ["--no-optimize"]):
+            r = ukprobe(["stat"] + opt + [x.replace("tgt_go:", "tgt_%s:" % name) for x in specs] +
+                        ["--", tgt(name)])
+            check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
+                  "%s %s: the program's output and exit status" % (name, opt), show(r))
+            got = {k: v[0] for k, v in stat_table(r.stdout).items()}
+            check(got == want, "%s %s: exact counts" % (name, opt), "got %s" % got,
+                  "want %s" % want)
+            check(all(v[1] == 0 for v in stat_table(r.stdout).values()), "nothing missed",
+                  r.stdout)
+    # arguments in Go's registers; a goroutine's id per call
+    r = ukprobe(["trace", "-e", "p:n9 tgt_go_static:main.add9 a=$arg1 e=$arg5 i=$arg9",
+                 "-e", "p:s tgt_go_static:main.sleeper g=$goid i=$arg1", "--", tgt("go_static")])
+    ev = [parse_line(l) for l in r.stdout.splitlines() if LINE_RE.match(l)]
+    check(r.returncode == 3 and [m["args"] for m in ev if m["event"] == "n9"] ==
+          [" a=0x1 e=0x5 i=0x9"], "add9's arguments from Go's registers", show(r))
+    goids = [int(m["args"].split()[0][2:]) for m in ev if m["event"] == "s"]
+    check(len(goids) == 100 and len(set(goids)) == 100 and min(goids) > 1,
+          "100 sleepers, 100 goroutines", goids)
+    # every function, entries then returns: the program as it is
+    alone = subprocess.run([tgt("go_static"), "2000"], capture_output=True, text=True)
+    for kind in ("p", "r"):
+        r = ukprobe(["stat", "-e", "%s tgt_go_static:*" % kind, "--", tgt("go_static"), "2000"],
+                    timeout=300)
+        rows = (stat_rows(r.stdout[len(alone.stdout):])
+                if r.stdout.startswith(alone.stdout) else {})
+        deep = rows.get("ukprobes/main_deep" + ("__return" if kind == "r" else ""))
+        check(r.returncode == alone.returncode == 3 and r.stdout.startswith(alone.stdout) and
+              deep == 2001 and len(rows) > 1000,
+              "every function (%s): output, status, main.deep %s of 2001" % (kind, deep),
+              show(r)[-1500:])
+    # Go's own signals, every function entered and returned
+    alone = subprocess.run([tgt("go_signals")], capture_output=True, text=True, timeout=60)
+    r = ukprobe(["stat", "-e", "p tgt_go_signals:*", "-e", "r tgt_go_signals:*", "--",
+                 tgt("go_signals")], timeout=300)
+    rows = stat_rows(r.stdout[len(alone.stdout):]) if r.stdout.startswith(alone.stdout) else {}
+    check(alone.returncode == 0 and "got trace/breakpoint trap" in alone.stdout and
+          r.returncode == 0 and r.stdout.startswith(alone.stdout) and
+          rows.get("ukprobes/main_work") == 2000 and
+          rows.get("ukprobes/main_work__return") == 2000 and
+          rows.get("ukprobes/main_poke") == 2 and rows.get("ukprobes/main_poke__return") == 2,
+          "signals: the program's output, work 2000 and 2000, poke 2 and 2", show(r)[-2000:])
+    # attached
+    p = subprocess.Popen([tgt("go_wait_static")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "waiting\n", "the Go program runs")
+        state0 = thread_state(p.pid)
+        for cycle in range(3):
+            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e",
+                         "p:d tgt_go_wait_static:main.deep", "-e",
+                         "r:dr tgt_go_wait_static:main.deep", "-e",
+                         "p:s tgt_go_wait_static:main.sleeper", "-e",
+                         "r:sr tgt_go_wait_static:main.sleeper"])
+            check(r.returncode == 0 and r.stderr == "", "cycle %d: attached" % cycle, show(r))
+            rows = stat_rows(r.stdout)
+            # (as case go_attach: calls in flight at either edge)
+            check(rows["ukprobes/d"] > 0 and abs(rows["ukprobes/d"] - rows["ukprobes/dr"]) <= 808
+                  and rows["ukprobes/s"] > 0 and abs(rows["ukprobes/s"] - rows["ukprobes/sr"]) <= 8,
+                  "cycle %d: entries and returns agree" % cycle, r.stdout)
+            check(p.poll() is None, "cycle %d: the program runs on" % cycle)
+        r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p tgt_go_wait_static:*"])
+        rows = stat_rows(r.stdout)
+        check(r.returncode == 0 and (rows.get("ukprobes/main_deep") or 0) > 100 and
+              len(rows) > 1000, "every function attached", show(r)[-1000:])
+        check(p.poll() is None, "the program runs on")
+        # (Go may start threads of its own meanwhile, and blocks every
+        # signal for a moment here and there: the threads before are
+        # there, with the signals they ignore and catch as before, and
+        # none is the agent's)
+        def as_before():
+            now = thread_state(p.pid)
+            return all(t in now and (now[t][0],) + now[t][2:] == (v[0],) + v[2:]
+                       for t, v in state0.items()) and \
+                not any(v[0].startswith("ukprobe") for v in now.values())
+        for _ in range(500):
+            if as_before():
+                break
+            time.sleep(0.01)
+        check(as_before(), "the program's threads as before, none of the agent's",
+              "%s\n%s" % (state0, thread_state(p.pid)))
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "the program ends as it would have (status 0)",
+              "status %s" % p.returncode)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    print("static Go launched (stripped too) and attached: exact counts, every function, signals")
 
 
 def case_go_nocgo():

@@ -27,8 +27,9 @@ file of SPECs, given with -E; --keep keeps it, and the outputs). The last
 line is "torture: N passed, N failed". Exit status: 0 when every case
 passed, 1 otherwise, 77 when nothing could run (missing programs).
 
-Go's gofmt (built from golang-go's sources) and rustc (Debian's, its std
-and compiler shared libraries) are probed in pair mode.
+Go's gofmt (built from golang-go's sources, and golang-go's own: static
+and stripped) and rustc (Debian's, its std and compiler shared libraries)
+are probed in pair mode.
 
 The short tier is what scripts/test.sh runs (fixed seed, a few minutes);
 the long tier runs by hand, and its results go to doc/torture.md.
@@ -348,6 +349,7 @@ PY_LONG = ["test_json", "test_re", "test_zlib", "test_thread", "test_os", "test_
 # ----------------------------------------------------- Go and Rust
 
 GO = "/usr/bin/go"
+GOFMT_STATIC = "/usr/lib/go-1.19/bin/gofmt"  # golang-go's, as Debian built it
 RUSTC = "/usr/bin/rustc"  # Debian's (a rustup one may come first in PATH)
 
 
@@ -398,9 +400,10 @@ GOFMT_SHORT = ["cmd/gofmt/testdata/" + f + ".input" for f in
                ("commas.src", "issue3106.src", "tparams.go2")]
 
 
-def setup_gofmt(tier):
+def setup_gofmt(tier, build=True):
     def setup(tmp, rng):
-        build_gofmt(os.path.dirname(tmp))
+        if build:
+            build_gofmt(os.path.dirname(tmp))
         src, d = goroot() + "/src", os.path.join(tmp, "src")
         os.makedirs(d)
         if tier == "short":
@@ -490,6 +493,18 @@ def targets(tier):
                             "syscall_Exit", "go_parser_*"),
                    reentered=("runtime_duffzero", "runtime_duffcopy"), exit_slack=4,
                    min_timeout=300)
+    # Debian's own gofmt: Go's default build, static and stripped (the
+    # freestanding agent in Go's threads, functions by Go's pclntab)
+    gofmt_static = Target("gofmt_static", [GOFMT_STATIC, "-s", "-d", "{tmp}/src"],
+                          {m: ["gofmt"] for m in ("entry", "return", "pair")},
+                          setup=setup_gofmt(tier, build=False), needs=(GOFMT_STATIC,),
+                          pending=("runtime_*", "main_main", "os_Exit", "syscall_Exit",
+                                   "go_parser_*"),
+                          # (the agent starts inside runtime.settls, at the
+                          # system call that gives the first thread its
+                          # thread pointer: one return without an entry)
+                          reentered=("runtime_duffzero", "runtime_duffcopy", "runtime_settls"),
+                          exit_slack=4, min_timeout=300)
     # rustc compiling a program (a Rust program of its own: std and the
     # compiler as shared libraries); main's stack at exit() is left, and
     # a call or two elsewhere may be (codegen's worker threads say they
@@ -509,7 +524,8 @@ def targets(tier):
                          {"pair": rust_libs}, setup=setup_rustc_panic, needs=(RUSTC,),
                          env={"RUSTC_BOOTSTRAP": "1", "RUST_BACKTRACE": "full"},
                          norm=norm_backtrace, pending=("*",), min_timeout=300)
-    return {t.name: t for t in (py, sqlite, sqlite_static, zlib, core, gofmt, rustc, rustc_panic)}
+    return {t.name: t for t in (py, sqlite, sqlite_static, zlib, core, gofmt, gofmt_static, rustc,
+                                 rustc_panic)}
 
 
 # (target, mode, random probes per object) of each tier
@@ -520,7 +536,8 @@ TIERS = {
         ("sqlite3_static", "entry", 0), ("sqlite3_static", "return", 0),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 500),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 1000),
-        ("gofmt", "pair", 0), ("rustc", "pair", 0), ("rustc_panic", "pair", 0),
+        ("gofmt", "pair", 0), ("gofmt_static", "pair", 0), ("rustc", "pair", 0),
+        ("rustc_panic", "pair", 0),
     ],
     "long": [
         ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 2000),
@@ -529,6 +546,7 @@ TIERS = {
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 1000),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 2000),
         ("gofmt", "entry", 0), ("gofmt", "return", 0), ("gofmt", "pair", 0),
+        ("gofmt_static", "entry", 0), ("gofmt_static", "return", 0), ("gofmt_static", "pair", 0),
         ("rustc", "entry", 0), ("rustc", "return", 0), ("rustc", "pair", 0),
         ("rustc_panic", "pair", 0),
     ],

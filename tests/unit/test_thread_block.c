@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,6 +223,79 @@ Test(thread_block, raw_clone_thread)
 		cr_assert_eq(atomic_load(word(mine)), 7);
 	}
 }
+
+#if defined(__x86_64__)
+/* A thread as Go's runtime makes them (static Go: ukp_tb_go): its own FS
+ * base, at a word that holds 0 (Go's m.tls: g at -8, nothing at 0), no
+ * GS base (a thread started before the agent). */
+struct go_shared {
+	uintptr_t tls[2][16];
+	_Atomic int started, done;
+	uintptr_t fsbase[2], key[2], zero_owner[2];
+	void *before[2], *block[2], *again[2], *fast[2];
+};
+
+RAW_THREAD static int go_body(void *arg)
+{
+	static _Atomic int next;
+	struct go_shared *s = arg;
+	int i = atomic_fetch_add(&next, 1) & 1;
+	uintptr_t fs = (uintptr_t)&s->tls[i][1], v, zero = 0;
+
+	arch_syscall3(__NR_arch_prctl, 0x1002 /* ARCH_SET_FS */, (long)fs, 0);
+	__asm__ volatile("wrgsbase %0" : : "r"(zero) : "memory");
+	s->fsbase[i] = fs;
+	if (ukp_tb_gs_fast)
+		__asm__ volatile("movq %%gs:%c1, %0"
+				 : "=r"(s->zero_owner[i])
+				 : "i"(ARCH_TB_GS_BIAS + offsetof(struct ukp_tb_head, owner)));
+	s->before[i] = arch_tb_find();
+	s->block[i] = ukp_thread_block();
+	__asm__ volatile("movq %%fs:0, %0" : "=r"(v));
+	s->key[i] = v;
+	s->again[i] = ukp_thread_block();
+	s->fast[i] = arch_tb_find();
+	/* both hold their blocks at once */
+	atomic_fetch_add(&s->started, 1);
+	while (atomic_load(&s->started) < 2)
+		;
+	atomic_fetch_add(&s->done, 1);
+	return 0;
+}
+
+Test(thread_block, go_threads_keyed_by_their_fs_base)
+{
+	static struct go_shared s;
+	struct ukp_sys_thread t[2];
+	int i;
+
+	if (!(getauxval(AT_HWCAP2) & 2)) /* HWCAP2_FSGSBASE */
+		cr_skip_test("no FSGSBASE: static Go is refused");
+	(void)ukp_thread_block();
+	ukp_tb_go = 1;
+	for (i = 0; i < 2; i++)
+		cr_assert_eq(ukp_sys_thread_start(&t[i], 64 * 1024, go_body, &s), 0);
+	for (i = 0; i < 2; i++)
+		ukp_sys_thread_join(&t[i]);
+	ukp_tb_go = 0;
+	cr_assert_eq(atomic_load(&s.done), 2);
+	for (i = 0; i < 2; i++) {
+		cr_assert_null(s.before[i], "no block before the first look-up");
+		if (ukp_tb_gs_fast)
+			cr_assert_eq(s.zero_owner[i], ~(uintptr_t)0,
+				     "the zero page's owner is no thread's, not 0");
+		cr_assert(in_arena(s.block[i]));
+		cr_assert_eq(s.key[i], s.fsbase[i], "its FS base written at %%fs:0");
+		cr_assert_eq(s.again[i], s.block[i]);
+		cr_assert_eq(atomic_load(&((struct ukp_tb_head *)s.block[i])->owner) == UKP_TB_FREE ||
+				     atomic_load(&((struct ukp_tb_head *)s.block[i])->owner) == s.fsbase[i],
+			     1);
+		if (gs_used())
+			cr_assert_eq(s.fast[i], s.block[i], "found the fast way from then on");
+	}
+	cr_assert_neq(s.block[0], s.block[1], "two Go threads, two blocks");
+}
+#endif
 
 Test(thread_block, fork_child_has_its_copy)
 {

@@ -470,10 +470,11 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 	const char *slash = strrchr(agent, '/');
 	size_t nl = strlen(name), kl = strlen(key);
 	long t0 = now_us();
+	bool go;
 	int ret;
 
 	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > sizeof(bin) ||
-	    nl + kl + 2 > sizeof(params))
+	    nl + kl + 4 > sizeof(params))
 		return UKP_EXIT_FAIL;
 	snprintf(bin, sizeof(bin), "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
 	{
@@ -482,27 +483,15 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 
 		snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
 		fd = open(exe, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && ukp_go_without_cgo(fd)) {
-			close(fd);
-			char comm[64] = "?";
-			int cfd;
-			ssize_t n;
-
-			snprintf(exe, sizeof(exe), "/proc/%d/comm", pid);
-			cfd = open(exe, O_RDONLY | O_CLOEXEC);
-			n = cfd >= 0 ? read(cfd, comm, sizeof(comm) - 1) : -1;
-			if (n > 0)
-				comm[n - (comm[n - 1] == '\n')] = 0;
-			if (cfd >= 0)
-				close(cfd);
-			ukp_err("process %d (%s) is a Go program built without cgo: its threads are "
-				"the Go runtime's own, where the agent cannot run (build it with "
-				"CGO_ENABLED=1 and -ldflags=-linkmode=external to trace it)",
-				pid, comm);
-			return UKP_EXIT_FAIL;
-		}
+		go = fd >= 0 && ukp_go_without_cgo(fd);
 		if (fd >= 0)
 			close(fd);
+	}
+	if (go && !ukp_go_threads_ok()) {
+		ukp_err("process %d is a static Go program: its threads are keyed by their FS "
+			"base, which needs the FSGSBASE instructions this machine does not allow",
+			pid);
+		return UKP_EXIT_FAIL;
 	}
 	if (access(bin, R_OK)) {
 		ukp_err("process %d is statically linked: it needs the freestanding agent, %s, "
@@ -511,7 +500,9 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 	}
 	memcpy(params, name, nl + 1);
 	memcpy(params + nl + 1, key, kl + 1);
-	ret = ukp_load_attach(pid, bin, params, nl + kl + 2, &l);
+	params[nl + kl + 2] = go ? 'g' : 0;
+	params[nl + kl + 3] = 0;
+	ret = ukp_load_attach(pid, bin, params, nl + kl + 4, &l);
 	if (ret) {
 		ukp_err("process %d: the freestanding agent could not be loaded: %s", pid, l.err);
 		return UKP_EXIT_FAIL;

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ptrace_arch.h"
 #include "session_loop.h"
 
 static char *exe_dir(void)
@@ -163,10 +164,17 @@ int ukp_check_executable(const char *path, bool *is_static)
 		goto out;
 	}
 	*is_static = !ukp_elf_has_interp(fd, &eh);
-	if (ukp_go_without_cgo(fd)) {
+	/* (a static Go program gets the freestanding agent, which runs in
+	 * Go's own threads: launch_static.c) */
+	if (ukp_go_without_cgo(fd) && !*is_static) {
 		ukp_err("%s is a Go program built without cgo: its threads are the Go runtime's "
-			"own, where the agent cannot run (build it with CGO_ENABLED=1 and "
-			"-ldflags=-linkmode=external to trace it)", path);
+			"own, where the agent preloaded into a dynamically linked program cannot "
+			"run (build it with CGO_ENABLED=1, or without -linkmode=external: Go's "
+			"default static program is traced)", path);
+		ret = UKP_EXIT_FAIL;
+	} else if (ukp_go_without_cgo(fd) && !ukp_go_threads_ok()) {
+		ukp_err("%s is a static Go program: its threads are keyed by their FS base, which "
+			"needs the FSGSBASE instructions this machine does not allow", path);
 		ret = UKP_EXIT_FAIL;
 	}
 out:

@@ -5,15 +5,18 @@
  * (load.c), since no agent can be preloaded into it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "load.h"
 #include "ptrace_arch.h"
+#include "target.h"
 
 /*
  * Run the child, stopped at its execve, to the end of the system call
@@ -73,7 +76,15 @@ static int run_to_thread_pointer(pid_t pid)
 int ukp_launch_static(const char *path, const char *agent, pid_t pid)
 {
 	struct ukp_loaded ld;
-	int st, ret;
+	/* (entry.c: no socket, no key; 'g': Go's threads) */
+	const char *params = "\0\0g";
+	size_t plen = 0;
+	int st, ret, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		plen = ukp_go_without_cgo(fd) ? 4 : 0;
+		close(fd);
+	}
 
 	while ((ret = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
@@ -82,8 +93,8 @@ int ukp_launch_static(const char *path, const char *agent, pid_t pid)
 	ret = run_to_thread_pointer(pid);
 	if (ret > 0)
 		return 0; /* (it ended: the session says how) */
-	ret = ret ? ukp_load_at_entry(pid, agent, "", 0, &ld)
-		  : ukp_load_stopped(pid, agent, "", 0, &ld);
+	ret = ret ? ukp_load_at_entry(pid, agent, params, plen, &ld)
+		  : ukp_load_stopped(pid, agent, params, plen, &ld);
 	if (ret) {
 		ukp_err("%s: the freestanding agent could not be loaded: %s", path, ld.err);
 		return -1;

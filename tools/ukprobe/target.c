@@ -335,8 +335,9 @@ static int check_program(const struct ukp_target *t)
 	if (interp && ukp_go_without_cgo(fd)) {
 		close(fd);
 		ukp_err("process %d (%s) is a Go program built without cgo: its threads are the Go "
-			"runtime's own, where the agent cannot run (build it with CGO_ENABLED=1 and "
-			"-ldflags=-linkmode=external to trace it)",
+			"runtime's own, where the agent loaded into a dynamically linked program "
+			"cannot run (build it with CGO_ENABLED=1, or without -linkmode=external: "
+			"Go's default static program is traced)",
 			t->pid, t->comm);
 		return -ENOEXEC;
 	}

@@ -8,7 +8,8 @@
  * are read %gs-relative, as cheaply as an initial-exec TLS variable. The
  * bias makes a GS base of 0 (a thread that never had a block) read the
  * library's zero page at that address instead of faulting: its owner
- * word, 0, is no thread's. A clone()d thread inherits its creator's GS
+ * word, ~0, is no thread's (nor 0, a Go thread's %fs:0 before its first
+ * look-up: arch_tb_tp). A clone()d thread inherits its creator's GS
  * base, so a block records its owner's thread pointer and a mismatch
  * means a new thread.
  *
@@ -39,13 +40,19 @@ static inline uintptr_t arch_tb_rdgsbase(void)
 
 /* [any] The thread's key: the TCB's self pointer (glibc, musl), which
  * is the FS base, read as cheaply as a TLS variable (rdfsbase costs
- * more; Go's runtime keeps no self pointer there: a Go program needs
- * rdfsbase, doc/static_agent.md). */
+ * more). Go's runtime keeps no self pointer there (ukp_tb_go): a Go
+ * thread's word at %fs:0 is 0 until its first look-up here writes its
+ * FS base into it (the fast paths then compare %fs:0 as for C threads;
+ * a thread's FS base is its own: Go clones with CLONE_SETTLS). */
 static inline uintptr_t arch_tb_tp(void)
 {
 	uintptr_t tp;
 
 	__asm__("movq %%fs:0, %0" : "=r"(tp));
+	if (__builtin_expect(!tp, 0) && ukp_tb_go) {
+		__asm__ volatile("rdfsbase %0" : "=r"(tp));
+		__asm__ volatile("movq %0, %%fs:0" : : "r"(tp) : "memory");
+	}
 	return tp;
 }
 

@@ -13,6 +13,11 @@
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
+ *   trapblock    blocks SIGTRAP (sigprocmask), calls work(1), prints
+ *                "trapblock" and whether its mask says SIGTRAP blocked
+ *   segv         installs a SIGSEGV handler (sigaction), dereferences
+ *                NULL, recovers in it (siglongjmp), prints "segv" and
+ *                whether sigaction reads its own handler back
  *   quit         exits with status 3
  * Its ticker thread calls tick() every millisecond meanwhile. It has
  * handlers of its own for SIGUSR1 and SIGSEGV (their actions must be its
@@ -20,6 +25,7 @@
  */
 #include <pthread.h>
 #include <errno.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,7 +61,7 @@ static void on_usr1(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 }
 
-static void on_segv(int sig)
+static void on_segv_start(int sig)
 {
 	signal(sig, SIG_DFL);
 }
@@ -76,6 +82,14 @@ static void print_sigs(void)
 	}
 	printf("sigs end\n");
 	fflush(stdout);
+}
+
+static sigjmp_buf segv_back;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(segv_back, 1);
 }
 
 static void *ticker(void *arg)
@@ -104,7 +118,7 @@ int main(void)
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, SIGUSR2);
 	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGSEGV, on_segv);
+	signal(SIGSEGV, on_segv_start);
 	pthread_create(&t, NULL, ticker, NULL);
 	while (!atomic_load(&started)) {
 		struct timespec d = { 0, 100000 };
@@ -145,6 +159,32 @@ int main(void)
 			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
 			print_sigs();
+		} else if (!strncmp(line, "trapblock", 9)) {
+			sigset_t set, now;
+
+			sigemptyset(&set);
+			sigaddset(&set, SIGTRAP);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			sum = work(1);
+			sigprocmask(SIG_BLOCK, NULL, &now);
+			sigprocmask(SIG_UNBLOCK, &set, NULL);
+			printf("trapblock %ld %d\n", sum, sigismember(&now, SIGTRAP));
+			fflush(stdout);
+		} else if (!strncmp(line, "segv", 4)) {
+			struct sigaction sa, back;
+			volatile int *volatile nowhere = NULL;
+			int caught = 0;
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_segv;
+			sigaction(SIGSEGV, &sa, NULL);
+			if (sigsetjmp(segv_back, 1))
+				caught = 1;
+			else
+				k = *nowhere;
+			sigaction(SIGSEGV, NULL, &back);
+			printf("segv %d %d\n", caught, back.sa_handler == on_segv);
+			fflush(stdout);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}

@@ -88,5 +88,8 @@ int ukp_arch_sets_thread_pointer(pid_t tid);
  * none), and set it (the unload puts 0 back: load.c). */
 uintptr_t ukp_arch_block_base(const struct ukp_regs *r);
 void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v);
+/* Can a static Go program's threads be told apart here (x86-64: by
+ * their FS base, which the agent reads with rdfsbase: FSGSBASE)? */
+bool ukp_go_threads_ok(void);
 
 #endif /* UKPROBE_PTRACE_ARCH_H */

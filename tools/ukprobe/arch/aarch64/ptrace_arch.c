@@ -184,3 +184,8 @@ void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v)
 	(void)r;
 	(void)v;
 }
+
+bool ukp_go_threads_ok(void)
+{
+	return false; /* (no freestanding agent on AArch64 yet) */
+}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 
@@ -197,4 +198,9 @@ uintptr_t ukp_arch_block_base(const struct ukp_regs *r)
 void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v)
 {
 	r->r.gs_base = v;
+}
+
+bool ukp_go_threads_ok(void)
+{
+	return getauxval(AT_HWCAP2) & 2; /* HWCAP2_FSGSBASE */
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * syscall_site.h - x86-64's part of the freestanding agent's signal
+ * sites (free/signal_sites.c): how a static program's system calls look
+ * in its code, and a call's registers at its instruction.
+ */
+#ifndef UKPA_SYSCALL_SITE_H
+#define UKPA_SYSCALL_SITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ukprobes.h>
+
+/* How the program's code makes the system call nr: the number loaded
+ * into eax (mov $nr, %eax: b8 imm32), and the system call instruction
+ * (0f 05) at most UKPA_SITE_REACH bytes after it. glibc's and Go's
+ * wrappers do so; a match that is no instruction start is refused by
+ * register_kprobe, and the number is checked again at every hit. */
+#define UKPA_SITE_LOAD_LEN 5
+#define UKPA_SITE_REACH 24
+#define UKPA_SYSCALL_INSN_LEN 2
+#define UKPA_NR_RT_SIGACTION 13
+#define UKPA_NR_RT_SIGPROCMASK 14
+
+/* Does code[0..] load nr into eax? */
+static inline bool ukpa_site_loads(const unsigned char *code, long nr)
+{
+	return code[0] == 0xb8 && code[1] == (unsigned char)nr && !code[2] && !code[3] &&
+	       !code[4];
+}
+
+/* Is code[0..] the system call instruction? */
+static inline bool ukpa_site_syscall(const unsigned char *code)
+{
+	return code[0] == 0x0f && code[1] == 0x05;
+}
+
+/* [hit] The system call's number and arguments at the instruction. */
+static inline long ukpa_site_nr(const struct pt_regs *r)
+{
+	return (long)r->ax;
+}
+
+static inline unsigned long ukpa_site_arg(const struct pt_regs *r, int i)
+{
+	switch (i) {
+	case 0:
+		return r->di;
+	case 1:
+		return r->si;
+	case 2:
+		return r->dx;
+	default:
+		return r->r10;
+	}
+}
+
+/* [hit] The call made: its result, and the thread goes on after the
+ * instruction at addr. */
+static inline void ukpa_site_done(struct pt_regs *r, uintptr_t addr, long res)
+{
+	r->ax = (unsigned long)res;
+	r->ip = addr + UKPA_SYSCALL_INSN_LEN;
+}
+
+#endif /* UKPA_SYSCALL_SITE_H */

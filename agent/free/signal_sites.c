@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * signal_sites.c - a static program's own sigaction() and sigprocmask(),
+ * kept from taking the library's signals (the freestanding agent only).
+ *
+ * The library's signals (SIGTRAP, the fault signals, its scan signal)
+ * must keep the library's handlers and stay unblocked in the kernel's
+ * mask of every thread: a breakpoint with SIGTRAP blocked or ignored
+ * kills the process. In a dynamic program the agent's sigaction(),
+ * sigprocmask() and the others come before the C library's
+ * (src/process/signals.c, sigmask.c: the program's wishes are recorded
+ * and shown back to it, its handlers chained). A static program makes
+ * the system calls itself: Go's runtime installs a handler for every
+ * signal at start (after the agent, in a launched program) with every
+ * signal blocked while it runs, and starts each thread with every signal
+ * blocked; a static C program's sigaction() and sigprocmask() are
+ * glibc's inside it.
+ *
+ * So the program's rt_sigaction and rt_sigprocmask system call
+ * instructions are probed (the code that loads the number before the
+ * instruction: arch/ARCH/syscall_site.h), and each call goes to the
+ * library's sigaction() or sigprocmask() instead, with the kernel's
+ * structures translated; the instruction is skipped and the thread gets
+ * the result as the kernel's. (Calls made another way, e.g. through
+ * glibc's syscall(), are not seen.) The probes have a post_handler (never
+ * called) so that they stay breakpoints: a jump-optimized hit ignores a
+ * changed instruction pointer.
+ *
+ * Context: [init] under probes.c's lock, but the handlers ([hit]).
+ */
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "core/core.h"
+#include "syscall_site.h"
+
+#define MAX_SITES 64
+
+/* the kernel's struct sigaction (the C library's differs) */
+struct ksigaction {
+	unsigned long handler;
+	unsigned long flags;
+	unsigned long restorer;
+	uint64_t mask;
+};
+
+static struct kprobe site_kps[MAX_SITES];
+static bool site_on[MAX_SITES];
+static int nsites;
+
+/* [hit] rt_sigaction(sig, act, oact, 8) through the library's sigaction() */
+static long do_sigaction(const struct pt_regs *regs)
+{
+	long sig = (long)ukpa_site_arg(regs, 0);
+	const struct ksigaction *kact = (const void *)ukpa_site_arg(regs, 1);
+	struct ksigaction *koact = (void *)ukpa_site_arg(regs, 2), k;
+	struct sigaction act, oact;
+
+	if (ukpa_site_arg(regs, 3) != sizeof(k.mask))
+		return -EINVAL;
+	memset(&act, 0, sizeof(act));
+	if (kact) {
+		if (copy_from_user_nofault(&k, kact, sizeof(k)))
+			return -EFAULT;
+		act.sa_handler = (void (*)(int))k.handler;
+		act.sa_flags = (int)k.flags;
+		act.sa_restorer = (void (*)(void))k.restorer;
+		memcpy(&act.sa_mask, &k.mask, sizeof(k.mask));
+	}
+	if (koact && copy_from_user_nofault(&k, koact, sizeof(k)))
+		return -EFAULT;
+	if (sigaction((int)sig, kact ? &act : NULL, koact ? &oact : NULL))
+		return -errno;
+	if (koact) {
+		k.handler = (unsigned long)oact.sa_handler;
+		k.flags = (unsigned long)(unsigned int)oact.sa_flags;
+		k.restorer = (unsigned long)oact.sa_restorer;
+		memcpy(&k.mask, &oact.sa_mask, sizeof(k.mask));
+		memcpy(koact, &k, sizeof(k));
+	}
+	return 0;
+}
+
+/* [hit] rt_sigprocmask(how, set, oset, 8) through the library's
+ * sigprocmask() */
+static long do_sigprocmask(const struct pt_regs *regs)
+{
+	int how = (int)ukpa_site_arg(regs, 0);
+	const uint64_t *kset = (const void *)ukpa_site_arg(regs, 1);
+	uint64_t *koset = (void *)ukpa_site_arg(regs, 2), w;
+	sigset_t set, oset;
+
+	if (ukpa_site_arg(regs, 3) != sizeof(w))
+		return -EINVAL;
+	sigemptyset(&set);
+	if (kset && copy_from_user_nofault(&set, kset, sizeof(w)))
+		return -EFAULT;
+	if (koset && copy_from_user_nofault(&w, koset, sizeof(w)))
+		return -EFAULT;
+	if (sigprocmask(how, kset ? &set : NULL, koset ? &oset : NULL))
+		return -errno;
+	if (koset)
+		memcpy(koset, &oset, sizeof(w));
+	return 0;
+}
+
+/* [hit] */
+static int site_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	long res;
+
+	switch (ukpa_site_nr(regs)) {
+	case UKPA_NR_RT_SIGACTION:
+		res = do_sigaction(regs);
+		break;
+	case UKPA_NR_RT_SIGPROCMASK:
+		res = do_sigprocmask(regs);
+		break;
+	default:
+		return 0; /* another call: it runs */
+	}
+	ukpa_site_done(regs, (uintptr_t)kp->addr, res);
+	return 1; /* resume after the instruction */
+}
+
+/* [hit] never called: its presence keeps the probe a breakpoint */
+static void site_post(struct kprobe *kp, struct pt_regs *regs, unsigned long flags)
+{
+	(void)kp;
+	(void)regs;
+	(void)flags;
+}
+
+/* The sites in [p, end): a load of either number, then the system call
+ * instruction within reach. */
+static void scan(const unsigned char *p, const unsigned char *end)
+{
+	const unsigned char *q;
+
+	for (; p + UKPA_SITE_LOAD_LEN <= end && nsites < MAX_SITES; p++) {
+		if (!ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
+		    !ukpa_site_loads(p, UKPA_NR_RT_SIGPROCMASK))
+			continue;
+		for (q = p + UKPA_SITE_LOAD_LEN;
+		     q + UKPA_SYSCALL_INSN_LEN <= end && q < p + UKPA_SITE_REACH; q++)
+			if (ukpa_site_syscall(q)) {
+				site_kps[nsites++].addr = (kprobe_opcode_t *)q;
+				break;
+			}
+	}
+}
+
+/* the program's executable segments (the first object: a static
+ * program has no other code but the agent's) */
+static int find_sites(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int i;
+
+	(void)size;
+	(void)arg;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *p;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		scan(p, p + ph->p_filesz);
+	}
+	return 1; /* the program only */
+}
+
+/* Returns how many sites are probed. */
+int ukpa_signal_sites_watch(void)
+{
+	int i, k = 0;
+
+	if (nsites)
+		return 0;
+	dl_iterate_phdr(find_sites, NULL);
+	for (i = 0; i < nsites; i++) {
+		site_kps[i].pre_handler = site_pre;
+		site_kps[i].post_handler = site_post;
+		/* (the C library's signal-masked functions are blacklisted
+		 * for every other probe; a match that is no instruction start
+		 * is refused here) */
+		site_on[i] = !ukp_blacklist_exempt((uintptr_t)site_kps[i].addr) &&
+			     !register_kprobe(&site_kps[i]);
+		k += site_on[i];
+	}
+	return k;
+}
+
+void ukpa_signal_sites_unwatch(void)
+{
+	int i;
+
+	for (i = 0; i < nsites; i++)
+		if (site_on[i])
+			unregister_kprobe(&site_kps[i]);
+	memset(site_kps, 0, sizeof(site_kps));
+	memset(site_on, 0, sizeof(site_on));
+	nsites = 0;
+}
