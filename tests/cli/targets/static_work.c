@@ -173,7 +173,7 @@ int main(void)
 		} else if (!strncmp(line, "segv", 4)) {
 			struct sigaction sa, back;
 			volatile int *volatile nowhere = NULL;
-			int caught = 0;
+			volatile int caught = 0;
 
 			memset(&sa, 0, sizeof(sa));
 			sa.sa_handler = on_segv;
