@@ -170,6 +170,12 @@ static bool zombie(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
+/* Has pid ended (its leader gone or a zombie)? */
+static bool process_gone(pid_t pid)
+{
+	return zombie(pid, pid);
+}
+
 /* Wait for the interrupt's stop of tid; signals on their way stop it
  * first and are delivered. 0, or -ESRCH when it ended. */
 static int wait_interrupt(pid_t tid)
@@ -815,10 +821,13 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 	ukp_load_release(l);
 	if (!ret)
 		l->area = l->stack = l->block = 0;
+	else if (ret != -EBUSY && process_gone(l->pid))
+		ret = errf(l, -ESRCH, "ended before the unload");
 	return ret;
 }
 
 /* ------------------------------------------ the dynamic agent's blocks */
+
 
 #define CODE_MAX 64
 
@@ -976,6 +985,8 @@ int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent
 	}
 	ukp_load_release(l);
 out:
+	if (ret && process_gone(pid))
+		ret = -ESRCH; /* (it ended meanwhile: its blocks with it) */
 	if (ret)
 		snprintf(err, errlen, "%s", l->err);
 	return ret;
