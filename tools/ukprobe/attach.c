@@ -36,6 +36,9 @@
 
 #define CONNECT_TIMEOUT_MS 10000
 #define GONE_TIMEOUT_MS 10000
+/* the dynamic agent's blocks stay if a thread is in anonymous code (a JIT
+ * program's own, or the agent's slots) at every stop this long */
+#define BLOCKS_TIMEOUT_MS 2000
 #define AUTH_TIMEOUT_MS 5000
 #define ANCESTORS_MAX 64
 
@@ -589,7 +592,7 @@ void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
 		if (!img->detached || !img->agent_blocks)
 			continue;
 		ret = ukp_unmap_blocks(img->pid, ukp_host_tid(img, img->agent_tid),
-				       img->agent_blocks, s->agent, GONE_TIMEOUT_MS, err,
+				       img->agent_blocks, s->agent, BLOCKS_TIMEOUT_MS, err,
 				       sizeof(err));
 		if (ret && ret != -ESRCH)
 			ukp_warn("%s", err);
