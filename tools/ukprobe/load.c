@@ -176,14 +176,51 @@ static bool process_gone(pid_t pid)
 	return zombie(pid, pid);
 }
 
-/* Wait for the interrupt's stop of tid; signals on their way stop it
- * first and are delivered. 0, or -ESRCH when it ended. */
-static int wait_interrupt(pid_t tid)
+/* Is sig's action in process pid to ignore it (SIG_IGN, or the default
+ * of SIGCHLD, SIGCONT, SIGURG, SIGWINCH)? */
+static bool sig_ignored(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "SigIgn:")))
+		ign = strtoull(p + 7, NULL, 16);
+	if ((p = strstr(buf, "SigCgt:")))
+		cgt = strtoull(p + 7, NULL, 16);
+	if (ign & bit)
+		return true;
+	return !(cgt & bit) &&
+	       (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH);
+}
+
+static void undo_eintr(const struct ukp_held *h, pid_t tid);
+
+/*
+ * Wait for the interrupt's stop of tid; signals on their way stop it
+ * first and are delivered. A traced thread is woken by a signal it
+ * ignores, too (ptrace makes no signal ignored before its tracer saw
+ * it: a child's SIGCHLD), and a waiting call then fails with EINTR that
+ * the program would never have seen: such a signal is dropped (it would
+ * be) and the call made again. 0, or -ESRCH when it ended.
+ */
+static int wait_interrupt(const struct ukp_held *h, pid_t pid, pid_t tid)
 {
 	int status;
 
 	for (;;) {
 		pid_t r = waitpid(tid, &status, __WALL);
+		int sig;
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -191,7 +228,12 @@ static int wait_interrupt(pid_t tid)
 			return -ESRCH;
 		if (status >> 16 == PTRACE_EVENT_STOP)
 			return 0;
-		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)))
+		sig = WSTOPSIG(status);
+		if (sig_ignored(pid, sig)) {
+			undo_eintr(h, tid);
+			sig = 0;
+		}
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig))
 			return -ESRCH;
 	}
 }
@@ -244,7 +286,7 @@ static int hold_all(struct ukp_loaded *l, struct ukp_held *h)
 		}
 		closedir(d);
 		for (i = first; i < h->n;) {
-			if (wait_interrupt(h->tids[i])) {
+			if (wait_interrupt(h, l->pid, h->tids[i])) {
 				drop_tid(h, i);
 				continue;
 			}
@@ -709,17 +751,25 @@ static int threads_outside(struct ukp_loaded *l, const struct ukp_load_block *b,
 	*inside = false;
 	for (i = 0; i < h->n; i++) {
 		struct ukp_regs r;
-		uintptr_t base;
 
-		if (h->tids[i] == h->tid) {
+		if (h->tids[i] == h->tid)
 			r = h->regs;
-		} else if (ukp_arch_get_regs(h->tids[i], &r)) {
+		else if (ukp_arch_get_regs(h->tids[i], &r))
 			continue; /* (it ended meanwhile) */
-		}
 		if (object_addr(l, m, ukp_arch_pc(&r))) {
 			*inside = true;
 			return 0;
 		}
+	}
+	/* (every thread outside: only then is any base changed) */
+	for (i = 0; i < h->n; i++) {
+		struct ukp_regs r;
+		uintptr_t base;
+
+		if (h->tids[i] == h->tid)
+			r = h->regs;
+		else if (ukp_arch_get_regs(h->tids[i], &r))
+			continue;
 		base = ukp_arch_block_base(&r);
 		if (base < b->tb_lo || base >= b->tb_hi)
 			continue;
@@ -784,7 +834,11 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 			ret = hold_all(l, l->held);
 		if (!ret)
 			ret = take_worker(l, l->held, l->held->tids[0]);
-		if (!ret && !maps)
+		/* (read at each stop: a thread stopped in the middle of an
+		 * update of the list is inside, and looked at again) */
+		free(maps);
+		maps = NULL;
+		if (!ret)
 			ret = read_end(l, &b, &maps);
 		if (!ret && b.unload < 0) {
 			char why[128];
