@@ -499,22 +499,25 @@ def bench_micro(args, bindir):
     return {"hits": n, "rows": rows}
 
 
-def build_go_hit(d):
-    """bench/go_hit.go linked by the system's linker (dynamic), or None."""
+def build_go_hit(d, static=False):
+    """bench/go_hit.go linked by the system's linker (dynamic, cgo), or
+    as Go builds by default (static, no cgo), or None."""
     go = shutil.which("go")
     if not go:
         return None, "no go (golang-go)"
-    out = os.path.join(d, "go_hit")
+    out = os.path.join(d, "go_hit_static" if static else "go_hit")
     env = dict(os.environ, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off", GOFLAGS="",
-               CGO_ENABLED="1", CC="gcc")
-    r = subprocess.run([go, "build", "-ldflags=-linkmode=external", "-o", out,
+               CGO_ENABLED="0" if static else "1", CC="gcc")
+    r = subprocess.run([go, "build"] + ([] if static else ["-ldflags=-linkmode=external"]) +
+                       ["-o", out,
                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "go_hit.go")],
                        capture_output=True, text=True, env=env)
     return (out, None) if r.returncode == 0 else (None, "go build: " + r.stderr.strip())
 
 
 GO_ROWS = ("go call", "go p", "go r", "go split call", "go split p", "go split p bp",
-           "go split r", "go split r bp", "go split r d", "c call", "c p", "c p bp", "c r",
+           "go split r", "go split r bp", "go split r d", "go static split call",
+           "go static split p", "go static split r", "c call", "c p", "c p bp", "c r",
            "c r bp", "c r d", "bpftrace go p", "bpftrace c p")
 
 
@@ -541,6 +544,8 @@ def bench_go(args, bindir):
         gohit, why = build_go_hit(d)
         if not gohit:
             return {"skipped": why}
+        # Go's default build: static, the freestanding agent in Go's threads
+        gostatic, _ = build_go_hit(d, static=True)
         st = os.path.join(d, "stat.txt")
         uk = [args.ukprobe, "stat", "-o", st]
         gofn, cfn = "%s:main.target" % gohit, "%s:bench_tool_target" % hit
@@ -558,6 +563,16 @@ def bench_go(args, bindir):
                                     str(n)]),
             ("go split r d", uk + ["-e", "r %s d=$duration" % gosplit, "--filter", "d >= 0", "--",
                                    gohit, "split", str(n)]),
+        ]
+        if gostatic and os.path.exists(os.path.join(os.path.dirname(args.ukprobe), "..", "..",
+                                                    "agent", "libukprobe-agent.bin")):
+            gss = "%s:main.split" % gostatic
+            cmds += [
+                ("go static split call", [gostatic, "split", str(n)]),
+                ("go static split p", uk + ["-e", "p " + gss, "--", gostatic, "split", str(n)]),
+                ("go static split r", uk + ["-e", "r " + gss, "--", gostatic, "split", str(n)]),
+            ]
+        cmds += [
             ("c call", [hit, str(n)]),
             ("c p", uk + ["-e", "p " + cfn, "--", hit, str(n)]),
             ("c p bp", uk + ["--no-optimize", "-e", "p " + cfn, "--", hit, str(n)]),
@@ -584,7 +599,8 @@ def bench_go(args, bindir):
                     print("bench_tool: %s failed: %s" % (name, r.stderr.strip()), file=sys.stderr)
                     ns.setdefault(name, []).append(None)
                     continue
-                if name.startswith(("go p", "go r", "go split p", "go split r", "c p", "c r")):
+                if name.startswith(("go p", "go r", "go split p", "go split r", "go static split p",
+                                    "go static split r", "c p", "c r")):
                     # every call counted: the probe was hit, not skipped
                     rows = open(st).read()
                     if not re.search(r" %d +0$" % n, rows, re.M):
@@ -594,7 +610,8 @@ def bench_go(args, bindir):
     # a hit's cost: the call's time under the probe less the call's alone,
     # per repetition; Go's to C's of the same repetition
     def hit_costs(name):
-        alone = ("go split call" if name.startswith("go split") else
+        alone = ("go static split call" if name.startswith("go static split") else
+                 "go split call" if name.startswith("go split") else
                  "go call" if name.startswith(("go", "bpftrace go")) else "c call")
         return [a - b if a is not None and b is not None else None
                 for a, b in zip(ns.get(name, []), ns.get(alone, []))]
@@ -614,6 +631,8 @@ def bench_go(args, bindir):
     return {"hits": n, "rows": rows,
             "ratios": {"go split p / c p": ratio("go split p", "c p"),
                        "go split r / c r": ratio("go split r", "c r"),
+                       "go static split p / c p": ratio("go static split p", "c p"),
+                       "go static split r / c r": ratio("go static split r", "c r"),
                        "go split r d / c r d": ratio("go split r d", "c r d"),
                        "go split r bp / c r": ratio("go split r bp", "c r"),
                        "go split r bp / c r bp": ratio("go split r bp", "c r bp"),
@@ -645,6 +664,11 @@ def markdown_go(g, reps):
               "(a breakpoint, as every Go return probe was)",
               "go split r d": "Go: `ukprobe stat`, `r` on `main.split` with `$duration` "
               "(a filter: the hidden entry probe pairs)",
+              "go static split call": "Go, static (Go's default build): `main.split` alone",
+              "go static split p": "Go, static: `ukprobe stat`, `p` on `main.split` (the "
+              "freestanding agent; jump-optimized)",
+              "go static split r": "Go, static: `ukprobe stat`, `r` on `main.split` (at the "
+              "epilogue: jump-optimized)",
               "c r d": "C: `ukprobe stat`, `r` with `$duration` (a filter)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
               "`ret`)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
               "(jump-optimized)", "c p bp": "C: `ukprobe stat --no-optimize`, `p` (a breakpoint)",

@@ -7,8 +7,9 @@
 // probe is jump-optimized), N times on a goroutine locked to its thread, and
 // prints the thread's CPU time per call around the loop only, as
 // bench_tool_hit does for C: "ns_per_call X wall_ns_per_call Y hits N".
-// Built with -linkmode=external (a dynamic executable: the agent cannot
-// be preloaded into Go's default static one yet).
+// Built twice: with -linkmode=external (a dynamic executable, the
+// preloaded agent) and as Go's default static one (the freestanding
+// agent).
 package main
 
 import (

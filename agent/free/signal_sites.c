@@ -35,10 +35,13 @@
 #include <string.h>
 
 #include "agent.h"
-#include "core/core.h"
 #include "syscall_site.h"
 
 #define MAX_SITES 64
+
+/* the library's blacklist (src/core/blacklist.c, freestanding build): an
+ * address that stays probe-able in its ranges */
+int ukp_blacklist_exempt(uintptr_t addr);
 
 /* the kernel's struct sigaction (the C library's differs) */
 struct ksigaction {

@@ -1154,32 +1154,30 @@ def case_record_damaged():
         lines = full.stdout.splitlines()
         check(len(lines) == 100000 and full.returncode == 0, "report: every event", show(full))
         recs = os.path.join(data, "records")
-        size = os.path.getsize(recs)
         with open(recs, "rb") as f:
             whole = f.read()
-        # records cut in the middle of a packet
+        # records cut in the middle of the last RECS packet (type 15; a
+        # packet holds up to a quarter of a ring: megabytes for small
+        # records): the events of every packet before it are there
+        pos, before, last, last_n = 0, 0, None, 0
+        while pos + 8 <= len(whole):
+            typ, ln = struct.unpack_from("<II", whole, pos)
+            if typ == 15:
+                before += last_n
+                last, last_n = (pos, ln), struct.unpack_from("<IQII", whole, pos + 12)[2]
+            pos += ln
+        check(last is not None and before > 0, "more than one packet of records (%d before "
+              "the last)" % before)
+        cut = last[0] + last[1] // 2
         with open(recs, "wb") as f:
-            f.write(whole[:size // 2 + 13])
+            f.write(whole[:cut])
         r = ukprobe(["report", "-i", data])
         got = r.stdout.splitlines()
         check(r.returncode == 1 and r.stderr.count("\n") == 1 and
               "damaged after" in r.stderr, "records cut short: one line", show(r))
-        check(0 < len(got) < len(lines) and got == lines[:len(got)],
-              "records cut short: the events before the cut (%d)" % len(got))
-        # the events of every RECS packet (type 15) that ends before the
-        # cut are there: only the cut packet is lost (a packet holds up to
-        # a quarter of a ring, megabytes for small records)
-        pos, before = 0, 0
-        while pos + 8 <= len(whole):
-            typ, ln = struct.unpack_from("<II", whole, pos)
-            if pos + ln > size // 2 + 13:
-                break
-            if typ == 15:
-                before += struct.unpack_from("<IQII", whole, pos + 12)[2]
-            pos += ln
-        check(len(got) == before,
-              "records cut short: only the cut packet lost (%d, %d before the cut)" %
-              (len(got), before))
+        check(len(got) == before and got == lines[:len(got)],
+              "records cut short: the events of the packets before the cut, in order (%d of %d)"
+              % (len(got), before))
         with open(recs, "wb") as f:
             f.write(whole)
         sess = os.path.join(data, "session")
@@ -4564,6 +4562,50 @@ def go_code_at(prog, addrs):
     return out
 
 
+def go_exact_counts(names):
+    """goprog.go's calls counted exactly in each of the targets names
+    (entries and returns through stack growth, 100 goroutines moving
+    between threads and a recovered panic), jumps and breakpoints, the
+    program's output and exit status its own."""
+    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
+             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
+             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
+             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
+             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
+    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
+            "a": 3, "ar": 3}
+    for name in names:
+        for opt in ([], ["--no-optimize"]):
+            r = ukprobe(["stat"] + opt + [x.replace("tgt_go:", "tgt_%s:" % name) for x in specs] +
+                        ["--", tgt(name)])
+            check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
+                  "%s %s: the program's output and exit status" % (name, opt), show(r))
+            got = {k: v[0] for k, v in stat_table(r.stdout).items()}
+            check(got == want, "%s %s: exact counts" % (name, opt), "got %s" % got,
+                  "want %s" % want)
+            check(all(v[1] == 0 for v in stat_table(r.stdout).values()), "nothing missed",
+                  r.stdout)
+
+
+def go_attach_cycles(p, name, cycles=3):
+    """ukprobe -p on gowait.go's process p (target name) cycles times:
+    entry and return probes on its recursive function and on the one
+    whose goroutines sleep and move between threads."""
+    for cycle in range(cycles):
+        r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:d %s:main.deep" % name,
+                     "-e", "r:dr %s:main.deep" % name, "-e", "p:s %s:main.sleeper" % name,
+                     "-e", "r:sr %s:main.sleeper" % name])
+        check(r.returncode == 0 and r.stderr == "", "cycle %d: attached" % cycle, show(r))
+        rows = stat_rows(r.stdout)
+        # 4 goroutines, each at most 101 deep() and 1 sleeper() in
+        # flight at either edge (returns without their entry at the
+        # attach, entries without their return at the detach)
+        check(rows["ukprobes/d"] > 0 and abs(rows["ukprobes/d"] - rows["ukprobes/dr"]) <= 808
+              and rows["ukprobes/s"] > 0 and abs(rows["ukprobes/s"] - rows["ukprobes/sr"]) <= 8,
+              "cycle %d: entries and returns agree" % cycle, r.stdout)
+        check(p.poll() is None, "cycle %d: the program runs on" % cycle)
+
+
 def case_go():
     """Go programs, linked dynamically (-linkmode=external, and a PIE):
     entry and return probes count exactly what the program does while
@@ -4579,25 +4621,7 @@ def case_go():
         if not os.path.exists(tgt(name)):
             print("no tgt_go (golang-go): skipped")
             sys.exit(77)
-    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
-             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
-             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
-             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
-             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
-    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
-            "a": 3, "ar": 3}
-    for name in ("go", "go_pie"):
-        for opt in ([], ["--no-optimize"]):
-            prog = tgt(name)
-            r = ukprobe(["stat"] + opt + [s.replace("tgt_go:", "tgt_%s:" % name) for s in specs] +
-                        ["--", prog])
-            check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
-                  "%s %s: the program's output and exit status" % (name, opt), show(r))
-            got = {k: v[0] for k, v in stat_table(r.stdout).items()}
-            check(got == want, "%s %s: exact counts" % (name, opt), "got %s" % got,
-                  "want %s" % want)
-            check(all(v[1] == 0 for v in stat_table(r.stdout).values()), "nothing missed",
-                  r.stdout)
+    go_exact_counts(("go", "go_pie"))
     # entries past the stack check: the grown stack's re-run of the
     # function's start is not a second call
     r = ukprobe(["probes", "-e", "p tgt_go:main.deep", "-e", "r tgt_go:main.deep",
@@ -4742,19 +4766,7 @@ def case_go_attach():
                          text=True)
     try:
         check(p.stdout.readline() == "waiting\n", "the Go program runs")
-        for cycle in range(3):
-            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:d tgt_go_wait:main.deep",
-                         "-e", "r:dr tgt_go_wait:main.deep", "-e", "p:s tgt_go_wait:main.sleeper",
-                         "-e", "r:sr tgt_go_wait:main.sleeper"])
-            check(r.returncode == 0 and r.stderr == "", "cycle %d: attached" % cycle, show(r))
-            rows = stat_rows(r.stdout)
-            # 4 goroutines, each at most 101 deep() and 1 sleeper() in
-            # flight at either edge (returns without their entry at the
-            # attach, entries without their return at the detach)
-            check(rows["ukprobes/d"] > 0 and abs(rows["ukprobes/d"] - rows["ukprobes/dr"]) <= 808
-                  and rows["ukprobes/s"] > 0 and abs(rows["ukprobes/s"] - rows["ukprobes/sr"]) <= 8,
-                  "cycle %d: entries and returns agree" % cycle, r.stdout)
-            check(p.poll() is None, "cycle %d: the program runs on" % cycle)
+        go_attach_cycles(p, "tgt_go_wait")
         p.stdin.close()
         check(p.wait(timeout=60) == 0, "the program ends as it would have (status 0)",
               "status %s" % p.returncode)
@@ -4785,24 +4797,7 @@ def case_go_static():
                                        "libukprobe-agent.bin")):
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
-    specs = ["-e", "p:d tgt_go:main.deep", "-e", "r:dr tgt_go:main.deep",
-             "-e", "p:s tgt_go:main.sleeper", "-e", "r:sr tgt_go:main.sleeper",
-             "-e", "p:t tgt_go:main.thrower", "-e", "r:tr tgt_go:main.thrower",
-             "-e", "p:c tgt_go:main.catcher", "-e", "r:cr tgt_go:main.catcher",
-             "-e", 'p:a tgt_go:"main.(*counter).add"', "-e", "r:ar tgt_go:main.(*counter).add"]
-    want = {"d": 10001, "dr": 10001, "s": 100, "sr": 100, "t": 6, "tr": 0, "c": 1, "cr": 1,
-            "a": 3, "ar": 3}
-    for name in ("go_static", "go_static_s"):
-        for opt in ([], ["--no-optimize"]):
-            r = ukprobe(["stat"] + opt + [x.replace("tgt_go:", "tgt_%s:" % name) for x in specs] +
-                        ["--", tgt(name)])
-            check(r.returncode == 3 and r.stdout.startswith(GO_OUT) and r.stderr == "",
-                  "%s %s: the program's output and exit status" % (name, opt), show(r))
-            got = {k: v[0] for k, v in stat_table(r.stdout).items()}
-            check(got == want, "%s %s: exact counts" % (name, opt), "got %s" % got,
-                  "want %s" % want)
-            check(all(v[1] == 0 for v in stat_table(r.stdout).values()), "nothing missed",
-                  r.stdout)
+    go_exact_counts(("go_static", "go_static_s"))
     # arguments in Go's registers; a goroutine's id per call
     r = ukprobe(["trace", "-e", "p:n9 tgt_go_static:main.add9 a=$arg1 e=$arg5 i=$arg9",
                  "-e", "p:s tgt_go_static:main.sleeper g=$goid i=$arg1", "--", tgt("go_static")])
@@ -4841,19 +4836,7 @@ def case_go_static():
     try:
         check(p.stdout.readline() == "waiting\n", "the Go program runs")
         state0 = thread_state(p.pid)
-        for cycle in range(3):
-            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e",
-                         "p:d tgt_go_wait_static:main.deep", "-e",
-                         "r:dr tgt_go_wait_static:main.deep", "-e",
-                         "p:s tgt_go_wait_static:main.sleeper", "-e",
-                         "r:sr tgt_go_wait_static:main.sleeper"])
-            check(r.returncode == 0 and r.stderr == "", "cycle %d: attached" % cycle, show(r))
-            rows = stat_rows(r.stdout)
-            # (as case go_attach: calls in flight at either edge)
-            check(rows["ukprobes/d"] > 0 and abs(rows["ukprobes/d"] - rows["ukprobes/dr"]) <= 808
-                  and rows["ukprobes/s"] > 0 and abs(rows["ukprobes/s"] - rows["ukprobes/sr"]) <= 8,
-                  "cycle %d: entries and returns agree" % cycle, r.stdout)
-            check(p.poll() is None, "cycle %d: the program runs on" % cycle)
+        go_attach_cycles(p, "tgt_go_wait_static")
         r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p tgt_go_wait_static:*"])
         rows = stat_rows(r.stdout)
         check(r.returncode == 0 and (rows.get("ukprobes/main_deep") or 0) > 100 and

@@ -67,11 +67,17 @@
 /*
  * IDLE_OR (fastpath.h): is this thread idle, with its grace-period
  * record, and no writer asked for heavy read-side fences? Loads ctl =
- * the per-thread block (TB_CTL) and rec = the record, clobbers tmp and
- * the flags; jumps to fail when not.
+ * the per-thread block (TB_CTL; TB_CTL_AGAIN when found is 1: the
+ * caller found the block at the GS base to be the thread's in this hit)
+ * and rec = the record, clobbers tmp and the flags; jumps to fail when
+ * not.
  */
-	.macro IDLE_OR ctl, rec, tmp, fail
+	.macro IDLE_OR ctl, rec, tmp, fail, found=0
+	.if \found
+	TB_CTL_AGAIN \ctl
+	.else
 	TB_CTL \ctl, \fail
+	.endif
 	movq FT_STATUS(\ctl), \tmp		/* status, depth */
 	orq FT_IN_HANDLER(\ctl), \tmp	/* in_handler, defer_async */
 	jnz \fail

@@ -80,11 +80,11 @@
 	 * per-thread block: TB_CTL), r14 the thread's record, r15 the site; every one of
 	 * them is restored from pt_regs afterwards.
 	 */
-	.macro FAST_HIT slow, regs
+	.macro FAST_HIT slow, regs, found=0
 	movq SITE_SLOT(%rbx), %r15
 	cmpq $0, FS_KP(%r15)
 	je \slow
-	IDLE_OR %r13, %r14, %rax, \slow
+	IDLE_OR %r13, %r14, %rax, \slow, \found
 	/* in_handler = 1, defer_async = 1; status = ACTIVE, depth = 1 */
 	movabsq $(1 << 32 | FP_HIT_ACTIVE), %rax
 	movq %rax, FT_IN_HANDLER(%r13)
@@ -591,7 +591,8 @@ ukp_optprobe_common_go:
 	.cfi_def_cfa_register %rbx
 	cmpl $0, ukp_vec_lazy(%rip)
 	je .Lgo_eager
-	FAST_HIT .Lgo_slow, .Lgo_regs
+	/* (the block at the GS base is the thread's: TB_GO_TOP found it) */
+	FAST_HIT .Lgo_slow, .Lgo_regs, 1
 .Lgo_slow:
 	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
