@@ -776,6 +776,9 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
  * gets its signal actions back, and DETACHED names this thread, the
  * only one left. The socket is closed.
  */
+/* (src/core/kretprobes.c) */
+unsigned int ukp_krp_pending(void);
+
 void ukpa_attach_end(bool tracing)
 {
 	struct ukp_msg_detached d = { .h = { UKPM_DETACHED, sizeof(d) } };
@@ -794,6 +797,15 @@ void ukpa_attach_end(bool tracing)
 	ukprobes_shutdown();
 	ukpa_region_release();
 	d.tid = (int32_t)gettid();
+#ifndef UKP_FREE
+	/* ukprobe unmaps the blocks once this thread is gone, unless a
+	 * return is still to come through the trampoline, whose dispatch
+	 * finds the thread's return stack from its block (the freestanding
+	 * agent's blocks go with all its memory at its unload:
+	 * free/entry.c) */
+	if (!ukp_krp_pending())
+		d.blocks = (uintptr_t)ukp_thread_blocks_unload_info();
+#endif
 	ukpa_send(&d, sizeof(d));
 	out_close();
 	ukpa_attached = false;
@@ -818,11 +830,25 @@ static int exec_notifier(struct notifier_block *nb, unsigned long action, void *
 
 static struct notifier_block exec_nb = { .notifier_call = exec_notifier };
 
+#ifdef UKP_FREE
+/* [any] A forked child of a static program, at its first hit (no atfork
+ * handler runs there: thread_block.c's ukp_tb_fork_hook): it runs
+ * untraced (-f is refused for static programs), so that nothing of it is
+ * counted or recorded in its parent's shared region. */
+static void forked_untraced(void)
+{
+	atomic_store(&ukpa_tracing, false);
+}
+#endif
+
 __attribute__((constructor)) static void ukpa_init(void)
 {
 	const char *fds = getenv(UKP_ENV_FD), *specs = getenv(UKP_ENV_SPECS);
 	int saved_errno = errno;
 
+#ifdef UKP_FREE
+	ukp_tb_fork_hook = forked_untraced;
+#endif
 	/* before any exec, whether ukprobe started us or injected us */
 	register_exec_notifier(&exec_nb);
 

@@ -27,8 +27,35 @@ struct ukp_load_block {
 	 * and a stack guard at %fs:0x28, for libraries built with a stack
 	 * protector; unused where the guard is a global) */
 	uint64_t tcb[8];
+	/* The object's word at its end (the unload, ukp_unload): written by
+	 * its thread before it exits, read by the loader once it has. */
+	int32_t unload;         /* UKP_UNLOAD_*: 0 until said */
+	uint32_t unload_n;      /* what kept it: how many (returns pending, ...) */
+	uint64_t own_maps;      /* its struct ukp_own_maps: what it mapped and still has */
+	uint64_t tb_lo, tb_hi;  /* thread block bases of its (x86-64 GS bases): [lo, hi) */
 	uint64_t params_len;
 	unsigned char params[]; /* the loader's caller's, as given */
+};
+
+/* unload: what the object's end says the loader may do */
+#define UKP_UNLOAD_GIVEN 1      /* its own maps listed, nothing of it in use: unmap it all */
+#define UKP_UNLOAD_RETURNS -1   /* unload_n return probes still pending: it stays */
+#define UKP_UNLOAD_SIGNALS -2   /* unload_n signal actions still its own: it stays */
+#define UKP_UNLOAD_THREADS -3   /* unload_n threads of its own still run: it stays */
+#define UKP_UNLOAD_LOST -4      /* its record of its maps is not whole: it stays */
+
+/*
+ * The freestanding agent's mappings (src/base/own_maps.c): the ranges it
+ * mapped and has not unmapped, read by the loader at the unload.
+ */
+#define UKP_OWN_MAPS_MAX 1024
+struct ukp_own_range {
+	uint64_t lo, hi;  /* [lo, hi), page-rounded */
+};
+struct ukp_own_maps {
+	uint32_t n;       /* ranges in r */
+	uint32_t lost;    /* 1: more ranges than r holds (the record is not whole) */
+	struct ukp_own_range r[UKP_OWN_MAPS_MAX];
 };
 
 #endif /* UKP_LOAD_BLOCK_H */

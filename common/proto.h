@@ -82,7 +82,7 @@
 
 #include <stdint.h>
 
-#define UKP_PROTO_VERSION 7
+#define UKP_PROTO_VERSION 8
 
 #define UKP_ENV_FD          "UKPROBE_FD"
 #define UKP_ENV_SPECS       "UKPROBE_SPECS"
@@ -326,6 +326,10 @@ struct ukp_msg_detached {
 	struct ukp_msg h;
 	int32_t tid;
 	uint32_t pad;
+	/* the library's struct ukp_tb_unload in the process (the dynamic
+	 * agent's: ukprobe unmaps the blocks once tid is gone, load.c); 0:
+	 * none */
+	uint64_t blocks;
 };
 
 #define UKP_PROBES_MAX (1u << 22)  /* probes of one image, at most (ids below) */

@@ -136,9 +136,35 @@ bool ukp_thread_block_forget(void);
 /* [reg] In a forked child: the forking thread's block is its own under
  * the child's tid; every other thread's is given back. */
 void ukp_thread_blocks_after_fork_child(void);
+/* [any] The freestanding build (no atfork handler runs there): called in
+ * a forked child at its first need of a block (its copy of the arena
+ * reads zero: MADV_WIPEONFORK), before anything else of the child's hit
+ * runs; NULL: nothing. */
+extern void (*ukp_tb_fork_hook)(void);
 /* [reg] Every block unmapped and the calling thread's GS base reset:
  * only when no thread can be in code that holds its block (no handler,
  * no agent code), e.g. by an unloader that has every thread stopped. */
 void ukp_thread_blocks_unmap(void);
+
+/*
+ * What an unloader with every thread of the process stopped needs to
+ * unmap the blocks from outside (ukprobe, after a detach from a dynamic
+ * program: tools/ukprobe/load.c, ukp_unmap_blocks): the arena and the
+ * zero page, the block bases that are the arena's (x86-64's GS bases:
+ * each put back to 0), and the library's words that say an arena is
+ * mapped (written 0 once it is not: the state of a library that never
+ * mapped one, valid because no thread's block base points anywhere
+ * any more).
+ */
+struct ukp_tb_unload {
+	uint64_t arena, arena_len;   /* 0: none mapped */
+	uint64_t zero, zero_len;     /* the zero page; 0: none */
+	uint64_t base_lo, base_hi;   /* block bases of the arena's: [lo, hi) */
+	struct {
+		uint64_t addr, len;  /* a word of the library's */
+	} clear[4];
+};
+/* [reg] Filled from the current state (the arena stays as it is). */
+const struct ukp_tb_unload *ukp_thread_blocks_unload_info(void);
 
 #endif /* UKP_THREAD_BLOCK_H */

@@ -16,11 +16,27 @@
  * the constructors then set up tracing from the environment ukprobe gave
  * the program (agent.c's ukpa_init, as in a preloaded agent) and the
  * thread ends.
+ *
+ * Attached, the session's end gives back what the agent took (the
+ * probes, the signal actions and its threads: ukpa_attach_end), then
+ * says in the block what the loader may unmap (give_back): the ranges
+ * it mapped (base/own_maps.c), unless something of it is still in use
+ * (a return probe pending, a signal action of its own, a thread of its
+ * own). The loader unmaps them with the image once this thread is gone,
+ * every thread of the process stopped (tools/ukprobe/load.c,
+ * ukp_unload): only a stop proves that no thread of the program is
+ * still in the agent's code or memory (the tail of a handler of the
+ * library's it just left).
  */
 #include <stddef.h>
 #include <stdint.h>
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+
 #include "load_block.h"
+#include "thread_block.h"
 
 typedef void (*init_fn)(void);
 extern init_fn __init_array_start[] __attribute__((visibility("hidden")));
@@ -31,6 +47,95 @@ extern int ukp_tb_go; /* common/thread_block.h */
 long syscall(long n, ...);
 /* the library's blacklist of the agent's own text (src/core/blacklist.c) */
 extern uintptr_t ukp_self_text_lo, ukp_self_text_hi;
+
+/* (the library: src/core/kretprobes.c, src/base/thread.c, own_maps.c) */
+unsigned int ukp_krp_pending(void);
+extern _Atomic int ukp_kthreads_live;
+extern struct ukp_own_maps ukp_own_maps;
+
+#define GIVE_BACK_WAIT_MS 2000
+
+/* The kernel's form of a signal action (rt_sigaction). */
+struct kaction {
+	uintptr_t handler, flags, restorer;
+	uint64_t mask;
+};
+
+/* Is a in the image or in a mapping of the agent's? */
+static bool agent_addr(const struct ukp_load_block *b, uintptr_t a)
+{
+	uint32_t i;
+
+	if (a - b->area < b->area_len)
+		return true;
+	for (i = 0; i < ukp_own_maps.n; i++)
+		if (a >= ukp_own_maps.r[i].lo && a < ukp_own_maps.r[i].hi)
+			return true;
+	return false;
+}
+
+/* Signal actions that still lead into the agent (its handler or its
+ * signal return): ukprobes_shutdown() gave the program's back unless a
+ * signal of the library's was still pending. */
+static unsigned int own_actions(const struct ukp_load_block *b)
+{
+	unsigned int n = 0;
+
+	for (int sig = 1; sig <= 64; sig++) {
+		struct kaction k;
+
+		if (syscall(SYS_rt_sigaction, sig, NULL, &k, 8) == 0 &&
+		    (agent_addr(b, k.handler) || agent_addr(b, k.restorer)))
+			n++;
+	}
+	return n;
+}
+
+/* [reg] Wait up to GIVE_BACK_WAIT_MS for *left() to be 0: what is left. */
+static unsigned int wait_none(unsigned int (*left)(void))
+{
+	unsigned int n = left();
+
+	for (int i = 0; n && i < GIVE_BACK_WAIT_MS; i++) {
+		struct timespec d = { 0, 1000000 };
+
+		nanosleep(&d, NULL);
+		n = left();
+	}
+	return n;
+}
+
+static unsigned int threads_left(void)
+{
+	int n = ukp_kthreads_live;
+
+	return n > 0 ? (unsigned int)n : 0;
+}
+
+/* What the loader may unmap at the unload (see the top). */
+static void give_back(struct ukp_load_block *b)
+{
+	unsigned int n;
+	int32_t say = UKP_UNLOAD_GIVEN;
+
+	if ((n = wait_none(ukp_krp_pending)))
+		say = UKP_UNLOAD_RETURNS;
+	else if ((n = wait_none(threads_left)))
+		say = UKP_UNLOAD_THREADS;
+	else if ((n = own_actions(b)))
+		say = UKP_UNLOAD_SIGNALS;
+	else if (ukp_own_maps.lost)
+		say = UKP_UNLOAD_LOST;
+	b->own_maps = (uintptr_t)&ukp_own_maps;
+#if defined(__x86_64__)
+	if (ukp_tb_arena) {
+		b->tb_lo = (uintptr_t)ukp_tb_arena - ARCH_TB_GS_BIAS;
+		b->tb_hi = b->tb_lo + UKP_TB_ARENA;
+	}
+#endif
+	b->unload_n = n;
+	__atomic_store_n(&b->unload, say, __ATOMIC_RELEASE);
+}
 
 /* The thread's end: exit, not exit_group (the loader unmaps its stack
  * after it, once the kernel cleared ctid). */
@@ -67,5 +172,7 @@ __attribute__((visibility("default"), noreturn)) void ukpa_free_entry(struct ukp
 		(*f)();
 	if (!n || !name[0])
 		ukpa_free_exit(0); /* launched: set up by the constructors */
-	ukpa_free_exit(ukpa_free_session(name, key));
+	if (ukpa_free_session(name, key) == 0)
+		give_back(b);
+	ukpa_free_exit(0);
 }

@@ -74,6 +74,10 @@ extern uintptr_t ukp_self_text_lo, ukp_self_text_hi;
  * nothing of the program's (ukprobes_kthread_run()), in libukprobes.so a
  * pthread (its code allocates with libc's malloc, whose per-thread cache
  * a raw thread never gives back). Joined by ukprobes_kthread_join(). */
+/* [any] Raw threads of the library's (ukprobes_kthread_run) started and
+ * not yet past their function: the freestanding agent's unload waits
+ * for none. */
+extern _Atomic int ukp_kthreads_live;
 int ukp_kthread_start(struct ukprobes_kthread *t, void *(*fn)(void *), void *arg,
 		      const char *name); /* [reg] 0 or an errno value */
 

@@ -103,6 +103,38 @@ static inline long ukp_sys_readlink(const char *path, char *buf, size_t n)
 
 /* ------------------------------------------------------------ memory */
 
+/*
+ * The freestanding agent's mappings (own_maps.c): the ranges it mapped
+ * and has not unmapped, for ukprobe's unload (tools/ukprobe/load.c reads
+ * ukp_own_maps, its address in the load block). Each mmap notes its range
+ * after it succeeded, each munmap before it is made. [any] context. Only
+ * UKP_FREE builds note anything.
+ */
+struct ukp_own_maps; /* (common/load_block.h) */
+extern struct ukp_own_maps ukp_own_maps;
+void ukp_own_map_note_(void *addr, size_t len);
+void ukp_own_unmap_note_(void *addr, size_t len);
+
+static inline void ukp_own_map_note(void *addr, size_t len)
+{
+#ifdef UKP_FREE
+	ukp_own_map_note_(addr, len);
+#else
+	(void)addr;
+	(void)len;
+#endif
+}
+
+static inline void ukp_own_unmap_note(void *addr, size_t len)
+{
+#ifdef UKP_FREE
+	ukp_own_unmap_note_(addr, len);
+#else
+	(void)addr;
+	(void)len;
+#endif
+}
+
 /* 0 and *out, or -errno */
 static inline int ukp_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off,
 			       void **out)
@@ -112,11 +144,13 @@ static inline int ukp_sys_mmap(void *addr, size_t len, int prot, int flags, int 
 	if ((unsigned long)r > -4096UL)
 		return (int)r;
 	*out = (void *)r;
+	ukp_own_map_note(*out, len);
 	return 0;
 }
 
 static inline int ukp_sys_munmap(void *addr, size_t len)
 {
+	ukp_own_unmap_note(addr, len);
 	return (int)arch_syscall3(__NR_munmap, (long)addr, (long)len, 0);
 }
 

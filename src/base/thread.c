@@ -245,6 +245,9 @@ static void not_single_threaded(void)
 
 /* The raw thread's first frame: its mask (the library's signals
  * deliverable), its name, fn, and its end. */
+/* raw threads started and not past their function yet (base.h) */
+_Atomic int ukp_kthreads_live;
+
 static int kthread_main(void *p)
 {
 	struct kthread *k = p;
@@ -259,8 +262,13 @@ static int kthread_main(void *p)
 	k->ret = k->fn(k->arg);
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8);
 	ukp_thread_block_release();
-	if (k->flags & UKPROBES_KTHREAD_DETACHED)
+	atomic_fetch_sub(&ukp_kthreads_live, 1);
+	if (k->flags & UKPROBES_KTHREAD_DETACHED) {
+		/* (forgotten first: the range may be the program's once
+		 * unmapped) */
+		ukp_own_unmap_note(k->map, k->map_len);
 		arch_thread_exit_unmap(k->map, k->map_len);
+	}
 	return 0;
 }
 
@@ -348,6 +356,7 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 	/* the new thread starts with every signal blocked (its first frame
 	 * unblocks the library's) */
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8);
+	atomic_fetch_add(&ukp_kthreads_live, 1);
 	tid = arch_clone_thread(KT_RAW_FLAGS | ((flags & UKPROBES_KTHREAD_DETACHED) ? 0 :
 						 CLONE_CHILD_CLEARTID),
 				(void *)((uintptr_t)k & ~15UL),
@@ -356,6 +365,7 @@ UKPROBES_API int ukprobes_kthread_run(struct ukprobes_kthread *t, void *(*fn)(vo
 				kthread_main, k);
 	arch_syscall4(__NR_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
 	if (tid < 0) {
+		atomic_fetch_sub(&ukp_kthreads_live, 1);
 		ukp_sys_munmap(map, len);
 		return (int)-tid;
 	}

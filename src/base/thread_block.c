@@ -52,6 +52,11 @@ static union {
 static _Atomic int gs_known; /* 0: not looked at yet, 1: no FSGSBASE, 2: x86-64 with it */
 static bool unmapped_once; /* GS bases may point into an arena that is gone */
 static _Atomic int fork_pid; /* a forked child's, once its forking thread's block is its own */
+#ifdef UKP_FREE
+static int arena_pid;        /* the process that mapped the arena */
+static _Atomic int fork_told; /* the child ukp_tb_fork_hook was called in */
+#endif
+void (*ukp_tb_fork_hook)(void);
 #if defined(__x86_64__)
 static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
 #endif
@@ -152,8 +157,10 @@ static UKP_TRAP_TEXT bool map_zero_page(void)
 	if (r == (long)ARCH_TB_GS_BIAS) {
 		atomic_store_explicit(&((struct ukp_tb_head *)ARCH_TB_GS_BIAS)->owner, ~(uintptr_t)0,
 				      memory_order_relaxed);
-		if (!arch_syscall3(__NR_mprotect, r, 4096, PROT_READ))
+		if (!arch_syscall3(__NR_mprotect, r, 4096, PROT_READ)) {
+			ukp_own_map_note((void *)r, 4096);
 			return true;
+		}
 		arch_syscall3(__NR_munmap, r, 4096, 0);
 		return false;
 	}
@@ -182,6 +189,16 @@ static UKP_TRAP_TEXT char *arena(void)
 		arch_syscall3(__NR_munmap, (long)a, UKP_TB_ARENA, 0);
 		return none;
 	}
+	ukp_own_map_note(a, UKP_TB_ARENA);
+#ifdef UKP_FREE
+	/* No atfork handler runs in a static program (none can be given
+	 * to its C library): a forked child's copy of the arena reads zero,
+	 * so that its first hit takes a block (claim), which tells the
+	 * agent (ukp_tb_fork_hook) before anything is recorded in the
+	 * parent's shared memory. */
+	arena_pid = ukp_sys_getpid();
+	arch_syscall3(__NR_madvise, (long)a, UKP_TB_ARENA, MADV_WIPEONFORK);
+#endif
 #if defined(__x86_64__)
 	if (use_gs() && !unmapped_once && map_zero_page()) {
 		zero_page = true;
@@ -298,6 +315,12 @@ static UKP_TRAP_TEXT struct ukp_tb_head *claim(char *a, uintptr_t key)
 			h->self = h;
 			atomic_store(&h->tid, ukp_sys_gettid());
 			h->pid = ukp_sys_getpid();
+#ifdef UKP_FREE
+			/* (a forked child: its arena was wiped, see arena()) */
+			if (h->pid != arena_pid && atomic_exchange(&fork_told, h->pid) != h->pid &&
+			    ukp_tb_fork_hook)
+				ukp_tb_fork_hook();
+#endif
 			h->tidp = tid_word(h);
 			atomic_store_explicit(&h->owner, key, memory_order_release);
 			return h;
@@ -390,10 +413,42 @@ void ukp_thread_blocks_unmap(void)
 		return;
 	if (use_gs() && gs_ours(a))
 		set_gs(NULL);
+	ukp_own_unmap_note(a, UKP_TB_ARENA);
 	arch_syscall3(__NR_munmap, (long)a, UKP_TB_ARENA, 0);
 #if defined(__x86_64__)
-	if (zero_page)
+	if (zero_page) {
+		ukp_own_unmap_note((void *)ARCH_TB_GS_BIAS, 4096);
 		arch_syscall3(__NR_munmap, ARCH_TB_GS_BIAS, 4096, 0);
+	}
 	zero_page = false;
 #endif
+}
+
+const struct ukp_tb_unload *ukp_thread_blocks_unload_info(void)
+{
+	static struct ukp_tb_unload u;
+	char *a = __atomic_load_n(&ukp_tb_arena, __ATOMIC_ACQUIRE);
+
+	memset(&u, 0, sizeof(u));
+	if (!a)
+		return &u;
+	u.arena = (uintptr_t)a;
+	u.arena_len = UKP_TB_ARENA;
+#if defined(__x86_64__)
+	if (zero_page) {
+		u.zero = ARCH_TB_GS_BIAS;
+		u.zero_len = 4096;
+	}
+	u.base_lo = (uintptr_t)a - ARCH_TB_GS_BIAS;
+	u.base_hi = u.base_lo + UKP_TB_ARENA;
+	u.clear[2].addr = (uintptr_t)&ukp_tb_gs_fast;
+	u.clear[2].len = sizeof(ukp_tb_gs_fast);
+	u.clear[3].addr = (uintptr_t)&zero_page;
+	u.clear[3].len = sizeof(zero_page);
+#endif
+	u.clear[0].addr = (uintptr_t)&ukp_tb_arena;
+	u.clear[0].len = sizeof(ukp_tb_arena);
+	u.clear[1].addr = (uintptr_t)&ukp_tb_gs_lo;
+	u.clear[1].len = sizeof(ukp_tb_gs_lo);
+	return &u;
 }

@@ -290,6 +290,37 @@ static UKP_TRAP_TEXT unsigned int sweep_dead(bool all)
 	return freed;
 }
 
+/*
+ * [trap] The calling thread's record when its block lost the pointer to
+ * it: its own (ukprobe unmapped the blocks after a detach when no return
+ * was pending: its depth is 0), or, in a forked child of a static
+ * program (no atfork handler: its blocks read zero, thread_block.c), the
+ * forking thread's copy, whose pending returns are the child's too
+ * (krp_atfork_child's work). NULL if none.
+ */
+static UKP_TRAP_TEXT struct krp_thread *krp_find_lost(void)
+{
+	int me = ukp_sys_gettid(), mypid = ukp_sys_getpid();
+	unsigned int n = atomic_load_explicit(&krp_hiwater, memory_order_acquire), i;
+	unsigned long tp = arch_thread_pointer();
+
+	for (i = 0; i < n; i++) {
+		struct krp_thread *t = &krp_threads[i];
+		int tid = atomic_load_explicit(&t->tid, memory_order_acquire);
+
+		if (tid <= 0 || t->task != tp)
+			continue;
+		if ((tid == me && t->pid == mypid && depth_of(t) == 0) ||
+		    (t->pid != mypid && atomic_compare_exchange_strong(&t->tid, &tid, me))) {
+			t->pid = mypid;
+			atomic_store_explicit(&t->tid, me, memory_order_release);
+			krp_self = t;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 /* [trap] This thread's record, claimed on first use; NULL when all are
  * taken by live threads. */
 static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
@@ -297,6 +328,8 @@ static UKP_TRAP_TEXT struct krp_thread *krp_claim(void)
 	int round, i;
 
 	if (krp_self)
+		return krp_self;
+	if (krp_find_lost())
 		return krp_self;
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < KRP_MAX_THREADS; i++) {
@@ -474,7 +507,7 @@ UKP_TRAP_TEXT uintptr_t ukp_kretprobe_dispatch(struct pt_regs *regs, uintptr_t *
 {
 	struct kretprobe_instance *mine[KRP_MAX_DEPTH];
 	struct ukp_ctlblk *c = &ukp_ctl;
-	struct krp_thread *t = krp_self;
+	struct krp_thread *t = krp_self ? krp_self : krp_find_lost();
 	uintptr_t slot = (uintptr_t)ret_slot, real = 0;
 	int saved_errno = ukp_errno;
 	bool saved_live = c->vec_live;
@@ -978,6 +1011,24 @@ UKPROBES_API struct kretprobe *get_kretprobe(struct kretprobe_instance *ri)
 UKPROBES_API bool is_kretprobe_trampoline(unsigned long addr)
 {
 	return addr == TRAMPOLINE;
+}
+
+/*
+ * [reg] Returns still to come through the trampoline: the entries of
+ * every live thread's record (the dead threads' reclaimed first). The
+ * freestanding agent's unload waits for none (the trampoline is its
+ * code, the records its memory).
+ */
+unsigned int ukp_krp_pending(void)
+{
+	unsigned int i, n, total = 0;
+
+	sweep_dead(false);
+	n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+	for (i = 0; i < n; i++)
+		if (atomic_load_explicit(&krp_threads[i].tid, memory_order_acquire) != 0)
+			total += depth_of(&krp_threads[i]);
+	return total;
 }
 
 /* ------------------------------------------------------------ tests */

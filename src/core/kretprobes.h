@@ -75,6 +75,9 @@ uintptr_t ukp_krp_find_ret(unsigned long task, uintptr_t slot, void **cur);
  * call also links that file in from the static library). */
 bool ukp_krp_unwind_ready(void);
 
+/* [reg] Returns pending on the live threads (kretprobes.c). */
+unsigned int ukp_krp_pending(void);
+
 /* For tests: kretprobe holders still allocated (registered or waiting
  * for their last instance), and a sweep of dead threads' records plus a
  * reap of the holders nobody can touch any more. */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "arch_syscall.h"
+#include "base/sys.h"
 
 /* the C library's convention: -1 and errno for a result in [-4095, -1] */
 static long ret(long r)
@@ -110,9 +111,19 @@ int kill(pid_t p, int s) { return (int)ret(arch_syscall3(__NR_kill, p, s, 0)); }
 int madvise(void *a, size_t n, int adv) { return (int)ret(arch_syscall3(__NR_madvise, (long)a, (long)n, adv)); }
 void *mmap64(void *a, size_t n, int prot, int flags, int fd, off64_t off)
 {
-	return (void *)ret(arch_syscall6(__NR_mmap, (long)a, (long)n, prot, flags, fd, off));
+	long r = arch_syscall6(__NR_mmap, (long)a, (long)n, prot, flags, fd, off);
+
+	/* (noted for the unload: base/own_maps.c) */
+	if (r < 0 && r > -4096)
+		return (void *)ret(r);
+	ukp_own_map_note((void *)r, n);
+	return (void *)r;
 }
-int munmap(void *a, size_t n) { return (int)ret(arch_syscall3(__NR_munmap, (long)a, (long)n, 0)); }
+int munmap(void *a, size_t n)
+{
+	ukp_own_unmap_note(a, n);
+	return (int)ret(arch_syscall3(__NR_munmap, (long)a, (long)n, 0));
+}
 int prctl(int op, ...)
 {
 	va_list ap;

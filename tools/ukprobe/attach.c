@@ -36,6 +36,9 @@
 
 #define CONNECT_TIMEOUT_MS 10000
 #define GONE_TIMEOUT_MS 10000
+/* the dynamic agent's blocks stay if a thread is in anonymous code (a JIT
+ * program's own, or the agent's slots) at every stop this long */
+#define BLOCKS_TIMEOUT_MS 2000
 #define AUTH_TIMEOUT_MS 5000
 #define ANCESTORS_MAX 64
 
@@ -378,11 +381,23 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		ukp_err("getrandom: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
 	}
+	l->loaded = calloc((size_t)s->npids, sizeof(*l->loaded));
+	if (!l->loaded) {
+		ukp_err("out of memory");
+		return UKP_EXIT_FAIL;
+	}
 	l->lfd = listen_socket(l->name, sizeof(l->name));
 	if (l->lfd < 0) {
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
 	}
+	for (i = 0; s->follow && i < s->npids; i++)
+		if (ukp_program_is_static(s->pids[i])) {
+			ukp_err("process %d is statically linked: -f (follow forks) is not "
+				"supported for static programs yet (without it the children run "
+				"untraced)", s->pids[i]);
+			return UKP_EXIT_FAIL;
+		}
 	ukp_loop_signals(l);
 	for (i = 0; i < s->npids; i++) {
 		struct ukp_inject_times t = { 0 };
@@ -397,6 +412,8 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		sigprocmask(SIG_BLOCK, &all, &old);
 		ret = ukp_inject(s->pids[i], s->agent, l->name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (t.loaded)
+			l->loaded[i] = t.loaded;
 		/* (agents already injected see the socket close and end
 		 * before registering anything) */
 		if (ret)
@@ -546,6 +563,43 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 	ukp_region_recover(s, ops, arg);
 	ukp_report_end(s);
 	return 0;
+}
+
+/*
+ * The freestanding agent in a static program ends its session thread
+ * once it has given back what it took, and says so in its load block:
+ * its image, its stack and the mappings it listed are then unmapped,
+ * with every thread of the process stopped (load.c, ukp_unload). Signals
+ * wait meanwhile: ukprobe must not end while it holds the threads.
+ */
+void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
+{
+	sigset_t all, old;
+	int i;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (i = 0; l->loaded && i < s->npids; i++) {
+		if (l->loaded[i])
+			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
+	}
+	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md) */
+	for (size_t k = 0; k < s->nimages; k++) {
+		const struct ukp_image *img = s->images[k];
+		char err[256];
+		int ret;
+
+		if (!img->detached || !img->agent_blocks)
+			continue;
+		ret = ukp_unmap_blocks(img->pid, ukp_host_tid(img, img->agent_tid),
+				       img->agent_blocks, s->agent, BLOCKS_TIMEOUT_MS, err,
+				       sizeof(err));
+		if (ret && ret != -ESRCH)
+			ukp_warn("%s", err);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(l->loaded);
+	l->loaded = NULL;
 }
 
 void ukp_attach_refusals(const struct ukp_loop *l)

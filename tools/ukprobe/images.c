@@ -479,6 +479,7 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 		memcpy(&m, p, sizeof(m));
 		img->detached = true;
 		img->agent_tid = m.tid;
+		img->agent_blocks = m.blocks;
 		return 0;
 	}
 	default:

@@ -439,7 +439,7 @@ static int load_from_memory(struct ukp_target *t, pid_t tid,
 }
 
 /* Is the process's program without an interpreter (statically linked)? */
-static bool program_is_static(pid_t pid)
+bool ukp_program_is_static(pid_t pid)
 {
 	char path[64];
 	Elf64_Ehdr eh;
@@ -512,8 +512,21 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 		times->stop_us = 0;
 		times->inject_us = now_us() - t0;
 		times->tid = l.tid;
+		times->loaded = malloc(sizeof(l));
+		if (times->loaded)
+			*times->loaded = l;
 	}
 	return 0;
+}
+
+void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms)
+{
+	int ret = ukp_unload(ld, timeout_ms);
+
+	/* (a process that ended took the agent with it) */
+	if (ret && ret != -ESRCH)
+		ukp_warn("%s", ld->err);
+	free(ld);
 }
 
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
@@ -534,7 +547,7 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
-	if (program_is_static(pid))
+	if (ukp_program_is_static(pid))
 		return inject_free(pid, agent, name, key, times);
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;

@@ -65,6 +65,7 @@
 
 #include "load.h"
 #include "load_block.h"
+#include "thread_block.h"
 #include "ptrace_arch.h"
 #include "target.h"
 
@@ -169,14 +170,57 @@ static bool zombie(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
-/* Wait for the interrupt's stop of tid; signals on their way stop it
- * first and are delivered. 0, or -ESRCH when it ended. */
-static int wait_interrupt(pid_t tid)
+/* Has pid ended (its leader gone or a zombie)? */
+static bool process_gone(pid_t pid)
+{
+	return zombie(pid, pid);
+}
+
+/* Is sig's action in process pid to ignore it (SIG_IGN, or the default
+ * of SIGCHLD, SIGCONT, SIGURG, SIGWINCH)? */
+static bool sig_ignored(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "SigIgn:")))
+		ign = strtoull(p + 7, NULL, 16);
+	if ((p = strstr(buf, "SigCgt:")))
+		cgt = strtoull(p + 7, NULL, 16);
+	if (ign & bit)
+		return true;
+	return !(cgt & bit) &&
+	       (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH);
+}
+
+static void undo_eintr(const struct ukp_held *h, pid_t tid);
+
+/*
+ * Wait for the interrupt's stop of tid; signals on their way stop it
+ * first and are delivered. A traced thread is woken by a signal it
+ * ignores, too (ptrace makes no signal ignored before its tracer saw
+ * it: a child's SIGCHLD), and a waiting call then fails with EINTR that
+ * the program would never have seen: such a signal is dropped (it would
+ * be) and the call made again. 0, or -ESRCH when it ended.
+ */
+static int wait_interrupt(const struct ukp_held *h, pid_t pid, pid_t tid)
 {
 	int status;
 
 	for (;;) {
 		pid_t r = waitpid(tid, &status, __WALL);
+		int sig;
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -184,7 +228,12 @@ static int wait_interrupt(pid_t tid)
 			return -ESRCH;
 		if (status >> 16 == PTRACE_EVENT_STOP)
 			return 0;
-		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)WSTOPSIG(status)))
+		sig = WSTOPSIG(status);
+		if (sig_ignored(pid, sig)) {
+			undo_eintr(h, tid);
+			sig = 0;
+		}
+		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig))
 			return -ESRCH;
 	}
 }
@@ -237,7 +286,7 @@ static int hold_all(struct ukp_loaded *l, struct ukp_held *h)
 		}
 		closedir(d);
 		for (i = first; i < h->n;) {
-			if (wait_interrupt(h->tids[i])) {
+			if (wait_interrupt(h, l->pid, h->tids[i])) {
 				drop_tid(h, i);
 				continue;
 			}
@@ -652,9 +701,119 @@ int ukp_load_wait_end(struct ukp_loaded *l, int timeout_ms)
 	return 0;
 }
 
+/* The object's word at its end (load_block.h), read once its thread is
+ * gone: the block's head and, when it gave its maps back, their list. */
+static int read_end(struct ukp_loaded *l, struct ukp_load_block *b, struct ukp_own_maps **maps)
+{
+	uint32_t n;
+
+	*maps = NULL;
+	if (mem_read(l->held->mem, l->block, b, sizeof(*b)))
+		return errf(l, -ESRCH, "ended before the unload");
+	if (b->unload != UKP_UNLOAD_GIVEN)
+		return 0;
+	if (mem_read(l->held->mem, b->own_maps, &n, sizeof(n)) || n > UKP_OWN_MAPS_MAX)
+		return errf(l, -EIO, "the object's list of its mappings cannot be read");
+	*maps = calloc(1, sizeof(**maps));
+	if (!*maps)
+		return errf(l, -ENOMEM, "out of memory");
+	if (mem_read(l->held->mem, b->own_maps, *maps,
+		     offsetof(struct ukp_own_maps, r) + n * sizeof((*maps)->r[0]))) {
+		free(*maps);
+		*maps = NULL;
+		return errf(l, -EIO, "the object's list of its mappings cannot be read");
+	}
+	return 0;
+}
+
+/* Is a the object's (its image, its stack, a mapping it listed)? */
+static bool object_addr(const struct ukp_loaded *l, const struct ukp_own_maps *m, uintptr_t a)
+{
+	uint32_t i;
+
+	if (a - l->area < l->area_len || a - l->stack < l->stack_len)
+		return true;
+	for (i = 0; m && i < m->n; i++)
+		if (a >= m->r[i].lo && a < m->r[i].hi)
+			return true;
+	return false;
+}
+
+/* With every thread held: is one of them in the object's code or
+ * memory (the tail of a handler, a signal return)? Those whose block
+ * base is the object's get theirs back to 0 (what the program had). */
+static int threads_outside(struct ukp_loaded *l, const struct ukp_load_block *b,
+			   const struct ukp_own_maps *m, bool *inside)
+{
+	struct ukp_held *h = l->held;
+	size_t i;
+
+	*inside = false;
+	for (i = 0; i < h->n; i++) {
+		struct ukp_regs r;
+
+		if (h->tids[i] == h->tid)
+			r = h->regs;
+		else if (ukp_arch_get_regs(h->tids[i], &r))
+			continue; /* (it ended meanwhile) */
+		if (object_addr(l, m, ukp_arch_pc(&r))) {
+			*inside = true;
+			return 0;
+		}
+	}
+	/* (every thread outside: only then is any base changed) */
+	for (i = 0; i < h->n; i++) {
+		struct ukp_regs r;
+		uintptr_t base;
+
+		if (h->tids[i] == h->tid)
+			r = h->regs;
+		else if (ukp_arch_get_regs(h->tids[i], &r))
+			continue;
+		base = ukp_arch_block_base(&r);
+		if (base < b->tb_lo || base >= b->tb_hi)
+			continue;
+		ukp_arch_set_block_base(&r, 0);
+		if (h->tids[i] == h->tid)
+			h->regs = r;
+		else if (ukp_arch_set_regs(h->tids[i], &r))
+			return errf(l, -ESRCH, "thread %d ended during the unload", h->tids[i]);
+	}
+	return 0;
+}
+
+static const char *kept_why(const struct ukp_load_block *b, char *buf, size_t len)
+{
+	switch (b->unload) {
+	case UKP_UNLOAD_RETURNS:
+		snprintf(buf, len, "%u return probe hit%s still to return through it", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_SIGNALS:
+		snprintf(buf, len, "%u signal action%s still its own", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_THREADS:
+		snprintf(buf, len, "%u thread%s of its own still running", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
+	case UKP_UNLOAD_LOST:
+		snprintf(buf, len, "more mappings of its own than it could list");
+		break;
+	default:
+		snprintf(buf, len, "it did not say it was done");
+		break;
+	}
+	return buf;
+}
+
 int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 {
-	long res;
+	long until = now_ms() + timeout_ms, res = 0;
+	struct ukp_own_maps *maps = NULL;
+	struct ukp_load_block b;
+	bool inside = true;
+	uint32_t i;
 	int ret;
 
 	if (l->held)
@@ -664,25 +823,225 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 		return errf(l, -ESRCH, "ended before the unload");
 	if (ret)
 		return ret;
-	l->held = held_new();
-	if (!l->held)
-		return errf(l, -ENOMEM, "out of memory");
-	ret = open_mem(l, l->held);
-	if (!ret)
-		ret = hold_all(l, l->held);
-	if (!ret)
-		ret = take_worker(l, l->held, l->held->tids[0]);
+	/* stopped until no thread is in the object's code or memory (one
+	 * leaving a handler of the library's now): held, looked at, let go */
+	for (;;) {
+		l->held = held_new();
+		if (!l->held)
+			return errf(l, -ENOMEM, "out of memory");
+		ret = open_mem(l, l->held);
+		if (!ret)
+			ret = hold_all(l, l->held);
+		if (!ret)
+			ret = take_worker(l, l->held, l->held->tids[0]);
+		/* (read at each stop: a thread stopped in the middle of an
+		 * update of the list is inside, and looked at again) */
+		free(maps);
+		maps = NULL;
+		if (!ret)
+			ret = read_end(l, &b, &maps);
+		if (!ret && b.unload < 0) {
+			char why[128];
+
+			ret = errf(l, -EBUSY, "the agent stays loaded: %s",
+				   kept_why(&b, why, sizeof(why)));
+		}
+		if (!ret)
+			ret = threads_outside(l, &b, maps, &inside);
+		if (ret || !inside)
+			break;
+		ukp_load_release(l);
+		if (now_ms() >= until) {
+			free(maps);
+			return errf(l, -ETIMEDOUT, "a thread stayed in the loaded object's code "
+				    "for %d ms: it was not unmapped", timeout_ms);
+		}
+		usleep(1000);
+	}
 	if (!ret)
 		ret = find_syscall_insn(l);
-	if (!ret) {
+	/* (the list first: the object's own record of its mappings is in its
+	 * image) */
+	for (i = 0; !ret && maps && i < maps->n && !is_err(res); i++)
+		res = remote(l, SYS_munmap, maps->r[i].lo, maps->r[i].hi - maps->r[i].lo, 0, 0, 0,
+			     0);
+	if (!ret && !is_err(res))
 		res = remote(l, SYS_munmap, l->stack, l->stack_len, 0, 0, 0, 0);
-		if (!is_err(res))
-			res = remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
-		if (is_err(res))
-			ret = errf(l, (int)res, "munmap failed: %s", strerror((int)-res));
-	}
+	if (!ret && !is_err(res))
+		res = remote(l, SYS_munmap, l->area, l->area_len, 0, 0, 0, 0);
+	if (!ret && is_err(res))
+		ret = errf(l, (int)res, "munmap failed: %s", strerror((int)-res));
+	free(maps);
 	ukp_load_release(l);
 	if (!ret)
 		l->area = l->stack = l->block = 0;
+	else if (ret != -EBUSY && process_gone(l->pid))
+		ret = errf(l, -ESRCH, "ended before the unload");
+	return ret;
+}
+
+/* ------------------------------------------ the dynamic agent's blocks */
+
+
+#define CODE_MAX 64
+
+/* The executable mappings a thread must not be in for the blocks to go:
+ * agent's (its file) and the anonymous ones (its slots and detour
+ * buffers, which read the block; a program's own JIT code too: then it
+ * waits, and gives up at the timeout). */
+static size_t agent_code(pid_t pid, const char *agent, struct ukp_own_range *r, size_t max,
+			 bool *agent_seen)
+{
+	char path[64], line[4200];
+	size_t n = 0;
+
+	*agent_seen = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8] = "", file[4096] = "";
+
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %4095[^\n]", &lo, &hi, perms, file) < 3 ||
+		    perms[2] != 'x')
+			continue;
+		if (file[0] && strcmp(file, agent) && !strstr(file, "libukprobe-agent"))
+			continue;
+		*agent_seen |= file[0] != 0;
+		if (n == max) {
+			n = max + 1; /* (too many: the caller waits for nothing) */
+			break;
+		}
+		r[n++] = (struct ukp_own_range){ lo, hi };
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static bool in_ranges(const struct ukp_own_range *r, size_t n, uintptr_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].lo && a < r[i].hi)
+			return true;
+	return false;
+}
+
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen)
+{
+	long until = now_ms() + timeout_ms, res = 0;
+	struct ukp_own_range code[CODE_MAX + 2];
+	struct ukp_tb_unload u;
+	struct ukp_loaded ld, *l = &ld;
+	char task[64];
+	size_t ncode, i;
+	int ret = 0;
+
+	loaded_init(l, pid);
+	snprintf(task, sizeof(task), "/proc/%d/task/%d", pid, gone_tid);
+	while (gone_tid > 0 && access(task, F_OK) == 0) {
+		if (now_ms() >= until) {
+			ret = errf(l, -ETIMEDOUT, "the agent's thread %d did not end: its blocks stay",
+				   gone_tid);
+			goto out;
+		}
+		usleep(1000);
+	}
+	for (;;) {
+		bool inside = false, seen;
+
+		l->held = held_new();
+		if (!l->held) {
+			ret = errf(l, -ENOMEM, "out of memory");
+			goto out;
+		}
+		ret = open_mem(l, l->held);
+		if (!ret)
+			ret = hold_all(l, l->held);
+		if (!ret)
+			ret = take_worker(l, l->held, l->held->tids[0]);
+		if (!ret && mem_read(l->held->mem, info, &u, sizeof(u)))
+			ret = errf(l, -ESRCH, "the agent's blocks cannot be read");
+		if (!ret && !u.arena)
+			break; /* (none mapped) */
+		ncode = ret ? 0 : agent_code(pid, agent, code, CODE_MAX, &seen);
+		if (!ret && ncode > CODE_MAX)
+			ret = errf(l, -EBUSY, "more than %d executable mappings to look at: the "
+				   "agent's blocks stay", CODE_MAX);
+		/* (the same image: not one that an exec made since) */
+		if (!ret && (!seen || u.arena_len != UKP_TB_ARENA || (u.arena & 4095) ||
+			     (u.zero && u.zero_len != 4096)))
+			ret = errf(l, -ESRCH, "the agent is gone");
+		if (ret)
+			break;
+		code[ncode++] = (struct ukp_own_range){ u.arena, u.arena + u.arena_len };
+		if (u.zero)
+			code[ncode++] = (struct ukp_own_range){ u.zero, u.zero + u.zero_len };
+		for (i = 0; i < l->held->n && !inside; i++) {
+			struct ukp_regs r;
+
+			if (l->held->tids[i] == l->held->tid)
+				r = l->held->regs;
+			else if (ukp_arch_get_regs(l->held->tids[i], &r))
+				continue;
+			inside = in_ranges(code, ncode, ukp_arch_pc(&r));
+		}
+		if (!inside)
+			break;
+		ukp_load_release(l);
+		if (now_ms() >= until) {
+			ret = errf(l, -ETIMEDOUT, "a thread stayed in the agent's code for %d ms: its "
+				   "blocks stay", timeout_ms);
+			goto out;
+		}
+		usleep(1000);
+	}
+	if (!ret && u.arena) {
+		/* every block base of the arena's back to 0, then the words
+		 * that name the arena, then the memory */
+		for (i = 0; i < l->held->n && !ret; i++) {
+			struct ukp_regs r;
+			pid_t tid = l->held->tids[i];
+			uintptr_t base;
+
+			if (tid == l->held->tid)
+				r = l->held->regs;
+			else if (ukp_arch_get_regs(tid, &r))
+				continue;
+			base = ukp_arch_block_base(&r);
+			if (base < u.base_lo || base >= u.base_hi)
+				continue;
+			ukp_arch_set_block_base(&r, 0);
+			if (tid == l->held->tid)
+				l->held->regs = r;
+			else if (ukp_arch_set_regs(tid, &r))
+				ret = errf(l, -ESRCH, "thread %d ended during the unmap", tid);
+		}
+		for (i = 0; !ret && i < sizeof(u.clear) / sizeof(u.clear[0]); i++) {
+			static const char zero[8];
+
+			if (u.clear[i].addr && u.clear[i].len <= sizeof(zero) &&
+			    mem_write(l->held, u.clear[i].addr, zero, u.clear[i].len))
+				ret = errf(l, -EIO, "the agent's words cannot be written");
+		}
+		if (!ret)
+			ret = find_syscall_insn(l);
+		if (!ret)
+			res = remote(l, SYS_munmap, u.arena, u.arena_len, 0, 0, 0, 0);
+		if (!ret && !is_err(res) && u.zero)
+			res = remote(l, SYS_munmap, u.zero, u.zero_len, 0, 0, 0, 0);
+		if (!ret && is_err(res))
+			ret = errf(l, (int)res, "munmap of the agent's blocks failed: %s",
+				   strerror((int)-res));
+	}
+	ukp_load_release(l);
+out:
+	if (ret && process_gone(pid))
+		ret = -ESRCH; /* (it ended meanwhile: its blocks with it) */
+	if (ret)
+		snprintf(err, errlen, "%s", l->err);
 	return ret;
 }

@@ -57,10 +57,31 @@ void ukp_load_release(struct ukp_loaded *l);
 /*
  * After the object's thread was told to end (its own protocol): wait up
  * to timeout_ms for it to end, then stop the process, unmap its stack
- * and the object, and let the process go. 0, or -errno and l->err
- * (-ETIMEDOUT: the thread is still there, nothing was unmapped).
+ * and the object, and let the process go. When the object said at its
+ * end that it gave back what it took (its block's unload word,
+ * load_block.h), the mappings it listed go too, and the threads whose
+ * block base (x86-64's GS base) is the object's get 0 back; it is done
+ * with every thread stopped outside the object's code and memory (a
+ * thread found inside is let go and looked at again, until timeout_ms).
+ * 0, or -errno and l->err (-ETIMEDOUT: the thread is still there or
+ * stayed inside, nothing was unmapped; -EBUSY: the object said it stays,
+ * l->err says why).
  */
 int ukp_unload(struct ukp_loaded *l, int timeout_ms);
+
+/*
+ * After a detach from a dynamic program (its agent stays loaded: doc/
+ * cli.md): unmap the agent's per-thread blocks, described by the
+ * library's struct ukp_tb_unload at info in the process
+ * (common/thread_block.h), once its thread gone_tid has ended. Every
+ * thread is stopped outside the agent's code (the executable mappings of
+ * the file agent and the anonymous ones: its slots and detour buffers)
+ * and outside the blocks, their block bases put back to 0, the arena and
+ * the zero page unmapped and the library's words that name them zeroed.
+ * 0, or -errno and err (nothing unmapped).
+ */
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen);
 
 /* ---------------------------------------------- the object (load_elf.c) */
 

@@ -69,6 +69,7 @@ struct ukp_image {
 	uint64_t seq_ends_set[2];
 	bool detached;            /* attached: DETACHED came */
 	int32_t agent_tid;        /* the agent's thread that was still running then */
+	uint64_t agent_blocks;    /* DETACHED's: its blocks to unmap (load.h), or 0 */
 };
 
 /* What became of each SPEC, over every image. */

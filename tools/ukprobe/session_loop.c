@@ -356,6 +356,8 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 		if (l.conns[i].fd >= 0)
 			close(l.conns[i].fd);
 	ukp_attach_refusals(&l);
+	if (s->npids)
+		ukp_attach_unload(s, &l);
 	ukp_loop_signals_restore(&l);
 out:
 	if (l.lfd >= 0)

@@ -62,6 +62,9 @@ struct ukp_loop {
 	bool signals;
 	struct sigaction old[UKP_LOOP_SIGNALS];
 	void *relay;              /* the session's handlers (session_loop.c) */
+	/* attached static programs: the freestanding agent as loaded, one per
+	 * -p PID (NULL: a dynamic program's), unloaded at the end */
+	struct ukp_loaded **loaded;
 };
 
 /* session_loop.c: the packets connection i holds now, handled as the
@@ -119,6 +122,9 @@ bool ukp_attach_all_ready(const struct ukp_session *s);
 pid_t ukp_host_tid(const struct ukp_image *img, pid_t own);
 /* After the loop: wait for the agents' threads to go, report. 0, or
  * UKP_EXIT_FAIL after saying why. */
+/* attach.c: the freestanding agents unmapped (ukp_unload), once their
+ * sessions are over (their connections closed). */
+void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l);
 int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 		      const struct ukp_session_ops *ops, void *arg);
 /* The connections refused during the session, in one warning. */

@@ -94,8 +94,19 @@ struct ukp_inject_times {
 	long stop_us;             /* the chosen thread was stopped this long */
 	long inject_us;           /* ukp_inject() took this long */
 	pid_t tid;                /* the thread */
+	/* a static program's: the freestanding agent as loaded (load.h;
+	 * malloc'ed, the caller's), for its unload after the detach */
+	struct ukp_loaded *loaded;
 };
 int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times);
+/* Is the process's program statically linked (no interpreter)? */
+bool ukp_program_is_static(pid_t pid);
+/* A static program's agent (times->loaded) unmapped once its session is
+ * over (load.c, ukp_unload): said if it stays; ld freed. */
+void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms);
+/* (load.h) */
+int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
+		     int timeout_ms, char *err, size_t errlen);
 
 #endif /* UKPROBE_TARGET_H */

@@ -7,13 +7,21 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
+ *   fork N K     N children, each forked in spawn() and calling
+ *                work(5000000 + k) for k in [0, K), then _exit(0); then
+ *                "forked N ok" once every child ended with status 0
+ *   sigs         prints every signal's action as the program sees it
+ *                (sigaction(): handler, flags, mask, restorer), one line
+ *                each, then "sigs end"
  *   trapblock    blocks SIGTRAP (sigprocmask), calls work(1), prints
  *                "trapblock" and whether its mask says SIGTRAP blocked
  *   segv         installs a SIGSEGV handler (sigaction), dereferences
  *                NULL, recovers in it (siglongjmp), prints "segv" and
  *                whether sigaction reads its own handler back
  *   quit         exits with status 3
- * Its ticker thread calls tick() every millisecond meanwhile.
+ * Its ticker thread calls tick() every millisecond meanwhile. It has
+ * handlers of its own for SIGUSR1 and SIGSEGV (their actions must be its
+ * own again after a detach: case_attach_static_unload).
  */
 #include <pthread.h>
 #include <errno.h>
@@ -23,6 +31,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static _Atomic int quitting, started;
 
@@ -36,6 +46,42 @@ __attribute__((noinline)) int tick(int n)
 {
 	__asm__ volatile("" ::: "memory");
 	return n + 1;
+}
+
+__attribute__((noinline)) int spawn(void)
+{
+	__asm__ volatile("" ::: "memory");
+	return fork();
+}
+
+static void on_usr1(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+}
+
+static void on_segv_start(int sig)
+{
+	signal(sig, SIG_DFL);
+}
+
+static void print_sigs(void)
+{
+	for (int sig = 1; sig < 65; sig++) {
+		struct sigaction sa;
+		unsigned long mask = 0;
+
+		if (sigaction(sig, NULL, &sa))
+			continue;
+		for (int k = 1; k < 65; k++)
+			if (sigismember(&sa.sa_mask, k) == 1)
+				mask |= 1UL << (k - 1);
+		printf("sig %d %p %#x %#lx %p\n", sig, (void *)sa.sa_handler, (unsigned)sa.sa_flags,
+		       mask, (void *)sa.sa_restorer);
+	}
+	printf("sigs end\n");
+	fflush(stdout);
 }
 
 static sigjmp_buf segv_back;
@@ -67,6 +113,12 @@ int main(void)
 	char line[128];
 	pthread_t t;
 
+	struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO | SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGSEGV, on_segv_start);
 	pthread_create(&t, NULL, ticker, NULL);
 	while (!atomic_load(&started)) {
 		struct timespec d = { 0, 100000 };
@@ -91,6 +143,22 @@ int main(void)
 		} else if (sscanf(line, "die %ld", &n) == 1) {
 			signal((int)n, SIG_DFL);
 			raise((int)n);
+		} else if (sscanf(line, "fork %ld %ld", &n, &base) == 2) {
+			int ok = 0, st;
+
+			for (k = 0; k < n; k++) {
+				if (spawn() == 0) {
+					for (long j = 0; j < base; j++)
+						work(5000000 + j);
+					_exit(0);
+				}
+			}
+			while (wait(&st) > 0)
+				ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (!strncmp(line, "sigs", 4)) {
+			print_sigs();
 		} else if (!strncmp(line, "trapblock", 9)) {
 			sigset_t set, now;
 

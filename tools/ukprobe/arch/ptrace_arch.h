@@ -83,6 +83,11 @@ bool ukp_arch_restart_eintr(struct ukp_regs *r, bool at_insn);
  * thread pointer (x86-64: arch_prctl ARCH_SET_FS)? -1 where no system
  * call does (AArch64 writes TPIDR_EL0 itself), else 0 or 1. */
 int ukp_arch_sets_thread_pointer(pid_t tid);
+/* The per-thread block base the library keeps in a register of the
+ * thread's (common/thread_block.h: x86-64's GS base; 0 where there is
+ * none), and set it (the unload puts 0 back: load.c). */
+uintptr_t ukp_arch_block_base(const struct ukp_regs *r);
+void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v);
 /* Can a static Go program's threads be told apart here (x86-64: by
  * their FS base, which the agent reads with rdfsbase: FSGSBASE)? */
 bool ukp_go_threads_ok(void);

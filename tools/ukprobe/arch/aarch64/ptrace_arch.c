@@ -173,6 +173,18 @@ int ukp_arch_sets_thread_pointer(pid_t tid)
 	return -1; /* (the C library writes TPIDR_EL0 itself) */
 }
 
+uintptr_t ukp_arch_block_base(const struct ukp_regs *r)
+{
+	(void)r;
+	return 0; /* (the blocks are a table keyed by TPIDR_EL0: no register of the library's) */
+}
+
+void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v)
+{
+	(void)r;
+	(void)v;
+}
+
 bool ukp_go_threads_ok(void)
 {
 	return false; /* (no freestanding agent on AArch64 yet) */

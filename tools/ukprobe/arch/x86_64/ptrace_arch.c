@@ -190,6 +190,16 @@ int ukp_arch_sets_thread_pointer(pid_t tid)
 	return r.orig_rax == SYS_arch_prctl && r.fs_base;
 }
 
+uintptr_t ukp_arch_block_base(const struct ukp_regs *r)
+{
+	return (uintptr_t)r->r.gs_base;
+}
+
+void ukp_arch_set_block_base(struct ukp_regs *r, uintptr_t v)
+{
+	r->r.gs_base = v;
+}
+
 bool ukp_go_threads_ok(void)
 {
 	return getauxval(AT_HWCAP2) & 2; /* HWCAP2_FSGSBASE */
