@@ -832,10 +832,10 @@ static struct notifier_block exec_nb = { .notifier_call = exec_notifier };
 
 #ifdef UKP_FREE
 /* [any] A forked child of a static program, at its first hit (no atfork
- * handler runs there: thread_block.c's ukp_tb_fork_hook): it runs
- * untraced (-f is refused for static programs), so that nothing of it is
- * counted or recorded in its parent's shared region. */
-static void forked_untraced(void)
+ * handler runs there: thread_block.c calls this, common/thread_block.h):
+ * it runs untraced (-f is refused for static programs), so that nothing
+ * of it is counted or recorded in its parent's shared region. */
+void ukpa_free_forked(void)
 {
 	atomic_store(&ukpa_tracing, false);
 }
@@ -846,9 +846,6 @@ __attribute__((constructor)) static void ukpa_init(void)
 	const char *fds = getenv(UKP_ENV_FD), *specs = getenv(UKP_ENV_SPECS);
 	int saved_errno = errno;
 
-#ifdef UKP_FREE
-	ukp_tb_fork_hook = forked_untraced;
-#endif
 	/* before any exec, whether ukprobe started us or injected us */
 	register_exec_notifier(&exec_nb);
 
