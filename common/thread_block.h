@@ -137,13 +137,14 @@ bool ukp_thread_block_forget(void);
  * the child's tid; every other thread's is given back. */
 void ukp_thread_blocks_after_fork_child(void);
 #ifdef UKP_FREE
-/* [any] The freestanding build (no atfork handler runs there): the
- * agent's (agent/agent.c), called in a forked child at its first need of
- * a block (its copy of the arena reads zero: MADV_WIPEONFORK), before
- * anything else of the child's hit runs. A direct call: an indirect one
- * on the hit path fails the handlers' vector-free proof (every hit would
- * save the vector state). */
-void ukpa_free_forked(void);
+/* [any] The freestanding build (no atfork handler runs there): called in
+ * a forked child at its first need of a block (its copy of the arena
+ * reads zero: MADV_WIPEONFORK), before anything else of the child's hit
+ * runs. The library's is an empty weak one; the agent's replaces it at
+ * link time (agent/agent.c). A direct call, not a notifier: an indirect
+ * call on the hit path fails the handlers' vector-free proof (every hit
+ * would save the vector state). */
+void ukp_tb_forked(void);
 #endif
 /* [reg] Every block unmapped and the calling thread's GS base reset:
  * only when no thread can be in code that holds its block (no handler,

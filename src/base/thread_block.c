@@ -54,7 +54,12 @@ static bool unmapped_once; /* GS bases may point into an arena that is gone */
 static _Atomic int fork_pid; /* a forked child's, once its forking thread's block is its own */
 #ifdef UKP_FREE
 static int arena_pid;        /* the process that mapped the arena */
-static _Atomic int fork_told; /* the child ukpa_free_forked was called in */
+static _Atomic int fork_told; /* the child ukp_tb_forked was called in */
+
+/* [any] (common/thread_block.h: the agent's replaces it) */
+__attribute__((weak)) UKP_TRAP_TEXT void ukp_tb_forked(void)
+{
+}
 #endif
 #if defined(__x86_64__)
 static bool zero_page;     /* ours at ARCH_TB_GS_BIAS */
@@ -193,7 +198,7 @@ static UKP_TRAP_TEXT char *arena(void)
 	/* No atfork handler runs in a static program (none can be given
 	 * to its C library): a forked child's copy of the arena reads zero,
 	 * so that its first hit takes a block (claim), which tells the
-	 * agent (ukpa_free_forked) before anything is recorded in the
+	 * agent (ukp_tb_forked) before anything is recorded in the
 	 * parent's shared memory. */
 	arena_pid = ukp_sys_getpid();
 	arch_syscall3(__NR_madvise, (long)a, UKP_TB_ARENA, MADV_WIPEONFORK);
@@ -317,7 +322,7 @@ static UKP_TRAP_TEXT struct ukp_tb_head *claim(char *a, uintptr_t key)
 #ifdef UKP_FREE
 			/* (a forked child: its arena was wiped, see arena()) */
 			if (h->pid != arena_pid && atomic_exchange(&fork_told, h->pid) != h->pid)
-				ukpa_free_forked();
+				ukp_tb_forked();
 #endif
 			h->tidp = tid_word(h);
 			atomic_store_explicit(&h->owner, key, memory_order_release);
