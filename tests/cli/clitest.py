@@ -2178,6 +2178,11 @@ ALLOC_SPECS = ["p libc.so.6:malloc", "p libc.so.6:free", "p libc.so.6:calloc",
                "p libc.so.6:realloc", "r libc.so.6:malloc", "r libc.so.6:realloc"]
 
 
+# The signals the library keeps deliverable in every thread it starts
+# (doc/signals.md): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGRTMAX.
+OWNED_SIGNALS = sum(1 << (n - 1) for n in (4, 5, 7, 8, 11, 64))
+
+
 def case_attach_alloc():
     """-p on the allocator (the agent's own: the library allocates while
     it registers, and its threads call malloc) while four threads call
