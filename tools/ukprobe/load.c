@@ -149,23 +149,32 @@ static void drop_tid(struct ukp_held *h, size_t i)
 	h->tids[i] = h->tids[--h->n];
 }
 
+/* The text of the small /proc file path into buf (NUL-terminated), or
+ * false when it cannot be read. */
+static bool read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
 /* A thread that has ended but not been reaped (a leader whose process
  * goes on) never stops: it is left out. */
 static bool zombie(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256], *p;
-	int fd;
-	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_small(path, buf, sizeof(buf)))
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
@@ -182,18 +191,10 @@ static bool sig_ignored(pid_t pid, int sig)
 {
 	char path[64], buf[4096], *p;
 	unsigned long long ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
-	int fd;
-	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_small(path, buf, sizeof(buf)))
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	if ((p = strstr(buf, "SigIgn:")))
 		ign = strtoull(p + 7, NULL, 16);
 	if ((p = strstr(buf, "SigCgt:")))
