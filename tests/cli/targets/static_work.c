@@ -7,9 +7,14 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
- *   fork N K     N children, each forked in spawn() and calling
- *                work(5000000 + k) for k in [0, K), then _exit(0); then
- *                "forked N ok" once every child ended with status 0
+ *   fork N K [HOW] N children, each forked in spawn() and calling
+ *                work(5000000 + k) for k in [0, K), then ending HOW:
+ *                exit: _exit(0) (the default); raw: exit_group through
+ *                syscall() (no exit_group instruction of its own); kill:
+ *                raise(SIGKILL); nest: forks a grandchild in spawn() that
+ *                calls work(6000000 + k) for k in [0, K) and _exit(0)s,
+ *                waits for it and _exit(0)s; then "forked N ok" once
+ *                every child ended so
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +58,29 @@ __attribute__((noinline)) int spawn(void)
 {
 	__asm__ volatile("" ::: "memory");
 	return fork();
+}
+
+/* A forked child of "fork N K HOW" (see the top). */
+static void child(long base, const char *how)
+{
+	int st;
+
+	for (long j = 0; j < base; j++)
+		work(5000000 + j);
+	if (!strcmp(how, "raw"))
+		syscall(SYS_exit_group, 0);
+	if (!strcmp(how, "kill"))
+		raise(SIGKILL);
+	if (!strcmp(how, "nest")) {
+		if (spawn() == 0) {
+			for (long j = 0; j < base; j++)
+				work(6000000 + j);
+			_exit(0);
+		}
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(1);
+	}
+	_exit(0);
 }
 
 static void on_usr1(int sig, siginfo_t *si, void *uc)
@@ -144,17 +173,17 @@ int main(void)
 			signal((int)n, SIG_DFL);
 			raise((int)n);
 		} else if (sscanf(line, "fork %ld %ld", &n, &base) == 2) {
+			char how[16] = "exit";
 			int ok = 0, st;
 
+			sscanf(line, "fork %*d %*d %15s", how);
 			for (k = 0; k < n; k++) {
-				if (spawn() == 0) {
-					for (long j = 0; j < base; j++)
-						work(5000000 + j);
-					_exit(0);
-				}
+				if (spawn() == 0)
+					child(base, how);
 			}
 			while (wait(&st) > 0)
-				ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+				ok += strcmp(how, "kill") ? WIFEXITED(st) && WEXITSTATUS(st) == 0
+							  : WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
 			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
 			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
