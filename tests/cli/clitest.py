@@ -4816,7 +4816,7 @@ def case_go_static():
     recovered, signal.Notify of SIGUSR1 and SIGTRAP, an ignored SIGUSR2);
     attached three times to a running program, which keeps its threads
     and ends as it would."""
-    for name in ("go_static", "go_static_s", "go_wait_static", "go_signals"):
+    for name in ("go_static", "go_static_s", "go_wait_static", "go_signals", "go_exec_static"):
         if not os.path.exists(tgt(name)):
             print("no tgt_go_static (golang-go): skipped")
             sys.exit(77)
@@ -4825,6 +4825,17 @@ def case_go_static():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
     go_exact_counts(("go_static", "go_static_s"))
+    # -f and os/exec (clone with CLONE_VM|CLONE_VFORK, then exec): the
+    # program runs as it would, its own calls counted exactly; the static
+    # programs its children exec are not followed yet
+    alone = subprocess.run([tgt("go_exec_static")], capture_output=True, text=True, timeout=60)
+    for f in (["-f"], []):
+        r = ukprobe(["stat"] + f + ["-e", "p:w tgt_go_exec_static:main.work", "--",
+                                    tgt("go_exec_static")])
+        rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+        check(r.returncode == alone.returncode == 0 and alone.stdout.endswith("done\n") and
+              r.stdout.startswith(alone.stdout) and rows.get("ukprobes/w") == 100,
+              "os/exec in a static Go program, stat %s: its output, its 100 calls" % f, show(r))
     # arguments in Go's registers; a goroutine's id per call
     r = ukprobe(["trace", "-e", "p:n9 tgt_go_static:main.add9 a=$arg1 e=$arg5 i=$arg9",
                  "-e", "p:s tgt_go_static:main.sleeper g=$goid i=$arg1", "--", tgt("go_static")])
