@@ -431,7 +431,8 @@ def check_fork_events(r, txt, how, parent, n, k):
     check(r.returncode in (0, 3) and "forked %d ok\n" % n in r.stdout + r.stderr and
           mine == [parent] and kids == sorted(want) and
           sp == (4 if how == "nest" else 2) * n,
-          "trace -f, children ending by %s: every process's events exact" % how,
+          "trace -f, children ending by %s: every process's events exact (%s)" %
+          (how, r.args[-1]),
           "%s\nper process: %s, sp %d" % (show(r)[-800:], {t: len(v) for t, v in got.items()}, sp))
 
 
@@ -538,15 +539,31 @@ def case_static():
     check(r.returncode == 3 and "forked 8 ok\n" in r.stdout and
           rows.get("ukprobes/w") == 900000 and rows.get("ukprobes/sp") == 16,
           "stat -f: the parent's 100,000 hits and each of 8 children's", show(r))
-    for how in ("exit", "raw", "kill", "nest"):
+    for name, how in [("static_work", h) for h in ("exit", "raw", "kill", "nest")] + \
+            ([("static_musl", "nest")] if os.path.exists(tgt("static_musl")) else []):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "t")
             r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "-e",
-                         "r:sp spawn", "--", tgt("static_work")],
+                         "r:sp spawn", "--", tgt(name)],
                         input="run 10 0\nfork 3 1000 %s\nquit\n" % how)
             with open(out) as f:
                 txt = f.read()
         check_fork_events(r, txt, how, list(range(10)), 3, 1000)
+    # a child that execs a dynamic program: that program traced too (its
+    # environment has the agent's variables and LD_PRELOAD, as ukprobe
+    # gave them to the static program), under the child's pid
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t")
+        r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "--",
+                     tgt("static_work")],
+                    input="run 10 0\nfork 2 100 exec:%s\nquit\n" % tgt("static_work_dyn"))
+        with open(out) as f:
+            got, _ = fork_events(f.read())
+    check(r.returncode == 3 and "forked 2 ok\n" in r.stdout and r.stdout.count("ran 5 ") == 2 and
+          sorted(got.values()) == [list(range(10))] +
+          [list(range(5000000, 5000100)) + list(range(5))] * 2,
+          "trace -f: a child's events, then those of the dynamic program it execs",
+          "%s\n%s" % (show(r), {t: len(v) for t, v in got.items()}))
     r = ukprobe(["stat", "-e", "p nosuchfn", "--", tgt("static")])
     check(r.returncode == 1 and "static program ran" not in r.stdout and
           r.stderr.startswith(PREFIX + "p nosuchfn: symbol nosuchfn not found"),
@@ -671,9 +688,9 @@ def case_attach_static():
             out, err = drained[0] if drained else (b"", b"trace -f -p did not end")
             got, _ = fork_events("\n".join(lines) + "\n" + out.decode())
             pokes = len(got.get(pid, []))
-            check_fork_events(subprocess.CompletedProcess([], t.returncode, forked, err.decode()),
-                              "\n".join(lines) + "\n" + out.decode(), how, [7] * max(pokes, 1),
-                              3, 1000)
+            r = subprocess.CompletedProcess(["attached"], t.returncode, forked, err.decode())
+            check_fork_events(r, "\n".join(lines) + "\n" + out.decode(), how,
+                              [7] * max(pokes, 1), 3, 1000)
             check(err.decode() == "", "trace -f -p: nothing said", err.decode())
         check(run(3, 1) == "ran 3 %d\n" % (4 + 7 + 10), "the program goes on")
         p.stdin.write("quit\n")

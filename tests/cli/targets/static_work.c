@@ -13,8 +13,10 @@
  *                syscall() (no exit_group instruction of its own); kill:
  *                raise(SIGKILL); nest: forks a grandchild in spawn() that
  *                calls work(6000000 + k) for k in [0, K) and _exit(0)s,
- *                waits for it and _exit(0)s; then "forked N ok" once
- *                every child ended so
+ *                waits for it and _exit(0)s; exec:PATH: runs PATH (with
+ *                "run 5 0" and "quit" on its standard input: this
+ *                program, or its dynamic build, ends with status 3);
+ *                then "forked N ok" once every child ended so
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
@@ -71,6 +73,16 @@ static void child(long base, const char *how)
 		syscall(SYS_exit_group, 0);
 	if (!strcmp(how, "kill"))
 		raise(SIGKILL);
+	if (!strncmp(how, "exec:", 5)) {
+		static const char cmds[] = "run 5 0\nquit\n";
+		int fds[2];
+
+		if (pipe(fds) || write(fds[1], cmds, sizeof(cmds) - 1) != sizeof(cmds) - 1 ||
+		    close(fds[1]) || dup2(fds[0], 0) < 0)
+			_exit(1);
+		execl(how + 5, how + 5, (char *)NULL);
+		_exit(127);
+	}
 	if (!strcmp(how, "nest")) {
 		if (spawn() == 0) {
 			for (long j = 0; j < base; j++)
@@ -173,17 +185,18 @@ int main(void)
 			signal((int)n, SIG_DFL);
 			raise((int)n);
 		} else if (sscanf(line, "fork %ld %ld", &n, &base) == 2) {
-			char how[16] = "exit";
+			char how[256] = "exit";
 			int ok = 0, st;
 
-			sscanf(line, "fork %*d %*d %15s", how);
+			sscanf(line, "fork %*d %*d %255s", how);
 			for (k = 0; k < n; k++) {
 				if (spawn() == 0)
 					child(base, how);
 			}
 			while (wait(&st) > 0)
-				ok += strcmp(how, "kill") ? WIFEXITED(st) && WEXITSTATUS(st) == 0
-							  : WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+				ok += !strcmp(how, "kill") ? WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL
+				      : WIFEXITED(st) &&
+						WEXITSTATUS(st) == (strncmp(how, "exec:", 5) ? 0 : 3);
 			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
 			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
