@@ -29,8 +29,9 @@
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
  * from the region; attached with -f they are: a forked child's end waits
- * until ukprobe has admitted its connection). With -f its fork and clone instructions are probed
- * as well (fork_sites.c: the child a traced image of its own). The probes have a post_handler (never
+ * there until ukprobe has admitted its connection). With -f its fork and
+ * clone instructions are probed as well (fork_sites.c: each child a
+ * traced image of its own). The probes have a post_handler (never
  * called) so that they stay breakpoints: a jump-optimized hit ignores a
  * changed instruction pointer.
  *
