@@ -28,6 +28,8 @@
  * count, tracing) is put back before the child's handlers run. A fork
  * made another way (glibc's syscall(), Go's raw clone with CLONE_VM for
  * its os/exec) is not seen: its child runs untraced, as without -f.
+ * Attached, the child goes on once ukprobe has admitted its connection
+ * (below).
  */
 #include <errno.h>
 #include <sched.h>
@@ -91,6 +93,13 @@ long ukpa_fork_site_run(struct ukpa_fork_call *c)
 		atomic_store(&ukpa_tracing, tracing);
 		errno = saved_errno;
 		ukp_free_atfork_child();
+		/* Attached, ukprobe admits the child's connection by its
+		 * parent link, gone once the parent reaped it: the child
+		 * goes on once admitted (or refused, or after 5 s), so that
+		 * however it ends (SIGKILL, a raw exit_group: no exit of the
+		 * agent's runs) its region reaches ukprobe. */
+		if (ukpa_attached)
+			ukpa_attach_wait_admitted(5000);
 	} else {
 		errno = saved_errno;
 		ukp_free_atfork_parent();

@@ -28,12 +28,11 @@
  * script loaded, the image ends there (agent.c's ukpa_before_exit, as at
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
- * from the region; attached with -f they are: a forked child's end waits
- * there until ukprobe has admitted its connection). With -f its fork and
- * clone instructions are probed as well (fork_sites.c: each child a
- * traced image of its own). The probes have a post_handler (never
- * called) so that they stay breakpoints: a jump-optimized hit ignores a
- * changed instruction pointer.
+ * from the region). With -f its fork and clone instructions are probed
+ * as well (fork_sites.c: each child a traced image of its own). The
+ * probes have a post_handler (never called) so that they stay
+ * breakpoints: a jump-optimized hit ignores a changed instruction
+ * pointer.
  *
  * Context: [init] under probes.c's lock, but the handlers ([hit]).
  */
@@ -61,7 +60,7 @@ struct ksigaction {
 };
 
 static struct kprobe site_kps[MAX_SITES];
-static bool exits;         /* the exit_group sites too (a script is loaded, or attached with -f) */
+static bool exits;         /* the exit_group sites too (a script is loaded) */
 static bool forks;         /* the fork and clone sites too (-f, not Go: fork_sites.c) */
 static bool site_on[MAX_SITES];
 static bool site_fork[MAX_SITES]; /* a fork or clone site: never taken from the blacklist */
@@ -143,10 +142,6 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 	case UKPA_NR_EXIT_GROUP:
 		if (ukpa_script_loaded())
 			ukpa_before_exit();
-		/* a forked child attached to (-f): until ukprobe has answered
-		 * its connection (by its parent link, gone once its parent
-		 * reaped it), as the dynamic agent's destructor waits */
-		ukpa_attach_wait_admitted(5000);
 		return 0; /* the call runs */
 	default:
 		return 0; /* another call: it runs */
@@ -228,7 +223,7 @@ int ukpa_signal_sites_watch(void)
 
 	if (nsites)
 		return 0;
-	exits = ukpa_script_loaded() || (ukpa_follow && ukpa_attached);
+	exits = ukpa_script_loaded();
 	forks = ukpa_follow && !ukp_tb_go;
 	dl_iterate_phdr(find_sites, NULL);
 	for (i = 0; i < nsites; i++) {

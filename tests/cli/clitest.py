@@ -669,10 +669,11 @@ def case_attach_static():
               "children's: %d" % len([a for a in args if a >= 5000000]))
         check(sum(m["event"] == "sp" for m in ev) == 3, "spawn() returned 3 times in the parent")
         # -f: each child forked meanwhile (and grandchild) traced as an
-        # image of its own (an exit_group of the program's waits until
-        # ukprobe has admitted the child's connection: its parent reaps it
-        # at once); the parent's events are the pokes'
-        for how in ("exit", "nest"):
+        # image of its own, however it ends (a child goes on once ukprobe
+        # has admitted its connection: its parent reaps it at once, and
+        # with it the parent link ukprobe admits it by); the parent's
+        # events are the pokes'
+        for how in ("exit", "raw", "kill", "nest"):
             t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(pid), "-e",
                                   "p:w work i=%di:s64", "-e", "r:sp spawn"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
