@@ -539,6 +539,20 @@ def case_static():
     check(r.returncode == 3 and "forked 8 ok\n" in r.stdout and
           rows.get("ukprobes/w") == 900000 and rows.get("ukprobes/sp") == 16,
           "stat -f: the parent's 100,000 hits and each of 8 children's", show(r))
+    # 4 threads forking at once (the atfork handlers' locks around each
+    # fork): every child's 1,000 calls, each in its own process
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t")
+        r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "--",
+                     tgt("static_work")], input="tfork 4 25 1000\nquit\n")
+        with open(out) as f:
+            got, _ = fork_events(f.read())
+    kids = [v for v in got.values() if v[0] != 7000000]
+    mine = [a for v in got.values() if v[0] == 7000000 for a in v]
+    check(r.returncode == 3 and "tforked 100 ok\n" in r.stdout and len(kids) == 100 and
+          all(v == list(range(5000000, 5001000)) for v in kids) and mine == [7000000] * 1000,
+          "trace -f, 4 threads forking 25 children each at once: every process's events exact",
+          "%s\n%s" % (show(r)[-800:], sorted(len(v) for v in got.values())))
     for name, how in [("static_work", h) for h in ("exit", "raw", "kill", "nest")] + \
             ([("static_musl", "nest")] if os.path.exists(tgt("static_musl")) else []):
         with tempfile.TemporaryDirectory() as d:

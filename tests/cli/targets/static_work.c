@@ -17,6 +17,11 @@
  *                "run 5 0" and "quit" on its standard input: this
  *                program, or its dynamic build, ends with status 3);
  *                then "forked N ok" once every child ended so
+ *   tfork T N K  T threads at once, each forking N children one after
+ *                the other in spawn() (each child calls work(5000000 + k)
+ *                for k in [0, K) and _exit(0)s) and calling work(7000000)
+ *                10 times per child while it runs; then "tforked T*N ok"
+ *                once every child ended with status 0
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
@@ -60,6 +65,31 @@ __attribute__((noinline)) int spawn(void)
 {
 	__asm__ volatile("" ::: "memory");
 	return fork();
+}
+
+/* A thread of "tfork T N K" (see the top): how many of its children
+ * ended with status 0. */
+static long tfork_n, tfork_k;
+
+static void *tforker(void *arg)
+{
+	long ok = 0;
+	int st;
+
+	(void)arg;
+	for (long c = 0; c < tfork_n; c++) {
+		pid_t pid = spawn();
+
+		if (pid == 0) {
+			for (long j = 0; j < tfork_k; j++)
+				work(5000000 + j);
+			_exit(0);
+		}
+		for (int j = 0; j < 10; j++)
+			work(7000000);
+		ok += pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st);
+	}
+	return (void *)ok;
 }
 
 /* A forked child of "fork N K HOW" (see the top). */
@@ -198,6 +228,20 @@ int main(void)
 				      : WIFEXITED(st) &&
 						WEXITSTATUS(st) == (strncmp(how, "exec:", 5) ? 0 : 3);
 			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (sscanf(line, "tfork %ld %ld %ld", &n, &tfork_n, &tfork_k) == 3 && n <= 16) {
+			pthread_t th[16];
+			long ok = 0;
+
+			for (k = 0; k < n; k++)
+				pthread_create(&th[k], NULL, tforker, NULL);
+			for (k = 0; k < n; k++) {
+				void *r;
+
+				pthread_join(th[k], &r);
+				ok += (long)r;
+			}
+			printf("tforked %ld %s\n", n * tfork_n, ok == n * tfork_n ? "ok" : "failed");
 			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
 			print_sigs();
