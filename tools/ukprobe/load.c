@@ -250,24 +250,37 @@ static void undo_eintr(const struct ukp_held *h, pid_t tid)
 }
 
 /* Seize and stop every thread of pid (see the top). */
+/*
+ * Every thread of the process stopped, the leader last. A signal the
+ * process ignores (a child's SIGCHLD) is dropped when it is sent, unless
+ * the thread it is sent to is traced: then it is queued and wakes another
+ * thread, which, not traced yet (or any more), sees its waiting call fail
+ * with EINTR (an epoll_wait) that nothing undoes. A child's SIGCHLD goes
+ * to the thread that forked it and kill() to the leader: the leader is
+ * taken last and let go first, so that while any thread runs untraced the
+ * leader is too (a program whose other threads fork keeps that window).
+ */
 static int hold_all(struct ukp_loaded *l, struct ukp_held *h)
 {
 	char path[64];
-	bool found = true;
+	bool found = true, leader = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", l->pid);
-	while (found) {
+	while (found || !leader) {
 		DIR *d = opendir(path);
 		struct dirent *e;
 		size_t first = h->n, i;
 
 		if (!d)
 			return errf(l, -ESRCH, "no such process");
+		/* the leader once no other thread is left to take */
+		leader = leader || !found;
 		found = false;
 		while ((e = readdir(d))) {
 			pid_t tid = (pid_t)atoi(e->d_name);
 
-			if (tid <= 0 || held(h, tid) || zombie(l->pid, tid))
+			if (tid <= 0 || held(h, tid) || zombie(l->pid, tid) ||
+			    (tid == l->pid && !leader))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD)) {
 				int err = errno;
@@ -300,12 +313,13 @@ static int hold_all(struct ukp_loaded *l, struct ukp_held *h)
 	return 0;
 }
 
-/* Let every held thread go, the worker as it was. */
+/* Let every held thread go, the worker as it was: in the reverse order
+ * of hold_all's, the leader first (see there). */
 static void let_go(struct ukp_held *h)
 {
 	size_t i;
 
-	for (i = 0; i < h->n; i++) {
+	for (i = h->n; i-- > 0;) {
 		pid_t tid = h->tids[i];
 		int sig = 0;
 
