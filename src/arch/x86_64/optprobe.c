@@ -272,7 +272,7 @@ bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size
 
 /* The Go detour's entry, up to UKP_OPT_COPY_OFFSET: no red zone to step
  * over (Go code keeps nothing below its stack pointer); the template
- * returns past the site (ret $8), then NOPs up to the copy. */
+ * returns to the lea, which drops the site, then a NOP up to the copy. */
 static const uint8_t go_entry_code[UKP_OPT_COPY_OFFSET] = {
 	0xff, 0x35, 0, 0, 0, 0,                         /* push site(%rip) */
 	0xff, 0x15, 0, 0, 0, 0,                         /* call *common(%rip) */

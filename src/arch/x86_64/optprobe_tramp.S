@@ -506,9 +506,9 @@ ukp_optprobe_krp_entry:
 	 * hit (ukp_optprobe_go_trap), which gives the thread a stack for its
 	 * next hits.
 	 *
-	 * The flags are read first (lahf, seto: no flag of Go code is live
-	 * at a function's entry or epilogue, and DF is clear: Go's ABI),
-	 * then compared freely; the fallback gives them back (an add, sahf).
+	 * The arithmetic flags are read first (lahf, seto), then the look-up
+	 * compares freely; the fallback gives them back (an add, sahf). DF
+	 * is clear at a Go function's entry and epilogue (Go's ABI).
 	 *
 	 * A hit never nests here, so the stack is not claimed: only a
 	 * signal handler can interrupt this one, and the handlers that run
