@@ -506,9 +506,14 @@ ukp_optprobe_krp_entry:
 	 * hit (ukp_optprobe_go_trap), which gives the thread a stack for its
 	 * next hits.
 	 *
-	 * The arithmetic flags are read first (lahf, seto), then the look-up
-	 * compares freely; the fallback gives them back (an add, sahf). DF
-	 * is clear at a Go function's entry and epilogue (Go's ABI).
+	 * The arithmetic flags are read first (lahf, seto: regs->flags),
+	 * then the look-up compares freely; the fallback gives them back (an
+	 * add, sahf) for the breakpoint hit's registers. A hit does not give
+	 * them back: no flag is live at this template's probes (a function's
+	 * entry past its stack check: Go's ABI passes nothing in the flags,
+	 * and the check's are its own; an epilogue: its add writes them all
+	 * before the ret), so a handler's change of regs->flags has no effect.
+	 * DF is clear there (Go's ABI).
 	 *
 	 * A hit never nests here, so the stack is not claimed: only a
 	 * signal handler can interrupt this one, and the handlers that run
@@ -636,7 +641,6 @@ ukp_optprobe_common_go:
 .Lgo_regs:
 	movq %rbx, %rsp
 	.cfi_def_cfa_register %rsp
-	RESTORE_ARITH_FLAGS
 	RESTORE_GPRS_BUT_AX
 	movq PT_AX(%rsp), %rax
 	movq GO_SAVE(%rsp), %rsp
