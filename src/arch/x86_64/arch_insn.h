@@ -123,6 +123,7 @@ struct ukp_arch_insn {
  * UKP_DETOUR_SIZE bytes taken from the slot chunks (within +-2 GiB of
  * the probe):
  *   0   the entry: red zone, push the site, call the shared template
+ *       (Go code's: no red zone, push the site, call, drop it: arch_opt_go)
  *   25  the displaced instructions, relocated (UKP_OPT_COPY_OFFSET)
  *       jmp rel32 to addr + len (none when a ret, jmp or call ends the
  *       copy; a relocated call carries its return address after it)
@@ -168,6 +169,6 @@ struct ukp_arch_opt {
 extern char ukp_optprobe_go_trap[];
 #define UKP_GO_TRAP ((uintptr_t)ukp_optprobe_go_trap)
 #define UKP_GO_TRAP_SITE 8
-#define UKP_GO_TRAP_FRAME 144
+#define UKP_GO_TRAP_FRAME 16
 
 #endif /* UKP_ARCH_INSN_H */

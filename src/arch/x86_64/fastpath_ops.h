@@ -35,28 +35,6 @@
 	addq $P_TB_CTL, \ctl
 	.endm
 
-/*
- * TB_GO_TOP: rcx = the top of this thread's stack for Go probes' hits
- * (core/go_stack.c, in its per-thread block), found as TB_CTL finds the
- * block, without changing a flag (the Go template reads them later):
- * owner + ~tp + 1 is zero when the owner word is the thread pointer.
- * Clobbers rax. Jumps to fail when the block is not found that way or
- * the thread has no such stack yet (rcx 0).
- */
-	.macro TB_GO_TOP fail
-	movl ukp_tb_gs_fast(%rip), %ecx
-	jrcxz \fail
-	movq %fs:0, %rax
-	notq %rax
-	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), %rcx
-	leaq 1(%rcx,%rax), %rcx
-	jrcxz .Ltb_go_mine\@
-	jmp \fail
-.Ltb_go_mine\@:
-	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), %rcx
-	jrcxz \fail
-	.endm
-
 /* TB_CTL_AGAIN: ctl as TB_CTL found it before in this hit (its
  * registers were lost: a handler that faulted, a clobbered ctl). */
 	.macro TB_CTL_AGAIN ctl

@@ -270,14 +270,27 @@ bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size
 	return cover && ukp_go_epilogue(code, n, &g) && g.sp_adj <= cover;
 }
 
+/* The Go detour's entry, up to UKP_OPT_COPY_OFFSET: no red zone to step
+ * over (Go code keeps nothing below its stack pointer); the template
+ * returns to the lea, which drops the site, then a NOP up to the copy. */
+static const uint8_t go_entry_code[UKP_OPT_COPY_OFFSET] = {
+	0xff, 0x35, 0, 0, 0, 0,                         /* push site(%rip) */
+	0xff, 0x15, 0, 0, 0, 0,                         /* call *common(%rip) */
+	0x48, 0x8d, 0x64, 0x24, 0x08,                   /* lea 0x8(%rsp),%rsp */
+	0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, /* nopl 0(%rax,%rax) */
+};
+
 /* [reg] See arch.h: the detour calls ukp_optprobe_common_go
- * (optprobe_tramp.S), which takes 8 bytes of the goroutine's stack on
- * top of the detour's 144 before it moves to the thread's own. */
+ * (optprobe_tramp.S), which takes 16 bytes of the goroutine's stack on
+ * top of the detour's 16 before it moves to the thread's own. */
 int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
 {
 	uintptr_t common = (uintptr_t)ukp_optprobe_common_go;
 
 	(void)why;
+	memcpy(ao->image, go_entry_code, sizeof(go_entry_code));
+	put_rel32(ao->image + 2, (int64_t)LIT_SITE - 6);
+	put_rel32(ao->image + 8, (int64_t)LIT_COMMON - 12);
 	memcpy(ao->image + LIT_COMMON, &common, 8);
 	ao->go = true;
 	return 0;

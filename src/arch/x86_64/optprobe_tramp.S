@@ -78,10 +78,14 @@
 	 * pointer = pt_regs, the label, the stack pointer at the call).
 	 * Registers: rbx pt_regs, r13 the thread's ukp_ctl (in its
 	 * per-thread block: TB_CTL), r14 the thread's record, r15 the site; every one of
-	 * them is restored from pt_regs afterwards.
+	 * them is restored from pt_regs afterwards. found=1 (the Go
+	 * template): the caller found the block at the GS base to be the
+	 * thread's and loaded r15 with the site.
 	 */
 	.macro FAST_HIT slow, regs, found=0
+	.if \found == 0
 	movq SITE_SLOT(%rbx), %r15
+	.endif
 	cmpq $0, FS_KP(%r15)
 	je \slow
 	IDLE_OR %r13, %r14, %rax, \slow, \found
@@ -489,17 +493,27 @@ ukp_optprobe_krp_entry:
 	.size ukp_optprobe_krp_entry, .-ukp_optprobe_krp_entry
 	/*
 	 * The template of probes in Go code, right after a function's stack
-	 * check (optimizer.c, go_region_ok; doc/go_rust.md). A goroutine's
-	 * stack is small: past the check, Go's stack guard (928 bytes on
-	 * amd64) is free below the probed code's stack pointer, of which the
-	 * detour took 144 and this takes 8 (rcx); everything else goes on
-	 * the thread's own stack, whose top is in the thread's block
-	 * (go_stack.c; its owner checked as TB_CTL does, with 8 bytes more
-	 * of the goroutine's stack for rax meanwhile): 0
+	 * check or at an epilogue (optimizer.c, go_region_ok; doc/go_rust.md).
+	 * A goroutine's stack is small: past the check, Go's stack guard (928
+	 * bytes on amd64) is free below the probed code's stack pointer. Go
+	 * code keeps nothing below its stack pointer (no red zone: the
+	 * runtime pushes a call there to preempt it), so the Go detour
+	 * (arch_opt_go) skips none: it pushes the site and calls this, and
+	 * this takes 16 bytes more there (rax, rcx) until it knows the top of
+	 * the thread's own stack, where everything else goes. The top is in
+	 * the thread's block (go_stack.c), found as TB_CTL finds the block: 0
 	 * when the thread has none yet. Then it falls back to a breakpoint
 	 * hit (ukp_optprobe_go_trap), which gives the thread a stack for its
-	 * next hits. Nothing here changes the flags before they are read
-	 * (jrcxz, mov, lea).
+	 * next hits.
+	 *
+	 * The arithmetic flags are read first (lahf, seto: regs->flags),
+	 * then the look-up compares freely; the fallback gives them back (an
+	 * add, sahf) for the breakpoint hit's registers. A hit does not give
+	 * them back: no flag is live at this template's probes (a function's
+	 * entry past its stack check: Go's ABI passes nothing in the flags,
+	 * and the check's are its own; an epilogue: its add writes them all
+	 * before the ret), so a handler's change of regs->flags has no effect.
+	 * DF is clear there (Go's ABI).
 	 *
 	 * A hit never nests here, so the stack is not claimed: only a
 	 * signal handler can interrupt this one, and the handlers that run
@@ -510,33 +524,34 @@ ukp_optprobe_krp_entry:
 	 *
 	 * The frame on the thread's stack is the entry template's (pt_regs,
 	 * the errno slot, the return slot, the site: SITE_SLOT, FAST_HIT),
-	 * then GO_SAVE: the goroutine's stack pointer (at its rcx slot). At
-	 * a Go function's entry past the check DF is clear (Go's ABI) and no
-	 * flag is live.
+	 * then GO_SAVE: the goroutine's stack pointer.
 	 *
 	 * CFI: the CFA here is the top of the thread's stack, and the return
 	 * address is undefined: unwinders stop at this frame.
 	 */
 #define GO_SAVE  (PT_SIZE + 24)
 #define GO_FRAME (PT_SIZE + 32)
+#define GO_DETOUR 16		/* the detour's frame: return address, site */
 	/*
-	 * The fallback (before the template: jrcxz reaches 127 bytes):
-	 * everything as the probed code had it, the detour's frame on top of
-	 * the goroutine's stack (its return address, the site): the trap
-	 * handler (trap.c) makes this a breakpoint hit of the site, and
-	 * sends the thread on to the detour's copy of the region as for any
-	 * breakpoint hit of an optimized probe; the ret is for a trap that
-	 * finds no probe.
+	 * The fallback: everything as the probed code had it, the detour's
+	 * frame on top of the goroutine's stack (its return address, the
+	 * site: UKP_GO_TRAP_SITE, UKP_GO_TRAP_FRAME): the trap handler
+	 * (trap.c) makes this a breakpoint hit of the site, and sends the
+	 * thread on to the detour's copy of the region as for any breakpoint
+	 * hit of an optimized probe; the ret is for a trap that finds no
+	 * probe.
 	 */
 	.p2align 6
 	.type ukp_optprobe_go_fallback, @function
 ukp_optprobe_go_fallback:
 	.cfi_startproc simple
-	.cfi_def_cfa %rsp, 144 + 8
+	.cfi_def_cfa %rsp, GO_DETOUR
 	.cfi_undefined %rip
-.Lgo_trap:
-	popq %rcx
-	.cfi_adjust_cfa_offset -8
+.Lgo_not_mine:
+	addb $0x7f, %al			/* OF (al is 0 or 1), then the rest */
+	sahf
+	movq -8(%rsp), %rax
+	movq -16(%rsp), %rcx
 	.globl ukp_optprobe_go_trap
 	.hidden ukp_optprobe_go_trap
 ukp_optprobe_go_trap:
@@ -551,47 +566,62 @@ ukp_optprobe_go_trap:
 	.type ukp_optprobe_common_go, @function
 ukp_optprobe_common_go:
 	.cfi_startproc simple
-	.cfi_def_cfa %rsp, 144
+	.cfi_def_cfa %rsp, GO_DETOUR
 	.cfi_undefined %rip
-	pushq %rcx
-	.cfi_adjust_cfa_offset 8
+	movq %rax, -8(%rsp)
+	lahf
+	seto %al
+	movq %rcx, -16(%rsp)
 	/* the stack's top in the thread's block, found as TB_CTL finds
-	 * the block, without a flag changed (rax saved meanwhile) */
-	pushq %rax
-	.cfi_adjust_cfa_offset 8
-	TB_GO_TOP .Lgo_not_mine
-	jmp .Lgo_mine
-.Lgo_not_mine:
-	popq %rax
-	.cfi_adjust_cfa_offset -8
-	jmp .Lgo_trap
-	.cfi_adjust_cfa_offset 8
-.Lgo_mine:
-	popq %rax
-	.cfi_adjust_cfa_offset -8
+	 * the block */
+	cmpl $0, ukp_tb_gs_fast(%rip)
+	je .Lgo_not_mine
+	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), %rcx
+	cmpq %fs:0, %rcx
+	jne .Lgo_not_mine
+	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), %rcx
+	testq %rcx, %rcx
+	jz .Lgo_not_mine
+	/* rcx = the top: the frame below it, written before the move */
+	movq %r15, (PT_R15 - GO_FRAME)(%rcx)
+	movq %r14, (PT_R14 - GO_FRAME)(%rcx)
+	movq %r13, (PT_R13 - GO_FRAME)(%rcx)
+	movq %r12, (PT_R12 - GO_FRAME)(%rcx)
+	movq %rbp, (PT_BP - GO_FRAME)(%rcx)
+	movq %rbx, (PT_BX - GO_FRAME)(%rcx)
+	movq %r11, (PT_R11 - GO_FRAME)(%rcx)
+	movq %r10, (PT_R10 - GO_FRAME)(%rcx)
+	movq %r9, (PT_R9 - GO_FRAME)(%rcx)
+	movq %r8, (PT_R8 - GO_FRAME)(%rcx)
+	movq %rdx, (PT_DX - GO_FRAME)(%rcx)
+	movq %rsi, (PT_SI - GO_FRAME)(%rcx)
+	movq %rdi, (PT_DI - GO_FRAME)(%rcx)
+	/* regs->flags (ENTRY_FLAGS, with rdx) */
+	movzbl %al, %edx
+	shll $11, %edx			/* OF */
+	movzbl %ah, %eax
+	orl %edx, %eax
+	orl $0x202, %eax
+	movq %rax, (PT_FLAGS - GO_FRAME)(%rcx)
+	movq -8(%rsp), %rax
 	movq %rax, (PT_AX - GO_FRAME)(%rcx)
-	movq %rsp, %rax			/* the goroutine's, kept */
-	movq %rsp, -8(%rcx)		/* GO_SAVE */
+	movq -16(%rsp), %rax
+	movq %rax, (PT_CX - GO_FRAME)(%rcx)
+	movq 8(%rsp), %r15		/* the site, the detour pushed it (FAST_HIT's) */
+	movq %r15, (SITE_SLOT - GO_FRAME)(%rcx)
+	leaq GO_DETOUR(%rsp), %rax
+	movq %rax, (PT_SP - GO_FRAME)(%rcx)	/* the probed code's */
+	movq $-1, (PT_ORIG_AX - GO_FRAME)(%rcx)
+	movq $USER_CS, (PT_CS - GO_FRAME)(%rcx)
+	movq $USER_DS, (PT_SS - GO_FRAME)(%rcx)
+	movq %rsp, -8(%rcx)		/* GO_SAVE: the goroutine's */
 	leaq -GO_FRAME(%rcx), %rsp
 	.cfi_def_cfa %rsp, GO_FRAME
-	SAVE_GPRS_BUT_AX		/* (rcx: fixed below) */
-	movq (%rax), %rcx
-	movq %rcx, PT_CX(%rsp)
-	movq 16(%rax), %rcx		/* the site, the detour pushed it */
-	movq %rcx, SITE_SLOT(%rsp)
-	leaq (8 + 144)(%rax), %rax
-	movq %rax, PT_SP(%rsp)		/* the probed code's */
-	lahf				/* (nothing above changed the flags) */
-	seto %al
-	ENTRY_FLAGS			/* (clobbers rax, rcx) */
-	movq $-1, PT_ORIG_AX(%rsp)
-	movq $USER_CS, PT_CS(%rsp)
-	movq $USER_DS, PT_SS(%rsp)
 	movq %rsp, %rbx
 	.cfi_def_cfa_register %rbx
 	cmpl $0, ukp_vec_lazy(%rip)
 	je .Lgo_eager
-	/* (the block at the GS base is the thread's: TB_GO_TOP found it) */
+	/* (the block at the GS base is the thread's: found above) */
 	FAST_HIT .Lgo_slow, .Lgo_regs, 1
 .Lgo_slow:
 	movq %rbx, %rdi
@@ -611,15 +641,11 @@ ukp_optprobe_common_go:
 .Lgo_regs:
 	movq %rbx, %rsp
 	.cfi_def_cfa_register %rsp
-	/* the flags first, then only mov and lea */
-	RESTORE_ARITH_FLAGS
 	RESTORE_GPRS_BUT_AX
 	movq PT_AX(%rsp), %rax
 	movq GO_SAVE(%rsp), %rsp
-	.cfi_def_cfa %rsp, 144 + 8
-	leaq 8(%rsp), %rsp		/* (the rcx slot) */
-	.cfi_adjust_cfa_offset -8
-	ret
+	.cfi_def_cfa %rsp, GO_DETOUR
+	ret				/* (the detour drops the site) */
 	.cfi_endproc
 	.size ukp_optprobe_common_go, .-ukp_optprobe_common_go
 
