@@ -28,7 +28,9 @@
  * struct ukp_region_rec) and the payload, no more (a hit's cost is
  * mostly its stores and the cache lines they miss); the reader makes
  * each the wire's record, with only its event's payload and the ring's
- * tid and name. Where the output goes:
+ * tid and name. Where every event is an entry probe's without a payload,
+ * a slot is a compact record (the timestamp, the probe, the CPU:
+ * common/region.h), and the reader takes the address from the probe. Where the output goes:
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe

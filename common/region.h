@@ -20,7 +20,8 @@
  *          next thread that claims one, so no count is ever moved), and
  *          the last one shared (atomic adds of threads that got no slot)
  *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart:
- *          each a struct ukp_region_rec and its payload, in slots of
+ *          each a struct ukp_region_rec and its payload (or a struct
+ *          ukp_region_rec_compact), in slots of
  *          rec_size bytes (the wire's struct ukp_rec less what the ring
  *          itself says: its thread's tid and name; ukp_region_rec_event()
  *          makes the wire's record of one)
