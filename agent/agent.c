@@ -848,9 +848,9 @@ static struct notifier_block exec_nb = { .notifier_call = exec_notifier };
 #ifdef UKP_FREE
 /* [any] A forked child of a static program, at its first hit (no atfork
  * handler runs there: thread_block.c calls this, in place of its empty
- * weak one, common/thread_block.h):
- * it runs untraced (-f is refused for static programs), so that nothing
- * of it is counted or recorded in its parent's shared region. */
+ * weak one, common/thread_block.h): it runs untraced, so that nothing
+ * of it is counted or recorded in its parent's shared region. With -f a
+ * fork the agent saw (free/fork_sites.c) then makes it a new image. */
 void ukp_tb_forked(void)
 {
 	atomic_store(&ukpa_tracing, false);

@@ -656,6 +656,10 @@ void *ukpa_real_dlopen(const char *file, int mode);
  * ([init], probes.c's lock) */
 int ukpa_signal_sites_watch(void);
 void ukpa_signal_sites_unwatch(void);
+/* [hit] free/fork_sites.c: at a fork or clone instruction of the
+ * program's (-f): true if the thread was sent to the agent's fork. */
+bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr);
+extern _Atomic int ukpa_forks_running;
 /* free/script_map.c: `ukprobe run`'s compiled script at path mapped and
  * bound to the agent without a loader ([init]): its handle and *desc
  * (its ukp_script), or NULL with err (one line) */

@@ -43,6 +43,7 @@ struct ukp_load_block {
 #define UKP_UNLOAD_SIGNALS -2   /* unload_n signal actions still its own: it stays */
 #define UKP_UNLOAD_THREADS -3   /* unload_n threads of its own still run: it stays */
 #define UKP_UNLOAD_LOST -4      /* its record of its maps is not whole: it stays */
+#define UKP_UNLOAD_FORKS -5     /* unload_n threads still in its fork (-f): it stays */
 
 /*
  * The freestanding agent's mappings (src/base/own_maps.c): the ranges it

@@ -22,7 +22,7 @@
  * says in the block what the loader may unmap (give_back): the ranges
  * it mapped (base/own_maps.c), unless something of it is still in use
  * (a return probe pending, a signal action of its own, a thread of its
- * own). The loader unmaps them with the image once this thread is gone,
+ * own, a thread of the program's inside its fork: free/fork_sites.c). The loader unmaps them with the image once this thread is gone,
  * every thread of the process stopped (tools/ukprobe/load.c,
  * ukp_unload): only a stop proves that no thread of the program is
  * still in the agent's code or memory (the tail of a handler of the
@@ -105,6 +105,16 @@ static unsigned int wait_none(unsigned int (*left)(void))
 	return n;
 }
 
+/* (free/fork_sites.c: threads sent to the agent's fork, not back yet) */
+extern _Atomic int ukpa_forks_running;
+
+static unsigned int forks_left(void)
+{
+	int n = ukpa_forks_running;
+
+	return n > 0 ? (unsigned int)n : 0;
+}
+
 static unsigned int threads_left(void)
 {
 	int n = ukp_kthreads_live;
@@ -122,6 +132,8 @@ static void give_back(struct ukp_load_block *b)
 		say = UKP_UNLOAD_RETURNS;
 	else if ((n = wait_none(threads_left)))
 		say = UKP_UNLOAD_THREADS;
+	else if ((n = wait_none(forks_left)))
+		say = UKP_UNLOAD_FORKS;
 	else if ((n = own_actions(b)))
 		say = UKP_UNLOAD_SIGNALS;
 	else if (ukp_own_maps.lost)

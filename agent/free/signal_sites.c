@@ -28,9 +28,11 @@
  * script loaded, the image ends there (agent.c's ukpa_before_exit, as at
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
- * from the region). The probes have a post_handler (never
- * called) so that they stay breakpoints: a jump-optimized hit ignores a
- * changed instruction pointer.
+ * from the region). With -f its fork and clone instructions are probed
+ * as well (fork_sites.c: each child a traced image of its own). The
+ * probes have a post_handler (never called) so that they stay
+ * breakpoints: a jump-optimized hit ignores a changed instruction
+ * pointer.
  *
  * Context: [init] under probes.c's lock, but the handlers ([hit]).
  */
@@ -59,7 +61,9 @@ struct ksigaction {
 
 static struct kprobe site_kps[MAX_SITES];
 static bool exits;         /* the exit_group sites too (a script is loaded) */
+static bool forks;         /* the fork and clone sites too (-f, not Go: fork_sites.c) */
 static bool site_on[MAX_SITES];
+static bool site_fork[MAX_SITES]; /* a fork or clone site: never taken from the blacklist */
 static int nsites;
 
 /* [hit] rt_sigaction(sig, act, oact, 8) through the library's sigaction() */
@@ -130,6 +134,11 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 	case UKPA_NR_RT_SIGPROCMASK:
 		res = do_sigprocmask(regs);
 		break;
+	case UKPA_NR_CLONE:
+	case UKPA_NR_FORK:
+		/* (resumes at the trampoline, or runs the call as the probe's
+		 * instruction) */
+		return ukpa_fork_site_pre(regs, (uintptr_t)kp->addr) ? 1 : 0;
 	case UKPA_NR_EXIT_GROUP:
 		if (ukpa_script_loaded())
 			ukpa_before_exit();
@@ -169,14 +178,17 @@ static void scan(const unsigned char *p, const unsigned char *end)
 
 	for (; p + UKPA_SITE_LOAD_LEN <= end && nsites < MAX_SITES; p++) {
 		bool any = exits && ukpa_site_loads_any(p, UKPA_NR_EXIT_GROUP);
+		bool fork = forks && (ukpa_site_loads(p, UKPA_NR_CLONE) ||
+				      ukpa_site_loads(p, UKPA_NR_FORK));
 
-		if (!any && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
+		if (!any && !fork && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
 		    !ukpa_site_loads(p, UKPA_NR_RT_SIGPROCMASK))
 			continue;
 		for (q = p + UKPA_SITE_LOAD_LEN; q + UKPA_SYSCALL_INSN_LEN <= end &&
 		     q < p + (any ? UKPA_SITE_REACH_ANY : UKPA_SITE_REACH) && nsites < MAX_SITES;
 		     q++)
 			if (ukpa_site_syscall(q) && !site_known(q)) {
+				site_fork[nsites] = fork;
 				site_kps[nsites++].addr = (kprobe_opcode_t *)q;
 				if (!any)
 					break;
@@ -212,14 +224,16 @@ int ukpa_signal_sites_watch(void)
 	if (nsites)
 		return 0;
 	exits = ukpa_script_loaded();
+	forks = ukpa_follow && !ukp_tb_go;
 	dl_iterate_phdr(find_sites, NULL);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;
 		site_kps[i].post_handler = site_post;
 		/* (the C library's signal-masked functions are blacklisted
 		 * for every other probe; a match that is no instruction start
-		 * is refused here) */
-		site_on[i] = !ukp_blacklist_exempt((uintptr_t)site_kps[i].addr) &&
+		 * is refused here; a fork site stays refused there: glibc's
+		 * __clone makes threads) */
+		site_on[i] = (site_fork[i] || !ukp_blacklist_exempt((uintptr_t)site_kps[i].addr)) &&
 			     !register_kprobe(&site_kps[i]);
 		k += site_on[i];
 	}
@@ -235,5 +249,6 @@ void ukpa_signal_sites_unwatch(void)
 			unregister_kprobe(&site_kps[i]);
 	memset(site_kps, 0, sizeof(site_kps));
 	memset(site_on, 0, sizeof(site_on));
+	memset(site_fork, 0, sizeof(site_fork));
 	nsites = 0;
 }

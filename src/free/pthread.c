@@ -6,9 +6,9 @@
  * locks: counts.c, probes.c), condition waits, one-time initialisation.
  * The thread functions of the dynamic agent's fallback (pthread_create
  * and its attributes) are not reached: threads here are the raw ones of
- * ukprobes_kthread_run(). Thread-specific data and the atfork handlers
- * (the watchpoints' alternate stacks, the agent's fork handling for -f)
- * are refused: ENOSYS.
+ * ukprobes_kthread_run(). Thread-specific data (the watchpoints'
+ * alternate stacks) is refused: ENOSYS. The atfork handlers are kept
+ * for the agent's fork sites (below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -168,10 +168,49 @@ int pthread_setspecific(pthread_key_t k, const void *v)
 	return ENOSYS;
 }
 
+/* The atfork handlers: nobody but the agent's fork sites runs them (the
+ * program's C library knows nothing of them; agent/free/fork_sites.c
+ * runs them around each fork of the program's it sees, with -f). Given
+ * by constructors and set-up code before the program forks ([init]). */
+#define MAX_ATFORK 16
+static struct {
+	void (*prepare)(void), (*parent)(void), (*child)(void);
+} atfork[MAX_ATFORK];
+static _Atomic int natfork;
+
 int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
-	(void)prepare;
-	(void)parent;
-	(void)child;
-	return ENOSYS;
+	int i = atomic_fetch_add(&natfork, 1);
+
+	if (i >= MAX_ATFORK) {
+		atomic_fetch_sub(&natfork, 1);
+		return ENOMEM;
+	}
+	atfork[i].prepare = prepare;
+	atfork[i].parent = parent;
+	atfork[i].child = child;
+	return 0;
+}
+
+/* [init] As a C library's fork() runs them: the prepare handlers last
+ * given first, the others in the order given. */
+void ukp_free_atfork_prepare(void)
+{
+	for (int i = atomic_load(&natfork); i-- > 0;)
+		if (atfork[i].prepare)
+			atfork[i].prepare();
+}
+
+void ukp_free_atfork_parent(void)
+{
+	for (int i = 0, n = atomic_load(&natfork); i < n; i++)
+		if (atfork[i].parent)
+			atfork[i].parent();
+}
+
+void ukp_free_atfork_child(void)
+{
+	for (int i = 0, n = atomic_load(&natfork); i < n; i++)
+		if (atfork[i].child)
+			atfork[i].child();
 }

@@ -405,6 +405,37 @@ def case_exit_status():
         check(r.returncode == 42, "exit status passed on (sh)", show(r))
 
 
+def fork_events(txt):
+    """A trace's w events' arguments, by thread (a forked child's only
+    thread is the process), and how many sp events."""
+    got, sp = {}, 0
+    for line in txt.splitlines():
+        m = LINE_RE.match(line)
+        if m and m["event"] == "w":
+            got.setdefault(int(m["tid"]), []).append(int(m["args"].split("=")[1]))
+        sp += bool(m and m["event"] == "sp")
+    return got, sp
+
+
+def check_fork_events(r, txt, how, parent, n, k):
+    """tgt_static_work's "fork N K HOW" traced with -f (w on work, sp on
+    spawn's return): the parent's events (parent: what its w events'
+    arguments must be), then every child's (and grandchild's) K, each in
+    order in its own process."""
+    got, sp = fork_events(txt)
+    kids = sorted(v for v in got.values() if v[0] >= 5000000)
+    want = [list(range(5000000, 5000000 + k))] * n
+    if how == "nest":
+        want += [list(range(6000000, 6000000 + k))] * n
+    mine = [v for v in got.values() if v[0] < 5000000]
+    check(r.returncode in (0, 3) and "forked %d ok\n" % n in r.stdout + r.stderr and
+          mine == [parent] and kids == sorted(want) and
+          sp == (4 if how == "nest" else 2) * n,
+          "trace -f, children ending by %s: every process's events exact (%s)" %
+          (how, r.args[-1]),
+          "%s\nper process: %s, sp %d" % (show(r)[-800:], {t: len(v) for t, v in got.items()}, sp))
+
+
 def case_static():
     """A statically linked program launched: the freestanding agent is
     loaded at its entry point, the program held there until its probes
@@ -488,20 +519,68 @@ def case_static():
               got[-1].endswith("i=554") and "+++ killed by SIGABRT +++" in txt,
               "trace -o, killed by SIGABRT: every event, and how it ended",
               show(r) + txt[-300:])
-    # forked children (no atfork handler runs in a static program): they
-    # run untraced, nothing of theirs counted in the parent's region (it
-    # was: 896,382 instead of 100,000 over 8 children), a return pending
-    # in the forking function comes back in each child too; -f refused
+    # forked children without -f (no atfork handler runs in a static
+    # program): they run untraced, nothing of theirs counted in the
+    # parent's region (it was: 896,382 instead of 100,000 over 8
+    # children), a return pending in the forking function comes back in
+    # each child too
     r = ukprobe(["stat", "-e", "p:w work", "-e", "r:sp spawn", "--", tgt("static_work")],
                 input="run 10 0\nfork 4 20000\nrun 5 0\nquit\n")
     rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
     check(r.returncode == 3 and "forked 4 ok\n" in r.stdout and rows.get("ukprobes/w") == 15 and
           rows.get("ukprobes/sp") == 4, "forked children untraced: the parent's counts exact",
           show(r))
-    r = ukprobe(["stat", "-f", "-e", "p:w work", "--", tgt("static_work")], input="quit\n")
-    check(r.returncode == 1 and r.stdout == "" and r.stderr == PREFIX + tgt("static_work") +
-          " is statically linked: -f (follow forks) is not supported for static programs yet "
-          "(without it the children run untraced)\n", "-f refused", show(r))
+    # -f (agent/free/fork_sites.c): each child and grandchild traced as
+    # an image of its own, its counts and events exact however it ends
+    # (_exit, exit_group through syscall(), SIGKILL: from its region)
+    r = ukprobe(["stat", "-f", "-e", "p:w work", "-e", "r:sp spawn", "--", tgt("static_work")],
+                input="run 100000 0\nfork 8 100000\nquit\n")
+    rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+    check(r.returncode == 3 and "forked 8 ok\n" in r.stdout and
+          rows.get("ukprobes/w") == 900000 and rows.get("ukprobes/sp") == 16,
+          "stat -f: the parent's 100,000 hits and each of 8 children's", show(r))
+    # 4 threads forking at once (the atfork handlers' locks around each
+    # fork): every child's 1,000 calls, each in its own process
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t")
+        r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "--",
+                     tgt("static_work")], input="tfork 4 25 1000\nquit\n")
+        with open(out) as f:
+            got, _ = fork_events(f.read())
+    kids = [v for v in got.values() if v[0] != 7000000]
+    mine = [a for v in got.values() if v[0] == 7000000 for a in v]
+    check(r.returncode == 3 and "tforked 100 ok\n" in r.stdout and len(kids) == 100 and
+          all(v == list(range(5000000, 5001000)) for v in kids) and mine == [7000000] * 1000,
+          "trace -f, 4 threads forking 25 children each at once: every process's events exact",
+          "%s\n%s" % (show(r)[-800:], sorted(len(v) for v in got.values())))
+    for name, how in [("static_work", h) for h in ("exit", "raw", "kill", "nest")] + \
+            ([("static_musl", "nest")] if os.path.exists(tgt("static_musl")) else []):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t")
+            r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "-e",
+                         "r:sp spawn", "--", tgt(name)],
+                        input="run 10 0\nfork 3 1000 %s\nquit\n" % how)
+            with open(out) as f:
+                txt = f.read()
+        check_fork_events(r, txt, how, list(range(10)), 3, 1000)
+    # a child that execs a dynamic program: that program traced too (its
+    # environment has the agent's variables and LD_PRELOAD, as ukprobe
+    # gave them to the static program), under the child's pid
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "t")
+        r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "--",
+                     tgt("static_work")],
+                    input="run 10 0\nfork 2 100 exec:%s\nquit\n" % tgt("static_work_dyn"))
+        with open(out) as f:
+            got, _ = fork_events(f.read())
+    # (each image's events in order; the -o file has one image's after
+    # the other's, not by time)
+    split = sorted(([a for a in v if a >= 5000000], [a for a in v if a < 5000000])
+                   for v in got.values())
+    check(r.returncode == 3 and "forked 2 ok\n" in r.stdout and r.stdout.count("ran 5 ") == 2 and
+          split == [([], list(range(10)))] + [(list(range(5000000, 5000100)), list(range(5)))] * 2,
+          "trace -f: a child's events, then those of the dynamic program it execs",
+          "%s\n%s" % (show(r), {t: len(v) for t, v in got.items()}))
     r = ukprobe(["stat", "-e", "p nosuchfn", "--", tgt("static")])
     check(r.returncode == 1 and "static program ran" not in r.stdout and
           r.stderr.startswith(PREFIX + "p nosuchfn: symbol nosuchfn not found"),
@@ -581,8 +660,9 @@ def case_attach_static():
         check(thread_state(pid) == state0, "the program's threads as before, none of the agent's",
               "%s\n%s" % (state0, thread_state(pid)))
         check(run(3, 1) == "ran 3 %d\n" % (4 + 7 + 10), "the program goes on")
-        # children forked while attached run untraced (a return pending
-        # in spawn() comes back in each), the parent's hits exact; -f refused
+        # children forked while attached run untraced without -f (a
+        # return pending in spawn() comes back in each), the parent's hits
+        # exact
         t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-e", "p:w work i=%di:s64",
                               "-e", "r:sp spawn"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
@@ -602,10 +682,34 @@ def case_attach_static():
               not [a for a in args if a >= 5000000], "the parent's hits exact, none of the "
               "children's: %d" % len([a for a in args if a >= 5000000]))
         check(sum(m["event"] == "sp" for m in ev) == 3, "spawn() returned 3 times in the parent")
-        r = ukprobe(["stat", "-p", str(pid), "-f", "-e", "p:w work"])
-        check(r.returncode == 1 and r.stderr == PREFIX + "process %d is statically linked: -f "
-              "(follow forks) is not supported for static programs yet (without it the "
-              "children run untraced)\n" % pid, "-p -f refused", show(r))
+        # -f: each child forked meanwhile (and grandchild) traced as an
+        # image of its own, however it ends (a child goes on once ukprobe
+        # has admitted its connection: its parent reaps it at once, and
+        # with it the parent link ukprobe admits it by); the parent's
+        # events are the pokes'
+        for how in ("exit", "raw", "kill", "nest"):
+            t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(pid), "-e",
+                                  "p:w work i=%di:s64", "-e", "r:sp spawn"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=no_core)
+            lines = read_lines_until(t, " w: ", lambda: run(1, 7))
+            # (read meanwhile: a full pipe would hold ukprobe up, and the
+            # children's connections with it)
+            drained = []
+            drain = threading.Thread(target=lambda: drained.append(t.communicate(timeout=120)))
+            drain.start()
+            p.stdin.write("fork 3 1000 %s\n" % how)
+            p.stdin.flush()
+            forked = p.stdout.readline()
+            t.send_signal(signal.SIGINT)
+            drain.join(timeout=120)
+            out, err = drained[0] if drained else (b"", b"trace -f -p did not end")
+            got, _ = fork_events("\n".join(lines) + "\n" + out.decode())
+            pokes = len(got.get(pid, []))
+            r = subprocess.CompletedProcess(["attached"], t.returncode, forked, err.decode())
+            check_fork_events(r, "\n".join(lines) + "\n" + out.decode(), how,
+                              [7] * max(pokes, 1), 3, 1000)
+            check(err.decode() == "", "trace -f -p: nothing said", err.decode())
         check(run(3, 1) == "ran 3 %d\n" % (4 + 7 + 10), "the program goes on")
         p.stdin.write("quit\n")
         p.stdin.flush()
@@ -4999,7 +5103,7 @@ def case_go_static():
     recovered, signal.Notify of SIGUSR1 and SIGTRAP, an ignored SIGUSR2);
     attached three times to a running program, which keeps its threads
     and ends as it would."""
-    for name in ("go_static", "go_static_s", "go_wait_static", "go_signals"):
+    for name in ("go_static", "go_static_s", "go_wait_static", "go_signals", "go_exec_static"):
         if not os.path.exists(tgt(name)):
             print("no tgt_go_static (golang-go): skipped")
             sys.exit(77)
@@ -5008,6 +5112,17 @@ def case_go_static():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
     go_exact_counts(("go_static", "go_static_s"))
+    # -f and os/exec (clone with CLONE_VM|CLONE_VFORK, then exec): the
+    # program runs as it would, its own calls counted exactly; the static
+    # programs its children exec are not followed yet
+    alone = subprocess.run([tgt("go_exec_static")], capture_output=True, text=True, timeout=60)
+    for f in (["-f"], []):
+        r = ukprobe(["stat"] + f + ["-e", "p:w tgt_go_exec_static:main.work", "--",
+                                    tgt("go_exec_static")])
+        rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+        check(r.returncode == alone.returncode == 0 and alone.stdout.endswith("done\n") and
+              r.stdout.startswith(alone.stdout) and rows.get("ukprobes/w") == 100,
+              "os/exec in a static Go program, stat %s: its output, its 100 calls" % f, show(r))
     # arguments in Go's registers; a goroutine's id per call
     r = ukprobe(["trace", "-e", "p:n9 tgt_go_static:main.add9 a=$arg1 e=$arg5 i=$arg9",
                  "-e", "p:s tgt_go_static:main.sleeper g=$goid i=$arg1", "--", tgt("go_static")])

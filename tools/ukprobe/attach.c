@@ -391,13 +391,6 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
 	}
-	for (i = 0; s->follow && i < s->npids; i++)
-		if (ukp_program_is_static(s->pids[i])) {
-			ukp_err("process %d is statically linked: -f (follow forks) is not "
-				"supported for static programs yet (without it the children run "
-				"untraced)", s->pids[i]);
-			return UKP_EXIT_FAIL;
-		}
 	ukp_loop_signals(l);
 	for (i = 0; i < s->npids; i++) {
 		struct ukp_inject_times t = { 0 };

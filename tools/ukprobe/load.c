@@ -798,6 +798,10 @@ static const char *kept_why(const struct ukp_load_block *b, char *buf, size_t le
 		snprintf(buf, len, "%u thread%s of its own still running", b->unload_n,
 			 b->unload_n == 1 ? "" : "s");
 		break;
+	case UKP_UNLOAD_FORKS:
+		snprintf(buf, len, "%u thread%s still in its fork() (-f)", b->unload_n,
+			 b->unload_n == 1 ? "" : "s");
+		break;
 	case UKP_UNLOAD_LOST:
 		snprintf(buf, len, "more mappings of its own than it could list");
 		break;

@@ -39,11 +39,6 @@ int ukp_session_prepare(struct ukp_session *s)
 	if (ret)
 		return ret;
 	s->agent = ukp_find_agent();
-	if (s->agent && is_static && s->follow) {
-		ukp_err("%s is statically linked: -f (follow forks) is not supported for static "
-			"programs yet (without it the children run untraced)", s->path);
-		return UKP_EXIT_FAIL;
-	}
 	if (s->agent && is_static) {
 		/* the freestanding agent, beside the dynamic one */
 		const char *slash = strrchr(s->agent, '/');

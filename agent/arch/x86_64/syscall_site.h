@@ -25,6 +25,8 @@
 #define UKPA_NR_RT_SIGACTION 13
 #define UKPA_NR_RT_SIGPROCMASK 14
 #define UKPA_NR_EXIT_GROUP 231
+#define UKPA_NR_CLONE 56
+#define UKPA_NR_FORK 57
 
 /* Does code[0..] load nr into eax? */
 static inline bool ukpa_site_loads(const unsigned char *code, long nr)
@@ -74,6 +76,22 @@ static inline void ukpa_site_done(struct pt_regs *r, uintptr_t addr, long res)
 {
 	r->ax = (unsigned long)res;
 	r->ip = addr + UKPA_SYSCALL_INSN_LEN;
+}
+
+/* The registers of a call at its instruction, as the agent's fork
+ * trampoline takes them (arch/ARCH/fork_tramp.S): the number, then the
+ * six arguments. */
+struct ukpa_fork_call {
+	unsigned long nr, arg[6];
+};
+
+/* [hit] The thread at the system call instruction at addr goes to the
+ * fork trampoline instead, which makes the call and comes back after the
+ * instruction (rcx: the system call clobbers it). */
+static inline void ukpa_site_divert(struct pt_regs *r, uintptr_t addr, uintptr_t tramp)
+{
+	r->cx = addr + UKPA_SYSCALL_INSN_LEN;
+	r->ip = tramp;
 }
 
 #endif /* UKPA_SYSCALL_SITE_H */

@@ -7,9 +7,21 @@
  *   run N BASE   work(BASE + k) for k in [0, N), then "ran N SUM"
  *   errno N      errno = N, work(1), then prints "errno" and errno as it is
  *   die SIG      ends by that signal (raise: SIGKILL, SIGSEGV, SIGABRT...)
- *   fork N K     N children, each forked in spawn() and calling
- *                work(5000000 + k) for k in [0, K), then _exit(0); then
- *                "forked N ok" once every child ended with status 0
+ *   fork N K [HOW] N children, each forked in spawn() and calling
+ *                work(5000000 + k) for k in [0, K), then ending HOW:
+ *                exit: _exit(0) (the default); raw: exit_group through
+ *                syscall() (no exit_group instruction of its own); kill:
+ *                raise(SIGKILL); nest: forks a grandchild in spawn() that
+ *                calls work(6000000 + k) for k in [0, K) and _exit(0)s,
+ *                waits for it and _exit(0)s; exec:PATH: runs PATH (with
+ *                "run 5 0" and "quit" on its standard input: this
+ *                program, or its dynamic build, ends with status 3);
+ *                then "forked N ok" once every child ended so
+ *   tfork T N K  T threads at once, each forking N children one after
+ *                the other in spawn() (each child calls work(5000000 + k)
+ *                for k in [0, K) and _exit(0)s) and calling work(7000000)
+ *                10 times per child while it runs; then "tforked T*N ok"
+ *                once every child ended with status 0
  *   sigs         prints every signal's action as the program sees it
  *                (sigaction(): handler, flags, mask, restorer), one line
  *                each, then "sigs end"
@@ -31,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +65,64 @@ __attribute__((noinline)) int spawn(void)
 {
 	__asm__ volatile("" ::: "memory");
 	return fork();
+}
+
+/* A thread of "tfork T N K" (see the top): how many of its children
+ * ended with status 0. */
+static long tfork_n, tfork_k;
+
+static void *tforker(void *arg)
+{
+	long ok = 0;
+	int st;
+
+	(void)arg;
+	for (long c = 0; c < tfork_n; c++) {
+		pid_t pid = spawn();
+
+		if (pid == 0) {
+			for (long j = 0; j < tfork_k; j++)
+				work(5000000 + j);
+			_exit(0);
+		}
+		for (int j = 0; j < 10; j++)
+			work(7000000);
+		ok += pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st);
+	}
+	return (void *)ok;
+}
+
+/* A forked child of "fork N K HOW" (see the top). */
+static void child(long base, const char *how)
+{
+	int st;
+
+	for (long j = 0; j < base; j++)
+		work(5000000 + j);
+	if (!strcmp(how, "raw"))
+		syscall(SYS_exit_group, 0);
+	if (!strcmp(how, "kill"))
+		raise(SIGKILL);
+	if (!strncmp(how, "exec:", 5)) {
+		static const char cmds[] = "run 5 0\nquit\n";
+		int fds[2];
+
+		if (pipe(fds) || write(fds[1], cmds, sizeof(cmds) - 1) != sizeof(cmds) - 1 ||
+		    close(fds[1]) || dup2(fds[0], 0) < 0)
+			_exit(1);
+		execl(how + 5, how + 5, (char *)NULL);
+		_exit(127);
+	}
+	if (!strcmp(how, "nest")) {
+		if (spawn() == 0) {
+			for (long j = 0; j < base; j++)
+				work(6000000 + j);
+			_exit(0);
+		}
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(1);
+	}
+	_exit(0);
 }
 
 static void on_usr1(int sig, siginfo_t *si, void *uc)
@@ -144,18 +215,33 @@ int main(void)
 			signal((int)n, SIG_DFL);
 			raise((int)n);
 		} else if (sscanf(line, "fork %ld %ld", &n, &base) == 2) {
+			char how[256] = "exit";
 			int ok = 0, st;
 
+			sscanf(line, "fork %*d %*d %255s", how);
 			for (k = 0; k < n; k++) {
-				if (spawn() == 0) {
-					for (long j = 0; j < base; j++)
-						work(5000000 + j);
-					_exit(0);
-				}
+				if (spawn() == 0)
+					child(base, how);
 			}
 			while (wait(&st) > 0)
-				ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+				ok += !strcmp(how, "kill") ? WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL
+				      : WIFEXITED(st) &&
+						WEXITSTATUS(st) == (strncmp(how, "exec:", 5) ? 0 : 3);
 			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (sscanf(line, "tfork %ld %ld %ld", &n, &tfork_n, &tfork_k) == 3 && n <= 16) {
+			pthread_t th[16];
+			long ok = 0;
+
+			for (k = 0; k < n; k++)
+				pthread_create(&th[k], NULL, tforker, NULL);
+			for (k = 0; k < n; k++) {
+				void *r;
+
+				pthread_join(th[k], &r);
+				ok += (long)r;
+			}
+			printf("tforked %ld %s\n", n * tfork_n, ok == n * tfork_n ? "ok" : "failed");
 			fflush(stdout);
 		} else if (!strncmp(line, "sigs", 4)) {
 			print_sigs();

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork_sites.c - -f in a static program (the freestanding agent only):
+ * its forks made as its C library's fork() makes them, with the atfork
+ * handlers around them, so that a child is a new image as in a dynamic
+ * program (agent.c's atfork_child: its HELLO, its own region, its reader
+ * thread).
+ *
+ * No atfork handler can be given to a static program's C library, and
+ * its fork() makes the system call itself. So with -f the program's fork
+ * and clone system call instructions are probed too (signal_sites.c's
+ * scan: the number loaded into eax before the instruction), and a hit
+ * on one that forks (fork, or clone without CLONE_VM, CLONE_THREAD or
+ * CLONE_VFORK and without a new stack) sends the thread to the fork
+ * trampoline (arch/ARCH/fork_tramp.S), out of the trap handler: there,
+ * in the thread's own context as in a C library's fork(), the prepare
+ * handlers run (src/free/pthread.c keeps them: the library's registry,
+ * the return probes', the allocator's and the agent's locks, the
+ * agent's flush of the parent's events), then the call, then the
+ * parent's or the child's handlers, and the thread goes on after the
+ * instruction with the call's result. The handlers may wait for locks,
+ * which no trap handler may (a grace period waits for it).
+ *
+ * The child's per-thread blocks read zero (MADV_WIPEONFORK,
+ * src/base/thread_block.c): its first look-up takes a new block and the
+ * agent's fork hook (ukp_tb_forked) turns tracing off; what the forking
+ * thread's block held that its handlers count on (the agent's busy
+ * count, tracing) is put back before the child's handlers run. A fork
+ * made another way (glibc's syscall(), Go's raw clone with CLONE_VM for
+ * its os/exec) is not seen: its child runs untraced, as without -f.
+ * Attached, the child goes on once ukprobe has admitted its connection
+ * (below).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "agent.h"
+#include "syscall_site.h"
+
+/* (src/free/pthread.c) */
+void ukp_free_atfork_prepare(void);
+void ukp_free_atfork_parent(void);
+void ukp_free_atfork_child(void);
+long syscall(long n, ...);
+/* (arch/ARCH/fork_tramp.S) */
+void ukpa_fork_tramp(void);
+long ukpa_fork_site_run(struct ukpa_fork_call *c);
+
+/* Threads sent to the trampoline and not back in the program yet: the
+ * agent's code is in use (free/entry.c waits for none at the unload). */
+_Atomic int ukpa_forks_running;
+
+/* [hit] At a fork or clone instruction: true if the thread goes to the
+ * trampoline (a fork), false if the call runs as the probe's instruction
+ * (a thread, a vfork, a child on another stack). */
+bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr)
+{
+	long nr = ukpa_site_nr(regs);
+
+	if (nr == UKPA_NR_CLONE) {
+		unsigned long flags = ukpa_site_arg(regs, 0);
+
+		if ((flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK)) || ukpa_site_arg(regs, 1))
+			return false;
+	} else if (nr != UKPA_NR_FORK) {
+		return false;
+	}
+	atomic_fetch_add(&ukpa_forks_running, 1);
+	ukpa_site_divert(regs, addr, (uintptr_t)ukpa_fork_tramp);
+	return true;
+}
+
+/* [init] On the forking thread, from the trampoline: the handlers and
+ * the call (see the top). Returns the call's result (-errno). */
+long ukpa_fork_site_run(struct ukpa_fork_call *c)
+{
+	bool tracing;
+	int busy, saved_errno;
+	long r;
+
+	ukp_free_atfork_prepare();
+	tracing = atomic_load(&ukpa_tracing);
+	busy = ukpa_busy;
+	saved_errno = errno;
+	r = syscall((long)c->nr, c->arg[0], c->arg[1], c->arg[2], c->arg[3], c->arg[4], c->arg[5]);
+	if (r < 0)
+		r = -errno;
+	if (r == 0) {
+		/* the child: a new block (the look-up in ukpa_busy), the fork
+		 * hook told; then the forking thread's state back */
+		ukpa_busy = busy;
+		atomic_store(&ukpa_tracing, tracing);
+		errno = saved_errno;
+		ukp_free_atfork_child();
+		/* Attached, ukprobe admits the child's connection by its
+		 * parent link, gone once the parent reaped it: the child
+		 * goes on once admitted (or refused, or after 5 s), so that
+		 * however it ends (SIGKILL, a raw exit_group: no exit of the
+		 * agent's runs) its region reaches ukprobe. */
+		if (ukpa_attached)
+			ukpa_attach_wait_admitted(5000);
+	} else {
+		errno = saved_errno;
+		ukp_free_atfork_parent();
+	}
+	atomic_fetch_sub(&ukpa_forks_running, 1);
+	return r;
+}
