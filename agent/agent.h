@@ -241,6 +241,10 @@ bool ukpa_specs_use_duration(void);
 /* [init] Can an event carry an address to name (a return address, a
  * symbol-typed argument, a stack)? */
 bool ukpa_specs_name_addresses(void);
+/* [init] Is every event an entry probe's with no payload (no arguments,
+ * stack), recorded at its probe's address: compact records
+ * (common/region.h)? */
+bool ukpa_specs_compact(void);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);

@@ -1524,6 +1524,22 @@ bool ukpa_specs_use_duration(void)
 	return false;
 }
 
+bool ukpa_specs_compact(void)
+{
+	int i;
+
+	for (i = 0; i < nspecs; i++) {
+		const struct ukp_spec *sp = &specs[i].spec;
+
+		/* a return's caller, a watchpoint's ip (the accessing
+		 * instruction), a payload: what a compact record has not */
+		if (sp->is_return || sp->is_watch || sp->stacktrace ||
+		    ukp_spec_record_payload(sp))
+			return false;
+	}
+	return nspecs > 0;
+}
+
 bool ukpa_specs_name_addresses(void)
 {
 	int i, k;

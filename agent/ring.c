@@ -28,7 +28,9 @@
  * struct ukp_region_rec) and the payload, no more (a hit's cost is
  * mostly its stores and the cache lines they miss); the reader makes
  * each the wire's record, with only its event's payload and the ring's
- * tid and name. Where the output goes:
+ * tid and name. Where every event is an entry probe's without a payload,
+ * a slot is a compact record (the timestamp, the probe, the CPU:
+ * common/region.h), and the reader takes the address from the probe. Where the output goes:
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
@@ -102,6 +104,8 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 #define RING_BYTES_FILE UKP_REGION_RING_MAX
 
 static size_t rec_size;       /* bytes of a ring slot */
+/* slots are compact records (rec_size UKP_REGION_REC_COMPACT) */
+static bool compact;
 static uint64_t ring_recs;    /* slots per ring, a power of two */
 static size_t ring_bytes;
 /* the thread's ring: in its block (agent.h, struct ukpa_thread) */
@@ -301,6 +305,21 @@ void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
 		goto out;
 	}
 	rec = slot_at(r, head);
+	if (compact) {
+		/* what the probe implies (ip, no caller, no payload) the
+		 * reader adds too (ukpa_rings_init: every event is so) */
+		struct ukp_region_rec_compact *c = (struct ukp_region_rec_compact *)(void *)rec;
+
+		c->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
+		c->id = pr->id;
+		c->cpu = cpu;
+		if (++r->comm_age >= COMM_EVERY) {
+			r->comm_age = 0;
+			get_comm(r);
+		}
+		atomic_store_explicit(&r->head, head + 1, memory_order_release);
+		goto out;
+	}
 	/* what the ring says (tid, name) the reader adds: the record holds
 	 * what differs per hit */
 	rec->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
@@ -353,7 +372,8 @@ void ukpa_record_data(const struct ukpa_probe *pr, uintptr_t ip, const void *dat
 	if (!atomic_load_explicit(&ukpa_tracing, memory_order_relaxed))
 		goto out;
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (!room(r, head) || UKP_REGION_REC_HEADER + len > rec_size) {
+	/* (compact slots have no room for a script's record) */
+	if (!room(r, head) || compact || UKP_REGION_REC_HEADER + len > rec_size) {
 		atomic_store_explicit(&r->lost,
 				      atomic_load_explicit(&r->lost, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
@@ -765,6 +785,21 @@ static struct ukp_region_rec *ring_rec(struct ring *r, uint64_t i)
 	return slot_at(r, i);
 }
 
+/* [reader] The full record of slot (a compact one made into *buf). */
+static const struct ukp_region_rec *full_rec(const struct ukp_region_rec *slot,
+					     struct ukp_region_rec *buf)
+{
+	struct ukp_region_rec_compact c;
+	const struct ukpa_probe *pr;
+
+	if (!compact)
+		return slot;
+	memcpy(&c, slot, sizeof(c));
+	pr = ukpa_probe_by_id(c.id);
+	ukp_region_rec_expand(&c, pr ? (uint64_t)(uintptr_t)pr->kp.addr : 0, buf);
+	return buf;
+}
+
 /* Commit the ring's pages before its thread writes there (its first lap):
  * a page fault in the traced thread costs more than a record. A thread
  * that has used half of what is committed gets as much again (at most
@@ -826,6 +861,7 @@ static size_t file_write_some(const bool *take)
 	struct ring *act[NRINGS];
 	size_t total = 0, bytes = 0;
 	bool name_addrs = announce_any || ukpa_script_loaded();
+	struct ukp_region_rec full;
 	uint32_t seq;
 	int nact = 0, niov = 2, i;
 
@@ -855,7 +891,7 @@ static size_t file_write_some(const bool *take)
 		upto[nact] = tail + n;
 		if (name_addrs)
 			for (x = tail; x != tail + n; x++)
-				announce_for(slot_at(r, x));
+				announce_for(full_rec(slot_at(r, x), &full));
 		memset(m, 0, sizeof(*m));
 		m->h.type = UKPM_RECS;
 		m->h.len = (uint32_t)(sizeof(*m) + n * rec_size);
@@ -947,7 +983,8 @@ static size_t drain_pass_socket(void)
 			act[nact++] = r;
 	}
 	while (nact) {
-		struct ukp_region_rec *rec = NULL;
+		struct ukp_region_rec *rec = NULL, full;
+		const struct ukp_region_rec *full_at;
 		struct ring *r;
 		int best = 0;
 		uint64_t t;
@@ -962,8 +999,9 @@ static size_t drain_pass_socket(void)
 			}
 		}
 		r = act[best];
-		announce_for(rec);
-		out_event(rec, r, atomic_load_explicit(&r->tail, memory_order_relaxed));
+		full_at = full_rec(rec, &full);
+		announce_for(full_at);
+		out_event(full_at, r, atomic_load_explicit(&r->tail, memory_order_relaxed));
 		t = atomic_load_explicit(&r->tail, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->tail, t, memory_order_release);
 		total++;
@@ -1188,6 +1226,11 @@ int ukpa_rings_init(void)
 	if (ukpa_script_payload() > payload) /* a script's printf records */
 		payload = ukpa_script_payload();
 	rec_size = (UKP_REGION_REC_HEADER + payload + 7) & ~(size_t)7;
+	/* every event an entry's at its probe, nothing else to record: the
+	 * hit writes a third of the bytes, and so does the -o file */
+	compact = !ukpa_script_loaded() && !ukpa_script_payload() && ukpa_specs_compact();
+	if (compact)
+		rec_size = UKP_REGION_REC_COMPACT;
 	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
 		;

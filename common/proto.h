@@ -250,7 +250,8 @@ struct ukp_msg_recs {
 	uint32_t ring_no;          /* the ring's index in the region (recovery) */
 	uint64_t pos;              /* the first record's position in the ring */
 	uint32_t n;                /* records */
-	uint32_t rec_size;         /* bytes of a slot: a multiple of 8, at least 40 */
+	uint32_t rec_size;         /* bytes of a slot: 16 (compact records, region.h), or a
+				    * multiple of 8, at least 40 */
 	uint32_t use_counter;      /* ts are counter readings: the line below applies */
 	uint32_t pad;
 	uint64_t cal_cnt0, cal_ns0, cal_mult; /* ns = cal_ns0 + (ts - cal_cnt0) * cal_mult / 2^32 */

@@ -20,7 +20,8 @@
  *          next thread that claims one, so no count is ever moved), and
  *          the last one shared (atomic adds of threads that got no slot)
  *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart:
- *          each a struct ukp_region_rec and its payload, in slots of
+ *          each a struct ukp_region_rec and its payload (or a struct
+ *          ukp_region_rec_compact), in slots of
  *          rec_size bytes (the wire's struct ukp_rec less what the ring
  *          itself says: its thread's tid and name; ukp_region_rec_event()
  *          makes the wire's record of one)
@@ -97,6 +98,43 @@ struct ukp_region_rec {
 	unsigned char data[];
 };
 #define UKP_REGION_REC_HEADER 40
+
+/* A compact record: where every event of the image is an entry probe's
+ * without a payload (no arguments, stack or script data), its slots are
+ * UKP_REGION_REC_COMPACT bytes (the head's rec_size, a RECS message's)
+ * and hold only what differs per hit. The rest its probe implies: ip is
+ * the probe's address (its PROBE message's), caller, faults and len are
+ * 0. Its first 8 bytes are the timestamp, as a full record's. */
+struct ukp_region_rec_compact {
+	uint64_t ts;
+	uint32_t id;
+	int32_t cpu;
+};
+#define UKP_REGION_REC_COMPACT 16
+
+/* Is rec_size (a head's, a RECS message's) a slot size a reader takes:
+ * compact, or a full record with a payload of up to UKP_REC_PAYLOAD? */
+static inline bool ukp_region_rec_size_ok(uint64_t rec_size)
+{
+	return rec_size == UKP_REGION_REC_COMPACT ||
+	       (rec_size >= UKP_REGION_REC_HEADER &&
+		rec_size <= UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD && !(rec_size & 7));
+}
+
+/* The full record (no payload) of compact record c, whose probe is at
+ * ip (0 when its id names no probe known: the event is then refused
+ * where an unknown id is). May run anywhere: it only copies. */
+static inline void ukp_region_rec_expand(const struct ukp_region_rec_compact *c, uint64_t ip,
+					 struct ukp_region_rec *out)
+{
+	out->ts = c->ts;
+	out->ip = ip;
+	out->caller = 0;
+	out->id = c->id;
+	out->faults = 0;
+	out->len = 0;
+	out->cpu = c->cpu;
+}
 
 struct ukp_region_head {
 	uint64_t magic;           /* UKP_REGION_MAGIC */

@@ -1230,6 +1230,129 @@ def case_record_compact():
               show(r))
 
 
+def session_probe_addrs(sess):
+    """The probed address of each probe id, from a recording's session
+    (record_dir.c: its header, SPECs, then entries; the PACKET entries
+    hold the agents' packets, whose PROBE messages, common/proto.h's
+    struct ukp_msg_probe, say where each probe is)."""
+    specs_len = struct.unpack_from("<Q", sess, 24)[0]
+    pos, addrs = 32 + (specs_len + 7) // 8 * 8, {}
+    while pos + 8 <= len(sess):
+        kind, ln = struct.unpack_from("<II", sess, pos)
+        if kind == 1:  # PACKET: struct ent_packet, FROM, the messages
+            p, end = pos + 8 + 8, pos + 8 + ln
+            p += struct.unpack_from("<II", sess, p)[1]
+            while p + 8 <= end:
+                typ, mlen = struct.unpack_from("<II", sess, p)
+                if typ == 3:
+                    pid_, _spec, err = struct.unpack_from("<IIi", sess, p + 8)
+                    if err == 0:
+                        addrs[pid_] = struct.unpack_from("<Q", sess, p + 32)[0]
+                check(mlen >= 8, "a message of the session: %d bytes" % mlen)
+                p += mlen
+        pos += 8 + (ln + 7) // 8 * 8
+    return addrs
+
+
+def compact_to_full(raw, addrs):
+    """A records file whose RECS messages hold 16-byte compact records
+    (common/region.h: ts, probe id, cpu) with each record rewritten as
+    the full 40-byte one (ip the probe's address, no caller, faults or
+    payload); the rest as it is. Also returns how many records."""
+    out, pos, n = bytearray(), 0, 0
+    while pos < len(raw):
+        typ, ln = struct.unpack_from("<II", raw, pos)
+        if typ == 15:
+            cnt, size = struct.unpack_from("<II", raw, pos + 24)
+            check(size == 16, "compact records: %d-byte slots" % size)
+            head = bytearray(raw[pos:pos + 80])
+            struct.pack_into("<II", head, 0, 15, 80 + 40 * cnt)
+            struct.pack_into("<I", head, 28, 40)
+            out.extend(head)
+            for k in range(cnt):
+                ts, pid_, cpu = struct.unpack_from("<QIi", raw, pos + 80 + 16 * k)
+                check(pid_ in addrs, "record %d: probe %d announced" % (n, pid_))
+                out.extend(struct.pack("<QQQIIIi", ts, addrs[pid_], 0, pid_, 0, 0, cpu))
+                n += 1
+        else:
+            out.extend(raw[pos:pos + ln])
+        pos += ln
+    return bytes(out), n
+
+
+def case_record_entries():
+    """record of entry probes without arguments writes 16-byte records
+    (common/region.h's compact form: timestamp, probe, cpu), and report
+    prints from them the bytes it prints from the full 40-byte records:
+    the same recording of four named threads' calls, its records
+    rewritten in the full form (ip from the session's PROBE messages) by
+    compact_to_full(), reports byte-identical lines, every call there, in
+    time order per thread; trace (the socket: the agent's reader makes
+    the EVENTs) prints the same lines but for times and cpus. With a
+    return probe beside them, the records are full again."""
+    n = 5000
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "rec.data")
+        specs = ["p work", "p:w2 work", "p:m main"]
+        args = [a for sp in specs for a in ("-e", sp)]
+        r = ukprobe(["record", "-o", data] + args + ["--", tgt("threads"), str(n)], timeout=300)
+        check(r.returncode == 0 and r.stderr == "", "record", show(r))
+        with open(os.path.join(data, "records"), "rb") as f:
+            raw = f.read()
+        with open(os.path.join(data, "session"), "rb") as f:
+            addrs = session_probe_addrs(f.read())
+        check(len(addrs) == 3, "three probes announced: %s" % addrs)
+        full, n_rec = compact_to_full(raw, addrs)
+        check(n_rec == 2 * (4 * n + 1) + 1, "every call recorded (%d)" % n_rec)
+        data2 = os.path.join(d, "full.data")
+        os.mkdir(data2)
+        shutil.copy(os.path.join(data, "session"), data2)
+        with open(os.path.join(data2, "records"), "wb") as f:
+            f.write(full)
+        a = ukprobe(["report", "-i", data], timeout=300)
+        b = ukprobe(["report", "-i", data2], timeout=300)
+        check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
+              "reports", show(a), show(b))
+        check(a.stdout == b.stdout, "compact and full records: the same bytes",
+              "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
+                                              lineterm="", n=1)))
+        lines = a.stdout.splitlines()
+        per = collections.defaultdict(list)
+        for l in lines:
+            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): \((\w+)\+0x0/0x[0-9a-f]+\)$",
+                         l)
+            check(m, "a line of report: %r" % l)
+            check((m[5], m[6]) in (("p_work_0", "work"), ("w2", "work"), ("m", "main")),
+                  "event and function: %r" % l)
+            per[m[2]].append((int(m[3]) * 10**6 + int(m[4]), m[1], m[5]))
+        check(len(lines) == n_rec, "report: every event (%d)" % len(lines))
+        workers = [v for v in per.values() if v[0][1].startswith("worker-")]
+        check(len(workers) == 4 and all(len(v) == 2 * n for v in workers),
+              "four worker threads, each call twice: %s" % {k: len(v) for k, v in per.items()})
+        for v in workers:
+            check([e[0] for e in v] == sorted(e[0] for e in v), "%s: time order" % v[0][1])
+        t = ukprobe(["trace"] + args + ["--", tgt("threads"), str(n)], timeout=300)
+        strip = lambda ls: sorted(re.sub(r"^ *(\S+)-\d+ +\[\d+\] \d+\.\d+:", r"\1", l)
+                                  for l in ls)
+        tl = [l for l in t.stdout.splitlines() if l != "threads done"]
+        check(t.returncode == 0 and strip(tl) == strip(lines),
+              "trace: the same events (%d lines)" % len(tl), show(t))
+        # a return probe: full records (its caller)
+        data3 = os.path.join(d, "ret.data")
+        r = ukprobe(["record", "-o", data3] + args + ["-e", "r:wr work", "--", tgt("threads"),
+                                                        "10"], timeout=300)
+        check(r.returncode == 0 and r.stderr == "", "record with a return probe", show(r))
+        with open(os.path.join(data3, "records"), "rb") as f:
+            raw = f.read()
+        pos, sizes = 0, set()
+        while pos < len(raw):
+            typ, ln = struct.unpack_from("<II", raw, pos)
+            if typ == 15:
+                sizes.add(struct.unpack_from("<I", raw, pos + 28)[0])
+            pos += ln
+        check(sizes == {40}, "with a return probe: 40-byte records (%s)" % sizes)
+
+
 def case_record_backlog():
     """record: a thread whose records (24 arguments: 232-byte slots, 65,536
     to its ring) come faster than the kernel copies them into the file

@@ -3,8 +3,9 @@
 # Seeds for fuzz_record (tests/fuzz/corpus_record): recordings of small
 # runs by this build's ukprobe record (the records file's RECS messages
 # of a return probe with strings, a hist trigger's tables, a stack of a
-# process killed with SIGKILL), each as the fuzzer reads one: a 4-byte
-# little-endian length, the session file, the records file. A recording
+# process killed with SIGKILL, compact records of entries), each as the
+# fuzzer reads one: a 4-byte little-endian length, the session file, the
+# records file. A recording
 # of another build is refused at its header: make them again when the
 # recording's format or the protocol changes.
 #   bash tests/fuzz/gen_record_seeds.sh build/tools/ukprobe/ukprobe tests/fuzz/corpus_record
@@ -31,4 +32,7 @@ seed ls_libc -e 'p:m libc.so.6:malloc size=%di:u64' -e 'r:mr libc.so.6:malloc p=
 seed sh_hist -e 'p:c libc.so.6:close fd=%di:s32' --trigger 'hist:keys=fd' \
   -e 'r:w libc.so.6:write n=$retval:s64' -- sh -c 'echo a; echo b >/dev/null; echo c'
 seed sh_killed -e 'p:g libc.so.6:getpid' --trigger stacktrace:4 -- sh -c 'kill -9 $$'
+# entries without arguments: 16-byte compact records (common/region.h)
+seed sh_compact -e 'p:c libc.so.6:close' -e 'p:w libc.so.6:write' \
+  -- sh -c 'echo a; echo b >/dev/null; echo c'
 ls -l "$out"

@@ -91,3 +91,45 @@ Test(region_rec, refuses_bad_lengths)
 	cr_assert(ukp_region_rec_event(filled(0), &r, 1, &out));
 	cr_assert_eq(out.h.len, UKP_REC_HEADER);
 }
+
+/* A compact record (an entry probe's without a payload) is the full one
+ * with its probe's address, no caller, faults or payload. */
+Test(region_rec, compact_expands_to_the_full_record)
+{
+	struct ukp_region_rec_compact c = { .ts = 555, .id = 9, .cpu = 1 };
+	struct ukp_region_ring r;
+	struct ukp_rec out;
+	struct ukp_region_rec *s = filled(16);
+
+	_Static_assert(sizeof(c) == UKP_REGION_REC_COMPACT, "compact record size");
+	_Static_assert(offsetof(struct ukp_region_rec_compact, ts) ==
+			       offsetof(struct ukp_region_rec, ts),
+		       "the timestamp where a full record has it (the merges read it so)");
+	ring_of(&r);
+	ukp_region_rec_expand(&c, 0x401230, s);
+	cr_assert(ukp_region_rec_event(s, &r, 777, &out));
+	cr_assert_eq(out.h.len, UKP_REC_HEADER);
+	cr_assert_eq(out.ts, 777);
+	cr_assert_eq(out.ip, 0x401230);
+	cr_assert_eq(out.caller, 0);
+	cr_assert_eq(out.id, 9);
+	cr_assert_eq(out.faults, 0);
+	cr_assert_eq(out.cpu, 1);
+	cr_assert_eq(out.tid, 4242);
+	cr_assert_eq(s->ts, 555);
+}
+
+/* The slot sizes a reader takes: compact, or a full record's header and
+ * a payload of 8-byte words up to the largest. */
+Test(region_rec, slot_sizes)
+{
+	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_COMPACT));
+	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER));
+	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD));
+	cr_assert_not(ukp_region_rec_size_ok(0));
+	cr_assert_not(ukp_region_rec_size_ok(8));
+	cr_assert_not(ukp_region_rec_size_ok(24));
+	cr_assert_not(ukp_region_rec_size_ok(32));
+	cr_assert_not(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + 4));
+	cr_assert_not(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD + 8));
+}

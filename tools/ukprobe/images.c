@@ -345,6 +345,11 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 	return ret;
 }
 
+uint64_t ukp_image_probe_addr(const struct ukp_image *img, uint32_t id)
+{
+	return img && id < img->nprobes && img->probes[id].used ? img->probes[id].addr : 0;
+}
+
 int ukp_images_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_rec *rec,
 		     const struct ukp_session_ops *ops, void *arg)
 {

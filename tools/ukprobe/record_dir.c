@@ -44,11 +44,15 @@
 #include "spec_wire.h"
 
 #define RECORD_MAGIC "UKPRECRD"
-#define RECORD_VERSION 2
+/* 3: RECS spans (DIR/records) and copied regions may hold compact
+ * records (common/region.h), which a reader of 2 would refuse as damaged;
+ * a recording of 2 reads as it did */
+#define RECORD_VERSION 3
+#define RECORD_VERSION_MIN 2
 
 struct head {
 	char magic[8];
-	uint32_t version;         /* RECORD_VERSION */
+	uint32_t version;         /* RECORD_VERSION (the writer's) */
 	uint32_t proto;           /* UKP_PROTO_VERSION */
 	uint32_t head_size;       /* sizeof(struct head) */
 	uint32_t pad;
@@ -433,11 +437,11 @@ int ukp_record_replay(const char *dir, struct ukp_session *s, const struct ukp_s
 		ukp_err("%s: not a recording of ukprobe record (no UKPRECRD header)", spath);
 		goto out;
 	}
-	if (h.version != RECORD_VERSION || h.proto != UKP_PROTO_VERSION ||
-	    h.head_size != sizeof(h)) {
+	if (h.version < RECORD_VERSION_MIN || h.version > RECORD_VERSION ||
+	    h.proto != UKP_PROTO_VERSION || h.head_size != sizeof(h)) {
 		ukp_err("%s: a recording of another ukprobe version (format %u, protocol %u; this "
-			"one reads %u, %u)", spath, h.version, h.proto, RECORD_VERSION,
-			UKP_PROTO_VERSION);
+			"one reads %u to %u, %u)", spath, h.version, h.proto, RECORD_VERSION_MIN,
+			RECORD_VERSION, UKP_PROTO_VERSION);
 		goto out;
 	}
 	if (h.specs_len > size - sizeof(h)) {

@@ -374,7 +374,7 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 	size_t k;
 	int i;
 
-	if (!h->rec_size || h->rec_size > UKP_REGION_RING_MAX || h->rec_size < UKP_REGION_REC_HEADER ||
+	if (!ukp_region_rec_size_ok(h->rec_size) ||
 	    !h->ring_recs || (h->ring_recs & (h->ring_recs - 1)) ||
 	    h->ring_recs * h->rec_size > UKP_REGION_RING_MAX)
 		return 0;
@@ -409,8 +409,15 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 					   UKP_REGION_RECS_OFF + (uint64_t)i * UKP_REGION_RING_MAX +
 						   (x & (h->ring_recs - 1)) * h->rec_size))
 				break;
-			if (UKP_REGION_REC_HEADER + (uint64_t)slot->len > h->rec_size ||
-			    !ukp_region_rec_event(slot, &r, to_ns(h, slot->ts), &t->rec))
+			if (h->rec_size == UKP_REGION_REC_COMPACT) {
+				struct ukp_region_rec_compact c;
+
+				memcpy(&c, buf, sizeof(c));
+				ukp_region_rec_expand(&c, ukp_image_probe_addr(o->img, c.id),
+						      (struct ukp_region_rec *)(void *)buf);
+			} else if (UKP_REGION_REC_HEADER + (uint64_t)slot->len > h->rec_size)
+				continue; /* not a record: damaged */
+			if (!ukp_region_rec_event(slot, &r, to_ns(h, slot->ts), &t->rec))
 				continue; /* not a record: damaged */
 			e.n++;
 		}

@@ -29,8 +29,7 @@ bool ukp_recs_head(const char *p, uint32_t len, struct ukp_msg_recs *m)
 		return false;
 	memcpy(m, p, sizeof(*m));
 	return m->h.type == UKPM_RECS && m->h.len == len && m->ring_no < UKP_REGION_RINGS &&
-	       m->rec_size >= UKP_REGION_REC_HEADER && m->rec_size <= SLOT_MAX &&
-	       !(m->rec_size & 7) && m->n &&
+	       ukp_region_rec_size_ok(m->rec_size) && m->n &&
 	       (uint64_t)m->n * m->rec_size == (uint64_t)len - sizeof(*m);
 }
 
@@ -83,7 +82,13 @@ static int emit(struct ukp_recs_group *g, struct ukp_session *s, struct ukp_recs
 
 	memcpy(slot, sp->recs + (size_t)sp->at * sp->m.rec_size, sp->m.rec_size);
 	sp->at++;
-	if (UKP_REGION_REC_HEADER + (uint64_t)r->len > sp->m.rec_size)
+	if (sp->m.rec_size == UKP_REGION_REC_COMPACT) {
+		struct ukp_region_rec_compact c;
+
+		memcpy(&c, slot, sizeof(c));
+		ukp_region_rec_expand(&c, ukp_image_probe_addr(g->img, c.id),
+				      (struct ukp_region_rec *)(void *)slot);
+	} else if (UKP_REGION_REC_HEADER + (uint64_t)r->len > sp->m.rec_size)
 		return -1;
 	ns = sp->m.use_counter ? ukp_counter_ns(r->ts, sp->m.cal_cnt0, sp->m.cal_ns0,
 						 sp->m.cal_mult)
