@@ -413,7 +413,7 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		 * address of 0): signals wait until the thread is back */
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = ukp_inject(s->pids[i], s->agent, l->name, key, &t);
+		ret = ukp_inject(s->pids[i], s->agent, s->follow, l->name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (t.loaded)
 			l->loaded[i] = t.loaded;

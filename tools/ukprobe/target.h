@@ -47,8 +47,14 @@ struct ukp_target {
 #define UKP_DEP_MEMFD_PREFIX "ukprobe:"
 #define UKP_AGENT_FILES_MAX 32
 
-/* Everything that can be checked without ptrace; fills *t. 0, or -1
- * after one line that says why the process cannot be attached to. */
+/* What any attach needs (the process is there, a 64-bit program of this
+ * architecture, not traced, not stopped; with the dynamic agent, one that
+ * has an interpreter and threads of the C library's): fills t's pid,
+ * comm and directories. 0, or -1 after one line that says why not. */
+int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent);
+/* Everything that can be checked without ptrace for the dynamic agent's
+ * dlopen(); fills *t. 0, or -1 after one line that says why the process
+ * cannot be attached to. */
 int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent);
 /* The address of ukprobe_agent_attach() once the agent is loaded. 0 or -1. */
 int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *addr);
@@ -98,7 +104,7 @@ struct ukp_inject_times {
 	 * malloc'ed, the caller's), for its unload after the detach */
 	struct ukp_loaded *loaded;
 };
-int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
 	       struct ukp_inject_times *times);
 /* Is the process's program statically linked (no interpreter)? */
 bool ukp_program_is_static(pid_t pid);
