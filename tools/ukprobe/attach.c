@@ -401,6 +401,14 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 				"untraced)", s->pids[i]);
 			return UKP_EXIT_FAIL;
 		}
+	/* every process checked before any is loaded into: one that cannot
+	 * be attached to ends the attach with no agent started */
+	for (i = 0; i < s->npids; i++) {
+		struct ukp_target t;
+
+		if (ukp_target_check(&t, s->pids[i], true))
+			return UKP_EXIT_FAIL;
+	}
 	ukp_loop_signals(l);
 	for (i = 0; i < s->npids; i++) {
 		struct ukp_inject_times t = { 0 };

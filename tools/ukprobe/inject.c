@@ -523,6 +523,10 @@ static int inject_free(pid_t pid, const char *bin, const char *name, const char 
 		return UKP_EXIT_FAIL;
 	if (ukp_target_check(&t, pid, true))
 		return UKP_EXIT_FAIL;
+	if (ukp_target_has_session(pid)) {
+		ukp_err("process %d (%s) is already traced by another ukprobe", pid, t.comm);
+		return UKP_EXIT_FAIL;
+	}
 	{
 		char exe[64];
 		int fd;

@@ -520,6 +520,24 @@ int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent)
 	return 0;
 }
 
+bool ukp_target_has_session(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, " /memfd:ukprobe-region") != NULL;
+	free(line);
+	fclose(f);
+	return found;
+}
+
 int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 {
 	if (ukp_target_check(t, pid, false))

@@ -52,6 +52,11 @@ struct ukp_target {
  * has an interpreter and threads of the C library's): fills t's pid,
  * comm and directories. 0, or -1 after one line that says why not. */
 int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent);
+/* Does an agent of a session hold its region in the process (agent/
+ * region.c's memfd, mapped from the session's start to its detach)? The
+ * freestanding agent is loaded beside any other: this is how it knows
+ * that another ukprobe traces the process. */
+bool ukp_target_has_session(pid_t pid);
 /* Everything that can be checked without ptrace for the dynamic agent's
  * dlopen(); fills *t. 0, or -1 after one line that says why the process
  * cannot be attached to. */
