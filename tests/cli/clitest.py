@@ -677,9 +677,12 @@ def code_vs_file(pid):
     return out
 
 
-def case_attach_static_unload():
-    """Attached to a static program, the freestanding agent leaves nothing
-    after the detach, ten times over on the same process: every hit of
+def attach_unload_cycles(exe):
+    """Attached to tgt_static_work (exe: its static or its dynamic build),
+    the freestanding agent leaves nothing
+    after the detach, ten times over on the same process (odd cycles
+    with breakpoints only; in the first two, the program's readings of
+    its actions and of its own SIGTRAP block as without the agent): every hit of
     each session counted exactly; after each detach the mappings are the
     ones from before the first attach (maps_differ: the stack and the
     heap may only grow, as the program's own), the threads and their
@@ -687,14 +690,7 @@ def case_attach_static_unload():
     itself (sigaction(): handler, flags, mask, restorer; its own SIGUSR1
     and SIGSEGV handlers, the defaults of the others) and as the kernel
     shows them (SigCgt) are unchanged, and its code is its file's."""
-    if not os.path.exists(tgt("static_work")):
-        print("no static C library: skipped")
-        sys.exit(77)
-    if not os.path.exists(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
-                                       "libukprobe-agent.bin")):
-        print("no freestanding agent in this build (a sanitizer build): skipped")
-        sys.exit(77)
-    p = subprocess.Popen([tgt("static_work")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True, preexec_fn=no_core)
 
     def run(n, base):
@@ -723,11 +719,30 @@ def case_attach_static_unload():
         maps0, state0 = maps_of(pid), thread_state(pid)
         check(code_vs_file(pid) == [], "the code is the file's before the attach")
         for cycle in range(10):
+            # (odd cycles with breakpoints only)
             t = subprocess.Popen([UKPROBE, "trace", "-p", str(pid), "-e", "p:w work i=%di:s64",
-                                  "-e", "p:t tick"],
+                                  "-e", "p:t tick"] + (["--no-optimize"] if cycle % 2 else []),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  preexec_fn=no_core)
             lines = read_lines_until(t, " w: ", lambda: run(1, 7))
+            if cycle < 2:
+                # attached, the program reads its own actions and mask
+                # (SIGTRAP blocked by it, a work() hit meanwhile) as it
+                # set them, and its own SIGSEGV handler catches its fault
+                check(sigs() == sigs0, "cycle %d: its actions as it reads them, attached" % cycle)
+                p.stdin.write("trapblock\n")
+                p.stdin.flush()
+                check(p.stdout.readline() == "trapblock 4 1\n",
+                      "cycle %d: SIGTRAP blocked in its own view, work() hit" % cycle)
+            if cycle == 0:
+                # its own SIGSEGV handler, installed while attached,
+                # catches its fault, and is its action after the detach
+                # (with its C library's signal return: nothing of the
+                # agent's left in it)
+                p.stdin.write("segv\n")
+                p.stdin.flush()
+                check(p.stdout.readline() == "segv 1 1\n", "its own SIGSEGV handler, attached")
+                sigs0 = sigs()
             base, n = 1000000 * (cycle + 1), 200 + cycle
             got = run(n, base)
             check(got == "ran %d %d\n" % (n, sum(3 * i + 1 for i in range(base, base + n))),
@@ -778,6 +793,79 @@ def case_attach_static_unload():
         p.stdin.write("quit\n")
         p.stdin.flush()
         check(p.wait(timeout=30) == 3, "it ends as it would")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_attach_static_unload():
+    """attach_unload_cycles() on a static program (glibc linked in)."""
+    if not os.path.exists(tgt("static_work")):
+        print("no static C library: skipped")
+        sys.exit(77)
+    if not os.path.exists(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
+                                       "libukprobe-agent.bin")):
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    attach_unload_cycles(tgt("static_work"))
+
+
+def case_attach_dynamic_unload():
+    """attach_unload_cycles() on the same program linked dynamically
+    (libc.so.6, ld.so): ukprobe -p loads the freestanding agent into it
+    too, and nothing of it is left after each detach; then Debian's
+    python3.11, attached 5 times (stat, exact counts of libz's crc32
+    calls), its mappings and threads as before after each detach."""
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    if os.path.exists(tgt("static_work_dyn")):
+        attach_unload_cycles(tgt("static_work_dyn"))
+    else:
+        print("no tgt_static_work_dyn (built with the static one): that part skipped")
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: the python part skipped" % py)
+        return
+    p = subprocess.Popen([py, "-S", "-c", "import sys, zlib\nprint('ready', flush=True)\n"
+                          "for l in sys.stdin:\n"
+                          "    for i in range(int(l)): zlib.crc32(b'x')\n"
+                          "    print('done', flush=True)\n"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "python ready")
+        # (the first attach: the maps from before it)
+        maps0, state0 = maps_of(p.pid), thread_state(p.pid)
+        for cycle in range(5):
+            n = 1000 + 7 * cycle
+            t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e",
+                                  "p:c libz.so.1:crc32"] + (["--no-optimize"] if cycle % 2 else []),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            try:
+                stderr_until(t, "every probe in place")
+                p.stdin.write("%d\n" % n)
+                p.stdin.flush()
+                check(p.stdout.readline() == "done\n", "python %d: its calls made" % cycle)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=60)
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            check(t.returncode == 0 and stat_hits(out.decode(), "ukprobes/c") == str(n),
+                  "python %d: every crc32 call counted: %s" % (cycle, stat_hits(out.decode(),
+                                                                                "ukprobes/c")),
+                  out.decode())
+            diff = maps_differ(maps0, maps_of(p.pid))
+            check(diff == [], "python %d: the mappings of before the first attach" % cycle,
+                  "\n".join(diff[:30]))
+            check(thread_state(p.pid) == state0, "python %d: its threads as before" % cycle)
+            check(code_vs_file(p.pid) == [], "python %d: the code is the files'" % cycle)
+        p.stdin.close()
+        check(p.wait(timeout=30) == 0, "python ends well")
     finally:
         if p.poll() is None:
             p.kill()
