@@ -577,7 +577,7 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 }
 
 /*
- * The freestanding agent in a static program ends its session thread
+ * The freestanding agent (every process's without -f: inject.c) ends its session thread
  * once it has given back what it took, and says so in its load block:
  * its image, its stack and the mappings it listed are then unmapped,
  * with every thread of the process stopped (load.c, ukp_unload). Signals

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * inject.c - load the agent into a running process (ukprobe -p PID), as
+ * inject.c - load the agent into a running process (ukprobe -p PID).
+ *
+ * Without -f, on x86-64, every process gets the freestanding agent,
+ * mapped by ukprobe's ptrace loader (load.c): nothing of the program runs
+ * for it (choose_agent() below says when the dynamic one is loaded
+ * instead). The dynamic agent is dlopen()ed in a stopped thread, as
  * debuggers call functions in their inferior:
  *
  *  1. Checks that need no ptrace (target.c): the process exists, is a
@@ -483,8 +488,14 @@ static int choose_agent(pid_t pid, const char *agent, bool follow, char *bin, si
 	bool is_static = ukp_program_is_static(pid);
 
 	*free_agent = false;
-	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > len)
+	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > len) {
+		/* (no directory to find it in: the dynamic agent) */
+		if (!is_static)
+			return 0;
+		ukp_err("process %d is statically linked: no freestanding agent beside %s", pid,
+			agent);
 		return -1;
+	}
 	snprintf(bin, len, "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
 	if (is_static) {
 		*free_agent = true;

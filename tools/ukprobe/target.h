@@ -105,15 +105,16 @@ struct ukp_inject_times {
 	long stop_us;             /* the chosen thread was stopped this long */
 	long inject_us;           /* ukp_inject() took this long */
 	pid_t tid;                /* the thread */
-	/* a static program's: the freestanding agent as loaded (load.h;
-	 * malloc'ed, the caller's), for its unload after the detach */
+	/* the freestanding agent as loaded (load.h; malloc'ed, the
+	 * caller's), for its unload after the detach; NULL for the dynamic
+	 * agent */
 	struct ukp_loaded *loaded;
 };
 int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
 	       struct ukp_inject_times *times);
 /* Is the process's program statically linked (no interpreter)? */
 bool ukp_program_is_static(pid_t pid);
-/* A static program's agent (times->loaded) unmapped once its session is
+/* The freestanding agent (times->loaded) unmapped once its session is
  * over (load.c, ukp_unload): said if it stays; ld freed. */
 void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms);
 /* (load.h) */
