@@ -816,7 +816,9 @@ def case_attach_dynamic_unload():
     (libc.so.6, ld.so): ukprobe -p loads the freestanding agent into it
     too, and nothing of it is left after each detach; then Debian's
     python3.11, attached 5 times (stat, exact counts of libz's crc32
-    calls), its mappings and threads as before after each detach."""
+    calls), its mappings and threads as before after each detach; then
+    the dynamic agent (-f) and the free one in turn, each counting
+    exactly."""
     if not free_attach():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
@@ -864,6 +866,28 @@ def case_attach_dynamic_unload():
                   "\n".join(diff[:30]))
             check(thread_state(p.pid) == state0, "python %d: its threads as before" % cycle)
             check(code_vs_file(p.pid) == [], "python %d: the code is the files'" % cycle)
+        # the dynamic agent (-f), which stays loaded with its per-thread
+        # blocks (the threads' GS bases), then the free one beside it:
+        # each counts exactly
+        for cycle, extra in enumerate((["-f"], [], ["-f"], [])):
+            n = 500 + cycle
+            t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e",
+                                  "p:c libz.so.1:crc32"] + extra,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            try:
+                stderr_until(t, "every probe in place")
+                p.stdin.write("%d\n" % n)
+                p.stdin.flush()
+                check(p.stdout.readline() == "done\n", "python %s: its calls made" % extra)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=60)
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            check(t.returncode == 0 and stat_hits(out.decode(), "ukprobes/c") == str(n),
+                  "python %s after the other agent: every call counted" % extra, out.decode())
         p.stdin.close()
         check(p.wait(timeout=30) == 0, "python ends well")
     finally:
