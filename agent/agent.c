@@ -357,6 +357,13 @@ static pid_t atfork_pid;
 /* Tracing when the fork began (under the probes' lock, which the
  * attached session's set-up and detach hold while they change them). */
 static bool atfork_tracing;
+/* The fork's handlers count in the thread's busy: not between attached
+ * sessions, when ukprobe may have unmapped the blocks (ukp_unmap_blocks:
+ * the handlers must not map them again, and ukprobe waits for a busy
+ * count of 0 in every thread before it unmaps). Under the probes' lock,
+ * from prepare to parent or child. */
+static bool atfork_busy;
+static bool sessions_only; /* loaded by an attach: it works in sessions */
 
 /* No fork while the agent's own locks are held: the child gets them
  * free and its lists whole. With -f the events so far go out first:
@@ -371,12 +378,15 @@ static void atfork_prepare(void)
 	/* Until the child has a region of its own, a hit in it would count
 	 * and record in the parent's (shared) memory: libc's fork itself
 	 * (run after this, the last prepare handler) records nothing. */
-	ukpa_busy++;
+	atfork_busy = !sessions_only || ukpa_attached;
+	if (atfork_busy)
+		ukpa_busy++;
 }
 
 static void atfork_parent(void)
 {
-	ukpa_busy--;
+	if (atfork_busy)
+		ukpa_busy--;
 	ukpa_probes_unlock();
 }
 
@@ -395,7 +405,8 @@ static void atfork_child(void)
 		ukpa_region_forget();
 		if (agent_pid == atfork_pid)
 			out_close_copy();
-		ukpa_busy--;
+		if (atfork_busy)
+			ukpa_busy--;
 		return;
 	}
 	agent_pid = getpid();
@@ -412,6 +423,7 @@ static void atfork_child(void)
 		if (fd < 0 || fstat(fd, &st)) {
 			atomic_store(&ukpa_tracing, false);
 			ukpa_region_forget();
+			if (atfork_busy)
 			ukpa_busy--;
 			return;
 		}
@@ -421,7 +433,8 @@ static void atfork_child(void)
 	if (ukpa_rings_after_fork()) {
 		ukpa_region_forget();
 		atomic_store(&ukpa_tracing, false);
-		ukpa_busy--;
+		if (atfork_busy)
+			ukpa_busy--;
 		return;
 	}
 	send_hello(UKP_ORIGIN_FORK, (uint32_t)ukpa_specs_count());
@@ -433,7 +446,8 @@ static void atfork_child(void)
 		atomic_store(&ukpa_tracing, false);
 	if (ukpa_attached && ukpa_attach_forked(out_fd))
 		atomic_store(&ukpa_tracing, false);
-	ukpa_busy--;
+	if (atfork_busy)
+		ukpa_busy--;
 }
 
 /* [init] The image is over: its last events, its counts, END. */
@@ -709,6 +723,7 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	atomic_store(&ending, 0);
 	ukpa_mode = mode;
 	ukpa_follow = follow;
+	sessions_only = true;
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);
 	ukpa_rings_set_fd(raw_fd);

@@ -42,10 +42,17 @@ static _Atomic uint64_t *slot_counts(uint32_t i)
 static _Atomic uint64_t *claim_slot(void)
 {
 	struct ukp_region_head *h = ukpa_region;
+	int me = (int)syscall(SYS_gettid);
 	uint32_t i, used;
 
 	if (!h)
 		return NULL;
+	/* its own from an earlier session: ukprobe unmapped the blocks that
+	 * held the pointer after that detach (the header stays: region.c) */
+	used = atomic_load_explicit(&h->slots_used, memory_order_acquire);
+	for (i = 0; i < used && i < UKP_REGION_SLOTS; i++)
+		if (atomic_load_explicit(&h->slot_owner[i], memory_order_acquire) == me)
+			return slot_counts(i);
 	for (i = 0; i < UKP_REGION_SLOTS; i++) {
 		int expected = 0;
 
@@ -62,8 +69,7 @@ static _Atomic uint64_t *claim_slot(void)
 							      memory_order_relaxed,
 							      memory_order_relaxed))
 			;
-		atomic_store_explicit(&h->slot_owner[i], (int)syscall(SYS_gettid),
-				      memory_order_release);
+		atomic_store_explicit(&h->slot_owner[i], me, memory_order_release);
 		return slot_counts(i);
 	}
 	return NULL;

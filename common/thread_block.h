@@ -124,6 +124,17 @@ static inline void *ukp_thread_block(void)
 	return ukp_thread_block_slow();
 }
 
+/* [any] Has any thread a block (an arena mapped)? A fork handler that only
+ * puts the forking thread's block state right has nothing to do without
+ * one, and must not take a block for it: after a detach ukprobe unmaps
+ * the dynamic agent's blocks (tools/ukprobe/load.c, ukp_unmap_blocks), and
+ * a fork in the program then would map them again, in the parent and the
+ * child, for nothing. */
+static inline bool ukp_tb_mapped(void)
+{
+	return __atomic_load_n(&ukp_tb_arena, __ATOMIC_ACQUIRE) != NULL;
+}
+
 /* [any] The calling thread's block is given back (a thread of the
  * library's at its end; a later call takes one again). */
 void ukp_thread_block_release(void);

@@ -702,7 +702,7 @@ static void krp_atfork_parent(void)
 static void krp_atfork_child(void)
 {
 	ukp_fmutex_init(&krp_mutex);
-	if (krp_self) {
+	if (ukp_tb_mapped() && krp_self) {
 		krp_self->pid = ukp_sys_getpid();
 		atomic_store_explicit(&krp_self->tid, ukp_sys_gettid(), memory_order_release);
 	}

@@ -239,7 +239,8 @@ static int (*real_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_ac
  * fork). */
 static void vmask_after_fork_child(void)
 {
-	vsig.pending = 0;
+	if (ukp_tb_mapped())
+		vsig.pending = 0;
 }
 
 static void (*real_siglongjmp)(struct __jmp_buf_tag *, int);

@@ -151,7 +151,7 @@ void ukp_synchronize(void)
  */
 void ukp_sync_after_fork_child(void)
 {
-	struct ukp_thread_rec *mine = ukp_ctl.rec;
+	struct ukp_thread_rec *mine = ukp_tb_mapped() ? ukp_ctl.rec : NULL;
 	int i;
 
 	for (i = 0; i < UKP_MAX_THREADS; i++) {

@@ -265,7 +265,8 @@ UKP_TRAP_TEXT void ukp_uc_pop(void)
 void ukp_threads_after_fork_child(void)
 {
 	unsigned int i, hi = atomic_load(&uc_recs_hi);
-	struct uc_rec *mine = uc_mine;
+	bool blocks = ukp_tb_mapped();
+	struct uc_rec *mine = blocks ? uc_mine : NULL;
 
 	for (i = 0; i < hi; i++) {
 		if (&uc_recs[i] == mine || !atomic_load(&uc_recs[i].tid))
@@ -275,7 +276,7 @@ void ukp_threads_after_fork_child(void)
 	}
 	if (mine)
 		atomic_store(&mine->tid, ukp_sys_gettid());
-	atomic_store(&uc_untracked, uc_norec ? 1 : 0);
+	atomic_store(&uc_untracked, blocks && uc_norec ? 1 : 0);
 	atomic_fetch_add(&uc_claims, 1);
 }
 

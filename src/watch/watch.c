@@ -1221,7 +1221,8 @@ static void disarm(struct perf_event *bp)
 static void after_fork_child(void)
 {
 	atomic_store(&wlock, 0);
-	wt.lock_depth = 0;
+	if (ukp_tb_mapped())
+		wt.lock_depth = 0;
 }
 
 /* [reg] */

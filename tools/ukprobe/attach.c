@@ -42,9 +42,6 @@
 #define AUTH_TIMEOUT_MS 5000
 #define ANCESTORS_MAX 64
 
-/* (see ukp_attach_unload's loop over the dynamic agents) */
-static const bool unmap_dynamic_blocks = false;
-
 static int listen_socket(char *name, size_t len)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -594,12 +591,8 @@ void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
 		if (l->loaded[i])
 			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
 	}
-	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md):
-	 * not unmapped for now. After an unmap, the next session on the same
-	 * process recorded nothing in cli_attach_fork_fds (a program that
-	 * forks all the time, the agent thread's close() calls delayed by
-	 * strace: 2 in 3), not understood yet. */
-	for (size_t k = 0; k < s->nimages && unmap_dynamic_blocks; k++) {
+	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md) */
+	for (size_t k = 0; k < s->nimages; k++) {
 		const struct ukp_image *img = s->images[k];
 		char err[256];
 		int ret;

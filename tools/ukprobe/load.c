@@ -931,6 +931,29 @@ static bool in_ranges(const struct ukp_own_range *r, size_t n, uintptr_t a)
 	return false;
 }
 
+/*
+ * Is the thread whose registers r are between a bracket of the agent's or
+ * the library's that counts in its block, with its code outside both
+ * (common/thread_block.h: each room's first int, its "not now" count)?
+ * The dynamic agent's fork handlers count from prepare to parent, with
+ * libc's fork between: unmapped then, the parent handler found no block,
+ * took one in a new arena and left its busy count at -1, and the thread
+ * recorded nothing in every later session.
+ */
+static bool block_busy(struct ukp_loaded *l, const struct ukp_tb_unload *u, const struct ukp_regs *r)
+{
+	uintptr_t base = ukp_arch_block_base(r), block;
+	int32_t lib = 0, agent = 0;
+
+	if (base < u->base_lo || base >= u->base_hi)
+		return false;
+	block = base + (uintptr_t)(u->arena - u->base_lo);
+	if (mem_read(l->held->mem, block + UKP_TB_LIB_OFF, &lib, sizeof(lib)) ||
+	    mem_read(l->held->mem, block + UKP_TB_AGENT_OFF, &agent, sizeof(agent)))
+		return true; /* (unreadable: not now) */
+	return lib != 0 || agent != 0;
+}
+
 int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent,
 		     int timeout_ms, char *err, size_t errlen)
 {
@@ -989,7 +1012,7 @@ int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent
 				r = l->held->regs;
 			else if (ukp_arch_get_regs(l->held->tids[i], &r))
 				continue;
-			inside = in_ranges(code, ncode, ukp_arch_pc(&r));
+			inside = in_ranges(code, ncode, ukp_arch_pc(&r)) || block_busy(l, &u, &r);
 		}
 		if (!inside)
 			break;
