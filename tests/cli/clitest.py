@@ -2280,6 +2280,9 @@ def case_attach_unload_blocks():
     GS base put back to 0): five sessions on the same process, each with
     every hit counted exactly on the threads it probes, and the mappings
     after each detach those after the first (nothing grows)."""
+    # (the dynamic agent's blocks: asked for, where ukprobe -p would load
+    # the freestanding agent)
+    os.environ["UKPROBE_AGENT_DYNAMIC"] = "1"
     p = start_attachee()
     try:
         pid = p.pid
@@ -2327,6 +2330,8 @@ def case_attach_unload_blocks():
             check(diff == [], "cycle %d: the mappings after the first detach" % cycle,
                   "\n".join(diff[:20]))
             check(thread_state(pid) == state0, "cycle %d: the program's threads" % cycle)
+        check(any(r[4].endswith("libukprobe-agent.so") for r in maps_of(pid)),
+              "the dynamic agent was loaded (and stays)")
         p.stdin.write("quit\n")
         p.stdin.flush()
         out = p.stdout.read()
@@ -2365,6 +2370,9 @@ def case_attach_unload_blocks_forks():
     the arena nor the zero page is back (the fork handlers take no block
     between sessions) and the mappings are those after the first detach;
     every child had its descriptors."""
+    # (the dynamic agent's blocks: asked for, where ukprobe -p would load
+    # the freestanding agent)
+    os.environ["UKPROBE_AGENT_DYNAMIC"] = "1"
     if ARCH != "x86_64":
         print("the blocks are unmapped on x86-64 (GS bases): skipped")
         sys.exit(77)

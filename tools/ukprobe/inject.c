@@ -477,7 +477,9 @@ bool ukp_program_is_static(pid_t pid)
  * where the free one is not there (sanitizer builds do not build it; it
  * exists for x86-64 only) and for -f on a dynamic program: the free
  * agent runs forked children untraced, the dynamic one's atfork handler
- * gives each child a session of its own.
+ * gives each child a session of its own. UKPROBE_AGENT_DYNAMIC=1 asks for
+ * the dynamic one in a dynamic program (its own paths tested in every
+ * build: cli_attach_unload_blocks).
  *
  * bin gets the free agent's path. Sets *free_agent.
  */
@@ -507,7 +509,11 @@ static int choose_agent(pid_t pid, const char *agent, bool follow, char *bin, si
 		return 0;
 	}
 #if defined(__x86_64__)
-	*free_agent = !follow && access(bin, R_OK) == 0;
+	{
+		const char *dyn = getenv("UKPROBE_AGENT_DYNAMIC");
+
+		*free_agent = !follow && !(dyn && !strcmp(dyn, "1")) && access(bin, R_OK) == 0;
+	}
 #else
 	(void)follow;
 #endif
