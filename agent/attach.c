@@ -215,7 +215,15 @@ static void *agent_main(void *arg)
 		wait_detach(fd);
 	ukpa_attach_end(ret == 0);
 	free(load);
+	atomic_store(&session, false);
+	return NULL;
 out:
+#ifdef UKP_FREE
+	/* no session (ukprobe went away, or failed to attach another
+	 * process): what the constructors took goes back, so that the loader
+	 * can unmap the agent (free/entry.c, give_back) */
+	ukprobes_shutdown();
+#endif
 	atomic_store(&session, false);
 	return NULL;
 }

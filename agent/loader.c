@@ -18,6 +18,11 @@
  * The probe has a post_handler (that never runs) so that it stays a
  * breakpoint: the library ignores a changed instruction pointer on a
  * jump-optimized hit. The agent's own loads (ukpa_busy) pass through.
+ *
+ * The freestanding agent has no loader of its own to ask: in a dynamic
+ * program it finds the loader's r_debug where debuggers do, in the
+ * program's DT_DEBUG (the loader writes its address there at the start);
+ * a static program has none, and its objects never change.
  */
 #include <errno.h>
 #include <link.h>
@@ -28,6 +33,41 @@
 static struct kprobe loader_kp;
 static bool loader_on;
 
+#ifdef UKP_FREE
+static struct r_debug *found_rd;
+
+/* [init] the main program's DT_DEBUG (the first object walked) */
+static int find_debug(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const ElfW(Dyn) *d;
+
+		if (ph->p_type != PT_DYNAMIC)
+			continue;
+		for (d = (const void *)(info->dlpi_addr + ph->p_vaddr); d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_DEBUG)
+				found_rd = (struct r_debug *)d->d_un.d_ptr;
+	}
+	return 1; /* the program only */
+}
+
+/* [init] the loader's r_debug, or NULL (a static program) */
+static struct r_debug *rdebug(void)
+{
+	if (!found_rd)
+		dl_iterate_phdr(find_debug, NULL);
+	return found_rd && found_rd->r_version ? found_rd : NULL;
+}
+#else
+static struct r_debug *rdebug(void)
+{
+	return &_r_debug;
+}
+#endif
+
 /* [init] on the thread that called the loader's r_brk: what changed.
  * Returns to r_brk's caller, as the empty function would have. */
 static __attribute__((noinline)) void ukpa_loader_stop(void)
@@ -36,7 +76,7 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 
 	ukpa_busy++;
 	ukp_objects_changed();
-	ukpa_probes_loader_event(_r_debug.r_state);
+	ukpa_probes_loader_event(rdebug()->r_state);
 	ukpa_busy--;
 	errno = saved;
 }
@@ -62,14 +102,15 @@ static void loader_post(struct kprobe *kp, struct pt_regs *regs, unsigned long f
 
 int ukpa_loader_watch(int *state)
 {
+	struct r_debug *rd = rdebug();
 	int ret;
 
-	*state = _r_debug.r_state;
+	*state = rd ? rd->r_state : 0;
 	if (loader_on)
 		return 0;
-	if (!_r_debug.r_brk)
+	if (!rd || !rd->r_brk)
 		return -ENOENT;
-	loader_kp = (struct kprobe){ .addr = (kprobe_opcode_t *)_r_debug.r_brk,
+	loader_kp = (struct kprobe){ .addr = (kprobe_opcode_t *)rd->r_brk,
 				     .pre_handler = loader_pre, .post_handler = loader_post };
 	ret = register_kprobe(&loader_kp);
 	if (ret)
@@ -82,7 +123,7 @@ int ukpa_loader_watch(int *state)
 	ukp_objects_changed();
 	/* read after the breakpoint is in: a change begun before it was
 	 * still shows in r_state */
-	*state = __atomic_load_n(&_r_debug.r_state, __ATOMIC_ACQUIRE);
+	*state = __atomic_load_n(&rd->r_state, __ATOMIC_ACQUIRE);
 	return 0;
 }
 

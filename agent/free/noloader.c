@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * noloader.c - the agent's loader functions (agent/loader.c and
- * interpose.c in the dynamic agent), in a static program: no loader to
- * load with (dlopen() fails: src/free/dl.c says why), no r_brk to watch
- * (its objects never change).
+ * noloader.c - the agent's dlopen() (interpose.c's in the dynamic agent):
+ * the freestanding agent loads nothing through the program's loader
+ * (dlopen() fails: src/free/dl.c says why; a script is mapped by
+ * script_map.c). The loader's r_brk is watched by loader.c.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -13,16 +13,4 @@
 void *ukpa_real_dlopen(const char *file, int mode)
 {
 	return dlopen(file, mode);
-}
-
-/* [init] no r_brk: nothing to watch (probes.c registers the SPECs on
- * the objects there are) */
-int ukpa_loader_watch(int *state)
-{
-	*state = 0;
-	return -ENOSYS;
-}
-
-void ukpa_loader_unwatch(void)
-{
 }

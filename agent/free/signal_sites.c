@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * signal_sites.c - a static program's own sigaction() and sigprocmask(),
- * kept from taking the library's signals (the freestanding agent only).
+ * signal_sites.c - the program's own sigaction() and sigprocmask() (a
+ * static program's, or libc.so.6's in a dynamic one), kept from taking
+ * the library's signals (the freestanding agent only).
  *
  * The library's signals (SIGTRAP, the fault signals, its scan signal)
  * must keep the library's handlers and stay unblocked in the kernel's
@@ -196,14 +197,20 @@ static void scan(const unsigned char *p, const unsigned char *end)
 	}
 }
 
-/* the program's executable segments (the first object: a static
- * program has no other code but the agent's) */
+/* The executable segments of the program (the first object walked) and
+ * of the C library: a static program has its C library inside; in a
+ * dynamic one the program's sigaction(), sigprocmask() and
+ * pthread_sigmask() are libc.so.6's, which makes the system calls (the
+ * dynamic agent's interposers come before those functions instead). */
 static int find_sites(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	int i;
+	int *n = arg, i;
+	const char *base = strrchr(info->dlpi_name, '/');
 
 	(void)size;
-	(void)arg;
+	base = base ? base + 1 : info->dlpi_name;
+	if ((*n)++ && strcmp(base, "libc.so.6"))
+		return 0;
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		const unsigned char *p;
@@ -213,19 +220,19 @@ static int find_sites(struct dl_phdr_info *info, size_t size, void *arg)
 		p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
 		scan(p, p + ph->p_filesz);
 	}
-	return 1; /* the program only */
+	return 0;
 }
 
 /* Returns how many sites are probed. */
 int ukpa_signal_sites_watch(void)
 {
-	int i, k = 0;
+	int i = 0, k = 0;
 
 	if (nsites)
 		return 0;
 	exits = ukpa_script_loaded();
 	forks = ukpa_follow && !ukp_tb_go;
-	dl_iterate_phdr(find_sites, NULL);
+	dl_iterate_phdr(find_sites, &i);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;
 		site_kps[i].post_handler = site_post;

@@ -37,16 +37,39 @@ extern char __stop_ukprobes_text[] __attribute__((weak, visibility("hidden")));
 
 /* The object the C library's functions are in: libc.so.6, or in a
  * static program (the freestanding agent's) the program itself. */
+#ifdef UKP_FREE
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if (strcmp(base, "libc.so.6"))
+		return 0;
+	*(bool *)arg = true;
+	return 1;
+}
+#endif
+
 static const char *libc_object(void)
 {
 #ifdef UKP_FREE
+	/* (the freestanding agent serves dynamic programs too: their C
+	 * library is libc.so.6, loaded before anything could attach) */
 	static char name[256];
 
 	if (!name[0]) {
 		char path[256];
-		long n = ukp_sys_readlink("/proc/self/exe", path, sizeof(path) - 1);
+		long n;
 		const char *base;
+		bool dynamic = false;
 
+		ukp_iterate_objects(find_libc, &dynamic);
+		if (dynamic) {
+			snprintf(name, sizeof(name), "libc.so.6");
+			return name;
+		}
+		n = ukp_sys_readlink("/proc/self/exe", path, sizeof(path) - 1);
 		path[n > 0 ? n : 0] = 0;
 		base = strrchr(path, '/');
 		snprintf(name, sizeof(name), "%s", base ? base + 1 : path);

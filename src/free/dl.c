@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dl.c - the dynamic loader's functions, in a process the freestanding
- * agent serves: a static program has no loader, so there is nothing to
- * dlopen(), no symbol to interpose on and no r_debug to read (its
- * objects never change); the loaded objects are the kernel's view
- * (ukp_maps_iterate_phdr(): src/symbols/maps_objects.c). What needs a
+ * agent serves: it calls no loader's (a static program has none; a
+ * dynamic one's is the program's, with its locks and its malloc), so
+ * there is nothing to dlopen() and no symbol to interpose on; the loaded
+ * objects are the kernel's view (ukp_maps_iterate_phdr():
+ * src/symbols/maps_objects.c), and a dynamic program's loader's r_debug
+ * is found in its DT_DEBUG (agent/loader.c), not here. What needs a
  * loader says so: dlerror() gives the reason.
  */
 #include <dlfcn.h>
@@ -16,7 +18,7 @@
 
 struct r_debug _r_debug;
 
-static const char no_loader[] = "the process has no dynamic loader (a static program)";
+static const char no_loader[] = "the freestanding agent loads nothing through a dynamic loader";
 static const char *last;
 
 int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)

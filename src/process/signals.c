@@ -160,6 +160,17 @@ static int free_sigaction(int sig, const struct sigaction *act, struct sigaction
 }
 #endif
 
+/* Is r the freestanding agent's own signal return (free_sigaction's)? */
+static bool own_restorer(const void *r)
+{
+#ifdef UKP_FREE
+	return r == (const void *)arch_sigreturn;
+#else
+	(void)r;
+	return false;
+#endif
+}
+
 /* Resolve the next definitions once, before main (dlsym is not
  * async-signal-safe, and sigaction() may be called from a handler). */
 __attribute__((constructor)) static void resolve_reals(void)
@@ -431,7 +442,10 @@ int ukp_signals_install(void)
 			probe.sa_flags |= SA_UNSUPPORTED;
 			if (own_sigaction(SIGTRAP, &probe, NULL) == 0 &&
 			    sys_rt_sigaction(SIGTRAP, NULL, &kk) == 0) {
-				if (kk.flags & SA_RESTORER)
+				/* (the freestanding agent's own sigaction() gives
+				 * its own return, which is no C library's: then
+				 * the program's calls keep the restorer they give) */
+				if ((kk.flags & SA_RESTORER) && !own_restorer(kk.restorer))
 					libc_restorer = (uintptr_t)kk.restorer;
 				if (!(kk.flags & SA_UNSUPPORTED))
 					kernel_sa_flags = KERNEL_SA_FLAGS;

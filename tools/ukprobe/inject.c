@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * inject.c - load the agent into a running process (ukprobe -p PID), as
+ * inject.c - load the agent into a running process (ukprobe -p PID).
+ *
+ * Without -f, on x86-64, every process gets the freestanding agent,
+ * mapped by ukprobe's ptrace loader (load.c): nothing of the program runs
+ * for it (choose_agent() below says when the dynamic one is loaded
+ * instead). The dynamic agent is dlopen()ed in a stopped thread, as
  * debuggers call functions in their inferior:
  *
  *  1. Checks that need no ptrace (target.c): the process exists, is a
@@ -458,25 +463,87 @@ bool ukp_program_is_static(pid_t pid)
 }
 
 /*
- * A static program: the freestanding agent (libukprobe-agent.bin, beside
- * the dynamic one) mapped and started on a thread of its own by the
- * ptrace loader (load.c), its parameters the socket's name and the key.
+ * Which agent an attach loads: the one place that decides.
+ *
+ * The freestanding agent (libukprobe-agent.bin, beside the dynamic one),
+ * mapped by ukprobe's ptrace loader (load.c), for every process it can
+ * run in: nothing of the program runs for it (no dlopen(), so no call of
+ * the program's malloc and no wait for a lock a thread of the program
+ * holds: malloc's, the loader's, fork()'s), and at the detach it is
+ * unmapped whole (ukp_unload), where the dynamic agent stays loaded with
+ * its memory (doc/cli.md, "Detach"). A static program can have no other.
+ *
+ * The dynamic agent (libukprobe-agent.so, dlopen()ed in a stopped thread)
+ * where the free one is not there (sanitizer builds do not build it; it
+ * exists for x86-64 only) and for -f on a dynamic program: the free
+ * agent runs forked children untraced, the dynamic one's atfork handler
+ * gives each child a session of its own. UKPROBE_AGENT_DYNAMIC=1 asks for
+ * the dynamic one in a dynamic program (its own paths tested in every
+ * build: cli_attach_unload_blocks).
+ *
+ * bin gets the free agent's path. Sets *free_agent.
  */
-static int inject_free(pid_t pid, const char *agent, const char *name, const char *key,
+static int choose_agent(pid_t pid, const char *agent, bool follow, char *bin, size_t len,
+			bool *free_agent)
+{
+	const char *slash = strrchr(agent, '/');
+	bool is_static = ukp_program_is_static(pid);
+
+	*free_agent = false;
+	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > len) {
+		/* (no directory to find it in: the dynamic agent) */
+		if (!is_static)
+			return 0;
+		ukp_err("process %d is statically linked: no freestanding agent beside %s", pid,
+			agent);
+		return -1;
+	}
+	snprintf(bin, len, "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
+	if (is_static) {
+		*free_agent = true;
+		if (access(bin, R_OK)) {
+			ukp_err("process %d is statically linked: it needs the freestanding agent, "
+				"%s, which is not there (%s)", pid, bin, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+#if defined(__x86_64__)
+	{
+		const char *dyn = getenv("UKPROBE_AGENT_DYNAMIC");
+
+		*free_agent = !follow && !(dyn && !strcmp(dyn, "1")) && access(bin, R_OK) == 0;
+	}
+#else
+	(void)follow;
+#endif
+	return 0;
+}
+
+/*
+ * The freestanding agent mapped and started on a thread of its own by
+ * the ptrace loader (load.c), its parameters the socket's name and the
+ * key (and 'g': a Go program's threads, keyed by their FS base).
+ */
+static int inject_free(pid_t pid, const char *bin, const char *name, const char *key,
 		       struct ukp_inject_times *times)
 {
 	struct ukp_loaded l;
-	char bin[PATH_MAX], params[256];
-	const char *slash = strrchr(agent, '/');
+	struct ukp_target t;
+	char params[256];
 	size_t nl = strlen(name), kl = strlen(key);
 	long t0 = now_us();
 	bool go;
 	int ret;
 
-	if (!slash || (size_t)(slash - agent) + sizeof("/libukprobe-agent.bin") > sizeof(bin) ||
-	    nl + kl + 4 > sizeof(params))
+	if (nl + kl + 4 > sizeof(params))
 		return UKP_EXIT_FAIL;
-	snprintf(bin, sizeof(bin), "%.*s/libukprobe-agent.bin", (int)(slash - agent), agent);
+	if (ukp_target_check(&t, pid, true))
+		return UKP_EXIT_FAIL;
+	if (ukp_target_has_session(pid)) {
+		ukp_err("process %d (%s) is already traced by another ukprobe", pid, t.comm);
+		return UKP_EXIT_FAIL;
+	}
 	{
 		char exe[64];
 		int fd;
@@ -493,25 +560,27 @@ static int inject_free(pid_t pid, const char *agent, const char *name, const cha
 			pid);
 		return UKP_EXIT_FAIL;
 	}
-	if (access(bin, R_OK)) {
-		ukp_err("process %d is statically linked: it needs the freestanding agent, %s, "
-			"which is not there (%s)", pid, bin, strerror(errno));
-		return UKP_EXIT_FAIL;
-	}
 	memcpy(params, name, nl + 1);
 	memcpy(params + nl + 1, key, kl + 1);
 	params[nl + kl + 2] = go ? 'g' : 0;
 	params[nl + kl + 3] = 0;
 	ret = ukp_load_attach(pid, bin, params, nl + kl + 4, &l);
 	if (ret) {
-		ukp_err("process %d: the freestanding agent could not be loaded: %s", pid, l.err);
+		if (ret == -ESRCH || ret == -ENOENT)
+			ukp_err("process %d (%s) exited during the attach", pid, t.comm);
+		else if (ret == -EPERM)
+			ukp_target_explain_eperm(&t);
+		else
+			ukp_err("process %d (%s): the freestanding agent could not be loaded: %s",
+				pid, t.comm, l.err);
 		return UKP_EXIT_FAIL;
 	}
 	ukp_load_release(&l);
 	if (times) {
-		times->stop_us = 0;
+		/* (every thread was held: the worker made the calls) */
+		times->stop_us = now_us() - t0;
 		times->inject_us = now_us() - t0;
-		times->tid = l.tid;
+		times->tid = l.worker;
 		times->loaded = malloc(sizeof(l));
 		if (times->loaded)
 			*times->loaded = l;
@@ -524,14 +593,16 @@ void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms)
 	int ret = ukp_unload(ld, timeout_ms);
 
 	/* (a process that ended took the agent with it) */
-	if (ret && ret != -ESRCH)
+	if (ret && ret != -ESRCH && !(kill(ld->pid, 0) && errno == ESRCH))
 		ukp_warn("%s", ld->err);
 	free(ld);
 }
 
-int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
 	       struct ukp_inject_times *times)
 {
+	char bin[PATH_MAX];
+	bool free_agent;
 	struct ukp_target t;
 	struct saved sv = { 0 };
 	char path[64];
@@ -547,8 +618,10 @@ int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
-	if (ukp_program_is_static(pid))
-		return inject_free(pid, agent, name, key, times);
+	if (choose_agent(pid, agent, follow, bin, sizeof(bin), &free_agent))
+		return UKP_EXIT_FAIL;
+	if (free_agent)
+		return inject_free(pid, bin, name, key, times);
 	if (ukp_target_examine(&t, pid, agent))
 		return UKP_EXIT_FAIL;
 	tid = ukp_target_choose_thread(&t, 0);

@@ -361,6 +361,7 @@ static int open_mem(struct ukp_loaded *l, struct ukp_held *h)
 static int take_worker(struct ukp_loaded *l, struct ukp_held *h, pid_t tid)
 {
 	h->tid = tid;
+	l->worker = tid;
 	if (ukp_arch_get_regs(tid, &h->regs) ||
 	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(h->mask), &h->mask))
 		return errf(l, -ESRCH, "thread %d ended during the load", tid);

@@ -20,6 +20,7 @@ struct ukp_held;
 struct ukp_loaded {
 	pid_t pid;
 	pid_t tid;                /* the object's thread */
+	pid_t worker;             /* the held thread that made the system calls */
 	uintptr_t area;           /* its image, then the clone trampoline's page */
 	size_t area_len;
 	uintptr_t stack;          /* its stack (a guard page at the bottom) */

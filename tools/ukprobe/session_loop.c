@@ -356,6 +356,12 @@ int ukp_session_run(struct ukp_session *s, const struct ukp_session_ops *ops, vo
 		if (l.conns[i].fd >= 0)
 			close(l.conns[i].fd);
 	ukp_attach_refusals(&l);
+	/* (an agent still waiting to connect, or for its CONFIG, sees the
+	 * socket gone and ends before its unload is waited for) */
+	if (l.lfd >= 0) {
+		close(l.lfd);
+		l.lfd = -1;
+	}
 	if (s->npids)
 		ukp_attach_unload(s, &l);
 	ukp_loop_signals_restore(&l);

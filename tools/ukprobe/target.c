@@ -306,7 +306,7 @@ out:
 
 /* The ELF header of the program: 64-bit, of this build's architecture,
  * with a loader? */
-static int check_program(const struct ukp_target *t)
+static int check_program(const struct ukp_target *t, bool free_agent)
 {
 	char path[64];
 	Elf64_Ehdr eh;
@@ -342,7 +342,7 @@ static int check_program(const struct ukp_target *t)
 		return -ENOEXEC;
 	}
 	close(fd);
-	if (!interp) {
+	if (!interp && !free_agent) {
 		ukp_err("process %d (%s) is statically linked: the agent cannot be loaded into it "
 			"(tracing static programs is not supported)",
 			t->pid, t->comm);
@@ -476,7 +476,7 @@ bool ukp_target_in_libc(const struct ukp_target *t, uintptr_t ip)
 
 static bool same_file_in_root(const struct ukp_target *t, const char *path);
 
-int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
+int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent)
 {
 	char path[64], st[256] = "";
 	int ret;
@@ -495,7 +495,7 @@ int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 		t->comm[strcspn(t->comm, "\n")] = '\0';
 	else
 		snprintf(t->comm, sizeof(t->comm), "?");
-	ret = check_program(t);
+	ret = check_program(t, free_agent);
 	if (ret == -EACCES || ret == -EPERM) {
 		ukp_target_explain_eperm(t);
 		return -1;
@@ -517,6 +517,31 @@ int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
 		ukp_err("process %d (%s) is stopped (SIGSTOP): continue it first", pid, t->comm);
 		return -1;
 	}
+	return 0;
+}
+
+bool ukp_target_has_session(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, " /memfd:ukprobe-region") != NULL;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent)
+{
+	if (ukp_target_check(t, pid, false))
+		return -1;
 	if (read_maps(t, agent)) {
 		ukp_err("process %d (%s): cannot read its memory map: %s", pid, t->comm,
 			strerror(errno));

@@ -47,8 +47,19 @@ struct ukp_target {
 #define UKP_DEP_MEMFD_PREFIX "ukprobe:"
 #define UKP_AGENT_FILES_MAX 32
 
-/* Everything that can be checked without ptrace; fills *t. 0, or -1
- * after one line that says why the process cannot be attached to. */
+/* What any attach needs (the process is there, a 64-bit program of this
+ * architecture, not traced, not stopped; with the dynamic agent, one that
+ * has an interpreter and threads of the C library's): fills t's pid,
+ * comm and directories. 0, or -1 after one line that says why not. */
+int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent);
+/* Does an agent of a session hold its region in the process (agent/
+ * region.c's memfd, mapped from the session's start to its detach)? The
+ * freestanding agent is loaded beside any other: this is how it knows
+ * that another ukprobe traces the process. */
+bool ukp_target_has_session(pid_t pid);
+/* Everything that can be checked without ptrace for the dynamic agent's
+ * dlopen(); fills *t. 0, or -1 after one line that says why the process
+ * cannot be attached to. */
 int ukp_target_examine(struct ukp_target *t, pid_t pid, const char *agent);
 /* The address of ukprobe_agent_attach() once the agent is loaded. 0 or -1. */
 int ukp_target_agent_entry(struct ukp_target *t, const char *agent, uintptr_t *addr);
@@ -94,15 +105,16 @@ struct ukp_inject_times {
 	long stop_us;             /* the chosen thread was stopped this long */
 	long inject_us;           /* ukp_inject() took this long */
 	pid_t tid;                /* the thread */
-	/* a static program's: the freestanding agent as loaded (load.h;
-	 * malloc'ed, the caller's), for its unload after the detach */
+	/* the freestanding agent as loaded (load.h; malloc'ed, the
+	 * caller's), for its unload after the detach; NULL for the dynamic
+	 * agent */
 	struct ukp_loaded *loaded;
 };
-int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
+int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
 	       struct ukp_inject_times *times);
 /* Is the process's program statically linked (no interpreter)? */
 bool ukp_program_is_static(pid_t pid);
-/* A static program's agent (times->loaded) unmapped once its session is
+/* The freestanding agent (times->loaded) unmapped once its session is
  * over (load.c, ukp_unload): said if it stays; ld freed. */
 void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms);
 /* (load.h) */
