@@ -358,6 +358,19 @@ static int open_mem(struct ukp_loaded *l, struct ukp_held *h)
 }
 
 /* Take the worker's registers and mask. */
+/* The worker: the leader if it is held (hold_all takes it last, and a
+ * program's main thread is the one most often found waiting, where the
+ * system calls are made and undone cleanly), else the first thread. */
+static pid_t leader_or_first(const struct ukp_held *h, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->tids[i] == pid)
+			return pid;
+	return h->tids[0];
+}
+
 static int take_worker(struct ukp_loaded *l, struct ukp_held *h, pid_t tid)
 {
 	h->tid = tid;
@@ -556,7 +569,7 @@ int ukp_load_attach(pid_t pid, const char *path, const void *params, size_t len,
 	if (!ret)
 		ret = hold_all(l, l->held);
 	if (!ret)
-		ret = take_worker(l, l->held, l->held->tids[0]);
+		ret = take_worker(l, l->held, leader_or_first(l->held, l->pid));
 	if (!ret)
 		ret = load_held(l, params, len, &im);
 	ukp_image_free(&im);
@@ -853,7 +866,7 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 		if (!ret)
 			ret = hold_all(l, l->held);
 		if (!ret)
-			ret = take_worker(l, l->held, l->held->tids[0]);
+			ret = take_worker(l, l->held, leader_or_first(l->held, l->pid));
 		/* (read at each stop: a thread stopped in the middle of an
 		 * update of the list is inside, and looked at again) */
 		free(maps);
@@ -1005,7 +1018,7 @@ int ukp_unmap_blocks(pid_t pid, pid_t gone_tid, uint64_t info, const char *agent
 		if (!ret)
 			ret = hold_all(l, l->held);
 		if (!ret)
-			ret = take_worker(l, l->held, l->held->tids[0]);
+			ret = take_worker(l, l->held, leader_or_first(l->held, l->pid));
 		if (!ret && mem_read(l->held->mem, info, &u, sizeof(u)))
 			ret = errf(l, -ESRCH, "the agent's blocks cannot be read");
 		if (!ret && !u.arena)

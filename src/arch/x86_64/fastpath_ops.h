@@ -35,6 +35,24 @@
 	addq $P_TB_CTL, \ctl
 	.endm
 
+/*
+ * TB_GO_TOP: top = the top of this thread's stack for Go probes' hits
+ * (core/go_stack.c, in its per-thread block), found as TB_CTL finds the
+ * block. Clobbers the flags (the Go template has read them before).
+ * Jumps to fail when the block is not found that way or the thread has
+ * no such stack yet (0).
+ */
+	.macro TB_GO_TOP top, fail
+	cmpl $0, ukp_tb_gs_fast(%rip)
+	je \fail
+	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), \top
+	cmpq %fs:0, \top
+	jne \fail
+	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), \top
+	testq \top, \top
+	jz \fail
+	.endm
+
 /* TB_CTL_AGAIN: ctl as TB_CTL found it before in this hit (its
  * registers were lost: a handler that faulted, a clobbered ctl). */
 	.macro TB_CTL_AGAIN ctl

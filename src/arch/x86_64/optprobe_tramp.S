@@ -574,14 +574,7 @@ ukp_optprobe_common_go:
 	movq %rcx, -16(%rsp)
 	/* the stack's top in the thread's block, found as TB_CTL finds
 	 * the block */
-	cmpl $0, ukp_tb_gs_fast(%rip)
-	je .Lgo_not_mine
-	movq %gs:(P_TB_GS_BIAS + P_TB_OWNER), %rcx
-	cmpq %fs:0, %rcx
-	jne .Lgo_not_mine
-	movq %gs:(P_TB_GS_BIAS + P_TB_GO_TOP), %rcx
-	testq %rcx, %rcx
-	jz .Lgo_not_mine
+	TB_GO_TOP %rcx, .Lgo_not_mine
 	/* rcx = the top: the frame below it, written before the move */
 	movq %r15, (PT_R15 - GO_FRAME)(%rcx)
 	movq %r14, (PT_R14 - GO_FRAME)(%rcx)
