@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fork_sites.c - -f in a static program (the freestanding agent only):
- * its forks made as its C library's fork() makes them, with the atfork
- * handlers around them, so that a child is a new image as in a dynamic
- * program (agent.c's atfork_child: its HELLO, its own region, its reader
- * thread).
+ * fork_sites.c - -f with the freestanding agent (a static program, or a
+ * dynamic one attached): its forks made as its C library's fork() makes
+ * them, with the atfork handlers around them, so that a child is a new
+ * image as under the dynamic agent (agent.c's atfork_child: its HELLO,
+ * its own region, its reader thread).
  *
- * No atfork handler can be given to a static program's C library, and
- * its fork() makes the system call itself. So with -f the program's fork
+ * No atfork handler can be given to a static program's C library (nor,
+ * without calling it, to libc.so.6's: glibc's fork() runs the program's
+ * handlers around _Fork, whose clone instruction is the site here, so
+ * the agent's run inside glibc's, nearest the call), and its fork()
+ * makes the system call itself. So with -f the program's fork
  * and clone system call instructions are probed too (signal_sites.c's
  * scan: the number loaded into eax before the instruction), and a hit
  * on one that forks (fork, or clone without CLONE_VM, CLONE_THREAD or
