@@ -3740,13 +3740,20 @@ def case_attach_follow():
             p.wait()
 
 
-PY_SPAWNER = ("import os, subprocess, sys, zlib\n"
+PY_SPAWNER = ("import os, signal, subprocess, sys, zlib\n"
+              "def urg_blocked():\n"
+              "    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
+              "    k = [l for l in open('/proc/self/status') if l.startswith('SigBlk')]\n"
+              "    ok = int(k[0].split()[1], 16) >> 22 & 1 and signal.SIGURG not in old\n"
+              "    signal.pthread_sigmask(signal.SIG_SETMASK, old)\n"
+              "    return ok\n"
               "print('ready', flush=True)\n"
               "for line in sys.stdin:\n"
               "    w = line.split()\n"
               "    if w[0] == 'fork':\n"
               "        pid = os.fork()\n"
               "        if pid == 0:\n"
+              "            if not urg_blocked(): os._exit(3)\n"
               "            for i in range(int(w[1])): zlib.crc32(b'child %d' % i)\n"
               "            if len(w) > 2: os.execv('/bin/sh', ['sh', '-c', w[2]])\n"
               "            os._exit(0)\n"
@@ -3756,6 +3763,8 @@ PY_SPAWNER = ("import os, subprocess, sys, zlib\n"
               "        r = subprocess.run(['sh', '-c', 'printf \"a\\\\nb\\\\n\" | sort -r | "
               "tr -d \"\\\\n\"'], capture_output=True, text=True)\n"
               "        print('spawned', r.returncode, r.stdout, flush=True)\n"
+              "    elif w[0] == 'mask':\n"
+              "        print('mask', urg_blocked(), flush=True)\n"
               "    else:\n"
               "        for i in range(int(w[0])): zlib.crc32(b'x')\n"
               "        print('done', flush=True)\n")
@@ -3768,8 +3777,12 @@ def case_attach_follow_python():
     crc32 calls traced exactly as its own, the parent's 100 as its own;
     two children that exec sh (traced until its exec, as the dynamic agent
     traced it attached), subprocess.run() of an sh -c pipeline (vfork:
-    untraced) with its output right; ukprobe ends with 0 and nothing of
-    either agent is left mapped after the detach."""
+    untraced) with its output right; each process's pthread_sigmask()
+    blocks SIGURG in the kernel (the free agent makes the call in the
+    thread's own context, not in its trap handler, whose return put the
+    mask back: PostgreSQL's backends waited forever for the SIGURG their
+    signalfd reads); ukprobe ends with 0 and nothing of either agent is
+    left mapped after the detach."""
     if not free_attach():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
@@ -3800,6 +3813,7 @@ def case_attach_follow_python():
             kids.append(int(line.split()[1]))
         line = say("spawn")
         check(line == "spawned 0 ba\n", "the pipeline's output", line)
+        check(say("mask") == "mask True\n", "the parent's SIG_BLOCK reaches the kernel")
         check(say("100") == "done\n", "the parent's calls made")
         # (every child has ended: its events come from its region at the
         # latest when the session ends)
