@@ -659,6 +659,10 @@ void ukpa_signal_sites_unwatch(void);
 /* [hit] free/fork_sites.c: at a fork or clone instruction of the
  * program's (-f): true if the thread was sent to the agent's fork. */
 bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr);
+/* (fork_sites.c) [hit] Sends the thread at the system call site at addr
+ * to the trampoline, where ukpa_fork_site_run makes the call in its own
+ * context (an rt_sigprocmask through ukpa_sigprocmask_site_run). */
+void ukpa_site_call_divert(struct pt_regs *regs, uintptr_t addr);
 extern _Atomic int ukpa_forks_running;
 /* free/script_map.c: `ukprobe run`'s compiled script at path mapped and
  * bound to the agent without a loader ([init]): its handle and *desc

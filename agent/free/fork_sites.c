@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fork_sites.c - -f in a static program (the freestanding agent only):
- * its forks made as its C library's fork() makes them, with the atfork
- * handlers around them, so that a child is a new image as in a dynamic
- * program (agent.c's atfork_child: its HELLO, its own region, its reader
- * thread).
+ * fork_sites.c - -f with the freestanding agent (a static program, or a
+ * dynamic one attached): its forks made as its C library's fork() makes
+ * them, with the atfork handlers around them, so that a child is a new
+ * image as under the dynamic agent (agent.c's atfork_child: its HELLO,
+ * its own region, its reader thread).
  *
- * No atfork handler can be given to a static program's C library, and
- * its fork() makes the system call itself. So with -f the program's fork
+ * No atfork handler can be given to a static program's C library (nor,
+ * without calling it, to libc.so.6's: glibc's fork() runs the program's
+ * handlers around _Fork, whose clone instruction is the site here, so
+ * the agent's run inside glibc's, nearest the call), and its fork()
+ * makes the system call itself. So with -f the program's fork
  * and clone system call instructions are probed too (signal_sites.c's
  * scan: the number loaded into eax before the instruction), and a hit
  * on one that forks (fork, or clone without CLONE_VM, CLONE_THREAD or
@@ -46,6 +49,8 @@ long syscall(long n, ...);
 /* (arch/ARCH/fork_tramp.S) */
 void ukpa_fork_tramp(void);
 long ukpa_fork_site_run(struct ukpa_fork_call *c);
+/* (signal_sites.c) */
+long ukpa_sigprocmask_site_run(const struct ukpa_fork_call *c);
 
 /* Threads sent to the trampoline and not back in the program yet: the
  * agent's code is in use (free/entry.c waits for none at the unload). */
@@ -71,13 +76,27 @@ bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr)
 	return true;
 }
 
+/* [hit] */
+void ukpa_site_call_divert(struct pt_regs *regs, uintptr_t addr)
+{
+	atomic_fetch_add(&ukpa_forks_running, 1);
+	ukpa_site_divert(regs, addr, (uintptr_t)ukpa_fork_tramp);
+}
+
 /* [init] On the forking thread, from the trampoline: the handlers and
- * the call (see the top). Returns the call's result (-errno). */
+ * the call (see the top); or another call diverted here
+ * (ukpa_site_call_divert). Returns the call's result (-errno). */
 long ukpa_fork_site_run(struct ukpa_fork_call *c)
 {
 	bool tracing;
 	int busy, saved_errno;
 	long r;
+
+	if (c->nr == UKPA_NR_RT_SIGPROCMASK) {
+		r = ukpa_sigprocmask_site_run(c);
+		atomic_fetch_sub(&ukpa_forks_running, 1);
+		return r;
+	}
 
 	ukp_free_atfork_prepare();
 	tracing = atomic_load(&ukpa_tracing);

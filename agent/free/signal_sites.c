@@ -100,16 +100,15 @@ static long do_sigaction(const struct pt_regs *regs)
 	return 0;
 }
 
-/* [hit] rt_sigprocmask(how, set, oset, 8) through the library's
- * sigprocmask() */
-static long do_sigprocmask(const struct pt_regs *regs)
+/* rt_sigprocmask(how, set, oset, 8) through the library's sigprocmask().
+ * [init] in the thread's own context (ukpa_sigprocmask_site_run); [hit]
+ * in a Go program only (below). */
+static long do_sigprocmask(int how, const uint64_t *kset, uint64_t *koset, unsigned long size)
 {
-	int how = (int)ukpa_site_arg(regs, 0);
-	const uint64_t *kset = (const void *)ukpa_site_arg(regs, 1);
-	uint64_t *koset = (void *)ukpa_site_arg(regs, 2), w;
+	uint64_t w;
 	sigset_t set, oset;
 
-	if (ukpa_site_arg(regs, 3) != sizeof(w))
+	if (size != sizeof(w))
 		return -EINVAL;
 	sigemptyset(&set);
 	if (kset && copy_from_user_nofault(&set, kset, sizeof(w)))
@@ -123,6 +122,23 @@ static long do_sigprocmask(const struct pt_regs *regs)
 	return 0;
 }
 
+/* [init] From the trampoline (fork_sites.c), on the thread at an
+ * rt_sigprocmask site: the call made in the thread's own context. In the
+ * trap handler the mask it set would be undone when the handler returns
+ * (the kernel puts back the mask of the signal frame) and the old mask
+ * it read would be the handler's: a program's SIG_BLOCK never reached
+ * the kernel (PostgreSQL's backends lost the SIGURG their signalfd waits
+ * for). Returns the call's result (-errno). */
+long ukpa_sigprocmask_site_run(const struct ukpa_fork_call *c)
+{
+	int saved_errno = errno;
+	long r = do_sigprocmask((int)c->arg[0], (const uint64_t *)c->arg[1],
+				(uint64_t *)c->arg[2], c->arg[3]);
+
+	errno = saved_errno;
+	return r;
+}
+
 /* [hit] */
 static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 {
@@ -133,7 +149,17 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 		res = do_sigaction(regs);
 		break;
 	case UKPA_NR_RT_SIGPROCMASK:
-		res = do_sigprocmask(regs);
+		/* (Go: its threads' stacks may be too small for the
+		 * library's call, and its runtime masks only at a thread's
+		 * start and in its signal handler: in the trap handler, as
+		 * before) */
+		if (!ukp_tb_go) {
+			ukpa_site_call_divert(regs, (uintptr_t)kp->addr);
+			return 1; /* resumes at the trampoline */
+		}
+		res = do_sigprocmask((int)ukpa_site_arg(regs, 0),
+				     (const void *)ukpa_site_arg(regs, 1),
+				     (void *)ukpa_site_arg(regs, 2), ukpa_site_arg(regs, 3));
 		break;
 	case UKPA_NR_CLONE:
 	case UKPA_NR_FORK:

@@ -921,8 +921,8 @@ def case_attach_dynamic_unload():
     too, and nothing of it is left after each detach; then Debian's
     python3.11, attached 5 times (stat, exact counts of libz's crc32
     calls), its mappings and threads as before after each detach; then
-    the dynamic agent (-f) and the free one in turn, each counting
-    exactly."""
+    the dynamic agent (UKPROBE_AGENT_DYNAMIC=1) and the free one in turn,
+    each counting exactly."""
     if not free_attach():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
@@ -970,15 +970,17 @@ def case_attach_dynamic_unload():
                   "\n".join(diff[:30]))
             check(thread_state(p.pid) == state0, "python %d: its threads as before" % cycle)
             check(code_vs_file(p.pid) == [], "python %d: the code is the files'" % cycle)
-        # the dynamic agent (-f), which stays loaded with its per-thread
-        # blocks (the threads' GS bases), then the free one beside it:
-        # each counts exactly
-        for cycle, extra in enumerate((["-f"], [], ["-f"], [])):
+        # the dynamic agent (asked for), which stays loaded with its
+        # per-thread blocks (the threads' GS bases), then the free one
+        # beside it: each counts exactly
+        for cycle, dyn in enumerate(("1", "", "1", "")):
             n = 500 + cycle
+            extra = "dynamic agent" if dyn else "free agent"
             t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e",
-                                  "p:c libz.so.1:crc32"] + extra,
+                                  "p:c libz.so.1:crc32"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+                                 env=dict(os.environ, UKPROBE_TIMING="1",
+                                          UKPROBE_AGENT_DYNAMIC=dyn), preexec_fn=no_core)
             try:
                 stderr_until(t, "every probe in place")
                 p.stdin.write("%d\n" % n)
@@ -3042,7 +3044,10 @@ def case_attach_postgres():
     select() the postmaster waits in (pending at each detach). Then the
     postmaster's code is as it was, it has the thread it had, pgbench saw
     no failed transaction, the log no crashed or failed process, and the tables'
-    balances agree (TPC-B's invariant)."""
+    balances agree (TPC-B's invariant). With the freestanding agent (-f
+    loads it into dynamic programs too) the backends fork through
+    glibc's fork(), whose _Fork clone the agent probes in libc.so.6, and
+    no libukprobe-agent.so is left mapped in the postmaster."""
     import pwd
     import threading
     pg, bench, psql = pg_tool("postgres"), pg_tool("pgbench"), pg_tool("psql")
@@ -3057,10 +3062,15 @@ def case_attach_postgres():
     os.chmod(top, 0o755)
     # the agent where the postgres user can read it (the build may sit in
     # root's 0700 home): loaded by its path, as on most machines (an
-    # unreadable one is loaded from memory: case attach_unreadable_agent)
+    # unreadable one is loaded from memory: case attach_unreadable_agent),
+    # and the freestanding one beside it, which -f attaches load
+    free = free_attach()
     agent = os.path.join(top, "libukprobe-agent.so")
     shutil.copy2(os.environ["UKP_AGENT"], agent)
     os.chmod(agent, 0o755)
+    if free:
+        shutil.copy2(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
+                                  "libukprobe-agent.bin"), top)
     os.environ["UKPROBE_AGENT"] = agent
     data, sock, log = os.path.join(top, "data"), os.path.join(top, "sock"), os.path.join(top, "log")
     for d in (data, sock):
@@ -3219,6 +3229,8 @@ def case_attach_postgres():
         check(maps2 - maps1 == set(), "no executable mapping added by cycles 2-20",
               sorted(maps2 - maps1))
         left = sorted(maps2 - maps0)
+        check(not free or not any(p.endswith("libukprobe-agent.so") for _, p in left),
+              "the freestanding agent (-f too): no libukprobe-agent.so left mapped", left)
         if left:
             print("note: after the detach the postmaster keeps %d executable mappings it did not "
                   "have: %s" % (len(left), ", ".join(sorted(set(p or "anonymous" for _, p in left)))))
@@ -3686,7 +3698,9 @@ def case_attach_syscalls():
 
 def case_attach_follow():
     """-f: a child the attached process forks later is traced, and
-    detaches too (its code back as it was) while it runs on."""
+    detaches too (its code back as it was) while it runs on; with the
+    freestanding agent (-f loads it too) nothing of an agent is mapped in
+    either after."""
     p = start_attachee()
     try:
         before = code_bytes(p.pid, code_ranges(p.pid))
@@ -3712,6 +3726,9 @@ def case_attach_follow():
                   "code of %d back after the detach" % pid)
             check(not any(v[0] == "ukprobe-attach" for v in thread_state(pid).values()),
                   "no agent thread left in %d" % pid)
+            # (-f loads the freestanding agent too, which leaves nothing)
+            check(not free_attach() or not any("ukprobe-agent" in r[4] for r in maps_of(pid)),
+                  "no agent mapped in %d" % pid)
         p.stdin.write("quit\n")
         p.stdin.flush()
         out, err = p.communicate(timeout=60)
@@ -3721,6 +3738,105 @@ def case_attach_follow():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+PY_SPAWNER = ("import os, signal, subprocess, sys, zlib\n"
+              "def urg_blocked():\n"
+              "    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGURG})\n"
+              "    k = [l for l in open('/proc/self/status') if l.startswith('SigBlk')]\n"
+              "    ok = int(k[0].split()[1], 16) >> 22 & 1 and signal.SIGURG not in old\n"
+              "    signal.pthread_sigmask(signal.SIG_SETMASK, old)\n"
+              "    return ok\n"
+              "print('ready', flush=True)\n"
+              "for line in sys.stdin:\n"
+              "    w = line.split()\n"
+              "    if w[0] == 'fork':\n"
+              "        pid = os.fork()\n"
+              "        if pid == 0:\n"
+              "            if not urg_blocked(): os._exit(3)\n"
+              "            for i in range(int(w[1])): zlib.crc32(b'child %d' % i)\n"
+              "            if len(w) > 2: os.execv('/bin/sh', ['sh', '-c', w[2]])\n"
+              "            os._exit(0)\n"
+              "        st = os.waitpid(pid, 0)[1]\n"
+              "        print('child', pid, st, flush=True)\n"
+              "    elif w[0] == 'spawn':\n"
+              "        r = subprocess.run(['sh', '-c', 'printf \"a\\\\nb\\\\n\" | sort -r | "
+              "tr -d \"\\\\n\"'], capture_output=True, text=True)\n"
+              "        print('spawned', r.returncode, r.stdout, flush=True)\n"
+              "    elif w[0] == 'mask':\n"
+              "        print('mask', urg_blocked(), flush=True)\n"
+              "    else:\n"
+              "        for i in range(int(w[0])): zlib.crc32(b'x')\n"
+              "        print('done', flush=True)\n")
+
+
+def case_attach_follow_python():
+    """-f on Debian's python3.11 (a dynamic program: the freestanding
+    agent, which probes glibc's _Fork clone in libc.so.6 and runs its own
+    fork handlers around it, beside glibc's): an os.fork() child's 100
+    crc32 calls traced exactly as its own, the parent's 100 as its own;
+    two children that exec sh (traced until its exec, as the dynamic agent
+    traced it attached), subprocess.run() of an sh -c pipeline (vfork:
+    untraced) with its output right; each process's pthread_sigmask()
+    blocks SIGURG in the kernel (the free agent makes the call in the
+    thread's own context, not in its trap handler, whose return put the
+    mask back: PostgreSQL's backends waited forever for the SIGURG their
+    signalfd reads); ukprobe ends with 0 and nothing of either agent is
+    left mapped after the detach."""
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    p = subprocess.Popen([py, "-S", "-c", PY_SPAWNER], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+    t = None
+
+    def say(line):
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        return p.stdout.readline()
+    try:
+        check(p.stdout.readline() == "ready\n", "python ready")
+        maps0 = maps_of(p.pid)
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid),
+                              "-e", "p:c libz.so.1:crc32 len=%dx:u64"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        # attached once the first of the parent's calls is seen
+        lines = read_lines_until(t, " c: ", lambda: say("1"), timeout=60)
+        kids = []
+        for cmd in ("fork 100", "fork 100 exit", "fork 30 true"):
+            line = say(cmd)
+            check(line.startswith("child ") and line.split()[2] == "0", cmd, line)
+            kids.append(int(line.split()[1]))
+        line = say("spawn")
+        check(line == "spawned 0 ba\n", "the pipeline's output", line)
+        check(say("mask") == "mask True\n", "the parent's SIG_BLOCK reaches the kernel")
+        check(say("100") == "done\n", "the parent's calls made")
+        # (every child has ended: its events come from its region at the
+        # latest when the session ends)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=60)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0",
+              "rc=%s %s" % (t.returncode, err.decode()))
+        per = collections.Counter(int(parse_line(l)["tid"]) for l in lines + out.decode().splitlines()
+                                  if " c: " in l)
+        check([per[k] for k in kids] == [100, 100, 30],
+              "every child's calls, as its own (the last two exec sh)", per)
+        check(per[p.pid] >= 100 and set(per) <= {p.pid} | set(kids),
+              "the parent's calls as its own, no other process's", per)
+        diff = maps_differ(maps0, maps_of(p.pid))
+        check(diff == [], "python's mappings as before the attach (no agent left)",
+              "\n".join(diff[:30]))
+        p.stdin.close()
+        check(p.wait(timeout=30) == 0, "python ends well")
+    finally:
+        for q in (t, p):
+            if q and q.poll() is None:
+                q.kill()
+                q.wait()
 
 
 def case_attach_forks():
@@ -7180,7 +7296,8 @@ def case_attach_container():
     """-p on Debian's python3.11 as PID 1 of its own PID and mount
     namespace, in a root of its own without ukprobe's agent or the
     libraries the agent needs: traced with -f on libz (which it has) and
-    libc, a child forked in the container traced too, every PID and
+    libc with the dynamic agent (UKPROBE_AGENT_DYNAMIC=1: its load from
+    memory), a child forked in the container traced too, every PID and
     thread id as seen from here; detached with its code as it was and
     nothing left in its root; attached again; and ukprobe launching a
     program from inside such a namespace."""
@@ -7222,7 +7339,8 @@ def case_attach_container():
                               "-e", "p:crc libz.so.1:crc32 len=%dx:u64",
                               "-e", "r:crcr libz.so.1:crc32 ret=$retval:u32",
                               "-e", "p:m libc.so.6:malloc"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core,
+                             env=dict(os.environ, UKPROBE_AGENT_DYNAMIC="1"))
         n = [0]
 
         def poke():

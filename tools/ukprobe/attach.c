@@ -411,7 +411,7 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 		 * address of 0): signals wait until the thread is back */
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
-		ret = ukp_inject(s->pids[i], s->agent, s->follow, l->name, key, &t);
+		ret = ukp_inject(s->pids[i], s->agent, l->name, key, &t);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (t.loaded)
 			l->loaded[i] = t.loaded;
@@ -567,7 +567,7 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 }
 
 /*
- * The freestanding agent (every process's without -f: inject.c) ends its session thread
+ * The freestanding agent (every process's on x86-64: inject.c) ends its session thread
  * once it has given back what it took, and says so in its load block:
  * its image, its stack and the mappings it listed are then unmapped,
  * with every thread of the process stopped (load.c, ukp_unload). Signals

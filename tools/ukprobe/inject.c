@@ -2,7 +2,7 @@
 /*
  * inject.c - load the agent into a running process (ukprobe -p PID).
  *
- * Without -f, on x86-64, every process gets the freestanding agent,
+ * On x86-64 every process gets the freestanding agent (with -f too),
  * mapped by ukprobe's ptrace loader (load.c): nothing of the program runs
  * for it (choose_agent() below says when the dynamic one is loaded
  * instead). The dynamic agent is dlopen()ed in a stopped thread, as
@@ -473,18 +473,21 @@ bool ukp_program_is_static(pid_t pid)
  * unmapped whole (ukp_unload), where the dynamic agent stays loaded with
  * its memory (doc/cli.md, "Detach"). A static program can have no other.
  *
+ * With -f too: the free agent probes the fork and clone system call
+ * instructions of the program and of libc.so.6 (glibc's _Fork among
+ * them) and runs its own atfork handlers around each fork
+ * (agent/free/fork_sites.c), so each child gets a session of its own as
+ * the dynamic agent's atfork handler gives it.
+ *
  * The dynamic agent (libukprobe-agent.so, dlopen()ed in a stopped thread)
  * where the free one is not there (sanitizer builds do not build it; it
- * exists for x86-64 only) and for -f on a dynamic program: the free
- * agent runs forked children untraced, the dynamic one's atfork handler
- * gives each child a session of its own. UKPROBE_AGENT_DYNAMIC=1 asks for
- * the dynamic one in a dynamic program (its own paths tested in every
- * build: cli_attach_unload_blocks).
+ * exists for x86-64 only). UKPROBE_AGENT_DYNAMIC=1 asks for the dynamic
+ * one in a dynamic program (its own paths tested in every build:
+ * cli_attach_unload_blocks).
  *
  * bin gets the free agent's path. Sets *free_agent.
  */
-static int choose_agent(pid_t pid, const char *agent, bool follow, char *bin, size_t len,
-			bool *free_agent)
+static int choose_agent(pid_t pid, const char *agent, char *bin, size_t len, bool *free_agent)
 {
 	const char *slash = strrchr(agent, '/');
 	bool is_static = ukp_program_is_static(pid);
@@ -512,10 +515,8 @@ static int choose_agent(pid_t pid, const char *agent, bool follow, char *bin, si
 	{
 		const char *dyn = getenv("UKPROBE_AGENT_DYNAMIC");
 
-		*free_agent = !follow && !(dyn && !strcmp(dyn, "1")) && access(bin, R_OK) == 0;
+		*free_agent = !(dyn && !strcmp(dyn, "1")) && access(bin, R_OK) == 0;
 	}
-#else
-	(void)follow;
 #endif
 	return 0;
 }
@@ -598,7 +599,7 @@ void ukp_inject_unload(struct ukp_loaded *ld, int timeout_ms)
 	free(ld);
 }
 
-int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times)
 {
 	char bin[PATH_MAX];
@@ -618,7 +619,7 @@ int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, cons
 			UKP_ARCH_NAME " yet", pid);
 		return UKP_EXIT_FAIL;
 	}
-	if (choose_agent(pid, agent, follow, bin, sizeof(bin), &free_agent))
+	if (choose_agent(pid, agent, bin, sizeof(bin), &free_agent))
 		return UKP_EXIT_FAIL;
 	if (free_agent)
 		return inject_free(pid, bin, name, key, times);

@@ -110,7 +110,7 @@ struct ukp_inject_times {
 	 * agent */
 	struct ukp_loaded *loaded;
 };
-int ukp_inject(pid_t pid, const char *agent, bool follow, const char *name, const char *key,
+int ukp_inject(pid_t pid, const char *agent, const char *name, const char *key,
 	       struct ukp_inject_times *times);
 /* Is the process's program statically linked (no interpreter)? */
 bool ukp_program_is_static(pid_t pid);

@@ -2,7 +2,9 @@
 /*
  * fork_tramp.S - x86-64's way from a static program's fork system call
  * instruction to the agent's fork, in the thread's own context
- * (agent/free/fork_sites.c). The site's probe sends the thread here with
+ * (agent/free/fork_sites.c), and from an rt_sigprocmask instruction to
+ * the library's sigprocmask() (free/signal_sites.c: a mask set in the
+ * trap handler is undone by its return). The site's probe sends the thread here with
  * its registers those of the instruction, but rcx, which the system call
  * clobbers, holding the address after the instruction. The call's number
  * and arguments go to ukpa_fork_site_run as a struct ukpa_fork_call; its
