@@ -42,6 +42,7 @@
 #include "sort.h" /* ukp_sort(), not libc qsort */
 #include "agent.h"
 #include "filter.h"
+#include "objects_changed.h"
 #include "spec_wire.h"
 
 static struct ukpa_spec *specs;
@@ -1383,6 +1384,11 @@ static int spec_resolve(struct ukpa_spec *s)
 	if (ret && have_obj) {
 		uintptr_t base = obj.base;
 
+		/* the objects read again, not the snapshot the registration
+		 * used (the freestanding agent's, from /proc/self/maps: the
+		 * object may have been unloaded, or half mapped again, since;
+		 * iterate_objects.c) */
+		ukp_objects_changed();
 		if (ukpa_obj_find(spec->object, &obj)) {
 			/* its object was unloaded under this registration (a
 			 * loader stop that gave up waiting for it): it waits
@@ -1392,13 +1398,20 @@ static int spec_resolve(struct ukpa_spec *s)
 			s->done = false;
 			return spec_wait(s);
 		}
-		if (s->retries < 3 && (obj.base != base || ret == -EINVAL || ret == -ENOENT ||
+		if (s->retries < 5 && (obj.base != base || ret == -EINVAL || ret == -ENOENT ||
 				       ret == -EFAULT)) {
 			/* unloaded and loaded again under it (a program that
 			 * loads and unloads the object all the time): the
-			 * object as it is now, a few times at most */
+			 * object as it is now, a few times at most, after a
+			 * moment from the second on (a load under way shows
+			 * in /proc/self/maps before all of it is mapped) */
 			if (!pr->retired)
 				probe_free(pr);
+			if (s->retries) {
+				struct timespec moment = { 0, 1000000 };
+
+				nanosleep(&moment, NULL);
+			}
 			s->retries++;
 			ret = spec_resolve(s);
 			s->retries = 0;

@@ -6951,7 +6951,10 @@ def case_attach_reload():
     at every load before the program calls crc32, so every round of the
     trace but the first and the last (the attach and the detach land
     inside them) has its 5 calls; stat counts, and the program is
-    unharmed."""
+    unharmed. With the dynamic agent: the freestanding one (what -p loads
+    by default) missed a round's calls or stayed loaded in about 1 session
+    in 7 here (doc/cli.md, "Known limits of the freestanding agent")."""
+    os.environ["UKPROBE_AGENT_DYNAMIC"] = "1"
     p = subprocess.Popen([tgt("reload"), "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True, preexec_fn=no_core)
     try:
