@@ -1521,7 +1521,10 @@ def case_record_damaged():
     directory that holds other files."""
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "rec.data")
-        r = ukprobe(["record", "-o", data, "-e", "p:h hit", "--", tgt("endings"), "exit"])
+        # (an argument: 40-byte records, a packet at most a quarter of a
+        # ring, so that 100,000 events take several packets; argument-less
+        # entries are 16 bytes and could all fit in one)
+        r = ukprobe(["record", "-o", data, "-e", "p:h hit a=%di", "--", tgt("endings"), "exit"])
         check(r.returncode == 0, "record", show(r))
         full = ukprobe(["report", "-i", data])
         lines = full.stdout.splitlines()
