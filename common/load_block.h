@@ -33,17 +33,31 @@ struct ukp_load_block {
 	uint32_t unload_n;      /* what kept it: how many (returns pending, ...) */
 	uint64_t own_maps;      /* its struct ukp_own_maps: what it mapped and still has */
 	uint64_t tb_lo, tb_hi;  /* thread block bases of its (x86-64 GS bases): [lo, hi) */
+	/* Returns still pending through its trampoline (its own memory:
+	 * struct ukp_ret_back[rets_n]): the loader puts each real return
+	 * address back where the trampoline's still is, every thread
+	 * stopped, before it unmaps the object. */
+	uint64_t rets, rets_n, trampoline;
 	uint64_t params_len;
 	unsigned char params[]; /* the loader's caller's, as given */
 };
 
 /* unload: what the object's end says the loader may do */
 #define UKP_UNLOAD_GIVEN 1      /* its own maps listed, nothing of it in use: unmap it all */
-#define UKP_UNLOAD_RETURNS -1   /* unload_n return probes still pending: it stays */
+#define UKP_UNLOAD_RETURNS -1   /* unload_n return probes still pending that cannot be
+				 * put back (a shadow stack, more than
+				 * UKP_RET_BACK_MAX): it stays */
 #define UKP_UNLOAD_SIGNALS -2   /* unload_n signal actions still its own: it stays */
 #define UKP_UNLOAD_THREADS -3   /* unload_n threads of its own still run: it stays */
 #define UKP_UNLOAD_LOST -4      /* its record of its maps is not whole: it stays */
 #define UKP_UNLOAD_FORKS -5     /* unload_n threads still in its fork (-f): it stays */
+
+/* A return pending at the unload: thread tid's stack word at slot holds
+ * the trampoline's address; ret is the real return address. */
+#define UKP_RET_BACK_MAX 1024
+struct ukp_ret_back {
+	uint64_t tid, slot, ret;
+};
 
 /*
  * The freestanding agent's mappings (src/base/own_maps.c): the ranges it

@@ -20,9 +20,11 @@
  * Attached, the session's end gives back what the agent took (the
  * probes, the signal actions and its threads: ukpa_attach_end), then
  * says in the block what the loader may unmap (give_back): the ranges
- * it mapped (base/own_maps.c), unless something of it is still in use
- * (a return probe pending, a signal action of its own, a thread of its
- * own, a thread of the program's inside its fork: free/fork_sites.c). The loader unmaps them with the image once this thread is gone,
+ * it mapped (base/own_maps.c), and the returns still pending through
+ * its trampoline, whose real addresses the loader puts back; unless
+ * something of it is still in use (a signal action of its own, a thread
+ * of its own, a thread of the program's inside its fork:
+ * free/fork_sites.c). The loader unmaps them with the image once this thread is gone,
  * every thread of the process stopped (tools/ukprobe/load.c,
  * ukp_unload): only a stop proves that no thread of the program is
  * still in the agent's code or memory (the tail of a handler of the
@@ -50,6 +52,9 @@ extern uintptr_t ukp_self_text_lo, ukp_self_text_hi;
 
 /* (the library: src/core/kretprobes.c, src/base/thread.c, own_maps.c) */
 unsigned int ukp_krp_pending(void);
+bool ukp_krp_each_pending(void (*fn)(void *arg, int tid, uintptr_t slot, uintptr_t ret),
+			  void *arg);
+uintptr_t ukp_krp_trampoline(void);
 extern _Atomic int ukp_kthreads_live;
 extern struct ukp_own_maps ukp_own_maps;
 
@@ -123,12 +128,41 @@ static unsigned int threads_left(void)
 }
 
 /* What the loader may unmap at the unload (see the top). */
+/* The returns still pending at the unload, for the loader to put back
+ * (load_block.h); rets_n counts past UKP_RET_BACK_MAX. */
+static struct ukp_ret_back rets[UKP_RET_BACK_MAX];
+static uint64_t rets_n;
+
+/* [reg] */
+static void note_ret(void *arg, int tid, uintptr_t slot, uintptr_t ret)
+{
+	(void)arg;
+	if (rets_n < UKP_RET_BACK_MAX)
+		rets[rets_n] = (struct ukp_ret_back){ (uint64_t)tid, slot, ret };
+	rets_n++;
+}
+
+/* [reg] Can the returns still pending be put back by the loader (no
+ * shadow stack, not too many)? Then the block says where they are. */
+static bool rets_put_back(struct ukp_load_block *b)
+{
+	rets_n = 0;
+	if (!ukp_krp_each_pending(note_ret, NULL) || rets_n > UKP_RET_BACK_MAX)
+		return false;
+	b->rets = (uintptr_t)rets;
+	b->rets_n = rets_n;
+	b->trampoline = ukp_krp_trampoline();
+	return true;
+}
+
 static void give_back(struct ukp_load_block *b)
 {
 	unsigned int n;
 	int32_t say = UKP_UNLOAD_GIVEN;
 
-	if ((n = wait_none(ukp_krp_pending)))
+	/* (a thread blocked in a function whose return was probed, a server
+	 * in select(): its return address goes back in place, by the loader) */
+	if (ukp_krp_pending() && !rets_put_back(b) && (n = wait_none(ukp_krp_pending)))
 		say = UKP_UNLOAD_RETURNS;
 	else if ((n = wait_none(threads_left)))
 		say = UKP_UNLOAD_THREADS;

@@ -1031,6 +1031,39 @@ unsigned int ukp_krp_pending(void)
 	return total;
 }
 
+/* [reg] */
+bool ukp_krp_each_pending(void (*fn)(void *arg, int tid, uintptr_t slot, uintptr_t ret),
+			  void *arg)
+{
+	unsigned int i, j, d, n;
+
+	sweep_dead(false);
+	n = atomic_load_explicit(&krp_hiwater, memory_order_acquire);
+	for (i = 0; i < n; i++)
+		if (atomic_load_explicit(&krp_threads[i].tid, memory_order_acquire) > 0 &&
+		    depth_of(&krp_threads[i]) && krp_threads[i].shstk)
+			return false;
+	for (i = 0; i < n; i++) {
+		struct krp_thread *t = &krp_threads[i];
+		int tid = atomic_load_explicit(&t->tid, memory_order_acquire);
+
+		if (tid <= 0)
+			continue;
+		d = depth_of(t);
+		/* (a chained slot's real address is its first entry's) */
+		for (j = 0; j < d; j++)
+			if (j == 0 || t->e[j - 1].slot != t->e[j].slot)
+				fn(arg, tid, t->e[j].slot, t->e[j].ret);
+	}
+	return true;
+}
+
+/* [any] */
+uintptr_t ukp_krp_trampoline(void)
+{
+	return TRAMPOLINE;
+}
+
 /* ------------------------------------------------------------ tests */
 
 unsigned long ukp_krp_holders_allocated(void)

@@ -77,6 +77,17 @@ bool ukp_krp_unwind_ready(void);
 
 /* [reg] Returns pending on the live threads (kretprobes.c). */
 unsigned int ukp_krp_pending(void);
+/* [reg] Each return pending on a live thread, once per slot: fn(arg,
+ * tid, slot, ret) with the slot that holds the trampoline's address and
+ * the real return address to put back there (the freestanding agent's
+ * unload: tools/ukprobe/load.c puts them back with every thread stopped,
+ * so that the trampoline can go). Returns false, having called fn for
+ * none, when a thread with pending returns has a shadow stack (its
+ * shadow copy would not match a put-back address). */
+bool ukp_krp_each_pending(void (*fn)(void *arg, int tid, uintptr_t slot, uintptr_t ret),
+			  void *arg);
+/* [any] The trampoline that pending returns come back through. */
+uintptr_t ukp_krp_trampoline(void);
 
 /* For tests: kretprobe holders still allocated (registered or waiting
  * for their last instance), and a sweep of dead threads' records plus a

@@ -794,6 +794,56 @@ static int threads_outside(struct ukp_loaded *l, const struct ukp_load_block *b,
 	return 0;
 }
 
+/*
+ * With every thread held and none in the object: each return still
+ * pending through the object's trampoline (a thread blocked in a function
+ * whose return was probed) gets its real address back in its stack slot
+ * (the object's list, load_block.h), so that it returns to its caller
+ * with the object gone. Only where the slot is still in the live part of
+ * its thread's stack and still holds the trampoline's address: a return
+ * made since the list was written left its slot below the stack pointer
+ * (the stack there is dead, its bytes the next call's).
+ */
+static int put_back_returns(struct ukp_loaded *l, const struct ukp_load_block *b)
+{
+	struct ukp_held *h = l->held;
+	struct ukp_ret_back *rb;
+	uint64_t i;
+	size_t j;
+	int ret = 0;
+
+	if (!b->rets_n)
+		return 0;
+	if (b->rets_n > UKP_RET_BACK_MAX)
+		return errf(l, -EIO, "the object's list of pending returns is too long");
+	rb = calloc(b->rets_n, sizeof(*rb));
+	if (!rb)
+		return errf(l, -ENOMEM, "out of memory");
+	if (mem_read(h->mem, b->rets, rb, b->rets_n * sizeof(*rb)))
+		ret = errf(l, -EIO, "the object's list of pending returns cannot be read");
+	for (i = 0; !ret && i < b->rets_n; i++) {
+		struct ukp_regs r;
+		uint64_t cur;
+
+		for (j = 0; j < h->n && h->tids[j] != (pid_t)rb[i].tid; j++)
+			;
+		if (j == h->n)
+			continue; /* (the thread has ended) */
+		if (h->tids[j] == h->tid)
+			r = h->regs;
+		else if (ukp_arch_get_regs(h->tids[j], &r))
+			continue;
+		if (rb[i].slot < ukp_arch_sp(&r) || mem_read(h->mem, rb[i].slot, &cur, sizeof(cur)) ||
+		    cur != b->trampoline)
+			continue;
+		if (mem_write(h, rb[i].slot, &rb[i].ret, sizeof(rb[i].ret)))
+			ret = errf(l, -EIO, "thread %d's return address at %#lx cannot be put back",
+				   h->tids[j], (unsigned long)rb[i].slot);
+	}
+	free(rb);
+	return ret;
+}
+
 static const char *kept_why(const struct ukp_load_block *b, char *buf, size_t len)
 {
 	switch (b->unload) {
@@ -874,6 +924,8 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 		}
 		usleep(1000);
 	}
+	if (!ret)
+		ret = put_back_returns(l, &b);
 	if (!ret)
 		ret = find_syscall_insn(l);
 	/* (the list first: the object's own record of its mappings is in its
