@@ -939,6 +939,132 @@ def attach_unload_cycles(exe):
             p.wait()
 
 
+PY_READERS = r"""
+import os, sys, threading
+N = 20
+pipes = [os.pipe() for _ in range(N)]
+got = [0] * N
+def reader(i):
+    while True:
+        b = os.read(pipes[i][0], 1)      # libc read(), its return probed
+        if b == b"q":
+            return
+        got[i] += b[0]
+        os.write(1, b"r %d %d\n" % (i, got[i]))   # (one write: the threads' lines whole)
+ts = [threading.Thread(target=reader, args=(i,)) for i in range(N)]
+for t in ts:
+    t.start()
+print("ready", flush=True)
+for l in sys.stdin:
+    w = l.split()
+    if w[0] == "kick":                   # one byte (value v) to every reader
+        for i in range(N):
+            os.write(pipes[i][1], bytes([int(w[1])]))
+    elif w[0] == "quit":
+        for i in range(N):
+            os.write(pipes[i][1], b"q")
+        for t in ts:
+            t.join()
+        print("sum %d" % sum(got), flush=True)
+        break
+"""
+
+
+def case_attach_returns_back():
+    """Debian's python3.11 with 20 threads, each blocked in libc's read()
+    entered while `r64 read` was registered (64 instances: a return
+    probe's default is 10, and 20 threads block at once): at the detach the 20 returns
+    are still pending through the freestanding agent's trampoline.
+    ukprobe puts each real return address back and unmaps the agent all
+    the same, saying nothing: the mappings and threads are those of
+    before the attach, the code is the files', and every read() then
+    returns to its caller with its byte (the readers' sums). Three
+    sessions on the same process."""
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: skipped" % py)
+        sys.exit(77)
+    p = subprocess.Popen([py, "-S", "-c", PY_READERS], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+
+    def kick(v):
+        p.stdin.write("kick %d\n" % v)
+        p.stdin.flush()
+        lines = sorted(p.stdout.readline() for _ in range(20))
+        return lines
+
+    def blocked_in_read():
+        n = 0
+        for tid in os.listdir("/proc/%d/task" % p.pid):
+            try:
+                with open("/proc/%d/task/%s/syscall" % (p.pid, tid)) as f:
+                    n += f.read().split()[0] == "0"
+            except (FileNotFoundError, IndexError):
+                pass
+        return n
+
+    try:
+        check(p.stdout.readline() == "ready\n", "python ready")
+        maps0, state0 = maps_of(p.pid), thread_state(p.pid)
+        total = 0
+        for cycle in range(3):
+            t = subprocess.Popen([UKPROBE, "trace", "-p", str(p.pid),
+                                  "-e", "r64:rd libc.so.6:read ret=$retval:s64"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            try:
+                stderr_until(t, "every probe in place")
+                # each reader returns from the read() it entered before
+                # the attach and enters read() again, probed; the second
+                # kick's returns are traced, and they enter it once more:
+                # 20 returns pending
+                for v in (3 + cycle, 5 + cycle):
+                    got = kick(v)
+                    total += 20 * v
+                    check(len(got) == 20 and all(l.startswith("r ") for l in got),
+                          "cycle %d: every reader read its byte" % cycle, "".join(got))
+                end = time.time() + 30
+                while blocked_in_read() < 20 and time.time() < end:
+                    time.sleep(0.01)
+                check(blocked_in_read() >= 20, "cycle %d: the readers in read() again" % cycle)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=60)
+            finally:
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            ev = [l for l in out.decode().splitlines() if " rd: " in l]
+            said = [l for l in err.decode().splitlines()
+                    if not re.match(r"ukprobe: (probes registered|every probe in place|"
+                                    r"thread \d+ stopped)", l)]
+            check(t.returncode == 0 and said == [],
+                  "cycle %d: 20 returns pending at the detach, nothing said" % cycle,
+                  err.decode())
+            check(sum(l.endswith(" ret=1") for l in ev) >= 20,
+                  "cycle %d: the readers' returns traced" % cycle, out.decode()[-2000:])
+            diff = maps_differ(maps0, maps_of(p.pid))
+            check(diff == [], "cycle %d: the mappings of before the attach" % cycle,
+                  "\n".join(diff[:30]))
+            check(thread_state(p.pid) == state0, "cycle %d: its threads as before" % cycle)
+            check(code_vs_file(p.pid) == [], "cycle %d: the code is the files'" % cycle)
+        # detached: each pending read() returns to its caller
+        got = kick(7)
+        total += 20 * 7
+        check(len(got) == 20 and all(l.startswith("r ") for l in got),
+              "after the detach: every read() returned its byte", "".join(got))
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == "sum %d\n" % total, "the readers' sums")
+        check(p.wait(timeout=30) == 0, "python ends as it would")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def case_attach_static_unload():
     """attach_unload_cycles() on a static program (glibc linked in)."""
     if not os.path.exists(tgt("static_work")):
