@@ -805,6 +805,8 @@ void ukpa_attach_end(bool tracing)
 	atomic_store(&ukpa_tracing, false);
 	ukpa_reader_stop(-1);
 	ukpa_probes_unregister_all();
+	/* no loader stop may enter the library after its shutdown below */
+	ukpa_loader_drain();
 	ukpa_reader_exit();
 	/* the reader wrote its last records: the next session may have none */
 	ukpa_rings_close_file();

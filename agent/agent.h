@@ -288,6 +288,9 @@ void ukpa_probes_loader_event(int state);
  * in. */
 int ukpa_loader_watch(int *state);
 void ukpa_loader_unwatch(void);
+/* [init] detach, after the unwatch, not under probes.c's lock: wait for
+ * the threads still in a loader stop to leave it */
+void ukpa_loader_drain(void);
 
 /* --------------------------------------------------------- handlers.c */
 /* [hit] The handlers of the agent's kprobes and kretprobes: _pre records

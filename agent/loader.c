@@ -26,12 +26,18 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "agent.h"
 #include "objects_changed.h"
 
 static struct kprobe loader_kp;
 static bool loader_on;
+/* Threads the probe sent to ukpa_loader_stop() that have not left it:
+ * counted in the handler, so that once the probe is unregistered none
+ * can be on its way there uncounted (ukpa_loader_drain). */
+static _Atomic int loader_inside;
 
 #ifdef UKP_FREE
 static struct r_debug *found_rd;
@@ -79,6 +85,7 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 	ukpa_probes_loader_event(rdebug()->r_state);
 	ukpa_busy--;
 	errno = saved;
+	atomic_fetch_sub(&loader_inside, 1);
 }
 
 /* [hit] */
@@ -87,6 +94,7 @@ static int loader_pre(struct kprobe *kp, struct pt_regs *regs)
 	(void)kp;
 	if (ukpa_busy)
 		return 0;
+	atomic_fetch_add(&loader_inside, 1);
 	instruction_pointer_set(regs, (unsigned long)ukpa_loader_stop);
 	return 1; /* resume at the new instruction pointer */
 }
@@ -133,4 +141,23 @@ void ukpa_loader_unwatch(void)
 		return;
 	unregister_kprobe(&loader_kp);
 	loader_on = false;
+}
+
+/* [init] At the detach, not under probes.c's lock (a stop may be waiting
+ * for it), after ukpa_loader_unwatch(): wait for the threads still in a
+ * stop to leave it. A stop that registered its object's probes just
+ * before the detach unregistered them all goes on to wait for the
+ * optimizer (ukprobes_wait_optimizer), which enters the library: after
+ * ukprobes_shutdown() that entry installed the library's signal actions
+ * again, and the freestanding agent could not be unloaded (issue 28).
+ * Bounded, as the stop's own wait for the lock is: a thread that never
+ * comes back (stopped by a debugger) must not hang the detach; the
+ * unload then finds the agent's actions and leaves it loaded. */
+void ukpa_loader_drain(void)
+{
+	for (int i = 0; atomic_load(&loader_inside) > 0 && i < 5000; i++) {
+		struct timespec moment = { 0, 1000000 };
+
+		nanosleep(&moment, NULL);
+	}
 }
