@@ -395,6 +395,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ukpa_probes_after_fork();
+	ukpa_loader_after_fork();
 	/* Attached, a child forked while the session sets up or detaches
 	 * (its SPECs not there yet, or gone) runs untraced: its HELLO
 	 * would claim no SPECs, which ukprobe refuses (it ended the session

@@ -38,6 +38,10 @@ static bool loader_on;
  * counted in the handler, so that once the probe is unregistered none
  * can be on its way there uncounted (ukpa_loader_drain). */
 static _Atomic int loader_inside;
+/* Calls of r_brk seen (the agent's own loads too): a registration that
+ * saw none, with r_state RT_CONSISTENT after it, ran while the objects
+ * stood still (ukpa_loader_settled). */
+static _Atomic unsigned long loader_calls;
 
 #ifdef UKP_FREE
 static struct r_debug *found_rd;
@@ -92,6 +96,7 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 static int loader_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	(void)kp;
+	atomic_fetch_add(&loader_calls, 1);
 	if (ukpa_busy)
 		return 0;
 	atomic_fetch_add(&loader_inside, 1);
@@ -135,6 +140,19 @@ int ukpa_loader_watch(int *state)
 	return 0;
 }
 
+unsigned long ukpa_loader_calls(void)
+{
+	return atomic_load(&loader_calls);
+}
+
+bool ukpa_loader_settled(unsigned long since)
+{
+	struct r_debug *rd = rdebug();
+
+	return !loader_on || (atomic_load(&loader_calls) == since && rd &&
+			      __atomic_load_n(&rd->r_state, __ATOMIC_ACQUIRE) == RT_CONSISTENT);
+}
+
 void ukpa_loader_unwatch(void)
 {
 	if (!loader_on)
@@ -160,4 +178,9 @@ void ukpa_loader_drain(void)
 
 		nanosleep(&moment, NULL);
 	}
+}
+
+void ukpa_loader_after_fork(void)
+{
+	atomic_store(&loader_inside, 0);
 }
