@@ -395,6 +395,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	ukpa_probes_after_fork();
+	ukpa_loader_after_fork();
 	/* Attached, a child forked while the session sets up or detaches
 	 * (its SPECs not there yet, or gone) runs untraced: its HELLO
 	 * would claim no SPECs, which ukprobe refuses (it ended the session
@@ -805,6 +806,8 @@ void ukpa_attach_end(bool tracing)
 	atomic_store(&ukpa_tracing, false);
 	ukpa_reader_stop(-1);
 	ukpa_probes_unregister_all();
+	/* no loader stop may enter the library after its shutdown below */
+	ukpa_loader_drain();
 	ukpa_reader_exit();
 	/* the reader wrote its last records: the next session may have none */
 	ukpa_rings_close_file();

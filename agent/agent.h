@@ -288,6 +288,17 @@ void ukpa_probes_loader_event(int state);
  * in. */
 int ukpa_loader_watch(int *state);
 void ukpa_loader_unwatch(void);
+/* [init] r_brk's calls so far; did none come since that count, and is
+ * r_state RT_CONSISTENT (or is nothing watched)? A registration that
+ * failed while the loader was busy says nothing of the object as it
+ * will be once loaded. */
+unsigned long ukpa_loader_calls(void);
+bool ukpa_loader_settled(unsigned long since);
+/* [init] detach, after the unwatch, not under probes.c's lock: wait for
+ * the threads still in a loader stop to leave it */
+void ukpa_loader_drain(void);
+/* [init] in a forked child: the parent's threads in a stop are not its */
+void ukpa_loader_after_fork(void);
 
 /* --------------------------------------------------------- handlers.c */
 /* [hit] The handlers of the agent's kprobes and kretprobes: _pre records

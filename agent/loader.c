@@ -26,12 +26,22 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "agent.h"
 #include "objects_changed.h"
 
 static struct kprobe loader_kp;
 static bool loader_on;
+/* Threads the probe sent to ukpa_loader_stop() that have not left it:
+ * counted in the handler, so that once the probe is unregistered none
+ * can be on its way there uncounted (ukpa_loader_drain). */
+static _Atomic int loader_inside;
+/* Calls of r_brk seen (the agent's own loads too): a registration that
+ * saw none, with r_state RT_CONSISTENT after it, ran while the objects
+ * stood still (ukpa_loader_settled). */
+static _Atomic unsigned long loader_calls;
 
 #ifdef UKP_FREE
 static struct r_debug *found_rd;
@@ -79,14 +89,17 @@ static __attribute__((noinline)) void ukpa_loader_stop(void)
 	ukpa_probes_loader_event(rdebug()->r_state);
 	ukpa_busy--;
 	errno = saved;
+	atomic_fetch_sub(&loader_inside, 1);
 }
 
 /* [hit] */
 static int loader_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	(void)kp;
+	atomic_fetch_add(&loader_calls, 1);
 	if (ukpa_busy)
 		return 0;
+	atomic_fetch_add(&loader_inside, 1);
 	instruction_pointer_set(regs, (unsigned long)ukpa_loader_stop);
 	return 1; /* resume at the new instruction pointer */
 }
@@ -127,10 +140,47 @@ int ukpa_loader_watch(int *state)
 	return 0;
 }
 
+unsigned long ukpa_loader_calls(void)
+{
+	return atomic_load(&loader_calls);
+}
+
+bool ukpa_loader_settled(unsigned long since)
+{
+	struct r_debug *rd = rdebug();
+
+	return !loader_on || (atomic_load(&loader_calls) == since && rd &&
+			      __atomic_load_n(&rd->r_state, __ATOMIC_ACQUIRE) == RT_CONSISTENT);
+}
+
 void ukpa_loader_unwatch(void)
 {
 	if (!loader_on)
 		return;
 	unregister_kprobe(&loader_kp);
 	loader_on = false;
+}
+
+/* [init] At the detach, not under probes.c's lock (a stop may be waiting
+ * for it), after ukpa_loader_unwatch(): wait for the threads still in a
+ * stop to leave it. A stop that registered its object's probes just
+ * before the detach unregistered them all goes on to wait for the
+ * optimizer (ukprobes_wait_optimizer), which enters the library: after
+ * ukprobes_shutdown() that entry installed the library's signal actions
+ * again, and the freestanding agent could not be unloaded (issue 28).
+ * Bounded, as the stop's own wait for the lock is: a thread that never
+ * comes back (stopped by a debugger) must not hang the detach; the
+ * unload then finds the agent's actions and leaves it loaded. */
+void ukpa_loader_drain(void)
+{
+	for (int i = 0; atomic_load(&loader_inside) > 0 && i < 5000; i++) {
+		struct timespec moment = { 0, 1000000 };
+
+		nanosleep(&moment, NULL);
+	}
+}
+
+void ukpa_loader_after_fork(void)
+{
+	atomic_store(&loader_inside, 0);
 }

@@ -1302,6 +1302,7 @@ static int spec_resolve(struct ukpa_spec *s)
 	bool have_obj = false;
 	uint32_t argi = 0;
 	struct ukpa_probe *pr;
+	unsigned long loader_calls = ukpa_loader_calls();
 	int ret;
 
 	lib_msg[0] = '\0';
@@ -1416,6 +1417,21 @@ static int spec_resolve(struct ukpa_spec *s)
 			ret = spec_resolve(s);
 			s->retries = 0;
 			return ret;
+		}
+		if (loader_watched && !ukpa_loader_settled(loader_calls) &&
+		    (ret == -EINVAL || ret == -ENOENT || ret == -EFAULT)) {
+			/* the loader mapped or unmapped objects all through
+			 * the tries (an attach's setup, whose registrations
+			 * the loader's stops do not wait for, on a program
+			 * that reloads the object all the time: 'symbol crc32
+			 * not found in libz.so.1' in cli_attach_reload with the
+			 * machine busy): it waits for the next stop, which
+			 * registers it with the object whole (spec_wait still
+			 * says so if the object's file lacks the point) */
+			if (!pr->retired)
+				probe_free(pr);
+			s->done = false;
+			return spec_wait(s);
 		}
 	}
 	if (ret) {

@@ -7134,38 +7134,52 @@ def case_attach_reload():
     at every load before the program calls crc32, so every round of the
     trace but the first and the last (the attach and the detach land
     inside them) has its 5 calls; stat counts, and the program is
-    unharmed. With the dynamic agent: the freestanding one (what -p loads
-    by default) missed a round's calls or stayed loaded in about 1 session
-    in 7 here (doc/cli.md, "Known limits of the freestanding agent")."""
-    os.environ["UKPROBE_AGENT_DYNAMIC"] = "1"
+    unharmed. Five sessions with the freestanding agent (what -p loads),
+    then five with the dynamic one (UKPROBE_AGENT_DYNAMIC=1), in the same
+    process. Issue 28: the freestanding agent's detach raced a loader
+    stop that had just placed the probe, whose wait for the optimizer
+    entered the library after its shutdown and put the library's signal
+    actions back: 'the agent stays loaded: 6 signal actions still its
+    own' in 14 of 30 runs of this case; and the setup's registration,
+    which the loader does not wait for, failed now and then on a busy
+    machine with 'symbol crc32 not found in libz.so.1' (1 of 30 runs):
+    it waits for the loader's next stop now (doc/cli.md, "Programs that
+    load and unload a library")."""
     p = subprocess.Popen([tgt("reload"), "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True, preexec_fn=no_core)
     try:
         check(p.stdout.readline() == "ready\n", "target ready")
-        # (1 s: under ASan and the suite's load, a load's registration
-        # took the whole of 0.3 s once, and nothing was counted)
-        for i in range(3):
-            t0 = time.monotonic()
-            r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:z libz.so.1:crc32"],
-                        timeout=120)
-            hits = stat_hits(r.stdout, "ukprobes/z")
-            # (the time says whether the program stood still: a loader
-            # stop waiting out its bound takes 2 s)
-            check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
-                  "stat -p #%d counts crc32 (ukprobe took %.2f s)" % (i, time.monotonic() - t0),
-                  show(r))
-        for i in range(2):
-            r = ukprobe(["trace", "-p", str(p.pid), "-d", "0.3",
-                         "-e", "p:z libz.so.1:crc32 round=%di:u64"], timeout=120)
-            check(r.returncode == 0 and r.stderr == "", "trace -p #%d" % i, show(r))
-            rounds = [int(m["args"].split("=")[1]) for m in
-                      (parse_line(l) for l in r.stdout.splitlines() if l) if m["event"] == "z"]
-            seen = collections.Counter(rounds)
-            inner = list(range(min(seen) + 1, max(seen))) if seen else []
-            short = [(n, seen[n]) for n in inner if seen[n] != 5]
-            check(len(inner) >= 3 and not short and rounds == sorted(rounds),
-                  "trace -p #%d: every call of rounds %s..%s (calls per round short: %s)"
-                  % (i, inner[:1], inner[-1:], short[:10]), r.stdout[-2000:])
+        for dyn in ("", "1"):
+            agent = "dynamic agent" if dyn else "free agent"
+            env = dict(os.environ, UKPROBE_AGENT_DYNAMIC=dyn)
+            # (1 s: under ASan and the suite's load, a load's registration
+            # took the whole of 0.3 s once, and nothing was counted)
+            for i in range(3):
+                t0 = time.monotonic()
+                r = ukprobe(["stat", "-p", str(p.pid), "-d", "1", "-e", "p:z libz.so.1:crc32"],
+                            timeout=120, env=env)
+                hits = stat_hits(r.stdout, "ukprobes/z")
+                # (the time says whether the program stood still: a loader
+                # stop waiting out its bound takes 2 s)
+                check(r.returncode == 0 and r.stderr == "" and hits and int(hits) > 0,
+                      "%s: stat -p #%d counts crc32, and leaves (ukprobe took %.2f s)"
+                      % (agent, i, time.monotonic() - t0), show(r))
+            # (1 s: with the machine busy the program ran 4 rounds in
+            # 0.3 s once, too few to have 3 inner ones)
+            for i in range(2):
+                r = ukprobe(["trace", "-p", str(p.pid), "-d", "1",
+                             "-e", "p:z libz.so.1:crc32 round=%di:u64"], timeout=120, env=env)
+                check(r.returncode == 0 and r.stderr == "", "%s: trace -p #%d" % (agent, i),
+                      show(r))
+                rounds = [int(m["args"].split("=")[1]) for m in
+                          (parse_line(l) for l in r.stdout.splitlines() if l)
+                          if m["event"] == "z"]
+                seen = collections.Counter(rounds)
+                inner = list(range(min(seen) + 1, max(seen))) if seen else []
+                short = [(n, seen[n]) for n in inner if seen[n] != 5]
+                check(len(inner) >= 3 and not short and rounds == sorted(rounds),
+                      "%s: trace -p #%d: every call of rounds %s..%s (calls per round short: %s)"
+                      % (agent, i, inner[:1], inner[-1:], short[:10]), r.stdout[-2000:])
         out, _ = p.communicate("quit\n", timeout=60)
         check(p.returncode == 0 and re.match(r"calls \d+ rounds \d+\n$", out),
               "the program ran on, unharmed", out)
