@@ -616,6 +616,8 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 	atomic_store(&ending, 0);
 	ukpa_mode = parse_mode(mode);
 	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
+	if (ukpa_follow)
+		ukpa_exec_follow_init();
 	atomic_store(&ukpa_trace_on, !getenv(UKP_ENV_TRACING_OFF));
 	/* with -f the programs we exec keep the socket and the SPECs */
 	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);

@@ -201,6 +201,9 @@ void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
  * sharing our memory)? */
 bool ukpa_active(void);
+/* exec_follow.c: -f, launched: a static program exec'd is traced too */
+void ukpa_exec_follow_init(void);
+void ukpa_exec_follow(const char *path);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);

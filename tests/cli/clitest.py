@@ -1749,6 +1749,44 @@ def case_follow():
     check(r.returncode == 0 and len(pids) == 2, "json pids", pids)
 
 
+def spawn_events(txt):
+    """tgt_spawner's l events (leaf's argument), by process, in order."""
+    got = {}
+    for line in txt.splitlines():
+        m = LINE_RE.match(line)
+        if m and m["event"] == "l":
+            got.setdefault(int(m["tid"]), []).append(int(m["args"].split("=")[1]))
+    return got
+
+
+def case_follow_spawn():
+    """-f, launched: a child made by fork(), a raw fork or clone system
+    call, vfork() or clone(CLONE_VM | CLONE_VFORK) that execs a program,
+    static or dynamic: that program traced too (a static one gets the
+    freestanding agent at its exec: tools/ukprobe/follow_exec.c), its
+    events exact and its own, under the child's pid."""
+    if not os.path.exists(tgt("spawner_static")):
+        print("no static C library: skipped")
+        sys.exit(77)
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    for how in ("fork", "vfork", "clonevm", "rawfork", "rawclone"):
+        for prog in ("spawner", "spawner_static"):
+            # (a raw fork's child runs no atfork handler: its own calls
+            # before the exec are not its own image's, none are made)
+            n = 2 if how == "fork" else 0
+            r = ukprobe(["trace", "-f", "-e", "p:l leaf n=%di:s32", "--", tgt("spawner"), how,
+                         str(n), tgt(prog), "leaf", "3"])
+            got = spawn_events(r.stdout)
+            kids = [v for v in got.values() if v != [1, 3]]
+            check(r.returncode == 0 and "done 0\n" in r.stdout and len(got) == 2 and
+                  [1, 3] in got.values() and
+                  kids == [list(range(100, 100 + n)) + [200, 201, 202]],
+                  "%s, then exec of %s: the parent's events and the child's" % (how, prog),
+                  show(r))
+
+
 def case_all_of_libc():
     """A probe on every function of libc, in a shell pipeline and with
     -f in each of its processes; the functions glibc runs with every
