@@ -59,6 +59,8 @@ static uint64_t image_id;
 /* -f: our variables, to put back into an exec'd program's environment */
 #define NVARS 10
 static char *saved_vars[NVARS];
+#define KEPT_FDS 3
+static int kept_fds[KEPT_FDS], nkept;
 
 /* ----------------------------------------------------------- output */
 
@@ -242,6 +244,8 @@ done:
 	free(out);
 }
 
+static int env_fd(const char *text);
+
 /* With -f: remember our variables (as "NAME=value") for exec'd programs
  * whose environment lost them. */
 static void save_environment(void)
@@ -261,7 +265,25 @@ static void save_environment(void)
 
 		if (v && asprintf(&saved_vars[i], "%s=%s", our_vars[i], v) < 0)
 			saved_vars[i] = NULL;
+		/* the descriptors the programs we exec inherit */
+		if (v && (!strcmp(our_vars[i], UKP_ENV_FD) || !strcmp(our_vars[i], UKP_ENV_SPECS) ||
+			  !strcmp(our_vars[i], UKP_ENV_RAW_FD)) && nkept < KEPT_FDS) {
+			int fd = env_fd(v);
+
+			if (fd >= 0)
+				kept_fds[nkept++] = fd;
+		}
 	}
+}
+
+/* [any] With -f, launched: is fd one that the programs we exec inherit
+ * (interpose.c keeps it through the program's close_range())? */
+bool ukpa_fd_kept(unsigned int fd)
+{
+	for (int i = 0; i < nkept; i++)
+		if ((unsigned int)kept_fds[i] == fd)
+			return true;
+	return false;
 }
 
 static bool env_has(char *const *envp, const char *name, const char *want_in)

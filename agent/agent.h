@@ -204,6 +204,8 @@ bool ukpa_active(void);
 /* exec_follow.c: -f, launched: a static program exec'd is traced too */
 void ukpa_exec_follow_init(void);
 void ukpa_exec_follow(const char *path);
+/* agent.c: with -f, launched: a descriptor the exec'd programs inherit */
+bool ukpa_fd_kept(unsigned int fd);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);

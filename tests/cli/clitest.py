@@ -1785,6 +1785,23 @@ def case_follow_spawn():
                   kids == [list(range(100, 100 + n)) + [200, 201, 202]],
                   "%s, then exec of %s: the parent's events and the child's" % (how, prog),
                   show(r))
+    # python3.11's subprocess (a vfork() child that closes every
+    # descriptor with close_range() before its execve: the agent's stay
+    # open, agent/interpose.c): a static program, a dynamic one, and a
+    # static one exec'd from a vfork() child of that one
+    if ARCH == "x86_64" and os.path.exists("/usr/bin/python3.11"):
+        src = ("import subprocess as s; s.run([%r, 'leaf', '4']); s.run([%r, 'leaf', '5']); "
+               "s.run([%r, 'vfork', '0', %r, 'leaf', '2'])" %
+               (tgt("spawner_static"), tgt("spawner"), tgt("spawner"), tgt("spawner_static")))
+        r = ukprobe(["trace", "-f", "-e", "p:l leaf n=%di:s32", "--", "/usr/bin/python3.11",
+                     "-c", src])
+        got = spawn_events(r.stdout)
+        check(r.returncode == 0 and sorted(got.values()) ==
+              [[1, 3], [200, 201], [200, 201, 202, 203], [200, 201, 202, 203, 204]],
+              "python3.11's subprocess.run: each program's events its own", show(r))
+        r = ukprobe(["stat", "-f", "-e", "p:l leaf", "--", "/usr/bin/python3.11", "-c", src])
+        check(r.returncode == 0 and stat_rows(r.stdout[r.stdout.find("EVENT"):]).get(
+            "ukprobes/l") == 13, "stat -f on python3.11's subprocess.run", show(r))
 
 
 def case_all_of_libc():
