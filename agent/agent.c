@@ -125,6 +125,29 @@ static int send_fd(const void *buf, size_t len, int fd, uint32_t seq)
 	return 0;
 }
 
+/* [init] The same, from a thread that may be a vfork() child sharing
+ * the image's memory (exec_follow.c): a descriptor the child closed
+ * leaves the image's connection as it was (nothing marked broken). */
+int ukpa_send_shared(const void *buf, size_t len)
+{
+	struct ukp_msg_from from = {
+		.h = { UKPM_FROM, sizeof(from) },
+		.pid = (int32_t)agent_pid,
+		.image = image_id,
+	};
+	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct stat st;
+
+	if (out_fd < 0 || out_broken || fstat(out_fd, &st) || st.st_dev != out_dev ||
+	    st.st_ino != out_ino)
+		return -1;
+	while (sendmsg(out_fd, &mh, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
 void ukpa_from_header(struct ukp_msg_from *from)
 {
 	*from = (struct ukp_msg_from){
@@ -747,6 +770,8 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	atomic_store(&ending, 0);
 	ukpa_mode = mode;
 	ukpa_follow = follow;
+	if (follow)
+		ukpa_exec_follow_init();
 	sessions_only = true;
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);

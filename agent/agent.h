@@ -196,6 +196,7 @@ static inline struct ukpa_thread *ukpa_self(void)
 int ukpa_send(const void *buf, size_t len);
 /* [reader] The same for the reader's packet number seq (common/region.h). */
 int ukpa_send_seq(const void *buf, size_t len, uint32_t seq);
+int ukpa_send_shared(const void *buf, size_t len);
 /* [reader] The FROM message that starts this image's packets. */
 void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child

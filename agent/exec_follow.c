@@ -89,22 +89,32 @@ static _Atomic int asked;
 /*
  * Before the execve of path (path NULL: after it, failed). Sends the
  * request for a static program when ukprobe launched the session with -f
- * (attached, and dynamic programs: not here, doc/cli.md).
+ * (dynamic programs: not here); attached, says that the exec is not
+ * followed (doc/cli.md).
  */
 void ukpa_exec_follow(const char *path)
 {
 	struct ukp_msg_exec m = { .h = { UKPM_EXEC, sizeof(m) } };
 	int saved_errno = errno;
 
-	if (!ukpa_follow || ukpa_attached)
+	if (!ukpa_follow)
 		return;
 	m.tid = (int32_t)syscall(SYS_gettid);
+	if (ukpa_attached) {
+		/* (not followed: ukprobe says so) */
+		if (path) {
+			m.failed = 2;
+			ukpa_send_shared(&m, sizeof(m));
+		}
+		errno = saved_errno;
+		return;
+	}
 	if (!path) {
 		int me = m.tid;
 
 		if (atomic_compare_exchange_strong(&asked, &me, 0)) {
 			m.failed = 1;
-			ukpa_send(&m, sizeof(m));
+			ukpa_send_shared(&m, sizeof(m));
 		}
 		errno = saved_errno;
 		return;
@@ -114,7 +124,7 @@ void ukpa_exec_follow(const char *path)
 		errno = saved_errno;
 		return;
 	}
-	if (ukpa_send(&m, sizeof(m)) == 0) {
+	if (ukpa_send_shared(&m, sizeof(m)) == 0) {
 		atomic_store(&asked, m.tid);
 		for (int i = 0; i < TRACED_WAIT_MS && !traced(); i++) {
 			struct timespec ms = { 0, 1000000 };
@@ -132,7 +142,7 @@ extern void (*ukp_exec_call_hook)(const char *path);
 
 #endif
 
-/* [init] With -f, launched (agent.c's set-up): from now on. */
+/* [init] With -f (agent.c's set-up, launched or attached): from now on. */
 void ukpa_exec_follow_init(void)
 {
 #ifndef UKP_FREE

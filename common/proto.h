@@ -280,7 +280,8 @@ enum ukp_end_reason {
  * a static program (failed 0), which ukprobe loads the freestanding
  * agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC): the thread
  * waits until it is traced. failed 1: that exec failed, the thread goes
- * on (ukprobe lets it go). */
+ * on (ukprobe lets it go). failed 2: attached, the thread is about to
+ * exec a program, which is not followed (ukprobe says so). */
 struct ukp_msg_exec {
 	struct ukp_msg h;
 	int32_t tid;

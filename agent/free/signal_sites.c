@@ -30,9 +30,10 @@
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
  * from the region). With -f its fork and clone instructions are probed
- * as well (fork_sites.c: each child a traced image of its own), and,
- * launched, its execve instructions (a static program it execs is
- * traced too: exec_follow.c, from the fork trampoline). The
+ * as well (fork_sites.c: each child a traced image of its own), and
+ * its execve instructions (launched, a static program it execs is
+ * traced too; attached, ukprobe says the exec is not followed:
+ * exec_follow.c, from the fork trampoline). The
  * probes have a post_handler (never called) so that they stay
  * breakpoints: a jump-optimized hit ignores a changed instruction
  * pointer.
@@ -65,7 +66,7 @@ struct ksigaction {
 static struct kprobe site_kps[MAX_SITES];
 static bool exits;         /* the exit_group sites too (a script is loaded) */
 static bool forks;         /* the fork and clone sites too (-f, not Go: fork_sites.c) */
-static bool execs;         /* the execve sites too (-f launched, not Go: exec_follow.c) */
+static bool execs;         /* the execve sites too (-f, not Go: exec_follow.c) */
 static bool site_on[MAX_SITES];
 static bool site_fork[MAX_SITES]; /* a fork or clone site: never taken from the blacklist */
 static int nsites;
@@ -268,7 +269,7 @@ int ukpa_signal_sites_watch(void)
 		return 0;
 	exits = ukpa_script_loaded();
 	forks = ukpa_follow && !ukp_tb_go;
-	execs = forks && !ukpa_attached;
+	execs = forks;
 	dl_iterate_phdr(find_sites, &i);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;

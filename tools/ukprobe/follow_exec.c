@@ -13,7 +13,8 @@
  * go), and loads the agent into the new program there, one load at a
  * time; the session loop goes on meanwhile, reading what the images
  * send (the new program's agent among them, on the connection every
- * image of a launched session shares).
+ * image of a launched session shares). Attached, an exec is not
+ * followed: the agent says so, and so does ukprobe.
  */
 #include <errno.h>
 #include <limits.h>
@@ -43,6 +44,8 @@ struct ukp_follow {
 struct ukp_follows {
 	pthread_mutex_t lock;     /* the list */
 	struct ukp_follow *list;
+	int unfollowed;           /* attached: execs not followed (the first said) */
+	pid_t unfollowed_pid;
 };
 
 /* one load at a time (load.c's state is ukprobe's) */
@@ -133,7 +136,7 @@ static void *follow_main(void *arg)
 	return NULL;
 }
 
-void ukp_follow_exec(struct ukp_session *s, pid_t tid, bool failed)
+void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 {
 	struct ukp_follows *fs = s->follows;
 	struct ukp_follow *f;
@@ -144,7 +147,18 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, bool failed)
 			return;
 		pthread_mutex_init(&fs->lock, NULL);
 	}
-	if (failed) {
+	if (kind == 2) {
+		/* (the thread's id as its agent sees it: the pid of a
+		 * process that has one thread, in ukprobe's namespace too
+		 * unless the process is in a container of its own) */
+		if (!fs->unfollowed++) {
+			fs->unfollowed_pid = tid;
+			ukp_warn("-f: process %d execs a program, which is not followed in an "
+				 "attached session: it runs untraced", tid);
+		}
+		return;
+	}
+	if (kind == 1) {
 		pthread_mutex_lock(&fs->lock);
 		for (f = fs->list; f; f = f->next)
 			if (f->tid == tid)
@@ -181,6 +195,9 @@ void ukp_follow_exec_end(struct ukp_session *s)
 
 	if (!fs)
 		return;
+	if (fs->unfollowed > 1)
+		ukp_warn("-f: %d execs in all were not followed (the first in process %d)",
+			 fs->unfollowed, fs->unfollowed_pid);
 	while (fs->list) {
 		struct ukp_follow *f = fs->list;
 

@@ -145,15 +145,15 @@ struct ukp_session {
 	struct ukp_record *record;
 	/* launched with -f: an agent's UKPM_EXEC (follow_exec.c); NULL
 	 * elsewhere (a recording read back) */
-	void (*exec_msg)(struct ukp_session *s, pid_t tid, bool failed);
+	void (*exec_msg)(struct ukp_session *s, pid_t tid, int kind);
 	struct ukp_follows *follows;
 };
 
 /* follow_exec.c: -f, launched: a thread about to exec a static program
  * is seized, and the freestanding agent loaded into the program at its
- * exec (agent/exec_follow.c); failed: that exec failed, the thread is
- * let go. */
-void ukp_follow_exec(struct ukp_session *s, pid_t tid, bool failed);
+ * exec (agent/exec_follow.c); kind 1: that exec failed, the thread is
+ * let go; kind 2: attached, an exec not followed (said). */
+void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind);
 /* At the session's end: every follow done. */
 void ukp_follow_exec_end(struct ukp_session *s);
 

@@ -15,10 +15,12 @@
  * parent's memory (vfork, clonevm), then runs PROG if given, else
  * _exit(0)s. The parent waits for it and calls leaf(3), then prints
  * "done STATUS". With -w it first prints "ready" and waits for a line on
- * its standard input (ukprobe -p).
+ * its standard input, calling leaf(0) every 10 ms meanwhile (ukprobe -p:
+ * its first event says the probes are in place).
  *   tgt_spawner leaf N   leaf(200 + k) for k in [0, N), then exits 0
  *                        (the program the children run)
  */
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -75,8 +77,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "-w")) {
+		struct pollfd in = { .fd = 0, .events = POLLIN };
+
 		printf("ready\n");
 		fflush(stdout);
+		do
+			leaf(0);
+		while (poll(&in, 1, 10) == 0);
 		if (!fgets(line, sizeof(line), stdin))
 			return 2;
 		argi++;
