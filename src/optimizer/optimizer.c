@@ -339,10 +339,12 @@ static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, u
 {
 	uint8_t head[32];
 	size_t n, check;
+	bool leaf;
 
 	n = ukp_read_original(sym->start, head, sizeof(head));
 	check = arch_go_stack_check_len(head, n);
-	if (!check || (a != sym->start + check && !go_exit_ok(sym, head, n, a))) {
+	leaf = !check && a == sym->start;
+	if (!leaf && (!check || (a != sym->start + check && !go_exit_ok(sym, head, n, a)))) {
 		*why = "Go code: only a probe right after the stack check or at an epilogue of a "
 		       "function with one is jump-optimized (the goroutine's stack has no room for "
 		       "the detour's frame elsewhere)";
@@ -358,7 +360,7 @@ static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, u
 		       "(a preempted goroutine may resume inside it)";
 		return -EINVAL;
 	}
-	return arch_opt_go(ao, why);
+	return leaf ? arch_opt_go_leaf(ao, why) : arch_opt_go(ao, why);
 }
 
 /* The region at a and its detour image (for detour): relocation, then,
