@@ -300,7 +300,9 @@ static void kick(void)
  * or so: the runtime's stack.go) is free below the stack pointer (or at
  * an epilogue of the function, where StackLimit is: go_exit_ok), does
  * the arch's Go template take the little it needs before it moves to a
- * stack of the thread's own. And the runtime resumes a goroutine at any
+ * stack of the thread's own. At a leaf's first instruction (a function
+ * without the check: no byte to spare), the arch's leaf template takes
+ * none (arch_opt_go_leaf). And the runtime resumes a goroutine at any
  * instruction where it was preempted asynchronously (its saved PC is in
  * its g or on its own stack, where no thread scan sees it): the region
  * must be one instruction, so that no goroutine can be parked inside
