@@ -34,7 +34,7 @@
  *       breakpoint hit, trap.c)
  *   25  the copy, and its jmp back (up to ENTER)
  *   46  ENTER: leaq 0(%rip) of the detour, %rax; jmp *common(%rip)
- *   59  TAIL (odd): movb $0,%fs:R; jmp 25 (the template comes back here
+ *   59  TAIL (odd): movl $0,%fs:R; jmp 25 (the template comes back here
  *       with every register the probed code's, on its stack)
  *   80  the literals: the site, the template */
 #define GOLEAF_BUSY  23

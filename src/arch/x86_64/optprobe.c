@@ -382,11 +382,14 @@ int arch_opt_go_leaf(struct ukp_arch_opt *ao, const char **why)
 	p += 4;
 	if (p - img > GOLEAF_TAIL)
 		return -EINVAL;
-	p = img + GOLEAF_TAIL;				/* movb $0,%fs:R */
+	/* movl $0,%fs:R: as wide as bts's load of it at the next hit (a
+	 * narrower store would not forward to it: a stall) */
+	p = img + GOLEAF_TAIL;
 	*p++ = 0x64;
-	*p++ = 0xc6;
+	*p++ = 0xc7;
 	p = fs_abs(p, 0, r);
-	*p++ = 0;
+	memset(p, 0, 4);
+	p += 4;
 	*p++ = 0xeb;					/* jmp the copy */
 	*p = (uint8_t)(UKP_OPT_COPY_OFFSET - (p + 1 - img));
 	p++;
