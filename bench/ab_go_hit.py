@@ -12,7 +12,9 @@ and build: a hit's cost is the call's thread CPU time under `ukprobe
 stat` less the call's alone (C's bench_tool_target with `p` and `r`; Go's
 main.split of bench/go_hit.go with `p` and `r`, dynamic and static);
 printed are the medians over the rounds of the costs and of the ratios
-Go/C taken in the same round.
+Go/C taken in the same round. --leaf adds Go `p` and `r` on main.target
+(a leaf without a stack check: the leaf template, or breakpoints),
+dynamic and static, and their ratios to C's `p` and `r`.
 """
 import argparse
 import os
@@ -38,6 +40,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--calls", type=int, default=2000000)
+    ap.add_argument("--leaf", action="store_true", help="also Go p on the leaf main.target")
     ap.add_argument("builds", nargs="+")
     a = ap.parse_args()
     n = str(a.calls)
@@ -62,14 +65,28 @@ def main():
                 gr = run(uk + ["-e", "r %s:main.split" % go, "--", go, "split", n]) - g0
                 s0 = run([gs, "split", n])
                 sp = run(uk + ["-e", "p %s:main.split" % gs, "--", gs, "split", n]) - s0
-                rows.setdefault(b, []).append((cp, cr, gp, gr, sp, gp / cp, sp / cp, gr / cr))
+                row = (cp, cr, gp, gr, sp, gp / cp, sp / cp, gr / cr)
+                if a.leaf:
+                    l0, ls0 = run([go, n]), run([gs, n])
+                    lp = run(uk + ["-e", "p %s:main.target" % go, "--", go, n]) - l0
+                    lsp = run(uk + ["-e", "p %s:main.target" % gs, "--", gs, n]) - ls0
+                    lr = run(uk + ["-e", "r %s:main.target" % go, "--", go, n]) - l0
+                    lsr = run(uk + ["-e", "r %s:main.target" % gs, "--", gs, n]) - ls0
+                    row += (lp, lsp, lr, lsr, lp / cp, lsp / cp, lr / cr, lsr / cr)
+                rows.setdefault(b, []).append(row)
     print("build: ns per hit C p, C r, Go p, Go r, Go static p | Go p/C p, static p/C p, "
-          "Go r/C r (medians of %d rounds, %d calls)" % (a.rounds, a.calls))
+          "Go r/C r%s (medians of %d rounds, %d calls)"
+          % (" | leaf p, static leaf p, leaf r, static leaf r | leaf p/C p, static leaf "
+             "p/C p, leaf r/C r, static leaf r/C r" if a.leaf else "",
+             a.rounds, a.calls))
     for b, v in rows.items():
         if not v:
             continue
         med = [statistics.median(x) for x in zip(*v)]
-        print("%s: %.2f %.2f %.2f %.2f %.2f | %.2f %.2f %.2f" % ((b,) + tuple(med)))
+        out = "%s: %.2f %.2f %.2f %.2f %.2f | %.2f %.2f %.2f" % ((b,) + tuple(med[:8]))
+        if a.leaf:
+            out += " | %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f" % tuple(med[8:])
+        print(out)
 
 
 if __name__ == "__main__":

@@ -600,12 +600,11 @@ def bench_go(args, bindir):
     interleaved: C's as ukprobe places them (jump-optimized entry; a
     kretprobe's entry and trampoline) and as breakpoints (--no-optimize),
     and the kernel's uprobe (bpftrace) on both. main.target is a leaf
-    without a stack check: its entry probe stays a breakpoint; main.split
+    without a stack check: its entry probe and its ret take the leaf
+    template (no byte of the goroutine's stack; session 21); main.split
     (go_hit split) has one, and its entry probe past it is jump-optimized
     (the Go template, doc/go_rust.md), and so is its return probe, at the
-    epilogue before its ret (issue 32); main.target's return probe is a
-    breakpoint on its return instruction (as every Go return probe was
-    before). "r d": the return with its entry's $duration (a filter that
+    epilogue before its ret (issue 32). "r d": the return with its entry's $duration (a filter that
     passes every hit), which pairs a hidden entry probe's record with each
     return (Go: by goroutine; C: the kretprobe's instance). The kernel's
     uretprobe is not measured on Go (it swaps the return address, which
@@ -724,7 +723,7 @@ def markdown_go(g, reps):
     if "skipped" in g:
         return out + ["skipped: %s\n" % g["skipped"]]
     labels = {"go call": "Go: the function alone", "go p": "Go: `ukprobe stat`, `p` (a leaf "
-              "without a stack check: a breakpoint)",
+              "without a stack check: the leaf template)",
               "go split call": "Go: `main.split` alone (it calls `main.target`)",
               "go split p": "Go: `ukprobe stat`, `p` on `main.split` (past the stack check: "
               "jump-optimized)",
@@ -741,8 +740,8 @@ def markdown_go(g, reps):
               "freestanding agent; jump-optimized)",
               "go static split r": "Go, static: `ukprobe stat`, `r` on `main.split` (at the "
               "epilogue: jump-optimized)",
-              "c r d": "C: `ukprobe stat`, `r` with `$duration` (a filter)", "go r": "Go: `ukprobe stat`, `r` (a breakpoint on the "
-              "`ret`)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
+              "c r d": "C: `ukprobe stat`, `r` with `$duration` (a filter)", "go r": "Go: `ukprobe stat`, `r` (on the `ret`: the leaf "
+              "template)", "c call": "C: the function alone", "c p": "C: `ukprobe stat`, `p` "
               "(jump-optimized)", "c p bp": "C: `ukprobe stat --no-optimize`, `p` (a breakpoint)",
               "c r": "C: `ukprobe stat`, `r` (kretprobe: optimized entry, trampoline)",
               "c r bp": "C: `ukprobe stat --no-optimize`, `r` (breakpoint entry, trampoline)",

@@ -333,6 +333,22 @@ bool arch_go_exit_room(const uint8_t *fn, size_t fn_n, const uint8_t *code, size
  * -errno with *why when the arch has no such template.
  */
 int arch_opt_go(struct ukp_arch_opt *ao, const char **why);
+/*
+ * [reg] After arch_opt_prepare, for a probe at the first instruction of
+ * a Go leaf (a function without a stack check: no byte of the
+ * goroutine's stack to spare): the detour takes the thread's own words
+ * instead, moves to the thread's stack, and falls back to a breakpoint
+ * hit when it cannot (arch_go_leaf_trap). 0, or -errno with *why.
+ */
+int arch_opt_go_leaf(struct ukp_arch_opt *ao, const char **why);
+/*
+ * [trap] A breakpoint trap at addr that is a Go leaf detour's fallback
+ * (arch_opt_go_leaf): the site it is a hit of (as a breakpoint at the
+ * probe, with the probed code's registers), its hold on the thread's
+ * words released; NULL when addr is no such fallback.
+ */
+struct ukp_site;
+const struct ukp_site *arch_go_leaf_trap(uintptr_t addr);
 /* [reg] May a probe anywhere in the function whose code is [code, code +
  * len) take that template too, as an SDT probe's nop may (where the
  * compiler keeps no flag live: usdt.h)? True when nothing in it can set

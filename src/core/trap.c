@@ -571,6 +571,7 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 	struct pending_fault pf = { 0, 0, 0 };
 	struct pt_regs regs;
 	struct ukp_site *s;
+	const struct ukp_site *gl;
 	uintptr_t slot;
 	uint8_t b[UKP_BREAKPOINT_CHECK_LEN];
 
@@ -612,6 +613,13 @@ static UKP_TRAP_TEXT bool breakpoint_trap(ucontext_t *uc)
 
 		regs.sp += UKP_GO_TRAP_FRAME;
 		addr = gs->addr;
+		instruction_pointer_set(&regs, addr + UKP_BREAKPOINT_IP_OFFSET);
+		ukp_go_stack_need();
+	} else if ((gl = arch_go_leaf_trap(addr)) != NULL) {
+		/* a Go leaf detour's fallbacks: a hit of its site, as a
+		 * breakpoint hit at the probe with the probed code's
+		 * registers; the thread gets its stack for the next hits */
+		addr = gl->addr;
 		instruction_pointer_set(&regs, addr + UKP_BREAKPOINT_IP_OFFSET);
 		ukp_go_stack_need();
 	}

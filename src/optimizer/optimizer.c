@@ -300,7 +300,9 @@ static void kick(void)
  * or so: the runtime's stack.go) is free below the stack pointer (or at
  * an epilogue of the function, where StackLimit is: go_exit_ok), does
  * the arch's Go template take the little it needs before it moves to a
- * stack of the thread's own. And the runtime resumes a goroutine at any
+ * stack of the thread's own. At a leaf's first instruction (a function
+ * without the check: no byte to spare), the arch's leaf template takes
+ * none (arch_opt_go_leaf). And the runtime resumes a goroutine at any
  * instruction where it was preempted asynchronously (its saved PC is in
  * its g or on its own stack, where no thread scan sees it): the region
  * must be one instruction, so that no goroutine can be parked inside
@@ -309,7 +311,9 @@ static void kick(void)
  * calls) are left out: they run on the signal stack too (Go's
  * handlers), and a hit there that moved to another stack would have
  * the kernel put a nested signal's frame over the running handler's.
- * Anything else stays a breakpoint. 0, or -errno with *why.
+ * Anything else stays a breakpoint. 0, 1 when the region is a return and
+ * the padding after it (proven: the control-flow check is not needed),
+ * or -errno with *why.
  */
 /*
  * [reg] Is a the start of an epilogue of the Go function sym (whose first
@@ -334,15 +338,42 @@ static bool go_exit_ok(const struct ukp_symres *sym, const uint8_t *head, size_t
 	return arch_go_exit_room(head, n, code, m);
 }
 
+/*
+ * [reg] Is the region of ao at a the last instruction of the Go function
+ * sym (a return: a leaf's bare ret), the rest of the jump's bytes the
+ * padding after the function (breakpoints, in no function: nothing runs
+ * there, nothing jumps there, no goroutine is parked there)?
+ */
+static bool go_ret_in_padding(const struct ukp_arch_opt *ao, const struct ukp_symres *sym,
+			      uintptr_t a)
+{
+	uint8_t pad[UKP_OPT_MAX_REGION], fill[UKP_OPT_MAX_REGION];
+	struct ukp_symres other;
+	size_t n = (size_t)(ao->len - ao->code_len);
+
+	if (ao->ninsn != 1 || !n || n > sizeof(pad) || a + ao->code_len != sym->start + sym->size)
+		return false;
+	if (ukp_read_original(a + ao->code_len, pad, n) != n)
+		return false;
+	ukp_fill_breakpoints(fill, n);
+	return !memcmp(pad, fill, n) && ukp_sym_lookup_code(a + ao->len - 1, &other) != 0;
+}
+
 static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, uintptr_t a,
 			const char **why)
 {
 	uint8_t head[32];
 	size_t n, check;
+	bool leaf, ret_pad;
+	int ret;
 
 	n = ukp_read_original(sym->start, head, sizeof(head));
 	check = arch_go_stack_check_len(head, n);
-	if (!check || (a != sym->start + check && !go_exit_ok(sym, head, n, a))) {
+	/* a function's first instruction without a check, or a return at
+	 * its end: no flag is live, and the leaf template needs no room */
+	ret_pad = go_ret_in_padding(ao, sym, a);
+	leaf = ret_pad || (!check && a == sym->start);
+	if (!leaf && (!check || (a != sym->start + check && !go_exit_ok(sym, head, n, a)))) {
 		*why = "Go code: only a probe right after the stack check or at an epilogue of a "
 		       "function with one is jump-optimized (the goroutine's stack has no room for "
 		       "the detour's frame elsewhere)";
@@ -353,12 +384,16 @@ static int go_region_ok(struct ukp_arch_opt *ao, const struct ukp_symres *sym, u
 		*why = "Go code: the runtime's functions may run on the signal stack";
 		return -EINVAL;
 	}
-	if (ao->ninsn != 1 || ao->len != ao->code_len) {
+	if (ao->ninsn != 1 || (ao->len != ao->code_len && !ret_pad)) {
 		*why = "Go code: the jump would replace more than one instruction "
 		       "(a preempted goroutine may resume inside it)";
 		return -EINVAL;
 	}
-	return arch_opt_go(ao, why);
+	if (!leaf)
+		return arch_opt_go(ao, why);
+	ret = arch_opt_go_leaf(ao, why);
+	/* a return at the end: the padding after it is proven here */
+	return ret ? ret : ret_pad;
 }
 
 /* The region at a and its detour image (for detour): relocation, then,
@@ -379,7 +414,9 @@ static int analyse(struct ukp_arch_opt *ao, const uint8_t *code, size_t n, uintp
 	gsym = sym ? sym : ukp_sym_lookup_code(a, &found) ? NULL : &found;
 	if (ukp_sym_go_code(gsym, a)) {
 		ret = go_region_ok(ao, gsym, a, why);
-		if (ret)
+		if (ret > 0 && pun_pad < 0)
+			return 0;
+		if (ret < 0)
 			return ret;
 	}
 	if (ftrace_len)

@@ -5504,12 +5504,11 @@ def case_go():
     # check, at the epilogue before each ret (ukprobes_func_exits: the
     # counts above, on jumps, are exact through the stack's growth, the
     # panic and the 100 goroutines); a leaf's return (add9: no check, no
-    # epilogue), where nothing proves room, stays a breakpoint on its ret
+    # epilogue) is its ret, which ends the function: the leaf template,
+    # the padding after it the jump's room (case go_opt)
     check(rows[0]["opt"] == "jump" and all(x["opt"] == "jump" for x in rows[1:3]) and
-          rows[3]["point"].startswith("main.add9+0x1a/") and
-          rows[3]["opt"].startswith("no: Go code: only a probe right after the stack check"),
-          "jumps past the stack check and at the epilogues, a leaf's ret a breakpoint",
-          r.stdout)
+          rows[3]["point"].startswith("main.add9+0x1a/") and rows[3]["opt"] == "jump",
+          "jumps past the stack check, at the epilogues and at a leaf's ret", r.stdout)
     # an exit is the epilogue's first instruction (mov d(%rsp),%rbp),
     # which runs straight into the ret: not the ret itself
     code = go_code_at(tgt("go"), [int(x["elf"].split(":")[1], 16) for x in rows[1:3]])
@@ -5832,17 +5831,19 @@ def case_go_stripped():
                      "--", tgt(name)])
         check(r.returncode == 0, "%s: probes" % name, show(r))
         points[name] = sorted(x["point"] for x in probes_rows(r.stdout))
-        # Go code: a jump only past a stack check (an entry not at +0x0)
-        # and at the epilogues of a function with one, else a breakpoint
-        # that says why (the leaves' entries and returns)
+        # Go code: entries past the stack check where there is one (not
+        # at +0x0), which jump, as the returns and the leaves' entries do
+        # (the leaf template) where the jump replaces one instruction,
+        # else a breakpoint that says why
         rows = probes_rows(r.stdout)
         checked = {x["point"].split("+")[0] for x in rows if not x["event"].endswith("__return")
                    and "+0x0/" not in x["point"]}
-        check(all((x["opt"] == "jump") == (x["point"].split("+")[0] in checked and
-                                           (x["event"].endswith("__return") or
-                                            "+0x0/" not in x["point"])) and
-                  (x["opt"] == "jump" or x["opt"].startswith("no: Go code")) for x in rows) and
-              any(x["event"].endswith("__return") and x["opt"] == "jump" for x in rows),
+        check(len(checked) >= 5 and
+              all(x["opt"] == "jump" or x["opt"].startswith("no: Go code") for x in rows) and
+              all(x["opt"] == "jump" for x in rows if not x["event"].endswith("__return") and
+                  x["point"].split("+")[0] in checked) and
+              any(x["event"].endswith("__return") and x["opt"] == "jump" for x in rows) and
+              any("+0x0/" in x["point"] and x["opt"] == "jump" for x in rows),
               "%s: known as Go code (runtime.text, runtime.etext from pclntab)" % name,
               r.stdout)
     check(len(points["go"]) > 12 and points["go_s"] == points["go"] and
@@ -5949,13 +5950,19 @@ def case_go_opt():
     asynchronous preemption (SIGURG) interrupts, the collector running
     all along (GOGC=5 and a goroutine calling runtime.GC), on 2 Ps: the
     output and exit status are the program's, every call counted,
-    nothing missed, $arg2 read right (a filter). The listing of the
-    running program says jump; the runtime's functions and code where
-    the stack guard proves no room (a leaf's entry, a return) stay
-    breakpoints; and the hits do not trap (CPU time against
-    --no-optimize, where each is a breakpoint's signal)."""
+    nothing missed, $arg2 read right (a filter). A leaf's entry (leafj:
+    no stack check, no byte of the goroutine's stack to spare) takes the
+    leaf template (the thread's FS words, then its own stack), in the
+    program linked by the system's linker (glibc's TCB) and in Go's
+    static build (the freestanding agent: Go's m.tls), with its
+    $arg1 right, and so does its bare ret (the padding after it is the
+    jump's room). The listing of the running program says jump; the
+    runtime's functions stay breakpoints; and the
+    hits do not trap (CPU time against --no-optimize, where each is a
+    breakpoint's signal)."""
     t = tgt("gostress")
-    if not os.path.exists(t):
+    ts = tgt("gostress_static")
+    if not os.path.exists(t) or not os.path.exists(ts):
         print("no tgt_gostress (golang-go): skipped")
         sys.exit(77)
     env = dict(os.environ, GOMAXPROCS="2", GOGC="5")
@@ -5964,6 +5971,7 @@ def case_go_opt():
           want_out.stdout.count("\n") == 1, "the program alone", show(want_out))
     fn = "tgt_gostress:main."
     r = ukprobe(["probes", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "p %sleaf" % fn,
+                 "-e", "p %sleafj" % fn, "-e", "r %sleafj" % fn,
                  "-e", "r %sgrow" % fn, "-e", "r %swork" % fn, "-e", "r %sleaf" % fn,
                  "-e", "p tgt_gostress:runtime.mallocgc", "--", t])
     ev = {}
@@ -5975,42 +5983,68 @@ def case_go_opt():
           all(re.match(r"main\.\w+\+0x[1-9a-f][0-9a-f]*/", ev[k][0]["point"])
               for k in ("p_main_work_0", "p_main_grow_0")),
           "jumps past the stack check", r.stdout)
+    check([(x["opt"], x["point"][:12]) for x in ev.get("p_main_leafj_0", [])] ==
+          [("jump", "main.leafj+0")] and
+          [(x["opt"], x["point"][:13]) for x in ev.get("r_main_leafj_0", [])] ==
+          [("jump", "main.leafj+0x")] and
+          [x["opt"] for x in ev.get("r_main_leaf_0", [])] == ["jump"],
+          "a leaf's entry and its ret (the padding after it) jump", r.stdout)
     # the returns of functions with a stack check jump at their
     # epilogues (grow's frame is larger than StackSmall: the check's lea
     # form covers it)
     check(ev.get("r_main_grow_0") and all(x["opt"] == "jump" for x in ev["r_main_grow_0"]) and
           [x["opt"] for x in ev.get("r_main_work_0", [])] == ["jump"],
           "jumps at the epilogues", r.stdout)
-    check([x["opt"][:len(bp)] for x in ev.get("p_main_leaf_0", [])] == [bp] and
-          [x["opt"][:len(bp)] for x in ev.get("r_main_leaf_0", [])] == [bp] and
+    # (leaf's first instruction, a 3-byte mov, jumps where a punned
+    # jump's window has room for its detour, else it stays a breakpoint)
+    one = "no: Go code: the jump would replace more than one instruction"
+    check([x["opt"][:len(one)] in ("jump", one) for x in ev.get("p_main_leaf_0", [])] ==
+          [True] and
           [x["opt"] for x in ev.get("p_runtime_mallocgc_0", [])] ==
           ["no: Go code: the runtime's functions may run on the signal stack"],
           "breakpoints elsewhere, saying why", r.stdout)
-    r = ukprobe(["stat", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "r %sgrow" % fn,
-                 "-e", "p:w7 %swork y=$arg2" % fn, "--filter", "y == 7",
-                 "-e", "r:gd %sgrow n=$arg1 d=$duration" % fn, "--filter", "n == 500", "--", t],
-                env=env, timeout=240)
-    check(r.returncode == 0 and r.stdout.startswith(want_out.stdout) and r.stderr == "",
-          "the program's output and exit status", show(r))
-    got = stat_table(r.stdout)
-    want = {"p_main_work_0": (2000000, 0), "p_main_grow_0": (200400, 0),
-            "r_main_grow_0": (200400, 0), "w7": (100, 0), "gd": (400, 0)}
-    check(got == want, "exact counts, nothing missed", "got %s" % got, "want %s" % want)
+    # (Go's static build needs the freestanding agent: none in a
+    # sanitizer build)
+    free = os.path.exists(os.path.join(os.path.dirname(os.environ["UKP_AGENT"]),
+                                       "libukprobe-agent.bin"))
+    for prog in (t, ts) if free else (t,):
+        fn = os.path.basename(prog) + ":main."
+        r = ukprobe(["stat", "-e", "p %swork" % fn, "-e", "p %sgrow" % fn, "-e", "r %sgrow" % fn,
+                     "-e", "p:w7 %swork y=$arg2" % fn, "--filter", "y == 7",
+                     "-e", "r:gd %sgrow n=$arg1 d=$duration" % fn, "--filter", "n == 500",
+                     "-e", "p %sleafj" % fn, "-e", "p:j7 %sleafj x=$arg1" % fn, "--filter",
+                     "x == 7", "-e", "r %sleafj" % fn, "--", prog], env=env, timeout=240)
+        check(r.returncode == 0 and r.stdout.startswith(want_out.stdout) and r.stderr == "",
+              "%s: the program's output and exit status" % prog, show(r))
+        got = stat_table(r.stdout)
+        want = {"p_main_work_0": (2000000, 0), "p_main_grow_0": (200400, 0),
+                "r_main_grow_0": (200400, 0), "w7": (100, 0), "gd": (400, 0),
+                "p_main_leafj_0": (2000000, 0), "j7": (100, 0), "r_main_leafj_0": (2000000, 0)}
+        check(got == want, "%s: exact counts, nothing missed" % prog, "got %s" % got,
+              "want %s" % want)
+    fn = "tgt_gostress:main."
     # the hits are jumps: a breakpoint's costs a signal (microseconds of
     # CPU), 800,000 of them seconds; the program's own work is a fraction
     small = [t, "4", "200000", "10"]
     cpu = {}
-    for opt in ([], ["--no-optimize"]):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        r = ukprobe(["stat"] + opt + ["-e", "p %swork" % fn, "--"] + small, env=env, timeout=240)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        check(r.returncode == 0 and stat_table(r.stdout) == {"p_main_work_0": (800000, 0)},
-              "%s: 800,000 hits" % opt, show(r))
-        cpu[bool(opt)] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    check(cpu[False] * 2 < cpu[True], "jumped hits cost less than half the breakpoints' CPU",
-          "CPU seconds: optimized %.2f, --no-optimize %.2f" % (cpu[False], cpu[True]))
-    print("ok go_opt (CPU seconds for 800,000 hits: jump %.2f, breakpoints %.2f)"
-          % (cpu[False], cpu[True]))
+    for f in ("p work", "p leafj", "r leafj"):
+        for opt in ([], ["--no-optimize"]):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            r = ukprobe(["stat"] + opt + ["-e", f.replace(" ", " " + fn), "--"] + small,
+                        env=env, timeout=240)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            check(r.returncode == 0 and
+                  stat_table(r.stdout) == {"%s_main_%s_0" % tuple(f.split()): (800000, 0)},
+                  "%s %s: 800,000 hits" % (f, opt), show(r))
+            cpu[(f, bool(opt))] = ((after.ru_utime + after.ru_stime) -
+                                   (before.ru_utime + before.ru_stime))
+        check(cpu[(f, False)] * 2 < cpu[(f, True)],
+              "%s: jumped hits cost less than half the breakpoints' CPU" % f,
+              "CPU seconds: optimized %.2f, --no-optimize %.2f" % (cpu[(f, False)],
+                                                                  cpu[(f, True)]))
+    print("ok go_opt (CPU seconds for 800,000 hits, jump against breakpoints: "
+          + ", ".join("%s %.2f %.2f" % (f, cpu[(f, False)], cpu[(f, True)])
+                      for f in ("p work", "p leafj", "r leafj")) + ")")
 
 
 def case_go_params():

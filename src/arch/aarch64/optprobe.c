@@ -170,6 +170,21 @@ int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
 	return -EOPNOTSUPP;
 }
 
+/* [reg] */
+int arch_opt_go_leaf(struct ukp_arch_opt *ao, const char **why)
+{
+	(void)ao;
+	*why = "Go code: a goroutine's stack has no room for the detour's frame";
+	return -EOPNOTSUPP;
+}
+
+/* [trap] (no leaf detours here) */
+const struct ukp_site *arch_go_leaf_trap(uintptr_t addr)
+{
+	(void)addr;
+	return NULL;
+}
+
 /* [reg] (the one common path: nothing to prove) */
 bool arch_opt_entry_template_ok(const uint8_t *code, size_t len)
 {

@@ -159,6 +159,7 @@ struct ukp_arch_opt {
 	uint8_t map_orig[UKP_OPT_MAX_INSNS], map_copy[UKP_OPT_MAX_INSNS];
 	uint8_t jump[UKP_OPT_JUMP_SIZE];      /* jmp rel32 to the detour */
 	uint8_t image[UKP_DETOUR_SIZE];       /* the detour */
+	uint8_t copy_end;                     /* the image's copy ends here */
 	bool go;                 /* Go code: the Go template (arch_opt_go) */
 };
 

@@ -16,6 +16,7 @@
 #include "optimizer/optimizer.h"
 #include "asm_offsets.h"
 #include "detour.h"
+#include "go_leaf.h"
 #include "arch/x86_64/go_prologue.h" /* (common/) */
 
 /* Read by optprobe_tramp.S: 0 save with XSAVE(C)/FXSAVE, 1 xmm0-15 by
@@ -185,7 +186,9 @@ int arch_opt_prepare(struct ukp_arch_opt *ao, const uint8_t *code, size_t avail,
 		}
 		img[out] = 0xe9;
 		put_rel32(img + out + 1, (int64_t)(addr + pos) - (int64_t)(detour + out + 5));
+		out += 5;
 	}
+	ao->copy_end = (uint8_t)out;
 	memcpy(img + LIT_SITE, &site, 8);
 	memcpy(img + LIT_COMMON, &common, 8);
 	memset(jump, UKP_OPT_PAD_PREFIX, jlen - UKP_OPT_JUMP_SIZE);
@@ -294,4 +297,132 @@ int arch_opt_go(struct ukp_arch_opt *ao, const char **why)
 	memcpy(ao->image + LIT_COMMON, &common, 8);
 	ao->go = true;
 	return 0;
+}
+
+extern char ukp_optprobe_goleaf_go[], ukp_optprobe_goleaf_glibc[], ukp_optprobe_goleaf_trap[];
+
+/* Where the FS words of a Go leaf's detour are in this process
+ * (go_leaf.h), or false when nowhere known: Go's own threads (m.tls),
+ * glibc's (its TCB), not musl's. */
+static bool goleaf_words(int32_t *ax, int32_t *r, uintptr_t *common)
+{
+	if (ukp_tb_go) {
+		*ax = GOLEAF_GO_FS_AX;
+		*r = GOLEAF_GO_FS_R;
+		*common = (uintptr_t)ukp_optprobe_goleaf_go;
+		return true;
+	}
+#if defined(__GLIBC__) && !defined(UKP_FREE)
+	*ax = GOLEAF_GLIBC_FS_AX;
+	*r = GOLEAF_GLIBC_FS_R;
+	*common = (uintptr_t)ukp_optprobe_goleaf_glibc;
+	return true;
+#else
+	return false;
+#endif
+}
+
+/* an %fs:abs32 operand's ModRM, SIB and displacement */
+static uint8_t *fs_abs(uint8_t *p, uint8_t reg, int32_t off)
+{
+	*p++ = (uint8_t)(0x04 | reg << 3);
+	*p++ = 0x25;
+	memcpy(p, &off, 4);
+	return p + 4;
+}
+
+/* [reg] See arch.h: the detour of go_leaf.h, for ukp_optprobe_goleaf_*
+ * (optprobe_tramp.S), which take no byte of the goroutine's stack. */
+int arch_opt_go_leaf(struct ukp_arch_opt *ao, const char **why)
+{
+	uint8_t *img = ao->image, *p = img;
+	int32_t ax, r;
+	uintptr_t common;
+
+	if (!goleaf_words(&ax, &r, &common)) {
+		*why = "Go code: a leaf's entry needs the thread's words of Go's m.tls or glibc's TCB";
+		return -EOPNOTSUPP;
+	}
+	if (!ukp_tb_gs_fast) {
+		*why = "Go code: a leaf's entry needs the thread's block at its GS base (FSGSBASE)";
+		return -EOPNOTSUPP;
+	}
+	if (ao->copy_end > GOLEAF_ENTER) {
+		*why = "Go code: the relocated instruction does not fit in a leaf's detour";
+		return -EINVAL;
+	}
+	memset(img, UKP_BREAKPOINT_INSN, UKP_OPT_COPY_OFFSET);
+	memset(img + GOLEAF_ENTER, UKP_BREAKPOINT_INSN, LIT_SITE - GOLEAF_ENTER);
+	*p++ = 0x64;					/* btsl $0,%fs:R */
+	*p++ = 0x0f;
+	*p++ = 0xba;
+	p = fs_abs(p, 5, r);
+	*p++ = 0;
+	*p++ = 0x72;					/* jc BUSY */
+	*p = (uint8_t)(GOLEAF_BUSY - (p + 1 - img));
+	p++;
+	*p++ = 0x64;					/* movq %rax,%fs:AX */
+	*p++ = 0x48;
+	*p++ = 0x89;
+	p = fs_abs(p, 0, ax);
+	*p++ = 0xeb;					/* jmp ENTER */
+	*p = (uint8_t)(GOLEAF_ENTER - (p + 1 - img));
+	p++;
+	if (p - img != GOLEAF_BUSY)
+		return -EINVAL;
+	p = img + GOLEAF_ENTER;				/* leaq detour(%rip),%rax */
+	*p++ = 0x48;
+	*p++ = 0x8d;
+	*p++ = 0x05;
+	put_rel32(p, -(int64_t)(GOLEAF_ENTER + 7));
+	p += 4;
+	*p++ = 0xff;					/* jmp *common(%rip) */
+	*p++ = 0x25;
+	put_rel32(p, (int64_t)LIT_COMMON - (p + 4 - img));
+	p += 4;
+	if (p - img > GOLEAF_TAIL)
+		return -EINVAL;
+	/* movl $0,%fs:R: as wide as bts's load of it at the next hit (a
+	 * narrower store would not forward to it: a stall) */
+	p = img + GOLEAF_TAIL;
+	*p++ = 0x64;
+	*p++ = 0xc7;
+	p = fs_abs(p, 0, r);
+	memset(p, 0, 4);
+	p += 4;
+	*p++ = 0xeb;					/* jmp the copy */
+	*p = (uint8_t)(UKP_OPT_COPY_OFFSET - (p + 1 - img));
+	p++;
+	if (p - img > LIT_SITE)
+		return -EINVAL;
+	memcpy(img + LIT_COMMON, &common, 8);
+	ao->go = true;
+	return 0;
+}
+
+/* [trap] See arch.h: a Go leaf's fallbacks (go_leaf.h). The detour's
+ * BUSY int3 at addr (the words held by another hit of this thread), or
+ * the template's ukp_optprobe_goleaf_trap (the thread's words held by
+ * this hit, R the way back into the detour: freed here). The site, or
+ * NULL when addr is neither. */
+UKP_TRAP_TEXT const struct ukp_site *arch_go_leaf_trap(uintptr_t addr)
+{
+	int32_t ax, r;
+	uintptr_t common, d;
+	const struct ukp_site *s;
+
+	if (addr == (uintptr_t)ukp_optprobe_goleaf_trap) {
+		if (!goleaf_words(&ax, &r, &common))
+			return NULL;
+		__asm__ volatile("movq %%fs:(%1), %0" : "=r"(d) : "r"((intptr_t)r) : "memory");
+		d -= GOLEAF_TAIL;
+		memcpy(&s, (const void *)(d + LIT_SITE), sizeof(s));
+		__asm__ volatile("movq $0, %%fs:(%0)" : : "r"((intptr_t)r) : "memory");
+		return s;
+	}
+	s = ukp_slot_owner(addr, &d);
+	if (!s || !s->detour || addr != s->detour + GOLEAF_BUSY ||
+	    *(const uint8_t *)addr != UKP_BREAKPOINT_INSN)
+		return NULL;
+	return s;
 }

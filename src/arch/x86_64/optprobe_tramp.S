@@ -37,6 +37,7 @@
  * of TF, AC, ID or IF in regs->flags is ignored.
  */
 #include "tramp.h" /* pt_regs, and fastpath_ops.h: the blocks and primitives */
+#include "go_leaf.h" /* a Go leaf's detour and FS words */
 
 /* Offset from rsp after pushfq + sub PT_SIZE to the probed code's sp. */
 #define ENTRY_SP  (PT_SIZE + 8 + 144)
@@ -641,6 +642,128 @@ ukp_optprobe_common_go:
 	ret				/* (the detour drops the site) */
 	.cfi_endproc
 	.size ukp_optprobe_common_go, .-ukp_optprobe_common_go
+
+	/*
+	 * The template of a Go leaf's entry (a function without a stack
+	 * check, at its first instruction: doc/go_rust.md, "Leaves"). The
+	 * leaf may have no byte of the goroutine's stack to spare, so its
+	 * detour (arch_opt_go_leaf, go_leaf.h) has taken two words of the
+	 * thread's own FS-based memory instead, without a register: R (busy,
+	 * bts) and AX (the probed code's rax); rax is the detour. Here: R
+	 * becomes the way back (the detour's TAIL: odd, still busy), rax
+	 * finds the thread's stack (TB_GO_TOP), the frame is the Go
+	 * template's, written below its top from every register the probed
+	 * code had, and the handlers run as there. Back: every register
+	 * from pt_regs, the goroutine's stack pointer, then a jump through R
+	 * to TAIL, which frees R (a signal handler's hit of this thread in
+	 * between finds R busy and takes the breakpoint path: BUSY), and
+	 * runs the copy. A thread without its stack, or whose GS base is not
+	 * its block's yet (a clone()d thread's is its creator's: no block's
+	 * word is written before the owner check), gets rax back and traps
+	 * at ukp_optprobe_goleaf_trap: trap.c makes it a breakpoint hit of
+	 * the site (read through R, which it then frees) and gives the
+	 * thread its stack.
+	 *
+	 * The flags: bts wrote CF, so regs->flags is IF alone (no flag is
+	 * live at a Go function's entry: Go's ABIs pass none; they are not
+	 * written back either). DF is clear (Go's ABI).
+	 *
+	 * Two copies, for the two places of the words (go_leaf.h): Go's own
+	 * threads' m.tls, and glibc's TCB.
+	 */
+	.macro GOLEAF_TEMPLATE name, fs_ax, fs_r
+	.p2align 4
+	.globl \name
+	.hidden \name
+	.type \name, @function
+\name:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 0
+	.cfi_undefined %rip
+	addq $GOLEAF_TAIL, %rax
+	movq %rax, %fs:\fs_r
+	TB_GO_TOP %rax, .L\name\()_not_mine
+	/* rax = the top: the frame below it, written before the move */
+	movq %r15, (PT_R15 - GO_FRAME)(%rax)
+	movq %r14, (PT_R14 - GO_FRAME)(%rax)
+	movq %r13, (PT_R13 - GO_FRAME)(%rax)
+	movq %r12, (PT_R12 - GO_FRAME)(%rax)
+	movq %rbp, (PT_BP - GO_FRAME)(%rax)
+	movq %rbx, (PT_BX - GO_FRAME)(%rax)
+	movq %r11, (PT_R11 - GO_FRAME)(%rax)
+	movq %r10, (PT_R10 - GO_FRAME)(%rax)
+	movq %r9, (PT_R9 - GO_FRAME)(%rax)
+	movq %r8, (PT_R8 - GO_FRAME)(%rax)
+	movq %rcx, (PT_CX - GO_FRAME)(%rax)
+	movq %rdx, (PT_DX - GO_FRAME)(%rax)
+	movq %rsi, (PT_SI - GO_FRAME)(%rax)
+	movq %rdi, (PT_DI - GO_FRAME)(%rax)
+	movq %fs:\fs_ax, %rcx
+	movq %rcx, (PT_AX - GO_FRAME)(%rax)
+	movq %fs:\fs_r, %rcx
+	movq (GOLEAF_SITE - GOLEAF_TAIL)(%rcx), %r15	/* the site (FAST_HIT's) */
+	movq %r15, (SITE_SLOT - GO_FRAME)(%rax)
+	movq $0x202, (PT_FLAGS - GO_FRAME)(%rax)
+	movq %rsp, (PT_SP - GO_FRAME)(%rax)	/* the probed code's */
+	movq $-1, (PT_ORIG_AX - GO_FRAME)(%rax)
+	movq $USER_CS, (PT_CS - GO_FRAME)(%rax)
+	movq $USER_DS, (PT_SS - GO_FRAME)(%rax)
+	movq %rsp, -8(%rax)		/* GO_SAVE: the goroutine's */
+	leaq -GO_FRAME(%rax), %rsp
+	.cfi_def_cfa %rsp, GO_FRAME
+	movq %rsp, %rbx
+	.cfi_def_cfa_register %rbx
+	cmpl $0, ukp_vec_lazy(%rip)
+	je .L\name\()_eager
+	/* (the block at the GS base is the thread's: found above) */
+	FAST_HIT .L\name\()_slow, .L\name\()_regs, 1
+.L\name\()_slow:
+	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	movl $1, %edx
+	call ukp_optprobe_hit
+	jmp .L\name\()_regs
+.L\name\()_eager:
+	subq ukp_krp_xsave_size(%rip), %rsp
+	andq $-64, %rsp
+	VEC_SAVE
+	movq %rbx, %rdi
+	movq SITE_SLOT(%rbx), %rsi
+	xorl %edx, %edx
+	call ukp_optprobe_hit
+	VEC_RESTORE
+.L\name\()_regs:
+	movq %rbx, %rsp
+	.cfi_def_cfa_register %rsp
+	RESTORE_GPRS_BUT_AX
+	movq PT_AX(%rsp), %rax
+	movq GO_SAVE(%rsp), %rsp
+	.cfi_def_cfa %rsp, 0
+	jmp *%fs:\fs_r			/* TAIL: frees R, runs the copy */
+.L\name\()_not_mine:
+	movq %fs:\fs_ax, %rax
+	jmp ukp_optprobe_goleaf_trap
+	.cfi_endproc
+	.size \name, .-\name
+	.endm
+
+	GOLEAF_TEMPLATE ukp_optprobe_goleaf_go, GOLEAF_GO_FS_AX, GOLEAF_GO_FS_R
+	GOLEAF_TEMPLATE ukp_optprobe_goleaf_glibc, GOLEAF_GLIBC_FS_AX, GOLEAF_GLIBC_FS_R
+
+	/* A leaf's fallback: every register the probed code's, R still
+	 * busy with the way back into the detour (trap.c,
+	 * arch_go_leaf_trap); never comes back here. */
+	.globl ukp_optprobe_goleaf_trap
+	.hidden ukp_optprobe_goleaf_trap
+	.type ukp_optprobe_goleaf_trap, @function
+ukp_optprobe_goleaf_trap:
+	.cfi_startproc simple
+	.cfi_def_cfa %rsp, 0
+	.cfi_undefined %rip
+	int3
+	ud2
+	.cfi_endproc
+	.size ukp_optprobe_goleaf_trap, .-ukp_optprobe_goleaf_trap
 
 	.globl ukp_optprobe_common_end
 	.hidden ukp_optprobe_common_end

@@ -1,6 +1,7 @@
 // A Go program for ukprobe's go_opt case: jump-optimized entry probes in
 // Go code under stress. 100 goroutines call work (a function with a
-// frame: its entry probe past the stack check is a jump) in a loop,
+// frame: its entry probe past the stack check is a jump) and the leaves
+// it calls (leafj's entry is a jump too: the leaf template) in a loop,
 // recurse through grow deep enough to grow and copy their stacks again
 // and again, and spin in loops without calls, which only an asynchronous
 // preemption (SIGURG) interrupts, while a goroutine runs the collector
@@ -20,8 +21,13 @@ import (
 //go:noinline
 func leaf(x, y int) int { return x*31 + y }
 
+// a leaf whose first instruction is one jump's room (imul $imm32)
+//
 //go:noinline
-func work(x, y int) int { return leaf(x, y) & 0xffffff }
+func leafj(x, y int) int { return x*1000003 + y }
+
+//go:noinline
+func work(x, y int) int { return (leaf(x, y) ^ leafj(y, x)) & 0xffffff }
 
 //go:noinline
 func grow(n int, pad [128]byte) int {
