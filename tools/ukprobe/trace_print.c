@@ -129,6 +129,8 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 	g->n = 0;
 	madvise(map, size, MADV_SEQUENTIAL);
 	p = map;
+	/* the whole packets only (proto.h, RECORDS_HEAD) */
+	ukp_records_whole(p, &size, &pos);
 	while (pos < size) {
 		struct ukp_msg h;
 
