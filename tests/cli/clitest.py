@@ -1326,7 +1326,7 @@ def recs_to_events(raw):
                 recs.append(struct.unpack_from("<QQQIIIi", raw, o) +
                             (raw[o + 40:o + size],))
             spans.append([recs, 0, tid, comm, (c0, n0, mult) if counter else None])
-        else:
+        elif typ != 16:  # (RECORDS_HEAD's end is the old file's: a file without one is whole)
             out.extend(raw[pos:pos + ln])
         pos += ln
     if spans:
@@ -1439,7 +1439,7 @@ def compact_to_full(raw, addrs):
                 check(pid_ in addrs, "record %d: probe %d announced" % (n, pid_))
                 out.extend(struct.pack("<QQQIIIi", ts, addrs[pid_], 0, pid_, 0, 0, cpu))
                 n += 1
-        else:
+        elif typ != 16:  # (RECORDS_HEAD's end is the old file's: a file without one is whole)
             out.extend(raw[pos:pos + ln])
         pos += ln
     return bytes(out), n
