@@ -615,13 +615,38 @@ static void cal_update(void)
 	atomic_store_explicit(&ukpa_region->cal_mult, cal_mult, memory_order_relaxed);
 }
 
-/* One packet into the -o file: FROM (iov[0], filled here) and whole
- * messages (iov[1..n)), one write (the file is opened with O_APPEND and
- * shared by every image with -f: a write lands whole). */
+/* -o FILE: the lock on the records file's first byte, which every image
+ * writing the file takes around its packet (proto.h, RECORDS_HEAD).
+ * Per process (fcntl's record locks): the kernel lets it go when the
+ * process ends, however. */
+static bool raw_lock(short type)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	while (fcntl(raw_fd, type == F_UNLCK ? F_SETLK : F_SETLKW, &l))
+		if (errno != EINTR)
+			return false;
+	return true;
+}
+
+/*
+ * One packet into the -o file: FROM (iov[0], filled here) and whole
+ * messages (iov[1..n)), one write. Every image with -f writes the file:
+ * the packet goes at the end of the whole packets (the file's
+ * RECORDS_HEAD), under the lock, and the end moves past it once the
+ * write is whole. A write that a kill or exit_group cuts short between
+ * two pages (an image that ends abruptly: the reader is killed with it)
+ * is not the end's, and the next writer writes over it: the file never
+ * holds half a packet before a whole one (with O_APPEND a cut packet
+ * stayed in the middle, other images' packets after it: the file was
+ * damaged from there). [reader], or the image's last pass
+ * (ukpa_reader_stop()): no allocation.
+ */
 static void raw_writev(struct iovec *iov, int n, size_t len, size_t events, uint32_t seq)
 {
 	static struct ukp_msg_from from;
 	struct stat st;
+	uint64_t end, next;
 	ssize_t w;
 
 	ukpa_from_header(&from);
@@ -630,27 +655,41 @@ static void raw_writev(struct iovec *iov, int n, size_t len, size_t events, uint
 	iov[0].iov_len = sizeof(from);
 	if (!raw_broken && (fstat(raw_fd, &st) || st.st_dev != raw_dev || st.st_ino != raw_ino))
 		raw_broken = true; /* the program closed it, and the number was reused */
+	if (raw_broken || !raw_lock(F_WRLCK)) {
+		raw_broken = true;
+		atomic_fetch_add(&lost_other, events);
+		return;
+	}
+	if (syscall(SYS_pread64, raw_fd, &end, sizeof(end), (long)UKP_RECORDS_END_OFF) !=
+		    (long)sizeof(end) ||
+	    end < sizeof(struct ukp_msg_records_head) || (end & 7))
+		raw_broken = true; /* no RECORDS_HEAD: not ukprobe's records file */
 	/* the packet's blocks, allocated in one call before it is written:
 	 * ext4's delayed allocation otherwise reserves them page by page
-	 * inside the write (a quarter of the reader's CPU). Past the end
-	 * (the size stays: ukprobe reads up to it); another image's packet
-	 * landing there first leaves them to this one's successor, and a
-	 * process killed between the two leaves one packet's blocks past
-	 * the end. */
+	 * inside the write (a quarter of the reader's CPU) */
 	if (!raw_broken && !raw_no_falloc &&
-	    syscall(SYS_fallocate, raw_fd, FALLOC_FL_KEEP_SIZE, (off_t)st.st_size,
+	    syscall(SYS_fallocate, raw_fd, FALLOC_FL_KEEP_SIZE, (off_t)end,
 		    (off_t)(sizeof(from) + len)) &&
 	    (errno == EOPNOTSUPP || errno == ENOSYS))
 		raw_no_falloc = true;
 	while (!raw_broken) {
-		w = writev(raw_fd, iov, n);
-		if (w == (ssize_t)(sizeof(from) + len))
-			return;
-		if (w < 0 && errno == EINTR)
+		w = syscall(SYS_pwritev, raw_fd, iov, n, (long)end, 0L);
+		if (w == (ssize_t)(sizeof(from) + len)) {
+			/* whole: the end moves past it (8 bytes within a
+			 * page: a kill does not cut them) */
+			next = end + (uint64_t)w;
+			if (syscall(SYS_pwrite64, raw_fd, &next, sizeof(next),
+				    (long)UKP_RECORDS_END_OFF) == (long)sizeof(next)) {
+				raw_lock(F_UNLCK);
+				return;
+			}
+		} else if (w < 0 && errno == EINTR) {
 			continue;
-		/* a short write leaves half a packet: ukprobe stops there */
+		}
+		/* a short write (a full disk): the end stays before it */
 		raw_broken = true;
 	}
+	raw_lock(F_UNLCK);
 	atomic_fetch_add(&lost_other, events);
 }
 

@@ -16,14 +16,22 @@
  *   UKPROBE_NO_OPTIMIZE "1": kprobes_set_optimization(false) first
  *   UKPROBE_FOLLOWED    set by the first image with -f: the images after
  *                       it know they are followed ones
- *   UKPROBE_RAW_FD  (trace -o FILE) a regular file opened with O_APPEND:
+ *   UKPROBE_RAW_FD  (trace -o FILE) a regular file (the records file):
  *                   the agent writes its SYM and EVENT messages there
  *                   instead of to the socket, as packets (each a FROM
  *                   message, then whole messages of that image, in one
  *                   write); ukprobe formats them after the run. The
  *                   events go there as RECS messages (struct
  *                   ukp_msg_recs), not EVENT: the ring's records as
- *                   they are, written straight from the ring
+ *                   they are, written straight from the ring. Its first
+ *                   message, ukprobe's, is RECORDS_HEAD: where the whole
+ *                   packets end. Every image with -f writes there: each
+ *                   writes a packet at that end under a lock on the
+ *                   file's first byte (fcntl F_SETLKW) and moves the end
+ *                   past it once the write is whole, so that a packet
+ *                   cut short by its process's end (exit_group or a
+ *                   kill ends a write between two pages) is written
+ *                   over by the next and never read
  * Without UKPROBE_FOLLOW the agent removes them (and itself from
  * LD_PRELOAD) from the environment at start-up, closes the memfd, and a
  * forked child stops tracing: only the first process is traced. With it
@@ -114,6 +122,7 @@ enum ukp_msg_type {
 	UKPM_READY,             /* attached: every probe in place, hits count from here */
 	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
 	UKPM_RECS,              /* -o FILE only: a span of a thread's ring, as it is */
+	UKPM_RECORDS_HEAD,      /* -o FILE only: the file's first message (ukprobe's) */
 	UKPM_EXEC,              /* -f: a thread about to exec a program no agent can be preloaded into */
 };
 
@@ -258,6 +267,17 @@ struct ukp_msg_recs {
 	uint64_t cal_cnt0, cal_ns0, cal_mult; /* ns = cal_ns0 + (ts - cal_cnt0) * cal_mult / 2^32 */
 	char comm[UKP_COMM_LEN];   /* the thread's name when the span was written */
 };
+
+/* The records file's first message (UKPROBE_RAW_FD): the packets in
+ * [sizeof(this), end) are whole. An agent moves end past its packet
+ * (an 8-byte write within a page, which a kill does not cut) after the
+ * packet's write, under the lock; bytes past end are a packet cut short
+ * (or none), which the next writer writes over. */
+struct ukp_msg_records_head {
+	struct ukp_msg h;          /* UKPM_RECORDS_HEAD */
+	uint64_t end;
+};
+#define UKP_RECORDS_END_OFF 8  /* end's offset in the file */
 
 struct ukp_msg_stat {
 	struct ukp_msg h;

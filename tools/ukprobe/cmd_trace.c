@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "session.h"
 #include "format.h"
+#include "trace_recs.h"
 
 static void usage(FILE *out)
 {
@@ -109,13 +110,11 @@ static int raw_open(const char *path)
 	for (i = 0; i < 2 && fd < 0; i++) {
 		const char *d = i ? (tmp && *tmp ? tmp : "/tmp") : dir;
 
-		fd = open(d, O_TMPFILE | O_RDWR | O_APPEND, 0600);
+		fd = open(d, O_TMPFILE | O_RDWR, 0600);
 		if (fd < 0 && asprintf(&tmpl, "%s/.ukprobe-raw-XXXXXX", d) > 0) {
 			fd = mkstemp(tmpl);
-			if (fd >= 0) {
+			if (fd >= 0)
 				unlink(tmpl);
-				fcntl(fd, F_SETFL, O_APPEND);
-			}
 			free(tmpl);
 			tmpl = NULL;
 		}
@@ -123,6 +122,10 @@ static int raw_open(const char *path)
 	if (fd < 0)
 		ukp_err("cannot make a file for the trace's records next to %s: %s", path,
 			strerror(errno));
+	else if (ukp_records_head_write(fd, "the trace's records")) {
+		close(fd);
+		fd = -1;
+	}
 	free(copy);
 	return fd;
 }

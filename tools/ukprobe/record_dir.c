@@ -42,12 +42,15 @@
 #include "fetch_regs.h"
 #include "region.h"
 #include "spec_wire.h"
+#include "trace_recs.h"
 
 #define RECORD_MAGIC "UKPRECRD"
 /* 3: RECS spans (DIR/records) and copied regions may hold compact
  * records (common/region.h), which a reader of 2 would refuse as damaged;
- * a recording of 2 reads as it did */
-#define RECORD_VERSION 3
+ * 4: DIR/records starts with RECORDS_HEAD (proto.h: where its whole
+ * packets end), which a reader of 3 would refuse as damaged; a
+ * recording of 2 or 3 reads as it did */
+#define RECORD_VERSION 4
 #define RECORD_VERSION_MIN 2
 
 struct head {
@@ -196,14 +199,16 @@ struct ukp_record *ukp_record_create(const char *dir, const struct ukp_session *
 		ukp_err("out of memory");
 		goto fail;
 	}
-	/* appended to by every image's reader (with -f, several): a
-	 * write lands whole */
+	/* written by every image's reader (with -f, several), each packet
+	 * at the end its RECORDS_HEAD says (proto.h) */
 	/* (inherited by the program: no O_CLOEXEC) */
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0) {
 		ukp_err("cannot make %s: %s", path, strerror(errno));
 		goto fail;
 	}
+	if (ukp_records_head_write(fd, path))
+		goto fail;
 	free(path);
 	path = path_in(dir, "session");
 	r->session = path ? fopen(path, "we") : NULL;

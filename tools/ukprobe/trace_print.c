@@ -129,6 +129,8 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 	g->n = 0;
 	madvise(map, size, MADV_SEQUENTIAL);
 	p = map;
+	/* the whole packets only (proto.h, RECORDS_HEAD) */
+	ukp_records_whole(p, &size, &pos);
 	while (pos < size) {
 		struct ukp_msg h;
 
@@ -157,8 +159,10 @@ int ukp_trace_format_records(struct ukp_session *s, int fd, const struct ukp_ses
 	if (g->n && ukp_recs_flush(g, s, ops, arg))
 		pos = gpos;
 	free(g);
-	/* the last write of an image that ended abruptly, cut short: its
-	 * events come from its region (ukp_region_recover_events) */
+	/* the last write of an image that ended abruptly, cut short (a
+	 * file without RECORDS_HEAD, of format 3: one with it ends at its
+	 * whole packets): its events come from its region
+	 * (ukp_region_recover_events) */
 	if (pos < size && img && img->recovered && size - pos >= sizeof(struct ukp_msg)) {
 		struct ukp_msg h;
 

@@ -10,8 +10,10 @@
  * byte is the file's: each span's header and each record are checked
  * before use.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "format.h"
@@ -129,4 +131,31 @@ int ukp_recs_flush(struct ukp_recs_group *g, struct ukp_session *s,
 			act[best] = act[--nact];
 	}
 	return ret;
+}
+
+int ukp_records_head_write(int fd, const char *what)
+{
+	struct ukp_msg_records_head h = { .h = { UKPM_RECORDS_HEAD, sizeof(h) }, .end = sizeof(h) };
+
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		ukp_err("cannot write %s: %s", what, strerror(errno ? errno : EIO));
+		return -1;
+	}
+	return 0;
+}
+
+void ukp_records_whole(const char *p, size_t *size, size_t *pos)
+{
+	struct ukp_msg_records_head h;
+
+	*pos = 0;
+	if (*size < sizeof(h))
+		return;
+	memcpy(&h, p, sizeof(h));
+	if (h.h.type != UKPM_RECORDS_HEAD || h.h.len != sizeof(h))
+		return;
+	*pos = sizeof(h);
+	/* (past end: a packet cut short by its process's end, not read) */
+	if (h.end >= sizeof(h) && h.end <= *size)
+		*size = (size_t)h.end;
 }

@@ -38,4 +38,12 @@ int ukp_recs_take(struct ukp_recs_group *g, struct ukp_session *s, struct ukp_im
 int ukp_recs_flush(struct ukp_recs_group *g, struct ukp_session *s,
 		   const struct ukp_session_ops *ops, void *arg);
 
+/* A new records file (fd, empty): its RECORDS_HEAD (proto.h), which the
+ * agents move as they write. 0, or -1 (said why). */
+int ukp_records_head_write(int fd, const char *what);
+/* The records file p[0..*size): *size becomes the end of its whole
+ * packets, *pos where the first starts (a file without RECORDS_HEAD, a
+ * recording of an older build, is whole). */
+void ukp_records_whole(const char *p, size_t *size, size_t *pos);
+
 #endif /* UKPROBE_TRACE_RECS_H */
