@@ -303,6 +303,7 @@ int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ukpa_rp_ret_plain(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
 /* SDT $duration (usdt.c): a NAME__entry probe pushes the time on its
  * pair's stack of the thread, the NAME__return probe (sdt_pair) pops

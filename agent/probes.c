@@ -376,6 +376,11 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 	} else if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
+	} else if (spec->is_return && !spec->nargs && !pr->fspec->nargs && !pr->spec->checked) {
+		/* nothing read of the entry: no entry handler (the fast
+		 * entry template) */
+		pr->rp.handler = ukpa_rp_ret_plain;
+		pr->rp.maxactive = spec->maxactive;
 	} else if (spec->is_return) {
 		pr->rp.handler = ukpa_rp_ret;
 		pr->rp.entry_handler = ukpa_rp_entry;

@@ -459,7 +459,11 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		krp_missed(rp);
 		return 0;
 	}
-	ri = pool_get(h);
+	/* the thread's spare first (a return's fast path keeps it there):
+	 * no shared cache line, as on the entry template's path */
+	ri = ukp_fp_spare_take(t, h);
+	if (!ri)
+		ri = pool_get(h);
 	if (!ri)
 		ri = steal_spares(h, true, 0,
 				  atomic_load_explicit(&krp_hiwater, memory_order_acquire));
