@@ -241,10 +241,15 @@ bool ukpa_specs_use_duration(void);
 /* [init] Can an event carry an address to name (a return address, a
  * symbol-typed argument, a stack)? */
 bool ukpa_specs_name_addresses(void);
-/* [init] Is every event an entry probe's with no payload (no arguments,
- * stack), recorded at its probe's address: compact records
- * (common/region.h)? */
-bool ukpa_specs_compact(void);
+/* [init] The compact records every event fits (common/region.h), or 0:
+ * UKP_REGION_REC_COMPACT when every event is an entry probe's with no
+ * payload (no arguments, stack), UKP_REGION_REC_CALLER when they are
+ * entry and return probes' with none. */
+uint32_t ukpa_specs_compact(void);
+/* [any] The ip pr's events have: its probe's address, or its function's
+ * start for a probe flagged UKP_PROBE_AT_FUNC (a compact record's,
+ * common/region.h). */
+uintptr_t ukpa_probe_event_ip(const struct ukpa_probe *pr);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);

@@ -616,7 +616,8 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 		go_enters = e;
 	}
 	for (i = 0; i < n; i++) {
-		struct ukpa_probe *pr = probe_new(s, event, flags);
+		/* (its events' ip: func, the PROBE message's) */
+		struct ukpa_probe *pr = probe_new(s, event, flags | UKP_PROBE_AT_FUNC);
 
 		if (!pr)
 			return -ENOMEM;
@@ -1542,20 +1543,31 @@ bool ukpa_specs_use_duration(void)
 	return false;
 }
 
-bool ukpa_specs_compact(void)
+uint32_t ukpa_specs_compact(void)
 {
+	bool ret = false;
 	int i;
 
 	for (i = 0; i < nspecs; i++) {
 		const struct ukp_spec *sp = &specs[i].spec;
 
-		/* a return's caller, a watchpoint's ip (the accessing
-		 * instruction), a payload: what a compact record has not */
-		if (sp->is_return || sp->is_watch || sp->stacktrace ||
-		    ukp_spec_record_payload(sp))
-			return false;
+		/* a watchpoint's ip (the accessing instruction), a payload:
+		 * what a compact record has not; a return's caller: what
+		 * only the larger one has */
+		if (sp->is_watch || sp->stacktrace || ukp_spec_record_payload(sp))
+			return 0;
+		ret |= sp->is_return;
 	}
-	return nspecs > 0;
+	if (!nspecs)
+		return 0;
+	return ret ? UKP_REGION_REC_CALLER : UKP_REGION_REC_COMPACT;
+}
+
+uintptr_t ukpa_probe_event_ip(const struct ukpa_probe *pr)
+{
+	if (pr->flags & UKP_PROBE_AT_FUNC)
+		return pr->func;
+	return (uintptr_t)(uses_rp(pr) ? pr->rp.kp.addr : pr->kp.addr);
 }
 
 bool ukpa_specs_name_addresses(void)

@@ -47,7 +47,9 @@
 /* 3: RECS spans (DIR/records) and copied regions may hold compact
  * records (common/region.h), which a reader of 2 would refuse as damaged;
  * a recording of 2 reads as it did */
-#define RECORD_VERSION 3
+/* 4: they may hold compact records with their callers (entries and
+ * returns), which a reader of 3 would refuse as damaged */
+#define RECORD_VERSION 4
 #define RECORD_VERSION_MIN 2
 
 struct head {
