@@ -8,13 +8,16 @@
  * "ns_per_call X wall_ns_per_call Y hits N".
  *
  * Run alone, under `ukprobe stat` and under `ukprobe trace -o` with a
- * probe on bench_target. The variant built with -DBENCH_TOOL_LIB
+ * probe on bench_target. `bench_tool_hit --serve` waits for ukprobe -p
+ * instead (ab_agent_hit.py): it prints "ready", then runs the loop for
+ * each N read from its standard input and prints its line, until EOF. The variant built with -DBENCH_TOOL_LIB
  * (bench_tool_lib) puts the library's own jump-optimized kprobe there
  * first (a pre_handler that counts: the `o` row of bench_overhead), so
  * that the tool's hit is compared with the library's in the same run.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int bench_tool_target(int x, int y);
@@ -43,11 +46,28 @@ static double now_ns(clockid_t clock)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-int main(int argc, char **argv)
+/* N calls of the probed function, and the line that says what each took. */
+static void measure(unsigned long n)
 {
-	unsigned long n = argc > 1 ? strtoul(argv[argc - 1], NULL, 0) : 1000000, i;
 	volatile int sink = 0;
 	double t0, t1, w0, w1;
+	unsigned long i;
+
+	w0 = now_ns(CLOCK_MONOTONIC);
+	t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (i = 0; i < n; i++)
+		sink = bench_tool_target(sink, (int)i);
+	t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	w1 = now_ns(CLOCK_MONOTONIC);
+	printf("ns_per_call %.3f wall_ns_per_call %.3f hits %lu\n", (t1 - t0) / (double)n,
+	       (w1 - w0) / (double)n, n);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long n = argc > 1 ? strtoul(argv[argc - 1], NULL, 0) : 1000000;
+	char line[64];
 
 #ifdef BENCH_TOOL_LIB
 	kp.addr = (kprobe_opcode_t *)bench_tool_target;
@@ -61,12 +81,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 #endif
-	w0 = now_ns(CLOCK_MONOTONIC);
-	t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	for (i = 0; i < n; i++)
-		sink = bench_tool_target(sink, (int)i);
-	t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	w1 = now_ns(CLOCK_MONOTONIC);
+	if (argc > 1 && !strcmp(argv[1], "--serve")) {
+		printf("ready\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin))
+			measure(strtoul(line, NULL, 0));
+		return 0;
+	}
+	measure(n);
 #ifdef BENCH_TOOL_LIB
 	unregister_kprobe(&kp);
 	if (lib_hits != n) {
@@ -74,7 +96,5 @@ int main(int argc, char **argv)
 		return 1;
 	}
 #endif
-	printf("ns_per_call %.3f wall_ns_per_call %.3f hits %lu\n", (t1 - t0) / (double)n,
-	       (w1 - w0) / (double)n, n);
 	return 0;
 }

@@ -2336,7 +2336,7 @@ def case_probes():
 MANPAGES = {
     "ukprobe.1": ["ukprobe trace", "ukprobe stat", "ukprobe probes", "$retval", ".BI @ SYM",
                   ".RI [ OBJ :] 0x ADDR", ".B symbol", ".B char", ".BI b WIDTH", "glob",
-                  "EXIT STATUS",
+                  "EXIT STATUS", "libukprobe\\-agent.bin", "UKPROBE_AGENT_DYNAMIC",
                   "ukprobe\\-trace", "ukprobe\\-stat", "ukprobe\\-probes", "dlopen",
                   "ukprobe\\-record", "ukprobe\\-report",
                   "[OBJ:]SYM[+OFFS]|[OBJ:]0xADDR[/LEN][:r|w|rw]", "environ"],

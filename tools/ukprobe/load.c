@@ -149,23 +149,6 @@ static void drop_tid(struct ukp_held *h, size_t i)
 	h->tids[i] = h->tids[--h->n];
 }
 
-/* The text of the small /proc file path into buf (NUL-terminated), or
- * false when it cannot be read. */
-static bool read_small(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return true;
-}
-
 /* A thread that has ended but not been reaped (a leader whose process
  * goes on) never stops: it is left out. */
 static bool zombie(pid_t pid, pid_t tid)
@@ -173,7 +156,7 @@ static bool zombie(pid_t pid, pid_t tid)
 	char path[64], buf[256], *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	if (!read_small(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return true;
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
@@ -193,7 +176,7 @@ static bool sig_ignored(pid_t pid, int sig)
 	unsigned long long ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (!read_small(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return false;
 	if ((p = strstr(buf, "SigIgn:")))
 		ign = strtoull(p + 7, NULL, 16);

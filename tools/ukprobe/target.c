@@ -24,21 +24,6 @@
 #include "cli.h"
 #include "target.h"
 
-static bool read_text(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = '\0';
-	return true;
-}
-
 /* A field of /proc/PID[/task/TID]/status, or -1. */
 static long status_field(const char *dir, const char *field, int which)
 {
@@ -47,7 +32,7 @@ static long status_field(const char *dir, const char *field, int which)
 	int i;
 
 	snprintf(path, sizeof(path), "%s/status", dir);
-	if (!read_text(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return -1;
 	p = strstr(buf, field);
 	if (!p)
@@ -63,7 +48,7 @@ static unsigned long long status_mask(const char *dir, const char *field)
 	char path[96], buf[4096], *p;
 
 	snprintf(path, sizeof(path), "%s/status", dir);
-	if (!read_text(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return 0;
 	p = strstr(buf, field);
 	return p ? strtoull(p + strlen(field), NULL, 16) : 0;
@@ -82,7 +67,7 @@ static bool fs_creds_read(const char *dir, struct fs_creds *c)
 	int i;
 
 	snprintf(path, sizeof(path), "%s/status", dir);
-	if (!read_text(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return false;
 	c->uid = c->gid = -1;
 	c->ngroups = 0;
@@ -362,7 +347,7 @@ void ukp_target_explain_eperm(const struct ukp_target *t)
 		char tdir[32], tcomm[64] = "?";
 
 		snprintf(tdir, sizeof(tdir), "/proc/%ld/comm", tracer);
-		if (read_text(tdir, tcomm, sizeof(tcomm)))
+		if (ukp_read_proc_text(tdir, tcomm, sizeof(tcomm)))
 			tcomm[strcspn(tcomm, "\n")] = '\0';
 		ukp_err("process %d (%s) is already traced by process %ld (%s): detach the debugger "
 			"first",
@@ -375,7 +360,7 @@ void ukp_target_explain_eperm(const struct ukp_target *t)
 			t->pid, t->comm, uid);
 		return;
 	}
-	if (read_text("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) && atoi(buf) > 0 &&
+	if (ukp_read_proc_text("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) && atoi(buf) > 0 &&
 	    geteuid() != 0) {
 		ukp_err("process %d (%s): ptrace is not permitted by Yama (kernel.yama.ptrace_scope = "
 			"%d): run ukprobe as root, or set it to 0",
@@ -419,7 +404,7 @@ static long blocked_syscall(pid_t pid, pid_t tid)
 	char path[64], buf[256];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-	if (!read_text(path, buf, sizeof(buf)))
+	if (!ukp_read_proc_text(path, buf, sizeof(buf)))
 		return -2;
 	if (!strncmp(buf, "running", 7))
 		return -1;
@@ -491,7 +476,7 @@ int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/comm", t->dir);
-	if (read_text(path, t->comm, sizeof(t->comm)))
+	if (ukp_read_proc_text(path, t->comm, sizeof(t->comm)))
 		t->comm[strcspn(t->comm, "\n")] = '\0';
 	else
 		snprintf(t->comm, sizeof(t->comm), "?");
@@ -511,7 +496,7 @@ int ukp_target_check(struct ukp_target *t, pid_t pid, bool free_agent)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/stat", t->dir);
-	if (read_text(path, st, sizeof(st)) && strrchr(st, ')') && strrchr(st, ')')[1] == ' ' &&
+	if (ukp_read_proc_text(path, st, sizeof(st)) && strrchr(st, ')') && strrchr(st, ')')[1] == ' ' &&
 	    strrchr(st, ')')[2] == 'T') {
 		/* its new threads would stop too: the agent could not start */
 		ukp_err("process %d (%s) is stopped (SIGSTOP): continue it first", pid, t->comm);

@@ -47,6 +47,10 @@ struct ukp_target {
 #define UKP_DEP_MEMFD_PREFIX "ukprobe:"
 #define UKP_AGENT_FILES_MAX 32
 
+/* The text of the small file path (a /proc one) into buf (len bytes,
+ * NUL-terminated), or false when it cannot be opened or read. */
+bool ukp_read_proc_text(const char *path, char *buf, size_t len);
+
 /* What any attach needs (the process is there, a 64-bit program of this
  * architecture, not traced, not stopped; with the dynamic agent, one that
  * has an interpreter and threads of the C library's): fills t's pid,
