@@ -917,9 +917,24 @@ static size_t file_write_some(const bool *take)
 				break;
 		}
 		upto[nact] = tail + n;
-		if (name_addrs)
+		if (name_addrs && compact_caller) {
+			/* the return addresses are all a compact record has to
+			 * name (no payload): read only them, and a run of
+			 * returns to the same place once */
+			uint64_t last = 0;
+
+			for (x = tail; x != tail + n; x++) {
+				uint64_t c = ((const struct ukp_region_rec_caller *)(const void *)
+						      slot_at(r, x))->caller;
+
+				if (c != last)
+					announce(c);
+				last = c;
+			}
+		} else if (name_addrs) {
 			for (x = tail; x != tail + n; x++)
 				announce_for(full_rec(slot_at(r, x), &full));
+		}
 		memset(m, 0, sizeof(*m));
 		m->h.type = UKPM_RECS;
 		m->h.len = (uint32_t)(sizeof(*m) + n * rec_size);
