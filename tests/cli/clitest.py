@@ -1502,7 +1502,8 @@ def case_record_returns():
     every return is there, in time order per thread, each return after
     its entry, back in the function that called work; trace (the socket:
     the agent's reader makes the EVENTs) prints the same lines but for
-    times and cpus."""
+    times and cpus. A Go function's r event (its ip the function's start,
+    not its probe's) reports as trace prints it."""
     n = 5000
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "rec.data")
@@ -1557,6 +1558,21 @@ def case_record_returns():
         tl = [l for l in t.stdout.splitlines() if l != "threads done"]
         check(t.returncode == 0 and strip(tl) == strip(lines),
               "trace: the same events (%d lines)" % len(tl), show(t))
+        # a Go function's r event, probed at its return instructions: its
+        # ip is the function's start (UKP_PROBE_AT_FUNC), not its probe's
+        if not os.path.exists(tgt("go")):
+            return
+        data4 = os.path.join(d, "go.data")
+        gargs = ["-e", "p tgt_go:main.add9", "-e", "r tgt_go:main.add9"]
+        r = ukprobe(["record", "-o", data4] + gargs + ["--", tgt("go")], timeout=300)
+        check(record_slot_sizes(data4) == {24}, "Go: 24-byte records (%s)" %
+              record_slot_sizes(data4), show(r))
+        a = ukprobe(["report", "-i", data4], timeout=300)
+        t = ukprobe(["trace"] + gargs + ["--", tgt("go")], timeout=300)
+        tl = [l for l in t.stdout.splitlines() if "main_add9" in l]
+        check(a.returncode == 0 and len(a.stdout.splitlines()) == 2 and
+              "<- main.add9)" in a.stdout and strip(a.stdout.splitlines()) == strip(tl),
+              "Go: report prints trace's lines", show(a), show(t))
 
 
 def case_record_backlog():
