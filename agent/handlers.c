@@ -182,10 +182,11 @@ int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
 }
 
 /* [hit] A return probe that reads nothing of its entry (no $argN, no
- * $duration, no --filter or trigger: ukpa_probe_ret_plain) has no entry
- * handler: the library's kretprobe entry template then calls no C code
- * at the function's start. Whether the hit is recorded is decided at
- * the return instead. */
+ * $duration, no --filter or trigger: probes.c's probe_setup) has no
+ * entry handler: the library's kretprobe entry template then calls no C
+ * code at the function's start. Whether the hit is recorded is decided
+ * at the return instead. Its arguments read the registers and memory at
+ * the return (entry is regs: never read). */
 int ukpa_rp_ret_plain(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kretprobe *rp = get_kretprobe(ri);

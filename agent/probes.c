@@ -343,6 +343,19 @@ static void object_of(uintptr_t addr, struct ukpa_probe *pr)
 	}
 }
 
+/* Does a return probe of spec read anything of its call's entry: $argN,
+ * $duration (ukpa_rp_entry keeps the registers and the clock)? */
+static bool reads_entry(const struct ukp_spec *spec)
+{
+	int i;
+
+	for (i = 0; i < spec->nargs; i++)
+		if (spec->args[i].base == UKP_FA_ARG || spec->args[i].base == UKP_FA_ENTRY_REG ||
+		    spec->args[i].base == UKP_FA_DURATION)
+			return true;
+	return false;
+}
+
 /* pr's kprobe (or kretprobe) at symbol_name (+ the SPEC's offset) or at
  * addr, with its handlers; not registered. 0 or -ENOMEM. */
 static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr)
@@ -376,9 +389,10 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 	} else if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
 		pr->rp.maxactive = spec->maxactive;
-	} else if (spec->is_return && !spec->nargs && !pr->fspec->nargs && !pr->spec->checked) {
-		/* nothing read of the entry: no entry handler (the fast
-		 * entry template) */
+	} else if (spec->is_return && !reads_entry(pr->fspec) && !pr->spec->checked) {
+		/* nothing read of the entry ($retval, registers and memory
+		 * at the return are): no entry handler (the fast entry
+		 * template); a --filter or trigger may read it */
 		pr->rp.handler = ukpa_rp_ret_plain;
 		pr->rp.maxactive = spec->maxactive;
 	} else if (spec->is_return) {
