@@ -247,10 +247,15 @@ bool ukpa_specs_use_duration(void);
 /* [init] Can an event carry an address to name (a return address, a
  * symbol-typed argument, a stack)? */
 bool ukpa_specs_name_addresses(void);
-/* [init] Is every event an entry probe's with no payload (no arguments,
- * stack), recorded at its probe's address: compact records
- * (common/region.h)? */
-bool ukpa_specs_compact(void);
+/* [init] The compact records every event fits (common/region.h), or 0:
+ * UKP_REGION_REC_COMPACT when every event is an entry probe's with no
+ * payload (no arguments, stack), UKP_REGION_REC_CALLER when they are
+ * entry and return probes' with none. */
+uint32_t ukpa_specs_compact(void);
+/* [any] The ip pr's events have: its probe's address, or its function's
+ * start for a probe flagged UKP_PROBE_AT_FUNC (a compact record's,
+ * common/region.h). */
+uintptr_t ukpa_probe_event_ip(const struct ukpa_probe *pr);
 /* [init] Resolve and register every SPEC whose object is loaded; mark
  * the others pending. 0, or -1 when a SPEC failed (reported). */
 int ukpa_probes_setup(void);
@@ -320,6 +325,7 @@ int ukpa_kp_hist(struct kprobe *kp, struct pt_regs *regs);
 int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
 int ukpa_rp_ret(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ukpa_rp_ret_plain(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ukpa_watch_hit(struct perf_event *bp, struct perf_sample_data *d, struct pt_regs *regs);
 /* SDT $duration (usdt.c): a NAME__entry probe pushes the time on its
  * pair's stack of the thread, the NAME__return probe (sdt_pair) pops

@@ -181,6 +181,29 @@ int ukpa_rp_count(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* [hit] A return probe that reads nothing of its entry (no $argN, no
+ * $duration, no --filter or trigger: probes.c's probe_setup) has no
+ * entry handler: the library's kretprobe entry template then calls no C
+ * code at the function's start. Whether the hit is recorded is decided
+ * at the return instead. Its arguments read the registers and memory at
+ * the return (entry is regs: never read). */
+int ukpa_rp_ret_plain(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kretprobe *rp = get_kretprobe(ri);
+	struct ukpa_probe *pr;
+	struct ukpa_thread *t;
+
+	if (!rp)
+		return 0;
+	pr = container_of(rp, struct ukpa_probe, rp);
+	if (!(t = recording(pr)))
+		return 0;
+	ukpa_count_in(t, pr);
+	if (ukpa_mode == UKP_MODE_TRACE && atomic_load_explicit(&ukpa_trace_on, memory_order_relaxed))
+		ukpa_record_in(t, pr, regs, regs, (uintptr_t)rp->kp.addr, (uintptr_t)ri->ret_addr);
+	return 0;
+}
+
 /* Return probes: the registers at the entry are kept for $argN, and the
  * clock for $duration. */
 int ukpa_rp_entry(struct kretprobe_instance *ri, struct pt_regs *regs)

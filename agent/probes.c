@@ -343,6 +343,19 @@ static void object_of(uintptr_t addr, struct ukpa_probe *pr)
 	}
 }
 
+/* Does a return probe of spec read anything of its call's entry: $argN,
+ * $duration (ukpa_rp_entry keeps the registers and the clock)? */
+static bool reads_entry(const struct ukp_spec *spec)
+{
+	int i;
+
+	for (i = 0; i < spec->nargs; i++)
+		if (spec->args[i].base == UKP_FA_ARG || spec->args[i].base == UKP_FA_ENTRY_REG ||
+		    spec->args[i].base == UKP_FA_DURATION)
+			return true;
+	return false;
+}
+
 /* pr's kprobe (or kretprobe) at symbol_name (+ the SPEC's offset) or at
  * addr, with its handlers; not registered. 0 or -ENOMEM. */
 static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t addr)
@@ -375,6 +388,12 @@ static int probe_setup(struct ukpa_probe *pr, const char *symbol_name, uintptr_t
 		}
 	} else if (spec->is_return && ukpa_mode == UKP_MODE_STAT && !pr->spec->checked) {
 		pr->rp.handler = ukpa_rp_count;
+		pr->rp.maxactive = spec->maxactive;
+	} else if (spec->is_return && !reads_entry(pr->fspec) && !pr->spec->checked) {
+		/* nothing read of the entry ($retval, registers and memory
+		 * at the return are): no entry handler (the fast entry
+		 * template); a --filter or trigger may read it */
+		pr->rp.handler = ukpa_rp_ret_plain;
 		pr->rp.maxactive = spec->maxactive;
 	} else if (spec->is_return) {
 		pr->rp.handler = ukpa_rp_ret;
@@ -611,7 +630,8 @@ static int go_register_returns(struct ukpa_spec *s, uintptr_t func, const char *
 		go_enters = e;
 	}
 	for (i = 0; i < n; i++) {
-		struct ukpa_probe *pr = probe_new(s, event, flags);
+		/* (its events' ip: func, the PROBE message's) */
+		struct ukpa_probe *pr = probe_new(s, event, flags | UKP_PROBE_AT_FUNC);
 
 		if (!pr)
 			return -ENOMEM;
@@ -1553,20 +1573,31 @@ bool ukpa_specs_use_duration(void)
 	return false;
 }
 
-bool ukpa_specs_compact(void)
+uint32_t ukpa_specs_compact(void)
 {
+	bool ret = false;
 	int i;
 
 	for (i = 0; i < nspecs; i++) {
 		const struct ukp_spec *sp = &specs[i].spec;
 
-		/* a return's caller, a watchpoint's ip (the accessing
-		 * instruction), a payload: what a compact record has not */
-		if (sp->is_return || sp->is_watch || sp->stacktrace ||
-		    ukp_spec_record_payload(sp))
-			return false;
+		/* a watchpoint's ip (the accessing instruction), a payload:
+		 * what a compact record has not; a return's caller: what
+		 * only the larger one has */
+		if (sp->is_watch || sp->stacktrace || ukp_spec_record_payload(sp))
+			return 0;
+		ret |= sp->is_return;
 	}
-	return nspecs > 0;
+	if (!nspecs)
+		return 0;
+	return ret ? UKP_REGION_REC_CALLER : UKP_REGION_REC_COMPACT;
+}
+
+uintptr_t ukpa_probe_event_ip(const struct ukpa_probe *pr)
+{
+	if (pr->flags & UKP_PROBE_AT_FUNC)
+		return pr->func;
+	return (uintptr_t)(uses_rp(pr) ? pr->rp.kp.addr : pr->kp.addr);
 }
 
 bool ukpa_specs_name_addresses(void)

@@ -30,7 +30,9 @@
  * each the wire's record, with only its event's payload and the ring's
  * tid and name. Where every event is an entry probe's without a payload,
  * a slot is a compact record (the timestamp, the probe, the CPU:
- * common/region.h), and the reader takes the address from the probe. Where the output goes:
+ * common/region.h), and the reader takes the address from the probe;
+ * where they are entry and return probes' without one, the compact
+ * record has the return address too. Where the output goes:
  *  - to ukprobe over the socket (a full ring drops the event and counts
  *    it: the program is never blocked or slowed beyond the probe itself);
  *  - with trace -o FILE (UKP_ENV_RAW_FD), straight into a file ukprobe
@@ -104,8 +106,9 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 #define RING_BYTES_FILE UKP_REGION_RING_MAX
 
 static size_t rec_size;       /* bytes of a ring slot */
-/* slots are compact records (rec_size UKP_REGION_REC_COMPACT) */
-static bool compact;
+/* slots are compact records (rec_size UKP_REGION_REC_COMPACT, or
+ * UKP_REGION_REC_CALLER: compact_caller) */
+static bool compact, compact_caller;
 static uint64_t ring_recs;    /* slots per ring, a power of two */
 static size_t ring_bytes;
 /* the thread's ring: in its block (agent.h, struct ukpa_thread) */
@@ -306,13 +309,28 @@ void ukpa_record_in(struct ukpa_thread *t, const struct ukpa_probe *pr,
 	}
 	rec = slot_at(r, head);
 	if (compact) {
-		/* what the probe implies (ip, no caller, no payload) the
-		 * reader adds too (ukpa_rings_init: every event is so) */
+		/* what the probe implies (ip, no payload) the reader adds too
+		 * (ukpa_rings_init: every event is so) */
 		struct ukp_region_rec_compact *c = (struct ukp_region_rec_compact *)(void *)rec;
 
-		c->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
-		c->id = pr->id;
-		c->cpu = cpu;
+		/* (a Go function's return: its ip is the function's start,
+		 * which its PROBE message gives as func, the same address) */
+		if ((pr->flags & UKP_PROBE_AT_FUNC) && ip != pr->func) {
+			atomic_fetch_add_explicit(&lost_other, 1, memory_order_relaxed);
+			goto out;
+		}
+		if (compact_caller) {
+			struct ukp_region_rec_caller *k = (struct ukp_region_rec_caller *)(void *)rec;
+
+			k->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
+			k->caller = caller;
+			k->id = pr->id;
+			k->cpu = cpu;
+		} else {
+			c->ts = use_counter ? hit_counter_cpu(&cpu) : kernel_clock(&cpu);
+			c->id = pr->id;
+			c->cpu = cpu;
+		}
 		if (++r->comm_age >= COMM_EVERY) {
 			r->comm_age = 0;
 			get_comm(r);
@@ -840,14 +858,12 @@ static struct ukp_region_rec *ring_rec(struct ring *r, uint64_t i)
 static const struct ukp_region_rec *full_rec(const struct ukp_region_rec *slot,
 					     struct ukp_region_rec *buf)
 {
-	struct ukp_region_rec_compact c;
 	const struct ukpa_probe *pr;
 
 	if (!compact)
 		return slot;
-	memcpy(&c, slot, sizeof(c));
-	pr = ukpa_probe_by_id(c.id);
-	ukp_region_rec_expand(&c, pr ? (uint64_t)(uintptr_t)pr->kp.addr : 0, buf);
+	pr = ukpa_probe_by_id(ukp_region_rec_compact_id(slot, rec_size));
+	ukp_region_rec_expand_slot(slot, rec_size, pr ? (uint64_t)ukpa_probe_event_ip(pr) : 0, buf);
 	return buf;
 }
 
@@ -940,9 +956,24 @@ static size_t file_write_some(const bool *take)
 				break;
 		}
 		upto[nact] = tail + n;
-		if (name_addrs)
+		if (name_addrs && compact_caller) {
+			/* the return addresses are all a compact record has to
+			 * name (no payload): read only them, and a run of
+			 * returns to the same place once */
+			uint64_t last = 0;
+
+			for (x = tail; x != tail + n; x++) {
+				uint64_t c = ((const struct ukp_region_rec_caller *)(const void *)
+						      slot_at(r, x))->caller;
+
+				if (c != last)
+					announce(c);
+				last = c;
+			}
+		} else if (name_addrs) {
 			for (x = tail; x != tail + n; x++)
 				announce_for(full_rec(slot_at(r, x), &full));
+		}
 		memset(m, 0, sizeof(*m));
 		m->h.type = UKPM_RECS;
 		m->h.len = (uint32_t)(sizeof(*m) + n * rec_size);
@@ -1279,9 +1310,13 @@ int ukpa_rings_init(void)
 	rec_size = (UKP_REGION_REC_HEADER + payload + 7) & ~(size_t)7;
 	/* every event an entry's at its probe, nothing else to record: the
 	 * hit writes a third of the bytes, and so does the -o file */
-	compact = !ukpa_script_loaded() && !ukpa_script_payload() && ukpa_specs_compact();
-	if (compact)
-		rec_size = UKP_REGION_REC_COMPACT;
+	compact = false;
+	if (!ukpa_script_loaded() && !ukpa_script_payload() && ukpa_specs_compact()) {
+		/* (returns too: with their callers) */
+		compact = true;
+		rec_size = ukpa_specs_compact();
+	}
+	compact_caller = compact && rec_size == UKP_REGION_REC_CALLER;
 	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
 		;

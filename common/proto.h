@@ -183,6 +183,8 @@ enum ukp_probe_what {
 #define UKP_PROBE_GLOB    0x2 /* one match of a glob SPEC */
 #define UKP_PROBE_PENDING 0x4 /* its object is not loaded yet: registered when it is */
 #define UKP_PROBE_AGAIN   0x8 /* registered again: its object was unloaded and loaded */
+#define UKP_PROBE_AT_FUNC 0x10 /* its events' ip is func, not addr (a Go function's r
+				  * event, probed at one of its returns) */
 
 /*
  * One probe, or one SPEC (or glob match) that failed (err != 0). Followed

@@ -21,7 +21,7 @@
  *          the last one shared (atomic adds of threads that got no slot)
  *   records: UKP_REGION_RINGS rings' records, ring_stride bytes apart:
  *          each a struct ukp_region_rec and its payload (or a struct
- *          ukp_region_rec_compact), in slots of
+ *          ukp_region_rec_compact or ukp_region_rec_caller), in slots of
  *          rec_size bytes (the wire's struct ukp_rec less what the ring
  *          itself says: its thread's tid and name; ukp_region_rec_event()
  *          makes the wire's record of one)
@@ -53,6 +53,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proto.h"
@@ -112,13 +113,48 @@ struct ukp_region_rec_compact {
 };
 #define UKP_REGION_REC_COMPACT 16
 
+/* A compact record with its caller: where every event of the image is
+ * an entry or return probe's without a payload, its slots are
+ * UKP_REGION_REC_CALLER bytes: a compact record's and where a return
+ * went back to (0 for an entry). Its ip the probe implies as for a
+ * compact record, but for a probe flagged UKP_PROBE_AT_FUNC (proto.h),
+ * whose events' ip is its function's start (its PROBE message's func). */
+struct ukp_region_rec_caller {
+	uint64_t ts;
+	uint64_t caller;
+	uint32_t id;
+	int32_t cpu;
+};
+#define UKP_REGION_REC_CALLER 24
+
 /* Is rec_size (a head's, a RECS message's) a slot size a reader takes:
- * compact, or a full record with a payload of up to UKP_REC_PAYLOAD? */
+ * compact (with its caller or not), or a full record with a payload of
+ * up to UKP_REC_PAYLOAD? */
 static inline bool ukp_region_rec_size_ok(uint64_t rec_size)
 {
-	return rec_size == UKP_REGION_REC_COMPACT ||
+	return rec_size == UKP_REGION_REC_COMPACT || rec_size == UKP_REGION_REC_CALLER ||
 	       (rec_size >= UKP_REGION_REC_HEADER &&
 		rec_size <= UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD && !(rec_size & 7));
+}
+
+/* Does a slot of rec_size bytes hold a compact record (of either form)? */
+static inline bool ukp_region_rec_is_compact(uint64_t rec_size)
+{
+	return rec_size == UKP_REGION_REC_COMPACT || rec_size == UKP_REGION_REC_CALLER;
+}
+
+/* The probe id of the compact record in slot (of rec_size bytes, 8-byte
+ * aligned). May run anywhere. */
+static inline uint32_t ukp_region_rec_compact_id(const void *slot, uint64_t rec_size)
+{
+	uint32_t id;
+
+	__builtin_memcpy(&id, (const unsigned char *)slot +
+				      (rec_size == UKP_REGION_REC_CALLER
+					       ? offsetof(struct ukp_region_rec_caller, id)
+					       : offsetof(struct ukp_region_rec_compact, id)),
+			 sizeof(id));
+	return id;
 }
 
 /* The full record (no payload) of compact record c, whose probe is at
@@ -134,6 +170,30 @@ static inline void ukp_region_rec_expand(const struct ukp_region_rec_compact *c,
 	out->faults = 0;
 	out->len = 0;
 	out->cpu = c->cpu;
+}
+
+/* The full record (no payload) of the compact record in slot, of
+ * rec_size bytes (ukp_region_rec_is_compact), whose event's ip is ip
+ * (ukp_region_rec_expand's). May run anywhere: it only copies. */
+static inline void ukp_region_rec_expand_slot(const void *slot, uint64_t rec_size, uint64_t ip,
+					      struct ukp_region_rec *out)
+{
+	struct ukp_region_rec_compact c;
+	uint64_t caller = 0;
+
+	if (rec_size == UKP_REGION_REC_CALLER) {
+		struct ukp_region_rec_caller k;
+
+		__builtin_memcpy(&k, slot, sizeof(k));
+		c.ts = k.ts;
+		c.id = k.id;
+		c.cpu = k.cpu;
+		caller = k.caller;
+	} else {
+		__builtin_memcpy(&c, slot, sizeof(c));
+	}
+	ukp_region_rec_expand(&c, ip, out);
+	out->caller = caller;
 }
 
 struct ukp_region_head {

@@ -459,7 +459,19 @@ UKP_TRAP_TEXT int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *re
 		krp_missed(rp);
 		return 0;
 	}
-	ri = pool_get(h);
+	/* the thread's spare first (a return's fast path keeps it there):
+	 * no shared cache line, as on the entry template's path. Looked at
+	 * before it is taken: the exchange costs as much as the pool's, and
+	 * with calls of many probed functions nested the spare is mostly
+	 * another kretprobe's. Only this thread fills it: it can only have
+	 * been stolen (NULL) since. */
+	ri = atomic_load_explicit(&t->spare, memory_order_relaxed);
+	if (ri && inst_hdr(ri)->rph == h)
+		ri = atomic_exchange_explicit(&t->spare, NULL, memory_order_acquire);
+	else
+		ri = NULL;
+	if (!ri)
+		ri = pool_get(h);
 	if (!ri)
 		ri = steal_spares(h, true, 0,
 				  atomic_load_explicit(&krp_hiwater, memory_order_acquire));

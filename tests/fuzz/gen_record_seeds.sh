@@ -3,7 +3,8 @@
 # Seeds for fuzz_record (tests/fuzz/corpus_record): recordings of small
 # runs by this build's ukprobe record (the records file's RECS messages
 # of a return probe with strings, a hist trigger's tables, a stack of a
-# process killed with SIGKILL, compact records of entries), each as the
+# process killed with SIGKILL, compact records of entries, and of
+# entries and returns), each as the
 # fuzzer reads one: a 4-byte little-endian length, the session file, the
 # records file. A recording
 # of another build is refused at its header: make them again when the
@@ -35,4 +36,8 @@ seed sh_killed -e 'p:g libc.so.6:getpid' --trigger stacktrace:4 -- sh -c 'kill -
 # entries without arguments: 16-byte compact records (common/region.h)
 seed sh_compact -e 'p:c libc.so.6:close' -e 'p:w libc.so.6:write' \
   -- sh -c 'echo a; echo b >/dev/null; echo c'
+# entries and returns without arguments: 24-byte compact records with
+# the caller
+seed sh_compact_ret -e 'p:c libc.so.6:close' -e 'r:cr libc.so.6:close' \
+  -e 'r:wr libc.so.6:write' -- sh -c 'echo a; echo b >/dev/null; echo c'
 ls -l "$out"

@@ -119,16 +119,61 @@ Test(region_rec, compact_expands_to_the_full_record)
 	cr_assert_eq(s->ts, 555);
 }
 
-/* The slot sizes a reader takes: compact, or a full record's header and
- * a payload of 8-byte words up to the largest. */
+/* A compact record with its caller (an entry's or a return's without a
+ * payload) is the full one with the ip given, its caller, no faults or
+ * payload; the 16-byte form expands through the same call. */
+Test(region_rec, compact_with_caller_expands_to_the_full_record)
+{
+	struct ukp_region_rec_caller k = { .ts = 555, .caller = 0x402468, .id = 9, .cpu = 1 };
+	struct ukp_region_rec_compact c = { .ts = 556, .id = 10, .cpu = 2 };
+	uint64_t slot_k[3], slot_c[2];
+	struct ukp_region_ring r;
+	struct ukp_rec out;
+	struct ukp_region_rec *s = filled(16);
+
+	_Static_assert(sizeof(k) == UKP_REGION_REC_CALLER, "compact record with caller size");
+	_Static_assert(offsetof(struct ukp_region_rec_caller, ts) ==
+			       offsetof(struct ukp_region_rec, ts),
+		       "the timestamp where a full record has it (the merges read it so)");
+	memcpy(slot_k, &k, sizeof(k));
+	memcpy(slot_c, &c, sizeof(c));
+	cr_assert(ukp_region_rec_is_compact(UKP_REGION_REC_CALLER));
+	cr_assert(ukp_region_rec_is_compact(UKP_REGION_REC_COMPACT));
+	cr_assert_not(ukp_region_rec_is_compact(UKP_REGION_REC_HEADER));
+	cr_assert_eq(ukp_region_rec_compact_id(slot_k, UKP_REGION_REC_CALLER), 9);
+	cr_assert_eq(ukp_region_rec_compact_id(slot_c, UKP_REGION_REC_COMPACT), 10);
+	ring_of(&r);
+	ukp_region_rec_expand_slot(slot_k, UKP_REGION_REC_CALLER, 0x401230, s);
+	cr_assert(ukp_region_rec_event(s, &r, 777, &out));
+	cr_assert_eq(out.h.len, UKP_REC_HEADER);
+	cr_assert_eq(out.ts, 777);
+	cr_assert_eq(out.ip, 0x401230);
+	cr_assert_eq(out.caller, 0x402468);
+	cr_assert_eq(out.id, 9);
+	cr_assert_eq(out.faults, 0);
+	cr_assert_eq(out.cpu, 1);
+	cr_assert_eq(s->ts, 555);
+	s = filled(16);
+	ukp_region_rec_expand_slot(slot_c, UKP_REGION_REC_COMPACT, 0x401240, s);
+	cr_assert(ukp_region_rec_event(s, &r, 778, &out));
+	cr_assert_eq(out.ip, 0x401240);
+	cr_assert_eq(out.caller, 0);
+	cr_assert_eq(out.id, 10);
+	cr_assert_eq(out.cpu, 2);
+	cr_assert_eq(out.faults, 0);
+	cr_assert_eq(out.h.len, UKP_REC_HEADER);
+}
+
+/* The slot sizes a reader takes: compact (with its caller or not), or a
+ * full record's header and a payload of 8-byte words up to the largest. */
 Test(region_rec, slot_sizes)
 {
 	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_COMPACT));
+	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_CALLER));
 	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER));
 	cr_assert(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD));
 	cr_assert_not(ukp_region_rec_size_ok(0));
 	cr_assert_not(ukp_region_rec_size_ok(8));
-	cr_assert_not(ukp_region_rec_size_ok(24));
 	cr_assert_not(ukp_region_rec_size_ok(32));
 	cr_assert_not(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + 4));
 	cr_assert_not(ukp_region_rec_size_ok(UKP_REGION_REC_HEADER + UKP_REC_PAYLOAD + 8));

@@ -66,6 +66,7 @@ int ukp_hist_take(struct ukp_session *s, struct ukp_image *img, const char *p, s
 	const struct ukp_hist *h;
 	struct ukp_hist_rows *hr;
 	uint32_t i;
+	int k0;
 
 	if (len < sizeof(m))
 		return -1;
@@ -79,8 +80,12 @@ int ukp_hist_take(struct ukp_session *s, struct ukp_image *img, const char *p, s
 		if (!s->hists)
 			return -1;
 	}
-	/* the copies of a line or function share their first's table */
-	hr = &s->hists[s->specs[m.spec].copy_of ? s->specs[m.spec].copy_of - 1 : (int)m.spec];
+	/* the copies of a line or function share their first's table (a
+	 * recording's SPECs say which: one that names no SPEC is damaged) */
+	k0 = s->specs[m.spec].copy_of ? s->specs[m.spec].copy_of - 1 : (int)m.spec;
+	if (k0 < 0 || k0 >= s->nspecs)
+		return -1;
+	hr = &s->hists[k0];
 	hr->got = true;
 	if (m.first) {
 		hr->hits += m.hits;

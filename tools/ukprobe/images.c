@@ -345,9 +345,12 @@ int ukp_images_handle(struct ukp_session *s, struct ukp_image **imgp, const char
 	return ret;
 }
 
-uint64_t ukp_image_probe_addr(const struct ukp_image *img, uint32_t id)
+uint64_t ukp_image_event_ip(const struct ukp_image *img, uint32_t id)
 {
-	return img && id < img->nprobes && img->probes[id].used ? img->probes[id].addr : 0;
+	if (!img || id >= img->nprobes || !img->probes[id].used)
+		return 0;
+	return img->probes[id].flags & UKP_PROBE_AT_FUNC ? img->probes[id].func
+							 : img->probes[id].addr;
 }
 
 int ukp_images_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_rec *rec,

@@ -48,8 +48,9 @@
 /* 3: RECS spans (DIR/records) and copied regions may hold compact
  * records (common/region.h), which a reader of 2 would refuse as damaged;
  * 4: DIR/records starts with RECORDS_HEAD (proto.h: where its whole
- * packets end), which a reader of 3 would refuse as damaged; a
- * recording of 2 or 3 reads as it did */
+ * packets end), and spans may hold compact records with their callers
+ * (entries and returns, 24 bytes), either of which a reader of 3 would
+ * refuse as damaged; a recording of 2 or 3 reads as it did */
 #define RECORD_VERSION 4
 #define RECORD_VERSION_MIN 2
 

@@ -409,12 +409,15 @@ static uint64_t recover_events(struct out *o, int fd, const struct ukp_region_he
 					   UKP_REGION_RECS_OFF + (uint64_t)i * UKP_REGION_RING_MAX +
 						   (x & (h->ring_recs - 1)) * h->rec_size))
 				break;
-			if (h->rec_size == UKP_REGION_REC_COMPACT) {
-				struct ukp_region_rec_compact c;
+			if (ukp_region_rec_is_compact(h->rec_size)) {
+				struct ukp_region_rec full;
 
-				memcpy(&c, buf, sizeof(c));
-				ukp_region_rec_expand(&c, ukp_image_probe_addr(o->img, c.id),
-						      (struct ukp_region_rec *)(void *)buf);
+				ukp_region_rec_expand_slot(
+					buf, h->rec_size,
+					ukp_image_event_ip(o->img,
+							   ukp_region_rec_compact_id(buf, h->rec_size)),
+					&full);
+				memcpy(buf, &full, sizeof(full));
 			} else if (UKP_REGION_REC_HEADER + (uint64_t)slot->len > h->rec_size)
 				continue; /* not a record: damaged */
 			if (!ukp_region_rec_event(slot, &r, to_ns(h, slot->ts), &t->rec))

@@ -221,9 +221,10 @@ void ukp_region_recover_events(struct ukp_session *s, const struct ukp_session_o
 /* An event of img (an EVENT message's record, or a RECS message's
  * record made one: the bytes past its payload zero): to ops->event.
  * 0, or -1 when it names no probe of img. */
-/* The address of img's probe id (its PROBE message's), or 0 when img
- * has no such probe: a compact record's ip (common/region.h). */
-uint64_t ukp_image_probe_addr(const struct ukp_image *img, uint32_t id);
+/* The ip of the events of img's probe id: its PROBE message's addr, or
+ * func for a probe flagged UKP_PROBE_AT_FUNC; 0 when img has no such
+ * probe. A compact record's ip (common/region.h). */
+uint64_t ukp_image_event_ip(const struct ukp_image *img, uint32_t id);
 int ukp_images_event(struct ukp_session *s, struct ukp_image *img, const struct ukp_rec *rec,
 		     const struct ukp_session_ops *ops, void *arg);
 int ukp_images_handle(struct ukp_session *s, struct ukp_image **img, const char *p,

@@ -84,12 +84,14 @@ static int emit(struct ukp_recs_group *g, struct ukp_session *s, struct ukp_recs
 
 	memcpy(slot, sp->recs + (size_t)sp->at * sp->m.rec_size, sp->m.rec_size);
 	sp->at++;
-	if (sp->m.rec_size == UKP_REGION_REC_COMPACT) {
-		struct ukp_region_rec_compact c;
+	if (ukp_region_rec_is_compact(sp->m.rec_size)) {
+		struct ukp_region_rec full;
 
-		memcpy(&c, slot, sizeof(c));
-		ukp_region_rec_expand(&c, ukp_image_probe_addr(g->img, c.id),
-				      (struct ukp_region_rec *)(void *)slot);
+		ukp_region_rec_expand_slot(slot, sp->m.rec_size,
+					   ukp_image_event_ip(g->img, ukp_region_rec_compact_id(
+									      slot, sp->m.rec_size)),
+					   &full);
+		memcpy(slot, &full, sizeof(full));
 	} else if (UKP_REGION_REC_HEADER + (uint64_t)r->len > sp->m.rec_size)
 		return -1;
 	ns = sp->m.use_counter ? ukp_counter_ns(r->ts, sp->m.cal_cnt0, sp->m.cal_ns0,
