@@ -2145,7 +2145,9 @@ def case_follow_spawn():
             t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e",
                                   "p:l leaf n=%di:s32"], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, preexec_fn=no_core)
-            lines = read_lines_until(t, " l: ", lambda: None)
+            # (the attach's first event: bounded, not timed; a loaded
+            # machine took over 30 s)
+            lines = read_lines_until(t, " l: ", lambda: None, timeout=180)
             p.stdin.write("go\n")
             p.stdin.close()
             check(p.stdout.read() == "done 0\n" and p.wait(timeout=60) == 0, "it ran")
