@@ -1588,6 +1588,33 @@ def session_probe_addrs(sess):
     return addrs
 
 
+def report_compact_vs_full(d, data, size, n_want, what):
+    """The recording in data (three probes) reported as it is and with
+    its size-byte compact records rewritten as full ones
+    (compact_to_full, in d): the same bytes, n_want records. Returns the
+    report's lines and the count of records."""
+    with open(os.path.join(data, "records"), "rb") as f:
+        raw = f.read()
+    with open(os.path.join(data, "session"), "rb") as f:
+        addrs = session_probe_addrs(f.read())
+    check(len(addrs) == 3, "three probes announced: %s" % addrs)
+    full, n_rec = compact_to_full(raw, addrs, size)
+    check(n_rec == n_want, "every %s recorded (%d)" % (what, n_rec))
+    data2 = os.path.join(d, "full.data")
+    os.mkdir(data2)
+    shutil.copy(os.path.join(data, "session"), data2)
+    with open(os.path.join(data2, "records"), "wb") as f:
+        f.write(full)
+    a = ukprobe(["report", "-i", data], timeout=300)
+    b = ukprobe(["report", "-i", data2], timeout=300)
+    check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
+          "reports", show(a), show(b))
+    check(a.stdout == b.stdout, "compact and full records: the same bytes",
+          "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
+                                          lineterm="", n=1)))
+    return a.stdout.splitlines(), n_rec
+
+
 def compact_to_full(raw, addrs, size_want=16):
     """A records file whose RECS messages hold compact records
     (common/region.h: 16 bytes, ts, probe id, cpu; or 24, ts, caller,
@@ -1637,26 +1664,7 @@ def case_record_entries():
         args = [a for sp in specs for a in ("-e", sp)]
         r = ukprobe(["record", "-o", data] + args + ["--", tgt("threads"), str(n)], timeout=300)
         check(r.returncode == 0 and r.stderr == "", "record", show(r))
-        with open(os.path.join(data, "records"), "rb") as f:
-            raw = f.read()
-        with open(os.path.join(data, "session"), "rb") as f:
-            addrs = session_probe_addrs(f.read())
-        check(len(addrs) == 3, "three probes announced: %s" % addrs)
-        full, n_rec = compact_to_full(raw, addrs)
-        check(n_rec == 2 * (4 * n + 1) + 1, "every call recorded (%d)" % n_rec)
-        data2 = os.path.join(d, "full.data")
-        os.mkdir(data2)
-        shutil.copy(os.path.join(data, "session"), data2)
-        with open(os.path.join(data2, "records"), "wb") as f:
-            f.write(full)
-        a = ukprobe(["report", "-i", data], timeout=300)
-        b = ukprobe(["report", "-i", data2], timeout=300)
-        check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
-              "reports", show(a), show(b))
-        check(a.stdout == b.stdout, "compact and full records: the same bytes",
-              "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
-                                              lineterm="", n=1)))
-        lines = a.stdout.splitlines()
+        lines, n_rec = report_compact_vs_full(d, data, 16, 2 * (4 * n + 1) + 1, "call")
         per = collections.defaultdict(list)
         for l in lines:
             m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): \((\w+)\+0x0/0x[0-9a-f]+\)$",
@@ -1723,26 +1731,8 @@ def case_record_returns():
         args = [a for sp in specs for a in ("-e", sp)]
         r = ukprobe(["record", "-o", data] + args + ["--", tgt("threads"), str(n)], timeout=300)
         check(r.returncode == 0 and r.stderr == "", "record", show(r))
-        with open(os.path.join(data, "records"), "rb") as f:
-            raw = f.read()
-        with open(os.path.join(data, "session"), "rb") as f:
-            addrs = session_probe_addrs(f.read())
-        check(len(addrs) == 3, "three probes announced: %s" % addrs)
-        full, n_rec = compact_to_full(raw, addrs, 24)
-        check(n_rec == 2 * (4 * n + 1) + 1, "every call and return recorded (%d)" % n_rec)
-        data2 = os.path.join(d, "full.data")
-        os.mkdir(data2)
-        shutil.copy(os.path.join(data, "session"), data2)
-        with open(os.path.join(data2, "records"), "wb") as f:
-            f.write(full)
-        a = ukprobe(["report", "-i", data], timeout=300)
-        b = ukprobe(["report", "-i", data2], timeout=300)
-        check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
-              "reports", show(a), show(b))
-        check(a.stdout == b.stdout, "compact and full records: the same bytes",
-              "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
-                                              lineterm="", n=1)))
-        lines = a.stdout.splitlines()
+        lines, n_rec = report_compact_vs_full(d, data, 24, 2 * (4 * n + 1) + 1,
+                                              "call and return")
         check(len(lines) == n_rec, "report: every event (%d)" % len(lines))
         per = collections.defaultdict(list)
         for l in lines:
