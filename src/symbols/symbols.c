@@ -135,6 +135,7 @@ struct ukp_objent {
 	size_t max_dsize;
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
+	bool bl_looked;         /* bl_addr found from the section headers alone */
 	/* Go-compiled code: [runtime.text, runtime.etext), 0, 0 when none
 	 * (ukp_sym_go_code) */
 	bool go_checked;
@@ -224,6 +225,7 @@ static void obj_free_syms(struct ukp_objent *o)
 	o->max_size = 0;
 	o->bl_addr = 0;
 	o->bl_size = 0;
+	o->bl_looked = false;
 }
 
 static bool sym_nondefault_version(const struct ukp_sym *s)
@@ -438,6 +440,20 @@ struct ukp_symread {
 	char *strings;
 };
 
+/* [reg] scn of o's own file, when it is the blacklist section: noted. */
+static void blacklist_section(struct ukp_objent *o, const struct ukp_elf *elf,
+			      const Elf64_Shdr *scn)
+{
+	const Elf64_Shdr sh = *scn;
+	const char *name = ukp_elf_shname(elf, scn);
+
+	if (name && !strcmp(name, UKP_BLACKLIST_SECTION) && (sh.sh_flags & SHF_ALLOC) &&
+	    sh.sh_type == SHT_PROGBITS && obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
+		o->bl_addr = o->pub.base + sh.sh_addr;
+		o->bl_size = sh.sh_size;
+	}
+}
+
 /*
  * [reg] The sections of elf, judged (*secsp, calloc'ed), and its symbol
  * tables. debug: elf is o's debug file or MiniDebugInfo, whose code
@@ -459,7 +475,6 @@ static int read_sections(struct ukp_objent *o, const struct ukp_elf *elf, bool d
 	for (size_t idx = 1; idx < shnum; idx++) {
 		const Elf64_Shdr *scn = ukp_elf_shdr(elf, idx), sh = *scn;
 		bool code;
-		const char *name;
 
 		code = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR);
 		secs[idx].addr = sh.sh_addr;
@@ -482,13 +497,7 @@ static int read_sections(struct ukp_objent *o, const struct ukp_elf *elf, bool d
 			*xndxscn = scn;
 		if (debug)
 			continue;
-		name = ukp_elf_shname(elf, scn);
-		if (name && !strcmp(name, UKP_BLACKLIST_SECTION) &&
-		    (sh.sh_flags & SHF_ALLOC) && sh.sh_type == SHT_PROGBITS &&
-		    obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
-			o->bl_addr = o->pub.base + sh.sh_addr;
-			o->bl_size = sh.sh_size;
-		}
+		blacklist_section(o, elf, scn);
 	}
 	*secsp = secs;
 	*shnump = shnum;
@@ -1885,6 +1894,26 @@ bool ukp_object_alive(const struct ukp_object *obj)
 	return false;
 }
 
+/*
+ * [reg] o's blacklist section (bl_addr, bl_size) from its file's section
+ * headers, as obj_load_syms notes it, without reading its symbols: only
+ * an object with one needs them for the list (most have none).
+ */
+static void obj_find_blacklist(struct ukp_objent *o)
+{
+	struct ukp_elf elf = { 0 };
+	size_t idx;
+
+	if (o->syms_state == UKP_SYMS_READ || o->bl_looked)
+		return;
+	o->bl_looked = true;
+	if (!o->file || !o->alive || obj_open_elf(o, &elf))
+		return;
+	for (idx = 1; idx < elf.shnum; idx++)
+		blacklist_section(o, &elf, ukp_elf_shdr(&elf, idx));
+	ukp_elf_close(&elf);
+}
+
 size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 {
 	size_t i, count = 0;
@@ -1895,7 +1924,8 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 		struct ukp_objent *o = ukp_syms.live[i];
 		size_t k;
 
-		if (obj_load_syms(o) || !o->bl_addr)
+		obj_find_blacklist(o);
+		if (!o->bl_addr || obj_load_syms(o) || !o->bl_addr)
 			continue;
 		for (k = 0; k + sizeof(uintptr_t) <= o->bl_size; k += sizeof(uintptr_t)) {
 			struct ukp_objent *target;
