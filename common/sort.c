@@ -54,6 +54,20 @@ static void insertion_sort(char *a, size_t n, size_t size, const struct order *o
 	char t[256];
 	size_t i, j;
 
+	if (size <= sizeof(t)) {
+		/* each element held aside, the larger ones before it moved up
+		 * at once: three copies an element, not three a step */
+		for (i = 1; i < n; i++) {
+			if (CMP(a + i * size, a + (i - 1) * size) >= 0)
+				continue;
+			memcpy(t, a + i * size, size);
+			for (j = i - 1; j > 0 && CMP(t, a + (j - 1) * size) < 0; j--)
+				;
+			memmove(a + (j + 1) * size, a + j * size, (i - j) * size);
+			memcpy(a + j * size, t, size);
+		}
+		return;
+	}
 	for (i = 1; i < n; i++)
 		for (j = i; j > 0 && CMP(a + j * size, a + (j - 1) * size) < 0; j--) {
 			size_t done;
