@@ -111,7 +111,7 @@ struct ukp_objent {
 	enum ukp_syms_state syms_state;
 	struct ukp_sym *syms;   /* sorted by start, best alias first */
 	size_t nsyms;
-	const struct ukp_sym **by_name; /* sorted by version-less name */
+	const struct ukp_sym **by_name; /* sorted by version-less name (names_of) */
 	char **strbufs;         /* every kept symbol name: the file's, the debug file's */
 	size_t nstrbufs;
 	bool has_symtab;        /* the file has .symtab: no debug file is needed */
@@ -661,24 +661,18 @@ static bool sym_same(const struct ukp_sym *a, const struct ukp_sym *b)
 
 /*
  * [reg] old and add (one kind of symbol) as one table in *out, sorted by
- * address (best alias first) with *by_name sorted by name (pointers
- * into *out). A debug symbol that repeats one of the object's own (same
- * address, name and binding class) is dropped: the object's carries the
- * version. 0 or -ENOMEM (old kept).
+ * address (best alias first). A debug symbol that repeats one of the
+ * object's own (same address, name and binding class) is dropped: the
+ * object's carries the version. 0 or -ENOMEM (old kept).
  */
 static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
-		       size_t nadd, struct ukp_sym **out, const struct ukp_sym ***by_name,
-		       size_t *nout)
+		       size_t nadd, struct ukp_sym **out, size_t *nout)
 {
 	size_t n = nold + nadd, i, j, k, kept = 0;
 	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
-	const struct ukp_sym **names = malloc((n ? n : 1) * sizeof(*names));
 
-	if (!syms || !names) {
-		free(syms);
-		free(names);
+	if (!syms)
 		return -ENOMEM;
-	}
 	if (nold)
 		memcpy(syms, old, nold * sizeof(*syms));
 	if (nadd)
@@ -697,13 +691,33 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 				syms[kept++] = syms[k];
 		}
 	}
-	for (i = 0; i < kept; i++)
-		names[i] = &syms[i];
-	ukp_sort(names, kept, sizeof(*names), sym_name_qcmp);
 	*out = syms;
-	*by_name = names;
 	*nout = kept;
 	return 0;
+}
+
+/*
+ * [reg] The name-sorted view of tab[n] (pointers into it) in *by_name,
+ * made at the first look-up by name: naming addresses (the agent's
+ * reader, a return's caller in libc6-dbg's symbols) never needs it.
+ * NULL when there is no memory for it (the name is then not found).
+ */
+static const struct ukp_sym *const *names_of(const struct ukp_sym *tab, size_t n,
+					     const struct ukp_sym ***by_name)
+{
+	const struct ukp_sym **names;
+	size_t i;
+
+	if (*by_name || !n)
+		return *by_name;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return NULL;
+	for (i = 0; i < n; i++)
+		names[i] = &tab[i];
+	ukp_sort(names, n, sizeof(*names), sym_name_qcmp);
+	*by_name = names;
+	return names;
 }
 
 /*
@@ -712,7 +726,6 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
  */
 static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 {
-	const struct ukp_sym **by_name, **dby_name;
 	struct ukp_sym *syms, *dsyms;
 	size_t n, dn, i;
 	char **strbufs;
@@ -721,11 +734,10 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 	if (!strbufs)
 		return -ENOMEM;
 	o->strbufs = strbufs;
-	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &by_name, &n))
+	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n))
 		return -ENOMEM;
-	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dby_name, &dn)) {
+	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn)) {
 		free(syms);
-		free(by_name);
 		return -ENOMEM;
 	}
 	free(o->syms);
@@ -733,10 +745,10 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 	free(o->dsyms);
 	free(o->dby_name);
 	o->syms = syms;
-	o->by_name = by_name;
+	o->by_name = NULL; /* (names_of) */
 	o->nsyms = n;
 	o->dsyms = dsyms;
-	o->dby_name = dby_name;
+	o->dby_name = NULL;
 	o->ndsyms = dn;
 	if (rd->strings)
 		o->strbufs[o->nstrbufs++] = rd->strings;
@@ -1046,10 +1058,19 @@ static const struct ukp_sym *table_sym_named(const struct ukp_sym *const *by_nam
 }
 
 /* [reg] The same among o's functions. */
-static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const char *name,
-					   bool global)
+static const struct ukp_sym *obj_sym_named(struct ukp_objent *o, const char *name, bool global)
 {
-	return table_sym_named(o->by_name, o->nsyms, name, global);
+	const struct ukp_sym *const *by_name = names_of(o->syms, o->nsyms, &o->by_name);
+
+	return by_name ? table_sym_named(by_name, o->nsyms, name, global) : NULL;
+}
+
+/* [reg] The same among o's data symbols. */
+static const struct ukp_sym *obj_data_named(struct ukp_objent *o, const char *name, bool global)
+{
+	const struct ukp_sym *const *by_name = names_of(o->dsyms, o->ndsyms, &o->dby_name);
+
+	return by_name ? table_sym_named(by_name, o->ndsyms, name, global) : NULL;
 }
 
 /* [reg] The data symbol of o whose st_size bytes hold addr (the nearest
@@ -1726,7 +1747,7 @@ int ukp_data_lookup_name(const char *spec, struct ukp_symres *res)
 					err = ret;
 					break;
 				}
-				s = table_sym_named(o->dby_name, o->ndsyms, sym, pass == 0);
+				s = obj_data_named(o, sym, pass == 0);
 				if (s) {
 					fill_dres(o, s, res);
 					err = 0;
@@ -2120,7 +2141,7 @@ int ukp_file_sym_named(const struct ukp_object *obj, const char *name, bool data
 		if (err)
 			return err;
 		for (pass = 0; pass < 2 && !s; pass++)
-			s = data ? table_sym_named(o->dby_name, o->ndsyms, name, pass == 0)
+			s = data ? obj_data_named(o, name, pass == 0)
 				 : obj_sym_named(o, name, pass == 0);
 	}
 	if (!s)
