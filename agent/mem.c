@@ -264,6 +264,10 @@ void *__wrap_calloc(size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* a large block is a mapping of its own, fresh from the kernel and
+	 * zero already: writing zeros would only fault its pages in */
+	if (n > ((size_t)1 << MAX_SHIFT) - HDR)
+		return alloc_big(n);
 	p = __wrap_malloc(n);
 	if (p)
 		memset(p, 0, n);

@@ -136,6 +136,10 @@ struct arch_literal_scan {
 	size_t from, to;
 	size_t *stopped;        /* (or NULL) the offset of the first instruction
 				 * the piece did not decode: to or past it */
+	/* optional: where the arch keeps the decodings it caches for the
+	 * ranges, for the next piece of the same whole scan on the same
+	 * thread (NULL at first; the caller free()s it after the last) */
+	void **cache;
 };
 
 /*

@@ -30,6 +30,7 @@ struct bl_range {
 static struct bl_range *ranges;
 static size_t nranges, cap;
 static uint64_t built_gen = (uint64_t)-1;
+static bool libc_added; /* the C library's ranges are in (add_libc_parts) */
 
 /* The trap path's own section (see UKP_TRAP_TEXT). */
 extern char __start_ukprobes_text[] __attribute__((weak, visibility("hidden")));
@@ -422,14 +423,42 @@ static void rebuild(void)
 	if (restorer)
 		add_range(restorer, restorer + 16, "__restore_rt", NULL);
 	ukp_for_each_nokprobe(add_range, NULL);
+	libc_added = false;
+	built_gen = ukp_objects_generation();
+}
+
+/*
+ * [reg] The C library's ranges (every one of them lies in its object):
+ * their names are looked up in its symbols, which reads its debug file
+ * and walks the masked functions' calls. Added when an address in the
+ * C library is asked about (or the whole list shown), or when the
+ * object is not found (the look-ups then find what they can): a
+ * program probed elsewhere never pays for them.
+ */
+static void add_libc_parts(void)
+{
+	if (libc_added)
+		return;
 	add_libc_masked();
 	add_libc_hit_path();
 	add_libc_masked_bodies();
 	add_libc_masked_closure();
-	built_gen = ukp_objects_generation();
+	libc_added = true;
 }
 
-/* [reg] Build the list the first time and whenever objects changed. */
+static void libc_parts_for(uintptr_t addr)
+{
+	const struct ukp_object *libc;
+
+	if (libc_added)
+		return;
+	libc = ukp_object_named(libc_object());
+	if (!libc || ukp_object_of(addr) == libc)
+		add_libc_parts();
+}
+
+/* [reg] Build the list the first time and whenever objects changed (the
+ * C library's part when it is wanted: ukp_blacklisted). */
 int ukp_blacklist_init(void)
 {
 	if (built_gen != ukp_objects_generation())
@@ -471,6 +500,7 @@ bool ukp_blacklisted(uintptr_t addr)
 			return false;
 #endif
 	ukp_blacklist_init();
+	libc_parts_for(addr);
 	for (i = 0; i < nranges; i++)
 		if (addr >= ranges[i].start && addr < ranges[i].end)
 			return true;
@@ -486,6 +516,7 @@ UKPROBES_API int kprobes_show_blacklist(FILE *out)
 	if (ukp_lock_for_show())
 		return -EINVAL;
 	ukp_blacklist_init();
+	add_libc_parts();
 	for (i = 0; i < nranges; i++)
 		fprintf(out, "0x%016lx-0x%016lx\t%s\n", (unsigned long)ranges[i].start,
 			(unsigned long)ranges[i].end, ranges[i].name);

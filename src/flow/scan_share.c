@@ -87,6 +87,7 @@ struct split {
 	const struct arch_literal_scan *sc;
 	struct chunk c[NCHUNKS];
 	size_t nc;
+	void *cache, *helper_cache; /* each thread's decoding cache (the arch's) */
 };
 
 static int log_add(struct chunk *c, uintptr_t value, uintptr_t from, size_t range)
@@ -119,8 +120,9 @@ static size_t range_from(const struct arch_literal_scan *sc, uintptr_t addr)
 }
 
 /* [reg] (the helper) One chunk, from its start, into its log. */
-static void literals_chunk_helper(const struct arch_literal_scan *whole, struct chunk *c)
+static void literals_chunk_helper(struct split *sp, struct chunk *c)
 {
+	const struct arch_literal_scan *whole = sp->sc;
 	struct arch_literal_scan sc = *whole;
 
 	sc.from = c->start;
@@ -143,6 +145,7 @@ static void literals_chunk_helper(const struct arch_literal_scan *whole, struct 
 		sc.nranges = c->nranges;
 		sc.range_fn = log_range;
 		sc.range_arg = c;
+		sc.cache = &sp->helper_cache;
 	}
 	c->ret = arch_scan_literals(&sc);
 }
@@ -158,7 +161,7 @@ static void *literals_helper(void *arg)
 
 		if (!atomic_compare_exchange_strong(&sp->c[i].owner, &want, HELPERS))
 			break;
-		literals_chunk_helper(sp->sc, &sp->c[i]);
+		literals_chunk_helper(sp, &sp->c[i]);
 	}
 	return NULL;
 }
@@ -221,15 +224,16 @@ static int replay(const struct arch_literal_scan *sc, const struct chunk *c)
 }
 
 /* [reg] From pos (where the scan got to) to the end of chunk c, here. */
-static int scan_here(const struct arch_literal_scan *sc, const struct chunk *c, size_t *pos)
+static int scan_here(struct split *sp, const struct chunk *c, size_t *pos)
 {
-	struct arch_literal_scan part = *sc;
+	struct arch_literal_scan part = *sp->sc;
 
 	if (*pos >= c->end)
 		return 0;	/* an instruction covered the whole chunk */
 	part.from = *pos;
 	part.to = c->end;
 	part.stopped = pos;
+	part.cache = &sp->cache;
 	return arch_scan_literals(&part);
 }
 
@@ -242,7 +246,7 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 	struct ukprobes_kthread t;
 	int ret = 0;
 
-	/* (each chunk has a decoding cache of its own to fill) */
+	/* (each thread has a decoding cache of its own to fill) */
 	if (sc->from || sc->to || sc->stopped || sc->len / 4 < ukp_share_min)
 		return arch_scan_literals(sc);
 	sp = calloc(1, sizeof(*sp));
@@ -259,7 +263,7 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 
 		if (i && !atomic_compare_exchange_strong(&sp->c[i].owner, &want, MINE))
 			break;
-		ret = scan_here(sc, &sp->c[i], &pos);
+		ret = scan_here(sp, &sp->c[i], &pos);
 	}
 	/* the helper stops at the first chunk it finds taken */
 	for (size_t k = i; ret && k < sp->nc; k++) {
@@ -277,13 +281,15 @@ int ukp_scan_literals(const struct arch_literal_scan *sc)
 			pos = c->stopped;
 			helped = true;
 		} else {
-			ret = scan_here(sc, c, &pos);
+			ret = scan_here(sp, c, &pos);
 		}
 	}
 	for (i = 0; i < sp->nc; i++) {
 		free(sp->c[i].ranges);
 		free(sp->c[i].log);
 	}
+	free(sp->cache);
+	free(sp->helper_cache);
 	free(sp);
 	if (helped)
 		ukp_shared_scans++;

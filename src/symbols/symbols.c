@@ -111,7 +111,7 @@ struct ukp_objent {
 	enum ukp_syms_state syms_state;
 	struct ukp_sym *syms;   /* sorted by start, best alias first */
 	size_t nsyms;
-	const struct ukp_sym **by_name; /* sorted by version-less name */
+	const struct ukp_sym **by_name; /* sorted by version-less name (names_of) */
 	char **strbufs;         /* every kept symbol name: the file's, the debug file's */
 	size_t nstrbufs;
 	bool has_symtab;        /* the file has .symtab: no debug file is needed */
@@ -135,6 +135,7 @@ struct ukp_objent {
 	size_t max_dsize;
 	uintptr_t bl_addr;      /* "ukprobes_blacklist" in memory, 0 when none */
 	size_t bl_size;
+	bool bl_looked;         /* bl_addr found from the section headers alone */
 	/* Go-compiled code: [runtime.text, runtime.etext), 0, 0 when none
 	 * (ukp_sym_go_code) */
 	bool go_checked;
@@ -224,6 +225,7 @@ static void obj_free_syms(struct ukp_objent *o)
 	o->max_size = 0;
 	o->bl_addr = 0;
 	o->bl_size = 0;
+	o->bl_looked = false;
 }
 
 static bool sym_nondefault_version(const struct ukp_sym *s)
@@ -438,6 +440,20 @@ struct ukp_symread {
 	char *strings;
 };
 
+/* [reg] scn of o's own file, when it is the blacklist section: noted. */
+static void blacklist_section(struct ukp_objent *o, const struct ukp_elf *elf,
+			      const Elf64_Shdr *scn)
+{
+	const Elf64_Shdr sh = *scn;
+	const char *name = ukp_elf_shname(elf, scn);
+
+	if (name && !strcmp(name, UKP_BLACKLIST_SECTION) && (sh.sh_flags & SHF_ALLOC) &&
+	    sh.sh_type == SHT_PROGBITS && obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
+		o->bl_addr = o->pub.base + sh.sh_addr;
+		o->bl_size = sh.sh_size;
+	}
+}
+
 /*
  * [reg] The sections of elf, judged (*secsp, calloc'ed), and its symbol
  * tables. debug: elf is o's debug file or MiniDebugInfo, whose code
@@ -459,7 +475,6 @@ static int read_sections(struct ukp_objent *o, const struct ukp_elf *elf, bool d
 	for (size_t idx = 1; idx < shnum; idx++) {
 		const Elf64_Shdr *scn = ukp_elf_shdr(elf, idx), sh = *scn;
 		bool code;
-		const char *name;
 
 		code = (sh.sh_flags & SHF_ALLOC) && (sh.sh_flags & SHF_EXECINSTR);
 		secs[idx].addr = sh.sh_addr;
@@ -482,13 +497,7 @@ static int read_sections(struct ukp_objent *o, const struct ukp_elf *elf, bool d
 			*xndxscn = scn;
 		if (debug)
 			continue;
-		name = ukp_elf_shname(elf, scn);
-		if (name && !strcmp(name, UKP_BLACKLIST_SECTION) &&
-		    (sh.sh_flags & SHF_ALLOC) && sh.sh_type == SHT_PROGBITS &&
-		    obj_range_mapped(o, o->pub.base + sh.sh_addr, sh.sh_size)) {
-			o->bl_addr = o->pub.base + sh.sh_addr;
-			o->bl_size = sh.sh_size;
-		}
+		blacklist_section(o, elf, scn);
 	}
 	*secsp = secs;
 	*shnump = shnum;
@@ -652,24 +661,18 @@ static bool sym_same(const struct ukp_sym *a, const struct ukp_sym *b)
 
 /*
  * [reg] old and add (one kind of symbol) as one table in *out, sorted by
- * address (best alias first) with *by_name sorted by name (pointers
- * into *out). A debug symbol that repeats one of the object's own (same
- * address, name and binding class) is dropped: the object's carries the
- * version. 0 or -ENOMEM (old kept).
+ * address (best alias first). A debug symbol that repeats one of the
+ * object's own (same address, name and binding class) is dropped: the
+ * object's carries the version. 0 or -ENOMEM (old kept).
  */
 static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
-		       size_t nadd, struct ukp_sym **out, const struct ukp_sym ***by_name,
-		       size_t *nout)
+		       size_t nadd, struct ukp_sym **out, size_t *nout)
 {
 	size_t n = nold + nadd, i, j, k, kept = 0;
 	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
-	const struct ukp_sym **names = malloc((n ? n : 1) * sizeof(*names));
 
-	if (!syms || !names) {
-		free(syms);
-		free(names);
+	if (!syms)
 		return -ENOMEM;
-	}
 	if (nold)
 		memcpy(syms, old, nold * sizeof(*syms));
 	if (nadd)
@@ -688,13 +691,33 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 				syms[kept++] = syms[k];
 		}
 	}
-	for (i = 0; i < kept; i++)
-		names[i] = &syms[i];
-	ukp_sort(names, kept, sizeof(*names), sym_name_qcmp);
 	*out = syms;
-	*by_name = names;
 	*nout = kept;
 	return 0;
+}
+
+/*
+ * [reg] The name-sorted view of tab[n] (pointers into it) in *by_name,
+ * made at the first look-up by name: naming addresses (the agent's
+ * reader, a return's caller in libc6-dbg's symbols) never needs it.
+ * NULL when there is no memory for it (the name is then not found).
+ */
+static const struct ukp_sym *const *names_of(const struct ukp_sym *tab, size_t n,
+					     const struct ukp_sym ***by_name)
+{
+	const struct ukp_sym **names;
+	size_t i;
+
+	if (*by_name || !n)
+		return *by_name;
+	names = malloc(n * sizeof(*names));
+	if (!names)
+		return NULL;
+	for (i = 0; i < n; i++)
+		names[i] = &tab[i];
+	ukp_sort(names, n, sizeof(*names), sym_name_qcmp);
+	*by_name = names;
+	return names;
 }
 
 /*
@@ -703,7 +726,6 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
  */
 static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 {
-	const struct ukp_sym **by_name, **dby_name;
 	struct ukp_sym *syms, *dsyms;
 	size_t n, dn, i;
 	char **strbufs;
@@ -712,11 +734,10 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 	if (!strbufs)
 		return -ENOMEM;
 	o->strbufs = strbufs;
-	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &by_name, &n))
+	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n))
 		return -ENOMEM;
-	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dby_name, &dn)) {
+	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn)) {
 		free(syms);
-		free(by_name);
 		return -ENOMEM;
 	}
 	free(o->syms);
@@ -724,10 +745,10 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 	free(o->dsyms);
 	free(o->dby_name);
 	o->syms = syms;
-	o->by_name = by_name;
+	o->by_name = NULL; /* (names_of) */
 	o->nsyms = n;
 	o->dsyms = dsyms;
-	o->dby_name = dby_name;
+	o->dby_name = NULL;
 	o->ndsyms = dn;
 	if (rd->strings)
 		o->strbufs[o->nstrbufs++] = rd->strings;
@@ -1037,10 +1058,19 @@ static const struct ukp_sym *table_sym_named(const struct ukp_sym *const *by_nam
 }
 
 /* [reg] The same among o's functions. */
-static const struct ukp_sym *obj_sym_named(const struct ukp_objent *o, const char *name,
-					   bool global)
+static const struct ukp_sym *obj_sym_named(struct ukp_objent *o, const char *name, bool global)
 {
-	return table_sym_named(o->by_name, o->nsyms, name, global);
+	const struct ukp_sym *const *by_name = names_of(o->syms, o->nsyms, &o->by_name);
+
+	return by_name ? table_sym_named(by_name, o->nsyms, name, global) : NULL;
+}
+
+/* [reg] The same among o's data symbols. */
+static const struct ukp_sym *obj_data_named(struct ukp_objent *o, const char *name, bool global)
+{
+	const struct ukp_sym *const *by_name = names_of(o->dsyms, o->ndsyms, &o->dby_name);
+
+	return by_name ? table_sym_named(by_name, o->ndsyms, name, global) : NULL;
 }
 
 /* [reg] The data symbol of o whose st_size bytes hold addr (the nearest
@@ -1717,7 +1747,7 @@ int ukp_data_lookup_name(const char *spec, struct ukp_symres *res)
 					err = ret;
 					break;
 				}
-				s = table_sym_named(o->dby_name, o->ndsyms, sym, pass == 0);
+				s = obj_data_named(o, sym, pass == 0);
 				if (s) {
 					fill_dres(o, s, res);
 					err = 0;
@@ -1885,6 +1915,26 @@ bool ukp_object_alive(const struct ukp_object *obj)
 	return false;
 }
 
+/*
+ * [reg] o's blacklist section (bl_addr, bl_size) from its file's section
+ * headers, as obj_load_syms notes it, without reading its symbols: only
+ * an object with one needs them for the list (most have none).
+ */
+static void obj_find_blacklist(struct ukp_objent *o)
+{
+	struct ukp_elf elf = { 0 };
+	size_t idx;
+
+	if (o->syms_state == UKP_SYMS_READ || o->bl_looked)
+		return;
+	o->bl_looked = true;
+	if (!o->file || !o->alive || obj_open_elf(o, &elf))
+		return;
+	for (idx = 1; idx < elf.shnum; idx++)
+		blacklist_section(o, &elf, ukp_elf_shdr(&elf, idx));
+	ukp_elf_close(&elf);
+}
+
 size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 {
 	size_t i, count = 0;
@@ -1895,7 +1945,8 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 		struct ukp_objent *o = ukp_syms.live[i];
 		size_t k;
 
-		if (obj_load_syms(o) || !o->bl_addr)
+		obj_find_blacklist(o);
+		if (!o->bl_addr || obj_load_syms(o) || !o->bl_addr)
 			continue;
 		for (k = 0; k + sizeof(uintptr_t) <= o->bl_size; k += sizeof(uintptr_t)) {
 			struct ukp_objent *target;
@@ -2090,7 +2141,7 @@ int ukp_file_sym_named(const struct ukp_object *obj, const char *name, bool data
 		if (err)
 			return err;
 		for (pass = 0; pass < 2 && !s; pass++)
-			s = data ? table_sym_named(o->dby_name, o->ndsyms, name, pass == 0)
+			s = data ? obj_data_named(o, name, pass == 0)
 				 : obj_sym_named(o, name, pass == 0);
 	}
 	if (!s)

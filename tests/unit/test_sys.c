@@ -461,3 +461,47 @@ Test(sys, sort_stable_as_qsort)
 			cr_assert(v[i - 1].key >= v[i].key);
 	}
 }
+
+/* Elements the size of a pointer (tables of pointers: copied without a
+ * call) and small ones (insertion by holding one aside), every length
+ * around the insertion runs: sorted and stable, as the large ones. */
+struct pair {
+	int key, seq;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+static int pairp_cmp(const void *a, const void *b)
+{
+	return pair_cmp(*(const struct pair *const *)a, *(const struct pair *const *)b);
+}
+
+Test(sys, sort_small_elements_stable)
+{
+	static struct pair v[3000];
+	static const struct pair *p[3000];
+
+	cr_assert_eq(sizeof(struct pair), sizeof(void *));
+	srand(31);
+	for (int n = 0; n <= 3000; n = n < 40 ? n + 1 : n * 2) {
+		for (int i = 0; i < n; i++) {
+			v[i] = (struct pair){ rand() % 13, i };
+			p[i] = &v[i];
+		}
+		ukp_sort(p, (size_t)n, sizeof(p[0]), pairp_cmp);
+		for (int i = 1; i < n; i++)
+			cr_assert(p[i - 1]->key < p[i]->key ||
+				  (p[i - 1]->key == p[i]->key && p[i - 1]->seq < p[i]->seq),
+				  "n %d: pointers stable at %d", n, i);
+		ukp_sort(v, (size_t)n, sizeof(v[0]), pair_cmp);
+		for (int i = 1; i < n; i++)
+			cr_assert(v[i - 1].key < v[i].key ||
+				  (v[i - 1].key == v[i].key && v[i - 1].seq < v[i].seq),
+				  "n %d: stable at %d", n, i);
+	}
+}

@@ -1253,9 +1253,16 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 
 	if (!dec)
 		return -EILSEQ;
-	/* without the cache, the ranges are decoded on their own */
-	if (sc->nranges && sc->range_fn)
-		cache = calloc(DCACHE_SIZE, sizeof(*cache));
+	/* without the cache, the ranges are decoded on their own; a piece
+	 * takes the one the pieces before it on this thread filled (the
+	 * same code's decodings, by offset: valid in any piece) */
+	if (sc->nranges && sc->range_fn) {
+		cache = sc->cache ? *sc->cache : NULL;
+		if (!cache)
+			cache = calloc(DCACHE_SIZE, sizeof(*cache));
+		if (sc->cache)
+			*sc->cache = cache;
+	}
 	while (pos < to) {
 		uintptr_t at = addr + pos, next_at;
 		unsigned int i;
@@ -1317,6 +1324,7 @@ int arch_scan_literals(const struct arch_literal_scan *sc)
 	if (sc->stopped)
 		*sc->stopped = pos;
 out:
-	free(cache);
+	if (!sc->cache)
+		free(cache);
 	return ret;
 }
