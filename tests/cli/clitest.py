@@ -1524,19 +1524,8 @@ def case_record_compact():
             raw = f.read()
         old, n_ev = recs_to_events(raw)
         check(n_ev == 2 * (4 * n + 1), "every call and return recorded (%d)" % n_ev)
-        data2 = os.path.join(d, "old.data")
-        os.mkdir(data2)
-        shutil.copy(os.path.join(data, "session"), data2)
-        with open(os.path.join(data2, "records"), "wb") as f:
-            f.write(old)
-        a = ukprobe(["report", "-i", data], timeout=300)
-        b = ukprobe(["report", "-i", data2], timeout=300)
-        check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
-              "reports", show(a), show(b))
-        check(a.stdout == b.stdout, "RECS and EVENT forms: the same bytes",
-              "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
-                                              lineterm="", n=1)))
-        lines = a.stdout.splitlines()
+        lines = report_same_as_rewritten(d, data, "old.data", old,
+                                         "RECS and EVENT forms: the same bytes")
         check(len(lines) == 2 * (4 * n + 1), "report: every event (%d)" % len(lines))
         per = collections.defaultdict(list)
         for l in lines:
@@ -1588,6 +1577,24 @@ def session_probe_addrs(sess):
     return addrs
 
 
+def report_same_as_rewritten(d, data, name, records, what):
+    """report of the recording in data and of a copy (d/name: its session,
+    records rewritten as given) print the same bytes; the lines."""
+    data2 = os.path.join(d, name)
+    os.mkdir(data2)
+    shutil.copy(os.path.join(data, "session"), data2)
+    with open(os.path.join(data2, "records"), "wb") as f:
+        f.write(records)
+    a = ukprobe(["report", "-i", data], timeout=300)
+    b = ukprobe(["report", "-i", data2], timeout=300)
+    check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
+          "reports", show(a), show(b))
+    check(a.stdout == b.stdout, what,
+          "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
+                                          lineterm="", n=1)))
+    return a.stdout.splitlines()
+
+
 def report_compact_vs_full(d, data, size, n_want, what):
     """The recording in data (three probes) reported as it is and with
     its size-byte compact records rewritten as full ones
@@ -1600,19 +1607,8 @@ def report_compact_vs_full(d, data, size, n_want, what):
     check(len(addrs) == 3, "three probes announced: %s" % addrs)
     full, n_rec = compact_to_full(raw, addrs, size)
     check(n_rec == n_want, "every %s recorded (%d)" % (what, n_rec))
-    data2 = os.path.join(d, "full.data")
-    os.mkdir(data2)
-    shutil.copy(os.path.join(data, "session"), data2)
-    with open(os.path.join(data2, "records"), "wb") as f:
-        f.write(full)
-    a = ukprobe(["report", "-i", data], timeout=300)
-    b = ukprobe(["report", "-i", data2], timeout=300)
-    check(a.returncode == 0 and a.stderr == "" and b.returncode == 0 and b.stderr == "",
-          "reports", show(a), show(b))
-    check(a.stdout == b.stdout, "compact and full records: the same bytes",
-          "\n".join(difflib.unified_diff(a.stdout.splitlines(), b.stdout.splitlines(),
-                                          lineterm="", n=1)))
-    return a.stdout.splitlines(), n_rec
+    return report_same_as_rewritten(d, data, "full.data", full,
+                                    "compact and full records: the same bytes"), n_rec
 
 
 def compact_to_full(raw, addrs, size_want=16):
