@@ -1529,7 +1529,7 @@ def case_record_compact():
         check(len(lines) == 2 * (4 * n + 1), "report: every event (%d)" % len(lines))
         per = collections.defaultdict(list)
         for l in lines:
-            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): .* (?:id=(-?\d+) i=(\d+)"
+            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] +(\d+)\.(\d+): (\w+): .* (?:id=(-?\d+) i=(\d+)"
                          r" who=\"([^\"]*)\"|rc=(-?\d+))$", l)
             check(m, "a line of report: %r" % l)
             per[m[2]].append((int(m[3]) * 10**6 + int(m[4]), m[1], m[5], m[6], m[7], m[8]))
@@ -1663,7 +1663,7 @@ def case_record_entries():
         lines, n_rec = report_compact_vs_full(d, data, 16, 2 * (4 * n + 1) + 1, "call")
         per = collections.defaultdict(list)
         for l in lines:
-            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): \((\w+)\+0x0/0x[0-9a-f]+\)$",
+            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] +(\d+)\.(\d+): (\w+): \((\w+)\+0x0/0x[0-9a-f]+\)$",
                          l)
             check(m, "a line of report: %r" % l)
             check((m[5], m[6]) in (("p_work_0", "work"), ("w2", "work"), ("m", "main")),
@@ -1676,7 +1676,7 @@ def case_record_entries():
         for v in workers:
             check([e[0] for e in v] == sorted(e[0] for e in v), "%s: time order" % v[0][1])
         t = ukprobe(["trace"] + args + ["--", tgt("threads"), str(n)], timeout=300)
-        strip = lambda ls: sorted(re.sub(r"^ *(\S+)-\d+ +\[\d+\] \d+\.\d+:", r"\1", l)
+        strip = lambda ls: sorted(re.sub(r"^ *(\S+)-\d+ +\[\d+\] +\d+\.\d+:", r"\1", l)
                                   for l in ls)
         tl = [l for l in t.stdout.splitlines() if l != "threads done"]
         check(t.returncode == 0 and strip(tl) == strip(lines),
@@ -1732,7 +1732,7 @@ def case_record_returns():
         check(len(lines) == n_rec, "report: every event (%d)" % len(lines))
         per = collections.defaultdict(list)
         for l in lines:
-            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] (\d+)\.(\d+): (\w+): "
+            m = re.match(r"^ *(\S+)-(\d+) +\[\d+\] +(\d+)\.(\d+): (\w+): "
                          r"\((\w+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: <- (\w+))?\)$", l)
             check(m, "a line of report: %r" % l)
             ev = (m[5], m[6], m[7])
@@ -1751,7 +1751,7 @@ def case_record_returns():
             check(len(set(e[3] for e in v if e[2] == "wr")) == 1,
                   "%s: every return to the same caller" % v[0][1])
         t = ukprobe(["trace"] + args + ["--", tgt("threads"), str(n)], timeout=300)
-        strip = lambda ls: sorted(re.sub(r"^ *(\S+)-\d+ +\[\d+\] \d+\.\d+:", r"\1", l)
+        strip = lambda ls: sorted(re.sub(r"^ *(\S+)-\d+ +\[\d+\] +\d+\.\d+:", r"\1", l)
                                   for l in ls)
         tl = [l for l in t.stdout.splitlines() if l != "threads done"]
         check(t.returncode == 0 and strip(tl) == strip(lines),
