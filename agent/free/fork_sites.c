@@ -29,8 +29,9 @@
  * agent's fork hook (ukp_tb_forked) turns tracing off; what the forking
  * thread's block held that its handlers count on (the agent's busy
  * count, tracing) is put back before the child's handlers run. A fork
- * made another way (glibc's syscall(), Go's raw clone with CLONE_VM for
- * its os/exec) is not seen: its child runs untraced, as without -f.
+ * made another way (Go's raw clone with CLONE_VM for its os/exec) is not
+ * seen: its child runs untraced, as without -f; one through glibc's
+ * syscall() is, from its call sites (syscall_fn.c).
  * Attached, the child goes on once ukprobe has admitted its connection
  * (below).
  */
