@@ -665,6 +665,19 @@ def case_follow_raw_fork():
         sys.exit(77)
     cmds = "run 10 0\nrfork 3 1000 %s\nrun 5 0\nquit\n"
     for prog in progs:
+        # the calls that do not fork, and a fork's errno, as without
+        # ukprobe (glibc's syscall(): -1 and errno, six arguments)
+        def sysargs(r):
+            out = r.stdout[r.stdout.find("sysargs\n"):]
+            return out[:out.find("child status")] + out[out.find("child status"):].split("\n")[0]
+        want = subprocess.run([tgt(prog)], input="sysargs\nquit\n", capture_output=True,
+                              text=True)
+        r = ukprobe(["stat", "-f", "-e", "p:w work", "--", tgt(prog)], input="sysargs\nquit\n")
+        check(r.returncode == 3 and sysargs(r) == sysargs(want) and
+              "close(-1) -1 9\nmmap at 4096 x\n" in sysargs(r) and
+              "fork errno 1234\nchild status 7" in sysargs(r),
+              prog + ": syscall()'s results and errno under -f as without ukprobe",
+              "%s\nwithout: %s" % (show(r), want.stdout))
         for via in ("fork", "clone", "clone3"):
             what = "%s, %s through syscall()" % (prog, via)
             r = ukprobe(["stat", "-e", "p:w work", "--", tgt(prog)], input=cmds % via)

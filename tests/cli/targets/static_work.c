@@ -24,6 +24,11 @@
  *                [0, K) and _exit(0)ing; then "rforked N ok" once every
  *                child ended so ("rforked N nosys" when the kernel or a
  *                filter refuses the call with ENOSYS or EPERM)
+ *   sysargs      calls through syscall() whose results and errno it prints
+ *                ("sysargs" and a line each): a failure (close(-1)), six
+ *                arguments (mmap of a memfd at an offset: the byte read
+ *                there), clone3 with arguments it cannot read, errno
+ *                after a raw fork (kept), the child's own getpid
  *   sysloop N    N calls of syscall(SYS_getppid), then "sysloop N NS":
  *                the thread's CPU nanoseconds per call
  *   tfork T N K  T threads at once, each forking N children one after
@@ -52,6 +57,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -286,6 +292,35 @@ int main(void)
 			while (wait(&st) > 0)
 				ok += WIFEXITED(st) && !WEXITSTATUS(st);
 			printf("rforked %ld %s\n", n, nosys ? "nosys" : ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (!strcmp(line, "sysargs\n")) {
+			long r;
+			int fd, st;
+			char *m;
+
+			printf("sysargs\n");
+			errno = 0;
+			r = syscall(SYS_close, -1L);
+			printf("close(-1) %ld %d\n", r, errno);
+			fd = (int)syscall(SYS_memfd_create, "sysargs", 0L);
+			if (fd < 0 || ftruncate(fd, 8192) || pwrite(fd, "x", 1, 4096) != 1)
+				printf("memfd failed\n");
+			m = (char *)syscall(SYS_mmap, 0L, 4096L, (long)PROT_READ, (long)MAP_SHARED,
+					    (long)fd, 4096L);
+			printf("mmap at 4096 %c\n", m == MAP_FAILED ? '?' : m[0]);
+			close(fd);
+#ifdef SYS_clone3
+			errno = 0;
+			r = syscall(SYS_clone3, (void *)8, 64L);
+			printf("clone3(bad) %ld %d\n", r, errno);
+#endif
+			errno = 1234;
+			r = syscall(SYS_fork);
+			if (r == 0)
+				_exit(syscall(SYS_getpid) == getpid() && getpid() != getppid() ? 7 : 1);
+			printf("fork errno %d\n", errno);
+			waitpid((pid_t)r, &st, 0);
+			printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 			fflush(stdout);
 		} else if (sscanf(line, "sysloop %ld", &n) == 1) {
 			long t0 = cpu_ns();
