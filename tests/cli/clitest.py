@@ -831,6 +831,28 @@ def case_attach_static():
             check_fork_events(r, "\n".join(lines) + "\n" + out.decode(), how,
                               [7] * max(pokes, 1), 3, 1000)
             check(err.decode() == "", "trace -f -p: nothing said", err.decode())
+        # -f: children of raw clone calls through syscall() too
+        # (free/syscall_fn.c: the program's calls of syscall() that may fork)
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(pid), "-e",
+                              "p:w work i=%di:s64"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        lines = read_lines_until(t, " w: ", lambda: run(1, 7))
+        drained = []
+        drain = threading.Thread(target=lambda: drained.append(t.communicate(timeout=120)))
+        drain.start()
+        p.stdin.write("rfork 3 1000 clone\n")
+        p.stdin.flush()
+        forked = p.stdout.readline()
+        t.send_signal(signal.SIGINT)
+        drain.join(timeout=120)
+        out, err = drained[0] if drained else (b"", b"trace -f -p did not end")
+        got, _ = fork_events("\n".join(lines) + "\n" + out.decode())
+        kids = [v for k, v in got.items() if k != pid]
+        check(forked == "rforked 3 ok\n" and err.decode() == "" and
+              kids == [list(range(5000000, 5001000))] * 3,
+              "trace -f -p: children of syscall(SYS_clone, SIGCHLD, 0), each its own, exact",
+              "%s%s\nper process: %s" % (forked, err.decode(),
+                                         {k: len(v) for k, v in got.items()}))
         check(run(3, 1) == "ran 3 %d\n" % (4 + 7 + 10), "the program goes on")
         p.stdin.write("quit\n")
         p.stdin.flush()
