@@ -675,10 +675,10 @@ def case_follow_raw_fork():
         r = ukprobe(["stat", "-f", "-e", "p:w work", "--", tgt(prog)], input="sysargs\nquit\n")
         check(r.returncode == 3 and sysargs(r) == sysargs(want) and
               "close(-1) -1 9\nmmap at 4096 x\n" in sysargs(r) and
-              "fork errno 1234\nchild status 7" in sysargs(r),
+              "fork errno 1234\nsys_var(getpid) same\nchild status 7" in sysargs(r),
               prog + ": syscall()'s results and errno under -f as without ukprobe",
               "%s\nwithout: %s" % (show(r), want.stdout))
-        for via in ("fork", "clone", "clone3"):
+        for via in ("fork", "clone", "clone3", "var"):
             what = "%s, %s through syscall()" % (prog, via)
             r = ukprobe(["stat", "-e", "p:w work", "--", tgt(prog)], input=cmds % via)
             if "rforked 3 nosys" in r.stdout:

@@ -20,7 +20,9 @@
  *   rfork N K VIA  N children made by a raw system call through the C
  *                library's syscall() in rspawn() (VIA: fork, clone:
  *                clone(SIGCHLD, 0), clone3: clone3 with exit_signal
- *                SIGCHLD), each calling work(5000000 + k) for k in
+ *                SIGCHLD, var: fork, its number passed in a register to
+ *                sys_var(), whose call of syscall() makes other calls
+ *                too), each calling work(5000000 + k) for k in
  *                [0, K) and _exit(0)ing; then "rforked N ok" once every
  *                child ended so ("rforked N nosys" when the kernel or a
  *                filter refuses the call with ENOSYS or EPERM)
@@ -28,7 +30,8 @@
  *                ("sysargs" and a line each): a failure (close(-1)), six
  *                arguments (mmap of a memfd at an offset: the byte read
  *                there), clone3 with arguments it cannot read, errno
- *                after a raw fork (kept), the child's own getpid
+ *                after a raw fork (kept), the child's own getpid, and
+ *                sys_var()'s getpid
  *   sysloop N    N calls of syscall(SYS_getppid), then "sysloop N NS":
  *                the thread's CPU nanoseconds per call
  *   tfork T N K  T threads at once, each forking N children one after
@@ -82,6 +85,14 @@ __attribute__((noinline)) int spawn(void)
 	return fork();
 }
 
+/* syscall(nr) with nr in a register: a call site whose number is not
+ * a constant */
+__attribute__((noinline)) long sys_var(long nr)
+{
+	__asm__ volatile("" : "+r"(nr));
+	return syscall(nr);
+}
+
 /* "rfork"'s raw fork (see the top): the kernel's result, as syscall()
  * gives it. */
 __attribute__((noinline)) long rspawn(const char *via)
@@ -100,6 +111,8 @@ __attribute__((noinline)) long rspawn(const char *via)
 #endif
 	if (!strcmp(via, "fork"))
 		return syscall(SYS_fork);
+	if (!strcmp(via, "var"))
+		return sys_var(SYS_fork);
 	errno = ENOSYS;
 	return -1;
 }
@@ -319,6 +332,7 @@ int main(void)
 			if (r == 0)
 				_exit(syscall(SYS_getpid) == getpid() && getpid() != getppid() ? 7 : 1);
 			printf("fork errno %d\n", errno);
+			printf("sys_var(getpid) %s\n", sys_var(SYS_getpid) == getpid() ? "same" : "differs");
 			waitpid((pid_t)r, &st, 0);
 			printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 			fflush(stdout);
