@@ -50,6 +50,7 @@ static uintptr_t fn_insn; /* syscall()'s system call instruction */
 
 struct range {
 	const unsigned char *p, *end;
+	bool dynamic; /* (the first one's) the program has a PT_INTERP */
 };
 
 /* [hit] never called: its presence keeps the probe a breakpoint (a
@@ -89,6 +90,8 @@ static int program_ranges(struct dl_phdr_info *info, size_t size, void *arg)
 	for (i = 0; i < info->dlpi_phnum && n < MAX_RANGES - 1; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
+		if (ph->p_type == PT_INTERP)
+			r[0].dynamic = true;
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		r[n].p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
@@ -124,12 +127,14 @@ int ukpa_syscall_calls_watch(void)
 	if (ncalls || fn_insn)
 		return 0;
 	memset(r, 0, sizeof(r));
-	if (kallsyms_lookup_name_info("syscall", &info, buf, sizeof(buf)) ||
+	/* (a dynamic program's syscall() is libc.so.6's: not followed) */
+	dl_iterate_phdr(program_ranges, r);
+	if (r[0].dynamic ||
+	    kallsyms_lookup_name_info("syscall", &info, buf, sizeof(buf)) ||
 	    !(info.flags & KSYM_MAIN) ||
 	    !ukpa_syscall_fn_is_glibc((const unsigned char *)info.addr))
 		return 0;
 	fn_insn = info.addr + UKPA_SYSCALL_FN_INSN;
-	dl_iterate_phdr(program_ranges, r);
 	for (i = 0; i < MAX_RANGES && r[i].p; i++) {
 		const unsigned char *q;
 
