@@ -676,6 +676,14 @@ void ukpa_signal_sites_unwatch(void);
 /* [hit] free/fork_sites.c: at a fork or clone instruction of the
  * program's (-f): true if the thread was sent to the agent's fork. */
 bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr);
+/* [hit] (fork_sites.c) Does the system call nr(a0, a1, ...) fork (fork;
+ * clone or clone3 without CLONE_VM, CLONE_THREAD, CLONE_VFORK or a stack
+ * of its own)? */
+bool ukpa_call_forks(long nr, unsigned long a0, unsigned long a1);
+/* free/syscall_fn.c: with -f in a static program, the calls of its
+ * syscall() that may fork, probed ([init], probes.c's lock) */
+int ukpa_syscall_calls_watch(void);
+void ukpa_syscall_calls_unwatch(void);
 /* (fork_sites.c) [hit] Sends the thread at the system call site at addr
  * to the trampoline, where ukpa_fork_site_run makes the call in its own
  * context (an rt_sigprocmask through ukpa_sigprocmask_site_run). */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 
 static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t counts_pid;
@@ -42,7 +43,7 @@ static _Atomic uint64_t *slot_counts(uint32_t i)
 static _Atomic uint64_t *claim_slot(void)
 {
 	struct ukp_region_head *h = ukpa_region;
-	int me = (int)syscall(SYS_gettid);
+	int me = (int)ukpa_sys0(SYS_gettid);
 	uint32_t i, used;
 
 	if (!h)
@@ -110,7 +111,7 @@ void ukpa_counts_recycle_dead(void)
 
 		if (tid <= 0)
 			continue;
-		if (syscall(SYS_tgkill, counts_pid, tid, 0) == 0 || errno != ESRCH)
+		if (ukpa_sys(SYS_tgkill, counts_pid, tid, 0) != -ESRCH)
 			continue;
 		/* its counts stay: the next owner adds to them */
 		atomic_store_explicit(&h->slot_owner[i], 0, memory_order_release);

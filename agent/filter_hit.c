@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "filter.h"
 #include "filter_branch.h"
 #include "hist.h"
@@ -169,10 +170,10 @@ bool ukpa_filter_pass(struct ukpa_spec *s, const struct ukp_spec *fspec,
 			w[i] = 0;
 			__asm__ volatile("" ::: "memory");
 		}
-		syscall(SYS_prctl, PR_GET_NAME, rec.comm, 0, 0, 0);
+		ukpa_sys(SYS_prctl, PR_GET_NAME, rec.comm, 0);
 	}
 	if (s->need_pid)
-		tid = (int)syscall(SYS_gettid);
+		tid = (int)ukpa_sys0(SYS_gettid);
 	/* only what the filter and the triggers read; registers as they are
 	 * without the fetch's general loop (ukpa_fetch_some's short path) */
 	if (s->nplain >= 0) {

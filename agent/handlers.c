@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "filter.h"
 #include "filter_branch.h"
 #include "go_abi.h"
@@ -284,29 +285,26 @@ static struct sdt_stack sdt_stacks[SDT_STACKS];
  * thread's is taken back when none is free), or NULL. */
 static struct sdt_stack *sdt_stack_get(void)
 {
-	int tid, i, round, saved;
+	int tid, i, round;
 
 	if (my_sdt_stack)
 		return my_sdt_stack;
-	tid = (int)syscall(SYS_gettid);
-	saved = errno; /* (tgkill's ESRCH is not the program's) */
+	tid = (int)ukpa_sys0(SYS_gettid);
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < SDT_STACKS; i++) {
 			struct sdt_stack *st = &sdt_stacks[i];
 			int owner = atomic_load_explicit(&st->owner, memory_order_relaxed);
 
-			if (owner && (round == 0 || syscall(SYS_tgkill, getpid(), owner, 0) == 0))
+			if (owner && (round == 0 || ukpa_sys(SYS_tgkill, ukpa_sys0(SYS_getpid), owner, 0) == 0))
 				continue;
 			if (!atomic_compare_exchange_strong(&st->owner, &owner, tid))
 				continue;
 			for (int k = 0; k < UKPA_SDT_PAIRS; k++)
 				st->depth[k] = 0;
 			my_sdt_stack = st;
-			errno = saved;
 			return st;
 		}
 	}
-	errno = saved;
 	return NULL;
 }
 

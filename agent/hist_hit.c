@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "cpu_relax.h"
 #include "filter.h"
 #include "hist.h"
@@ -422,7 +423,7 @@ add_hit(struct ukpa_hist_table *t, const unsigned char *key, const uint64_t *val
 			 * stores gets the CPU back (on few CPUs, or under an
 			 * emulator, spinning alone can outlast its slice) */
 			if (spins >= WAIT_SPINS)
-				syscall(SYS_sched_yield);
+				ukpa_sys0(SYS_sched_yield);
 			else
 				cpu_relax();
 			st = atomic_load_explicit(state, memory_order_acquire);

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "objects_changed.h"
 #include "search_path.h"
 
@@ -170,7 +171,7 @@ static _Noreturn void do_exit(int status)
 	if (real_exit)
 		real_exit(status);
 	for (;;)
-		syscall(SYS_exit_group, status);
+		ukpa_sys(SYS_exit_group, status, 0, 0);
 }
 
 __asm__(".symver ukpa__exit, _exit@@" UKP_GLIBC_BASE);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 0x0001U
@@ -132,14 +133,15 @@ static void fd_replace(int fd)
 
 int ukpa_region_new_image(bool keep)
 {
-	int fd = (int)syscall(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC);
+	long r = ukpa_sys(SYS_memfd_create, "ukprobe-region", MFD_CLOEXEC, 0);
+	int fd = (int)r;
 	size_t prefix = UKP_REGION_COUNTS_OFF;
 	const void *from = released ? (const void *)saved : (const void *)region_at;
 	int flags = MAP_SHARED | MAP_NORESERVE;
 	void *at;
 
-	if (fd < 0)
-		return -errno;
+	if (r < 0)
+		return (int)r;
 	/* sparse: only the pages threads touch take memory */
 	if (ftruncate(fd, (off_t)UKP_REGION_SIZE))
 		goto fail;

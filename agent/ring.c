@@ -75,6 +75,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "hit_clock.h"
 
 #define RING_BYTES_STREAM (4UL << 20)  /* per thread, towards the socket */
@@ -147,8 +148,8 @@ static uint64_t kernel_clock(int32_t *cpu)
 	struct timespec ts;
 	unsigned int c = 0;
 
-	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-	syscall(SYS_getcpu, &c, NULL, NULL);
+	ukpa_sys(SYS_clock_gettime, CLOCK_MONOTONIC, &ts, 0);
+	ukpa_sys(SYS_getcpu, &c, NULL, NULL);
 	*cpu = (int32_t)c;
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
@@ -163,7 +164,7 @@ static void get_comm(struct ring *r)
 	name[1] = 0;
 	/* not prctl(): glibc's has a stack protector, whose failure path
 	 * (abort) the vector-free proof follows into sigaction */
-	syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);
+	ukpa_sys(SYS_prctl, PR_GET_NAME, name, 0);
 	/* the reader reads it for each record it sends: written only when
 	 * the name changed (the reader may then see it half written for
 	 * one record, and records not yet sent take the new name) */
@@ -216,7 +217,7 @@ static struct ring *claim_ring(void)
 			}
 			get_comm(r);
 			r->comm_age = 0;
-			atomic_store_explicit(&r->owner, (int)syscall(SYS_gettid),
+			atomic_store_explicit(&r->owner, (int)ukpa_sys0(SYS_gettid),
 					      memory_order_release);
 			my_ring = r;
 			return r;
@@ -678,30 +679,32 @@ static void raw_writev(struct iovec *iov, int n, size_t len, size_t events, uint
 		atomic_fetch_add(&lost_other, events);
 		return;
 	}
-	if (syscall(SYS_pread64, raw_fd, &end, sizeof(end), (long)UKP_RECORDS_END_OFF) !=
-		    (long)sizeof(end) ||
+	if (ukpa_sys6(SYS_pread64, raw_fd, (long)&end, sizeof(end), (long)UKP_RECORDS_END_OFF,
+		      0, 0) != (long)sizeof(end) ||
 	    end < sizeof(struct ukp_msg_records_head) || (end & 7))
 		raw_broken = true; /* no RECORDS_HEAD: not ukprobe's records file */
 	/* the packet's blocks, allocated in one call before it is written:
 	 * ext4's delayed allocation otherwise reserves them page by page
 	 * inside the write (a quarter of the reader's CPU) */
-	if (!raw_broken && !raw_no_falloc &&
-	    syscall(SYS_fallocate, raw_fd, FALLOC_FL_KEEP_SIZE, (off_t)end,
-		    (off_t)(sizeof(from) + len)) &&
-	    (errno == EOPNOTSUPP || errno == ENOSYS))
-		raw_no_falloc = true;
+	if (!raw_broken && !raw_no_falloc) {
+		long f = ukpa_sys6(SYS_fallocate, raw_fd, FALLOC_FL_KEEP_SIZE, (long)end,
+				   (long)(sizeof(from) + len), 0, 0);
+
+		if (f == -EOPNOTSUPP || f == -ENOSYS)
+			raw_no_falloc = true;
+	}
 	while (!raw_broken) {
-		w = syscall(SYS_pwritev, raw_fd, iov, n, (long)end, 0L);
+		w = ukpa_sys6(SYS_pwritev, raw_fd, (long)iov, n, (long)end, 0, 0);
 		if (w == (ssize_t)(sizeof(from) + len)) {
 			/* whole: the end moves past it (8 bytes within a
 			 * page: a kill does not cut them) */
 			next = end + (uint64_t)w;
-			if (syscall(SYS_pwrite64, raw_fd, &next, sizeof(next),
-				    (long)UKP_RECORDS_END_OFF) == (long)sizeof(next)) {
+			if (ukpa_sys6(SYS_pwrite64, raw_fd, (long)&next, sizeof(next),
+				      (long)UKP_RECORDS_END_OFF, 0, 0) == (long)sizeof(next)) {
 				raw_lock(F_UNLCK);
 				return;
 			}
-		} else if (w < 0 && errno == EINTR) {
+		} else if (w == -EINTR) {
 			continue;
 		}
 		/* a short write (a full disk): the end stays before it */
@@ -1110,7 +1113,7 @@ static void recycle_dead(void)
 		if (tid <= 0 || atomic_load_explicit(&r->head, memory_order_acquire) !=
 				    atomic_load_explicit(&r->tail, memory_order_relaxed))
 			continue;
-		if (syscall(SYS_tgkill, my_pid, tid, 0) == 0 || errno != ESRCH)
+		if (ukpa_sys(SYS_tgkill, my_pid, tid, 0) != -ESRCH)
 			continue;
 		atomic_fetch_add(&lost_other, atomic_load(&r->lost));
 		atomic_store(&r->lost, 0);
@@ -1340,7 +1343,7 @@ int ukpa_rings_init(void)
 								    (t - cal_cnt0)));
 		}
 	}
-	need_fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0;
+	need_fence = ukpa_sys(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0;
 	if (old_bytes) {
 		/* attached again (ukprobe -p): the rings were drained at the
 		 * detach and each stays with its thread; the new SPECs may
@@ -1401,7 +1404,7 @@ uint64_t ukpa_reader_stop(int timeout_ms)
 	/* every running thread passes a full barrier: a handler that still
 	 * saw tracing on has its writing flag visible now (ukpa_record) */
 	if (!need_fence)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		ukpa_sys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 	/* handlers that passed the check finish their record (bounded: a
 	 * thread stopped inside a handler must not hang the exit) */
 	for (i = 0; i < NRINGS; i++) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "raw_syscall.h"
 #include "script_abi.h"
 
 /* the script calls these (agent.map) */
@@ -84,7 +85,7 @@ static void *timer_main(void *arg)
 
 	/* its hits of the script's probes (in libc) count nothing */
 	ukpa_busy++;
-	atomic_store(&timer_tid, (int)syscall(SYS_gettid));
+	atomic_store(&timer_tid, (int)ukpa_sys0(SYS_gettid));
 	while (atomic_load(&timer_state) == 0) {
 		struct timespec step = { 0, 1000000 };
 
@@ -145,13 +146,13 @@ static void *timer_main(void *arg)
  * the script does not trace), the default action now. */
 static void on_signal(int sig)
 {
-	if ((pid_t)syscall(SYS_getpid) != root_pid) {
+	if ((pid_t)ukpa_sys0(SYS_getpid) != root_pid) {
 		struct sigaction dfl;
 
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
 		sigaction(sig, &dfl, NULL);
-		kill((pid_t)syscall(SYS_getpid), sig);
+		kill((pid_t)ukpa_sys0(SYS_getpid), sig);
 		return;
 	}
 	atomic_store(&pending_signal, sig);
@@ -207,7 +208,7 @@ static void timer_end(void)
 		return;
 	atomic_store(&timer_state, 2);
 	/* the timer thread ends the image itself for a signal */
-	if (atomic_load(&timer_tid) != (int)syscall(SYS_gettid))
+	if (atomic_load(&timer_tid) != (int)ukpa_sys0(SYS_gettid))
 		ukprobes_kthread_join(&timer);
 	timer_exists = false;
 }
@@ -458,9 +459,9 @@ static void *claim(void)
 			return NULL;
 		}
 		t = mem;
-		t->tid = (int32_t)syscall(SYS_gettid);
+		t->tid = (int32_t)ukpa_sys0(SYS_gettid);
 		/* not prctl(): see ring.c's get_comm */
-		syscall(SYS_prctl, PR_GET_NAME, t->comm, 0, 0, 0);
+		ukpa_sys(SYS_prctl, PR_GET_NAME, t->comm, 0);
 		blocks[i].mem = mem;
 		blocks[i].bytes = desc->thread_bytes;
 		atomic_store_explicit(&blocks[i].state, 2, memory_order_release);

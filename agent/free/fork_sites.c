@@ -29,8 +29,9 @@
  * agent's fork hook (ukp_tb_forked) turns tracing off; what the forking
  * thread's block held that its handlers count on (the agent's busy
  * count, tracing) is put back before the child's handlers run. A fork
- * made another way (glibc's syscall(), Go's raw clone with CLONE_VM for
- * its os/exec) is not seen: its child runs untraced, as without -f.
+ * made another way (Go's raw clone with CLONE_VM for its os/exec) is not
+ * seen: its child runs untraced, as without -f; one through glibc's
+ * syscall() is, from its call sites (syscall_fn.c).
  * Attached, the child goes on once ukprobe has admitted its connection
  * (below).
  */
@@ -56,21 +57,40 @@ long ukpa_sigprocmask_site_run(const struct ukpa_fork_call *c);
  * agent's code is in use (free/entry.c waits for none at the unload). */
 _Atomic int ukpa_forks_running;
 
+/* struct clone_args' first words (linux/sched.h, CLONE_ARGS_SIZE_VER0) */
+struct clone3_head {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+/* [hit] Does the call nr(a0, a1, ...) fork: fork, or clone or clone3
+ * without CLONE_VM, CLONE_THREAD or CLONE_VFORK and without a stack of
+ * its own? (clone3's arguments that cannot be read: the kernel refuses
+ * them, no.) */
+bool ukpa_call_forks(long nr, unsigned long a0, unsigned long a1)
+{
+	struct clone3_head h;
+
+	switch (nr) {
+	case UKPA_NR_FORK:
+		return true;
+	case UKPA_NR_CLONE:
+		return !(a0 & (CLONE_VM | CLONE_THREAD | CLONE_VFORK)) && !a1;
+	case UKPA_NR_CLONE3:
+		if (a1 < sizeof(h) || copy_from_user_nofault(&h, (const void *)a0, sizeof(h)))
+			return false;
+		return !(h.flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK)) && !h.stack;
+	default:
+		return false;
+	}
+}
+
 /* [hit] At a fork or clone instruction: true if the thread goes to the
  * trampoline (a fork), false if the call runs as the probe's instruction
  * (a thread, a vfork, a child on another stack). */
 bool ukpa_fork_site_pre(struct pt_regs *regs, uintptr_t addr)
 {
-	long nr = ukpa_site_nr(regs);
-
-	if (nr == UKPA_NR_CLONE) {
-		unsigned long flags = ukpa_site_arg(regs, 0);
-
-		if ((flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK)) || ukpa_site_arg(regs, 1))
-			return false;
-	} else if (nr != UKPA_NR_FORK) {
+	if (!ukpa_call_forks(ukpa_site_nr(regs), ukpa_site_arg(regs, 0), ukpa_site_arg(regs, 1)))
 		return false;
-	}
 	atomic_fetch_add(&ukpa_forks_running, 1);
 	ukpa_site_divert(regs, addr, (uintptr_t)ukpa_fork_tramp);
 	return true;

@@ -270,6 +270,8 @@ int ukpa_signal_sites_watch(void)
 			     !register_kprobe(&site_kps[i]);
 		k += site_on[i];
 	}
+	if (forks)
+		k += ukpa_syscall_calls_watch();
 	return k;
 }
 
@@ -284,4 +286,5 @@ void ukpa_signal_sites_unwatch(void)
 	memset(site_on, 0, sizeof(site_on));
 	memset(site_fork, 0, sizeof(site_fork));
 	nsites = 0;
+	ukpa_syscall_calls_unwatch();
 }

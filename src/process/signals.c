@@ -677,7 +677,7 @@ static bool borrowed_memory(void)
 
 	if (owner == pid)
 		return false;
-	if (owner && syscall(SYS_kcmp, pid, owner, 1 /* KCMP_VM */, 0, 0) == 0)
+	if (owner && arch_syscall6(SYS_kcmp, pid, owner, 1 /* KCMP_VM */, 0, 0, 0) == 0)
 		return true;
 	atomic_store(&records_pid, pid);
 	return false;

@@ -645,6 +645,69 @@ def case_static():
           "a SPEC that cannot be registered: the program does not run", show(r))
 
 
+def case_follow_raw_fork():
+    """Children made by raw fork system calls through the C library's
+    syscall() (syscall(SYS_fork), syscall(SYS_clone, SIGCHLD, 0),
+    clone3 with exit_signal SIGCHLD: tgt_static_work's "rfork N K VIA"),
+    launched, in the dynamic build and the static one: without -f they
+    run untraced (none of their hits counted in the parent's: they were,
+    in a dynamic parent, the child's agent state the parent's); with -f
+    each is an image of its own, as a child of fork() is: stat's counts
+    exact, and trace -o's events each in its own process, in order.
+    (dynamic: agent/raw_fork.c's syscall(); static: the freestanding
+    agent's probe on syscall()'s instruction, free/syscall_fn.c)"""
+    progs = [p for p in ("static_work_dyn", "static_work") if os.path.exists(tgt(p))]
+    if not free_attach() and "static_work" in progs:
+        print("no freestanding agent in this build: the static program skipped")
+        progs.remove("static_work")
+    if not progs:
+        print("no tgt_static_work: skipped")
+        sys.exit(77)
+    cmds = "run 10 0\nrfork 3 1000 %s\nrun 5 0\nquit\n"
+    for prog in progs:
+        # the calls that do not fork, and a fork's errno, as without
+        # ukprobe (glibc's syscall(): -1 and errno, six arguments)
+        def sysargs(r):
+            out = r.stdout[r.stdout.find("sysargs\n"):]
+            return out[:out.find("child status")] + out[out.find("child status"):].split("\n")[0]
+        want = subprocess.run([tgt(prog)], input="sysargs\nquit\n", capture_output=True,
+                              text=True)
+        r = ukprobe(["stat", "-f", "-e", "p:w work", "--", tgt(prog)], input="sysargs\nquit\n")
+        check(r.returncode == 3 and sysargs(r) == sysargs(want) and
+              "close(-1) -1 9\nmmap at 4096 x\n" in sysargs(r) and
+              "fork errno 1234\nsys_var(getpid) same\nchild status 7" in sysargs(r),
+              prog + ": syscall()'s results and errno under -f as without ukprobe",
+              "%s\nwithout: %s" % (show(r), want.stdout))
+        for via in ("fork", "clone", "clone3", "var"):
+            what = "%s, %s through syscall()" % (prog, via)
+            r = ukprobe(["stat", "-e", "p:w work", "--", tgt(prog)], input=cmds % via)
+            if "rforked 3 nosys" in r.stdout:
+                print("%s: refused here (ENOSYS or EPERM): skipped" % what)
+                continue
+            rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+            check(r.returncode == 3 and "rforked 3 ok\n" in r.stdout and
+                  rows.get("ukprobes/w") == 15,
+                  what + ", without -f: the children untraced, the parent's 15 hits", show(r))
+            r = ukprobe(["stat", "-f", "-e", "p:w work", "--", tgt(prog)], input=cmds % via)
+            rows = stat_rows(r.stdout[r.stdout.find("EVENT"):])
+            check(r.returncode == 3 and "rforked 3 ok\n" in r.stdout and
+                  rows.get("ukprobes/w") == 3015,
+                  what + ", stat -f: the parent's 15 hits and each child's 1,000", show(r))
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "t")
+                r = ukprobe(["trace", "-f", "-o", out, "-e", "p:w work i=%di:s64", "--",
+                             tgt(prog)], input=cmds % via)
+                txt = open(out).read() if os.path.exists(out) else ""
+            got, _ = fork_events(txt)
+            kids = [v for v in got.values() if v[0] >= 5000000]
+            mine = [v for v in got.values() if v[0] < 5000000]
+            check(r.returncode == 3 and "rforked 3 ok\n" in r.stdout and r.stderr == "" and
+                  mine == [list(range(10)) + list(range(5))] and
+                  kids == [list(range(5000000, 5001000))] * 3,
+                  what + ", trace -f -o: every process's events exact, each in its own",
+                  "%s\nper process: %s" % (show(r)[-800:], {t: len(v) for t, v in got.items()}))
+
+
 def case_attach_static():
     """ukprobe -p on a statically linked program (threads, glibc linked
     in): the freestanding agent (libukprobe-agent.bin) is mapped and
@@ -768,6 +831,28 @@ def case_attach_static():
             check_fork_events(r, "\n".join(lines) + "\n" + out.decode(), how,
                               [7] * max(pokes, 1), 3, 1000)
             check(err.decode() == "", "trace -f -p: nothing said", err.decode())
+        # -f: children of raw clone calls through syscall() too
+        # (free/syscall_fn.c: the program's calls of syscall() that may fork)
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(pid), "-e",
+                              "p:w work i=%di:s64"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+        lines = read_lines_until(t, " w: ", lambda: run(1, 7))
+        drained = []
+        drain = threading.Thread(target=lambda: drained.append(t.communicate(timeout=120)))
+        drain.start()
+        p.stdin.write("rfork 3 1000 clone\n")
+        p.stdin.flush()
+        forked = p.stdout.readline()
+        t.send_signal(signal.SIGINT)
+        drain.join(timeout=120)
+        out, err = drained[0] if drained else (b"", b"trace -f -p did not end")
+        got, _ = fork_events("\n".join(lines) + "\n" + out.decode())
+        kids = [v for k, v in got.items() if k != pid]
+        check(forked == "rforked 3 ok\n" and err.decode() == "" and
+              kids == [list(range(5000000, 5001000))] * 3,
+              "trace -f -p: children of syscall(SYS_clone, SIGCHLD, 0), each its own, exact",
+              "%s%s\nper process: %s" % (forked, err.decode(),
+                                         {k: len(v) for k, v in got.items()}))
         check(run(3, 1) == "ran 3 %d\n" % (4 + 7 + 10), "the program goes on")
         p.stdin.write("quit\n")
         p.stdin.flush()

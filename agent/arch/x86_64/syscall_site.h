@@ -27,6 +27,7 @@
 #define UKPA_NR_EXIT_GROUP 231
 #define UKPA_NR_CLONE 56
 #define UKPA_NR_FORK 57
+#define UKPA_NR_CLONE3 435
 
 /* Does code[0..] load nr into eax? */
 static inline bool ukpa_site_loads(const unsigned char *code, long nr)
@@ -92,6 +93,92 @@ static inline void ukpa_site_divert(struct pt_regs *r, uintptr_t addr, uintptr_t
 {
 	r->cx = addr + UKPA_SYSCALL_INSN_LEN;
 	r->ip = tramp;
+}
+
+/* The C library's syscall() function (free/syscall_fn.c): glibc's
+ * moves the number and six arguments to the kernel's registers (the
+ * sixth from the stack), then the instruction, with nothing on the
+ * stack but the return address; after it, the result's errno and the
+ * return. (musl's keeps a frame of its own there: not followed.) */
+#define UKPA_SYSCALL_FN_INSN 23
+static inline bool ukpa_syscall_fn_is_glibc(const unsigned char *code)
+{
+	static const unsigned char glibc[UKPA_SYSCALL_FN_INSN + UKPA_SYSCALL_INSN_LEN] = {
+		0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0x48, 0x89, 0xd6, 0x48, 0x89, 0xca, 0x4d,
+		0x89, 0xc2, 0x4d, 0x89, 0xc8, 0x4c, 0x8b, 0x4c, 0x24, 0x08, 0x0f, 0x05
+	};
+
+	for (unsigned int i = 0; i < sizeof(glibc); i++)
+		if (code[i] != glibc[i])
+			return false;
+	return true;
+}
+
+/* A direct call (e8 rel32) or jump (e9 rel32: a tail call) of fn at
+ * code: 1 for a call, 2 for a jump, else 0. */
+#define UKPA_CALL_LEN 5
+static inline int ukpa_site_calls(const unsigned char *code, uintptr_t fn)
+{
+	int32_t rel;
+
+	if (code[0] != 0xe8 && code[0] != 0xe9)
+		return 0;
+	__builtin_memcpy(&rel, code + 1, sizeof(rel));
+	if ((uintptr_t)code + UKPA_CALL_LEN + (uintptr_t)(intptr_t)rel != fn)
+		return 0;
+	return code[0] == 0xe8 ? 1 : 2;
+}
+
+/* Does code[0..] load a constant into the first argument's register
+ * (mov $imm32, %edi: bf imm32)? *v: the constant. */
+#define UKPA_ARG0_REACH 24
+static inline bool ukpa_site_loads_arg0(const unsigned char *code, long *v)
+{
+	int32_t imm;
+
+	if (code[0] != 0xbf)
+		return false;
+	__builtin_memcpy(&imm, code + 1, sizeof(imm));
+	*v = (long)(uint32_t)imm;
+	return true;
+}
+
+/* [hit] The number and first two arguments of a call of syscall() at
+ * its call site. */
+static inline void ukpa_site_call_args(const struct pt_regs *r, long *nr, unsigned long *a0,
+				       unsigned long *a1)
+{
+	*nr = (long)r->di;
+	*a0 = r->si;
+	*a1 = r->dx;
+}
+
+/* [hit] A thread at a call (call: true) or tail jump of glibc's
+ * syscall() at addr, made as if at syscall()'s instruction insn: the
+ * return address pushed (a call), the number and arguments moved as
+ * syscall() moves them. False (nothing changed) if the stack cannot be
+ * read. The thread may then be diverted as at insn. */
+static inline bool ukpa_site_call_enter(struct pt_regs *r, uintptr_t addr, bool call)
+{
+	unsigned long sp = r->sp, slot[2];
+
+	if (call) {
+		sp -= 8;
+		if (copy_from_user_nofault(slot, (const void *)sp, sizeof(slot)))
+			return false;
+		*(volatile unsigned long *)sp = addr + UKPA_CALL_LEN;
+	} else if (copy_from_user_nofault(slot, (const void *)sp, sizeof(slot))) {
+		return false;
+	}
+	r->sp = sp;
+	r->ax = r->di;
+	r->di = r->si;
+	r->si = r->dx;
+	r->dx = r->cx;
+	r->r10 = r->r8;
+	r->r8 = r->r9;
+	r->r9 = ((volatile unsigned long *)sp)[1];
+	return true;
 }
 
 #endif /* UKPA_SYSCALL_SITE_H */

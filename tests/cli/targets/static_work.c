@@ -17,6 +17,23 @@
  *                "run 5 0" and "quit" on its standard input: this
  *                program, or its dynamic build, ends with status 3);
  *                then "forked N ok" once every child ended so
+ *   rfork N K VIA  N children made by a raw system call through the C
+ *                library's syscall() in rspawn() (VIA: fork, clone:
+ *                clone(SIGCHLD, 0), clone3: clone3 with exit_signal
+ *                SIGCHLD, var: fork, its number passed in a register to
+ *                sys_var(), whose call of syscall() makes other calls
+ *                too), each calling work(5000000 + k) for k in
+ *                [0, K) and _exit(0)ing; then "rforked N ok" once every
+ *                child ended so ("rforked N nosys" when the kernel or a
+ *                filter refuses the call with ENOSYS or EPERM)
+ *   sysargs      calls through syscall() whose results and errno it prints
+ *                ("sysargs" and a line each): a failure (close(-1)), six
+ *                arguments (mmap of a memfd at an offset: the byte read
+ *                there), clone3 with arguments it cannot read, errno
+ *                after a raw fork (kept), the child's own getpid, and
+ *                sys_var()'s getpid
+ *   sysloop N    N calls of syscall(SYS_getppid), then "sysloop N NS":
+ *                the thread's CPU nanoseconds per call
  *   tfork T N K  T threads at once, each forking N children one after
  *                the other in spawn() (each child calls work(5000000 + k)
  *                for k in [0, K) and _exit(0)s) and calling work(7000000)
@@ -43,6 +60,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +83,46 @@ __attribute__((noinline)) int spawn(void)
 {
 	__asm__ volatile("" ::: "memory");
 	return fork();
+}
+
+/* syscall(nr) with nr in a register: a call site whose number is not
+ * a constant */
+__attribute__((noinline)) long sys_var(long nr)
+{
+	__asm__ volatile("" : "+r"(nr));
+	return syscall(nr);
+}
+
+/* "rfork"'s raw fork (see the top): the kernel's result, as syscall()
+ * gives it. */
+__attribute__((noinline)) long rspawn(const char *via)
+{
+	__asm__ volatile("" ::: "memory");
+	if (!strcmp(via, "clone"))
+		return syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+#ifdef SYS_clone3
+	if (!strcmp(via, "clone3")) {
+		/* struct clone_args: flags, pidfd, child_tid, parent_tid,
+		 * exit_signal, stack, stack_size, tls */
+		unsigned long long args[8] = { 0, 0, 0, 0, SIGCHLD, 0, 0, 0 };
+
+		return syscall(SYS_clone3, args, sizeof(args));
+	}
+#endif
+	if (!strcmp(via, "fork"))
+		return syscall(SYS_fork);
+	if (!strcmp(via, "var"))
+		return sys_var(SYS_fork);
+	errno = ENOSYS;
+	return -1;
+}
+
+static long cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
 /* A thread of "tfork T N K" (see the top): how many of its children
@@ -228,6 +286,62 @@ int main(void)
 				      : WIFEXITED(st) &&
 						WEXITSTATUS(st) == (strncmp(how, "exec:", 5) ? 0 : 3);
 			printf("forked %ld %s\n", n, ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (sscanf(line, "rfork %ld %ld", &n, &base) == 2) {
+			char via[16] = "fork";
+			int ok = 0, st, nosys = 0;
+
+			sscanf(line, "rfork %*d %*d %15s", via);
+			for (k = 0; k < n; k++) {
+				long pid = rspawn(via);
+
+				if (pid == 0) {
+					for (long j = 0; j < base; j++)
+						work(5000000 + j);
+					_exit(0);
+				}
+				nosys += pid < 0 && (errno == ENOSYS || errno == EPERM);
+			}
+			while (wait(&st) > 0)
+				ok += WIFEXITED(st) && !WEXITSTATUS(st);
+			printf("rforked %ld %s\n", n, nosys ? "nosys" : ok == n ? "ok" : "failed");
+			fflush(stdout);
+		} else if (!strcmp(line, "sysargs\n")) {
+			long r;
+			int fd, st;
+			char *m;
+
+			printf("sysargs\n");
+			errno = 0;
+			r = syscall(SYS_close, -1L);
+			printf("close(-1) %ld %d\n", r, errno);
+			fd = (int)syscall(SYS_memfd_create, "sysargs", 0L);
+			if (fd < 0 || ftruncate(fd, 8192) || pwrite(fd, "x", 1, 4096) != 1)
+				printf("memfd failed\n");
+			m = (char *)syscall(SYS_mmap, 0L, 4096L, (long)PROT_READ, (long)MAP_SHARED,
+					    (long)fd, 4096L);
+			printf("mmap at 4096 %c\n", m == MAP_FAILED ? '?' : m[0]);
+			close(fd);
+#ifdef SYS_clone3
+			errno = 0;
+			r = syscall(SYS_clone3, (void *)8, 64L);
+			printf("clone3(bad) %ld %d\n", r, errno);
+#endif
+			errno = 1234;
+			r = syscall(SYS_fork);
+			if (r == 0)
+				_exit(syscall(SYS_getpid) == getpid() && getpid() != getppid() ? 7 : 1);
+			printf("fork errno %d\n", errno);
+			printf("sys_var(getpid) %s\n", sys_var(SYS_getpid) == getpid() ? "same" : "differs");
+			waitpid((pid_t)r, &st, 0);
+			printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+			fflush(stdout);
+		} else if (sscanf(line, "sysloop %ld", &n) == 1) {
+			long t0 = cpu_ns();
+
+			for (k = 0; k < n; k++)
+				sum += syscall(SYS_getppid);
+			printf("sysloop %ld %.1f\n", n, (double)(cpu_ns() - t0) / (double)n);
 			fflush(stdout);
 		} else if (sscanf(line, "tfork %ld %ld %ld", &n, &tfork_n, &tfork_k) == 3 && n <= 16) {
 			pthread_t th[16];

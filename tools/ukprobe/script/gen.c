@@ -142,9 +142,9 @@ static void builtin(struct gen *g, const struct node *n)
 	else if (!strcmp(b, "cpu"))
 		fputs("rt_cpu()", o);
 	else if (!strcmp(b, "uid"))
-		fputs("(int64_t)syscall(SYS_getuid)", o);
+		fputs("(int64_t)rt_sys(SYS_getuid, 0, 0, 0)", o);
 	else if (!strcmp(b, "gid"))
-		fputs("(int64_t)syscall(SYS_getgid)", o);
+		fputs("(int64_t)rt_sys(SYS_getgid, 0, 0, 0)", o);
 	else if (!strcmp(b, "retval"))
 		fputs("(int64_t)regs_return_value(c->regs)", o);
 	else if (!strncmp(b, "arg", 3))
@@ -608,7 +608,7 @@ static void handlers(struct gen *g)
 	fputs("static void setup(void)\n{\n"
 	      "\tstruct ukp_script_thread *t = (struct ukp_script_thread *)(void *)rt_init_block;\n\n"
 	      "\trt_pid = getpid();\n\tt->tid = (int32_t)rt_pid;\n"
-	      "\tsyscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);\n}\n", o);
+	      "\trt_sys(SYS_prctl, 16 /* PR_GET_NAME */, (long)t->comm, 0);\n}\n", o);
 	fputs("static void begin(void)\n{\n\tstruct rt_ctx c;\n\n"
 	      "\trt_t0 = rt_nsecs();\n\tsetup();\n\t(void)c;\n", o);
 	for (i = 0; i < sc->nprobes; i++)

@@ -218,6 +218,33 @@ static inline int64_t rt_mod(int64_t a, int64_t b)
 	return b ? a % b : 0;
 }
 
+/* The handlers' system calls: the instruction itself, not the C
+ * library's syscall(), which may be probed, and in a dynamic program
+ * launched is the agent's own (agent/raw_fork.c), whose fork path the
+ * vector-free proof would follow. The kernel's result (-errno). */
+static inline long rt_sys(long n, long a, long b, long c)
+{
+#if defined(__x86_64__)
+	long r;
+
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(n), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return r;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	return x0;
+#else
+	return syscall(n, a, b, c);
+#endif
+}
+
 /* nsecs: CLOCK_MONOTONIC, as bpftrace's; by the system call, not the
  * vDSO, whose call through a pointer the vector-free proof cannot
  * follow */
@@ -225,7 +252,7 @@ static inline int64_t rt_nsecs(void)
 {
 	struct timespec ts;
 
-	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	rt_sys(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -233,7 +260,7 @@ static inline int64_t rt_cpu(void)
 {
 	unsigned int cpu = 0;
 
-	syscall(SYS_getcpu, &cpu, 0, 0);
+	rt_sys(SYS_getcpu, (long)&cpu, 0, 0);
 	return cpu;
 }
 
@@ -255,7 +282,7 @@ static inline struct rt_str rt_comm(struct rt_ctx *c)
 
 	if (++t->age >= 256) {
 		t->age = 0;
-		syscall(SYS_prctl, 16 /* PR_GET_NAME */, t->comm, 0, 0, 0);
+		rt_sys(SYS_prctl, 16 /* PR_GET_NAME */, (long)t->comm, 0);
 	}
 	rt_zero_str(&s);
 	for (i = 0; i < 15 && t->comm[i]; i++)
