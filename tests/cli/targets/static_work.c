@@ -85,6 +85,15 @@ __attribute__((noinline)) int spawn(void)
 	return fork();
 }
 
+/* (AArch64 has no fork system call: clone with SIGCHLD is one) */
+#ifdef SYS_fork
+#define FORK_NR SYS_fork
+#define FORK_ARGS
+#else
+#define FORK_NR SYS_clone
+#define FORK_ARGS , (long)SIGCHLD, 0L, 0L, 0L, 0L
+#endif
+
 /* syscall(nr) with nr in a register: a call site whose number is not
  * a constant */
 __attribute__((noinline)) long sys_var(long nr)
@@ -110,9 +119,9 @@ __attribute__((noinline)) long rspawn(const char *via)
 	}
 #endif
 	if (!strcmp(via, "fork"))
-		return syscall(SYS_fork);
+		return syscall(FORK_NR FORK_ARGS);
 	if (!strcmp(via, "var"))
-		return sys_var(SYS_fork);
+		return sys_var(FORK_NR);
 	errno = ENOSYS;
 	return -1;
 }
@@ -328,7 +337,7 @@ int main(void)
 			printf("clone3(bad) %ld %d\n", r, errno);
 #endif
 			errno = 1234;
-			r = syscall(SYS_fork);
+			r = syscall(FORK_NR FORK_ARGS);
 			if (r == 0)
 				_exit(syscall(SYS_getpid) == getpid() && getpid() != getppid() ? 7 : 1);
 			printf("fork errno %d\n", errno);
