@@ -123,6 +123,7 @@ enum ukp_msg_type {
 	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
 	UKPM_RECS,              /* -o FILE only: a span of a thread's ring, as it is */
 	UKPM_RECORDS_HEAD,      /* -o FILE only: the file's first message (ukprobe's) */
+	UKPM_EXEC,              /* -f: a thread about to exec a program no agent can be preloaded into */
 };
 
 struct ukp_msg {
@@ -295,6 +296,18 @@ enum ukp_end_reason {
 	UKP_END_DETACH,            /* attached: ukprobe detached */
 	UKP_END_SPECS,             /* the SPECs' memfd could not be read (missing, of
 				    * another version, damaged): nothing was set up */
+};
+
+/* -f, launched: a thread (its id as the agent sees it) is about to exec
+ * a static program (failed 0), which ukprobe loads the freestanding
+ * agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC): the thread
+ * waits until it is traced. failed 1: that exec failed, the thread goes
+ * on (ukprobe lets it go). failed 2: attached, the thread is about to
+ * exec a program, which is not followed (ukprobe says so). */
+struct ukp_msg_exec {
+	struct ukp_msg h;
+	int32_t tid;
+	uint32_t failed;
 };
 
 struct ukp_msg_end {

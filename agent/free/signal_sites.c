@@ -30,7 +30,10 @@
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
  * from the region). With -f its fork and clone instructions are probed
- * as well (fork_sites.c: each child a traced image of its own). The
+ * as well (fork_sites.c: each child a traced image of its own), and
+ * its execve instructions (launched, a static program it execs is
+ * traced too; attached, ukprobe says the exec is not followed:
+ * exec_follow.c, from the fork trampoline). The
  * probes have a post_handler (never called) so that they stay
  * breakpoints: a jump-optimized hit ignores a changed instruction
  * pointer.
@@ -63,6 +66,7 @@ struct ksigaction {
 static struct kprobe site_kps[MAX_SITES];
 static bool exits;         /* the exit_group sites too (a script is loaded) */
 static bool forks;         /* the fork and clone sites too (-f, not Go: fork_sites.c) */
+static bool execs;         /* the execve sites too (-f, not Go: exec_follow.c) */
 static bool site_on[MAX_SITES];
 static bool site_fork[MAX_SITES]; /* a fork or clone site: never taken from the blacklist */
 static int nsites;
@@ -166,6 +170,11 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 		/* (resumes at the trampoline, or runs the call as the probe's
 		 * instruction) */
 		return ukpa_fork_site_pre(regs, (uintptr_t)kp->addr) ? 1 : 0;
+	case UKPA_NR_EXECVE:
+		if (!execs)
+			return 0;
+		ukpa_site_call_divert(regs, (uintptr_t)kp->addr);
+		return 1; /* resumes at the trampoline: fork_sites.c */
 	case UKPA_NR_EXIT_GROUP:
 		if (ukpa_script_loaded())
 			ukpa_before_exit();
@@ -207,8 +216,10 @@ static void scan(const unsigned char *p, const unsigned char *end)
 		bool any = exits && ukpa_site_loads_any(p, UKPA_NR_EXIT_GROUP);
 		bool fork = forks && (ukpa_site_loads(p, UKPA_NR_CLONE) ||
 				      ukpa_site_loads(p, UKPA_NR_FORK));
+		/* (taken from the blacklist as the signal sites are) */
+		bool exec = execs && ukpa_site_loads(p, UKPA_NR_EXECVE);
 
-		if (!any && !fork && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
+		if (!any && !fork && !exec && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
 		    !ukpa_site_loads(p, UKPA_NR_RT_SIGPROCMASK))
 			continue;
 		for (q = p + UKPA_SITE_LOAD_LEN; q + UKPA_SYSCALL_INSN_LEN <= end &&
@@ -258,6 +269,7 @@ int ukpa_signal_sites_watch(void)
 		return 0;
 	exits = ukpa_script_loaded();
 	forks = ukpa_follow && !ukp_tb_go;
+	execs = forks;
 	dl_iterate_phdr(find_sites, &i);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;

@@ -377,6 +377,9 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 	l->config = config_packet(s, &l->config_len);
 	if (!l->config)
 		return UKP_EXIT_FAIL;
+	/* -f: execs are not followed; the agents say when one is made
+	 * (follow_exec.c) */
+	s->exec_msg = s->follow ? ukp_follow_exec : NULL;
 	if (!make_secret(l->secret, sizeof(l->secret), key)) {
 		ukp_err("getrandom: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
@@ -532,6 +535,7 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 	int i;
 
 	wait_agents_gone(s);
+	ukp_follow_exec_end(s);
 	if (l->timing)
 		fprintf(stderr,
 			"ukprobe: probes registered after %ld ms, first event after %ld ms, "

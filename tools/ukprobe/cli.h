@@ -105,6 +105,9 @@ bool ukp_elf_has_interp(int fd, const Elf64_Ehdr *eh);
  * agent's thread has ended, before the program runs. 0 or -1 (said). */
 int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
 		      void *arg);
+/* The same for a process stopped after its execve already. */
+int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
+			      void (*held)(void *), void *arg);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

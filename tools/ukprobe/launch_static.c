@@ -77,21 +77,30 @@ static int run_to_thread_pointer(pid_t pid)
 int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
 		      void *arg)
 {
-	struct ukp_loaded ld;
-	/* (entry.c: no socket, no key; 'g': Go's threads) */
-	const char *params = "\0\0g";
-	size_t plen = 0;
-	int st, ret, fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		plen = ukp_go_without_cgo(fd) ? 4 : 0;
-		close(fd);
-	}
+	int st, ret;
 
 	while ((ret = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
 	if (ret < 0 || !WIFSTOPPED(st))
 		return 0;
+	return ukp_launch_static_stopped(path, agent, pid, held, arg);
+}
+
+/* The same from the stop after its execve (PTRACE_TRACEME's SIGTRAP, or
+ * PTRACE_EVENT_EXEC: follow_exec.c). */
+int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
+			      void (*held)(void *), void *arg)
+{
+	struct ukp_loaded ld;
+	/* (entry.c: no socket, no key; 'g': Go's threads) */
+	const char *params = "\0\0g";
+	size_t plen = 0;
+	int ret, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		plen = ukp_go_without_cgo(fd) ? 4 : 0;
+		close(fd);
+	}
 	ret = run_to_thread_pointer(pid);
 	if (ret > 0)
 		return 0; /* (it ended: the session says how) */

@@ -143,7 +143,19 @@ struct ukp_session {
 	/* record: every packet handled goes into the recording too
 	 * (record_dir.c), before it is handled */
 	struct ukp_record *record;
+	/* launched with -f: an agent's UKPM_EXEC (follow_exec.c); NULL
+	 * elsewhere (a recording read back) */
+	void (*exec_msg)(struct ukp_session *s, pid_t tid, int kind);
+	struct ukp_follows *follows;
 };
+
+/* follow_exec.c: -f, launched: a thread about to exec a static program
+ * is seized, and the freestanding agent loaded into the program at its
+ * exec (agent/exec_follow.c); kind 1: that exec failed, the thread is
+ * let go; kind 2: attached, an exec not followed (said). */
+void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind);
+/* At the session's end: every follow done. */
+void ukp_follow_exec_end(struct ukp_session *s);
 
 /* hist_print.c: an UKPM_HIST message (0, or -1: malformed), the tables
  * in the kernel's hist format at the end, and their memory. */

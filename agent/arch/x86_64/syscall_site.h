@@ -27,6 +27,7 @@
 #define UKPA_NR_EXIT_GROUP 231
 #define UKPA_NR_CLONE 56
 #define UKPA_NR_FORK 57
+#define UKPA_NR_EXECVE 59
 
 /* Does code[0..] load nr into eax? */
 static inline bool ukpa_site_loads(const unsigned char *code, long nr)

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exec_follow.c - -f, launched: a static program a traced one execs is
+ * traced too. A dynamic program gets the agent back from its environment
+ * (LD_PRELOAD, agent.c's exec_env); a static one has no loader to
+ * preload it, so before the execve system call the thread asks ukprobe
+ * to take it (UKPM_EXEC, proto.h) and waits until it is traced: ukprobe
+ * seizes it, and at the exec loads the freestanding agent into the new
+ * program as into a static program it launched (tools/ukprobe/
+ * follow_exec.c). A failed exec is said, and ukprobe lets the thread go.
+ *
+ * Context: [init], on the program's thread making the exec, which may be
+ * a vfork() child sharing its parent's memory (or, in the freestanding
+ * agent, a child made by a raw clone): only system calls and the stack,
+ * nothing allocated, no lock taken, errno as it was.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* How long a thread waits to be traced before it execs untraced (ukprobe
+ * could not seize it: it says so). */
+#define TRACED_WAIT_MS 5000
+
+/* Is path an ELF program without a program interpreter (static)? */
+static bool static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	bool interp = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || eh.e_phentsize != sizeof(ph)) {
+		close(fd);
+		return false;
+	}
+	for (int i = 0; i < eh.e_phnum && !interp; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (size_t)i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			break;
+		interp = ph.p_type == PT_INTERP;
+	}
+	close(fd);
+	/* (a static-PIE is ET_DYN without PT_INTERP; a shared library run
+	 * as a program has PT_INTERP or is no program) */
+	return !interp;
+}
+
+/* Has this thread a tracer (/proc/thread-self/status's TracerPid)? */
+static bool traced(void)
+{
+	char buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTracerPid:");
+	if (!p)
+		return false;
+	p += sizeof("\nTracerPid:") - 1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return *p >= '1' && *p <= '9';
+}
+
+/* The thread whose exec ukprobe was asked to follow, until it is made
+ * (a vfork child's: its parent waits meanwhile; no TLS in the
+ * freestanding agent) */
+static _Atomic int asked;
+
+/*
+ * Before the execve of path (path NULL: after it, failed). Sends the
+ * request for a static program when ukprobe launched the session with -f
+ * (dynamic programs: not here); attached, says that the exec is not
+ * followed (doc/cli.md).
+ */
+void ukpa_exec_follow(const char *path)
+{
+	struct ukp_msg_exec m = { .h = { UKPM_EXEC, sizeof(m) } };
+	int saved_errno = errno;
+
+	if (!ukpa_follow)
+		return;
+	m.tid = (int32_t)syscall(SYS_gettid);
+	if (ukpa_attached) {
+		/* (not followed: ukprobe says so) */
+		if (path) {
+			m.failed = 2;
+			ukpa_send_shared(&m, sizeof(m));
+		}
+		errno = saved_errno;
+		return;
+	}
+	if (!path) {
+		int me = m.tid;
+
+		if (atomic_compare_exchange_strong(&asked, &me, 0)) {
+			m.failed = 1;
+			ukpa_send_shared(&m, sizeof(m));
+		}
+		errno = saved_errno;
+		return;
+	}
+	/* (the freestanding agent's C library has no access()) */
+	if (!static_elf(path) || syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0)) {
+		errno = saved_errno;
+		return;
+	}
+	if (ukpa_send_shared(&m, sizeof(m)) == 0) {
+		atomic_store(&asked, m.tid);
+		for (int i = 0; i < TRACED_WAIT_MS && !traced(); i++) {
+			struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+		}
+	}
+	errno = saved_errno;
+}
+
+#ifndef UKP_FREE
+/* (src/process/exec.c: around each execve system call the library's
+ * exec interposers make) */
+extern void (*ukp_exec_call_hook)(const char *path);
+
+#endif
+
+/* [init] With -f (agent.c's set-up, launched or attached): from now on. */
+void ukpa_exec_follow_init(void)
+{
+#ifndef UKP_FREE
+	ukp_exec_call_hook = ukpa_exec_follow;
+#endif
+}
