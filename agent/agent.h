@@ -205,6 +205,7 @@ bool ukpa_active(void);
 /* exec_follow.c: -f, launched: a static program exec'd is traced too */
 void ukpa_exec_follow_init(void);
 void ukpa_exec_follow(const char *path);
+bool ukpa_spawn_follow(const char *file, bool by_file, bool done);
 /* agent.c: with -f, launched: a descriptor the exec'd programs inherit */
 bool ukpa_fd_kept(unsigned int fd);
 /* [init] Before _exit(): flush and end this image, if that can be done

@@ -8,6 +8,8 @@
  * seizes it, and at the exec loads the freestanding agent into the new
  * program as into a static program it launched (tools/ukprobe/
  * follow_exec.c). A failed exec is said, and ukprobe lets the thread go.
+ * A dynamic program's posix_spawn() of a static one: ukprobe traces the
+ * spawning thread for the call instead (ukpa_spawn_follow).
  *
  * Context: [init], on the program's thread making the exec, which may be
  * a vfork() child sharing its parent's memory (or, in the freestanding
@@ -17,8 +19,11 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +86,8 @@ static bool traced(void)
 	return *p >= '1' && *p <= '9';
 }
 
+static void wait_traced(bool want);
+
 /* The thread whose exec ukprobe was asked to follow, until it is made
  * (a vfork child's: its parent waits meanwhile; no TLS in the
  * freestanding agent) */
@@ -126,26 +133,112 @@ void ukpa_exec_follow(const char *path)
 	}
 	if (ukpa_send_shared(&m, sizeof(m)) == 0) {
 		atomic_store(&asked, m.tid);
-		for (int i = 0; i < TRACED_WAIT_MS && !traced(); i++) {
-			struct timespec ms = { 0, 1000000 };
-
-			nanosleep(&ms, NULL);
-		}
+		wait_traced(true);
 	}
 	errno = saved_errno;
+}
+
+/* Wait until this thread is traced (want) or no longer is, at most
+ * TRACED_WAIT_MS. */
+static void wait_traced(bool want)
+{
+	for (int i = 0; i < TRACED_WAIT_MS && traced() != want; i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
 }
 
 #ifndef UKP_FREE
 /* (src/process/exec.c: around each execve system call the library's
  * exec interposers make) */
 extern void (*ukp_exec_call_hook)(const char *path);
+/* (src/process/sigmask.c: around each posix_spawn the program calls) */
+extern bool (*ukp_spawn_call_hook)(const char *file, bool by_file, bool done);
 
+/* posix_spawnp's program: FILE as is if it has a '/', else the first
+ * executable regular file of that name in PATH (as glibc searches;
+ * false if none). */
+static bool spawn_path(const char *file, bool by_file, char *buf, size_t size)
+{
+	const char *p, *end;
+	size_t flen = strlen(file);
+
+	if (!*file || flen >= size)
+		return false;
+	if (!by_file || strchr(file, '/')) {
+		memcpy(buf, file, flen + 1);
+		return true;
+	}
+	p = getenv("PATH");
+	if (!p)
+		p = "/bin:/usr/bin";
+	for (;; p = end + 1) {
+		size_t dl;
+		struct stat st;
+
+		end = strchrnul(p, ':');
+		dl = (size_t)(end - p);
+		if (dl + flen + 2 <= size) {
+			memcpy(buf, p, dl);
+			if (dl)
+				buf[dl++] = '/';
+			memcpy(buf + dl, file, flen + 1);
+			if (!stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
+				return true;
+		}
+		if (!*end)
+			return false;
+	}
+}
 #endif
+
+/*
+ * -f, launched, a dynamic program: around its posix_spawn() of FILE
+ * (src/process/sigmask.c's interposer). glibc's child (a vfork, in the
+ * thread's memory) makes its execve inside libc, which neither the exec
+ * interposers nor the hook see: for a static program, before the call
+ * the thread asks ukprobe to trace it (UKPM_EXEC, failed 3), so that
+ * ukprobe takes the child at its vfork and loads the freestanding agent
+ * at the child's exec; after it (done), the thread says so (failed 4)
+ * and waits until ukprobe let it go. Returns whether it asked (the call
+ * after is wanted). [any] on the program's thread, before and after
+ * libc's posix_spawn.
+ */
+bool ukpa_spawn_follow(const char *file, bool by_file, bool done)
+{
+	struct ukp_msg_exec m = { .h = { UKPM_EXEC, sizeof(m) }, .failed = done ? 4 : 3 };
+	int saved_errno = errno;
+	bool asked = false;
+#ifndef UKP_FREE
+	char path[PATH_MAX];
+
+	if (!ukpa_follow || ukpa_attached || !file)
+		return false;
+	m.tid = (int32_t)syscall(SYS_gettid);
+	if (done) {
+		if (ukpa_send_shared(&m, sizeof(m)) == 0)
+			wait_traced(false);
+	} else if (spawn_path(file, by_file, path, sizeof(path)) && static_elf(path) &&
+		   ukpa_send_shared(&m, sizeof(m)) == 0) {
+		wait_traced(true);
+		asked = true;
+	}
+#else
+	(void)m;
+	(void)file;
+	(void)by_file;
+	(void)done;
+#endif
+	errno = saved_errno;
+	return asked;
+}
 
 /* [init] With -f (agent.c's set-up, launched or attached): from now on. */
 void ukpa_exec_follow_init(void)
 {
 #ifndef UKP_FREE
 	ukp_exec_call_hook = ukpa_exec_follow;
+	ukp_spawn_call_hook = ukpa_spawn_follow;
 #endif
 }

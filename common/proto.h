@@ -303,7 +303,12 @@ enum ukp_end_reason {
  * agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC): the thread
  * waits until it is traced. failed 1: that exec failed, the thread goes
  * on (ukprobe lets it go). failed 2: attached, the thread is about to
- * exec a program, which is not followed (ukprobe says so). */
+ * exec a program, which is not followed (ukprobe says so). failed 3:
+ * the thread is about to posix_spawn() a static program (glibc's child
+ * makes its execve unseen): ukprobe traces the thread, takes the child
+ * at its vfork and loads the agent at the child's exec, then lets the
+ * thread go; failed 4: that posix_spawn() returned (the thread waits
+ * until it is let go). */
 struct ukp_msg_exec {
 	struct ukp_msg h;
 	int32_t tid;

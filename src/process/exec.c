@@ -24,7 +24,7 @@
  * programs' versioned references bind to them.
  * Not covered: glibc's own internal execs (system(), popen() and
  * posix_spawn's child use its internal execve); posix_spawn is covered in
- * sigmask.c by its attributes.
+ * sigmask.c by its attributes, and its hook (ukp_spawn_call_hook).
  *
  * Context: [any] on program threads; may run in a vfork() child that
  * shares the parent's memory: nothing here allocates.

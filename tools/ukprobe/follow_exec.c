@@ -13,8 +13,12 @@
  * go), and loads the agent into the new program there, one load at a
  * time; the session loop goes on meanwhile, reading what the images
  * send (the new program's agent among them, on the connection every
- * image of a launched session shares). Attached, an exec is not
- * followed: the agent says so, and so does ukprobe.
+ * image of a launched session shares). A dynamic program's
+ * posix_spawn() of a static one: its thread asks before the call (glibc's
+ * child execs inside libc, unseen: agent/exec_follow.c), and is traced
+ * for the call so that its child is traced from its vfork
+ * (wait_spawn). Attached, an exec is not followed: the agent says so,
+ * and so does ukprobe.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,7 +41,9 @@ struct ukp_follow {
 	struct ukp_follow *next;
 	pthread_t th;
 	pid_t tid;
-	_Atomic bool failed;      /* the agent said: that exec failed */
+	_Atomic bool failed;      /* the agent said: that exec failed (or, spawn:
+				   * its posix_spawn returned) */
+	bool spawn;               /* a posix_spawn()'s child is followed */
 	char *agent;              /* the freestanding agent's path */
 };
 
@@ -110,18 +116,100 @@ static int wait_exec(struct ukp_follow *f, pid_t *pid)
 	}
 }
 
+/* Stop a seized thread and let it go (it may have ended). */
+static void release(pid_t tid)
+{
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL))
+		return;
+	for (;;) {
+		int st, r = waitpid(tid, &st, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(st))
+			return;
+		if (st >> 16 == PTRACE_EVENT_STOP) {
+			ptrace(PTRACE_DETACH, tid, NULL, NULL);
+			return;
+		}
+		/* (a signal on its way goes on; another event's stop
+		 * too: the interrupt's comes after it) */
+		ptrace(PTRACE_CONT, tid, NULL, (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st)));
+	}
+}
+
+/*
+ * posix_spawn's child: f's thread is seized with PTRACE_O_TRACEVFORK
+ * (glibc's child is a clone with CLONE_VM | CLONE_VFORK), so that the
+ * child is traced from its start with the same options; waits for the
+ * child's exec (1: stopped there, *pid), its end or the call's return
+ * without a child (0). The thread is let go either way, before the
+ * child's agent is loaded (it waits for that in posix_spawn's return).
+ */
+static int wait_spawn(struct ukp_follow *f, pid_t *pid)
+{
+	pid_t child = 0;
+	int ret = 0;
+
+	for (;;) {
+		int st, r = waitpid(child ? child : f->tid, &st, __WALL | WNOHANG);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || (r > 0 && !WIFSTOPPED(st))) {
+			if (r > 0 && r == f->tid)
+				return 0; /* (the thread ended) */
+			break;    /* (the child ended without an exec) */
+		}
+		if (r == 0) {
+			struct timespec ms = { 0, 1000000 };
+
+			/* (the call returned without a child) */
+			if (!child && atomic_load(&f->failed))
+				break;
+			if (child) {
+				/* the thread: stops of its own meanwhile go on */
+				r = waitpid(f->tid, &st, __WALL | WNOHANG);
+				if (r > 0 && WIFSTOPPED(st))
+					ptrace(PTRACE_CONT, f->tid, NULL,
+					       (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st)));
+			}
+			nanosleep(&ms, NULL);
+			continue;
+		}
+		if (!child && (st >> 16 == PTRACE_EVENT_VFORK || st >> 16 == PTRACE_EVENT_FORK)) {
+			unsigned long msg = 0;
+
+			ptrace(PTRACE_GETEVENTMSG, r, NULL, &msg);
+			child = (pid_t)msg;
+			ptrace(PTRACE_CONT, r, NULL, NULL);
+			continue;
+		}
+		if (child && st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+			*pid = r;
+			ret = 1;
+			break;
+		}
+		ptrace(PTRACE_CONT, r, NULL, (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st)));
+	}
+	release(f->tid);
+	return ret;
+}
+
 static void *follow_main(void *arg)
 {
 	struct ukp_follow *f = arg;
 	char path[64];
 	pid_t pid;
+	long opts = f->spawn ? PTRACE_O_TRACEEXEC | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEFORK
+			     : PTRACE_O_TRACEEXEC;
 
-	if (ptrace(PTRACE_SEIZE, f->tid, NULL, (void *)(long)PTRACE_O_TRACEEXEC)) {
+	if (ptrace(PTRACE_SEIZE, f->tid, NULL, (void *)opts)) {
 		ukp_warn("-f: the program thread %d execs cannot be followed (ptrace: %s): it "
 			 "runs untraced", f->tid, strerror(errno));
 		return NULL;
 	}
-	if (wait_exec(f, &pid) <= 0)
+	if ((f->spawn ? wait_spawn(f, &pid) : wait_exec(f, &pid)) <= 0)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (!ukp_program_is_static(pid)) {
@@ -158,10 +246,10 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 		}
 		return;
 	}
-	if (kind == 1) {
+	if (kind == 1 || kind == 4) {
 		pthread_mutex_lock(&fs->lock);
 		for (f = fs->list; f; f = f->next)
-			if (f->tid == tid)
+			if (f->tid == tid && f->spawn == (kind == 4))
 				atomic_store(&f->failed, true);
 		pthread_mutex_unlock(&fs->lock);
 		return;
@@ -170,6 +258,7 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 	if (!f)
 		return;
 	f->tid = tid;
+	f->spawn = kind == 3;
 	f->agent = free_agent_of(s);
 	if (!f->agent) {
 		ukp_warn("-f: process %d execs a static program, which needs the freestanding "

@@ -488,7 +488,7 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 		if (m.tid <= 0)
 			return -1;
 		if (s->exec_msg)
-			s->exec_msg(s, m.tid, m.failed > 2 ? 1 : (int)m.failed);
+			s->exec_msg(s, m.tid, m.failed > 4 ? 1 : (int)m.failed);
 		return 0;
 	}
 	case UKPM_DETACHED: {
