@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exec_follow.c - -f, launched: a static program a traced one execs is
- * traced too. A dynamic program gets the agent back from its environment
+ * exec_follow.c - -f: a program a traced one execs is traced too.
+ * Launched, a dynamic program gets the agent back from its environment
  * (LD_PRELOAD, agent.c's exec_env); a static one has no loader to
  * preload it, so before the execve system call the thread asks ukprobe
  * to take it (UKPM_EXEC, proto.h) and waits until it is traced: ukprobe
  * seizes it, and at the exec loads the freestanding agent into the new
  * program as into a static program it launched (tools/ukprobe/
- * follow_exec.c). A failed exec is said, and ukprobe lets the thread go.
+ * follow_exec.c). Attached, nothing comes from the environment: the
+ * thread asks for every program, dynamic or static, and ukprobe loads
+ * the freestanding agent into it with the attach's socket and key, as
+ * -p does. A failed exec is said, and ukprobe lets the thread go.
  * A dynamic program's posix_spawn() of a static one: ukprobe traces the
  * spawning thread for the call instead (ukpa_spawn_follow).
  *
@@ -95,9 +98,9 @@ static _Atomic int asked;
 
 /*
  * Before the execve of path (path NULL: after it, failed). Sends the
- * request for a static program when ukprobe launched the session with -f
- * (dynamic programs: not here); attached, says that the exec is not
- * followed (doc/cli.md).
+ * request with -f: launched, for a static program (dynamic programs:
+ * not here); attached, for any program (doc/cli.md). A path that cannot
+ * be executed (execvp()'s tries along PATH) asks nothing.
  */
 void ukpa_exec_follow(const char *path)
 {
@@ -107,27 +110,21 @@ void ukpa_exec_follow(const char *path)
 	if (!ukpa_follow)
 		return;
 	m.tid = (int32_t)syscall(SYS_gettid);
-	if (ukpa_attached) {
-		/* (not followed: ukprobe says so) */
-		if (path) {
-			m.failed = 2;
-			ukpa_send_shared(&m, sizeof(m));
-		}
-		errno = saved_errno;
-		return;
-	}
 	if (!path) {
 		int me = m.tid;
 
 		if (atomic_compare_exchange_strong(&asked, &me, 0)) {
 			m.failed = 1;
-			ukpa_send_shared(&m, sizeof(m));
+			/* (untraced again before another try can ask) */
+			if (ukpa_send_shared(&m, sizeof(m)) == 0)
+				wait_traced(false);
 		}
 		errno = saved_errno;
 		return;
 	}
 	/* (the freestanding agent's C library has no access()) */
-	if (!static_elf(path) || syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0)) {
+	if ((!ukpa_attached && !static_elf(path)) ||
+	    syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0)) {
 		errno = saved_errno;
 		return;
 	}

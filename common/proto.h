@@ -298,12 +298,13 @@ enum ukp_end_reason {
 				    * another version, damaged): nothing was set up */
 };
 
-/* -f, launched: a thread (its id as the agent sees it) is about to exec
- * a static program (failed 0), which ukprobe loads the freestanding
- * agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC): the thread
- * waits until it is traced. failed 1: that exec failed, the thread goes
- * on (ukprobe lets it go). failed 2: attached, the thread is about to
- * exec a program, which is not followed (ukprobe says so). failed 3:
+/* -f: a thread (its id as the agent sees it) is about to exec a program
+ * (failed 0; launched: a static one), which ukprobe loads the
+ * freestanding agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC;
+ * attached, with the attach's socket and key): the thread waits until
+ * it is traced. failed 1: that exec failed, the thread goes on (ukprobe
+ * lets it go, the thread waits until it is untraced). failed 2: not
+ * used (it was: attached, an exec not followed). failed 3:
  * the thread is about to posix_spawn() a static program (glibc's child
  * makes its execve unseen): ukprobe traces the thread, takes the child
  * at its vfork and loads the agent at the child's exec, then lets the

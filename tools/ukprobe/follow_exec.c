@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * follow_exec.c - -f, launched: a static program that a traced process
- * execs gets the freestanding agent, as the static program ukprobe
+ * follow_exec.c - -f: a static program that a traced process execs (and
+ * attached, any program) gets the freestanding agent, as the static program ukprobe
  * launches does (launch_static.c). A dynamic one gets the agent from
  * its environment (LD_PRELOAD); a static one has no loader, so its
  * agent is loaded by ptrace at its exec: the exec'ing thread asks for
@@ -17,8 +17,14 @@
  * posix_spawn() of a static one: its thread asks before the call (glibc's
  * child execs inside libc, unseen: agent/exec_follow.c), and is traced
  * for the call so that its child is traced from its vfork
- * (wait_spawn). Attached, an exec is not followed: the agent says so,
- * and so does ukprobe.
+ * (wait_spawn).
+ *
+ * Attached, the agent asks for every program, dynamic or static (no
+ * LD_PRELOAD reaches it): the new program gets the freestanding agent
+ * with the attach's socket name and key, as a process -p names does
+ * (inject.c), and is held until that agent's READY says its probes are
+ * in place; its agent connects, is admitted as a descendant, and at the
+ * detach is unloaded like the others (ukp_follow_exec_unload).
  */
 #include <errno.h>
 #include <limits.h>
@@ -35,6 +41,7 @@
 
 #include "cli.h"
 #include "session.h"
+#include "session_loop.h"
 #include "target.h"
 
 struct ukp_follow {
@@ -45,13 +52,24 @@ struct ukp_follow {
 				   * its posix_spawn returned) */
 	bool spawn;               /* a posix_spawn()'s child is followed */
 	char *agent;              /* the freestanding agent's path */
+	/* attached: the session's socket and key (NULL launched), the
+	 * exec'd process, and whether its agent said READY */
+	struct ukp_session *s;
+	const char *name, *key;
+	_Atomic pid_t pid;
+	_Atomic bool ready;
+};
+
+/* attached: an agent loaded into an exec'd program, for the unload */
+struct ukp_exec_load {
+	struct ukp_exec_load *next;
+	struct ukp_loaded *ld;
 };
 
 struct ukp_follows {
-	pthread_mutex_t lock;     /* the list */
+	pthread_mutex_t lock;     /* the lists */
 	struct ukp_follow *list;
-	int unfollowed;           /* attached: execs not followed (the first said) */
-	pid_t unfollowed_pid;
+	struct ukp_exec_load *loads;
 };
 
 /* one load at a time (load.c's state is ukprobe's) */
@@ -196,6 +214,44 @@ static int wait_spawn(struct ukp_follow *f, pid_t *pid)
 	return ret;
 }
 
+/* [follow] Has f's program's agent said READY? */
+static bool said_ready(void *arg)
+{
+	return atomic_load(&((struct ukp_follow *)arg)->ready);
+}
+
+/* Attached: the program pid, stopped at its exec, gets the agent with
+ * the attach's parameters (launch_static.c), kept for the unload. */
+static void follow_attached(struct ukp_follow *f, const char *path, pid_t pid)
+{
+	struct ukp_follows *fs = f->s->follows;
+	struct ukp_exec_load *el = calloc(1, sizeof(*el));
+	struct ukp_loaded *ld;
+	int ret;
+
+	if (!el) {
+		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		return;
+	}
+	atomic_store(&f->pid, pid);
+	pthread_mutex_lock(&load_lock);
+	ret = ukp_follow_load(path, f->agent, pid, ukp_program_is_static(pid), f->name, f->key,
+			      said_ready, f, &ld);
+	pthread_mutex_unlock(&load_lock);
+	if (ret) {
+		/* (ended; or said, and let go) */
+		if (ret < 0)
+			ukp_warn("-f: process %d runs the program it exec'd untraced", pid);
+		free(el);
+		return;
+	}
+	el->ld = ld;
+	pthread_mutex_lock(&fs->lock);
+	el->next = fs->loads;
+	fs->loads = el;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 static void *follow_main(void *arg)
 {
 	struct ukp_follow *f = arg;
@@ -212,6 +268,10 @@ static void *follow_main(void *arg)
 	if ((f->spawn ? wait_spawn(f, &pid) : wait_exec(f, &pid)) <= 0)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (f->name) {
+		follow_attached(f, path, pid);
+		return NULL;
+	}
 	if (!ukp_program_is_static(pid)) {
 		/* (a dynamic program: its agent is preloaded) */
 		ptrace(PTRACE_DETACH, pid, NULL, NULL);
@@ -235,17 +295,8 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 			return;
 		pthread_mutex_init(&fs->lock, NULL);
 	}
-	if (kind == 2) {
-		/* (the thread's id as its agent sees it: the pid of a
-		 * process that has one thread, in ukprobe's namespace too
-		 * unless the process is in a container of its own) */
-		if (!fs->unfollowed++) {
-			fs->unfollowed_pid = tid;
-			ukp_warn("-f: process %d execs a program, which is not followed in an "
-				 "attached session: it runs untraced", tid);
-		}
-		return;
-	}
+	if (kind == 2)
+		return; /* (not sent: proto.h) */
 	if (kind == 1 || kind == 4) {
 		pthread_mutex_lock(&fs->lock);
 		for (f = fs->list; f; f = f->next)
@@ -259,11 +310,14 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 		return;
 	f->tid = tid;
 	f->spawn = kind == 3;
+	f->s = s;
+	f->name = s->attach_name;
+	f->key = s->attach_key;
 	f->agent = free_agent_of(s);
 	if (!f->agent) {
-		ukp_warn("-f: process %d execs a static program, which needs the freestanding "
-			 "agent (libukprobe-agent.bin beside %s): it runs untraced", tid,
-			 s->agent ? s->agent : "the agent");
+		ukp_warn("-f: process %d execs a %sprogram, which needs the freestanding agent "
+			 "(libukprobe-agent.bin beside %s): it runs untraced", tid,
+			 f->name ? "" : "static ", s->agent ? s->agent : "the agent");
 		free(f);
 		return;
 	}
@@ -278,24 +332,65 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+void ukp_follow_exec_ready(struct ukp_session *s, pid_t pid)
+{
+	struct ukp_follows *fs = s->follows;
+	struct ukp_follow *f;
+
+	if (!fs)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	for (f = fs->list; f; f = f->next)
+		if (atomic_load(&f->pid) == pid)
+			atomic_store(&f->ready, true);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void follows_free(struct ukp_session *s)
+{
+	struct ukp_follows *fs = s->follows;
+
+	pthread_mutex_destroy(&fs->lock);
+	free(fs);
+	s->follows = NULL;
+}
+
 void ukp_follow_exec_end(struct ukp_session *s)
 {
 	struct ukp_follows *fs = s->follows;
 
 	if (!fs)
 		return;
-	if (fs->unfollowed > 1)
-		ukp_warn("-f: %d execs in all were not followed (the first in process %d)",
-			 fs->unfollowed, fs->unfollowed_pid);
-	while (fs->list) {
-		struct ukp_follow *f = fs->list;
+	for (;;) {
+		struct ukp_follow *f;
 
-		fs->list = f->next;
+		pthread_mutex_lock(&fs->lock);
+		f = fs->list;
+		if (f)
+			fs->list = f->next;
+		pthread_mutex_unlock(&fs->lock);
+		if (!f)
+			break;
 		pthread_join(f->th, NULL);
 		free(f->agent);
 		free(f);
 	}
-	pthread_mutex_destroy(&fs->lock);
-	free(fs);
-	s->follows = NULL;
+	if (!fs->loads)
+		follows_free(s);
+}
+
+void ukp_follow_exec_unload(struct ukp_session *s, int timeout_ms)
+{
+	struct ukp_follows *fs = s->follows;
+
+	if (!fs)
+		return;
+	while (fs->loads) {
+		struct ukp_exec_load *el = fs->loads;
+
+		fs->loads = el->next;
+		ukp_inject_unload(el->ld, timeout_ms); /* (frees it) */
+		free(el);
+	}
+	follows_free(s);
 }

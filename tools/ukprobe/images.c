@@ -478,6 +478,8 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 	}
 	case UKPM_READY:
 		img->ready = true;
+		if (s->exec_msg)
+			ukp_follow_exec_ready(s, img->pid);
 		return 0;
 	case UKPM_EXEC: {
 		struct ukp_msg_exec m;

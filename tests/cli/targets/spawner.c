@@ -19,6 +19,10 @@
  * its first event says the probes are in place).
  *   tgt_spawner leaf N   leaf(200 + k) for k in [0, N), then exits 0
  *                        (the program the children run)
+ *   tgt_spawner hold N   the same, then prints "held" and waits for a
+ *                        line on its standard input before leaf(300)
+ *                        (ukprobe -p -f: the exec'd program looked at
+ *                        after the detach)
  */
 #include <poll.h>
 #include <sched.h>
@@ -71,9 +75,16 @@ int main(int argc, char **argv)
 	pid_t pid;
 	char line[64];
 
-	if (argc == 3 && !strcmp(argv[1], "leaf")) {
+	if (argc == 3 && (!strcmp(argv[1], "leaf") || !strcmp(argv[1], "hold"))) {
 		for (int k = 0; k < atoi(argv[2]); k++)
 			leaf(200 + k);
+		if (argv[1][0] == 'h') {
+			printf("held\n");
+			fflush(stdout);
+			if (!fgets(line, sizeof(line), stdin))
+				return 2;
+			leaf(300);
+		}
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "-w")) {
