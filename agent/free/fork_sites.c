@@ -98,8 +98,8 @@ long ukpa_fork_site_run(struct ukpa_fork_call *c)
 		return r;
 	}
 	if (c->nr == UKPA_NR_EXECVE) {
-		/* (-f: signal_sites.c) ukprobe asked to follow a static
-		 * program, or told it is not followed; the count is given back before the call,
+		/* (-f: signal_sites.c) ukprobe asked to follow the program
+		 * (exec_follow.c); the count is given back before the call,
 		 * which a vfork() child's success never returns from (its
 		 * parent shares the count) */
 		ukpa_exec_follow((const char *)c->arg[0]);

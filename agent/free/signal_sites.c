@@ -31,9 +31,8 @@
  * are not probed: a `stat` or `trace` has its last counts and events
  * from the region). With -f its fork and clone instructions are probed
  * as well (fork_sites.c: each child a traced image of its own), and
- * its execve instructions (launched, a static program it execs is
- * traced too; attached, ukprobe says the exec is not followed:
- * exec_follow.c, from the fork trampoline). The
+ * its execve instructions (a program it execs is traced too: launched a
+ * static one, attached any; exec_follow.c, from the fork trampoline). The
  * probes have a post_handler (never called) so that they stay
  * breakpoints: a jump-optimized hit ignores a changed instruction
  * pointer.

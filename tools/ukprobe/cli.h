@@ -109,13 +109,13 @@ int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*hel
 int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
 			      void (*held)(void *), void *arg);
 /* Attached, -f: a program stopped at its exec gets the freestanding
- * agent with the attach's socket name and key, and goes on once
- * ready(arg) (or its agent ended). 0 with *out (load.h), 1 (it ended),
- * or -1 (said). */
+ * agent with the attach's socket name and key: 0 with *out (load.h),
+ * the program held, 1 (it ended), or -1 (said). It goes on once
+ * ready(arg) (or its agent ended): ukp_follow_hold. */
 struct ukp_loaded;
 int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_static,
-		    const char *name, const char *key, bool (*ready)(void *), void *arg,
-		    struct ukp_loaded **out);
+		    const char *name, const char *key, struct ukp_loaded **out);
+void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

@@ -236,7 +236,7 @@ static void follow_attached(struct ukp_follow *f, const char *path, pid_t pid)
 	atomic_store(&f->pid, pid);
 	pthread_mutex_lock(&load_lock);
 	ret = ukp_follow_load(path, f->agent, pid, ukp_program_is_static(pid), f->name, f->key,
-			      said_ready, f, &ld);
+			      &ld);
 	pthread_mutex_unlock(&load_lock);
 	if (ret) {
 		/* (ended; or said, and let go) */
@@ -245,6 +245,8 @@ static void follow_attached(struct ukp_follow *f, const char *path, pid_t pid)
 		free(el);
 		return;
 	}
+	/* (the next load meanwhile: the program is held by this thread) */
+	ukp_follow_hold(ld, said_ready, f);
 	el->ld = ld;
 	pthread_mutex_lock(&fs->lock);
 	el->next = fs->loads;

@@ -138,21 +138,16 @@ int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
  * inject_free): a static program once it has its thread pointer (as
  * above), a dynamic one at its entry point, its loader done (the C
  * library mapped and set up, the program's own code not run yet; the
- * agent needs nothing of either). The program is held until ready(arg)
- * (its agent's READY: the probes are in place), the agent's thread ends
- * (told to detach first, or it failed and said why), the process ends,
- * or READY_WAIT_MS pass; then let go. 0 with *out (the agent, for
- * ukp_inject_unload), 1 (it ended), or -1 after one line (let go, the
- * program runs untraced).
+ * agent needs nothing of either). 0 with *out (the agent, its program
+ * held: ukp_follow_hold), 1 (it ended), or -1 after one line (let go,
+ * the program runs untraced).
  */
 int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_static,
-		    const char *name, const char *key, bool (*ready)(void *), void *arg,
-		    struct ukp_loaded **out)
+		    const char *name, const char *key, struct ukp_loaded **out)
 {
 	struct ukp_loaded *ld;
 	char params[256];
 	size_t nl = strlen(name), kl = strlen(key);
-	long waited = 0;
 	bool go = false;
 	int ret, fd;
 
@@ -194,13 +189,25 @@ int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_stat
 		free(ld);
 		return ret == -ESRCH ? 1 : -1;
 	}
+	*out = ld;
+	return 0;
+}
+
+/*
+ * The program ukp_follow_load() loaded into is held until ready(arg)
+ * (its agent's READY: the probes are in place), the agent's thread ends
+ * (told to detach first, or it failed and said why), the process ends,
+ * or READY_WAIT_MS pass; then let go.
+ */
+void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg)
+{
+	long waited = 0;
+
 	/* (each wait_end: up to 20 ms) */
 	while (!ready(arg) && waited < READY_WAIT_MS && ukp_load_wait_end(ld, 20) == -ETIMEDOUT)
 		waited += 20;
 	if (waited >= READY_WAIT_MS)
-		ukp_warn("%s (process %d): its agent did not say its probes were in place "
-			 "within %d s: the program goes on", path, pid, READY_WAIT_MS / 1000);
+		ukp_warn("-f: process %d: its agent did not say its probes were in place within "
+			 "%d s: the program goes on", ld->pid, READY_WAIT_MS / 1000);
 	ukp_load_release(ld);
-	*out = ld;
-	return 0;
 }
