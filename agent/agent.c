@@ -309,6 +309,13 @@ bool ukpa_fd_kept(unsigned int fd)
 	return false;
 }
 
+bool ukpa_fd_kept_now(unsigned int fd)
+{
+	int out = out_fd;
+
+	return ukpa_fd_kept(fd) || (out >= 0 && (unsigned int)out == fd);
+}
+
 static bool env_has(char *const *envp, const char *name, const char *want_in)
 {
 	size_t nl = strlen(name);

@@ -208,6 +208,9 @@ void ukpa_exec_follow(const char *path);
 bool ukpa_spawn_follow(const char *file, bool by_file, bool done);
 /* agent.c: with -f, launched: a descriptor the exec'd programs inherit */
 bool ukpa_fd_kept(unsigned int fd);
+/* [any] The same, or the agent's connection to ukprobe now (attached: a
+ * child's exec asks on it, exec_follow.c) */
+bool ukpa_fd_kept_now(unsigned int fd);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);

@@ -2173,7 +2173,8 @@ def case_attach_follow_exec():
     stat counts them exactly; after the detach (SIGINT) nothing of the
     agent is left in it: its mappings, threads and signal states as an
     untraced run of the same program has them at the same point, and its
-    code is its file's."""
+    code is its file's. Then python3.11's subprocess.run of both (its
+    child closes every descriptor before the exec): each one's calls."""
     if not free_attach():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
@@ -2247,6 +2248,53 @@ def case_attach_follow_exec():
                 check(t.returncode == 0 and err == "" and
                       stat_rows(out[out.find("EVENT"):]).get("ukprobes/l") == 3,
                       "%s: its calls counted" % what, "rc=%s\n%s\n%s" % (t.returncode, out, err))
+    # python3.11's subprocess.run (a vfork() child that closes every
+    # descriptor with close_range() before its execve: the freestanding
+    # agent's stay open, agent/free/signal_sites.c) of the static and the
+    # dynamic program: each one's calls
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: the python part skipped" % py)
+        return
+    src = ("import sys, subprocess as s\nprint('ready', flush=True)\nsys.stdin.readline()\n"
+           "s.run([%r, 'leaf', '4'])\ns.run([%r, 'leaf', '5'])\nprint('ran', flush=True)\n"
+           % (tgt(progs[-1]), tgt("spawner")))
+    p = subprocess.Popen([py, "-c", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "python ready")
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid),
+                              "-e", "p:l %s:leaf n=%%di:s32" % tgt("spawner"),
+                              "-e", "p:m %s:leaf n=%%di:s32" % tgt(progs[-1])],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+        pre = stderr_until(t, "every probe in place", timeout=180)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == "ran\n", "python: subprocess.run ran both")
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=120)
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python ended")
+    finally:
+        for x in (p, t):
+            if x.poll() is None:
+                x.kill()
+                x.wait()
+    out = out.decode()
+    err = "".join(l for l in pre + err.decode().splitlines() if not l.startswith("ukprobe: attach ")
+                  and "every probe in place" not in l and "registered after" not in l)
+    evs = sorted((m["event"], os.path.basename(m["comm"].strip()), int(m["args"].split("=")[1]))
+                 for m in map(LINE_RE.match, out.splitlines()) if m)
+    want = [("l", "tgt_spawner", n) for n in range(200, 205)]
+    if progs[-1] != "spawner":
+        want = sorted(want + [("m", "tgt_spawner_sta", n) for n in range(200, 204)])
+    else:
+        want = sorted(want + [("m", "tgt_spawner", n) for n in range(200, 204)] +
+                      [("l", "tgt_spawner", n) for n in range(200, 204)])
+    check(t.returncode == 0 and err == "" and evs == want,
+          "python3.11's subprocess.run, attached: each program's calls", "rc=%s\n%s\n%s" %
+          (t.returncode, out, err))
 
 
 def case_all_of_libc():
