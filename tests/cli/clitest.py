@@ -2166,7 +2166,7 @@ def held_state(pid):
 def case_attach_follow_exec():
     """-p -f on a running dynamic program (tgt_spawner -w) that then
     forks a child which execs a dynamic (tgt_spawner) or a static
-    (tgt_spawner_static) program: the exec'd program gets the
+    (tgt_spawner_static) program, or execs it itself: the exec'd program gets the
     freestanding agent at its exec with the attach's socket and key
     (tools/ukprobe/follow_exec.c) and is held until its probes are in
     place: trace shows exactly its calls, under its own name (comm), and
@@ -2193,12 +2193,14 @@ def case_attach_follow_exec():
             if q.poll() is None:
                 q.kill()
                 q.wait()
-        for cmd, spec in (("trace", ["-e", "p:l leaf n=%di:s32"]),
-                          ("stat", ["-e", "p:l leaf n=%di:s32", "--filter", "n >= 200"])):
-            p = subprocess.Popen([tgt("spawner"), "-w", "fork", "0", tgt(prog), "hold", "3"],
+        for how, cmd, spec in [(h, c, a) for h in ("fork", "exec") for c, a in (
+                ("trace", ["-e", "p:l leaf n=%di:s32"]),
+                ("stat", ["-e", "p:l leaf n=%di:s32", "--filter", "n >= 200"]))]:
+            p = subprocess.Popen([tgt("spawner"), "-w", how, "0", tgt(prog), "hold", "3"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                  preexec_fn=no_core)
-            what = "%s -f -p, a fork's exec of %s" % (cmd, prog)
+            what = "%s -f -p, %s of %s" % (cmd, "a fork's exec" if how == "fork" else "its exec",
+                                           prog)
             try:
                 check(p.stdout.readline() == "ready\n", "the program is ready")
                 t = subprocess.Popen([UKPROBE, cmd, "-f", "-p", str(p.pid)] + spec,
@@ -2210,8 +2212,11 @@ def case_attach_follow_exec():
                 p.stdin.write("go\n")
                 p.stdin.flush()
                 check(p.stdout.readline() == "held\n", "%s: the exec'd program ran" % what)
-                with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                    kid = int(f.read().split()[0])
+                if how == "fork":
+                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                        kid = int(f.read().split()[0])
+                else:
+                    kid = p.pid
                 check(os.readlink("/proc/%d/exe" % kid) == tgt(prog), "%s: the child's program"
                       % what)
                 t.send_signal(signal.SIGINT)
@@ -2222,8 +2227,8 @@ def case_attach_follow_exec():
                 check(code_vs_file(kid) == [], "%s: its code is its file's" % what)
                 p.stdin.write("x\n")
                 p.stdin.close()
-                check(p.stdout.read() == "done 0\n" and p.wait(timeout=60) == 0,
-                      "%s: it ended" % what)
+                check(p.stdout.read() == ("done 0\n" if how == "fork" else "") and
+                      p.wait(timeout=60) == 0, "%s: it ended" % what)
             finally:
                 if p.poll() is None:
                     p.kill()
@@ -2238,10 +2243,12 @@ def case_attach_follow_exec():
             if cmd == "trace":
                 evs = [(m["comm"], int(m["tid"]), int(m["args"].split("=")[1]))
                        for m in map(LINE_RE.match, out.splitlines()) if m and m["event"] == "l"]
+                # (the exec'd program's, and the parent's before the
+                # exec: leaf(1), after leaf(0) while it waited)
                 check(t.returncode == 0 and err == "" and
-                      [e for e in evs if e[1] != p.pid] ==
+                      [e for e in evs if e[2] >= 200] ==
                       [(os.path.basename(tgt(prog))[:15], kid, n) for n in (200, 201, 202)] and
-                      [e[2] for e in evs if e[1] == p.pid and e[2]] == [1],
+                      [e for e in evs if 0 < e[2] < 200] == [("tgt_spawner", p.pid, 1)],
                       "%s: the exec'd program's calls, under its name" % what,
                       "rc=%s\n%s\n%s" % (t.returncode, out, err))
             else:

@@ -588,12 +588,16 @@ void ukp_attach_unload(struct ukp_session *s, struct ukp_loop *l)
 
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
+	ukp_follow_exec_end(s);
 	for (i = 0; l->loaded && i < s->npids; i++) {
-		if (l->loaded[i])
+		/* (one that exec'd: its agent went with the exec, the new
+		 * program's is unloaded below) */
+		if (l->loaded[i] && ukp_follow_exec_reloaded(s, s->pids[i]))
+			free(l->loaded[i]);
+		else if (l->loaded[i])
 			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
 	}
 	/* -f: the agents loaded into programs the processes exec'd */
-	ukp_follow_exec_end(s);
 	ukp_follow_exec_unload(s, GONE_TIMEOUT_MS);
 	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md) */
 	for (size_t k = 0; k < s->nimages; k++) {

@@ -116,6 +116,8 @@ struct ukp_loaded;
 int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_static,
 		    const char *name, const char *key, struct ukp_loaded **out);
 void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg);
+/* The process an agent was loaded into. */
+pid_t ukp_loaded_pid(const struct ukp_loaded *ld);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

@@ -70,6 +70,10 @@ struct ukp_follows {
 	pthread_mutex_t lock;     /* the lists */
 	struct ukp_follow *list;
 	struct ukp_exec_load *loads;
+	/* follow threads not done yet: an attached session goes on while
+	 * one is (the process that execs may have been its last
+	 * connection: ukp_follow_exec_busy) */
+	_Atomic int running;
 };
 
 /* one load at a time (load.c's state is ukprobe's) */
@@ -249,6 +253,19 @@ static void follow_attached(struct ukp_follow *f, const char *path, pid_t pid)
 	ukp_follow_hold(ld, said_ready, f);
 	el->ld = ld;
 	pthread_mutex_lock(&fs->lock);
+	/* an agent loaded into this process before went with this exec:
+	 * nothing of it to unload (its addresses may be the new program's) */
+	for (struct ukp_exec_load **pp = &fs->loads; *pp;) {
+		struct ukp_exec_load *old = *pp;
+
+		if (ukp_loaded_pid(old->ld) == pid) {
+			*pp = old->next;
+			free(old->ld);
+			free(old);
+		} else {
+			pp = &old->next;
+		}
+	}
 	el->next = fs->loads;
 	fs->loads = el;
 	pthread_mutex_unlock(&fs->lock);
@@ -265,24 +282,26 @@ static void *follow_main(void *arg)
 	if (ptrace(PTRACE_SEIZE, f->tid, NULL, (void *)opts)) {
 		ukp_warn("-f: the program thread %d execs cannot be followed (ptrace: %s): it "
 			 "runs untraced", f->tid, strerror(errno));
-		return NULL;
+		goto out;
 	}
 	if ((f->spawn ? wait_spawn(f, &pid) : wait_exec(f, &pid)) <= 0)
-		return NULL;
+		goto out;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (f->name) {
 		follow_attached(f, path, pid);
-		return NULL;
+		goto out;
 	}
 	if (!ukp_program_is_static(pid)) {
 		/* (a dynamic program: its agent is preloaded) */
 		ptrace(PTRACE_DETACH, pid, NULL, NULL);
-		return NULL;
+		goto out;
 	}
 	pthread_mutex_lock(&load_lock);
 	if (ukp_launch_static_stopped(path, f->agent, pid, NULL, NULL))
 		kill(pid, SIGKILL); /* (said: it would run untraced) */
 	pthread_mutex_unlock(&load_lock);
+out:
+	atomic_fetch_sub(&f->s->follows->running, 1);
 	return NULL;
 }
 
@@ -323,7 +342,9 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 		free(f);
 		return;
 	}
+	atomic_fetch_add(&fs->running, 1);
 	if (pthread_create(&f->th, NULL, follow_main, f)) {
+		atomic_fetch_sub(&fs->running, 1);
 		free(f->agent);
 		free(f);
 		return;
@@ -332,6 +353,24 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 	f->next = fs->list;
 	fs->list = f;
 	pthread_mutex_unlock(&fs->lock);
+}
+
+bool ukp_follow_exec_busy(const struct ukp_session *s)
+{
+	return s->follows && atomic_load(&s->follows->running) > 0;
+}
+
+bool ukp_follow_exec_reloaded(const struct ukp_session *s, pid_t pid)
+{
+	bool found = false;
+
+	if (!s->follows)
+		return false;
+	pthread_mutex_lock(&s->follows->lock);
+	for (struct ukp_exec_load *el = s->follows->loads; el && !found; el = el->next)
+		found = ukp_loaded_pid(el->ld) == pid;
+	pthread_mutex_unlock(&s->follows->lock);
+	return found;
 }
 
 void ukp_follow_exec_ready(struct ukp_session *s, pid_t pid)

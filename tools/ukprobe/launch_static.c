@@ -211,3 +211,8 @@ void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg)
 			 "%d s: the program goes on", ld->pid, READY_WAIT_MS / 1000);
 	ukp_load_release(ld);
 }
+
+pid_t ukp_loaded_pid(const struct ukp_loaded *ld)
+{
+	return ld->pid;
+}

@@ -162,6 +162,11 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind);
 /* An image's READY (attached: an exec'd program's agent is in place,
  * the program may go on). */
 void ukp_follow_exec_ready(struct ukp_session *s, pid_t pid);
+/* Is a follow still under way (the session waits for it)? */
+bool ukp_follow_exec_busy(const struct ukp_session *s);
+/* Attached: did pid exec a program that got an agent (the agent loaded
+ * into it before went with the exec)? */
+bool ukp_follow_exec_reloaded(const struct ukp_session *s, pid_t pid);
 /* At the session's end: every follow done (the agents loaded stay). */
 void ukp_follow_exec_end(struct ukp_session *s);
 /* Attached, after the detach: the agents loaded into exec'd programs

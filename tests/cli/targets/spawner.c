@@ -11,6 +11,7 @@
  *   vfork     vfork()
  *   clonevm   clone(CLONE_VM | CLONE_VFORK | SIGCHLD) on a stack of its own
  *   spawn     posix_spawn() (PROG only)
+ *   exec      none: the program itself execs PROG (PROG only)
  * The child calls leaf(100 + k) for k in [0, N) unless it shares the
  * parent's memory (vfork, clonevm), then runs PROG if given, else
  * _exit(0)s. The parent waits for it and calls leaf(3), then prints
@@ -124,6 +125,8 @@ int main(int argc, char **argv)
 			child_end();
 	} else if (!strcmp(how, "clonevm")) {
 		pid = clone(clone_fn, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	} else if (!strcmp(how, "exec") && prog) {
+		child_end();
 	} else if (!strcmp(how, "spawn") && prog) {
 		if (posix_spawn(&pid, prog[0], NULL, NULL, prog, environ))
 			pid = -1;
