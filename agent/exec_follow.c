@@ -65,6 +65,15 @@ static bool static_elf(const char *path)
 	return !interp;
 }
 
+/* Is path a set-user-ID or set-group-ID file? */
+static bool set_id(const char *path)
+{
+	struct stat st;
+
+	return syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 &&
+	       (st.st_mode & (S_ISUID | S_ISGID));
+}
+
 /* Has this thread a tracer (/proc/thread-self/status's TracerPid)? */
 static bool traced(void)
 {
@@ -122,9 +131,18 @@ void ukpa_exec_follow(const char *path)
 		errno = saved_errno;
 		return;
 	}
-	/* (the freestanding agent's C library has no access()) */
+	/* (the freestanding agent's C library has no access(); a set-user-ID
+	 * or set-group-ID program is not followed: traced, its exec would
+	 * not take the privileges it is installed with) */
 	if ((!ukpa_attached && !static_elf(path)) ||
 	    syscall(SYS_faccessat, AT_FDCWD, path, X_OK, 0)) {
+		errno = saved_errno;
+		return;
+	}
+	if (set_id(path)) {
+		/* (said by ukprobe) */
+		m.failed = 2;
+		ukpa_send_shared(&m, sizeof(m));
 		errno = saved_errno;
 		return;
 	}

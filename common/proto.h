@@ -303,8 +303,9 @@ enum ukp_end_reason {
  * freestanding agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC;
  * attached, with the attach's socket and key): the thread waits until
  * it is traced. failed 1: that exec failed, the thread goes on (ukprobe
- * lets it go, the thread waits until it is untraced). failed 2: not
- * used (it was: attached, an exec not followed). failed 3:
+ * lets it go, the thread waits until it is untraced). failed 2: the
+ * program is set-user-ID or set-group-ID, not followed (ukprobe says
+ * so). failed 3:
  * the thread is about to posix_spawn() a static program (glibc's child
  * makes its execve unseen): ukprobe traces the thread, takes the child
  * at its vfork and loads the agent at the child's exec, then lets the

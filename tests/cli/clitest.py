@@ -2173,8 +2173,9 @@ def case_attach_follow_exec():
     stat counts them exactly; after the detach (SIGINT) nothing of the
     agent is left in it: its mappings, threads and signal states as an
     untraced run of the same program has them at the same point, and its
-    code is its file's. Then python3.11's subprocess.run of both (its
-    child closes every descriptor before the exec): each one's calls."""
+    code is its file's. A set-user-ID program is not followed, and that
+    is said. Then python3.11's subprocess.run of both (its child closes
+    every descriptor before the exec): each one's calls."""
     if not free_attach():
         print("no freestanding agent in this build (a sanitizer build): skipped")
         sys.exit(77)
@@ -2255,6 +2256,43 @@ def case_attach_follow_exec():
                 check(t.returncode == 0 and err == "" and
                       stat_rows(out[out.find("EVENT"):]).get("ukprobes/l") == 3,
                       "%s: its calls counted" % what, "rc=%s\n%s\n%s" % (t.returncode, out, err))
+    # a set-user-ID program: not followed (traced, its exec would not take
+    # its privileges), and said
+    with tempfile.TemporaryDirectory() as d:
+        suid = os.path.join(d, "tgt_spawner_suid")
+        shutil.copy(tgt("spawner"), suid)
+        os.chmod(suid, 0o4755)
+        p = subprocess.Popen([tgt("spawner"), "-w", "fork", "0", suid, "leaf", "3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        try:
+            check(p.stdout.readline() == "ready\n", "the program is ready")
+            t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e",
+                                  "p:l leaf n=%di:s32"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=dict(os.environ, UKPROBE_TIMING="1"),
+                                 preexec_fn=no_core)
+            pre = stderr_until(t, "every probe in place", timeout=180)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            check(p.stdout.read() == "done 0\n" and p.wait(timeout=60) == 0, "set-ID: it ran")
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=120)
+        finally:
+            for x in (p, t):
+                if x.poll() is None:
+                    x.kill()
+                    x.wait()
+        err = "".join(l + "\n" for l in pre + err.decode().splitlines()
+                      if not l.startswith("ukprobe: attach ") and "every probe in place" not in l
+                      and "registered after" not in l)
+        evs = [int(m["args"].split("=")[1]) for m in map(LINE_RE.match, out.decode().splitlines())
+               if m and m["event"] == "l"]
+        check(t.returncode == 0 and re.fullmatch(
+            r"ukprobe: warning: -f: process \d+ execs a set-user-ID or set-group-ID program, "
+            r"which is not followed \(traced, it would run without its privileges\): it runs "
+            r"untraced\n", err) and [n for n in evs if n] == [1, 3],
+              "a set-user-ID program: not followed, said", "rc=%s\n%s\n%s" %
+              (t.returncode, out.decode(), err))
     # python3.11's subprocess.run (a vfork() child that closes every
     # descriptor with close_range() before its execve: the freestanding
     # agent's stay open, agent/free/signal_sites.c) of the static and the

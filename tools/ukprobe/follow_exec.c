@@ -316,8 +316,15 @@ void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind)
 			return;
 		pthread_mutex_init(&fs->lock, NULL);
 	}
-	if (kind == 2)
-		return; /* (not sent: proto.h) */
+	if (kind == 2) {
+		/* (the thread's id as its agent sees it: the pid of a
+		 * process that has one thread, in ukprobe's namespace too
+		 * unless the process is in a container of its own) */
+		ukp_warn("-f: process %d execs a set-user-ID or set-group-ID program, which is "
+			 "not followed (traced, it would run without its privileges): it runs "
+			 "untraced", tid);
+		return;
+	}
 	if (kind == 1 || kind == 4) {
 		pthread_mutex_lock(&fs->lock);
 		for (f = fs->list; f; f = f->next)

@@ -155,7 +155,7 @@ struct ukp_session {
 /* follow_exec.c: -f: a thread about to exec a program (launched: a
  * static one) is seized, and the freestanding agent loaded into the
  * program at its exec (agent/exec_follow.c); kind 1: that exec failed,
- * the thread is let go; kind 2: not sent (proto.h); kind 3: a thread about to posix_spawn() a static
+ * the thread is let go; kind 2: a set-ID program, not followed (said); kind 3: a thread about to posix_spawn() a static
  * program is traced for the call, its child from its vfork to its exec;
  * kind 4: that call returned. */
 void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind);
