@@ -64,6 +64,7 @@ struct ukp_follow {
 struct ukp_exec_load {
 	struct ukp_exec_load *next;
 	struct ukp_loaded *ld;
+	unsigned long long start;  /* its process's start time (proc_start) */
 };
 
 struct ukp_follows {
@@ -218,6 +219,32 @@ static int wait_spawn(struct ukp_follow *f, pid_t *pid)
 	return ret;
 }
 
+/* pid's start time (/proc/PID/stat's field 22, in clock ticks since
+ * boot), which an exec keeps and a new process of a reused pid has not;
+ * 0 when it is gone. */
+static unsigned long long proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p, *save = NULL;
+	unsigned long long start = 0;
+	FILE *f;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* (after the command's ')': field 3 on) */
+	for (field = 2, p = p ? strtok_r(p + 1, " ", &save) : NULL; p;
+	     p = strtok_r(NULL, " ", &save))
+		if (++field == 22) {
+			start = strtoull(p, NULL, 10);
+			break;
+		}
+	return start;
+}
+
 /* [follow] Has f's program's agent said READY? */
 static bool said_ready(void *arg)
 {
@@ -252,13 +279,17 @@ static void follow_attached(struct ukp_follow *f, const char *path, pid_t pid)
 	/* (the next load meanwhile: the program is held by this thread) */
 	ukp_follow_hold(ld, said_ready, f);
 	el->ld = ld;
+	el->start = proc_start(pid);
 	pthread_mutex_lock(&fs->lock);
-	/* an agent loaded into this process before went with this exec:
-	 * nothing of it to unload (its addresses may be the new program's) */
+	/* an agent loaded into this process before went with this exec, and
+	 * one of a process gone went with it: nothing of them to unload
+	 * (their addresses may be the new program's, or another process's
+	 * that has the pid now) */
 	for (struct ukp_exec_load **pp = &fs->loads; *pp;) {
 		struct ukp_exec_load *old = *pp;
+		pid_t op = ukp_loaded_pid(old->ld);
 
-		if (ukp_loaded_pid(old->ld) == pid) {
+		if (op == pid || proc_start(op) != old->start) {
 			*pp = old->next;
 			free(old->ld);
 			free(old);
@@ -437,7 +468,11 @@ void ukp_follow_exec_unload(struct ukp_session *s, int timeout_ms)
 		struct ukp_exec_load *el = fs->loads;
 
 		fs->loads = el->next;
-		ukp_inject_unload(el->ld, timeout_ms); /* (frees it) */
+		/* (a process gone, or its pid another's now: nothing to do) */
+		if (proc_start(ukp_loaded_pid(el->ld)) == el->start)
+			ukp_inject_unload(el->ld, timeout_ms); /* (frees it) */
+		else
+			free(el->ld);
 		free(el);
 	}
 	follows_free(s);
