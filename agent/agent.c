@@ -59,6 +59,8 @@ static uint64_t image_id;
 /* -f: our variables, to put back into an exec'd program's environment */
 #define NVARS 10
 static char *saved_vars[NVARS];
+#define KEPT_FDS 3
+static int kept_fds[KEPT_FDS], nkept;
 
 /* ----------------------------------------------------------- output */
 
@@ -120,6 +122,29 @@ static int send_fd(const void *buf, size_t len, int fd, uint32_t seq)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* [init] The same, from a thread that may be a vfork() child sharing
+ * the image's memory (exec_follow.c): a descriptor the child closed
+ * leaves the image's connection as it was (nothing marked broken). */
+int ukpa_send_shared(const void *buf, size_t len)
+{
+	struct ukp_msg_from from = {
+		.h = { UKPM_FROM, sizeof(from) },
+		.pid = (int32_t)agent_pid,
+		.image = image_id,
+	};
+	struct iovec iov[2] = { { &from, sizeof(from) }, { (void *)buf, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct stat st;
+
+	if (out_fd < 0 || out_broken || fstat(out_fd, &st) || st.st_dev != out_dev ||
+	    st.st_ino != out_ino)
+		return -1;
+	while (sendmsg(out_fd, &mh, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -1;
 	return 0;
 }
 
@@ -242,6 +267,8 @@ done:
 	free(out);
 }
 
+static int env_fd(const char *text);
+
 /* With -f: remember our variables (as "NAME=value") for exec'd programs
  * whose environment lost them. */
 static void save_environment(void)
@@ -261,7 +288,32 @@ static void save_environment(void)
 
 		if (v && asprintf(&saved_vars[i], "%s=%s", our_vars[i], v) < 0)
 			saved_vars[i] = NULL;
+		/* the descriptors the programs we exec inherit */
+		if (v && (!strcmp(our_vars[i], UKP_ENV_FD) || !strcmp(our_vars[i], UKP_ENV_SPECS) ||
+			  !strcmp(our_vars[i], UKP_ENV_RAW_FD)) && nkept < KEPT_FDS) {
+			int fd = env_fd(v);
+
+			if (fd >= 0)
+				kept_fds[nkept++] = fd;
+		}
 	}
+}
+
+/* [any] With -f, launched: is fd one that the programs we exec inherit
+ * (interpose.c keeps it through the program's close_range())? */
+bool ukpa_fd_kept(unsigned int fd)
+{
+	for (int i = 0; i < nkept; i++)
+		if ((unsigned int)kept_fds[i] == fd)
+			return true;
+	return false;
+}
+
+bool ukpa_fd_kept_now(unsigned int fd)
+{
+	int out = out_fd;
+
+	return ukpa_fd_kept(fd) || (out >= 0 && (unsigned int)out == fd);
 }
 
 static bool env_has(char *const *envp, const char *name, const char *want_in)
@@ -617,6 +669,8 @@ static void set_up(const char *fds, const char *specs_fds, const char *mode)
 	atomic_store(&ending, 0);
 	ukpa_mode = parse_mode(mode);
 	ukpa_follow = getenv(UKP_ENV_FOLLOW) && !strcmp(getenv(UKP_ENV_FOLLOW), "1");
+	if (ukpa_follow)
+		ukpa_exec_follow_init();
 	atomic_store(&ukpa_trace_on, !getenv(UKP_ENV_TRACING_OFF));
 	/* with -f the programs we exec keep the socket and the SPECs */
 	fcntl(out_fd, F_SETFD, ukpa_follow ? 0 : FD_CLOEXEC);
@@ -724,6 +778,8 @@ int ukpa_attach_begin(int fd, enum ukp_mode mode, bool follow, bool no_optimize,
 	atomic_store(&ending, 0);
 	ukpa_mode = mode;
 	ukpa_follow = follow;
+	if (follow)
+		ukpa_exec_follow_init();
 	sessions_only = true;
 	ukpa_attached = true;
 	atomic_store(&ukpa_trace_on, !tracing_off);

@@ -196,11 +196,21 @@ static inline struct ukpa_thread *ukpa_self(void)
 int ukpa_send(const void *buf, size_t len);
 /* [reader] The same for the reader's packet number seq (common/region.h). */
 int ukpa_send_seq(const void *buf, size_t len, uint32_t seq);
+int ukpa_send_shared(const void *buf, size_t len);
 /* [reader] The FROM message that starts this image's packets. */
 void ukpa_from_header(struct ukp_msg_from *from);
 /* [init] Is the agent tracing in this process (and not in a vfork child
  * sharing our memory)? */
 bool ukpa_active(void);
+/* exec_follow.c: -f, launched: a static program exec'd is traced too */
+void ukpa_exec_follow_init(void);
+void ukpa_exec_follow(const char *path);
+bool ukpa_spawn_follow(const char *file, bool by_file, bool done);
+/* agent.c: with -f, launched: a descriptor the exec'd programs inherit */
+bool ukpa_fd_kept(unsigned int fd);
+/* [any] The same, or the agent's connection to ukprobe now (attached: a
+ * child's exec asks on it, exec_follow.c) */
+bool ukpa_fd_kept_now(unsigned int fd);
 /* [init] Before _exit(): flush and end this image, if that can be done
  * without waiting long. */
 void ukpa_before_exit(void);

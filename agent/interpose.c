@@ -13,6 +13,14 @@
  *           directories, which the loader searches after ld.so.cache).
  *  _exit    the image's events are flushed and its final report sent
  *           (destructors do not run: shells and forked children end so).
+ *  close_range, closefrom
+ *           with -f, launched: the agent's descriptors that the programs
+ *           the process execs inherit (its connection, the SPECs, the
+ *           records file) are left open, so that a program that closes
+ *           every descriptor but the standard ones before its exec
+ *           (python3's subprocess, in its vfork() child) still has its
+ *           exec'd program traced. A program that closes them one by one
+ *           with close() does not have it traced (ukprobe says nothing).
  *  exec*    the library's interposers (src/exec.c) call the agent's
  *           exec notifier (register_exec_notifier): before the program
  *           is replaced, the image's events are flushed and its final
@@ -184,4 +192,67 @@ __asm__(".symver ukpa__Exit, _Exit@@" UKP_GLIBC_BASE);
 __attribute__((visibility("default"))) _Noreturn void ukpa__Exit(int status)
 {
 	do_exit(status);
+}
+
+/* ------------------------------------------------ close_range, closefrom */
+
+static int (*real_close_range)(unsigned int, unsigned int, int);
+static void (*real_closefrom)(int);
+
+__attribute__((constructor)) static void find_close(void)
+{
+	real_close_range = (int (*)(unsigned int, unsigned int, int))dlvsym(RTLD_NEXT, "close_range",
+									     "GLIBC_2.34");
+	real_closefrom = (void (*)(int))dlvsym(RTLD_NEXT, "closefrom", "GLIBC_2.34");
+}
+
+static int close_range_raw(unsigned int first, unsigned int last, int flags)
+{
+	if (real_close_range)
+		return real_close_range(first, last, flags);
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* [init] (may run in a vfork() child) [first, last] without the kept
+ * descriptors (ukpa_fd_kept): each part closed as asked. */
+static int close_range_keep(unsigned int first, unsigned int last, int flags)
+{
+	unsigned int from = first;
+	int ret = 0;
+
+	for (unsigned int fd = first; fd <= last && fd < first + 65536u; fd++) {
+		if (!ukpa_fd_kept(fd))
+			continue;
+		if (fd > from && close_range_raw(from, fd - 1, flags))
+			ret = -1;
+		from = fd + 1;
+		if (fd == last)
+			return ret;
+	}
+	if (from <= last && close_range_raw(from, last, flags))
+		ret = -1;
+	return ret;
+}
+
+__asm__(".symver ukpa_close_range, close_range@@GLIBC_2.34");
+__attribute__((visibility("default"))) int ukpa_close_range(unsigned int first, unsigned int last,
+							      int flags)
+{
+	if (first > last)
+		return close_range_raw(first, last, flags);
+	return close_range_keep(first, last, flags);
+}
+
+__asm__(".symver ukpa_closefrom, closefrom@@GLIBC_2.34");
+__attribute__((visibility("default"))) void ukpa_closefrom(int lowfd)
+{
+	int saved_errno = errno;
+
+	if (lowfd >= 0 && close_range_keep((unsigned int)lowfd, ~0u, 0) == 0) {
+		errno = saved_errno;
+		return;
+	}
+	errno = saved_errno;
+	if (real_closefrom && !ukpa_fd_kept((unsigned int)lowfd))
+		real_closefrom(lowfd); /* (no close_range: glibc's own way) */
 }

@@ -123,6 +123,7 @@ enum ukp_msg_type {
 	UKPM_SCRIPT,            /* a script's output (script_abi.h) */
 	UKPM_RECS,              /* -o FILE only: a span of a thread's ring, as it is */
 	UKPM_RECORDS_HEAD,      /* -o FILE only: the file's first message (ukprobe's) */
+	UKPM_EXEC,              /* -f: a thread about to exec a program no agent can be preloaded into */
 };
 
 struct ukp_msg {
@@ -295,6 +296,25 @@ enum ukp_end_reason {
 	UKP_END_DETACH,            /* attached: ukprobe detached */
 	UKP_END_SPECS,             /* the SPECs' memfd could not be read (missing, of
 				    * another version, damaged): nothing was set up */
+};
+
+/* -f: a thread (its id as the agent sees it) is about to exec a program
+ * (failed 0; launched: a static one), which ukprobe loads the
+ * freestanding agent into at its exec (PTRACE_SEIZE, PTRACE_EVENT_EXEC;
+ * attached, with the attach's socket and key): the thread waits until
+ * it is traced. failed 1: that exec failed, the thread goes on (ukprobe
+ * lets it go, the thread waits until it is untraced). failed 2: the
+ * program is set-user-ID or set-group-ID, not followed (ukprobe says
+ * so). failed 3:
+ * the thread is about to posix_spawn() a static program (glibc's child
+ * makes its execve unseen): ukprobe traces the thread, takes the child
+ * at its vfork and loads the agent at the child's exec, then lets the
+ * thread go; failed 4: that posix_spawn() returned (the thread waits
+ * until it is let go). */
+struct ukp_msg_exec {
+	struct ukp_msg h;
+	int32_t tid;
+	uint32_t failed;
 };
 
 struct ukp_msg_end {

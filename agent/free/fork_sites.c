@@ -117,6 +117,22 @@ long ukpa_fork_site_run(struct ukpa_fork_call *c)
 		atomic_fetch_sub(&ukpa_forks_running, 1);
 		return r;
 	}
+	if (c->nr == UKPA_NR_EXECVE) {
+		/* (-f: signal_sites.c) ukprobe asked to follow the program
+		 * (exec_follow.c); the count is given back before the call,
+		 * which a vfork() child's success never returns from (its
+		 * parent shares the count) */
+		ukpa_exec_follow((const char *)c->arg[0]);
+		atomic_fetch_sub(&ukpa_forks_running, 1);
+		saved_errno = errno;
+		r = syscall((long)c->nr, c->arg[0], c->arg[1], c->arg[2]);
+		if (r < 0) {
+			r = -errno;
+			ukpa_exec_follow(NULL);
+		}
+		errno = saved_errno;
+		return r;
+	}
 
 	ukp_free_atfork_prepare();
 	tracing = atomic_load(&ukpa_tracing);

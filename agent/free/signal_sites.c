@@ -30,7 +30,14 @@
  * a dynamic program's _exit), then the call runs (without a script they
  * are not probed: a `stat` or `trace` has its last counts and events
  * from the region). With -f its fork and clone instructions are probed
- * as well (fork_sites.c: each child a traced image of its own). The
+ * as well (fork_sites.c: each child a traced image of its own), and
+ * its execve instructions (a program it execs is traced too: launched a
+ * static one, attached any; exec_follow.c, from the fork trampoline),
+ * and its close_range instructions (glibc's closefrom() makes the same
+ * call): the agent's descriptors stay open through them (below), so that
+ * a child that closes every descriptor before its exec (python3.11's
+ * subprocess) can still ask ukprobe to follow the exec, as the dynamic
+ * agent's close_range() interposer keeps them (agent/interpose.c). The
  * probes have a post_handler (never called) so that they stay
  * breakpoints: a jump-optimized hit ignores a changed instruction
  * pointer.
@@ -63,6 +70,8 @@ struct ksigaction {
 static struct kprobe site_kps[MAX_SITES];
 static bool exits;         /* the exit_group sites too (a script is loaded) */
 static bool forks;         /* the fork and clone sites too (-f, not Go: fork_sites.c) */
+static bool execs;         /* the execve and close_range sites too (-f, not Go:
+			    * exec_follow.c) */
 static bool site_on[MAX_SITES];
 static bool site_fork[MAX_SITES]; /* a fork or clone site: never taken from the blacklist */
 static int nsites;
@@ -139,6 +148,34 @@ long ukpa_sigprocmask_site_run(const struct ukpa_fork_call *c)
 	return r;
 }
 
+/* [hit] close_range(first, last, flags) without the agent's descriptors
+ * (ukpa_fd_kept_now): each part of the range around them closed as
+ * asked, a system call each (async-signal-safe); the first error is the
+ * result, as the kernel's would be for the whole range. */
+static long do_close_range(const struct pt_regs *regs)
+{
+	unsigned int first = (unsigned int)ukpa_site_arg(regs, 0);
+	unsigned int last = (unsigned int)ukpa_site_arg(regs, 1), from = first;
+	long flags = (long)ukpa_site_arg(regs, 2), res = 0, r;
+	int saved_errno = errno;
+
+	/* (the agent's are few and low: a bounded look) */
+	for (unsigned int fd = first; first <= last && fd <= last && fd - first < 65536u; fd++) {
+		if (!ukpa_fd_kept_now(fd))
+			continue;
+		if (fd > from && (r = syscall(UKPA_NR_CLOSE_RANGE, from, fd - 1, flags)) && !res)
+			res = -errno;
+		from = fd + 1;
+		if (fd == last)
+			break;
+	}
+	if ((first > last || from <= last) && from >= first &&
+	    (r = syscall(UKPA_NR_CLOSE_RANGE, first > last ? first : from, last, flags)) && !res)
+		res = -errno;
+	errno = saved_errno;
+	return res;
+}
+
 /* [hit] */
 static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 {
@@ -166,6 +203,16 @@ static int site_pre(struct kprobe *kp, struct pt_regs *regs)
 		/* (resumes at the trampoline, or runs the call as the probe's
 		 * instruction) */
 		return ukpa_fork_site_pre(regs, (uintptr_t)kp->addr) ? 1 : 0;
+	case UKPA_NR_EXECVE:
+		if (!execs)
+			return 0;
+		ukpa_site_call_divert(regs, (uintptr_t)kp->addr);
+		return 1; /* resumes at the trampoline: fork_sites.c */
+	case UKPA_NR_CLOSE_RANGE:
+		if (!execs)
+			return 0;
+		res = do_close_range(regs);
+		break;
 	case UKPA_NR_EXIT_GROUP:
 		if (ukpa_script_loaded())
 			ukpa_before_exit();
@@ -207,8 +254,11 @@ static void scan(const unsigned char *p, const unsigned char *end)
 		bool any = exits && ukpa_site_loads_any(p, UKPA_NR_EXIT_GROUP);
 		bool fork = forks && (ukpa_site_loads(p, UKPA_NR_CLONE) ||
 				      ukpa_site_loads(p, UKPA_NR_FORK));
+		/* (taken from the blacklist as the signal sites are) */
+		bool exec = execs && (ukpa_site_loads(p, UKPA_NR_EXECVE) ||
+				      ukpa_site_loads(p, UKPA_NR_CLOSE_RANGE));
 
-		if (!any && !fork && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
+		if (!any && !fork && !exec && !ukpa_site_loads(p, UKPA_NR_RT_SIGACTION) &&
 		    !ukpa_site_loads(p, UKPA_NR_RT_SIGPROCMASK))
 			continue;
 		for (q = p + UKPA_SITE_LOAD_LEN; q + UKPA_SYSCALL_INSN_LEN <= end &&
@@ -258,6 +308,7 @@ int ukpa_signal_sites_watch(void)
 		return 0;
 	exits = ukpa_script_loaded();
 	forks = ukpa_follow && !ukp_tb_go;
+	execs = forks;
 	dl_iterate_phdr(find_sites, &i);
 	for (i = 0; i < nsites; i++) {
 		site_kps[i].pre_handler = site_pre;

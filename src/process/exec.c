@@ -24,7 +24,7 @@
  * programs' versioned references bind to them.
  * Not covered: glibc's own internal execs (system(), popen() and
  * posix_spawn's child use its internal execve); posix_spawn is covered in
- * sigmask.c by its attributes.
+ * sigmask.c by its attributes, and its hook (ukp_spawn_call_hook).
  *
  * Context: [any] on program threads; may run in a vfork() child that
  * shares the parent's memory: nothing here allocates.
@@ -121,9 +121,12 @@ __attribute__((constructor)) static void exec_init(void)
 		dlvsym(RTLD_NEXT, "fexecve", UKP_GLIBC_BASE);
 }
 
+void (*ukp_exec_call_hook)(const char *path);
+
 /* One execve with the program's mask. */
 static int execve_masked(const char *path, char *const argv[], char *const envp[])
 {
+	void (*hook)(const char *) = ukp_exec_call_hook;
 	uint64_t saved;
 	bool swapped;
 	int ret, e;
@@ -132,9 +135,13 @@ static int execve_masked(const char *path, char *const argv[], char *const envp[
 		errno = ENOSYS;
 		return -1;
 	}
+	if (hook)
+		hook(path);
 	swapped = ukp_exec_mask_enter(&saved);
 	ret = real_execve(path, argv, envp);
 	e = errno;
+	if (hook)
+		hook(NULL);
 	if (swapped)
 		ukp_exec_mask_leave(&saved);
 	errno = e;
@@ -221,8 +228,16 @@ static int exec_kind(enum exec_kind kind, const char *path, int fd, char *const 
 
 	if (kind == BY_PATH)
 		return execve_masked(path, argv, envp);
-	if (kind == BY_FILE && path && *path && !strchr(path, '/') && ukp_vmask_get())
+	/* (each execve made here when the hook wants to see its path) */
+	if (kind == BY_FILE && path && *path && !strchr(path, '/') &&
+	    (ukp_vmask_get() || ukp_exec_call_hook))
 		return exec_search(path, argv, envp);
+	if (kind == BY_FILE && path && strchr(path, '/') && ukp_exec_call_hook) {
+		execve_masked(path, argv, envp);
+		if (errno == ENOEXEC)
+			exec_script(path, argv, envp);
+		return -1;
+	}
 	if (kind == BY_FILE && !real_execvpe)
 		return errno = ENOSYS, -1;
 	if (kind == BY_FD && !real_fexecve)

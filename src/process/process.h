@@ -116,6 +116,16 @@ void ukp_vmask_flush(void);                   /* [trap] */
 void ukp_vmask_enter(ucontext_t *uc, uint64_t add, struct ukp_vmask_frame *f); /* [trap] */
 void ukp_vmask_leave(ucontext_t *uc, const struct ukp_vmask_frame *f); /* [trap] */
 bool ukp_exec_mask_enter(uint64_t *saved);    /* [any] around an execve */
+/* exec.c: called around each execve system call the library makes (a
+ * PATH search makes one per directory) with its path, then, if it
+ * failed, with NULL; may run in a vfork() child. Set once, before any
+ * exec (ukprobe's agent: its -f of static programs). */
+extern void (*ukp_exec_call_hook)(const char *path);
+/* Around the posix_spawn()/posix_spawnp() of FILE the program calls
+ * (sigmask.c): before it with done false, returning whether it wants to
+ * be called after it (done true); glibc's child makes its execve
+ * itself, unseen by the exec interposers. [any] on program threads. */
+extern bool (*ukp_spawn_call_hook)(const char *file, bool by_file, bool done);
 void ukp_exec_mask_leave(const uint64_t *saved);
 
 /* signals.c: leave a defer_async section, delivering what was held back */

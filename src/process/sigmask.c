@@ -693,6 +693,8 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pt
  * it executes; the spawn itself sets it between its fork and exec.
  */
 #ifndef UKP_FREE /* (a static program's posix_spawn is its own) */
+bool (*ukp_spawn_call_hook)(const char *file, bool by_file, bool done);
+
 static int spawn(bool by_file, pid_t *pid, const char *path,
 		 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 		 char *const argv[], char *const envp[])
@@ -700,8 +702,10 @@ static int spawn(bool by_file, pid_t *pid, const char *path,
 	int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 		    const posix_spawnattr_t *, char *const[], char *const[]) =
 		by_file ? real_posix_spawnp : real_posix_spawn;
+	bool (*hook)(const char *, bool, bool);
 	posix_spawnattr_t copy;
 	short flags = 0;
+	int ret;
 
 	if (!real)
 		return ENOSYS;
@@ -723,7 +727,12 @@ static int spawn(bool by_file, pid_t *pid, const char *path,
 		posix_spawnattr_setsigmask(&copy, &view);
 		attr = &copy;
 	}
-	return real(pid, path, fa, attr, argv, envp);
+	hook = ukp_spawn_call_hook;
+	if (!hook || !hook(path, by_file, false))
+		return real(pid, path, fa, attr, argv, envp);
+	ret = real(pid, path, fa, attr, argv, envp);
+	hook(path, by_file, true);
+	return ret;
 }
 
 __attribute__((visibility("default"))) int posix_spawn(pid_t *pid, const char *path,

@@ -2132,6 +2132,301 @@ def case_follow():
     check(r.returncode == 0 and len(pids) == 2, "json pids", pids)
 
 
+def spawn_events(txt):
+    """tgt_spawner's l events (leaf's argument), by process, in order."""
+    got = {}
+    for line in txt.splitlines():
+        m = LINE_RE.match(line)
+        if m and m["event"] == "l":
+            got.setdefault(int(m["tid"]), []).append(int(m["args"].split("=")[1]))
+    return got
+
+
+def case_follow_spawn():
+    """-f, launched: a child made by fork(), a raw fork or clone system
+    call, vfork() or clone(CLONE_VM | CLONE_VFORK) that execs a program,
+    static or dynamic: that program traced too (a static one gets the
+    freestanding agent at its exec: tools/ukprobe/follow_exec.c), its
+    events exact and its own, under the child's pid."""
+    # (without a static C library or the freestanding agent, a sanitizer
+    # build: the dynamic programs only)
+    free = free_attach() and os.path.exists(tgt("spawner_static"))
+    progs = ("spawner", "spawner_static") if free else ("spawner",)
+    # (the freestanding agent in the static parent: the exec from its
+    # execve instruction, agent/free/signal_sites.c; posix_spawn() of a
+    # static program from a dynamic one: the spawning thread traced for
+    # the call, its child from its vfork: tools/ukprobe/follow_exec.c)
+    for parent, how, prog in [(p, h, c) for p in progs
+                              for h in ("fork", "vfork", "clonevm", "rawfork", "rawclone", "spawn")
+                              for c in progs]:
+        if True:
+            # (a raw fork's child runs no atfork handler: its own calls
+            # before the exec are not its own image's, none are made)
+            n = 2 if how == "fork" else 0
+            r = ukprobe(["trace", "-f", "-e", "p:l leaf n=%di:s32", "--", tgt(parent), how,
+                         str(n), tgt(prog), "leaf", "3"])
+            got = spawn_events(r.stdout)
+            # (a static child's events before its exec come from its
+            # region, after those of the program it exec'd)
+            kids = [sorted(v) for v in got.values() if v != [1, 3]]
+            check(r.returncode == 0 and "done 0\n" in r.stdout and len(got) == 2 and
+                  [1, 3] in got.values() and
+                  kids == [list(range(100, 100 + n)) + [200, 201, 202]],
+                  "%s: %s, then exec of %s: the parent's events and the child's" %
+                  (parent, how, prog),
+                  show(r))
+    # python3.11's subprocess (a vfork() child that closes every
+    # descriptor with close_range() before its execve: the agent's stay
+    # open, agent/interpose.c): a static program, a dynamic one, and a
+    # static one exec'd from a vfork() child of that one
+    if ARCH == "x86_64" and os.path.exists("/usr/bin/python3.11"):
+        src = ("import subprocess as s; s.run([%r, 'leaf', '4']); s.run([%r, 'leaf', '5']); "
+               "s.run([%r, 'vfork', '0', %r, 'leaf', '2'])" %
+               (tgt(progs[-1]), tgt("spawner"), tgt("spawner"), tgt(progs[-1])))
+        r = ukprobe(["trace", "-f", "-e", "p:l leaf n=%di:s32", "--", "/usr/bin/python3.11",
+                     "-c", src])
+        got = spawn_events(r.stdout)
+        check(r.returncode == 0 and sorted(got.values()) ==
+              [[1, 3], [200, 201], [200, 201, 202, 203], [200, 201, 202, 203, 204]],
+              "python3.11's subprocess.run: each program's events its own", show(r))
+        r = ukprobe(["stat", "-f", "-e", "p:l leaf", "--", "/usr/bin/python3.11", "-c", src])
+        check(r.returncode == 0 and stat_rows(r.stdout[r.stdout.find("EVENT"):]).get(
+            "ukprobes/l") == 13, "stat -f on python3.11's subprocess.run", show(r))
+        # os.posix_spawnp(): libc's posix_spawnp, its program found in
+        # PATH (a static one where the build has one)
+        prog = os.path.basename(tgt(progs[-1]))
+        src = ("import os; p = os.posix_spawnp(%r, [%r, 'leaf', '3'], os.environ); "
+               "print('status', os.waitpid(p, 0)[1])" % (prog, prog))
+        env = dict(os.environ, PATH=os.path.dirname(tgt(progs[-1])) + ":" + os.environ["PATH"])
+        r = ukprobe(["trace", "-f", "-e", "p:l leaf n=%di:s32", "--", "/usr/bin/python3.11",
+                     "-c", src], env=env)
+        got = spawn_events(r.stdout)
+        check(r.returncode == 0 and "status 0\n" in r.stdout and
+              sorted(got.values()) == [[200, 201, 202]],
+              "python3.11's os.posix_spawnp of %s found in PATH: its events" % prog, show(r))
+    # attached: a forked child's calls its own, and the program it execs
+    # traced too (the freestanding agent at its exec, as -p loads it:
+    # case attach_follow_exec; the dynamic agent, attached in a
+    # sanitizer build, sees no exec: its interposers are not bound)
+    for parent in progs:
+        p = subprocess.Popen([tgt(parent), "-w", "fork", "2", tgt(progs[-1]), "leaf", "3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        try:
+            check(p.stdout.readline() == "ready\n", "the program is ready")
+            t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e",
+                                  "p:l leaf n=%di:s32"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, preexec_fn=no_core)
+            # (the attach's first event: bounded, not timed; a loaded
+            # machine took over 30 s)
+            lines = read_lines_until(t, " l: ", lambda: None, timeout=180)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            check(p.stdout.read() == "done 0\n" and p.wait(timeout=60) == 0, "it ran")
+            out, err = t.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        got = spawn_events("\n".join(lines) + "\n" + out.decode())
+        got = {k: [a for a in v if a] for k, v in got.items()}
+        kids = [k for k, v in got.items() if k != p.pid]
+        check(t.returncode == 0 and got.get(p.pid) == [1, 3] and len(kids) == 1 and
+              sorted(got[kids[0]]) == [100, 101] + ([200, 201, 202] if free_attach() else []) and
+              err.decode() == "",
+              "-p -f on %s: the child's calls its own, and its exec'd program's" % parent,
+              "rc=%s\n%s\n%s" % (t.returncode, out.decode(), err.decode()))
+
+
+def held_state(pid):
+    """What an exec'd tgt_spawner hold shows of itself once it said
+    "held": its mappings without their addresses (sizes, permissions,
+    offsets, files; [stack] and [heap] by name), sorted, and its
+    threads' names and signal states (thread_state), sorted."""
+    maps = sorted((b - a if path not in ("[stack]", "[heap]") else 0, perms,
+                   off if path else "", path) for a, b, perms, off, path in maps_of(pid))
+    return maps, sorted(thread_state(pid).values())
+
+
+def case_attach_follow_exec():
+    """-p -f on a running dynamic program (tgt_spawner -w) that then
+    forks a child which execs a dynamic (tgt_spawner) or a static
+    (tgt_spawner_static) program, or execs it itself: the exec'd program gets the
+    freestanding agent at its exec with the attach's socket and key
+    (tools/ukprobe/follow_exec.c) and is held until its probes are in
+    place: trace shows exactly its calls, under its own name (comm), and
+    stat counts them exactly; after the detach (SIGINT) nothing of the
+    agent is left in it: its mappings, threads and signal states as an
+    untraced run of the same program has them at the same point, and its
+    code is its file's. A set-user-ID program is not followed, and that
+    is said. Then python3.11's subprocess.run of both (its child closes
+    every descriptor before the exec): each one's calls."""
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    progs = ["spawner"] + (["spawner_static"] if os.path.exists(tgt("spawner_static")) else [])
+    for prog in progs:
+        # the untraced program's own state at its "held"
+        q = subprocess.Popen([tgt(prog), "hold", "3"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, preexec_fn=no_core)
+        try:
+            check(q.stdout.readline() == "held\n", "%s untraced: held" % prog)
+            want = held_state(q.pid)
+            q.stdin.write("x\n")
+            q.stdin.close()
+            check(q.wait(timeout=60) == 0, "%s untraced: it ended" % prog)
+        finally:
+            if q.poll() is None:
+                q.kill()
+                q.wait()
+        for how, cmd, spec in [(h, c, a) for h in ("fork", "exec") for c, a in (
+                ("trace", ["-e", "p:l leaf n=%di:s32"]),
+                ("stat", ["-e", "p:l leaf n=%di:s32", "--filter", "n >= 200"]))]:
+            p = subprocess.Popen([tgt("spawner"), "-w", how, "0", tgt(prog), "hold", "3"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 preexec_fn=no_core)
+            what = "%s -f -p, %s of %s" % (cmd, "a fork's exec" if how == "fork" else "its exec",
+                                           prog)
+            try:
+                check(p.stdout.readline() == "ready\n", "the program is ready")
+                t = subprocess.Popen([UKPROBE, cmd, "-f", "-p", str(p.pid)] + spec,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(os.environ, UKPROBE_TIMING="1"),
+                                     preexec_fn=no_core)
+                # (bounded, not timed: a loaded machine took over 30 s)
+                pre = stderr_until(t, "every probe in place", timeout=180)
+                p.stdin.write("go\n")
+                p.stdin.flush()
+                check(p.stdout.readline() == "held\n", "%s: the exec'd program ran" % what)
+                if how == "fork":
+                    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                        kid = int(f.read().split()[0])
+                else:
+                    kid = p.pid
+                check(os.readlink("/proc/%d/exe" % kid) == tgt(prog), "%s: the child's program"
+                      % what)
+                t.send_signal(signal.SIGINT)
+                out, err = t.communicate(timeout=120)
+                got = held_state(kid)
+                check(got == want, "%s: after the detach, the exec'd program as untraced" % what,
+                      "untraced:\n%s\nafter the detach:\n%s" % (want, got))
+                check(code_vs_file(kid) == [], "%s: its code is its file's" % what)
+                p.stdin.write("x\n")
+                p.stdin.close()
+                check(p.stdout.read() == ("done 0\n" if how == "fork" else "") and
+                      p.wait(timeout=60) == 0, "%s: it ended" % what)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                if t.poll() is None:
+                    t.kill()
+                    t.wait()
+            out, err = out.decode(), "".join(l + "\n" for l in pre) + err.decode()
+            # (UKPROBE_TIMING's lines aside)
+            err = "".join(l for l in err.splitlines(True) if not l.startswith("ukprobe: attach ")
+                          and "every probe in place" not in l and "registered after" not in l)
+            if cmd == "trace":
+                evs = [(m["comm"], int(m["tid"]), int(m["args"].split("=")[1]))
+                       for m in map(LINE_RE.match, out.splitlines()) if m and m["event"] == "l"]
+                # (the exec'd program's, and the parent's before the
+                # exec: leaf(1), after leaf(0) while it waited)
+                check(t.returncode == 0 and err == "" and
+                      [e for e in evs if e[2] >= 200] ==
+                      [(os.path.basename(tgt(prog))[:15], kid, n) for n in (200, 201, 202)] and
+                      [e for e in evs if 0 < e[2] < 200] == [("tgt_spawner", p.pid, 1)],
+                      "%s: the exec'd program's calls, under its name" % what,
+                      "rc=%s\n%s\n%s" % (t.returncode, out, err))
+            else:
+                check(t.returncode == 0 and err == "" and
+                      stat_rows(out[out.find("EVENT"):]).get("ukprobes/l") == 3,
+                      "%s: its calls counted" % what, "rc=%s\n%s\n%s" % (t.returncode, out, err))
+    # a set-user-ID program: not followed (traced, its exec would not take
+    # its privileges), and said
+    with tempfile.TemporaryDirectory() as d:
+        suid = os.path.join(d, "tgt_spawner_suid")
+        shutil.copy(tgt("spawner"), suid)
+        os.chmod(suid, 0o4755)
+        p = subprocess.Popen([tgt("spawner"), "-w", "fork", "0", suid, "leaf", "3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        try:
+            check(p.stdout.readline() == "ready\n", "the program is ready")
+            t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid), "-e",
+                                  "p:l leaf n=%di:s32"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=dict(os.environ, UKPROBE_TIMING="1"),
+                                 preexec_fn=no_core)
+            pre = stderr_until(t, "every probe in place", timeout=180)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            check(p.stdout.read() == "done 0\n" and p.wait(timeout=60) == 0, "set-ID: it ran")
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=120)
+        finally:
+            for x in (p, t):
+                if x.poll() is None:
+                    x.kill()
+                    x.wait()
+        err = "".join(l + "\n" for l in pre + err.decode().splitlines()
+                      if not l.startswith("ukprobe: attach ") and "every probe in place" not in l
+                      and "registered after" not in l)
+        evs = [int(m["args"].split("=")[1]) for m in map(LINE_RE.match, out.decode().splitlines())
+               if m and m["event"] == "l"]
+        check(t.returncode == 0 and re.fullmatch(
+            r"ukprobe: warning: -f: process \d+ execs a set-user-ID or set-group-ID program, "
+            r"which is not followed \(traced, it would run without its privileges\): it runs "
+            r"untraced\n", err) and [n for n in evs if n] == [1, 3],
+              "a set-user-ID program: not followed, said", "rc=%s\n%s\n%s" %
+              (t.returncode, out.decode(), err))
+    # python3.11's subprocess.run (a vfork() child that closes every
+    # descriptor with close_range() before its execve: the freestanding
+    # agent's stay open, agent/free/signal_sites.c) of the static and the
+    # dynamic program: each one's calls
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        print("no %s: the python part skipped" % py)
+        return
+    src = ("import sys, subprocess as s\nprint('ready', flush=True)\nsys.stdin.readline()\n"
+           "s.run([%r, 'leaf', '4'])\ns.run([%r, 'leaf', '5'])\nprint('ran', flush=True)\n"
+           % (tgt(progs[-1]), tgt("spawner")))
+    p = subprocess.Popen([py, "-c", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, preexec_fn=no_core)
+    try:
+        check(p.stdout.readline() == "ready\n", "python ready")
+        t = subprocess.Popen([UKPROBE, "trace", "-f", "-p", str(p.pid),
+                              "-e", "p:l %s:leaf n=%%di:s32" % tgt("spawner"),
+                              "-e", "p:m %s:leaf n=%%di:s32" % tgt(progs[-1])],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+        pre = stderr_until(t, "every probe in place", timeout=180)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        check(p.stdout.readline() == "ran\n", "python: subprocess.run ran both")
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=120)
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "python ended")
+    finally:
+        for x in (p, t):
+            if x.poll() is None:
+                x.kill()
+                x.wait()
+    out = out.decode()
+    err = "".join(l for l in pre + err.decode().splitlines() if not l.startswith("ukprobe: attach ")
+                  and "every probe in place" not in l and "registered after" not in l)
+    evs = sorted((m["event"], os.path.basename(m["comm"].strip()), int(m["args"].split("=")[1]))
+                 for m in map(LINE_RE.match, out.splitlines()) if m)
+    want = [("l", "tgt_spawner", n) for n in range(200, 205)]
+    if progs[-1] != "spawner":
+        want = sorted(want + [("m", "tgt_spawner_sta", n) for n in range(200, 204)])
+    else:
+        want = sorted(want + [("m", "tgt_spawner", n) for n in range(200, 204)] +
+                      [("l", "tgt_spawner", n) for n in range(200, 204)])
+    check(t.returncode == 0 and err == "" and evs == want,
+          "python3.11's subprocess.run, attached: each program's calls", "rc=%s\n%s\n%s" %
+          (t.returncode, out, err))
+
+
 def case_all_of_libc():
     """A probe on every function of libc, in a shell pipeline and with
     -f in each of its processes; the functions glibc runs with every
@@ -4182,8 +4477,9 @@ def case_attach_follow_python():
     fork handlers around it, beside glibc's): an os.fork() child's 100
     crc32 calls traced exactly as its own, the parent's 100 as its own;
     two children that exec sh (traced until its exec, as the dynamic agent
-    traced it attached), subprocess.run() of an sh -c pipeline (vfork:
-    untraced) with its output right; each process's pthread_sigmask()
+    traced it attached; sh then traced too: case attach_follow_exec),
+    subprocess.run() of an sh -c pipeline (vfork, then sh, sort and tr
+    each traced) with its output right; each process's pthread_sigmask()
     blocks SIGURG in the kernel (the free agent makes the call in the
     thread's own context, not in its trap handler, whose return put the
     mask back: PostgreSQL's backends waited forever for the SIGURG their
@@ -4225,7 +4521,8 @@ def case_attach_follow_python():
         # latest when the session ends)
         t.send_signal(signal.SIGINT)
         out, err = t.communicate(timeout=60)
-        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0",
+        # (every exec followed, nothing to say)
+        check(t.returncode == 0 and err.decode() == "", "ukprobe -f ends with 0, nothing said",
               "rc=%s %s" % (t.returncode, err.decode()))
         per = collections.Counter(int(parse_line(l)["tid"]) for l in lines + out.decode().splitlines()
                                   if " c: " in l)

@@ -377,6 +377,9 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 	l->config = config_packet(s, &l->config_len);
 	if (!l->config)
 		return UKP_EXIT_FAIL;
+	/* -f: a program a traced process execs gets the agent as the
+	 * processes named do, with the same socket and key (follow_exec.c) */
+	s->exec_msg = s->follow ? ukp_follow_exec : NULL;
 	if (!make_secret(l->secret, sizeof(l->secret), key)) {
 		ukp_err("getrandom: %s", strerror(errno));
 		return UKP_EXIT_FAIL;
@@ -389,6 +392,10 @@ int ukp_attach_start(struct ukp_session *s, struct ukp_loop *l)
 	l->lfd = listen_socket(l->name, sizeof(l->name));
 	if (l->lfd < 0) {
 		ukp_err("cannot listen for the agent: %s", strerror(errno));
+		return UKP_EXIT_FAIL;
+	}
+	if (s->follow && (!(s->attach_name = strdup(l->name)) || !(s->attach_key = strdup(key)))) {
+		ukp_err("out of memory");
 		return UKP_EXIT_FAIL;
 	}
 	/* every process checked before any is loaded into: one that cannot
@@ -532,6 +539,7 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 	int i;
 
 	wait_agents_gone(s);
+	ukp_follow_exec_end(s);
 	if (l->timing)
 		fprintf(stderr,
 			"ukprobe: probes registered after %ld ms, first event after %ld ms, "
@@ -573,17 +581,24 @@ int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
  * with every thread of the process stopped (load.c, ukp_unload). Signals
  * wait meanwhile: ukprobe must not end while it holds the threads.
  */
-void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l)
+void ukp_attach_unload(struct ukp_session *s, struct ukp_loop *l)
 {
 	sigset_t all, old;
 	int i;
 
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
+	ukp_follow_exec_end(s);
 	for (i = 0; l->loaded && i < s->npids; i++) {
-		if (l->loaded[i])
+		/* (one that exec'd: its agent went with the exec, the new
+		 * program's is unloaded below) */
+		if (l->loaded[i] && ukp_follow_exec_reloaded(s, s->pids[i]))
+			free(l->loaded[i]);
+		else if (l->loaded[i])
 			ukp_inject_unload(l->loaded[i], GONE_TIMEOUT_MS);
 	}
+	/* -f: the agents loaded into programs the processes exec'd */
+	ukp_follow_exec_unload(s, GONE_TIMEOUT_MS);
 	/* the dynamic agents' blocks (the agents stay loaded: doc/cli.md) */
 	for (size_t k = 0; k < s->nimages; k++) {
 		const struct ukp_image *img = s->images[k];

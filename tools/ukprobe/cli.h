@@ -105,6 +105,19 @@ bool ukp_elf_has_interp(int fd, const Elf64_Ehdr *eh);
  * agent's thread has ended, before the program runs. 0 or -1 (said). */
 int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
 		      void *arg);
+/* The same for a process stopped after its execve already. */
+int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
+			      void (*held)(void *), void *arg);
+/* Attached, -f: a program stopped at its exec gets the freestanding
+ * agent with the attach's socket name and key: 0 with *out (load.h),
+ * the program held, 1 (it ended), or -1 (said). It goes on once
+ * ready(arg) (or its agent ended): ukp_follow_hold. */
+struct ukp_loaded;
+int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_static,
+		    const char *name, const char *key, struct ukp_loaded **out);
+void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg);
+/* The process an agent was loaded into. */
+pid_t ukp_loaded_pid(const struct ukp_loaded *ld);
 /* Is the ELF file at path a program (rather than a shared library)? */
 bool ukp_is_program(const char *path);
 

@@ -478,7 +478,21 @@ static int handle(struct ukp_session *s, struct ukp_image **imgp, const char *p,
 	}
 	case UKPM_READY:
 		img->ready = true;
+		if (s->exec_msg)
+			ukp_follow_exec_ready(s, img->pid);
 		return 0;
+	case UKPM_EXEC: {
+		struct ukp_msg_exec m;
+
+		if (len < sizeof(m))
+			return -1;
+		memcpy(&m, p, sizeof(m));
+		if (m.tid <= 0)
+			return -1;
+		if (s->exec_msg)
+			s->exec_msg(s, m.tid, m.failed > 4 ? 1 : (int)m.failed);
+		return 0;
+	}
 	case UKPM_DETACHED: {
 		struct ukp_msg_detached m;
 

@@ -297,6 +297,8 @@ int ukp_launch_start(struct ukp_session *s, struct ukp_loop *l)
 		close(sv[1]);
 		return UKP_EXIT_FAIL;
 	}
+	/* -f: static programs exec'd (follow_exec.c) */
+	s->exec_msg = s->follow ? ukp_follow_exec : NULL;
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -349,6 +351,7 @@ int ukp_launch_finish(struct ukp_session *s, struct ukp_loop *l, bool failed,
 	}
 	if (failed)
 		kill(l->child, SIGKILL);
+	ukp_follow_exec_end(s);
 	while (waitpid(l->child, &s->wstatus, 0) < 0 && errno == EINTR)
 		;
 	/* reaped: its pid is no longer one to send signals to */

@@ -2,12 +2,17 @@
 /*
  * launch_static.c - a static program launched (ukprobe CMD): the
  * freestanding agent loaded at its entry point by the ptrace loader
- * (load.c), since no agent can be preloaded into it.
+ * (load.c), since no agent can be preloaded into it. Attached with -f,
+ * any program a traced process execs gets it the same way, with the
+ * attach's parameters (follow_exec.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -77,21 +82,30 @@ static int run_to_thread_pointer(pid_t pid)
 int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*held)(void *),
 		      void *arg)
 {
-	struct ukp_loaded ld;
-	/* (entry.c: no socket, no key; 'g': Go's threads) */
-	const char *params = "\0\0g";
-	size_t plen = 0;
-	int st, ret, fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		plen = ukp_go_without_cgo(fd) ? 4 : 0;
-		close(fd);
-	}
+	int st, ret;
 
 	while ((ret = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
 	if (ret < 0 || !WIFSTOPPED(st))
 		return 0;
+	return ukp_launch_static_stopped(path, agent, pid, held, arg);
+}
+
+/* The same from the stop after its execve (PTRACE_TRACEME's SIGTRAP, or
+ * PTRACE_EVENT_EXEC: follow_exec.c). */
+int ukp_launch_static_stopped(const char *path, const char *agent, pid_t pid,
+			      void (*held)(void *), void *arg)
+{
+	struct ukp_loaded ld;
+	/* (entry.c: no socket, no key; 'g': Go's threads) */
+	const char *params = "\0\0g";
+	size_t plen = 0;
+	int ret, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		plen = ukp_go_without_cgo(fd) ? 4 : 0;
+		close(fd);
+	}
 	ret = run_to_thread_pointer(pid);
 	if (ret > 0)
 		return 0; /* (it ended: the session says how) */
@@ -110,4 +124,95 @@ int ukp_launch_static(const char *path, const char *agent, pid_t pid, void (*hel
 		held(arg);
 	ukp_load_release(&ld);
 	return ret && ret != -ESRCH ? -1 : 0;
+}
+
+/* attached: how long an exec'd program is held for its agent's word that
+ * its probes are in place (as long as a launched static program's agent
+ * may take) */
+#define READY_WAIT_MS 120000
+
+/*
+ * Attached, -f: the program pid, stopped at its exec (PTRACE_EVENT_EXEC,
+ * traced by the calling thread), gets the freestanding agent at agent
+ * with the attach's socket name and key, as -p gives it (inject.c's
+ * inject_free): a static program once it has its thread pointer (as
+ * above), a dynamic one at its entry point, its loader done (the C
+ * library mapped and set up, the program's own code not run yet; the
+ * agent needs nothing of either). 0 with *out (the agent, its program
+ * held: ukp_follow_hold), 1 (it ended), or -1 after one line (let go,
+ * the program runs untraced).
+ */
+int ukp_follow_load(const char *path, const char *agent, pid_t pid, bool is_static,
+		    const char *name, const char *key, struct ukp_loaded **out)
+{
+	struct ukp_loaded *ld;
+	char params[256];
+	size_t nl = strlen(name), kl = strlen(key);
+	bool go = false;
+	int ret, fd;
+
+	*out = NULL;
+	if (nl + kl + 4 > sizeof(params)) {
+		ukp_err("%s: the attach's parameters are too long", path);
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		go = is_static && ukp_go_without_cgo(fd);
+		close(fd);
+	}
+	if (go && !ukp_go_threads_ok()) {
+		ukp_err("%s (process %d) is a static Go program: its threads are keyed by their "
+			"FS base, which needs the FSGSBASE instructions this machine does not "
+			"allow", path, pid);
+		return -1;
+	}
+	ld = calloc(1, sizeof(*ld));
+	if (!ld) {
+		ukp_err("out of memory");
+		return -1;
+	}
+	memcpy(params, name, nl + 1);
+	memcpy(params + nl + 1, key, kl + 1);
+	params[nl + kl + 2] = go ? 'g' : 0;
+	params[nl + kl + 3] = 0;
+	ret = is_static ? run_to_thread_pointer(pid) : -1;
+	if (ret <= 0)
+		ret = ret ? ukp_load_at_entry(pid, agent, params, nl + kl + 4, ld)
+			  : ukp_load_stopped(pid, agent, params, nl + kl + 4, ld);
+	else
+		ret = -ESRCH;
+	if (ret) {
+		if (ret != -ESRCH)
+			ukp_err("%s (process %d): the freestanding agent could not be loaded: %s",
+				path, pid, ld->err);
+		free(ld);
+		return ret == -ESRCH ? 1 : -1;
+	}
+	*out = ld;
+	return 0;
+}
+
+/*
+ * The program ukp_follow_load() loaded into is held until ready(arg)
+ * (its agent's READY: the probes are in place), the agent's thread ends
+ * (told to detach first, or it failed and said why), the process ends,
+ * or READY_WAIT_MS pass; then let go.
+ */
+void ukp_follow_hold(struct ukp_loaded *ld, bool (*ready)(void *), void *arg)
+{
+	long waited = 0;
+
+	/* (each wait_end: up to 20 ms) */
+	while (!ready(arg) && waited < READY_WAIT_MS && ukp_load_wait_end(ld, 20) == -ETIMEDOUT)
+		waited += 20;
+	if (waited >= READY_WAIT_MS)
+		ukp_warn("-f: process %d: its agent did not say its probes were in place within "
+			 "%d s: the program goes on", ld->pid, READY_WAIT_MS / 1000);
+	ukp_load_release(ld);
+}
+
+pid_t ukp_loaded_pid(const struct ukp_loaded *ld)
+{
+	return ld->pid;
 }

@@ -196,4 +196,6 @@ void ukp_session_free(struct ukp_session *s)
 	free(s->agent);
 	free(s->path);
 	free(s->pids);
+	free(s->attach_name);
+	free(s->attach_key);
 }

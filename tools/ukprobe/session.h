@@ -143,7 +143,35 @@ struct ukp_session {
 	/* record: every packet handled goes into the recording too
 	 * (record_dir.c), before it is handled */
 	struct ukp_record *record;
+	/* -f: an agent's UKPM_EXEC (follow_exec.c); NULL elsewhere (a
+	 * recording read back) */
+	void (*exec_msg)(struct ukp_session *s, pid_t tid, int kind);
+	struct ukp_follows *follows;
+	/* attached: the socket's name and the key (attach.c), for the agent
+	 * an exec'd program gets (follow_exec.c); NULL launched */
+	char *attach_name, *attach_key;
 };
+
+/* follow_exec.c: -f: a thread about to exec a program (launched: a
+ * static one) is seized, and the freestanding agent loaded into the
+ * program at its exec (agent/exec_follow.c); kind 1: that exec failed,
+ * the thread is let go; kind 2: a set-ID program, not followed (said); kind 3: a thread about to posix_spawn() a static
+ * program is traced for the call, its child from its vfork to its exec;
+ * kind 4: that call returned. */
+void ukp_follow_exec(struct ukp_session *s, pid_t tid, int kind);
+/* An image's READY (attached: an exec'd program's agent is in place,
+ * the program may go on). */
+void ukp_follow_exec_ready(struct ukp_session *s, pid_t pid);
+/* Is a follow still under way (the session waits for it)? */
+bool ukp_follow_exec_busy(const struct ukp_session *s);
+/* Attached: did pid exec a program that got an agent (the agent loaded
+ * into it before went with the exec)? */
+bool ukp_follow_exec_reloaded(const struct ukp_session *s, pid_t pid);
+/* At the session's end: every follow done (the agents loaded stay). */
+void ukp_follow_exec_end(struct ukp_session *s);
+/* Attached, after the detach: the agents loaded into exec'd programs
+ * unmapped (as ukp_attach_unload's), and forgotten. */
+void ukp_follow_exec_unload(struct ukp_session *s, int timeout_ms);
 
 /* hist_print.c: an UKPM_HIST message (0, or -1: malformed), the tables
  * in the kernel's hist format at the end, and their memory. */

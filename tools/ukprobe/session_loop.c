@@ -161,7 +161,7 @@ static int poll_timeout(const struct ukp_session *s, const struct ukp_loop *l, l
 	int timeout = -1;
 
 	/* agents still to connect or authenticate: look at them often */
-	if (l->nagents < l->expect || l->pending)
+	if (l->nagents < l->expect || l->pending || ukp_follow_exec_busy(s))
 		timeout = 100;
 	if (l->deadline && !l->detaching && (timeout < 0 || l->deadline - now < timeout))
 		timeout = (int)(l->deadline - now);
@@ -269,7 +269,9 @@ static int drive(struct ukp_session *s, struct ukp_loop *l, struct relay *relay)
 
 		maybe_detach(s, l, now);
 		ukp_attach_expire(l, now);
-		if (l->nagents >= l->expect && !l->open_conns)
+		/* (-f: a process that execs closes its connection, its new
+		 * program's agent opens one once loaded) */
+		if (l->nagents >= l->expect && !l->open_conns && !ukp_follow_exec_busy(s))
 			break;
 		if (l->nagents < l->expect) {
 			code = ukp_attach_missing(s, l, now);

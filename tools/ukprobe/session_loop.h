@@ -124,7 +124,7 @@ pid_t ukp_host_tid(const struct ukp_image *img, pid_t own);
  * UKP_EXIT_FAIL after saying why. */
 /* attach.c: the freestanding agents unmapped (ukp_unload), once their
  * sessions are over (their connections closed). */
-void ukp_attach_unload(const struct ukp_session *s, struct ukp_loop *l);
+void ukp_attach_unload(struct ukp_session *s, struct ukp_loop *l);
 int ukp_attach_finish(struct ukp_session *s, struct ukp_loop *l,
 		      const struct ukp_session_ops *ops, void *arg);
 /* The connections refused during the session, in one warning. */

@@ -28,12 +28,20 @@
 #define UKPA_NR_CLONE 56
 #define UKPA_NR_FORK 57
 #define UKPA_NR_CLONE3 435
+#define UKPA_NR_EXECVE 59
+#define UKPA_NR_CLOSE_RANGE 436
+
+/* Is code[1..4] nr (the immediate of a mov)? */
+static inline bool ukpa_site_imm(const unsigned char *code, long nr)
+{
+	return code[1] == (unsigned char)nr && code[2] == (unsigned char)(nr >> 8) &&
+	       code[3] == (unsigned char)(nr >> 16) && code[4] == (unsigned char)(nr >> 24);
+}
 
 /* Does code[0..] load nr into eax? */
 static inline bool ukpa_site_loads(const unsigned char *code, long nr)
 {
-	return code[0] == 0xb8 && code[1] == (unsigned char)nr && !code[2] && !code[3] &&
-	       !code[4];
+	return code[0] == 0xb8 && ukpa_site_imm(code, nr);
 }
 
 /* Does code[0..] load nr into any 32-bit register (mov $nr, %r32: b8+r
@@ -41,8 +49,7 @@ static inline bool ukpa_site_loads(const unsigned char *code, long nr)
  * number into esi and moves it to eax before the instruction. */
 static inline bool ukpa_site_loads_any(const unsigned char *code, long nr)
 {
-	return (code[0] & 0xf8) == 0xb8 && code[1] == (unsigned char)nr && !code[2] && !code[3] &&
-	       !code[4];
+	return (code[0] & 0xf8) == 0xb8 && ukpa_site_imm(code, nr);
 }
 
 /* Is code[0..] the system call instruction? */
