@@ -7,7 +7,10 @@
  * when set), the flow check's index built in one pass and in two must be
  * the same (codeflow_index_check.h), checked when the program exits. One
  * line per object on stderr; exit status 3 at the first difference or
- * failure.
+ * failure. With UKT_INDEX_CACHE (a directory), each object's index is
+ * also built through the cache (flow_cache.h) in a subdirectory named for
+ * the function, stored, read back and rebuilt after its entry is damaged:
+ * the same each time (a "cache: ... the same" line).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,6 +27,7 @@
 static void check_objects(void)
 {
 	const char *load = getenv("UKT_INDEX_LOAD"), *syms = getenv("UKT_INDEX_SYMS");
+	const char *cache = getenv("UKT_INDEX_CACHE");
 	char *list, *name, *save = NULL;
 
 	if (!syms)
@@ -54,6 +58,16 @@ static void check_objects(void)
 			_exit(3);
 		}
 		fprintf(stderr, "index: %s (%s): %s\n", obj->path, name, msg);
+		if (cache) {
+			char dir[512];
+
+			snprintf(dir, sizeof(dir), "%s/%s", cache, name);
+			if (mkdir(dir, 0700) || ukt_index_cache_same(obj, dir, msg, sizeof(msg))) {
+				fprintf(stderr, "cache: %s (%s): %s\n", obj->path, name, msg);
+				_exit(3);
+			}
+			fprintf(stderr, "cache: %s (%s): %s\n", obj->path, name, msg);
+		}
 	}
 	free(list);
 }
