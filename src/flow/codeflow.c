@@ -648,13 +648,17 @@ static void flow_obj_free(struct flow_obj *fo)
 static int load_refs(struct flow_obj *fo, struct index_build *ib, bool one_pass,
 		     unsigned int what, uintptr_t **out, size_t *nout)
 {
-	uintptr_t *sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
+	uintptr_t *sync;
 	struct ukp_code_refs_flow flow = {
 		.ranges = ib->ranges, .n = ib->nranges, .fn = range_target, .arg = ib,
 	};
 	size_t i, n = 0;
 	int ret;
 
+	if (!(what & UKP_REFS_LITERALS)) /* (no decoding: no boundaries) */
+		return ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, NULL, 0, NULL, what,
+					  out, nout);
+	sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
 	if (!sync)
 		return -ENOMEM;
 	for (i = 0; i < fo->nsyms; i++)
