@@ -30,6 +30,7 @@
 
 const char *ukp_flow_cache_dir_override;
 bool ukp_flow_cache_off;
+size_t ukp_flow_cache_max = 256;
 
 #define MAGIC "UKPFLOW"
 #define VERSION 1u
@@ -343,6 +344,42 @@ out:
 	return ret;
 }
 
+/*
+ * [reg] Room for one more entry in dir: while it holds ukp_flow_cache_max
+ * entries or more, the one written longest ago goes (a library rebuilt,
+ * or a file replaced, leaves entries that nothing reads any more).
+ */
+static void make_room(const char *dir)
+{
+	for (int round = 0; round < 8; round++) {
+		char path[4200], oldest[64] = "";
+		struct ukp_dir d;
+		const char *name;
+		struct stat st;
+		int64_t oldest_t = INT64_MAX;
+		size_t n = 0;
+
+		if (ukp_dir_open(&d, dir))
+			return;
+		while ((name = ukp_dir_next(&d))) {
+			if (strncmp(name, "flow-", 5) || strlen(name) >= sizeof(oldest) ||
+			    snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+			    ukp_sys_stat(path, &st) || !S_ISREG(st.st_mode))
+				continue;
+			n++;
+			if ((int64_t)st.st_mtim.tv_sec < oldest_t) {
+				oldest_t = (int64_t)st.st_mtim.tv_sec;
+				strcpy(oldest, name);
+			}
+		}
+		ukp_dir_close(&d);
+		if (n < ukp_flow_cache_max || !oldest[0])
+			return;
+		snprintf(path, sizeof(path), "%s/%s", dir, oldest);
+		ukp_sys_unlink(path);
+	}
+}
+
 /* [reg] */
 int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 			 size_t nsegs, uint64_t inputs, const uintptr_t *lits, size_t nlits,
@@ -373,6 +410,7 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
 	h->nlits = nlits;
 	h->ntargets = ntargets;
 	h->sum = entry_sum(h, v, nlits + ntargets);
+	make_room(dir);
 	ukp_sys_unlink(tmp);	/* (a dead process's with this pid) */
 	fd = ukp_sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0600);

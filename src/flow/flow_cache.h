@@ -10,7 +10,8 @@
  * Where: $UKPROBES_CACHE when it names a directory (an absolute path),
  * else $XDG_CACHE_HOME/ukprobes, else $HOME/.cache/ukprobes;
  * UKPROBES_CACHE=0 turns it off, as does a program whose effective user
- * is not its real one. The directory must belong to the effective user
+ * is not its real one. A directory keeps ukp_flow_cache_max entries at
+ * most (the oldest written go first). The directory must belong to the effective user
  * and be writable by no one else (made so, mode 0700, when missing);
  * an entry must belong to the user, be writable by no one else and be a
  * regular file, or it is not read.
@@ -75,5 +76,8 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
  * the environment's), and whether the cache is off for this process. */
 extern const char *ukp_flow_cache_dir_override;
 extern bool ukp_flow_cache_off;
+/* The most entries a directory keeps: a store into a full one removes the
+ * entries written longest ago first (tests lower it). */
+extern size_t ukp_flow_cache_max;
 
 #endif /* UKP_FLOW_CACHE_H */

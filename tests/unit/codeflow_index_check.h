@@ -269,4 +269,67 @@ out:
 	return ret;
 }
 
+/* How many entries dir holds. */
+static inline size_t ukt_cache_count(const char *dir)
+{
+	char cmd[600], line[600];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/flow-* 2>/dev/null", dir);
+	f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	pclose(f);
+	return n;
+}
+
+/*
+ * The n objects' indexes stored in one directory (made fresh) that keeps
+ * two entries: each stored, two entries left, the last one read back.
+ * 0, or -1 and why in msg.
+ */
+static inline int ukt_cache_bounded(const struct ukp_object *const *objs, size_t n,
+				    const char *dir, char *msg, size_t msglen)
+{
+	struct ukp_codeflow_index x;
+	size_t i, max = ukp_flow_cache_max, left;
+	int use, ret = -1;
+
+	if (ukp_lock_for_show() != 0) {
+		snprintf(msg, msglen, "no registry lock");
+		return -1;
+	}
+	ukp_flow_cache_max = 2;
+	for (i = 0; i <= n; i++) {
+		/* the last round reads the last object's entry back */
+		const struct ukp_object *obj = objs[i < n ? i : n - 1];
+		int expect = i < n ? UKP_FLOW_CACHE_STORED : UKP_FLOW_CACHE_HIT;
+
+		if (ukt_index_cached(obj, dir, &x, &use)) {
+			snprintf(msg, msglen, "cached build of %s failed", obj->path);
+			goto out;
+		}
+		free(x.targets);
+		free(x.refs);
+		if (use != expect) {
+			snprintf(msg, msglen, "%s: the cache did %d, not %d", obj->path, use, expect);
+			goto out;
+		}
+	}
+	left = ukt_cache_count(dir);
+	if (left != 2) {
+		snprintf(msg, msglen, "%zu entries left of %zu, not 2", left, n);
+		goto out;
+	}
+	snprintf(msg, msglen, "%zu stored, 2 kept: bounded", n);
+	ret = 0;
+out:
+	ukp_flow_cache_max = max;
+	ukp_unlock_for_show();
+	return ret;
+}
+
 #endif /* UKT_CODEFLOW_INDEX_CHECK_H */

@@ -10,7 +10,8 @@
  * failure. With UKT_INDEX_CACHE (a directory), each object's index is
  * also built through the cache (flow_cache.h) in a subdirectory named for
  * the function, stored, read back and rebuilt after its entry is damaged:
- * the same each time (a "cache: ... the same" line).
+ * the same each time (a "cache: ... the same" line); then all of them in
+ * one directory that keeps two entries (a "bounded: ..." line).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,6 +43,9 @@ static void check_objects(void)
 		fprintf(stderr, "index: cannot load %s\n", load);
 		_exit(3);
 	}
+	const struct ukp_object *objs[16];
+	size_t nobjs = 0;
+
 	list = strdup(syms);
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		void *fn = dlsym(RTLD_DEFAULT, name);
@@ -58,6 +62,8 @@ static void check_objects(void)
 			_exit(3);
 		}
 		fprintf(stderr, "index: %s (%s): %s\n", obj->path, name, msg);
+		if (nobjs < sizeof(objs) / sizeof(objs[0]))
+			objs[nobjs++] = obj;
 		if (cache) {
 			char dir[512];
 
@@ -70,6 +76,16 @@ static void check_objects(void)
 		}
 	}
 	free(list);
+	if (cache && nobjs >= 3) {
+		char dir[512], msg[256] = "cannot make the directory";
+
+		snprintf(dir, sizeof(dir), "%s/bounded", cache);
+		if (mkdir(dir, 0700) || ukt_cache_bounded(objs, nobjs, dir, msg, sizeof(msg))) {
+			fprintf(stderr, "bounded: %s\n", msg);
+			_exit(3);
+		}
+		fprintf(stderr, "bounded: %s\n", msg);
+	}
 }
 
 /* At exit: after every constructor, the library's own included. */

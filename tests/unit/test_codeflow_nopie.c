@@ -127,13 +127,14 @@ Test(nopie, index_one_pass_is_two_passes)
 }
 
 /* The same in CPython's executable (when installed), libc and libsqlite3;
- * and the same through the cache (flow_cache.h), its entries damaged. */
+ * and the same through the cache (flow_cache.h), its entries damaged; and
+ * a cache directory kept to its bound. */
 Test(nopie, index_one_pass_is_two_passes_cpython)
 {
 	static const char python[] = "/usr/bin/python3.11";
 	const char *preload = getenv("UKT_INDEX_PRELOAD");
 	char out[8192] = "", *line, *save = NULL, cache[] = "/tmp/ukt-flowcache-XXXXXX", rm[64];
-	size_t len = 0, same = 0, cached = 0;
+	size_t len = 0, same = 0, cached = 0, bounded = 0;
 	int fds[2], status;
 	ssize_t r;
 	pid_t pid;
@@ -170,6 +171,10 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 			cached += strstr(line, "damages: the same") != NULL;
 			continue;
 		}
+		if (!strncmp(line, "bounded: ", 9)) {
+			bounded += !strcmp(line, "bounded: 3 stored, 2 kept: bounded");
+			continue;
+		}
 		if (!strstr(line, "the same") || !p || sscanf(p, "): %zu ranges (%zu", &ranges,
 							      &alone) != 2)
 			continue;
@@ -186,6 +191,7 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 	}
 	cr_expect_eq(same, 3, "%s", out);
 	cr_expect_eq(cached, 3, "%s", out);
+	cr_expect_eq(bounded, 1, "%s", out);
 }
 
 Test(nopie, pointer_tail_call_accepted)
