@@ -56,6 +56,7 @@ struct head {
  * or -1 when the cache is off or no directory can be used. */
 static int cache_dir(char *out, size_t len)
 {
+	static bool warned; /* (once per process) */
 	const char *env = getenv("UKPROBES_CACHE"), *xdg, *home;
 	struct stat st;
 	int n;
@@ -65,8 +66,16 @@ static int cache_dir(char *out, size_t len)
 	if (ukp_flow_cache_dir_override && ukp_flow_cache_dir_override[0]) {
 		env = ukp_flow_cache_dir_override;
 	} else if (env && env[0]) {
-		if (env[0] != '/')
-			return -1;	/* "0", or not an absolute path: off */
+		if (env[0] != '/') {
+			/* "0": off; anything else is a mistake worth a word (a
+			 * debug one: the agent takes warnings for a probe's failure) */
+			if (strcmp(env, "0") && !warned) {
+				pr_debug("flow cache: UKPROBES_CACHE=%s is neither 0 nor an absolute "
+					"path: not used\n", env);
+				warned = true;
+			}
+			return -1;
+		}
 	} else {
 		env = NULL;
 	}
@@ -87,8 +96,13 @@ static int cache_dir(char *out, size_t len)
 	ukp_sys_mkdir(out, 0700);
 	/* the user's own, that no one else can write into */
 	if (ukp_sys_stat(out, &st) || !S_ISDIR(st.st_mode) || st.st_uid != ukp_sys_geteuid() ||
-	    (st.st_mode & 022))
+	    (st.st_mode & 022)) {
+		if (!warned)
+			pr_debug("flow cache: %s is not a directory of the user's that no one else "
+				"can write: not used\n", out);
+		warned = true;
 		return -1;
+	}
 	return 0;
 }
 
