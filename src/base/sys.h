@@ -101,6 +101,34 @@ static inline long ukp_sys_readlink(const char *path, char *buf, size_t n)
 	return ukp_sys_readlinkat(AT_FDCWD, path, buf, n);
 }
 
+/* mkdir(path, mode) */
+static inline int ukp_sys_mkdir(const char *path, int mode)
+{
+	return (int)arch_syscall3(__NR_mkdirat, AT_FDCWD, (long)path, mode);
+}
+
+/* rename(from, to): to replaced atomically */
+static inline int ukp_sys_rename(const char *from, const char *to)
+{
+	return (int)arch_syscall6(__NR_renameat2, AT_FDCWD, (long)from, AT_FDCWD, (long)to, 0, 0);
+}
+
+/* unlink(path) */
+static inline int ukp_sys_unlink(const char *path)
+{
+	return (int)arch_syscall3(__NR_unlinkat, AT_FDCWD, (long)path, 0);
+}
+
+static inline unsigned int ukp_sys_getuid(void)
+{
+	return (unsigned int)arch_syscall3(__NR_getuid, 0, 0, 0);
+}
+
+static inline unsigned int ukp_sys_geteuid(void)
+{
+	return (unsigned int)arch_syscall3(__NR_geteuid, 0, 0, 0);
+}
+
 /* ------------------------------------------------------------ memory */
 
 /*

@@ -399,7 +399,8 @@ static int literal_refs(struct refs *r, const uintptr_t *sync, size_t nsync,
 /* [reg] */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 		       size_t nsegs, const uintptr_t *sync, size_t nsync,
-		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n)
+		       struct ukp_code_refs_flow *flow, unsigned int what, uintptr_t **out,
+		       size_t *n)
 {
 	struct refs r = { .obj = obj, .segs = segs, .nsegs = nsegs };
 	long long announced, found = 0;
@@ -431,7 +432,7 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 		ret = -ENOTSUP;
 		goto out;
 	}
-	for (size_t idx = 1; !ret && idx < r.elf.shnum; idx++) {
+	for (size_t idx = 1; !ret && (what & UKP_REFS_RELOCS) && idx < r.elf.shnum; idx++) {
 		const Elf64_Shdr *scn = ukp_elf_shdr(&r.elf, idx), sh = *scn;
 
 		if (!(sh.sh_flags & SHF_ALLOC))
@@ -448,9 +449,9 @@ int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *se
 	}
 	/* .rela.plt may lie inside .rela.dyn's range in some layouts (GNU ld
 	 * counts IRELATIVE ones in both): at least what is announced */
-	if (!ret && found < announced)
+	if (!ret && (what & UKP_REFS_RELOCS) && found < announced)
 		ret = -ENOENT;
-	if (!ret && eh.e_type == ET_EXEC)
+	if (!ret && (what & UKP_REFS_LITERALS) && eh.e_type == ET_EXEC)
 		ret = literal_refs(&r, sync, nsync, flow);
 out:
 	ukp_elf_close(&r.elf);

@@ -58,6 +58,11 @@ struct ukp_code_refs_flow {
  * that a decoding would step over), and every 8-byte word at a 4-byte
  * aligned address of the rest of its loaded image. flow (or NULL): the
  * ranges to scan in the same pass, above.
+ * what: UKP_REFS_RELOCS (the relocations' addresses), UKP_REFS_LITERALS
+ * (an executable's literals), or both; the file is checked against the
+ * image either way (codeflow.c's cache, flow_cache.h, keeps the literals,
+ * which the file alone decides, and reads the relocations every time:
+ * lazy binding changes what the loader stored).
  * *out is malloc()ed (NULL when *n is 0). Returns 0, or
  *   -ENOTSUP  the object is neither ET_DYN nor ET_EXEC, or has REL
  *             relocations (implicit addends in x86-64 code: not handled)
@@ -69,6 +74,10 @@ struct ukp_code_refs_flow {
  */
 int ukp_code_refs_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 		       size_t nsegs, const uintptr_t *sync, size_t nsync,
-		       struct ukp_code_refs_flow *flow, uintptr_t **out, size_t *n);
+		       struct ukp_code_refs_flow *flow, unsigned int what, uintptr_t **out,
+		       size_t *n);
+
+#define UKP_REFS_RELOCS 1u
+#define UKP_REFS_LITERALS 2u
 
 #endif /* UKP_CODE_REFS_H */

@@ -125,6 +125,7 @@
 
 #include "arch/arch_branches.h"
 #include "flow/code_refs.h"
+#include "flow/flow_cache.h"
 #include "flow/codeflow.h"
 #include "symbols/eh_frame.h"
 #include "base/grow_array.h"
@@ -638,20 +639,26 @@ static void flow_obj_free(struct flow_obj *fo)
 }
 
 /*
- * [reg] The code addresses the object holds (code_refs.h); the starts of
- * its symbols and FDEs are the instruction boundaries that decoding a
- * non-PIE executable's code for literals resynchronises on. That
- * decoding also scans the index's ranges when one_pass.
+ * [reg] The code addresses the object holds (code_refs.h), what: which
+ * of them; the starts of its symbols and FDEs are the instruction
+ * boundaries that decoding a non-PIE executable's code for literals
+ * resynchronises on. That decoding also scans the index's ranges when
+ * one_pass.
  */
-static int load_refs(struct flow_obj *fo, struct index_build *ib, bool one_pass)
+static int load_refs(struct flow_obj *fo, struct index_build *ib, bool one_pass,
+		     unsigned int what, uintptr_t **out, size_t *nout)
 {
-	uintptr_t *sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
+	uintptr_t *sync;
 	struct ukp_code_refs_flow flow = {
 		.ranges = ib->ranges, .n = ib->nranges, .fn = range_target, .arg = ib,
 	};
 	size_t i, n = 0;
 	int ret;
 
+	if (!(what & UKP_REFS_LITERALS)) /* (no decoding: no boundaries) */
+		return ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, NULL, 0, NULL, what,
+					  out, nout);
+	sync = malloc((fo->nsyms + fo->eh.nfdes + 1) * sizeof(*sync));
 	if (!sync)
 		return -ENOMEM;
 	for (i = 0; i < fo->nsyms; i++)
@@ -660,15 +667,118 @@ static int load_refs(struct flow_obj *fo, struct index_build *ib, bool one_pass)
 		sync[n++] = fo->eh.fdes[i].start;
 	n = ukp_addrs_sort_unique(sync, n);
 	ret = ukp_code_refs_load(fo->obj, fo->eh.segs, fo->eh.nsegs, sync, n,
-				 one_pass ? &flow : NULL, &fo->refs, &fo->nrefs);
+				 one_pass ? &flow : NULL, what, out, nout);
 	free(sync);
 	return ret;
 }
 
+/* [reg] fo->refs: the relocations' addresses, and lits (freed). */
+static int join_refs(struct flow_obj *fo, uintptr_t *lits, size_t nlits)
+{
+	uintptr_t *v;
+
+	if (!nlits) {
+		free(lits);
+		return 0;
+	}
+	v = realloc(fo->refs, (fo->nrefs + nlits) * sizeof(*v));
+	if (!v) {
+		free(lits);
+		return -ENOMEM;
+	}
+	memcpy(v + fo->nrefs, lits, nlits * sizeof(*v));
+	free(lits);
+	fo->refs = v;
+	fo->nrefs = ukp_addrs_sort_unique(v, fo->nrefs + nlits);
+	return 0;
+}
+
+/* A hash of what the build takes besides the file's bytes, relative to
+ * the load bias (flow_cache.h's inputs). */
+static uint64_t build_inputs(const struct flow_obj *fo, const struct index_build *ib)
+{
+	const uintptr_t b = fo->base;
+	uint64_t h = ukp_flow_cache_mix(0x1f10, (uint64_t)fo->eh.nsegs);
+	size_t i;
+
+	for (i = 0; i < fo->eh.nsegs; i++) {
+		h = ukp_flow_cache_mix(h, fo->eh.segs[i].start - b);
+		h = ukp_flow_cache_mix(h, (fo->eh.segs[i].end - b) << 1 | fo->eh.segs[i].exec);
+	}
+	h = ukp_flow_cache_mix(h, (uint64_t)(int64_t)fo->eh_err);
+	h = ukp_flow_cache_mix(h, fo->nsyms);
+	for (i = 0; i < fo->nsyms; i++) {
+		h = ukp_flow_cache_mix(h, fo->syms[i].start - b);
+		h = ukp_flow_cache_mix(h, fo->syms[i].end - b);
+	}
+	h = ukp_flow_cache_mix(h, fo->eh.nfdes);
+	for (i = 0; i < fo->eh.nfdes; i++) {
+		h = ukp_flow_cache_mix(h, fo->eh.fdes[i].start - b);
+		h = ukp_flow_cache_mix(h, fo->eh.fdes[i].end - b);
+	}
+	h = ukp_flow_cache_mix(h, ib->nranges);
+	for (i = 0; i < ib->nranges; i++) {
+		h = ukp_flow_cache_mix(h, ib->ranges[i].start - b);
+		h = ukp_flow_cache_mix(h, (ib->ranges[i].end - b) << 1 | ib->own[i]);
+	}
+	return h;
+}
+
+/*
+ * [reg] The references and the index, built (one_pass: see load_refs),
+ * or read from the cache (flow_cache.h) when cached; *use says which.
+ * The relocations' addresses are read every time; the literals and the
+ * targets are the file's.
+ */
+static int refs_and_index(struct flow_obj *fo, struct index_build *ib, bool one_pass,
+			  bool cached, int *use)
+{
+	uintptr_t *lits = NULL;
+	size_t nlits = 0;
+	uint64_t inputs = 0;
+	int ret;
+
+	*use = UKP_FLOW_CACHE_OFF;
+	if (cached) {
+		inputs = build_inputs(fo, ib);
+		*use = ukp_flow_cache_load(fo->obj, fo->eh.segs, fo->eh.nsegs, inputs, &lits, &nlits,
+					   &fo->targets, &fo->ntargets);
+		if (*use < 0)
+			return *use;
+	}
+	fo->refs_err = load_refs(fo, ib, one_pass, UKP_REFS_RELOCS, &fo->refs, &fo->nrefs);
+	if (*use == UKP_FLOW_CACHE_HIT) {
+		if (fo->refs_err) {
+			free(lits);	/* (the literals are not read then) */
+			return fo->refs_err == -ENOMEM ? -ENOMEM : 0;
+		}
+		return join_refs(fo, lits, nlits);
+	}
+	if (!fo->refs_err) {
+		fo->refs_err = load_refs(fo, ib, one_pass, UKP_REFS_LITERALS, &lits, &nlits);
+		if (fo->refs_err) {
+			free(fo->refs);
+			fo->refs = NULL;
+			fo->nrefs = 0;
+		}
+	}
+	if (fo->refs_err == -ENOMEM)
+		return -ENOMEM;
+	ret = build_index(ib);
+	if (ret) {
+		free(lits);
+		return ret;
+	}
+	if (*use == UKP_FLOW_CACHE_MISS && !fo->refs_err)
+		*use = ukp_flow_cache_store(fo->obj, fo->eh.segs, fo->eh.nsegs, inputs, lits, nlits,
+					    fo->targets, fo->ntargets);
+	return join_refs(fo, lits, nlits);
+}
+
 /* [reg] The record of obj, built (one_pass: see load_refs); how many
  * ranges it indexed, and how many of them alone. */
-static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct flow_obj **out,
-			  size_t *nranges, size_t *nalone)
+static int flow_obj_build(const struct ukp_object *obj, bool one_pass, bool cached,
+			  struct flow_obj **out, size_t *nranges, size_t *nalone, int *use)
 {
 	struct index_build ib = { 0 };
 	struct timespec t0;
@@ -711,21 +821,18 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, struct fl
 	ret = index_ranges(&ib);
 	if (ret)
 		goto fail;
-	fo->refs_err = load_refs(fo, &ib, one_pass);
-	if (fo->refs_err == -ENOMEM) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	ret = build_index(&ib);
+	ret = refs_and_index(fo, &ib, one_pass, cached, use);
 	if (ret)
 		goto fail;
 	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
 		 "(%zu decoded alone: %zu bytes), %zu jump targets, %zu code references (%d); "
-		 "built in %ld us\n",
+		 "built in %ld us%s\n",
 		 fo->obj->name, fo->nsyms, fo->ncolds, fo->eh.nfdes,
 		 fo->eh_err == -ENOENT ? " (no unwind tables: gaps between symbols instead)" :
 		 fo->eh_err ? " (unusable: gaps between symbols instead)" : "", ib.nranges,
-		 ib.alone, ib.bytes, fo->ntargets, fo->nrefs, fo->refs_err, elapsed_us(&t0));
+		 ib.alone, ib.bytes, fo->ntargets, fo->nrefs, fo->refs_err, elapsed_us(&t0),
+		 *use == UKP_FLOW_CACHE_HIT ? " (from the cache)" :
+		 *use == UKP_FLOW_CACHE_STORED ? " (kept in the cache)" : "");
 	*out = fo;
 	*nranges = ib.nranges;
 	*nalone = ib.alone;
@@ -746,7 +853,7 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 {
 	struct flow_obj *fo, **pp;
 	size_t nranges, nalone;
-	int ret;
+	int ret, use;
 
 	for (pp = &flow_objs; (fo = *pp); pp = &fo->next) {
 		if (fo->obj != obj)
@@ -760,7 +867,7 @@ static int flow_obj_get(const struct ukp_object *obj, struct flow_obj **out)
 		flow_obj_free(fo);
 		break;
 	}
-	ret = flow_obj_build(obj, true, &fo, &nranges, &nalone);
+	ret = flow_obj_build(obj, true, true, &fo, &nranges, &nalone, &use);
 	if (ret)
 		return ret;
 	fo->next = flow_objs;
@@ -774,7 +881,8 @@ int ukp_codeflow_index(const struct ukp_object *obj, bool one_pass,
 		       struct ukp_codeflow_index *out)
 {
 	struct flow_obj *fo;
-	int ret = flow_obj_build(obj, one_pass, &fo, &out->nranges, &out->nalone);
+	int ret = flow_obj_build(obj, one_pass || out->cached, out->cached, &fo, &out->nranges,
+				 &out->nalone, &out->cache_use);
 
 	if (ret)
 		return ret;

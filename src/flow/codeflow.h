@@ -100,13 +100,18 @@ struct ukp_codeflow_index {
 	int refs_err;           /* ukp_code_refs_load's result */
 	size_t nranges;         /* ranges of code indexed */
 	size_t nalone;          /* ... of which decoded on their own */
+	bool cached;            /* in: through the cache (flow_cache.h), as the
+				 * check builds it (one pass) */
+	int cache_use;          /* out: enum ukp_flow_cache_use */
 };
 
 /*
  * [reg] What the check knows of obj, built afresh and not kept (tests):
  * with the index's ranges decoded in the literal scan of a non-PIE
  * executable (one_pass, as the check builds it), or each on its own.
- * The arrays are malloc()ed. Returns 0 or the build's error.
+ * With out->cached set (the rest of *out zeroed), through the cache as
+ * the check's own build goes. The arrays are malloc()ed. Returns 0 or the
+ * build's error.
  */
 int ukp_codeflow_index(const struct ukp_object *obj, bool one_pass,
 		       struct ukp_codeflow_index *out);

@@ -14,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flow/scan_share.h"
 #include "flow/codeflow.h"
+#include "flow/flow_cache.h"
 #include "base/base.h"
 #include "core/core.h"
 #include "process/process.h"
@@ -123,6 +126,209 @@ out:
 	free(whole.targets);
 	free(whole.refs);
 	one->targets = one->refs = NULL;
+	return ret;
+}
+
+/* ---- the cache (flow_cache.h) ---- */
+
+/* Build obj's index through the cache in dir: 0 and what the cache did
+ * in *use, the arrays into *x (the caller frees them). */
+static inline int ukt_index_cached(const struct ukp_object *obj, const char *dir,
+			    struct ukp_codeflow_index *x, int *use)
+{
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	x->cached = true;
+	ukp_flow_cache_dir_override = dir;
+	err = ukp_codeflow_index(obj, true, x);
+	ukp_flow_cache_dir_override = NULL;
+	*use = x->cache_use;
+	return err;
+}
+
+/* The one entry in dir (its path in out), or false. */
+static inline bool ukt_cache_entry(const char *dir, char *out, size_t len)
+{
+	char cmd[600];
+	FILE *f;
+	bool ok;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/flow-* 2>/dev/null", dir);
+	f = popen(cmd, "r");
+	if (!f)
+		return false;
+	ok = fgets(out, (int)len, f) != NULL;
+	pclose(f);
+	if (ok)
+		out[strcspn(out, "\n")] = 0;
+	return ok;
+}
+
+/* Do to the entry what `how` says: "flip" a byte of its values, "last"
+ * add one to its last value, "key" change a byte of its key, "truncate"
+ * it to half, "chmod" it group-writable. */
+static inline bool ukt_cache_spoil(const char *path, const char *how)
+{
+	FILE *f = fopen(path, "r+b");
+	long size;
+	int c;
+
+	if (!f)
+		return false;
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	if (!strcmp(how, "truncate")) {
+		fclose(f);
+		return truncate(path, size / 2) == 0;
+	}
+	if (!strcmp(how, "chmod")) {
+		fclose(f);
+		return chmod(path, 0660) == 0;
+	}
+	if (!strcmp(how, "last")) {
+		uint64_t v;
+
+		/* the largest target one more: still in order, only the
+		 * checksum tells */
+		fseek(f, size - 8, SEEK_SET);
+		if (fread(&v, 8, 1, f) != 1) {
+			fclose(f);
+			return false;
+		}
+		v++;
+		fseek(f, size - 8, SEEK_SET);
+		fwrite(&v, 8, 1, f);
+		return fclose(f) == 0;
+	}
+	fseek(f, !strcmp(how, "key") ? 40 : size - 8 * 3 + 2, SEEK_SET);
+	c = fgetc(f);
+	fseek(f, -1, SEEK_CUR);
+	fputc(c ^ 0x10, f);
+	return fclose(f) == 0;
+}
+
+/*
+ * obj's index through the cache in dir (made fresh): stored, then read
+ * back, and read back the same as the build without it after its
+ * entry is damaged in each way ukt_cache_spoil knows (each time built
+ * again and stored anew). 0, or -1 and why in msg.
+ */
+static inline int ukt_index_cache_same(const struct ukp_object *obj, const char *dir, char *msg,
+				size_t msglen)
+{
+	static const char *const spoil[] = { "flip", "last", "key", "truncate", "chmod" };
+	struct ukp_codeflow_index x, ref = { 0 }, *want = &ref;
+	char entry[600];
+	size_t k;
+	int use, ret = -1;
+
+	if (ukp_lock_for_show() != 0) {
+		snprintf(msg, msglen, "no registry lock");
+		return -1;
+	}
+	if (ukp_codeflow_index(obj, true, &ref)) {
+		snprintf(msg, msglen, "build failed");
+		goto out;
+	}
+	for (k = 0; k <= 2 * (sizeof(spoil) / sizeof(spoil[0])); k++) {
+		/* even steps: built (the first, or after a spoil); odd: read back */
+		int expect = k % 2 ? UKP_FLOW_CACHE_HIT : UKP_FLOW_CACHE_STORED;
+
+		if (ukt_index_cached(obj, dir, &x, &use)) {
+			snprintf(msg, msglen, "cached build failed (step %zu)", k);
+			goto out;
+		}
+		if (!ukt_index_equal(want, &x, "through the cache", msg, msglen)) {
+			free(x.targets);
+			free(x.refs);
+			goto out;
+		}
+		free(x.targets);
+		free(x.refs);
+		if (use != expect) {
+			snprintf(msg, msglen, "step %zu (%s): the cache did %d, not %d", k,
+				 k ? spoil[(k - 1) / 2] : "first", use, expect);
+			goto out;
+		}
+		if (k % 2 == 0)
+			continue;
+		if (!ukt_cache_entry(dir, entry, sizeof(entry)) ||
+		    !ukt_cache_spoil(entry, spoil[k / 2])) {
+			snprintf(msg, msglen, "no entry to spoil in %s", dir);
+			goto out;
+		}
+	}
+	snprintf(msg, msglen, "stored, read back, rebuilt after each of %zu damages: the same",
+		 sizeof(spoil) / sizeof(spoil[0]));
+	ret = 0;
+out:
+	ukp_unlock_for_show();
+	free(ref.targets);
+	free(ref.refs);
+	return ret;
+}
+
+/* How many entries dir holds. */
+static inline size_t ukt_cache_count(const char *dir)
+{
+	char cmd[600], line[600];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/flow-* 2>/dev/null", dir);
+	f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	pclose(f);
+	return n;
+}
+
+/*
+ * The n objects' indexes stored in one directory (made fresh) that keeps
+ * two entries: each stored, two entries left, the last one read back.
+ * 0, or -1 and why in msg.
+ */
+static inline int ukt_cache_bounded(const struct ukp_object *const *objs, size_t n,
+				    const char *dir, char *msg, size_t msglen)
+{
+	struct ukp_codeflow_index x;
+	size_t i, max = ukp_flow_cache_max, left;
+	int use, ret = -1;
+
+	if (ukp_lock_for_show() != 0) {
+		snprintf(msg, msglen, "no registry lock");
+		return -1;
+	}
+	ukp_flow_cache_max = 2;
+	for (i = 0; i <= n; i++) {
+		/* the last round reads the last object's entry back */
+		const struct ukp_object *obj = objs[i < n ? i : n - 1];
+		int expect = i < n ? UKP_FLOW_CACHE_STORED : UKP_FLOW_CACHE_HIT;
+
+		if (ukt_index_cached(obj, dir, &x, &use)) {
+			snprintf(msg, msglen, "cached build of %s failed", obj->path);
+			goto out;
+		}
+		free(x.targets);
+		free(x.refs);
+		if (use != expect) {
+			snprintf(msg, msglen, "%s: the cache did %d, not %d", obj->path, use, expect);
+			goto out;
+		}
+	}
+	left = ukt_cache_count(dir);
+	if (left != 2) {
+		snprintf(msg, msglen, "%zu entries left of %zu, not 2", left, n);
+		goto out;
+	}
+	snprintf(msg, msglen, "%zu stored, 2 kept: bounded", n);
+	ret = 0;
+out:
+	ukp_flow_cache_max = max;
+	ukp_unlock_for_show();
 	return ret;
 }
 

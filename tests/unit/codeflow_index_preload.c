@@ -7,7 +7,11 @@
  * when set), the flow check's index built in one pass and in two must be
  * the same (codeflow_index_check.h), checked when the program exits. One
  * line per object on stderr; exit status 3 at the first difference or
- * failure.
+ * failure. With UKT_INDEX_CACHE (a directory), each object's index is
+ * also built through the cache (flow_cache.h) in a subdirectory named for
+ * the function, stored, read back and rebuilt after its entry is damaged:
+ * the same each time (a "cache: ... the same" line); then all of them in
+ * one directory that keeps two entries (a "bounded: ..." line).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,6 +28,7 @@
 static void check_objects(void)
 {
 	const char *load = getenv("UKT_INDEX_LOAD"), *syms = getenv("UKT_INDEX_SYMS");
+	const char *cache = getenv("UKT_INDEX_CACHE");
 	char *list, *name, *save = NULL;
 
 	if (!syms)
@@ -38,6 +43,9 @@ static void check_objects(void)
 		fprintf(stderr, "index: cannot load %s\n", load);
 		_exit(3);
 	}
+	const struct ukp_object *objs[16];
+	size_t nobjs = 0;
+
 	list = strdup(syms);
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		void *fn = dlsym(RTLD_DEFAULT, name);
@@ -54,8 +62,30 @@ static void check_objects(void)
 			_exit(3);
 		}
 		fprintf(stderr, "index: %s (%s): %s\n", obj->path, name, msg);
+		if (nobjs < sizeof(objs) / sizeof(objs[0]))
+			objs[nobjs++] = obj;
+		if (cache) {
+			char dir[512];
+
+			snprintf(dir, sizeof(dir), "%s/%s", cache, name);
+			if (mkdir(dir, 0700) || ukt_index_cache_same(obj, dir, msg, sizeof(msg))) {
+				fprintf(stderr, "cache: %s (%s): %s\n", obj->path, name, msg);
+				_exit(3);
+			}
+			fprintf(stderr, "cache: %s (%s): %s\n", obj->path, name, msg);
+		}
 	}
 	free(list);
+	if (cache && nobjs >= 3) {
+		char dir[512], msg[256] = "cannot make the directory";
+
+		snprintf(dir, sizeof(dir), "%s/bounded", cache);
+		if (mkdir(dir, 0700) || ukt_cache_bounded(objs, nobjs, dir, msg, sizeof(msg))) {
+			fprintf(stderr, "bounded: %s\n", msg);
+			_exit(3);
+		}
+		fprintf(stderr, "bounded: %s\n", msg);
+	}
 }
 
 /* At exit: after every constructor, the library's own included. */

@@ -352,7 +352,8 @@ Test(codeflow, code_refs_of_relocations)
 	obj = ukp_object_of((uintptr_t)ukt_flow_ptr_field);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL,
+					 UKP_REFS_RELOCS | UKP_REFS_LITERALS, &v, &n), 0);
 	for (k = 0; k < 2; k++) {
 		bool found = false;
 
@@ -365,7 +366,8 @@ Test(codeflow, code_refs_of_relocations)
 		cr_expect_lt(v[i - 1], v[i], "sorted, unique");
 	/* without the segments nothing matches the file */
 	free(v);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, NULL, &v, &n), -ENOENT);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, 0, NULL, 0, NULL,
+					 UKP_REFS_RELOCS | UKP_REFS_LITERALS, &v, &n), -ENOENT);
 	ukp_eh_frame_free(&eh);
 	ukp_unlock_for_show();
 }

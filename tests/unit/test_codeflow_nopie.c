@@ -96,7 +96,8 @@ Test(nopie, literals_of_data_and_code)
 	obj = ukp_object_of((uintptr_t)ukt_np_plain);
 	cr_assert_not_null(obj);
 	ukp_eh_frame_load(obj, &eh);
-	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL, &v, &n), 0);
+	cr_expect_eq(ukp_code_refs_load(obj, eh.segs, eh.nsegs, NULL, 0, NULL,
+					 UKP_REFS_RELOCS | UKP_REFS_LITERALS, &v, &n), 0);
 	for (k = 0; k < 3; k++) {
 		bool found = false;
 
@@ -125,13 +126,15 @@ Test(nopie, index_one_pass_is_two_passes)
 		  "one pass decoded %zu of %zu ranges alone", one.nalone, one.nranges);
 }
 
-/* The same in CPython's executable (when installed), libc and libsqlite3. */
+/* The same in CPython's executable (when installed), libc and libsqlite3;
+ * and the same through the cache (flow_cache.h), its entries damaged; and
+ * a cache directory kept to its bound. */
 Test(nopie, index_one_pass_is_two_passes_cpython)
 {
 	static const char python[] = "/usr/bin/python3.11";
 	const char *preload = getenv("UKT_INDEX_PRELOAD");
-	char out[4096] = "", *line, *save = NULL;
-	size_t len = 0, same = 0;
+	char out[8192] = "", *line, *save = NULL, cache[] = "/tmp/ukt-flowcache-XXXXXX", rm[64];
+	size_t len = 0, same = 0, cached = 0, bounded = 0;
 	int fds[2], status;
 	ssize_t r;
 	pid_t pid;
@@ -139,11 +142,13 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 	cr_assert_not_null(preload, "UKT_INDEX_PRELOAD unset");
 	if (access(python, X_OK))
 		cr_skip_test("no %s", python);
+	cr_assert_not_null(mkdtemp(cache));
 	cr_assert_eq(pipe(fds), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		dup2(fds[1], 2);
+		setenv("UKT_INDEX_CACHE", cache, 1);
 		setenv("LD_PRELOAD", preload, 1);
 		setenv("UKT_INDEX_SYMS", "Py_BytesMain,gnu_get_libc_version,sqlite3_open", 1);
 		setenv("UKT_INDEX_LOAD", "libsqlite3.so.0", 1);
@@ -155,11 +160,21 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 		len += (size_t)r;
 	close(fds[0]);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	snprintf(rm, sizeof(rm), "rm -rf %s", cache);
+	cr_expect_eq(system(rm), 0);
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t ranges, alone, splits;
 		const char *p = strstr(line, "): "), *q = strstr(line, "), ");
 
+		if (!strncmp(line, "cache: ", 7)) {
+			cached += strstr(line, "damages: the same") != NULL;
+			continue;
+		}
+		if (!strncmp(line, "bounded: ", 9)) {
+			bounded += !strcmp(line, "bounded: 3 stored, 2 kept: bounded");
+			continue;
+		}
 		if (!strstr(line, "the same") || !p || sscanf(p, "): %zu ranges (%zu", &ranges,
 							      &alone) != 2)
 			continue;
@@ -175,6 +190,8 @@ Test(nopie, index_one_pass_is_two_passes_cpython)
 			  line);
 	}
 	cr_expect_eq(same, 3, "%s", out);
+	cr_expect_eq(cached, 3, "%s", out);
+	cr_expect_eq(bounded, 1, "%s", out);
 }
 
 Test(nopie, pointer_tail_call_accepted)
