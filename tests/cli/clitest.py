@@ -2248,6 +2248,69 @@ def held_state(pid):
     return maps, sorted(thread_state(pid).values())
 
 
+def case_attach_exec_unfollowed():
+    """-p without -f on a program (tgt_spawner -w, dynamic and static)
+    that execs itself: the freestanding agent goes with the old image,
+    and at the detach ukprobe must not unload it from the new one. The
+    new program (tgt_spawner occupy) maps zeroed memory exactly where the
+    agent's mappings were: after the detach it is all still there (the
+    program reads it: "intact"), and nothing was said. (ukprobe tells
+    images apart by AT_RANDOM's bytes, new at every exec: load.c; ukprobe
+    is stopped from before the exec until the new program holds the
+    addresses, which it may otherwise look at first)"""
+    if not free_attach():
+        print("no freestanding agent in this build (a sanitizer build): skipped")
+        sys.exit(77)
+    for prog in ["spawner"] + (["spawner_static"] if os.path.exists(tgt("spawner_static"))
+                               else []):
+        p = subprocess.Popen([tgt(prog), "-w", "exec", "0", tgt(prog), "occupy"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        t = None
+        try:
+            check(p.stdout.readline() == "ready\n", "%s: ready" % prog)
+            before = {(a, b) for a, b, *_ in maps_of(p.pid)}
+            t = subprocess.Popen([UKPROBE, "stat", "-p", str(p.pid), "-e", "p:l leaf"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=dict(os.environ, UKPROBE_TIMING="1"), preexec_fn=no_core)
+            pre = stderr_until(t, "every probe in place", timeout=180)
+            # (the agent's: what the attach added)
+            agent = sorted({(a, b) for a, b, *_ in maps_of(p.pid)} - before)
+            check(agent != [], "%s: the agent's mappings seen" % prog)
+            # ukprobe stopped until the new program holds the addresses:
+            # it may look at them as soon as the agent's connection ends
+            t.send_signal(signal.SIGSTOP)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            check(p.stdout.readline() == "ranges?\n", "%s: it exec'd" % prog)
+            p.stdin.write(" ".join("%x-%x" % r for r in agent) + "\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            check(line.startswith("occupied "), "%s: the exec'd program ran" % prog, line)
+            if line == "occupied 0\n":
+                print("%s: the agent's addresses were the new program's own: not looked at"
+                      % prog)
+            t.send_signal(signal.SIGCONT)
+            t.send_signal(signal.SIGINT)
+            out, err = t.communicate(timeout=120)
+            err = "".join(l + "\n" for l in pre + err.decode().splitlines()
+                          if not l.startswith("ukprobe: attach ") and
+                          "every probe in place" not in l and "registered after" not in l)
+            check(t.returncode == 0 and err == "", "%s: detached, nothing said" % prog,
+                  "rc=%s\n%s" % (t.returncode, err))
+            p.stdin.write("x\n")
+            p.stdin.close()
+            rest = p.stdout.read()
+            check(rest == "intact\n" and p.wait(timeout=60) == 0,
+                  "%s: the new program's memory at the old agent's addresses intact" % prog,
+                  "%r rc=%s" % (rest, p.wait(timeout=60)))
+        finally:
+            for x in (p, t):
+                if x is not None and x.poll() is None:
+                    x.kill()
+                    x.wait()
+
+
 def case_attach_follow_exec():
     """-p -f on a running dynamic program (tgt_spawner -w) that then
     forks a child which execs a dynamic (tgt_spawner) or a static

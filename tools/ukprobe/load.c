@@ -515,9 +515,46 @@ static void undo_maps(struct ukp_loaded *l)
 	l->stack = l->area = 0;
 }
 
+/* The identity of the program image now in process pid (see
+ * ukp_loaded.image_id), read through mem: AT_RANDOM from /proc/PID/auxv
+ * (the kernel's copy, made at the exec) and the bytes it points at. */
+static bool image_id(pid_t pid, int mem, unsigned char id[24])
+{
+	char path[64];
+	Elf64_auxv_t av[64];
+	uintptr_t at = 0;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	for (i = 0; n > 0 && i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++)
+		if (av[i].a_type == AT_RANDOM)
+			at = av[i].a_un.a_val;
+	memcpy(id, &at, sizeof(at));
+	return at && mem_read(mem, at, id + 8, 16) == 0;
+}
+
+/* Is the program image in the process still the one the object was
+ * loaded into (true when that is not known)? */
+static bool same_image(const struct ukp_loaded *l, int mem)
+{
+	unsigned char now[24];
+
+	return !l->image_id_ok ||
+	       (image_id(l->pid, mem, now) && !memcmp(now, l->image_id, sizeof(now)));
+}
+
 static int load_held(struct ukp_loaded *l, const void *params, size_t len, struct ukp_image *im)
 {
 	int ret = find_syscall_insn(l);
+
+	l->image_id_ok = image_id(l->pid, l->held->mem, l->image_id);
 
 	if (!ret)
 		ret = map_object(l, im);
@@ -873,6 +910,24 @@ static const char *kept_why(const struct ukp_load_block *b, char *buf, size_t le
 	return buf;
 }
 
+/* Has the process exec'd since the load (not known: false)? */
+static bool exec_since(const struct ukp_loaded *l)
+{
+	char path[64];
+	bool same;
+	int mem;
+
+	if (!l->image_id_ok)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/mem", l->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0)
+		return false;
+	same = same_image(l, mem);
+	close(mem);
+	return !same;
+}
+
 int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 {
 	long until = now_ms() + timeout_ms, res = 0;
@@ -884,6 +939,8 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 
 	if (l->held)
 		ukp_load_release(l);
+	if (exec_since(l))
+		return errf(l, -ESRCH, "it exec'd: the agent went with its image");
 	ret = ukp_load_wait_end(l, timeout_ms);
 	if (ret == -ESRCH)
 		return errf(l, -ESRCH, "ended before the unload");
@@ -904,6 +961,9 @@ int ukp_unload(struct ukp_loaded *l, int timeout_ms)
 		 * update of the list is inside, and looked at again) */
 		free(maps);
 		maps = NULL;
+		/* (held, it can exec no more: decided here) */
+		if (!ret && !same_image(l, l->held->mem))
+			ret = errf(l, -ESRCH, "it exec'd: the agent went with its image");
 		if (!ret)
 			ret = read_end(l, &b, &maps);
 		if (!ret && b.unload < 0) {

@@ -11,6 +11,7 @@
 #ifndef UKPROBE_LOAD_H
 #define UKPROBE_LOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,6 +28,11 @@ struct ukp_loaded {
 	size_t stack_len;
 	uintptr_t block;          /* the ukp_load_block, at the stack's top */
 	uintptr_t entry;
+	/* the program image it was loaded into: AT_RANDOM's address and its
+	 * 16 bytes, new at every exec (an exec takes the object with it, and
+	 * its addresses may then be the new program's) */
+	unsigned char image_id[24];
+	bool image_id_ok;
 	char err[256];            /* why the last call failed: one line */
 	struct ukp_held *held;    /* the threads held stopped, until the release */
 };

@@ -24,6 +24,13 @@
  *                        line on its standard input before leaf(300)
  *                        (ukprobe -p -f: the exec'd program looked at
  *                        after the detach)
+ *   tgt_spawner occupy   prints "ranges?", reads a line of "LO-HI" ranges (hex), maps
+ *                        each (anonymous, zeroed, MAP_FIXED_NOREPLACE),
+ *                        prints "occupied N" (N mapped), waits for a
+ *                        line, then reads them all and prints "intact"
+ *                        (ukprobe -p without -f: the agent's addresses,
+ *                        taken by the program the process exec'd, are
+ *                        not the agent's to unmap at the detach)
  */
 #include <poll.h>
 #include <sched.h>
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +76,46 @@ static int clone_fn(void *arg)
 	child_end();
 }
 
+/* "occupy" (see the top) */
+static int occupy(void)
+{
+	static struct {
+		unsigned long lo, hi;
+	} r[64];
+	static char buf[8192];
+	int n = 0, mapped = 0;
+	char *p = buf, *end;
+
+	printf("ranges?\n"); /* (the line comes after: the parent's stdio read no part of it) */
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		return 2;
+	while (n < 64) {
+		r[n].lo = strtoul(p, &end, 16);
+		if (end == p || *end != '-')
+			break;
+		r[n].hi = strtoul(end + 1, &p, 16);
+		if (r[n].hi <= r[n].lo)
+			break;
+		if (mmap((void *)r[n].lo, r[n].hi - r[n].lo, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == (void *)r[n].lo)
+			mapped++;
+		else
+			r[n].lo = r[n].hi = 0; /* (taken: not looked at) */
+		n++;
+	}
+	printf("occupied %d\n", mapped);
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		return 2;
+	for (int i = 0; i < n; i++)
+		for (unsigned long a = r[i].lo; a < r[i].hi; a += 4096)
+			if (*(volatile char *)a)
+				return 3;
+	printf("intact\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
@@ -88,6 +136,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "occupy"))
+		return occupy();
 	if (argc > 1 && !strcmp(argv[1], "-w")) {
 		struct pollfd in = { .fd = 0, .events = POLLIN };
 
