@@ -24,7 +24,7 @@
 #include "arch_insn.h" /* struct ukp_arch_insn, UKP_* constants of this arch */
 #include "arch_tls.h"  /* arch_thread_pointer(), arch_cpu_relax() */
 #include "arch_jprobe.h" /* struct arch_jprobe_vec */
-#include "arch_syscall.h" /* arch_syscall3/4/6(): raw system calls */
+#include "syscall_raw.h" /* arch_syscall3/4/6(): raw system calls */
 
 /*
  * What arch_prepare_insn() puts in an out-of-line instruction's slot:

@@ -24,7 +24,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "arch_syscall.h"
+#include "syscall_raw.h"
 
 /* ------------------------------------------------------------- files */
 

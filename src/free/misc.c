@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "arch_syscall.h"
+#include "syscall_raw.h"
 
 static const struct {
 	int err;

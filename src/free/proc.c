@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch_syscall.h"
+#include "syscall_raw.h"
 #include "base/sys.h"
 
 /* The whole file, NUL-terminated, in a mapping of its own (up to cap

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "arch_syscall.h"
+#include "syscall_raw.h"
 #include "base/sys.h"
 
 /* The time left until the CLOCK_REALTIME deadline until, in *left:

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arch_syscall.h"
+#include "syscall_raw.h"
 #include "base/sys.h"
 
 /* the C library's convention: -1 and errno for a result in [-4095, -1] */

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arch_syscall.h - raw system calls for the hit path: no libc wrapper
+ * syscall_raw.h - raw system calls for the hit path: no libc wrapper
  * (no errno, no cancellation point, nothing that could be probed).
  * [any] context, signal handlers included. Returns the kernel's value
  * (-errno on failure). AArch64: number in x8, arguments in x0..x5,
  * result in x0, svc #0.
  */
-#ifndef UKP_ARCH_SYSCALL_H
-#define UKP_ARCH_SYSCALL_H
+#ifndef UKP_ARCH_SYSCALL_RAW_H
+#define UKP_ARCH_SYSCALL_RAW_H
 
 /* Always inlined, at -O0 too: the system call instruction is in its
  * caller's code and section (a thread scan takes a thread blocked in a
