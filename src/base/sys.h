@@ -2,7 +2,7 @@
 /*
  * sys.h - the library's narrow system layer (doc/static_agent.md, slice
  * 1): what libukprobes asks of the kernel, as raw system calls through
- * the arch's arch_syscallN() (src/arch/ARCH/arch_syscall.h: x86-64's
+ * the arch's arch_syscallN() (common/arch/ARCH/syscall_raw.h: x86-64's
  * syscall, AArch64's svc 0). None goes through libc: none sets the
  * program's errno, takes a lock of libc's, allocates, is a cancellation
  * point or can be interposed; each returns the kernel's value, -errno on

@@ -3,7 +3,7 @@
  * sys.c - the C library's system-call wrappers the freestanding agent's
  * code calls (libukprobe-agent.bin has no C library; src/free/ is the C
  * library of that build, and of no other): each the raw system call
- * (src/base/sys.h, arch_syscall.h), with errno the agent's own per
+ * (src/base/sys.h, common/syscall_raw.h), with errno the agent's own per
  * thread (agent/free/errno.c): never the program's, whose C library
  * (glibc, musl, Go's runtime) is unknown.
  * [any] context: no lock, no allocation.
