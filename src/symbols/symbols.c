@@ -659,25 +659,46 @@ static bool sym_same(const struct ukp_sym *a, const struct ukp_sym *b)
 	       !key_cmp(a->name, a->keylen, b->name, b->keylen);
 }
 
+/* sym_addr_qcmp's order, on a table of pointers to the symbols. */
+static int sym_addr_pqcmp(const void *pa, const void *pb)
+{
+	return sym_addr_qcmp(*(const struct ukp_sym *const *)pa, *(const struct ukp_sym *const *)pb);
+}
+
 /*
- * [reg] old and add (one kind of symbol) as one table in *out, sorted by
+ * [reg] old (sorted by sym_addr_qcmp: an earlier table_merge's) and add
+ * (one kind of symbol, in any order) as one table in *out, sorted by
  * address (best alias first). A debug symbol that repeats one of the
  * object's own (same address, name and binding class) is dropped: the
  * object's carries the version. 0 or -ENOMEM (old kept).
+ *
+ * Only add is sorted (pointers to it, not the symbols: less to move),
+ * then merged with old, old's first where the order ties: the table a
+ * stable sort of old and add together would make, at the cost of add
+ * alone (a debug file's symbols join a library's own).
  */
 static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
 		       size_t nadd, struct ukp_sym **out, size_t *nout)
 {
 	size_t n = nold + nadd, i, j, k, kept = 0;
 	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
+	const struct ukp_sym **ord = malloc((nadd ? nadd : 1) * sizeof(*ord));
 
-	if (!syms)
+	if (!syms || !ord) {
+		free(syms);
+		free(ord);
 		return -ENOMEM;
-	if (nold)
-		memcpy(syms, old, nold * sizeof(*syms));
-	if (nadd)
-		memcpy(syms + nold, add, nadd * sizeof(*syms));
-	ukp_sort(syms, n, sizeof(*syms), sym_addr_qcmp);
+	}
+	for (j = 0; j < nadd; j++)
+		ord[j] = &add[j];
+	ukp_sort(ord, nadd, sizeof(*ord), sym_addr_pqcmp);
+	for (i = j = k = 0; k < n; k++) {
+		if (j < nadd && (i == nold || sym_addr_qcmp(ord[j], &old[i]) < 0))
+			syms[k] = *ord[j++];
+		else
+			syms[k] = old[i++];
+	}
+	free(ord);
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && syms[j].start == syms[i].start; j++)
 			;
