@@ -515,14 +515,12 @@ static void undo_maps(struct ukp_loaded *l)
 	l->stack = l->area = 0;
 }
 
-/* The identity of the program image now in process pid (see
- * ukp_loaded.image_id), read through mem: AT_RANDOM from /proc/PID/auxv
- * (the kernel's copy, made at the exec) and the bytes it points at. */
-static bool image_id(pid_t pid, int mem, unsigned char id[24])
+/* The value of the auxiliary vector's entry type in /proc/PID/auxv (the
+ * kernel's copy, made at the exec), or 0. */
+static uintptr_t auxv_value(pid_t pid, unsigned long type)
 {
 	char path[64];
 	Elf64_auxv_t av[64];
-	uintptr_t at = 0;
 	ssize_t n;
 	size_t i;
 	int fd;
@@ -530,12 +528,22 @@ static bool image_id(pid_t pid, int mem, unsigned char id[24])
 	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return 0;
 	n = read(fd, av, sizeof(av));
 	close(fd);
 	for (i = 0; n > 0 && i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++)
-		if (av[i].a_type == AT_RANDOM)
-			at = av[i].a_un.a_val;
+		if (av[i].a_type == type)
+			return av[i].a_un.a_val;
+	return 0;
+}
+
+/* The identity of the program image now in process pid (see
+ * ukp_loaded.image_id), read through mem: AT_RANDOM's address and the
+ * bytes it points at. */
+static bool image_id(pid_t pid, int mem, unsigned char id[24])
+{
+	uintptr_t at = auxv_value(pid, AT_RANDOM);
+
 	memcpy(id, &at, sizeof(at));
 	return at && mem_read(mem, at, id + 8, 16) == 0;
 }
@@ -598,31 +606,10 @@ int ukp_load_attach(pid_t pid, const char *path, const void *params, size_t len,
 	return ret;
 }
 
-/* AT_ENTRY from /proc/PID/auxv, or 0. */
-static uintptr_t auxv_entry(pid_t pid)
-{
-	char path[64];
-	Elf64_auxv_t av[64];
-	ssize_t n;
-	size_t i;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, av, sizeof(av));
-	close(fd);
-	for (i = 0; n > 0 && i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++)
-		if (av[i].a_type == AT_ENTRY)
-			return av[i].a_un.a_val;
-	return 0;
-}
-
 /* Run the traced child from its execve stop to its entry point. */
 static int run_to_entry(struct ukp_loaded *l, struct ukp_held *h)
 {
-	uintptr_t entry = auxv_entry(l->pid);
+	uintptr_t entry = auxv_value(l->pid, AT_ENTRY);
 	unsigned char orig[8];
 	size_t n = ukp_arch_break_insn_len;
 	struct ukp_regs r;
