@@ -489,12 +489,8 @@ def case_record_fork_storm():
     (proto.h, RECORDS_HEAD). Rounds make a cut likely to land."""
     # (the static one needs the freestanding agent, which sanitizer
     # builds do not have)
-    progs = [p for p in ("static_work", "static_work_dyn") if os.path.exists(tgt(p))]
-    if not free_attach() and "static_work" in progs:
-        print("no freestanding agent in this build: the static program skipped")
-        progs.remove("static_work")
+    progs = static_work_builds(("static_work", "static_work_dyn"))
     if not progs:
-        print("no tgt_static_work: skipped")
         return
     rounds = int(os.environ.get("UKP_FORK_STORM_ROUNDS", "4"))
     for prog in progs:
@@ -645,6 +641,19 @@ def case_static():
           "a SPEC that cannot be registered: the program does not run", show(r))
 
 
+def static_work_builds(order):
+    """The builds of tgt_static_work among order that this build can run
+    (the static one needs the freestanding agent, which sanitizer builds
+    do not have), each left out said."""
+    progs = [p for p in order if os.path.exists(tgt(p))]
+    if not free_attach() and "static_work" in progs:
+        print("no freestanding agent in this build: the static program skipped")
+        progs.remove("static_work")
+    if not progs:
+        print("no tgt_static_work: skipped")
+    return progs
+
+
 def case_follow_raw_fork():
     """Children made by raw fork system calls through the C library's
     syscall() (syscall(SYS_fork), syscall(SYS_clone, SIGCHLD, 0),
@@ -656,12 +665,8 @@ def case_follow_raw_fork():
     exact, and trace -o's events each in its own process, in order.
     (dynamic: agent/raw_fork.c's syscall(); static: the freestanding
     agent's probe on syscall()'s instruction, free/syscall_fn.c)"""
-    progs = [p for p in ("static_work_dyn", "static_work") if os.path.exists(tgt(p))]
-    if not free_attach() and "static_work" in progs:
-        print("no freestanding agent in this build: the static program skipped")
-        progs.remove("static_work")
+    progs = static_work_builds(("static_work_dyn", "static_work"))
     if not progs:
-        print("no tgt_static_work: skipped")
         sys.exit(77)
     cmds = "run 10 0\nrfork 3 1000 %s\nrun 5 0\nquit\n"
     for prog in progs:
