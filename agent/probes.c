@@ -142,11 +142,14 @@ static void names_rebuild(void)
 
 /* --------------------------------------------------------- messages */
 
-/* A glob's PROBE messages go out together, many to a packet (the
- * reader takes whole messages from a packet), instead of one system call
- * and one wake-up of ukprobe per probe. */
+/* A glob's PROBE messages, and the setup's, go out together, many to a
+ * packet (the reader takes whole messages from a packet), instead of one
+ * system call and one wake-up of ukprobe per probe. on counts the
+ * batches open (a glob's inside the setup's); the outermost one's end
+ * sends what is left. The setup's probes are staged (disabled) until
+ * after it: no event of theirs comes before their PROBE message. */
 static struct {
-	bool on;
+	int on;
 	size_t len;
 	union {
 		char buf[UKP_PACKET_MAX - sizeof(struct ukp_msg_from)];
@@ -159,6 +162,17 @@ static void msg_flush(void)
 	if (outq.len)
 		ukpa_send(outq.u.buf, outq.len);
 	outq.len = 0;
+}
+
+static void msg_batch_begin(void)
+{
+	outq.on++;
+}
+
+static void msg_batch_end(void)
+{
+	if (--outq.on == 0)
+		msg_flush();
 }
 
 static void msg_out(const void *m, size_t len)
@@ -953,7 +967,7 @@ static int register_glob(struct ukpa_spec *s)
 		if (!b.pr || (!b.kp && !b.rp) || !b.alone || !b.alone_i)
 			ret = -ENOMEM;
 	}
-	outq.on = true;
+	msg_batch_begin();
 	/* IFUNC implementations last: they are libc's string and memory
 	 * functions, which registering (the decoder's memset on every
 	 * instruction) calls all the time; a probe registered alone is armed
@@ -1026,7 +1040,7 @@ static int register_glob(struct ukpa_spec *s)
 	/* last: after it, each call into a function the batch probes (free,
 	 * here) is a hit */
 	glob_commit(s, &b);
-	outq.on = false;
+	msg_batch_end();
 	free(b.pr);
 	free(b.kp);
 	free(b.rp);
@@ -1654,9 +1668,11 @@ int ukpa_probes_setup(void)
 	ukpa_signal_sites_watch();
 #endif
 	staging = true;
+	msg_batch_begin();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
+	msg_batch_end();
 	staging = false;
 	enable_staged();
 	pthread_mutex_unlock(&probes_lock);
