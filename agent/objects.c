@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,35 @@ static bool is_vdso(const struct dl_phdr_info *info)
 	return false;
 }
 
+/* [init][reader] /proc/self/exe's target into buf[len]: its length, or
+ * <= 0. Read once: resolving a thousand SPECs walks the objects a
+ * thousand times, and the link's read is a path walk in the kernel. The
+ * first target is kept (the file the program was started from; a later
+ * read of a deleted file's link gets " (deleted)" appended). Threads
+ * racing at the first read each read it themselves. */
+static ssize_t exe_path(char *buf, size_t len)
+{
+	static char exe[PATH_MAX];
+	static ssize_t exe_len;
+	static _Atomic int state; /* 0 unread, 1 being kept, 2 kept */
+	int expect = 0;
+	ssize_t n;
+
+	if (atomic_load_explicit(&state, memory_order_acquire) == 2) {
+		n = exe_len < (ssize_t)len ? exe_len : (ssize_t)len;
+		memcpy(buf, exe, (size_t)n);
+		return n;
+	}
+	n = readlink("/proc/self/exe", buf, len);
+	if (n > 0 && (size_t)n < sizeof(exe) &&
+	    atomic_compare_exchange_strong(&state, &expect, 1)) {
+		memcpy(exe, buf, (size_t)n);
+		exe_len = n;
+		atomic_store_explicit(&state, 2, memory_order_release);
+	}
+	return n;
+}
+
 static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct walk *w = arg;
@@ -77,7 +108,7 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	l->obj.is_main = w->n == 0;
 	l->obj.base = info->dlpi_addr;
 	if (l->obj.is_main && (!info->dlpi_name || !info->dlpi_name[0])) {
-		ssize_t len = readlink("/proc/self/exe", l->obj.path, sizeof(l->obj.path) - 1);
+		ssize_t len = exe_path(l->obj.path, sizeof(l->obj.path) - 1);
 
 		if (len <= 0)
 			return 0;
@@ -152,17 +183,64 @@ static struct loaded *find_loaded(struct walk *w, const char *name)
 	return NULL;
 }
 
+static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+
+	(void)size;
+	c[0] = info->dlpi_adds;
+	c[1] = info->dlpi_subs;
+	return 1;
+}
+
+/* The last answer of ukpa_obj_find, while the loader's counters (the
+ * freestanding agent's: a digest of the set of objects) say that no
+ * object came or went: a thousand SPECs on one object ask the same
+ * question a thousand times. */
+static struct {
+	pthread_mutex_t lock;
+	bool valid, found;
+	unsigned long long counters[2];
+	char name[PATH_MAX];
+	struct ukpa_obj obj;
+} find_memo = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 int ukpa_obj_find(const char *name, struct ukpa_obj *out)
 {
+	unsigned long long c[2] = { 0, 0 };
 	struct walk w;
 	struct loaded *l;
+	bool found;
+
+	dl_iterate_phdr(counters_cb, c);
+	pthread_mutex_lock(&find_memo.lock);
+	if (find_memo.valid && !memcmp(find_memo.counters, c, sizeof(c)) &&
+	    !strcmp(find_memo.name, name)) {
+		found = find_memo.found;
+		if (found)
+			*out = find_memo.obj;
+		pthread_mutex_unlock(&find_memo.lock);
+		return found ? 0 : -ENOENT;
+	}
+	pthread_mutex_unlock(&find_memo.lock);
 
 	walk_objects(&w);
 	l = find_loaded(&w, name);
 	if (l)
 		*out = l->obj;
+	found = l != NULL;
 	free(w.list);
-	return l ? 0 : -ENOENT;
+	if (strlen(name) < sizeof(find_memo.name)) {
+		pthread_mutex_lock(&find_memo.lock);
+		find_memo.valid = true;
+		find_memo.found = found;
+		memcpy(find_memo.counters, c, sizeof(c));
+		strcpy(find_memo.name, name);
+		if (found)
+			find_memo.obj = *out;
+		pthread_mutex_unlock(&find_memo.lock);
+	}
+	return found ? 0 : -ENOENT;
 }
 
 struct at_walk {
@@ -206,7 +284,7 @@ int ukpa_obj_at(const void *addr, struct ukpa_obj_at *out)
 	if (!w.found)
 		return -ENOENT;
 	if (out->obj.is_main) {
-		ssize_t n = readlink("/proc/self/exe", out->obj.path, sizeof(out->obj.path) - 1);
+		ssize_t n = exe_path(out->obj.path, sizeof(out->obj.path) - 1);
 
 		out->obj.path[n > 0 ? n : 0] = '\0';
 	}

@@ -142,11 +142,14 @@ static void names_rebuild(void)
 
 /* --------------------------------------------------------- messages */
 
-/* A glob's PROBE messages go out together, many to a packet (the
- * reader takes whole messages from a packet), instead of one system call
- * and one wake-up of ukprobe per probe. */
+/* A glob's PROBE messages, and the setup's, go out together, many to a
+ * packet (the reader takes whole messages from a packet), instead of one
+ * system call and one wake-up of ukprobe per probe. on counts the
+ * batches open (a glob's inside the setup's); the outermost one's end
+ * sends what is left. The setup's probes are staged (disabled) until
+ * after it: no event of theirs comes before their PROBE message. */
 static struct {
-	bool on;
+	int on;
 	size_t len;
 	union {
 		char buf[UKP_PACKET_MAX - sizeof(struct ukp_msg_from)];
@@ -159,6 +162,17 @@ static void msg_flush(void)
 	if (outq.len)
 		ukpa_send(outq.u.buf, outq.len);
 	outq.len = 0;
+}
+
+static void msg_batch_begin(void)
+{
+	outq.on++;
+}
+
+static void msg_batch_end(void)
+{
+	if (--outq.on == 0)
+		msg_flush();
 }
 
 static void msg_out(const void *m, size_t len)
@@ -953,7 +967,7 @@ static int register_glob(struct ukpa_spec *s)
 		if (!b.pr || (!b.kp && !b.rp) || !b.alone || !b.alone_i)
 			ret = -ENOMEM;
 	}
-	outq.on = true;
+	msg_batch_begin();
 	/* IFUNC implementations last: they are libc's string and memory
 	 * functions, which registering (the decoder's memset on every
 	 * instruction) calls all the time; a probe registered alone is armed
@@ -1026,7 +1040,7 @@ static int register_glob(struct ukpa_spec *s)
 	/* last: after it, each call into a function the batch probes (free,
 	 * here) is a hit */
 	glob_commit(s, &b);
-	outq.on = false;
+	msg_batch_end();
 	free(b.pr);
 	free(b.kp);
 	free(b.rp);
@@ -1471,8 +1485,16 @@ static int spec_resolve(struct ukpa_spec *s)
  * writing and resizing by ukprobe: anything else at that descriptor (the
  * program closed it and opened another file there) is not taken.
  */
-static enum ukp_specs_error specs_read(int fd, struct ukp_spec **out, int *n,
-				       uint32_t *version, uint32_t *claimed)
+/* ukp_specs_decode_into's room: the agent's SPECs, and one more (the
+ * array ends with a zeroed one). */
+static void *specs_alloc(size_t n, void *arg)
+{
+	(void)arg;
+	specs = calloc(n + 1, sizeof(*specs));
+	return specs;
+}
+
+static enum ukp_specs_error specs_read(int fd, int *n, uint32_t *version, uint32_t *claimed)
 {
 	const int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
 	struct ukp_specs_header h;
@@ -1490,33 +1512,28 @@ static enum ukp_specs_error specs_read(int fd, struct ukp_spec **out, int *n,
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return UKP_SPECS_NOMEM;
-	ret = ukp_specs_decode(map, (size_t)st.st_size,
-			       (unsigned int)(sizeof(struct pt_regs) / sizeof(unsigned long)), out, n,
-			       version);
+	/* each SPEC decoded in its place (its struct is kilobytes: an array
+	 * to copy from would fault in as many pages again) */
+	ret = ukp_specs_decode_into(map, (size_t)st.st_size,
+				    (unsigned int)(sizeof(struct pt_regs) / sizeof(unsigned long)),
+				    specs_alloc, NULL, sizeof(struct ukpa_spec),
+				    offsetof(struct ukpa_spec, spec), n, version);
+	if (ret != UKP_SPECS_OK) {
+		free(specs);
+		specs = NULL;
+	}
 	munmap(map, (size_t)st.st_size);
 	return ret;
 }
 
 int ukpa_specs_load(int fd, uint32_t *claimed)
 {
-	struct ukp_spec *parsed;
 	uint32_t version;
 	int n, i;
 
-	if (specs_read(fd, &parsed, &n, &version, claimed) != UKP_SPECS_OK)
+	/* what the SPECs own is freed by ukpa_probes_unregister_all */
+	if (specs_read(fd, &n, &version, claimed) != UKP_SPECS_OK)
 		return -1;
-	specs = calloc((size_t)n + 1, sizeof(*specs));
-	if (!specs) {
-		for (i = 0; i < n; i++)
-			ukp_spec_free(&parsed[i]);
-		free(parsed);
-		return -1;
-	}
-	/* the structs move; what they own goes with them (and is freed by
-	 * ukpa_probes_unregister_all) */
-	for (i = 0; i < n; i++)
-		memcpy(&specs[i].spec, &parsed[i], sizeof(parsed[i]));
-	free(parsed);
 	nspecs = n;
 	for (i = 0; i < n; i++) {
 		struct ukpa_spec *s = &specs[i];
@@ -1654,9 +1671,11 @@ int ukpa_probes_setup(void)
 	ukpa_signal_sites_watch();
 #endif
 	staging = true;
+	msg_batch_begin();
 	for (i = 0; i < nspecs; i++)
 		if (spec_resolve(&specs[i]))
 			failed = 1;
+	msg_batch_end();
 	staging = false;
 	enable_staged();
 	pthread_mutex_unlock(&probes_lock);

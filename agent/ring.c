@@ -104,7 +104,15 @@ _Static_assert(UKP_REC_PAYLOAD == UKP_SPEC_PAYLOAD_MAX, "payload size");
 #define ring ukp_region_ring
 #define rings ((struct ring *)(void *)((char *)ukpa_region + UKP_REGION_RINGS_OFF))
 #define NRINGS UKP_REGION_RINGS
-#define RING_BYTES_FILE UKP_REGION_RING_MAX
+/* -o FILE: slots per thread. Few enough that a thread's ring stays in
+ * the caches and its pages are few to commit (a ring the size of the
+ * region's room, 16 MiB, cost more than its events did: the records
+ * written to cold memory, megabytes of pages committed per thread);
+ * enough that the reader's pass, every millisecond, finds room left at
+ * a busy thread's rate (a full ring makes the thread wait for the
+ * reader: FULL_WAIT_YIELDS). 24-byte records: 3 MiB; the largest
+ * (232 bytes) fill the room with 65,536. */
+#define RING_RECS_FILE 131072UL
 
 static size_t rec_size;       /* bytes of a ring slot */
 /* slots are compact records (rec_size UKP_REGION_REC_COMPACT, or
@@ -1320,9 +1328,11 @@ int ukpa_rings_init(void)
 		rec_size = ukpa_specs_compact();
 	}
 	compact_caller = compact && rec_size == UKP_REGION_REC_CALLER;
-	ring_bytes = raw_fd >= 0 ? RING_BYTES_FILE : RING_BYTES_STREAM;
+	ring_bytes = raw_fd >= 0 ? UKP_REGION_RING_MAX : RING_BYTES_STREAM;
 	for (ring_recs = 1; ring_recs * 2 * rec_size <= ring_bytes; ring_recs *= 2)
 		;
+	if (raw_fd >= 0 && ring_recs > RING_RECS_FILE)
+		ring_recs = RING_RECS_FILE;
 	ring_bytes = ring_recs * rec_size;
 	use_counter = hit_counter_usable();
 	announce_any = ukpa_specs_name_addresses();

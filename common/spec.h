@@ -229,6 +229,11 @@ struct ukp_spec_error {
 int ukp_spec_parse(const char *text, struct ukp_spec *spec, struct ukp_spec_error *err);
 /* What a parsed (or decoded) SPEC owns, freed (spec_parsed.c). */
 void ukp_spec_free(struct ukp_spec *spec);
+/* The memory spec owns freed, spec left as it was (not to be used
+ * again): for an array freed next. It writes nothing to it: after a
+ * fork() each page of a parent's array of SPECs (a few kilobytes each)
+ * would fault at its first write. */
+void ukp_spec_release(const struct ukp_spec *spec);
 
 /* "probe" or "object:probe" as libukprobes' symbol_name takes it;
  * malloc'ed. For symbols (not addresses) only (spec_parsed.c). */

@@ -38,28 +38,33 @@ void ukp_spec_match_event(const struct ukp_spec *spec, const char *func, char *b
 	spec_make_identifier(buf);
 }
 
-void ukp_spec_free(struct ukp_spec *spec)
+void ukp_spec_release(const struct ukp_spec *spec)
 {
 	int i;
 
 	/* also the argument being parsed when a SPEC failed */
-	for (i = 0; i < UKP_SPEC_MAX_ARGS; i++) {
+	for (i = 0; i < UKP_SPEC_MAX_ARGS; i++)
 		free(spec->args[i].symbol);
-		spec->args[i].symbol = NULL;
-	}
 	free(spec->text);
 	free(spec->object);
 	free(spec->symbol);
 	free(spec->filter_text);
 	free(spec->filter);
 	free(spec->trigger_text);
-	spec->trigger_text = NULL;
 	ukp_hist_free(spec->hist);
-	spec->hist = NULL;
 	free(spec->onoff_filter);
-	spec->onoff_filter = NULL;
-	spec->text = spec->object = spec->symbol = spec->filter_text = NULL;
-	spec->filter = NULL;
+}
+
+void ukp_spec_free(struct ukp_spec *spec)
+{
+	int i;
+
+	ukp_spec_release(spec);
+	for (i = 0; i < UKP_SPEC_MAX_ARGS; i++)
+		spec->args[i].symbol = NULL;
+	spec->text = spec->object = spec->symbol = spec->filter_text = spec->trigger_text = NULL;
+	spec->filter = spec->onoff_filter = NULL;
+	spec->hist = NULL;
 }
 
 char *ukp_spec_symbol_name(const struct ukp_spec *spec)

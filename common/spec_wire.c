@@ -544,11 +544,19 @@ bad:
 	return false;
 }
 
-enum ukp_specs_error ukp_specs_decode(const void *buf, size_t len, unsigned int nregs,
-				      struct ukp_spec **specs, int *n, uint32_t *version)
+/* The SPEC at index i of an array of stride bytes (a caller's own
+ * structs, each holding one). */
+static struct ukp_spec *spec_at(void *base, size_t stride, uint32_t i)
+{
+	return (struct ukp_spec *)(void *)((char *)base + (size_t)i * stride);
+}
+
+enum ukp_specs_error ukp_specs_decode_into(const void *buf, size_t len, unsigned int nregs,
+					   void *(*alloc)(size_t n, void *arg), void *arg,
+					   size_t stride, size_t off, int *n, uint32_t *version)
 {
 	struct ukp_specs_header h;
-	struct ukp_spec *out;
+	char *base;
 	struct in in = { buf, len, false, false };
 	uint32_t i;
 
@@ -567,24 +575,45 @@ enum ukp_specs_error ukp_specs_decode(const void *buf, size_t len, unsigned int 
 	if (h.size != len || h.nspecs > len / sizeof(struct rec_head))
 		return UKP_SPECS_DAMAGED;
 	get(&in, &h, sizeof(h));
-	out = calloc(h.nspecs ? h.nspecs : 1, sizeof(*out));
-	if (!out)
+	base = alloc(h.nspecs, arg);
+	if (!base)
 		return UKP_SPECS_NOMEM;
+	base += off;
 	for (i = 0; i < h.nspecs; i++) {
-		if (!get_spec(&in, &out[i], nregs)) {
+		if (!get_spec(&in, spec_at(base, stride, i), nregs)) {
 			while (i--)
-				ukp_spec_free(&out[i]);
-			free(out);
+				ukp_spec_free(spec_at(base, stride, i));
 			return in.nomem ? UKP_SPECS_NOMEM : UKP_SPECS_DAMAGED;
 		}
 	}
 	if (in.left) {
 		for (i = 0; i < h.nspecs; i++)
-			ukp_spec_free(&out[i]);
-		free(out);
+			ukp_spec_free(spec_at(base, stride, i));
 		return UKP_SPECS_DAMAGED;
 	}
-	*specs = out;
 	*n = (int)h.nspecs;
+	return UKP_SPECS_OK;
+}
+
+static void *specs_alloc(size_t n, void *arg)
+{
+	struct ukp_spec **out = arg;
+
+	*out = calloc(n ? n : 1, sizeof(**out));
+	return *out;
+}
+
+enum ukp_specs_error ukp_specs_decode(const void *buf, size_t len, unsigned int nregs,
+				      struct ukp_spec **specs, int *n, uint32_t *version)
+{
+	struct ukp_spec *out = NULL;
+	enum ukp_specs_error ret = ukp_specs_decode_into(buf, len, nregs, specs_alloc, &out,
+							 sizeof(*out), 0, n, version);
+
+	if (ret != UKP_SPECS_OK) {
+		free(out);
+		return ret;
+	}
+	*specs = out;
 	return UKP_SPECS_OK;
 }

@@ -70,5 +70,16 @@ void ukp_specs_header_init(struct ukp_specs_header *h, int n);
  */
 enum ukp_specs_error ukp_specs_decode(const void *buf, size_t len, unsigned int nregs,
 				      struct ukp_spec **specs, int *n, uint32_t *version);
+/*
+ * [init] The same, into the caller's memory: alloc(n, arg) gives room
+ * for n structs of stride bytes (zeroed), each holding a struct ukp_spec
+ * off bytes in; it is called once, with the form's count, and what it
+ * gave stays the caller's (on failure too: its SPECs are freed, the
+ * memory is not). For a caller that keeps each SPEC inside a struct of
+ * its own: no array of SPECs to copy from.
+ */
+enum ukp_specs_error ukp_specs_decode_into(const void *buf, size_t len, unsigned int nregs,
+					   void *(*alloc)(size_t n, void *arg), void *arg,
+					   size_t stride, size_t off, int *n, uint32_t *version);
 
 #endif /* UKPROBE_SPEC_WIRE_H */

@@ -811,13 +811,23 @@ static void krp_reap_locked(void)
 	}
 }
 
+/* [reg] Asked once: glibc reads /sys/devices/system/cpu/online at each
+ * call, and a thousand kretprobes registered would read it a thousand
+ * times; a pool sized for the CPUs at the first is as good. */
 static int default_maxactive(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	static _Atomic int known;
+	int v = atomic_load_explicit(&known, memory_order_relaxed);
+	long n;
 
+	if (v)
+		return v;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
 		n = 1;
-	return 2 * n > 10 ? (int)(2 * n) : 10;
+	v = 2 * n > 10 ? (int)(2 * n) : 10;
+	atomic_store_explicit(&known, v, memory_order_relaxed);
+	return v;
 }
 
 /* The handler last proven (or not) vector-free: a batch's kretprobes

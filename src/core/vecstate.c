@@ -108,8 +108,12 @@ void ukp_vecstate_init(void)
 	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		const char *why;
 		uintptr_t where;
-		int ret = arch_code_vector_free(roots[i], ARCH_VF_INDIRECT_CALLS_OK, safe, nsafe,
-						ukp_read_original, &why, &where);
+		int ret;
+
+		ukp_objects_pin();
+		ret = arch_code_vector_free(roots[i], ARCH_VF_INDIRECT_CALLS_OK, safe, nsafe,
+					    ukp_read_original, &why, &where);
+		ukp_objects_unpin();
 
 		if (ret != 1) {
 			struct ukp_symres sym;
@@ -154,8 +158,10 @@ bool ukp_vec_free(const void *fn)
 	why = NULL;
 	where = 0;
 	ukp_vec_walks++;
+	ukp_objects_pin();
 	ret = arch_code_vector_free((uintptr_t)fn, 0, safe, nsafe, ukp_read_original, &why,
 				    &where);
+	ukp_objects_unpin();
 	ok = ret == 1;
 	if (!ok)
 		pr_debug("vector state: handler %p is called with the state saved: %s at %#lx\n",

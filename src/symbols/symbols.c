@@ -1652,6 +1652,17 @@ uint64_t ukp_objects_generation(void)
 	return ukp_syms.gen;
 }
 
+void ukp_objects_pin(void)
+{
+	objects_sync();
+	ukp_syms.iter_depth++;
+}
+
+void ukp_objects_unpin(void)
+{
+	ukp_syms.iter_depth--;
+}
+
 /*
  * [reg] "object:sym" or "sym" split: *objname (malloc'ed, NULL without
  * object) and *sym (into spec). -ENOENT when either part is empty or no

@@ -66,6 +66,16 @@ bool ukp_main_answers_to(const char *name);
 uint64_t ukp_objects_generation(void);
 
 /*
+ * [reg] Bring the object list up to date once, then keep it as it is
+ * until ukp_objects_unpin(): for a run of look-ups that asks about
+ * thousands of addresses (a vector-use walk asks at every instruction),
+ * where each would ask the loader again. Pins nest. An object loaded
+ * meanwhile is not seen until the last unpin.
+ */
+void ukp_objects_pin(void);
+void ukp_objects_unpin(void);
+
+/*
  * Resolve "sym" or "object:sym" to an absolute address. object matches a
  * loaded object's basename ("libz.so.1"), full path, or the basename of its
  * resolved path ("libz.so.1.2.13"); a path (with a '/') also matches when

@@ -223,6 +223,6 @@ void ukp_cli_free_specs(struct ukp_spec *specs, int n)
 	if (!specs)
 		return;
 	for (i = 0; i < n; i++)
-		ukp_spec_free(&specs[i]);
+		ukp_spec_release(&specs[i]);
 	free(specs);
 }
