@@ -43,6 +43,24 @@ uint64_t ukp_disk_cache_hash(uint64_t h, const void *p, size_t len)
 }
 
 /* [any] */
+uint64_t ukp_disk_cache_sum(uint64_t h, const void *p, size_t len)
+{
+	uint64_t l[4] = { h, h ^ 0x243f6a8885a308d3ULL, h ^ 0x13198a2e03707344ULL,
+			  h ^ 0xa4093822299f31d0ULL };
+	const uint8_t *b = p;
+	uint64_t w;
+
+	for (; len >= 32; b += 32, len -= 32)
+		for (int i = 0; i < 4; i++) {
+			memcpy(&w, b + 8 * i, 8);
+			w = (l[i] ^ w) * 0x9e3779b97f4a7c15ULL;
+			l[i] = w << 29 | w >> 35;
+		}
+	h = ukp_disk_cache_mix(ukp_disk_cache_mix(ukp_disk_cache_mix(l[0], l[1]), l[2]), l[3]);
+	return ukp_disk_cache_hash(h, b, len);
+}
+
+/* [any] */
 void ukp_disk_cache_file_of(const struct stat *st, struct ukp_disk_cache_file *f)
 {
 	memset(f, 0, sizeof(*f));

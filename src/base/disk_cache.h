@@ -40,6 +40,11 @@ static inline uint64_t ukp_disk_cache_mix(uint64_t h, uint64_t w)
  * entry's checksum, read a chunk at a time). */
 uint64_t ukp_disk_cache_hash(uint64_t h, const void *p, size_t len);
 
+/* [any] A checksum of len bytes at p, from h: four independent lanes,
+ * for an entry's hundreds of kilobytes (one piece at a time: pieces
+ * sum differently than their whole). */
+uint64_t ukp_disk_cache_sum(uint64_t h, const void *p, size_t len);
+
 /* A file as stat() saw it, for a key: another inode, size, modification
  * or change time is another file. */
 struct ukp_disk_cache_file {

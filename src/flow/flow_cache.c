@@ -146,8 +146,8 @@ static uint64_t entry_sum(const struct head *h, const uint64_t *v, size_t n)
 	struct head z = *h;
 
 	z.sum = 0;
-	return ukp_disk_cache_hash(ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z)), v,
-				   n * sizeof(*v));
+	return ukp_disk_cache_sum(ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z)), v,
+				  n * sizeof(*v));
 }
 
 /* Strictly increasing? */

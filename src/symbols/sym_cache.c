@@ -5,9 +5,9 @@
  * An entry: struct head (its first part, up to n, is the key, compared
  * byte for byte), n then dn struct rec, then the names, strbytes bytes
  * (each NUL-terminated) padded with zeros to a whole word. sum covers
- * the head (with sum 0), the records and the padded names, in that
- * order; a load reads the records a chunk at a time, straight into the
- * table they join.
+ * the head (with sum 0), the records CHUNK_RECS at a time and the
+ * padded names (entry_sum); a load reads the records a chunk at a time,
+ * straight into the table they join.
  *
  * [reg] everything here.
  */
@@ -151,14 +151,14 @@ int ukp_sym_cache_load(const struct ukp_sym_cache_key *k, uintptr_t base, size_t
 
 		if (!ukp_disk_cache_read(fd, buf, cnt * sizeof(*buf), sizeof(h) + i * sizeof(*buf)))
 			goto out;
-		sum = ukp_disk_cache_hash(sum, buf, cnt * sizeof(*buf));
+		sum = ukp_disk_cache_mix(sum, ukp_disk_cache_sum(SEED, buf, cnt * sizeof(*buf)));
 		/* (a chunk may hold the last functions and the first data) */
 		if (!decode(buf, first, base, rd->strings, h.strbytes, to) ||
 		    (first < cnt && !decode(buf + first, cnt - first, base, rd->strings, h.strbytes,
 					    i < h.n ? rd->dsyms + droom : to + first)))
 			goto out;
 	}
-	sum = ukp_disk_cache_hash(sum, rd->strings, PAD8(h.strbytes));
+	sum = ukp_disk_cache_mix(sum, ukp_disk_cache_sum(SEED, rd->strings, PAD8(h.strbytes)));
 	if (sum != h.sum || !ordered(rd->syms + room, h.n) || !ordered(rd->dsyms + droom, h.dn))
 		goto out;
 	rd->n = h.n;
@@ -202,12 +202,9 @@ bool ukp_sym_cache_store(const struct ukp_sym_cache_key *k, uintptr_t base,
 			 const struct ukp_sym *const *data, size_t dn, const char *strings,
 			 size_t strbytes)
 {
-	static const uint8_t zeros[8];
-	uint8_t tail[8] = { 0 };
-	char path[4200];
+	char path[4200], *padded;
 	struct head h, z;
 	struct rec *recs;
-	size_t whole;
 	bool ok;
 
 	if (!strbytes || strbytes > UINT32_MAX ||
@@ -224,21 +221,29 @@ bool ukp_sym_cache_store(const struct ukp_sym_cache_key *k, uintptr_t base,
 	h.dn = dn;
 	h.strbytes = strbytes;
 	z = h;
-	h.sum = ukp_disk_cache_hash(ukp_disk_cache_hash(SEED, &z, sizeof(z)), recs,
-				    (n + dn) * sizeof(*recs));
+	h.sum = ukp_disk_cache_hash(SEED, &z, sizeof(z));
+	for (size_t i = 0; i < n + dn; i += CHUNK_RECS) {
+		size_t cnt = n + dn - i < CHUNK_RECS ? n + dn - i : CHUNK_RECS;
+
+		h.sum = ukp_disk_cache_mix(h.sum, ukp_disk_cache_sum(SEED, recs + i,
+								     cnt * sizeof(*recs)));
+	}
 	/* the names as the entry holds them: padded with zeros */
-	whole = strbytes & ~(size_t)7;
-	memcpy(tail, strings + whole, strbytes - whole);
-	h.sum = ukp_disk_cache_hash(h.sum, strings, whole);
-	if (strbytes > whole)
-		h.sum = ukp_disk_cache_hash(h.sum, tail, sizeof(tail));
+	padded = calloc(PAD8(strbytes), 1);
+	if (!padded) {
+		free(recs);
+		return false;
+	}
+	memcpy(padded, strings, strbytes);
+	h.sum = ukp_disk_cache_mix(h.sum, ukp_disk_cache_sum(SEED, padded, PAD8(strbytes)));
 	ok = ukp_disk_cache_write(path,
-				  (const void *const[]){ &h, recs, strings, zeros },
-				  (const size_t[]){ sizeof(h), (n + dn) * sizeof(*recs), strbytes,
-						    PAD8(strbytes) - strbytes },
-				  4);
+				  (const void *const[]){ &h, recs, padded },
+				  (const size_t[]){ sizeof(h), (n + dn) * sizeof(*recs),
+						    PAD8(strbytes) },
+				  3);
 	if (ok)
 		ukp_sym_cache_last = UKP_SYM_CACHE_STORED;
+	free(padded);
 	free(recs);
 	return ok;
 }

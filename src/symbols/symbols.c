@@ -715,24 +715,49 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 	return 0;
 }
 
+/* [reg] Does a debug symbol repeat one of old[nold]'s own at its
+ * address (table_dedup's test), old[at] the first of old after it? */
+static bool repeats_own(const struct ukp_sym *a, const struct ukp_sym *old, size_t nold,
+			size_t at)
+{
+	size_t m;
+
+	for (m = at; m > 0 && old[m - 1].start == a->start; m--)
+		if (!old[m - 1].debug && sym_same(a, &old[m - 1]))
+			return true;
+	for (m = at; m < nold && old[m].start == a->start; m++)
+		if (!old[m].debug && sym_same(a, &old[m]))
+			return true;
+	return false;
+}
+
 /*
- * [reg] The same when add is in table order already (the sym cache's):
- * syms[nold + j] is add's j-th, merged with old into syms[0..) in
- * place (a symbol of add is read before its place is written over).
+ * [reg] The same when add is in table order already and all debug
+ * symbols (the sym cache's): syms[nold + j] is add's j-th, merged with
+ * old (deduplicated already) into syms[0..) in place: a symbol of add
+ * is read before its place is written over. The repeats table_dedup
+ * would drop are left out as they come (only add's can be one).
  * Returns how many are kept.
  */
 static size_t table_merge_sorted(const struct ukp_sym *old, size_t nold, struct ukp_sym *syms,
 				 size_t nadd)
 {
-	size_t n = nold + nadd, i, j, k;
+	size_t i = 0, j = 0, kept = 0;
 
-	for (i = j = k = 0; k < n; k++) {
-		if (j < nadd && (i == nold || sym_addr_qcmp(&syms[nold + j], &old[i]) < 0))
-			syms[k] = syms[nold + j++];
-		else
-			syms[k] = old[i++];
+	while (j < nadd) {
+		const struct ukp_sym *a = &syms[nold + j];
+
+		if (i < nold && sym_addr_qcmp(a, &old[i]) >= 0) {
+			syms[kept++] = old[i++];
+			continue;
+		}
+		if (!repeats_own(a, old, nold, i))
+			syms[kept++] = *a;
+		j++;
 	}
-	return table_dedup(syms, n);
+	while (i < nold)
+		syms[kept++] = old[i++];
+	return kept;
 }
 
 /*
