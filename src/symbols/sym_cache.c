@@ -45,29 +45,24 @@ struct rec {
 #define PAD8(x) (((x) + 7) & ~(uint64_t)7)
 
 /* [reg] */
-bool ukp_sym_cache_key(const struct ukp_elf *elf, const struct stat *st,
-		       const struct ukp_debugsrc *src, struct ukp_sym_cache_key *k)
+bool ukp_sym_cache_key(const struct ukp_elf *elf, const struct stat *st, const char *kind,
+		       const struct stat *dst, struct ukp_sym_cache_key *k)
 {
-	struct stat dst;
-
 	memset(k, 0, sizeof(*k));
 	memcpy(k->magic, MAGIC, sizeof(MAGIC));
 	k->version = VERSION;
-	if (!src->kind || !ukp_file_key_of(elf, st, &k->obj))
+	if (!kind || !ukp_file_key_of(elf, st, &k->obj))
 		return false;
-	if (!strcmp(src->kind, "build-id"))
+	if (!strcmp(kind, "build-id"))
 		k->kind = 1;
-	else if (!strcmp(src->kind, "debuglink"))
+	else if (!strcmp(kind, "debuglink"))
 		k->kind = 2;
-	else if (!strcmp(src->kind, "gnu_debugdata"))
+	else if (!strcmp(kind, "gnu_debugdata"))
 		k->kind = 3; /* (inside the object's file: its key says it) */
 	else
 		return false;
-	if (src->fd >= 0) {
-		if (ukp_sys_fstat(src->fd, &dst))
-			return false;
-		ukp_disk_cache_file_of(&dst, &k->debug);
-	}
+	if (dst)
+		ukp_disk_cache_file_of(dst, &k->debug);
 	return true;
 }
 

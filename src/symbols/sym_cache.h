@@ -42,10 +42,12 @@ struct ukp_sym_cache_key {
 	struct ukp_disk_cache_file debug; /* zero for MiniDebugInfo (obj's own) */
 };
 
-/* [reg] The key of src, the debug symbols of the object file elf (as
- * st describes it): false when none can be made (no cache then). */
-bool ukp_sym_cache_key(const struct ukp_elf *elf, const struct stat *st,
-		       const struct ukp_debugsrc *src, struct ukp_sym_cache_key *k);
+/* [reg] The key of the debug symbols of the object file elf (as st
+ * describes it) from the source of kind ("build-id", "debuglink",
+ * "gnu_debugdata": ukp_debugsrc's) whose debug file dst describes (NULL
+ * for MiniDebugInfo): false when none can be made (no cache then). */
+bool ukp_sym_cache_key(const struct ukp_elf *elf, const struct stat *st, const char *kind,
+		       const struct stat *dst, struct ukp_sym_cache_key *k);
 
 /*
  * [reg] The entry of key k, for an object loaded at base: 1 on a hit,

@@ -1058,21 +1058,35 @@ static int debug_syms_read(struct ukp_objent *o, struct ukp_debugsrc *src,
 	return err;
 }
 
+/* [reg] Join the entry of key k to o's tables, when the sym cache has
+ * one: 1, 0 (none), -ENOMEM. */
+static int cached_debug_syms(struct ukp_objent *o, const struct ukp_sym_cache_key *k)
+{
+	struct ukp_symread rd;
+	int err = ukp_sym_cache_load(k, o->pub.base, o->nsyms, o->ndsyms, &rd);
+
+	if (err == 1 && syms_join_sorted(o, &rd))
+		err = -ENOMEM;
+	symread_free(&rd);
+	return err;
+}
+
 /*
  * [reg] Also the symbols of o's debug file or MiniDebugInfo, when o's
  * file has no .symtab: read the first time a lookup misses in the
  * object's own table (or a walk wants every function), never again;
  * from the sym cache (sym_cache.h) when it holds them, already in table
- * order. Only -ENOMEM is an error (and then the next call tries again).
+ * order (a debug file found by build-id is not even opened then: its
+ * stat() is its key). Only -ENOMEM is an error (and then the next call
+ * tries again).
  */
 static int obj_load_full(struct ukp_objent *o)
 {
-	struct ukp_sym_cache_key key;
-	struct ukp_symread rd = { 0 };
+	struct ukp_sym_cache_key key, tried;
 	struct ukp_debugsrc src;
 	struct ukp_elf elf;
-	struct stat st;
-	bool have_key;
+	struct stat st, dst;
+	bool have_key, have_tried;
 	int err;
 
 	err = obj_load_syms(o);
@@ -1083,6 +1097,11 @@ static int obj_load_full(struct ukp_objent *o)
 		return 0;
 	if (obj_open_elf(o, &elf, &st))
 		return 0;
+	have_tried = ukp_debuginfo_by_build_id(&elf, &dst) &&
+		     ukp_sym_cache_key(&elf, &st, "build-id", &dst, &tried);
+	err = have_tried ? cached_debug_syms(o, &tried) : 0;
+	if (err)
+		goto out;
 	err = ukp_debuginfo_open(&elf, o->realpath ? o->realpath : o->pub.path, &src);
 	if (err == -ENOENT) {
 		err = 0;
@@ -1090,19 +1109,19 @@ static int obj_load_full(struct ukp_objent *o)
 	}
 	if (err)
 		goto out;
-	have_key = ukp_sym_cache_key(&elf, &st, &src, &key);
-	err = have_key ? ukp_sym_cache_load(&key, o->pub.base, o->nsyms, o->ndsyms, &rd) : 0;
-	if (err == 1)
-		err = syms_join_sorted(o, &rd);
-	else if (!err)
+	have_key = (src.fd < 0 || !ukp_sys_fstat(src.fd, &dst)) &&
+		   ukp_sym_cache_key(&elf, &st, src.kind, src.fd >= 0 ? &dst : NULL, &key);
+	/* (another source than the one tried, or the file changed since) */
+	if (have_key && !(have_tried && !memcmp(&key, &tried, sizeof(key))))
+		err = cached_debug_syms(o, &key);
+	if (!err)
 		err = debug_syms_read(o, &src, &key, have_key);
-	symread_free(&rd);
 	ukp_debuginfo_close(&src);
 out:
 	ukp_elf_close(&elf);
-	if (err)
+	if (err < 0)
 		o->full = false;
-	return err;
+	return err < 0 ? err : 0;
 }
 
 /*

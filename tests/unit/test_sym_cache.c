@@ -307,3 +307,32 @@ Test(sym_cache, stale_key_not_used)
 	dlclose(h);
 	remove_dir();
 }
+
+/* The other sources: a debug file by .gnu_debuglink, a MiniDebugInfo
+ * (the object's own file holds it): cached the same way. */
+Test(sym_cache, debuglink_and_minidebuginfo_cached)
+{
+	static const char *const objs[] = { "libukpds_link.so", "libukpds_mini.so" };
+	char root[PATH_MAX + 16];
+
+	make_dir();
+	snprintf(root, sizeof(root), "%s/nonexistent", cache_dir);
+	ukp_debuginfo_set_root(root);
+	for (int i = 0; i < 2; i++) {
+		enum ukp_sym_cache_use u;
+		void *h = open_prog(objs[i]);
+		char *first = tables(objs[i], cache_dir, &u), *again;
+
+		cr_expect_eq(u, UKP_SYM_CACHE_STORED, "%s", objs[i]);
+		cr_expect(strstr(first, "\nukpds_local ") || !strncmp(first, "ukpds_local ", 12),
+			  "%s: its static function, from its debug symbols:\n%s", objs[i], first);
+		again = tables(objs[i], cache_dir, &u);
+		cr_expect_eq(u, UKP_SYM_CACHE_HIT, "%s", objs[i]);
+		cr_expect_str_eq(again, first, "%s", objs[i]);
+		free(again);
+		free(first);
+		dlclose(h);
+	}
+	ukp_debuginfo_set_root(NULL);
+	remove_dir();
+}
