@@ -5,7 +5,8 @@
  * look-up that misses an object's own table reads the whole debug
  * symbol table (libc6-dbg's names libc's local functions, thousands of
  * them) and sorts it; the next process reads them back from one file,
- * already in table order, and only merges them with the object's own.
+ * already in table order, each with its place among the object's own:
+ * no sort, no comparison.
  *
  * An entry ("syms-HASH") holds its key: the object's file
  * (symbols/file_key.h: device, inode, size, times, machine, build-id,
@@ -15,8 +16,9 @@
  * the data symbols as the symbol table's reading made them (offsets
  * from the load bias, sizes, section ends, binding, type, the name's
  * offset among the names), each kind in table order (symbols.c's
- * address order, best alias first), then the names themselves, with a
- * checksum over the whole entry. A stale key, a truncated, damaged or
+ * address order, best alias first) with its place among the object's
+ * own symbols, then the names themselves, with a checksum over the
+ * whole entry. A stale key, a truncated, damaged or
  * inconsistent entry is not used (the symbols are read from the debug
  * file again, and stored over it).
  *
@@ -50,23 +52,25 @@ bool ukp_sym_cache_key(const struct ukp_elf *elf, const struct stat *st, const c
 		       const struct stat *dst, struct ukp_sym_cache_key *k);
 
 /*
- * [reg] The entry of key k, for an object loaded at base: 1 on a hit,
- * with rd->syms holding room free places and then the rd->n functions
- * in table order (rd->syms[room..room + n)), rd->dsyms droom places and
- * the rd->dn data symbols, rd->strings their names (all malloc()ed, the
- * symbols' debug flag set); 0 on a miss (or the cache off), rd empty;
- * -ENOMEM.
+ * [reg] The entry of key k, for an object loaded at base whose own
+ * symbols (before any debug source joined them) are own[nown] and
+ * down[ndown] (data): 1 on a hit, with rd->syms[rd->n] the object's
+ * functions joined with the entry's, as symbols.c joins a debug
+ * source's (table order, its repeats of the object's own left out),
+ * rd->dsyms[rd->dn] the data likewise, rd->strings the entry's names
+ * (all malloc()ed); 0 on a miss (or the cache off), rd empty; -ENOMEM.
  */
-int ukp_sym_cache_load(const struct ukp_sym_cache_key *k, uintptr_t base, size_t room,
-		       size_t droom, struct ukp_symread *rd);
+int ukp_sym_cache_load(const struct ukp_sym_cache_key *k, uintptr_t base,
+		       const struct ukp_sym *own, size_t nown, const struct ukp_sym *down,
+		       size_t ndown, struct ukp_symread *rd);
 
-/* [reg] Keep the n functions fn[] and dn data symbols data[] (each kind
- * in table order) of an object loaded at base, their names all in
+/* [reg] Keep the debug source's symbols of the object (loaded at base)
+ * whose tables syms[n] and dsyms[dn] have just joined them (the debug
+ * ones, each with its place among the object's own), their names all in
  * strings[strbytes]. True when stored (false is no error). */
 bool ukp_sym_cache_store(const struct ukp_sym_cache_key *k, uintptr_t base,
-			 const struct ukp_sym *const *fn, size_t n,
-			 const struct ukp_sym *const *data, size_t dn, const char *strings,
-			 size_t strbytes);
+			 const struct ukp_sym *syms, size_t n, const struct ukp_sym *dsyms,
+			 size_t dn, const char *strings, size_t strbytes);
 
 /* What the last load or store did (tests). */
 enum ukp_sym_cache_use {

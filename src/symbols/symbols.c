@@ -675,8 +675,7 @@ static size_t table_dedup(struct ukp_sym *syms, size_t n)
  * [reg] old (sorted by sym_addr_qcmp: an earlier table_merge's) and add
  * (one kind of symbol, in any order) as one table in *out, sorted by
  * address (best alias first), deduplicated (table_dedup). 0 or -ENOMEM
- * (old kept). With ordp, *ordp is add in table order (pointers into it,
- * malloc()ed: the sym cache keeps it), else NULL.
+ * (old kept).
  *
  * Only add is sorted (pointers to it, not the symbols: less to move),
  * then merged with old, old's first where the order ties: the table a
@@ -684,14 +683,12 @@ static size_t table_dedup(struct ukp_sym *syms, size_t n)
  * alone (a debug file's symbols join a library's own).
  */
 static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
-		       size_t nadd, struct ukp_sym **out, size_t *nout, const struct ukp_sym ***ordp)
+		       size_t nadd, struct ukp_sym **out, size_t *nout)
 {
 	size_t n = nold + nadd, i, j, k;
 	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
 	const struct ukp_sym **ord = malloc((nadd ? nadd : 1) * sizeof(*ord));
 
-	if (ordp)
-		*ordp = NULL;
 	if (!syms || !ord) {
 		free(syms);
 		free(ord);
@@ -706,58 +703,10 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 		else
 			syms[k] = old[i++];
 	}
-	if (ordp)
-		*ordp = ord;
-	else
-		free(ord);
+	free(ord);
 	*out = syms;
 	*nout = table_dedup(syms, n);
 	return 0;
-}
-
-/* [reg] Does a debug symbol repeat one of old[nold]'s own at its
- * address (table_dedup's test), old[at] the first of old after it? */
-static bool repeats_own(const struct ukp_sym *a, const struct ukp_sym *old, size_t nold,
-			size_t at)
-{
-	size_t m;
-
-	for (m = at; m > 0 && old[m - 1].start == a->start; m--)
-		if (!old[m - 1].debug && sym_same(a, &old[m - 1]))
-			return true;
-	for (m = at; m < nold && old[m].start == a->start; m++)
-		if (!old[m].debug && sym_same(a, &old[m]))
-			return true;
-	return false;
-}
-
-/*
- * [reg] The same when add is in table order already and all debug
- * symbols (the sym cache's): syms[nold + j] is add's j-th, merged with
- * old (deduplicated already) into syms[0..) in place: a symbol of add
- * is read before its place is written over. The repeats table_dedup
- * would drop are left out as they come (only add's can be one).
- * Returns how many are kept.
- */
-static size_t table_merge_sorted(const struct ukp_sym *old, size_t nold, struct ukp_sym *syms,
-				 size_t nadd)
-{
-	size_t i = 0, j = 0, kept = 0;
-
-	while (j < nadd) {
-		const struct ukp_sym *a = &syms[nold + j];
-
-		if (i < nold && sym_addr_qcmp(a, &old[i]) >= 0) {
-			syms[kept++] = old[i++];
-			continue;
-		}
-		if (!repeats_own(a, old, nold, i))
-			syms[kept++] = *a;
-		j++;
-	}
-	while (i < nold)
-		syms[kept++] = old[i++];
-	return kept;
 }
 
 /*
@@ -824,44 +773,22 @@ static int strbufs_room(struct ukp_objent *o)
 
 /*
  * [reg] Join rd's symbols to o's tables (functions and data apart); rd's
- * strings move to o. With ord and dord, *ord and *dord are rd's
- * functions and data in table order (table_merge's ordp: the caller
- * frees them).
+ * strings move to o.
  */
-static int syms_join(struct ukp_objent *o, struct ukp_symread *rd, const struct ukp_sym ***ord,
-		     const struct ukp_sym ***dord)
+static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 {
 	struct ukp_sym *syms, *dsyms;
 	size_t n, dn;
 
 	if (strbufs_room(o))
 		return -ENOMEM;
-	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n, ord))
+	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n))
 		return -ENOMEM;
-	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn, dord)) {
+	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn)) {
 		free(syms);
-		if (ord) {
-			free(*ord);
-			*ord = NULL;
-		}
 		return -ENOMEM;
 	}
 	syms_install(o, syms, n, dsyms, dn, rd);
-	return 0;
-}
-
-/* [reg] The same for symbols the sym cache gave (ukp_sym_cache_load:
- * room for o's own before them, in table order): no sort, no copy. */
-static int syms_join_sorted(struct ukp_objent *o, struct ukp_symread *rd)
-{
-	size_t n, dn;
-
-	if (strbufs_room(o))
-		return -ENOMEM;
-	n = table_merge_sorted(o->syms, o->nsyms, rd->syms, rd->n);
-	dn = table_merge_sorted(o->dsyms, o->ndsyms, rd->dsyms, rd->dn);
-	syms_install(o, rd->syms, n, rd->dsyms, dn, rd);
-	rd->syms = rd->dsyms = NULL;
 	return 0;
 }
 
@@ -1002,7 +929,7 @@ static int obj_load_syms(struct ukp_objent *o)
 	if (symscn) {
 		err = read_symtab(o, &elf, symscn, xndxscn, secs, shnum, false, &rd);
 		if (!err)
-			err = syms_join(o, &rd, NULL, NULL);
+			err = syms_join(o, &rd);
 		if (err)
 			goto out;
 	}
@@ -1010,7 +937,7 @@ static int obj_load_syms(struct ukp_objent *o)
 		symread_free(&rd);
 		err = read_gopclntab(o, &elf, &rd);
 		if (!err && rd.n)
-			err = syms_join(o, &rd, NULL, NULL);
+			err = syms_join(o, &rd);
 		if (err)
 			goto out;
 	}
@@ -1033,7 +960,6 @@ out:
 static int debug_syms_read(struct ukp_objent *o, struct ukp_debugsrc *src,
 			   const struct ukp_sym_cache_key *k, bool have_key)
 {
-	const struct ukp_sym **ord = NULL, **dord = NULL;
 	const Elf64_Shdr *symscn, *dynscn, *xndxscn;
 	struct ukp_secinfo *secs = NULL;
 	struct ukp_symread rd = { 0 };
@@ -1046,13 +972,13 @@ static int debug_syms_read(struct ukp_objent *o, struct ukp_debugsrc *src,
 		err = read_symtab(o, &src->elf, symscn, xndxscn, secs, shnum, true, &rd);
 	strings = rd.strings;
 	strbytes = rd.strbytes;
-	if (!err && (rd.n || rd.dn))
-		err = syms_join(o, &rd, have_key ? &ord : NULL, have_key ? &dord : NULL);
-	/* (the names are o's now: still there) */
-	if (!err && have_key && (rd.n || rd.dn))
-		ukp_sym_cache_store(k, o->pub.base, ord, rd.n, dord, rd.dn, strings, strbytes);
-	free(ord);
-	free(dord);
+	if (!err && (rd.n || rd.dn)) {
+		err = syms_join(o, &rd);
+		/* (the names are o's now: still there) */
+		if (!err && have_key)
+			ukp_sym_cache_store(k, o->pub.base, o->syms, o->nsyms, o->dsyms, o->ndsyms,
+					    strings, strbytes);
+	}
 	symread_free(&rd);
 	free(secs);
 	return err;
@@ -1063,10 +989,15 @@ static int debug_syms_read(struct ukp_objent *o, struct ukp_debugsrc *src,
 static int cached_debug_syms(struct ukp_objent *o, const struct ukp_sym_cache_key *k)
 {
 	struct ukp_symread rd;
-	int err = ukp_sym_cache_load(k, o->pub.base, o->nsyms, o->ndsyms, &rd);
+	int err;
 
-	if (err == 1 && syms_join_sorted(o, &rd))
-		err = -ENOMEM;
+	if (strbufs_room(o))
+		return -ENOMEM;
+	err = ukp_sym_cache_load(k, o->pub.base, o->syms, o->nsyms, o->dsyms, o->ndsyms, &rd);
+	if (err == 1) {
+		syms_install(o, rd.syms, rd.n, rd.dsyms, rd.dn, &rd);
+		rd.syms = rd.dsyms = NULL;
+	}
 	symread_free(&rd);
 	return err;
 }
