@@ -1006,9 +1006,9 @@ static int cached_debug_syms(struct ukp_objent *o, const struct ukp_sym_cache_ke
  * [reg] Also the symbols of o's debug file or MiniDebugInfo, when o's
  * file has no .symtab: read the first time a lookup misses in the
  * object's own table (or a walk wants every function), never again;
- * from the sym cache (sym_cache.h) when it holds them, already in table
- * order (a debug file found by build-id is not even opened then: its
- * stat() is its key). Only -ENOMEM is an error (and then the next call
+ * from the sym cache (sym_cache.h) when it holds them, each with its
+ * place in the joined table (a debug file found by build-id is not
+ * even opened then: its stat() is its key). Only -ENOMEM is an error (and then the next call
  * tries again).
  */
 static int obj_load_full(struct ukp_objent *o)
