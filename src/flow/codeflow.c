@@ -698,28 +698,28 @@ static int join_refs(struct flow_obj *fo, uintptr_t *lits, size_t nlits)
 static uint64_t build_inputs(const struct flow_obj *fo, const struct index_build *ib)
 {
 	const uintptr_t b = fo->base;
-	uint64_t h = ukp_flow_cache_mix(0x1f10, (uint64_t)fo->eh.nsegs);
+	uint64_t h = ukp_disk_cache_mix(0x1f10, (uint64_t)fo->eh.nsegs);
 	size_t i;
 
 	for (i = 0; i < fo->eh.nsegs; i++) {
-		h = ukp_flow_cache_mix(h, fo->eh.segs[i].start - b);
-		h = ukp_flow_cache_mix(h, (fo->eh.segs[i].end - b) << 1 | fo->eh.segs[i].exec);
+		h = ukp_disk_cache_mix(h, fo->eh.segs[i].start - b);
+		h = ukp_disk_cache_mix(h, (fo->eh.segs[i].end - b) << 1 | fo->eh.segs[i].exec);
 	}
-	h = ukp_flow_cache_mix(h, (uint64_t)(int64_t)fo->eh_err);
-	h = ukp_flow_cache_mix(h, fo->nsyms);
+	h = ukp_disk_cache_mix(h, (uint64_t)(int64_t)fo->eh_err);
+	h = ukp_disk_cache_mix(h, fo->nsyms);
 	for (i = 0; i < fo->nsyms; i++) {
-		h = ukp_flow_cache_mix(h, fo->syms[i].start - b);
-		h = ukp_flow_cache_mix(h, fo->syms[i].end - b);
+		h = ukp_disk_cache_mix(h, fo->syms[i].start - b);
+		h = ukp_disk_cache_mix(h, fo->syms[i].end - b);
 	}
-	h = ukp_flow_cache_mix(h, fo->eh.nfdes);
+	h = ukp_disk_cache_mix(h, fo->eh.nfdes);
 	for (i = 0; i < fo->eh.nfdes; i++) {
-		h = ukp_flow_cache_mix(h, fo->eh.fdes[i].start - b);
-		h = ukp_flow_cache_mix(h, fo->eh.fdes[i].end - b);
+		h = ukp_disk_cache_mix(h, fo->eh.fdes[i].start - b);
+		h = ukp_disk_cache_mix(h, fo->eh.fdes[i].end - b);
 	}
-	h = ukp_flow_cache_mix(h, ib->nranges);
+	h = ukp_disk_cache_mix(h, ib->nranges);
 	for (i = 0; i < ib->nranges; i++) {
-		h = ukp_flow_cache_mix(h, ib->ranges[i].start - b);
-		h = ukp_flow_cache_mix(h, (ib->ranges[i].end - b) << 1 | ib->own[i]);
+		h = ukp_disk_cache_mix(h, ib->ranges[i].start - b);
+		h = ukp_disk_cache_mix(h, (ib->ranges[i].end - b) << 1 | ib->own[i]);
 	}
 	return h;
 }

@@ -23,138 +23,28 @@
 
 #include "flow/flow_cache.h"
 #include "base/base.h"
+#include "base/disk_cache.h"
 #include "base/sys.h"
 #include "symbols/elf_read.h"
+#include "symbols/file_key.h"
 #include "symbols/symbols.h"
 #include "text/text.h"
 
-const char *ukp_flow_cache_dir_override;
-bool ukp_flow_cache_off;
-size_t ukp_flow_cache_max = 256;
-
 #define MAGIC "UKPFLOW"
-#define VERSION 1u
-#define BUILD_ID_MAX 64
+#define VERSION 2u
 #define CMP_CHUNK 65536u
 
 struct head {
 	char magic[8];
-	uint32_t version, machine;
-	uint64_t dev, ino, size, mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+	uint32_t version, pad;
+	struct ukp_file_key file; /* (its self id: the library's decoder decided) */
 	uint64_t inputs;
-	uint32_t build_id_len, self_id_len;
-	uint8_t build_id[BUILD_ID_MAX];
-	uint8_t self_id[BUILD_ID_MAX]; /* the library's own: its decoder decided */
 	/* the key ends here */
 	uint64_t nlits, ntargets;
 	uint64_t sum;
 };
 
 #define KEY_LEN offsetof(struct head, nlits)
-
-/* [reg] The directory (made when it is the default one and missing): 0,
- * or -1 when the cache is off or no directory can be used. */
-static int cache_dir(char *out, size_t len)
-{
-	static bool warned; /* (once per process) */
-	const char *env = getenv("UKPROBES_CACHE"), *xdg, *home;
-	struct stat st;
-	int n;
-
-	if (ukp_flow_cache_off || ukp_sys_getuid() != ukp_sys_geteuid())
-		return -1;
-	if (ukp_flow_cache_dir_override && ukp_flow_cache_dir_override[0]) {
-		env = ukp_flow_cache_dir_override;
-	} else if (env && env[0]) {
-		if (env[0] != '/') {
-			/* "0": off; anything else is a mistake worth a word (a
-			 * debug one: the agent takes warnings for a probe's failure) */
-			if (strcmp(env, "0") && !warned) {
-				pr_debug("flow cache: UKPROBES_CACHE=%s is neither 0 nor an absolute "
-					"path: not used\n", env);
-				warned = true;
-			}
-			return -1;
-		}
-	} else {
-		env = NULL;
-	}
-	if (env) {
-		n = snprintf(out, len, "%s", env);
-	} else if ((xdg = getenv("XDG_CACHE_HOME")) && xdg[0] == '/') {
-		n = snprintf(out, len, "%s/ukprobes", xdg);
-	} else if ((home = getenv("HOME")) && home[0] == '/') {
-		n = snprintf(out, len, "%s/.cache", home);
-		if (n > 0 && (size_t)n < len)
-			ukp_sys_mkdir(out, 0700);
-		n = snprintf(out, len, "%s/.cache/ukprobes", home);
-	} else {
-		return -1;
-	}
-	if (n <= 0 || (size_t)n >= len)
-		return -1;
-	ukp_sys_mkdir(out, 0700);
-	/* the user's own, that no one else can write into */
-	if (ukp_sys_stat(out, &st) || !S_ISDIR(st.st_mode) || st.st_uid != ukp_sys_geteuid() ||
-	    (st.st_mode & 022)) {
-		if (!warned)
-			pr_debug("flow cache: %s is not a directory of the user's that no one else "
-				"can write: not used\n", out);
-		warned = true;
-		return -1;
-	}
-	return 0;
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint64_t w;
-
-	for (; len >= 8; b += 8, len -= 8) {
-		memcpy(&w, b, 8);
-		h = ukp_flow_cache_mix(h, w);
-	}
-	w = 0;
-	memcpy(&w, b, len);
-	return ukp_flow_cache_mix(h, w ^ len);
-}
-
-/* [reg] The build-id of the object holding this code (the library, or
- * the program it is linked into): false when it has none. */
-static bool self_id(uint8_t *out, uint32_t *len)
-{
-	static uint8_t id[BUILD_ID_MAX];
-	static size_t idlen;
-	static int known; /* 0 not yet, 1 found, -1 none */
-	const struct ukp_object *self;
-
-	if (!known) {
-		struct ukp_elf elf;
-		const uint8_t *p;
-		int fd = -1;
-
-		known = -1;
-		self = ukp_object_of((uintptr_t)self_id);
-		if (self && self->path && self->path[0])
-			fd = ukp_sys_open(self->path, O_RDONLY);
-		if (fd >= 0 && !ukp_elf_open_fd(&elf, fd)) {
-			p = ukp_elf_build_id(&elf, &idlen);
-			if (p && idlen && idlen <= BUILD_ID_MAX) {
-				memcpy(id, p, idlen);
-				known = 1;
-			}
-			ukp_elf_close(&elf);
-		}
-		if (fd >= 0)
-			ukp_sys_close(fd);
-	}
-	if (known < 0)
-		return false;
-	memcpy(out, id, idlen);
-	*len = (uint32_t)idlen;
-	return true;
-}
 
 /*
  * [reg] The key of obj's file, in *h, when the object's executable
@@ -166,14 +56,13 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 {
 	struct ukp_elf elf;
 	struct stat st;
-	const uint8_t *id;
 	uint8_t *buf = NULL;
-	size_t i, j, idlen = 0, nload = 0;
+	size_t i, j, nload = 0;
 	bool ok = false;
 	int fd;
 
 	memset(h, 0, sizeof(*h));
-	if (!obj->path || !obj->path[0] || !self_id(h->self_id, &h->self_id_len))
+	if (!obj->path || !obj->path[0])
 		return false;
 	fd = ukp_sys_open(obj->path, O_RDONLY);
 	if (fd < 0)
@@ -185,20 +74,9 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 	ukp_sys_close(fd);
 	memcpy(h->magic, MAGIC, sizeof(MAGIC));
 	h->version = VERSION;
-	h->machine = elf.ehdr->e_machine;
-	h->dev = st.st_dev;
-	h->ino = st.st_ino;
-	h->size = (uint64_t)st.st_size;
-	h->mtime_sec = (uint64_t)st.st_mtim.tv_sec;
-	h->mtime_nsec = (uint64_t)st.st_mtim.tv_nsec;
-	h->ctime_sec = (uint64_t)st.st_ctim.tv_sec;
-	h->ctime_nsec = (uint64_t)st.st_ctim.tv_nsec;
 	h->inputs = inputs;
-	id = ukp_elf_build_id(&elf, &idlen);
-	if (id && idlen <= BUILD_ID_MAX) {
-		memcpy(h->build_id, id, idlen);
-		h->build_id_len = (uint32_t)idlen;
-	}
+	if (!ukp_file_key_of(&elf, &st, &h->file))
+		goto out;
 	buf = malloc(CMP_CHUNK);
 	if (!buf)
 		goto out;
@@ -268,14 +146,8 @@ static uint64_t entry_sum(const struct head *h, const uint64_t *v, size_t n)
 	struct head z = *h;
 
 	z.sum = 0;
-	return hash_bytes(hash_bytes(0x75b7f10c, &z, sizeof(z)), v, n * sizeof(*v));
-}
-
-static int entry_path(const char *dir, char *out, size_t len, const struct head *h)
-{
-	int n = snprintf(out, len, "%s/flow-%016llx", dir,
-		     (unsigned long long)hash_bytes(0x5eed, h, KEY_LEN));
-	return n > 0 && (size_t)n < len ? 0 : -1;
+	return ukp_disk_cache_sum(ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z)), v,
+				  n * sizeof(*v));
 }
 
 /* Strictly increasing? */
@@ -307,38 +179,27 @@ int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *s
 			size_t *ntargets)
 {
 	struct head want, *h;
-	char dir[4096], path[4200];
-	struct stat st;
+	char path[4200];
 	uint8_t *data = NULL;
 	const uint64_t *v;
-	size_t got = 0;
+	uint64_t size;
 	int fd, ret = UKP_FLOW_CACHE_MISS;
 
 	*lits = *targets = NULL;
 	*nlits = *ntargets = 0;
-	if (cache_dir(dir, sizeof(dir)) || !key_of(obj, segs, nsegs, inputs, &want, false) ||
-	    entry_path(dir, path, sizeof(path), &want))
+	if (!key_of(obj, segs, nsegs, inputs, &want, false) ||
+	    ukp_disk_cache_path("flow", &want, KEY_LEN, path, sizeof(path)))
 		return UKP_FLOW_CACHE_OFF;
-	fd = ukp_sys_open(path, O_RDONLY | O_NOFOLLOW);
+	fd = ukp_disk_cache_open(path, &size);
 	if (fd < 0)
 		return UKP_FLOW_CACHE_MISS;
-	/* a regular file of the user's that no one else could have written */
-	if (ukp_sys_fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != ukp_sys_geteuid() ||
-	    (st.st_mode & 022) || (uint64_t)st.st_size < sizeof(*h) ||
-	    (uint64_t)st.st_size > ((uint64_t)1 << 32) || !(data = malloc((size_t)st.st_size)))
+	if (size < sizeof(*h) || !(data = malloc((size_t)size)) ||
+	    !ukp_disk_cache_read(fd, data, (size_t)size, 0))
 		goto out;
-	while (got < (size_t)st.st_size) {
-		long r = ukp_sys_pread(fd, data + got, (size_t)st.st_size - got, got);
-
-		if (r <= 0)
-			goto out;
-		got += (size_t)r;
-	}
 	h = (struct head *)data;
 	v = (const uint64_t *)(h + 1);
-	if (memcmp(h, &want, KEY_LEN) || h->nlits > (uint64_t)st.st_size / 8 ||
-	    h->ntargets > (uint64_t)st.st_size / 8 ||
-	    sizeof(*h) + (h->nlits + h->ntargets) * 8 != (uint64_t)st.st_size ||
+	if (memcmp(h, &want, KEY_LEN) || h->nlits > size / 8 || h->ntargets > size / 8 ||
+	    sizeof(*h) + (h->nlits + h->ntargets) * 8 != size ||
 	    entry_sum(h, v, h->nlits + h->ntargets) != h->sum || !increasing(v, h->nlits) ||
 	    !increasing(v + h->nlits, h->ntargets))
 		goto out;
@@ -358,61 +219,23 @@ out:
 	return ret;
 }
 
-/*
- * [reg] Room for one more entry in dir: while it holds ukp_flow_cache_max
- * entries or more, the one written longest ago goes (a library rebuilt,
- * or a file replaced, leaves entries that nothing reads any more).
- */
-static void make_room(const char *dir)
-{
-	for (int round = 0; round < 8; round++) {
-		char path[4200], oldest[64] = "";
-		struct ukp_dir d;
-		const char *name;
-		struct stat st;
-		int64_t oldest_t = INT64_MAX;
-		size_t n = 0;
-
-		if (ukp_dir_open(&d, dir))
-			return;
-		while ((name = ukp_dir_next(&d))) {
-			if (strncmp(name, "flow-", 5) || strlen(name) >= sizeof(oldest) ||
-			    snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-			    ukp_sys_stat(path, &st) || !S_ISREG(st.st_mode))
-				continue;
-			n++;
-			if ((int64_t)st.st_mtim.tv_sec < oldest_t) {
-				oldest_t = (int64_t)st.st_mtim.tv_sec;
-				strcpy(oldest, name);
-			}
-		}
-		ukp_dir_close(&d);
-		if (n < ukp_flow_cache_max || !oldest[0])
-			return;
-		snprintf(path, sizeof(path), "%s/%s", dir, oldest);
-		ukp_sys_unlink(path);
-	}
-}
-
 /* [reg] */
 int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 			 size_t nsegs, uint64_t inputs, const uintptr_t *lits, size_t nlits,
 			 const uintptr_t *targets, size_t ntargets)
 {
-	char dir[4096], path[4200], tmp[4300];
+	char path[4200];
 	struct head *h;
 	uint64_t *v;
-	size_t i, len, done = 0;
-	bool ok = false;
-	int fd;
+	size_t i, len;
+	bool ok;
 
 	len = sizeof(*h) + (nlits + ntargets) * 8;
 	h = malloc(len);
 	if (!h)
 		return UKP_FLOW_CACHE_OFF;
-	if (cache_dir(dir, sizeof(dir)) || !key_of(obj, segs, nsegs, inputs, h, true) ||
-	    entry_path(dir, path, sizeof(path), h) ||
-	    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, ukp_sys_getpid()) >= (int)sizeof(tmp)) {
+	if (!key_of(obj, segs, nsegs, inputs, h, true) ||
+	    ukp_disk_cache_path("flow", h, KEY_LEN, path, sizeof(path))) {
 		free(h);
 		return UKP_FLOW_CACHE_OFF;
 	}
@@ -424,24 +247,7 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
 	h->nlits = nlits;
 	h->ntargets = ntargets;
 	h->sum = entry_sum(h, v, nlits + ntargets);
-	make_room(dir);
-	ukp_sys_unlink(tmp);	/* (a dead process's with this pid) */
-	fd = ukp_sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0600);
-	if (fd >= 0) {
-		while (done < len) {
-			long r = ukp_sys_write(fd, (const uint8_t *)h + done, len - done);
-
-			if (r <= 0)
-				break;
-			done += (size_t)r;
-		}
-		ok = done == len;
-		ok &= ukp_sys_close(fd) == 0;
-		ok = ok && ukp_sys_rename(tmp, path) == 0;
-		if (!ok)
-			ukp_sys_unlink(tmp);
-	}
+	ok = ukp_disk_cache_write(path, (const void *const[]){ h }, (const size_t[]){ len }, 1);
 	free(h);
 	return ok ? UKP_FLOW_CACHE_STORED : UKP_FLOW_CACHE_OFF;
 }

@@ -123,23 +123,42 @@ no:
 	return false;
 }
 
-/* root/.build-id/NN/REST.debug */
-static bool try_build_id(const unsigned char *id, size_t len, struct ukp_debugsrc *src)
+/* root/.build-id/NN/REST.debug, for the build-id id[len], into path */
+static bool build_id_path(const unsigned char *id, size_t len, char *path, size_t size)
 {
-	char path[PATH_MAX];
 	size_t pos, i;
 	int n;
 
 	if (len < 2)
 		return false;
-	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", debug_root, id[0]);
-	if (n < 0 || (size_t)n + 2 * len + 8 >= sizeof(path))
+	n = snprintf(path, size, "%s/.build-id/%02x/", debug_root, id[0]);
+	if (n < 0 || (size_t)n + 2 * len + 8 >= size)
 		return false;
 	pos = (size_t)n;
 	for (i = 1; i < len; i++)
 		pos += (size_t)sprintf(path + pos, "%02x", id[i]);
 	strcpy(path + pos, ".debug");
-	return try_debug_file(path, id, len, false, 0, src);
+	return true;
+}
+
+static bool try_build_id(const unsigned char *id, size_t len, struct ukp_debugsrc *src)
+{
+	char path[PATH_MAX];
+
+	return build_id_path(id, len, path, sizeof(path)) &&
+	       try_debug_file(path, id, len, false, 0, src);
+}
+
+/* [reg] */
+bool ukp_debuginfo_by_build_id(const struct ukp_elf *elf, struct stat *st)
+{
+	const unsigned char *id;
+	char path[PATH_MAX];
+	size_t idlen = 0;
+
+	id = ukp_elf_build_id(elf, &idlen);
+	return id && build_id_path(id, idlen, path, sizeof(path)) && !ukp_sys_stat(path, st) &&
+	       S_ISREG(st->st_mode);
 }
 
 /* The file .gnu_debuglink names, where gdb looks for it: next to the

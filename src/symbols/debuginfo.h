@@ -15,6 +15,9 @@
 #ifndef UKP_DEBUGINFO_H
 #define UKP_DEBUGINFO_H
 
+#include <stdbool.h>
+#include <sys/stat.h>
+
 #include "symbols/elf_read.h"
 
 /* An open source of extra symbols. */
@@ -32,6 +35,11 @@ struct ukp_debugsrc {
  */
 int ukp_debuginfo_open(const struct ukp_elf *elf, const char *path, struct ukp_debugsrc *src);
 void ukp_debuginfo_close(struct ukp_debugsrc *src);
+
+/* [reg] The file where ukp_debuginfo_open looks first (by build-id), as
+ * stat() sees it, without opening it: true when there is one (a cache
+ * keyed by it need not open it, sym_cache.h). */
+bool ukp_debuginfo_by_build_id(const struct ukp_elf *elf, struct stat *st);
 
 /* [reg] The directory of separate debug files, "/usr/lib/debug" unless a
  * test points it elsewhere (NULL: back to the default). */

@@ -48,6 +48,8 @@
 #include "base/base.h"
 #include "base/lower_bound.h"
 #include "symbols/symbols.h"
+#include "symbols/sym_cache.h"
+#include "symbols/sym_table.h"
 #include "symbols/maps_objects.h"
 #include "symbols/usdt.h"
 #include "sort.h" /* common/: ukp_sort(), not libc qsort */
@@ -64,19 +66,6 @@ struct ukp_seg {
 	uintptr_t end;
 	bool exec;
 	bool write;
-};
-
-/* One function-like or data symbol. */
-struct ukp_sym {
-	uintptr_t start;
-	size_t size;            /* effective size (st_size, or up to the next symbol) */
-	uintptr_t sec_end;      /* end of its section, bounds an unsized symbol */
-	const char *name;       /* points into one of ukp_objent.strbufs */
-	size_t keylen;          /* length of name before any '@' version suffix */
-	unsigned char bind;
-	unsigned char type;
-	bool sized;             /* st_size != 0 */
-	bool debug;             /* from the debug file or MiniDebugInfo */
 };
 
 /* An IRELATIVE relocation: the word the dynamic linker set to what the
@@ -431,15 +420,6 @@ static void syms_finish(struct ukp_objent *o)
 	}
 }
 
-/* Symbols read from one symbol table, before they join the object's. */
-struct ukp_symread {
-	struct ukp_sym *syms;
-	size_t n;
-	struct ukp_sym *dsyms;  /* data symbols */
-	size_t dn;
-	char *strings;
-};
-
 /* [reg] scn of o's own file, when it is the blacklist section: noted. */
 static void blacklist_section(struct ukp_objent *o, const struct ukp_elf *elf,
 			      const Elf64_Shdr *scn)
@@ -552,6 +532,7 @@ static int read_symtab(const struct ukp_objent *o, const struct ukp_elf *elf,
 	rd->syms = calloc(n ? n : 1, sizeof(*rd->syms));
 	rd->dsyms = calloc(dn ? dn : 1, sizeof(*rd->dsyms));
 	rd->strings = malloc(strbytes);
+	rd->strbytes = strbytes;
 	if (!rd->syms || !rd->dsyms || !rd->strings) {
 		free(rd->syms);
 		free(rd->dsyms);
@@ -666,11 +647,35 @@ static int sym_addr_pqcmp(const void *pa, const void *pb)
 }
 
 /*
+ * [reg] The merged table syms[n] without the debug symbols that repeat
+ * one of the object's own (same address, name and binding class: the
+ * object's carries the version). Returns how many are kept.
+ */
+static size_t table_dedup(struct ukp_sym *syms, size_t n)
+{
+	size_t i, j, k, kept = 0;
+
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && syms[j].start == syms[i].start; j++)
+			;
+		for (k = i; k < j; k++) {
+			size_t m;
+			bool dup = false;
+
+			for (m = i; syms[k].debug && m < j && !dup; m++)
+				dup = !syms[m].debug && sym_same(&syms[k], &syms[m]);
+			if (!dup)
+				syms[kept++] = syms[k];
+		}
+	}
+	return kept;
+}
+
+/*
  * [reg] old (sorted by sym_addr_qcmp: an earlier table_merge's) and add
  * (one kind of symbol, in any order) as one table in *out, sorted by
- * address (best alias first). A debug symbol that repeats one of the
- * object's own (same address, name and binding class) is dropped: the
- * object's carries the version. 0 or -ENOMEM (old kept).
+ * address (best alias first), deduplicated (table_dedup). 0 or -ENOMEM
+ * (old kept).
  *
  * Only add is sorted (pointers to it, not the symbols: less to move),
  * then merged with old, old's first where the order ties: the table a
@@ -680,7 +685,7 @@ static int sym_addr_pqcmp(const void *pa, const void *pb)
 static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_sym *add,
 		       size_t nadd, struct ukp_sym **out, size_t *nout)
 {
-	size_t n = nold + nadd, i, j, k, kept = 0;
+	size_t n = nold + nadd, i, j, k;
 	struct ukp_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
 	const struct ukp_sym **ord = malloc((nadd ? nadd : 1) * sizeof(*ord));
 
@@ -699,21 +704,8 @@ static int table_merge(const struct ukp_sym *old, size_t nold, const struct ukp_
 			syms[k] = old[i++];
 	}
 	free(ord);
-	for (i = 0; i < n; i = j) {
-		for (j = i; j < n && syms[j].start == syms[i].start; j++)
-			;
-		for (k = i; k < j; k++) {
-			size_t m;
-			bool dup = false;
-
-			for (m = i; syms[k].debug && m < j && !dup; m++)
-				dup = !syms[m].debug && sym_same(&syms[k], &syms[m]);
-			if (!dup)
-				syms[kept++] = syms[k];
-		}
-	}
 	*out = syms;
-	*nout = kept;
+	*nout = table_dedup(syms, n);
 	return 0;
 }
 
@@ -741,26 +733,13 @@ static const struct ukp_sym *const *names_of(const struct ukp_sym *tab, size_t n
 	return names;
 }
 
-/*
- * [reg] Join rd's symbols to o's tables (functions and data apart); rd's
- * strings move to o (the names handed out before stay valid).
- */
-static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
+/* [reg] The merged tables in place of o's, with rd's strings (moved to
+ * o: the names handed out before stay valid). */
+static void syms_install(struct ukp_objent *o, struct ukp_sym *syms, size_t n,
+			 struct ukp_sym *dsyms, size_t dn, struct ukp_symread *rd)
 {
-	struct ukp_sym *syms, *dsyms;
-	size_t n, dn, i;
-	char **strbufs;
+	size_t i;
 
-	strbufs = realloc(o->strbufs, (o->nstrbufs + 1) * sizeof(*strbufs));
-	if (!strbufs)
-		return -ENOMEM;
-	o->strbufs = strbufs;
-	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n))
-		return -ENOMEM;
-	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn)) {
-		free(syms);
-		return -ENOMEM;
-	}
 	free(o->syms);
 	free(o->by_name);
 	free(o->dsyms);
@@ -779,6 +758,37 @@ static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
 	for (i = 0; i < o->ndsyms; i++)
 		if (o->dsyms[i].size > o->max_dsize)
 			o->max_dsize = o->dsyms[i].size;
+}
+
+/* [reg] Room in o->strbufs for one more. */
+static int strbufs_room(struct ukp_objent *o)
+{
+	char **strbufs = realloc(o->strbufs, (o->nstrbufs + 1) * sizeof(*strbufs));
+
+	if (!strbufs)
+		return -ENOMEM;
+	o->strbufs = strbufs;
+	return 0;
+}
+
+/*
+ * [reg] Join rd's symbols to o's tables (functions and data apart); rd's
+ * strings move to o.
+ */
+static int syms_join(struct ukp_objent *o, struct ukp_symread *rd)
+{
+	struct ukp_sym *syms, *dsyms;
+	size_t n, dn;
+
+	if (strbufs_room(o))
+		return -ENOMEM;
+	if (table_merge(o->syms, o->nsyms, rd->syms, rd->n, &syms, &n))
+		return -ENOMEM;
+	if (table_merge(o->dsyms, o->ndsyms, rd->dsyms, rd->dn, &dsyms, &dn)) {
+		free(syms);
+		return -ENOMEM;
+	}
+	syms_install(o, syms, n, dsyms, dn, rd);
 	return 0;
 }
 
@@ -790,9 +800,10 @@ static void symread_free(struct ukp_symread *rd)
 	memset(rd, 0, sizeof(*rd));
 }
 
-/* [reg] Open o's file with the library's reader (o->file must be set):
- * 0, or -ENOENT when it cannot be read or is not the loaded image's. */
-static int obj_open_elf(const struct ukp_objent *o, struct ukp_elf *elf)
+/* [reg] Open o's file with the library's reader (o->file must be set),
+ * and with st, stat() it: 0, or -ENOENT when it cannot be read or is
+ * not the loaded image's. */
+static int obj_open_elf(const struct ukp_objent *o, struct ukp_elf *elf, struct stat *st)
 {
 	int fd, err;
 
@@ -802,6 +813,10 @@ static int obj_open_elf(const struct ukp_objent *o, struct ukp_elf *elf)
 	if (fd < 0)
 		return -ENOENT;
 	err = ukp_elf_open_fd(elf, fd); /* (the mapping outlives the descriptor) */
+	if (!err && st && ukp_sys_fstat(fd, st)) {
+		ukp_elf_close(elf);
+		err = -ENOENT;
+	}
 	ukp_sys_close(fd);
 	if (err)
 		return -ENOENT;
@@ -860,6 +875,7 @@ static int read_gopclntab(const struct ukp_objent *o, const struct ukp_elf *elf,
 		strbytes += strlen(marks[i]) + 1;
 	rd->syms = calloc(n + 2, sizeof(*rd->syms));
 	rd->strings = malloc(strbytes);
+	rd->strbytes = strbytes;
 	if (!rd->syms || !rd->strings) {
 		symread_free(rd);
 		return -ENOMEM;
@@ -897,7 +913,7 @@ static int obj_load_syms(struct ukp_objent *o)
 		return 0;
 	if (!o->file || !o->alive)
 		goto done;
-	if (obj_open_elf(o, &elf))
+	if (obj_open_elf(o, &elf, NULL))
 		goto done;
 	err = read_sections(o, &elf, false, &secs, &shnum, &symscn, &dynscn, &xndxscn);
 	if (!err)
@@ -938,19 +954,70 @@ out:
 }
 
 /*
+ * [reg] Read src's symbols into o's tables, and keep them in the sym
+ * cache under k (when have_key). Only -ENOMEM is an error.
+ */
+static int debug_syms_read(struct ukp_objent *o, struct ukp_debugsrc *src,
+			   const struct ukp_sym_cache_key *k, bool have_key)
+{
+	const Elf64_Shdr *symscn, *dynscn, *xndxscn;
+	struct ukp_secinfo *secs = NULL;
+	struct ukp_symread rd = { 0 };
+	size_t shnum = 0, strbytes;
+	const char *strings;
+	int err;
+
+	err = read_sections(o, &src->elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
+	if (!err && symscn)
+		err = read_symtab(o, &src->elf, symscn, xndxscn, secs, shnum, true, &rd);
+	strings = rd.strings;
+	strbytes = rd.strbytes;
+	if (!err && (rd.n || rd.dn)) {
+		err = syms_join(o, &rd);
+		/* (the names are o's now: still there) */
+		if (!err && have_key)
+			ukp_sym_cache_store(k, o->pub.base, o->syms, o->nsyms, o->dsyms, o->ndsyms,
+					    strings, strbytes);
+	}
+	symread_free(&rd);
+	free(secs);
+	return err;
+}
+
+/* [reg] Join the entry of key k to o's tables, when the sym cache has
+ * one: 1, 0 (none), -ENOMEM. */
+static int cached_debug_syms(struct ukp_objent *o, const struct ukp_sym_cache_key *k)
+{
+	struct ukp_symread rd;
+	int err;
+
+	if (strbufs_room(o))
+		return -ENOMEM;
+	err = ukp_sym_cache_load(k, o->pub.base, o->syms, o->nsyms, o->dsyms, o->ndsyms, &rd);
+	if (err == 1) {
+		syms_install(o, rd.syms, rd.n, rd.dsyms, rd.dn, &rd);
+		rd.syms = rd.dsyms = NULL;
+	}
+	symread_free(&rd);
+	return err;
+}
+
+/*
  * [reg] Also the symbols of o's debug file or MiniDebugInfo, when o's
  * file has no .symtab: read the first time a lookup misses in the
- * object's own table (or a walk wants every function), never again.
- * Only -ENOMEM is an error (and then the next call tries again).
+ * object's own table (or a walk wants every function), never again;
+ * from the sym cache (sym_cache.h) when it holds them, each with its
+ * place in the joined table (a debug file found by build-id is not
+ * even opened then: its stat() is its key). Only -ENOMEM is an error (and then the next call
+ * tries again).
  */
 static int obj_load_full(struct ukp_objent *o)
 {
-	struct ukp_secinfo *secs = NULL;
-	const Elf64_Shdr *symscn, *dynscn, *xndxscn;
-	struct ukp_symread rd = { 0 };
+	struct ukp_sym_cache_key key, tried;
 	struct ukp_debugsrc src;
 	struct ukp_elf elf;
-	size_t shnum = 0;
+	struct stat st, dst;
+	bool have_key, have_tried;
 	int err;
 
 	err = obj_load_syms(o);
@@ -959,8 +1026,13 @@ static int obj_load_full(struct ukp_objent *o)
 	o->full = true;
 	if (o->has_symtab || !o->file || !o->alive)
 		return 0;
-	if (obj_open_elf(o, &elf))
+	if (obj_open_elf(o, &elf, &st))
 		return 0;
+	have_tried = ukp_debuginfo_by_build_id(&elf, &dst) &&
+		     ukp_sym_cache_key(&elf, &st, "build-id", &dst, &tried);
+	err = have_tried ? cached_debug_syms(o, &tried) : 0;
+	if (err)
+		goto out;
 	err = ukp_debuginfo_open(&elf, o->realpath ? o->realpath : o->pub.path, &src);
 	if (err == -ENOENT) {
 		err = 0;
@@ -968,21 +1040,19 @@ static int obj_load_full(struct ukp_objent *o)
 	}
 	if (err)
 		goto out;
-	err = read_sections(o, &src.elf, true, &secs, &shnum, &symscn, &dynscn, &xndxscn);
-	if (!err && symscn)
-		err = read_symtab(o, &src.elf, symscn, xndxscn, secs, shnum, true, &rd);
-	if (!err && (rd.n || rd.dn))
-		err = syms_join(o, &rd);
-	if (err == -ENOENT)
-		err = 0;
-	symread_free(&rd);
-	free(secs);
+	have_key = (src.fd < 0 || !ukp_sys_fstat(src.fd, &dst)) &&
+		   ukp_sym_cache_key(&elf, &st, src.kind, src.fd >= 0 ? &dst : NULL, &key);
+	/* (another source than the one tried, or the file changed since) */
+	if (have_key && !(have_tried && !memcmp(&key, &tried, sizeof(key))))
+		err = cached_debug_syms(o, &key);
+	if (!err)
+		err = debug_syms_read(o, &src, &key, have_key);
 	ukp_debuginfo_close(&src);
 out:
 	ukp_elf_close(&elf);
-	if (err)
+	if (err < 0)
 		o->full = false;
-	return err;
+	return err < 0 ? err : 0;
 }
 
 /*
@@ -1960,7 +2030,7 @@ static void obj_find_blacklist(struct ukp_objent *o)
 	if (o->syms_state == UKP_SYMS_READ || o->bl_looked)
 		return;
 	o->bl_looked = true;
-	if (!o->file || !o->alive || obj_open_elf(o, &elf))
+	if (!o->file || !o->alive || obj_open_elf(o, &elf, NULL))
 		return;
 	for (idx = 1; idx < elf.shnum; idx++)
 		blacklist_section(o, &elf, ukp_elf_shdr(&elf, idx));
@@ -2248,7 +2318,7 @@ struct ukp_usdt_notes **ukp_object_usdt(const struct ukp_object *obj)
 
 int ukp_object_elf(const struct ukp_object *obj, struct ukp_elf *elf)
 {
-	return obj_open_elf(to_ent(obj), elf);
+	return obj_open_elf(to_ent(obj), elf, NULL);
 }
 
 const struct ukp_object *ukp_object_nth(size_t i)

@@ -140,9 +140,9 @@ static inline int ukt_index_cached(const struct ukp_object *obj, const char *dir
 
 	memset(x, 0, sizeof(*x));
 	x->cached = true;
-	ukp_flow_cache_dir_override = dir;
+	ukp_disk_cache_dir_override = dir;
 	err = ukp_codeflow_index(obj, true, x);
-	ukp_flow_cache_dir_override = NULL;
+	ukp_disk_cache_dir_override = NULL;
 	*use = x->cache_use;
 	return err;
 }
@@ -295,14 +295,14 @@ static inline int ukt_cache_bounded(const struct ukp_object *const *objs, size_t
 				    const char *dir, char *msg, size_t msglen)
 {
 	struct ukp_codeflow_index x;
-	size_t i, max = ukp_flow_cache_max, left;
+	size_t i, max = ukp_disk_cache_max, left;
 	int use, ret = -1;
 
 	if (ukp_lock_for_show() != 0) {
 		snprintf(msg, msglen, "no registry lock");
 		return -1;
 	}
-	ukp_flow_cache_max = 2;
+	ukp_disk_cache_max = 2;
 	for (i = 0; i <= n; i++) {
 		/* the last round reads the last object's entry back */
 		const struct ukp_object *obj = objs[i < n ? i : n - 1];
@@ -327,7 +327,7 @@ static inline int ukt_cache_bounded(const struct ukp_object *const *objs, size_t
 	snprintf(msg, msglen, "%zu stored, 2 kept: bounded", n);
 	ret = 0;
 out:
-	ukp_flow_cache_max = max;
+	ukp_disk_cache_max = max;
 	ukp_unlock_for_show();
 	return ret;
 }
