@@ -6,7 +6,7 @@
  * An entry: struct head, then nlits and ntargets 8-byte offsets from
  * the load bias, each list strictly increasing. The head's first part
  * (up to nlits) is the key, compared byte for byte; sum covers the head
- * (with sum 0) and the values.
+ * (with sum 0), then each list as one piece (ukp_disk_cache_sum).
  *
  * [reg] everything here.
  */
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include "flow/flow_cache.h"
@@ -30,8 +31,10 @@
 #include "symbols/symbols.h"
 #include "text/text.h"
 
+size_t ukp_flow_cache_pages, ukp_flow_cache_pages_read;
+
 #define MAGIC "UKPFLOW"
-#define VERSION 2u
+#define VERSION 3u
 #define CMP_CHUNK 65536u
 
 struct head {
@@ -46,20 +49,134 @@ struct head {
 
 #define KEY_LEN offsetof(struct head, nlits)
 
+/* /proc/self/pagemap's bits (the kernel's Documentation/admin-guide/mm/pagemap.rst) */
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAP (1ull << 62)
+#define PM_FILE (1ull << 61)     /* a page of a file (or shared anonymous memory) */
+#define PM_SOFT_DIRTY (1ull << 55)
+#define MAX_XSEGS 8
+#define PM_BATCH 512
+
+/* An executable segment: [start, start + len) should hold the file's
+ * bytes from off. */
+struct xseg {
+	uintptr_t start;
+	uint64_t off, len;
+};
+
+/* Does the page whose pagemap entry is e hold its file's bytes? Absent
+ * and never swapped (a fault reads the file), or present and the page
+ * cache's (a private mapping's page becomes anonymous once written, by
+ * our breakpoints or anyone's). */
+static bool page_is_files(uint64_t e)
+{
+	return !(e & ~PM_SOFT_DIRTY) || (e & (PM_PRESENT | PM_FILE | PM_SWAP)) == (PM_PRESENT | PM_FILE);
+}
+
+/* [reg] Is every page over the segments mapped from st's file (its
+ * device and inode) at the segment's offset, by /proc/self/maps? */
+static bool maps_are_file(const struct stat *st, const struct xseg *xs, size_t n, uintptr_t page)
+{
+	uint64_t covered[MAX_XSEGS] = { 0 };
+	struct ukp_map_ent e;
+	struct ukp_maps m;
+	bool ok = true;
+	size_t i;
+	int r;
+
+	if (ukp_maps_open(&m))
+		return false;
+	while (ok && (r = ukp_maps_next(&m, &e)) == 1) {
+		for (i = 0; i < n; i++) {
+			uintptr_t lo = xs[i].start & ~(page - 1);
+			uintptr_t hi = (xs[i].start + xs[i].len + page - 1) & ~(page - 1);
+
+			if (e.end <= lo || e.start >= hi)
+				continue;
+			ok &= e.dev == (uint64_t)st->st_dev && e.inode == (uint64_t)st->st_ino &&
+			      e.offset - e.start == xs[i].off - xs[i].start;
+			covered[i] += (e.end < hi ? e.end : hi) - (e.start > lo ? e.start : lo);
+		}
+	}
+	ukp_maps_close(&m);
+	if (r < 0)
+		return false;
+	for (i = 0; ok && i < n; i++)
+		ok = covered[i] == ((xs[i].start + xs[i].len + page - 1) & ~(page - 1)) -
+				   (xs[i].start & ~(page - 1));
+	return ok;
+}
+
+/* [reg] Are [addr, addr + n) in the process, as before our patches, the
+ * bytes at file? (buf: CMP_CHUNK bytes) */
+static bool same_bytes(uintptr_t addr, const uint8_t *file, uint64_t n, uint8_t *buf)
+{
+	for (uint64_t off = 0; off < n; off += CMP_CHUNK) {
+		size_t k = n - off < CMP_CHUNK ? n - off : CMP_CHUNK;
+
+		if (ukp_read_original(addr + off, buf, k) != k || memcmp(buf, file + off, k))
+			return false;
+	}
+	return true;
+}
+
+/* [reg] Does segment x hold the file's bytes (file: the segment's)? The
+ * pages the page table shows to be the file's are not read (pm: the
+ * pagemap, or -1: every page compared); the others (a breakpoint's,
+ * anyone's write, one swapped out) are compared. */
+static bool seg_is_files(int pm, const struct xseg *x, const uint8_t *file, uintptr_t page,
+			 uint8_t *buf)
+{
+	uint64_t ent[PM_BATCH];
+	uintptr_t p, first = x->start / page, last = (x->start + x->len - 1) / page;
+
+	if (!x->len)
+		return true;
+	ukp_flow_cache_pages += last - first + 1;
+	if (pm < 0) {
+		ukp_flow_cache_pages_read += last - first + 1;
+		return same_bytes(x->start, file, x->len, buf);
+	}
+	for (p = first; p <= last;) {
+		size_t want = last - p + 1 < PM_BATCH ? last - p + 1 : PM_BATCH, got, k;
+		long r = ukp_sys_pread(pm, ent, want * 8, (uint64_t)p * 8);
+
+		got = r > 0 ? (size_t)r / 8 : 0;
+		for (k = 0; k < want; k++, p++) {
+			uintptr_t lo = p * page < x->start ? x->start : p * page;
+			uintptr_t hi = (p + 1) * page > x->start + x->len ? x->start + x->len :
+									   (p + 1) * page;
+
+			if (k < got && page_is_files(ent[k]))
+				continue;
+			ukp_flow_cache_pages_read++;
+			if (!same_bytes(lo, file + (lo - x->start), hi - lo, buf))
+				return false;
+		}
+	}
+	return true;
+}
+
 /*
  * [reg] The key of obj's file, in *h, when the object's executable
  * segments in the process are the file's bytes and its PT_LOAD layout
- * is segs; else false.
+ * is segs; else false. What was decoded is what the file holds: when the
+ * mappings over those segments are of the file opened (device, inode,
+ * offsets), the pages the page table shows to be the file's are so
+ * without being read (seg_is_files); otherwise every byte is compared.
  */
 static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs, size_t nsegs,
 		     uint64_t inputs, struct head *h)
 {
 	struct ukp_elf elf;
 	struct stat st;
+	struct xseg xs[MAX_XSEGS];
+	const uint8_t *file[MAX_XSEGS];
 	uint8_t *buf = NULL;
-	size_t i, j, nload = 0;
+	size_t i, j, nload = 0, nx = 0;
+	uintptr_t page = (uintptr_t)ukp_getauxval(AT_PAGESZ);
 	bool ok = false;
-	int fd;
+	int fd, pm = -1;
 
 	memset(h, 0, sizeof(*h));
 	if (!obj->path || !obj->path[0])
@@ -77,12 +194,8 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 	h->inputs = inputs;
 	if (!ukp_file_key_of(&elf, &st, &h->file))
 		goto out;
-	buf = malloc(CMP_CHUNK);
-	if (!buf)
-		goto out;
 	for (i = 0; i < elf.phnum; i++) {
 		const Elf64_Phdr ph = *ukp_elf_phdr(&elf, i);
-		const uint8_t *file;
 		bool found = false;
 
 		if (ph.p_type != PT_LOAD)
@@ -95,20 +208,26 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 			goto out;
 		if (!(ph.p_flags & PF_X))
 			continue;
-		/* what was decoded is what the file holds */
-		file = ukp_elf_chunk(&elf, ph.p_offset, ph.p_filesz);
-		if (!file || ph.p_filesz != ph.p_memsz)
+		if (nx == MAX_XSEGS || ph.p_filesz != ph.p_memsz ||
+		    !(file[nx] = ukp_elf_chunk(&elf, ph.p_offset, ph.p_filesz)))
 			goto out;
-		for (uint64_t off = 0; off < ph.p_filesz; off += CMP_CHUNK) {
-			size_t n = ph.p_filesz - off < CMP_CHUNK ? ph.p_filesz - off : CMP_CHUNK;
-
-			if (ukp_read_original(obj->base + ph.p_vaddr + off, buf, n) != n ||
-			    memcmp(buf, file + off, n))
-				goto out;
-		}
+		xs[nx++] = (struct xseg){ .start = obj->base + ph.p_vaddr, .off = ph.p_offset,
+					  .len = ph.p_filesz };
 	}
-	ok = nload == nsegs;
+	if (nload != nsegs || !(buf = malloc(CMP_CHUNK)))
+		goto out;
+	if (page && !(page & (page - 1)) && page <= CMP_CHUNK && maps_are_file(&st, xs, nx, page))
+		pm = ukp_sys_open("/proc/self/pagemap", O_RDONLY);
+	ukp_flow_cache_pages = ukp_flow_cache_pages_read = 0;
+	for (i = 0; i < nx; i++)
+		if (!seg_is_files(pm, &xs[i], file[i], page, buf))
+			goto out;
+	ok = true;
+	pr_debug("flow cache: %s: its code is its file's (%zu of %zu pages compared)\n", obj->name,
+		 ukp_flow_cache_pages_read, ukp_flow_cache_pages);
 out:
+	if (pm >= 0)
+		ukp_sys_close(pm);
 	free(buf);
 	ukp_elf_close(&elf);
 	return ok;
@@ -141,26 +260,25 @@ static bool key_of(const struct ukp_object *obj, const struct ukp_eh_seg *segs, 
 	return last.ok;
 }
 
-static uint64_t entry_sum(const struct head *h, const uint64_t *v, size_t n)
+/* The checksum of an entry whose values are lits then targets (each
+ * list summed as one piece: the entry is read into two arrays). */
+static uint64_t entry_sum(const struct head *h, const uint64_t *lits, size_t nlits,
+			  const uint64_t *targets, size_t ntargets)
 {
 	struct head z = *h;
+	uint64_t sum;
 
 	z.sum = 0;
-	return ukp_disk_cache_sum(ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z)), v,
-				  n * sizeof(*v));
+	sum = ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z));
+	sum = ukp_disk_cache_sum(sum, lits, nlits * sizeof(*lits));
+	return ukp_disk_cache_sum(sum, targets, ntargets * sizeof(*targets));
 }
 
-/* Strictly increasing? */
-static bool increasing(const uint64_t *v, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (v[i] <= v[i - 1])
-			return false;
-	return true;
-}
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "an entry's offsets become addresses in place");
 
-/* [reg] The n offsets at v as addresses at base (malloc()ed, NULL if none). */
-static int absolute(const uint64_t *v, size_t n, uintptr_t base, uintptr_t **out)
+/* [reg] n values of fd from off into *out (malloc()ed; NULL when n is
+ * 0): 0, -1 when they cannot be read, -ENOMEM. */
+static int read_values(int fd, size_t n, uint64_t off, uintptr_t **out)
 {
 	*out = NULL;
 	if (!n)
@@ -168,22 +286,31 @@ static int absolute(const uint64_t *v, size_t n, uintptr_t base, uintptr_t **out
 	*out = malloc(n * sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		(*out)[i] = base + (uintptr_t)v[i];
-	return 0;
+	return ukp_disk_cache_read(fd, *out, n * sizeof(**out), off) ? 0 : -1;
 }
 
-/* [reg] */
+/* [reg] The offsets at v, if strictly increasing, made addresses at base
+ * in place. */
+static bool rebase(uintptr_t *v, size_t n, uintptr_t base)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i && v[i] <= v[i - 1] - base)
+			return false;
+		v[i] += base;
+	}
+	return true;
+}
+
+/* [reg] The entry is read straight into the two arrays the caller gets. */
 int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs, size_t nsegs,
 			uint64_t inputs, uintptr_t **lits, size_t *nlits, uintptr_t **targets,
 			size_t *ntargets)
 {
-	struct head want, *h;
+	struct head want, h;
 	char path[4200];
-	uint8_t *data = NULL;
-	const uint64_t *v;
+	uintptr_t *l = NULL, *t = NULL;
 	uint64_t size;
-	int fd, ret = UKP_FLOW_CACHE_MISS;
+	int fd, err, ret = UKP_FLOW_CACHE_MISS;
 
 	*lits = *targets = NULL;
 	*nlits = *ntargets = 0;
@@ -193,28 +320,28 @@ int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *s
 	fd = ukp_disk_cache_open(path, &size);
 	if (fd < 0)
 		return UKP_FLOW_CACHE_MISS;
-	if (size < sizeof(*h) || !(data = malloc((size_t)size)) ||
-	    !ukp_disk_cache_read(fd, data, (size_t)size, 0))
+	if (size < sizeof(h) || !ukp_disk_cache_read(fd, &h, sizeof(h), 0))
 		goto out;
-	h = (struct head *)data;
-	v = (const uint64_t *)(h + 1);
-	if (memcmp(h, &want, KEY_LEN) || h->nlits > size / 8 || h->ntargets > size / 8 ||
-	    sizeof(*h) + (h->nlits + h->ntargets) * 8 != size ||
-	    entry_sum(h, v, h->nlits + h->ntargets) != h->sum || !increasing(v, h->nlits) ||
-	    !increasing(v + h->nlits, h->ntargets))
+	if (memcmp(&h, &want, KEY_LEN) || h.nlits > size / 8 || h.ntargets > size / 8 ||
+	    sizeof(h) + (h.nlits + h.ntargets) * 8 != size)
 		goto out;
-	if (absolute(v, h->nlits, obj->base, lits) ||
-	    absolute(v + h->nlits, h->ntargets, obj->base, targets)) {
-		free(*lits);
-		*lits = NULL;
-		ret = -ENOMEM;
+	if ((err = read_values(fd, h.nlits, sizeof(h), &l)) ||
+	    (err = read_values(fd, h.ntargets, sizeof(h) + h.nlits * 8, &t))) {
+		ret = err == -ENOMEM ? -ENOMEM : ret;
 		goto out;
 	}
-	*nlits = h->nlits;
-	*ntargets = h->ntargets;
+	if (entry_sum(&h, (const uint64_t *)l, h.nlits, (const uint64_t *)t, h.ntargets) != h.sum ||
+	    !rebase(l, h.nlits, obj->base) || !rebase(t, h.ntargets, obj->base))
+		goto out;
+	*lits = l;
+	*targets = t;
+	l = t = NULL;
+	*nlits = h.nlits;
+	*ntargets = h.ntargets;
 	ret = UKP_FLOW_CACHE_HIT;
 out:
-	free(data);
+	free(l);
+	free(t);
 	ukp_sys_close(fd);
 	return ret;
 }
@@ -246,7 +373,7 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
 		v[nlits + i] = targets[i] - obj->base;
 	h->nlits = nlits;
 	h->ntargets = ntargets;
-	h->sum = entry_sum(h, v, nlits + ntargets);
+	h->sum = entry_sum(h, v, nlits, v + nlits, ntargets);
 	ok = ukp_disk_cache_write(path, (const void *const[]){ h }, (const size_t[]){ len }, 1);
 	free(h);
 	return ok ? UKP_FLOW_CACHE_STORED : UKP_FLOW_CACHE_OFF;

@@ -21,7 +21,12 @@
  * truncated or damaged entry is not used (and is replaced by the next
  * store). An entry is used, and stored, only when the object's
  * executable segments in the process (ukp_read_original) are the file's
- * bytes: the targets were decoded from the process.
+ * bytes: the targets were decoded from the process. That is known without
+ * reading them when the mappings there are of the file opened (device,
+ * inode, offsets: /proc/self/maps) and /proc/self/pagemap shows a page
+ * not present (a fault reads the file) or present and not anonymous (the
+ * page cache's): only the pages written since (our breakpoints, anyone's
+ * write: anonymous then) or swapped out are compared with the file.
  *
  * Context: [reg] (registration time, registry mutex held, may allocate).
  */
@@ -59,5 +64,10 @@ int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *s
 int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 			 size_t nsegs, uint64_t inputs, const uintptr_t *lits, size_t nlits,
 			 const uintptr_t *targets, size_t ntargets);
+
+/* Tests: the pages of executable segments the last key covered, and how
+ * many of them it compared with the file (the others the page table
+ * showed to be the file's). */
+extern size_t ukp_flow_cache_pages, ukp_flow_cache_pages_read;
 
 #endif /* UKP_FLOW_CACHE_H */

@@ -338,6 +338,12 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	/* each entry takes at least two bytes of the header */
 	if (c.bad || count > pm.hdr_len / 2)
 		goto out;
+	/* room for all of them at once: the list is not copied as it grows */
+	if (count && !(eh->fdes = malloc((size_t)count * sizeof(*eh->fdes)))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	w->cap_fdes = (size_t)count;
 	ret = walk_table(w, &c, table_enc, count, pm.hdr);
 	if (eh->nfdes)
 		ukp_sort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
