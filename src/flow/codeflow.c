@@ -520,6 +520,11 @@ static int index_ranges(struct index_build *ib)
 
 	if (fo->eh_err)
 		return index_gaps(ib);
+	/* one range an FDE at most: room for all at once, not copied as it grows */
+	if (fo->eh.nfdes && (!(ib->ranges = malloc(fo->eh.nfdes * sizeof(*ib->ranges))) ||
+			     !(ib->own = malloc(fo->eh.nfdes * sizeof(*ib->own)))))
+		return -ENOMEM;
+	ib->cap_ranges = ib->cap_own = fo->eh.nfdes;
 	for (i = 0; i < fo->eh.nfdes && !ret; i++) {
 		const struct ukp_fde *f = &fo->eh.fdes[i];
 
@@ -679,6 +684,12 @@ static int join_refs(struct flow_obj *fo, uintptr_t *lits, size_t nlits)
 
 	if (!nlits) {
 		free(lits);
+		return 0;
+	}
+	if (!fo->nrefs) {	/* (no copy) */
+		free(fo->refs);
+		fo->refs = lits;
+		fo->nrefs = ukp_addrs_sort_unique(lits, nlits);
 		return 0;
 	}
 	v = realloc(fo->refs, (fo->nrefs + nlits) * sizeof(*v));

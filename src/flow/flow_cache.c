@@ -32,6 +32,7 @@
 #include "text/text.h"
 
 size_t ukp_flow_cache_pages, ukp_flow_cache_pages_read;
+bool ukp_flow_cache_compare_all;
 
 #define MAGIC "UKPFLOW"
 #define VERSION 3u
@@ -216,7 +217,8 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 	}
 	if (nload != nsegs || !(buf = malloc(CMP_CHUNK)))
 		goto out;
-	if (page && !(page & (page - 1)) && page <= CMP_CHUNK && maps_are_file(&st, xs, nx, page))
+	if (!ukp_flow_cache_compare_all && page && !(page & (page - 1)) && page <= CMP_CHUNK &&
+	    maps_are_file(&st, xs, nx, page))
 		pm = ukp_sys_open("/proc/self/pagemap", O_RDONLY);
 	ukp_flow_cache_pages = ukp_flow_cache_pages_read = 0;
 	for (i = 0; i < nx; i++)

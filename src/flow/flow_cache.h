@@ -69,5 +69,7 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
  * many of them it compared with the file (the others the page table
  * showed to be the file's). */
 extern size_t ukp_flow_cache_pages, ukp_flow_cache_pages_read;
+/* Tests: compare every page, as where the page table cannot be read. */
+extern bool ukp_flow_cache_compare_all;
 
 #endif /* UKP_FLOW_CACHE_H */

@@ -239,7 +239,9 @@ static inline bool ukt_maps_of_file(const struct ukp_object *obj, uintptr_t addr
  * anonymous: its pagemap entry no longer shows the file's page), the
  * cache must be neither read nor written; the byte put back, the page
  * (still anonymous) is compared and the entry read. And, untouched, most
- * pages are not read at all. 0, or -1 and why in msg.
+ * pages are not read at all; with every page compared (as where the
+ * page table cannot be read), the entry is read too. 0, or -1 and why in
+ * msg.
  */
 static inline int ukt_index_cache_text(const struct ukp_object *obj, const void *fn,
 				       const struct ukp_codeflow_index *want, const char *dir,
@@ -248,7 +250,7 @@ static inline int ukt_index_cache_text(const struct ukp_object *obj, const void 
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)fn + 1;
 	void *pg = (void *)(at & ~(page - 1));
 	struct ukp_codeflow_index x;
-	size_t clean_read, clean_pages;
+	size_t clean_read, clean_pages, back_read;
 	int use, use_bad, use_back;
 	uint8_t *b = (uint8_t *)at;
 
@@ -298,9 +300,28 @@ static inline int ukt_index_cache_text(const struct ukp_object *obj, const void 
 			 use_back, ukp_flow_cache_pages_read);
 		return -1;
 	}
+	back_read = ukp_flow_cache_pages_read;
+	/* where the page table cannot be read: every page compared, the same */
+	ukp_flow_cache_compare_all = true;
+	use = -1;
+	if (!ukt_index_cached(obj, dir, &x, &use) &&
+	    !ukt_index_equal(want, &x, "every page compared, through the cache", msg, msglen)) {
+		ukp_flow_cache_compare_all = false;
+		free(x.targets);
+		free(x.refs);
+		return -1;
+	}
+	ukp_flow_cache_compare_all = false;
+	free(x.targets);
+	free(x.refs);
+	if (use != UKP_FLOW_CACHE_HIT || ukp_flow_cache_pages_read != ukp_flow_cache_pages) {
+		snprintf(msg, msglen, "every page compared: the cache did %d, %zu of %zu pages", use,
+			 ukp_flow_cache_pages_read, ukp_flow_cache_pages);
+		return -1;
+	}
 	snprintf(msg, msglen, "; untouched %zu of %zu pages compared; a text byte written: "
-		 "not used; put back: read (%zu compared)", clean_read, clean_pages,
-		 ukp_flow_cache_pages_read);
+		 "not used; put back: read (%zu compared); all compared: read", clean_read,
+		 clean_pages, back_read);
 	return 0;
 failed:
 	snprintf(msg, msglen, "cached build failed");
@@ -359,11 +380,12 @@ static inline int ukt_index_cache_same(const struct ukp_object *obj, const void 
 		}
 	}
 	if (fn) {
-		char more[200];
+		char more[180];
 
-		if (ukt_index_cache_text(obj, fn, want, dir, msg, msglen))
+		if (ukt_index_cache_text(obj, fn, want, dir, more, sizeof(more))) {
+			snprintf(msg, msglen, "%s", more);
 			goto out;
-		snprintf(more, sizeof(more), "%s", msg);
+		}
 		snprintf(msg, msglen, "stored, read back, rebuilt after each of %zu damages: the same%s",
 			 sizeof(spoil) / sizeof(spoil[0]), more);
 	} else {
