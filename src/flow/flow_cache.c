@@ -4,9 +4,12 @@
  * flow_cache.h).
  *
  * An entry: struct head, then nlits and ntargets 8-byte offsets from
- * the load bias, each list strictly increasing. The head's first part
+ * the load bias, each list strictly increasing, then nfdes FDEs (start,
+ * end, LSDA: offsets, the LSDA's NO_LSDA when none) in ukp_eh_frame's
+ * order (by start, then end). The head's first part
  * (up to nlits) is the key, compared byte for byte; sum covers the head
- * (with sum 0), then each list as one piece (ukp_disk_cache_sum).
+ * (with sum 0), then each list (the FDEs one) as one piece
+ * (ukp_disk_cache_sum).
  *
  * [reg] everything here.
  */
@@ -44,7 +47,9 @@ struct head {
 	struct ukp_file_key file; /* (its self id: the library's decoder decided) */
 	uint64_t inputs;
 	/* the key ends here */
-	uint64_t nlits, ntargets;
+	uint64_t nlits, ntargets, nfdes;
+	int64_t eh_err;         /* ukp_eh_frame_load's result (0 or -ENOENT) */
+	uint64_t has_hdr;
 	uint64_t sum;
 };
 
@@ -58,8 +63,8 @@ struct head {
 #define MAX_XSEGS 8
 #define PM_BATCH 512
 
-/* An executable segment: [start, start + len) should hold the file's
- * bytes from off. */
+/* A segment that is executable or not writable: [start, start + len)
+ * should hold the file's bytes from off. */
 struct xseg {
 	uintptr_t start;
 	uint64_t off, len;
@@ -159,9 +164,10 @@ static bool seg_is_files(int pm, const struct xseg *x, const uint8_t *file, uint
 }
 
 /*
- * [reg] The key of obj's file, in *h, when the object's executable
- * segments in the process are the file's bytes and its PT_LOAD layout
- * is segs; else false. What was decoded is what the file holds: when the
+ * [reg] The key of obj's file, in *h, when the object's executable and
+ * read-only segments in the process are the file's bytes and its
+ * PT_LOAD layout is segs; else false. What was decoded, and the unwind
+ * tables read, are what the file holds: when the
  * mappings over those segments are of the file opened (device, inode,
  * offsets), the pages the page table shows to be the file's are so
  * without being read (seg_is_files); otherwise every byte is compared.
@@ -207,7 +213,9 @@ static bool file_key(const struct ukp_object *obj, const struct ukp_eh_seg *segs
 				 segs[j].end == obj->base + ph.p_vaddr + ph.p_memsz;
 		if (!found)
 			goto out;
-		if (!(ph.p_flags & PF_X))
+		/* the code, and what the program does not write: the unwind
+		 * tables whose FDEs an entry keeps among them */
+		if ((ph.p_flags & PF_W) && !(ph.p_flags & PF_X))
 			continue;
 		if (nx == MAX_XSEGS || ph.p_filesz != ph.p_memsz ||
 		    !(file[nx] = ukp_elf_chunk(&elf, ph.p_offset, ph.p_filesz)))
@@ -262,18 +270,19 @@ static bool key_of(const struct ukp_object *obj, const struct ukp_eh_seg *segs, 
 	return last.ok;
 }
 
-/* The checksum of an entry whose values are lits then targets (each
- * list summed as one piece: the entry is read into two arrays). */
-static uint64_t entry_sum(const struct head *h, const uint64_t *lits, size_t nlits,
-			  const uint64_t *targets, size_t ntargets)
+/* The checksum of an entry whose values are lits, targets and fdes
+ * (each list summed as one piece: the entry is read into three arrays). */
+static uint64_t entry_sum(const struct head *h, const uint64_t *lits, const uint64_t *targets,
+			  const uint64_t *fdes)
 {
 	struct head z = *h;
 	uint64_t sum;
 
 	z.sum = 0;
 	sum = ukp_disk_cache_hash(0x75b7f10c, &z, sizeof(z));
-	sum = ukp_disk_cache_sum(sum, lits, nlits * sizeof(*lits));
-	return ukp_disk_cache_sum(sum, targets, ntargets * sizeof(*targets));
+	sum = ukp_disk_cache_sum(sum, lits, h->nlits * sizeof(*lits));
+	sum = ukp_disk_cache_sum(sum, targets, h->ntargets * sizeof(*targets));
+	return ukp_disk_cache_sum(sum, fdes, h->nfdes * 3 * sizeof(*fdes));
 }
 
 _Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "an entry's offsets become addresses in place");
@@ -303,19 +312,44 @@ static bool rebase(uintptr_t *v, size_t n, uintptr_t base)
 	return true;
 }
 
-/* [reg] The entry is read straight into the two arrays the caller gets. */
+#define NO_LSDA UINT64_MAX
+
+_Static_assert(sizeof(struct ukp_fde) == 3 * sizeof(uint64_t), "an entry's FDEs are read in place");
+
+/* [reg] The n FDEs at f, offsets in ukp_eh_frame_load's order (by start,
+ * then end; each a range), made addresses at base in place. */
+static bool rebase_fdes(struct ukp_fde *f, size_t n, uintptr_t base)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].end < f[i].start || (i && (f[i].start < f[i - 1].start - base ||
+			(f[i].start == f[i - 1].start - base && f[i].end < f[i - 1].end - base))))
+			return false;
+		f[i].start += base;
+		f[i].end += base;
+		f[i].lsda = f[i].lsda == NO_LSDA ? 0 : f[i].lsda + base;
+	}
+	return true;
+}
+
+static void cached_free(struct ukp_flow_cached *c)
+{
+	free(c->lits);
+	free(c->targets);
+	free(c->fdes);
+	memset(c, 0, sizeof(*c));
+}
+
+/* [reg] The entry is read straight into the arrays the caller gets. */
 int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *segs, size_t nsegs,
-			uint64_t inputs, uintptr_t **lits, size_t *nlits, uintptr_t **targets,
-			size_t *ntargets)
+			uint64_t inputs, struct ukp_flow_cached *out)
 {
 	struct head want, h;
 	char path[4200];
-	uintptr_t *l = NULL, *t = NULL;
-	uint64_t size;
+	struct ukp_flow_cached c = { 0 };
+	uint64_t size, n;
 	int fd, err, ret = UKP_FLOW_CACHE_MISS;
 
-	*lits = *targets = NULL;
-	*nlits = *ntargets = 0;
+	memset(out, 0, sizeof(*out));
 	if (!key_of(obj, segs, nsegs, inputs, &want, false) ||
 	    ukp_disk_cache_path("flow", &want, KEY_LEN, path, sizeof(path)))
 		return UKP_FLOW_CACHE_OFF;
@@ -324,34 +358,45 @@ int ukp_flow_cache_load(const struct ukp_object *obj, const struct ukp_eh_seg *s
 		return UKP_FLOW_CACHE_MISS;
 	if (size < sizeof(h) || !ukp_disk_cache_read(fd, &h, sizeof(h), 0))
 		goto out;
-	if (memcmp(&h, &want, KEY_LEN) || h.nlits > size / 8 || h.ntargets > size / 8 ||
-	    sizeof(h) + (h.nlits + h.ntargets) * 8 != size)
+	n = size / 8;
+	if (memcmp(&h, &want, KEY_LEN) || h.nlits > n || h.ntargets > n || h.nfdes > n ||
+	    sizeof(h) + (h.nlits + h.ntargets + h.nfdes * 3) * 8 != size ||
+	    (h.eh_err != 0 && h.eh_err != -ENOENT) || h.has_hdr > 1)
 		goto out;
-	if ((err = read_values(fd, h.nlits, sizeof(h), &l)) ||
-	    (err = read_values(fd, h.ntargets, sizeof(h) + h.nlits * 8, &t))) {
+	if ((err = read_values(fd, h.nlits, sizeof(h), &c.lits)) ||
+	    (err = read_values(fd, h.ntargets, sizeof(h) + h.nlits * 8, &c.targets)) ||
+	    (err = read_values(fd, h.nfdes * 3, sizeof(h) + (h.nlits + h.ntargets) * 8,
+			       (uintptr_t **)&c.fdes))) {
 		ret = err == -ENOMEM ? -ENOMEM : ret;
 		goto out;
 	}
-	if (entry_sum(&h, (const uint64_t *)l, h.nlits, (const uint64_t *)t, h.ntargets) != h.sum ||
-	    !rebase(l, h.nlits, obj->base) || !rebase(t, h.ntargets, obj->base))
+	if (entry_sum(&h, (const uint64_t *)c.lits, (const uint64_t *)c.targets,
+		      (const uint64_t *)c.fdes) != h.sum ||
+	    !rebase(c.lits, h.nlits, obj->base) || !rebase(c.targets, h.ntargets, obj->base) ||
+	    !rebase_fdes(c.fdes, h.nfdes, obj->base))
 		goto out;
-	*lits = l;
-	*targets = t;
-	l = t = NULL;
-	*nlits = h.nlits;
-	*ntargets = h.ntargets;
+	c.nlits = h.nlits;
+	c.ntargets = h.ntargets;
+	c.nfdes = h.nfdes;
+	c.eh_err = (int)h.eh_err;
+	c.has_hdr = h.has_hdr;
+	*out = c;
+	memset(&c, 0, sizeof(c));
 	ret = UKP_FLOW_CACHE_HIT;
 out:
-	free(l);
-	free(t);
+	cached_free(&c);
 	ukp_sys_close(fd);
 	return ret;
 }
 
+void ukp_flow_cached_free(struct ukp_flow_cached *c)
+{
+	cached_free(c);
+}
+
 /* [reg] */
 int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
-			 size_t nsegs, uint64_t inputs, const uintptr_t *lits, size_t nlits,
-			 const uintptr_t *targets, size_t ntargets)
+			 size_t nsegs, uint64_t inputs, const struct ukp_flow_cached *c)
 {
 	char path[4200];
 	struct head *h;
@@ -359,7 +404,9 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
 	size_t i, len;
 	bool ok;
 
-	len = sizeof(*h) + (nlits + ntargets) * 8;
+	if (c->eh_err != 0 && c->eh_err != -ENOENT)
+		return UKP_FLOW_CACHE_OFF;
+	len = sizeof(*h) + (c->nlits + c->ntargets + c->nfdes * 3) * 8;
 	h = malloc(len);
 	if (!h)
 		return UKP_FLOW_CACHE_OFF;
@@ -369,13 +416,22 @@ int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *
 		return UKP_FLOW_CACHE_OFF;
 	}
 	v = (uint64_t *)(h + 1);
-	for (i = 0; i < nlits; i++)
-		v[i] = lits[i] - obj->base;
-	for (i = 0; i < ntargets; i++)
-		v[nlits + i] = targets[i] - obj->base;
-	h->nlits = nlits;
-	h->ntargets = ntargets;
-	h->sum = entry_sum(h, v, nlits, v + nlits, ntargets);
+	for (i = 0; i < c->nlits; i++)
+		*v++ = c->lits[i] - obj->base;
+	for (i = 0; i < c->ntargets; i++)
+		*v++ = c->targets[i] - obj->base;
+	for (i = 0; i < c->nfdes; i++) {
+		*v++ = c->fdes[i].start - obj->base;
+		*v++ = c->fdes[i].end - obj->base;
+		*v++ = c->fdes[i].lsda ? c->fdes[i].lsda - obj->base : NO_LSDA;
+	}
+	v = (uint64_t *)(h + 1);
+	h->nlits = c->nlits;
+	h->ntargets = c->ntargets;
+	h->nfdes = c->nfdes;
+	h->eh_err = c->eh_err;
+	h->has_hdr = c->has_hdr;
+	h->sum = entry_sum(h, v, v + c->nlits, v + c->nlits + c->ntargets);
 	ok = ukp_disk_cache_write(path, (const void *const[]){ h }, (const size_t[]){ len }, 1);
 	free(h);
 	return ok ? UKP_FLOW_CACHE_STORED : UKP_FLOW_CACHE_OFF;

@@ -108,6 +108,7 @@ static int match_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			s->start = info->dlpi_addr + ph->p_vaddr;
 			s->end = s->start + ph->p_memsz;
 			s->exec = ph->p_flags & PF_X;
+			s->write = ph->p_flags & PF_W;
 		}
 	}
 	pm->found = true;
@@ -152,6 +153,7 @@ struct eh_walk {
 	struct ukp_cfi_cie *cies; /* parsed CIEs (a handful per object) */
 	size_t ncies, cap_cies;
 	size_t cap_fdes;
+	bool abs;               /* an FDE held an absolute pointer */
 };
 
 static int cie_get(struct eh_walk *w, uintptr_t addr, const struct ukp_cfi_cie **out)
@@ -211,6 +213,7 @@ static int read_fde(struct eh_walk *w, uintptr_t addr, struct ukp_fde *f,
 	ret = ukp_cfi_fde_body(&c, cie, cf);
 	if (ret)
 		return ret;
+	w->abs |= c.abs;
 	f->start = cf->start;
 	f->end = cf->end;
 	f->lsda = cf->lsda;
@@ -311,8 +314,10 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 		return pm.err;
 	if (!pm.found)
 		return -ENOENT;
-	if (!pm.hdr)
+	if (!pm.hdr) {
+		eh->file_only = true;	/* (the program headers alone said so) */
 		return -ENOENT;
+	}
 	eh->has_hdr = true;
 
 	w = calloc(1, sizeof(*w));
@@ -347,12 +352,33 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	ret = walk_table(w, &c, table_enc, count, pm.hdr);
 	if (eh->nfdes)
 		ukp_sort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
+	/* .eh_frame_hdr, and .eh_frame's segment (the FDEs' and CIEs' window) */
+	eh->file_only = !ret && !c.abs && !w->abs && seg_of(eh, pm.hdr) &&
+			!seg_of(eh, pm.hdr)->write && seg_of(eh, w->frame.m.lo) &&
+			!seg_of(eh, w->frame.m.lo)->write;
 out:
 	if (w)
 		free(w->cies);
 	free(w);
 	free(hdr_mem);
 	return ret;
+}
+
+/* [reg] */
+int ukp_eh_segs_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
+{
+	struct phdr_match pm = { .obj = obj, .eh = eh };
+
+	memset(eh, 0, sizeof(*eh));
+	if (!obj)
+		return -ENOENT;
+	ukp_iterate_objects(match_cb, &pm);
+	if (pm.err)
+		return pm.err;
+	if (!pm.found)
+		return -ENOENT;
+	eh->has_hdr = pm.hdr != 0;
+	return 0;
 }
 
 void ukp_eh_frame_free(struct ukp_eh_frame *eh)

@@ -10,6 +10,7 @@
 #define UKT_CODEFLOW_INDEX_CHECK_H
 
 #include <errno.h>
+#include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,14 @@ static bool ukt_index_equal(const struct ukp_codeflow_index *a,
 	if (a->refs_err != b->refs_err) {
 		snprintf(msg, msglen, "refs error %d (one pass) vs %d (%s)", a->refs_err,
 			 b->refs_err, what);
+		return false;
+	}
+	if (a->nfdes != b->nfdes || a->fdes_hash != b->fdes_hash || a->eh_err != b->eh_err ||
+	    a->nranges != b->nranges) {
+		snprintf(msg, msglen, "%zu vs %zu FDEs (hashes %#llx, %#llx; %d vs %d), %zu vs %zu "
+			 "ranges (%s)", a->nfdes, b->nfdes, (unsigned long long)a->fdes_hash,
+			 (unsigned long long)b->fdes_hash, a->eh_err, b->eh_err, a->nranges,
+			 b->nranges, what);
 		return false;
 	}
 	d = ukt_first_diff(a->targets, a->ntargets, b->targets, b->ntargets);
@@ -233,6 +242,37 @@ static inline bool ukt_maps_of_file(const struct ukp_object *obj, uintptr_t addr
 	return ok;
 }
 
+struct ukt_hdr_find {
+	uintptr_t base, hdr;
+};
+
+static inline int ukt_hdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ukt_hdr_find *f = arg;
+
+	(void)size;
+	if (info->dlpi_addr != f->base)
+		return 0;
+	for (size_t i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			f->hdr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	return 1;
+}
+
+/* Flip a bit of the byte at b (the page made writable first); put it back
+ * with the same call. */
+static inline bool ukt_flip(uint8_t *b, int prot_after)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	void *pg = (void *)((uintptr_t)b & ~(page - 1));
+
+	if (mprotect(pg, page, PROT_READ | PROT_WRITE | (prot_after & PROT_EXEC)))
+		return false;
+	*b ^= 0x40;
+	__builtin___clear_cache((char *)b, (char *)b + 1);
+	return mprotect(pg, page, prot_after) == 0;
+}
+
 /*
  * The entry in dir read back while the code of obj at fn (a function
  * not running) is not the file's: a byte of it written (the page becomes
@@ -300,6 +340,29 @@ static inline int ukt_index_cache_text(const struct ukp_object *obj, const void 
 			 use_back, ukp_flow_cache_pages_read);
 		return -1;
 	}
+	/* the unwind tables (whose FDEs the entry keeps) written: not used */
+	struct ukt_hdr_find hf = { .base = obj->base };
+
+	dl_iterate_phdr(ukt_hdr_cb, &hf);
+	if (hf.hdr) {
+		uint8_t *h = (uint8_t *)hf.hdr + 6;	/* (eh_frame_ptr's second byte) */
+
+		if (!ukt_flip(h, PROT_READ)) {
+			snprintf(msg, msglen, "mprotect of .eh_frame_hdr: %s", strerror(errno));
+			return -1;
+		}
+		use_bad = -1;
+		if (!ukt_index_cached(obj, dir, &x, &use_bad)) {
+			free(x.targets);
+			free(x.refs);
+		}
+		ukt_flip(h, PROT_READ);
+		if (use_bad != UKP_FLOW_CACHE_OFF) {
+			snprintf(msg, msglen, ".eh_frame_hdr written: the cache did %d, not %d",
+				 use_bad, UKP_FLOW_CACHE_OFF);
+			return -1;
+		}
+	}
 	back_read = ukp_flow_cache_pages_read;
 	/* where the page table cannot be read: every page compared, the same */
 	ukp_flow_cache_compare_all = true;
@@ -320,8 +383,8 @@ static inline int ukt_index_cache_text(const struct ukp_object *obj, const void 
 		return -1;
 	}
 	snprintf(msg, msglen, "; untouched %zu of %zu pages compared; a text byte written: "
-		 "not used; put back: read (%zu compared); all compared: read", clean_read,
-		 clean_pages, back_read);
+		 "not used; put back: read (%zu compared); all compared: read%s", clean_read,
+		 clean_pages, back_read, hf.hdr ? "; unwind tables written: not used" : "");
 	return 0;
 failed:
 	snprintf(msg, msglen, "cached build failed");
