@@ -83,7 +83,8 @@ void ukp_flow_cached_free(struct ukp_flow_cached *c);
 int ukp_flow_cache_store(const struct ukp_object *obj, const struct ukp_eh_seg *segs,
 			 size_t nsegs, uint64_t inputs, const struct ukp_flow_cached *c);
 
-/* Tests: the pages of executable segments the last key covered, and how
+/* Tests: the pages of executable and read-only segments the last key
+ * covered, and how
  * many of them it compared with the file (the others the page table
  * showed to be the file's). */
 extern size_t ukp_flow_cache_pages, ukp_flow_cache_pages_read;
