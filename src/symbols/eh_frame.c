@@ -295,6 +295,21 @@ static int fde_cmp(const void *pa, const void *pb)
 	return (a->end > b->end) - (a->end < b->end);
 }
 
+/* [reg] obj's segments into eh (zeroed first), its headers' places into
+ * *pm: 0, -ENOENT when obj is none or its headers are not found, or
+ * the walk's error. */
+static int match_phdrs(const struct ukp_object *obj, struct ukp_eh_frame *eh,
+		       struct phdr_match *pm)
+{
+	memset(eh, 0, sizeof(*eh));
+	if (!obj)
+		return -ENOENT;
+	ukp_iterate_objects(match_cb, pm);
+	if (pm->err)
+		return pm->err;
+	return pm->found ? 0 : -ENOENT;
+}
+
 /* [reg] */
 int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 {
@@ -306,14 +321,9 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	uint64_t count = 0;
 	int ret;
 
-	memset(eh, 0, sizeof(*eh));
-	if (!obj)
-		return -ENOENT;
-	ukp_iterate_objects(match_cb, &pm);
-	if (pm.err)
-		return pm.err;
-	if (!pm.found)
-		return -ENOENT;
+	ret = match_phdrs(obj, eh, &pm);
+	if (ret)
+		return ret;
 	if (!pm.hdr) {
 		eh->file_only = true;	/* (the program headers alone said so) */
 		return -ENOENT;
@@ -368,15 +378,10 @@ out:
 int ukp_eh_segs_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 {
 	struct phdr_match pm = { .obj = obj, .eh = eh };
+	int ret = match_phdrs(obj, eh, &pm);
 
-	memset(eh, 0, sizeof(*eh));
-	if (!obj)
-		return -ENOENT;
-	ukp_iterate_objects(match_cb, &pm);
-	if (pm.err)
-		return pm.err;
-	if (!pm.found)
-		return -ENOENT;
+	if (ret)
+		return ret;
 	eh->has_hdr = pm.hdr != 0;
 	return 0;
 }
