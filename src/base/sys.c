@@ -138,6 +138,7 @@ static const char *skip_field(const char *s)
 static int parse_line(char *line, struct ukp_map_ent *e)
 {
 	const char *s = line;
+	uint64_t major, minor;
 
 	e->start = (uintptr_t)hex(&s);
 	if (*s++ != '-')
@@ -149,7 +150,13 @@ static int parse_line(char *line, struct ukp_map_ent *e)
 	e->perms[4] = 0;
 	s = skip_field(s);
 	e->offset = hex(&s);
-	s = skip_field(skip_field(s)); /* the device */
+	s = skip_field(s);
+	/* "major:minor" in hex, encoded as stat's st_dev */
+	major = hex(&s);
+	minor = *s == ':' ? (s++, hex(&s)) : 0;
+	e->dev = (minor & 0xff) | (major & 0xfff) << 8 | (major & ~0xfffull) << 32 |
+		 (minor & ~0xffull) << 12;
+	s = skip_field(s);
 	e->inode = 0;
 	for (; *s >= '0' && *s <= '9'; s++)
 		e->inode = e->inode * 10 + (uint64_t)(*s - '0');

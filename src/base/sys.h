@@ -282,6 +282,7 @@ struct ukp_maps {
 struct ukp_map_ent {
 	uintptr_t start, end;
 	uint64_t offset;
+	uint64_t dev;      /* as stat's st_dev */
 	uint64_t inode;
 	char perms[5];    /* "r-xp" */
 	const char *path; /* "" when none; in the reader's buffer until the next line */

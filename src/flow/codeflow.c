@@ -520,6 +520,11 @@ static int index_ranges(struct index_build *ib)
 
 	if (fo->eh_err)
 		return index_gaps(ib);
+	/* one range an FDE at most: room for all at once, not copied as it grows */
+	if (fo->eh.nfdes && (!(ib->ranges = malloc(fo->eh.nfdes * sizeof(*ib->ranges))) ||
+			     !(ib->own = malloc(fo->eh.nfdes * sizeof(*ib->own)))))
+		return -ENOMEM;
+	ib->cap_ranges = ib->cap_own = fo->eh.nfdes;
 	for (i = 0; i < fo->eh.nfdes && !ret; i++) {
 		const struct ukp_fde *f = &fo->eh.fdes[i];
 
@@ -681,6 +686,12 @@ static int join_refs(struct flow_obj *fo, uintptr_t *lits, size_t nlits)
 		free(lits);
 		return 0;
 	}
+	if (!fo->nrefs) {	/* (no copy) */
+		free(fo->refs);
+		fo->refs = lits;
+		fo->nrefs = ukp_addrs_sort_unique(lits, nlits);
+		return 0;
+	}
 	v = realloc(fo->refs, (fo->nrefs + nlits) * sizeof(*v));
 	if (!v) {
 		free(lits);
@@ -694,65 +705,51 @@ static int join_refs(struct flow_obj *fo, uintptr_t *lits, size_t nlits)
 }
 
 /* A hash of what the build takes besides the file's bytes, relative to
- * the load bias (flow_cache.h's inputs). */
-static uint64_t build_inputs(const struct flow_obj *fo, const struct index_build *ib)
+ * the load bias (flow_cache.h's inputs): the segments and the symbols.
+ * The FDEs (the file's: flow_cache.h) and the ranges follow from them. */
+static uint64_t build_inputs(const struct flow_obj *fo)
 {
 	const uintptr_t b = fo->base;
-	uint64_t h = ukp_disk_cache_mix(0x1f10, (uint64_t)fo->eh.nsegs);
+	uint64_t h = ukp_disk_cache_mix(0x1f11, (uint64_t)fo->eh.nsegs);
 	size_t i;
 
 	for (i = 0; i < fo->eh.nsegs; i++) {
 		h = ukp_disk_cache_mix(h, fo->eh.segs[i].start - b);
-		h = ukp_disk_cache_mix(h, (fo->eh.segs[i].end - b) << 1 | fo->eh.segs[i].exec);
+		h = ukp_disk_cache_mix(h, (fo->eh.segs[i].end - b) << 2 |
+					  (uint64_t)fo->eh.segs[i].write << 1 | fo->eh.segs[i].exec);
 	}
-	h = ukp_disk_cache_mix(h, (uint64_t)(int64_t)fo->eh_err);
 	h = ukp_disk_cache_mix(h, fo->nsyms);
 	for (i = 0; i < fo->nsyms; i++) {
 		h = ukp_disk_cache_mix(h, fo->syms[i].start - b);
 		h = ukp_disk_cache_mix(h, fo->syms[i].end - b);
 	}
-	h = ukp_disk_cache_mix(h, fo->eh.nfdes);
-	for (i = 0; i < fo->eh.nfdes; i++) {
-		h = ukp_disk_cache_mix(h, fo->eh.fdes[i].start - b);
-		h = ukp_disk_cache_mix(h, fo->eh.fdes[i].end - b);
-	}
-	h = ukp_disk_cache_mix(h, ib->nranges);
-	for (i = 0; i < ib->nranges; i++) {
-		h = ukp_disk_cache_mix(h, ib->ranges[i].start - b);
-		h = ukp_disk_cache_mix(h, (ib->ranges[i].end - b) << 1 | ib->own[i]);
-	}
 	return h;
 }
 
 /*
- * [reg] The references and the index, built (one_pass: see load_refs),
- * or read from the cache (flow_cache.h) when cached; *use says which.
- * The relocations' addresses are read every time; the literals and the
- * targets are the file's.
+ * [reg] The references and the index: from the cache's entry (hit, when
+ * *use is UKP_FLOW_CACHE_HIT: its arrays taken), or built (one_pass: see
+ * load_refs) and, on a miss, kept with the FDEs when they are the
+ * file's; *use says which. The relocations' addresses are read every
+ * time; the literals and the targets are the file's.
  */
 static int refs_and_index(struct flow_obj *fo, struct index_build *ib, bool one_pass,
-			  bool cached, int *use)
+			  struct ukp_flow_cached *hit, uint64_t inputs, int *use)
 {
 	uintptr_t *lits = NULL;
 	size_t nlits = 0;
-	uint64_t inputs = 0;
 	int ret;
 
-	*use = UKP_FLOW_CACHE_OFF;
-	if (cached) {
-		inputs = build_inputs(fo, ib);
-		*use = ukp_flow_cache_load(fo->obj, fo->eh.segs, fo->eh.nsegs, inputs, &lits, &nlits,
-					   &fo->targets, &fo->ntargets);
-		if (*use < 0)
-			return *use;
-	}
 	fo->refs_err = load_refs(fo, ib, one_pass, UKP_REFS_RELOCS, &fo->refs, &fo->nrefs);
 	if (*use == UKP_FLOW_CACHE_HIT) {
-		if (fo->refs_err) {
-			free(lits);	/* (the literals are not read then) */
+		fo->targets = hit->targets;
+		fo->ntargets = hit->ntargets;
+		hit->targets = NULL;
+		if (fo->refs_err)	/* (the literals are not read then) */
 			return fo->refs_err == -ENOMEM ? -ENOMEM : 0;
-		}
-		return join_refs(fo, lits, nlits);
+		lits = hit->lits;
+		hit->lits = NULL;
+		return join_refs(fo, lits, hit->nlits);
 	}
 	if (!fo->refs_err) {
 		fo->refs_err = load_refs(fo, ib, one_pass, UKP_REFS_LITERALS, &lits, &nlits);
@@ -769,10 +766,55 @@ static int refs_and_index(struct flow_obj *fo, struct index_build *ib, bool one_
 		free(lits);
 		return ret;
 	}
-	if (*use == UKP_FLOW_CACHE_MISS && !fo->refs_err)
-		*use = ukp_flow_cache_store(fo->obj, fo->eh.segs, fo->eh.nsegs, inputs, lits, nlits,
-					    fo->targets, fo->ntargets);
+	if (*use == UKP_FLOW_CACHE_MISS) {
+		const struct ukp_flow_cached keep = {
+			.lits = lits, .nlits = nlits, .targets = fo->targets,
+			.ntargets = fo->ntargets, .fdes = fo->eh.fdes, .nfdes = fo->eh.nfdes,
+			.eh_err = fo->eh_err, .has_hdr = fo->eh.has_hdr,
+		};
+
+		*use = !fo->refs_err && fo->eh.file_only ?
+			ukp_flow_cache_store(fo->obj, fo->eh.segs, fo->eh.nsegs, inputs, &keep) :
+			UKP_FLOW_CACHE_OFF;
+	}
 	return join_refs(fo, lits, nlits);
+}
+
+/*
+ * [reg] The object's FDEs: from the cache's entry when cached and it has
+ * one (*use UKP_FLOW_CACHE_HIT, the rest of the entry in *hit), else read
+ * (ukp_eh_frame_load). The entry is looked up before the FDEs are read:
+ * its key is the file's and the segments' and symbols' (build_inputs).
+ */
+static int load_fdes(struct flow_obj *fo, bool cached, struct ukp_flow_cached *hit,
+		     uint64_t *inputs, int *use)
+{
+	int ret;
+
+	*use = UKP_FLOW_CACHE_OFF;
+	if (cached) {
+		ret = ukp_eh_segs_load(fo->obj, &fo->eh);
+		if (ret == -ENOMEM)
+			return ret;
+		if (!ret) {
+			*inputs = build_inputs(fo);
+			*use = ukp_flow_cache_load(fo->obj, fo->eh.segs, fo->eh.nsegs, *inputs, hit);
+			if (*use < 0)
+				return *use;
+		}
+		if (*use == UKP_FLOW_CACHE_HIT) {
+			fo->eh.fdes = hit->fdes;
+			fo->eh.nfdes = hit->nfdes;
+			fo->eh.file_only = true;
+			fo->eh.has_hdr = hit->has_hdr;
+			fo->eh_err = hit->eh_err;
+			hit->fdes = NULL;
+			return 0;
+		}
+		ukp_eh_frame_free(&fo->eh);
+	}
+	fo->eh_err = ukp_eh_frame_load(fo->obj, &fo->eh);
+	return fo->eh_err == -ENOMEM ? -ENOMEM : 0;
 }
 
 /* [reg] The record of obj, built (one_pass: see load_refs); how many
@@ -781,6 +823,8 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, bool cach
 			  struct flow_obj **out, size_t *nranges, size_t *nalone, int *use)
 {
 	struct index_build ib = { 0 };
+	struct ukp_flow_cached hit = { 0 };
+	uint64_t inputs = 0;
 	struct timespec t0;
 	struct flow_obj *fo;
 	size_t i;
@@ -795,11 +839,9 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, bool cach
 	ret = load_syms(fo);
 	if (ret)
 		goto fail;
-	fo->eh_err = ukp_eh_frame_load(obj, &fo->eh);
-	if (fo->eh_err == -ENOMEM) {
-		ret = -ENOMEM;
+	ret = load_fdes(fo, cached, &hit, &inputs, use);
+	if (ret)
 		goto fail;
-	}
 	fo->code_lo = UINTPTR_MAX;
 	for (i = 0; i < fo->eh.nsegs; i++) {
 		if (!fo->eh.segs[i].exec)
@@ -821,7 +863,7 @@ static int flow_obj_build(const struct ukp_object *obj, bool one_pass, bool cach
 	ret = index_ranges(&ib);
 	if (ret)
 		goto fail;
-	ret = refs_and_index(fo, &ib, one_pass, cached, use);
+	ret = refs_and_index(fo, &ib, one_pass, &hit, inputs, use);
 	if (ret)
 		goto fail;
 	pr_debug("codeflow: %s: %zu symbols, %zu cold parts, %zu FDEs%s, %zu uncovered ranges "
@@ -845,6 +887,7 @@ out:
 	free(ib.own);
 	free(ib.buf);
 	free(ib.recent);
+	ukp_flow_cached_free(&hit);
 	return ret;
 }
 
@@ -891,6 +934,16 @@ int ukp_codeflow_index(const struct ukp_object *obj, bool one_pass,
 	out->refs = fo->refs;
 	out->nrefs = fo->nrefs;
 	out->refs_err = fo->refs_err;
+	out->nfdes = fo->eh.nfdes;
+	out->eh_err = fo->eh_err;
+	out->fdes_hash = 0;
+	for (size_t i = 0; i < fo->eh.nfdes; i++) {
+		const struct ukp_fde *f = &fo->eh.fdes[i];
+
+		out->fdes_hash = ukp_disk_cache_mix(out->fdes_hash, f->start - fo->base);
+		out->fdes_hash = ukp_disk_cache_mix(out->fdes_hash, f->end - fo->base);
+		out->fdes_hash = ukp_disk_cache_mix(out->fdes_hash, f->lsda ? f->lsda - fo->base + 1 : 0);
+	}
 	fo->targets = fo->refs = NULL;
 	flow_obj_free(fo);
 	return 0;

@@ -100,6 +100,9 @@ struct ukp_codeflow_index {
 	int refs_err;           /* ukp_code_refs_load's result */
 	size_t nranges;         /* ranges of code indexed */
 	size_t nalone;          /* ... of which decoded on their own */
+	size_t nfdes;           /* the FDEs the index was built with, */
+	uint64_t fdes_hash;     /* ... a hash of them (offsets from the load bias), */
+	int eh_err;             /* ... and ukp_eh_frame_load's result */
 	bool cached;            /* in: through the cache (flow_cache.h), as the
 				 * check builds it (one pass) */
 	int cache_use;          /* out: enum ukp_flow_cache_use */

@@ -57,6 +57,7 @@ void ukp_cfi_cur_init(struct ukp_cfi_cur *c, struct ukp_cfi_mem *m, uintptr_t po
 	c->pos = pos;
 	c->end = end < m->hi ? end : m->hi;
 	c->bad = pos < m->lo || pos > c->end;
+	c->abs = false;
 }
 
 uint8_t ukp_cfi_u8_slow(struct ukp_cfi_cur *c)
@@ -147,6 +148,7 @@ uintptr_t ukp_cfi_encoded(struct ukp_cfi_cur *c, uint8_t enc, uintptr_t datarel)
 	}
 	switch (enc & PE_APP_MASK) {
 	case 0:
+		c->abs = true;
 		return (uintptr_t)v;
 	case PE_PCREL:
 		return field + (uintptr_t)v;

@@ -58,6 +58,8 @@ struct ukp_cfi_cur {
 	uintptr_t pos;
 	uintptr_t end;          /* end of the structure being read */
 	bool bad;
+	bool abs;               /* an absolute pointer was read (ukp_cfi_encoded):
+				 * its offset from the load bias depends on it */
 };
 
 void ukp_cfi_mem_init(struct ukp_cfi_mem *m, uint8_t *buf, unsigned int size, uintptr_t lo,

@@ -108,6 +108,7 @@ static int match_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			s->start = info->dlpi_addr + ph->p_vaddr;
 			s->end = s->start + ph->p_memsz;
 			s->exec = ph->p_flags & PF_X;
+			s->write = ph->p_flags & PF_W;
 		}
 	}
 	pm->found = true;
@@ -152,6 +153,7 @@ struct eh_walk {
 	struct ukp_cfi_cie *cies; /* parsed CIEs (a handful per object) */
 	size_t ncies, cap_cies;
 	size_t cap_fdes;
+	bool abs;               /* an FDE held an absolute pointer */
 };
 
 static int cie_get(struct eh_walk *w, uintptr_t addr, const struct ukp_cfi_cie **out)
@@ -211,6 +213,7 @@ static int read_fde(struct eh_walk *w, uintptr_t addr, struct ukp_fde *f,
 	ret = ukp_cfi_fde_body(&c, cie, cf);
 	if (ret)
 		return ret;
+	w->abs |= c.abs;
 	f->start = cf->start;
 	f->end = cf->end;
 	f->lsda = cf->lsda;
@@ -292,6 +295,21 @@ static int fde_cmp(const void *pa, const void *pb)
 	return (a->end > b->end) - (a->end < b->end);
 }
 
+/* [reg] obj's segments into eh (zeroed first), its headers' places into
+ * *pm: 0, -ENOENT when obj is none or its headers are not found, or
+ * the walk's error. */
+static int match_phdrs(const struct ukp_object *obj, struct ukp_eh_frame *eh,
+		       struct phdr_match *pm)
+{
+	memset(eh, 0, sizeof(*eh));
+	if (!obj)
+		return -ENOENT;
+	ukp_iterate_objects(match_cb, pm);
+	if (pm->err)
+		return pm->err;
+	return pm->found ? 0 : -ENOENT;
+}
+
 /* [reg] */
 int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 {
@@ -303,16 +321,13 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	uint64_t count = 0;
 	int ret;
 
-	memset(eh, 0, sizeof(*eh));
-	if (!obj)
+	ret = match_phdrs(obj, eh, &pm);
+	if (ret)
+		return ret;
+	if (!pm.hdr) {
+		eh->file_only = true;	/* (the program headers alone said so) */
 		return -ENOENT;
-	ukp_iterate_objects(match_cb, &pm);
-	if (pm.err)
-		return pm.err;
-	if (!pm.found)
-		return -ENOENT;
-	if (!pm.hdr)
-		return -ENOENT;
+	}
 	eh->has_hdr = true;
 
 	w = calloc(1, sizeof(*w));
@@ -338,15 +353,37 @@ int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
 	/* each entry takes at least two bytes of the header */
 	if (c.bad || count > pm.hdr_len / 2)
 		goto out;
+	/* room for all of them at once: the list is not copied as it grows */
+	if (count && !(eh->fdes = malloc((size_t)count * sizeof(*eh->fdes)))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	w->cap_fdes = (size_t)count;
 	ret = walk_table(w, &c, table_enc, count, pm.hdr);
 	if (eh->nfdes)
 		ukp_sort(eh->fdes, eh->nfdes, sizeof(*eh->fdes), fde_cmp);
+	/* .eh_frame_hdr, and .eh_frame's segment (the FDEs' and CIEs' window) */
+	eh->file_only = !ret && !c.abs && !w->abs && seg_of(eh, pm.hdr) &&
+			!seg_of(eh, pm.hdr)->write && seg_of(eh, w->frame.m.lo) &&
+			!seg_of(eh, w->frame.m.lo)->write;
 out:
 	if (w)
 		free(w->cies);
 	free(w);
 	free(hdr_mem);
 	return ret;
+}
+
+/* [reg] */
+int ukp_eh_segs_load(const struct ukp_object *obj, struct ukp_eh_frame *eh)
+{
+	struct phdr_match pm = { .obj = obj, .eh = eh };
+	int ret = match_phdrs(obj, eh, &pm);
+
+	if (ret)
+		return ret;
+	eh->has_hdr = pm.hdr != 0;
+	return 0;
 }
 
 void ukp_eh_frame_free(struct ukp_eh_frame *eh)

@@ -33,6 +33,7 @@ struct ukp_fde {
 struct ukp_eh_seg {
 	uintptr_t start, end;
 	bool exec;
+	bool write;             /* PF_W: the program may write it */
 };
 
 struct ukp_eh_frame {
@@ -41,6 +42,11 @@ struct ukp_eh_frame {
 	struct ukp_eh_seg *segs; /* the object's PT_LOAD segments, in header order */
 	size_t nsegs;
 	bool has_hdr;           /* the object has a PT_GNU_EH_FRAME */
+	bool file_only;         /* the tables were read from segments without
+				 * PF_W, and no pointer in them was absolute:
+				 * the FDEs' offsets from the load bias are the
+				 * file's bytes' and layout's alone (a cache may
+				 * keep them: flow_cache.h) */
 };
 
 /*
@@ -57,6 +63,10 @@ struct ukp_eh_frame {
  *   -ENOMEM
  */
 int ukp_eh_frame_load(const struct ukp_object *obj, struct ukp_eh_frame *eh);
+
+/* [reg] Only eh->segs and eh->has_hdr (no FDE read): 0, -ENOENT (the
+ * object is not loaded) or -ENOMEM. */
+int ukp_eh_segs_load(const struct ukp_object *obj, struct ukp_eh_frame *eh);
 void ukp_eh_frame_free(struct ukp_eh_frame *eh);
 
 /*

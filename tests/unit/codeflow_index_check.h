@@ -9,11 +9,15 @@
 #ifndef UKT_CODEFLOW_INDEX_CHECK_H
 #define UKT_CODEFLOW_INDEX_CHECK_H
 
+#include <errno.h>
+#include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +54,14 @@ static bool ukt_index_equal(const struct ukp_codeflow_index *a,
 	if (a->refs_err != b->refs_err) {
 		snprintf(msg, msglen, "refs error %d (one pass) vs %d (%s)", a->refs_err,
 			 b->refs_err, what);
+		return false;
+	}
+	if (a->nfdes != b->nfdes || a->fdes_hash != b->fdes_hash || a->eh_err != b->eh_err ||
+	    a->nranges != b->nranges) {
+		snprintf(msg, msglen, "%zu vs %zu FDEs (hashes %#llx, %#llx; %d vs %d), %zu vs %zu "
+			 "ranges (%s)", a->nfdes, b->nfdes, (unsigned long long)a->fdes_hash,
+			 (unsigned long long)b->fdes_hash, a->eh_err, b->eh_err, a->nranges,
+			 b->nranges, what);
 		return false;
 	}
 	d = ukt_first_diff(a->targets, a->ntargets, b->targets, b->ntargets);
@@ -208,14 +220,185 @@ static inline bool ukt_cache_spoil(const char *path, const char *how)
 	return fclose(f) == 0;
 }
 
+/* Are the mappings over addr of obj's file (its device and inode, as
+ * /proc/self/maps shows them and stat() its path)? Where they are not (a
+ * file under overlayfs shows another device there), the cache compares
+ * every page. */
+static inline bool ukt_maps_of_file(const struct ukp_object *obj, uintptr_t addr)
+{
+	unsigned long lo, hi, ino, maj, min;
+	char line[4096];
+	struct stat st;
+	bool ok = false;
+	FILE *f;
+
+	if (stat(obj->path, &st) || !(f = fopen("/proc/self/maps", "r")))
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %*s %*x %lx:%lx %lu", &lo, &hi, &maj, &min, &ino) == 5 &&
+		    addr >= lo && addr < hi)
+			ok = ino == st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev);
+	fclose(f);
+	return ok;
+}
+
+struct ukt_hdr_find {
+	uintptr_t base, hdr;
+};
+
+static inline int ukt_hdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ukt_hdr_find *f = arg;
+
+	(void)size;
+	if (info->dlpi_addr != f->base)
+		return 0;
+	for (size_t i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			f->hdr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	return 1;
+}
+
+/* Flip a bit of the byte at b (the page made writable first); put it back
+ * with the same call. */
+static inline bool ukt_flip(uint8_t *b, int prot_after)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	void *pg = (void *)((uintptr_t)b & ~(page - 1));
+
+	if (mprotect(pg, page, PROT_READ | PROT_WRITE | (prot_after & PROT_EXEC)))
+		return false;
+	*b ^= 0x40;
+	__builtin___clear_cache((char *)b, (char *)b + 1);
+	return mprotect(pg, page, prot_after) == 0;
+}
+
+/*
+ * The entry in dir read back while the code of obj at fn (a function
+ * not running) is not the file's: a byte of it written (the page becomes
+ * anonymous: its pagemap entry no longer shows the file's page), the
+ * cache must be neither read nor written; the byte put back, the page
+ * (still anonymous) is compared and the entry read. And, untouched, most
+ * pages are not read at all; with every page compared (as where the
+ * page table cannot be read), the entry is read too. 0, or -1 and why in
+ * msg.
+ */
+static inline int ukt_index_cache_text(const struct ukp_object *obj, const void *fn,
+				       const struct ukp_codeflow_index *want, const char *dir,
+				       char *msg, size_t msglen)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)fn + 1;
+	void *pg = (void *)(at & ~(page - 1));
+	struct ukp_codeflow_index x;
+	size_t clean_read, clean_pages, back_read;
+	int use, use_bad, use_back;
+	uint8_t *b = (uint8_t *)at;
+
+	if (ukt_index_cached(obj, dir, &x, &use))
+		goto failed;
+	free(x.targets);
+	free(x.refs);
+	clean_read = ukp_flow_cache_pages_read;
+	clean_pages = ukp_flow_cache_pages;
+	if (use != UKP_FLOW_CACHE_HIT || !clean_pages ||
+	    (ukt_maps_of_file(obj, at) && clean_read * 2 > clean_pages)) {
+		snprintf(msg, msglen, "untouched: the cache did %d, %zu of %zu pages compared", use,
+			 clean_read, clean_pages);
+		return -1;
+	}
+	if (mprotect(pg, page, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+		snprintf(msg, msglen, "mprotect: %s", strerror(errno));
+		return -1;
+	}
+	*b ^= 0x40;
+	__builtin___clear_cache((char *)b, (char *)b + 1);
+	if (ukt_index_cached(obj, dir, &x, &use_bad)) {
+		*b ^= 0x40;
+		goto failed;
+	}
+	free(x.targets);
+	free(x.refs);
+	*b ^= 0x40;
+	__builtin___clear_cache((char *)b, (char *)b + 1);
+	mprotect(pg, page, PROT_READ | PROT_EXEC);
+	if (use_bad != UKP_FLOW_CACHE_OFF) {
+		snprintf(msg, msglen, "a text byte written: the cache did %d, not %d", use_bad,
+			 UKP_FLOW_CACHE_OFF);
+		return -1;
+	}
+	if (ukt_index_cached(obj, dir, &x, &use_back))
+		goto failed;
+	if (!ukt_index_equal(want, &x, "the text put back, through the cache", msg, msglen)) {
+		free(x.targets);
+		free(x.refs);
+		return -1;
+	}
+	free(x.targets);
+	free(x.refs);
+	if (use_back != UKP_FLOW_CACHE_HIT || !ukp_flow_cache_pages_read) {
+		snprintf(msg, msglen, "the text put back: the cache did %d (%zu pages compared)",
+			 use_back, ukp_flow_cache_pages_read);
+		return -1;
+	}
+	/* the unwind tables (whose FDEs the entry keeps) written: not used */
+	struct ukt_hdr_find hf = { .base = obj->base };
+
+	dl_iterate_phdr(ukt_hdr_cb, &hf);
+	if (hf.hdr) {
+		uint8_t *h = (uint8_t *)hf.hdr + 6;	/* (eh_frame_ptr's second byte) */
+
+		if (!ukt_flip(h, PROT_READ)) {
+			snprintf(msg, msglen, "mprotect of .eh_frame_hdr: %s", strerror(errno));
+			return -1;
+		}
+		use_bad = -1;
+		if (!ukt_index_cached(obj, dir, &x, &use_bad)) {
+			free(x.targets);
+			free(x.refs);
+		}
+		ukt_flip(h, PROT_READ);
+		if (use_bad != UKP_FLOW_CACHE_OFF) {
+			snprintf(msg, msglen, ".eh_frame_hdr written: the cache did %d, not %d",
+				 use_bad, UKP_FLOW_CACHE_OFF);
+			return -1;
+		}
+	}
+	back_read = ukp_flow_cache_pages_read;
+	/* where the page table cannot be read: every page compared, the same */
+	ukp_flow_cache_compare_all = true;
+	use = -1;
+	if (!ukt_index_cached(obj, dir, &x, &use) &&
+	    !ukt_index_equal(want, &x, "every page compared, through the cache", msg, msglen)) {
+		ukp_flow_cache_compare_all = false;
+		free(x.targets);
+		free(x.refs);
+		return -1;
+	}
+	ukp_flow_cache_compare_all = false;
+	free(x.targets);
+	free(x.refs);
+	if (use != UKP_FLOW_CACHE_HIT || ukp_flow_cache_pages_read != ukp_flow_cache_pages) {
+		snprintf(msg, msglen, "every page compared: the cache did %d, %zu of %zu pages", use,
+			 ukp_flow_cache_pages_read, ukp_flow_cache_pages);
+		return -1;
+	}
+	snprintf(msg, msglen, "; untouched %zu of %zu pages compared; a text byte written: "
+		 "not used; put back: read (%zu compared); all compared: read%s", clean_read,
+		 clean_pages, back_read, hf.hdr ? "; unwind tables written: not used" : "");
+	return 0;
+failed:
+	snprintf(msg, msglen, "cached build failed");
+	return -1;
+}
+
 /*
  * obj's index through the cache in dir (made fresh): stored, then read
  * back, and read back the same as the build without it after its
  * entry is damaged in each way ukt_cache_spoil knows (each time built
  * again and stored anew). 0, or -1 and why in msg.
  */
-static inline int ukt_index_cache_same(const struct ukp_object *obj, const char *dir, char *msg,
-				size_t msglen)
+static inline int ukt_index_cache_same(const struct ukp_object *obj, const void *fn,
+					const char *dir, char *msg, size_t msglen)
 {
 	static const char *const spoil[] = { "flip", "last", "key", "truncate", "chmod" };
 	struct ukp_codeflow_index x, ref = { 0 }, *want = &ref;
@@ -259,8 +442,19 @@ static inline int ukt_index_cache_same(const struct ukp_object *obj, const char 
 			goto out;
 		}
 	}
-	snprintf(msg, msglen, "stored, read back, rebuilt after each of %zu damages: the same",
-		 sizeof(spoil) / sizeof(spoil[0]));
+	if (fn) {
+		char more[180];
+
+		if (ukt_index_cache_text(obj, fn, want, dir, more, sizeof(more))) {
+			snprintf(msg, msglen, "%s", more);
+			goto out;
+		}
+		snprintf(msg, msglen, "stored, read back, rebuilt after each of %zu damages: the same%s",
+			 sizeof(spoil) / sizeof(spoil[0]), more);
+	} else {
+		snprintf(msg, msglen, "stored, read back, rebuilt after each of %zu damages: the same",
+			 sizeof(spoil) / sizeof(spoil[0]));
+	}
 	ret = 0;
 out:
 	ukp_unlock_for_show();

@@ -10,13 +10,15 @@
  * failure. With UKT_INDEX_CACHE (a directory), each object's index is
  * also built through the cache (flow_cache.h) in a subdirectory named for
  * the function, stored, read back and rebuilt after its entry is damaged:
- * the same each time (a "cache: ... the same" line); then all of them in
+ * the same each time (a "cache: ... the same" line), and not used while a
+ * byte of the function's code is changed in memory; then all of them in
  * one directory that keeps two entries (a "bounded: ..." line).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +70,7 @@ static void check_objects(void)
 			char dir[512];
 
 			snprintf(dir, sizeof(dir), "%s/%s", cache, name);
-			if (mkdir(dir, 0700) || ukt_index_cache_same(obj, dir, msg, sizeof(msg))) {
+			if (mkdir(dir, 0700) || ukt_index_cache_same(obj, fn, dir, msg, sizeof(msg))) {
 				fprintf(stderr, "cache: %s (%s): %s\n", obj->path, name, msg);
 				_exit(3);
 			}
