@@ -604,6 +604,13 @@ struct ukpa_obj {
 	bool is_main;
 };
 int ukpa_obj_find(const char *name, struct ukpa_obj *out);     /* [init] 0 or -ENOENT */
+/* [init][reader] The loader's counters of objects added and removed
+ * (the freestanding agent's walk: a digest of the set, and 0): equal
+ * twice, no object came or went between (objects.c). */
+struct ukpa_loader_counters {
+	unsigned long long adds, subs;
+};
+void ukpa_loader_counters(struct ukpa_loader_counters *c);
 /* [init] Is [vaddr, vaddr+1) in an executable segment of the object's
  * file? */
 bool ukpa_obj_is_code(const struct ukpa_obj *obj, uint64_t vaddr);

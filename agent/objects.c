@@ -185,12 +185,18 @@ static struct loaded *find_loaded(struct walk *w, const char *name)
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	unsigned long long *c = arg;
+	struct ukpa_loader_counters *c = arg;
 
 	(void)size;
-	c[0] = info->dlpi_adds;
-	c[1] = info->dlpi_subs;
+	c->adds = info->dlpi_adds;
+	c->subs = info->dlpi_subs;
 	return 1;
+}
+
+void ukpa_loader_counters(struct ukpa_loader_counters *c)
+{
+	*c = (struct ukpa_loader_counters){ 0, 0 };
+	dl_iterate_phdr(counters_cb, c);
 }
 
 /* The last answer of ukpa_obj_find, while the loader's counters (the
@@ -200,21 +206,22 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static struct {
 	pthread_mutex_t lock;
 	bool valid, found;
-	unsigned long long counters[2];
+	struct ukpa_loader_counters counters;
 	char name[PATH_MAX];
 	struct ukpa_obj obj;
 } find_memo = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 int ukpa_obj_find(const char *name, struct ukpa_obj *out)
 {
-	unsigned long long c[2] = { 0, 0 };
+	struct ukpa_loader_counters c;
 	struct walk w;
 	struct loaded *l;
 	bool found;
 
-	dl_iterate_phdr(counters_cb, c);
+	ukpa_loader_counters(&c);
 	pthread_mutex_lock(&find_memo.lock);
-	if (find_memo.valid && !memcmp(find_memo.counters, c, sizeof(c)) &&
+	if (find_memo.valid && find_memo.counters.adds == c.adds &&
+	    find_memo.counters.subs == c.subs &&
 	    !strcmp(find_memo.name, name)) {
 		found = find_memo.found;
 		if (found)
@@ -234,7 +241,7 @@ int ukpa_obj_find(const char *name, struct ukpa_obj *out)
 		pthread_mutex_lock(&find_memo.lock);
 		find_memo.valid = true;
 		find_memo.found = found;
-		memcpy(find_memo.counters, c, sizeof(c));
+		find_memo.counters = c;
 		strcpy(find_memo.name, name);
 		if (found)
 			find_memo.obj = *out;

@@ -1151,26 +1151,12 @@ static void recycle_dead(void)
 static _Atomic unsigned long long seen_adds, seen_subs;
 static _Atomic bool seen_set;
 
-struct counters {
-	unsigned long long adds, subs;
-};
-
-static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct counters *c = arg;
-
-	(void)size;
-	c->adds = info->dlpi_adds;
-	c->subs = info->dlpi_subs;
-	return 1;
-}
-
 /* [init] The objects loaded now are looked at (by the probes' setup). */
 void ukpa_reader_objects_seen(void)
 {
-	struct counters c = { 0, 0 };
+	struct ukpa_loader_counters c;
 
-	dl_iterate_phdr(counters_cb, &c);
+	ukpa_loader_counters(&c);
 	atomic_store(&seen_adds, c.adds);
 	atomic_store(&seen_subs, c.subs);
 	atomic_store(&seen_set, true);
@@ -1178,7 +1164,7 @@ void ukpa_reader_objects_seen(void)
 
 static void check_objects(void)
 {
-	struct counters c = { 0, 0 };
+	struct ukpa_loader_counters c;
 
 	/* (an unset first look: the setup has not begun; it resolves
 	 * what is loaded then) */
@@ -1191,7 +1177,7 @@ static void check_objects(void)
 	 * probes' lock: the program stood still for the stop's bound. */
 	if (ukpa_probes_loader_watched())
 		return;
-	dl_iterate_phdr(counters_cb, &c);
+	ukpa_loader_counters(&c);
 	if (c.adds == atomic_load(&seen_adds) && c.subs == atomic_load(&seen_subs))
 		return;
 	atomic_store(&seen_adds, c.adds);

@@ -2041,8 +2041,7 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 {
 	size_t i, count = 0;
 
-	objects_sync();
-	ukp_syms.iter_depth++;
+	ukp_objects_pin();
 	for (i = 0; i < ukp_syms.nlive; i++) {
 		struct ukp_objent *o = ukp_syms.live[i];
 		size_t k;
@@ -2070,7 +2069,7 @@ size_t ukp_for_each_nokprobe(ukp_range_fn fn, void *arg)
 			count++;
 		}
 	}
-	ukp_syms.iter_depth--;
+	ukp_objects_unpin();
 	return count;
 }
 
@@ -2109,15 +2108,14 @@ void ukp_for_each_symbol_kind(const char *object, bool data, ukp_sym_fn fn, void
 
 	if (!fn)
 		return;
-	objects_sync();
-	ukp_syms.iter_depth++;
+	ukp_objects_pin();
 	for (i = 0; i < ukp_syms.nlive; i++) {
 		struct ukp_objent *o = ukp_syms.live[i];
 
 		if (!object || obj_matches(o, object))
 			obj_walk(o, data, fn, arg);
 	}
-	ukp_syms.iter_depth--;
+	ukp_objects_unpin();
 }
 
 /* ------------------------------------------------------------------ */
