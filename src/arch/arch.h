@@ -65,13 +65,16 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail);
  *   -EILSEQ     undecodable, or an exception instruction (int3, int n,
  *               into, int1, ud0, ud1, ud2)
  *   -EINVAL     mov/pop ss; a rip-relative displacement that does not fit
- *               in 32 bits from the slot (then also set *ai->why)
+ *               in 32 bits from the slot (then also arch_insn_why)
  *   -EOPNOTSUPP neither executable out of line nor emulatable (far
  *               call/jmp/ret, iret, branches with a 0x66 prefix, xbegin,
  *               memory-indirect branches through fs/gs, ...)
  */
 int arch_prepare_insn(struct ukp_arch_insn *ai, struct ukp_slot_img *img, const uint8_t *code,
 		      size_t avail, uintptr_t addr, uintptr_t slot);
+/* [any] Why arch_prepare_insn refused ai's instruction (static text), or
+ * NULL. */
+const char *arch_insn_why(const struct ukp_arch_insn *ai);
 
 /*
  * [trap] Emulate a prepared instruction that has !ai->ool. On entry
@@ -305,9 +308,10 @@ extern char ukp_optprobe_common[], ukp_optprobe_common_end[];
 /* [reg] After arch_opt_prepare, for a probe at a function's entry: the
  * detour calls the template that relies on the calling convention there
  * (no live flags, DF clear) to skip pushfq. kretprobe: the site's only
- * probe is a kretprobe: its template installs the return trampoline
- * without a frame or a C call in the usual case, and enters so that
- * the CPU predicts the return to the trampoline. */
+ * probe is a kretprobe, or its probes are the fast pair (fastpath.h's
+ * fast_rp): its template installs the return trampoline without a frame
+ * or a C call in the usual case, and enters so that the CPU predicts
+ * the return to the trampoline. */
 void arch_opt_at_entry(struct ukp_arch_opt *ao, bool kretprobe);
 
 /*

@@ -46,6 +46,9 @@ void ukp_asm_offsets(void)
 	OFFSET(FS_ADDR, ukp_fp_site, addr);
 	OFFSET(FS_KP, ukp_fp_site, fast_kp);
 	OFFSET(FS_PRE, ukp_fp_site, fast_pre);
+#if ARCH_FAST_KRP_PAIR
+	OFFSET(FS_RP, ukp_fp_site, fast_rp);
+#endif
 	OFFSET(FS_DETOUR, ukp_fp_site, detour);
 
 	/* the per-thread block */

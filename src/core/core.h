@@ -111,6 +111,18 @@ struct ukp_site {
 	const char *symname;
 };
 
+/* [reg] Does the optimized hit's fast path see s as a kretprobe + kprobe
+ * pair (fastpath.h's fast_rp)? */
+static inline bool ukp_site_fast_pair(const struct ukp_site *s)
+{
+#if ARCH_FAST_KRP_PAIR
+	return atomic_load(&s->fast_kp) && s->fast_rp;
+#else
+	(void)s;
+	return false;
+#endif
+}
+
 /* kprobe_status values (the kernel's) */
 #define KPROBE_HIT_ACTIVE 0x1
 #define KPROBE_HIT_SS     0x2

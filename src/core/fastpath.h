@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "ukprobes.h"
+#include "arch_insn.h" /* ARCH_FAST_KRP_PAIR */
 #include "core/kretprobes_layout.h"
 
 struct ukp_site;
@@ -51,15 +52,27 @@ struct ukp_thread_rec;
  *             vector-free, else NULL: no fast path
  *   fast_pre  that handler (the fast path still checks the probe's
  *             current one: ukp_fp_kprobe_ok)
+ *   fast_rp   NULL, or a kretprobe without entry_handler registered
+ *             after fast_kp at the same function entry (the site's two
+ *             children: the usual `p F` + `r F` pair): the fast path
+ *             then does that kretprobe's entry first (no C call), then
+ *             calls fast_pre; an arch whose fast path does not know the
+ *             pair (ARCH_FAST_KRP_PAIR 0) never gets one
  *   detour    the site's detour buffer (the arch knows where in it the
  *             detour resumes), 0 if none yet
  * The field list is a macro so that struct ukp_site embeds it both as
  * the named block (fp) and as plain members (s->addr).
  */
+#if ARCH_FAST_KRP_PAIR
+#define UKP_FP_SITE_PAIR struct kretprobe *fast_rp;
+#else
+#define UKP_FP_SITE_PAIR
+#endif
 #define UKP_FP_SITE_FIELDS                  \
 	uintptr_t addr;                     \
 	struct kprobe *_Atomic fast_kp;     \
 	const void *fast_pre;               \
+	UKP_FP_SITE_PAIR                    \
 	_Atomic uintptr_t detour;
 
 struct ukp_fp_site {

@@ -236,19 +236,37 @@ static int site_update(struct ukp_site *s)
 /*
  * [reg] After the site's children changed: the optimized hit's fast path
  * (optprobe_tramp.S) serves a site whose only child has a pre_handler
- * proven vector-free; it checks the probe's handlers and flags at each
- * hit. The handler is published before the probe, so that a hit that
+ * proven vector-free, or whose children are such a kprobe and a newer
+ * kretprobe without entry_handler (fast_rp); it checks the probes'
+ * handlers and flags at each hit. The handler is published before the probe, so that a hit that
  * sees the probe sees its handler (or, across a change, a handler that
  * does not match and takes the C path).
  */
 static void site_fast_update(struct ukp_site *s)
 {
 	struct ukp_child *ch = atomic_load(&s->children);
+	struct ukp_child *next = ch ? atomic_load(&ch->next) : NULL;
+	struct kretprobe *rp = NULL;
 
 	atomic_store_explicit(&s->fast_kp, NULL, memory_order_relaxed);
-	if (!ch || atomic_load(&ch->next) || !ch->vf_pre)
+	if (next && ARCH_FAST_KRP_PAIR && ukp_is_kretprobe(ch->kp) &&
+	    !ukp_kretprobe_of(ch->kp)->entry_handler &&
+	    !atomic_load(&next->next) && !ukp_is_kretprobe(next->kp)) {
+		/* a kretprobe without entry_handler, newer than a kprobe: the
+		 * pair (fastpath.h's fast_rp); the kprobe is the fast one */
+		rp = ukp_kretprobe_of(ch->kp);
+		ch = next;
+	} else if (next) {
+		return;
+	}
+	if (!ch || !ch->vf_pre)
 		return;
 	s->fast_pre = ukp_vf_fn(ch->vf_pre);
+#if ARCH_FAST_KRP_PAIR
+	s->fast_rp = rp;
+#else
+	(void)rp;
+#endif
 	atomic_store_explicit(&s->fast_kp, ch->kp, memory_order_release);
 }
 
@@ -666,8 +684,9 @@ static int site_prepare(uintptr_t addr, const struct ukp_symres *sym, bool on_en
 	}
 	ret = arch_prepare_insn(&s->ainsn, &im, code + at, avail - at, addr, s->slot);
 	if (ret) {
-		if (s->ainsn.why)
-			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off, s->ainsn.why);
+		if (arch_insn_why(&s->ainsn))
+			pr_warn("kprobes: cannot probe %s+%#zx: %s\n", sym->name, off,
+				arch_insn_why(&s->ainsn));
 		ukp_slot_free(s->slot);
 		ukp_pool_free(&site_pool, s);
 		goto out;

@@ -37,6 +37,12 @@ static inline bool ukp_is_kretprobe(const struct kprobe *p)
 	return p->pre_handler == ukp_kretprobe_pre_handler;
 }
 
+/* The kretprobe of a kprobe that ukp_is_kretprobe() says is one. */
+static inline struct kretprobe *ukp_kretprobe_of(struct kprobe *p)
+{
+	return (struct kretprobe *)(void *)((char *)p - offsetof(struct kretprobe, kp));
+}
+
 /*
  * Called by the trampoline with the registers at the return: regs->ax the
  * return value, regs->sp the stack pointer after the return; ret_slot is

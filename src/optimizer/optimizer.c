@@ -521,7 +521,8 @@ static int build(struct ukp_site *s, uint8_t img[UKP_DETOUR_SIZE], uintptr_t *de
 	}
 	if (s->opt.entry && !ao.go)
 		arch_opt_at_entry(&ao, atomic_load(&s->fast_kp) &&
-					    s->fast_pre == (const void *)ukp_kretprobe_pre_handler);
+					    (s->fast_pre == (const void *)ukp_kretprobe_pre_handler ||
+					     ukp_site_fast_pair(s)));
 	/* (kept when writing the detour failed: the next try reuses it) */
 	if (!s->opt.rgn)
 		s->opt.rgn = ukp_pool_zalloc(&rgn_pool);

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 		memset(&ai, 0, sizeof(ai));
 		ret = arch_prepare_insn(&ai, &img, code, n, addr, SLOT);
 		if (ret) {
-			printf(" | prepare %s (%s)", err_name(ret), ai.why ? ai.why : "");
+			printf(" | prepare %s (%s)", err_name(ret), arch_insn_why(&ai) ? arch_insn_why(&ai) : "");
 		} else {
 			printf(" | len %u %s%s%s | slot ", ai.len, ai.ool ? "ool" : "emulated",
 			       ai.boostable ? " boost" : "", ai.blocking ? " blocking" : "");

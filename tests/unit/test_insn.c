@@ -285,10 +285,11 @@ Test(insn_golden, classification_and_slot_images)
 		if (g->len)
 			cr_expect_eq(ai.len, g->len, "%s: len %u, want %u", g->name, ai.len, g->len);
 		if (g->why)
-			cr_expect(ai.why && !strcmp(ai.why, g->why), "%s: why \"%s\", want \"%s\"",
-				  g->name, ai.why ? ai.why : "(null)", g->why);
+			cr_expect(arch_insn_why(&ai) && !strcmp(arch_insn_why(&ai), g->why),
+				  "%s: why \"%s\", want \"%s\"", g->name,
+				  arch_insn_why(&ai) ? arch_insn_why(&ai) : "(null)", g->why);
 		if (ret) {
-			cr_expect_not_null(ai.why, "%s: an error needs a reason", g->name);
+			cr_expect_not_null(arch_insn_why(&ai), "%s: an error needs a reason", g->name);
 			continue;
 		}
 
@@ -515,7 +516,7 @@ static void prepare_ok(struct ukp_arch_insn *ai, const uint8_t *code, size_t n, 
 {
 	int ret = arch_prepare_insn(ai, &img, code, n, addr, addr + PAGE);
 
-	cr_assert_eq(ret, 0, "prepare: %d (%s)", ret, ai->why ? ai->why : "");
+	cr_assert_eq(ret, 0, "prepare: %d (%s)", ret, arch_insn_why(ai) ? arch_insn_why(ai) : "");
 	cr_assert(!ai->ool, "expected an emulated instruction");
 }
 

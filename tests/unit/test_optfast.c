@@ -79,6 +79,8 @@ extern char ukp_optprobe_common_entry[];
 /* the first argument and the return value in struct pt_regs */
 #define ARG0(regs) ((regs)->di)
 #define RETVAL(regs) ((regs)->ax)
+/* the return address at a function's entry */
+#define ENTRY_RET(regs) (*(const uintptr_t *)(regs)->sp)
 #elif defined(__aarch64__)
 #define FN(name) ".globl " #name "\n.type " #name ",%function\n" #name ":\n"
 __asm__(".text\n.p2align 4\n"
@@ -92,6 +94,7 @@ extern char ukp_optprobe_common[];
 #define FAST_TEMPLATE ukp_optprobe_common
 #define ARG0(regs) ((regs)->regs[0])
 #define RETVAL(regs) ((regs)->regs[0])
+#define ENTRY_RET(regs) ((uintptr_t)(regs)->regs[30])
 #endif
 int of_add(int x);
 int of_sub(int x);
@@ -1137,4 +1140,293 @@ Test(optfast, threads_share_the_pool_and_the_spares)
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(call_of_add(i), i + 7 + 1000);
 	unregister_kretprobe(&stress_rp);
+}
+
+/* --------------------------- a kprobe and a newer kretprobe: the pair */
+
+/*
+ * A function with a kprobe and, registered after it, a kretprobe without
+ * entry_handler (a tracer's `p F` and `r F`): x86-64's fast path serves
+ * both (fastpath.h's fast_rp): the kretprobe's entry first, as on the
+ * C path (the newer probe runs first), then the kprobe's handler. Where
+ * the kretprobe's entry cannot be done without C (a thread's first
+ * entry, no free instance), its pre_handler is called from the fast
+ * path. Other arches, the eager runs and the other order take the C
+ * path; the behaviour asserted is the same.
+ */
+static uintptr_t seen_slot;
+
+static int h_pair(struct kprobe *p, struct pt_regs *regs)
+{
+	h_count(p, regs);
+	/* the return address as the handler sees it */
+	seen_slot = ENTRY_RET(regs);
+	return 0;
+}
+
+static int h_skip(struct kprobe *p, struct pt_regs *regs)
+{
+	count_hit();
+	(void)p;
+	(void)regs;
+	return 1; /* skip the rest of the chain */
+}
+
+static bool pair_expected(void)
+{
+	return ARCH_FAST_KRP_PAIR && fast_expected();
+}
+
+/* Is the site of kp served as the pair of kp and rp? */
+static bool site_is_pair(struct kprobe *kp, struct kretprobe *rp)
+{
+	bool pair = false;
+#if ARCH_FAST_KRP_PAIR
+	struct ukp_site *s;
+
+	cr_assert_eq(ukp_lock_for_show(), 0);
+	s = ukp_site_lookup((uintptr_t)kp->addr);
+	pair = s && atomic_load(&s->fast_kp) == kp && s->fast_rp == rp;
+	ukp_unlock_for_show();
+#else
+	(void)kp;
+	(void)rp;
+#endif
+	return pair;
+}
+
+/* kp, then rp (the newer), optimized; the counts from zero */
+static void reg_pair(struct kprobe *kp, struct kretprobe *rp)
+{
+	cr_assert_eq(register_kprobe(kp), 0);
+	cr_assert_eq(register_kretprobe(rp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert(kprobe_optimized(kp));
+	if (pair_expected())
+		cr_expect(site_is_pair(kp, rp), "%p: not served as a pair", (void *)kp->addr);
+	else
+		cr_expect(!site_is_pair(kp, rp));
+	reset();
+	atomic_store(&rets, 0);
+	atomic_store(&fast_rets, 0);
+}
+
+Test(optfast, a_pair_takes_the_fast_path_and_the_kretprobe_goes_first)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_pair };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_pair(&kp, &rp);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&hits), 100);
+	cr_expect_eq(atomic_load(&rets), 100);
+	if (pair_expected()) {
+		cr_expect_eq(atomic_load(&fast_hits), 100, "every entry on the fast path");
+		cr_expect_eq(atomic_load(&fast_rets), 100);
+	}
+	cr_expect_eq(seen_running, &kp);
+	cr_expect_eq(seen_in_handler, 1);
+	cr_expect_eq(seen_ip, (unsigned long)kp.addr + UKP_BREAKPOINT_IP_OFFSET);
+	cr_expect_eq(seen_slot, (uintptr_t)ukp_kretprobe_trampoline,
+		     "the kprobe's handler runs after the newer kretprobe's entry");
+	cr_expect(ret_ip > (unsigned long)call_of_add && ret_ip < (unsigned long)call_of_add + 64,
+		  "the return handler sees the real return address");
+	state_clear();
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+	cr_expect_eq(kp.nmissed, 0);
+	cr_expect_eq(rp.nmissed, 0);
+	cr_expect_eq(call_of_add(1), 8);
+}
+
+/* The other order (the kprobe newer) is no pair: the C path runs the
+ * kprobe first, which then sees the real return address. */
+Test(optfast, a_kretprobe_older_than_the_kprobe_is_no_pair)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_pair };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_ret(&rp);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_expect(!site_is_pair(&kp, &rp));
+	reset();
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&hits), 10);
+	cr_expect_eq(atomic_load(&fast_hits), 0);
+	cr_expect(seen_slot > (uintptr_t)call_of_add && seen_slot < (uintptr_t)call_of_add + 64,
+		  "the newer kprobe ran before the kretprobe's entry");
+	state_clear();
+	unregister_kprobe(&kp);
+	unregister_kretprobe(&rp);
+}
+
+/* A pre_handler's "skip the rest" does not undo the newer kretprobe's
+ * entry, which ran before it. */
+Test(optfast, a_pair_whose_kprobe_skips_the_rest_keeps_its_return)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_skip };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_pair(&kp, &rp);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&hits), 10);
+	cr_expect_eq(atomic_load(&rets), 10);
+	if (pair_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 10);
+	state_clear();
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+}
+
+/* A fault in the kprobe's handler: abandoned and counted; the
+ * kretprobe's entry, done before it, still gets its return. */
+Test(optfast, a_fault_in_a_pairs_handler_keeps_the_return)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_fault,
+			     .fault_handler = h_fault_handler };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	atomic_store(&faults, 0);
+	bad_ptr = (volatile int *)16;
+	reg_pair(&kp, &rp);
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(call_of_add(i), i + 7 + 1000);
+	cr_expect_eq(atomic_load(&hits), 20);
+	cr_expect_eq(atomic_load(&faults), 20);
+	cr_expect_eq(atomic_load(&rets), 20);
+	if (pair_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 20);
+	cr_expect_eq(kp.nmissed, 20, "a handler fault counts as missed");
+	cr_expect_eq(rp.nmissed, 0);
+	state_clear();
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+}
+
+__attribute__((noinline)) int pair_rec(int n)
+{
+	int r;
+
+	if (n == 0)
+		return 0;
+	r = pair_rec(n - 1);
+	__asm__ volatile("" : "+r"(r));
+	return r + 1;
+}
+
+static int r_plain(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	count_ret();
+	(void)ri;
+	(void)regs;
+	return 0;
+}
+
+/* No free instance (deeper than maxactive): the fast path calls the
+ * kretprobe's pre_handler, which counts the miss; the kprobe's handler
+ * runs at every level. */
+Test(optfast, a_pair_deeper_than_maxactive_misses_the_rest)
+{
+	struct kprobe kp = { .symbol_name = "pair_rec", .pre_handler = h_count };
+	struct kretprobe rp = { .kp.symbol_name = "pair_rec", .handler = r_plain, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_pair(&kp, &rp);
+	cr_assert_eq(pair_rec(5), 5);
+	cr_expect_eq(atomic_load(&hits), 6);
+	cr_expect_eq(atomic_load(&rets), 2);
+	cr_expect_eq(rp.nmissed, 4);
+	if (pair_expected())
+		cr_expect_eq(atomic_load(&fast_hits), 6);
+	/* every instance came back */
+	cr_assert_eq(pair_rec(1), 1);
+	cr_expect_eq(atomic_load(&rets), 4);
+	cr_expect_eq(rp.nmissed, 4);
+	state_clear();
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+}
+
+static void *pair_thread(void *arg)
+{
+	for (int i = 0; i < 10; i++)
+		if (call_of_add(i) != i + 7 + 1000)
+			return (void *)1;
+	(void)arg;
+	return NULL;
+}
+
+/* Another thread: its first hit takes the C path (it claims its
+ * grace-period record and return stack there), the others the pair's
+ * fast path, with its own return stack. (A thread that has its record
+ * but no return stack yet, as this test's thread after ret_warm_up,
+ * gets it from the pre_handler called by the fast path: the first
+ * pair test.) */
+Test(optfast, a_pair_on_a_new_thread)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_count };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 4 };
+	pthread_t th;
+	void *ret;
+
+	ret_warm_up();
+	reg_pair(&kp, &rp);
+	cr_assert_eq(pthread_create(&th, NULL, pair_thread, NULL), 0);
+	cr_assert_eq(pthread_join(th, &ret), 0);
+	cr_assert_null(ret);
+	cr_expect_eq(atomic_load(&hits), 10);
+	cr_expect_eq(atomic_load(&rets), 10);
+	cr_expect_eq(rp.nmissed, 0);
+	unregister_kretprobe(&rp);
+	unregister_kprobe(&kp);
+}
+
+/* The pair comes and goes with its probes' state: a disabled kretprobe
+ * (C path, no return), enabled again; one of the two unregistered (the
+ * other's own fast path), registered again. */
+Test(optfast, a_pair_follows_its_probes)
+{
+	struct kprobe kp = { .symbol_name = "of_add", .pre_handler = h_count };
+	struct kretprobe rp = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+	struct kretprobe rp2 = { .kp.symbol_name = "of_add", .handler = r_count, .maxactive = 2 };
+
+	ret_warm_up();
+	reg_pair(&kp, &rp);
+	cr_assert_eq(disable_kretprobe(&rp), 0);
+	cr_assert_eq(call_of_add(1), 8);
+	cr_expect_eq(atomic_load(&hits), 1);
+	cr_expect_eq(atomic_load(&rets), 0);
+	cr_expect_eq(atomic_load(&fast_hits), 0, "a disabled kretprobe: the C path");
+	cr_assert_eq(enable_kretprobe(&rp), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_assert_eq(call_of_add(1), 1008);
+	cr_expect_eq(atomic_load(&rets), 1);
+	cr_expect_eq(atomic_load(&fast_hits), pair_expected() ? 1 : 0);
+	unregister_kretprobe(&rp);
+	cr_expect(site_is_fast(&kp) || !fast_expected(), "the kprobe alone: its fast path");
+	cr_assert_eq(call_of_add(1), 8);
+	cr_expect_eq(atomic_load(&hits), 3);
+	cr_expect_eq(atomic_load(&rets), 1);
+	cr_assert_eq(register_kretprobe(&rp2), 0);
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+	cr_expect_eq(site_is_pair(&kp, &rp2), pair_expected());
+	cr_assert_eq(call_of_add(1), 1008);
+	cr_expect_eq(atomic_load(&hits), 4);
+	cr_expect_eq(atomic_load(&rets), 2);
+	unregister_kprobe(&kp);
+	cr_expect(site_is_fast(&rp2.kp) || !fast_expected(), "the kretprobe alone: its fast path");
+	cr_assert_eq(call_of_add(1), 1008);
+	cr_expect_eq(atomic_load(&hits), 4);
+	cr_expect_eq(atomic_load(&rets), 3);
+	state_clear();
+	unregister_kretprobe(&rp2);
+	cr_expect_eq(rp.nmissed + rp2.nmissed, 0);
 }

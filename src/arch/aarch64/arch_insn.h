@@ -113,6 +113,10 @@
  */
 #define UKP_TEXT_POKE_MEM 0
 
+/* The optimized hit's fast path serves one probe a site, not the
+ * kretprobe + kprobe pair of fastpath.h's fast_rp. */
+#define ARCH_FAST_KRP_PAIR 0
+
 /* No single-step in user space: an instruction arch_watch_step cannot
  * perform (SVE, memory tagging, ...) is not stepped in place; the
  * program gets the fault (src/watch.c, doc/watchpoints.md). */

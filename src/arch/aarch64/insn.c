@@ -56,6 +56,12 @@ static int refuse(struct ukp_arch_insn *ai, int err, const char *why)
 	return err;
 }
 
+/* [any] See arch.h. */
+const char *arch_insn_why(const struct ukp_arch_insn *ai)
+{
+	return ai->why;
+}
+
 /*
  * Load/store exclusive register and pair (ldxr, ldaxr, stxr, stlxr,
  * ldxp, ldaxp, stxp, stlxp and their b/h forms): bits 29:24 = 001000 and

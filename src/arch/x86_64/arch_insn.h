@@ -2,7 +2,7 @@
 /*
  * arch_insn.h - x86-64 per-probe instruction state, as the core stores it
  * in each probe site. The core reads only len, ool, blocking, boostable
- * and why; everything else is private to src/arch/x86_64. (The slot's
+ * and the why (arch_insn_why); everything else is private to src/arch/x86_64. (The slot's
  * bytes are not kept: struct ukp_slot_img, arch.h.)
  */
 #ifndef UKP_ARCH_INSN_H
@@ -24,6 +24,10 @@
 /* Code is written through /proc/self/mem (text_patch.c): no page of
  * the program is ever writable, and x86 needs no cache maintenance. */
 #define UKP_TEXT_POKE_MEM 1
+
+/* The optimized hit's fast path serves a kretprobe + kprobe pair at a
+ * function's entry too (fastpath.h's fast_rp; optprobe_tramp.S). */
+#define ARCH_FAST_KRP_PAIR 1
 
 /* The core may step an instruction in place with the trap flag when
  * arch_watch_step cannot run it (src/watch.c). */
@@ -115,7 +119,10 @@ struct ukp_arch_insn {
 	 * sign-extended where they are used */
 	int32_t rel;        /* relative displacement of a branch */
 	int32_t ind_disp;
-	const char *why;    /* static text explaining an error, or NULL */
+	/* static text explaining an error: its offset from insn.c's why_base
+	 * (0: none), read by arch_insn_why; 32 bits keep a site in 160
+	 * bytes (kprobes.c) */
+	int32_t why_off;
 };
 
 /*

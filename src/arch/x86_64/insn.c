@@ -49,9 +49,24 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail)
 	return pos == off ? 0 : -EILSEQ;
 }
 
+/* The texts of ai->why_off are in this object's read-only data, within
+ * 2 GiB of this one. */
+static const char why_base[] = "";
+
+static void set_why(struct ukp_arch_insn *ai, const char *why)
+{
+	ai->why_off = why ? (int32_t)(why - why_base) : 0;
+}
+
+/* [any] See arch.h. */
+const char *arch_insn_why(const struct ukp_arch_insn *ai)
+{
+	return ai->why_off ? why_base + ai->why_off : NULL;
+}
+
 static int refuse(struct ukp_arch_insn *ai, int err, const char *why)
 {
-	ai->why = why;
+	set_why(ai, why);
 	return err;
 }
 
@@ -442,10 +457,10 @@ static void prepare_boost(struct ukp_arch_insn *ai, struct ukp_slot_img *img, co
 		return;
 	memcpy(img->boost_image, code, insn->length);
 	if (has_rip_operand(insn, ops)) {
-		const char *why = ai->why;
+		int32_t why = ai->why_off;
 
 		if (rebase_rip_disp(ai, img->boost_image, insn, addr, bslot)) {
-			ai->why = why;	/* not an error: just not boosted */
+			ai->why_off = why;	/* not an error: just not boosted */
 			return;
 		}
 	}

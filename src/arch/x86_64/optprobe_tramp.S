@@ -61,6 +61,43 @@
 	.endm
 
 	/*
+	 * The entry of the pair's kretprobe (FAST_HIT with pair=1; the
+	 * site's fast_rp, fastpath.h): the newer of the site's two probes,
+	 * so it goes first, as on the C path. The work of the kretprobe
+	 * entry template below, with the frame already made: rsi is the
+	 * kretprobe (kp first), r9 its holder (KRP_HOLDER), rbx pt_regs,
+	 * r13 the thread's ukp_ctl; the thread's state is the hit's (the
+	 * handler's call comes next). Where the template would take the C
+	 * path (no return stack yet, chained, no room, no instance), the
+	 * pre_handler itself is called: it has no entry_handler to call,
+	 * so it runs no user code. Clobbers the caller-saved registers and
+	 * r12; rbp = rbx = pt_regs after it.
+	 */
+	.macro KRP_PAIR_ENTRY
+	movq %rbx, %rbp				/* over POOL_POP, which takes rbx */
+	movq FT_RSTACK(%r13), %rdi		/* the return stack */
+	testq %rdi, %rdi
+	jz 91f
+	leaq ENTRY_SP(%rbx), %rcx		/* the return slot */
+	movq (%rcx), %r11			/* the return address */
+	leaq ukp_kretprobe_trampoline(%rip), %rax
+	cmpq %rax, %r11
+	je 91f					/* chained */
+	RSTACK_ROOM %rdi, %rcx, %r10, %r10d, %rax, 91f
+	SPARE_TAKE %rdi, %r9, 92f
+	POOL_POP %r9, 91f
+92:	INST_INIT %rax, %r11, %rsi, %rdi, %rdx
+	RSTACK_PUSH %rdi, %r10, %r10d, %rcx, %r11, %rax, %rdx
+	leaq ukp_kretprobe_trampoline(%rip), %rax
+	movq %rax, (%rcx)
+	jmp 93f
+91:	movq %rsi, %rdi
+	movq %rbp, %rsi
+	call ukp_kretprobe_pre_handler
+93:	movq %rbp, %rbx
+	.endm
+
+	/*
 	 * The fast path of a lazy hit (ukp_optprobe_hit's work for the
 	 * usual case, without the C calls): the thread is idle (no probe
 	 * status, handler, read side or held-back signals), has its
@@ -81,9 +118,12 @@
 	 * per-thread block: TB_CTL), r14 the thread's record, r15 the site; every one of
 	 * them is restored from pt_regs afterwards. found=1 (the Go
 	 * template): the caller found the block at the GS base to be the
-	 * thread's and loaded r15 with the site.
+	 * thread's and loaded r15 with the site. pair=1 (templates at a
+	 * function's entry): a site with fast_rp runs that kretprobe's
+	 * entry first (KRP_PAIR_ENTRY); elsewhere such a site takes the C
+	 * path.
 	 */
-	.macro FAST_HIT slow, regs, found=0
+	.macro FAST_HIT slow, regs, found=0, pair=0
 	.if \found == 0
 	movq SITE_SLOT(%rbx), %r15
 	.endif
@@ -101,6 +141,18 @@
 	jz 5f
 	movq FS_PRE(%r15), %rax
 	KPROBE_OK %rdi, %rax, 5f
+	.if \pair
+	movq FS_RP(%r15), %rsi			/* the pair's kretprobe, or 0 */
+	testq %rsi, %rsi
+	jz 7f
+	leaq ukp_kretprobe_pre_handler(%rip), %rcx
+	KPROBE_OK %rsi, %rcx, 5f
+	KRP_HOLDER %rsi, %r9, 5f		/* no entry_handler: the holder */
+7:
+	.else
+	cmpq $0, FS_RP(%r15)
+	jne 5f					/* a pair: only at an entry */
+	.endif
 	movq %r15, FT_CUR_SITE(%r13)
 	movq %rdi, FT_CUR_KP(%r13)
 	movq %rdi, FT_FAULT_KP(%r13)
@@ -110,6 +162,16 @@
 	movq ukp_errno_offset(%rip), %rcx
 	movl %fs:(%rcx), %ecx
 	movl %ecx, PT_SIZE(%rbx)
+	.if \pair
+	testq %rsi, %rsi
+	jz 8f
+	pushq %rdi
+	pushq %rax
+	KRP_PAIR_ENTRY
+	popq %rax
+	popq %rdi
+8:
+	.endif
 	movq %rbx, %rbp
 	movq %rbp, FT_JB(%r13)
 	leaq 3f(%rip), %rcx
@@ -256,7 +318,7 @@ ukp_optprobe_common_entry:
 	/* DF is clear (the ABI): no cld. */
 	cmpl $0, ukp_vec_lazy(%rip)
 	je .Leager
-	FAST_HIT .Lentry_slow, .Lentry_regs
+	FAST_HIT .Lentry_slow, .Lentry_regs, 0, 1
 .Lentry_slow:
 	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
@@ -365,6 +427,8 @@ ukp_optprobe_krp_entry:
 	movq %rcx, PT_CX(%rsp)
 	ENTRY_FLAGS
 	movq SITE_SLOT(%rsp), %rcx
+	cmpq $0, FS_RP(%rcx)
+	jne 9f					/* the pair: FAST_HIT below */
 	/*
 	 * The entry of a kretprobe (the work of ukp_kretprobe_pre_handler,
 	 * kretprobes.c, for the usual case) with the scratch registers
@@ -471,10 +535,13 @@ ukp_optprobe_krp_entry:
 	RESUME_ADDR			/* rsp = rbx = pt_regs */
 	movq %rax, PT_SIZE+8(%rsp)
 	jmp .Leager
-1:	movq %rbx, %rdi
+1:	FAST_HIT .Lkrp_slow, .Lkrp_regs, 0, 1	/* a kretprobe + kprobe pair */
+.Lkrp_slow:
+	movq %rbx, %rdi
 	movq SITE_SLOT(%rbx), %rsi
 	movl $1, %edx
 	call ukp_optprobe_hit
+.Lkrp_regs:
 	movq %rbx, %rsp
 	.cfi_def_cfa_register %rsp
 	RESTORE_GPRS_BUT_AX
