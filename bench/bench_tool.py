@@ -11,7 +11,8 @@ every repetition; medians, and ratios to the program alone taken per
 repetition):
   sqlite3   the sqlite3 shell runs a SQL script (tables, 20,000 inserts,
             an index, joins, aggregates) with every exported function of
-            libsqlite3 probed (`p libsqlite3.so.0:*`)
+            libsqlite3 probed (`p libsqlite3.so.0:*`; `record` also with
+            `r libsqlite3.so.0:*`, entries and returns as uftrace records)
   python3   python3.11 runs a small script (json, re, arithmetic) with
             one hot function of the interpreter probed (PyTuple_New)
   python3_all  python3.11 runs a small threaded script (json, re, zlib, a
@@ -346,9 +347,14 @@ def bench_workloads(args, tools, work):
         if os.path.exists(src):
             shutil.copy2(src, dst)
     lib_env = {"LD_LIBRARY_PATH": os.path.join(work, "lib")}
+    # every function's entries and returns, as uftrace records them
+    sqlite_ret = os.path.join(work, "sqlite_ret.specs")
+    with open(sqlite_ret, "w") as f:
+        f.write("p libsqlite3.so.0:*\nr libsqlite3.so.0:*\n")
     wls = [
         {"id": "sqlite3", "what": "sqlite3 shell, SQL script, every libsqlite3 function probed",
          "argv": ["sqlite3", ":memory:", ".read " + sql], "spec": "p libsqlite3.so.0:*",
+         "spec_file_ret": sqlite_ret,
          "uftrace": ".@libsqlite3.so.0", "uprobe": sqlite_lib + ":*", "env": lib_env},
         {"id": "python3", "what": "python3.11 script, %s probed" % PY_FUNC,
          "argv": [python, py], "spec": "p python3.11:%s" % PY_FUNC,
@@ -498,6 +504,14 @@ def bench_micro(args, bindir):
                           "--", hit, str(n)]),
             ("record 4", [args.ukprobe, "record", "-o", os.path.join(d, "r4"), "-e",
                           "p %s a=%%di b=%%si c=%%dx d=%%cx" % fn, "--", hit, str(n)]),
+            # a function's entry and return (uftrace's record): the
+            # return alone, then the pair on one function
+            ("record r", [args.ukprobe, "record", "-o", os.path.join(d, "rr"), "-e", "r " + fn,
+                          "--", hit, str(n)]),
+            ("record p+r", [args.ukprobe, "record", "-o", os.path.join(d, "rpr"), "-e",
+                            "p " + fn, "-e", "r " + fn, "--", hit, str(n)]),
+            ("stat p+r", [args.ukprobe, "stat", "-o", os.path.join(d, "spr.txt"), "-e",
+                          "p " + fn, "-e", "r " + fn, "--", hit, str(n)]),
             # the triggers' costs, against a bare stat hit (#16): a filter
             # that rejects every hit (b is the loop's counter, below
             # 10^8), a hist update, a stack trace recorded
@@ -883,17 +897,18 @@ def markdown(res):
 
 
 def markdown_same(ws):
-    """python3_all (every function) beside python3_same (the functions
-    uftrace records): ukprobe record's overhead over uftrace record's."""
+    """sqlite3 and python3_all (every function) beside python3_same (the
+    functions uftrace records): ukprobe record's overhead over uftrace
+    record's."""
     by = {w["id"]: w for w in ws if "skipped" not in w}
-    if "python3_same" not in by:
+    if "python3_same" not in by and "sqlite3" not in by:
         return []
     out = ["`ukprobe record` / `uftrace record` overhead (median; per repetition), every "
            "function and the same functions:\n",
            "| workload | functions hit: ukprobe, uftrace | events: ukprobe, uftrace calls | "
            "record / uftrace | record (entries + returns) / uftrace |",
            "| --- | --- | --- | --- | --- |"]
-    for wid in ("python3_all", "python3_same"):
+    for wid in ("sqlite3", "python3_all", "python3_same"):
         w = by.get(wid)
         if not w:
             continue
@@ -923,6 +938,9 @@ def markdown_micro(m, res):
               "trace -o 4": "`ukprobe trace -o` (4 args `%di %si %dx %cx`)",
               "record 0": "`ukprobe record` (0 args + timestamp)",
               "record 4": "`ukprobe record` (4 args `%di %si %dx %cx`)",
+              "record r": "`ukprobe record` of the return (`r`)",
+              "record p+r": "`ukprobe record` of the entry and the return (`p` + `r`)",
+              "stat p+r": "`ukprobe stat` of the entry and the return (`p` + `r`)",
               "stat --filter": "`stat --filter` (a filter that rejects every hit)",
               "stat hist": "`stat --trigger hist:keys=b.log2` (a hist update)",
               "trace stacktrace": "`trace -o --trigger stacktrace` (a stack recorded)",
@@ -933,7 +951,8 @@ def markdown_micro(m, res):
               "static stat": "static program: `ukprobe stat` (the freestanding agent)",
               "static trace -o 0": "static program: `ukprobe trace -o` (0 args + timestamp)"}
     for k in ("call", "o", "stat", "trace -o", "trace -o 0", "trace -o 4", "record 0",
-              "record 4", "stat --filter", "stat hist", "trace stacktrace",
+              "record 4", "record r", "record p+r", "stat p+r", "stat --filter", "stat hist",
+              "trace stacktrace",
               "run count", "run keyed", "bpftrace count", "static call", "static stat",
               "static trace -o 0"):
         r = m["rows"].get(k)
