@@ -42,6 +42,8 @@ Per hit (micro): bench_tool_hit calls a 3-instruction function N times
 and reports the thread's CPU time per call: alone, the library's own
 jump-optimized kprobe (`o`, bench_tool_lib), `ukprobe stat` and
 `ukprobe trace -o` (two fetch args and a timestamp) on the same function,
+`ukprobe record` of its return and of its entry and return (`p` + `r`,
+stat's too),
 `ukprobe run` scripts (`@ = count()`, `@[arg1 & 1023] = count()`) and
 bpftrace's `@ = count()` (root; the kernel's uprobe: wall time per call,
 most of it in the kernel, is its column to read).
