@@ -315,12 +315,17 @@ def python_target(name, modules, match=None):
         name,
         [PYTHON, "-m", "test", "--junit-xml", "{tmp}/junit.xml", "--tempdir", "{tmp}/pytmp"] +
         (["--matchfile", "{tmp}/match.txt"] if match else []) + modules,
-        {"entry": [PYTHON], "return": [PYTHON], "insn": [PYTHON, LIBC]},
+        {"entry": [PYTHON], "return": [PYTHON], "pair": [PYTHON], "insn": [PYTHON, LIBC]},
         norm=norm_python,
         files=(("junit.xml", junit_results),),
         follow=True,
         setup=setup,
-        needs=(PYTHON,))
+        needs=(PYTHON,),
+        # pair: the tests' child processes end inside these (sys.exit
+        # and os._exit: the frames on the stack never return)
+        pending=("Py_BytesMain", "Py_RunMain", "Py_Exit", "PyErr_PrintEx", "PyRun_*",
+                 "_PyRun_*", "_PyEval_EvalFrameDefault"),
+        exit_slack=2)
 
 
 SQLITE_ARGV = ["/usr/bin/sqlite3", "-bail", "{tmp}/db.sqlite", ".read {tmp}/workload.sql"]
@@ -474,7 +479,8 @@ def targets(tier):
     py = (python_target("python", PY_SHORT, PY_SHORT_MATCH) if tier == "short"
           else python_target("python", PY_LONG))
     sqlite = Target("sqlite3", SQLITE_ARGV,
-                    {"entry": [LIBSQLITE], "return": [LIBSQLITE], "insn": [LIBSQLITE, LIBC]},
+                    {"entry": [LIBSQLITE], "return": [LIBSQLITE], "pair": [LIBSQLITE],
+                     "insn": [LIBSQLITE, LIBC]},
                     setup=setup_sql, needs=("/usr/bin/sqlite3",))
     zlib = Target("zlib", ["/bin/sh", "-c", ZLIB_SH.format(level=6 if tier == "short" else 9)],
                   {"entry": [LIBZ], "return": [LIBZ], "insn": [LIBZ]},
@@ -541,8 +547,10 @@ def targets(tier):
 # (target, mode, random probes per object) of each tier
 TIERS = {
     "short": [
-        ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 1000),
-        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 1000),
+        ("python", "entry", 0), ("python", "return", 0), ("python", "pair", 0),
+        ("python", "insn", 1000),
+        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "pair", 0),
+        ("sqlite3", "insn", 1000),
         ("sqlite3_static", "entry", 0), ("sqlite3_static", "return", 0),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 500),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 1000),
@@ -550,8 +558,10 @@ TIERS = {
         ("rustc_panic", "pair", 0),
     ],
     "long": [
-        ("python", "entry", 0), ("python", "return", 0), ("python", "insn", 2000),
-        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "insn", 2000),
+        ("python", "entry", 0), ("python", "return", 0), ("python", "pair", 0),
+        ("python", "insn", 2000),
+        ("sqlite3", "entry", 0), ("sqlite3", "return", 0), ("sqlite3", "pair", 0),
+        ("sqlite3", "insn", 2000),
         ("sqlite3_static", "entry", 0), ("sqlite3_static", "return", 0),
         ("zlib", "entry", 0), ("zlib", "return", 0), ("zlib", "insn", 1000),
         ("coreutils", "entry", 0), ("coreutils", "return", 0), ("coreutils", "insn", 2000),
