@@ -238,9 +238,11 @@ static int site_update(struct ukp_site *s)
  * (optprobe_tramp.S) serves a site whose only child has a pre_handler
  * proven vector-free, or whose children are such a kprobe and a newer
  * kretprobe without entry_handler (fast_rp); it checks the probes'
- * handlers and flags at each hit. The handler is published before the probe, so that a hit that
- * sees the probe sees its handler (or, across a change, a handler that
- * does not match and takes the C path).
+ * handlers and flags at each hit. The handler (and fast_rp) are
+ * published before the probe, so that a hit that sees the probe sees
+ * them (or, across a change, a handler that does not match and takes
+ * the C path). fast_rp is left as it was when fast_kp is NULL: a hit
+ * reads it only after fast_kp.
  */
 static void site_fast_update(struct ukp_site *s)
 {

@@ -2,8 +2,9 @@
 /*
  * arch_insn.h - x86-64 per-probe instruction state, as the core stores it
  * in each probe site. The core reads only len, ool, blocking, boostable
- * and the why (arch_insn_why); everything else is private to src/arch/x86_64. (The slot's
- * bytes are not kept: struct ukp_slot_img, arch.h.)
+ * and the why (arch_insn_why); everything else is private to
+ * src/arch/x86_64. (The slot's bytes are not kept: struct ukp_slot_img,
+ * arch.h.)
  */
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
