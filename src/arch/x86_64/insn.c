@@ -50,18 +50,20 @@ int arch_check_boundary(const uint8_t *code, size_t off, size_t avail)
 }
 
 /* The texts of ai->why_off are in this object's read-only data, within
- * 2 GiB of this one. */
+ * 2 GiB of this one. (Addresses as integers: pointer arithmetic across
+ * objects is undefined.) */
 static const char why_base[] = "";
 
 static void set_why(struct ukp_arch_insn *ai, const char *why)
 {
-	ai->why_off = why ? (int32_t)(why - why_base) : 0;
+	ai->why_off = why ? (int32_t)((intptr_t)(uintptr_t)why - (intptr_t)(uintptr_t)why_base) : 0;
 }
 
 /* [any] See arch.h. */
 const char *arch_insn_why(const struct ukp_arch_insn *ai)
 {
-	return ai->why_off ? why_base + ai->why_off : NULL;
+	return ai->why_off ? (const char *)((uintptr_t)why_base + (uintptr_t)(intptr_t)ai->why_off)
+			   : NULL;
 }
 
 static int refuse(struct ukp_arch_insn *ai, int err, const char *why)
